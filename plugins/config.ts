@@ -1,0 +1,18 @@
+import fp from 'fastify-plugin'
+import type { Config } from '../src/config.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The validated configuration, read once at start-up. */
+    config: Config
+  }
+}
+
+export interface ConfigPluginOptions {
+  config: Config
+}
+
+/** Makes the start-up configuration available to every plugin as `app.config`. */
+export default fp<ConfigPluginOptions>(async function configPlugin (app, { config }) {
+  app.decorate('config', config)
+}, { name: 'config' })

@@ -1,0 +1,31 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import { errorBody } from '../src/errors.js'
+import { errorResponses } from '../src/schemas/error.js'
+
+/** `GET /health`: public, 200 once the database answers, 503 when it does not. */
+const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get('/health', {
+    schema: {
+      operationId: 'getHealth',
+      summary: 'Service health',
+      description: 'Reports whether the service and its database answer. Needs no token.',
+      tags: ['service'],
+      security: [],
+      response: {
+        200: Type.Object({ status: Type.Literal('ok') }, { description: 'The service and its database answer' }),
+        ...errorResponses({ 503: 'The database does not answer' })
+      }
+    }
+  }, async (request, reply) => {
+    try {
+      await app.store.ping()
+    } catch (err) {
+      request.log.warn({ err }, 'health check: the database does not answer')
+      return reply.code(503).send(errorBody(503, 'The database does not answer'))
+    }
+    return { status: 'ok' as const }
+  })
+}
+
+export default healthRoutes

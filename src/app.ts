@@ -1,0 +1,49 @@
+import Fastify, { type FastifyInstance } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import authPlugin from '../plugins/auth.js'
+import configPlugin from '../plugins/config.js'
+import docsPlugin from '../plugins/docs.js'
+import errorsPlugin from '../plugins/errors.js'
+import healthRoutes from '../plugins/health.js'
+import plantsRoutes from '../plugins/plants.js'
+import schemasPlugin from '../plugins/schemas.js'
+import storePlugin from '../plugins/store.js'
+import type { Config } from './config.js'
+import { clientErrorHandler, formatValidationErrors, frameworkErrorHandler } from './errors.js'
+import { int64Format } from './schemas/int64.js'
+
+/**
+ * Builds the whole service from its plugins. Tests build it with `inject`; server.ts listens.
+ * A request flows: auth hook → schema validation → handler → store → response serializer;
+ * every failure leaves through the errors plugin.
+ */
+export async function buildApp (config: Config): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: {
+      level: config.logLevel,
+      // Tokens never reach the logs, whatever a serializer or a plugin decides to print.
+      redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization'], censor: '[redacted]' }
+    },
+    ajv: {
+      // An unknown field is a 400 that names it, not silently dropped.
+      customOptions: { removeAdditional: false },
+      // After ajv-formats, whose own `int64` only checks numbers: ours reads canonical int64 strings.
+      onCreate: (ajv) => { ajv.addFormat('int64', int64Format) }
+    },
+    schemaErrorFormatter: formatValidationErrors,
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
+    // Drained requests are answered by the errors plugin, in the Error shape.
+    return503OnClosing: false
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  await app.register(configPlugin, { config })
+  await app.register(errorsPlugin)
+  await app.register(schemasPlugin)
+  await app.register(storePlugin)
+  await app.register(authPlugin)
+  await app.register(docsPlugin)
+  await app.register(healthRoutes)
+  await app.register(plantsRoutes)
+  return app
+}

@@ -1,0 +1,84 @@
+import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { Type, type Static } from '@sinclair/typebox'
+import envSchema from 'env-schema'
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+export type LogLevel = (typeof LOG_LEVELS)[number]
+
+/** The environment variables plant-store reads, validated once at start-up. */
+export const EnvSchema = Type.Object({
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
+  HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
+  DATABASE_URL: Type.String({ minLength: 1, default: 'data/plants.db' }),
+  API_TOKENS: Type.Optional(Type.String()),
+  API_TOKENS_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  LOG_LEVEL: Type.Unsafe<LogLevel>({ type: 'string', enum: LOG_LEVELS, default: 'info' })
+})
+
+type Env = Static<typeof EnvSchema>
+
+export interface Config {
+  port: number
+  host: string
+  /** A SQLite file path, or `:memory:`. */
+  databaseUrl: string
+  tokens: string[]
+  /** True when no token was configured and one was made up for this run. */
+  tokenGenerated: boolean
+  logLevel: LogLevel
+}
+
+/** A configuration value that stops the start; the message names the variable. */
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+/**
+ * Reads and validates the configuration from an environment (process.env by default).
+ * Throws ConfigError with a message meant for the person starting the service.
+ */
+export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
+  let parsed: Env
+  try {
+    parsed = envSchema<Env>({ schema: EnvSchema, data: { ...env }, dotenv: false })
+  } catch (err) {
+    throw new ConfigError(`invalid configuration: ${(err as Error).message}`)
+  }
+
+  const tokens = [...splitTokens(parsed.API_TOKENS, ','), ...readTokensFile(parsed.API_TOKENS_FILE)]
+  const tokenGenerated = tokens.length === 0
+  if (tokenGenerated) tokens.push(randomBytes(32).toString('base64url'))
+
+  return {
+    port: parsed.PORT,
+    host: parsed.HOST,
+    databaseUrl: parsed.DATABASE_URL,
+    tokens: [...new Set(tokens)],
+    tokenGenerated,
+    logLevel: parsed.LOG_LEVEL
+  }
+}
+
+function splitTokens (text: string | undefined, separator: string | RegExp): string[] {
+  if (text === undefined) return []
+  const tokens = text.split(separator).map((token) => token.trim()).filter((token) => token !== '')
+  for (const token of tokens) {
+    // A token travels in an HTTP header: only visible ASCII, as RFC 6750's b64token allows.
+    if (!/^[A-Za-z0-9\-._~+/]+=*$/.test(token)) {
+      throw new ConfigError('invalid configuration: a token may only hold the characters A-Z a-z 0-9 - . _ ~ + / and trailing =')
+    }
+  }
+  return tokens
+}
+
+function readTokensFile (path: string | undefined): string[] {
+  if (path === undefined) return []
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (err) {
+    throw new ConfigError(`invalid configuration: API_TOKENS_FILE cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}: ${path})`)
+  }
+  return splitTokens(text, /\r?\n/)
+}

@@ -1,0 +1,28 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { ref } from './ref.js'
+
+/** The one body every non-2xx response carries; `error` repeats the HTTP status code. */
+export const ErrorSchema = Type.Object(
+  {
+    error: Type.Integer({ format: 'int32', description: 'The HTTP status code', examples: [404] }),
+    message: Type.String({ description: 'What went wrong, for a person to read', examples: ['Plant 42 not found'] })
+  },
+  { $id: 'Error', additionalProperties: false, description: 'An error' }
+)
+export type ErrorBody = Static<typeof ErrorSchema>
+
+const ErrorRef = ref(ErrorSchema)
+
+/**
+ * The response schemas for the error statuses a route can answer, `4xx`/`5xx` included, so the
+ * serializer enforces the Error shape on every path out of the route and the OpenAPI lists them.
+ */
+export function errorResponses<const S extends number> (statuses: Record<S, string>): Record<S | '4xx' | '5xx', typeof ErrorRef> {
+  const responses: Record<string, typeof ErrorRef> = {}
+  for (const [status, description] of Object.entries<string>(statuses)) {
+    responses[status] = ref(ErrorSchema, { description })
+  }
+  responses['4xx'] = ref(ErrorSchema, { description: 'Client error' })
+  responses['5xx'] = ref(ErrorSchema, { description: 'Server error' })
+  return responses as Record<S | '4xx' | '5xx', typeof ErrorRef>
+}

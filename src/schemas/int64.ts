@@ -1,0 +1,17 @@
+const INT64_MIN = -(2n ** 63n)
+const INT64_MAX = 2n ** 63n - 1n
+// Canonical decimal only: no sign plus, no leading zeros, no exponent, no white space, no "-0".
+const CANONICAL_INTEGER = /^(?:0|-?[1-9][0-9]{0,18})$/
+
+/** Parses an int64 written as a canonical decimal string, exactly; undefined when it is not one. */
+export function parseInt64 (text: string): bigint | undefined {
+  if (!CANONICAL_INTEGER.test(text)) return undefined
+  const value = BigInt(text)
+  return value >= INT64_MIN && value <= INT64_MAX ? value : undefined
+}
+
+/** The ajv format that validates int64 strings (path parameters, cursors) without rounding them. */
+export const int64Format = {
+  type: 'string',
+  validate: (text: string): boolean => parseInt64(text) !== undefined
+} as const

@@ -1,0 +1,53 @@
+#!/usr/bin/env node
+import { buildApp } from './app.js'
+import { ConfigError, loadConfig } from './config.js'
+
+/** Starts plant-store, prints where it listens, and stops it gracefully on SIGINT/SIGTERM. */
+async function main (): Promise<void> {
+  let config
+  try {
+    config = loadConfig(process.env)
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err
+    process.stderr.write(`plant-store: ${err.message}\n`)
+    process.exit(1)
+  }
+
+  const app = await buildApp(config)
+  let stopping = false
+  const stop = (signal: NodeJS.Signals): void => {
+    if (stopping) return
+    stopping = true
+    app.log.info({ signal }, 'shutting down: finishing in-flight requests')
+    app.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        app.log.error({ err }, 'shutdown failed')
+        process.exit(1)
+      }
+    )
+  }
+  process.once('SIGINT', stop)
+  process.once('SIGTERM', stop)
+
+  await app.listen({ port: config.port, host: config.host })
+  const address = app.server.address()
+  const port = typeof address === 'object' && address !== null ? address.port : config.port
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host
+  const base = `http://${host}:${port}`
+  // Printed once to the terminal, not to the log: a newcomer can try the API straight away.
+  process.stdout.write(
+    `\nplant-store is listening on ${base}\n` +
+    `  API docs (Swagger UI): ${base}/docs\n` +
+    `  OpenAPI document:      ${base}/openapi.json\n` +
+    (config.tokenGenerated
+      ? `  No API_TOKENS set: this run accepts the bearer token\n    ${config.tokens[0]}\n`
+      : '') +
+    '\n'
+  )
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`plant-store: could not start: ${err instanceof Error ? err.message : String(err)}\n`)
+  process.exit(1)
+})

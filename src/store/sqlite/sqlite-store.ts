@@ -1,0 +1,171 @@
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import Database from 'better-sqlite3'
+import type { Plant } from '../../schemas/plant.js'
+import { plantEtag } from '../../etag.js'
+import {
+  PlantConflictError,
+  type DeleteResult, type IfMatch, type ListPage, type ListQuery, type NewPlant,
+  type PlantChanges, type PlantStore, type WriteResult
+} from '../store.js'
+import { APPLICATION_ID, migrations } from './migrations.js'
+
+interface PlantRow {
+  id: bigint
+  name: string
+  tag: string | null
+  created_at: bigint
+  updated_at: bigint
+}
+
+export interface SqliteStoreOptions {
+  /** A file path, or `:memory:`. */
+  filename: string
+}
+
+/** Raised when the file is not a plant-store database, or is newer than this code. */
+export class StoreOpenError extends Error {
+  override name = 'StoreOpenError'
+}
+
+function toPlant (row: PlantRow): Plant {
+  const plant: Plant = {
+    id: row.id,
+    name: row.name,
+    createdAt: new Date(Number(row.created_at)).toISOString(),
+    updatedAt: new Date(Number(row.updated_at)).toISOString()
+  }
+  if (row.tag !== null) plant.tag = row.tag
+  return plant
+}
+
+function openDatabase (filename: string): Database.Database {
+  if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true })
+  const db = new Database(filename)
+  // Ids are int64: read every INTEGER as a bigint so nothing is rounded on the way back.
+  db.defaultSafeIntegers(true)
+  db.pragma('journal_mode = WAL')
+  db.pragma('synchronous = FULL')
+  db.pragma('foreign_keys = ON')
+  db.pragma('busy_timeout = 5000')
+  return db
+}
+
+function migrate (db: Database.Database): void {
+  const applicationId = Number(db.pragma('application_id', { simple: true }))
+  const version = Number(db.pragma('user_version', { simple: true }))
+  const tables = Number(db.prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table'").pluck().get())
+  if (applicationId !== APPLICATION_ID && (applicationId !== 0 || version !== 0 || tables !== 0)) {
+    throw new StoreOpenError('the database file is not a plant-store database')
+  }
+  if (version > migrations.length) {
+    throw new StoreOpenError(`the database schema (version ${version}) is newer than this plant-store (${migrations.length})`)
+  }
+  const upgrade = db.transaction(() => {
+    for (let step = version; step < migrations.length; step++) {
+      db.exec(migrations[step] as string)
+    }
+    db.pragma(`application_id = ${APPLICATION_ID}`)
+    db.pragma(`user_version = ${migrations.length}`)
+  })
+  if (version < migrations.length) upgrade.immediate()
+}
+
+/** The embedded store: one SQLite file in WAL mode, statements prepared once. */
+export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
+  const db = openDatabase(options.filename)
+  try {
+    migrate(db)
+  } catch (err) {
+    db.close()
+    throw err
+  }
+
+  const statements = {
+    get: db.prepare<[bigint], PlantRow>('SELECT * FROM plants WHERE id = ?'),
+    list: db.prepare<[bigint | null, number], PlantRow>(
+      'SELECT * FROM plants WHERE (?1 IS NULL OR id > ?1) ORDER BY id LIMIT ?2'),
+    listByTag: db.prepare<[bigint | null, string, number], PlantRow>(
+      'SELECT * FROM plants WHERE tag = ?2 AND (?1 IS NULL OR id > ?1) ORDER BY id LIMIT ?3'),
+    insert: db.prepare<[bigint | null, string, string | null, number, number], PlantRow>(
+      'INSERT INTO plants (id, name, tag, created_at, updated_at) VALUES (?, ?, ?, ?, ?) RETURNING *'),
+    // updated_at strictly increases, even for two writes within one millisecond.
+    update: db.prepare<[string, string | null, number, bigint], PlantRow>(
+      'UPDATE plants SET name = ?, tag = ?, updated_at = max(?, updated_at + 1) WHERE id = ? RETURNING *'),
+    delete: db.prepare<[bigint], unknown>('DELETE FROM plants WHERE id = ?'),
+    ping: db.prepare('SELECT 1').pluck()
+  }
+
+  const matches = (row: PlantRow, ifMatch: IfMatch | undefined): boolean =>
+    ifMatch === undefined || ifMatch.includes(plantEtag(toPlant(row)))
+
+  const write = db.transaction((id: bigint, next: (row: PlantRow) => { name: string, tag: string | null }, ifMatch?: IfMatch): WriteResult => {
+    const row = statements.get.get(id)
+    if (row === undefined) return { status: 'not-found' }
+    if (!matches(row, ifMatch)) return { status: 'precondition-failed' }
+    const { name, tag } = next(row)
+    return { status: 'ok', plant: toPlant(statements.update.get(name, tag, Date.now(), id) as PlantRow) }
+  })
+
+  const remove = db.transaction((id: bigint, ifMatch?: IfMatch): DeleteResult => {
+    if (ifMatch !== undefined) {
+      const row = statements.get.get(id)
+      if (row === undefined) return 'not-found'
+      if (!matches(row, ifMatch)) return 'precondition-failed'
+    }
+    return statements.delete.run(id).changes === 1 ? 'deleted' : 'not-found'
+  })
+
+  return {
+    async ping () {
+      statements.ping.get()
+    },
+
+    async list ({ limit, after, tag }: ListQuery): Promise<ListPage> {
+      // One row more than asked tells whether another page follows.
+      const rows = tag === undefined
+        ? statements.list.all(after ?? null, limit + 1)
+        : statements.listByTag.all(after ?? null, tag, limit + 1)
+      return { plants: rows.slice(0, limit).map(toPlant), hasMore: rows.length > limit }
+    },
+
+    async get (id: bigint) {
+      const row = statements.get.get(id)
+      return row === undefined ? undefined : toPlant(row)
+    },
+
+    async create ({ id, name, tag }: NewPlant) {
+      const now = Date.now()
+      try {
+        return toPlant(statements.insert.get(id ?? null, name, tag ?? null, now, now) as PlantRow)
+      } catch (err) {
+        if (id !== undefined && (err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+          throw new PlantConflictError(id)
+        }
+        throw err
+      }
+    },
+
+    async replace (id: bigint, { name, tag }: Omit<NewPlant, 'id'>, ifMatch?: IfMatch) {
+      return write(id, () => ({ name, tag: tag ?? null }), ifMatch)
+    },
+
+    async update (id: bigint, changes: PlantChanges, ifMatch?: IfMatch) {
+      return write(id, (row) => ({
+        name: changes.name ?? row.name,
+        tag: changes.tag === undefined ? row.tag : changes.tag
+      }), ifMatch)
+    },
+
+    async delete (id: bigint, ifMatch?: IfMatch) {
+      return remove(id, ifMatch)
+    },
+
+    async close () {
+      if (!db.open) return
+      // Fold the WAL back into the main file so a stopped service leaves one self-contained file.
+      if (options.filename !== ':memory:') db.pragma('wal_checkpoint(TRUNCATE)')
+      db.close()
+    }
+  }
+}
