@@ -10,7 +10,7 @@ declare module 'fastify' {
 
 /** Opens the store named by DATABASE_URL (migrating it) and closes it when the app closes. */
 export default fp(async function storePlugin (app) {
-  const store = createSqliteStore({ filename: app.config.databaseUrl })
+  const store = createSqliteStore({ filename: app.config.databaseUrl, synchronous: app.config.sqliteSynchronous })
   app.decorate('store', store)
   app.addHook('onClose', async () => { await store.close() })
 }, { name: 'store', dependencies: ['config'] })

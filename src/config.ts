@@ -13,6 +13,7 @@ export const EnvSchema = Type.Object({
   DATABASE_URL: Type.String({ minLength: 1, default: 'data/plants.db' }),
   API_TOKENS: Type.Optional(Type.String()),
   API_TOKENS_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  SQLITE_SYNCHRONOUS: Type.Unsafe<'full' | 'normal'>({ type: 'string', enum: ['full', 'normal'], default: 'full' }),
   LOG_LEVEL: Type.Unsafe<LogLevel>({ type: 'string', enum: LOG_LEVELS, default: 'info' })
 })
 
@@ -23,6 +24,8 @@ export interface Config {
   host: string
   /** A SQLite file path, or `:memory:`. */
   databaseUrl: string
+  /** SQLite durability: `full` survives a power loss, `normal` a process crash. */
+  sqliteSynchronous: 'full' | 'normal'
   tokens: string[]
   /** True when no token was configured and one was made up for this run. */
   tokenGenerated: boolean
@@ -54,6 +57,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     port: parsed.PORT,
     host: parsed.HOST,
     databaseUrl: parsed.DATABASE_URL,
+    sqliteSynchronous: parsed.SQLITE_SYNCHRONOUS,
     tokens: [...new Set(tokens)],
     tokenGenerated,
     logLevel: parsed.LOG_LEVEL

@@ -4,11 +4,20 @@ import Database from 'better-sqlite3'
 import type { Plant } from '../../schemas/plant.js'
 import { plantEtag } from '../../etag.js'
 import {
-  PlantConflictError,
-  type DeleteResult, type IfMatch, type ListPage, type ListQuery, type NewPlant,
-  type PlantChanges, type PlantStore, type WriteResult
+  IDEMPOTENCY_TTL_MS, IdempotencyKeyReuseError, PlantConflictError,
+  type CreateResult, type DeleteResult, type IdempotencyKey, type IfMatch, type ListPage, type ListQuery,
+  type NewPlant, type PlantChanges, type PlantStore, type WriteResult
 } from '../store.js'
 import { APPLICATION_ID, migrations } from './migrations.js'
+
+interface IdempotencyRow {
+  fingerprint: string
+  plant_id: bigint
+  name: string
+  tag: string | null
+  created_at: bigint
+  updated_at: bigint
+}
 
 interface PlantRow {
   id: bigint
@@ -18,9 +27,13 @@ interface PlantRow {
   updated_at: bigint
 }
 
+export type SqliteSynchronous = 'full' | 'normal'
+
 export interface SqliteStoreOptions {
   /** A file path, or `:memory:`. */
   filename: string
+  /** `full` (default) survives a power loss; `normal` survives a process crash. */
+  synchronous?: SqliteSynchronous
 }
 
 /** Raised when the file is not a plant-store database, or is newer than this code. */
@@ -39,13 +52,13 @@ function toPlant (row: PlantRow): Plant {
   return plant
 }
 
-function openDatabase (filename: string): Database.Database {
+function openDatabase (filename: string, synchronous: SqliteSynchronous): Database.Database {
   if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true })
   const db = new Database(filename)
   // Ids are int64: read every INTEGER as a bigint so nothing is rounded on the way back.
   db.defaultSafeIntegers(true)
   db.pragma('journal_mode = WAL')
-  db.pragma('synchronous = FULL')
+  db.pragma(`synchronous = ${synchronous === 'normal' ? 'NORMAL' : 'FULL'}`)
   db.pragma('foreign_keys = ON')
   db.pragma('busy_timeout = 5000')
   return db
@@ -73,7 +86,7 @@ function migrate (db: Database.Database): void {
 
 /** The embedded store: one SQLite file in WAL mode, statements prepared once. */
 export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
-  const db = openDatabase(options.filename)
+  const db = openDatabase(options.filename, options.synchronous ?? 'full')
   try {
     migrate(db)
   } catch (err) {
@@ -83,16 +96,21 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
 
   const statements = {
     get: db.prepare<[bigint], PlantRow>('SELECT * FROM plants WHERE id = ?'),
-    list: db.prepare<[bigint | null, number], PlantRow>(
-      'SELECT * FROM plants WHERE (?1 IS NULL OR id > ?1) ORDER BY id LIMIT ?2'),
-    listByTag: db.prepare<[bigint | null, string, number], PlantRow>(
-      'SELECT * FROM plants WHERE tag = ?2 AND (?1 IS NULL OR id > ?1) ORDER BY id LIMIT ?3'),
+    // Keyset pagination: a range scan from the cursor, so a deep page costs what the first one does.
+    list: db.prepare<[bigint, number], PlantRow>('SELECT * FROM plants WHERE id > ? ORDER BY id LIMIT ?'),
+    listByTag: db.prepare<[string, bigint, number], PlantRow>(
+      'SELECT * FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?'),
     insert: db.prepare<[bigint | null, string, string | null, number, number], PlantRow>(
       'INSERT INTO plants (id, name, tag, created_at, updated_at) VALUES (?, ?, ?, ?, ?) RETURNING *'),
     // updated_at strictly increases, even for two writes within one millisecond.
     update: db.prepare<[string, string | null, number, bigint], PlantRow>(
       'UPDATE plants SET name = ?, tag = ?, updated_at = max(?, updated_at + 1) WHERE id = ? RETURNING *'),
     delete: db.prepare<[bigint], unknown>('DELETE FROM plants WHERE id = ?'),
+    findKey: db.prepare<[string, string, number], IdempotencyRow>(
+      'SELECT * FROM idempotency_keys WHERE scope = ? AND key = ? AND created_at > ?'),
+    saveKey: db.prepare<[string, string, string, bigint, string, string | null, bigint, bigint], unknown>(
+      'INSERT OR REPLACE INTO idempotency_keys VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
+    expireKeys: db.prepare<[number], unknown>('DELETE FROM idempotency_keys WHERE created_at <= ?'),
     ping: db.prepare('SELECT 1').pluck()
   }
 
@@ -105,6 +123,32 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     if (!matches(row, ifMatch)) return { status: 'precondition-failed' }
     const { name, tag } = next(row)
     return { status: 'ok', plant: toPlant(statements.update.get(name, tag, Date.now(), id) as PlantRow) }
+  })
+
+  const insert = db.transaction(({ id, name, tag }: NewPlant, idempotency?: IdempotencyKey): CreateResult => {
+    const now = Date.now()
+    if (idempotency !== undefined) {
+      const earlier = statements.findKey.get(idempotency.scope, idempotency.key, now - IDEMPOTENCY_TTL_MS)
+      if (earlier !== undefined) {
+        if (earlier.fingerprint !== idempotency.fingerprint) throw new IdempotencyKeyReuseError()
+        return { plant: toPlant({ ...earlier, id: earlier.plant_id }), replayed: true }
+      }
+      statements.expireKeys.run(now - IDEMPOTENCY_TTL_MS)
+    }
+    let row: PlantRow
+    try {
+      row = statements.insert.get(id ?? null, name, tag ?? null, now, now) as PlantRow
+    } catch (err) {
+      if (id !== undefined && (err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+        throw new PlantConflictError(id)
+      }
+      throw err
+    }
+    if (idempotency !== undefined) {
+      const { scope, key, fingerprint } = idempotency
+      statements.saveKey.run(scope, key, fingerprint, row.id, row.name, row.tag, row.created_at, row.updated_at)
+    }
+    return { plant: toPlant(row), replayed: false }
   })
 
   const remove = db.transaction((id: bigint, ifMatch?: IfMatch): DeleteResult => {
@@ -123,9 +167,10 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
 
     async list ({ limit, after, tag }: ListQuery): Promise<ListPage> {
       // One row more than asked tells whether another page follows.
+      // Ids are positive, so "after 0" is the first page.
       const rows = tag === undefined
-        ? statements.list.all(after ?? null, limit + 1)
-        : statements.listByTag.all(after ?? null, tag, limit + 1)
+        ? statements.list.all(after ?? 0n, limit + 1)
+        : statements.listByTag.all(tag, after ?? 0n, limit + 1)
       return { plants: rows.slice(0, limit).map(toPlant), hasMore: rows.length > limit }
     },
 
@@ -134,16 +179,8 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
       return row === undefined ? undefined : toPlant(row)
     },
 
-    async create ({ id, name, tag }: NewPlant) {
-      const now = Date.now()
-      try {
-        return toPlant(statements.insert.get(id ?? null, name, tag ?? null, now, now) as PlantRow)
-      } catch (err) {
-        if (id !== undefined && (err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-          throw new PlantConflictError(id)
-        }
-        throw err
-      }
+    async create (plant: NewPlant, idempotency?: IdempotencyKey) {
+      return insert(plant, idempotency)
     },
 
     async replace (id: bigint, { name, tag }: Omit<NewPlant, 'id'>, ifMatch?: IfMatch) {
