@@ -8,6 +8,7 @@ import {
   type CreateResult, type DeleteResult, type IdempotencyKey, type IfMatch, type ListPage, type ListQuery,
   type NewPlant, type PlantChanges, type PlantStore, type WriteResult
 } from '../store.js'
+import { createGroupCommit } from './group-commit.js'
 import { APPLICATION_ID, migrations } from './migrations.js'
 
 interface IdempotencyRow {
@@ -34,6 +35,8 @@ export interface SqliteStoreOptions {
   filename: string
   /** `full` (default) survives a power loss; `normal` survives a process crash. */
   synchronous?: SqliteSynchronous
+  /** Called after each committed write transaction with the number of writes it held (for tests). */
+  onCommit?: (writes: number) => void
 }
 
 /** Raised when the file is not a plant-store database, or is newer than this code. */
@@ -160,6 +163,9 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     return statements.delete.run(id).changes === 1 ? 'deleted' : 'not-found'
   })
 
+  // Writes are group-committed: those that arrive together share one transaction and one fsync.
+  const writes = createGroupCommit(db, options.onCommit)
+
   return {
     async ping () {
       statements.ping.get()
@@ -179,27 +185,28 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
       return row === undefined ? undefined : toPlant(row)
     },
 
-    async create (plant: NewPlant, idempotency?: IdempotencyKey) {
-      return insert(plant, idempotency)
+    create (plant: NewPlant, idempotency?: IdempotencyKey) {
+      return writes.enqueue(() => insert(plant, idempotency))
     },
 
-    async replace (id: bigint, { name, tag }: Omit<NewPlant, 'id'>, ifMatch?: IfMatch) {
-      return write(id, () => ({ name, tag: tag ?? null }), ifMatch)
+    replace (id: bigint, { name, tag }: Omit<NewPlant, 'id'>, ifMatch?: IfMatch) {
+      return writes.enqueue(() => write(id, () => ({ name, tag: tag ?? null }), ifMatch))
     },
 
-    async update (id: bigint, changes: PlantChanges, ifMatch?: IfMatch) {
-      return write(id, (row) => ({
+    update (id: bigint, changes: PlantChanges, ifMatch?: IfMatch) {
+      return writes.enqueue(() => write(id, (row) => ({
         name: changes.name ?? row.name,
         tag: changes.tag === undefined ? row.tag : changes.tag
-      }), ifMatch)
+      }), ifMatch))
     },
 
-    async delete (id: bigint, ifMatch?: IfMatch) {
-      return remove(id, ifMatch)
+    delete (id: bigint, ifMatch?: IfMatch) {
+      return writes.enqueue(() => remove(id, ifMatch))
     },
 
     async close () {
       if (!db.open) return
+      writes.flush()
       // Fold the WAL back into the main file so a stopped service leaves one self-contained file.
       if (options.filename !== ':memory:') db.pragma('wal_checkpoint(TRUNCATE)')
       db.close()
