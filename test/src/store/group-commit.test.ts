@@ -1,0 +1,125 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import Database from 'better-sqlite3'
+import { plantEtag } from '../../../src/etag.js'
+import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
+import { IdempotencyKeyReuseError, PlantConflictError, type PlantStore } from '../../../src/store/store.js'
+
+/** A fresh store that records the size of every committed write transaction. */
+function storeWithCommits (t: { after: (fn: () => Promise<void>) => void }, filename = ':memory:'): { store: PlantStore, commits: number[] } {
+  const commits: number[] = []
+  const store = createSqliteStore({ filename, onCommit: (writes) => commits.push(writes) })
+  t.after(() => store.close())
+  return { store, commits }
+}
+
+test('writes queued in the same turn commit in one transaction, results in request order', async (t) => {
+  const { store, commits } = storeWithCommits(t)
+  const created = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((name) => store.create({ name })))
+  assert.deepEqual(created.map(({ plant }) => [plant.id, plant.name]), [[1n, 'a'], [2n, 'b'], [3n, 'c'], [4n, 'd'], [5n, 'e']])
+  assert.deepEqual(commits, [5])
+
+  // A later turn is a new transaction: creates, replaces, updates and deletes share it.
+  const [replaced, updated, deleted] = await Promise.all([
+    store.replace(1n, { name: 'A' }),
+    store.update(2n, { tag: 'green' }),
+    store.delete(3n)
+  ])
+  assert.equal(replaced.status === 'ok' && replaced.plant.name, 'A')
+  assert.equal(updated.status === 'ok' && updated.plant.tag, 'green')
+  assert.equal(deleted, 'deleted')
+  assert.deepEqual(commits, [5, 3])
+})
+
+test('a conflicting create fails alone: its neighbours in the batch are committed', async (t) => {
+  const { store, commits } = storeWithCommits(t)
+  const results = await Promise.allSettled([
+    store.create({ id: 10n, name: 'first' }),
+    store.create({ id: 10n, name: 'duplicate' }),
+    store.create({ id: 11n, name: 'after' })
+  ])
+  assert.deepEqual(commits, [1 + 1 + 1])
+  assert.equal(results[0]?.status, 'fulfilled')
+  assert.equal(results[1]?.status, 'rejected')
+  assert.ok(results[1]?.status === 'rejected' && results[1].reason instanceof PlantConflictError)
+  assert.equal(results[2]?.status, 'fulfilled')
+  assert.equal((await store.get(10n))?.name, 'first')
+  assert.equal((await store.get(11n))?.name, 'after')
+})
+
+test('a failed precondition changes nothing and does not stop the other writes of its batch', async (t) => {
+  const { store } = storeWithCommits(t)
+  const { plant } = await store.create({ name: 'kept', tag: 'x' })
+  const { plant: other } = await store.create({ name: 'other' })
+  const [stale, staleDelete, fresh, removed] = await Promise.all([
+    store.update(plant.id, { name: 'changed' }, ['"not-the-etag"']),
+    store.delete(plant.id, ['"not-the-etag"']),
+    store.update(other.id, { name: 'renamed' }, [plantEtag(other)]),
+    store.delete(other.id)
+  ])
+  assert.deepEqual(stale, { status: 'precondition-failed' })
+  assert.equal(staleDelete, 'precondition-failed')
+  assert.equal(fresh.status === 'ok' && fresh.plant.name, 'renamed')
+  assert.equal(removed, 'deleted')
+  assert.deepEqual(await store.get(plant.id), plant)
+  assert.equal(await store.get(other.id), undefined)
+})
+
+test('the same id deleted twice in one batch: deleted once, then not-found', async (t) => {
+  const { store, commits } = storeWithCommits(t)
+  const { plant } = await store.create({ name: 'once' })
+  assert.deepEqual(await Promise.all([store.delete(plant.id), store.delete(plant.id), store.delete(plant.id + 1n)]),
+    ['deleted', 'not-found', 'not-found'])
+  assert.deepEqual(commits, [1, 3])
+})
+
+test('idempotency keys keep their meaning inside a batch', async (t) => {
+  const { store, commits } = storeWithCommits(t)
+  const key = { scope: 'client', key: 'k1', fingerprint: 'body-1' }
+  const results = await Promise.allSettled([
+    store.create({ name: 'fern' }, key),
+    store.create({ name: 'fern' }, key),
+    store.create({ name: 'other body' }, { ...key, fingerprint: 'body-2' }),
+    store.create({ name: 'no key' })
+  ])
+  assert.deepEqual(commits, [4])
+  const [first, replay, reuse, plain] = results
+  assert.ok(first?.status === 'fulfilled' && !first.value.replayed)
+  assert.ok(replay?.status === 'fulfilled' && replay.value.replayed)
+  assert.deepEqual(replay.value.plant, first.value.plant)
+  assert.ok(reuse?.status === 'rejected' && reuse.reason instanceof IdempotencyKeyReuseError)
+  assert.ok(plain?.status === 'fulfilled' && plain.value.plant.id === first.value.plant.id + 1n)
+  // Only the two creates that made a plant made one.
+  assert.deepEqual((await store.list({ limit: 10 })).plants.map((plant) => plant.name), ['fern', 'no key'])
+})
+
+test('a write resolves only after its COMMIT: another connection already sees it', async (t) => {
+  const file = join(mkdtempSync(join(tmpdir(), 'plant-store-group-')), 'plants.db')
+  const { store, commits } = storeWithCommits(t, file)
+  const reader = new Database(file, { readonly: true })
+  t.after(async () => { reader.close() })
+  const count = (): number => Number(reader.prepare('SELECT count(*) FROM plants').pluck().get())
+
+  const pending = Promise.all([store.create({ name: 'a' }), store.create({ name: 'b' })])
+  // Queued, not yet committed: neither this connection nor the store's own reads see them.
+  assert.equal(count(), 0)
+  assert.deepEqual(commits, [])
+  assert.deepEqual((await store.list({ limit: 10 })).plants, [])
+  await pending
+  assert.deepEqual(commits, [2])
+  assert.equal(count(), 2)
+})
+
+test('closing the store commits the writes still queued', async () => {
+  const file = join(mkdtempSync(join(tmpdir(), 'plant-store-group-')), 'plants.db')
+  const store = createSqliteStore({ filename: file })
+  const pending = store.create({ name: 'queued' })
+  await store.close()
+  assert.equal((await pending).plant.name, 'queued')
+  const reopened = createSqliteStore({ filename: file })
+  assert.equal((await reopened.get(1n))?.name, 'queued')
+  await reopened.close()
+})
