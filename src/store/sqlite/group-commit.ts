@@ -1,3 +1,5 @@
+import { closeSync, fdatasync, fsyncSync, openSync } from 'node:fs'
+import { dirname } from 'node:path'
 import type Database from 'better-sqlite3'
 
 interface PendingWrite {
@@ -8,30 +10,65 @@ interface PendingWrite {
 
 type Outcome = { ok: true, value: unknown } | { ok: false, error: unknown }
 
-/** Runs writes in one shared transaction; each write is given as a better-sqlite3 transaction function. */
+interface DurabilityWaiter {
+  /** The commit that must be on disk first. */
+  commit: number
+  release: () => void
+  fail: (reason: unknown) => void
+}
+
+export interface GroupCommitOptions {
+  /**
+   * The WAL file to fdatasync after commits (synchronous=full). Without it (normal, `:memory:`)
+   * a write is answered as soon as its COMMIT returned.
+   */
+  walFile?: string
+  /** Called after each committed transaction with the number of writes it held (tests count with it). */
+  onCommit?: (writes: number) => void
+  /** Called after each fdatasync of the WAL (tests order events with it). */
+  onSync?: () => void
+}
+
+/** Runs writes in shared transactions and answers them once they are durable. */
 export interface GroupCommit {
   /**
-   * Queues `write` for the next batch and resolves with what it returned once the batch's COMMIT
-   * has returned (so, under synchronous=FULL, once it is on disk). `write` must be a
-   * `db.transaction(...)` function: inside the batch it runs as a SAVEPOINT, so when it throws only
-   * its own changes are undone and its neighbours commit as if it had never run.
+   * Queues `write` for the next batch and resolves with what it returned once its transaction is
+   * committed and, with a WAL file to sync, on disk. `write` must be a `db.transaction(...)`
+   * function: inside the batch it runs as a SAVEPOINT, so when it throws only its own changes are
+   * undone and its neighbours commit as if it had never run.
    */
   enqueue: <T>(write: () => T) => Promise<T>
-  /** Commits whatever is queued now (before closing the database). */
-  flush: () => void
+  /**
+   * Hands back `value`, read from the database just now, once everything committed so far is on
+   * disk: a read never answers with a write that could still be lost. Immediate when nothing waits.
+   */
+  afterDurable: <T>(value: T) => T | Promise<T>
+  /** Commits what is queued, waits until it is on disk, and releases the WAL file. */
+  close: () => Promise<void>
 }
 
 /**
- * Group commit: every write that arrives in the same event-loop turn (the I/O phase that parsed a
- * burst of requests) joins one transaction, committed in `setImmediate`: one WAL append and, under
- * synchronous=FULL, one fsync for the whole burst instead of one per request. The database calls
- * are synchronous, so a write arriving while a batch commits simply waits for the next turn.
- * Results are handed back in the order the writes were queued. `onCommit` sees the size of each
- * committed batch (tests count transactions with it).
+ * Group commit. Every write that arrives in the same event-loop turn (the I/O phase that parsed a
+ * burst of requests) joins one transaction, committed in `setImmediate`.
+ *
+ * Durability (synchronous=full) comes from one `fdatasync` of the WAL, run on libuv's thread pool
+ * while the event loop goes on parsing and committing the next bursts (SQLite itself runs at
+ * synchronous=NORMAL: WAL appends that stay consistent after a crash, without their own fsync).
+ * Answers wait for the sync that covers their commit; one sync covers every commit made before it
+ * started, so under load one fsync serves many transactions and the disk's latency overlaps CPU
+ * work instead of adding to it. Once a sync has failed nothing is acknowledged any more: the page
+ * cache's state is unknown, so every later write or read fails (and /health reports it).
  */
-export function createGroupCommit (db: Database.Database, onCommit?: (writes: number) => void): GroupCommit {
+export function createGroupCommit (db: Database.Database, options: GroupCommitOptions = {}): GroupCommit {
+  const { walFile, onCommit, onSync } = options
   let queue: PendingWrite[] = []
   let scheduled = false
+  let committed = 0
+  let synced = 0
+  let syncing: Promise<void> | undefined
+  let waiters: DurabilityWaiter[] = []
+  let failure: { reason: unknown } | undefined
+  let walFd: number | undefined
 
   const runBatch = db.transaction((writes: readonly PendingWrite[]): Outcome[] => {
     const outcomes: Outcome[] = []
@@ -48,6 +85,60 @@ export function createGroupCommit (db: Database.Database, onCommit?: (writes: nu
     return outcomes
   })
 
+  const openWal = (file: string): number => {
+    const fd = openSync(file, 'r')
+    // The WAL's directory entry must be durable too, once (SQLite's FULL does the same).
+    const directory = openSync(dirname(file), 'r')
+    try {
+      fsyncSync(directory)
+    } finally {
+      closeSync(directory)
+    }
+    return fd
+  }
+
+  const settleWaiters = (): void => {
+    const ready = failure === undefined ? waiters.filter((waiter) => waiter.commit <= synced) : waiters
+    waiters = failure === undefined ? waiters.filter((waiter) => waiter.commit > synced) : []
+    for (const waiter of ready) {
+      if (failure === undefined) waiter.release()
+      else waiter.fail(failure.reason)
+    }
+  }
+
+  const startSync = (file: string): void => {
+    if (syncing !== undefined || failure !== undefined || synced >= committed) return
+    const target = committed
+    let finished = (): void => {}
+    syncing = new Promise<void>((resolve) => { finished = resolve })
+    const done = (error: unknown): void => {
+      syncing = undefined
+      if (error === null || error === undefined) synced = target
+      else failure ??= { reason: error }
+      onSync?.()
+      settleWaiters()
+      finished()
+      // Commits made while this sync ran are covered by the next one.
+      startSync(file)
+    }
+    try {
+      walFd ??= openWal(file)
+      fdatasync(walFd, done)
+    } catch (error) {
+      done(error)
+    }
+  }
+
+  /** Runs `release` once commit number `commit` is on disk. */
+  const whenDurable = (commit: number, release: () => void, fail: (reason: unknown) => void): void => {
+    if (failure !== undefined) fail(failure.reason)
+    else if (walFile === undefined || commit <= synced) release()
+    else {
+      waiters.push({ commit, release, fail })
+      startSync(walFile)
+    }
+  }
+
   const flush = (): void => {
     scheduled = false
     const writes = queue
@@ -60,22 +151,42 @@ export function createGroupCommit (db: Database.Database, onCommit?: (writes: nu
       for (const write of writes) write.reject(error)
       return
     }
+    const commit = ++committed
+    // Nothing to sync: the COMMIT itself is as durable as this database gets.
+    if (walFile === undefined) synced = commit
     onCommit?.(writes.length)
-    writes.forEach((write, index) => {
-      const outcome = outcomes[index] as Outcome
-      if (outcome.ok) write.resolve(outcome.value)
-      else write.reject(outcome.error)
-    })
+    whenDurable(commit, () => {
+      writes.forEach((write, index) => {
+        const outcome = outcomes[index] as Outcome
+        if (outcome.ok) write.resolve(outcome.value)
+        else write.reject(outcome.error)
+      })
+    }, (reason) => { for (const write of writes) write.reject(reason) })
   }
 
   return {
     enqueue: <T>(run: () => T) => new Promise<T>((resolve, reject) => {
+      if (failure !== undefined) {
+        reject(failure.reason)
+        return
+      }
       queue.push({ run, resolve: resolve as (value: unknown) => void, reject })
       if (!scheduled) {
         scheduled = true
         setImmediate(flush)
       }
     }),
-    flush
+
+    afterDurable: <T>(value: T) => {
+      if (failure === undefined && synced >= committed) return value
+      return new Promise<T>((resolve, reject) => { whenDurable(committed, () => resolve(value), reject) })
+    },
+
+    close: async () => {
+      flush()
+      while (syncing !== undefined) await syncing
+      if (walFd !== undefined) closeSync(walFd)
+      walFd = undefined
+    }
   }
 }

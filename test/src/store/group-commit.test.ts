@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import Database from 'better-sqlite3'
 import { plantEtag } from '../../../src/etag.js'
+import { createGroupCommit } from '../../../src/store/sqlite/group-commit.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
 import { IdempotencyKeyReuseError, PlantConflictError, type PlantStore } from '../../../src/store/store.js'
 
@@ -122,4 +123,54 @@ test('closing the store commits the writes still queued', async () => {
   const reopened = createSqliteStore({ filename: file })
   assert.equal((await reopened.get(1n))?.name, 'queued')
   await reopened.close()
+})
+
+test('under full, writes are answered after one fdatasync of the WAL; reads that saw them wait for it too', async (t) => {
+  const file = join(mkdtempSync(join(tmpdir(), 'plant-store-group-')), 'plants.db')
+  const events: string[] = []
+  const store = createSqliteStore({
+    filename: file,
+    synchronous: 'full',
+    onCommit: (writes) => events.push(`commit ${writes}`),
+    onSync: () => events.push('sync')
+  })
+  t.after(() => store.close())
+
+  const writes = Promise.all([store.create({ name: 'a' }), store.create({ name: 'b' })])
+    .then((created) => { events.push('writes answered'); return created })
+  // The batch has committed in this turn's setImmediate; its fdatasync cannot have returned yet.
+  await new Promise((resolve) => setImmediate(resolve))
+  assert.deepEqual(events, ['commit 2'])
+  const read = store.get(1n).then((plant) => { events.push('read answered'); return plant })
+  const [[first], plant] = await Promise.all([writes, read])
+  assert.deepEqual(plant, first?.plant)
+  assert.deepEqual(events, ['commit 2', 'sync', 'writes answered', 'read answered'])
+
+  // With nothing waiting for the disk, a read answers at once, without another sync.
+  assert.equal((await store.get(2n))?.name, 'b')
+  assert.deepEqual(events.slice(4), [])
+})
+
+test('under normal, a write is answered after its COMMIT, without an fsync', async (t) => {
+  const file = join(mkdtempSync(join(tmpdir(), 'plant-store-group-')), 'plants.db')
+  let syncs = 0
+  const store = createSqliteStore({ filename: file, synchronous: 'normal', onSync: () => { syncs++ } })
+  t.after(() => store.close())
+  await Promise.all([store.create({ name: 'a' }), store.delete(1n)])
+  assert.equal(syncs, 0)
+})
+
+test('once a sync of the WAL fails, nothing more is acknowledged: writes, reads and ping reject', async (t) => {
+  const db = new Database(':memory:')
+  t.after(async () => { db.close() })
+  db.exec('CREATE TABLE t (x INTEGER)')
+  const insert = db.transaction((x: number) => db.prepare('INSERT INTO t VALUES (?)').run(x).changes)
+  const writes = createGroupCommit(db, { walFile: join(tmpdir(), `missing-${process.pid}`, 'plants.db-wal') })
+
+  await assert.rejects(writes.enqueue(() => insert(1)), { code: 'ENOENT' })
+  await assert.rejects(writes.enqueue(() => insert(2)), { code: 'ENOENT' })
+  await assert.rejects(Promise.resolve(writes.afterDurable('read')), { code: 'ENOENT' })
+  // The first write had committed before its sync failed; the second never ran.
+  assert.equal(Number(db.prepare('SELECT count(*) FROM t').pluck().get()), 1)
+  await writes.close()
 })
