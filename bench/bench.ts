@@ -3,7 +3,7 @@
  * bare Fastify route measured in the same run. See the README's "Performance" section.
  *
  *   npm run bench -- [--quick] [--duration 10] [--warmup 3] [--connections 32]
- *                    [--only read,delete] [--db <DATABASE_URL>] [--log-level info] [--cpu-prof]
+ *                    [--only read,delete] [--db <DATABASE_URL>] [--log-level warn] [--cpu-prof]
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -42,6 +42,8 @@ interface Row {
   non2xx: number
   errors: number
   peakRssMb: number | null
+  /** Server CPU time per request: steadier than req/s on a shared machine. */
+  cpuUsPerRequest: number | null
   ratioToCeiling: number | null
 }
 
@@ -71,7 +73,8 @@ function parseOptions (): Options {
       connections: { type: 'string', default: '32' },
       only: { type: 'string' },
       db: { type: 'string' },
-      'log-level': { type: 'string', default: 'info' },
+      // Request logging at info costs more than the rest of a read (README, "Performance").
+      'log-level': { type: 'string', default: 'warn' },
       'cpu-prof': { type: 'boolean', default: false }
     }
   })
@@ -117,6 +120,17 @@ class Child {
     }
     child.kill('SIGKILL')
     throw new Error(`${script} did not start; its output:\n${readFileSync(logFile, 'utf8').slice(-2000)}`)
+  }
+
+  /** CPU time (user + system) the process has used, in seconds, or null where /proc is not there. */
+  cpuSeconds (): number | null {
+    try {
+      // Fields 14 and 15 of /proc/<pid>/stat, counted after the parenthesised command name; USER_HZ is 100.
+      const fields = readFileSync(`/proc/${this.process.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+      return (Number(fields[11]) + Number(fields[12])) / 100
+    } catch {
+      return null
+    }
   }
 
   /** Peak resident memory (VmHWM) in MB, or null where /proc is not there. */
@@ -200,7 +214,9 @@ async function main (): Promise<void> {
 
   const measure = async (child: Child, workload: WorkloadName, sync: Sync | null, traffic: Traffic): Promise<Row> => {
     await drive(child.url, traffic, options.warmup, options.connections)
+    const cpuBefore = child.cpuSeconds()
     const result = await drive(child.url, traffic, options.duration, options.connections)
+    const cpuAfter = child.cpuSeconds()
     const requestsPerSecond = result.requests.total / result.duration
     const row: Row = {
       workload,
@@ -212,11 +228,25 @@ async function main (): Promise<void> {
       non2xx: result.non2xx,
       errors: result.errors + result.timeouts,
       peakRssMb: child.peakRssMb(),
-      ratioToCeiling: ceilingRps > 0 ? requestsPerSecond / ceilingRps : null
+      cpuUsPerRequest: cpuBefore === null || cpuAfter === null || result.requests.total === 0
+        ? null
+        : (cpuAfter - cpuBefore) * 1e6 / result.requests.total,
+      ratioToCeiling: null
     }
     rows.push(row)
     process.stderr.write(`  ${workload}${sync === null ? '' : ` (${sync})`}: ${Math.round(requestsPerSecond)} req/s\n`)
     return row
+  }
+
+  // Measured first and last: the machine is shared, so ratios use the mean of both.
+  const measureCeiling = async (): Promise<void> => {
+    const ceiling = await Child.start(CEILING, process.env, join(work, 'ceiling.log'))
+    try {
+      const { requestsPerSecond } = await measure(ceiling, 'ceiling', null, { method: 'GET', path: '/' })
+      ceilingRps = Math.max(ceilingRps, requestsPerSecond)
+    } finally {
+      await ceiling.stop()
+    }
   }
 
   const server = async (name: string, sync: Sync, seedCount: number): Promise<{ child: Child, ids: bigint[] }> => {
@@ -235,18 +265,11 @@ async function main (): Promise<void> {
   }
 
   try {
-    process.stderr.write(`plant-store bench: ${options.duration}s per workload after ${options.warmup}s warm-up, ${options.connections} connections\n`)
+    process.stderr.write(`plant-store bench: ${options.duration}s per workload after ${options.warmup}s warm-up, ` +
+      `${options.connections} connections, LOG_LEVEL=${options.logLevel}\n`)
     if (options.cpuProf) mkdirSync(profiles, { recursive: true })
 
-    const ceiling = await Child.start(CEILING, process.env, join(work, 'ceiling.log'))
-    try {
-      ceilingRps = (await measure(ceiling, 'ceiling', null, { method: 'GET', path: '/' })).requestsPerSecond
-    } finally {
-      await ceiling.stop()
-    }
-    const ceilingRow = rows[0]
-    if (ceilingRow !== undefined) ceilingRow.ratioToCeiling = 1
-
+    await measureCeiling()
     if (options.only.has('read')) {
       const { child, ids } = await server('read', 'full', SEEDED_PLANTS)
       try {
@@ -291,15 +314,25 @@ async function main (): Promise<void> {
         }
       }
     }
+    await measureCeiling()
   } finally {
     rmSync(work, { recursive: true, force: true })
   }
 
+  const ceilings = rows.filter((row) => row.workload === 'ceiling').map((row) => row.requestsPerSecond)
+  const ceiling = ceilings.reduce((sum, rps) => sum + rps, 0) / ceilings.length
+  for (const row of rows) row.ratioToCeiling = row.requestsPerSecond / ceiling
   report(rows, options)
+
+  // Speed is never a failure; a broken run is (no traffic, errors, or answers other than 2xx).
+  const broken = rows.filter((row) => row.requests === 0 || row.errors > 0 || row.non2xx > 0)
+  if (broken.length > 0) {
+    throw new Error(`invalid run: ${broken.map((row) => `${row.workload}${row.sync === null ? '' : ` (${row.sync})`}`).join(', ')} had no traffic, errors or non-2xx answers`)
+  }
 }
 
 function report (rows: Row[], options: Options): void {
-  const header = ['workload', 'sync', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'peak RSS MB', 'ratio']
+  const header = ['workload', 'sync', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'peak RSS MB', 'CPU µs/req', 'ratio']
   const lines = rows.map((row) => [
     row.workload,
     row.sync ?? '',
@@ -309,6 +342,7 @@ function report (rows: Row[], options: Options): void {
     String(row.non2xx),
     String(row.errors),
     row.peakRssMb === null ? 'n/a' : row.peakRssMb.toFixed(1),
+    row.cpuUsPerRequest === null ? 'n/a' : row.cpuUsPerRequest.toFixed(0),
     row.ratioToCeiling === null ? 'n/a' : row.ratioToCeiling.toFixed(2)
   ])
   const widths = header.map((title, column) => Math.max(title.length, ...lines.map((line) => (line[column] ?? '').length)))
