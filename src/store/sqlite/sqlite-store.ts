@@ -47,12 +47,10 @@ export class StoreOpenError extends Error {
 }
 
 function toPlant (row: PlantRow): Plant {
-  const plant: Plant = {
-    id: row.id,
-    name: row.name,
-    createdAt: new Date(Number(row.created_at)).toISOString(),
-    updatedAt: new Date(Number(row.updated_at)).toISOString()
-  }
+  const createdAt = new Date(Number(row.created_at)).toISOString()
+  // A plant never changed has equal timestamps: format once (formatting was a tenth of a list's CPU).
+  const updatedAt = row.updated_at === row.created_at ? createdAt : new Date(Number(row.updated_at)).toISOString()
+  const plant: Plant = { id: row.id, name: row.name, createdAt, updatedAt }
   if (row.tag !== null) plant.tag = row.tag
   return plant
 }
