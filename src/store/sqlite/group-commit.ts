@@ -59,13 +59,22 @@ export interface GroupCommit {
  * work instead of adding to it. Once a sync has failed nothing is acknowledged any more: the page
  * cache's state is unknown, so every later write or read fails (and /health reports it).
  */
+/**
+ * fdatasync calls that may run at once: a burst committed while one runs starts its own rather
+ * than waiting for it to return, so an answer waits about one disk flush, not up to two.
+ */
+const MAX_SYNCS_IN_FLIGHT = 3
+
 export function createGroupCommit (db: Database.Database, options: GroupCommitOptions = {}): GroupCommit {
   const { walFile, onCommit, onSync } = options
   let queue: PendingWrite[] = []
   let scheduled = false
   let committed = 0
   let synced = 0
-  let syncing: Promise<void> | undefined
+  /** Syncs running now, and the newest commit the latest of them covers. */
+  let syncsInFlight = 0
+  let requested = 0
+  let afterSync: Array<() => void> = []
   let waiters: DurabilityWaiter[] = []
   let failure: { reason: unknown } | undefined
   let walFd: number | undefined
@@ -107,18 +116,20 @@ export function createGroupCommit (db: Database.Database, options: GroupCommitOp
   }
 
   const startSync = (file: string): void => {
-    if (syncing !== undefined || failure !== undefined || synced >= committed) return
+    if (syncsInFlight >= MAX_SYNCS_IN_FLIGHT || failure !== undefined || requested >= committed) return
     const target = committed
-    let finished = (): void => {}
-    syncing = new Promise<void>((resolve) => { finished = resolve })
+    requested = target
+    syncsInFlight++
     const done = (error: unknown): void => {
-      syncing = undefined
-      if (error === null || error === undefined) synced = target
+      syncsInFlight--
+      // A sync makes durable everything written before it started, whichever sync finishes first.
+      if (error === null || error === undefined) synced = Math.max(synced, target)
       else failure ??= { reason: error }
       onSync?.()
       settleWaiters()
-      finished()
-      // Commits made while this sync ran are covered by the next one.
+      const callbacks = afterSync
+      afterSync = []
+      for (const callback of callbacks) callback()
       startSync(file)
     }
     try {
@@ -184,7 +195,7 @@ export function createGroupCommit (db: Database.Database, options: GroupCommitOp
 
     close: async () => {
       flush()
-      while (syncing !== undefined) await syncing
+      while (syncsInFlight > 0) await new Promise<void>((resolve) => { afterSync.push(resolve) })
       if (walFd !== undefined) closeSync(walFd)
       walFd = undefined
     }
