@@ -6,7 +6,7 @@
  *                    [--only read,delete] [--db <DATABASE_URL>] [--log-level warn] [--cpu-prof]
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs'
 import { cpus, tmpdir, totalmem } from 'node:os'
 import { dirname, join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -151,6 +151,28 @@ class Child {
   }
 }
 
+/**
+ * The median time of a 4 KiB append plus fdatasync in `directory`, in ms. Durable writes cannot be
+ * answered faster than this: under `full`, throughput is at most about connections / this.
+ */
+function fsyncLatencyMs (directory: string): number {
+  const file = join(directory, 'fsync-probe')
+  const fd = openSync(file, 'w')
+  const times: number[] = []
+  try {
+    for (let i = 0; i < 50; i++) {
+      const start = process.hrtime.bigint()
+      writeSync(fd, Buffer.alloc(4096))
+      fdatasyncSync(fd)
+      times.push(Number(process.hrtime.bigint() - start) / 1e6)
+    }
+  } finally {
+    closeSync(fd)
+    rmSync(file, { force: true })
+  }
+  return times.sort((a, b) => a - b)[times.length >> 1] ?? 0
+}
+
 /** Fills a database through the PlantStore contract, so any backend DATABASE_URL names is seeded alike. */
 async function seed (databaseUrl: string, count: number): Promise<bigint[]> {
   const app = await buildApp(loadConfig({
@@ -210,6 +232,7 @@ async function main (): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'plant-store-bench-'))
   const profiles = join(RESULTS, 'profiles')
   const rows: Row[] = []
+  const fsyncMs: number[] = []
   let ceilingRps = 0
 
   const measure = async (child: Child, workload: WorkloadName, sync: Sync | null, traffic: Traffic): Promise<Row> => {
@@ -268,6 +291,7 @@ async function main (): Promise<void> {
     process.stderr.write(`plant-store bench: ${options.duration}s per workload after ${options.warmup}s warm-up, ` +
       `${options.connections} connections, LOG_LEVEL=${options.logLevel}\n`)
     if (options.cpuProf) mkdirSync(profiles, { recursive: true })
+    fsyncMs.push(fsyncLatencyMs(work))
 
     await measureCeiling()
     if (options.only.has('read')) {
@@ -315,6 +339,7 @@ async function main (): Promise<void> {
       }
     }
     await measureCeiling()
+    fsyncMs.push(fsyncLatencyMs(work))
   } finally {
     rmSync(work, { recursive: true, force: true })
   }
@@ -322,7 +347,7 @@ async function main (): Promise<void> {
   const ceilings = rows.filter((row) => row.workload === 'ceiling').map((row) => row.requestsPerSecond)
   const ceiling = ceilings.reduce((sum, rps) => sum + rps, 0) / ceilings.length
   for (const row of rows) row.ratioToCeiling = row.requestsPerSecond / ceiling
-  report(rows, options)
+  report(rows, options, fsyncMs)
 
   // Speed is never a failure; a broken run is (no traffic, errors, or answers other than 2xx).
   const broken = rows.filter((row) => row.requests === 0 || row.errors > 0 || row.non2xx > 0)
@@ -331,7 +356,7 @@ async function main (): Promise<void> {
   }
 }
 
-function report (rows: Row[], options: Options): void {
+function report (rows: Row[], options: Options, fsyncMs: number[]): void {
   const header = ['workload', 'sync', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'peak RSS MB', 'CPU µs/req', 'ratio']
   const lines = rows.map((row) => [
     row.workload,
@@ -353,11 +378,12 @@ function report (rows: Row[], options: Options): void {
   const machine = `${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GB RAM, Node.js ${process.version}, ${process.platform}`
   const date = new Date().toISOString()
   const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`
-  process.stdout.write(`\n${date}  ${machine}\n${command}\n\n${table}\n`)
+  const fsync = `fdatasync of a 4 KiB append: ${fsyncMs.map((ms) => `${ms.toFixed(2)} ms`).join(' (start), ')} (end)`
+  process.stdout.write(`\n${date}  ${machine}\n${command}  (LOG_LEVEL=${options.logLevel})\n${fsync}\n\n${table}\n`)
 
   mkdirSync(RESULTS, { recursive: true })
   const file = join(RESULTS, `bench-${date.replace(/[:.]/g, '-')}${options.quick ? '-quick' : ''}.json`)
-  writeFileSync(file, `${JSON.stringify({ date, machine, command, options: { ...options, only: [...options.only] }, results: rows }, null, 2)}\n`)
+  writeFileSync(file, `${JSON.stringify({ date, machine, command, fsyncMs, options: { ...options, only: [...options.only] }, results: rows }, null, 2)}\n`)
   process.stdout.write(`\nwritten to ${file}\n`)
 }
 
