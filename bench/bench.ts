@@ -62,6 +62,11 @@ const CEILING = join(HERE, 'ceiling.js')
 const RESULTS = join(HERE, '..', '..', 'bench', 'results')
 const WORKLOADS: readonly WorkloadName[] = ['ceiling', 'read', 'list', 'create', 'delete']
 const SEEDED_PLANTS = 10_000
+/**
+ * As `npm start` runs the service: a 4 MB young generation keeps the resident set about 20 MB
+ * smaller under load, at no cost in throughput (README, "Performance").
+ */
+const SERVER_NODE_FLAGS = ['--max-semi-space-size=4']
 const TOKEN = randomBytes(24).toString('base64url')
 
 function parseOptions (): Options {
@@ -283,7 +288,10 @@ async function main (): Promise<void> {
       API_TOKENS: TOKEN,
       SQLITE_SYNCHRONOUS: sync,
       LOG_LEVEL: options.logLevel
-    }, join(work, `${name}.log`), options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`, `--cpu-prof-name=${name}.cpuprofile`] : [])
+    }, join(work, `${name}.log`), [
+      ...SERVER_NODE_FLAGS,
+      ...(options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`, `--cpu-prof-name=${name}.cpuprofile`] : [])
+    ])
     return { child, ids }
   }
 
