@@ -21,11 +21,30 @@ function documentInt64AsInteger (schema: unknown): unknown {
   return { ...schema, properties }
 }
 
+/**
+ * @fastify/swagger drops the keywords next to a `$ref` response schema, so a per-status example
+ * (`ref(ErrorSchema, { description, examples })`) would be lost: spell such a response out as
+ * content with the example on its media type.
+ */
+function documentRefExamples (responses: unknown): unknown {
+  if (!isObject(responses)) return responses
+  return Object.fromEntries(Object.entries(responses).map(([status, response]) => {
+    if (!isObject(response) || typeof response.$ref !== 'string' || !Array.isArray(response.examples)) return [status, response]
+    const { examples, description, ...schema } = response
+    return [status, { description, content: { 'application/json': { schema, example: examples[0] } } }]
+  }))
+}
+
 const transform: Transform = ({ schema, url }) => {
   if (!isObject(schema)) return { schema, url }
   // Copies, never in place: the same schema objects drive validation.
   return {
-    schema: { ...schema, params: documentInt64AsInteger(schema.params), querystring: documentInt64AsInteger(schema.querystring) },
+    schema: {
+      ...schema,
+      params: documentInt64AsInteger(schema.params),
+      querystring: documentInt64AsInteger(schema.querystring),
+      response: documentRefExamples(schema.response)
+    },
     url
   } as ReturnType<Transform>
 }
