@@ -49,6 +49,35 @@ const transform: Transform = ({ schema, url }) => {
   } as ReturnType<Transform>
 }
 
+type TransformObject = NonNullable<FastifyDynamicSwaggerOptions['transformObject']>
+
+const COMPONENT_SCHEMA = '#/components/schemas/'
+
+/**
+ * A request or response body whose schema is a `$ref` to a named schema shows that schema's first
+ * example (Swagger UI's "Example Value", and what linters look for on the media type), so the
+ * examples are written once, on the TypeBox schemas.
+ */
+const mirrorComponentExamples: TransformObject = (documentObject) => {
+  if (!('openapiObject' in documentObject)) return documentObject.swaggerObject
+  const document = documentObject.openapiObject
+  const schemas = document.components?.schemas ?? {}
+  const values = (value: unknown): unknown[] => (isObject(value) ? Object.values(value) : [])
+  const mediaTypes = values(document.paths).flatMap(values)
+    .flatMap((operation) => (isObject(operation) ? [operation.requestBody, ...values(operation.responses)] : []))
+    .flatMap((body) => (isObject(body) ? values(body.content) : []))
+  for (const media of mediaTypes) {
+    if (!isObject(media) || 'example' in media || 'examples' in media || !isObject(media.schema)) continue
+    const target = media.schema.$ref
+    if (typeof target !== 'string' || !target.startsWith(COMPONENT_SCHEMA)) continue
+    const component: unknown = schemas[target.slice(COMPONENT_SCHEMA.length)]
+    if (isObject(component) && Array.isArray(component.examples) && component.examples.length > 0) {
+      media.example = component.examples[0]
+    }
+  }
+  return document
+}
+
 /** The OpenAPI 3.1 document (`/openapi.json`) and Swagger UI (`/docs`), both public. */
 export default fp(async function docsPlugin (app) {
   await app.register(swagger, {
@@ -73,7 +102,8 @@ export default fp(async function docsPlugin (app) {
     },
     // Name shared schemas by their $id (`Plant`, `Error`) instead of `def-0`.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
-    transform
+    transform,
+    transformObject: mirrorComponentExamples
   })
 
   await app.register(swaggerUi, {

@@ -24,6 +24,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/plants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List plants
+         * @description Plants ordered by id, at most `limit` of them. When more follow, a `Link: <…>; rel="next"` header gives the next page (keyset pagination on `after`: a deep page costs what the first one does). `tag` keeps only plants with exactly that tag.
+         */
+        get: operations["listPlants"];
+        put?: never;
+        /**
+         * Create a plant
+         * @description Creates a plant and answers 201 with it and `Location: /plants/{id}`. `id` is optional (clients of the original `NewPlant`, which required it, keep working): when given it must be free, else 409. With an `Idempotency-Key`, a retry of the same request within 24 hours answers the first 201 again.
+         */
+        post: operations["createPlant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/plants/{id}": {
         parameters: {
             query?: never;
@@ -31,17 +55,29 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
-        put?: never;
+        /**
+         * Get a plant
+         * @description The plant with this id, with its `ETag`. With `If-None-Match` listing the current ETag (weak comparison) or `*`, answers 304 Not Modified with no body.
+         */
+        get: operations["getPlant"];
+        /**
+         * Replace a plant
+         * @description Replaces the name and tag of the plant with this id (a missing tag clears it). With `If-Match`, only when the plant's current ETag is listed (or `*`), else 412. Never creates a plant.
+         */
+        put: operations["replacePlant"];
         post?: never;
         /**
          * Delete a plant
-         * @description Deletes the plant with this id. Answers 204 with an empty body.
+         * @description Deletes the plant with this id. Answers 204 with an empty body. With `If-Match`, only when the plant's current ETag is listed (or `*`), else 412.
          */
         delete: operations["deletePlant"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update a plant
+         * @description Applies a JSON merge patch (RFC 7396) to the plant with this id: a field that is absent is kept, `"tag": null` clears the tag (the name cannot be cleared). Sent as `application/merge-patch+json` or plain JSON. With `If-Match`, only when the plant's current ETag is listed (or `*`), else 412.
+         */
+        patch: operations["updatePlant"];
         trace?: never;
     };
 }
@@ -62,11 +98,46 @@ export interface components {
              */
             message: string;
         };
-        /** @description A plant */
+        /**
+         * @description A plant to create
+         * @example {
+         *       "name": "Monstera",
+         *       "tag": "tropical"
+         *     }
+         */
+        NewPlant: {
+            /**
+             * Format: int64
+             * @description The id to give the plant (optional; the store assigns the next one when absent). A positive integer of at most 2^53 - 1, so that JSON carries it exactly; 409 when taken.
+             * @example 42
+             */
+            id?: number;
+            /**
+             * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed
+             * @example Monstera
+             */
+            name: string;
+            /**
+             * @description A free-form tag, 1 to 50 characters
+             * @example tropical
+             */
+            tag?: string;
+        };
+        /**
+         * @description A plant
+         * @example {
+         *       "id": 1,
+         *       "name": "Monstera",
+         *       "tag": "tropical",
+         *       "createdAt": "2026-01-02T03:04:05.678Z",
+         *       "updatedAt": "2026-01-02T03:04:05.678Z"
+         *     }
+         */
         Plant: {
             /**
              * Format: date-time
-             * @description When the plant was created
+             * @description When the plant was created; never changes
+             * @example 2026-01-02T03:04:05.678Z
              */
             createdAt: string;
             /**
@@ -81,15 +152,66 @@ export interface components {
              */
             name: string;
             /**
-             * @description A free-form tag
+             * @description A free-form tag, 1 to 50 characters
              * @example tropical
              */
             tag?: string;
             /**
              * Format: date-time
-             * @description When the plant was last changed
+             * @description When the plant was last changed; changes on every write
+             * @example 2026-01-02T03:04:05.678Z
              */
             updatedAt: string;
+        };
+        /**
+         * @description Plants ordered by id
+         * @example [
+         *       {
+         *         "id": 1,
+         *         "name": "Monstera",
+         *         "tag": "tropical",
+         *         "createdAt": "2026-01-02T03:04:05.678Z",
+         *         "updatedAt": "2026-01-02T03:04:05.678Z"
+         *       }
+         *     ]
+         */
+        PlantList: components["schemas"]["Plant"][];
+        /**
+         * @description A JSON merge patch (RFC 7396) of a plant: a missing field is kept, `"tag": null` clears the tag
+         * @example {
+         *       "tag": null
+         *     }
+         */
+        PlantPatch: {
+            /**
+             * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed
+             * @example Monstera
+             */
+            name?: string;
+            /**
+             * @description A free-form tag, 1 to 50 characters; null clears it
+             * @example tropical
+             */
+            tag?: string | null;
+        };
+        /**
+         * @description A full replacement of a plant: a missing tag clears it
+         * @example {
+         *       "name": "Monstera deliciosa",
+         *       "tag": "tropical"
+         *     }
+         */
+        PlantUpdate: {
+            /**
+             * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed
+             * @example Monstera
+             */
+            name: string;
+            /**
+             * @description A free-form tag, 1 to 50 characters
+             * @example tropical
+             */
+            tag?: string;
         };
     };
     responses: never;
@@ -173,10 +295,596 @@ export interface operations {
             };
         };
     };
+    listPlants: {
+        parameters: {
+            query: {
+                /**
+                 * @description Cursor: only plants with a larger id
+                 * @example 42
+                 */
+                after?: number;
+                /**
+                 * @description How many plants to return at most (1 to 100, canonical decimal)
+                 * @example 20
+                 */
+                limit: number;
+                /**
+                 * @description Only plants with exactly this tag
+                 * @example tropical
+                 */
+                tag?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A page of plants, ordered by id */
+            200: {
+                headers: {
+                    /** @description When more plants follow: `</plants?limit=…&after=…>; rel="next"` */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 1,
+                     *         "name": "Monstera",
+                     *         "tag": "tropical",
+                     *         "createdAt": "2026-01-02T03:04:05.678Z",
+                     *         "updatedAt": "2026-01-02T03:04:05.678Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["PlantList"];
+                };
+            };
+            /** @description A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64, tag empty or too long) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 400,
+                     *       "message": "A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64, tag empty or too long)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createPlant: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the create safe to retry for 24 hours: a retry with the same key and body answers the first 201 again (with `Idempotent-Replayed: true`) and creates nothing; the same key with another body is a 422. 1 to 255 visible ASCII characters; keys are per token.
+                 * @example 5f0c6f7e-2b8e-4c43-9d55-1c1e4f7c2a10
+                 */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Monstera",
+                 *       "tag": "tropical"
+                 *     }
+                 */
+                "application/json": components["schemas"]["NewPlant"];
+            };
+        };
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The plant was created */
+            201: {
+                headers: {
+                    /** @description The strong entity tag of the plant, for If-Match and If-None-Match */
+                    ETag?: string;
+                    /** @description Present when this is the replayed answer to an earlier create with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The new plant: `/plants/{id}` */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "name": "Monstera",
+                     *       "tag": "tropical",
+                     *       "createdAt": "2026-01-02T03:04:05.678Z",
+                     *       "updatedAt": "2026-01-02T03:04:05.678Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Plant"];
+                };
+            };
+            /** @description The body is not a valid NewPlant (the message names the field), or the Idempotency-Key is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 400,
+                     *       "message": "The body is not a valid NewPlant (the message names the field), or the Idempotency-Key is malformed"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A plant already has this id */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 409,
+                     *       "message": "A plant already has this id"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 413,
+                     *       "message": "The body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "The body is not JSON"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This Idempotency-Key was already used with a different body */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 422,
+                     *       "message": "This Idempotency-Key was already used with a different body"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPlant: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Answer 304 Not Modified when the plant's current ETag is one of these (weak comparison), or `*`
+                 * @example "3q2-7w4QWm6uR5m0o5ZxBA"
+                 */
+                "if-none-match"?: string;
+            };
+            path: {
+                /**
+                 * @description A signed 64-bit integer
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The plant */
+            200: {
+                headers: {
+                    /** @description The strong entity tag of the plant, for If-Match and If-None-Match */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "name": "Monstera",
+                     *       "tag": "tropical",
+                     *       "createdAt": "2026-01-02T03:04:05.678Z",
+                     *       "updatedAt": "2026-01-02T03:04:05.678Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Plant"];
+                };
+            };
+            /** @description Not modified: the copy named by If-None-Match is current */
+            304: {
+                headers: {
+                    /** @description The strong entity tag of the plant, for If-Match and If-None-Match */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The id is not a signed 64-bit integer, or If-None-Match is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 400,
+                     *       "message": "The id is not a signed 64-bit integer, or If-None-Match is malformed"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No plant has this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 404,
+                     *       "message": "No plant has this id"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    replacePlant: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Write only if the plant's current ETag is one of these (strong comparison), or `*` for any current plant; else 412
+                 * @example "3q2-7w4QWm6uR5m0o5ZxBA"
+                 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description A signed 64-bit integer
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Monstera deliciosa",
+                 *       "tag": "tropical"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PlantUpdate"];
+            };
+        };
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The plant as replaced */
+            200: {
+                headers: {
+                    /** @description The strong entity tag of the plant, for If-Match and If-None-Match */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "name": "Monstera",
+                     *       "tag": "tropical",
+                     *       "createdAt": "2026-01-02T03:04:05.678Z",
+                     *       "updatedAt": "2026-01-02T03:04:05.678Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Plant"];
+                };
+            };
+            /** @description The id is not a signed 64-bit integer, the body is not a valid PlantUpdate (the message names the field), or If-Match is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 400,
+                     *       "message": "The id is not a signed 64-bit integer, the body is not a valid PlantUpdate (the message names the field), or If-Match is malformed"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No plant has this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 404,
+                     *       "message": "No plant has this id"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description If-Match does not match the plant's current ETag (or the plant is gone) */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 412,
+                     *       "message": "If-Match does not match the plant's current ETag (or the plant is gone)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 413,
+                     *       "message": "The body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "The body is not JSON"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     deletePlant: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Write only if the plant's current ETag is one of these (strong comparison), or `*` for any current plant; else 412
+                 * @example "3q2-7w4QWm6uR5m0o5ZxBA"
+                 */
+                "if-match"?: string;
+            };
             path: {
                 /**
                  * @description A signed 64-bit integer
@@ -225,7 +933,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The id is not a signed 64-bit integer */
+            /** @description The id is not a signed 64-bit integer, or If-Match is malformed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -234,7 +942,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 400,
-                     *       "message": "The id is not a signed 64-bit integer"
+                     *       "message": "The id is not a signed 64-bit integer, or If-Match is malformed"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -265,6 +973,199 @@ export interface operations {
                      * @example {
                      *       "error": 404,
                      *       "message": "No plant has this id"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description If-Match does not match the plant's current ETag (or the plant is gone) */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 412,
+                     *       "message": "If-Match does not match the plant's current ETag (or the plant is gone)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updatePlant: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Write only if the plant's current ETag is one of these (strong comparison), or `*` for any current plant; else 412
+                 * @example "3q2-7w4QWm6uR5m0o5ZxBA"
+                 */
+                "if-match"?: string;
+            };
+            path: {
+                /**
+                 * @description A signed 64-bit integer
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "tag": null
+                 *     }
+                 */
+                "application/json": components["schemas"]["PlantPatch"];
+                /**
+                 * @example {
+                 *       "tag": null
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["PlantPatch"];
+            };
+        };
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The plant as updated */
+            200: {
+                headers: {
+                    /** @description The strong entity tag of the plant, for If-Match and If-None-Match */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "name": "Monstera",
+                     *       "tag": "tropical",
+                     *       "createdAt": "2026-01-02T03:04:05.678Z",
+                     *       "updatedAt": "2026-01-02T03:04:05.678Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Plant"];
+                };
+            };
+            /** @description The id is not a signed 64-bit integer, the body is not a valid PlantPatch (the message names the field), or If-Match is malformed */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 400,
+                     *       "message": "The id is not a signed 64-bit integer, the body is not a valid PlantPatch (the message names the field), or If-Match is malformed"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No plant has this id */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 404,
+                     *       "message": "No plant has this id"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description If-Match does not match the plant's current ETag (or the plant is gone) */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 412,
+                     *       "message": "If-Match does not match the plant's current ETag (or the plant is gone)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 413,
+                     *       "message": "The body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is neither a merge patch nor JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "The body is neither a merge patch nor JSON"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
