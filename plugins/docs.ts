@@ -22,6 +22,33 @@ function documentInt64AsInteger (schema: unknown): unknown {
 }
 
 /**
+ * Swagger UI pre-fills every parameter with its example in "Try it out", so an optional one would be
+ * sent unasked: a made-up If-Match (412), a reused Idempotency-Key (422), a tag filter or a cursor.
+ * Optional parameters are documented without examples; their descriptions say what they do.
+ */
+function withoutOptionalExamples (schema: unknown): unknown {
+  if (!isObject(schema) || !isObject(schema.properties)) return schema
+  const required = Array.isArray(schema.required) ? schema.required : []
+  const properties = Object.fromEntries(Object.entries(schema.properties).map(([name, property]) => {
+    if (!isObject(property) || required.includes(name)) return [name, property]
+    const { examples: _examples, ...documented } = property
+    return [name, documented]
+  }))
+  return { ...schema, properties }
+}
+
+/**
+ * A query parameter with a default is filled in by validation when absent, so a client may leave it
+ * out (the origin's `limit` was optional too): document it as not required.
+ */
+function defaultedAsOptional (schema: unknown): unknown {
+  if (!isObject(schema) || !isObject(schema.properties) || !Array.isArray(schema.required)) return schema
+  const properties = schema.properties
+  const required = schema.required.filter((name) => !(isObject(properties[String(name)]) && 'default' in (properties[String(name)] as JsonObject)))
+  return { ...schema, required }
+}
+
+/**
  * @fastify/swagger drops the keywords next to a `$ref` response schema, so a per-status example
  * (`ref(ErrorSchema, { description, examples })`) would be lost: spell such a response out as
  * content with the example on its media type.
@@ -42,7 +69,8 @@ const transform: Transform = ({ schema, url }) => {
     schema: {
       ...schema,
       params: documentInt64AsInteger(schema.params),
-      querystring: documentInt64AsInteger(schema.querystring),
+      querystring: withoutOptionalExamples(defaultedAsOptional(documentInt64AsInteger(schema.querystring))),
+      headers: withoutOptionalExamples(schema.headers),
       response: documentRefExamples(schema.response)
     },
     url

@@ -297,21 +297,12 @@ export interface operations {
     };
     listPlants: {
         parameters: {
-            query: {
-                /**
-                 * @description Cursor: only plants with a larger id
-                 * @example 42
-                 */
+            query?: {
+                /** @description Cursor: only plants with a larger id */
                 after?: number;
-                /**
-                 * @description How many plants to return at most (1 to 100, canonical decimal)
-                 * @example 20
-                 */
-                limit: number;
-                /**
-                 * @description Only plants with exactly this tag
-                 * @example tropical
-                 */
+                /** @description How many plants to return at most (1 to 100, canonical decimal) */
+                limit?: number;
+                /** @description Only plants with exactly this tag */
                 tag?: string;
             };
             header?: never;
@@ -408,10 +399,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description Makes the create safe to retry for 24 hours: a retry with the same key and body answers the first 201 again (with `Idempotent-Replayed: true`) and creates nothing; the same key with another body is a 422. 1 to 255 visible ASCII characters; keys are per token.
-                 * @example 5f0c6f7e-2b8e-4c43-9d55-1c1e4f7c2a10
-                 */
+                /** @description Makes the create safe to retry for 24 hours: a retry with the same key and body answers the first 201 again (with `Idempotent-Replayed: true`) and creates nothing; the same key with another body is a 422. 1 to 255 visible ASCII characters; keys are per token. */
                 "idempotency-key"?: string;
             };
             path?: never;
@@ -579,10 +567,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description Answer 304 Not Modified when the plant's current ETag is one of these (weak comparison), or `*`
-                 * @example "3q2-7w4QWm6uR5m0o5ZxBA"
-                 */
+                /** @description Answer 304 Not Modified when the plant's current ETag is one of these (weak comparison), or `*` */
                 "if-none-match"?: string;
             };
             path: {
@@ -706,10 +691,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description Write only if the plant's current ETag is one of these (strong comparison), or `*` for any current plant; else 412
-                 * @example "3q2-7w4QWm6uR5m0o5ZxBA"
-                 */
+                /** @description Write only if the plant's current ETag is one of these (strong comparison), or `*` for any current plant; else 412 */
                 "if-match"?: string;
             };
             path: {
@@ -879,10 +861,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description Write only if the plant's current ETag is one of these (strong comparison), or `*` for any current plant; else 412
-                 * @example "3q2-7w4QWm6uR5m0o5ZxBA"
-                 */
+                /** @description Write only if the plant's current ETag is one of these (strong comparison), or `*` for any current plant; else 412 */
                 "if-match"?: string;
             };
             path: {
@@ -999,10 +978,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /**
-                 * @description Write only if the plant's current ETag is one of these (strong comparison), or `*` for any current plant; else 412
-                 * @example "3q2-7w4QWm6uR5m0o5ZxBA"
-                 */
+                /** @description Write only if the plant's current ETag is one of these (strong comparison), or `*` for any current plant; else 412 */
                 "if-match"?: string;
             };
             path: {

@@ -4,8 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { chromium, type Page } from 'playwright-core'
-import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
+import { chromium, type Locator, type Page } from 'playwright-core'
 import { startServer } from '../helpers/server.js'
 
 // Run with `npm run test:e2e` (needs Debian's Chromium: `apt-get install chromium`).
@@ -16,16 +15,14 @@ async function screenshot (page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
 }
 
-test('Swagger UI: authorize, delete a plant with "Try it out" (204), then 401 without a token', { timeout: 120_000 }, async (t) => {
-  let seededId = ''
-  const server = await startServer(t, {
-    // Until POST /plants exists, the plant to delete is written straight into the database file.
-    beforeStart: async (databaseFile) => {
-      const store = createSqliteStore({ filename: databaseFile })
-      seededId = String((await store.create({ name: 'Seeded fern' })).plant.id)
-      await store.close()
-    }
-  })
+/** Swagger UI starts in "Try it out" mode here (tryItOutEnabled); switch it on if it is not. */
+async function tryItOut (operation: Locator): Promise<void> {
+  const button = operation.locator('button.try-out__btn')
+  if ((await button.textContent())?.trim() === 'Try it out') await button.click()
+}
+
+test('Swagger UI: authorize, create and delete a plant with "Try it out" (201, 204), then 401 without a token', { timeout: 120_000 }, async (t) => {
+  const server = await startServer(t)
   const origin = new URL(server.baseUrl).origin
   mkdirSync(SCREENSHOTS, { recursive: true })
 
@@ -67,16 +64,31 @@ test('Swagger UI: authorize, delete a plant with "Try it out" (204), then 401 wi
   await screenshot(page, '02-authorized')
   await dialog.locator('button.btn-done').click()
 
+  // POST /plants with "Try it out": 201 with the new plant.
+  const createOp = page.locator('#operations-plants-createPlant')
+  await createOp.locator('.opblock-summary').click()
+  await tryItOut(createOp)
+  await createOp.locator('textarea.body-param__text').fill(JSON.stringify({ name: 'Fern from the browser', tag: 'e2e' }))
+  await createOp.locator('button.execute').click()
+  const created = createOp.locator('.live-responses-table .response .response-col_status')
+  await created.waitFor()
+  assert.equal((await created.textContent())?.trim(), '201')
+  const plant = JSON.parse(await createOp.locator('.live-responses-table .response-col_description pre').first().textContent() ?? '') as Record<string, unknown>
+  assert.equal(plant.name, 'Fern from the browser')
+  assert.equal(plant.tag, 'e2e')
+  assert.equal(typeof plant.id, 'number')
+  const id = String(plant.id)
+  await screenshot(page, '03-created-201')
+
   // DELETE /plants/{id} with "Try it out": 204.
   await deleteOp.locator('.opblock-summary').click()
-  const tryItOut = deleteOp.locator('button.try-out__btn')
-  if (await tryItOut.textContent() === 'Try it out ') await tryItOut.click()
-  await deleteOp.locator('.parameters input').fill(seededId)
+  await tryItOut(deleteOp)
+  await deleteOp.locator('.parameters input[placeholder="id"]').fill(id)
   await deleteOp.locator('button.execute').click()
   const status = deleteOp.locator('.live-responses-table .response .response-col_status')
   await status.waitFor()
   assert.equal((await status.textContent())?.trim(), '204')
-  await screenshot(page, '03-deleted-204')
+  await screenshot(page, '04-deleted-204')
 
   // Log out, try again: 401 in the Error shape.
   await page.locator('.auth-wrapper button.authorize').click()
@@ -86,11 +98,11 @@ test('Swagger UI: authorize, delete a plant with "Try it out" (204), then 401 wi
   await deleteOp.locator('.live-responses-table .response .response-col_status', { hasText: '401' }).waitFor()
   const body = JSON.parse(await deleteOp.locator('.live-responses-table .response-col_description pre').first().textContent() ?? '') as unknown
   // Exactly what the service answers a client without a token.
-  const direct = await fetch(`${server.baseUrl}/plants/${seededId}`, { method: 'DELETE' })
+  const direct = await fetch(`${server.baseUrl}/plants/${id}`, { method: 'DELETE' })
   assert.equal(direct.status, 401)
   assert.deepEqual(body, await direct.json())
   assert.deepEqual(Object.keys(body as object), ['error', 'message'])
-  await screenshot(page, '04-unauthorized-401')
+  await screenshot(page, '05-unauthorized-401')
 
   assert.ok(requested.length > 0)
   assert.deepEqual(requested.filter((url) => new URL(url).origin !== origin), [])

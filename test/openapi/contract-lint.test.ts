@@ -74,3 +74,17 @@ test('every operation has an operationId, a summary, a description, tags and exa
     assert.ok(Object.keys(responses).some((status) => status.startsWith('2')), `${where}: a 2xx`)
   }
 })
+
+test('no optional parameter carries an example (Swagger UI would send it unasked) and a defaulted limit is optional', async () => {
+  const document = await servedOpenApiDocument()
+  for (const { where, operation } of operations(document)) {
+    for (const parameter of Array.isArray(operation.parameters) ? operation.parameters : []) {
+      assert.ok(isObject(parameter) && isObject(parameter.schema))
+      if (parameter.required === true) continue
+      assert.ok(!('example' in parameter) && !('examples' in parameter) && !('examples' in parameter.schema), `${where} ${String(parameter.name)}`)
+    }
+  }
+  const list = operations(document).find(({ where }) => where === 'GET /plants')
+  const limit = (list?.operation.parameters as JsonObject[]).find((parameter) => parameter.name === 'limit')
+  assert.deepEqual({ required: limit?.required, default: (limit?.schema as JsonObject).default }, { required: false, default: 20 })
+})
