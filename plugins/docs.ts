@@ -38,17 +38,6 @@ function withoutOptionalExamples (schema: unknown): unknown {
 }
 
 /**
- * A query parameter with a default is filled in by validation when absent, so a client may leave it
- * out (the origin's `limit` was optional too): document it as not required.
- */
-function defaultedAsOptional (schema: unknown): unknown {
-  if (!isObject(schema) || !isObject(schema.properties) || !Array.isArray(schema.required)) return schema
-  const properties = schema.properties
-  const required = schema.required.filter((name) => !(isObject(properties[String(name)]) && 'default' in (properties[String(name)] as JsonObject)))
-  return { ...schema, required }
-}
-
-/**
  * @fastify/swagger drops the keywords next to a `$ref` response schema, so a per-status example
  * (`ref(ErrorSchema, { description, examples })`) would be lost: spell such a response out as
  * content with the example on its media type.
@@ -69,7 +58,7 @@ const transform: Transform = ({ schema, url }) => {
     schema: {
       ...schema,
       params: documentInt64AsInteger(schema.params),
-      querystring: withoutOptionalExamples(defaultedAsOptional(documentInt64AsInteger(schema.querystring))),
+      querystring: withoutOptionalExamples(documentInt64AsInteger(schema.querystring)),
       headers: withoutOptionalExamples(schema.headers),
       response: documentRefExamples(schema.response)
     },
