@@ -46,8 +46,8 @@ function documentRefExamples (responses: unknown): unknown {
   if (!isObject(responses)) return responses
   return Object.fromEntries(Object.entries(responses).map(([status, response]) => {
     if (!isObject(response) || typeof response.$ref !== 'string' || !Array.isArray(response.examples)) return [status, response]
-    const { examples, description, ...schema } = response
-    return [status, { description, content: { 'application/json': { schema, example: examples[0] } } }]
+    const { examples, description, headers, ...schema } = response
+    return [status, { description, ...(headers !== undefined && { headers }), content: { 'application/json': { schema, example: examples[0] } } }]
   }))
 }
 
