@@ -9,6 +9,7 @@ import {
   type NewPlant, type PlantChanges, type PlantStore, type WriteResult
 } from '../store.js'
 import { createGroupCommit } from './group-commit.js'
+import { isoTime } from './iso-time.js'
 import { APPLICATION_ID, migrations } from './migrations.js'
 
 interface IdempotencyRow {
@@ -47,9 +48,9 @@ export class StoreOpenError extends Error {
 }
 
 function toPlant (row: PlantRow): Plant {
-  const createdAt = new Date(Number(row.created_at)).toISOString()
-  // A plant never changed has equal timestamps: format once (formatting was a tenth of a list's CPU).
-  const updatedAt = row.updated_at === row.created_at ? createdAt : new Date(Number(row.updated_at)).toISOString()
+  const createdAt = isoTime(Number(row.created_at))
+  // A plant never changed has equal timestamps: format once.
+  const updatedAt = row.updated_at === row.created_at ? createdAt : isoTime(Number(row.updated_at))
   const plant: Plant = { id: row.id, name: row.name, createdAt, updatedAt }
   if (row.tag !== null) plant.tag = row.tag
   return plant
