@@ -37,3 +37,17 @@ export function scratchDatabaseUrl (t: { after: (fn: () => Promise<void>) => voi
   t.after(async () => { await adminQuery(`DROP SCHEMA IF EXISTS ${schema} CASCADE`) })
   return { url: withSchema(requireTestDatabaseUrl(), schema), schema }
 }
+
+/** `url` with a unique application_name, so a test can find (and terminate) exactly its own sessions. */
+export function withApplicationName (url: string, name: string): string {
+  const parsed = new URL(url)
+  parsed.searchParams.set('application_name', name)
+  return parsed.toString()
+}
+
+/** Ends every session of this application_name from an admin connection; returns how many. */
+export async function terminateSessions (applicationName: string): Promise<number> {
+  const rows = await adminQuery<{ terminated: boolean }>(
+    'SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity WHERE application_name = $1', [applicationName])
+  return rows.filter((row) => row.terminated).length
+}
