@@ -5,12 +5,13 @@ import configPlugin from '../plugins/config.js'
 import docsPlugin from '../plugins/docs.js'
 import errorsPlugin from '../plugins/errors.js'
 import healthRoutes from '../plugins/health.js'
-import plantsRoutes from '../plugins/plants.js'
+import plantsRoutes from '../plugins/plants/index.js'
 import schemasPlugin from '../plugins/schemas.js'
 import storePlugin from '../plugins/store.js'
 import type { Config } from './config.js'
 import { clientErrorHandler, formatValidationErrors, frameworkErrorHandler } from './errors.js'
 import { int64Format } from './schemas/int64.js'
+import { validatorWithoutBodyCoercion } from './validation.js'
 
 /**
  * Builds the whole service from its plugins. Tests build it with `inject`; server.ts listens.
@@ -30,6 +31,8 @@ export async function buildApp (config: Config): Promise<FastifyInstance> {
       // After ajv-formats, whose own `int64` only checks numbers: ours reads canonical int64 strings.
       onCreate: (ajv) => { ajv.addFormat('int64', int64Format) }
     },
+    // JSON bodies are validated as sent, without type coercion (see validation.ts).
+    schemaController: { compilersFactory: { buildValidator: validatorWithoutBodyCoercion() } },
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
