@@ -78,8 +78,8 @@ const SQL = {
             ON CONFLICT (scope, key) DO UPDATE SET fingerprint = $3, plant_id = $4, name = $5, tag = $6,
                                                   created_at = $7, updated_at = $8`,
   // A few expired keys per create; rows another instance is deleting are skipped, never waited for.
-  expireKeys: `DELETE FROM idempotency_keys WHERE ctid IN (
-                 SELECT ctid FROM idempotency_keys WHERE created_at <= ${NOW} - $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`
+  expireKeys: `DELETE FROM idempotency_keys WHERE (scope, key) IN (
+                 SELECT scope, key FROM idempotency_keys WHERE created_at <= ${NOW} - $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`
 } as const
 
 function toPlant (row: PlantRow): Plant {

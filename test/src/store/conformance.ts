@@ -2,14 +2,18 @@ import assert from 'node:assert/strict'
 import { describe, test, type TestContext } from 'node:test'
 import { plantEtag } from '../../../src/etag.js'
 import {
-  IdempotencyKeyReuseError, PlantConflictError, type IdempotencyKey, type PlantStore
+  IDEMPOTENCY_TTL_MS, IdempotencyKeyReuseError, PlantConflictError, type IdempotencyKey, type PlantStore
 } from '../../../src/store/store.js'
 
-/**
- * Opens a fresh, empty database for one test and returns a function that opens stores on it
- * (several stores on one database stand for several instances). Everything is cleaned up by `t.after`.
- */
-export type OpenDatabase = (t: TestContext) => Promise<() => Promise<PlantStore>>
+/** A fresh, empty database for one test. Everything is cleaned up by `t.after`. */
+export interface TestDatabase {
+  /** Opens a store on it; several stores on one database stand for several instances. */
+  open: () => Promise<PlantStore>
+  /** Makes every stored idempotency key older by `ms`, as if that much time had passed. */
+  ageIdempotencyKeys: (ms: number) => Promise<void>
+}
+
+export type OpenDatabase = (t: TestContext) => Promise<TestDatabase>
 
 const MAX = 9223372036854775807n
 const KEY: IdempotencyKey = { scope: 'client-a', key: 'key-1', fingerprint: 'body-1' }
@@ -30,7 +34,7 @@ const rejectsWith = async (promise: Promise<unknown>, type: new (...args: never[
  */
 export function storeConformance (name: string, openDatabase: OpenDatabase): void {
   describe(`${name} store conformance`, () => {
-    const fresh = async (t: TestContext): Promise<PlantStore> => await (await openDatabase(t))()
+    const fresh = async (t: TestContext): Promise<PlantStore> => await (await openDatabase(t)).open()
 
     test('ping resolves on a working database', async (t) => {
       const store = await fresh(t)
@@ -222,8 +226,22 @@ export function storeConformance (name: string, openDatabase: OpenDatabase): voi
       assert.equal(created.plant.name, 'mine')
     })
 
+    test('idempotency key: forgotten after 24 hours, then usable for another body', async (t) => {
+      const database = await openDatabase(t)
+      const store = await database.open()
+      const first = await store.create({ name: 'once' }, KEY)
+      await database.ageIdempotencyKeys(IDEMPOTENCY_TTL_MS - 60_000)
+      const before = await store.create({ name: 'once' }, KEY)
+      assert.deepEqual([before.replayed, before.plant.id], [true, first.plant.id], 'still remembered just before')
+      await database.ageIdempotencyKeys(60_000)
+      const second = await store.create({ name: 'other' }, { ...KEY, fingerprint: 'body-2' })
+      assert.equal(second.replayed, false)
+      assert.equal(second.plant.id, 2n)
+      assert.deepEqual(await store.create({ name: 'other' }, { ...KEY, fingerprint: 'body-2' }), { plant: second.plant, replayed: true })
+    })
+
     test('concurrent deletes of one id from two instances: exactly one deleted', async (t) => {
-      const open = await openDatabase(t)
+      const { open } = await openDatabase(t)
       const stores = [await open(), await open()]
       const ids = [(await stores[0]!.create({ name: 'a' })).plant.id, (await stores[1]!.create({ name: 'b' })).plant.id]
       const results = await Promise.all(ids.flatMap((id) =>
@@ -236,7 +254,7 @@ export function storeConformance (name: string, openDatabase: OpenDatabase): voi
     })
 
     test('concurrent creates of one chosen id from two instances: exactly one wins', async (t) => {
-      const open = await openDatabase(t)
+      const { open } = await openDatabase(t)
       const stores = [await open(), await open()]
       const outcomes = await Promise.allSettled(Array.from({ length: 10 }, (_, i) =>
         stores[i % 2]!.create({ id: 42n, name: `racer ${i}` })))
@@ -247,7 +265,7 @@ export function storeConformance (name: string, openDatabase: OpenDatabase): voi
     })
 
     test('concurrent generated creates from two instances get distinct ids, and no chosen id is hit', async (t) => {
-      const open = await openDatabase(t)
+      const { open } = await openDatabase(t)
       const stores = [await open(), await open()]
       // Chosen ids far above the generated ones and descending, so no generated id can take one first.
       const created = await Promise.all(Array.from({ length: 20 }, (_, i) =>
@@ -260,7 +278,7 @@ export function storeConformance (name: string, openDatabase: OpenDatabase): voi
     })
 
     test('concurrent creates with one idempotency key: one plant, every answer the same', async (t) => {
-      const open = await openDatabase(t)
+      const { open } = await openDatabase(t)
       const stores = [await open(), await open()]
       const results = await Promise.all(Array.from({ length: 10 }, (_, i) => stores[i % 2]!.create({ name: 'once' }, KEY)))
       assert.equal(results.filter((r) => !r.replayed).length, 1)
@@ -269,7 +287,7 @@ export function storeConformance (name: string, openDatabase: OpenDatabase): voi
     })
 
     test('concurrent conditional writes with one ETag: exactly one goes ahead', async (t) => {
-      const open = await openDatabase(t)
+      const { open } = await openDatabase(t)
       const stores = [await open(), await open()]
       const { plant } = await stores[0]!.create({ name: 'contested' })
       const etag = plantEtag(plant)
@@ -280,7 +298,7 @@ export function storeConformance (name: string, openDatabase: OpenDatabase): voi
     })
 
     test('a write through one instance is visible through another at once', async (t) => {
-      const open = await openDatabase(t)
+      const { open } = await openDatabase(t)
       const [a, b] = [await open(), await open()]
       const { plant } = await a.create({ name: 'shared' })
       assert.deepEqual(await b.get(plant.id), plant)
@@ -292,7 +310,7 @@ export function storeConformance (name: string, openDatabase: OpenDatabase): voi
     })
 
     test('reopening keeps every plant and the id sequence', async (t) => {
-      const open = await openDatabase(t)
+      const { open } = await openDatabase(t)
       const first = await open()
       const { plant } = await first.create({ id: MAX - 1n, name: 'near max', tag: 'big' })
       await first.delete(plant.id)
