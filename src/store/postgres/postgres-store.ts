@@ -39,6 +39,8 @@ interface IdempotencyRow {
 }
 
 type Client = pg.PoolClient
+/** The pool (each statement on any free connection) or one connection (inside a transaction). */
+type Queryable = pg.Pool | pg.PoolClient
 
 /** int8 → bigint, so ids beyond 2^53 arrive exactly; every other type as the driver reads it. */
 const types: pg.CustomTypesConfig = {
@@ -50,17 +52,22 @@ const types: pg.CustomTypesConfig = {
 /** Epoch milliseconds by the database's clock: one clock for every instance. */
 const NOW = 'floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint'
 
+/** Named columns, never `*`: a prepared statement keeps its result shape when a later migration adds one. */
+const PLANT = 'id, name, tag, created_at, updated_at'
+
+/** Every statement, prepared once per connection under its key (see `run`). */
 const SQL = {
-  get: 'SELECT * FROM plants WHERE id = $1',
-  lockRow: 'SELECT * FROM plants WHERE id = $1 FOR UPDATE',
+  ping: 'SELECT 1',
+  get: `SELECT ${PLANT} FROM plants WHERE id = $1`,
+  lockRow: `SELECT ${PLANT} FROM plants WHERE id = $1 FOR UPDATE`,
   // Keyset pagination: a range scan from the cursor, so a deep page costs what the first one does.
-  list: 'SELECT * FROM plants WHERE id > $1 ORDER BY id LIMIT $2',
-  listByTag: 'SELECT * FROM plants WHERE tag = $3 AND id > $1 ORDER BY id LIMIT $2',
+  list: `SELECT ${PLANT} FROM plants WHERE id > $1 ORDER BY id LIMIT $2`,
+  listByTag: `SELECT ${PLANT} FROM plants WHERE tag = $3 AND id > $1 ORDER BY id LIMIT $2`,
   // A chosen id that is taken inserts nothing (and waits for a concurrent insert of it to settle).
   insertChosen: `INSERT INTO plants (id, name, tag, created_at, updated_at) VALUES ($1, $2, $3, ${NOW}, ${NOW})
-                 ON CONFLICT (id) DO NOTHING RETURNING *`,
+                 ON CONFLICT (id) DO NOTHING RETURNING ${PLANT}`,
   insertGenerated: `INSERT INTO plants (name, tag, created_at, updated_at) VALUES ($1, $2, ${NOW}, ${NOW})
-                    ON CONFLICT (id) DO NOTHING RETURNING *`,
+                    ON CONFLICT (id) DO NOTHING RETURNING ${PLANT}`,
   // Keeps the sequence past every id a client chose, so generated ids do not run into them.
   raiseSequence: "SELECT setval('plants_id_seq', $1) FROM plants_id_seq WHERE $1 > last_value",
   // After a generated id ran into a chosen one anyway (a race with the statement above): catch up.
@@ -69,18 +76,23 @@ const SQL = {
   // $2 null keeps the name; $4 false keeps the tag. updated_at strictly increases, even within one millisecond.
   update: `UPDATE plants SET name = coalesce($2, name), tag = CASE WHEN $4::boolean THEN $3 ELSE tag END,
                              updated_at = greatest(${NOW}, updated_at + 1)
-           WHERE id = $1 RETURNING *`,
+           WHERE id = $1 RETURNING ${PLANT}`,
   delete: 'DELETE FROM plants WHERE id = $1',
   // Same-key creates queue behind each other, so exactly one of them creates.
   lockKey: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
-  findKey: `SELECT * FROM idempotency_keys WHERE scope = $1 AND key = $2 AND created_at > ${NOW} - $3`,
-  saveKey: `INSERT INTO idempotency_keys VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+  findKey: `SELECT fingerprint, plant_id, name, tag, created_at, updated_at FROM idempotency_keys WHERE scope = $1 AND key = $2 AND created_at > ${NOW} - $3`,
+  saveKey: `INSERT INTO idempotency_keys (scope, key, fingerprint, plant_id, name, tag, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
             ON CONFLICT (scope, key) DO UPDATE SET fingerprint = $3, plant_id = $4, name = $5, tag = $6,
                                                   created_at = $7, updated_at = $8`,
   // A few expired keys per create; rows another instance is deleting are skipped, never waited for.
   expireKeys: `DELETE FROM idempotency_keys WHERE (scope, key) IN (
                  SELECT scope, key FROM idempotency_keys WHERE created_at <= ${NOW} - $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`
 } as const
+
+/** Runs one of the statements above as a named (prepared) statement. */
+async function run<R extends pg.QueryResultRow = pg.QueryResultRow> (db: Queryable, statement: keyof typeof SQL, values: unknown[] = []): Promise<pg.QueryResult<R>> {
+  return await db.query<R>({ name: `plant-store-${statement}`, text: SQL[statement], values })
+}
 
 function toPlant (row: PlantRow): Plant {
   const plant: Plant = {
@@ -184,37 +196,34 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     }
   }
 
-  const query = async <R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<pg.QueryResult<R>> =>
-    await pool.query<R>(text, values)
-
-  async function insertGenerated (client: Client, name: string, tag: string | null): Promise<PlantRow> {
+  /** Inserts a plant: on `db` alone when no idempotency key has to be written with it. */
+  async function insert (db: Queryable, { id, name, tag }: NewPlant): Promise<PlantRow> {
+    if (id !== undefined) {
+      await run(db, 'raiseSequence', [id])
+      const { rows: [row] } = await run<PlantRow>(db, 'insertChosen', [id, name, tag ?? null])
+      if (row === undefined) throw new PlantConflictError(id)
+      return row
+    }
     // Each retry moves the sequence past every committed id, so this ends within a round or two.
     for (let attempt = 0; attempt < 10; attempt++) {
-      const { rows: [row] } = await client.query<PlantRow>(SQL.insertGenerated, [name, tag])
+      const { rows: [row] } = await run<PlantRow>(db, 'insertGenerated', [name, tag ?? null])
       if (row !== undefined) return row
-      await client.query(SQL.catchUpSequence)
+      await run(db, 'catchUpSequence')
     }
     throw new Error('could not generate a free plant id')
-  }
-
-  async function insertChosen (client: Client, id: bigint, name: string, tag: string | null): Promise<PlantRow> {
-    await client.query(SQL.raiseSequence, [id])
-    const { rows: [row] } = await client.query<PlantRow>(SQL.insertChosen, [id, name, tag])
-    if (row === undefined) throw new PlantConflictError(id)
-    return row
   }
 
   async function write (id: bigint, name: string | null, tag: string | null, setTag: boolean, ifMatch?: IfMatch): Promise<WriteResult> {
     const values = [id, name, tag, setTag]
     if (ifMatch === undefined) {
-      const { rows: [row] } = await query<PlantRow>(SQL.update, values)
+      const { rows: [row] } = await run<PlantRow>(pool, 'update', values)
       return row === undefined ? { status: 'not-found' } : { status: 'ok', plant: toPlant(row) }
     }
     return await inTransaction(pool, async (client) => {
-      const { rows: [current] } = await client.query<PlantRow>(SQL.lockRow, [id])
+      const { rows: [current] } = await run<PlantRow>(client, 'lockRow', [id])
       if (current === undefined) return { status: 'not-found' }
       if (!matches(current, ifMatch)) return { status: 'precondition-failed' }
-      const { rows: [row] } = await client.query<PlantRow>(SQL.update, values)
+      const { rows: [row] } = await run<PlantRow>(client, 'update', values)
       return { status: 'ok', plant: toPlant(row as PlantRow) }
     })
   }
@@ -223,44 +232,41 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
 
   return {
     async ping () {
-      await guard(async () => { await query('SELECT 1', []) })
+      await guard(async () => { await run(pool, 'ping') })
     },
 
     async list ({ limit, after, tag }: ListQuery): Promise<ListPage> {
       // One row more than asked tells whether another page follows.
       // Ids are positive, so "after 0" is the first page.
       const { rows } = await guard(async () => tag === undefined
-        ? await query<PlantRow>(SQL.list, [after ?? 0n, limit + 1])
-        : await query<PlantRow>(SQL.listByTag, [after ?? 0n, limit + 1, tag]))
+        ? await run<PlantRow>(pool, 'list', [after ?? 0n, limit + 1])
+        : await run<PlantRow>(pool, 'listByTag', [after ?? 0n, limit + 1, tag]))
       return { plants: rows.slice(0, limit).map(toPlant), hasMore: rows.length > limit }
     },
 
     async get (id: bigint) {
-      const { rows: [row] } = await guard(async () => await query<PlantRow>(SQL.get, [id]))
+      const { rows: [row] } = await guard(async () => await run<PlantRow>(pool, 'get', [id]))
       return row === undefined ? undefined : toPlant(row)
     },
 
-    async create ({ id, name, tag }: NewPlant, idempotency?: IdempotencyKey): Promise<CreateResult> {
-      return await guard(async () => await inTransaction(pool, async (client) => {
-        if (idempotency !== undefined) {
-          const { scope, key, fingerprint } = idempotency
-          await client.query(SQL.lockKey, [`${scope}\n${key}`])
-          const { rows: [earlier] } = await client.query<IdempotencyRow>(SQL.findKey, [scope, key, IDEMPOTENCY_TTL_MS])
+    async create (plant: NewPlant, idempotency?: IdempotencyKey): Promise<CreateResult> {
+      return await guard(async () => {
+        if (idempotency === undefined) return { plant: toPlant(await insert(pool, plant)), replayed: false }
+        const { scope, key, fingerprint } = idempotency
+        // The key is written with the plant, in one transaction: both or neither.
+        return await inTransaction(pool, async (client) => {
+          await run(client, 'lockKey', [`${scope}\n${key}`])
+          const { rows: [earlier] } = await run<IdempotencyRow>(client, 'findKey', [scope, key, IDEMPOTENCY_TTL_MS])
           if (earlier !== undefined) {
             if (earlier.fingerprint !== fingerprint) throw new IdempotencyKeyReuseError()
             return { plant: toPlant({ ...earlier, id: earlier.plant_id }), replayed: true }
           }
-          await client.query(SQL.expireKeys, [IDEMPOTENCY_TTL_MS])
-        }
-        const row = id === undefined
-          ? await insertGenerated(client, name, tag ?? null)
-          : await insertChosen(client, id, name, tag ?? null)
-        if (idempotency !== undefined) {
-          const { scope, key, fingerprint } = idempotency
-          await client.query(SQL.saveKey, [scope, key, fingerprint, row.id, row.name, row.tag, row.created_at, row.updated_at])
-        }
-        return { plant: toPlant(row), replayed: false }
-      }))
+          await run(client, 'expireKeys', [IDEMPOTENCY_TTL_MS])
+          const row = await insert(client, plant)
+          await run(client, 'saveKey', [scope, key, fingerprint, row.id, row.name, row.tag, row.created_at, row.updated_at])
+          return { plant: toPlant(row), replayed: false }
+        })
+      })
     },
 
     async replace (id: bigint, { name, tag }: Omit<NewPlant, 'id'>, ifMatch?: IfMatch) {
@@ -274,14 +280,14 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     async delete (id: bigint, ifMatch?: IfMatch): Promise<DeleteResult> {
       return await guard(async () => {
         if (ifMatch === undefined) {
-          const { rowCount } = await query(SQL.delete, [id])
+          const { rowCount } = await run(pool, 'delete', [id])
           return rowCount === 1 ? 'deleted' : 'not-found'
         }
         return await inTransaction(pool, async (client): Promise<DeleteResult> => {
-          const { rows: [current] } = await client.query<PlantRow>(SQL.lockRow, [id])
+          const { rows: [current] } = await run<PlantRow>(client, 'lockRow', [id])
           if (current === undefined) return 'not-found'
           if (!matches(current, ifMatch)) return 'precondition-failed'
-          await client.query(SQL.delete, [id])
+          await run(client, 'delete', [id])
           return 'deleted'
         })
       })
