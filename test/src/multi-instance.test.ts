@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
+import { createServer, type AddressInfo } from 'node:net'
 import { describe, test, type TestContext } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { AUTH, TOKEN } from '../helpers/app.js'
@@ -118,3 +119,22 @@ if (TEST_DATABASE_URL !== undefined) {
     })
   })
 }
+
+test('an instance that cannot reach PostgreSQL at start-up exits 1 with a clear message and no password', async () => {
+  // A port that was free a moment ago: nothing listens there.
+  const probe = createServer()
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
+  const { port } = probe.address() as AddressInfo
+  await new Promise<void>((resolve) => probe.close(() => resolve()))
+  const child = spawn(process.execPath, [serverPath], {
+    env: { PATH: process.env.PATH, PORT: '0', LOG_LEVEL: 'silent', API_TOKENS: TOKEN, DATABASE_URL: `postgres://postgres:s3cret-pw@127.0.0.1:${port}/test` },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let output = ''
+  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  const code = await new Promise<number | null>((resolve) => child.on('exit', (exitCode) => resolve(exitCode)))
+  assert.equal(code, 1)
+  assert.match(output, new RegExp(`^plant-store: could not start: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\n$`))
+  assert.doesNotMatch(output, /s3cret-pw/)
+})
