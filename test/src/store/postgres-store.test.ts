@@ -63,6 +63,16 @@ if (TEST_DATABASE_URL !== undefined) {
       assert.deepEqual(tables.map((row) => row.table_name), ['idempotency_keys', 'plant_store_migrations', 'plants'])
     })
 
+    test('a generated id that runs into a row the sequence did not know of moves past it', async (t) => {
+      const { url, schema } = scratchDatabaseUrl(t)
+      const store = await createPostgresStore({ url })
+      t.after(() => store.close())
+      // Rows written behind the store's back (a restore, a manual insert) leave the sequence behind.
+      await adminQuery(`INSERT INTO ${schema}.plants (id, name, created_at, updated_at) VALUES (1, 'restored', 0, 0), (2, 'restored', 0, 0)`)
+      assert.equal((await store.create({ name: 'generated' })).plant.id, 3n)
+      assert.equal((await store.create({ name: 'next' })).plant.id, 4n)
+    })
+
     test('a schema newer than this code stops the start with StoreOpenError', async (t) => {
       const { url, schema } = scratchDatabaseUrl(t)
       await (await createPostgresStore({ url })).close()
