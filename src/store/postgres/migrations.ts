@@ -1,7 +1,7 @@
 /**
  * The PostgreSQL schema, one numbered step each; the `plant_store_migrations` table records which
  * have run. Append only: a released step is never edited, a change is a new step.
- * Times are epoch milliseconds (bigint), as in the SQLite store, so both print identical timestamps.
+ * Times are epoch milliseconds (bigint) from the service's clock, as in the SQLite store.
  */
 export const migrations: readonly string[] = [
   // 1: plants. An identity sequence never hands out a number twice, so a deleted id is never reused.

@@ -49,9 +49,6 @@ const types: pg.CustomTypesConfig = {
   ) as typeof pg.types.getTypeParser
 }
 
-/** Epoch milliseconds by the database's clock: one clock for every instance. */
-const NOW = 'floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint'
-
 /** Named columns, never `*`: a prepared statement keeps its result shape when a later migration adds one. */
 const PLANT = 'id, name, tag, created_at, updated_at'
 
@@ -64,9 +61,9 @@ const SQL = {
   list: `SELECT ${PLANT} FROM plants WHERE id > $1 ORDER BY id LIMIT $2`,
   listByTag: `SELECT ${PLANT} FROM plants WHERE tag = $3 AND id > $1 ORDER BY id LIMIT $2`,
   // A chosen id that is taken inserts nothing (and waits for a concurrent insert of it to settle).
-  insertChosen: `INSERT INTO plants (id, name, tag, created_at, updated_at) VALUES ($1, $2, $3, ${NOW}, ${NOW})
+  insertChosen: `INSERT INTO plants (id, name, tag, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
                  ON CONFLICT (id) DO NOTHING RETURNING ${PLANT}`,
-  insertGenerated: `INSERT INTO plants (name, tag, created_at, updated_at) VALUES ($1, $2, ${NOW}, ${NOW})
+  insertGenerated: `INSERT INTO plants (name, tag, created_at, updated_at) VALUES ($1, $2, $3, $3)
                     ON CONFLICT (id) DO NOTHING RETURNING ${PLANT}`,
   // Keeps the sequence past every id a client chose, so generated ids do not run into them.
   raiseSequence: "SELECT setval('plants_id_seq', $1) FROM plants_id_seq WHERE $1 > last_value",
@@ -74,19 +71,20 @@ const SQL = {
   catchUpSequence: `SELECT setval('plants_id_seq', greatest(max(id), (SELECT last_value FROM plants_id_seq)))
                     FROM plants`,
   // $2 null keeps the name; $4 false keeps the tag. updated_at strictly increases, even within one millisecond.
+  // Times are epoch milliseconds from the service's clock (Date.now()), as in the SQLite store.
   update: `UPDATE plants SET name = coalesce($2, name), tag = CASE WHEN $4::boolean THEN $3 ELSE tag END,
-                             updated_at = greatest(${NOW}, updated_at + 1)
+                             updated_at = greatest($5, updated_at + 1)
            WHERE id = $1 RETURNING ${PLANT}`,
   delete: 'DELETE FROM plants WHERE id = $1',
   // Same-key creates queue behind each other, so exactly one of them creates.
   lockKey: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
-  findKey: `SELECT fingerprint, plant_id, name, tag, created_at, updated_at FROM idempotency_keys WHERE scope = $1 AND key = $2 AND created_at > ${NOW} - $3`,
+  findKey: `SELECT fingerprint, plant_id, name, tag, created_at, updated_at FROM idempotency_keys WHERE scope = $1 AND key = $2 AND created_at > $3`,
   saveKey: `INSERT INTO idempotency_keys (scope, key, fingerprint, plant_id, name, tag, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
             ON CONFLICT (scope, key) DO UPDATE SET fingerprint = $3, plant_id = $4, name = $5, tag = $6,
                                                   created_at = $7, updated_at = $8`,
   // A few expired keys per create; rows another instance is deleting are skipped, never waited for.
   expireKeys: `DELETE FROM idempotency_keys WHERE (scope, key) IN (
-                 SELECT scope, key FROM idempotency_keys WHERE created_at <= ${NOW} - $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`
+                 SELECT scope, key FROM idempotency_keys WHERE created_at <= $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`
 } as const
 
 /** Runs one of the statements above as a named (prepared) statement. */
@@ -197,16 +195,16 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
   }
 
   /** Inserts a plant: on `db` alone when no idempotency key has to be written with it. */
-  async function insert (db: Queryable, { id, name, tag }: NewPlant): Promise<PlantRow> {
+  async function insert (db: Queryable, { id, name, tag }: NewPlant, now: number): Promise<PlantRow> {
     if (id !== undefined) {
       await run(db, 'raiseSequence', [id])
-      const { rows: [row] } = await run<PlantRow>(db, 'insertChosen', [id, name, tag ?? null])
+      const { rows: [row] } = await run<PlantRow>(db, 'insertChosen', [id, name, tag ?? null, now])
       if (row === undefined) throw new PlantConflictError(id)
       return row
     }
     // Each retry moves the sequence past every committed id, so this ends within a round or two.
     for (let attempt = 0; attempt < 10; attempt++) {
-      const { rows: [row] } = await run<PlantRow>(db, 'insertGenerated', [name, tag ?? null])
+      const { rows: [row] } = await run<PlantRow>(db, 'insertGenerated', [name, tag ?? null, now])
       if (row !== undefined) return row
       await run(db, 'catchUpSequence')
     }
@@ -214,7 +212,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
   }
 
   async function write (id: bigint, name: string | null, tag: string | null, setTag: boolean, ifMatch?: IfMatch): Promise<WriteResult> {
-    const values = [id, name, tag, setTag]
+    const values = [id, name, tag, setTag, Date.now()]
     if (ifMatch === undefined) {
       const { rows: [row] } = await run<PlantRow>(pool, 'update', values)
       return row === undefined ? { status: 'not-found' } : { status: 'ok', plant: toPlant(row) }
@@ -251,18 +249,19 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
 
     async create (plant: NewPlant, idempotency?: IdempotencyKey): Promise<CreateResult> {
       return await guard(async () => {
-        if (idempotency === undefined) return { plant: toPlant(await insert(pool, plant)), replayed: false }
+        const now = Date.now()
+        if (idempotency === undefined) return { plant: toPlant(await insert(pool, plant, now)), replayed: false }
         const { scope, key, fingerprint } = idempotency
         // The key is written with the plant, in one transaction: both or neither.
         return await inTransaction(pool, async (client) => {
           await run(client, 'lockKey', [`${scope}\n${key}`])
-          const { rows: [earlier] } = await run<IdempotencyRow>(client, 'findKey', [scope, key, IDEMPOTENCY_TTL_MS])
+          const { rows: [earlier] } = await run<IdempotencyRow>(client, 'findKey', [scope, key, now - IDEMPOTENCY_TTL_MS])
           if (earlier !== undefined) {
             if (earlier.fingerprint !== fingerprint) throw new IdempotencyKeyReuseError()
             return { plant: toPlant({ ...earlier, id: earlier.plant_id }), replayed: true }
           }
-          await run(client, 'expireKeys', [IDEMPOTENCY_TTL_MS])
-          const row = await insert(client, plant)
+          await run(client, 'expireKeys', [now - IDEMPOTENCY_TTL_MS])
+          const row = await insert(client, plant, now)
           await run(client, 'saveKey', [scope, key, fingerprint, row.id, row.name, row.tag, row.created_at, row.updated_at])
           return { plant: toPlant(row), replayed: false }
         })
