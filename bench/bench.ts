@@ -287,7 +287,11 @@ async function main (): Promise<void> {
       DATABASE_URL: databaseUrl,
       API_TOKENS: TOKEN,
       SQLITE_SYNCHRONOUS: sync,
-      LOG_LEVEL: options.logLevel
+      LOG_LEVEL: options.logLevel,
+      // The abuse limits would stop one benchmark client that sends everything with one token
+      // (1000 requests a minute, 1000 requests a connection by default): measure the API, not them.
+      RATE_LIMIT_MAX: '0',
+      MAX_REQUESTS_PER_SOCKET: '0'
     }, join(work, `${name}.log`), [
       ...SERVER_NODE_FLAGS,
       ...(options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`, `--cpu-prof-name=${name}.cpuprofile`] : [])
