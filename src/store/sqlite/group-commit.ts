@@ -48,6 +48,12 @@ export interface GroupCommit {
 }
 
 /**
+ * fdatasync calls that may run at once: a burst committed while one runs starts its own rather
+ * than waiting for it to return, so an answer waits about one disk flush, not up to two.
+ */
+const MAX_SYNCS_IN_FLIGHT = 3
+
+/**
  * Group commit. Every write that arrives in the same event-loop turn (the I/O phase that parsed a
  * burst of requests) joins one transaction, committed in `setImmediate`.
  *
@@ -59,12 +65,6 @@ export interface GroupCommit {
  * work instead of adding to it. Once a sync has failed nothing is acknowledged any more: the page
  * cache's state is unknown, so every later write or read fails (and /health reports it).
  */
-/**
- * fdatasync calls that may run at once: a burst committed while one runs starts its own rather
- * than waiting for it to return, so an answer waits about one disk flush, not up to two.
- */
-const MAX_SYNCS_IN_FLIGHT = 3
-
 export function createGroupCommit (db: Database.Database, options: GroupCommitOptions = {}): GroupCommit {
   const { walFile, onCommit, onSync } = options
   let queue: PendingWrite[] = []

@@ -174,3 +174,26 @@ test('once a sync of the WAL fails, nothing more is acknowledged: writes, reads 
   assert.equal(Number(db.prepare('SELECT count(*) FROM t').pluck().get()), 1)
   await writes.close()
 })
+
+test('under full, a burst committed while a sync runs gets a sync of its own; answers keep their order', async (t) => {
+  const file = join(mkdtempSync(join(tmpdir(), 'plant-store-group-')), 'plants.db')
+  const events: string[] = []
+  const store = createSqliteStore({
+    filename: file,
+    synchronous: 'full',
+    onCommit: (writes) => events.push(`commit ${writes}`),
+    onSync: () => events.push('sync')
+  })
+  t.after(() => store.close())
+
+  const first = store.create({ name: 'first' }).then(() => events.push('first answered'))
+  await new Promise((resolve) => setImmediate(resolve))
+  const second = store.create({ name: 'second' }).then(() => events.push('second answered'))
+  await new Promise((resolve) => setImmediate(resolve))
+  // Both bursts have committed before any sync returned.
+  assert.deepEqual(events, ['commit 1', 'commit 1'])
+  await Promise.all([first, second])
+  assert.equal(events.filter((event) => event === 'sync').length, 2)
+  assert.ok(events.indexOf('first answered') < events.indexOf('second answered'))
+  assert.ok(events.indexOf('sync') < events.indexOf('first answered'))
+})
