@@ -2,6 +2,7 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import authPlugin from '../plugins/auth.js'
 import configPlugin from '../plugins/config.js'
+import connectionsPlugin from '../plugins/connections.js'
 import corsPlugin from '../plugins/cors.js'
 import docsPlugin from '../plugins/docs.js'
 import errorsPlugin from '../plugins/errors.js'
@@ -48,11 +49,10 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     return503OnClosing: false,
     bodyLimit: config.bodyLimit,
     // A slow client cannot hold a connection: headers, the whole request, an idle socket and an
-    // idle keep-alive each have a deadline, and a socket serves a bounded number of requests.
+    // idle keep-alive each have a deadline (requests per connection: plugins/connections.ts).
     requestTimeout: timeouts.request,
     connectionTimeout: timeouts.connection,
     keepAliveTimeout: timeouts.keepAlive,
-    maxRequestsPerSocket: config.maxRequestsPerSocket,
     http: {
       headersTimeout: timeouts.headers,
       requestTimeout: timeouts.request,
@@ -64,6 +64,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(configPlugin, { config })
   await app.register(errorsPlugin)
   await app.register(schemasPlugin)
+  await app.register(connectionsPlugin)
   await app.register(underPressurePlugin)
   await app.register(helmetPlugin)
   await app.register(corsPlugin)
