@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import { ErrorSchema } from '../src/schemas/error.js'
-import { PlantSchema } from '../src/schemas/plant.js'
+import { NewPlantSchema, PlantListSchema, PlantPatchSchema, PlantSchema, PlantUpdateSchema } from '../src/schemas/plant.js'
 
 /**
  * Registers the shared schemas at the root, so routes `$ref` them, the serializer compiles them
@@ -9,4 +9,8 @@ import { PlantSchema } from '../src/schemas/plant.js'
 export default fp(async function schemasPlugin (app) {
   app.addSchema(ErrorSchema)
   app.addSchema(PlantSchema)
+  app.addSchema(PlantListSchema)
+  app.addSchema(NewPlantSchema)
+  app.addSchema(PlantUpdateSchema)
+  app.addSchema(PlantPatchSchema)
 }, { name: 'schemas' })

@@ -8,7 +8,7 @@ import docsPlugin from '../plugins/docs.js'
 import errorsPlugin from '../plugins/errors.js'
 import healthRoutes from '../plugins/health.js'
 import helmetPlugin from '../plugins/helmet.js'
-import plantsRoutes from '../plugins/plants.js'
+import plantsRoutes from '../plugins/plants/index.js'
 import rateLimitPlugin from '../plugins/rate-limit.js'
 import schemasPlugin from '../plugins/schemas.js'
 import storePlugin from '../plugins/store.js'
@@ -16,17 +16,18 @@ import underPressurePlugin from '../plugins/under-pressure.js'
 import type { Config } from './config.js'
 import { clientErrorHandler, formatValidationErrors, frameworkErrorHandler } from './errors.js'
 import { int64Format } from './schemas/int64.js'
+import { validatorWithoutBodyCoercion } from './validation.js'
+
+export interface BuildOptions {
+  /** Where the log goes (stdout by default); tests capture it. */
+  logStream?: { write (line: string): void }
+}
 
 /**
  * Builds the whole service from its plugins. Tests build it with `inject`; server.ts listens.
  * A request flows: auth hook → schema validation → handler → store → response serializer;
  * every failure leaves through the errors plugin.
  */
-export interface BuildOptions {
-  /** Where the log goes (stdout by default); tests capture it. */
-  logStream?: { write (line: string): void }
-}
-
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const { timeouts } = config
   const app = Fastify({
@@ -42,6 +43,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       // After ajv-formats, whose own `int64` only checks numbers: ours reads canonical int64 strings.
       onCreate: (ajv) => { ajv.addFormat('int64', int64Format) }
     },
+    // JSON bodies are validated as sent, without type coercion (see validation.ts).
+    schemaController: { compilersFactory: { buildValidator: validatorWithoutBodyCoercion() } },
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,

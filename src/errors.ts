@@ -3,6 +3,7 @@ import { STATUS_CODES } from 'node:http'
 import createError from '@fastify/error'
 import type { FastifyError, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import type { ErrorBody } from './schemas/error.js'
+import { patternMessages } from './schemas/pattern-messages.js'
 
 /** The Error body for a status: `error` is the status code itself. */
 export function errorBody (status: number, message: string): ErrorBody {
@@ -31,6 +32,8 @@ export function formatValidationErrors (errors: FastifySchemaValidationError[], 
     const params = error.params as Record<string, unknown>
     if (error.keyword === 'additionalProperties') return `${where} has unknown property '${String(params.additionalProperty)}'`
     if (error.keyword === 'required') return `${where} must have property '${String(params.missingProperty)}'`
+    const patternMessage = error.keyword === 'pattern' ? patternMessages.get(String(params.pattern)) : undefined
+    if (patternMessage !== undefined) return `${where} ${patternMessage}`
     return `${where} ${error.message ?? 'is invalid'}`
   })
   return new Error(messages.join(', '))
@@ -55,3 +58,12 @@ export function clientErrorHandler (error: NodeJS.ErrnoException, socket: Socket
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
   )
 }
+
+export const PlantIdTakenError = createError<[string]>('PLANT_ID_TAKEN', 'Plant %s already exists', 409)
+export const PreconditionFailedError = createError<[string]>(
+  'PRECONDITION_FAILED', 'Plant %s does not match If-Match: it has changed or is gone; GET it again', 412)
+export const IdempotencyKeyReusedError = createError(
+  'IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used with a different request body', 422)
+/** A request header or query value that the schema alone cannot judge. */
+export const InvalidHeaderError = createError<[string]>('INVALID_HEADER', '%s', 400)
+export const InvalidQueryError = createError<[string]>('INVALID_QUERY', '%s', 400)

@@ -3,6 +3,11 @@ const INT64_MAX = 2n ** 63n - 1n
 // Canonical decimal only: no sign plus, no leading zeros, no exponent, no white space, no "-0".
 const CANONICAL_INTEGER = /^(?:0|-?[1-9][0-9]{0,18})$/
 
+/** True for an integer written in canonical decimal (no `+`, leading zeros, exponent or white space). */
+export function isCanonicalInteger (text: string): boolean {
+  return /^(?:0|-?[1-9][0-9]*)$/.test(text)
+}
+
 /** Parses an int64 written as a canonical decimal string, exactly; undefined when it is not one. */
 export function parseInt64 (text: string): bigint | undefined {
   if (!CANONICAL_INTEGER.test(text)) return undefined

@@ -1,4 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { describedPattern } from './pattern-messages.js'
+import { ref } from './ref.js'
 
 /** An int64 plant id in a body: a JSON integer, serialized exactly from a bigint. */
 export const PlantIdSchema = Type.Unsafe<bigint>({
@@ -18,14 +20,104 @@ export const Int64StringSchema = Type.String({ format: 'int64', description: 'A 
 export const PlantParamsSchema = Type.Object({ id: Int64StringSchema }, { additionalProperties: false })
 export type PlantParams = Static<typeof PlantParamsSchema>
 
+export const NAME_MAX_LENGTH = 100
+export const TAG_MAX_LENGTH = 50
+
+/**
+ * A name as a client sends it: 1 to 100 characters once surrounding white space is trimmed (the
+ * pattern says exactly that; `\s` is the white space String#trim removes). The service stores it trimmed.
+ */
+export const PlantNameInputSchema = Type.String({
+  pattern: describedPattern(`^\\s*\\S(?:[\\s\\S]{0,${NAME_MAX_LENGTH - 2}}\\S)?\\s*$`,
+    `must be 1 to ${NAME_MAX_LENGTH} characters after trimming surrounding white space`),
+  description: `The plant name: 1 to ${NAME_MAX_LENGTH} characters after trimming surrounding white space, stored trimmed`,
+  examples: ['Monstera']
+})
+
+const tagOptions = {
+  minLength: 1,
+  maxLength: TAG_MAX_LENGTH,
+  description: `A free-form tag, 1 to ${TAG_MAX_LENGTH} characters`,
+  examples: ['tropical']
+}
+export const PlantTagSchema = Type.String(tagOptions)
+
 export const PlantSchema = Type.Object(
   {
     id: PlantIdSchema,
-    name: Type.String({ description: 'The plant name', examples: ['Monstera'] }),
-    tag: Type.Optional(Type.String({ description: 'A free-form tag', examples: ['tropical'] })),
-    createdAt: Type.String({ format: 'date-time', description: 'When the plant was created' }),
-    updatedAt: Type.String({ format: 'date-time', description: 'When the plant was last changed' })
+    name: Type.String({ minLength: 1, maxLength: NAME_MAX_LENGTH, description: 'The plant name', examples: ['Monstera'] }),
+    tag: Type.Optional(PlantTagSchema),
+    createdAt: Type.String({ format: 'date-time', description: 'When the plant was created; never changes', examples: ['2026-01-02T03:04:05.678Z'] }),
+    updatedAt: Type.String({ format: 'date-time', description: 'When the plant was last changed; changes on every write', examples: ['2026-01-02T03:04:05.678Z'] })
   },
   { $id: 'Plant', additionalProperties: false, description: 'A plant' }
 )
 export type Plant = Static<typeof PlantSchema>
+
+/**
+ * The largest id a JSON body can carry exactly (2^53 - 1): a larger number has already been rounded
+ * by the JSON parser, so it is refused rather than stored as some other id.
+ */
+export const JSON_SAFE_ID_MAX = Number.MAX_SAFE_INTEGER
+
+export const NewPlantSchema = Type.Object(
+  {
+    id: Type.Optional(Type.Integer({
+      minimum: 1,
+      maximum: JSON_SAFE_ID_MAX,
+      format: 'int64',
+      description: 'The id to give the plant (optional; the store assigns the next one when absent). ' +
+        'A positive integer of at most 2^53 - 1, so that JSON carries it exactly; 409 when taken.',
+      examples: [42]
+    })),
+    name: PlantNameInputSchema,
+    tag: Type.Optional(PlantTagSchema)
+  },
+  { $id: 'NewPlant', additionalProperties: false, description: 'A plant to create', examples: [{ name: 'Monstera', tag: 'tropical' }] }
+)
+export type NewPlantBody = Static<typeof NewPlantSchema>
+
+export const PlantUpdateSchema = Type.Object(
+  {
+    name: PlantNameInputSchema,
+    tag: Type.Optional(PlantTagSchema)
+  },
+  { $id: 'PlantUpdate', additionalProperties: false, description: 'A full replacement of a plant: a missing tag clears it', examples: [{ name: 'Monstera deliciosa', tag: 'tropical' }] }
+)
+export type PlantUpdateBody = Static<typeof PlantUpdateSchema>
+
+export const PlantPatchSchema = Type.Object(
+  {
+    name: Type.Optional(PlantNameInputSchema),
+    tag: Type.Optional(Type.Unsafe<string | null>({ ...tagOptions, type: ['string', 'null'], description: `${tagOptions.description}; null clears it` }))
+  },
+  {
+    $id: 'PlantPatch',
+    additionalProperties: false,
+    description: 'A JSON merge patch (RFC 7396) of a plant: a missing field is kept, `"tag": null` clears the tag',
+    examples: [{ tag: null }]
+  }
+)
+export type PlantPatchBody = Static<typeof PlantPatchSchema>
+
+export const PlantListSchema = Type.Array(ref(PlantSchema), { $id: 'PlantList', description: 'Plants ordered by id' })
+
+export const LIST_LIMIT_DEFAULT = 20
+export const LIST_LIMIT_MAX = 100
+
+export const PlantListQuerySchema = Type.Object(
+  {
+    limit: Type.Integer({
+      format: 'int32',
+      minimum: 1,
+      maximum: LIST_LIMIT_MAX,
+      default: LIST_LIMIT_DEFAULT,
+      description: `How many plants to return at most (1 to ${LIST_LIMIT_MAX}, canonical decimal)`,
+      examples: [LIST_LIMIT_DEFAULT]
+    }),
+    after: Type.Optional(Type.String({ format: 'int64', description: 'Cursor: only plants with a larger id', examples: ['42'] })),
+    tag: Type.Optional(Type.String({ ...tagOptions, description: 'Only plants with exactly this tag' }))
+  },
+  { additionalProperties: false }
+)
+export type PlantListQuery = Static<typeof PlantListQuerySchema>

@@ -1,0 +1,57 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { IdempotencyKeyReusedError, PlantIdTakenError } from '../../src/errors.js'
+import { idempotencyKey } from '../../src/idempotency.js'
+import { errorResponses } from '../../src/schemas/error.js'
+import { etagHeader, IdempotencyKeyHeaderSchema, locationHeader, replayedHeader } from '../../src/schemas/headers.js'
+import { NewPlantSchema, PlantSchema } from '../../src/schemas/plant.js'
+import { ref } from '../../src/schemas/ref.js'
+import { IdempotencyKeyReuseError, PlantConflictError, type CreateResult, type NewPlant } from '../../src/store/store.js'
+import { withEtag } from './shared.js'
+
+/** `POST /plants`: creates a plant, with the id the client chose or the next one. */
+const createPlantRoute: FastifyPluginAsyncTypebox = async (app) => {
+  app.post('/plants', {
+    schema: {
+      operationId: 'createPlant',
+      summary: 'Create a plant',
+      description: 'Creates a plant and answers 201 with it and `Location: /plants/{id}`. `id` is optional (clients of ' +
+        'the original `NewPlant`, which required it, keep working): when given it must be free, else 409. ' +
+        'With an `Idempotency-Key`, a retry of the same request within 24 hours answers the first 201 again.',
+      tags: ['plants'],
+      headers: IdempotencyKeyHeaderSchema,
+      body: ref(NewPlantSchema),
+      response: {
+        201: ref(PlantSchema, { description: 'The plant was created', headers: { ...locationHeader, ...etagHeader, ...replayedHeader } }),
+        ...errorResponses({
+          400: 'The body is not a valid NewPlant (the message names the field), or the Idempotency-Key is malformed',
+          401: 'Missing or invalid bearer token',
+          409: 'A plant already has this id',
+          413: 'The body is too large',
+          415: 'The body is not JSON',
+          422: 'This Idempotency-Key was already used with a different body'
+        })
+      }
+    }
+  }, async (request, reply) => {
+    const { id, name, tag } = request.body
+    const plant: NewPlant = {
+      ...(id !== undefined && { id: BigInt(id) }),
+      name: name.trim(),
+      ...(tag !== undefined && { tag })
+    }
+    const key = request.headers['idempotency-key']
+    let result: CreateResult
+    try {
+      result = await app.store.create(plant, key === undefined ? undefined : idempotencyKey(request.headers.authorization, key, plant))
+    } catch (err) {
+      if (err instanceof PlantConflictError) throw new PlantIdTakenError(String(err.id))
+      if (err instanceof IdempotencyKeyReuseError) throw new IdempotencyKeyReusedError()
+      throw err
+    }
+    if (result.replayed) void reply.header('idempotent-replayed', 'true')
+    void reply.code(201).header('location', `/plants/${result.plant.id}`)
+    return withEtag(reply, result.plant)
+  })
+}
+
+export default createPlantRoute

@@ -1,0 +1,43 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import { PlantNotFoundError, PreconditionFailedError } from '../../src/errors.js'
+import { ifMatchForStore, parseEntityTags } from '../../src/preconditions.js'
+import { errorResponses } from '../../src/schemas/error.js'
+import { IfMatchHeaderSchema } from '../../src/schemas/headers.js'
+import { PlantParamsSchema } from '../../src/schemas/plant.js'
+
+/** `DELETE /plants/{id}`: 204 with an empty body. */
+const deletePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
+  app.delete('/plants/:id', {
+    schema: {
+      operationId: 'deletePlant',
+      summary: 'Delete a plant',
+      description: 'Deletes the plant with this id. Answers 204 with an empty body. With `If-Match`, only when the ' +
+        'plant\'s current ETag is listed (or `*`), else 412.',
+      tags: ['plants'],
+      params: PlantParamsSchema,
+      headers: IfMatchHeaderSchema,
+      response: {
+        204: Type.Null({ description: 'The plant was deleted' }),
+        ...errorResponses({
+          400: 'The id is not a signed 64-bit integer, or If-Match is malformed',
+          401: 'Missing or invalid bearer token',
+          404: 'No plant has this id',
+          412: 'If-Match does not match the plant\'s current ETag (or the plant is gone)'
+        })
+      }
+    }
+  }, async (request, reply) => {
+    // The int64 format has already checked the id, so BigInt() is exact and cannot throw.
+    const id = BigInt(request.params.id)
+    const condition = parseEntityTags('If-Match', request.headers['if-match'])
+    const result = await app.store.delete(id, ifMatchForStore(condition))
+    if (result === 'precondition-failed' || (result === 'not-found' && condition !== undefined)) {
+      throw new PreconditionFailedError(String(id))
+    }
+    if (result === 'not-found') throw new PlantNotFoundError(String(id))
+    return reply.code(204).send(null)
+  })
+}
+
+export default deletePlantRoute

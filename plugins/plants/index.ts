@@ -1,0 +1,23 @@
+import type { FastifyPluginAsync } from 'fastify'
+import createPlantRoute from './create.js'
+import deletePlantRoute from './delete.js'
+import getPlantRoute from './get.js'
+import listPlantsRoute from './list.js'
+import replacePlantRoute from './replace.js'
+import updatePlantRoute from './update.js'
+
+/** The plants resource, one operation per file. Every route here needs a bearer token. */
+const plantsRoutes: FastifyPluginAsync = async (app) => {
+  app.addHook('onRequest', app.authenticate)
+  // Bodies here are JSON (merge patches too, see update.ts): Fastify's default text/plain parser would
+  // turn a text body into a 400 about its shape instead of the 415 it is.
+  app.removeContentTypeParser('text/plain')
+  await app.register(listPlantsRoute)
+  await app.register(getPlantRoute)
+  await app.register(createPlantRoute)
+  await app.register(replacePlantRoute)
+  await app.register(updatePlantRoute)
+  await app.register(deletePlantRoute)
+}
+
+export default plantsRoutes

@@ -1,0 +1,54 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { InvalidQueryError } from '../../src/errors.js'
+import { linkHeader } from '../../src/schemas/headers.js'
+import { isCanonicalInteger } from '../../src/schemas/int64.js'
+import { errorResponses } from '../../src/schemas/error.js'
+import { PlantListQuerySchema, PlantListSchema, type PlantListQuery } from '../../src/schemas/plant.js'
+import { ref } from '../../src/schemas/ref.js'
+
+/** The URL of the page after `lastId`, with the same limit and filter. */
+function nextPageUrl ({ limit, tag }: PlantListQuery, lastId: bigint): string {
+  const query = `limit=${limit}&after=${lastId}${tag === undefined ? '' : `&tag=${encodeURIComponent(tag)}`}`
+  return `/plants?${query}`
+}
+
+/** `GET /plants`: a page of plants in id order, keyset-paginated. */
+const listPlantsRoute: FastifyPluginAsyncTypebox = async (app) => {
+  app.get('/plants', {
+    schema: {
+      operationId: 'listPlants',
+      summary: 'List plants',
+      description: 'Plants ordered by id, at most `limit` of them. When more follow, a `Link: <…>; rel="next"` ' +
+        'header gives the next page (keyset pagination on `after`: a deep page costs what the first one does). ' +
+        '`tag` keeps only plants with exactly that tag.',
+      tags: ['plants'],
+      querystring: PlantListQuerySchema,
+      response: {
+        200: ref(PlantListSchema, { description: 'A page of plants, ordered by id', headers: linkHeader }),
+        ...errorResponses({
+          400: 'A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64, tag empty or too long)',
+          401: 'Missing or invalid bearer token'
+        })
+      }
+    },
+    // The schema would coerce `1e1`, `+5` or `05` into numbers: only canonical decimals are accepted.
+    preValidation: async (request) => {
+      const { limit } = request.query as Record<string, unknown>
+      if (typeof limit === 'string' && !isCanonicalInteger(limit)) {
+        throw new InvalidQueryError('querystring/limit must be a canonical decimal integer')
+      }
+    }
+  }, async (request, reply) => {
+    const query = request.query
+    const { plants, hasMore } = await app.store.list({
+      limit: query.limit,
+      ...(query.after !== undefined && { after: BigInt(query.after) }),
+      ...(query.tag !== undefined && { tag: query.tag })
+    })
+    const last = plants.at(-1)
+    if (hasMore && last !== undefined) void reply.header('link', `<${nextPageUrl(query, last.id)}>; rel="next"`)
+    return plants
+  })
+}
+
+export default listPlantsRoute

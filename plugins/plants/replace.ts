@@ -1,0 +1,42 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { ifMatchForStore, parseEntityTags } from '../../src/preconditions.js'
+import { errorResponses } from '../../src/schemas/error.js'
+import { IfMatchHeaderSchema } from '../../src/schemas/headers.js'
+import { PlantParamsSchema, PlantUpdateSchema } from '../../src/schemas/plant.js'
+import { ref } from '../../src/schemas/ref.js'
+import { plantResponse, withEtag, writtenPlant } from './shared.js'
+
+/** `PUT /plants/{id}`: replaces a plant's name and tag. */
+const replacePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
+  app.put('/plants/:id', {
+    schema: {
+      operationId: 'replacePlant',
+      summary: 'Replace a plant',
+      description: 'Replaces the name and tag of the plant with this id (a missing tag clears it). With `If-Match`, ' +
+        'only when the plant\'s current ETag is listed (or `*`), else 412. Never creates a plant.',
+      tags: ['plants'],
+      params: PlantParamsSchema,
+      headers: IfMatchHeaderSchema,
+      body: ref(PlantUpdateSchema),
+      response: {
+        200: plantResponse('The plant as replaced'),
+        ...errorResponses({
+          400: 'The id is not a signed 64-bit integer, the body is not a valid PlantUpdate (the message names the field), or If-Match is malformed',
+          401: 'Missing or invalid bearer token',
+          404: 'No plant has this id',
+          412: 'If-Match does not match the plant\'s current ETag (or the plant is gone)',
+          413: 'The body is too large',
+          415: 'The body is not JSON'
+        })
+      }
+    }
+  }, async (request, reply) => {
+    const id = BigInt(request.params.id)
+    const condition = parseEntityTags('If-Match', request.headers['if-match'])
+    const { name, tag } = request.body
+    const result = await app.store.replace(id, { name: name.trim(), ...(tag !== undefined && { tag }) }, ifMatchForStore(condition))
+    return withEtag(reply, writtenPlant(id, result, condition !== undefined))
+  })
+}
+
+export default replacePlantRoute

@@ -1,0 +1,54 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { ifMatchForStore, parseEntityTags } from '../../src/preconditions.js'
+import { errorResponses } from '../../src/schemas/error.js'
+import { IfMatchHeaderSchema } from '../../src/schemas/headers.js'
+import { PlantParamsSchema, PlantPatchSchema } from '../../src/schemas/plant.js'
+import { ref } from '../../src/schemas/ref.js'
+import type { PlantChanges } from '../../src/store/store.js'
+import { plantResponse, withEtag, writtenPlant } from './shared.js'
+
+export const MERGE_PATCH = 'application/merge-patch+json'
+
+/** `PATCH /plants/{id}`: a JSON merge patch (RFC 7396) of a plant. */
+const updatePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
+  // Only this route (this plugin's scope) reads merge patches; they are JSON, parsed the same way.
+  app.addContentTypeParser(MERGE_PATCH, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
+
+  app.patch('/plants/:id', {
+    schema: {
+      operationId: 'updatePlant',
+      summary: 'Update a plant',
+      description: 'Applies a JSON merge patch (RFC 7396) to the plant with this id: a field that is absent is kept, ' +
+        '`"tag": null` clears the tag (the name cannot be cleared). Sent as `application/merge-patch+json` or plain JSON. ' +
+        'With `If-Match`, only when the plant\'s current ETag is listed (or `*`), else 412.',
+      tags: ['plants'],
+      consumes: [MERGE_PATCH, 'application/json'],
+      params: PlantParamsSchema,
+      headers: IfMatchHeaderSchema,
+      body: ref(PlantPatchSchema),
+      response: {
+        200: plantResponse('The plant as updated'),
+        ...errorResponses({
+          400: 'The id is not a signed 64-bit integer, the body is not a valid PlantPatch (the message names the field), or If-Match is malformed',
+          401: 'Missing or invalid bearer token',
+          404: 'No plant has this id',
+          412: 'If-Match does not match the plant\'s current ETag (or the plant is gone)',
+          413: 'The body is too large',
+          415: 'The body is neither a merge patch nor JSON'
+        })
+      }
+    }
+  }, async (request, reply) => {
+    const id = BigInt(request.params.id)
+    const condition = parseEntityTags('If-Match', request.headers['if-match'])
+    const { name, tag } = request.body
+    const changes: PlantChanges = {
+      ...(name !== undefined && { name: name.trim() }),
+      ...(tag !== undefined && { tag })
+    }
+    const result = await app.store.update(id, changes, ifMatchForStore(condition))
+    return withEtag(reply, writtenPlant(id, result, condition !== undefined))
+  })
+}
+
+export default updatePlantRoute

@@ -1,0 +1,48 @@
+import { InvalidHeaderError } from './errors.js'
+import type { IfMatch } from './store/store.js'
+
+/** A parsed If-Match / If-None-Match value: `*`, or a list of entity tags (RFC 9110 §8.8.3). */
+export type EntityTagCondition = { any: true } | { any: false, tags: EntityTag[] }
+
+export interface EntityTag {
+  weak: boolean
+  /** The quoted opaque tag, quotes included: `"abc"`. */
+  opaque: string
+}
+
+// One list element: optional weak prefix, a quoted run of etagc (%x21 / %x23-7E / obs-text), then a comma or the end.
+const ELEMENT = /[ \t]*(?:(W\/)?("[\x21\x23-\x7E\x80-\xFF]*")[ \t]*)?(?:,|$)/y
+
+/**
+ * Parses an entity-tag condition header; undefined when absent. A value that is neither `*` nor a
+ * list of entity tags is a 400 rather than a condition silently read as something else.
+ */
+export function parseEntityTags (name: string, value: string | undefined): EntityTagCondition | undefined {
+  if (value === undefined) return undefined
+  if (value.trim() === '*') return { any: true }
+  const tags: EntityTag[] = []
+  ELEMENT.lastIndex = 0
+  while (ELEMENT.lastIndex < value.length) {
+    const start = ELEMENT.lastIndex
+    const match = ELEMENT.exec(value)
+    if (match === null || ELEMENT.lastIndex === start) throw new InvalidHeaderError(`${name} must be * or a list of quoted entity tags`)
+    if (match[2] !== undefined) tags.push({ weak: match[1] !== undefined, opaque: match[2] })
+  }
+  if (tags.length === 0) throw new InvalidHeaderError(`${name} must be * or a list of quoted entity tags`)
+  return { any: false, tags }
+}
+
+/** If-None-Match uses the weak comparison: true when the current ETag is listed (or `*`), i.e. 304. */
+export function noneMatchFails (condition: EntityTagCondition | undefined, currentEtag: string): boolean {
+  if (condition === undefined) return false
+  return condition.any || condition.tags.some((tag) => tag.opaque === currentEtag)
+}
+
+/**
+ * If-Match uses the strong comparison: a weak tag never matches, so only strong tags go to the store,
+ * which checks them inside the write. `*` means "any current plant": no list, but a missing plant still fails.
+ */
+export function ifMatchForStore (condition: EntityTagCondition | undefined): IfMatch | undefined {
+  if (condition === undefined || condition.any) return undefined
+  return condition.tags.filter((tag) => !tag.weak).map((tag) => tag.opaque)
+}

@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { ConfigError, loadConfig } from '../../src/config.js'
+
+test('defaults: port 3000 on 127.0.0.1, data/plants.db, full sync, info logs, one generated token', () => {
+  const config = loadConfig({})
+  assert.equal(config.port, 3000)
+  assert.equal(config.host, '127.0.0.1')
+  assert.equal(config.databaseUrl, 'data/plants.db')
+  assert.equal(config.sqliteSynchronous, 'full')
+  assert.equal(config.logLevel, 'info')
+  assert.equal(config.tokenGenerated, true)
+  assert.equal(config.tokens.length, 1)
+  assert.match(config.tokens[0] ?? '', /^[A-Za-z0-9_-]{43}$/)
+  assert.notEqual(loadConfig({}).tokens[0], config.tokens[0], 'a new random token each start')
+})
+
+test('values are read from the environment', () => {
+  const config = loadConfig({
+    PORT: '8080', HOST: '0.0.0.0', DATABASE_URL: ':memory:', API_TOKENS: ' a-token , b-token ,, ', LOG_LEVEL: 'warn', SQLITE_SYNCHRONOUS: 'normal', ALLOW_WEAK_TOKENS: '1'
+  })
+  const { port, host, databaseUrl, sqliteSynchronous, tokens, tokenGenerated, logLevel } = config
+  assert.deepEqual({ port, host, databaseUrl, sqliteSynchronous, tokens, tokenGenerated, logLevel }, {
+    port: 8080, host: '0.0.0.0', databaseUrl: ':memory:', sqliteSynchronous: 'normal', tokens: ['a-token', 'b-token'], tokenGenerated: false, logLevel: 'warn'
+  })
+})
+
+test('a bad value stops the start with a message that names the variable', () => {
+  const cases: Array<[NodeJS.ProcessEnv, RegExp]> = [
+    [{ PORT: 'eighty' }, /PORT must be integer/],
+    [{ PORT: '70000' }, /PORT must be <= 65535/],
+    [{ LOG_LEVEL: 'verbose' }, /LOG_LEVEL must be equal to one of the allowed values/],
+    [{ SQLITE_SYNCHRONOUS: 'off' }, /SQLITE_SYNCHRONOUS must be equal to one of the allowed values/],
+    [{ HOST: '' }, /HOST must NOT have fewer than 1 characters/],
+    [{ API_TOKENS_FILE: '/nonexistent/tokens' }, /API_TOKENS_FILE cannot be read \(ENOENT: \/nonexistent\/tokens\)/],
+    [{ API_TOKENS: 'has space inside' }, /a token may only hold the characters/]
+  ]
+  for (const [env, message] of cases) {
+    assert.throws(() => loadConfig(env), (err: unknown) => {
+      assert.ok(err instanceof ConfigError)
+      assert.match(err.message, /^invalid configuration: /)
+      assert.match(err.message, message)
+      return true
+    }, JSON.stringify(env))
+  }
+})
+
+test('a bad token never appears in the error message', () => {
+  assert.throws(() => loadConfig({ API_TOKENS: 'secret with spaces' }), (err: unknown) => {
+    assert.ok(err instanceof Error)
+    assert.doesNotMatch(err.message, /secret/)
+    return true
+  })
+})

@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import Database from 'better-sqlite3'
+import { migrations } from '../../../src/store/sqlite/migrations.js'
+import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
+
+function tempFile (): string {
+  return join(mkdtempSync(join(tmpdir(), 'plant-store-sqlite-')), 'nested', 'plants.db')
+}
+
+test('a new file is created (with its folder), in WAL mode, at the latest schema version', async () => {
+  const file = tempFile()
+  const store = createSqliteStore({ filename: file })
+  await store.close()
+  const db = new Database(file, { readonly: true })
+  assert.equal(db.pragma('journal_mode', { simple: true }), 'wal')
+  assert.equal(db.pragma('user_version', { simple: true }), migrations.length)
+  db.close()
+})
+
+test('plants survive closing and reopening the file, ids as exact bigints', async () => {
+  const file = tempFile()
+  const first = createSqliteStore({ filename: file })
+  await first.create({ id: 9223372036854775807n, name: 'max' })
+  const { plant } = await first.create({ id: 9007199254740993n, name: 'beyond 2^53', tag: 'big' })
+  await first.close()
+
+  const second = createSqliteStore({ filename: file })
+  assert.deepEqual(await second.get(9007199254740993n), plant)
+  assert.equal((await second.get(9223372036854775807n))?.id, 9223372036854775807n)
+  await second.close()
+})
+
+test('deleted ids are never handed out again', async () => {
+  const store = createSqliteStore({ filename: ':memory:' })
+  const { plant: first } = await store.create({ name: 'a' })
+  const { plant: second } = await store.create({ name: 'b' })
+  assert.equal(await store.delete(second.id), 'deleted')
+  const { plant: third } = await store.create({ name: 'c' })
+  assert.equal(third.id, second.id + 1n)
+  assert.equal(first.id, 1n)
+  await store.close()
+})
+
+test('a delete of the same id answers deleted once, then not-found', async () => {
+  const store = createSqliteStore({ filename: ':memory:' })
+  const { plant } = await store.create({ name: 'a' })
+  assert.deepEqual(await Promise.all([store.delete(plant.id), store.delete(plant.id)]), ['deleted', 'not-found'])
+  await store.close()
+})
