@@ -9,6 +9,7 @@ import {
   type NewPlant, type PlantChanges, type PlantStore, type WriteResult
 } from '../store.js'
 import { APPLICATION_ID, migrations } from './migrations.js'
+import { inspectDatabaseFile } from './preflight.js'
 
 interface IdempotencyRow {
   fingerprint: string
@@ -86,6 +87,8 @@ function migrate (db: Database.Database): void {
 
 /** The embedded store: one SQLite file in WAL mode, statements prepared once. */
 export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
+  const problem = inspectDatabaseFile(options.filename)
+  if (problem !== undefined) throw new StoreOpenError(problem)
   const db = openDatabase(options.filename, options.synchronous ?? 'full')
   try {
     migrate(db)
