@@ -29,7 +29,7 @@ export const EnvSchema = Type.Object({
   REDIS_URL: Type.Optional(Type.String({ minLength: 1 })),
   REDIS_KEY_PREFIX: Type.String({ default: 'plant-store:' }),
   MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, default: 1000 }),
-  MAX_EVENT_LOOP_UTILIZATION: Type.Number({ minimum: 0, maximum: 1, default: 0.98 }),
+  MAX_EVENT_LOOP_UTILIZATION: Type.Number({ minimum: 0, maximum: 1, default: 0 }),
   MAX_HEAP_USED_BYTES: Type.Integer({ minimum: 0, default: 0 }),
   MAX_RSS_BYTES: Type.Integer({ minimum: 0, default: 0 }),
   CORS_ORIGINS: Type.String({ default: '' })
