@@ -7,13 +7,17 @@ import { AUTH, buildTestApp } from '../helpers/app.js'
 test('a body over BODY_LIMIT (16 KiB by default) is refused with 413 in the Error shape', async (t) => {
   const app = await buildTestApp(t)
   assert.equal(app.config.bodyLimit, 16 * 1024)
-  const res = await app.inject({
-    method: 'DELETE', url: '/plants/1', headers: { ...AUTH, 'content-type': 'application/json' },
-    payload: JSON.stringify({ pad: 'x'.repeat(16 * 1024) })
-  })
-  assert.equal(res.statusCode, 413)
-  assert.equal(res.headers['content-type'], 'application/json; charset=utf-8')
-  assert.deepEqual(res.json(), { error: 413, message: 'Request body is too large' })
+  await app.store.create({ id: 1n, name: 'Fern' })
+  for (const [method, url] of [['POST', '/plants'], ['PUT', '/plants/1'], ['PATCH', '/plants/1'], ['DELETE', '/plants/1']] as const) {
+    const res = await app.inject({
+      method, url, headers: { ...AUTH, 'content-type': 'application/json' },
+      payload: JSON.stringify({ name: 'x'.repeat(16 * 1024) })
+    })
+    assert.equal(res.statusCode, 413, `${method} ${url}`)
+    assert.equal(res.headers['content-type'], 'application/json; charset=utf-8')
+    assert.deepEqual(res.json(), { error: 413, message: 'Request body is too large' })
+  }
+  assert.equal((await app.store.get(1n))?.name, 'Fern')
 
   const small = await buildTestApp(t, { BODY_LIMIT: '10' })
   const refused = await small.inject({ method: 'DELETE', url: '/plants/1', headers: { ...AUTH, 'content-type': 'application/json' }, payload: '{"a":"12345678"}' })
