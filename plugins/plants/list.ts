@@ -3,11 +3,11 @@ import { InvalidQueryError } from '../../src/errors.js'
 import { linkHeader } from '../../src/schemas/headers.js'
 import { isCanonicalInteger } from '../../src/schemas/int64.js'
 import { errorResponses } from '../../src/schemas/error.js'
-import { PlantListQuerySchema, PlantListSchema, type PlantListQuery } from '../../src/schemas/plant.js'
+import { LIST_LIMIT_DEFAULT, PlantListQuerySchema, PlantListSchema } from '../../src/schemas/plant.js'
 import { ref } from '../../src/schemas/ref.js'
 
 /** The URL of the page after `lastId`, with the same limit and filter. */
-function nextPageUrl ({ limit, tag }: PlantListQuery, lastId: bigint): string {
+function nextPageUrl (limit: number, tag: string | undefined, lastId: bigint): string {
   const query = `limit=${limit}&after=${lastId}${tag === undefined ? '' : `&tag=${encodeURIComponent(tag)}`}`
   return `/plants?${query}`
 }
@@ -39,14 +39,14 @@ const listPlantsRoute: FastifyPluginAsyncTypebox = async (app) => {
       }
     }
   }, async (request, reply) => {
-    const query = request.query
+    const { limit = LIST_LIMIT_DEFAULT, after, tag } = request.query
     const { plants, hasMore } = await app.store.list({
-      limit: query.limit,
-      ...(query.after !== undefined && { after: BigInt(query.after) }),
-      ...(query.tag !== undefined && { tag: query.tag })
+      limit,
+      ...(after !== undefined && { after: BigInt(after) }),
+      ...(tag !== undefined && { tag })
     })
     const last = plants.at(-1)
-    if (hasMore && last !== undefined) void reply.header('link', `<${nextPageUrl(query, last.id)}>; rel="next"`)
+    if (hasMore && last !== undefined) void reply.header('link', `<${nextPageUrl(limit, tag, last.id)}>; rel="next"`)
     return plants
   })
 }

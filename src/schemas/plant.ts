@@ -107,14 +107,15 @@ export const LIST_LIMIT_MAX = 100
 
 export const PlantListQuerySchema = Type.Object(
   {
-    limit: Type.Integer({
+    // Optional for the client; ajv's useDefaults fills in the default before the handler runs.
+    limit: Type.Optional(Type.Integer({
       format: 'int32',
       minimum: 1,
       maximum: LIST_LIMIT_MAX,
       default: LIST_LIMIT_DEFAULT,
       description: `How many plants to return at most (1 to ${LIST_LIMIT_MAX}, canonical decimal)`,
       examples: [LIST_LIMIT_DEFAULT]
-    }),
+    })),
     after: Type.Optional(Type.String({ format: 'int64', description: 'Cursor: only plants with a larger id', examples: ['42'] })),
     tag: Type.Optional(Type.String({ ...tagOptions, description: 'Only plants with exactly this tag' }))
   },

@@ -1,0 +1,215 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import addFormats from 'ajv-formats'
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
+import { AUTH, buildTestApp } from './helpers/app.js'
+
+/**
+ * Walks the served OpenAPI document: every operation declares every status it can answer (and
+ * answers every status it declares), and every response received here validates against it.
+ */
+
+type Json = Record<string, unknown>
+interface Operation {
+  operationId: string
+  summary?: string
+  description?: string
+  tags?: string[]
+  security?: unknown[]
+  parameters?: Array<{ name: string, in: string }>
+  requestBody?: { content: Record<string, { schema: Json }> }
+  responses: Record<string, { description: string, headers?: Record<string, { schema: Json }>, content?: Record<string, { schema: Json }> }>
+}
+interface OpenApi { paths: Record<string, Record<string, Operation>>, components: { schemas: Record<string, Json> } }
+
+/** Headers this API defines; each must be documented on the response that carries it. */
+const API_HEADERS = ['etag', 'location', 'link', 'idempotent-replayed']
+const METHODS = ['get', 'put', 'post', 'delete', 'patch']
+
+const pointer = (...parts: string[]) => parts.map((part) => part.replaceAll('~', '~0').replaceAll('/', '~1')).join('/')
+
+async function loadDocument (app: FastifyInstance): Promise<OpenApi> {
+  const res = await app.inject({ url: '/openapi.json' })
+  assert.equal(res.statusCode, 200)
+  return res.json<OpenApi>()
+}
+
+function operations (doc: OpenApi): Array<{ path: string, method: string, operation: Operation }> {
+  return Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item)
+    .filter(([method]) => METHODS.includes(method))
+    .map(([method, operation]) => ({ path, method, operation })))
+}
+
+/** Validates recorded responses against the document, compiled with ajv (JSON Schema 2020-12, as OpenAPI 3.1). */
+class ResponseChecker {
+  readonly seen = new Map<string, Set<string>>()
+  private readonly ajv = new Ajv2020({ strict: false, allErrors: true })
+
+  constructor (private readonly doc: OpenApi) {
+    addFormats.default(this.ajv)
+    this.ajv.addSchema(doc as unknown as Json, 'openapi.json')
+  }
+
+  check (path: string, method: string, res: LightMyRequestResponse): void {
+    const operation = this.doc.paths[path]?.[method]
+    assert.ok(operation, `${method.toUpperCase()} ${path} is not in the document`)
+    const status = String(res.statusCode)
+    const where = `${operation.operationId} → ${status}`
+    // A 4xx must be declared by itself; a 5xx may fall under 5XX.
+    const key = status in operation.responses ? status : res.statusCode >= 500 ? '5XX' : undefined
+    assert.ok(key !== undefined, `${where} is answered but not declared`)
+    const declared = operation.responses[key]
+    assert.ok(declared, `${where} is answered but not declared`)
+    if (!this.seen.has(operation.operationId)) this.seen.set(operation.operationId, new Set())
+    this.seen.get(operation.operationId)?.add(key)
+
+    for (const header of API_HEADERS) {
+      if (res.headers[header] === undefined) continue
+      const documented = Object.entries(declared.headers ?? {}).find(([name]) => name.toLowerCase() === header)
+      assert.ok(documented, `${where} sends ${header} but does not document it`)
+      const validate = this.ajv.compile(documented[1].schema)
+      assert.ok(validate(res.headers[header]), `${where}: header ${header} ${this.ajv.errorsText(validate.errors)}`)
+    }
+
+    if (declared.content === undefined) {
+      assert.equal(res.body, '', `${where} has a body but declares none`)
+      assert.equal(res.headers['content-type'], undefined, `${where} has a Content-Type but declares no body`)
+      return
+    }
+    const mediaType = String(res.headers['content-type']).split(';')[0] ?? ''
+    assert.ok(mediaType in declared.content, `${where} answers ${mediaType}, not declared`)
+    const validate = this.ajv.compile({ $ref: `openapi.json#/${pointer('paths', path, method, 'responses', key, 'content', mediaType, 'schema')}` })
+    assert.ok(validate(res.json()), `${where}: ${this.ajv.errorsText(validate.errors)} in ${res.body}`)
+  }
+}
+
+test('every operation is described: operationId, summary, description, tags, and the statuses its inputs imply', async (t) => {
+  const app = await buildTestApp(t)
+  const doc = await loadDocument(app)
+  const all = operations(doc)
+  assert.deepEqual(all.map(({ operation }) => operation.operationId).sort(),
+    ['createPlant', 'deletePlant', 'getHealth', 'getPlant', 'listPlants', 'replacePlant', 'updatePlant'])
+  for (const { path, operation } of all) {
+    const id = operation.operationId
+    assert.ok(operation.summary && operation.description, `${id} has a summary and a description`)
+    assert.ok(operation.tags && operation.tags.length > 0, `${id} has tags`)
+    const statuses = Object.keys(operation.responses)
+    const expect = (status: string, why: string) => assert.ok(statuses.includes(status), `${id} must declare ${status}: ${why}`)
+    expect('4XX', 'any client error')
+    expect('5XX', 'any server error')
+    const params = operation.parameters ?? []
+    if (operation.security === undefined) expect('401', 'it needs a token')
+    if (params.length > 0 || operation.requestBody) expect('400', 'it validates its input')
+    if (path.includes('{id}')) expect('404', 'it addresses one plant')
+    if (operation.requestBody) {
+      expect('413', 'it reads a body')
+      expect('415', 'it reads a body of some media types only')
+    }
+    if (params.some((param) => param.in === 'header' && param.name === 'if-match')) expect('412', 'it honours If-Match')
+    if (params.some((param) => param.in === 'header' && param.name === 'if-none-match')) expect('304', 'it honours If-None-Match')
+    if (params.some((param) => param.in === 'header' && param.name === 'idempotency-key')) expect('422', 'a key can be reused with another body')
+    for (const [status, response] of Object.entries(operation.responses)) {
+      assert.ok(response.description, `${id} → ${status} has a description`)
+      if (/^[45]/.test(status)) {
+        assert.deepEqual(response.content, { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } }, `${id} → ${status} is an Error`)
+      }
+    }
+  }
+})
+
+test('request bodies and lists use the named schemas, and their examples are valid', async (t) => {
+  const app = await buildTestApp(t)
+  const doc = await loadDocument(app)
+  const body = (path: string, method: string) => doc.paths[path]?.[method]?.requestBody?.content
+  assert.deepEqual(body('/plants', 'post'), { 'application/json': { schema: { $ref: '#/components/schemas/NewPlant' } } })
+  assert.deepEqual(body('/plants/{id}', 'put'), { 'application/json': { schema: { $ref: '#/components/schemas/PlantUpdate' } } })
+  assert.deepEqual(body('/plants/{id}', 'patch'), {
+    'application/merge-patch+json': { schema: { $ref: '#/components/schemas/PlantPatch' } },
+    'application/json': { schema: { $ref: '#/components/schemas/PlantPatch' } }
+  })
+  assert.deepEqual(doc.paths['/plants']?.get?.responses['200']?.content, { 'application/json': { schema: { $ref: '#/components/schemas/PlantList' } } })
+  const ajv = new Ajv2020({ strict: false })
+  addFormats.default(ajv)
+  ajv.addSchema(doc as unknown as Json, 'openapi.json')
+  for (const [name, schema] of Object.entries(doc.components.schemas)) {
+    const validate = ajv.compile({ $ref: `openapi.json#/components/schemas/${name}` })
+    for (const example of (schema.examples as unknown[] | undefined) ?? []) {
+      assert.ok(validate(example), `${name} example ${JSON.stringify(example)}: ${ajv.errorsText(validate.errors)}`)
+    }
+  }
+})
+
+test('every declared status is answered, every answer is declared, and every answer validates against the document', async (t) => {
+  const app = await buildTestApp(t)
+  const doc = await loadDocument(app)
+  const checker = new ResponseChecker(doc)
+  const call = async (path: string, options: InjectOptions): Promise<LightMyRequestResponse> => {
+    const res = await app.inject(options)
+    checker.check(path, String(options.method ?? 'GET').toLowerCase(), res)
+    return res
+  }
+  const json = { 'content-type': 'application/json', ...AUTH }
+  const huge = JSON.stringify({ name: 'a', tag: 'x'.repeat(1024 * 1024) })
+
+  // health
+  await call('/health', { url: '/health' })
+  const ping = t.mock.method(app.store, 'ping', async () => { throw new Error('down') })
+  await call('/health', { url: '/health' })
+  ping.mock.restore()
+
+  // create
+  const created = await call('/plants', { method: 'POST', url: '/plants', headers: { ...AUTH, 'idempotency-key': 'k' }, payload: { name: 'Fern', tag: 'green' } })
+  await call('/plants', { method: 'POST', url: '/plants', headers: { ...AUTH, 'idempotency-key': 'k' }, payload: { name: 'Fern', tag: 'green' } })
+  await call('/plants', { method: 'POST', url: '/plants', headers: { ...AUTH, 'idempotency-key': 'k' }, payload: { name: 'Rose' } })
+  await call('/plants', { method: 'POST', url: '/plants', headers: AUTH, payload: { id: 1, name: 'Fern' } })
+  await call('/plants', { method: 'POST', url: '/plants', headers: AUTH, payload: { name: '' } })
+  await call('/plants', { method: 'POST', url: '/plants', payload: { name: 'a' } })
+  await call('/plants', { method: 'POST', url: '/plants', headers: json, payload: huge })
+  await call('/plants', { method: 'POST', url: '/plants', headers: { ...AUTH, 'content-type': 'text/plain' }, payload: 'Fern' })
+  await call('/plants', { method: 'POST', url: '/plants', headers: AUTH, payload: { id: 2, name: 'Rose' } })
+  await call('/plants', { method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'Lily' } })
+  const etag = String(created.headers.etag)
+
+  // list
+  await call('/plants', { url: '/plants?limit=1', headers: AUTH })
+  await call('/plants', { url: '/plants?tag=green', headers: AUTH })
+  await call('/plants', { url: '/plants?limit=0', headers: AUTH })
+  await call('/plants', { url: '/plants' })
+  const list = t.mock.method(app.store, 'list', async () => { throw new Error('SQLITE_CORRUPT at /secret/path') })
+  const failed = await call('/plants', { url: '/plants', headers: AUTH })
+  assert.deepEqual(failed.json(), { error: 500, message: 'Internal Server Error' })
+  list.mock.restore()
+
+  // get
+  await call('/plants/{id}', { url: '/plants/1', headers: AUTH })
+  await call('/plants/{id}', { url: '/plants/1', headers: { ...AUTH, 'if-none-match': etag } })
+  await call('/plants/{id}', { url: '/plants/x', headers: AUTH })
+  await call('/plants/{id}', { url: '/plants/1' })
+  await call('/plants/{id}', { url: '/plants/99', headers: AUTH })
+
+  // replace and update
+  for (const method of ['PUT', 'PATCH'] as const) {
+    await call('/plants/{id}', { method, url: '/plants/2', headers: AUTH, payload: { name: 'Rose' } })
+    await call('/plants/{id}', { method, url: '/plants/2', headers: AUTH, payload: { name: 'Rose', colour: 'red' } })
+    await call('/plants/{id}', { method, url: '/plants/2', payload: { name: 'Rose' } })
+    await call('/plants/{id}', { method, url: '/plants/99', headers: AUTH, payload: { name: 'Rose' } })
+    await call('/plants/{id}', { method, url: '/plants/2', headers: { ...AUTH, 'if-match': '"stale"' }, payload: { name: 'Rose' } })
+    await call('/plants/{id}', { method, url: '/plants/2', headers: json, payload: huge })
+    await call('/plants/{id}', { method, url: '/plants/2', headers: { ...AUTH, 'content-type': 'text/plain' }, payload: 'Rose' })
+  }
+  await call('/plants/{id}', { method: 'PATCH', url: '/plants/2', headers: { ...AUTH, 'content-type': 'application/merge-patch+json' }, payload: '{"tag":null}' })
+
+  // delete
+  await call('/plants/{id}', { method: 'DELETE', url: '/plants/3', headers: { ...AUTH, 'if-match': '"stale"' } })
+  await call('/plants/{id}', { method: 'DELETE', url: '/plants/3', headers: AUTH })
+  await call('/plants/{id}', { method: 'DELETE', url: '/plants/3', headers: AUTH })
+  await call('/plants/{id}', { method: 'DELETE', url: '/plants/-', headers: AUTH })
+  await call('/plants/{id}', { method: 'DELETE', url: '/plants/1' })
+
+  for (const { operation } of operations(doc)) {
+    const declared = Object.keys(operation.responses).filter((status) => status !== '4XX' && status !== '5XX')
+    const answered = [...(checker.seen.get(operation.operationId) ?? [])].filter((status) => status !== '5XX')
+    assert.deepEqual(answered.sort(), declared.sort(), `${operation.operationId}: statuses answered vs declared`)
+  }
+})

@@ -1,0 +1,154 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { AUTH, buildTestApp } from '../../helpers/app.js'
+import { assertError, createPlant, JSON_TYPE } from '../../helpers/plants.js'
+
+const NAME_RULE = 'body/name must be 1 to 100 characters after trimming surrounding white space'
+
+const post = (payload: unknown, headers: Record<string, string> = {}) =>
+  ({ method: 'POST' as const, url: '/plants', headers: { ...AUTH, ...headers }, payload: payload as Record<string, unknown> })
+
+test('name: 0 characters after trimming is a 400', async (t) => {
+  const app = await buildTestApp(t)
+  for (const name of ['', ' ', '  \t\n ', '\u00a0\u2003']) {
+    assertError(await app.inject(post({ name })), 400, NAME_RULE)
+  }
+  const list = await app.inject({ url: '/plants', headers: AUTH })
+  assert.deepEqual(list.json(), [])
+})
+
+test('name: 1 character after trimming is accepted and stored trimmed', async (t) => {
+  const app = await buildTestApp(t)
+  for (const name of ['a', '  a  ', '\ta\n']) {
+    const { plant } = await createPlant(app, { name })
+    assert.equal(plant.name, 'a')
+  }
+})
+
+test('name: 100 characters after trimming are accepted (surrounding white space does not count)', async (t) => {
+  const app = await buildTestApp(t)
+  const hundred = 'x'.repeat(100)
+  assert.equal((await createPlant(app, { name: hundred })).plant.name, hundred)
+  assert.equal((await createPlant(app, { name: `   ${hundred}   ` })).plant.name, hundred)
+  // Characters, not UTF-16 units: 100 plants-emoji (200 code units) are 100 characters.
+  const emoji = '\u{1F331}'.repeat(100)
+  assert.equal((await createPlant(app, { name: emoji })).plant.name, emoji)
+  // Inner white space is kept and counts.
+  const inner = `a${' '.repeat(98)}b`
+  assert.equal((await createPlant(app, { name: ` ${inner} ` })).plant.name, inner)
+})
+
+test('name: 101 characters after trimming is a 400', async (t) => {
+  const app = await buildTestApp(t)
+  for (const name of ['x'.repeat(101), ` ${'x'.repeat(101)} `, '\u{1F331}'.repeat(101), `a${' '.repeat(99)}b`]) {
+    assertError(await app.inject(post({ name })), 400, NAME_RULE)
+  }
+})
+
+test('name is required and must be a string (no coercion of JSON types)', async (t) => {
+  const app = await buildTestApp(t)
+  assertError(await app.inject(post({ tag: 'x' })), 400, "body must have property 'name'")
+  assertError(await app.inject(post({ name: 5 })), 400, 'body/name must be string')
+  assertError(await app.inject(post({ name: null })), 400, 'body/name must be string')
+  assertError(await app.inject(post({ name: ['a'] })), 400, 'body/name must be string')
+})
+
+test('tag: 1 and 50 characters are accepted, 0 and 51 are 400s, null is a 400 on create', async (t) => {
+  const app = await buildTestApp(t)
+  assert.equal((await createPlant(app, { name: 'a', tag: 't' })).plant.tag, 't')
+  assert.equal((await createPlant(app, { name: 'a', tag: 't'.repeat(50) })).plant.tag, 't'.repeat(50))
+  assertError(await app.inject(post({ name: 'a', tag: '' })), 400, 'body/tag must NOT have fewer than 1 characters')
+  assertError(await app.inject(post({ name: 'a', tag: 't'.repeat(51) })), 400, 'body/tag must NOT have more than 50 characters')
+  assertError(await app.inject(post({ name: 'a', tag: null })), 400, 'body/tag must be string')
+  assertError(await app.inject(post({ name: 'a', tag: 7 })), 400, 'body/tag must be string')
+})
+
+test('a plant without a tag has no tag property at all', async (t) => {
+  const app = await buildTestApp(t)
+  const { plant } = await createPlant(app, { name: 'a' })
+  assert.equal('tag' in plant, false)
+})
+
+test('an unknown field is a 400 that names it, and nothing is created', async (t) => {
+  const app = await buildTestApp(t)
+  assertError(await app.inject(post({ name: 'a', colour: 'green' })), 400, "body has unknown property 'colour'")
+  assertError(await app.inject(post({ name: 'a', createdAt: '2020-01-01T00:00:00.000Z' })), 400, "body has unknown property 'createdAt'")
+  assert.deepEqual((await app.inject({ url: '/plants', headers: AUTH })).json(), [])
+})
+
+test('the body must be a JSON object', async (t) => {
+  const app = await buildTestApp(t)
+  for (const payload of ['[]', '"a"', '1', 'null']) {
+    assertError(await app.inject(post(payload, { 'content-type': 'application/json' })), 400, 'body must be object')
+  }
+  assertError(await app.inject(post('{"name":', { 'content-type': 'application/json' })), 400, /not valid JSON/)
+  assertError(await app.inject(post('', { 'content-type': 'application/json' })), 400, /cannot be empty/)
+  assertError(await app.inject({ method: 'POST', url: '/plants', headers: AUTH }), 400, 'body must be object')
+})
+
+test('a body that is not JSON is a 415 (merge patches are for PATCH only)', async (t) => {
+  const app = await buildTestApp(t)
+  assertError(await app.inject(post('name=a', { 'content-type': 'application/x-www-form-urlencoded' })), 415, 'Unsupported Media Type')
+  assertError(await app.inject(post('a', { 'content-type': 'text/plain' })), 415, 'Unsupported Media Type')
+  assertError(await app.inject(post('{"name":"a"}', { 'content-type': 'application/merge-patch+json' })), 415, 'Unsupported Media Type')
+})
+
+test('a body over the size limit is a 413', async (t) => {
+  const app = await buildTestApp(t)
+  const payload = JSON.stringify({ name: 'a', tag: 'x'.repeat(1024 * 1024) })
+  assertError(await app.inject(post(payload, { 'content-type': 'application/json' })), 413, 'Request body is too large')
+})
+
+test('a chosen id is used: 201 with Location /plants/{id}', async (t) => {
+  const app = await buildTestApp(t)
+  const res = await app.inject(post({ id: 42, name: 'a' }))
+  assert.equal(res.statusCode, 201)
+  assert.equal(res.headers.location, '/plants/42')
+  assert.equal(res.json().id, 42)
+  // The store goes on from the largest id.
+  const next = await createPlant(app, { name: 'b' })
+  assert.equal(next.plant.id, 43)
+})
+
+test('a taken id is a 409 and changes nothing', async (t) => {
+  const app = await buildTestApp(t)
+  const { plant } = await createPlant(app, { id: 7, name: 'first' })
+  assertError(await app.inject(post({ id: 7, name: 'second' })), 409, 'Plant 7 already exists')
+  const res = await app.inject({ url: '/plants/7', headers: AUTH })
+  assert.deepEqual(res.json(), plant)
+})
+
+test('an id must be a positive integer', async (t) => {
+  const app = await buildTestApp(t)
+  assertError(await app.inject(post({ id: 0, name: 'a' })), 400, 'body/id must be >= 1')
+  assertError(await app.inject(post({ id: -1, name: 'a' })), 400, 'body/id must be >= 1')
+  assertError(await app.inject(post({ id: 1.5, name: 'a' })), 400, 'body/id must be integer')
+  assertError(await app.inject(post({ id: '5', name: 'a' })), 400, 'body/id must be integer')
+  assertError(await app.inject(post({ id: true, name: 'a' })), 400, 'body/id must be integer')
+  assertError(await app.inject(post({ id: null, name: 'a' })), 400, 'body/id must be integer')
+})
+
+test('an id beyond 2^53 - 1 is refused with a 400, never rounded; 2^53 - 1 itself is exact', async (t) => {
+  const app = await buildTestApp(t)
+  for (const id of ['9007199254740992', '9007199254740993', '9223372036854775807', '1e300']) {
+    const res = await app.inject(post(`{"id":${id},"name":"a"}`, { 'content-type': 'application/json' }))
+    assertError(res, 400, 'body/id must be <= 9007199254740991')
+  }
+  assert.deepEqual((await app.inject({ url: '/plants', headers: AUTH })).json(), [])
+  const res = await app.inject(post('{"id":9007199254740991,"name":"a"}', { 'content-type': 'application/json' }))
+  assert.equal(res.statusCode, 201)
+  assert.equal(res.headers.location, '/plants/9007199254740991')
+  assert.match(res.body, /^\{"id":9007199254740991,/)
+})
+
+test('ids the store assigns beyond 2^53 are written exactly', async (t) => {
+  const app = await buildTestApp(t)
+  await createPlant(app, { id: Number.MAX_SAFE_INTEGER, name: 'a' })
+  const res = await app.inject(post({ name: 'b' }))
+  assert.equal(res.statusCode, 201)
+  assert.equal(res.headers.location, '/plants/9007199254740992')
+  assert.match(res.body, /^\{"id":9007199254740992,/)
+  const get = await app.inject({ url: '/plants/9007199254740992', headers: AUTH })
+  assert.equal(get.statusCode, 200)
+  assert.equal(get.headers['content-type'], JSON_TYPE)
+})
