@@ -28,7 +28,7 @@ export default fp(async function rateLimitPlugin (app) {
     return digest === undefined ? `ip:${request.ip}` : `token:${digest.toString('base64url')}`
   }
 
-  const redis = app.config.redis === undefined ? undefined : await connectRedis(app.config.redis.url, app.log)
+  const redis = app.config.redis === undefined ? undefined : await connectRedis(app.config.redis, app.log)
   if (redis !== undefined) app.addHook('onClose', async () => { redis.disconnect() })
 
   await app.register(rateLimit, {
@@ -59,8 +59,10 @@ interface Log {
  * A Redis client that never makes a request wait: no offline queue, no retries, a short command
  * timeout. Start-up goes on when Redis is down (requests are then not limited until it is back).
  */
-async function connectRedis (url: string, log: Log): Promise<Redis> {
+async function connectRedis ({ url, keyPrefix }: { url: string, keyPrefix: string }, log: Log): Promise<Redis> {
   const redis = new Redis(url, {
+    // Named after the key prefix, so an operator (or a test) can tell instances' connections apart.
+    connectionName: `${keyPrefix.replace(/[^\x21-\x7e]/g, '_')}rate-limit`,
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,

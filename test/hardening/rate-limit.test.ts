@@ -98,3 +98,31 @@ test('a lost Redis does not fail requests: the limiter fails open', async (t) =>
   // More than RATE_LIMIT_MAX, none refused, none failed.
   for (let i = 0; i < 5; i++) assert.equal((await del(app)).statusCode, 404)
 })
+
+test('Redis dropping the connection mid-run: requests still pass (fail open), and limits come back with it', { timeout: 10_000 }, async (t) => {
+  const prefix = `plant-store-test-${randomBytes(6).toString('hex')}:`
+  const app = await buildTestApp(t, { ...LIMITED, REDIS_URL, REDIS_KEY_PREFIX: prefix })
+  const admin = new Redis(REDIS_URL)
+  t.after(async () => {
+    const keys = await admin.keys(`${prefix}*`)
+    if (keys.length > 0) await admin.del(...keys)
+    admin.disconnect()
+  })
+  assert.equal((await del(app)).headers['ratelimit-remaining'], '2')
+
+  // Cut this app's connection (and only it) from the server side.
+  const clients = String(await admin.client('LIST')).split('\n').filter((line) => line.includes(` name=${prefix}rate-limit `))
+  assert.equal(clients.length, 1)
+  await admin.client('KILL', 'ID', /id=(\d+)/.exec(clients[0] ?? '')?.[1] ?? '')
+  // While it reconnects, requests go through (uncounted) or are counted again: never a failure.
+  let res = await del(app)
+  while (res.statusCode !== 429) {
+    assert.equal(res.statusCode, 404, res.body)
+    // inject does no I/O: give the client's reconnect a turn of the event loop.
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    res = await del(app)
+  }
+  // Back: the shared limit applies again.
+  assertLimited(res)
+  assert.equal(await admin.get((await admin.keys(`${prefix}rate-limit:*`))[0] ?? ''), '4')
+})
