@@ -8,7 +8,10 @@ import { errorBody, ShuttingDownError, toErrorBody } from '../src/errors.js'
 export default fp(async function errorsPlugin (app) {
   app.setErrorHandler(function handleError (error, request, reply) {
     const body = toErrorBody(error)
-    if (body.error >= 500) request.log.error({ err: error }, 'request failed')
+    if (body.error === 500) request.log.error({ err: error }, 'request failed')
+    // Deliberate 503s (draining, overload, a spent connection) come in floods exactly when the
+    // service sheds load: one line each, without a stack, and only at debug level.
+    else if (body.error === 503) request.log.debug({ reason: body.message }, 'request refused')
     if (body.error === 401) void reply.header('www-authenticate', 'Bearer')
     return reply.code(body.error).send(body)
   })

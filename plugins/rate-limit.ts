@@ -1,6 +1,6 @@
 import rateLimit from '@fastify/rate-limit'
 import createError from '@fastify/error'
-import type { FastifyRequest } from 'fastify'
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { Redis } from 'ioredis'
 import { bearerToken } from '../src/tokens.js'
@@ -50,16 +50,11 @@ export default fp(async function rateLimitPlugin (app) {
   })
 }, { name: 'rate-limit', dependencies: ['config', 'errors', 'auth'] })
 
-interface Log {
-  info: (obj: object, msg: string) => void
-  warn: (obj: object, msg: string) => void
-}
-
 /**
  * A Redis client that never makes a request wait: no offline queue, no retries, a short command
  * timeout. Start-up goes on when Redis is down (requests are then not limited until it is back).
  */
-async function connectRedis ({ url, keyPrefix }: { url: string, keyPrefix: string }, log: Log): Promise<Redis> {
+async function connectRedis ({ url, keyPrefix }: { url: string, keyPrefix: string }, log: FastifyBaseLogger): Promise<Redis> {
   const redis = new Redis(url, {
     // Named after the key prefix, so an operator (or a test) can tell instances' connections apart.
     connectionName: `${keyPrefix.replace(/[^\x21-\x7e]/g, '_')}rate-limit`,
@@ -73,7 +68,7 @@ async function connectRedis ({ url, keyPrefix }: { url: string, keyPrefix: strin
   })
   // ioredis reports every failed reconnect; log only the change of state.
   let up = false
-  redis.on('ready', () => { up = true; log.info({}, 'rate limit: Redis connected') })
+  redis.on('ready', () => { up = true; log.info('rate limit: Redis connected') })
   redis.on('error', (err: Error) => {
     if (!up) return
     up = false
