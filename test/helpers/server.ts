@@ -25,11 +25,12 @@ export interface ServerProcess {
 
 /**
  * Starts the built server (dist/src/server.js) as a child process on port 0 with these settings
- * (token TOKEN, rate limits off unless given) and resolves once it prints where it listens.
+ * (token TOKEN; rate limits and load shedding off unless given, so a busy CI machine cannot turn
+ * a load test's writes into 503s) and resolves once it prints where it listens.
  */
 export async function startServer (env: NodeJS.ProcessEnv): Promise<ServerProcess> {
   const child = spawn(process.execPath, [serverPath], {
-    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', API_TOKENS: TOKEN, LOG_LEVEL: 'silent', RATE_LIMIT_MAX: '0', ...env },
+    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', API_TOKENS: TOKEN, LOG_LEVEL: 'silent', RATE_LIMIT_MAX: '0', MAX_EVENT_LOOP_DELAY_MS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let stderr = ''
