@@ -21,13 +21,78 @@ function documentInt64AsInteger (schema: unknown): unknown {
   return { ...schema, properties }
 }
 
+/**
+ * Swagger UI pre-fills every parameter with its example in "Try it out", so an optional one would be
+ * sent unasked: a made-up If-Match (412), a reused Idempotency-Key (422), a tag filter or a cursor.
+ * Optional parameters are documented without examples; their descriptions say what they do.
+ */
+function withoutOptionalExamples (schema: unknown): unknown {
+  if (!isObject(schema) || !isObject(schema.properties)) return schema
+  const required = Array.isArray(schema.required) ? schema.required : []
+  const properties = Object.fromEntries(Object.entries(schema.properties).map(([name, property]) => {
+    if (!isObject(property) || required.includes(name)) return [name, property]
+    const { examples: _examples, ...documented } = property
+    return [name, documented]
+  }))
+  return { ...schema, properties }
+}
+
+/**
+ * @fastify/swagger drops the keywords next to a `$ref` response schema, so a per-status example
+ * (`ref(ErrorSchema, { description, examples })`) would be lost: spell such a response out as
+ * content with the example on its media type.
+ */
+function documentRefExamples (responses: unknown): unknown {
+  if (!isObject(responses)) return responses
+  return Object.fromEntries(Object.entries(responses).map(([status, response]) => {
+    if (!isObject(response) || typeof response.$ref !== 'string' || !Array.isArray(response.examples)) return [status, response]
+    const { examples, description, headers, ...schema } = response
+    return [status, { description, ...(headers !== undefined && { headers }), content: { 'application/json': { schema, example: examples[0] } } }]
+  }))
+}
+
 const transform: Transform = ({ schema, url }) => {
   if (!isObject(schema)) return { schema, url }
   // Copies, never in place: the same schema objects drive validation.
   return {
-    schema: { ...schema, params: documentInt64AsInteger(schema.params), querystring: documentInt64AsInteger(schema.querystring) },
+    schema: {
+      ...schema,
+      params: documentInt64AsInteger(schema.params),
+      querystring: withoutOptionalExamples(documentInt64AsInteger(schema.querystring)),
+      headers: withoutOptionalExamples(schema.headers),
+      response: documentRefExamples(schema.response)
+    },
     url
   } as ReturnType<Transform>
+}
+
+type TransformObject = NonNullable<FastifyDynamicSwaggerOptions['transformObject']>
+
+const COMPONENT_SCHEMA = '#/components/schemas/'
+
+/**
+ * A request or response body whose schema is a `$ref` to a named schema shows that schema's first
+ * example (Swagger UI's "Example Value", and what linters look for on the media type), so the
+ * examples are written once, on the TypeBox schemas.
+ */
+const mirrorComponentExamples: TransformObject = (documentObject) => {
+  if (!('openapiObject' in documentObject)) return documentObject.swaggerObject
+  const document = documentObject.openapiObject
+  const schemas = document.components?.schemas ?? {}
+  const values = (value: unknown): unknown[] => (isObject(value) ? Object.values(value) : [])
+  const mediaTypes = values(document.paths).flatMap(values)
+    .flatMap((operation) => (isObject(operation) ? [operation.requestBody, ...values(operation.responses)] : []))
+    .flatMap((body) => (isObject(body) ? values(body.content) : []))
+  for (const media of mediaTypes) {
+    if (!isObject(media) || 'example' in media || 'examples' in media || !isObject(media.schema)) continue
+    const target = media.schema.$ref
+    if (typeof target !== 'string' || !target.startsWith(COMPONENT_SCHEMA)) continue
+    const component: unknown = schemas[target.slice(COMPONENT_SCHEMA.length)]
+    if (isObject(component) && Array.isArray(component.examples) && component.examples.length > 0) {
+      media.example = component.examples[0]
+    }
+  }
+  return document
 }
 
 /**
@@ -62,7 +127,8 @@ export default fp(async function docsPlugin (app) {
     },
     // Name shared schemas by their $id (`Plant`, `Error`) instead of `def-0`.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
-    transform
+    transform,
+    transformObject: mirrorComponentExamples
   })
 
   await app.register(swaggerUi, {

@@ -13,7 +13,7 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['service'],
       security: [],
       response: {
-        200: Type.Object({ status: Type.Literal('ok') }, { description: 'The service and its database answer' }),
+        200: Type.Object({ status: Type.Literal('ok') }, { description: 'The service and its database answer', examples: [{ status: 'ok' }] }),
         ...errorResponses({ 503: 'The database does not answer, or the service is overloaded (with Retry-After)' })
       }
     },

@@ -19,10 +19,11 @@ const ErrorRef = ref(ErrorSchema)
  */
 export function errorResponses<const S extends number> (statuses: Record<S, string>): Record<S | '4xx' | '5xx', typeof ErrorRef> {
   const responses: Record<string, typeof ErrorRef> = {}
+  // Each with its own example (Swagger UI's "Example Value"): the status and its description.
   for (const [status, description] of Object.entries<string>(statuses)) {
-    responses[status] = ref(ErrorSchema, { description })
+    responses[status] = ref(ErrorSchema, { description, examples: [{ error: Number(status), message: description }] })
   }
-  responses['4xx'] = ref(ErrorSchema, { description: 'Client error' })
-  responses['5xx'] = ref(ErrorSchema, { description: 'Server error' })
+  responses['4xx'] = ref(ErrorSchema, { description: 'Client error', examples: [{ error: 415, message: 'Unsupported Media Type' }] })
+  responses['5xx'] = ref(ErrorSchema, { description: 'Server error', examples: [{ error: 500, message: 'Internal Server Error' }] })
   return responses as Record<S | '4xx' | '5xx', typeof ErrorRef>
 }

@@ -42,6 +42,8 @@ const tagOptions = {
 }
 export const PlantTagSchema = Type.String(tagOptions)
 
+const PLANT_EXAMPLE = { id: 1, name: 'Monstera', tag: 'tropical', createdAt: '2026-01-02T03:04:05.678Z', updatedAt: '2026-01-02T03:04:05.678Z' }
+
 export const PlantSchema = Type.Object(
   {
     id: PlantIdSchema,
@@ -50,7 +52,7 @@ export const PlantSchema = Type.Object(
     createdAt: Type.String({ format: 'date-time', description: 'When the plant was created; never changes', examples: ['2026-01-02T03:04:05.678Z'] }),
     updatedAt: Type.String({ format: 'date-time', description: 'When the plant was last changed; changes on every write', examples: ['2026-01-02T03:04:05.678Z'] })
   },
-  { $id: 'Plant', additionalProperties: false, description: 'A plant' }
+  { $id: 'Plant', additionalProperties: false, description: 'A plant', examples: [PLANT_EXAMPLE] }
 )
 export type Plant = Static<typeof PlantSchema>
 
@@ -100,7 +102,7 @@ export const PlantPatchSchema = Type.Object(
 )
 export type PlantPatchBody = Static<typeof PlantPatchSchema>
 
-export const PlantListSchema = Type.Array(ref(PlantSchema), { $id: 'PlantList', description: 'Plants ordered by id' })
+export const PlantListSchema = Type.Array(ref(PlantSchema), { $id: 'PlantList', description: 'Plants ordered by id', examples: [[PLANT_EXAMPLE]] })
 
 export const LIST_LIMIT_DEFAULT = 20
 export const LIST_LIMIT_MAX = 100

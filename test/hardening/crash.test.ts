@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import Database from 'better-sqlite3'
 import { AUTH } from '../helpers/app.js'
-import { startServer } from '../helpers/server.js'
+import { startServer } from '../helpers/server-process.js'
 
 interface Answer { status: number, body: string }
 

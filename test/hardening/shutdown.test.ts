@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import Database from 'better-sqlite3'
 import { AUTH } from '../helpers/app.js'
-import { startServer, type ServerProcess } from '../helpers/server.js'
+import { startServer, type ServerProcess } from '../helpers/server-process.js'
 
 const tempFile = (): string => join(mkdtempSync(join(tmpdir(), 'plant-store-shutdown-')), 'plants.db')
 

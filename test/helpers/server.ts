@@ -1,79 +1,80 @@
-import { spawn, type ChildProcessByStdio } from 'node:child_process'
-import type { Readable } from 'node:stream'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { TOKEN } from './app.js'
 
-const serverPath = fileURLToPath(new URL('../../src/server.js', import.meta.url))
+/** The compiled server next to this compiled helper: the same build the tests run. */
+export const SERVER_JS = fileURLToPath(new URL('../../src/server.js', import.meta.url))
 
-export interface LogLine {
-  msg?: string
-  req?: { method?: string, url?: string }
-  [field: string]: unknown
+const LISTENING = /listening on (http:\/\/\S+)/
+
+export interface RunningServer {
+  /** E.g. `http://127.0.0.1:40123`, read from the server's own start-up line. */
+  baseUrl: string
+  token: string
+  /** The SQLite file the server uses (in a temporary directory removed at the end). */
+  databaseFile: string
+  process: ChildProcess
 }
 
-export interface ServerProcess {
-  child: ChildProcessByStdio<null, Readable, Readable>
-  /** e.g. http://127.0.0.1:41234 */
-  base: string
-  port: number
-  /** Resolves with the exit code (null when killed by a signal). */
-  exited: Promise<number | null>
-  /** Resolves with the first log line (JSON, from stdout) that matches. */
-  waitForLog: (matches: (line: LogLine) => boolean) => Promise<LogLine>
-  stderr: () => string
+export interface StartServerOptions {
+  env?: NodeJS.ProcessEnv
+  /** Runs before the server starts, e.g. to seed the database file. */
+  beforeStart?: (databaseFile: string) => void | Promise<void>
 }
 
 /**
- * Starts the built server (dist/src/server.js) as a child process on port 0 with these settings
- * (token TOKEN; rate limits and load shedding off unless given, so a busy CI machine cannot turn
- * a load test's writes into 503s) and resolves once it prints where it listens.
+ * Starts the real built server (`dist/src/server.js`) as a child process on a random port with a
+ * fresh temporary database and the test token; stops it (SIGTERM) and removes the directory when
+ * the test ends.
  */
-export async function startServer (env: NodeJS.ProcessEnv): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [serverPath], {
-    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', API_TOKENS: TOKEN, LOG_LEVEL: 'silent', RATE_LIMIT_MAX: '0', MAX_EVENT_LOOP_DELAY_MS: '0', ...env },
+export async function startServer (
+  t: { after: (fn: () => Promise<void>) => void },
+  options: StartServerOptions = {}
+): Promise<RunningServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'plant-store-server-'))
+  const databaseFile = join(dir, 'plants.db')
+  await options.beforeStart?.(databaseFile)
+
+  const child = spawn(process.execPath, [SERVER_JS], {
+    env: {
+      PATH: process.env.PATH,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      DATABASE_URL: databaseFile,
+      API_TOKENS: TOKEN,
+      LOG_LEVEL: 'warn',
+      ...options.env
+    },
     stdio: ['ignore', 'pipe', 'pipe']
   })
-  let stderr = ''
-  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
-
-  const lines: LogLine[] = []
-  const waiters: Array<{ matches: (line: LogLine) => boolean, resolve: (line: LogLine) => void }> = []
-  let pending = ''
-  let listening: (base: string) => void = () => undefined
-  const started = new Promise<string>((resolve, reject) => {
-    listening = resolve
-    void exited.then((code) => reject(new Error(`server exited with ${code} before listening: ${stderr}`)))
+  const exited = new Promise<void>((resolve) => { child.once('exit', () => resolve()) })
+  t.after(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+    await exited
+    rmSync(dir, { recursive: true, force: true })
   })
-  child.stdout.on('data', (chunk: Buffer) => {
-    pending += chunk.toString()
-    const complete = pending.split('\n')
-    pending = complete.pop() ?? ''
-    for (const text of complete) {
-      const address = /listening on (http:\/\/127\.0\.0\.1:\d+)$/.exec(text)
-      if (address?.[1] !== undefined) listening(address[1])
-      if (!text.startsWith('{')) continue
-      const line = JSON.parse(text) as LogLine
-      lines.push(line)
-      for (const waiter of [...waiters]) {
-        if (waiter.matches(line)) {
-          waiters.splice(waiters.indexOf(waiter), 1)
-          waiter.resolve(line)
-        }
+
+  let stderr = ''
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  const baseUrl = await new Promise<string>((resolve, reject) => {
+    let stdout = ''
+    const onData = (chunk: string): void => {
+      stdout += chunk
+      const match = LISTENING.exec(stdout)
+      if (match?.[1] !== undefined) {
+        child.stdout.off('data', onData)
+        resolve(match[1])
       }
     }
+    child.stdout.setEncoding('utf8').on('data', onData)
+    child.once('exit', (code, signal) => {
+      reject(new Error(`the server exited (${code ?? signal}) before listening:\n${stdout}${stderr}`))
+    })
   })
-
-  const base = await started
-  return {
-    child,
-    base,
-    port: Number(new URL(base).port),
-    exited,
-    waitForLog: (matches) => {
-      const seen = lines.find(matches)
-      return seen !== undefined ? Promise.resolve(seen) : new Promise((resolve) => { waiters.push({ matches, resolve }) })
-    },
-    stderr: () => stderr
-  }
+  // Keep draining stdout so the child never blocks on a full pipe.
+  child.stdout.resume()
+  return { baseUrl, token: TOKEN, databaseFile, process: child }
 }

@@ -1,0 +1,111 @@
+import assert from 'node:assert/strict'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { chromium, type Locator, type Page } from 'playwright-core'
+import { startServer } from '../helpers/server.js'
+
+// Run with `npm run test:e2e` (needs Debian's Chromium: `apt-get install chromium`).
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+const SCREENSHOTS = fileURLToPath(new URL('../../../test-results/e2e/', import.meta.url))
+
+async function screenshot (page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
+}
+
+/** Swagger UI starts in "Try it out" mode here (tryItOutEnabled); switch it on if it is not. */
+async function tryItOut (operation: Locator): Promise<void> {
+  const button = operation.locator('button.try-out__btn')
+  if ((await button.textContent())?.trim() === 'Try it out') await button.click()
+}
+
+test('Swagger UI: authorize, create and delete a plant with "Try it out" (201, 204), then 401 without a token', { timeout: 120_000 }, async (t) => {
+  const server = await startServer(t)
+  const origin = new URL(server.baseUrl).origin
+  mkdirSync(SCREENSHOTS, { recursive: true })
+
+  const userDataDir = mkdtempSync(join(tmpdir(), 'plant-store-chromium-'))
+  const browser = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic',
+      '--no-first-run', '--disable-component-update', '--disable-sync'
+    ]
+  })
+  t.after(async () => {
+    await browser.close()
+    rmSync(userDataDir, { recursive: true, force: true })
+  })
+
+  // Every request the page makes is recorded; anything leaving the service is refused and reported.
+  const requested: string[] = []
+  await browser.route('**/*', async (route) => {
+    const url = route.request().url()
+    requested.push(url)
+    if (new URL(url).origin === origin) await route.continue()
+    else await route.abort('blockedbyclient')
+  })
+
+  const page = browser.pages()[0] ?? await browser.newPage()
+  await page.goto(`${server.baseUrl}/docs`)
+  const deleteOp = page.locator('#operations-plants-deletePlant')
+  await deleteOp.waitFor()
+  await screenshot(page, '01-docs')
+
+  // Authorize with the bearer token.
+  await page.locator('.auth-wrapper button.authorize').click()
+  const dialog = page.locator('.dialog-ux .modal-ux')
+  await dialog.locator('input').fill(server.token)
+  await dialog.locator('.auth-btn-wrapper button.authorize').click()
+  await dialog.locator('.auth-btn-wrapper button', { hasText: 'Logout' }).waitFor()
+  await screenshot(page, '02-authorized')
+  await dialog.locator('button.btn-done').click()
+
+  // POST /plants with "Try it out": 201 with the new plant.
+  const createOp = page.locator('#operations-plants-createPlant')
+  await createOp.locator('.opblock-summary').click()
+  await tryItOut(createOp)
+  await createOp.locator('textarea.body-param__text').fill(JSON.stringify({ name: 'Fern from the browser', tag: 'e2e' }))
+  await createOp.locator('button.execute').click()
+  const created = createOp.locator('.live-responses-table .response .response-col_status')
+  await created.waitFor()
+  assert.equal((await created.textContent())?.trim(), '201')
+  const plant = JSON.parse(await createOp.locator('.live-responses-table .response-col_description pre').first().textContent() ?? '') as Record<string, unknown>
+  assert.equal(plant.name, 'Fern from the browser')
+  assert.equal(plant.tag, 'e2e')
+  assert.equal(typeof plant.id, 'number')
+  const id = String(plant.id)
+  await screenshot(page, '03-created-201')
+
+  // DELETE /plants/{id} with "Try it out": 204.
+  await deleteOp.locator('.opblock-summary').click()
+  await tryItOut(deleteOp)
+  await deleteOp.locator('.parameters input[placeholder="id"]').fill(id)
+  await deleteOp.locator('button.execute').click()
+  const status = deleteOp.locator('.live-responses-table .response .response-col_status')
+  await status.waitFor()
+  assert.equal((await status.textContent())?.trim(), '204')
+  await screenshot(page, '04-deleted-204')
+
+  // Log out, try again: 401 in the Error shape.
+  await page.locator('.auth-wrapper button.authorize').click()
+  await dialog.locator('.auth-btn-wrapper button', { hasText: 'Logout' }).click()
+  await dialog.locator('button.btn-done').click()
+  await deleteOp.locator('button.execute').click()
+  await deleteOp.locator('.live-responses-table .response .response-col_status', { hasText: '401' }).waitFor()
+  const body = JSON.parse(await deleteOp.locator('.live-responses-table .response-col_description pre').first().textContent() ?? '') as unknown
+  // Exactly what the service answers a client without a token.
+  const direct = await fetch(`${server.baseUrl}/plants/${id}`, { method: 'DELETE' })
+  assert.equal(direct.status, 401)
+  assert.deepEqual(body, await direct.json())
+  assert.deepEqual(Object.keys(body as object), ['error', 'message'])
+  await screenshot(page, '05-unauthorized-401')
+
+  // Swagger UI's own assets and the document came from the service; nothing came from elsewhere.
+  assert.ok(requested.includes(`${origin}/docs/static/swagger-ui-bundle.js`), requested.join('\n'))
+  assert.ok(requested.includes(`${origin}/docs/json`), requested.join('\n'))
+  assert.deepEqual(requested.filter((url) => new URL(url).origin !== origin), [])
+})
