@@ -20,7 +20,7 @@ export const EnvSchema = Type.Object({
   BODY_LIMIT: Type.Integer({ minimum: 1, default: 16 * 1024 }),
   HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 10_000 }),
   REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 30_000 }),
-  CONNECTION_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 60_000 }),
+  CONNECTION_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 120_000 }),
   KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 72_000 }),
   MAX_REQUESTS_PER_SOCKET: Type.Integer({ minimum: 0, default: 1000 }),
   SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 10_000 }),
