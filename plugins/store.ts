@@ -1,4 +1,6 @@
 import fp from 'fastify-plugin'
+import { isPostgresUrl } from '../src/store/postgres/connection.js'
+import { createPostgresStore } from '../src/store/postgres/postgres-store.js'
 import { createSqliteStore } from '../src/store/sqlite/sqlite-store.js'
 import type { PlantStore } from '../src/store/store.js'
 
@@ -8,9 +10,20 @@ declare module 'fastify' {
   }
 }
 
-/** Opens the store named by DATABASE_URL (migrating it) and closes it when the app closes. */
+/**
+ * Opens the store named by DATABASE_URL (migrating it) and closes it when the app closes:
+ * a `postgres://` URL is a shared PostgreSQL database, anything else a SQLite file (or `:memory:`).
+ */
 export default fp(async function storePlugin (app) {
-  const store = createSqliteStore({ filename: app.config.databaseUrl, synchronous: app.config.sqliteSynchronous })
+  const { config } = app
+  const store = isPostgresUrl(config.databaseUrl)
+    ? await createPostgresStore({
+      url: config.databaseUrl,
+      poolMax: config.pgPoolMax,
+      connectTimeoutMs: config.pgConnectTimeoutMs,
+      onIdleError: (err) => { app.log.warn({ err }, 'an idle database connection failed; it is replaced on next use') }
+    })
+    : createSqliteStore({ filename: config.databaseUrl, synchronous: config.sqliteSynchronous })
   app.decorate('store', store)
   app.addHook('onClose', async () => { await store.close() })
 }, { name: 'store', dependencies: ['config'] })

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { Type, type Static } from '@sinclair/typebox'
 import envSchema from 'env-schema'
+import { isPostgresUrl, parsePostgresUrl } from './store/postgres/connection.js'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
@@ -13,6 +14,8 @@ export const EnvSchema = Type.Object({
   DATABASE_URL: Type.String({ minLength: 1, default: 'data/plants.db' }),
   API_TOKENS: Type.Optional(Type.String()),
   API_TOKENS_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  PG_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+  PG_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000 }),
   SQLITE_SYNCHRONOUS: Type.Unsafe<'full' | 'normal'>({ type: 'string', enum: ['full', 'normal'], default: 'full' }),
   LOG_LEVEL: Type.Unsafe<LogLevel>({ type: 'string', enum: LOG_LEVELS, default: 'info' }),
   ALLOW_WEAK_TOKENS: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '0' }),
@@ -40,8 +43,12 @@ type Env = Static<typeof EnvSchema>
 export interface Config {
   port: number
   host: string
-  /** A SQLite file path, or `:memory:`. */
+  /** A `postgres://` URL (optionally `?schema=name`), else a SQLite file path, or `:memory:`. */
   databaseUrl: string
+  /** PostgreSQL: the most connections one instance opens. */
+  pgPoolMax: number
+  /** PostgreSQL: how long a request waits for a connection before it is answered 503. */
+  pgConnectTimeoutMs: number
   /** SQLite durability: `full` survives a power loss, `normal` a process crash. */
   sqliteSynchronous: 'full' | 'normal'
   tokens: string[]
@@ -86,6 +93,14 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`invalid configuration: ${(err as Error).message}`)
   }
 
+  if (isPostgresUrl(parsed.DATABASE_URL)) {
+    try {
+      parsePostgresUrl(parsed.DATABASE_URL)
+    } catch (err) {
+      throw new ConfigError(`invalid configuration: ${(err as Error).message}`)
+    }
+  }
+
   const tokens = [...splitTokens(parsed.API_TOKENS, ','), ...readTokensFile(parsed.API_TOKENS_FILE)]
   const tokenGenerated = tokens.length === 0
   if (tokenGenerated) tokens.push(randomBytes(32).toString('base64url'))
@@ -100,6 +115,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     port: parsed.PORT,
     host: parsed.HOST,
     databaseUrl: parsed.DATABASE_URL,
+    pgPoolMax: parsed.PG_POOL_MAX,
+    pgConnectTimeoutMs: parsed.PG_CONNECT_TIMEOUT_MS,
     sqliteSynchronous: parsed.SQLITE_SYNCHRONOUS,
     tokens: [...new Set(tokens)],
     tokenGenerated,

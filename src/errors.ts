@@ -12,6 +12,7 @@ export function errorBody (status: number, message: string): ErrorBody {
 
 export const PlantNotFoundError = createError<[string]>('PLANT_NOT_FOUND', 'Plant %s not found', 404)
 export const ShuttingDownError = createError('SHUTTING_DOWN', 'The service is shutting down, retry on another instance', 503)
+export const DatabaseUnavailableError = createError('DATABASE_UNAVAILABLE', 'The database is unavailable, retry shortly', 503)
 
 /**
  * Turns an error from any source into the status and message a client may see. Anything that is

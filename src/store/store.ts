@@ -92,3 +92,8 @@ export class IdempotencyKeyReuseError extends Error {
     super('This Idempotency-Key was already used with a different request body')
   }
 }
+
+/** Raised at start-up when the database is not a plant-store database, or is newer than this code. */
+export class StoreOpenError extends Error {
+  override name = 'StoreOpenError'
+}

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
+import { scratchDatabaseUrl } from './postgres.js'
 
 export const TOKEN = 'test-token-0123456789abcdef0123456789'
 export const AUTH = { authorization: `Bearer ${TOKEN}` } as const
@@ -8,9 +9,11 @@ export const AUTH = { authorization: `Bearer ${TOKEN}` } as const
 /**
  * A fresh app on its own in-memory database, closed when the test ends.
  * `env` overrides the configuration the way environment variables would.
+ * With TEST_APP_STORE=postgres the default is a fresh PostgreSQL schema instead (CI runs the API tests both ways).
  */
 export async function buildTestApp (t: { after: (fn: () => Promise<void>) => void }, env: NodeJS.ProcessEnv = {}): Promise<FastifyInstance> {
-  const app = await buildApp(loadConfig({ DATABASE_URL: ':memory:', API_TOKENS: TOKEN, LOG_LEVEL: 'silent', ...env }))
+  const database = process.env.TEST_APP_STORE === 'postgres' && env.DATABASE_URL === undefined ? scratchDatabaseUrl(t).url : ':memory:'
+  const app = await buildApp(loadConfig({ DATABASE_URL: database, API_TOKENS: TOKEN, LOG_LEVEL: 'silent', ...env }))
   t.after(() => app.close())
   await app.ready()
   return app

@@ -19,9 +19,10 @@ test('values are read from the environment', () => {
   const config = loadConfig({
     PORT: '8080', HOST: '0.0.0.0', DATABASE_URL: ':memory:', API_TOKENS: ' a-token , b-token ,, ', LOG_LEVEL: 'warn', SQLITE_SYNCHRONOUS: 'normal', ALLOW_WEAK_TOKENS: '1'
   })
-  const { port, host, databaseUrl, sqliteSynchronous, tokens, tokenGenerated, logLevel } = config
-  assert.deepEqual({ port, host, databaseUrl, sqliteSynchronous, tokens, tokenGenerated, logLevel }, {
-    port: 8080, host: '0.0.0.0', databaseUrl: ':memory:', sqliteSynchronous: 'normal', tokens: ['a-token', 'b-token'], tokenGenerated: false, logLevel: 'warn'
+  const { port, host, databaseUrl, sqliteSynchronous, tokens, tokenGenerated, logLevel, pgPoolMax, pgConnectTimeoutMs } = config
+  assert.deepEqual({ port, host, databaseUrl, sqliteSynchronous, tokens, tokenGenerated, logLevel, pgPoolMax, pgConnectTimeoutMs }, {
+    port: 8080, host: '0.0.0.0', databaseUrl: ':memory:', sqliteSynchronous: 'normal', tokens: ['a-token', 'b-token'], tokenGenerated: false, logLevel: 'warn',
+    pgPoolMax: 10, pgConnectTimeoutMs: 5000
   })
 })
 
@@ -33,7 +34,11 @@ test('a bad value stops the start with a message that names the variable', () =>
     [{ SQLITE_SYNCHRONOUS: 'off' }, /SQLITE_SYNCHRONOUS must be equal to one of the allowed values/],
     [{ HOST: '' }, /HOST must NOT have fewer than 1 characters/],
     [{ API_TOKENS_FILE: '/nonexistent/tokens' }, /API_TOKENS_FILE cannot be read \(ENOENT: \/nonexistent\/tokens\)/],
-    [{ API_TOKENS: 'has space inside' }, /a token may only hold the characters/]
+    [{ API_TOKENS: 'has space inside' }, /a token may only hold the characters/],
+    [{ PG_POOL_MAX: '0' }, /PG_POOL_MAX must be >= 1/],
+    [{ PG_CONNECT_TIMEOUT_MS: 'soon' }, /PG_CONNECT_TIMEOUT_MS must be integer/],
+    [{ DATABASE_URL: 'postgres://db.example/plants?schema=Bad-Name' }, /DATABASE_URL schema must be a lower-case SQL name/],
+    [{ DATABASE_URL: 'postgres://[broken' }, /DATABASE_URL is not a valid postgres:\/\/ URL/]
   ]
   for (const [env, message] of cases) {
     assert.throws(() => loadConfig(env), (err: unknown) => {
@@ -51,4 +56,13 @@ test('a bad token never appears in the error message', () => {
     assert.doesNotMatch(err.message, /secret/)
     return true
   })
+})
+
+test('PostgreSQL settings: a postgres:// URL with a schema, pool size and connect timeout', () => {
+  const config = loadConfig({
+    DATABASE_URL: 'postgresql://app@db.example:5432/plants?schema=plant_store', PG_POOL_MAX: '25', PG_CONNECT_TIMEOUT_MS: '1500'
+  })
+  assert.equal(config.databaseUrl, 'postgresql://app@db.example:5432/plants?schema=plant_store')
+  assert.equal(config.pgPoolMax, 25)
+  assert.equal(config.pgConnectTimeoutMs, 1500)
 })

@@ -4,7 +4,7 @@ import Database from 'better-sqlite3'
 import type { Plant } from '../../schemas/plant.js'
 import { plantEtag } from '../../etag.js'
 import {
-  IDEMPOTENCY_TTL_MS, IdempotencyKeyReuseError, PlantConflictError,
+  IDEMPOTENCY_TTL_MS, IdempotencyKeyReuseError, PlantConflictError, StoreOpenError,
   type CreateResult, type DeleteResult, type IdempotencyKey, type IfMatch, type ListPage, type ListQuery,
   type NewPlant, type PlantChanges, type PlantStore, type WriteResult
 } from '../store.js'
@@ -37,10 +37,7 @@ export interface SqliteStoreOptions {
   synchronous?: SqliteSynchronous
 }
 
-/** Raised when the file is not a plant-store database, or is newer than this code. */
-export class StoreOpenError extends Error {
-  override name = 'StoreOpenError'
-}
+export { StoreOpenError }
 
 function toPlant (row: PlantRow): Plant {
   const plant: Plant = {

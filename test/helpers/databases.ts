@@ -1,0 +1,15 @@
+import { scratchDatabaseUrl, TEST_DATABASE_URL } from './postgres.js'
+
+/** A kind of database the API tests run on: SQLite always, PostgreSQL when TEST_DATABASE_URL is set. */
+export interface TestDatabase {
+  name: string
+  /** The environment for buildTestApp: a fresh, empty database dropped when the test ends. */
+  env: (t: { after: (fn: () => Promise<void>) => void }) => NodeJS.ProcessEnv
+}
+
+export const testDatabases: readonly TestDatabase[] = [
+  { name: 'SQLite', env: () => ({ DATABASE_URL: ':memory:' }) },
+  ...(TEST_DATABASE_URL === undefined
+    ? []
+    : [{ name: 'PostgreSQL', env: (t: { after: (fn: () => Promise<void>) => void }) => ({ DATABASE_URL: scratchDatabaseUrl(t).url, PG_POOL_MAX: '4' }) }])
+]

@@ -1,0 +1,53 @@
+import { randomBytes } from 'node:crypto'
+import pg from 'pg'
+
+/** The PostgreSQL server tests may use; unset means the PostgreSQL tests register nothing. */
+export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL
+
+/** `base` with `?schema=name` (replacing any schema it named). */
+export function withSchema (base: string, schema: string): string {
+  const url = new URL(base)
+  url.searchParams.set('schema', schema)
+  return url.toString()
+}
+
+/** One statement on a short-lived admin connection, apart from the app's pool. */
+export async function adminQuery<R extends pg.QueryResultRow = pg.QueryResultRow> (text: string, values: unknown[] = []): Promise<R[]> {
+  const client = new pg.Client({ connectionString: requireTestDatabaseUrl() })
+  await client.connect()
+  try {
+    return (await client.query<R>(text, values)).rows
+  } finally {
+    await client.end()
+  }
+}
+
+function requireTestDatabaseUrl (): string {
+  if (TEST_DATABASE_URL === undefined) throw new Error('TEST_DATABASE_URL is not set')
+  return TEST_DATABASE_URL
+}
+
+/**
+ * A DATABASE_URL on a schema of its own (created by the store on first open), dropped when the
+ * test ends, so parallel runs never see each other's plants. Register it before anything that
+ * opens a store on it: `t.after` runs in reverse order, so stores close before the drop.
+ */
+export function scratchDatabaseUrl (t: { after: (fn: () => Promise<void>) => void }): { url: string, schema: string } {
+  const schema = `plant_store_test_${randomBytes(6).toString('hex')}`
+  t.after(async () => { await adminQuery(`DROP SCHEMA IF EXISTS ${schema} CASCADE`) })
+  return { url: withSchema(requireTestDatabaseUrl(), schema), schema }
+}
+
+/** `url` with a unique application_name, so a test can find (and terminate) exactly its own sessions. */
+export function withApplicationName (url: string, name: string): string {
+  const parsed = new URL(url)
+  parsed.searchParams.set('application_name', name)
+  return parsed.toString()
+}
+
+/** Ends every session of this application_name from an admin connection; returns how many. */
+export async function terminateSessions (applicationName: string): Promise<number> {
+  const rows = await adminQuery<{ terminated: boolean }>(
+    'SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity WHERE application_name = $1', [applicationName])
+  return rows.filter((row) => row.terminated).length
+}

@@ -1,0 +1,330 @@
+import assert from 'node:assert/strict'
+import { describe, test, type TestContext } from 'node:test'
+import { plantEtag } from '../../../src/etag.js'
+import {
+  IDEMPOTENCY_TTL_MS, IdempotencyKeyReuseError, PlantConflictError, type IdempotencyKey, type PlantStore
+} from '../../../src/store/store.js'
+
+/** A fresh, empty database for one test. Everything is cleaned up by `t.after`. */
+export interface TestDatabase {
+  /** Opens a store on it; several stores on one database stand for several instances. */
+  open: () => Promise<PlantStore>
+  /** Makes every stored idempotency key older by `ms`, as if that much time had passed. */
+  ageIdempotencyKeys: (ms: number) => Promise<void>
+}
+
+export type OpenDatabase = (t: TestContext) => Promise<TestDatabase>
+
+const MAX = 9223372036854775807n
+const KEY: IdempotencyKey = { scope: 'client-a', key: 'key-1', fingerprint: 'body-1' }
+
+const rejectsWith = async (promise: Promise<unknown>, type: new (...args: never[]) => Error): Promise<Error> => {
+  try {
+    await promise
+  } catch (err) {
+    assert.ok(err instanceof type, `expected ${type.name}, got ${String(err)}`)
+    return err
+  }
+  assert.fail(`expected ${type.name}, but it resolved`)
+}
+
+/**
+ * The PlantStore contract, run against every implementation: both must behave identically,
+ * down to the ids they hand out.
+ */
+export function storeConformance (name: string, openDatabase: OpenDatabase): void {
+  describe(`${name} store conformance`, () => {
+    const fresh = async (t: TestContext): Promise<PlantStore> => await (await openDatabase(t)).open()
+
+    test('ping resolves on a working database', async (t) => {
+      const store = await fresh(t)
+      await store.ping()
+    })
+
+    test('generated ids start at 1 and ascend; get returns exactly what create returned', async (t) => {
+      const store = await fresh(t)
+      const { plant: first, replayed } = await store.create({ name: 'Monstera', tag: 'tropical' })
+      const { plant: second } = await store.create({ name: 'Fern' })
+      assert.equal(replayed, false)
+      assert.equal(first.id, 1n)
+      assert.equal(second.id, 2n)
+      assert.equal(first.name, 'Monstera')
+      assert.equal(first.tag, 'tropical')
+      assert.equal('tag' in second, false, 'no tag means no tag property')
+      assert.match(first.createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+      assert.equal(first.updatedAt, first.createdAt)
+      assert.deepEqual(await store.get(1n), first)
+      assert.deepEqual(await store.get(2n), second)
+      assert.equal(await store.get(3n), undefined)
+    })
+
+    test('chosen ids are kept exactly, beyond 2^53 and at both int64 extremes', async (t) => {
+      const store = await fresh(t)
+      for (const id of [MAX, 9007199254740993n, 9007199254740992n, -9223372036854775808n, 0n]) {
+        const { plant } = await store.create({ id, name: `plant ${id}` })
+        assert.equal(plant.id, id)
+        assert.deepEqual(await store.get(id), plant)
+      }
+      const { plants } = await store.list({ limit: 10 })
+      assert.deepEqual(plants.map((plant) => plant.id), [9007199254740992n, 9007199254740993n, MAX])
+    })
+
+    test('a taken id is a PlantConflictError and changes nothing', async (t) => {
+      const store = await fresh(t)
+      const { plant } = await store.create({ id: 7n, name: 'first' })
+      const err = await rejectsWith(store.create({ id: 7n, name: 'second' }), PlantConflictError)
+      assert.equal((err as PlantConflictError).id, 7n)
+      assert.deepEqual(await store.get(7n), plant)
+    })
+
+    test('generated ids never run into chosen ones, and are never reused after a delete', async (t) => {
+      const store = await fresh(t)
+      await store.create({ id: 3n, name: 'chosen' })
+      assert.equal((await store.create({ name: 'a' })).plant.id, 4n)
+      assert.equal((await store.create({ name: 'b' })).plant.id, 5n)
+      await store.create({ id: 100n, name: 'chosen far ahead' })
+      assert.equal(await store.delete(100n), 'deleted')
+      assert.equal(await store.delete(5n), 'deleted')
+      assert.equal((await store.create({ name: 'c' })).plant.id, 101n)
+      await rejectsWith(store.create({ id: 4n, name: 'taken' }), PlantConflictError)
+      // A chosen id may be one that was deleted (the client asks for it explicitly).
+      assert.equal((await store.create({ id: 5n, name: 'back' })).plant.id, 5n)
+    })
+
+    test('list: ordered by id, keyset cursor, limit and hasMore, tag filter', async (t) => {
+      const store = await fresh(t)
+      for (let i = 1; i <= 5; i++) await store.create({ name: `p${i}`, ...(i % 2 === 1 ? { tag: 'odd' } : {}) })
+      await store.create({ id: MAX, name: 'last', tag: 'odd' })
+
+      const ids = (page: { plants: Array<{ id: bigint }> }): bigint[] => page.plants.map((plant) => plant.id)
+      const first = await store.list({ limit: 2 })
+      assert.deepEqual(ids(first), [1n, 2n])
+      assert.equal(first.hasMore, true)
+      const second = await store.list({ limit: 2, after: 2n })
+      assert.deepEqual(ids(second), [3n, 4n])
+      assert.equal(second.hasMore, true)
+      const last = await store.list({ limit: 2, after: 4n })
+      assert.deepEqual(ids(last), [5n, MAX])
+      assert.equal(last.hasMore, false, 'an exactly full last page has no more')
+      assert.deepEqual(await store.list({ limit: 2, after: MAX }), { plants: [], hasMore: false })
+
+      const odd = await store.list({ limit: 3, tag: 'odd' })
+      assert.deepEqual(ids(odd), [1n, 3n, 5n])
+      assert.equal(odd.hasMore, true)
+      assert.deepEqual(ids(await store.list({ limit: 3, tag: 'odd', after: 5n })), [MAX])
+      assert.deepEqual(await store.list({ limit: 3, tag: 'none' }), { plants: [], hasMore: false })
+      assert.deepEqual((await store.list({ limit: 1 })).plants[0], await store.get(1n))
+    })
+
+    test('replace sets name and tag (a missing tag clears it); createdAt stays, updatedAt moves on', async (t) => {
+      const store = await fresh(t)
+      const { plant } = await store.create({ name: 'old', tag: 'x' })
+      const result = await store.replace(plant.id, { name: 'new' })
+      assert.equal(result.status, 'ok')
+      assert.ok(result.status === 'ok')
+      assert.equal(result.plant.name, 'new')
+      assert.equal('tag' in result.plant, false)
+      assert.equal(result.plant.createdAt, plant.createdAt)
+      assert.ok(result.plant.updatedAt > plant.updatedAt)
+      assert.deepEqual(await store.get(plant.id), result.plant)
+      assert.deepEqual(await store.replace(404n, { name: 'x' }), { status: 'not-found' })
+    })
+
+    test('update changes only what it is given; tag null clears the tag', async (t) => {
+      const store = await fresh(t)
+      const { plant } = await store.create({ name: 'name', tag: 'tag' })
+      const renamed = await store.update(plant.id, { name: 'renamed' })
+      assert.ok(renamed.status === 'ok')
+      assert.equal(renamed.plant.name, 'renamed')
+      assert.equal(renamed.plant.tag, 'tag')
+      const retagged = await store.update(plant.id, { tag: 'other' })
+      assert.ok(retagged.status === 'ok')
+      assert.deepEqual([retagged.plant.name, retagged.plant.tag], ['renamed', 'other'])
+      const cleared = await store.update(plant.id, { tag: null })
+      assert.ok(cleared.status === 'ok')
+      assert.equal('tag' in cleared.plant, false)
+      assert.equal(cleared.plant.name, 'renamed')
+      const untouched = await store.update(plant.id, {})
+      assert.ok(untouched.status === 'ok')
+      assert.equal(untouched.plant.name, 'renamed')
+      assert.deepEqual(await store.update(404n, { name: 'x' }), { status: 'not-found' })
+    })
+
+    test('updatedAt strictly increases with every write, even within one millisecond', async (t) => {
+      const store = await fresh(t)
+      const { plant } = await store.create({ name: 'busy' })
+      let previous = plant
+      for (let i = 0; i < 20; i++) {
+        const result = await store.update(plant.id, { name: `busy ${i}` })
+        assert.ok(result.status === 'ok')
+        assert.ok(result.plant.updatedAt > previous.updatedAt, `${result.plant.updatedAt} > ${previous.updatedAt}`)
+        assert.notEqual(plantEtag(result.plant), plantEtag(previous))
+        previous = result.plant
+      }
+    })
+
+    test('ifMatch: a write goes ahead only when the current ETag is listed', async (t) => {
+      const store = await fresh(t)
+      const { plant } = await store.create({ name: 'guarded' })
+      const etag = plantEtag(plant)
+      assert.deepEqual(await store.update(plant.id, { name: 'x' }, ['"stale"']), { status: 'precondition-failed' })
+      assert.deepEqual(await store.replace(plant.id, { name: 'x' }, []), { status: 'precondition-failed' })
+      assert.equal(await store.delete(plant.id, ['"stale"']), 'precondition-failed')
+      assert.deepEqual(await store.get(plant.id), plant, 'refused writes change nothing')
+
+      const updated = await store.update(plant.id, { name: 'y' }, ['"stale"', etag])
+      assert.ok(updated.status === 'ok')
+      assert.deepEqual(await store.replace(plant.id, { name: 'z' }, [etag]), { status: 'precondition-failed' }, 'the old ETag is stale now')
+      const replaced = await store.replace(plant.id, { name: 'z' }, [plantEtag(updated.plant)])
+      assert.ok(replaced.status === 'ok')
+      assert.equal(await store.delete(plant.id, [plantEtag(updated.plant)]), 'precondition-failed')
+      assert.equal(await store.delete(plant.id, [plantEtag(replaced.plant)]), 'deleted')
+      assert.deepEqual(await store.update(plant.id, { name: 'gone' }, [etag]), { status: 'not-found' })
+      assert.equal(await store.delete(plant.id, [etag]), 'not-found')
+    })
+
+    test('delete answers deleted once, then not-found', async (t) => {
+      const store = await fresh(t)
+      const { plant } = await store.create({ name: 'short-lived' })
+      assert.equal(await store.delete(plant.id), 'deleted')
+      assert.equal(await store.get(plant.id), undefined)
+      assert.equal(await store.delete(plant.id), 'not-found')
+      assert.deepEqual(await store.list({ limit: 10 }), { plants: [], hasMore: false })
+    })
+
+    test('idempotency key: a retry gets the first plant back and creates nothing', async (t) => {
+      const store = await fresh(t)
+      const first = await store.create({ name: 'once' }, KEY)
+      assert.equal(first.replayed, false)
+      const retry = await store.create({ name: 'once' }, KEY)
+      assert.deepEqual(retry, { plant: first.plant, replayed: true })
+      assert.equal((await store.list({ limit: 10 })).plants.length, 1)
+      // The answer is the plant as first created, even after it changed or went away.
+      await store.update(first.plant.id, { name: 'changed' })
+      assert.deepEqual(await store.create({ name: 'once' }, KEY), { plant: first.plant, replayed: true })
+      await store.delete(first.plant.id)
+      assert.deepEqual(await store.create({ name: 'once' }, KEY), { plant: first.plant, replayed: true })
+    })
+
+    test('idempotency key: another body is refused; keys are per scope', async (t) => {
+      const store = await fresh(t)
+      await store.create({ name: 'once' }, KEY)
+      await rejectsWith(store.create({ name: 'other' }, { ...KEY, fingerprint: 'body-2' }), IdempotencyKeyReuseError)
+      const other = await store.create({ name: 'once' }, { ...KEY, scope: 'client-b' })
+      assert.equal(other.replayed, false)
+      assert.equal(other.plant.id, 2n)
+      assert.equal((await store.list({ limit: 10 })).plants.length, 2)
+    })
+
+    test('idempotency key: a create that failed on a taken id leaves the key unused', async (t) => {
+      const store = await fresh(t)
+      await store.create({ id: 9n, name: 'taken' })
+      await rejectsWith(store.create({ id: 9n, name: 'mine' }, KEY), PlantConflictError)
+      assert.equal(await store.delete(9n), 'deleted')
+      const created = await store.create({ id: 9n, name: 'mine' }, KEY)
+      assert.equal(created.replayed, false)
+      assert.equal(created.plant.name, 'mine')
+    })
+
+    test('idempotency key: forgotten after 24 hours, then usable for another body', async (t) => {
+      const database = await openDatabase(t)
+      const store = await database.open()
+      const first = await store.create({ name: 'once' }, KEY)
+      await database.ageIdempotencyKeys(IDEMPOTENCY_TTL_MS - 60_000)
+      const before = await store.create({ name: 'once' }, KEY)
+      assert.deepEqual([before.replayed, before.plant.id], [true, first.plant.id], 'still remembered just before')
+      await database.ageIdempotencyKeys(60_000)
+      const second = await store.create({ name: 'other' }, { ...KEY, fingerprint: 'body-2' })
+      assert.equal(second.replayed, false)
+      assert.equal(second.plant.id, 2n)
+      assert.deepEqual(await store.create({ name: 'other' }, { ...KEY, fingerprint: 'body-2' }), { plant: second.plant, replayed: true })
+    })
+
+    test('concurrent deletes of one id from two instances: exactly one deleted', async (t) => {
+      const { open } = await openDatabase(t)
+      const stores = [await open(), await open()]
+      const ids = [(await stores[0]!.create({ name: 'a' })).plant.id, (await stores[1]!.create({ name: 'b' })).plant.id]
+      const results = await Promise.all(ids.flatMap((id) =>
+        Array.from({ length: 10 }, (_, i) => stores[i % 2]!.delete(id).then((result) => ({ id, result })))))
+      for (const id of ids) {
+        const mine = results.filter((r) => r.id === id).map((r) => r.result)
+        assert.equal(mine.filter((r) => r === 'deleted').length, 1, `id ${id}`)
+        assert.equal(mine.filter((r) => r === 'not-found').length, 9, `id ${id}`)
+      }
+    })
+
+    test('concurrent creates of one chosen id from two instances: exactly one wins', async (t) => {
+      const { open } = await openDatabase(t)
+      const stores = [await open(), await open()]
+      const outcomes = await Promise.allSettled(Array.from({ length: 10 }, (_, i) =>
+        stores[i % 2]!.create({ id: 42n, name: `racer ${i}` })))
+      assert.equal(outcomes.filter((o) => o.status === 'fulfilled').length, 1)
+      const losers = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected')
+      assert.equal(losers.length, 9)
+      for (const loser of losers) assert.ok(loser.reason instanceof PlantConflictError)
+    })
+
+    test('concurrent generated creates from two instances get distinct ids, and no chosen id is hit', async (t) => {
+      const { open } = await openDatabase(t)
+      const stores = [await open(), await open()]
+      // Chosen ids far above the generated ones and descending, so no generated id can take one first.
+      const created = await Promise.all(Array.from({ length: 20 }, (_, i) =>
+        i % 5 === 0
+          ? stores[i % 2]!.create({ id: 10000n - BigInt(i) * 100n, name: `chosen ${i}` })
+          : stores[i % 2]!.create({ name: `generated ${i}` })))
+      const ids = new Set(created.map((c) => c.plant.id))
+      assert.equal(ids.size, 20)
+      assert.equal((await stores[0]!.list({ limit: 100 })).plants.length, 20)
+    })
+
+    test('concurrent creates with one idempotency key: one plant, every answer the same', async (t) => {
+      const { open } = await openDatabase(t)
+      const stores = [await open(), await open()]
+      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => stores[i % 2]!.create({ name: 'once' }, KEY)))
+      assert.equal(results.filter((r) => !r.replayed).length, 1)
+      for (const result of results) assert.deepEqual(result.plant, results[0]!.plant)
+      assert.equal((await stores[1]!.list({ limit: 10 })).plants.length, 1)
+    })
+
+    test('concurrent conditional writes with one ETag: exactly one goes ahead', async (t) => {
+      const { open } = await openDatabase(t)
+      const stores = [await open(), await open()]
+      const { plant } = await stores[0]!.create({ name: 'contested' })
+      const etag = plantEtag(plant)
+      const results = await Promise.all(Array.from({ length: 10 }, (_, i) =>
+        stores[i % 2]!.update(plant.id, { name: `writer ${i}` }, [etag])))
+      assert.equal(results.filter((r) => r.status === 'ok').length, 1)
+      assert.equal(results.filter((r) => r.status === 'precondition-failed').length, 9)
+    })
+
+    test('a write through one instance is visible through another at once', async (t) => {
+      const { open } = await openDatabase(t)
+      const [a, b] = [await open(), await open()]
+      const { plant } = await a.create({ name: 'shared' })
+      assert.deepEqual(await b.get(plant.id), plant)
+      const updated = await b.update(plant.id, { tag: 'seen' })
+      assert.ok(updated.status === 'ok')
+      assert.deepEqual(await a.get(plant.id), updated.plant)
+      assert.equal(await a.delete(plant.id), 'deleted')
+      assert.equal(await b.get(plant.id), undefined)
+    })
+
+    test('reopening keeps every plant and the id sequence', async (t) => {
+      const { open } = await openDatabase(t)
+      const first = await open()
+      const { plant } = await first.create({ id: MAX - 1n, name: 'near max', tag: 'big' })
+      await first.delete(plant.id)
+      await first.close()
+      const second = await open()
+      assert.equal(await second.get(plant.id), undefined)
+      await rejectsWith(second.create({ id: 1n, name: 'a' }).then(async () => await second.create({ id: 1n, name: 'b' })), PlantConflictError)
+      assert.equal((await second.create({ name: 'after' })).plant.id, MAX)
+    })
+
+    test('close can be called twice', async (t) => {
+      const store = await fresh(t)
+      await store.close()
+      await store.close()
+    })
+  })
+}

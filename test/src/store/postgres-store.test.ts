@@ -1,0 +1,140 @@
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { describe, test } from 'node:test'
+import { migrations } from '../../../src/store/postgres/migrations.js'
+import { isConnectionError, isPostgresUrl, parsePostgresUrl } from '../../../src/store/postgres/connection.js'
+import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
+import { StoreOpenError, type PlantStore } from '../../../src/store/store.js'
+import {
+  adminQuery, scratchDatabaseUrl, terminateSessions, TEST_DATABASE_URL, withApplicationName
+} from '../../helpers/postgres.js'
+import { startTcpProxy } from '../../helpers/tcp-proxy.js'
+
+test('postgres:// and postgresql:// URLs select PostgreSQL; paths and :memory: do not', () => {
+  assert.equal(isPostgresUrl('postgres://u@h/db'), true)
+  assert.equal(isPostgresUrl('POSTGRESQL://u@h/db'), true)
+  assert.equal(isPostgresUrl('data/plants.db'), false)
+  assert.equal(isPostgresUrl(':memory:'), false)
+  assert.equal(isPostgresUrl('postgres.db'), false)
+})
+
+test('?schema= becomes a search_path option (kept next to any options the URL had); bad names are refused', () => {
+  assert.deepEqual(parsePostgresUrl('postgres://u@h/db'), { connectionString: 'postgres://u@h/db' })
+  const target = parsePostgresUrl('postgres://u@h:5433/db?schema=plants_1&options=-c%20statement_timeout%3D5s')
+  assert.equal(target.schema, 'plants_1')
+  const url = new URL(target.connectionString)
+  assert.equal(url.searchParams.get('schema'), null)
+  assert.equal(url.searchParams.get('options'), '-c statement_timeout=5s -c search_path=plants_1')
+  for (const bad of ['Plants', 'a-b', 'x;drop', '1st', '', 'a'.repeat(64)]) {
+    assert.throws(() => parsePostgresUrl(`postgres://u@h/db?schema=${encodeURIComponent(bad)}`), /schema must be a lower-case SQL name/, bad)
+  }
+})
+
+test('connection errors are told apart from other errors', () => {
+  const coded = (code: string): Error => Object.assign(new Error('x'), { code })
+  for (const err of [coded('ECONNREFUSED'), coded('57P01'), coded('08006'), new Error('Connection terminated unexpectedly'),
+    new Error('timeout exceeded when trying to connect')]) {
+    assert.equal(isConnectionError(err), true, err.message)
+  }
+  for (const err of [coded('23505'), coded('42P01'), new Error('boom'), 'ECONNREFUSED']) {
+    assert.equal(isConnectionError(err), false, String(err))
+  }
+})
+
+if (TEST_DATABASE_URL !== undefined) {
+  const base = TEST_DATABASE_URL
+  const serverPort = Number(new URL(base).port || 5432)
+  /** `url` pointed at the proxy instead of the server. */
+  const viaProxy = (url: string, port: number): string => {
+    const parsed = new URL(url)
+    parsed.port = String(port)
+    return parsed.toString()
+  }
+
+  describe('PostgreSQL store', () => {
+    test('instances starting together on a new schema migrate it exactly once', async (t) => {
+      const { url, schema } = scratchDatabaseUrl(t)
+      const stores = await Promise.all(Array.from({ length: 4 }, async () => await createPostgresStore({ url, poolMax: 2 })))
+      t.after(async () => { await Promise.all(stores.map(async (store) => { await store.close() })) })
+      const rows = await adminQuery<{ version: number }>(`SELECT version FROM ${schema}.plant_store_migrations ORDER BY version`)
+      assert.deepEqual(rows.map((row) => row.version), migrations.map((_, i) => i + 1))
+      const tables = await adminQuery<{ table_name: string }>(
+        'SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name', [schema])
+      assert.deepEqual(tables.map((row) => row.table_name), ['idempotency_keys', 'plant_store_migrations', 'plants'])
+    })
+
+    test('a generated id that runs into a row the sequence did not know of moves past it', async (t) => {
+      const { url, schema } = scratchDatabaseUrl(t)
+      const store = await createPostgresStore({ url })
+      t.after(() => store.close())
+      // Rows written behind the store's back (a restore, a manual insert) leave the sequence behind.
+      await adminQuery(`INSERT INTO ${schema}.plants (id, name, created_at, updated_at) VALUES (1, 'restored', 0, 0), (2, 'restored', 0, 0)`)
+      assert.equal((await store.create({ name: 'generated' })).plant.id, 3n)
+      assert.equal((await store.create({ name: 'next' })).plant.id, 4n)
+    })
+
+    test('a schema newer than this code stops the start with StoreOpenError', async (t) => {
+      const { url, schema } = scratchDatabaseUrl(t)
+      await (await createPostgresStore({ url })).close()
+      await adminQuery(`INSERT INTO ${schema}.plant_store_migrations (version) VALUES ($1)`, [migrations.length + 1])
+      await assert.rejects(createPostgresStore({ url }), (err: unknown) => {
+        assert.ok(err instanceof StoreOpenError)
+        assert.match(err.message, /newer than this plant-store/)
+        return true
+      })
+    })
+
+    test('a database that cannot be reached at start-up is an error, not a hang', async (t) => {
+      const proxy = await startTcpProxy(serverPort)
+      t.after(() => proxy.close())
+      await proxy.down()
+      await assert.rejects(createPostgresStore({ url: viaProxy(base, proxy.port) }), (err: unknown) => isConnectionError(err))
+    })
+
+    test('when the database goes away: 503 errors, idle errors do not crash, and it recovers when it returns', async (t) => {
+      const proxy = await startTcpProxy(serverPort)
+      t.after(() => proxy.close())
+      const { url } = scratchDatabaseUrl(t)
+      let idleError: (err: Error) => void = () => {}
+      const idleErrorSeen = new Promise<Error>((resolve) => { idleError = resolve })
+      const store = await createPostgresStore({ url: viaProxy(url, proxy.port), poolMax: 3, connectTimeoutMs: 2000, onIdleError: (err) => { idleError(err) } })
+      t.after(() => store.close())
+      const { plant } = await store.create({ name: 'survivor' })
+
+      await proxy.down()
+      // The pooled connection the proxy cut is reported, not thrown (an unhandled 'error' would end this process).
+      assert.equal(isConnectionError(await idleErrorSeen), true)
+      const unavailable = (err: unknown): boolean => {
+        assert.equal((err as { statusCode?: number }).statusCode, 503)
+        assert.equal((err as Error).message, 'The database is unavailable, retry shortly')
+        return true
+      }
+      await assert.rejects(store.ping(), unavailable)
+      await assert.rejects(store.get(plant.id), unavailable)
+      await assert.rejects(store.create({ name: 'lost' }), unavailable)
+      await assert.rejects(store.delete(plant.id, ['"etag"']), unavailable)
+
+      await proxy.up()
+      await store.ping()
+      assert.deepEqual(await store.get(plant.id), plant)
+      assert.equal((await store.list({ limit: 10 })).plants.length, 1, 'the failed create left nothing behind')
+    })
+
+    test('terminated sessions: each call either succeeds or is a 503, and the store recovers', async (t) => {
+      const { url } = scratchDatabaseUrl(t)
+      const name = `plant-store-test-${randomBytes(6).toString('hex')}`
+      const store: PlantStore = await createPostgresStore({ url: withApplicationName(url, name), poolMax: 3, onIdleError: () => {} })
+      t.after(() => store.close())
+      const { plant } = await store.create({ name: 'survivor' })
+      await Promise.all([store.ping(), store.ping(), store.ping()])
+
+      assert.ok(await terminateSessions(name) >= 1)
+      const outcomes = await Promise.allSettled([store.ping(), store.get(plant.id), store.list({ limit: 1 })])
+      for (const outcome of outcomes) {
+        if (outcome.status === 'rejected') assert.equal((outcome.reason as { statusCode?: number }).statusCode, 503, String(outcome.reason))
+      }
+      await store.ping()
+      assert.deepEqual(await store.get(plant.id), plant)
+    })
+  })
+}

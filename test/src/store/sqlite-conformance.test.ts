@@ -1,0 +1,28 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
+import { storeConformance } from './conformance.js'
+
+// A file rather than :memory:, so several stores (instances) can open one database.
+storeConformance('SQLite', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'plant-store-conformance-'))
+  const filename = join(dir, 'plants.db')
+  t.after(() => { rmSync(dir, { recursive: true, force: true }) })
+  return {
+    open: async () => {
+      const store = createSqliteStore({ filename, synchronous: 'normal' })
+      t.after(() => store.close())
+      return store
+    },
+    ageIdempotencyKeys: async (ms) => {
+      const db = new Database(filename)
+      try {
+        db.prepare('UPDATE idempotency_keys SET created_at = created_at - ?').run(ms)
+      } finally {
+        db.close()
+      }
+    }
+  }
+})
