@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict'
-import { setTimeout as sleep } from 'node:timers/promises'
+import { Writable } from 'node:stream'
 import { test } from 'node:test'
-import { AUTH, buildTestApp } from '../helpers/app.js'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { AUTH, buildTestApp, TOKEN } from '../helpers/app.js'
 
 test('under memory pressure every request, /health included, gets 503 in the Error shape with Retry-After', async (t) => {
   // Any process uses more than 1 byte of RSS: the service is under pressure from the first sample on.
@@ -22,4 +25,16 @@ test('with thresholds not reached, requests go through', async (t) => {
   const app = await buildTestApp(t, { MAX_RSS_BYTES: String(64 * 1024 ** 3) })
   assert.equal(app.isUnderPressure(), false)
   assert.equal((await app.inject({ method: 'GET', url: '/health' })).statusCode, 200)
+})
+
+test('shed requests are not logged as errors: they come in floods, exactly when the service is busiest', async (t) => {
+  let log = ''
+  const logStream = new Writable({ write (chunk: Buffer, _encoding, done) { log += chunk.toString(); done() } })
+  const app = await buildApp(loadConfig({ DATABASE_URL: ':memory:', API_TOKENS: TOKEN, LOG_LEVEL: 'info', MAX_RSS_BYTES: '1' }), { logStream })
+  t.after(() => app.close())
+  await app.ready()
+  while (!app.isUnderPressure()) await sleep(50)
+  assert.equal((await app.inject({ method: 'GET', url: '/health' })).statusCode, 503)
+  assert.match(log, /"statusCode":503/)
+  assert.doesNotMatch(log, /"level":50/)
 })
