@@ -95,6 +95,14 @@ const mirrorComponentExamples: TransformObject = (documentObject) => {
   return document
 }
 
+/**
+ * Swagger UI's own policy (its `staticCSP: true`) minus `upgrade-insecure-requests`, which would
+ * send its scripts to https:// on a plain-HTTP deployment and leave a blank page.
+ */
+const DOCS_CONTENT_SECURITY_POLICY = "default-src 'self'; base-uri 'self'; font-src 'self' https: data:; " +
+  "frame-ancestors 'self'; img-src 'self' data: validator.swagger.io; object-src 'none'; script-src 'self'; " +
+  "script-src-attr 'none'; style-src 'self' https:"
+
 /** The OpenAPI 3.1 document (`/openapi.json`) and Swagger UI (`/docs`), both public. */
 export default fp(async function docsPlugin (app) {
   await app.register(swagger, {
@@ -126,7 +134,7 @@ export default fp(async function docsPlugin (app) {
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     uiConfig: { persistAuthorization: true, displayOperationId: true, tryItOutEnabled: true },
-    staticCSP: true
+    staticCSP: DOCS_CONTENT_SECURITY_POLICY
   })
 
   app.get('/openapi.json', {

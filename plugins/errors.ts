@@ -1,6 +1,9 @@
 import fp from 'fastify-plugin'
 import { errorBody, ShuttingDownError, toErrorBody } from '../src/errors.js'
 
+/** Error codes of deliberate load shedding (errors.ts, under-pressure.ts, connections.ts). */
+const SHEDDING = new Set(['SHUTTING_DOWN', 'OVERLOADED', 'CONNECTION_SPENT'])
+
 /**
  * The one way out for every failure: validation, auth, unknown routes, body parsing, crashes.
  * Each leaves as `{ error, message }` with `error` equal to the HTTP status.
@@ -8,7 +11,10 @@ import { errorBody, ShuttingDownError, toErrorBody } from '../src/errors.js'
 export default fp(async function errorsPlugin (app) {
   app.setErrorHandler(function handleError (error, request, reply) {
     const body = toErrorBody(error)
-    if (body.error >= 500) request.log.error({ err: error }, 'request failed')
+    // Load shedding (draining, overload, a spent connection) comes in floods exactly when the service
+    // is busiest: one line each, without a stack, at debug level. Any other 5xx is an error.
+    if (SHEDDING.has(String((error as { code?: unknown } | null)?.code))) request.log.debug({ reason: body.message }, 'request refused')
+    else if (body.error >= 500) request.log.error({ err: error }, 'request failed')
     if (body.error === 401) void reply.header('www-authenticate', 'Bearer')
     return reply.code(body.error).send(body)
   })

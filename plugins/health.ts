@@ -9,14 +9,16 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       operationId: 'getHealth',
       summary: 'Service health',
-      description: 'Reports whether the service and its database answer. Needs no token.',
+      description: 'Reports whether the service and its database answer, and 503 while the service sheds load. Needs no token and is not rate-limited.',
       tags: ['service'],
       security: [],
       response: {
         200: Type.Object({ status: Type.Literal('ok') }, { description: 'The service and its database answer', examples: [{ status: 'ok' }] }),
-        ...errorResponses({ 503: 'The database does not answer' })
+        ...errorResponses({ 503: 'The database does not answer, or the service is overloaded (with Retry-After)' })
       }
-    }
+    },
+    // Load balancers poll it; it must keep answering however busy the API is.
+    config: { rateLimit: false }
   }, async (request, reply) => {
     try {
       await app.store.ping()

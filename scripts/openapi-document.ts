@@ -6,7 +6,7 @@ import { loadConfig } from '../src/config.js'
  * `inject` from an app on an in-memory database: no port, no network.
  */
 export async function servedOpenApiDocument (): Promise<Record<string, unknown>> {
-  const app = await buildApp(loadConfig({ DATABASE_URL: ':memory:', API_TOKENS: 'openapi-document', LOG_LEVEL: 'silent' }))
+  const app = await buildApp(loadConfig({ DATABASE_URL: ':memory:', API_TOKENS: 'openapi-document-token-0123456789abcdef', LOG_LEVEL: 'silent' }))
   try {
     const res = await app.inject({ method: 'GET', url: '/openapi.json' })
     if (res.statusCode !== 200) throw new Error(`GET /openapi.json answered ${res.statusCode}`)

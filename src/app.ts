@@ -3,29 +3,40 @@ import { destination } from 'pino'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import authPlugin from '../plugins/auth.js'
 import configPlugin from '../plugins/config.js'
+import connectionsPlugin from '../plugins/connections.js'
+import corsPlugin from '../plugins/cors.js'
 import docsPlugin from '../plugins/docs.js'
 import errorsPlugin from '../plugins/errors.js'
 import healthRoutes from '../plugins/health.js'
+import helmetPlugin from '../plugins/helmet.js'
 import plantsRoutes from '../plugins/plants/index.js'
+import rateLimitPlugin from '../plugins/rate-limit.js'
 import schemasPlugin from '../plugins/schemas.js'
 import storePlugin from '../plugins/store.js'
+import underPressurePlugin from '../plugins/under-pressure.js'
 import type { Config } from './config.js'
 import { clientErrorHandler, formatValidationErrors, frameworkErrorHandler } from './errors.js'
 import { int64Format } from './schemas/int64.js'
 import { validatorWithoutBodyCoercion } from './validation.js'
+
+export interface BuildOptions {
+  /** Where the log goes (stdout by default); tests capture it. */
+  logStream?: { write (line: string): void }
+}
 
 /**
  * Builds the whole service from its plugins. Tests build it with `inject`; server.ts listens.
  * A request flows: auth hook → schema validation → handler → store → response serializer;
  * every failure leaves through the errors plugin.
  */
-export async function buildApp (config: Config): Promise<FastifyInstance> {
+export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const { timeouts } = config
   const app = Fastify({
     logger: {
       level: config.logLevel,
       // Lines are written to stdout asynchronously (and flushed at exit): one synchronous write per
       // line took a quarter of a request's CPU time under load (README, "Performance").
-      stream: destination({ dest: 1, sync: false }),
+      stream: options.logStream ?? destination({ dest: 1, sync: false }),
       // Tokens never reach the logs, whatever a serializer or a plugin decides to print.
       redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization'], censor: '[redacted]' }
     },
@@ -41,14 +52,31 @@ export async function buildApp (config: Config): Promise<FastifyInstance> {
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
     // Drained requests are answered by the errors plugin, in the Error shape.
-    return503OnClosing: false
+    return503OnClosing: false,
+    bodyLimit: config.bodyLimit,
+    // A slow client cannot hold a connection: headers, the whole request, an idle socket and an
+    // idle keep-alive each have a deadline (requests per connection: plugins/connections.ts).
+    requestTimeout: timeouts.request,
+    connectionTimeout: timeouts.connection,
+    keepAliveTimeout: timeouts.keepAlive,
+    http: {
+      headersTimeout: timeouts.headers,
+      requestTimeout: timeouts.request,
+      // Node checks those deadlines on this interval (30 s by default): check often enough to honour them.
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(timeouts.headers / 2)))
+    }
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   await app.register(configPlugin, { config })
   await app.register(errorsPlugin)
   await app.register(schemasPlugin)
+  await app.register(connectionsPlugin)
+  await app.register(underPressurePlugin)
+  await app.register(helmetPlugin)
+  await app.register(corsPlugin)
   await app.register(storePlugin)
   await app.register(authPlugin)
+  await app.register(rateLimitPlugin)
   await app.register(docsPlugin)
   await app.register(healthRoutes)
   await app.register(plantsRoutes)

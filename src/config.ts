@@ -17,7 +17,25 @@ export const EnvSchema = Type.Object({
   PG_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
   PG_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000 }),
   SQLITE_SYNCHRONOUS: Type.Unsafe<'full' | 'normal'>({ type: 'string', enum: ['full', 'normal'], default: 'full' }),
-  LOG_LEVEL: Type.Unsafe<LogLevel>({ type: 'string', enum: LOG_LEVELS, default: 'info' })
+  LOG_LEVEL: Type.Unsafe<LogLevel>({ type: 'string', enum: LOG_LEVELS, default: 'info' }),
+  ALLOW_WEAK_TOKENS: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '0' }),
+  // Limits and timeouts (milliseconds); see README "Operating it".
+  BODY_LIMIT: Type.Integer({ minimum: 1, default: 16 * 1024 }),
+  HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 10_000 }),
+  REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 30_000 }),
+  CONNECTION_TIMEOUT_MS: Type.Integer({ minimum: 0, default: 120_000 }),
+  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 72_000 }),
+  MAX_REQUESTS_PER_SOCKET: Type.Integer({ minimum: 0, default: 1000 }),
+  SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 10_000 }),
+  RATE_LIMIT_MAX: Type.Integer({ minimum: 0, default: 1000 }),
+  RATE_LIMIT_WINDOW: Type.Integer({ minimum: 0, default: 60_000 }),
+  REDIS_URL: Type.Optional(Type.String({ minLength: 1 })),
+  REDIS_KEY_PREFIX: Type.String({ default: 'plant-store:' }),
+  MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, default: 1000 }),
+  MAX_EVENT_LOOP_UTILIZATION: Type.Number({ minimum: 0, maximum: 1, default: 0 }),
+  MAX_HEAP_USED_BYTES: Type.Integer({ minimum: 0, default: 0 }),
+  MAX_RSS_BYTES: Type.Integer({ minimum: 0, default: 0 }),
+  CORS_ORIGINS: Type.String({ default: '' })
 })
 
 type Env = Static<typeof EnvSchema>
@@ -37,7 +55,26 @@ export interface Config {
   /** True when no token was configured and one was made up for this run. */
   tokenGenerated: boolean
   logLevel: LogLevel
+  /** Largest request body accepted, in bytes (413 beyond). */
+  bodyLimit: number
+  /** Slow clients: headers must arrive within `headers`, the whole request within `request`. */
+  timeouts: { headers: number, request: number, connection: number, keepAlive: number }
+  /** 0 = unlimited. */
+  maxRequestsPerSocket: number
+  /** How long a shutdown waits for in-flight requests before cutting connections. */
+  shutdownGraceMs: number
+  /** `max` requests per `windowMs` per token (per IP without a valid token); off when either is 0. */
+  rateLimit: { max: number, windowMs: number }
+  /** Shared rate-limit counters across instances, when set. */
+  redis?: { url: string, keyPrefix: string }
+  /** Overload thresholds; 0 turns one off. */
+  pressure: { maxEventLoopDelayMs: number, maxEventLoopUtilization: number, maxHeapUsedBytes: number, maxRssBytes: number }
+  /** Browser origins allowed by CORS; empty = CORS off. `*` allows any origin. */
+  corsOrigins: string[]
 }
+
+/** Bearer tokens shorter than this are guessable in principle; refused unless ALLOW_WEAK_TOKENS=1. */
+export const MIN_TOKEN_LENGTH = 32
 
 /** A configuration value that stops the start; the message names the variable. */
 export class ConfigError extends Error {
@@ -67,6 +104,12 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   const tokens = [...splitTokens(parsed.API_TOKENS, ','), ...readTokensFile(parsed.API_TOKENS_FILE)]
   const tokenGenerated = tokens.length === 0
   if (tokenGenerated) tokens.push(randomBytes(32).toString('base64url'))
+  if (parsed.ALLOW_WEAK_TOKENS !== '1' && tokens.some((token) => token.length < MIN_TOKEN_LENGTH)) {
+    throw new ConfigError(`invalid configuration: every API token needs at least ${MIN_TOKEN_LENGTH} characters (set ALLOW_WEAK_TOKENS=1 for local trials only)`)
+  }
+  if (parsed.HEADERS_TIMEOUT_MS > parsed.REQUEST_TIMEOUT_MS) {
+    throw new ConfigError('invalid configuration: HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS')
+  }
 
   return {
     port: parsed.PORT,
@@ -77,7 +120,25 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     sqliteSynchronous: parsed.SQLITE_SYNCHRONOUS,
     tokens: [...new Set(tokens)],
     tokenGenerated,
-    logLevel: parsed.LOG_LEVEL
+    logLevel: parsed.LOG_LEVEL,
+    bodyLimit: parsed.BODY_LIMIT,
+    timeouts: {
+      headers: parsed.HEADERS_TIMEOUT_MS,
+      request: parsed.REQUEST_TIMEOUT_MS,
+      connection: parsed.CONNECTION_TIMEOUT_MS,
+      keepAlive: parsed.KEEP_ALIVE_TIMEOUT_MS
+    },
+    maxRequestsPerSocket: parsed.MAX_REQUESTS_PER_SOCKET,
+    shutdownGraceMs: parsed.SHUTDOWN_GRACE_MS,
+    rateLimit: { max: parsed.RATE_LIMIT_MAX, windowMs: parsed.RATE_LIMIT_WINDOW },
+    ...(parsed.REDIS_URL !== undefined && { redis: { url: parsed.REDIS_URL, keyPrefix: parsed.REDIS_KEY_PREFIX } }),
+    pressure: {
+      maxEventLoopDelayMs: parsed.MAX_EVENT_LOOP_DELAY_MS,
+      maxEventLoopUtilization: parsed.MAX_EVENT_LOOP_UTILIZATION,
+      maxHeapUsedBytes: parsed.MAX_HEAP_USED_BYTES,
+      maxRssBytes: parsed.MAX_RSS_BYTES
+    },
+    corsOrigins: parsed.CORS_ORIGINS.split(',').map((origin) => origin.trim()).filter((origin) => origin !== '')
   }
 }
 

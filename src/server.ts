@@ -1,8 +1,13 @@
 #!/usr/bin/env node
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
+import { StoreOpenError } from './store/sqlite/sqlite-store.js'
 
-/** Starts plant-store, prints where it listens, and stops it gracefully on SIGINT/SIGTERM. */
+/**
+ * Starts plant-store, prints where it listens, and stops it gracefully on SIGINT/SIGTERM: it stops
+ * accepting connections, lets in-flight requests finish for up to SHUTDOWN_GRACE_MS (then cuts the
+ * connections left), checkpoints and closes the database, and exits 0. A second signal kills it.
+ */
 async function main (): Promise<void> {
   let config
   try {
@@ -13,14 +18,29 @@ async function main (): Promise<void> {
     process.exit(1)
   }
 
-  const app = await buildApp(config)
+  let app
+  try {
+    app = await buildApp(config)
+  } catch (err) {
+    if (!(err instanceof StoreOpenError)) throw err
+    process.stderr.write(`plant-store: cannot use the database ${config.databaseUrl}: ${err.message}; the file was left untouched\n`)
+    process.exit(1)
+  }
   let stopping = false
   const stop = (signal: NodeJS.Signals): void => {
     if (stopping) return
     stopping = true
-    app.log.info({ signal }, 'shutting down: finishing in-flight requests')
+    app.log.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down: finishing in-flight requests')
+    const force = setTimeout(() => {
+      app.log.warn('shutdown grace period over: closing the connections left')
+      app.server.closeAllConnections()
+    }, config.shutdownGraceMs)
     app.close().then(
-      () => process.exit(0),
+      () => {
+        clearTimeout(force)
+        app.log.info('stopped: database checkpointed and closed')
+        process.exit(0)
+      },
       (err: unknown) => {
         app.log.error({ err }, 'shutdown failed')
         process.exit(1)

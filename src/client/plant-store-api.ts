@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * Service health
-         * @description Reports whether the service and its database answer. Needs no token.
+         * @description Reports whether the service and its database answer, and 503 while the service sheds load. Needs no token and is not rate-limited.
          */
         get: operations["getHealth"];
         put?: never;
@@ -278,7 +278,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The database does not answer */
+            /** @description The database does not answer, or the service is overloaded (with Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -287,7 +287,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 503,
-                     *       "message": "The database does not answer"
+                     *       "message": "The database does not answer, or the service is overloaded (with Retry-After)"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];

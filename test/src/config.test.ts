@@ -17,9 +17,10 @@ test('defaults: port 3000 on 127.0.0.1, data/plants.db, full sync, info logs, on
 
 test('values are read from the environment', () => {
   const config = loadConfig({
-    PORT: '8080', HOST: '0.0.0.0', DATABASE_URL: ':memory:', API_TOKENS: ' a-token , b-token ,, ', LOG_LEVEL: 'warn', SQLITE_SYNCHRONOUS: 'normal'
+    PORT: '8080', HOST: '0.0.0.0', DATABASE_URL: ':memory:', API_TOKENS: ' a-token , b-token ,, ', LOG_LEVEL: 'warn', SQLITE_SYNCHRONOUS: 'normal', ALLOW_WEAK_TOKENS: '1'
   })
-  assert.deepEqual(config, {
+  const { port, host, databaseUrl, sqliteSynchronous, tokens, tokenGenerated, logLevel, pgPoolMax, pgConnectTimeoutMs } = config
+  assert.deepEqual({ port, host, databaseUrl, sqliteSynchronous, tokens, tokenGenerated, logLevel, pgPoolMax, pgConnectTimeoutMs }, {
     port: 8080, host: '0.0.0.0', databaseUrl: ':memory:', sqliteSynchronous: 'normal', tokens: ['a-token', 'b-token'], tokenGenerated: false, logLevel: 'warn',
     pgPoolMax: 10, pgConnectTimeoutMs: 5000
   })

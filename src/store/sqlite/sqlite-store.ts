@@ -11,6 +11,7 @@ import {
 import { createGroupCommit } from './group-commit.js'
 import { isoTime } from './iso-time.js'
 import { APPLICATION_ID, migrations } from './migrations.js'
+import { inspectDatabaseFile } from './preflight.js'
 
 interface IdempotencyRow {
   fingerprint: string
@@ -89,6 +90,8 @@ function migrate (db: Database.Database): void {
 
 /** The embedded store: one SQLite file in WAL mode, statements prepared once. */
 export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
+  const problem = inspectDatabaseFile(options.filename)
+  if (problem !== undefined) throw new StoreOpenError(problem)
   const db = openDatabase(options.filename)
   try {
     migrate(db)

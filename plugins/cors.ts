@@ -1,0 +1,21 @@
+import cors from '@fastify/cors'
+import fp from 'fastify-plugin'
+
+/**
+ * CORS (`@fastify/cors`), off unless CORS_ORIGINS lists origins (`*` for any). Preflights are
+ * answered in a root onRequest hook, before any route's auth hook, so they never need a token.
+ * Tokens travel in a header, not a cookie: no credentials mode.
+ */
+export default fp(async function corsPlugin (app) {
+  const origins = app.config.corsOrigins
+  if (origins.length === 0) return
+  await app.register(cors, {
+    origin: origins.includes('*') ? '*' : origins,
+    methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    allowedHeaders: ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'Idempotency-Key'],
+    exposedHeaders: ['ETag', 'Location', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
+    maxAge: 600,
+    // Any OPTIONS gets a 204, not the plugin's plain-text 400 (which is not in the Error shape).
+    strictPreflight: false
+  })
+}, { name: 'cors', dependencies: ['config'] })

@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, statSync, writeFileSync, writeSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import Database from 'better-sqlite3'
+import { APPLICATION_ID, migrations } from '../../src/store/sqlite/migrations.js'
+import { createSqliteStore, StoreOpenError } from '../../src/store/sqlite/sqlite-store.js'
+import { TOKEN } from '../helpers/app.js'
+
+const tempFile = (): string => join(mkdtempSync(join(tmpdir(), 'plant-store-file-')), 'plants.db')
+
+test('a database at schema version 1 is migrated at start-up, its plants kept', async () => {
+  const file = tempFile()
+  const old = new Database(file)
+  old.exec(migrations[0] ?? '')
+  old.pragma(`application_id = ${APPLICATION_ID}`)
+  old.pragma('user_version = 1')
+  old.prepare('INSERT INTO plants (id, name, tag, created_at, updated_at) VALUES (7, \'Fern\', NULL, 0, 0)').run()
+  old.close()
+
+  const store = createSqliteStore({ filename: file })
+  assert.equal((await store.get(7n))?.name, 'Fern')
+  // Version 2's table is there: an idempotent create works.
+  const created = await store.create({ name: 'Ivy' }, { scope: 's', key: 'k', fingerprint: 'f' })
+  assert.equal(created.plant.id, 8n)
+  await store.close()
+  const db = new Database(file, { readonly: true })
+  assert.equal(db.pragma('user_version', { simple: true }), migrations.length)
+  db.close()
+})
+
+/**
+ * Opening must fail with this message and leave the file exactly as it was, with nothing written
+ * beside it (a WAL-mode file may get SQLite's empty -wal/-shm from the read-only look).
+ */
+function assertRefused (file: string, message: RegExp): void {
+  const before = readFileSync(file)
+  assert.throws(() => createSqliteStore({ filename: file }), (err: unknown) => err instanceof StoreOpenError && message.test(err.message))
+  assert.ok(readFileSync(file).equals(before), 'the file was changed')
+  assert.equal(existsSync(`${file}-wal`) ? statSync(`${file}-wal`).size : 0, 0)
+}
+
+test('a SQLite file of another application is refused and left untouched', () => {
+  const file = tempFile()
+  const other = new Database(file)
+  other.exec('CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes VALUES (1, \'hello\')')
+  other.close()
+  assertRefused(file, /^the file is not a plant-store database$/)
+})
+
+test('a file that is not SQLite at all is refused and left untouched', () => {
+  const file = tempFile()
+  writeFileSync(file, 'name,tag\nFern,green\n'.repeat(200))
+  assertRefused(file, /^the file is not a SQLite database$/)
+})
+
+test('a plant-store database from a newer version is refused and left untouched', () => {
+  const file = tempFile()
+  const newer = new Database(file)
+  newer.pragma(`application_id = ${APPLICATION_ID}`)
+  newer.pragma(`user_version = ${migrations.length + 1}`)
+  newer.close()
+  assertRefused(file, /^the database schema \(version 3\) is newer than this plant-store \(2\)$/)
+})
+
+test('a corrupt plant-store database is refused and left untouched', async () => {
+  const file = tempFile()
+  const store = createSqliteStore({ filename: file })
+  for (let i = 0; i < 500; i++) await store.create({ name: `Plant ${i} ${'x'.repeat(40)}` })
+  await store.close()
+  // Garbage over the third page (a b-tree page of the plants table): the header still says SQLite.
+  const fd = openSync(file, 'r+')
+  writeSync(fd, Buffer.alloc(4096, 0x55), 0, 4096, 2 * 4096)
+  closeSync(fd)
+  assertRefused(file, /^the database file is corrupt/)
+})
+
+test('the server refuses a foreign file with a clear message and exit code 1', async () => {
+  const file = tempFile()
+  writeFileSync(file, 'not a database\n'.repeat(100))
+  const before = readFileSync(file)
+  const child = spawn(process.execPath, [fileURLToPath(new URL('../../src/server.js', import.meta.url))], {
+    env: { PATH: process.env.PATH, PORT: '0', DATABASE_URL: file, API_TOKENS: TOKEN },
+    stdio: ['ignore', 'ignore', 'pipe']
+  })
+  let stderr = ''
+  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
+  assert.equal(code, 1)
+  assert.equal(stderr, `plant-store: cannot use the database ${file}: the file is not a SQLite database; the file was left untouched\n`)
+  assert.ok(readFileSync(file).equals(before))
+})
