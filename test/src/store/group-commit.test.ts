@@ -175,7 +175,7 @@ test('once a sync of the WAL fails, nothing more is acknowledged: writes, reads 
   await writes.close()
 })
 
-test('under full, a burst committed while a sync runs gets a sync of its own; answers keep their order', async (t) => {
+test('under full, a burst committed while a sync runs is made durable too; answers keep their order', async (t) => {
   const file = join(mkdtempSync(join(tmpdir(), 'plant-store-group-')), 'plants.db')
   const events: string[] = []
   const store = createSqliteStore({
@@ -193,7 +193,7 @@ test('under full, a burst committed while a sync runs gets a sync of its own; an
   // Both bursts have committed before any sync returned.
   assert.deepEqual(events, ['commit 1', 'commit 1'])
   await Promise.all([first, second])
-  assert.equal(events.filter((event) => event === 'sync').length, 2)
+  // The second burst's sync may return first: it covers the first burst too, which is answered first.
+  assert.ok(events.indexOf('sync') > 1 && events.indexOf('sync') < events.indexOf('first answered'))
   assert.ok(events.indexOf('first answered') < events.indexOf('second answered'))
-  assert.ok(events.indexOf('sync') < events.indexOf('first answered'))
 })
