@@ -1,9 +1,12 @@
-import { createHash, timingSafeEqual } from 'node:crypto'
+import * as crypto from 'node:crypto'
 
-/** A token's SHA-256: what rate-limit keys and idempotency scopes carry instead of the token itself. */
-export function tokenDigest (token: string): Buffer {
-  return createHash('sha256').update(token).digest()
-}
+/**
+ * A token's SHA-256: what rate-limit keys and idempotency scopes carry instead of the token itself.
+ * Computed on every request: the one-shot `crypto.hash` (Node.js ≥ 20.12) costs a third of a Hash object.
+ */
+export const tokenDigest: (token: string) => Buffer = typeof crypto.hash === 'function'
+  ? (token) => Buffer.from(crypto.hash('sha256', token, 'base64'), 'base64')
+  : (token) => crypto.createHash('sha256').update(token).digest()
 
 /**
  * The configured tokens, kept only as digests and matched in constant time: every candidate is
@@ -21,7 +24,7 @@ export class TokenSet {
   match (candidate: string): Buffer | undefined {
     const digest = tokenDigest(candidate)
     let found = 0
-    for (const known of this.#digests) found |= Number(timingSafeEqual(known, digest))
+    for (const known of this.#digests) found |= Number(crypto.timingSafeEqual(known, digest))
     return found === 1 ? digest : undefined
   }
 }
