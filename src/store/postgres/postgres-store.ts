@@ -1,12 +1,11 @@
 import pg from 'pg'
-import type { Plant } from '../../schemas/plant.js'
-import { plantEtag } from '../../etag.js'
 import { DatabaseUnavailableError } from '../../errors.js'
 import {
   IDEMPOTENCY_TTL_MS, IdempotencyKeyReuseError, PlantConflictError, StoreOpenError,
   type CreateResult, type DeleteResult, type IdempotencyKey, type IfMatch, type ListPage, type ListQuery,
   type NewPlant, type PlantChanges, type PlantStore, type WriteResult
 } from '../store.js'
+import { matchesIfMatch, rememberedPlant, toPlant, type IdempotencyRow, type PlantRow } from '../rows.js'
 import { isConnectionError, parsePostgresUrl, type PostgresTarget } from './connection.js'
 import { migrations } from './migrations.js'
 
@@ -21,22 +20,7 @@ export interface PostgresStoreOptions {
   onIdleError?: (err: Error) => void
 }
 
-interface PlantRow {
-  id: bigint
-  name: string
-  tag: string | null
-  created_at: bigint
-  updated_at: bigint
-}
 
-interface IdempotencyRow {
-  fingerprint: string
-  plant_id: bigint
-  name: string
-  tag: string | null
-  created_at: bigint
-  updated_at: bigint
-}
 
 type Client = pg.PoolClient
 /** The pool (each statement on any free connection) or one connection (inside a transaction). */
@@ -92,19 +76,7 @@ async function run<R extends pg.QueryResultRow = pg.QueryResultRow> (db: Queryab
   return await db.query<R>({ name: `plant-store-${statement}`, text: SQL[statement], values })
 }
 
-function toPlant (row: PlantRow): Plant {
-  const plant: Plant = {
-    id: row.id,
-    name: row.name,
-    createdAt: new Date(Number(row.created_at)).toISOString(),
-    updatedAt: new Date(Number(row.updated_at)).toISOString()
-  }
-  if (row.tag !== null) plant.tag = row.tag
-  return plant
-}
 
-const matches = (row: PlantRow, ifMatch: IfMatch | undefined): boolean =>
-  ifMatch === undefined || ifMatch.includes(plantEtag(toPlant(row)))
 
 /** Runs `fn` in a transaction on one pooled connection; a broken connection is dropped, not reused. */
 async function inTransaction<T> (pool: pg.Pool, fn: (client: Client) => Promise<T>): Promise<T> {
@@ -220,7 +192,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     return await inTransaction(pool, async (client) => {
       const { rows: [current] } = await run<PlantRow>(client, 'lockRow', [id])
       if (current === undefined) return { status: 'not-found' }
-      if (!matches(current, ifMatch)) return { status: 'precondition-failed' }
+      if (!matchesIfMatch(current, ifMatch)) return { status: 'precondition-failed' }
       const { rows: [row] } = await run<PlantRow>(client, 'update', values)
       return { status: 'ok', plant: toPlant(row as PlantRow) }
     })
@@ -258,7 +230,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
           const { rows: [earlier] } = await run<IdempotencyRow>(client, 'findKey', [scope, key, now - IDEMPOTENCY_TTL_MS])
           if (earlier !== undefined) {
             if (earlier.fingerprint !== fingerprint) throw new IdempotencyKeyReuseError()
-            return { plant: toPlant({ ...earlier, id: earlier.plant_id }), replayed: true }
+            return { plant: rememberedPlant(earlier), replayed: true }
           }
           await run(client, 'expireKeys', [now - IDEMPOTENCY_TTL_MS])
           const row = await insert(client, plant, now)
@@ -285,7 +257,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
         return await inTransaction(pool, async (client): Promise<DeleteResult> => {
           const { rows: [current] } = await run<PlantRow>(client, 'lockRow', [id])
           if (current === undefined) return 'not-found'
-          if (!matches(current, ifMatch)) return 'precondition-failed'
+          if (!matchesIfMatch(current, ifMatch)) return 'precondition-failed'
           await run(client, 'delete', [id])
           return 'deleted'
         })

@@ -1,34 +1,17 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import type { Plant } from '../../schemas/plant.js'
-import { plantEtag } from '../../etag.js'
 import {
   IDEMPOTENCY_TTL_MS, IdempotencyKeyReuseError, PlantConflictError, StoreOpenError,
   type CreateResult, type DeleteResult, type IdempotencyKey, type IfMatch, type ListPage, type ListQuery,
   type NewPlant, type PlantChanges, type PlantStore, type WriteResult
 } from '../store.js'
+import { matchesIfMatch, rememberedPlant, toPlant, type IdempotencyRow, type PlantRow } from '../rows.js'
 import { createGroupCommit } from './group-commit.js'
-import { isoTime } from './iso-time.js'
 import { APPLICATION_ID, migrations } from './migrations.js'
 import { inspectDatabaseFile } from './preflight.js'
 
-interface IdempotencyRow {
-  fingerprint: string
-  plant_id: bigint
-  name: string
-  tag: string | null
-  created_at: bigint
-  updated_at: bigint
-}
 
-interface PlantRow {
-  id: bigint
-  name: string
-  tag: string | null
-  created_at: bigint
-  updated_at: bigint
-}
 
 export type SqliteSynchronous = 'full' | 'normal'
 
@@ -45,14 +28,6 @@ export interface SqliteStoreOptions {
 
 export { StoreOpenError }
 
-function toPlant (row: PlantRow): Plant {
-  const createdAt = isoTime(Number(row.created_at))
-  // A plant never changed has equal timestamps: format once.
-  const updatedAt = row.updated_at === row.created_at ? createdAt : isoTime(Number(row.updated_at))
-  const plant: Plant = { id: row.id, name: row.name, createdAt, updatedAt }
-  if (row.tag !== null) plant.tag = row.tag
-  return plant
-}
 
 function openDatabase (filename: string): Database.Database {
   if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true })
@@ -120,13 +95,11 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     ping: db.prepare('SELECT 1').pluck()
   }
 
-  const matches = (row: PlantRow, ifMatch: IfMatch | undefined): boolean =>
-    ifMatch === undefined || ifMatch.includes(plantEtag(toPlant(row)))
 
   const write = db.transaction((id: bigint, next: (row: PlantRow) => { name: string, tag: string | null }, ifMatch?: IfMatch): WriteResult => {
     const row = statements.get.get(id)
     if (row === undefined) return { status: 'not-found' }
-    if (!matches(row, ifMatch)) return { status: 'precondition-failed' }
+    if (!matchesIfMatch(row, ifMatch)) return { status: 'precondition-failed' }
     const { name, tag } = next(row)
     return { status: 'ok', plant: toPlant(statements.update.get(name, tag, Date.now(), id) as PlantRow) }
   })
@@ -137,7 +110,7 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
       const earlier = statements.findKey.get(idempotency.scope, idempotency.key, now - IDEMPOTENCY_TTL_MS)
       if (earlier !== undefined) {
         if (earlier.fingerprint !== idempotency.fingerprint) throw new IdempotencyKeyReuseError()
-        return { plant: toPlant({ ...earlier, id: earlier.plant_id }), replayed: true }
+        return { plant: rememberedPlant(earlier), replayed: true }
       }
       statements.expireKeys.run(now - IDEMPOTENCY_TTL_MS)
     }
@@ -161,7 +134,7 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     if (ifMatch !== undefined) {
       const row = statements.get.get(id)
       if (row === undefined) return 'not-found'
-      if (!matches(row, ifMatch)) return 'precondition-failed'
+      if (!matchesIfMatch(row, ifMatch)) return 'precondition-failed'
     }
     return statements.delete.run(id).changes === 1 ? 'deleted' : 'not-found'
   })

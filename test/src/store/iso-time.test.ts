@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { isoTime } from '../../../src/store/sqlite/iso-time.js'
+import { isoTime } from '../../../src/store/iso-time.js'
 
 test('isoTime writes exactly what Date#toISOString writes', () => {
   const edges = [

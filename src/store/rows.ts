@@ -1,0 +1,36 @@
+import type { Plant } from '../schemas/plant.js'
+import { plantEtag } from '../etag.js'
+import { isoTime } from './iso-time.js'
+import type { IfMatch } from './store.js'
+
+/** A plant as both stores keep it: int64 id and millisecond timestamps as bigints. */
+export interface PlantRow {
+  id: bigint
+  name: string
+  tag: string | null
+  created_at: bigint
+  updated_at: bigint
+}
+
+/** An idempotency key with the plant it first answered (a replay returns exactly that). */
+export interface IdempotencyRow extends Omit<PlantRow, 'id'> {
+  fingerprint: string
+  plant_id: bigint
+}
+
+export function toPlant (row: PlantRow): Plant {
+  const createdAt = isoTime(Number(row.created_at))
+  // A plant never changed has equal timestamps: format once.
+  const updatedAt = row.updated_at === row.created_at ? createdAt : isoTime(Number(row.updated_at))
+  const plant: Plant = { id: row.id, name: row.name, createdAt, updatedAt }
+  if (row.tag !== null) plant.tag = row.tag
+  return plant
+}
+
+/** The plant an idempotency key remembers. */
+export const rememberedPlant = ({ plant_id: id, name, tag, created_at, updated_at }: IdempotencyRow): Plant =>
+  toPlant({ id, name, tag, created_at, updated_at })
+
+/** Whether a write's If-Match precondition holds for the row as it is now (checked in the write's transaction). */
+export const matchesIfMatch = (row: PlantRow, ifMatch: IfMatch | undefined): boolean =>
+  ifMatch === undefined || ifMatch.includes(plantEtag(toPlant(row)))
