@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
-import { StoreOpenError } from './store/sqlite/sqlite-store.js'
+import { isPostgresUrl } from './store/postgres/connection.js'
+import { StoreOpenError } from './store/store.js'
 
 /**
  * Starts plant-store, prints where it listens, and stops it gracefully on SIGINT/SIGTERM: it stops
@@ -23,7 +24,11 @@ async function main (): Promise<void> {
     app = await buildApp(config)
   } catch (err) {
     if (!(err instanceof StoreOpenError)) throw err
-    process.stderr.write(`plant-store: cannot use the database ${config.databaseUrl}: ${err.message}; the file was left untouched\n`)
+    // A PostgreSQL URL may carry a password: name the database without it.
+    const where = isPostgresUrl(config.databaseUrl)
+      ? `the PostgreSQL database: ${err.message}; nothing was changed`
+      : `the database ${config.databaseUrl}: ${err.message}; the file was left untouched`
+    process.stderr.write(`plant-store: cannot use ${where}\n`)
     process.exit(1)
   }
   let stopping = false
