@@ -17,6 +17,20 @@ function storeWithCommits (t: { after: (fn: () => Promise<void>) => void }, file
   return { store, commits }
 }
 
+
+/** A store on a fresh file under `full`, recording each commit (with its write count) and each sync. */
+function fullStoreWithEvents (t: { after: (fn: () => Promise<void>) => void }): { store: PlantStore, events: string[] } {
+  const events: string[] = []
+  const store = createSqliteStore({
+    filename: join(mkdtempSync(join(tmpdir(), 'plant-store-group-')), 'plants.db'),
+    synchronous: 'full',
+    onCommit: (writes) => events.push(`commit ${writes}`),
+    onSync: () => events.push('sync')
+  })
+  t.after(() => store.close())
+  return { store, events }
+}
+
 test('writes queued in the same turn commit in one transaction, results in request order', async (t) => {
   const { store, commits } = storeWithCommits(t)
   const created = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((name) => store.create({ name })))
@@ -126,15 +140,7 @@ test('closing the store commits the writes still queued', async () => {
 })
 
 test('under full, writes are answered after one fdatasync of the WAL; reads that saw them wait for it too', async (t) => {
-  const file = join(mkdtempSync(join(tmpdir(), 'plant-store-group-')), 'plants.db')
-  const events: string[] = []
-  const store = createSqliteStore({
-    filename: file,
-    synchronous: 'full',
-    onCommit: (writes) => events.push(`commit ${writes}`),
-    onSync: () => events.push('sync')
-  })
-  t.after(() => store.close())
+  const { store, events } = fullStoreWithEvents(t)
 
   const writes = Promise.all([store.create({ name: 'a' }), store.create({ name: 'b' })])
     .then((created) => { events.push('writes answered'); return created })
@@ -176,15 +182,7 @@ test('once a sync of the WAL fails, nothing more is acknowledged: writes, reads 
 })
 
 test('under full, a burst committed while a sync runs is made durable too; answers keep their order', async (t) => {
-  const file = join(mkdtempSync(join(tmpdir(), 'plant-store-group-')), 'plants.db')
-  const events: string[] = []
-  const store = createSqliteStore({
-    filename: file,
-    synchronous: 'full',
-    onCommit: (writes) => events.push(`commit ${writes}`),
-    onSync: () => events.push('sync')
-  })
-  t.after(() => store.close())
+  const { store, events } = fullStoreWithEvents(t)
 
   const first = store.create({ name: 'first' }).then(() => events.push('first answered'))
   await new Promise((resolve) => setImmediate(resolve))
