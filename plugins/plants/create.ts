@@ -1,12 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { IdempotencyKeyReusedError, PlantIdTakenError } from '../../src/errors.js'
 import { idempotencyKey } from '../../src/idempotency.js'
-import { errorResponses } from '../../src/schemas/error.js'
 import { etagHeader, IdempotencyKeyHeaderSchema, locationHeader, replayedHeader } from '../../src/schemas/headers.js'
 import { NewPlantSchema, PlantSchema } from '../../src/schemas/plant.js'
 import { ref } from '../../src/schemas/ref.js'
 import { IdempotencyKeyReuseError, PlantConflictError, type CreateResult, type NewPlant } from '../../src/store/store.js'
-import { withEtag } from './shared.js'
+import { plantsErrorResponses, SHARED_ERRORS, withEtag } from './shared.js'
 
 /** `POST /plants`: creates a plant, with the id the client chose or the next one. */
 const createPlantRoute: FastifyPluginAsyncTypebox = async (app) => {
@@ -22,11 +21,10 @@ const createPlantRoute: FastifyPluginAsyncTypebox = async (app) => {
       body: ref(NewPlantSchema),
       response: {
         201: ref(PlantSchema, { description: 'The plant was created', headers: { ...locationHeader, ...etagHeader, ...replayedHeader } }),
-        ...errorResponses({
+        ...plantsErrorResponses({
           400: 'The body is not a valid NewPlant (the message names the field), or the Idempotency-Key is malformed',
-          401: 'Missing or invalid bearer token',
           409: 'A plant already has this id',
-          413: 'The body is too large',
+          413: SHARED_ERRORS.tooLarge,
           415: 'The body is not JSON',
           422: 'This Idempotency-Key was already used with a different body'
         })

@@ -2,9 +2,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { PlantNotFoundError, PreconditionFailedError } from '../../src/errors.js'
 import { ifMatchForStore, parseEntityTags } from '../../src/preconditions.js'
-import { errorResponses } from '../../src/schemas/error.js'
 import { IfMatchHeaderSchema } from '../../src/schemas/headers.js'
 import { PlantParamsSchema } from '../../src/schemas/plant.js'
+import { plantsErrorResponses, SHARED_ERRORS } from './shared.js'
 
 /** `DELETE /plants/{id}`: 204 with an empty body. */
 const deletePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
@@ -19,11 +19,10 @@ const deletePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
       headers: IfMatchHeaderSchema,
       response: {
         204: Type.Null({ description: 'The plant was deleted' }),
-        ...errorResponses({
+        ...plantsErrorResponses({
           400: 'The id is not a signed 64-bit integer, or If-Match is malformed',
-          401: 'Missing or invalid bearer token',
-          404: 'No plant has this id',
-          412: 'If-Match does not match the plant\'s current ETag (or the plant is gone)'
+          404: SHARED_ERRORS.notFound,
+          412: SHARED_ERRORS.stale
         })
       }
     }

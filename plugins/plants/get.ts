@@ -3,10 +3,9 @@ import { Type } from '@sinclair/typebox'
 import { plantEtag } from '../../src/etag.js'
 import { PlantNotFoundError } from '../../src/errors.js'
 import { noneMatchFails, parseEntityTags } from '../../src/preconditions.js'
-import { errorResponses } from '../../src/schemas/error.js'
 import { etagHeader, IfNoneMatchHeaderSchema } from '../../src/schemas/headers.js'
 import { PlantParamsSchema } from '../../src/schemas/plant.js'
-import { plantResponse } from './shared.js'
+import { plantResponse, plantsErrorResponses, SHARED_ERRORS } from './shared.js'
 
 /** `GET /plants/{id}`: one plant with its ETag; 304 when the client's copy is current. */
 const getPlantRoute: FastifyPluginAsyncTypebox = async (app) => {
@@ -23,10 +22,9 @@ const getPlantRoute: FastifyPluginAsyncTypebox = async (app) => {
         200: plantResponse('The plant'),
         // No body at all (not even `null`), so the reply sends no Content-Type either.
         304: Type.Unsafe<undefined>({ type: 'null', description: 'Not modified: the copy named by If-None-Match is current', headers: etagHeader }),
-        ...errorResponses({
+        ...plantsErrorResponses({
           400: 'The id is not a signed 64-bit integer, or If-None-Match is malformed',
-          401: 'Missing or invalid bearer token',
-          404: 'No plant has this id'
+          404: SHARED_ERRORS.notFound
         })
       }
     }

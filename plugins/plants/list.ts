@@ -2,9 +2,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { InvalidQueryError } from '../../src/errors.js'
 import { linkHeader } from '../../src/schemas/headers.js'
 import { isCanonicalInteger } from '../../src/schemas/int64.js'
-import { errorResponses } from '../../src/schemas/error.js'
 import { LIST_LIMIT_DEFAULT, PlantListQuerySchema, PlantListSchema } from '../../src/schemas/plant.js'
 import { ref } from '../../src/schemas/ref.js'
+import { plantsErrorResponses } from './shared.js'
 
 /** The URL of the page after `lastId`, with the same limit and filter. */
 function nextPageUrl (limit: number, tag: string | undefined, lastId: bigint): string {
@@ -25,9 +25,8 @@ const listPlantsRoute: FastifyPluginAsyncTypebox = async (app) => {
       querystring: PlantListQuerySchema,
       response: {
         200: ref(PlantListSchema, { description: 'A page of plants, ordered by id', headers: linkHeader }),
-        ...errorResponses({
-          400: 'A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64, tag empty or too long)',
-          401: 'Missing or invalid bearer token'
+        ...plantsErrorResponses({
+          400: 'A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64, tag empty or too long)'
         })
       }
     },

@@ -1,10 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ifMatchForStore, parseEntityTags } from '../../src/preconditions.js'
-import { errorResponses } from '../../src/schemas/error.js'
 import { IfMatchHeaderSchema } from '../../src/schemas/headers.js'
 import { PlantParamsSchema, PlantUpdateSchema } from '../../src/schemas/plant.js'
 import { ref } from '../../src/schemas/ref.js'
-import { plantResponse, withEtag, writtenPlant } from './shared.js'
+import { plantResponse, plantsErrorResponses, SHARED_ERRORS, withEtag, writtenPlant } from './shared.js'
 
 /** `PUT /plants/{id}`: replaces a plant's name and tag. */
 const replacePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
@@ -20,12 +19,11 @@ const replacePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
       body: ref(PlantUpdateSchema),
       response: {
         200: plantResponse('The plant as replaced'),
-        ...errorResponses({
+        ...plantsErrorResponses({
           400: 'The id is not a signed 64-bit integer, the body is not a valid PlantUpdate (the message names the field), or If-Match is malformed',
-          401: 'Missing or invalid bearer token',
-          404: 'No plant has this id',
-          412: 'If-Match does not match the plant\'s current ETag (or the plant is gone)',
-          413: 'The body is too large',
+          404: SHARED_ERRORS.notFound,
+          412: SHARED_ERRORS.stale,
+          413: SHARED_ERRORS.tooLarge,
           415: 'The body is not JSON'
         })
       }

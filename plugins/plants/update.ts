@@ -1,11 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ifMatchForStore, parseEntityTags } from '../../src/preconditions.js'
-import { errorResponses } from '../../src/schemas/error.js'
 import { IfMatchHeaderSchema } from '../../src/schemas/headers.js'
 import { PlantParamsSchema, PlantPatchSchema } from '../../src/schemas/plant.js'
 import { ref } from '../../src/schemas/ref.js'
 import type { PlantChanges } from '../../src/store/store.js'
-import { plantResponse, withEtag, writtenPlant } from './shared.js'
+import { plantResponse, plantsErrorResponses, SHARED_ERRORS, withEtag, writtenPlant } from './shared.js'
 
 export const MERGE_PATCH = 'application/merge-patch+json'
 
@@ -28,12 +27,11 @@ const updatePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
       body: ref(PlantPatchSchema),
       response: {
         200: plantResponse('The plant as updated'),
-        ...errorResponses({
+        ...plantsErrorResponses({
           400: 'The id is not a signed 64-bit integer, the body is not a valid PlantPatch (the message names the field), or If-Match is malformed',
-          401: 'Missing or invalid bearer token',
-          404: 'No plant has this id',
-          412: 'If-Match does not match the plant\'s current ETag (or the plant is gone)',
-          413: 'The body is too large',
+          404: SHARED_ERRORS.notFound,
+          412: SHARED_ERRORS.stale,
+          413: SHARED_ERRORS.tooLarge,
           415: 'The body is neither a merge patch nor JSON'
         })
       }
