@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util'
 import { randomBytes } from 'node:crypto'
 import autocannon from 'autocannon'
 import { buildApp } from '../src/app.js'
-import { loadConfig, type LogLevel } from '../src/config.js'
+import { loadConfig, type LogLevel } from '../src/load-config.js'
 import type { PlantStore } from '../src/store/store.js'
 
 type Sync = 'normal' | 'full'

@@ -6,7 +6,7 @@
  *   PLANT_STORE_URL=http://127.0.0.1:3000 PLANT_STORE_TOKEN=<token> node dist/examples/plants-client.js
  */
 import createClient from 'openapi-fetch'
-import type { components, paths } from '../src/client/plant-store-api.js'
+import type { components, paths } from '../client/plant-store-api.js'
 
 type Plant = components['schemas']['Plant']
 type ErrorBody = components['schemas']['Error']

@@ -1,5 +1,5 @@
 import { buildApp } from '../src/app.js'
-import { loadConfig } from '../src/config.js'
+import { loadConfig } from '../src/load-config.js'
 
 /**
  * The OpenAPI document exactly as the service serves it at `GET /openapi.json`, read through

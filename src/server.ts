@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { buildApp } from './app.js'
-import { ConfigError, loadConfig } from './config.js'
+import { ConfigError, loadConfig } from './load-config.js'
 import { isPostgresUrl } from './store/postgres/connection.js'
 import { StoreOpenError } from './store/store.js'
 

@@ -7,5 +7,5 @@ import { servedOpenApiDocument } from '../../scripts/openapi-document.js'
 test('the committed client types are what openapi-typescript makes of the served document (else: npm run gen:client)', async () => {
   const fresh = await generateClientTypes(await servedOpenApiDocument())
   const committed = readFileSync(CLIENT_TYPES_FILE, 'utf8')
-  assert.ok(committed === fresh, 'src/client/plant-store-api.ts is stale: run `npm run gen:client` and commit it')
+  assert.ok(committed === fresh, 'client/plant-store-api.ts is stale: run `npm run gen:client` and commit it')
 })

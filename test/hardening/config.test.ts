@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { ConfigError, loadConfig } from '../../src/config.js'
+import { ConfigError, loadConfig } from '../../src/load-config.js'
 
 test('hardening settings: defaults', () => {
   const config = loadConfig({})

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { Writable } from 'node:stream'
 import { test } from 'node:test'
 import { buildApp } from '../../src/app.js'
-import { ConfigError, loadConfig } from '../../src/config.js'
+import { ConfigError, loadConfig } from '../../src/load-config.js'
 import { bearerToken, TokenSet } from '../../src/tokens.js'
 import { AUTH, TOKEN } from '../helpers/app.js'
 

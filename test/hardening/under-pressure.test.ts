@@ -3,7 +3,7 @@ import { Writable } from 'node:stream'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { buildApp } from '../../src/app.js'
-import { loadConfig } from '../../src/config.js'
+import { loadConfig } from '../../src/load-config.js'
 import { AUTH, buildTestApp, TOKEN } from '../helpers/app.js'
 
 test('under memory pressure every request, /health included, gets 503 in the Error shape with Retry-After', async (t) => {

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
-import { loadConfig } from '../../src/config.js'
+import { loadConfig } from '../../src/load-config.js'
 import { scratchDatabaseUrl } from './postgres.js'
 
 export const TOKEN = 'test-token-0123456789abcdef0123456789'

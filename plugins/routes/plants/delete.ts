@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { PlantNotFoundError, PreconditionFailedError } from '../../src/errors.js'
-import { ifMatchForStore, parseEntityTags } from '../../src/preconditions.js'
-import { IfMatchHeaderSchema } from '../../src/schemas/headers.js'
-import { PlantParamsSchema } from '../../src/schemas/plant.js'
+import { PlantNotFoundError, PreconditionFailedError } from '../../../src/errors.js'
+import { ifMatchForStore, parseEntityTags } from '../../../src/preconditions.js'
+import { IfMatchHeaderSchema } from '../../../src/schemas/headers.js'
+import { PlantParamsSchema } from '../../../src/schemas/plant.js'
 import { plantsErrorResponses, SHARED_ERRORS } from './shared.js'
 
 /** `DELETE /plants/{id}`: 204 with an empty body. */

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { InvalidQueryError } from '../../src/errors.js'
-import { linkHeader } from '../../src/schemas/headers.js'
-import { isCanonicalInteger } from '../../src/schemas/int64.js'
-import { LIST_LIMIT_DEFAULT, PlantListQuerySchema, PlantListSchema } from '../../src/schemas/plant.js'
-import { ref } from '../../src/schemas/ref.js'
+import { InvalidQueryError } from '../../../src/errors.js'
+import { linkHeader } from '../../../src/schemas/headers.js'
+import { isCanonicalInteger } from '../../../src/schemas/int64.js'
+import { LIST_LIMIT_DEFAULT, PlantListQuerySchema, PlantListSchema } from '../../../src/schemas/plant.js'
+import { ref } from '../../../src/schemas/ref.js'
 import { plantsErrorResponses } from './shared.js'
 
 /** The URL of the page after `lastId`, with the same limit and filter. */

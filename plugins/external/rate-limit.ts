@@ -3,7 +3,7 @@ import createError from '@fastify/error'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
-import { bearerToken } from '../src/tokens.js'
+import { bearerToken } from '../../src/tokens.js'
 
 const RateLimitedError = createError<[string]>('RATE_LIMITED', 'Rate limit exceeded, retry in %s', 429)
 

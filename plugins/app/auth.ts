@@ -1,7 +1,7 @@
 import bearerAuth from '@fastify/bearer-auth'
 import type { onRequestHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
-import { TokenSet } from '../src/tokens.js'
+import { TokenSet } from '../../src/tokens.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

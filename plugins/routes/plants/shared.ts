@@ -1,11 +1,11 @@
 import type { FastifyReply } from 'fastify'
-import { plantEtag } from '../../src/etag.js'
-import { PlantNotFoundError, PreconditionFailedError } from '../../src/errors.js'
-import { errorResponses } from '../../src/schemas/error.js'
-import { etagHeader } from '../../src/schemas/headers.js'
-import { PlantSchema, type Plant } from '../../src/schemas/plant.js'
-import { ref } from '../../src/schemas/ref.js'
-import type { WriteResult } from '../../src/store/store.js'
+import { plantEtag } from '../../../src/etag.js'
+import { PlantNotFoundError, PreconditionFailedError } from '../../../src/errors.js'
+import { errorResponses } from '../../../src/schemas/error.js'
+import { etagHeader } from '../../../src/schemas/headers.js'
+import { PlantSchema, type Plant } from '../../../src/schemas/plant.js'
+import { ref } from '../../../src/schemas/ref.js'
+import type { WriteResult } from '../../../src/store/store.js'
 
 /** Error answers several plants routes share, described once. */
 export const SHARED_ERRORS = {

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { ifMatchForStore, parseEntityTags } from '../../src/preconditions.js'
-import { IfMatchHeaderSchema } from '../../src/schemas/headers.js'
-import { PlantParamsSchema, PlantUpdateSchema } from '../../src/schemas/plant.js'
-import { ref } from '../../src/schemas/ref.js'
+import { ifMatchForStore, parseEntityTags } from '../../../src/preconditions.js'
+import { IfMatchHeaderSchema } from '../../../src/schemas/headers.js'
+import { PlantParamsSchema, PlantUpdateSchema } from '../../../src/schemas/plant.js'
+import { ref } from '../../../src/schemas/ref.js'
 import { plantResponse, plantsErrorResponses, SHARED_ERRORS, withEtag, writtenPlant } from './shared.js'
 
 /** `PUT /plants/{id}`: replaces a plant's name and tag. */

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { IdempotencyKeyReusedError, PlantIdTakenError } from '../../src/errors.js'
-import { idempotencyKey } from '../../src/idempotency.js'
-import { etagHeader, IdempotencyKeyHeaderSchema, locationHeader, replayedHeader } from '../../src/schemas/headers.js'
-import { NewPlantSchema, PlantSchema } from '../../src/schemas/plant.js'
-import { ref } from '../../src/schemas/ref.js'
-import { IdempotencyKeyReuseError, PlantConflictError, type CreateResult, type NewPlant } from '../../src/store/store.js'
+import { IdempotencyKeyReusedError, PlantIdTakenError } from '../../../src/errors.js'
+import { idempotencyKey } from '../../../src/idempotency.js'
+import { etagHeader, IdempotencyKeyHeaderSchema, locationHeader, replayedHeader } from '../../../src/schemas/headers.js'
+import { NewPlantSchema, PlantSchema } from '../../../src/schemas/plant.js'
+import { ref } from '../../../src/schemas/ref.js'
+import { IdempotencyKeyReuseError, PlantConflictError, type CreateResult, type NewPlant } from '../../../src/store/store.js'
 import { plantsErrorResponses, SHARED_ERRORS, withEtag } from './shared.js'
 
 /** `POST /plants`: creates a plant, with the id the client chose or the next one. */

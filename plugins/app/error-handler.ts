@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { errorBody, ShuttingDownError, toErrorBody } from '../src/errors.js'
+import { errorBody, ShuttingDownError, toErrorBody } from '../../src/errors.js'
 
 /** Error codes of deliberate load shedding (errors.ts, under-pressure.ts, connections.ts). */
 const SHEDDING = new Set(['SHUTTING_DOWN', 'OVERLOADED', 'CONNECTION_SPENT'])

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { plantEtag } from '../../src/etag.js'
-import { PlantNotFoundError } from '../../src/errors.js'
-import { noneMatchFails, parseEntityTags } from '../../src/preconditions.js'
-import { etagHeader, IfNoneMatchHeaderSchema } from '../../src/schemas/headers.js'
-import { PlantParamsSchema } from '../../src/schemas/plant.js'
+import { plantEtag } from '../../../src/etag.js'
+import { PlantNotFoundError } from '../../../src/errors.js'
+import { noneMatchFails, parseEntityTags } from '../../../src/preconditions.js'
+import { etagHeader, IfNoneMatchHeaderSchema } from '../../../src/schemas/headers.js'
+import { PlantParamsSchema } from '../../../src/schemas/plant.js'
 import { plantResponse, plantsErrorResponses, SHARED_ERRORS } from './shared.js'
 
 /** `GET /plants/{id}`: one plant with its ETag; 304 when the client's copy is current. */

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
-import { isPostgresUrl } from '../src/store/postgres/connection.js'
-import { createSqliteStore } from '../src/store/sqlite/sqlite-store.js'
-import type { PlantStore } from '../src/store/store.js'
+import { isPostgresUrl } from '../../src/store/postgres/connection.js'
+import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
+import type { PlantStore } from '../../src/store/store.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -17,7 +17,7 @@ export default fp(async function storePlugin (app) {
   const { config } = app
   const store = isPostgresUrl(config.databaseUrl)
     // Loaded only when used: the driver costs a SQLite-only process ~6 MB of memory for nothing.
-    ? await (await import('../src/store/postgres/postgres-store.js')).createPostgresStore({
+    ? await (await import('../../src/store/postgres/postgres-store.js')).createPostgresStore({
       url: config.databaseUrl,
       poolMax: config.pgPoolMax,
       connectTimeoutMs: config.pgConnectTimeoutMs,

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
-import { ErrorSchema } from '../src/schemas/error.js'
-import { NewPlantSchema, PlantListSchema, PlantPatchSchema, PlantSchema, PlantUpdateSchema } from '../src/schemas/plant.js'
+import { ErrorSchema } from '../../src/schemas/error.js'
+import { NewPlantSchema, PlantListSchema, PlantPatchSchema, PlantSchema, PlantUpdateSchema } from '../../src/schemas/plant.js'
 
 /**
  * Registers the shared schemas at the root, so routes `$ref` them, the serializer compiles them
