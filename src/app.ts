@@ -6,18 +6,15 @@ import configPlugin from '../plugins/app/config.js'
 import connectionsPlugin from '../plugins/app/connections.js'
 import corsPlugin from '../plugins/external/cors.js'
 import docsPlugin from '../plugins/external/docs.js'
-import errorsPlugin from '../plugins/app/error-handler.js'
+import errorsPlugin, { clientErrorHandler, formatValidationErrors, frameworkErrorHandler } from '../plugins/app/error-handler.js'
 import healthRoutes from '../plugins/routes/health.js'
 import helmetPlugin from '../plugins/external/helmet.js'
 import plantsRoutes from '../plugins/routes/plants/index.js'
 import rateLimitPlugin from '../plugins/external/rate-limit.js'
-import schemasPlugin from '../plugins/app/schemas.js'
+import schemasPlugin, { ajvOptions, validatorWithoutBodyCoercion } from '../plugins/app/schemas.js'
 import storePlugin from '../plugins/app/store.js'
 import underPressurePlugin from '../plugins/external/under-pressure.js'
 import type { Config } from './load-config.js'
-import { clientErrorHandler, formatValidationErrors, frameworkErrorHandler } from './errors.js'
-import { int64Format } from './schemas/int64.js'
-import { validatorWithoutBodyCoercion } from './validation.js'
 
 export interface BuildOptions {
   /** Where the log goes (stdout by default); tests capture it. */
@@ -40,13 +37,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       // Tokens never reach the logs, whatever a serializer or a plugin decides to print.
       redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization'], censor: '[redacted]' }
     },
-    ajv: {
-      // An unknown field is a 400 that names it, not silently dropped.
-      customOptions: { removeAdditional: false },
-      // After ajv-formats, whose own `int64` only checks numbers: ours reads canonical int64 strings.
-      onCreate: (ajv) => { ajv.addFormat('int64', int64Format) }
-    },
-    // JSON bodies are validated as sent, without type coercion (see validation.ts).
+    ajv: ajvOptions,
+    // JSON bodies are validated as sent, without type coercion (see plugins/app/schemas.ts).
     schemaController: { compilersFactory: { buildValidator: validatorWithoutBodyCoercion() } },
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors: frameworkErrorHandler,

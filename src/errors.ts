@@ -1,70 +1,77 @@
-import type { Socket } from 'node:net'
-import { STATUS_CODES } from 'node:http'
-import createError from '@fastify/error'
-import type { FastifyError, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
-import type { ErrorBody } from './schemas/error.js'
-import { patternMessages } from './schemas/pattern-messages.js'
-
-/** The Error body for a status: `error` is the status code itself. */
-export function errorBody (status: number, message: string): ErrorBody {
-  return { error: status, message }
-}
-
-export const PlantNotFoundError = createError<[string]>('PLANT_NOT_FOUND', 'Plant %s not found', 404)
-export const ShuttingDownError = createError('SHUTTING_DOWN', 'The service is shutting down, retry on another instance', 503)
-export const DatabaseUnavailableError = createError('DATABASE_UNAVAILABLE', 'The database is unavailable, retry shortly', 503)
-
 /**
- * Turns an error from any source into the status and message a client may see. Anything that is
- * not a deliberate 4xx/503 becomes a generic 500: no stack, SQL text or file path leaves the service.
+ * Every error class of plant-store, in one place. None of them knows HTTP: a failure carries a
+ * `code`, and plugins/app/error-handler.ts alone decides which status (and, where the cause must
+ * stay private, which message) a client sees for it.
  */
-export function toErrorBody (error: unknown): ErrorBody {
-  const { statusCode: status, message } = (error ?? {}) as Partial<FastifyError>
-  if (typeof status === 'number' && typeof message === 'string' && ((status >= 400 && status < 500) || status === 503)) {
-    return errorBody(status, message)
+
+/** Why a request could not be served, as the core and the stores say it. */
+export const ERROR_CODES = [
+  /** The addressed resource does not exist. */
+  'not-found',
+  /** The client chose an id that is taken. */
+  'conflict',
+  /** An If-Match condition does not hold for the resource as it is now. */
+  'precondition-failed',
+  /** An Idempotency-Key came back with a different request. */
+  'idempotency-key-reused',
+  /** The database cannot be reached or used right now; retrying later may work. */
+  'unavailable',
+  /** A request header the schema alone cannot judge is malformed. */
+  'invalid-header',
+  /** A query value the schema alone cannot judge is malformed. */
+  'invalid-query',
+  /** The service is draining before it stops. */
+  'shutting-down',
+  /** The service sheds load (event-loop delay or memory past its threshold). */
+  'overloaded',
+  /** The keep-alive connection has served its requests. */
+  'connection-spent',
+  /** The caller sent more requests than its rate limit allows. */
+  'rate-limited'
+] as const
+export type ErrorCode = (typeof ERROR_CODES)[number]
+
+/** Codes of deliberate load shedding: expected in floods exactly when the service is busiest. */
+export const LOAD_SHEDDING_CODES: ReadonlySet<ErrorCode> = new Set(['shutting-down', 'overloaded', 'connection-spent'])
+
+/** A failure with a code; `message` is written for the client (the error handler may replace it). */
+export class ServiceError extends Error {
+  override name = 'ServiceError'
+  constructor (readonly code: ErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options)
   }
-  return errorBody(500, 'Internal Server Error')
 }
 
-/** Validation messages that name the offending field, e.g. `body has unknown property 'colour'`. */
-export function formatValidationErrors (errors: FastifySchemaValidationError[], dataVar: string): Error {
-  const messages = errors.map((error) => {
-    const where = `${dataVar}${error.instancePath}`
-    const params = error.params as Record<string, unknown>
-    if (error.keyword === 'additionalProperties') return `${where} has unknown property '${String(params.additionalProperty)}'`
-    if (error.keyword === 'required') return `${where} must have property '${String(params.missingProperty)}'`
-    const patternMessage = error.keyword === 'pattern' ? patternMessages.get(String(params.pattern)) : undefined
-    if (patternMessage !== undefined) return `${where} ${patternMessage}`
-    return `${where} ${error.message ?? 'is invalid'}`
-  })
-  return new Error(messages.join(', '))
-}
+export const plantNotFound = (id: bigint): ServiceError => new ServiceError('not-found', `Plant ${id} not found`)
+export const plantIdTaken = (id: bigint): ServiceError => new ServiceError('conflict', `Plant ${id} already exists`)
+export const plantPreconditionFailed = (id: bigint): ServiceError =>
+  new ServiceError('precondition-failed', `Plant ${id} does not match If-Match: it has changed or is gone; GET it again`)
+export const idempotencyKeyReused = (): ServiceError =>
+  new ServiceError('idempotency-key-reused', 'This Idempotency-Key was already used with a different request body')
+/** The cause (a driver error) is kept for the log; the client sees only that the database is unavailable. */
+export const databaseUnavailable = (cause: unknown): ServiceError =>
+  new ServiceError('unavailable', 'The database is unavailable, retry shortly', { cause })
+export const invalidHeader = (message: string): ServiceError => new ServiceError('invalid-header', message)
+export const invalidQuery = (message: string): ServiceError => new ServiceError('invalid-query', message)
+export const shuttingDown = (): ServiceError =>
+  new ServiceError('shutting-down', 'The service is shutting down, retry on another instance')
+export const connectionSpent = (): ServiceError =>
+  new ServiceError('connection-spent', 'This connection has served its requests, retry on a new one')
+export const rateLimited = (after: string): ServiceError => new ServiceError('rate-limited', `Rate limit exceeded, retry in ${after}`)
 
-/** For errors Fastify raises before routing (a malformed URL, for one): same shape as the rest. */
-export function frameworkErrorHandler (error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
-  const body = toErrorBody(error)
-  void reply.code(body.error).type('application/json; charset=utf-8').send(body)
-}
-
-/** For requests so malformed that the HTTP parser rejects them: answer in the Error shape, then hang up. */
-export function clientErrorHandler (error: NodeJS.ErrnoException, socket: Socket): void {
-  if (error.code === 'ECONNRESET' || !socket.writable) {
-    socket.destroy()
-    return
+/** @fastify/under-pressure constructs its error itself, without arguments: a class of its own. */
+export class OverloadedError extends ServiceError {
+  constructor () {
+    super('overloaded', 'The service is overloaded, retry later')
   }
-  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
-  const body = JSON.stringify(errorBody(status, STATUS_CODES[status] ?? 'Bad Request'))
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
-  )
 }
 
-export const PlantIdTakenError = createError<[string]>('PLANT_ID_TAKEN', 'Plant %s already exists', 409)
-export const PreconditionFailedError = createError<[string]>(
-  'PRECONDITION_FAILED', 'Plant %s does not match If-Match: it has changed or is gone; GET it again', 412)
-export const IdempotencyKeyReusedError = createError(
-  'IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used with a different request body', 422)
-/** A request header or query value that the schema alone cannot judge. */
-export const InvalidHeaderError = createError<[string]>('INVALID_HEADER', '%s', 400)
-export const InvalidQueryError = createError<[string]>('INVALID_QUERY', '%s', 400)
+/** A configuration value that stops the start; the message names the variable. */
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+/** Raised at start-up when the database is not a plant-store database, or is newer than this code. */
+export class StoreOpenError extends Error {
+  override name = 'StoreOpenError'
+}

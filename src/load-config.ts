@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { Type, type Static } from '@sinclair/typebox'
 import envSchema from 'env-schema'
+import { ConfigError } from './errors.js'
 import { isPostgresUrl, parsePostgresUrl } from './store/postgres/connection.js'
+import { SQLITE_SYNCHRONOUS, type SqliteSynchronous } from './store/sqlite/sqlite-store.js'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
@@ -16,7 +18,7 @@ export const EnvSchema = Type.Object({
   API_TOKENS_FILE: Type.Optional(Type.String({ minLength: 1 })),
   PG_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
   PG_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000 }),
-  SQLITE_SYNCHRONOUS: Type.Unsafe<'full' | 'normal'>({ type: 'string', enum: ['full', 'normal'], default: 'full' }),
+  SQLITE_SYNCHRONOUS: Type.Unsafe<SqliteSynchronous>({ type: 'string', enum: SQLITE_SYNCHRONOUS, default: 'full' }),
   LOG_LEVEL: Type.Unsafe<LogLevel>({ type: 'string', enum: LOG_LEVELS, default: 'info' }),
   ALLOW_WEAK_TOKENS: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '0' }),
   // Limits and timeouts (milliseconds); see README "Operating it".
@@ -50,7 +52,7 @@ export interface Config {
   /** PostgreSQL: how long a request waits for a connection before it is answered 503. */
   pgConnectTimeoutMs: number
   /** SQLite durability: `full` survives a power loss, `normal` a process crash. */
-  sqliteSynchronous: 'full' | 'normal'
+  sqliteSynchronous: SqliteSynchronous
   tokens: string[]
   /** True when no token was configured and one was made up for this run. */
   tokenGenerated: boolean
@@ -75,11 +77,6 @@ export interface Config {
 
 /** Bearer tokens shorter than this are guessable in principle; refused unless ALLOW_WEAK_TOKENS=1. */
 export const MIN_TOKEN_LENGTH = 32
-
-/** A configuration value that stops the start; the message names the variable. */
-export class ConfigError extends Error {
-  override name = 'ConfigError'
-}
 
 /**
  * Reads and validates the configuration from an environment (process.env by default).

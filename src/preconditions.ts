@@ -1,4 +1,4 @@
-import { InvalidHeaderError } from './errors.js'
+import { invalidHeader } from './errors.js'
 import type { IfMatch } from './store/store.js'
 
 /** A parsed If-Match / If-None-Match value: `*`, or a list of entity tags (RFC 9110 §8.8.3). */
@@ -25,10 +25,10 @@ export function parseEntityTags (name: string, value: string | undefined): Entit
   while (ELEMENT.lastIndex < value.length) {
     const start = ELEMENT.lastIndex
     const match = ELEMENT.exec(value)
-    if (match === null || ELEMENT.lastIndex === start) throw new InvalidHeaderError(`${name} must be * or a list of quoted entity tags`)
+    if (match === null || ELEMENT.lastIndex === start) throw invalidHeader(`${name} must be * or a list of quoted entity tags`)
     if (match[2] !== undefined) tags.push({ weak: match[1] !== undefined, opaque: match[2] })
   }
-  if (tags.length === 0) throw new InvalidHeaderError(`${name} must be * or a list of quoted entity tags`)
+  if (tags.length === 0) throw invalidHeader(`${name} must be * or a list of quoted entity tags`)
   return { any: false, tags }
 }
 
@@ -40,9 +40,10 @@ export function noneMatchFails (condition: EntityTagCondition | undefined, curre
 
 /**
  * If-Match uses the strong comparison: a weak tag never matches, so only strong tags go to the store,
- * which checks them inside the write. `*` means "any current plant": no list, but a missing plant still fails.
+ * which checks them inside the write. `*` means "any current plant": a missing plant still fails.
  */
 export function ifMatchForStore (condition: EntityTagCondition | undefined): IfMatch | undefined {
-  if (condition === undefined || condition.any) return undefined
+  if (condition === undefined) return undefined
+  if (condition.any) return '*'
   return condition.tags.filter((tag) => !tag.weak).map((tag) => tag.opaque)
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 import { buildApp } from './app.js'
-import { ConfigError, loadConfig } from './load-config.js'
+import { ConfigError, StoreOpenError } from './errors.js'
+import { loadConfig } from './load-config.js'
 import { isPostgresUrl } from './store/postgres/connection.js'
-import { StoreOpenError } from './store/store.js'
 
 /**
  * Starts plant-store, prints where it listens, and stops it gracefully on SIGINT/SIGTERM: it stops

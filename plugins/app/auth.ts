@@ -1,29 +1,42 @@
 import bearerAuth from '@fastify/bearer-auth'
 import type { onRequestHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
-import { TokenSet } from '../../src/tokens.js'
+import { bearerToken, TokenSet } from '../../src/tokens.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** onRequest hook that lets a request through only with a valid `Authorization: Bearer` token. */
     authenticate: onRequestHookHandler
-    /** The configured bearer tokens, matched in constant time. */
-    tokens: TokenSet
+  }
+  interface FastifyRequest {
+    /**
+     * The digest of the caller's bearer token when it is one of the configured tokens, else
+     * undefined. Worked out once per request, before rate limiting: auth, the rate-limit key and
+     * the idempotency scope all read this one value.
+     */
+    tokenDigest: string | undefined
   }
 }
 
 /**
- * Bearer-token authentication. `@fastify/bearer-auth` reads the header (case-insensitive scheme
- * name per RFC 9110) and asks TokenSet, whose comparison leaks neither the token's length nor which
- * token matched (the plugin's own `keys` compare stops at the first match); its failures are handed to the error handler instead
- * of being sent by the plugin, so they leave as 401 in the Error shape with `WWW-Authenticate`.
+ * Bearer-token authentication. Each request's `Authorization` header is read once, by
+ * `bearerToken`, and matched by TokenSet, whose comparison leaks neither the token's length nor
+ * which token matched. `@fastify/bearer-auth` (with the same reading of the header) provides the
+ * routes' hook; its failures go to the error handler, so they leave as 401 in the Error shape
+ * with `WWW-Authenticate`.
  */
 export default fp(async function authPlugin (app) {
   const tokens = new TokenSet(app.config.tokens)
-  app.decorate('tokens', tokens)
+  app.decorateRequest('tokenDigest', undefined)
+  app.addHook('onRequest', function identifyCaller (request, _reply, done) {
+    const token = bearerToken(request.headers.authorization)
+    if (token !== undefined) request.tokenDigest = tokens.match(token)
+    done()
+  })
+
   await app.register(bearerAuth, {
     keys: [],
-    auth: (token) => tokens.match(token) !== undefined,
+    auth: (_token, request) => request.tokenDigest !== undefined,
     addHook: false,
     specCompliance: 'rfc6749',
     verifyErrorLogLevel: 'info'

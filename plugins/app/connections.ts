@@ -1,23 +1,38 @@
 import type { Socket } from 'node:net'
-import createError from '@fastify/error'
 import fp from 'fastify-plugin'
+import { connectionSpent, shuttingDown } from '../../src/errors.js'
 
-const ConnectionSpentError = createError('CONNECTION_SPENT', 'This connection has served its requests, retry on a new one', 503)
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** True from the moment the app starts closing: requests are refused and connections told to close. */
+    readonly draining: boolean
+  }
+}
 
 /**
- * Keep-alive connections are bounded: MAX_REQUESTS_PER_SOCKET requests each (the last answer says
- * `Connection: close`), and every answer sent while the service shuts down says `Connection: close`
- * too, so clients stop reusing a connection that is about to go away.
+ * The state of the service's connections, tracked here and nowhere else.
  *
- * Node's own `maxRequestsPerSocket` is not used: past the limit it answers a bare 503 that is not in
- * the Error shape. Here a request past the limit (pipelined by a client that ignored the
- * `Connection: close`) is refused with 503 in the Error shape, before anything runs.
+ * Draining: once the app starts closing (SIGTERM, see server.ts), a new request is refused with 503
+ * in the Error shape (Fastify's own drain answer, `return503OnClosing`, is off because its body is
+ * not), and every answer says `Connection: close`, so clients stop reusing a connection that is
+ * about to go away.
+ *
+ * Keep-alive connections are bounded: MAX_REQUESTS_PER_SOCKET requests each (the last answer says
+ * `Connection: close`). Node's own `maxRequestsPerSocket` is not used: past the limit it answers a
+ * bare 503 that is not in the Error shape. Here a request past the limit (pipelined by a client
+ * that ignored the `Connection: close`) is refused with 503 in the Error shape, before anything runs.
  */
 export default fp(async function connectionsPlugin (app) {
-  let closing = false
-  app.addHook('preClose', async () => { closing = true })
+  let draining = false
+  app.decorate('draining', { getter: () => draining })
+  app.addHook('preClose', async () => { draining = true })
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!draining) return
+    void reply.header('connection', 'close')
+    throw shuttingDown()
+  })
   app.addHook('onSend', async (_request, reply, payload) => {
-    if (closing) void reply.header('connection', 'close')
+    if (draining) void reply.header('connection', 'close')
     return payload
   })
 
@@ -29,6 +44,6 @@ export default fp(async function connectionsPlugin (app) {
     const count = (served.get(socket) ?? 0) + 1
     served.set(socket, count)
     if (count >= max) void reply.header('connection', 'close')
-    if (count > max) throw new ConnectionSpentError()
+    if (count > max) throw connectionSpent()
   })
 }, { name: 'connections', dependencies: ['config', 'errors'] })

@@ -1,4 +1,7 @@
+import AjvCompiler from '@fastify/ajv-compiler'
+import type { FastifySchemaCompiler, FastifyServerOptions } from 'fastify'
 import fp from 'fastify-plugin'
+import { int64Format } from '../../src/schemas/int64.js'
 import { ErrorSchema } from '../../src/schemas/error.js'
 import { NewPlantSchema, PlantListSchema, PlantPatchSchema, PlantSchema, PlantUpdateSchema } from '../../src/schemas/plant.js'
 
@@ -14,3 +17,32 @@ export default fp(async function schemasPlugin (app) {
   app.addSchema(PlantUpdateSchema)
   app.addSchema(PlantPatchSchema)
 }, { name: 'schemas' })
+
+/** Ajv options of the service: unknown fields are 400s, and `int64` reads canonical int64 strings. */
+export const ajvOptions: NonNullable<FastifyServerOptions['ajv']> = {
+  // An unknown field is a 400 that names it, not silently dropped.
+  customOptions: { removeAdditional: false },
+  // After ajv-formats, whose own `int64` only checks numbers: ours reads canonical int64 strings.
+  onCreate: (ajv) => { ajv.addFormat('int64', int64Format) }
+}
+
+type BuildValidator = NonNullable<NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator']>
+type RouteValidatorCompiler = FastifySchemaCompiler<unknown>
+
+/**
+ * Query strings, path parameters and headers arrive as text, so their validator coerces (`'5'` → 5).
+ * A JSON body already carries its types, so its validator does not: `{"name": 5}` or `{"id": true}`
+ * are 400s rather than a name "5" and a plant 1.
+ */
+export function validatorWithoutBodyCoercion (): BuildValidator {
+  const fromPool = AjvCompiler()
+  const build = (...[externalSchemas, options]: Parameters<BuildValidator>): RouteValidatorCompiler => {
+    const coercing = fromPool(externalSchemas, options) as unknown as RouteValidatorCompiler
+    const exact = fromPool(externalSchemas, {
+      ...options,
+      customOptions: { ...(options as { customOptions?: object } | undefined)?.customOptions, coerceTypes: false }
+    } as Parameters<BuildValidator>[1]) as unknown as RouteValidatorCompiler
+    return (route) => (route.httpPart === 'body' ? exact : coercing)(route)
+  }
+  return build as unknown as BuildValidator
+}

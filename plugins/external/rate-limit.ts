@@ -1,15 +1,12 @@
 import rateLimit from '@fastify/rate-limit'
-import createError from '@fastify/error'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
-import { bearerToken } from '../../src/tokens.js'
-
-const RateLimitedError = createError<[string]>('RATE_LIMITED', 'Rate limit exceeded, retry in %s', 429)
+import { rateLimited } from '../../src/errors.js'
 
 /**
  * Rate limits (`@fastify/rate-limit`): RATE_LIMIT_MAX requests per RATE_LIMIT_WINDOW ms, counted
- * per valid token (keyed by its SHA-256, never the token) and per IP otherwise, so failed-auth
+ * per valid token (keyed by its digest, never the token) and per IP otherwise, so failed-auth
  * attempts (any wrong token) share one bucket per IP and cannot brute-force tokens. Runs as a root
  * onRequest hook, before the routes' auth hook, so it also counts requests that then fail auth.
  * `/health` opts out (`config: { rateLimit: false }`): load balancers poll it.
@@ -22,11 +19,9 @@ export default fp(async function rateLimitPlugin (app) {
   const { max, windowMs } = app.config.rateLimit
   if (max === 0 || windowMs === 0) return
 
-  const clientKey = (request: FastifyRequest): string => {
-    const token = bearerToken(request.headers.authorization)
-    const digest = token === undefined ? undefined : app.tokens.match(token)
-    return digest === undefined ? `ip:${request.ip}` : `token:${digest.toString('base64url')}`
-  }
+  // The auth plugin has already read the header (its onRequest hook runs first).
+  const clientKey = (request: FastifyRequest): string =>
+    request.tokenDigest === undefined ? `ip:${request.ip}` : `token:${request.tokenDigest}`
 
   const redis = app.config.redis === undefined ? undefined : await connectRedis(app.config.redis, app.log)
   if (redis !== undefined) app.addHook('onClose', async () => { redis.disconnect() })
@@ -39,7 +34,7 @@ export default fp(async function rateLimitPlugin (app) {
     enableDraftSpec: true,
     keyGenerator: clientKey,
     skipOnError: true,
-    errorResponseBuilder: (_request, context) => new RateLimitedError(context.after),
+    errorResponseBuilder: (_request, context) => rateLimited(context.after),
     ...(redis !== undefined && { redis, nameSpace: `${app.config.redis?.keyPrefix ?? ''}rate-limit:` })
   })
 

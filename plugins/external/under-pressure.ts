@@ -1,8 +1,6 @@
-import createError from '@fastify/error'
 import underPressure from '@fastify/under-pressure'
 import fp from 'fastify-plugin'
-
-const OverloadedError = createError('OVERLOADED', 'The service is overloaded, retry later', 503)
+import { OverloadedError } from '../../src/errors.js'
 
 /** Seconds a client is asked to wait (`Retry-After`) when the service sheds load. */
 export const OVERLOAD_RETRY_AFTER_S = 10

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { errorBody } from '../../src/errors.js'
+import { errorBody } from '../app/error-handler.js'
 import { errorResponses } from '../../src/schemas/error.js'
 
 /** `GET /health`: public, 200 once the database answers, 503 when it does not. */

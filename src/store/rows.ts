@@ -1,5 +1,6 @@
 import type { Plant } from '../schemas/plant.js'
 import { plantEtag } from '../etag.js'
+import { plantNotFound, plantPreconditionFailed } from '../errors.js'
 import { isoTime } from './iso-time.js'
 import type { IfMatch } from './store.js'
 
@@ -31,6 +32,13 @@ export function toPlant (row: PlantRow): Plant {
 export const rememberedPlant = ({ plant_id: id, name, tag, created_at, updated_at }: IdempotencyRow): Plant =>
   toPlant({ id, name, tag, created_at, updated_at })
 
-/** Whether a write's If-Match precondition holds for the row as it is now (checked in the write's transaction). */
-export const matchesIfMatch = (row: PlantRow, ifMatch: IfMatch | undefined): boolean =>
-  ifMatch === undefined || ifMatch.includes(plantEtag(toPlant(row)))
+/**
+ * The row a write may change, checked inside the write's transaction: `not-found` when there is
+ * none, `precondition-failed` when If-Match does not hold. With If-Match, a missing plant fails
+ * the precondition (it cannot hold without a current representation, RFC 9110 §13.1.1).
+ */
+export function writableRow<R extends PlantRow | undefined> (id: bigint, row: R, ifMatch: IfMatch | undefined): NonNullable<R> {
+  if (row === undefined || row === null) throw ifMatch === undefined ? plantNotFound(id) : plantPreconditionFailed(id)
+  if (ifMatch !== undefined && ifMatch !== '*' && !ifMatch.includes(plantEtag(toPlant(row)))) throw plantPreconditionFailed(id)
+  return row as NonNullable<R>
+}

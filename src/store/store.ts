@@ -28,17 +28,11 @@ export interface ListPage {
 }
 
 /**
- * An `If-Match` precondition: the write goes ahead only when the plant's current ETag is one of
- * these. Checked inside the write's transaction, so no other write can slip in between.
+ * An `If-Match` precondition: the write goes ahead only when the plant exists and, for a list, its
+ * current ETag is one of these (`*`: any current plant). Checked inside the write's transaction, so
+ * no other write can slip in between.
  */
-export type IfMatch = readonly string[]
-
-export type WriteResult =
-  | { status: 'ok', plant: Plant }
-  | { status: 'not-found' }
-  | { status: 'precondition-failed' }
-
-export type DeleteResult = 'deleted' | 'not-found' | 'precondition-failed'
+export type IfMatch = '*' | readonly string[]
 
 /**
  * An `Idempotency-Key` on a create: a retry with the same scope, key and fingerprint gets the
@@ -52,6 +46,10 @@ export interface IdempotencyKey {
   fingerprint: string
 }
 
+/** The one wording, on every store, of a database that a newer plant-store has migrated. */
+export const newerSchemaProblem = (version: number, known: number): string =>
+  `the database schema (version ${version}) is newer than this plant-store (${known})`
+
 /** How long an idempotency key is remembered. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000
 
@@ -61,39 +59,25 @@ export interface CreateResult {
   replayed: boolean
 }
 
-/** The one contract every storage backend fulfils; routes only ever talk to this. */
+/**
+ * The one contract every storage backend fulfils; routes only ever talk to this. A store knows
+ * nothing of HTTP: a write that cannot be done rejects with a ServiceError whose code says why
+ * (`not-found`, `precondition-failed`, `conflict`, `idempotency-key-reused`, `unavailable`).
+ * Every write resolves to the plant it wrote: as it is now, or, for a delete, as it was.
+ */
 export interface PlantStore {
   /** Resolves when the database answers; rejects otherwise. */
   ping(): Promise<void>
   list(query: ListQuery): Promise<ListPage>
   get(id: bigint): Promise<Plant | undefined>
   /**
-   * Rejects with PlantConflictError when the chosen id is taken, and with IdempotencyKeyReuseError
-   * when the key was used in the last 24 hours for another body. Key and plant are written together.
+   * `conflict` when the chosen id is taken, `idempotency-key-reused` when the key was used in the
+   * last 24 hours for another body. Key and plant are written together.
    */
   create(plant: NewPlant, idempotency?: IdempotencyKey): Promise<CreateResult>
   /** Replaces name and tag (a missing tag clears it). */
-  replace(id: bigint, plant: Omit<NewPlant, 'id'>, ifMatch?: IfMatch): Promise<WriteResult>
-  update(id: bigint, changes: PlantChanges, ifMatch?: IfMatch): Promise<WriteResult>
-  delete(id: bigint, ifMatch?: IfMatch): Promise<DeleteResult>
+  replace(id: bigint, plant: Omit<NewPlant, 'id'>, ifMatch?: IfMatch): Promise<Plant>
+  update(id: bigint, changes: PlantChanges, ifMatch?: IfMatch): Promise<Plant>
+  delete(id: bigint, ifMatch?: IfMatch): Promise<Plant>
   close(): Promise<void>
-}
-
-export class PlantConflictError extends Error {
-  override name = 'PlantConflictError'
-  constructor (readonly id: bigint) {
-    super(`Plant ${id} already exists`)
-  }
-}
-
-export class IdempotencyKeyReuseError extends Error {
-  override name = 'IdempotencyKeyReuseError'
-  constructor () {
-    super('This Idempotency-Key was already used with a different request body')
-  }
-}
-
-/** Raised at start-up when the database is not a plant-store database, or is newer than this code. */
-export class StoreOpenError extends Error {
-  override name = 'StoreOpenError'
 }

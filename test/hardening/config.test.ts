@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { ConfigError, loadConfig } from '../../src/load-config.js'
+import { ConfigError } from '../../src/errors.js'
+import { loadConfig } from '../../src/load-config.js'
 
 test('hardening settings: defaults', () => {
   const config = loadConfig({})

@@ -7,7 +7,8 @@ import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import { APPLICATION_ID, migrations } from '../../src/store/sqlite/migrations.js'
-import { createSqliteStore, StoreOpenError } from '../../src/store/sqlite/sqlite-store.js'
+import { StoreOpenError } from '../../src/errors.js'
+import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
 import { TOKEN } from '../helpers/app.js'
 
 const tempFile = (): string => join(mkdtempSync(join(tmpdir(), 'plant-store-file-')), 'plants.db')

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { ConfigError, loadConfig } from '../../src/load-config.js'
+import { ConfigError } from '../../src/errors.js'
+import { loadConfig } from '../../src/load-config.js'
 
 test('defaults: port 3000 on 127.0.0.1, data/plants.db, full sync, info logs, one generated token', () => {
   const config = loadConfig({})

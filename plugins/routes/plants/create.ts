@@ -1,10 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { IdempotencyKeyReusedError, PlantIdTakenError } from '../../../src/errors.js'
 import { idempotencyKey } from '../../../src/idempotency.js'
 import { etagHeader, IdempotencyKeyHeaderSchema, locationHeader, replayedHeader } from '../../../src/schemas/headers.js'
 import { NewPlantSchema, PlantSchema } from '../../../src/schemas/plant.js'
 import { ref } from '../../../src/schemas/ref.js'
-import { IdempotencyKeyReuseError, PlantConflictError, type CreateResult, type NewPlant } from '../../../src/store/store.js'
+import type { NewPlant } from '../../../src/store/store.js'
 import { plantsErrorResponses, SHARED_ERRORS, withEtag } from './shared.js'
 
 /** `POST /plants`: creates a plant, with the id the client chose or the next one. */
@@ -38,14 +37,10 @@ const createPlantRoute: FastifyPluginAsyncTypebox = async (app) => {
       ...(tag !== undefined && { tag })
     }
     const key = request.headers['idempotency-key']
-    let result: CreateResult
-    try {
-      result = await app.store.create(plant, key === undefined ? undefined : idempotencyKey(request.headers.authorization, key, plant))
-    } catch (err) {
-      if (err instanceof PlantConflictError) throw new PlantIdTakenError(String(err.id))
-      if (err instanceof IdempotencyKeyReuseError) throw new IdempotencyKeyReusedError()
-      throw err
-    }
+    // Keys are per caller: the auth hook has identified it (this route is never reached without).
+    const caller = request.tokenDigest
+    if (key !== undefined && caller === undefined) throw new Error('an authenticated request without a token digest')
+    const result = await app.store.create(plant, key === undefined || caller === undefined ? undefined : idempotencyKey(caller, key, plant))
     if (result.replayed) void reply.header('idempotent-replayed', 'true')
     void reply.code(201).header('location', `/plants/${result.plant.id}`)
     return withEtag(reply, result.plant)

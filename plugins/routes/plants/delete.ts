@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { PlantNotFoundError, PreconditionFailedError } from '../../../src/errors.js'
 import { ifMatchForStore, parseEntityTags } from '../../../src/preconditions.js'
 import { IfMatchHeaderSchema } from '../../../src/schemas/headers.js'
 import { PlantParamsSchema } from '../../../src/schemas/plant.js'
@@ -30,11 +29,7 @@ const deletePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
     // The int64 format has already checked the id, so BigInt() is exact and cannot throw.
     const id = BigInt(request.params.id)
     const condition = parseEntityTags('If-Match', request.headers['if-match'])
-    const result = await app.store.delete(id, ifMatchForStore(condition))
-    if (result === 'precondition-failed' || (result === 'not-found' && condition !== undefined)) {
-      throw new PreconditionFailedError(String(id))
-    }
-    if (result === 'not-found') throw new PlantNotFoundError(String(id))
+    await app.store.delete(id, ifMatchForStore(condition))
     return reply.code(204).send(null)
   })
 }

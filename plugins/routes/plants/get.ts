@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { plantEtag } from '../../../src/etag.js'
-import { PlantNotFoundError } from '../../../src/errors.js'
+import { plantNotFound } from '../../../src/errors.js'
 import { noneMatchFails, parseEntityTags } from '../../../src/preconditions.js'
 import { etagHeader, IfNoneMatchHeaderSchema } from '../../../src/schemas/headers.js'
 import { PlantParamsSchema } from '../../../src/schemas/plant.js'
@@ -32,7 +32,7 @@ const getPlantRoute: FastifyPluginAsyncTypebox = async (app) => {
     const id = BigInt(request.params.id)
     const condition = parseEntityTags('If-None-Match', request.headers['if-none-match'])
     const plant = await app.store.get(id)
-    if (plant === undefined) throw new PlantNotFoundError(String(id))
+    if (plant === undefined) throw plantNotFound(id)
     const etag = plantEtag(plant)
     void reply.header('etag', etag)
     if (noneMatchFails(condition, etag)) return reply.code(304).send()

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { InvalidQueryError } from '../../../src/errors.js'
+import { invalidQuery } from '../../../src/errors.js'
 import { linkHeader } from '../../../src/schemas/headers.js'
 import { isCanonicalInteger } from '../../../src/schemas/int64.js'
 import { LIST_LIMIT_DEFAULT, PlantListQuerySchema, PlantListSchema } from '../../../src/schemas/plant.js'
@@ -34,7 +34,7 @@ const listPlantsRoute: FastifyPluginAsyncTypebox = async (app) => {
     preValidation: async (request) => {
       const { limit } = request.query as Record<string, unknown>
       if (typeof limit === 'string' && !isCanonicalInteger(limit)) {
-        throw new InvalidQueryError('querystring/limit must be a canonical decimal integer')
+        throw invalidQuery('querystring/limit must be a canonical decimal integer')
       }
     }
   }, async (request, reply) => {

@@ -3,7 +3,7 @@ import { ifMatchForStore, parseEntityTags } from '../../../src/preconditions.js'
 import { IfMatchHeaderSchema } from '../../../src/schemas/headers.js'
 import { PlantParamsSchema, PlantUpdateSchema } from '../../../src/schemas/plant.js'
 import { ref } from '../../../src/schemas/ref.js'
-import { plantResponse, plantsErrorResponses, SHARED_ERRORS, withEtag, writtenPlant } from './shared.js'
+import { plantResponse, plantsErrorResponses, SHARED_ERRORS, withEtag } from './shared.js'
 
 /** `PUT /plants/{id}`: replaces a plant's name and tag. */
 const replacePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
@@ -32,8 +32,7 @@ const replacePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
     const id = BigInt(request.params.id)
     const condition = parseEntityTags('If-Match', request.headers['if-match'])
     const { name, tag } = request.body
-    const result = await app.store.replace(id, { name: name.trim(), ...(tag !== undefined && { tag }) }, ifMatchForStore(condition))
-    return withEtag(reply, writtenPlant(id, result, condition !== undefined))
+    return withEtag(reply, await app.store.replace(id, { name: name.trim(), ...(tag !== undefined && { tag }) }, ifMatchForStore(condition)))
   })
 }
 

@@ -1,11 +1,9 @@
 import type { FastifyReply } from 'fastify'
 import { plantEtag } from '../../../src/etag.js'
-import { PlantNotFoundError, PreconditionFailedError } from '../../../src/errors.js'
 import { errorResponses } from '../../../src/schemas/error.js'
 import { etagHeader } from '../../../src/schemas/headers.js'
 import { PlantSchema, type Plant } from '../../../src/schemas/plant.js'
 import { ref } from '../../../src/schemas/ref.js'
-import type { WriteResult } from '../../../src/store/store.js'
 
 /** Error answers several plants routes share, described once. */
 export const SHARED_ERRORS = {
@@ -28,14 +26,4 @@ export const plantResponse = (description: string) => ref(PlantSchema, { descrip
 export function withEtag (reply: FastifyReply, plant: Plant): Plant {
   void reply.header('etag', plantEtag(plant))
   return plant
-}
-
-/**
- * The plant a write produced, or the error it is. With If-Match, a missing plant is a 412 (the
- * condition cannot hold without a current representation, RFC 9110 §13.1.1), not a 404.
- */
-export function writtenPlant (id: bigint, result: WriteResult, conditional: boolean): Plant {
-  if (result.status === 'ok') return result.plant
-  if (result.status === 'precondition-failed' || conditional) throw new PreconditionFailedError(String(id))
-  throw new PlantNotFoundError(String(id))
 }

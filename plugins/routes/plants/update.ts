@@ -4,7 +4,7 @@ import { IfMatchHeaderSchema } from '../../../src/schemas/headers.js'
 import { PlantParamsSchema, PlantPatchSchema } from '../../../src/schemas/plant.js'
 import { ref } from '../../../src/schemas/ref.js'
 import type { PlantChanges } from '../../../src/store/store.js'
-import { plantResponse, plantsErrorResponses, SHARED_ERRORS, withEtag, writtenPlant } from './shared.js'
+import { plantResponse, plantsErrorResponses, SHARED_ERRORS, withEtag } from './shared.js'
 
 export const MERGE_PATCH = 'application/merge-patch+json'
 
@@ -44,8 +44,7 @@ const updatePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
       ...(name !== undefined && { name: name.trim() }),
       ...(tag !== undefined && { tag })
     }
-    const result = await app.store.update(id, changes, ifMatchForStore(condition))
-    return withEtag(reply, writtenPlant(id, result, condition !== undefined))
+    return withEtag(reply, await app.store.update(id, changes, ifMatchForStore(condition)))
   })
 }
 

@@ -1,11 +1,12 @@
 import pg from 'pg'
-import { DatabaseUnavailableError } from '../../errors.js'
+import { databaseUnavailable, idempotencyKeyReused, plantIdTaken, StoreOpenError } from '../../errors.js'
+import type { Plant } from '../../schemas/plant.js'
 import {
-  IDEMPOTENCY_TTL_MS, IdempotencyKeyReuseError, PlantConflictError, StoreOpenError,
-  type CreateResult, type DeleteResult, type IdempotencyKey, type IfMatch, type ListPage, type ListQuery,
-  type NewPlant, type PlantChanges, type PlantStore, type WriteResult
+  IDEMPOTENCY_TTL_MS, newerSchemaProblem,
+  type CreateResult, type IdempotencyKey, type IfMatch, type ListPage, type ListQuery,
+  type NewPlant, type PlantChanges, type PlantStore
 } from '../store.js'
-import { matchesIfMatch, rememberedPlant, toPlant, type IdempotencyRow, type PlantRow } from '../rows.js'
+import { rememberedPlant, toPlant, writableRow, type IdempotencyRow, type PlantRow } from '../rows.js'
 import { isConnectionError, parsePostgresUrl, type PostgresTarget } from './connection.js'
 import { migrations } from './migrations.js'
 
@@ -19,8 +20,6 @@ export interface PostgresStoreOptions {
   /** Told about errors of idle pooled connections (the server went away); they never crash the process. */
   onIdleError?: (err: Error) => void
 }
-
-
 
 type Client = pg.PoolClient
 /** The pool (each statement on any free connection) or one connection (inside a transaction). */
@@ -59,7 +58,7 @@ const SQL = {
   update: `UPDATE plants SET name = coalesce($2, name), tag = CASE WHEN $4::boolean THEN $3 ELSE tag END,
                              updated_at = greatest($5, updated_at + 1)
            WHERE id = $1 RETURNING ${PLANT}`,
-  delete: 'DELETE FROM plants WHERE id = $1',
+  delete: `DELETE FROM plants WHERE id = $1 RETURNING ${PLANT}`,
   // Same-key creates queue behind each other, so exactly one of them creates.
   lockKey: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
   findKey: `SELECT fingerprint, plant_id, name, tag, created_at, updated_at FROM idempotency_keys WHERE scope = $1 AND key = $2 AND created_at > $3`,
@@ -75,8 +74,6 @@ const SQL = {
 async function run<R extends pg.QueryResultRow = pg.QueryResultRow> (db: Queryable, statement: keyof typeof SQL, values: unknown[] = []): Promise<pg.QueryResult<R>> {
   return await db.query<R>({ name: `plant-store-${statement}`, text: SQL[statement], values })
 }
-
-
 
 /** Runs `fn` in a transaction on one pooled connection; a broken connection is dropped, not reused. */
 async function inTransaction<T> (pool: pg.Pool, fn: (client: Client) => Promise<T>): Promise<T> {
@@ -113,7 +110,7 @@ async function migrate (pool: pg.Pool, target: PostgresTarget): Promise<void> {
       const { rows } = await client.query<{ version: number | null }>('SELECT max(version) AS version FROM plant_store_migrations')
       const version = rows[0]?.version ?? 0
       if (version > migrations.length) {
-        throw new StoreOpenError(`the database schema (version ${version}) is newer than this plant-store (${migrations.length})`)
+        throw new StoreOpenError(newerSchemaProblem(version, migrations.length))
       }
       for (let step = version; step < migrations.length; step++) {
         await client.query('BEGIN')
@@ -156,12 +153,12 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     throw err
   }
 
-  /** "The database cannot be reached" becomes a 503 for the client; anything else stays as it is. */
+  /** "The database cannot be reached" becomes an `unavailable` error; anything else stays as it is. */
   async function guard<T> (work: () => Promise<T>): Promise<T> {
     try {
       return await work()
     } catch (err) {
-      if (isConnectionError(err)) throw new DatabaseUnavailableError({ cause: err })
+      if (isConnectionError(err)) throw databaseUnavailable(err)
       throw err
     }
   }
@@ -171,7 +168,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     if (id !== undefined) {
       await run(db, 'raiseSequence', [id])
       const { rows: [row] } = await run<PlantRow>(db, 'insertChosen', [id, name, tag ?? null, now])
-      if (row === undefined) throw new PlantConflictError(id)
+      if (row === undefined) throw plantIdTaken(id)
       return row
     }
     // Each retry moves the sequence past every committed id, so this ends within a round or two.
@@ -183,18 +180,20 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     throw new Error('could not generate a free plant id')
   }
 
-  async function write (id: bigint, name: string | null, tag: string | null, setTag: boolean, ifMatch?: IfMatch): Promise<WriteResult> {
-    const values = [id, name, tag, setTag, Date.now()]
+  /**
+   * Runs a change of one plant (`statement` answers the changed or deleted row). Without If-Match
+   * one statement does it; with it, the row is locked and checked first, in one transaction.
+   */
+  async function write (id: bigint, statement: 'update' | 'delete', values: unknown[], ifMatch?: IfMatch): Promise<Plant> {
     if (ifMatch === undefined) {
-      const { rows: [row] } = await run<PlantRow>(pool, 'update', values)
-      return row === undefined ? { status: 'not-found' } : { status: 'ok', plant: toPlant(row) }
+      const { rows: [row] } = await run<PlantRow>(pool, statement, values)
+      return toPlant(writableRow(id, row, undefined))
     }
     return await inTransaction(pool, async (client) => {
       const { rows: [current] } = await run<PlantRow>(client, 'lockRow', [id])
-      if (current === undefined) return { status: 'not-found' }
-      if (!matchesIfMatch(current, ifMatch)) return { status: 'precondition-failed' }
-      const { rows: [row] } = await run<PlantRow>(client, 'update', values)
-      return { status: 'ok', plant: toPlant(row as PlantRow) }
+      writableRow(id, current, ifMatch)
+      const { rows: [row] } = await run<PlantRow>(client, statement, values)
+      return toPlant(row as PlantRow)
     })
   }
 
@@ -229,7 +228,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
           await run(client, 'lockKey', [`${scope}\n${key}`])
           const { rows: [earlier] } = await run<IdempotencyRow>(client, 'findKey', [scope, key, now - IDEMPOTENCY_TTL_MS])
           if (earlier !== undefined) {
-            if (earlier.fingerprint !== fingerprint) throw new IdempotencyKeyReuseError()
+            if (earlier.fingerprint !== fingerprint) throw idempotencyKeyReused()
             return { plant: rememberedPlant(earlier), replayed: true }
           }
           await run(client, 'expireKeys', [now - IDEMPOTENCY_TTL_MS])
@@ -241,27 +240,16 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     },
 
     async replace (id: bigint, { name, tag }: Omit<NewPlant, 'id'>, ifMatch?: IfMatch) {
-      return await guard(async () => await write(id, name, tag ?? null, true, ifMatch))
+      return await guard(async () => await write(id, 'update', [id, name, tag ?? null, true, Date.now()], ifMatch))
     },
 
     async update (id: bigint, changes: PlantChanges, ifMatch?: IfMatch) {
-      return await guard(async () => await write(id, changes.name ?? null, changes.tag ?? null, changes.tag !== undefined, ifMatch))
+      const values = [id, changes.name ?? null, changes.tag ?? null, changes.tag !== undefined, Date.now()]
+      return await guard(async () => await write(id, 'update', values, ifMatch))
     },
 
-    async delete (id: bigint, ifMatch?: IfMatch): Promise<DeleteResult> {
-      return await guard(async () => {
-        if (ifMatch === undefined) {
-          const { rowCount } = await run(pool, 'delete', [id])
-          return rowCount === 1 ? 'deleted' : 'not-found'
-        }
-        return await inTransaction(pool, async (client): Promise<DeleteResult> => {
-          const { rows: [current] } = await run<PlantRow>(client, 'lockRow', [id])
-          if (current === undefined) return 'not-found'
-          if (!matchesIfMatch(current, ifMatch)) return 'precondition-failed'
-          await run(client, 'delete', [id])
-          return 'deleted'
-        })
-      })
+    async delete (id: bigint, ifMatch?: IfMatch) {
+      return await guard(async () => await write(id, 'delete', [id], ifMatch))
     },
 
     async close () {

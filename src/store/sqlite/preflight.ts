@@ -1,6 +1,38 @@
 import { statSync } from 'node:fs'
 import Database from 'better-sqlite3'
+import { newerSchemaProblem } from '../store.js'
 import { APPLICATION_ID, migrations } from './migrations.js'
+
+/** What a SQLite file says about itself: whose it is, which schema version, whether it is empty. */
+export interface DatabaseIdentity {
+  applicationId: number
+  /** `PRAGMA user_version`: how many migrations have run. */
+  version: number
+  tables: number
+}
+
+/** Reads the identity of an open database (read-only statements: safe before anything writes). */
+export function readIdentity (db: Database.Database): DatabaseIdentity {
+  return {
+    applicationId: Number(db.pragma('application_id', { simple: true })),
+    version: Number(db.pragma('user_version', { simple: true })),
+    tables: Number(db.prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table'").pluck().get())
+  }
+}
+
+/**
+ * Why this code must not use a database with this identity, or undefined when it may: a fresh
+ * empty file, or a plant-store database no newer than the migrations this code knows.
+ */
+export function identityProblem ({ applicationId, version, tables }: DatabaseIdentity): string | undefined {
+  if (applicationId !== APPLICATION_ID && (applicationId !== 0 || version !== 0 || tables !== 0)) {
+    return 'the file is not a plant-store database'
+  }
+  if (version > migrations.length) {
+    return newerSchemaProblem(version, migrations.length)
+  }
+  return undefined
+}
 
 /**
  * Looks at an existing database file through a read-only connection, before anything writes to it
@@ -14,15 +46,8 @@ export function inspectDatabaseFile (filename: string): string | undefined {
   let db: Database.Database | undefined
   try {
     db = new Database(filename, { readonly: true, fileMustExist: true })
-    const applicationId = Number(db.pragma('application_id', { simple: true }))
-    const version = Number(db.pragma('user_version', { simple: true }))
-    const tables = Number(db.prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table'").pluck().get())
-    if (applicationId !== APPLICATION_ID && (applicationId !== 0 || version !== 0 || tables !== 0)) {
-      return 'the file is not a plant-store database'
-    }
-    if (version > migrations.length) {
-      return `the database schema (version ${version}) is newer than this plant-store (${migrations.length})`
-    }
+    const problem = identityProblem(readIdentity(db))
+    if (problem !== undefined) return problem
     const problems = db.prepare('PRAGMA quick_check(3)').pluck().all() as string[]
     if (problems.length !== 1 || problems[0] !== 'ok') return `the database file is corrupt (${problems.join('; ')})`
     return undefined

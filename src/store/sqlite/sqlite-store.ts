@@ -1,19 +1,21 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
+import { idempotencyKeyReused, plantIdTaken, StoreOpenError } from '../../errors.js'
+import type { Plant } from '../../schemas/plant.js'
 import {
-  IDEMPOTENCY_TTL_MS, IdempotencyKeyReuseError, PlantConflictError, StoreOpenError,
-  type CreateResult, type DeleteResult, type IdempotencyKey, type IfMatch, type ListPage, type ListQuery,
-  type NewPlant, type PlantChanges, type PlantStore, type WriteResult
+  IDEMPOTENCY_TTL_MS,
+  type CreateResult, type IdempotencyKey, type IfMatch, type ListPage, type ListQuery,
+  type NewPlant, type PlantChanges, type PlantStore
 } from '../store.js'
-import { matchesIfMatch, rememberedPlant, toPlant, type IdempotencyRow, type PlantRow } from '../rows.js'
+import { rememberedPlant, toPlant, writableRow, type IdempotencyRow, type PlantRow } from '../rows.js'
 import { createGroupCommit } from './group-commit.js'
 import { APPLICATION_ID, migrations } from './migrations.js'
-import { inspectDatabaseFile } from './preflight.js'
+import { identityProblem, inspectDatabaseFile, readIdentity } from './preflight.js'
 
-
-
-export type SqliteSynchronous = 'full' | 'normal'
+/** SQLite durability levels: `full` survives a power loss, `normal` a process crash. */
+export const SQLITE_SYNCHRONOUS = ['full', 'normal'] as const
+export type SqliteSynchronous = (typeof SQLITE_SYNCHRONOUS)[number]
 
 export interface SqliteStoreOptions {
   /** A file path, or `:memory:`. */
@@ -25,9 +27,6 @@ export interface SqliteStoreOptions {
   /** Called after each fdatasync of the WAL under `full` (for tests). */
   onSync?: () => void
 }
-
-export { StoreOpenError }
-
 
 function openDatabase (filename: string): Database.Database {
   if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true })
@@ -44,15 +43,11 @@ function openDatabase (filename: string): Database.Database {
 }
 
 function migrate (db: Database.Database): void {
-  const applicationId = Number(db.pragma('application_id', { simple: true }))
-  const version = Number(db.pragma('user_version', { simple: true }))
-  const tables = Number(db.prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table'").pluck().get())
-  if (applicationId !== APPLICATION_ID && (applicationId !== 0 || version !== 0 || tables !== 0)) {
-    throw new StoreOpenError('the database file is not a plant-store database')
-  }
-  if (version > migrations.length) {
-    throw new StoreOpenError(`the database schema (version ${version}) is newer than this plant-store (${migrations.length})`)
-  }
+  // Read again on the writable connection: another process may have changed the file since the preflight.
+  const identity = readIdentity(db)
+  const problem = identityProblem(identity)
+  if (problem !== undefined) throw new StoreOpenError(problem)
+  const { version } = identity
   const upgrade = db.transaction(() => {
     for (let step = version; step < migrations.length; step++) {
       db.exec(migrations[step] as string)
@@ -86,7 +81,7 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     // updated_at strictly increases, even for two writes within one millisecond.
     update: db.prepare<[string, string | null, number, bigint], PlantRow>(
       'UPDATE plants SET name = ?, tag = ?, updated_at = max(?, updated_at + 1) WHERE id = ? RETURNING *'),
-    delete: db.prepare<[bigint], unknown>('DELETE FROM plants WHERE id = ?'),
+    delete: db.prepare<[bigint], PlantRow>('DELETE FROM plants WHERE id = ? RETURNING *'),
     findKey: db.prepare<[string, string, number], IdempotencyRow>(
       'SELECT * FROM idempotency_keys WHERE scope = ? AND key = ? AND created_at > ?'),
     saveKey: db.prepare<[string, string, string, bigint, string, string | null, bigint, bigint], unknown>(
@@ -95,13 +90,9 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     ping: db.prepare('SELECT 1').pluck()
   }
 
-
-  const write = db.transaction((id: bigint, next: (row: PlantRow) => { name: string, tag: string | null }, ifMatch?: IfMatch): WriteResult => {
-    const row = statements.get.get(id)
-    if (row === undefined) return { status: 'not-found' }
-    if (!matchesIfMatch(row, ifMatch)) return { status: 'precondition-failed' }
-    const { name, tag } = next(row)
-    return { status: 'ok', plant: toPlant(statements.update.get(name, tag, Date.now(), id) as PlantRow) }
+  const write = db.transaction((id: bigint, next: (row: PlantRow) => { name: string, tag: string | null }, ifMatch?: IfMatch): Plant => {
+    const { name, tag } = next(writableRow(id, statements.get.get(id), ifMatch))
+    return toPlant(statements.update.get(name, tag, Date.now(), id) as PlantRow)
   })
 
   const insert = db.transaction(({ id, name, tag }: NewPlant, idempotency?: IdempotencyKey): CreateResult => {
@@ -109,7 +100,7 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     if (idempotency !== undefined) {
       const earlier = statements.findKey.get(idempotency.scope, idempotency.key, now - IDEMPOTENCY_TTL_MS)
       if (earlier !== undefined) {
-        if (earlier.fingerprint !== idempotency.fingerprint) throw new IdempotencyKeyReuseError()
+        if (earlier.fingerprint !== idempotency.fingerprint) throw idempotencyKeyReused()
         return { plant: rememberedPlant(earlier), replayed: true }
       }
       statements.expireKeys.run(now - IDEMPOTENCY_TTL_MS)
@@ -119,7 +110,7 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
       row = statements.insert.get(id ?? null, name, tag ?? null, now, now) as PlantRow
     } catch (err) {
       if (id !== undefined && (err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-        throw new PlantConflictError(id)
+        throw plantIdTaken(id)
       }
       throw err
     }
@@ -130,13 +121,10 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     return { plant: toPlant(row), replayed: false }
   })
 
-  const remove = db.transaction((id: bigint, ifMatch?: IfMatch): DeleteResult => {
-    if (ifMatch !== undefined) {
-      const row = statements.get.get(id)
-      if (row === undefined) return 'not-found'
-      if (!matchesIfMatch(row, ifMatch)) return 'precondition-failed'
-    }
-    return statements.delete.run(id).changes === 1 ? 'deleted' : 'not-found'
+  const remove = db.transaction((id: bigint, ifMatch?: IfMatch): Plant => {
+    // Without If-Match there is nothing to check first: the delete itself says whether the plant was there.
+    if (ifMatch !== undefined) writableRow(id, statements.get.get(id), ifMatch)
+    return toPlant(writableRow(id, statements.delete.get(id), undefined))
   })
 
   // Writes are group-committed: those that arrive together share one transaction and one fsync.

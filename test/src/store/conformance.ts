@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, test, type TestContext } from 'node:test'
 import { plantEtag } from '../../../src/etag.js'
-import {
-  IDEMPOTENCY_TTL_MS, IdempotencyKeyReuseError, PlantConflictError, type IdempotencyKey, type PlantStore
-} from '../../../src/store/store.js'
+import { ServiceError, type ErrorCode } from '../../../src/errors.js'
+import { IDEMPOTENCY_TTL_MS, type IdempotencyKey, type PlantStore } from '../../../src/store/store.js'
 
 /** A fresh, empty database for one test. Everything is cleaned up by `t.after`. */
 export interface TestDatabase {
@@ -18,14 +17,22 @@ export type OpenDatabase = (t: TestContext) => Promise<TestDatabase>
 const MAX = 9223372036854775807n
 const KEY: IdempotencyKey = { scope: 'client-a', key: 'key-1', fingerprint: 'body-1' }
 
-const rejectsWith = async (promise: Promise<unknown>, type: new (...args: never[]) => Error): Promise<Error> => {
+/** Asserts that the store refused with exactly this code (a ServiceError: the store knows no HTTP). */
+const rejectsWith = async (promise: Promise<unknown>, code: ErrorCode): Promise<ServiceError> => {
+  const outcome = await settled(promise)
+  assert.equal(outcome, code)
+  return await promise.then(() => assert.fail('resolved'), (err: ServiceError) => err)
+}
+
+/** 'ok' when the promise resolves, else the code of the ServiceError it rejected with. */
+const settled = async (promise: Promise<unknown>): Promise<'ok' | ErrorCode> => {
   try {
     await promise
+    return 'ok'
   } catch (err) {
-    assert.ok(err instanceof type, `expected ${type.name}, got ${String(err)}`)
-    return err
+    assert.ok(err instanceof ServiceError, `expected a ServiceError, got ${String(err)}`)
+    return err.code
   }
-  assert.fail(`expected ${type.name}, but it resolved`)
 }
 
 /**
@@ -69,11 +76,11 @@ export function storeConformance (name: string, openDatabase: OpenDatabase): voi
       assert.deepEqual(plants.map((plant) => plant.id), [9007199254740992n, 9007199254740993n, MAX])
     })
 
-    test('a taken id is a PlantConflictError and changes nothing', async (t) => {
+    test('a taken id is a conflict and changes nothing', async (t) => {
       const store = await fresh(t)
       const { plant } = await store.create({ id: 7n, name: 'first' })
-      const err = await rejectsWith(store.create({ id: 7n, name: 'second' }), PlantConflictError)
-      assert.equal((err as PlantConflictError).id, 7n)
+      const err = await rejectsWith(store.create({ id: 7n, name: 'second' }), 'conflict')
+      assert.equal(err.message, 'Plant 7 already exists')
       assert.deepEqual(await store.get(7n), plant)
     })
 
@@ -83,10 +90,10 @@ export function storeConformance (name: string, openDatabase: OpenDatabase): voi
       assert.equal((await store.create({ name: 'a' })).plant.id, 4n)
       assert.equal((await store.create({ name: 'b' })).plant.id, 5n)
       await store.create({ id: 100n, name: 'chosen far ahead' })
-      assert.equal(await store.delete(100n), 'deleted')
-      assert.equal(await store.delete(5n), 'deleted')
+      assert.equal((await store.delete(100n)).id, 100n)
+      assert.equal((await store.delete(5n)).id, 5n)
       assert.equal((await store.create({ name: 'c' })).plant.id, 101n)
-      await rejectsWith(store.create({ id: 4n, name: 'taken' }), PlantConflictError)
+      await rejectsWith(store.create({ id: 4n, name: 'taken' }), 'conflict')
       // A chosen id may be one that was deleted (the client asks for it explicitly).
       assert.equal((await store.create({ id: 5n, name: 'back' })).plant.id, 5n)
     })
@@ -119,35 +126,29 @@ export function storeConformance (name: string, openDatabase: OpenDatabase): voi
     test('replace sets name and tag (a missing tag clears it); createdAt stays, updatedAt moves on', async (t) => {
       const store = await fresh(t)
       const { plant } = await store.create({ name: 'old', tag: 'x' })
-      const result = await store.replace(plant.id, { name: 'new' })
-      assert.equal(result.status, 'ok')
-      assert.ok(result.status === 'ok')
-      assert.equal(result.plant.name, 'new')
-      assert.equal('tag' in result.plant, false)
-      assert.equal(result.plant.createdAt, plant.createdAt)
-      assert.ok(result.plant.updatedAt > plant.updatedAt)
-      assert.deepEqual(await store.get(plant.id), result.plant)
-      assert.deepEqual(await store.replace(404n, { name: 'x' }), { status: 'not-found' })
+      const replaced = await store.replace(plant.id, { name: 'new' })
+      assert.equal(replaced.name, 'new')
+      assert.equal('tag' in replaced, false)
+      assert.equal(replaced.createdAt, plant.createdAt)
+      assert.ok(replaced.updatedAt > plant.updatedAt)
+      assert.deepEqual(await store.get(plant.id), replaced)
+      assert.equal((await rejectsWith(store.replace(404n, { name: 'x' }), 'not-found')).message, 'Plant 404 not found')
     })
 
     test('update changes only what it is given; tag null clears the tag', async (t) => {
       const store = await fresh(t)
       const { plant } = await store.create({ name: 'name', tag: 'tag' })
       const renamed = await store.update(plant.id, { name: 'renamed' })
-      assert.ok(renamed.status === 'ok')
-      assert.equal(renamed.plant.name, 'renamed')
-      assert.equal(renamed.plant.tag, 'tag')
+      assert.equal(renamed.name, 'renamed')
+      assert.equal(renamed.tag, 'tag')
       const retagged = await store.update(plant.id, { tag: 'other' })
-      assert.ok(retagged.status === 'ok')
-      assert.deepEqual([retagged.plant.name, retagged.plant.tag], ['renamed', 'other'])
+      assert.deepEqual([retagged.name, retagged.tag], ['renamed', 'other'])
       const cleared = await store.update(plant.id, { tag: null })
-      assert.ok(cleared.status === 'ok')
-      assert.equal('tag' in cleared.plant, false)
-      assert.equal(cleared.plant.name, 'renamed')
+      assert.equal('tag' in cleared, false)
+      assert.equal(cleared.name, 'renamed')
       const untouched = await store.update(plant.id, {})
-      assert.ok(untouched.status === 'ok')
-      assert.equal(untouched.plant.name, 'renamed')
-      assert.deepEqual(await store.update(404n, { name: 'x' }), { status: 'not-found' })
+      assert.equal(untouched.name, 'renamed')
+      await rejectsWith(store.update(404n, { name: 'x' }), 'not-found')
     })
 
     test('updatedAt strictly increases with every write, even within one millisecond', async (t) => {
@@ -155,11 +156,10 @@ export function storeConformance (name: string, openDatabase: OpenDatabase): voi
       const { plant } = await store.create({ name: 'busy' })
       let previous = plant
       for (let i = 0; i < 20; i++) {
-        const result = await store.update(plant.id, { name: `busy ${i}` })
-        assert.ok(result.status === 'ok')
-        assert.ok(result.plant.updatedAt > previous.updatedAt, `${result.plant.updatedAt} > ${previous.updatedAt}`)
-        assert.notEqual(plantEtag(result.plant), plantEtag(previous))
-        previous = result.plant
+        const updated = await store.update(plant.id, { name: `busy ${i}` })
+        assert.ok(updated.updatedAt > previous.updatedAt, `${updated.updatedAt} > ${previous.updatedAt}`)
+        assert.notEqual(plantEtag(updated), plantEtag(previous))
+        previous = updated
       }
     })
 
@@ -167,28 +167,40 @@ export function storeConformance (name: string, openDatabase: OpenDatabase): voi
       const store = await fresh(t)
       const { plant } = await store.create({ name: 'guarded' })
       const etag = plantEtag(plant)
-      assert.deepEqual(await store.update(plant.id, { name: 'x' }, ['"stale"']), { status: 'precondition-failed' })
-      assert.deepEqual(await store.replace(plant.id, { name: 'x' }, []), { status: 'precondition-failed' })
-      assert.equal(await store.delete(plant.id, ['"stale"']), 'precondition-failed')
+      const refused = await rejectsWith(store.update(plant.id, { name: 'x' }, ['"stale"']), 'precondition-failed')
+      assert.equal(refused.message, `Plant ${plant.id} does not match If-Match: it has changed or is gone; GET it again`)
+      await rejectsWith(store.replace(plant.id, { name: 'x' }, []), 'precondition-failed')
+      await rejectsWith(store.delete(plant.id, ['"stale"']), 'precondition-failed')
       assert.deepEqual(await store.get(plant.id), plant, 'refused writes change nothing')
 
       const updated = await store.update(plant.id, { name: 'y' }, ['"stale"', etag])
-      assert.ok(updated.status === 'ok')
-      assert.deepEqual(await store.replace(plant.id, { name: 'z' }, [etag]), { status: 'precondition-failed' }, 'the old ETag is stale now')
-      const replaced = await store.replace(plant.id, { name: 'z' }, [plantEtag(updated.plant)])
-      assert.ok(replaced.status === 'ok')
-      assert.equal(await store.delete(plant.id, [plantEtag(updated.plant)]), 'precondition-failed')
-      assert.equal(await store.delete(plant.id, [plantEtag(replaced.plant)]), 'deleted')
-      assert.deepEqual(await store.update(plant.id, { name: 'gone' }, [etag]), { status: 'not-found' })
-      assert.equal(await store.delete(plant.id, [etag]), 'not-found')
+      await rejectsWith(store.replace(plant.id, { name: 'z' }, [etag]), 'precondition-failed')
+      const replaced = await store.replace(plant.id, { name: 'z' }, [plantEtag(updated)])
+      await rejectsWith(store.delete(plant.id, [plantEtag(updated)]), 'precondition-failed')
+      assert.deepEqual(await store.delete(plant.id, [plantEtag(replaced)]), replaced, 'a delete answers the plant as it was')
+      // A condition cannot hold on a plant that is gone (RFC 9110 §13.1.1): not-found only without one.
+      await rejectsWith(store.update(plant.id, { name: 'gone' }, [etag]), 'precondition-failed')
+      await rejectsWith(store.delete(plant.id, [etag]), 'precondition-failed')
+      await rejectsWith(store.delete(plant.id, '*'), 'precondition-failed')
+      await rejectsWith(store.delete(plant.id), 'not-found')
     })
 
-    test('delete answers deleted once, then not-found', async (t) => {
+    test('ifMatch *: any current plant', async (t) => {
       const store = await fresh(t)
-      const { plant } = await store.create({ name: 'short-lived' })
-      assert.equal(await store.delete(plant.id), 'deleted')
+      const { plant } = await store.create({ name: 'any' })
+      const updated = await store.update(plant.id, { name: 'any at all' }, '*')
+      assert.equal(updated.name, 'any at all')
+      assert.equal((await store.replace(plant.id, { name: 'again' }, '*')).name, 'again')
+      assert.equal((await store.delete(plant.id, '*')).name, 'again')
+      await rejectsWith(store.replace(plant.id, { name: 'gone' }, '*'), 'precondition-failed')
+    })
+
+    test('delete answers the plant as it was once, then not-found', async (t) => {
+      const store = await fresh(t)
+      const { plant } = await store.create({ name: 'short-lived', tag: 'brief' })
+      assert.deepEqual(await store.delete(plant.id), plant)
       assert.equal(await store.get(plant.id), undefined)
-      assert.equal(await store.delete(plant.id), 'not-found')
+      await rejectsWith(store.delete(plant.id), 'not-found')
       assert.deepEqual(await store.list({ limit: 10 }), { plants: [], hasMore: false })
     })
 
@@ -209,7 +221,7 @@ export function storeConformance (name: string, openDatabase: OpenDatabase): voi
     test('idempotency key: another body is refused; keys are per scope', async (t) => {
       const store = await fresh(t)
       await store.create({ name: 'once' }, KEY)
-      await rejectsWith(store.create({ name: 'other' }, { ...KEY, fingerprint: 'body-2' }), IdempotencyKeyReuseError)
+      await rejectsWith(store.create({ name: 'other' }, { ...KEY, fingerprint: 'body-2' }), 'idempotency-key-reused')
       const other = await store.create({ name: 'once' }, { ...KEY, scope: 'client-b' })
       assert.equal(other.replayed, false)
       assert.equal(other.plant.id, 2n)
@@ -219,8 +231,8 @@ export function storeConformance (name: string, openDatabase: OpenDatabase): voi
     test('idempotency key: a create that failed on a taken id leaves the key unused', async (t) => {
       const store = await fresh(t)
       await store.create({ id: 9n, name: 'taken' })
-      await rejectsWith(store.create({ id: 9n, name: 'mine' }, KEY), PlantConflictError)
-      assert.equal(await store.delete(9n), 'deleted')
+      await rejectsWith(store.create({ id: 9n, name: 'mine' }, KEY), 'conflict')
+      assert.equal((await store.delete(9n)).id, 9n)
       const created = await store.create({ id: 9n, name: 'mine' }, KEY)
       assert.equal(created.replayed, false)
       assert.equal(created.plant.name, 'mine')
@@ -245,10 +257,10 @@ export function storeConformance (name: string, openDatabase: OpenDatabase): voi
       const stores = [await open(), await open()]
       const ids = [(await stores[0]!.create({ name: 'a' })).plant.id, (await stores[1]!.create({ name: 'b' })).plant.id]
       const results = await Promise.all(ids.flatMap((id) =>
-        Array.from({ length: 10 }, (_, i) => stores[i % 2]!.delete(id).then((result) => ({ id, result })))))
+        Array.from({ length: 10 }, async (_, i) => ({ id, result: await settled(stores[i % 2]!.delete(id)) }))))
       for (const id of ids) {
         const mine = results.filter((r) => r.id === id).map((r) => r.result)
-        assert.equal(mine.filter((r) => r === 'deleted').length, 1, `id ${id}`)
+        assert.equal(mine.filter((r) => r === 'ok').length, 1, `id ${id}`)
         assert.equal(mine.filter((r) => r === 'not-found').length, 9, `id ${id}`)
       }
     })
@@ -261,7 +273,7 @@ export function storeConformance (name: string, openDatabase: OpenDatabase): voi
       assert.equal(outcomes.filter((o) => o.status === 'fulfilled').length, 1)
       const losers = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected')
       assert.equal(losers.length, 9)
-      for (const loser of losers) assert.ok(loser.reason instanceof PlantConflictError)
+      for (const loser of losers) assert.ok(loser.reason instanceof ServiceError && loser.reason.code === 'conflict')
     })
 
     test('concurrent generated creates from two instances get distinct ids, and no chosen id is hit', async (t) => {
@@ -291,10 +303,10 @@ export function storeConformance (name: string, openDatabase: OpenDatabase): voi
       const stores = [await open(), await open()]
       const { plant } = await stores[0]!.create({ name: 'contested' })
       const etag = plantEtag(plant)
-      const results = await Promise.all(Array.from({ length: 10 }, (_, i) =>
-        stores[i % 2]!.update(plant.id, { name: `writer ${i}` }, [etag])))
-      assert.equal(results.filter((r) => r.status === 'ok').length, 1)
-      assert.equal(results.filter((r) => r.status === 'precondition-failed').length, 9)
+      const results = await Promise.all(Array.from({ length: 10 }, async (_, i) =>
+        await settled(stores[i % 2]!.update(plant.id, { name: `writer ${i}` }, [etag]))))
+      assert.equal(results.filter((r) => r === 'ok').length, 1)
+      assert.equal(results.filter((r) => r === 'precondition-failed').length, 9)
     })
 
     test('a write through one instance is visible through another at once', async (t) => {
@@ -303,9 +315,8 @@ export function storeConformance (name: string, openDatabase: OpenDatabase): voi
       const { plant } = await a.create({ name: 'shared' })
       assert.deepEqual(await b.get(plant.id), plant)
       const updated = await b.update(plant.id, { tag: 'seen' })
-      assert.ok(updated.status === 'ok')
-      assert.deepEqual(await a.get(plant.id), updated.plant)
-      assert.equal(await a.delete(plant.id), 'deleted')
+      assert.deepEqual(await a.get(plant.id), updated)
+      assert.deepEqual(await a.delete(plant.id), updated)
       assert.equal(await b.get(plant.id), undefined)
     })
 
@@ -317,7 +328,7 @@ export function storeConformance (name: string, openDatabase: OpenDatabase): voi
       await first.close()
       const second = await open()
       assert.equal(await second.get(plant.id), undefined)
-      await rejectsWith(second.create({ id: 1n, name: 'a' }).then(async () => await second.create({ id: 1n, name: 'b' })), PlantConflictError)
+      await rejectsWith(second.create({ id: 1n, name: 'a' }).then(async () => await second.create({ id: 1n, name: 'b' })), 'conflict')
       assert.equal((await second.create({ name: 'after' })).plant.id, MAX)
     })
 

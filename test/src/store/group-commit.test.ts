@@ -7,7 +7,8 @@ import Database from 'better-sqlite3'
 import { plantEtag } from '../../../src/etag.js'
 import { createGroupCommit } from '../../../src/store/sqlite/group-commit.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
-import { IdempotencyKeyReuseError, PlantConflictError, type PlantStore } from '../../../src/store/store.js'
+import { ServiceError } from '../../../src/errors.js'
+import type { PlantStore } from '../../../src/store/store.js'
 
 /** A fresh store that records the size of every committed write transaction. */
 function storeWithCommits (t: { after: (fn: () => Promise<void>) => void }, filename = ':memory:'): { store: PlantStore, commits: number[] } {
@@ -43,9 +44,9 @@ test('writes queued in the same turn commit in one transaction, results in reque
     store.update(2n, { tag: 'green' }),
     store.delete(3n)
   ])
-  assert.equal(replaced.status === 'ok' && replaced.plant.name, 'A')
-  assert.equal(updated.status === 'ok' && updated.plant.tag, 'green')
-  assert.equal(deleted, 'deleted')
+  assert.equal(replaced.name, 'A')
+  assert.equal(updated.tag, 'green')
+  assert.equal(deleted.name, 'c')
   assert.deepEqual(commits, [5, 3])
 })
 
@@ -59,7 +60,7 @@ test('a conflicting create fails alone: its neighbours in the batch are committe
   assert.deepEqual(commits, [1 + 1 + 1])
   assert.equal(results[0]?.status, 'fulfilled')
   assert.equal(results[1]?.status, 'rejected')
-  assert.ok(results[1]?.status === 'rejected' && results[1].reason instanceof PlantConflictError)
+  assert.ok(results[1]?.status === 'rejected' && results[1].reason instanceof ServiceError && results[1].reason.code === 'conflict')
   assert.equal(results[2]?.status, 'fulfilled')
   assert.equal((await store.get(10n))?.name, 'first')
   assert.equal((await store.get(11n))?.name, 'after')
@@ -69,16 +70,18 @@ test('a failed precondition changes nothing and does not stop the other writes o
   const { store } = storeWithCommits(t)
   const { plant } = await store.create({ name: 'kept', tag: 'x' })
   const { plant: other } = await store.create({ name: 'other' })
-  const [stale, staleDelete, fresh, removed] = await Promise.all([
+  const [stale, staleDelete, fresh, removed] = await Promise.allSettled([
     store.update(plant.id, { name: 'changed' }, ['"not-the-etag"']),
     store.delete(plant.id, ['"not-the-etag"']),
     store.update(other.id, { name: 'renamed' }, [plantEtag(other)]),
     store.delete(other.id)
   ])
-  assert.deepEqual(stale, { status: 'precondition-failed' })
-  assert.equal(staleDelete, 'precondition-failed')
-  assert.equal(fresh.status === 'ok' && fresh.plant.name, 'renamed')
-  assert.equal(removed, 'deleted')
+  const refused = (outcome: PromiseSettledResult<unknown>): boolean =>
+    outcome.status === 'rejected' && outcome.reason instanceof ServiceError && outcome.reason.code === 'precondition-failed'
+  assert.ok(refused(stale))
+  assert.ok(refused(staleDelete))
+  assert.ok(fresh.status === 'fulfilled' && fresh.value.name === 'renamed')
+  assert.ok(removed.status === 'fulfilled' && removed.value.id === other.id)
   assert.deepEqual(await store.get(plant.id), plant)
   assert.equal(await store.get(other.id), undefined)
 })
@@ -86,8 +89,9 @@ test('a failed precondition changes nothing and does not stop the other writes o
 test('the same id deleted twice in one batch: deleted once, then not-found', async (t) => {
   const { store, commits } = storeWithCommits(t)
   const { plant } = await store.create({ name: 'once' })
-  assert.deepEqual(await Promise.all([store.delete(plant.id), store.delete(plant.id), store.delete(plant.id + 1n)]),
-    ['deleted', 'not-found', 'not-found'])
+  const outcomes = await Promise.allSettled([store.delete(plant.id), store.delete(plant.id), store.delete(plant.id + 1n)])
+  assert.deepEqual(outcomes.map((outcome) => outcome.status === 'fulfilled' ? outcome.value.id : (outcome.reason as ServiceError).code),
+    [plant.id, 'not-found', 'not-found'])
   assert.deepEqual(commits, [1, 3])
 })
 
@@ -105,7 +109,7 @@ test('idempotency keys keep their meaning inside a batch', async (t) => {
   assert.ok(first?.status === 'fulfilled' && !first.value.replayed)
   assert.ok(replay?.status === 'fulfilled' && replay.value.replayed)
   assert.deepEqual(replay.value.plant, first.value.plant)
-  assert.ok(reuse?.status === 'rejected' && reuse.reason instanceof IdempotencyKeyReuseError)
+  assert.ok(reuse?.status === 'rejected' && reuse.reason instanceof ServiceError && reuse.reason.code === 'idempotency-key-reused')
   assert.ok(plain?.status === 'fulfilled' && plain.value.plant.id === first.value.plant.id + 1n)
   // Only the two creates that made a plant made one.
   assert.deepEqual((await store.list({ limit: 10 })).plants.map((plant) => plant.name), ['fern', 'no key'])

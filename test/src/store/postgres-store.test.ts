@@ -4,7 +4,8 @@ import { describe, test } from 'node:test'
 import { migrations } from '../../../src/store/postgres/migrations.js'
 import { isConnectionError, isPostgresUrl, parsePostgresUrl } from '../../../src/store/postgres/connection.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
-import { StoreOpenError, type PlantStore } from '../../../src/store/store.js'
+import { StoreOpenError } from '../../../src/errors.js'
+import type { PlantStore } from '../../../src/store/store.js'
 import {
   adminQuery, scratchDatabaseUrl, terminateSessions, TEST_DATABASE_URL, withApplicationName
 } from '../../helpers/postgres.js'
@@ -91,7 +92,7 @@ if (TEST_DATABASE_URL !== undefined) {
       await assert.rejects(createPostgresStore({ url: viaProxy(base, proxy.port) }), (err: unknown) => isConnectionError(err))
     })
 
-    test('when the database goes away: 503 errors, idle errors do not crash, and it recovers when it returns', async (t) => {
+    test('when the database goes away: unavailable errors, idle errors do not crash, and it recovers when it returns', async (t) => {
       const proxy = await startTcpProxy(serverPort)
       t.after(() => proxy.close())
       const { url } = scratchDatabaseUrl(t)
@@ -105,7 +106,7 @@ if (TEST_DATABASE_URL !== undefined) {
       // The pooled connection the proxy cut is reported, not thrown (an unhandled 'error' would end this process).
       assert.equal(isConnectionError(await idleErrorSeen), true)
       const unavailable = (err: unknown): boolean => {
-        assert.equal((err as { statusCode?: number }).statusCode, 503)
+        assert.equal((err as { code?: string }).code, 'unavailable')
         assert.equal((err as Error).message, 'The database is unavailable, retry shortly')
         return true
       }
@@ -120,7 +121,7 @@ if (TEST_DATABASE_URL !== undefined) {
       assert.equal((await store.list({ limit: 10 })).plants.length, 1, 'the failed create left nothing behind')
     })
 
-    test('terminated sessions: each call either succeeds or is a 503, and the store recovers', async (t) => {
+    test('terminated sessions: each call either succeeds or is unavailable, and the store recovers', async (t) => {
       const { url } = scratchDatabaseUrl(t)
       const name = `plant-store-test-${randomBytes(6).toString('hex')}`
       const store: PlantStore = await createPostgresStore({ url: withApplicationName(url, name), poolMax: 3, onIdleError: () => {} })
@@ -131,7 +132,7 @@ if (TEST_DATABASE_URL !== undefined) {
       assert.ok(await terminateSessions(name) >= 1)
       const outcomes = await Promise.allSettled([store.ping(), store.get(plant.id), store.list({ limit: 1 })])
       for (const outcome of outcomes) {
-        if (outcome.status === 'rejected') assert.equal((outcome.reason as { statusCode?: number }).statusCode, 503, String(outcome.reason))
+        if (outcome.status === 'rejected') assert.equal((outcome.reason as { code?: string }).code, 'unavailable', String(outcome.reason))
       }
       await store.ping()
       assert.deepEqual(await store.get(plant.id), plant)

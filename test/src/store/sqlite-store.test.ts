@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import Database from 'better-sqlite3'
+import { ServiceError } from '../../../src/errors.js'
 import { migrations } from '../../../src/store/sqlite/migrations.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
 
@@ -38,16 +39,18 @@ test('deleted ids are never handed out again', async () => {
   const store = createSqliteStore({ filename: ':memory:' })
   const { plant: first } = await store.create({ name: 'a' })
   const { plant: second } = await store.create({ name: 'b' })
-  assert.equal(await store.delete(second.id), 'deleted')
+  assert.deepEqual(await store.delete(second.id), second)
   const { plant: third } = await store.create({ name: 'c' })
   assert.equal(third.id, second.id + 1n)
   assert.equal(first.id, 1n)
   await store.close()
 })
 
-test('a delete of the same id answers deleted once, then not-found', async () => {
+test('a delete of the same id answers the plant once, then not-found', async () => {
   const store = createSqliteStore({ filename: ':memory:' })
   const { plant } = await store.create({ name: 'a' })
-  assert.deepEqual(await Promise.all([store.delete(plant.id), store.delete(plant.id)]), ['deleted', 'not-found'])
+  const [first, second] = await Promise.allSettled([store.delete(plant.id), store.delete(plant.id)])
+  assert.deepEqual(first, { status: 'fulfilled', value: plant })
+  assert.ok(second?.status === 'rejected' && second.reason instanceof ServiceError && second.reason.code === 'not-found')
   await store.close()
 })
