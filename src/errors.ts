@@ -5,31 +5,29 @@
  */
 
 /** Why a request could not be served, as the core and the stores say it. */
-export const ERROR_CODES = [
+export type ErrorCode =
   /** The addressed resource does not exist. */
-  'not-found',
+  | 'not-found'
   /** The client chose an id that is taken. */
-  'conflict',
+  | 'conflict'
   /** An If-Match condition does not hold for the resource as it is now. */
-  'precondition-failed',
+  | 'precondition-failed'
   /** An Idempotency-Key came back with a different request. */
-  'idempotency-key-reused',
+  | 'idempotency-key-reused'
   /** The database cannot be reached or used right now; retrying later may work. */
-  'unavailable',
+  | 'unavailable'
   /** A request header the schema alone cannot judge is malformed. */
-  'invalid-header',
+  | 'invalid-header'
   /** A query value the schema alone cannot judge is malformed. */
-  'invalid-query',
+  | 'invalid-query'
   /** The service is draining before it stops. */
-  'shutting-down',
+  | 'shutting-down'
   /** The service sheds load (event-loop delay or memory past its threshold). */
-  'overloaded',
+  | 'overloaded'
   /** The keep-alive connection has served its requests. */
-  'connection-spent',
+  | 'connection-spent'
   /** The caller sent more requests than its rate limit allows. */
-  'rate-limited'
-] as const
-export type ErrorCode = (typeof ERROR_CODES)[number]
+  | 'rate-limited'
 
 /** Codes of deliberate load shedding: expected in floods exactly when the service is busiest. */
 export const LOAD_SHEDDING_CODES: ReadonlySet<ErrorCode> = new Set(['shutting-down', 'overloaded', 'connection-spent'])

@@ -5,7 +5,7 @@ import type { IdempotencyKey, NewPlant } from './store/store.js'
  * A hash of the create as the service will perform it (name trimmed, fields in a fixed order, id as
  * a decimal string): two bodies that would create the same plant have the same fingerprint.
  */
-export function createFingerprint (plant: NewPlant): string {
+function createFingerprint (plant: NewPlant): string {
   return sha256(JSON.stringify([plant.id === undefined ? null : String(plant.id), plant.name, plant.tag ?? null]), 'hex')
 }
 

@@ -10,7 +10,7 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 export type LogLevel = (typeof LOG_LEVELS)[number]
 
 /** The environment variables plant-store reads, validated once at start-up. */
-export const EnvSchema = Type.Object({
+const EnvSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
   HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
   DATABASE_URL: Type.String({ minLength: 1, default: 'data/plants.db' }),
@@ -76,7 +76,7 @@ export interface Config {
 }
 
 /** Bearer tokens shorter than this are guessable in principle; refused unless ALLOW_WEAK_TOKENS=1. */
-export const MIN_TOKEN_LENGTH = 32
+const MIN_TOKEN_LENGTH = 32
 
 /**
  * Reads and validates the configuration from an environment (process.env by default).

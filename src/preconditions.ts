@@ -2,9 +2,9 @@ import { invalidHeader } from './errors.js'
 import type { IfMatch } from './store/store.js'
 
 /** A parsed If-Match / If-None-Match value: `*`, or a list of entity tags (RFC 9110 §8.8.3). */
-export type EntityTagCondition = { any: true } | { any: false, tags: EntityTag[] }
+type EntityTagCondition = { any: true } | { any: false, tags: EntityTag[] }
 
-export interface EntityTag {
+interface EntityTag {
   weak: boolean
   /** The quoted opaque tag, quotes included: `"abc"`. */
   opaque: string

@@ -34,7 +34,7 @@ export function errorBody (status: number, message: string): ErrorBody {
  * its code; a 4xx that Fastify or an @fastify plugin raised (validation, body parsing, auth) as it
  * is. Anything else is a generic 500: no stack, SQL text or file path leaves the service.
  */
-export function toErrorBody (error: unknown): ErrorBody {
+function toErrorBody (error: unknown): ErrorBody {
   if (error instanceof ServiceError) return errorBody(STATUS[error.code], error.message)
   const { statusCode: status, message } = (error ?? {}) as Partial<FastifyError>
   if (typeof status === 'number' && typeof message === 'string' && status >= 400 && status < 500) {

@@ -3,7 +3,7 @@ import fp from 'fastify-plugin'
 import { OverloadedError } from '../../src/errors.js'
 
 /** Seconds a client is asked to wait (`Retry-After`) when the service sheds load. */
-export const OVERLOAD_RETRY_AFTER_S = 10
+const OVERLOAD_RETRY_AFTER_S = 10
 
 /**
  * Load shedding (`@fastify/under-pressure`): while the event loop lags or memory is past its

@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static, type TUnsafe } from '@sinclair/typebox'
 import { ref } from './ref.js'
 
 /** The one body every non-2xx response carries; `error` repeats the HTTP status code. */
@@ -11,19 +11,19 @@ export const ErrorSchema = Type.Object(
 )
 export type ErrorBody = Static<typeof ErrorSchema>
 
-const ErrorRef = ref(ErrorSchema)
+type ErrorRef = TUnsafe<ErrorBody>
 
 /**
  * The response schemas for the error statuses a route can answer, `4xx`/`5xx` included, so the
  * serializer enforces the Error shape on every path out of the route and the OpenAPI lists them.
  */
-export function errorResponses<const S extends number> (statuses: Record<S, string>): Record<S | '4xx' | '5xx', typeof ErrorRef> {
-  const responses: Record<string, typeof ErrorRef> = {}
+export function errorResponses<const S extends number> (statuses: Record<S, string>): Record<S | '4xx' | '5xx', ErrorRef> {
+  const responses: Record<string, ErrorRef> = {}
   // Each with its own example (Swagger UI's "Example Value"): the status and its description.
   for (const [status, description] of Object.entries<string>(statuses)) {
     responses[status] = ref(ErrorSchema, { description, examples: [{ error: Number(status), message: description }] })
   }
   responses['4xx'] = ref(ErrorSchema, { description: 'Client error', examples: [{ error: 415, message: 'Unsupported Media Type' }] })
   responses['5xx'] = ref(ErrorSchema, { description: 'Server error', examples: [{ error: 500, message: 'Internal Server Error' }] })
-  return responses as Record<S | '4xx' | '5xx', typeof ErrorRef>
+  return responses as Record<S | '4xx' | '5xx', ErrorRef>
 }

@@ -20,7 +20,7 @@ export const IfNoneMatchHeaderSchema = Type.Object({
   }))
 })
 
-export const IDEMPOTENCY_KEY_MAX_LENGTH = 255
+const IDEMPOTENCY_KEY_MAX_LENGTH = 255
 
 export const IdempotencyKeyHeaderSchema = Type.Object({
   'idempotency-key': Type.Optional(Type.String({

@@ -9,7 +9,7 @@ export function isCanonicalInteger (text: string): boolean {
 }
 
 /** Parses an int64 written as a canonical decimal string, exactly; undefined when it is not one. */
-export function parseInt64 (text: string): bigint | undefined {
+function parseInt64 (text: string): bigint | undefined {
   if (!CANONICAL_INTEGER.test(text)) return undefined
   const value = BigInt(text)
   return value >= INT64_MIN && value <= INT64_MAX ? value : undefined

@@ -3,7 +3,7 @@ import { describedPattern } from './pattern-messages.js'
 import { ref } from './ref.js'
 
 /** An int64 plant id in a body: a JSON integer, serialized exactly from a bigint. */
-export const PlantIdSchema = Type.Unsafe<bigint>({
+const PlantIdSchema = Type.Unsafe<bigint>({
   type: 'integer',
   format: 'int64',
   description: 'The plant identifier (signed 64-bit)',
@@ -15,19 +15,18 @@ export const PlantIdSchema = Type.Unsafe<bigint>({
  * ajv format), so values beyond 2^53 are never rounded; the OpenAPI document shows it as
  * `type: integer, format: int64` (see plugins/docs.ts).
  */
-export const Int64StringSchema = Type.String({ format: 'int64', description: 'A signed 64-bit integer', examples: ['1'] })
+const Int64StringSchema = Type.String({ format: 'int64', description: 'A signed 64-bit integer', examples: ['1'] })
 
 export const PlantParamsSchema = Type.Object({ id: Int64StringSchema }, { additionalProperties: false })
-export type PlantParams = Static<typeof PlantParamsSchema>
 
-export const NAME_MAX_LENGTH = 100
-export const TAG_MAX_LENGTH = 50
+const NAME_MAX_LENGTH = 100
+const TAG_MAX_LENGTH = 50
 
 /**
  * A name as a client sends it: 1 to 100 characters once surrounding white space is trimmed (the
  * pattern says exactly that; `\s` is the white space String#trim removes). The service stores it trimmed.
  */
-export const PlantNameInputSchema = Type.String({
+const PlantNameInputSchema = Type.String({
   pattern: describedPattern(`^\\s*\\S(?:[\\s\\S]{0,${NAME_MAX_LENGTH - 2}}\\S)?\\s*$`,
     `must be 1 to ${NAME_MAX_LENGTH} characters after trimming surrounding white space`),
   description: `The plant name: 1 to ${NAME_MAX_LENGTH} characters after trimming surrounding white space, stored trimmed`,
@@ -40,7 +39,7 @@ const tagOptions = {
   description: `A free-form tag, 1 to ${TAG_MAX_LENGTH} characters`,
   examples: ['tropical']
 }
-export const PlantTagSchema = Type.String(tagOptions)
+const PlantTagSchema = Type.String(tagOptions)
 
 const PLANT_EXAMPLE = { id: 1, name: 'Monstera', tag: 'tropical', createdAt: '2026-01-02T03:04:05.678Z', updatedAt: '2026-01-02T03:04:05.678Z' }
 
@@ -60,7 +59,7 @@ export type Plant = Static<typeof PlantSchema>
  * The largest id a JSON body can carry exactly (2^53 - 1): a larger number has already been rounded
  * by the JSON parser, so it is refused rather than stored as some other id.
  */
-export const JSON_SAFE_ID_MAX = Number.MAX_SAFE_INTEGER
+const JSON_SAFE_ID_MAX = Number.MAX_SAFE_INTEGER
 
 export const NewPlantSchema = Type.Object(
   {
@@ -77,7 +76,6 @@ export const NewPlantSchema = Type.Object(
   },
   { $id: 'NewPlant', additionalProperties: false, description: 'A plant to create', examples: [{ name: 'Monstera', tag: 'tropical' }] }
 )
-export type NewPlantBody = Static<typeof NewPlantSchema>
 
 export const PlantUpdateSchema = Type.Object(
   {
@@ -86,7 +84,6 @@ export const PlantUpdateSchema = Type.Object(
   },
   { $id: 'PlantUpdate', additionalProperties: false, description: 'A full replacement of a plant: a missing tag clears it', examples: [{ name: 'Monstera deliciosa', tag: 'tropical' }] }
 )
-export type PlantUpdateBody = Static<typeof PlantUpdateSchema>
 
 export const PlantPatchSchema = Type.Object(
   {
@@ -100,12 +97,11 @@ export const PlantPatchSchema = Type.Object(
     examples: [{ tag: null }]
   }
 )
-export type PlantPatchBody = Static<typeof PlantPatchSchema>
 
 export const PlantListSchema = Type.Array(ref(PlantSchema), { $id: 'PlantList', description: 'Plants ordered by id', examples: [[PLANT_EXAMPLE]] })
 
 export const LIST_LIMIT_DEFAULT = 20
-export const LIST_LIMIT_MAX = 100
+const LIST_LIMIT_MAX = 100
 
 export const PlantListQuerySchema = Type.Object(
   {
@@ -123,4 +119,3 @@ export const PlantListQuerySchema = Type.Object(
   },
   { additionalProperties: false }
 )
-export type PlantListQuery = Static<typeof PlantListQuerySchema>

@@ -29,8 +29,8 @@ export function toPlant (row: PlantRow): Plant {
 }
 
 /** The plant an idempotency key remembers. */
-export const rememberedPlant = ({ plant_id: id, name, tag, created_at, updated_at }: IdempotencyRow): Plant =>
-  toPlant({ id, name, tag, created_at, updated_at })
+export const rememberedPlant = (row: IdempotencyRow): Plant =>
+  toPlant({ id: row.plant_id, name: row.name, tag: row.tag, created_at: row.created_at, updated_at: row.updated_at })
 
 /**
  * The row a write may change, checked inside the write's transaction: `not-found` when there is

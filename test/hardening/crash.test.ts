@@ -15,7 +15,11 @@ function send (agent: Agent, port: number, method: string, path: string, body?: 
   return new Promise((resolve, reject) => {
     const payload = body === undefined ? undefined : JSON.stringify(body)
     const req = request({
-      agent, host: '127.0.0.1', port, method, path,
+      agent,
+      host: '127.0.0.1',
+      port,
+      method,
+      path,
       headers: { ...AUTH, ...(payload !== undefined && { 'content-type': 'application/json' }) }
     }, (res) => {
       let text = ''

@@ -94,7 +94,7 @@ const operation = fc.constantFrom(
   { method: 'HEAD', path: (id: string) => `/plants/${id}` },
   { method: 'GET', path: (_id: string) => '/health' },
   { method: 'OPTIONS', path: (id: string) => `/plants/${id}` }
-) as fc.Arbitrary<{ method: InjectOptions['method'], path: (id: string) => string }>
+) as fc.Arbitrary<{ method: NonNullable<InjectOptions['method']>, path: (id: string) => string }>
 
 const request = fc.record({
   operation,
@@ -137,7 +137,7 @@ test('arbitrary JSON bodies on the writes: never a 5xx, never a prototype pollut
   const app = await seededApp(t)
   const writes = fc.constantFrom(
     { method: 'POST', url: '/plants' }, { method: 'PUT', url: '/plants/1' }, { method: 'PATCH', url: '/plants/2' }
-  ) as fc.Arbitrary<{ method: InjectOptions['method'], url: string }>
+  ) as fc.Arbitrary<{ method: NonNullable<InjectOptions['method']>, url: string }>
   await fc.assert(fc.asyncProperty(writes, rawBody, contentType, async ({ method, url }, body, type) => {
     const before = await snapshot(app)
     const res = await app.inject({ method, url, headers: { ...AUTH, ...(type !== undefined && { 'content-type': type }) }, payload: body })

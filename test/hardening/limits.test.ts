@@ -10,7 +10,9 @@ test('a body over BODY_LIMIT (16 KiB by default) is refused with 413 in the Erro
   await app.store.create({ id: 1n, name: 'Fern' })
   for (const [method, url] of [['POST', '/plants'], ['PUT', '/plants/1'], ['PATCH', '/plants/1'], ['DELETE', '/plants/1']] as const) {
     const res = await app.inject({
-      method, url, headers: { ...AUTH, 'content-type': 'application/json' },
+      method,
+      url,
+      headers: { ...AUTH, 'content-type': 'application/json' },
       payload: JSON.stringify({ name: 'x'.repeat(16 * 1024) })
     })
     assert.equal(res.statusCode, 413, `${method} ${url}`)

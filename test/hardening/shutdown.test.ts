@@ -61,6 +61,8 @@ test('SIGTERM under load: accepted requests finish, later ones get 503 or no con
   let stopped = false
   let sequence = 0
   const worker = async (): Promise<void> => {
+    // `stopped` is set by the test while the workers await their requests.
+    // eslint-disable-next-line no-unmodified-loop-condition
     while (!stopped) {
       const name = `load-${sequence++}`
       const status = await create(agent, server.port, name)

@@ -22,8 +22,15 @@ test('values are read from the environment', () => {
   })
   const { port, host, databaseUrl, sqliteSynchronous, tokens, tokenGenerated, logLevel, pgPoolMax, pgConnectTimeoutMs } = config
   assert.deepEqual({ port, host, databaseUrl, sqliteSynchronous, tokens, tokenGenerated, logLevel, pgPoolMax, pgConnectTimeoutMs }, {
-    port: 8080, host: '0.0.0.0', databaseUrl: ':memory:', sqliteSynchronous: 'normal', tokens: ['a-token', 'b-token'], tokenGenerated: false, logLevel: 'warn',
-    pgPoolMax: 10, pgConnectTimeoutMs: 5000
+    port: 8080,
+    host: '0.0.0.0',
+    databaseUrl: ':memory:',
+    sqliteSynchronous: 'normal',
+    tokens: ['a-token', 'b-token'],
+    tokenGenerated: false,
+    logLevel: 'warn',
+    pgPoolMax: 10,
+    pgConnectTimeoutMs: 5000
   })
 })
 

@@ -61,7 +61,7 @@ const SQL = {
   delete: `DELETE FROM plants WHERE id = $1 RETURNING ${PLANT}`,
   // Same-key creates queue behind each other, so exactly one of them creates.
   lockKey: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
-  findKey: `SELECT fingerprint, plant_id, name, tag, created_at, updated_at FROM idempotency_keys WHERE scope = $1 AND key = $2 AND created_at > $3`,
+  findKey: 'SELECT fingerprint, plant_id, name, tag, created_at, updated_at FROM idempotency_keys WHERE scope = $1 AND key = $2 AND created_at > $3',
   saveKey: `INSERT INTO idempotency_keys (scope, key, fingerprint, plant_id, name, tag, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
             ON CONFLICT (scope, key) DO UPDATE SET fingerprint = $3, plant_id = $4, name = $5, tag = $6,
                                                   created_at = $7, updated_at = $8`,

@@ -195,6 +195,8 @@ export function createGroupCommit (db: Database.Database, options: GroupCommitOp
 
     close: async () => {
       flush()
+      // Each sync that ends (on the thread pool) lowers syncsInFlight before it calls afterSync.
+      // eslint-disable-next-line no-unmodified-loop-condition
       while (syncsInFlight > 0) await new Promise<void>((resolve) => { afterSync.push(resolve) })
       if (walFd !== undefined) closeSync(walFd)
       walFd = undefined

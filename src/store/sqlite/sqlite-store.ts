@@ -129,10 +129,11 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
 
   // Writes are group-committed: those that arrive together share one transaction and one fsync.
   const durable = (options.synchronous ?? 'full') === 'full' && options.filename !== ':memory:'
+  const { onCommit, onSync } = options
   const writes = createGroupCommit(db, {
-    walFile: durable ? `${options.filename}-wal` : undefined,
-    onCommit: options.onCommit,
-    onSync: options.onSync
+    ...(durable && { walFile: `${options.filename}-wal` }),
+    ...(onCommit !== undefined && { onCommit }),
+    ...(onSync !== undefined && { onSync })
   })
 
   return {

@@ -18,7 +18,6 @@ function storeWithCommits (t: { after: (fn: () => Promise<void>) => void }, file
   return { store, commits }
 }
 
-
 /** A store on a fresh file under `full`, recording each commit (with its write count) and each sync. */
 function fullStoreWithEvents (t: { after: (fn: () => Promise<void>) => void }): { store: PlantStore, events: string[] } {
   const events: string[] = []
