@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { AUTH, buildTestApp } from '../../helpers/app.js'
-import { assertError, createPlant } from '../../helpers/plants.js'
+import { AUTH, buildTestApp } from '../../../helpers/app.js'
+import { assertError, createPlant } from '../../../helpers/plants.js'
 
 test('DELETE answers 204 with an empty body and no Content-Type, then the plant is gone', async (t) => {
   const app = await buildTestApp(t)

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
-import { AUTH, buildTestApp } from '../helpers/app.js'
-import { apiTestDatabases } from '../helpers/databases.js'
-import { assertError, createPlant, type PlantBody } from '../helpers/plants.js'
+import { AUTH, buildTestApp } from '../../helpers/app.js'
+import { apiTestDatabases } from '../../helpers/databases.js'
+import { assertError, createPlant, type PlantBody } from '../../helpers/plants.js'
 
 const MAX = '9223372036854775807'
 const JSON_AUTH = { ...AUTH, 'content-type': 'application/json' }
