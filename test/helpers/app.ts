@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { buildApp, type BuildOptions } from '../../src/app.js'
 import { loadConfig } from '../../src/load-config.js'
+import type { Cleanup } from './cleanup.js'
 import { scratchDatabaseUrl } from './postgres.js'
 
 export const TOKEN = 'test-token-0123456789abcdef0123456789'
@@ -13,7 +14,7 @@ export const AUTH = { authorization: `Bearer ${TOKEN}` } as const
  * With TEST_APP_STORE=postgres the default is a fresh PostgreSQL schema instead (CI runs the API tests both ways).
  */
 export async function buildTestApp (
-  t: { after: (fn: () => Promise<void>) => void },
+  t: Cleanup,
   env: NodeJS.ProcessEnv = {},
   options: BuildOptions = {}
 ): Promise<FastifyInstance> {
