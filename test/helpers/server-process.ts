@@ -75,8 +75,12 @@ interface Launched extends Omit<ServerProcess, 'baseUrl' | 'port'> {
 }
 
 async function launch (options: ServerOptions): Promise<Launched> {
-  const dir = options.env?.DATABASE_URL === undefined ? mkdtempSync(join(tmpdir(), 'plant-store-server-')) : undefined
-  const databaseUrl = options.env?.DATABASE_URL ?? join(dir ?? '', 'plants.db')
+  let dir: string | undefined
+  let databaseUrl = options.env?.DATABASE_URL
+  if (databaseUrl === undefined) {
+    dir = mkdtempSync(join(tmpdir(), 'plant-store-server-'))
+    databaseUrl = join(dir, 'plants.db')
+  }
   await options.beforeStart?.(databaseUrl)
 
   const settings: Record<string, string | undefined> = {
@@ -179,9 +183,9 @@ async function launch (options: ServerOptions): Promise<Launched> {
  * its temporary directory removed when the test ends; without (the benchmark), call `stop()`.
  */
 export async function startServer (t: Cleanup | undefined, options: ServerOptions = {}): Promise<ServerProcess> {
-  const server = await launch(options)
+  const { banner, ...server } = await launch(options)
   t?.after(async () => { await server.stop() })
-  const baseUrl = await server.banner.catch(async (err: unknown) => {
+  const baseUrl = await banner.catch(async (err: unknown) => {
     await server.stop()
     throw err
   })
@@ -194,8 +198,8 @@ export async function startServer (t: Cleanup | undefined, options: ServerOption
 
 /** Starts the server with settings that must stop its start: resolves with its exit code and output. */
 export async function expectStartFailure (options: ServerOptions = {}): Promise<StartFailure> {
-  const server = await launch(options)
-  const baseUrl = await server.banner.finally(server.stop)
+  const { banner, ...server } = await launch(options)
+  const baseUrl = await banner.finally(server.stop)
   if (baseUrl !== undefined) throw new Error(`the server started (on ${baseUrl}); it was expected to fail`)
   return { code: await server.exited, stdout: server.stdout(), stderr: server.stderr() }
 }
