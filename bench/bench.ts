@@ -17,6 +17,7 @@ import autocannon from 'autocannon'
 import { buildApp } from '../src/app.js'
 import { loadConfig, type LogLevel } from '../src/load-config.js'
 import type { PlantStore } from '../src/store/store.js'
+import { startServer } from '../test/helpers/server-process.js'
 
 type Sync = 'normal' | 'full'
 type WorkloadName = 'ceiling' | 'read' | 'list' | 'create' | 'delete'
@@ -57,7 +58,6 @@ interface Traffic {
 }
 
 const HERE = dirname(fileURLToPath(import.meta.url))
-const SERVER = join(HERE, '..', 'src', 'server.js')
 const CEILING = join(HERE, 'ceiling.js')
 const RESULTS = join(HERE, '..', '..', 'bench', 'results')
 const WORKLOADS: readonly WorkloadName[] = ['ceiling', 'read', 'list', 'create', 'delete']
@@ -106,14 +106,21 @@ function parseOptions (): Options {
   }
 }
 
-/** A child process that prints "... listening on http://host:port" once it is ready. */
+/** A child process that answers HTTP at `url`: the ceiling, or plant-store itself. */
 class Child {
   private constructor (readonly process: ChildProcess, readonly url: string) {}
 
-  static async start (script: string, env: NodeJS.ProcessEnv, logFile: string, nodeArgs: string[] = []): Promise<Child> {
+  /** plant-store, started as the tests start it; its output goes to `logFile`. */
+  static async server (env: NodeJS.ProcessEnv, logFile: string, nodeArgs: string[]): Promise<Child> {
+    const server = await startServer(undefined, { env, logFile, nodeArgs })
+    return new Child(server.child, server.baseUrl)
+  }
+
+  /** A script that prints "... listening on http://host:port" once it is ready (the ceiling). */
+  static async start (script: string, env: NodeJS.ProcessEnv, logFile: string): Promise<Child> {
     // Output goes to a file, not a pipe: draining a pipe would cost the load generator CPU.
     const fd = openSync(logFile, 'w')
-    const child = spawn(process.execPath, [...nodeArgs, script], { env, stdio: ['ignore', fd, fd] })
+    const child = spawn(process.execPath, [script], { env, stdio: ['ignore', fd, fd] })
     closeSync(fd)
     let exited = false
     child.once('exit', () => { exited = true })
@@ -280,7 +287,7 @@ async function main (): Promise<void> {
   const server = async (name: string, sync: Sync, seedCount: number): Promise<{ child: Child, ids: bigint[] }> => {
     const databaseUrl = options.db ?? join(work, `${name}.db`)
     const ids = await seed(databaseUrl, seedCount)
-    const child = await Child.start(SERVER, {
+    const child = await Child.server({
       ...process.env,
       PORT: '0',
       HOST: '127.0.0.1',
@@ -291,7 +298,9 @@ async function main (): Promise<void> {
       // The abuse limits would stop one benchmark client that sends everything with one token
       // (1000 requests a minute, 1000 requests a connection by default): measure the API, not them.
       RATE_LIMIT_MAX: '0',
-      MAX_REQUESTS_PER_SOCKET: '0'
+      MAX_REQUESTS_PER_SOCKET: '0',
+      // Load shedding as configured, as in production (the test servers have it off).
+      MAX_EVENT_LOOP_DELAY_MS: process.env.MAX_EVENT_LOOP_DELAY_MS
     }, join(work, `${name}.log`), [
       ...SERVER_NODE_FLAGS,
       ...(options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`, `--cpu-prof-name=${name}.cpuprofile`] : [])

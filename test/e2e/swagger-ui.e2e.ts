@@ -5,7 +5,8 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { chromium, type Locator, type Page } from 'playwright-core'
-import { startServer } from '../helpers/server.js'
+import { TOKEN } from '../helpers/app.js'
+import { startServer } from '../helpers/server-process.js'
 
 // Run with `npm run test:e2e` (needs Debian's Chromium: `apt-get install chromium`).
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
@@ -58,7 +59,7 @@ test('Swagger UI: authorize, create and delete a plant with "Try it out" (201, 2
   // Authorize with the bearer token.
   await page.locator('.auth-wrapper button.authorize').click()
   const dialog = page.locator('.dialog-ux .modal-ux')
-  await dialog.locator('input').fill(server.token)
+  await dialog.locator('input').fill(TOKEN)
   await dialog.locator('.auth-btn-wrapper button.authorize').click()
   await dialog.locator('.auth-btn-wrapper button', { hasText: 'Logout' }).waitFor()
   await screenshot(page, '02-authorized')

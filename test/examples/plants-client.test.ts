@@ -3,7 +3,8 @@ import { execFile } from 'node:child_process'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { startServer } from '../helpers/server.js'
+import { AUTH, TOKEN } from '../helpers/app.js'
+import { startServer } from '../helpers/server-process.js'
 
 const EXAMPLE = fileURLToPath(new URL('../../examples/plants-client.js', import.meta.url))
 const run = promisify(execFile)
@@ -11,7 +12,7 @@ const run = promisify(execFile)
 test('examples/plants-client.ts (openapi-fetch + the generated types) creates, lists, updates and deletes plants on a real server', async (t) => {
   const server = await startServer(t)
   const { stdout, stderr } = await run(process.execPath, [EXAMPLE], {
-    env: { PATH: process.env.PATH, PLANT_STORE_URL: server.baseUrl, PLANT_STORE_TOKEN: server.token }
+    env: { PATH: process.env.PATH, PLANT_STORE_URL: server.baseUrl, PLANT_STORE_TOKEN: TOKEN }
   })
   assert.equal(stderr, '')
   assert.deepEqual(stdout.trimEnd().split('\n'), [
@@ -24,7 +25,7 @@ test('examples/plants-client.ts (openapi-fetch + the generated types) creates, l
   ])
 
   // The server saw all of it: nothing is left.
-  const res = await fetch(`${server.baseUrl}/plants`, { headers: { authorization: `Bearer ${server.token}` } })
+  const res = await fetch(`${server.baseUrl}/plants`, { headers: AUTH })
   assert.equal(res.status, 200)
   assert.deepEqual(await res.json(), [])
 })

@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync } from 'node:fs'
 import { Agent, request } from 'node:http'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { test } from 'node:test'
 import Database from 'better-sqlite3'
 import { AUTH } from '../helpers/app.js'
+import { tempDatabaseFile } from '../helpers/cleanup.js'
 import { startServer } from '../helpers/server-process.js'
 
 interface Answer { status: number, body: string }
@@ -32,8 +30,8 @@ function send (agent: Agent, port: number, method: string, path: string, body?: 
   })
 }
 
-test('SIGKILL mid-load, several times: every acknowledged create is there, every acknowledged delete gone, no corruption', { timeout: 60_000 }, async () => {
-  const file = join(mkdtempSync(join(tmpdir(), 'plant-store-crash-')), 'plants.db')
+test('SIGKILL mid-load, several times: every acknowledged create is there, every acknowledged delete gone, no corruption', { timeout: 60_000 }, async (t) => {
+  const file = tempDatabaseFile(t, 'plant-store-crash-')
   const created = new Map<number, string>() // acknowledged creates: id → name
   const deleted = new Set<number>() // acknowledged deletes
   const maybeDeleted = new Set<number>() // deletes sent without an answer: either way is fine
@@ -41,7 +39,7 @@ test('SIGKILL mid-load, several times: every acknowledged create is there, every
 
   // Full sync, then normal (which also survives a process crash), then full again.
   for (const [round, synchronous] of (['full', 'normal', 'full'] as const).entries()) {
-    const server = await startServer({ DATABASE_URL: file, SQLITE_SYNCHRONOUS: synchronous })
+    const server = await startServer(t, { env: { DATABASE_URL: file, SQLITE_SYNCHRONOUS: synchronous } })
     const agent = new Agent({ keepAlive: true, maxSockets: 16 })
     let acknowledged = 0
     let killed = false
@@ -78,7 +76,7 @@ test('SIGKILL mid-load, several times: every acknowledged create is there, every
     agent.destroy()
   }
 
-  const server = await startServer({ DATABASE_URL: file })
+  const server = await startServer(t, { env: { DATABASE_URL: file } })
   server.child.kill('SIGTERM')
   assert.equal(await server.exited, 0)
 

@@ -1,20 +1,15 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, statSync, writeFileSync, writeSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { closeSync, existsSync, openSync, readFileSync, statSync, writeFileSync, writeSync } from 'node:fs'
 import { test } from 'node:test'
-import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import { APPLICATION_ID, migrations } from '../../src/store/sqlite/migrations.js'
 import { StoreOpenError } from '../../src/errors.js'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
-import { TOKEN } from '../helpers/app.js'
+import { tempDatabaseFile } from '../helpers/cleanup.js'
+import { expectStartFailure } from '../helpers/server-process.js'
 
-const tempFile = (): string => join(mkdtempSync(join(tmpdir(), 'plant-store-file-')), 'plants.db')
-
-test('a database at schema version 1 is migrated at start-up, its plants kept', async () => {
-  const file = tempFile()
+test('a database at schema version 1 is migrated at start-up, its plants kept', async (t) => {
+  const file = tempDatabaseFile(t, 'plant-store-file-')
   const old = new Database(file)
   old.exec(migrations[0] ?? '')
   old.pragma(`application_id = ${APPLICATION_ID}`)
@@ -44,22 +39,22 @@ function assertRefused (file: string, message: RegExp): void {
   assert.equal(existsSync(`${file}-wal`) ? statSync(`${file}-wal`).size : 0, 0)
 }
 
-test('a SQLite file of another application is refused and left untouched', () => {
-  const file = tempFile()
+test('a SQLite file of another application is refused and left untouched', (t) => {
+  const file = tempDatabaseFile(t, 'plant-store-file-')
   const other = new Database(file)
   other.exec('CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes VALUES (1, \'hello\')')
   other.close()
   assertRefused(file, /^the file is not a plant-store database$/)
 })
 
-test('a file that is not SQLite at all is refused and left untouched', () => {
-  const file = tempFile()
+test('a file that is not SQLite at all is refused and left untouched', (t) => {
+  const file = tempDatabaseFile(t, 'plant-store-file-')
   writeFileSync(file, 'name,tag\nFern,green\n'.repeat(200))
   assertRefused(file, /^the file is not a SQLite database$/)
 })
 
-test('a plant-store database from a newer version is refused and left untouched', () => {
-  const file = tempFile()
+test('a plant-store database from a newer version is refused and left untouched', (t) => {
+  const file = tempDatabaseFile(t, 'plant-store-file-')
   const newer = new Database(file)
   newer.pragma(`application_id = ${APPLICATION_ID}`)
   newer.pragma(`user_version = ${migrations.length + 1}`)
@@ -67,8 +62,8 @@ test('a plant-store database from a newer version is refused and left untouched'
   assertRefused(file, /^the database schema \(version 3\) is newer than this plant-store \(2\)$/)
 })
 
-test('a corrupt plant-store database is refused and left untouched', async () => {
-  const file = tempFile()
+test('a corrupt plant-store database is refused and left untouched', async (t) => {
+  const file = tempDatabaseFile(t, 'plant-store-file-')
   const store = createSqliteStore({ filename: file })
   for (let i = 0; i < 500; i++) await store.create({ name: `Plant ${i} ${'x'.repeat(40)}` })
   await store.close()
@@ -79,17 +74,11 @@ test('a corrupt plant-store database is refused and left untouched', async () =>
   assertRefused(file, /^the database file is corrupt/)
 })
 
-test('the server refuses a foreign file with a clear message and exit code 1', async () => {
-  const file = tempFile()
+test('the server refuses a foreign file with a clear message and exit code 1', async (t) => {
+  const file = tempDatabaseFile(t, 'plant-store-file-')
   writeFileSync(file, 'not a database\n'.repeat(100))
   const before = readFileSync(file)
-  const child = spawn(process.execPath, [fileURLToPath(new URL('../../src/server.js', import.meta.url))], {
-    env: { PATH: process.env.PATH, PORT: '0', DATABASE_URL: file, API_TOKENS: TOKEN },
-    stdio: ['ignore', 'ignore', 'pipe']
-  })
-  let stderr = ''
-  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
+  const { code, stderr } = await expectStartFailure({ env: { DATABASE_URL: file } })
   assert.equal(code, 1)
   assert.equal(stderr, `plant-store: cannot use the database ${file}: the file is not a SQLite database; the file was left untouched\n`)
   assert.ok(readFileSync(file).equals(before))

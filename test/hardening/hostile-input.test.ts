@@ -3,6 +3,7 @@ import { test } from 'node:test'
 import fc from 'fast-check'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import { AUTH, buildTestApp, TOKEN } from '../helpers/app.js'
+import type { Cleanup } from '../helpers/cleanup.js'
 
 /**
  * Property-based: whatever arrives (ids, query strings, headers, JSON bodies), the answer is never a
@@ -109,7 +110,7 @@ async function snapshot (app: FastifyInstance): Promise<string> {
   return JSON.stringify(page.plants, (_key, value: unknown) => typeof value === 'bigint' ? String(value) : value)
 }
 
-async function seededApp (t: { after: (fn: () => Promise<void>) => void }): Promise<FastifyInstance> {
+async function seededApp (t: Cleanup): Promise<FastifyInstance> {
   const app = await buildTestApp(t, { RATE_LIMIT_MAX: '0' })
   for (const id of [1n, 2n, 3n, 9007199254740993n]) await app.store.create({ id, name: `Plant ${id}`, tag: 'seed' })
   return app

@@ -3,6 +3,7 @@ import { connect, type Socket } from 'node:net'
 import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { AUTH, buildTestApp } from '../helpers/app.js'
+import type { Cleanup } from '../helpers/cleanup.js'
 
 test('a body over BODY_LIMIT (16 KiB by default) is refused with 413 in the Error shape', async (t) => {
   const app = await buildTestApp(t)
@@ -26,7 +27,7 @@ test('a body over BODY_LIMIT (16 KiB by default) is refused with 413 in the Erro
   assert.equal(refused.statusCode, 413)
 })
 
-async function listen (t: { after: (fn: () => Promise<void>) => void }, env: NodeJS.ProcessEnv): Promise<{ app: FastifyInstance, port: number }> {
+async function listen (t: Cleanup, env: NodeJS.ProcessEnv): Promise<{ app: FastifyInstance, port: number }> {
   const app = await buildTestApp(t, env)
   await app.listen({ port: 0, host: '127.0.0.1' })
   const address = app.server.address()

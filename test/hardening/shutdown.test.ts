@@ -1,15 +1,12 @@
 import assert from 'node:assert/strict'
-import { existsSync, mkdtempSync, statSync } from 'node:fs'
+import { existsSync, statSync } from 'node:fs'
 import { Agent, request } from 'node:http'
 import { connect, type Socket } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { test } from 'node:test'
 import Database from 'better-sqlite3'
 import { AUTH } from '../helpers/app.js'
+import { tempDatabaseFile } from '../helpers/cleanup.js'
 import { startServer, type ServerProcess } from '../helpers/server-process.js'
-
-const tempFile = (): string => join(mkdtempSync(join(tmpdir(), 'plant-store-shutdown-')), 'plants.db')
 
 /** A create; resolves with the status, or 0 when the connection died without an answer. */
 function create (agent: Agent, port: number, name: string): Promise<number> {
@@ -50,9 +47,9 @@ async function startSlowReplace (server: ServerProcess, id: number, body: string
   return { socket, answer, finish: () => { socket.write(body.slice(5)) } }
 }
 
-test('SIGTERM under load: accepted requests finish, later ones get 503 or no connection, none is dropped; the database is checkpointed', { timeout: 30_000 }, async () => {
-  const file = tempFile()
-  const server = await startServer({ DATABASE_URL: file, LOG_LEVEL: 'info' })
+test('SIGTERM under load: accepted requests finish, later ones get 503 or no connection, none is dropped; the database is checkpointed', { timeout: 30_000 }, async (t) => {
+  const file = tempDatabaseFile(t, 'plant-store-shutdown-')
+  const server = await startServer(t, { env: { DATABASE_URL: file, LOG_LEVEL: 'info' } })
   const agent = new Agent({ keepAlive: true, maxSockets: 8 })
   assert.equal(await create(agent, server.port, 'seed'), 201)
 
@@ -105,9 +102,9 @@ test('SIGTERM under load: accepted requests finish, later ones get 503 or no con
   assert.ok(statuses.has(201))
 })
 
-test('past SHUTDOWN_GRACE_MS the connections left are cut and the service still stops cleanly', { timeout: 10_000 }, async () => {
-  const file = tempFile()
-  const server = await startServer({ DATABASE_URL: file, LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: '300', REQUEST_TIMEOUT_MS: '60000' })
+test('past SHUTDOWN_GRACE_MS the connections left are cut and the service still stops cleanly', { timeout: 10_000 }, async (t) => {
+  const file = tempDatabaseFile(t, 'plant-store-shutdown-')
+  const server = await startServer(t, { env: { DATABASE_URL: file, LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: '300', REQUEST_TIMEOUT_MS: '60000' } })
   const agent = new Agent({ keepAlive: true })
   assert.equal(await create(agent, server.port, 'seed'), 201)
   agent.destroy()
@@ -123,8 +120,8 @@ test('past SHUTDOWN_GRACE_MS the connections left are cut and the service still 
   db.close()
 })
 
-test('idle keep-alive connections do not hold up a shutdown', { timeout: 10_000 }, async () => {
-  const server = await startServer({ DATABASE_URL: tempFile(), LOG_LEVEL: 'info' })
+test('idle keep-alive connections do not hold up a shutdown', { timeout: 10_000 }, async (t) => {
+  const server = await startServer(t, { env: { LOG_LEVEL: 'info' } })
   const socket = await open(server.port)
   const closed = untilClosed(socket)
   socket.write('GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n')

@@ -1,10 +1,7 @@
 import assert from 'node:assert/strict'
-import { Writable } from 'node:stream'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { buildApp } from '../../src/app.js'
-import { loadConfig } from '../../src/load-config.js'
-import { AUTH, buildTestApp, TOKEN } from '../helpers/app.js'
+import { AUTH, buildTestApp, captureLog } from '../helpers/app.js'
 
 test('under memory pressure every request, /health included, gets 503 in the Error shape with Retry-After', async (t) => {
   // Any process uses more than 1 byte of RSS: the service is under pressure from the first sample on.
@@ -28,13 +25,10 @@ test('with thresholds not reached, requests go through', async (t) => {
 })
 
 test('shed requests are not logged as errors: they come in floods, exactly when the service is busiest', async (t) => {
-  let log = ''
-  const logStream = new Writable({ write (chunk: Buffer, _encoding, done) { log += chunk.toString(); done() } })
-  const app = await buildApp(loadConfig({ DATABASE_URL: ':memory:', API_TOKENS: TOKEN, LOG_LEVEL: 'info', MAX_RSS_BYTES: '1' }), { logStream })
-  t.after(() => app.close())
-  await app.ready()
+  const log = captureLog()
+  const app = await buildTestApp(t, { DATABASE_URL: ':memory:', LOG_LEVEL: 'info', MAX_RSS_BYTES: '1' }, { logStream: log.stream })
   while (!app.isUnderPressure()) await sleep(50)
   assert.equal((await app.inject({ method: 'GET', url: '/health' })).statusCode, 503)
-  assert.match(log, /"statusCode":503/)
-  assert.doesNotMatch(log, /"level":50/)
+  assert.match(log.text(), /"statusCode":503/)
+  assert.doesNotMatch(log.text(), /"level":50/)
 })

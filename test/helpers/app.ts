@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../../src/app.js'
+import { buildApp, type BuildOptions } from '../../src/app.js'
 import { loadConfig } from '../../src/load-config.js'
+import type { Cleanup } from './cleanup.js'
 import { scratchDatabaseUrl } from './postgres.js'
 
 export const TOKEN = 'test-token-0123456789abcdef0123456789'
@@ -8,13 +9,24 @@ export const AUTH = { authorization: `Bearer ${TOKEN}` } as const
 
 /**
  * A fresh app on its own in-memory database, closed when the test ends.
- * `env` overrides the configuration the way environment variables would.
+ * `env` overrides the configuration the way environment variables would; `options` go to buildApp
+ * (e.g. `logStream: log.stream` with a captureLog()).
  * With TEST_APP_STORE=postgres the default is a fresh PostgreSQL schema instead (CI runs the API tests both ways).
  */
-export async function buildTestApp (t: { after: (fn: () => Promise<void>) => void }, env: NodeJS.ProcessEnv = {}): Promise<FastifyInstance> {
+export async function buildTestApp (
+  t: Cleanup,
+  env: NodeJS.ProcessEnv = {},
+  options: BuildOptions = {}
+): Promise<FastifyInstance> {
   const database = process.env.TEST_APP_STORE === 'postgres' && env.DATABASE_URL === undefined ? scratchDatabaseUrl(t).url : ':memory:'
-  const app = await buildApp(loadConfig({ DATABASE_URL: database, API_TOKENS: TOKEN, LOG_LEVEL: 'silent', ...env }))
+  const app = await buildApp(loadConfig({ DATABASE_URL: database, API_TOKENS: TOKEN, LOG_LEVEL: 'silent', ...env }), options)
   t.after(() => app.close())
   await app.ready()
   return app
+}
+
+/** Keeps every log line an app writes: pass `stream` as buildTestApp's `logStream`; `text()` is all of it so far. */
+export function captureLog (): { stream: NonNullable<BuildOptions['logStream']>, text: () => string } {
+  let log = ''
+  return { stream: { write: (line: string) => { log += line } }, text: () => log }
 }

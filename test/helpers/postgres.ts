@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
+import type { Cleanup } from './cleanup.js'
 
 /** The PostgreSQL server tests may use; unset means the PostgreSQL tests register nothing. */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL
@@ -32,7 +33,7 @@ function requireTestDatabaseUrl (): string {
  * test ends, so parallel runs never see each other's plants. Register it before anything that
  * opens a store on it: `t.after` runs in reverse order, so stores close before the drop.
  */
-export function scratchDatabaseUrl (t: { after: (fn: () => Promise<void>) => void }): { url: string, schema: string } {
+export function scratchDatabaseUrl (t: Cleanup): { url: string, schema: string } {
   const schema = `plant_store_test_${randomBytes(6).toString('hex')}`
   t.after(async () => { await adminQuery(`DROP SCHEMA IF EXISTS ${schema} CASCADE`) })
   return { url: withSchema(requireTestDatabaseUrl(), schema), schema }

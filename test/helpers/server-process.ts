@@ -1,9 +1,23 @@
-import { spawn, type ChildProcessByStdio } from 'node:child_process'
-import type { Readable } from 'node:stream'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { TOKEN } from './app.js'
+import type { Cleanup } from './cleanup.js'
 
-const serverPath = fileURLToPath(new URL('../../src/server.js', import.meta.url))
+/** The compiled server next to this compiled helper: the same build the tests run. */
+export const SERVER_JS = fileURLToPath(new URL('../../src/server.js', import.meta.url))
+
+/**
+ * The server's whole start-up banner: `plant-store is listening on http://HOST:PORT` (the base
+ * URL, group 1), the lines under it, and the blank line that ends it.
+ */
+const BANNER = /^plant-store is listening on (http:\/\/\S+)\n(?:.+\n)*\n/m
+
+/** How long a start may take before the server is killed and the start fails. */
+const START_TIMEOUT_MS = 30_000
 
 export interface LogLine {
   msg?: string
@@ -11,69 +25,181 @@ export interface LogLine {
   [field: string]: unknown
 }
 
+export interface ServerOptions {
+  /**
+   * Settings over the test defaults: HOST 127.0.0.1, PORT 0, API_TOKENS the test TOKEN, LOG_LEVEL
+   * silent, rate limits and load shedding off (so a busy CI machine cannot turn a load test's writes
+   * into 429s or 503s), and DATABASE_URL a plants.db in a temporary directory removed when the
+   * server stops. `undefined` removes a setting (e.g. API_TOKENS, to have one generated).
+   * Nothing else of this process's environment is passed on but PATH and NODE_V8_COVERAGE.
+   */
+  env?: Record<string, string | undefined>
+  /** Runs before the server starts, with its DATABASE_URL: e.g. to seed the database file. */
+  beforeStart?: (databaseUrl: string) => void | Promise<void>
+  /** Node.js options before the script, e.g. `--cpu-prof`. */
+  nodeArgs?: readonly string[]
+  /**
+   * Sends stdout and stderr to this file instead of pipes (the benchmark: draining a pipe would
+   * cost the load generator CPU). `stdout()` then reads the file; `stderr()` and `waitForLog` are
+   * not available.
+   */
+  logFile?: string
+}
+
 export interface ServerProcess {
-  child: ChildProcessByStdio<null, Readable, Readable>
-  /** e.g. http://127.0.0.1:41234 */
-  base: string
+  child: ChildProcess
+  /** E.g. `http://127.0.0.1:41234`, read from the server's own banner. */
+  baseUrl: string
   port: number
-  /** Resolves with the exit code (null when killed by a signal). */
+  /** The DATABASE_URL it runs on. */
+  databaseUrl: string
+  /** Resolves with the exit code (null when killed by a signal) once the process and its output are closed. */
   exited: Promise<number | null>
-  /** Resolves with the first log line (JSON, from stdout) that matches. */
+  /** SIGTERM unless it has exited, then its exit code; removes its temporary directory. Runs once. */
+  stop: () => Promise<number | null>
+  /** Resolves with the first JSON log line (from stdout) that matches; rejects if the server exits first. */
   waitForLog: (matches: (line: LogLine) => boolean) => Promise<LogLine>
+  stdout: () => string
   stderr: () => string
 }
 
-/**
- * Starts the built server (dist/src/server.js) as a child process on port 0 with these settings
- * (token TOKEN; rate limits and load shedding off unless given, so a busy CI machine cannot turn
- * a load test's writes into 503s) and resolves once it prints where it listens.
- */
-export async function startServer (env: NodeJS.ProcessEnv): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [serverPath], {
-    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', API_TOKENS: TOKEN, LOG_LEVEL: 'silent', RATE_LIMIT_MAX: '0', MAX_EVENT_LOOP_DELAY_MS: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
-  let stderr = ''
-  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+export interface StartFailure {
+  code: number | null
+  stdout: string
+  stderr: string
+}
 
+interface Launched extends Omit<ServerProcess, 'baseUrl' | 'port'> {
+  /** The base URL once the whole banner is printed; undefined when the process exits first. */
+  banner: Promise<string | undefined>
+}
+
+async function launch (options: ServerOptions): Promise<Launched> {
+  let dir: string | undefined
+  let databaseUrl = options.env?.DATABASE_URL
+  if (databaseUrl === undefined) {
+    dir = mkdtempSync(join(tmpdir(), 'plant-store-server-'))
+    databaseUrl = join(dir, 'plants.db')
+  }
+  await options.beforeStart?.(databaseUrl)
+
+  const settings: Record<string, string | undefined> = {
+    PATH: process.env.PATH,
+    // A coverage tool that sets it in the parent sees the servers too.
+    NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    API_TOKENS: TOKEN,
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_MAX: '0',
+    MAX_EVENT_LOOP_DELAY_MS: '0',
+    ...options.env,
+    DATABASE_URL: databaseUrl
+  }
+  const env = Object.fromEntries(Object.entries(settings).filter((entry): entry is [string, string] => entry[1] !== undefined))
+  const args = [...options.nodeArgs ?? [], SERVER_JS]
+
+  let child: ChildProcess
+  let stdout = ''
+  let stderr = ''
   const lines: LogLine[] = []
-  const waiters: Array<{ matches: (line: LogLine) => boolean, resolve: (line: LogLine) => void }> = []
-  let pending = ''
-  let listening: (base: string) => void = () => undefined
-  const started = new Promise<string>((resolve, reject) => {
-    listening = resolve
-    void exited.then((code) => reject(new Error(`server exited with ${code} before listening: ${stderr}`)))
-  })
-  child.stdout.on('data', (chunk: Buffer) => {
-    pending += chunk.toString()
-    const complete = pending.split('\n')
-    pending = complete.pop() ?? ''
-    for (const text of complete) {
-      const address = /listening on (http:\/\/127\.0\.0\.1:\d+)$/.exec(text)
-      if (address?.[1] !== undefined) listening(address[1])
-      if (!text.startsWith('{')) continue
-      const line = JSON.parse(text) as LogLine
-      lines.push(line)
-      for (const waiter of [...waiters]) {
-        if (waiter.matches(line)) {
-          waiters.splice(waiters.indexOf(waiter), 1)
-          waiter.resolve(line)
+  const waiters = new Set<{ matches: (line: LogLine) => boolean, resolve: (line: LogLine) => void }>()
+  const { logFile } = options
+  if (logFile === undefined) {
+    child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let pending = ''
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk
+      const complete = (pending + chunk).split('\n')
+      pending = complete.pop() ?? ''
+      for (const text of complete) {
+        if (!text.startsWith('{')) continue
+        const line = JSON.parse(text) as LogLine
+        lines.push(line)
+        for (const waiter of waiters) {
+          if (waiter.matches(line)) {
+            waiters.delete(waiter)
+            waiter.resolve(line)
+          }
         }
       }
-    }
-  })
+    })
+  } else {
+    const fd = openSync(logFile, 'w')
+    child = spawn(process.execPath, args, { env, stdio: ['ignore', fd, fd] })
+    closeSync(fd)
+  }
+  const readStdout = logFile === undefined ? () => stdout : () => readFileSync(logFile, 'utf8')
+  let closed = false
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => {
+    closed = true
+    resolve(code)
+  }))
 
-  const base = await started
+  let stopped: Promise<number | null> | undefined
+  const stop = async (): Promise<number | null> => await (stopped ??= (async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+    const code = await exited
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
+    return code
+  })())
+
+  const banner = (async () => {
+    const deadline = Date.now() + START_TIMEOUT_MS
+    while (Date.now() < deadline) {
+      const url = BANNER.exec(readStdout())?.[1]
+      if (url !== undefined) return url
+      if (closed) return undefined
+      await sleep(20)
+    }
+    child.kill('SIGKILL')
+    throw new Error(`the server did not start within ${START_TIMEOUT_MS} ms:\n${readStdout()}${stderr}`)
+  })()
+
   return {
     child,
-    base,
-    port: Number(new URL(base).port),
+    databaseUrl,
+    banner,
     exited,
-    waitForLog: (matches) => {
+    stop,
+    waitForLog: async (matches) => {
+      if (logFile !== undefined) throw new Error('waitForLog needs the output piped (no logFile)')
       const seen = lines.find(matches)
-      return seen !== undefined ? Promise.resolve(seen) : new Promise((resolve) => { waiters.push({ matches, resolve }) })
+      if (seen !== undefined) return seen
+      return await new Promise((resolve, reject) => {
+        waiters.add({ matches, resolve })
+        void exited.then(() => { reject(new Error(`the server exited without such a log line:\n${stdout}${stderr}`)) })
+      })
     },
+    stdout: readStdout,
     stderr: () => stderr
   }
+}
+
+/**
+ * Starts the real built server (build/src/server.js) as a child process with the test settings
+ * (see ServerOptions.env) and resolves once it has printed its banner. With `t`, it is stopped and
+ * its temporary directory removed when the test ends; without (the benchmark), call `stop()`.
+ */
+export async function startServer (t: Cleanup | undefined, options: ServerOptions = {}): Promise<ServerProcess> {
+  const { banner, ...server } = await launch(options)
+  t?.after(async () => { await server.stop() })
+  const baseUrl = await banner.catch(async (err: unknown) => {
+    await server.stop()
+    throw err
+  })
+  if (baseUrl === undefined) {
+    const code = await server.stop()
+    throw new Error(`the server exited (${code ?? server.child.signalCode}) before listening:\n${server.stdout()}${server.stderr()}`)
+  }
+  return { ...server, baseUrl, port: Number(new URL(baseUrl).port) }
+}
+
+/** Starts the server with settings that must stop its start: resolves with its exit code and output. */
+export async function expectStartFailure (options: ServerOptions = {}): Promise<StartFailure> {
+  const { banner, ...server } = await launch(options)
+  const baseUrl = await banner.finally(server.stop)
+  if (baseUrl !== undefined) throw new Error(`the server started (on ${baseUrl}); it was expected to fail`)
+  return { code: await server.exited, stdout: server.stdout(), stderr: server.stderr() }
 }

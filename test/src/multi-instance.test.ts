@@ -1,35 +1,15 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { createServer, type AddressInfo } from 'node:net'
 import { describe, test, type TestContext } from 'node:test'
-import { fileURLToPath } from 'node:url'
-import { AUTH, TOKEN } from '../helpers/app.js'
+import { AUTH } from '../helpers/app.js'
 import { scratchDatabaseUrl, TEST_DATABASE_URL } from '../helpers/postgres.js'
-
-const serverPath = fileURLToPath(new URL('../../src/server.js', import.meta.url))
+import { expectStartFailure, startServer } from '../helpers/server-process.js'
 
 /** Starts a real server process on port 0 and resolves with its base URL; stopped when the test ends. */
 async function startInstance (t: TestContext, databaseUrl: string): Promise<string> {
-  const child = spawn(process.execPath, [serverPath], {
-    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', API_TOKENS: TOKEN, DATABASE_URL: databaseUrl, PG_POOL_MAX: '4' },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
-  t.after(async () => {
-    if (child.exitCode === null) child.kill('SIGTERM')
-    assert.equal(await exited, 0, 'the instance stops cleanly')
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
-  return await new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString()
-      const match = /listening on (http:\/\/127\.0\.0\.1:\d+)\n/.exec(stdout)
-      if (match?.[1] !== undefined) resolve(match[1])
-    })
-    void exited.then((code) => reject(new Error(`instance exited with ${code}: ${stderr}`)))
-  })
+  const server = await startServer(t, { env: { DATABASE_URL: databaseUrl, PG_POOL_MAX: '4' } })
+  t.after(async () => { assert.equal(await server.stop(), 0, 'the instance stops cleanly') })
+  return server.baseUrl
 }
 
 interface Answer {
@@ -126,14 +106,8 @@ test('an instance that cannot reach PostgreSQL at start-up exits 1 with a clear 
   await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
   const { port } = probe.address() as AddressInfo
   await new Promise<void>((resolve) => probe.close(() => resolve()))
-  const child = spawn(process.execPath, [serverPath], {
-    env: { PATH: process.env.PATH, PORT: '0', LOG_LEVEL: 'silent', API_TOKENS: TOKEN, DATABASE_URL: `postgres://postgres:s3cret-pw@127.0.0.1:${port}/test` },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
-  let output = ''
-  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  const code = await new Promise<number | null>((resolve) => child.on('exit', (exitCode) => resolve(exitCode)))
+  const { code, stdout, stderr } = await expectStartFailure({ env: { DATABASE_URL: `postgres://postgres:s3cret-pw@127.0.0.1:${port}/test` } })
+  const output = stdout + stderr
   assert.equal(code, 1)
   assert.match(output, new RegExp(`^plant-store: could not start: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\n$`))
   assert.doesNotMatch(output, /s3cret-pw/)

@@ -1,40 +1,11 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { test } from 'node:test'
-import { fileURLToPath } from 'node:url'
+import { expectStartFailure, startServer } from '../helpers/server-process.js'
 
-const serverPath = fileURLToPath(new URL('../../src/server.js', import.meta.url))
-
-function start (env: NodeJS.ProcessEnv) {
-  const child = spawn(process.execPath, [serverPath], {
-    env: { PATH: process.env.PATH, PORT: '0', LOG_LEVEL: 'silent', ...env },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
-  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
-  const listening = new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', () => {
-      const match = /listening on (http:\/\/\S+)/.exec(stdout)
-      if (match?.[1] !== undefined && /\n\n$/.test(stdout)) resolve(match[1])
-    })
-    void exited.then((code) => reject(new Error(`server exited with ${code}: ${stderr}`)))
-  })
-  // Not every test waits for listening (a start that must fail): keep its rejection handled.
-  listening.catch(() => undefined)
-  return { child, listening, exited, output: () => ({ stdout, stderr }) }
-}
-
-test('the server prints where it listens, the docs URL and a generated token that works; SIGTERM stops it cleanly', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'plant-store-server-'))
-  const server = start({ DATABASE_URL: join(dir, 'plants.db') })
-  const base = await server.listening
-  const { stdout } = server.output()
+test('the server prints where it listens, the docs URL and a generated token that works; SIGTERM stops it cleanly', async (t) => {
+  const server = await startServer(t, { env: { API_TOKENS: undefined } })
+  const base = server.baseUrl
+  const stdout = server.stdout()
   assert.match(stdout, new RegExp(`API docs \\(Swagger UI\\): ${base}/docs\\n`))
   const token = /accepts the bearer token\n {4}(\S+)\n/.exec(stdout)?.[1]
   assert.ok(token !== undefined)
@@ -48,17 +19,16 @@ test('the server prints where it listens, the docs URL and a generated token tha
   assert.equal(await server.exited, 0)
 })
 
-test('configured tokens are not printed', async () => {
+test('configured tokens are not printed', async (t) => {
   const token = 'configured-token-0123456789abcdef0123'
-  const server = start({ DATABASE_URL: ':memory:', API_TOKENS: token })
-  await server.listening
-  assert.doesNotMatch(server.output().stdout, /configured-token/)
+  const server = await startServer(t, { env: { DATABASE_URL: ':memory:', API_TOKENS: token } })
+  assert.doesNotMatch(server.stdout(), /configured-token/)
   server.child.kill('SIGINT')
   assert.equal(await server.exited, 0)
 })
 
 test('a bad configuration value stops the start with a clear message and exit code 1', async () => {
-  const server = start({ PORT: 'eighty' })
-  assert.equal(await server.exited, 1)
-  assert.equal(server.output().stderr, 'plant-store: invalid configuration: env/PORT must be integer\n')
+  const { code, stderr } = await expectStartFailure({ env: { PORT: 'eighty' } })
+  assert.equal(code, 1)
+  assert.equal(stderr, 'plant-store: invalid configuration: env/PORT must be integer\n')
 })

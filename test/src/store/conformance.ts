@@ -4,15 +4,15 @@ import { plantEtag } from '../../../src/etag.js'
 import { ServiceError, type ErrorCode } from '../../../src/errors.js'
 import { IDEMPOTENCY_TTL_MS, type IdempotencyKey, type PlantStore } from '../../../src/store/store.js'
 
-/** A fresh, empty database for one test. Everything is cleaned up by `t.after`. */
-export interface TestDatabase {
+/** The conformance suite's fresh, empty database for one test. Everything is cleaned up by `t.after`. */
+export interface ConformanceDatabase {
   /** Opens a store on it; several stores on one database stand for several instances. */
   open: () => Promise<PlantStore>
   /** Makes every stored idempotency key older by `ms`, as if that much time had passed. */
   ageIdempotencyKeys: (ms: number) => Promise<void>
 }
 
-export type OpenDatabase = (t: TestContext) => Promise<TestDatabase>
+export type OpenConformanceDatabase = (t: TestContext) => Promise<ConformanceDatabase>
 
 const MAX = 9223372036854775807n
 const KEY: IdempotencyKey = { scope: 'client-a', key: 'key-1', fingerprint: 'body-1' }
@@ -39,7 +39,7 @@ const settled = async (promise: Promise<unknown>): Promise<'ok' | ErrorCode> => 
  * The PlantStore contract, run against every implementation: both must behave identically,
  * down to the ids they hand out.
  */
-export function storeConformance (name: string, openDatabase: OpenDatabase): void {
+export function storeConformance (name: string, openDatabase: OpenConformanceDatabase): void {
   describe(`${name} store conformance`, () => {
     const fresh = async (t: TestContext): Promise<PlantStore> => await (await openDatabase(t)).open()
 

@@ -9,9 +9,10 @@ import { createGroupCommit } from '../../../src/store/sqlite/group-commit.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
 import { ServiceError } from '../../../src/errors.js'
 import type { PlantStore } from '../../../src/store/store.js'
+import type { Cleanup } from '../../helpers/cleanup.js'
 
 /** A fresh store that records the size of every committed write transaction. */
-function storeWithCommits (t: { after: (fn: () => Promise<void>) => void }, filename = ':memory:'): { store: PlantStore, commits: number[] } {
+function storeWithCommits (t: Cleanup, filename = ':memory:'): { store: PlantStore, commits: number[] } {
   const commits: number[] = []
   const store = createSqliteStore({ filename, onCommit: (writes) => commits.push(writes) })
   t.after(() => store.close())
@@ -19,7 +20,7 @@ function storeWithCommits (t: { after: (fn: () => Promise<void>) => void }, file
 }
 
 /** A store on a fresh file under `full`, recording each commit (with its write count) and each sync. */
-function fullStoreWithEvents (t: { after: (fn: () => Promise<void>) => void }): { store: PlantStore, events: string[] } {
+function fullStoreWithEvents (t: Cleanup): { store: PlantStore, events: string[] } {
   const events: string[] = []
   const store = createSqliteStore({
     filename: join(mkdtempSync(join(tmpdir(), 'plant-store-group-')), 'plants.db'),

@@ -1,15 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
+import { tempDatabaseFile } from '../../helpers/cleanup.js'
 import { storeConformance } from './conformance.js'
 
 // A file rather than :memory:, so several stores (instances) can open one database.
 storeConformance('SQLite', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'plant-store-conformance-'))
-  const filename = join(dir, 'plants.db')
-  t.after(() => { rmSync(dir, { recursive: true, force: true }) })
+  const filename = tempDatabaseFile(t, 'plant-store-conformance-')
   return {
     open: async () => {
       const store = createSqliteStore({ filename, synchronous: 'normal' })

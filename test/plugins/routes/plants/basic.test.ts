@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { AUTH, buildTestApp } from '../../helpers/app.js'
-import { assertError, createPlant, JSON_TYPE, type PlantBody } from '../../helpers/plants.js'
+import { AUTH, buildTestApp } from '../../../helpers/app.js'
+import { assertError, createPlant, JSON_TYPE, type PlantBody } from '../../../helpers/plants.js'
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { AUTH, buildTestApp } from '../../helpers/app.js'
-import { assertError, createPlant, JSON_TYPE } from '../../helpers/plants.js'
+import { AUTH, buildTestApp } from '../../../helpers/app.js'
+import { assertError, createPlant, JSON_TYPE } from '../../../helpers/plants.js'
 
 const NAME_RULE = 'body/name must be 1 to 100 characters after trimming surrounding white space'
 

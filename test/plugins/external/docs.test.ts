@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { Validator } from '@seriousme/openapi-schema-validator'
-import { buildTestApp } from '../helpers/app.js'
+import { buildTestApp } from '../../helpers/app.js'
 
 interface Operation {
   operationId?: string

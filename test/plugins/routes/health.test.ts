@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { buildTestApp } from '../helpers/app.js'
+import { buildTestApp } from '../../helpers/app.js'
 
 test('GET /health answers 200 without a token once the database answers', async (t) => {
   const app = await buildTestApp(t)

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { AUTH, buildTestApp } from '../../helpers/app.js'
-import { assertError, createPlant, JSON_TYPE, type PlantBody } from '../../helpers/plants.js'
+import { AUTH, buildTestApp } from '../../../helpers/app.js'
+import { assertError, createPlant, JSON_TYPE, type PlantBody } from '../../../helpers/plants.js'
 
 const MERGE_PATCH = { 'content-type': 'application/merge-patch+json' }
 const patch = (id: string | number, body: string, headers: Record<string, string> = MERGE_PATCH) =>

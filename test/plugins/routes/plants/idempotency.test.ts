@@ -2,9 +2,9 @@ import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
-import { AUTH, buildTestApp, TOKEN } from '../../helpers/app.js'
-import { assertError, type PlantBody } from '../../helpers/plants.js'
-import { IDEMPOTENCY_TTL_MS } from '../../../src/store/store.js'
+import { AUTH, buildTestApp, TOKEN } from '../../../helpers/app.js'
+import { assertError, type PlantBody } from '../../../helpers/plants.js'
+import { IDEMPOTENCY_TTL_MS } from '../../../../src/store/store.js'
 
 const OTHER_TOKEN = 'other-token-abcdefghijklmnopqrstuvwxyz'
 

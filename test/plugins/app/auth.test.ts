@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { buildTestApp, TOKEN } from '../helpers/app.js'
+import { buildTestApp, TOKEN } from '../../helpers/app.js'
 
 async function deleteWith (app: Awaited<ReturnType<typeof buildTestApp>>, authorization?: string) {
   return app.inject({ method: 'DELETE', url: '/plants/1', headers: authorization === undefined ? {} : { authorization } })

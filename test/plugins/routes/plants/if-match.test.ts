@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { FastifyInstance, InjectOptions } from 'fastify'
-import { AUTH, buildTestApp } from '../../helpers/app.js'
-import { assertError, createPlant } from '../../helpers/plants.js'
+import { AUTH, buildTestApp } from '../../../helpers/app.js'
+import { assertError, createPlant } from '../../../helpers/plants.js'
 
 /** The three conditional writes, each as a request factory and the status it answers on success. */
 const WRITES: Array<{ method: 'PUT' | 'PATCH' | 'DELETE', ok: number, request: (id: number, ifMatch?: string) => InjectOptions }> = [

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { ConfigError } from '../../src/errors.js'
 import { loadConfig } from '../../src/load-config.js'
+import { TOKEN } from '../helpers/app.js'
 
 test('defaults: port 3000 on 127.0.0.1, data/plants.db, full sync, info logs, one generated token', () => {
   const config = loadConfig({})
@@ -46,7 +47,12 @@ test('a bad value stops the start with a message that names the variable', () =>
     [{ PG_POOL_MAX: '0' }, /PG_POOL_MAX must be >= 1/],
     [{ PG_CONNECT_TIMEOUT_MS: 'soon' }, /PG_CONNECT_TIMEOUT_MS must be integer/],
     [{ DATABASE_URL: 'postgres://db.example/plants?schema=Bad-Name' }, /DATABASE_URL schema must be a lower-case SQL name/],
-    [{ DATABASE_URL: 'postgres://[broken' }, /DATABASE_URL is not a valid postgres:\/\/ URL/]
+    [{ DATABASE_URL: 'postgres://[broken' }, /DATABASE_URL is not a valid postgres:\/\/ URL/],
+    [{ BODY_LIMIT: '0' }, /BODY_LIMIT must be >= 1/],
+    [{ RATE_LIMIT_MAX: '-1' }, /RATE_LIMIT_MAX must be >= 0/],
+    [{ MAX_EVENT_LOOP_UTILIZATION: '2' }, /MAX_EVENT_LOOP_UTILIZATION must be <= 1/],
+    [{ ALLOW_WEAK_TOKENS: 'yes' }, /ALLOW_WEAK_TOKENS must be equal to one of the allowed values/],
+    [{ HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '1000' }, /HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS/]
   ]
   for (const [env, message] of cases) {
     assert.throws(() => loadConfig(env), (err: unknown) => {
@@ -73,4 +79,32 @@ test('PostgreSQL settings: a postgres:// URL with a schema, pool size and connec
   assert.equal(config.databaseUrl, 'postgresql://app@db.example:5432/plants?schema=plant_store')
   assert.equal(config.pgPoolMax, 25)
   assert.equal(config.pgConnectTimeoutMs, 1500)
+})
+
+test('a configured token shorter than 32 characters stops the start unless ALLOW_WEAK_TOKENS=1', () => {
+  assert.throws(() => loadConfig({ API_TOKENS: `${TOKEN},short-token` }), (err: unknown) =>
+    err instanceof ConfigError && /at least 32 characters/.test(err.message) && !err.message.includes('short-token'))
+  assert.deepEqual(loadConfig({ API_TOKENS: 'short-token', ALLOW_WEAK_TOKENS: '1' }).tokens, ['short-token'])
+  assert.equal(loadConfig({ API_TOKENS: 'a'.repeat(32) }).tokens[0], 'a'.repeat(32))
+})
+
+test('hardening settings: defaults', () => {
+  const config = loadConfig({})
+  assert.equal(config.bodyLimit, 16 * 1024)
+  assert.deepEqual(config.timeouts, { headers: 10_000, request: 30_000, connection: 120_000, keepAlive: 72_000 })
+  assert.equal(config.maxRequestsPerSocket, 1000)
+  assert.equal(config.shutdownGraceMs, 10_000)
+  assert.deepEqual(config.rateLimit, { max: 1000, windowMs: 60_000 })
+  assert.equal(config.redis, undefined)
+  assert.deepEqual(config.pressure, { maxEventLoopDelayMs: 1000, maxEventLoopUtilization: 0, maxHeapUsedBytes: 0, maxRssBytes: 0 })
+  assert.deepEqual(config.corsOrigins, [])
+})
+
+test('hardening settings: read from the environment', () => {
+  const config = loadConfig({
+    REDIS_URL: 'redis://127.0.0.1:6379/2', REDIS_KEY_PREFIX: 'ps:', CORS_ORIGINS: ' https://a.example ,https://b.example,', RATE_LIMIT_MAX: '0'
+  })
+  assert.deepEqual(config.redis, { url: 'redis://127.0.0.1:6379/2', keyPrefix: 'ps:' })
+  assert.deepEqual(config.corsOrigins, ['https://a.example', 'https://b.example'])
+  assert.equal(config.rateLimit.max, 0)
 })

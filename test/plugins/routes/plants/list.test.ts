@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
-import { AUTH, buildTestApp } from '../../helpers/app.js'
-import { assertError, createPlant, JSON_TYPE, type PlantBody } from '../../helpers/plants.js'
+import { AUTH, buildTestApp } from '../../../helpers/app.js'
+import { assertError, createPlant, JSON_TYPE, type PlantBody } from '../../../helpers/plants.js'
 
 async function seed (app: FastifyInstance, count: number, tagOf: (i: number) => string | undefined = () => undefined): Promise<PlantBody[]> {
   const plants: PlantBody[] = []

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { AUTH, buildTestApp } from '../../helpers/app.js'
-import { assertError, createPlant, JSON_TYPE } from '../../helpers/plants.js'
+import { AUTH, buildTestApp } from '../../../helpers/app.js'
+import { assertError, createPlant, JSON_TYPE } from '../../../helpers/plants.js'
 
 test('GET /plants/{id}: 200, the plant, its ETag', async (t) => {
   const app = await buildTestApp(t)

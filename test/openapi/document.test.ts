@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
-import { AUTH, buildTestApp } from './helpers/app.js'
+import { AUTH, buildTestApp } from '../helpers/app.js'
 
 /**
  * Walks the served OpenAPI document: every operation declares every status it can answer (and
@@ -23,7 +23,7 @@ interface Operation {
 }
 interface OpenApi { paths: Record<string, Record<string, Operation>>, components: { schemas: Record<string, Json> } }
 
-/** The schema of each media type (each also carries an example, checked in test/openapi/). */
+/** The schema of each media type (each also carries an example, checked in contract-lint.test.ts). */
 const schemasOf = (content: Record<string, { schema: Json }> | undefined): Record<string, Json> | undefined =>
   content === undefined ? undefined : Object.fromEntries(Object.entries(content).map(([type, media]) => [type, media.schema]))
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { connect } from 'node:net'
 import { test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
-import { AUTH, buildTestApp } from '../helpers/app.js'
+import { AUTH, buildTestApp } from '../../helpers/app.js'
 
 function assertError (res: LightMyRequestResponse, status: number, message: string | RegExp): void {
   assert.equal(res.statusCode, status)

@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
-import { AUTH, buildTestApp } from '../helpers/app.js'
-import { testDatabases } from '../helpers/databases.js'
-import { assertError, createPlant, type PlantBody } from '../helpers/plants.js'
+import { AUTH, buildTestApp } from '../../helpers/app.js'
+import { apiTestDatabases } from '../../helpers/databases.js'
+import { assertError, createPlant, type PlantBody } from '../../helpers/plants.js'
 
 const MAX = '9223372036854775807'
 const JSON_AUTH = { ...AUTH, 'content-type': 'application/json' }
 
 // The API answers the same on every store: run the behaviours that touch the database on each.
-for (const database of testDatabases) {
+for (const database of apiTestDatabases) {
   describe(`API on ${database.name}`, () => {
     test('GET /health answers 200', async (t) => {
       const app = await buildTestApp(t, database.env(t))
@@ -163,6 +163,6 @@ async function script (app: FastifyInstance): Promise<unknown[]> {
 
 test('the same requests get the same answers on every store', async (t) => {
   const results = []
-  for (const database of testDatabases) results.push(await script(await buildTestApp(t, database.env(t))))
+  for (const database of apiTestDatabases) results.push(await script(await buildTestApp(t, database.env(t))))
   for (const result of results.slice(1)) assert.deepEqual(result, results[0])
 })

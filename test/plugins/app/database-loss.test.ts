@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { describe, test } from 'node:test'
-import { AUTH, buildTestApp } from '../helpers/app.js'
-import { scratchDatabaseUrl, terminateSessions, TEST_DATABASE_URL, withApplicationName } from '../helpers/postgres.js'
-import { startTcpProxy } from '../helpers/tcp-proxy.js'
+import { AUTH, buildTestApp } from '../../helpers/app.js'
+import { scratchDatabaseUrl, terminateSessions, TEST_DATABASE_URL, withApplicationName } from '../../helpers/postgres.js'
+import { startTcpProxy } from '../../helpers/tcp-proxy.js'
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 
