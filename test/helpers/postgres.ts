@@ -30,8 +30,10 @@ function requireTestDatabaseUrl (): string {
 
 /**
  * A DATABASE_URL on a schema of its own (created by the store on first open), dropped when the
- * test ends, so parallel runs never see each other's plants. Register it before anything that
- * opens a store on it: `t.after` runs in reverse order, so stores close before the drop.
+ * test ends, so parallel runs never see each other's plants. The drop does not depend on the order
+ * of the `t.after` hooks (Node 20 runs them in the order they were registered, so it may come
+ * before the stores close): an idle pooled connection holds no lock, so DROP SCHEMA does not wait
+ * for it, and a store closed afterwards only ends its connections.
  */
 export function scratchDatabaseUrl (t: Cleanup): { url: string, schema: string } {
   const schema = `plant_store_test_${randomBytes(6).toString('hex')}`
