@@ -16,10 +16,11 @@ import { randomBytes } from 'node:crypto'
 import autocannon from 'autocannon'
 import { buildApp } from '../src/app.js'
 import { loadConfig, type LogLevel } from '../src/load-config.js'
+import type { SqliteSynchronous } from '../src/store/sqlite/sqlite-store.js'
 import type { PlantStore } from '../src/store/store.js'
 import { startServer } from '../test/helpers/server-process.js'
 
-type Sync = 'normal' | 'full'
+type Sync = SqliteSynchronous
 type WorkloadName = 'ceiling' | 'read' | 'list' | 'create' | 'delete'
 
 interface Options {
