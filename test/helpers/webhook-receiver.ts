@@ -92,3 +92,12 @@ export function verifyWebhook (secret: string, request: ReceivedRequest): unknow
   }
   return new Webhook(secret).verify(request.body, headers)
 }
+
+/** Polls `predicate` every 10 ms until it holds; rejects, naming `what`, after `timeoutMs`. */
+export async function until (what: string, predicate: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!await predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
