@@ -26,7 +26,8 @@ export interface AttemptOptions {
   request?: RequestFunction
 }
 
-export type AttemptFailure = 'timeout' | 'connection' | 'invalid-url' | 'url-not-allowed' | 'url-unresolvable' | 'aborted'
+/** Why there was no answer; 'internal' is the caller's (the request could not even be prepared). */
+export type AttemptFailure = 'timeout' | 'connection' | 'invalid-url' | 'url-not-allowed' | 'url-unresolvable' | 'aborted' | 'internal'
 
 /** What one attempt came to: an answer (any status), or no answer and why. */
 export type AttemptResult =

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { performance } from 'node:perf_hooks'
-import { attemptDelivery, type AttemptResult, type RequestFunction } from './deliver.js'
+import { attemptDelivery, type AttemptRequest, type AttemptResult, type RequestFunction } from './deliver.js'
 import type { WebhookEventType } from './events.js'
 import { DEFAULT_JITTER, DEFAULT_RETRY_SCHEDULE_MS, verdict, type AttemptVerdict } from './schedule.js'
 import { signatureHeader } from './signing.js'
@@ -267,13 +267,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   async #attempt (delivery: ClaimedDelivery, lease: string): Promise<void> {
     const attemptedAt = this.#now()
     const started = performance.now()
-    const result = await attemptDelivery(this.#signedRequest(delivery, attemptedAt), {
-      policy: this.#policy,
-      timeoutMs: this.#timeoutMs,
-      signal: this.#abandon.signal,
-      ...(this.#maxResponseBytes !== undefined && { maxResponseBytes: this.#maxResponseBytes }),
-      ...(this.#request !== undefined && { request: this.#request })
-    })
+    const result = await this.#send(delivery, attemptedAt)
     const durationMs = performance.now() - started
     if (result.kind === 'error' && result.reason === 'aborted') {
       await this.#release(lease, [delivery.id])
@@ -309,8 +303,26 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     })
   }
 
+  async #send (delivery: ClaimedDelivery, attemptedAt: number): Promise<AttemptResult> {
+    let request: AttemptRequest
+    try {
+      request = this.#signedRequest(delivery, attemptedAt)
+    } catch (err) {
+      // A stored secret that cannot sign: a failed attempt like any other (retried, then failed),
+      // never an exception that would leave the delivery leased with nobody to record it.
+      return { kind: 'error', reason: 'internal', message: `the request could not be signed: ${err instanceof Error ? err.message : String(err)}` }
+    }
+    return await attemptDelivery(request, {
+      policy: this.#policy,
+      timeoutMs: this.#timeoutMs,
+      signal: this.#abandon.signal,
+      ...(this.#maxResponseBytes !== undefined && { maxResponseBytes: this.#maxResponseBytes }),
+      ...(this.#request !== undefined && { request: this.#request })
+    })
+  }
+
   /** The Standard Webhooks request: the stored body, signed now with every active secret. */
-  #signedRequest (delivery: ClaimedDelivery, attemptedAt: number): { url: string, headers: Record<string, string>, body: string } {
+  #signedRequest (delivery: ClaimedDelivery, attemptedAt: number): AttemptRequest {
     const timestamp = Math.floor(attemptedAt / 1000)
     return {
       url: delivery.url,

@@ -24,6 +24,11 @@ export interface SqliteWebhookStoreOptions {
   db: Database.Database
   /** How writes run; by default at once, each in an IMMEDIATE transaction of its own. */
   write?: SqliteWriteRunner
+  /**
+   * Hands back what a read found once everything committed so far is durable (the group commit's
+   * afterDurable), so no answer shows a write that could still be lost; at once by default.
+   */
+  afterDurable?: <T>(value: T) => T | Promise<T>
   /** Closed by close() (when the connection is the store's own). */
   ownsDb?: boolean
 }
@@ -122,6 +127,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
   const { db } = options
   checkSchema(db)
   const write: SqliteWriteRunner = options.write ?? (async (transaction) => transaction.immediate())
+  const durable = options.afterDurable ?? (<T>(value: T): T => value)
 
   const statements = {
     insertSubscription: db.prepare<[string, string, string, string | null, number, string, number, number], SqliteSubscriptionRow>(
@@ -276,12 +282,12 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     async listSubscriptions (owner: string, { limit, after }: SubscriptionQuery): Promise<SubscriptionPage> {
       // One row more than asked tells whether another page follows; ids are positive.
       const rows = statements.listSubscriptions.all(owner, after ?? 0n, limit + 1)
-      return { subscriptions: rows.slice(0, limit).map(subscription), hasMore: rows.length > limit }
+      return await durable({ subscriptions: rows.slice(0, limit).map(subscription), hasMore: rows.length > limit })
     },
 
     async getSubscription (owner: string, id: bigint) {
       const row = statements.getSubscription.get(owner, id)
-      return row === undefined ? undefined : subscription(row)
+      return await durable(row === undefined ? undefined : subscription(row))
     },
 
     async updateSubscription (owner: string, id: bigint, changes: SubscriptionChanges, now: number) {
@@ -298,9 +304,9 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     },
 
     async listDeliveries (owner: string, subscriptionId: bigint, { limit, before }: DeliveryQuery): Promise<DeliveryPage | undefined> {
-      if (statements.getSubscription.get(owner, subscriptionId) === undefined) return undefined
+      if (statements.getSubscription.get(owner, subscriptionId) === undefined) return await durable(undefined)
       const rows = statements.listDeliveries.all(subscriptionId, before ?? MAX_ID, limit + 1)
-      return { deliveries: rows.slice(0, limit).map(toDelivery), hasMore: rows.length > limit }
+      return await durable({ deliveries: rows.slice(0, limit).map(toDelivery), hasMore: rows.length > limit })
     },
 
     async retryDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint, now: number) {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, test, type TestContext } from 'node:test'
@@ -18,6 +18,7 @@ import { plant } from './store-conformance.js'
 // Deliveries go to a receiver on 127.0.0.1 only (allowPrivate); schedules are milliseconds long.
 
 const OWNER = 'a'.repeat(64)
+const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL('../../../../package.json', import.meta.url), 'utf8')) as { version: string }).version
 const loopback: AddressPolicy = { allowPrivate: true, resolve: async () => { throw new Error('no DNS in these tests') } }
 
 interface Fixture {
@@ -85,7 +86,7 @@ describe('webhook dispatcher', () => {
     assert.equal(request.url, '/hooks')
     assert.equal(request.headers['content-type'], 'application/json')
     assert.equal(request.headers['user-agent'], USER_AGENT)
-    assert.match(USER_AGENT, /^plant-store\/\d+\.\d+\.\d+/)
+    assert.equal(USER_AGENT, `plant-store/${PACKAGE_VERSION}`)
     assert.match(String(request.headers['webhook-id']), /^msg_/)
     const timestamp = Number(request.headers['webhook-timestamp'])
     assert.ok(timestamp >= before && timestamp <= before + 2, 'unix seconds of the attempt')
@@ -351,6 +352,16 @@ describe('webhook dispatcher', () => {
     assert.equal(delivery?.lastStatusCode, undefined)
     assert.equal(receiver.requests.length, 0)
     assert.ok(store !== undefined)
+  })
+
+  test('a secret that cannot sign fails the attempt (retried, then failed) without a request', async (t) => {
+    const { store, dispatcher, publish, receiver, deliveries, attempts } = await setup(t, { schedule: [10] })
+    const broken = await store.createSubscription({ owner: OWNER, url: `${receiver.origin}/x`, events: ['plant.created'], disabled: false, secret: 'whsec_' }, Date.now())
+    await dispatcher.start()
+    await publish()
+    await until('failed', async () => (await deliveries(broken.id))[0]?.status === 'failed')
+    assert.match(attempts[0]?.error ?? '', /^internal: the request could not be signed: /)
+    assert.equal(receiver.requests.length, 0)
   })
 
   test('finished deliveries older than the retention are pruned', async (t) => {
