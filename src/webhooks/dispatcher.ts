@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { EventEmitter } from 'node:events'
+import { EventEmitter, setMaxListeners } from 'node:events'
 import { performance } from 'node:perf_hooks'
 import { attemptDelivery, type AttemptRequest, type AttemptResult, type RequestFunction } from './deliver.js'
 import type { WebhookEventType } from './events.js'
@@ -151,6 +151,8 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     this.#random = options.random ?? Math.random
     this.#maxResponseBytes = options.maxResponseBytes
     this.#request = options.request
+    // Every attempt in flight listens to it: more than the default 10 is expected, not a leak.
+    setMaxListeners(this.#concurrency + 10, this.#abandon.signal)
   }
 
   /** Attempts running now. */
@@ -200,8 +202,10 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
       await this.#unlisten?.()
       // A claim under way may still hand over deliveries: they are released (see #claimOnce).
       await this.#claiming
-      const grace = new Promise<void>((resolve) => { setTimeout(resolve, graceMs).unref() })
+      let graceTimer: NodeJS.Timeout | undefined
+      const grace = new Promise<void>((resolve) => { graceTimer = setTimeout(resolve, graceMs) })
       await Promise.race([this.#allSettled(), grace])
+      clearTimeout(graceTimer)
       this.#abandon.abort()
       await this.#allSettled()
       await this.#pruning

@@ -214,6 +214,10 @@ describe('webhook dispatcher', () => {
 
   test('concurrency bounds the attempts in flight', async (t) => {
     const { dispatcher, subscribe, publish, receiver } = await setup(t, { concurrency: 3, perSubscription: 10 })
+    const warnings: string[] = []
+    const onWarning = (warning: Error): void => { warnings.push(warning.message) }
+    process.on('warning', onWarning)
+    t.after(() => { process.off('warning', onWarning) })
     let inFlight = 0
     let most = 0
     receiver.respond(async (_request, res) => {
@@ -227,6 +231,25 @@ describe('webhook dispatcher', () => {
     for (let i = 0; i < 3; i++) await publish()
     await receiver.waitFor(12)
     assert.equal(most, 3)
+    assert.deepEqual(warnings, [])
+  })
+
+  test('many attempts in flight at once raise no listener-leak warning', async (t) => {
+    const { dispatcher, subscribe, publish, receiver } = await setup(t, { concurrency: 30, perSubscription: 30 })
+    const warnings: string[] = []
+    const onWarning = (warning: Error): void => { warnings.push(warning.message) }
+    process.on('warning', onWarning)
+    t.after(() => { process.off('warning', onWarning) })
+    const answers: Array<() => void> = []
+    receiver.respond((_request, res) => { answers.push(() => { res.writeHead(200).end() }) })
+    await subscribe()
+    await dispatcher.start()
+    for (let i = 0; i < 25; i++) await publish()
+    await receiver.waitFor(25)
+    assert.equal(dispatcher.inFlight, 25)
+    for (const answer of answers.splice(0)) answer()
+    await until('all recorded', () => dispatcher.inFlight === 0)
+    assert.deepEqual(warnings, [])
   })
 
   test('a slow receiver holds at most perSubscription slots: the others are still served', async (t) => {
