@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import { createServer, request as httpRequest, type ClientRequest } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { createServer as createTlsServer } from 'node:tls'
 import { describe, test } from 'node:test'
 import { attemptDelivery, type AttemptRequest, type RequestFunction } from '../../../src/webhooks/deliver.js'
-import type { AddressPolicy, ResolvedAddress } from '../../../src/webhooks/url-policy.js'
+import { checkWebhookUrl, type AddressPolicy, type ResolvedAddress } from '../../../src/webhooks/url-policy.js'
 import { startReceiver } from '../../helpers/webhook-receiver.js'
 
 // Every connection here goes to 127.0.0.1. Host names resolve through a fake resolver, never DNS.
@@ -133,6 +134,21 @@ describe('one delivery attempt', () => {
     assert.equal(receiver.requests[0]?.headers.host, `receiver.invalid:${receiver.port}`)
     assert.equal(receiver.requests[0]?.localAddress, '127.0.0.1')
   })
+
+  test('https: the socket goes to the pinned address while TLS names the URL\'s host (SNI)', async (t) => {
+    const serverNames: string[] = []
+    // No certificate needed: the server name arrives in the ClientHello, before any is chosen.
+    const server = createTlsServer({ SNICallback: (name, done) => { serverNames.push(name); done(new Error('no certificate here')) } })
+    server.on('tlsClientError', () => {})
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    t.after(() => { server.close() })
+    const { port } = server.address() as AddressInfo
+    const policy = resolving(true, ['127.0.0.1'])
+    const result = await attemptDelivery(message(`https://receiver.invalid:${port}/hook`), { policy, timeoutMs: 2000 })
+    assert.equal(result.kind === 'error' && result.reason, 'connection')
+    assert.deepEqual(serverNames, ['receiver.invalid'])
+    assert.deepEqual(policy.calls, ['receiver.invalid'])
+  })
 })
 
 describe('no SSRF: refused before any connection', () => {
@@ -162,7 +178,6 @@ describe('no SSRF: refused before any connection', () => {
   })
 
   test('DNS rebinding: public when the subscription was checked, loopback at delivery: refused at delivery', async (t) => {
-    const { checkWebhookUrl } = await import('../../../src/webhooks/url-policy.js')
     const receiver = await startReceiver(t)
     const request = recordingRequest()
     const policy = resolving(false, ['93.184.216.34'], ['127.0.0.1'])
