@@ -30,8 +30,9 @@ export const migrations: readonly string[] = [
   // A delivery is the outbox row of one event for one subscription, written in the plant change's
   // transaction, with its own copy of the signed body; `lease` names the instance attempting it
   // until `lease_until` (claimed with FOR UPDATE SKIP LOCKED, so each attempt has one instance).
+  // Ids stay within 2^53 - 1, so that JSON carries them exactly.
   `CREATE TABLE webhook_subscriptions (
-     id                    bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+     id                    bigint  GENERATED ALWAYS AS IDENTITY (MAXVALUE 9007199254740991) PRIMARY KEY,
      owner                 text    NOT NULL,
      url                   text    NOT NULL,
      events                text[]  NOT NULL,
@@ -46,7 +47,7 @@ export const migrations: readonly string[] = [
    );
    CREATE INDEX webhook_subscriptions_owner_id ON webhook_subscriptions (owner, id);
    CREATE TABLE webhook_deliveries (
-     id               bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+     id               bigint  GENERATED ALWAYS AS IDENTITY (MAXVALUE 9007199254740991) PRIMARY KEY,
      subscription_id  bigint  NOT NULL REFERENCES webhook_subscriptions (id) ON DELETE CASCADE,
      message_id       text    NOT NULL,
      event_type       text    NOT NULL,

@@ -28,9 +28,10 @@ export const migrations: readonly string[] = [
   // 3: webhooks. A subscription belongs to the token that created it (owner: its SHA-256, hex);
   // events are space-separated names. A delivery is the outbox row of one event for one subscription,
   // written in the plant change's transaction, with its own copy of the signed body; `lease` names
-  // the dispatcher attempting it until `lease_until`. AUTOINCREMENT: ids are never handed out twice.
+  // the dispatcher attempting it until `lease_until`. AUTOINCREMENT: ids are never handed out twice;
+  // and they stay within 2^53 - 1, so that JSON carries them exactly.
   `CREATE TABLE webhook_subscriptions (
-     id                    INTEGER PRIMARY KEY AUTOINCREMENT,
+     id                    INTEGER PRIMARY KEY AUTOINCREMENT CHECK (id <= 9007199254740991),
      owner                 TEXT    NOT NULL,
      url                   TEXT    NOT NULL,
      events                TEXT    NOT NULL,
@@ -45,7 +46,7 @@ export const migrations: readonly string[] = [
    ) STRICT;
    CREATE INDEX webhook_subscriptions_owner_id ON webhook_subscriptions (owner, id);
    CREATE TABLE webhook_deliveries (
-     id               INTEGER PRIMARY KEY AUTOINCREMENT,
+     id               INTEGER PRIMARY KEY AUTOINCREMENT CHECK (id <= 9007199254740991),
      subscription_id  INTEGER NOT NULL REFERENCES webhook_subscriptions (id) ON DELETE CASCADE,
      message_id       TEXT    NOT NULL,
      event_type       TEXT    NOT NULL,
