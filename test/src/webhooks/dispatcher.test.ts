@@ -12,6 +12,7 @@ import { WebhookService } from '../../../src/webhooks/service.js'
 import type { WebhookDelivery, WebhookStore, WebhookSubscription } from '../../../src/webhooks/store.js'
 import type { AddressPolicy } from '../../../src/webhooks/url-policy.js'
 import { USER_AGENT } from '../../../src/webhooks/user-agent.js'
+import { cleanupStack } from '../../helpers/cleanup.js'
 import { startReceiver, until, verifyWebhook, type WebhookReceiver } from '../../helpers/webhook-receiver.js'
 import { plant } from './store-conformance.js'
 
@@ -35,22 +36,23 @@ interface Fixture {
 }
 
 async function setup (t: TestContext, options: Partial<DispatcherOptions> = {}): Promise<Fixture> {
+  const cleanup = cleanupStack(t)
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-dispatcher-'))
   const filename = join(dir, 'plants.db')
-  t.after(() => { rmSync(dir, { recursive: true, force: true }) })
+  cleanup.after(() => { rmSync(dir, { recursive: true, force: true }) })
   const plants = createSqliteStore({ filename, synchronous: 'normal' })
-  t.after(() => plants.close())
+  cleanup.after(() => plants.close())
   const store = createSqliteWebhookStore({ db: openSqliteWebhookDatabase(filename), ownsDb: true })
-  t.after(() => store.close())
-  const receiver = await startReceiver(t)
+  cleanup.after(() => store.close())
+  const receiver = await startReceiver(cleanup)
   const attempts: AttemptEvent[] = []
   const newDispatcher = (overrides: Partial<DispatcherOptions> = {}): WebhookDispatcher => {
     const dispatcher = new WebhookDispatcher({
       store, policy: loopback, pollIntervalMs: 20, schedule: [30, 30], jitter: 0, timeoutMs: 1000, ...options, ...overrides
     })
     dispatcher.on('attempt', (attempt) => attempts.push(attempt))
-    // Registered after the store's close: runs before it (t.after is last in, first out).
-    t.after(async () => { await dispatcher.stop(0) })
+    // Stopped before the store closes (the stack is last in, first out).
+    cleanup.after(async () => { await dispatcher.stop(0) })
     return dispatcher
   }
   const dispatcher = newDispatcher()

@@ -11,6 +11,7 @@ import { WebhookService } from '../../../src/webhooks/service.js'
 import type { WebhookStore, WebhookSubscription } from '../../../src/webhooks/store.js'
 import type { AddressPolicy } from '../../../src/webhooks/url-policy.js'
 import { scratchDatabaseUrl, terminateSessions, TEST_DATABASE_URL, withApplicationName } from '../../helpers/postgres.js'
+import { cleanupStack } from '../../helpers/cleanup.js'
 import { startReceiver, until, verifyWebhook, type WebhookReceiver } from '../../helpers/webhook-receiver.js'
 import { plant } from './store-conformance.js'
 
@@ -30,20 +31,21 @@ interface Cluster {
 }
 
 async function cluster (t: TestContext): Promise<Cluster> {
-  const { url } = scratchDatabaseUrl(t)
+  const cleanup = cleanupStack(t)
+  const { url } = scratchDatabaseUrl(cleanup)
   const plants = await createPostgresStore({ url, poolMax: 1 })
-  t.after(() => plants.close())
-  const receiver = await startReceiver(t)
+  cleanup.after(() => plants.close())
+  const receiver = await startReceiver(cleanup)
   const openStore = async (applicationName?: string): Promise<WebhookStore> => {
     const store = await createPostgresWebhookStore({
       url: applicationName === undefined ? url : withApplicationName(url, applicationName), poolMax: 3, onError: () => {}
     })
-    t.after(() => store.close())
+    cleanup.after(() => store.close())
     return store
   }
   const dispatcher = (store: WebhookStore, options: Partial<DispatcherOptions> = {}): WebhookDispatcher => {
     const instance = new WebhookDispatcher({ store, policy: loopback, pollIntervalMs: 20, schedule: [30], jitter: 0, timeoutMs: 2000, ...options })
-    t.after(async () => { await instance.stop(0) })
+    cleanup.after(async () => { await instance.stop(0) })
     return instance
   }
   const publish = async (event: PlantEvent, commit = true): Promise<number> => {

@@ -10,6 +10,7 @@ import { isWebhookError, type WebhookErrorCode } from '../../../src/webhooks/err
 import { WebhookService, webhookOwner } from '../../../src/webhooks/service.js'
 import type { WebhookStore } from '../../../src/webhooks/store.js'
 import type { AddressPolicy, ResolvedAddress } from '../../../src/webhooks/url-policy.js'
+import { cleanupStack } from '../../helpers/cleanup.js'
 import { plant } from './store-conformance.js'
 
 // No connection is made here: host names resolve through a table.
@@ -31,13 +32,14 @@ interface Fixture {
 }
 
 async function setup (t: TestContext): Promise<Fixture> {
+  const cleanup = cleanupStack(t)
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-webhook-service-'))
   const filename = join(dir, 'plants.db')
-  t.after(() => { rmSync(dir, { recursive: true, force: true }) })
+  cleanup.after(() => { rmSync(dir, { recursive: true, force: true }) })
   const plants = createSqliteStore({ filename, synchronous: 'normal' })
-  t.after(() => plants.close())
+  cleanup.after(() => plants.close())
   const store = createSqliteWebhookStore({ db: openSqliteWebhookDatabase(filename), ownsDb: true })
-  t.after(() => store.close())
+  cleanup.after(() => store.close())
   const lookups: string[] = []
   const policy: AddressPolicy = {
     allowPrivate: false,

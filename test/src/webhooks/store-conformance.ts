@@ -6,7 +6,7 @@ import type { PlantEvent } from '../../../src/webhooks/events.js'
 import { WEBHOOK_EVENT_TYPES } from '../../../src/webhooks/events.js'
 import type { ClaimRequest, NewSubscriptionRecord, WebhookStore } from '../../../src/webhooks/store.js'
 
-/** A fresh, migrated database for one test; everything is cleaned up by `t.after`. */
+/** A fresh, migrated database for one test; everything is cleaned up when the test ends. */
 export interface WebhookTestDatabase {
   /** Opens a webhook store on it; several stores on one database stand for several instances. */
   open: () => Promise<WebhookStore>

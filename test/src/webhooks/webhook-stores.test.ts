@@ -2,38 +2,41 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { test, type TestContext } from 'node:test'
+import { test } from 'node:test'
 import Database from 'better-sqlite3'
 import { createPostgresWebhookStore } from '../../../src/store/postgres/webhook-store.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
 import { createSqliteWebhookStore, enqueueSqliteEvent, openSqliteWebhookDatabase } from '../../../src/store/sqlite/webhook-store.js'
 import { StoreOpenError } from '../../../src/store/store.js'
 import { WEBHOOK_EVENT_TYPES } from '../../../src/webhooks/events.js'
+import { cleanupStack, type Cleanup } from '../../helpers/cleanup.js'
 import { scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
 import { plant } from './store-conformance.js'
 
 const record = { owner: 'a'.repeat(64), url: 'https://hooks.example.com/', events: [...WEBHOOK_EVENT_TYPES], disabled: false, secret: 'whsec_c2VjcmV0' }
 
-function tempFile (t: TestContext): string {
+function tempFile (cleanup: Cleanup): string {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-webhook-stores-'))
-  t.after(() => { rmSync(dir, { recursive: true, force: true }) })
+  cleanup.after(() => { rmSync(dir, { recursive: true, force: true }) })
   return join(dir, 'plants.db')
 }
 
 test('SQLite: a database the plant store has not migrated yet is refused', (t) => {
-  const filename = tempFile(t)
+  const cleanup = cleanupStack(t)
+  const filename = tempFile(cleanup)
   const bare = new Database(filename)
   bare.close()
   const db = openSqliteWebhookDatabase(filename)
-  t.after(() => { db.close() })
+  cleanup.after(() => { db.close() })
   assert.throws(() => createSqliteWebhookStore({ db }), (err: unknown) =>
     err instanceof StoreOpenError && /has no webhook tables yet: open the plant store on it first/.test(err.message))
 })
 
 test('SQLite: writes go through the given runner (the group commit), reads through afterDurable', async (t) => {
-  const filename = tempFile(t)
+  const cleanup = cleanupStack(t)
+  const filename = tempFile(cleanup)
   const plants = createSqliteStore({ filename, synchronous: 'normal' })
-  t.after(() => plants.close())
+  cleanup.after(() => plants.close())
   const log: string[] = []
   const store = createSqliteWebhookStore({
     db: openSqliteWebhookDatabase(filename),
@@ -41,7 +44,7 @@ test('SQLite: writes go through the given runner (the group commit), reads throu
     write: async (transaction) => { log.push('write'); return transaction() },
     afterDurable: async (value) => { log.push('read'); return value }
   })
-  t.after(() => store.close())
+  cleanup.after(() => store.close())
   const { id } = await store.createSubscription(record, 1000)
   await store.getSubscription(record.owner, id)
   await store.listSubscriptions(record.owner, { limit: 1 })
@@ -51,12 +54,13 @@ test('SQLite: writes go through the given runner (the group commit), reads throu
 })
 
 test('SQLite: enqueueSqliteEvent joins the transaction of a plant write on the same connection', async (t) => {
-  const filename = tempFile(t)
+  const cleanup = cleanupStack(t)
+  const filename = tempFile(cleanup)
   const plants = createSqliteStore({ filename, synchronous: 'normal' })
-  t.after(() => plants.close())
+  cleanup.after(() => plants.close())
   const db = openSqliteWebhookDatabase(filename)
   const store = createSqliteWebhookStore({ db, ownsDb: true })
-  t.after(() => store.close())
+  cleanup.after(() => store.close())
   await store.createSubscription(record, 1000)
   const insertPlant = db.prepare("INSERT INTO plants (name, tag, created_at, updated_at) VALUES ('Fern', NULL, 1, 1)")
   const createWithEvent = db.transaction((fail: boolean) => {
