@@ -28,6 +28,18 @@ export type ErrorCode =
   | 'connection-spent'
   /** The caller sent more requests than its rate limit allows. */
   | 'rate-limited'
+  /** A webhook URL that is not an absolute http(s) URL of at most 2048 characters without credentials. */
+  | 'invalid-url'
+  /** A webhook URL whose host is, or resolves to, an address the policy refuses (loopback, private, …). */
+  | 'url-not-allowed'
+  /** A webhook URL whose host name does not resolve to any address. */
+  | 'url-unresolvable'
+  /** A webhook event type list that is empty or names an unknown type. */
+  | 'invalid-events'
+  /** A webhook description that is too long. */
+  | 'invalid-description'
+  /** A delivery of a disabled subscription: not retried until the subscription is enabled. */
+  | 'subscription-disabled'
 
 /** Codes of deliberate load shedding: expected in floods exactly when the service is busiest. */
 export const LOAD_SHEDDING_CODES: ReadonlySet<ErrorCode> = new Set(['shutting-down', 'overloaded', 'connection-spent'])
@@ -56,6 +68,10 @@ export const shuttingDown = (): ServiceError =>
 export const connectionSpent = (): ServiceError =>
   new ServiceError('connection-spent', 'This connection has served its requests, retry on a new one')
 export const rateLimited = (after: string): ServiceError => new ServiceError('rate-limited', `Rate limit exceeded, retry in ${after}`)
+
+/** True when `err` is a ServiceError (with this code, when one is given). */
+export const isServiceError = (err: unknown, code?: ErrorCode): err is ServiceError =>
+  err instanceof ServiceError && (code === undefined || err.code === code)
 
 /** @fastify/under-pressure constructs its error itself, without arguments: a class of its own. */
 export class OverloadedError extends ServiceError {

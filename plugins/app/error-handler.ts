@@ -21,7 +21,13 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   'shutting-down': 503,
   overloaded: 503,
   'connection-spent': 503,
-  'rate-limited': 429
+  'rate-limited': 429,
+  'invalid-url': 400,
+  'url-not-allowed': 400,
+  'url-unresolvable': 400,
+  'invalid-events': 400,
+  'invalid-description': 400,
+  'subscription-disabled': 409
 }
 
 /** The Error body for a status: `error` is the status code itself. */

@@ -19,7 +19,10 @@ export async function buildTestApp (
   options: BuildOptions = {}
 ): Promise<FastifyInstance> {
   const database = process.env.TEST_APP_STORE === 'postgres' && env.DATABASE_URL === undefined ? scratchDatabaseUrl(t).url : ':memory:'
-  const app = await buildApp(loadConfig({ DATABASE_URL: database, API_TOKENS: TOKEN, LOG_LEVEL: 'silent', ...env }), options)
+  // Load shedding off unless a test sets it: on a busy CI machine an event-loop lag past the
+  // threshold would turn any test's request into a 503 (the child-process helper does the same).
+  const config = loadConfig({ DATABASE_URL: database, API_TOKENS: TOKEN, LOG_LEVEL: 'silent', MAX_EVENT_LOOP_DELAY_MS: '0', ...env })
+  const app = await buildApp(config, options)
   t.after(() => app.close())
   await app.ready()
   return app

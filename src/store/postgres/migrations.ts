@@ -25,5 +25,44 @@ export const migrations: readonly string[] = [
      updated_at  bigint NOT NULL,
      PRIMARY KEY (scope, key)
    );
-   CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);`
+   CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);`,
+  // 3: webhooks. A subscription belongs to the token that created it (owner: its SHA-256, hex).
+  // A delivery is the outbox row of one event for one subscription, written in the plant change's
+  // transaction, with its own copy of the signed body; `lease` names the instance attempting it
+  // until `lease_until` (claimed with FOR UPDATE SKIP LOCKED, so each attempt has one instance).
+  // Ids stay within 2^53 - 1, so that JSON carries them exactly.
+  `CREATE TABLE webhook_subscriptions (
+     id                    bigint  GENERATED ALWAYS AS IDENTITY (MAXVALUE 9007199254740991) PRIMARY KEY,
+     owner                 text    NOT NULL,
+     url                   text    NOT NULL,
+     events                text[]  NOT NULL,
+     description           text,
+     disabled              boolean NOT NULL,
+     secret                text    NOT NULL,
+     previous_secret       text,
+     previous_secret_until bigint,
+     failing_since         bigint,
+     created_at            bigint  NOT NULL,
+     updated_at            bigint  NOT NULL
+   );
+   CREATE INDEX webhook_subscriptions_owner_id ON webhook_subscriptions (owner, id);
+   CREATE TABLE webhook_deliveries (
+     id               bigint  GENERATED ALWAYS AS IDENTITY (MAXVALUE 9007199254740991) PRIMARY KEY,
+     subscription_id  bigint  NOT NULL REFERENCES webhook_subscriptions (id) ON DELETE CASCADE,
+     message_id       text    NOT NULL,
+     event_type       text    NOT NULL,
+     payload          text    NOT NULL,
+     status           text    NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed')),
+     attempts         integer NOT NULL,
+     next_attempt_at  bigint,
+     lease            text,
+     lease_until      bigint,
+     last_attempt_at  bigint,
+     last_status_code integer,
+     last_error       text,
+     created_at       bigint  NOT NULL
+   );
+   CREATE INDEX webhook_deliveries_due ON webhook_deliveries (subscription_id, next_attempt_at, id) WHERE status = 'pending';
+   CREATE INDEX webhook_deliveries_subscription_id ON webhook_deliveries (subscription_id, id);
+   CREATE INDEX webhook_deliveries_created_at ON webhook_deliveries (created_at);`
 ]

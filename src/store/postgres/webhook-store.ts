@@ -1,0 +1,391 @@
+import pg from 'pg'
+import { buildEventMessage, type PlantEvent, type WebhookEventType } from '../../webhooks/events.js'
+import { activeSecrets, toDelivery, toSubscription, truncateError, type DeliveryRow, type SubscriptionRow } from '../../webhooks/rows.js'
+import type {
+  ClaimedDelivery, ClaimRequest, CompletionResult, DeliveryCompletion, DeliveryPage, DeliveryQuery,
+  NewSubscriptionRecord, RetryResult, SubscriptionChanges, SubscriptionPage, SubscriptionQuery,
+  WebhookStore, WebhookSubscription
+} from '../../webhooks/store.js'
+import { StoreOpenError } from '../../errors.js'
+import { isConnectionError, parsePostgresUrl } from './connection.js'
+
+/** The migration step (see migrations.ts) that created the webhook tables. */
+export const WEBHOOK_SCHEMA_VERSION = 3
+
+/** The NOTIFY channel; the payload is the writer's schema, so schemas sharing a database tell their events apart. */
+export const WEBHOOK_CHANNEL = 'plant_store_webhooks'
+
+export interface PostgresWebhookStoreOptions {
+  /** The plant store's DATABASE_URL (`?schema=` included); its migrations must have run. */
+  url: string
+  /** The most connections the webhook store opens besides its listener (default 4). */
+  poolMax?: number
+  connectTimeoutMs?: number
+  /** Told about failures of idle pooled connections and of the listener; neither crashes the process. */
+  onError?: (err: Error) => void
+}
+
+/** int8 → bigint, as in the plant store: ids arrive exactly. */
+const types: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === pg.types.builtins.INT8 && format !== 'binary' ? BigInt : pg.types.getTypeParser(oid, format)
+  ) as typeof pg.types.getTypeParser
+}
+
+/** Named columns, never `*`: a prepared statement keeps its result shape when a later migration adds one. */
+const SUBSCRIPTION = 'id, url, events, description, disabled, secret, created_at, updated_at'
+const DELIVERY = 'id, event_type, status, attempts, last_attempt_at, last_status_code, last_error, next_attempt_at, created_at'
+const MAX_ID = 9223372036854775807n
+/** Prune in slices, so no DELETE holds many rows locked for long. */
+const PRUNE_BATCH = 1000
+
+const ENQUEUE_SQL = `
+  WITH inserted AS (
+    INSERT INTO webhook_deliveries (subscription_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at)
+    SELECT id, $1, $2, $3, 'pending', 0, $4, $4 FROM webhook_subscriptions WHERE NOT disabled AND $2 = ANY (events)
+    RETURNING 1)
+  SELECT count(*)::integer AS deliveries,
+         CASE WHEN count(*) > 0 THEN pg_notify('${WEBHOOK_CHANNEL}', current_schema()) END AS notified
+  FROM inserted`
+
+/** Every statement, prepared once per connection under its key (see `run`). */
+const SQL = {
+  schemaVersion: 'SELECT max(version) AS version FROM plant_store_migrations',
+  insertSubscription: `INSERT INTO webhook_subscriptions (owner, url, events, description, disabled, secret, created_at, updated_at)
+                       VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING ${SUBSCRIPTION}`,
+  getSubscription: `SELECT ${SUBSCRIPTION} FROM webhook_subscriptions WHERE owner = $1 AND id = $2`,
+  listSubscriptions: `SELECT ${SUBSCRIPTION} FROM webhook_subscriptions WHERE owner = $1 AND id > $2 ORDER BY id LIMIT $3`,
+  // A merge patch in one statement: null keeps a field ($5 says whether to set the description).
+  // A new URL or a re-enable forgets past failures. updated_at strictly increases, as for plants.
+  updateSubscription: `UPDATE webhook_subscriptions SET
+                         url = coalesce($3, url), events = coalesce($4, events),
+                         description = CASE WHEN $5::boolean THEN $6 ELSE description END,
+                         disabled = coalesce($7, disabled),
+                         failing_since = CASE WHEN coalesce($3, url) <> url OR (disabled AND NOT coalesce($7, disabled))
+                                              THEN NULL ELSE failing_since END,
+                         updated_at = greatest($8, updated_at + 1)
+                       WHERE owner = $1 AND id = $2 RETURNING ${SUBSCRIPTION}`,
+  rotateSecret: `UPDATE webhook_subscriptions SET previous_secret = secret, previous_secret_until = $4, secret = $3,
+                   updated_at = greatest($5, updated_at + 1)
+                 WHERE owner = $1 AND id = $2 RETURNING ${SUBSCRIPTION}`,
+  // Its deliveries go with it (ON DELETE CASCADE).
+  deleteSubscription: 'DELETE FROM webhook_subscriptions WHERE owner = $1 AND id = $2',
+  listDeliveries: `SELECT ${DELIVERY} FROM webhook_deliveries WHERE subscription_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3`,
+  findDelivery: `SELECT s.disabled FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
+                 WHERE s.owner = $1 AND s.id = $2 AND d.id = $3`,
+  retryDelivery: `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $3
+                  WHERE id = $1 AND subscription_id = $2 RETURNING ${DELIVERY}`,
+  enqueue: ENQUEUE_SQL,
+  // Per enabled subscription, its oldest due deliveries (at most $5), then the oldest of those
+  // overall: one subscription's backlog cannot fill a claim while others wait. SKIP LOCKED: rows
+  // another instance is claiming this instant are passed over, never waited for, never taken twice;
+  // a lease that ran out (its instance died) makes a delivery due again.
+  claim: `WITH due AS (
+            SELECT d.id FROM webhook_subscriptions s
+            CROSS JOIN LATERAL (
+              SELECT x.id, x.next_attempt_at FROM webhook_deliveries x
+              WHERE x.subscription_id = s.id AND x.status = 'pending' AND x.next_attempt_at <= $2
+                AND (x.lease_until IS NULL OR x.lease_until <= $2)
+              ORDER BY x.next_attempt_at, x.id LIMIT $5
+              FOR UPDATE SKIP LOCKED) d
+            WHERE NOT s.disabled AND s.id <> ALL ($6::bigint[])
+            ORDER BY d.next_attempt_at, d.id LIMIT $4)
+          UPDATE webhook_deliveries w SET lease = $1, lease_until = $3
+          FROM due, webhook_subscriptions s
+          WHERE w.id = due.id AND s.id = w.subscription_id
+          RETURNING w.id, w.subscription_id, w.message_id, w.event_type, w.payload, w.attempts,
+                    s.url, s.secret, s.previous_secret, s.previous_secret_until`,
+  leasedSubscription: 'SELECT subscription_id FROM webhook_deliveries WHERE id = $1 AND lease = $2',
+  // The subscription is locked before the delivery, in the order a delete cascades: no deadlock.
+  lockSubscription: 'SELECT disabled, failing_since FROM webhook_subscriptions WHERE id = $1 FOR NO KEY UPDATE',
+  finish: `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, next_attempt_at = $4,
+             lease = NULL, lease_until = NULL, last_attempt_at = $5, last_status_code = $6, last_error = $7
+           WHERE id = $1 AND lease = $2`,
+  succeeded: 'UPDATE webhook_subscriptions SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL',
+  failedAttempt: `UPDATE webhook_subscriptions SET failing_since = coalesce(failing_since, $2), disabled = disabled OR $3,
+                    updated_at = CASE WHEN $3 AND NOT disabled THEN greatest($2, updated_at + 1) ELSE updated_at END
+                  WHERE id = $1`,
+  release: 'UPDATE webhook_deliveries SET lease = NULL, lease_until = NULL WHERE lease = $1 AND id = ANY ($2::bigint[])',
+  prune: `DELETE FROM webhook_deliveries WHERE id IN (
+            SELECT id FROM webhook_deliveries
+            WHERE created_at < $1 AND (status <> 'pending' OR subscription_id IN (SELECT id FROM webhook_subscriptions WHERE disabled))
+            LIMIT $2 FOR UPDATE SKIP LOCKED)`
+} as const
+
+type Queryable = pg.Pool | pg.PoolClient | pg.ClientBase
+
+/** Runs one of the statements above as a named (prepared) statement. */
+async function run<R extends pg.QueryResultRow = pg.QueryResultRow> (db: Queryable, statement: keyof typeof SQL, values: unknown[] = []): Promise<pg.QueryResult<R>> {
+  return await db.query<R>({ name: `plant-store-webhooks-${statement}`, text: SQL[statement], values })
+}
+
+/**
+ * Writes an event's deliveries through `client`, inside the plant write's own transaction, so the
+ * change and its events commit (or roll back) together. On commit, PostgreSQL notifies every
+ * listening dispatcher (LISTEN/NOTIFY delivers only committed notifications). Resolves with how
+ * many deliveries were written.
+ */
+export async function enqueuePostgresEvent (client: pg.ClientBase, event: PlantEvent, now: number = Date.now()): Promise<number> {
+  return await enqueueOn(client, event, now)
+}
+
+async function enqueueOn (db: Queryable, event: PlantEvent, now: number): Promise<number> {
+  const { messageId, type, payload } = buildEventMessage(event, now)
+  const { rows: [row] } = await run<{ deliveries: number }>(db, 'enqueue', [messageId, type, payload, now])
+  return row?.deliveries ?? 0
+}
+
+interface PgSubscriptionRow extends SubscriptionRow {
+  events: string[]
+}
+
+interface PgClaimRow {
+  id: bigint
+  subscription_id: bigint
+  message_id: string
+  event_type: string
+  payload: string
+  attempts: number
+  url: string
+  secret: string
+  previous_secret: string | null
+  previous_secret_until: bigint | null
+}
+
+/** Runs `fn` in a transaction on one pooled connection; a broken connection is dropped, not reused. */
+async function inTransaction<T> (pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect()
+  let broken: Error | undefined
+  try {
+    await client.query('BEGIN')
+    const result = await fn(client)
+    await client.query('COMMIT')
+    return result
+  } catch (err) {
+    if (isConnectionError(err)) broken = err as Error
+    else await client.query('ROLLBACK').catch((rollbackErr: unknown) => { broken = rollbackErr as Error })
+    throw err
+  } finally {
+    client.release(broken)
+  }
+}
+
+async function checkSchema (pool: pg.Pool): Promise<void> {
+  let version = 0
+  try {
+    version = (await run<{ version: number | null }>(pool, 'schemaVersion')).rows[0]?.version ?? 0
+  } catch (err) {
+    // 42P01: no migrations table at all.
+    if ((err as { code?: unknown }).code !== '42P01') throw err
+  }
+  if (version < WEBHOOK_SCHEMA_VERSION) {
+    throw new StoreOpenError(`the database schema (version ${version}) has no webhook tables yet: open the plant store on it first`)
+  }
+}
+
+const toClaimed = (row: PgClaimRow, now: number): ClaimedDelivery => ({
+  id: row.id,
+  subscriptionId: row.subscription_id,
+  messageId: row.message_id,
+  eventType: row.event_type as WebhookEventType,
+  payload: row.payload,
+  attempts: row.attempts,
+  url: row.url,
+  secrets: activeSecrets(row.secret, row.previous_secret, row.previous_secret_until, now)
+})
+
+/** Webhook persistence on the plant store's PostgreSQL database, through a small pool of its own. */
+export async function createPostgresWebhookStore (options: PostgresWebhookStoreOptions): Promise<WebhookStore> {
+  const target = parsePostgresUrl(options.url)
+  const pool = new pg.Pool({
+    connectionString: target.connectionString,
+    application_name: 'plant-store',
+    max: options.poolMax ?? 4,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+    types
+  })
+  // An idle connection the server dropped is an 'error' event: without a listener it kills the process.
+  pool.on('error', (err) => { options.onError?.(err) })
+  try {
+    await checkSchema(pool)
+  } catch (err) {
+    await pool.end()
+    throw err
+  }
+  const listeners = new Set<() => Promise<void>>()
+
+  async function complete (done: DeliveryCompletion): Promise<CompletionResult> {
+    const notRecorded = { recorded: false, subscriptionDisabled: false }
+    const { rows: [leased] } = await run<{ subscription_id: bigint }>(pool, 'leasedSubscription', [done.id, done.lease])
+    if (leased === undefined) return notRecorded
+    const subscriptionId = leased.subscription_id
+    return await inTransaction(pool, async (client) => {
+      const { rows: [health] } = await run<{ disabled: boolean, failing_since: bigint | null }>(client, 'lockSubscription', [subscriptionId])
+      const next = done.status === 'pending' ? done.nextAttemptAt ?? done.attemptedAt : null
+      const error = done.error === undefined ? null : truncateError(done.error)
+      // The lease is checked again now that the row cannot change under us.
+      const { rowCount } = await run(client, 'finish', [done.id, done.lease, done.status, next, done.attemptedAt, done.statusCode ?? null, error])
+      if (rowCount !== 1 || health === undefined) return notRecorded
+      if (done.status === 'succeeded') {
+        await run(client, 'succeeded', [subscriptionId])
+        return { recorded: true, subscriptionDisabled: false }
+      }
+      const failingSince = health.failing_since === null ? done.attemptedAt : Number(health.failing_since)
+      const disable = done.disableSubscription || failingSince <= done.failingDisableBefore
+      await run(client, 'failedAttempt', [subscriptionId, done.attemptedAt, disable])
+      return { recorded: true, subscriptionDisabled: disable && !health.disabled }
+    })
+  }
+
+  /**
+   * A connection of its own that LISTENs, calling `wake` on each notification for this schema,
+   * and once after each (re)connection, for whatever was enqueued while it was not listening.
+   * A lost connection is re-made after a pause, until unsubscribed.
+   */
+  async function listen (wake: () => void): Promise<() => Promise<void>> {
+    let client: pg.Client | undefined
+    let stopped = false
+    let retryTimer: NodeJS.Timeout | undefined
+    let retryMs = 250
+    const reconnectLater = (): void => {
+      if (stopped || retryTimer !== undefined) return
+      retryTimer = setTimeout(() => {
+        retryTimer = undefined
+        connect().catch((err: unknown) => {
+          options.onError?.(err as Error)
+          reconnectLater()
+        })
+      }, retryMs)
+      retryTimer.unref()
+      retryMs = Math.min(retryMs * 2, 10_000)
+    }
+    const connect = async (): Promise<void> => {
+      const next = new pg.Client({ connectionString: target.connectionString, application_name: 'plant-store', types })
+      next.on('error', (err) => { options.onError?.(err) })
+      next.on('end', () => {
+        if (client === next) client = undefined
+        reconnectLater()
+      })
+      await next.connect()
+      try {
+        const { rows: [row] } = await next.query<{ schema: string | null }>('SELECT current_schema() AS schema')
+        const schema = row?.schema ?? null
+        next.on('notification', (message) => { if (message.payload === schema) wake() })
+        await next.query(`LISTEN ${WEBHOOK_CHANNEL}`)
+      } catch (err) {
+        await next.end().catch(() => {})
+        throw err
+      }
+      if (stopped) {
+        await next.end()
+        return
+      }
+      client = next
+      retryMs = 250
+      wake()
+    }
+    // Never rejects: without a listener the dispatcher's poll still finds everything, just later.
+    await connect().catch((err: unknown) => {
+      options.onError?.(err as Error)
+      reconnectLater()
+    })
+    const unsubscribe = async (): Promise<void> => {
+      stopped = true
+      clearTimeout(retryTimer)
+      listeners.delete(unsubscribe)
+      const current = client
+      client = undefined
+      await current?.end().catch(() => {})
+    }
+    listeners.add(unsubscribe)
+    return unsubscribe
+  }
+
+  let closed = false
+
+  return {
+    async createSubscription ({ owner, url, events, description, disabled, secret }: NewSubscriptionRecord, now: number) {
+      const { rows: [row] } = await run<PgSubscriptionRow>(pool, 'insertSubscription',
+        [owner, url, [...events], description ?? null, disabled, secret, now])
+      return toSubscription(row as PgSubscriptionRow)
+    },
+
+    async listSubscriptions (owner: string, { limit, after }: SubscriptionQuery): Promise<SubscriptionPage> {
+      // One row more than asked tells whether another page follows; ids are positive.
+      const { rows } = await run<PgSubscriptionRow>(pool, 'listSubscriptions', [owner, after ?? 0n, limit + 1])
+      return { subscriptions: rows.slice(0, limit).map(toSubscription), hasMore: rows.length > limit }
+    },
+
+    async getSubscription (owner: string, id: bigint) {
+      const { rows: [row] } = await run<PgSubscriptionRow>(pool, 'getSubscription', [owner, id])
+      return row === undefined ? undefined : toSubscription(row)
+    },
+
+    async updateSubscription (owner: string, id: bigint, changes: SubscriptionChanges, now: number): Promise<WebhookSubscription | undefined> {
+      const { rows: [row] } = await run<PgSubscriptionRow>(pool, 'updateSubscription', [
+        owner, id, changes.url ?? null, changes.events === undefined ? null : [...changes.events],
+        changes.description !== undefined, changes.description ?? null, changes.disabled ?? null, now
+      ])
+      return row === undefined ? undefined : toSubscription(row)
+    },
+
+    async deleteSubscription (owner: string, id: bigint) {
+      const { rowCount } = await run(pool, 'deleteSubscription', [owner, id])
+      return rowCount === 1
+    },
+
+    async rotateSecret (owner: string, id: bigint, secret: string, previousUntil: number, now: number) {
+      const { rows: [row] } = await run<PgSubscriptionRow>(pool, 'rotateSecret', [owner, id, secret, previousUntil, now])
+      return row === undefined ? undefined : toSubscription(row)
+    },
+
+    async listDeliveries (owner: string, subscriptionId: bigint, { limit, before }: DeliveryQuery): Promise<DeliveryPage | undefined> {
+      const { rows: [owned] } = await run(pool, 'getSubscription', [owner, subscriptionId])
+      if (owned === undefined) return undefined
+      const { rows } = await run<DeliveryRow>(pool, 'listDeliveries', [subscriptionId, before ?? MAX_ID, limit + 1])
+      return { deliveries: rows.slice(0, limit).map(toDelivery), hasMore: rows.length > limit }
+    },
+
+    async retryDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint, now: number): Promise<RetryResult> {
+      const { rows: [found] } = await run<{ disabled: boolean }>(pool, 'findDelivery', [owner, subscriptionId, deliveryId])
+      if (found === undefined) return { status: 'not-found' }
+      if (found.disabled) return { status: 'subscription-disabled' }
+      const { rows: [row] } = await run<DeliveryRow>(pool, 'retryDelivery', [deliveryId, subscriptionId, now])
+      return row === undefined ? { status: 'not-found' } : { status: 'ok', delivery: toDelivery(row) }
+    },
+
+    async enqueue (event: PlantEvent, now: number) {
+      return await enqueueOn(pool, event, now)
+    },
+
+    async claimDue ({ lease, now, leaseMs, limit, perSubscription, skipSubscriptions }: ClaimRequest) {
+      const { rows } = await run<PgClaimRow>(pool, 'claim',
+        [lease, now, now + leaseMs, limit, perSubscription, skipSubscriptions.map(String)])
+      return rows.map((row) => toClaimed(row, now))
+    },
+
+    completeDelivery: complete,
+
+    async releaseDeliveries (lease: string, ids: readonly bigint[]) {
+      if (ids.length > 0) await run(pool, 'release', [lease, ids.map(String)])
+    },
+
+    async pruneDeliveries (before: number) {
+      let total = 0
+      for (;;) {
+        const { rowCount } = await run(pool, 'prune', [before, PRUNE_BATCH])
+        total += rowCount ?? 0
+        if ((rowCount ?? 0) < PRUNE_BATCH) return total
+      }
+    },
+
+    listen,
+
+    async close () {
+      if (closed) return
+      closed = true
+      await Promise.all([...listeners].map(async (unsubscribe) => { await unsubscribe() }))
+      await pool.end()
+    }
+  }
+}

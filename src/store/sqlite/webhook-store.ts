@@ -1,0 +1,345 @@
+import Database from 'better-sqlite3'
+import { buildEventMessage, type PlantEvent, type WebhookEventType } from '../../webhooks/events.js'
+import {
+  activeSecrets, toDelivery, toSubscription, truncateError, type DeliveryRow, type SubscriptionRow
+} from '../../webhooks/rows.js'
+import type {
+  ClaimedDelivery, ClaimRequest, CompletionResult, DeliveryCompletion, DeliveryPage, DeliveryQuery,
+  NewSubscriptionRecord, RetryResult, SubscriptionChanges, SubscriptionPage, SubscriptionQuery,
+  WebhookStore, WebhookSubscription
+} from '../../webhooks/store.js'
+import { StoreOpenError } from '../../errors.js'
+
+/** The migration step (see migrations.ts) that created the webhook tables. */
+export const WEBHOOK_SCHEMA_VERSION = 3
+
+/** Runs a write transaction; the plant store's group commit in the service, so webhook writes are as durable. */
+export type SqliteWriteRunner = <T>(transaction: Database.Transaction<() => T>) => Promise<T>
+
+export interface SqliteWebhookStoreOptions {
+  /**
+   * A connection to the plant store's database, opened with `defaultSafeIntegers(true)`: the plant
+   * store's own, or one of its own on the same file (openSqliteWebhookDatabase).
+   */
+  db: Database.Database
+  /** How writes run; by default at once, each in an IMMEDIATE transaction of its own. */
+  write?: SqliteWriteRunner
+  /**
+   * Hands back what a read found once everything committed so far is durable (the group commit's
+   * afterDurable), so no answer shows a write that could still be lost; at once by default.
+   */
+  afterDurable?: <T>(value: T) => T | Promise<T>
+  /** Closed by close() (when the connection is the store's own). */
+  ownsDb?: boolean
+}
+
+/** A subscription row as SQLite keeps it: flags and times as bigints, events space-separated. */
+interface SqliteSubscriptionRow {
+  id: bigint
+  owner: string
+  url: string
+  events: string
+  description: string | null
+  disabled: bigint
+  secret: string
+  previous_secret: string | null
+  previous_secret_until: bigint | null
+  failing_since: bigint | null
+  created_at: bigint
+  updated_at: bigint
+}
+
+interface ClaimRow {
+  id: bigint
+  subscription_id: bigint
+  message_id: string
+  event_type: string
+  payload: string
+  attempts: bigint
+  url: string
+  secret: string
+  previous_secret: string | null
+  previous_secret_until: bigint | null
+}
+
+const MAX_ID = 9223372036854775807n
+/** Prune in slices: one long DELETE would hold the write lock (and the plant writes) up. */
+const PRUNE_BATCH = 1000
+
+const normalize = (row: SqliteSubscriptionRow): SubscriptionRow => ({
+  ...row,
+  events: row.events.split(' ').filter((name) => name !== ''),
+  disabled: row.disabled === 1n
+})
+
+const subscription = (row: SqliteSubscriptionRow): WebhookSubscription => toSubscription(normalize(row))
+
+const DELIVERY = 'id, event_type, status, attempts, last_attempt_at, last_status_code, last_error, next_attempt_at, created_at'
+
+/** The fan-out of one event: a delivery for every enabled subscription that asked for its type. */
+const ENQUEUE_SQL = `
+  INSERT INTO webhook_deliveries (subscription_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at)
+  SELECT id, @messageId, @type, @payload, 'pending', 0, @now, @now FROM webhook_subscriptions
+  WHERE disabled = 0 AND instr(' ' || events || ' ', ' ' || @type || ' ') > 0`
+
+interface EnqueueParams { messageId: string, type: string, payload: string, now: number }
+
+const enqueueStatements = new WeakMap<Database.Database, Database.Statement<[EnqueueParams]>>()
+
+/**
+ * Writes an event's deliveries on `db`, synchronously: call it inside the plant write's own
+ * transaction, so the change and its events commit (or roll back) together. Returns how many
+ * deliveries were written. The caller wakes the dispatcher once the transaction has committed.
+ */
+export function enqueueSqliteEvent (db: Database.Database, event: PlantEvent, now: number = Date.now()): number {
+  let statement = enqueueStatements.get(db)
+  if (statement === undefined) {
+    statement = db.prepare<EnqueueParams>(ENQUEUE_SQL)
+    enqueueStatements.set(db, statement)
+  }
+  const { messageId, type, payload } = buildEventMessage(event, now)
+  return statement.run({ messageId, type, payload, now }).changes
+}
+
+/**
+ * A connection of its own to a plant-store database the plant store has already migrated (it runs
+ * the migrations, webhook steps included), with the plant store's settings.
+ */
+export function openSqliteWebhookDatabase (filename: string): Database.Database {
+  const db = new Database(filename, { fileMustExist: filename !== ':memory:' })
+  db.defaultSafeIntegers(true)
+  db.pragma('journal_mode = WAL')
+  db.pragma('synchronous = NORMAL')
+  db.pragma('foreign_keys = ON')
+  db.pragma('busy_timeout = 5000')
+  return db
+}
+
+function checkSchema (db: Database.Database): void {
+  const version = Number(db.pragma('user_version', { simple: true }))
+  if (version < WEBHOOK_SCHEMA_VERSION) {
+    throw new StoreOpenError(`the database schema (version ${version}) has no webhook tables yet: open the plant store on it first`)
+  }
+}
+
+/** Webhook persistence on the plant store's SQLite database: statements prepared once. */
+export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): WebhookStore {
+  const { db } = options
+  checkSchema(db)
+  const write: SqliteWriteRunner = options.write ?? (async (transaction) => transaction.immediate())
+  const durable = options.afterDurable ?? (<T>(value: T): T => value)
+
+  const statements = {
+    insertSubscription: db.prepare<[string, string, string, string | null, number, string, number, number], SqliteSubscriptionRow>(
+      `INSERT INTO webhook_subscriptions (owner, url, events, description, disabled, secret, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`),
+    getSubscription: db.prepare<[string, bigint], SqliteSubscriptionRow>('SELECT * FROM webhook_subscriptions WHERE owner = ? AND id = ?'),
+    listSubscriptions: db.prepare<[string, bigint, number], SqliteSubscriptionRow>(
+      'SELECT * FROM webhook_subscriptions WHERE owner = ? AND id > ? ORDER BY id LIMIT ?'),
+    // updated_at strictly increases, even for two changes within one millisecond (as for plants).
+    updateSubscription: db.prepare<[{ owner: string, id: bigint, url: string, events: string, description: string | null, disabled: number, reset: number, now: number }], SqliteSubscriptionRow>(
+      `UPDATE webhook_subscriptions SET url = @url, events = @events, description = @description, disabled = @disabled,
+         failing_since = CASE WHEN @reset THEN NULL ELSE failing_since END, updated_at = max(@now, updated_at + 1)
+       WHERE owner = @owner AND id = @id RETURNING *`),
+    rotateSecret: db.prepare<[{ owner: string, id: bigint, secret: string, until: number, now: number }], SqliteSubscriptionRow>(
+      `UPDATE webhook_subscriptions SET previous_secret = secret, previous_secret_until = @until, secret = @secret,
+         updated_at = max(@now, updated_at + 1)
+       WHERE owner = @owner AND id = @id RETURNING *`),
+    deleteDeliveriesOf: db.prepare<[bigint], unknown>('DELETE FROM webhook_deliveries WHERE subscription_id = ?'),
+    deleteSubscription: db.prepare<[string, bigint], unknown>('DELETE FROM webhook_subscriptions WHERE owner = ? AND id = ?'),
+    listDeliveries: db.prepare<[bigint, bigint, number], DeliveryRow>(
+      `SELECT ${DELIVERY} FROM webhook_deliveries WHERE subscription_id = ? AND id < ? ORDER BY id DESC LIMIT ?`),
+    findDelivery: db.prepare<[string, bigint, bigint], { disabled: bigint }>(
+      `SELECT s.disabled FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
+       WHERE s.owner = ? AND s.id = ? AND d.id = ?`),
+    retryDelivery: db.prepare<[number, bigint], DeliveryRow>(
+      `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ? WHERE id = ? RETURNING ${DELIVERY}`),
+    enqueue: db.prepare<[EnqueueParams]>(ENQUEUE_SQL),
+    // Per subscription, its oldest due deliveries (at most perSubscription), then the oldest of
+    // those overall: one subscription's backlog cannot fill a claim while others wait. CROSS JOIN
+    // keeps subscriptions the outer loop (SQLite does not reorder it): a few index probes each,
+    // instead of a scan of every delivery kept.
+    claim: db.prepare<[{ lease: string, now: number, until: number, limit: number, cap: number, skip: string }], { id: bigint }>(
+      `UPDATE webhook_deliveries SET lease = @lease, lease_until = @until
+       WHERE id IN (
+         SELECT d.id FROM webhook_subscriptions s
+         CROSS JOIN webhook_deliveries d ON d.id IN (
+           SELECT x.id FROM webhook_deliveries x
+           WHERE x.subscription_id = s.id AND x.status = 'pending' AND x.next_attempt_at <= @now
+             AND (x.lease_until IS NULL OR x.lease_until <= @now)
+           ORDER BY x.next_attempt_at, x.id LIMIT @cap)
+         WHERE s.disabled = 0 AND s.id NOT IN (SELECT value FROM json_each(@skip))
+         ORDER BY d.next_attempt_at, d.id LIMIT @limit)
+       RETURNING id`),
+    claimed: db.prepare<[string], ClaimRow>(
+      `SELECT d.id, d.subscription_id, d.message_id, d.event_type, d.payload, d.attempts,
+              s.url, s.secret, s.previous_secret, s.previous_secret_until
+       FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
+       WHERE d.id IN (SELECT value FROM json_each(?))
+       ORDER BY d.next_attempt_at, d.id`),
+    finish: db.prepare<[{ id: bigint, lease: string, status: string, next: number | null, at: number, code: number | null, error: string | null }], { subscription_id: bigint }>(
+      `UPDATE webhook_deliveries SET status = @status, attempts = attempts + 1, next_attempt_at = @next,
+         lease = NULL, lease_until = NULL, last_attempt_at = @at, last_status_code = @code, last_error = @error
+       WHERE id = @id AND lease = @lease RETURNING subscription_id`),
+    subscriptionHealth: db.prepare<[bigint], { disabled: bigint, failing_since: bigint | null }>(
+      'SELECT disabled, failing_since FROM webhook_subscriptions WHERE id = ?'),
+    succeeded: db.prepare<[bigint], unknown>(
+      'UPDATE webhook_subscriptions SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL'),
+    failedAttempt: db.prepare<[{ id: bigint, at: number, disable: number }], unknown>(
+      `UPDATE webhook_subscriptions SET failing_since = coalesce(failing_since, @at),
+         disabled = CASE WHEN @disable THEN 1 ELSE disabled END,
+         updated_at = CASE WHEN @disable AND disabled = 0 THEN max(@at, updated_at + 1) ELSE updated_at END
+       WHERE id = @id`),
+    release: db.prepare<[string, string], unknown>(
+      'UPDATE webhook_deliveries SET lease = NULL, lease_until = NULL WHERE lease = ? AND id IN (SELECT value FROM json_each(?))'),
+    prune: db.prepare<[number, number], unknown>(
+      `DELETE FROM webhook_deliveries WHERE id IN (
+         SELECT id FROM webhook_deliveries
+         WHERE created_at < ? AND (status <> 'pending' OR subscription_id IN (SELECT id FROM webhook_subscriptions WHERE disabled = 1))
+         LIMIT ?)`)
+  }
+
+  /** Runs `fn` as one write transaction (a savepoint inside a group commit). */
+  const run = async <T>(fn: () => T): Promise<T> => await write(db.transaction(fn))
+
+  const update = (owner: string, id: bigint, changes: SubscriptionChanges, now: number): WebhookSubscription | undefined => {
+    const row = statements.getSubscription.get(owner, id)
+    if (row === undefined) return undefined
+    const url = changes.url ?? row.url
+    const disabled = changes.disabled ?? row.disabled === 1n
+    // A fresh start: failures before a new URL or a re-enable say nothing about what comes next.
+    const reset = url !== row.url || (row.disabled === 1n && !disabled)
+    const events = changes.events === undefined ? row.events : changes.events.join(' ')
+    const description = changes.description === undefined ? row.description : changes.description
+    const updated = statements.updateSubscription.get({ owner, id, url, events, description, disabled: Number(disabled), reset: Number(reset), now })
+    return updated === undefined ? undefined : subscription(updated)
+  }
+
+  const remove = (owner: string, id: bigint): boolean => {
+    if (statements.getSubscription.get(owner, id) === undefined) return false
+    // Explicitly as well as by the foreign key: a connection without foreign_keys=ON leaves none behind.
+    statements.deleteDeliveriesOf.run(id)
+    statements.deleteSubscription.run(owner, id)
+    return true
+  }
+
+  const retry = (owner: string, subscriptionId: bigint, deliveryId: bigint, now: number): RetryResult => {
+    const found = statements.findDelivery.get(owner, subscriptionId, deliveryId)
+    if (found === undefined) return { status: 'not-found' }
+    if (found.disabled === 1n) return { status: 'subscription-disabled' }
+    return { status: 'ok', delivery: toDelivery(statements.retryDelivery.get(now, deliveryId) as DeliveryRow) }
+  }
+
+  const claim = ({ lease, now, leaseMs, limit, perSubscription, skipSubscriptions }: ClaimRequest): ClaimedDelivery[] => {
+    const skip = JSON.stringify(skipSubscriptions.map(Number))
+    const ids = statements.claim.all({ lease, now, until: now + leaseMs, limit, cap: perSubscription, skip })
+    if (ids.length === 0) return []
+    return statements.claimed.all(JSON.stringify(ids.map(({ id }) => Number(id)))).map((row) => ({
+      id: row.id,
+      subscriptionId: row.subscription_id,
+      messageId: row.message_id,
+      eventType: row.event_type as WebhookEventType,
+      payload: row.payload,
+      attempts: Number(row.attempts),
+      url: row.url,
+      secrets: activeSecrets(row.secret, row.previous_secret, row.previous_secret_until, now)
+    }))
+  }
+
+  const complete = (done: DeliveryCompletion): CompletionResult => {
+    const finished = statements.finish.get({
+      id: done.id,
+      lease: done.lease,
+      status: done.status,
+      next: done.status === 'pending' ? done.nextAttemptAt ?? done.attemptedAt : null,
+      at: done.attemptedAt,
+      code: done.statusCode ?? null,
+      error: done.error === undefined ? null : truncateError(done.error)
+    })
+    if (finished === undefined) return { recorded: false, subscriptionDisabled: false }
+    const subscriptionId = finished.subscription_id
+    if (done.status === 'succeeded') {
+      statements.succeeded.run(subscriptionId)
+      return { recorded: true, subscriptionDisabled: false }
+    }
+    const health = statements.subscriptionHealth.get(subscriptionId)
+    if (health === undefined) return { recorded: true, subscriptionDisabled: false }
+    const failingSince = health.failing_since === null ? done.attemptedAt : Number(health.failing_since)
+    const disable = done.disableSubscription || failingSince <= done.failingDisableBefore
+    statements.failedAttempt.run({ id: subscriptionId, at: done.attemptedAt, disable: Number(disable) })
+    return { recorded: true, subscriptionDisabled: disable && health.disabled === 0n }
+  }
+
+  return {
+    async createSubscription (record: NewSubscriptionRecord, now: number) {
+      const { owner, url, events, description, disabled, secret } = record
+      const row = await run(() => statements.insertSubscription.get(
+        owner, url, events.join(' '), description ?? null, Number(disabled), secret, now, now) as SqliteSubscriptionRow)
+      return subscription(row)
+    },
+
+    async listSubscriptions (owner: string, { limit, after }: SubscriptionQuery): Promise<SubscriptionPage> {
+      // One row more than asked tells whether another page follows; ids are positive.
+      const rows = statements.listSubscriptions.all(owner, after ?? 0n, limit + 1)
+      return await durable({ subscriptions: rows.slice(0, limit).map(subscription), hasMore: rows.length > limit })
+    },
+
+    async getSubscription (owner: string, id: bigint) {
+      const row = statements.getSubscription.get(owner, id)
+      return await durable(row === undefined ? undefined : subscription(row))
+    },
+
+    async updateSubscription (owner: string, id: bigint, changes: SubscriptionChanges, now: number) {
+      return await run(() => update(owner, id, changes, now))
+    },
+
+    async deleteSubscription (owner: string, id: bigint) {
+      return await run(() => remove(owner, id))
+    },
+
+    async rotateSecret (owner: string, id: bigint, secret: string, previousUntil: number, now: number) {
+      const row = await run(() => statements.rotateSecret.get({ owner, id, secret, until: previousUntil, now }))
+      return row === undefined ? undefined : subscription(row)
+    },
+
+    async listDeliveries (owner: string, subscriptionId: bigint, { limit, before }: DeliveryQuery): Promise<DeliveryPage | undefined> {
+      if (statements.getSubscription.get(owner, subscriptionId) === undefined) return await durable(undefined)
+      const rows = statements.listDeliveries.all(subscriptionId, before ?? MAX_ID, limit + 1)
+      return await durable({ deliveries: rows.slice(0, limit).map(toDelivery), hasMore: rows.length > limit })
+    },
+
+    async retryDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint, now: number) {
+      return await run(() => retry(owner, subscriptionId, deliveryId, now))
+    },
+
+    async enqueue (event: PlantEvent, now: number) {
+      const { messageId, type, payload } = buildEventMessage(event, now)
+      return await run(() => statements.enqueue.run({ messageId, type, payload, now }).changes)
+    },
+
+    async claimDue (request: ClaimRequest) {
+      return await run(() => claim(request))
+    },
+
+    async completeDelivery (completion: DeliveryCompletion) {
+      return await run(() => complete(completion))
+    },
+
+    async releaseDeliveries (lease: string, ids: readonly bigint[]) {
+      if (ids.length > 0) await run(() => statements.release.run(lease, JSON.stringify(ids.map(Number))))
+    },
+
+    async pruneDeliveries (before: number) {
+      let total = 0
+      for (;;) {
+        const deleted = await run(() => statements.prune.run(before, PRUNE_BATCH).changes)
+        total += deleted
+        if (deleted < PRUNE_BATCH) return total
+      }
+    },
+
+    async close () {
+      if (options.ownsDb === true && db.open) db.close()
+    }
+  }
+}

@@ -1,0 +1,138 @@
+import * as http from 'node:http'
+import * as https from 'node:https'
+import { isServiceError } from '../errors.js'
+import { parseWebhookUrl, pinnedLookup, resolveWebhookTarget, type AddressPolicy, type ResolvedAddress } from './url-policy.js'
+
+/** How much of a receiver's answer is read (then discarded): its status is all that counts. */
+export const MAX_RESPONSE_BYTES = 4096
+
+export interface AttemptRequest {
+  url: string
+  /** The webhook-* headers, content-type, user-agent. */
+  headers: Record<string, string>
+  body: string
+}
+
+/** http.request's shape, so tests can prove that no connection is made. */
+export type RequestFunction = (url: URL, options: https.RequestOptions) => http.ClientRequest
+
+export interface AttemptOptions {
+  policy: AddressPolicy
+  /** The whole attempt: resolving, connecting, sending, and the answer's status line. */
+  timeoutMs: number
+  maxResponseBytes?: number
+  /** Aborting it (a stop past its grace period) ends the attempt as 'aborted'. */
+  signal?: AbortSignal
+  request?: RequestFunction
+}
+
+/** Why there was no answer; 'internal' is the caller's (the request could not even be prepared). */
+export type AttemptFailure = 'timeout' | 'connection' | 'invalid-url' | 'url-not-allowed' | 'url-unresolvable' | 'aborted' | 'internal'
+
+/** What one attempt came to: an answer (any status), or no answer and why. */
+export type AttemptResult =
+  | { kind: 'response', statusCode: number }
+  | { kind: 'error', reason: AttemptFailure, message: string }
+
+const defaultRequest: RequestFunction = (url, options) =>
+  url.protocol === 'https:' ? https.request(url, options) : http.request(url, options)
+
+class AttemptTimeout extends Error {
+  override name = 'AttemptTimeout'
+}
+
+/**
+ * One delivery attempt: POST the body once. The URL is checked against the policy again (its host
+ * may resolve elsewhere by now) and the socket connects to exactly the address checked. Redirects
+ * are answers like any other (never followed); at most `maxResponseBytes` of the body are read.
+ * Never rejects.
+ */
+export async function attemptDelivery (request: AttemptRequest, options: AttemptOptions): Promise<AttemptResult> {
+  const controller = new AbortController()
+  const timer = setTimeout(() => { controller.abort(new AttemptTimeout(`no answer within ${options.timeoutMs} ms`)) }, options.timeoutMs)
+  const stop = (): void => { controller.abort(options.signal?.reason) }
+  if (options.signal?.aborted === true) stop()
+  else options.signal?.addEventListener('abort', stop, { once: true })
+  try {
+    const url = parseWebhookUrl(request.url)
+    const target = await untilAborted(resolveWebhookTarget(url, options.policy), controller.signal)
+    return await send(url, target, request, options, controller.signal)
+  } catch (err) {
+    return failure(err, controller.signal)
+  } finally {
+    clearTimeout(timer)
+    options.signal?.removeEventListener('abort', stop)
+  }
+}
+
+/** Resolution cannot be cancelled (getaddrinfo runs on the thread pool); stop waiting for it instead. */
+async function untilAborted<T> (work: Promise<T>, signal: AbortSignal): Promise<T> {
+  signal.throwIfAborted()
+  let onAbort = (): void => {}
+  const aborted = new Promise<never>((_resolve, reject) => {
+    onAbort = () => { reject(signal.reason) }
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+  try {
+    return await Promise.race([work, aborted])
+  } finally {
+    signal.removeEventListener('abort', onAbort)
+  }
+}
+
+function failure (err: unknown, signal: AbortSignal): AttemptResult {
+  if (signal.aborted) {
+    const timedOut = signal.reason instanceof AttemptTimeout
+    return { kind: 'error', reason: timedOut ? 'timeout' : 'aborted', message: timedOut ? (signal.reason as Error).message : 'the attempt was abandoned (stopping)' }
+  }
+  if (isServiceError(err)) {
+    const reason = err.code === 'url-not-allowed' || err.code === 'url-unresolvable' ? err.code : 'invalid-url'
+    return { kind: 'error', reason, message: err.message }
+  }
+  const code = (err as { code?: unknown }).code
+  const message = err instanceof Error ? err.message : String(err)
+  return { kind: 'error', reason: 'connection', message: typeof code === 'string' && !message.includes(code) ? `${code}: ${message}` : message }
+}
+
+async function send (url: URL, target: ResolvedAddress, { headers, body }: AttemptRequest, options: AttemptOptions, signal: AbortSignal): Promise<AttemptResult> {
+  const maxBytes = options.maxResponseBytes ?? MAX_RESPONSE_BYTES
+  return await new Promise<AttemptResult>((resolve) => {
+    let statusCode: number | undefined
+    const settle = (result: AttemptResult): void => {
+      resolve(result)
+      // The rest of the answer is not wanted; agent:false means the socket is this request's alone.
+      req.destroy()
+    }
+    const answered = (): void => { settle({ kind: 'response', statusCode: statusCode as number }) }
+    const req = (options.request ?? defaultRequest)(url, {
+      method: 'POST',
+      headers: { ...headers, 'content-length': Buffer.byteLength(body) },
+      lookup: pinnedLookup(target),
+      // A fresh connection each attempt: nothing pooled that was resolved under another answer.
+      agent: false,
+      signal
+    })
+    req.on('response', (res) => {
+      statusCode = res.statusCode ?? 0
+      let read = 0
+      res.on('data', (chunk: Buffer) => {
+        read += chunk.length
+        if (read >= maxBytes) answered()
+      })
+      res.on('end', answered)
+      // The status is in: a body cut short (or a stop, or the time running out) changes nothing.
+      res.on('error', answered)
+      res.on('close', answered)
+    })
+    req.on('error', (err) => {
+      if (statusCode !== undefined) answered()
+      else settle(failure(err, signal))
+    })
+    // A safety net: a socket that closes without an error or an answer still ends the attempt.
+    req.on('close', () => {
+      if (statusCode !== undefined) answered()
+      else settle({ kind: 'error', reason: 'connection', message: 'the connection closed without an answer' })
+    })
+    req.end(body)
+  })
+}

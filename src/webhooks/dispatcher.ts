@@ -1,0 +1,397 @@
+import { randomBytes } from 'node:crypto'
+import { EventEmitter, setMaxListeners } from 'node:events'
+import { performance } from 'node:perf_hooks'
+import { attemptDelivery, type AttemptRequest, type AttemptResult, type RequestFunction } from './deliver.js'
+import type { WebhookEventType } from './events.js'
+import { DEFAULT_JITTER, DEFAULT_RETRY_SCHEDULE_MS, verdict, type AttemptVerdict } from './schedule.js'
+import { signatureHeader } from './signing.js'
+import type { ClaimedDelivery, DeliveryCompletion, DeliveryStatus, WebhookStore } from './store.js'
+import type { AddressPolicy } from './url-policy.js'
+import { USER_AGENT } from './user-agent.js'
+
+export const DEFAULT_TIMEOUT_MS = 10_000
+export const DEFAULT_CONCURRENCY = 10
+export const DEFAULT_PER_SUBSCRIPTION = 2
+export const DEFAULT_POLL_INTERVAL_MS = 1000
+export const DEFAULT_DISABLE_AFTER_MS = 5 * 24 * 3_600_000
+export const DEFAULT_RETENTION_MS = 7 * 24 * 3_600_000
+export const DEFAULT_PRUNE_INTERVAL_MS = 3_600_000
+export const DEFAULT_STOP_GRACE_MS = 10_000
+
+export interface DispatcherOptions {
+  store: WebhookStore
+  policy: AddressPolicy
+  /** Attempts in flight at once in this process (WEBHOOK_CONCURRENCY). */
+  concurrency?: number
+  /** Attempts in flight at once per subscription in this process: a slow receiver holds at most this many slots. */
+  perSubscription?: number
+  /** One attempt, from resolving the host to the answer's status (WEBHOOK_TIMEOUT_MS). */
+  timeoutMs?: number
+  /** Waits before each retry (WEBHOOK_RETRY_SCHEDULE_MS); its length is the number of retries. */
+  schedule?: readonly number[]
+  /** Each wait is scaled by a random factor in [1 - jitter, 1 + jitter). */
+  jitter?: number
+  /** How long a claim holds a delivery; an instance that dies mid-attempt holds it no longer. Above timeoutMs. */
+  leaseMs?: number
+  /** How often due deliveries are looked for without a wake (retries, other instances' events). */
+  pollIntervalMs?: number
+  /** A subscription whose attempts have all failed for this long is disabled (WEBHOOK_DISABLE_AFTER_MS). */
+  disableAfterMs?: number
+  /** Finished deliveries older than this are deleted (WEBHOOK_RETENTION_MS). */
+  retentionMs?: number
+  pruneIntervalMs?: number
+  userAgent?: string
+  /** Names this process in leases (random by default). */
+  instanceId?: string
+  now?: () => number
+  random?: () => number
+  maxResponseBytes?: number
+  /** Replaces http(s).request (tests). */
+  request?: RequestFunction
+}
+
+/** One finished attempt, for logs and metrics. */
+export interface AttemptEvent {
+  deliveryId: bigint
+  subscriptionId: bigint
+  messageId: string
+  eventType: WebhookEventType
+  /** 1 for the first attempt. */
+  attempt: number
+  /** What became of the delivery. */
+  status: DeliveryStatus
+  statusCode?: number
+  error?: string
+  nextAttemptAt?: number
+  durationMs: number
+  /** False when the lease had run out and another instance had taken the delivery over. */
+  recorded: boolean
+}
+
+export interface DispatcherEvents {
+  attempt: [AttemptEvent]
+  /** A subscription disabled by its receiver (410 Gone) or by failing for disableAfterMs. */
+  'subscription-disabled': [{ subscriptionId: bigint, reason: 'gone' | 'failing' }]
+  pruned: [{ deleted: number }]
+  /** The database failed; the dispatcher carries on (unrecorded attempts come due again when their lease runs out). */
+  'store-error': [{ operation: 'claim' | 'complete' | 'release' | 'prune', error: unknown }]
+}
+
+type State = 'idle' | 'running' | 'stopping' | 'stopped'
+
+const positive = (value: number, name: string): number => {
+  if (!Number.isFinite(value) || value <= 0) throw new RangeError(`${name} must be a positive number`)
+  return value
+}
+
+/**
+ * Delivers what the outbox holds, off the request path. Due deliveries are claimed in batches of
+ * at most the free slots, each under a lease of its own claim, and attempted concurrently (at most
+ * `concurrency`, at most `perSubscription` for one subscription, so a slow receiver cannot starve
+ * the others). After each attempt the outcome is recorded — only while the lease is still held —
+ * and the subscription disabled on 410 Gone or after failing for `disableAfterMs`.
+ *
+ * Work is looked for on wake() (the SQLite writer calls it after a commit), on the store's
+ * notifications (PostgreSQL LISTEN), every `pollIntervalMs`, and whenever a slot frees up.
+ */
+export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
+  readonly #store: WebhookStore
+  readonly #policy: AddressPolicy
+  readonly #concurrency: number
+  readonly #perSubscription: number
+  readonly #timeoutMs: number
+  readonly #schedule: readonly number[]
+  readonly #jitter: number
+  readonly #leaseMs: number
+  readonly #pollIntervalMs: number
+  readonly #disableAfterMs: number
+  readonly #retentionMs: number
+  readonly #pruneIntervalMs: number
+  readonly #userAgent: string
+  readonly #instanceId: string
+  readonly #now: () => number
+  readonly #random: () => number
+  readonly #maxResponseBytes: number | undefined
+  readonly #request: RequestFunction | undefined
+
+  #state: State = 'idle'
+  #claims = 0
+  /** The claim running now, if any; a wake during it asks for another right after. */
+  #claiming: Promise<void> | undefined
+  #claimAgain = false
+  readonly #inFlight = new Set<Promise<void>>()
+  readonly #perSubscriptionInFlight = new Map<bigint, number>()
+  /** Aborted when a stop's grace period is over: attempts still running give their deliveries back. */
+  readonly #abandon = new AbortController()
+  #pollTimer: NodeJS.Timeout | undefined
+  #pruneTimer: NodeJS.Timeout | undefined
+  #pruning: Promise<void> | undefined
+  #unlisten: (() => Promise<void>) | undefined
+  #stopped: Promise<void> | undefined
+
+  constructor (options: DispatcherOptions) {
+    super()
+    this.#store = options.store
+    this.#policy = options.policy
+    this.#concurrency = positive(options.concurrency ?? DEFAULT_CONCURRENCY, 'concurrency')
+    this.#perSubscription = positive(options.perSubscription ?? DEFAULT_PER_SUBSCRIPTION, 'perSubscription')
+    this.#timeoutMs = positive(options.timeoutMs ?? DEFAULT_TIMEOUT_MS, 'timeoutMs')
+    this.#schedule = options.schedule ?? DEFAULT_RETRY_SCHEDULE_MS
+    this.#jitter = options.jitter ?? DEFAULT_JITTER
+    // Completing takes a moment after the attempt's own time limit: leave a wide margin.
+    this.#leaseMs = positive(options.leaseMs ?? this.#timeoutMs + 60_000, 'leaseMs')
+    if (this.#leaseMs <= this.#timeoutMs) throw new RangeError('leaseMs must exceed timeoutMs')
+    this.#pollIntervalMs = positive(options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS, 'pollIntervalMs')
+    this.#disableAfterMs = positive(options.disableAfterMs ?? DEFAULT_DISABLE_AFTER_MS, 'disableAfterMs')
+    this.#retentionMs = positive(options.retentionMs ?? DEFAULT_RETENTION_MS, 'retentionMs')
+    this.#pruneIntervalMs = positive(options.pruneIntervalMs ?? DEFAULT_PRUNE_INTERVAL_MS, 'pruneIntervalMs')
+    this.#userAgent = options.userAgent ?? USER_AGENT
+    this.#instanceId = options.instanceId ?? randomBytes(6).toString('hex')
+    this.#now = options.now ?? Date.now
+    this.#random = options.random ?? Math.random
+    this.#maxResponseBytes = options.maxResponseBytes
+    this.#request = options.request
+    // Every attempt in flight listens to it: more than the default 10 is expected, not a leak.
+    setMaxListeners(this.#concurrency + 10, this.#abandon.signal)
+  }
+
+  /** Attempts running now. */
+  get inFlight (): number {
+    return this.#inFlight.size
+  }
+
+  /** Starts polling, listening (when the store can) and pruning; looks for due deliveries at once. */
+  async start (): Promise<void> {
+    if (this.#state !== 'idle') throw new Error('a dispatcher starts once')
+    this.#state = 'running'
+    this.#pollTimer = setInterval(() => { this.wake() }, this.#pollIntervalMs)
+    this.#pollTimer.unref()
+    this.#pruneTimer = setInterval(() => { this.#prune() }, this.#pruneIntervalMs)
+    this.#pruneTimer.unref()
+    if (this.#store.listen !== undefined) this.#unlisten = await this.#store.listen(() => { this.wake() })
+    this.#prune()
+    this.wake()
+  }
+
+  /** Looks for due deliveries now: call it after committing events (and after a retry request). */
+  wake (): void {
+    if (this.#state !== 'running') return
+    if (this.#claiming !== undefined) {
+      this.#claimAgain = true
+      return
+    }
+    this.#claiming = this.#claimLoop().finally(() => { this.#claiming = undefined })
+  }
+
+  /**
+   * Stops claiming, lets attempts in flight finish for up to `graceMs`, then abandons the rest:
+   * their deliveries are released untouched, to be attempted again (by another instance, or
+   * after a restart). Resolves once nothing is in flight. Call it before closing the store.
+   */
+  async stop (graceMs = DEFAULT_STOP_GRACE_MS): Promise<void> {
+    this.#stopped ??= this.#stop(graceMs)
+    await this.#stopped
+  }
+
+  async #stop (graceMs: number): Promise<void> {
+    const wasRunning = this.#state === 'running'
+    this.#state = 'stopping'
+    clearInterval(this.#pollTimer)
+    clearInterval(this.#pruneTimer)
+    if (wasRunning) {
+      await this.#unlisten?.()
+      // A claim under way may still hand over deliveries: they are released (see #claimOnce).
+      await this.#claiming
+      let graceTimer: NodeJS.Timeout | undefined
+      const grace = new Promise<void>((resolve) => { graceTimer = setTimeout(resolve, graceMs) })
+      await Promise.race([this.#allSettled(), grace])
+      clearTimeout(graceTimer)
+      this.#abandon.abort()
+      await this.#allSettled()
+      await this.#pruning
+    }
+    this.#state = 'stopped'
+  }
+
+  async #allSettled (): Promise<void> {
+    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight])
+  }
+
+  async #claimLoop (): Promise<void> {
+    do {
+      this.#claimAgain = false
+      await this.#claimOnce()
+    } while (this.#claimAgain && this.#state === 'running')
+  }
+
+  async #claimOnce (): Promise<void> {
+    const free = this.#concurrency - this.#inFlight.size
+    if (free <= 0) return
+    const lease = `${this.#instanceId}:${++this.#claims}`
+    const skipSubscriptions = [...this.#perSubscriptionInFlight]
+      .filter(([, count]) => count >= this.#perSubscription)
+      .map(([id]) => id)
+    let claimed: ClaimedDelivery[]
+    try {
+      claimed = await this.#store.claimDue({
+        lease, now: this.#now(), leaseMs: this.#leaseMs, limit: free, perSubscription: this.#perSubscription, skipSubscriptions
+      })
+    } catch (error) {
+      this.#emit('store-error', { operation: 'claim', error })
+      return
+    }
+    // Slots may have been taken meanwhile (or a stop begun): what cannot start now goes back.
+    const unwanted: bigint[] = []
+    for (const delivery of claimed) {
+      if (this.#state === 'running' && this.#inFlight.size < this.#concurrency &&
+          (this.#perSubscriptionInFlight.get(delivery.subscriptionId) ?? 0) < this.#perSubscription) {
+        this.#begin(delivery, lease)
+      } else {
+        unwanted.push(delivery.id)
+      }
+    }
+    await this.#release(lease, unwanted)
+  }
+
+  #begin (delivery: ClaimedDelivery, lease: string): void {
+    const { subscriptionId } = delivery
+    this.#perSubscriptionInFlight.set(subscriptionId, (this.#perSubscriptionInFlight.get(subscriptionId) ?? 0) + 1)
+    const attempt = this.#attempt(delivery, lease).finally(() => {
+      this.#inFlight.delete(attempt)
+      const left = (this.#perSubscriptionInFlight.get(subscriptionId) ?? 1) - 1
+      if (left > 0) this.#perSubscriptionInFlight.set(subscriptionId, left)
+      else this.#perSubscriptionInFlight.delete(subscriptionId)
+      // A slot is free: more may be due.
+      this.wake()
+    })
+    this.#inFlight.add(attempt)
+  }
+
+  /** Never rejects: every failure is an outcome, recorded or reported. */
+  async #attempt (delivery: ClaimedDelivery, lease: string): Promise<void> {
+    const attemptedAt = this.#now()
+    const started = performance.now()
+    const result = await this.#send(delivery, attemptedAt)
+    const durationMs = performance.now() - started
+    if (result.kind === 'error' && result.reason === 'aborted') {
+      await this.#release(lease, [delivery.id])
+      return
+    }
+    const attempts = delivery.attempts + 1
+    const statusCode = result.kind === 'response' ? result.statusCode : undefined
+    const outcome = verdict({ ...(statusCode !== undefined && { statusCode }), attempts, attemptedAt }, this.#schedule, this.#jitter, this.#random)
+    const completion = this.#completion(delivery, lease, attemptedAt, result, outcome)
+    let recorded = false
+    try {
+      const done = await this.#store.completeDelivery(completion)
+      recorded = done.recorded
+      if (done.subscriptionDisabled) {
+        this.#emit('subscription-disabled', { subscriptionId: delivery.subscriptionId, reason: outcome.status === 'gone' ? 'gone' : 'failing' })
+      }
+    } catch (error) {
+      // The lease runs out and the delivery is attempted again: at least once, never lost.
+      this.#emit('store-error', { operation: 'complete', error })
+    }
+    this.#emit('attempt', {
+      deliveryId: delivery.id,
+      subscriptionId: delivery.subscriptionId,
+      messageId: delivery.messageId,
+      eventType: delivery.eventType,
+      attempt: attempts,
+      status: completion.status,
+      ...(statusCode !== undefined && { statusCode }),
+      ...(completion.error !== undefined && { error: completion.error }),
+      ...(completion.nextAttemptAt !== undefined && { nextAttemptAt: completion.nextAttemptAt }),
+      durationMs,
+      recorded
+    })
+  }
+
+  async #send (delivery: ClaimedDelivery, attemptedAt: number): Promise<AttemptResult> {
+    let request: AttemptRequest
+    try {
+      request = this.#signedRequest(delivery, attemptedAt)
+    } catch (err) {
+      // A stored secret that cannot sign: a failed attempt like any other (retried, then failed),
+      // never an exception that would leave the delivery leased with nobody to record it.
+      return { kind: 'error', reason: 'internal', message: `the request could not be signed: ${err instanceof Error ? err.message : String(err)}` }
+    }
+    return await attemptDelivery(request, {
+      policy: this.#policy,
+      timeoutMs: this.#timeoutMs,
+      signal: this.#abandon.signal,
+      ...(this.#maxResponseBytes !== undefined && { maxResponseBytes: this.#maxResponseBytes }),
+      ...(this.#request !== undefined && { request: this.#request })
+    })
+  }
+
+  /** The Standard Webhooks request: the stored body, signed now with every active secret. */
+  #signedRequest (delivery: ClaimedDelivery, attemptedAt: number): AttemptRequest {
+    const timestamp = Math.floor(attemptedAt / 1000)
+    return {
+      url: delivery.url,
+      body: delivery.payload,
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': this.#userAgent,
+        'webhook-id': delivery.messageId,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': signatureHeader(delivery.secrets, delivery.messageId, timestamp, delivery.payload)
+      }
+    }
+  }
+
+  #completion (delivery: ClaimedDelivery, lease: string, attemptedAt: number, result: AttemptResult, outcome: AttemptVerdict): DeliveryCompletion {
+    const status: DeliveryStatus = outcome.status === 'succeeded' ? 'succeeded' : outcome.status === 'retry' ? 'pending' : 'failed'
+    const error = describeFailure(result)
+    return {
+      id: delivery.id,
+      lease,
+      attemptedAt,
+      ...(result.kind === 'response' && { statusCode: result.statusCode }),
+      ...(error !== undefined && { error }),
+      status,
+      ...(outcome.status === 'retry' && { nextAttemptAt: outcome.nextAttemptAt }),
+      disableSubscription: outcome.status === 'gone',
+      failingDisableBefore: attemptedAt - this.#disableAfterMs
+    }
+  }
+
+  async #release (lease: string, ids: readonly bigint[]): Promise<void> {
+    if (ids.length === 0) return
+    try {
+      await this.#store.releaseDeliveries(lease, ids)
+    } catch (error) {
+      // Not given back: they come due again when the lease runs out.
+      this.#emit('store-error', { operation: 'release', error })
+    }
+  }
+
+  #prune (): void {
+    if (this.#state !== 'running' || this.#pruning !== undefined) return
+    this.#pruning = this.#store.pruneDeliveries(this.#now() - this.#retentionMs).then(
+      (deleted) => { if (deleted > 0) this.#emit('pruned', { deleted }) },
+      (error: unknown) => { this.#emit('store-error', { operation: 'prune', error }) }
+    ).finally(() => { this.#pruning = undefined })
+  }
+
+  /** Listeners are logging and metrics: one that throws is reported, and the dispatcher carries on. */
+  #emit<K extends keyof DispatcherEvents> (event: K, ...args: DispatcherEvents[K]): void {
+    try {
+      // The generic signature cannot see that args fit K; they do by construction.
+      (this.emit as (event: K, ...args: DispatcherEvents[K]) => boolean)(event, ...args)
+    } catch (err) {
+      process.emitWarning(`a webhook dispatcher '${event}' listener threw: ${err instanceof Error ? err.message : String(err)}`)
+    }
+  }
+}
+
+/** Why an attempt did not succeed, in words; undefined for a 2xx. */
+export function describeFailure (result: AttemptResult): string | undefined {
+  if (result.kind === 'error') return `${result.reason}: ${result.message}`
+  const status = result.statusCode
+  if (status >= 200 && status < 300) return undefined
+  if (status === 410) return 'the receiver answered 410 Gone: the subscription is disabled'
+  if (status >= 300 && status < 400) return `the receiver answered ${status}, a redirect: redirects are not followed`
+  return `the receiver answered ${status}`
+}

@@ -1,0 +1,55 @@
+import { randomBytes } from 'node:crypto'
+import type { Plant } from '../schemas/plant.js'
+import { isoTime } from '../store/iso-time.js'
+
+/** Every event type a subscription can ask for; a new subscription gets all of them. */
+export const WEBHOOK_EVENT_TYPES = ['plant.created', 'plant.updated', 'plant.deleted'] as const
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
+
+export const isWebhookEventType = (value: string): value is WebhookEventType =>
+  (WEBHOOK_EVENT_TYPES as readonly string[]).includes(value)
+
+/** A change to a plant, as the plant store's write transaction reports it. */
+export interface PlantEvent {
+  type: WebhookEventType
+  /** The plant after the change; for `plant.deleted`, as it was when deleted. */
+  plant: Plant
+  /** When the change happened (epoch ms); the enqueue time when absent. */
+  occurredAt?: number
+}
+
+/** An event ready for the outbox: the exact bytes every attempt sends and signs. */
+export interface EventMessage {
+  /** The `webhook-id`: unique per event, the same on every attempt and for every subscription. */
+  messageId: string
+  type: WebhookEventType
+  /** `{"type":...,"timestamp":...,"data":<Plant>}` */
+  payload: string
+}
+
+/** `msg_` and 16 random bytes (base64url): unique without coordination between instances. */
+export const newMessageId = (): string => `msg_${randomBytes(16).toString('base64url')}`
+
+/**
+ * A plant as JSON, written field by field: its id is an int64 bigint, which JSON.stringify refuses,
+ * and which must reach the receiver as the same JSON integer the API answers with.
+ */
+export function plantJson (plant: Plant): string {
+  const tag = plant.tag === undefined ? '' : `,"tag":${JSON.stringify(plant.tag)}`
+  return `{"id":${plant.id.toString()},"name":${JSON.stringify(plant.name)}${tag},` +
+    `"createdAt":${JSON.stringify(plant.createdAt)},"updatedAt":${JSON.stringify(plant.updatedAt)}}`
+}
+
+/** The Standard Webhooks body: `{ type, timestamp (RFC 3339), data }`. */
+export function eventPayload (type: WebhookEventType, plant: Plant, occurredAt: number): string {
+  return `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(isoTime(occurredAt))},"data":${plantJson(plant)}}`
+}
+
+/** Builds the message once, at enqueue time: retries resend these bytes unchanged. */
+export function buildEventMessage (event: PlantEvent, now: number): EventMessage {
+  return {
+    messageId: newMessageId(),
+    type: event.type,
+    payload: eventPayload(event.type, event.plant, event.occurredAt ?? now)
+  }
+}

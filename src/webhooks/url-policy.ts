@@ -1,0 +1,145 @@
+import { lookup } from 'node:dns/promises'
+import { isIP, type LookupFunction } from 'node:net'
+import ipaddr from 'ipaddr.js'
+import { ServiceError } from '../errors.js'
+
+export const MAX_WEBHOOK_URL_LENGTH = 2048
+
+export interface ResolvedAddress {
+  address: string
+  family: 4 | 6
+}
+
+/** Host name to addresses; the system resolver by default, a fake one in tests. */
+export type Resolver = (hostname: string) => Promise<readonly ResolvedAddress[]>
+
+/** What `http.request` itself would use (getaddrinfo: /etc/hosts, then DNS), in the resolver's order. */
+export const systemResolver: Resolver = async (hostname) => {
+  const addresses = await lookup(hostname, { all: true, verbatim: true })
+  return addresses.map(({ address, family }) => ({ address, family: family === 6 ? 6 : 4 }))
+}
+
+export interface AddressPolicy {
+  /**
+   * Allow loopback, private and other non-public addresses (WEBHOOK_ALLOW_PRIVATE_URLS=1): for a
+   * receiver on the same machine or network, in development or tests. Off in production.
+   */
+  allowPrivate: boolean
+  resolve: Resolver
+}
+
+export const defaultAddressPolicy = (allowPrivate = false): AddressPolicy => ({ allowPrivate, resolve: systemResolver })
+
+/** Control characters and spaces, which the URL parser would silently drop or trim. */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
+const INVISIBLE = /[\u0000-\u0020\u007f]/
+
+/**
+ * Parses a subscription URL: absolute http or https, a host, no credentials (they would be sent to
+ * the receiver in the clear and shown back in every listing), at most 2048 characters.
+ * Throws ServiceError 'invalid-url'.
+ */
+export function parseWebhookUrl (raw: string): URL {
+  const invalid = (why: string): ServiceError => new ServiceError('invalid-url', `The webhook URL ${why}`)
+  if (raw.length > MAX_WEBHOOK_URL_LENGTH) throw invalid(`is longer than ${MAX_WEBHOOK_URL_LENGTH} characters`)
+  if (INVISIBLE.test(raw)) throw invalid('contains white space or control characters')
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw invalid('is not an absolute URL')
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalid('must use http or https')
+  if (url.username !== '' || url.password !== '') throw invalid('must not contain credentials')
+  if (url.hostname === '') throw invalid('has no host')
+  return url
+}
+
+/** The URL's host without the brackets of an IPv6 literal. */
+export const urlHost = (url: URL): string => url.hostname.replace(/^\[(.*)\]$/, '$1')
+
+/**
+ * An IPv6 address in hex notation only, as the URL standard writes it. ipaddr.js reads an embedded
+ * dotted quad (`::8.8.8.8`) as if it were IPv4-mapped (`::ffff:8.8.8.8`), which is a different
+ * address: hex notation leaves it nothing to misread. Undefined for what URLs cannot hold (zone ids).
+ */
+function canonicalIPv6 (address: string): string | undefined {
+  try {
+    return new URL(`http://[${address}]/`).hostname.slice(1, -1)
+  } catch {
+    return undefined
+  }
+}
+
+/** Global unicast IPv6: everything outside it (IPv4-compatible ::/96, NAT64, ULA, ...) is not public. */
+const GLOBAL_UNICAST_V6 = ipaddr.IPv6.parseCIDR('2000::/3')
+
+/**
+ * Why an address is not a public one ('loopback', 'private', 'linkLocal', 'uniqueLocal',
+ * 'carrierGradeNat', 'multicast', 'unspecified', 'reserved', ...), or undefined when it is public.
+ * IPv4-mapped IPv6 addresses (::ffff:127.0.0.1) are judged as the IPv4 address they stand for.
+ */
+export function nonPublicRange (address: string): string | undefined {
+  // Only canonical literals: getaddrinfo-style shorthands (127.1, 0x7f.1) never reach a socket here.
+  const family = isIP(address)
+  if (family === 0) return 'invalid'
+  const canonical = family === 6 ? canonicalIPv6(address) : address
+  if (canonical === undefined) return 'invalid'
+  const ip = ipaddr.process(canonical)
+  const range = ip.range()
+  if (range !== 'unicast') return range
+  if (ip.kind() === 'ipv6' && !ip.match(GLOBAL_UNICAST_V6)) return 'reserved'
+  return undefined
+}
+
+async function resolveHost (host: string, resolve: Resolver): Promise<readonly ResolvedAddress[]> {
+  const family = isIP(host)
+  if (family !== 0) return [{ address: host, family: family === 6 ? 6 : 4 }]
+  let addresses: readonly ResolvedAddress[]
+  try {
+    addresses = await resolve(host)
+  } catch (err) {
+    const code = (err as { code?: unknown }).code
+    throw new ServiceError('url-unresolvable', `The webhook host ${host} does not resolve (${typeof code === 'string' ? code : 'error'})`, { cause: err })
+  }
+  if (addresses.length === 0) throw new ServiceError('url-unresolvable', `The webhook host ${host} does not resolve to any address`)
+  return addresses
+}
+
+/**
+ * The one address a delivery to `url` connects to, checked against the policy. Every address the
+ * host resolves to must pass (a name pointing at both a public and a private address is refused),
+ * and the caller connects to exactly the address returned (see pinnedLookup): DNS answering
+ * differently a moment later (rebinding) changes nothing.
+ * Throws ServiceError 'url-not-allowed' or 'url-unresolvable'.
+ */
+export async function resolveWebhookTarget (url: URL, policy: AddressPolicy): Promise<ResolvedAddress> {
+  const host = urlHost(url)
+  const addresses = await resolveHost(host, policy.resolve)
+  for (const { address } of addresses) {
+    const range = policy.allowPrivate ? (isIP(address) === 0 ? 'invalid' : undefined) : nonPublicRange(address)
+    if (range !== undefined) {
+      const what = address === host ? `${host} is` : `${host} resolves to ${address},`
+      throw new ServiceError('url-not-allowed', `The webhook host ${what} a non-public (${range}) address; only public addresses are allowed`)
+    }
+  }
+  return addresses[0] as ResolvedAddress
+}
+
+/** The check at creation (or when the URL changes): a valid URL whose host resolves to allowed addresses. */
+export async function checkWebhookUrl (raw: string, policy: AddressPolicy): Promise<void> {
+  await resolveWebhookTarget(parseWebhookUrl(raw), policy)
+}
+
+/**
+ * A `lookup` for http.request that answers with the address already checked, whatever name it is
+ * asked for: the socket connects where the policy looked, while the Host header and TLS server
+ * name (SNI, certificate check) stay the URL's host name.
+ */
+export function pinnedLookup ({ address, family }: ResolvedAddress): LookupFunction {
+  return (_hostname, options, callback) => {
+    // Happy eyeballs (autoSelectFamily, on by default) asks for every address at once.
+    if (options.all === true) callback(null, [{ address, family }])
+    else callback(null, address, family)
+  }
+}

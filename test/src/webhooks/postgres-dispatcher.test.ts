@@ -1,0 +1,141 @@
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { describe, test, type TestContext } from 'node:test'
+import pg from 'pg'
+import { parsePostgresUrl } from '../../../src/store/postgres/connection.js'
+import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
+import { createPostgresWebhookStore, enqueuePostgresEvent } from '../../../src/store/postgres/webhook-store.js'
+import { WebhookDispatcher, type DispatcherOptions } from '../../../src/webhooks/dispatcher.js'
+import type { PlantEvent } from '../../../src/webhooks/events.js'
+import { WebhookService } from '../../../src/webhooks/service.js'
+import type { WebhookStore, WebhookSubscription } from '../../../src/webhooks/store.js'
+import type { AddressPolicy } from '../../../src/webhooks/url-policy.js'
+import { scratchDatabaseUrl, terminateSessions, TEST_DATABASE_URL, withApplicationName } from '../../helpers/postgres.js'
+import { cleanupStack } from '../../helpers/cleanup.js'
+import { startReceiver, until, verifyWebhook, type WebhookReceiver } from '../../helpers/webhook-receiver.js'
+import { plant } from './store-conformance.js'
+
+// Several instances on one PostgreSQL schema; deliveries go to a receiver on 127.0.0.1 only.
+
+const OWNER = 'a'.repeat(64)
+const loopback: AddressPolicy = { allowPrivate: true, resolve: async () => { throw new Error('no DNS in these tests') } }
+
+interface Cluster {
+  url: string
+  receiver: WebhookReceiver
+  /** Opens a webhook store: one per instance. */
+  openStore: (applicationName?: string) => Promise<WebhookStore>
+  dispatcher: (store: WebhookStore, options?: Partial<DispatcherOptions>) => WebhookDispatcher
+  /** Commits (or rolls back) a plant event the way a plant write will: in a transaction of its own connection. */
+  publish: (event: PlantEvent, commit?: boolean) => Promise<number>
+}
+
+async function cluster (t: TestContext): Promise<Cluster> {
+  const cleanup = cleanupStack(t)
+  const { url } = scratchDatabaseUrl(cleanup)
+  const plants = await createPostgresStore({ url, poolMax: 1 })
+  cleanup.after(() => plants.close())
+  const receiver = await startReceiver(cleanup)
+  const openStore = async (applicationName?: string): Promise<WebhookStore> => {
+    const store = await createPostgresWebhookStore({
+      url: applicationName === undefined ? url : withApplicationName(url, applicationName), poolMax: 3, onError: () => {}
+    })
+    cleanup.after(() => store.close())
+    return store
+  }
+  const dispatcher = (store: WebhookStore, options: Partial<DispatcherOptions> = {}): WebhookDispatcher => {
+    const instance = new WebhookDispatcher({ store, policy: loopback, pollIntervalMs: 20, schedule: [30], jitter: 0, timeoutMs: 2000, ...options })
+    cleanup.after(async () => { await instance.stop(0) })
+    return instance
+  }
+  const publish = async (event: PlantEvent, commit = true): Promise<number> => {
+    const client = new pg.Client({ connectionString: parsePostgresUrl(url).connectionString })
+    await client.connect()
+    try {
+      await client.query('BEGIN')
+      const count = await enqueuePostgresEvent(client, event)
+      await client.query(commit ? 'COMMIT' : 'ROLLBACK')
+      return count
+    } finally {
+      await client.end()
+    }
+  }
+  return { url, receiver, openStore, dispatcher, publish }
+}
+
+if (TEST_DATABASE_URL !== undefined) {
+  describe('webhook dispatchers on PostgreSQL', () => {
+    test('two instances deliver everything, each delivery claimed and sent exactly once', async (t) => {
+      const { receiver, openStore, dispatcher, publish } = await cluster(t)
+      const [storeA, storeB] = [await openStore(), await openStore()]
+      const service = new WebhookService({ store: storeA, policy: loopback })
+      const subscriptions: WebhookSubscription[] = []
+      for (let i = 0; i < 4; i++) subscriptions.push(await service.createSubscription(OWNER, { url: `${receiver.origin}/s${i}` }))
+      receiver.respond(async (_request, res) => {
+        await new Promise((resolve) => setTimeout(resolve, 2))
+        res.writeHead(200).end()
+      })
+      const a = dispatcher(storeA, { concurrency: 4, perSubscription: 2 })
+      const b = dispatcher(storeB, { concurrency: 4, perSubscription: 2 })
+      const byInstance = { a: 0, b: 0 }
+      a.on('attempt', () => { byInstance.a++ })
+      b.on('attempt', () => { byInstance.b++ })
+      await Promise.all([a.start(), b.start()])
+      for (let i = 1; i <= 50; i++) await publish({ type: 'plant.created', plant: plant(BigInt(i)) })
+      await receiver.waitFor(200, 20_000)
+      await until('every delivery recorded', async () => {
+        for (const { id } of subscriptions) {
+          const { deliveries } = await service.listDeliveries(OWNER, id, { limit: 100 })
+          if (deliveries.length !== 50 || deliveries.some((d) => d.status !== 'succeeded')) return false
+        }
+        return true
+      })
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      const sent = receiver.requests.map((r) => `${r.url} ${String(r.headers['webhook-id'])}`)
+      assert.equal(sent.length, 200, 'nothing sent twice')
+      assert.equal(new Set(sent).size, 200)
+      assert.equal(byInstance.a + byInstance.b, 200)
+      assert.ok(byInstance.a > 0 && byInstance.b > 0, `both instances worked (${byInstance.a} + ${byInstance.b})`)
+      for (const { id } of subscriptions) {
+        const { deliveries } = await service.listDeliveries(OWNER, id, { limit: 100 })
+        assert.ok(deliveries.every((d) => d.attempts === 1))
+      }
+      const [first] = receiver.requests
+      const owner = subscriptions.find((s) => first?.url === new URL(s.url).pathname)
+      assert.ok(first !== undefined && owner !== undefined)
+      verifyWebhook(owner.secret, first)
+    })
+
+    test('a committed event reaches an idle instance at once through LISTEN/NOTIFY; a rolled-back one never', async (t) => {
+      const { receiver, openStore, dispatcher, publish } = await cluster(t)
+      const store = await openStore()
+      await new WebhookService({ store, policy: loopback }).createSubscription(OWNER, { url: `${receiver.origin}/hooks` })
+      // No poll to speak of: only the notification can wake it.
+      const idle = dispatcher(store, { pollIntervalMs: 60_000 })
+      await idle.start()
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      assert.equal(await publish({ type: 'plant.deleted', plant: plant(1n) }, false), 1)
+      const started = Date.now()
+      assert.equal(await publish({ type: 'plant.created', plant: plant(2n) }), 1)
+      const [request] = await receiver.waitFor(1, 2000)
+      assert.ok(Date.now() - started < 1000, `delivered ${Date.now() - started} ms after the commit`)
+      assert.match(request?.body ?? '', /^\{"type":"plant\.created",/)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      assert.equal(receiver.requests.length, 1, 'the rolled-back event was never written')
+    })
+
+    test('a lost listener connection is made again, and what was enqueued meanwhile is delivered', async (t) => {
+      const { receiver, openStore, dispatcher, publish } = await cluster(t)
+      const applicationName = `plant-store-test-${randomBytes(4).toString('hex')}`
+      const store = await openStore(applicationName)
+      await new WebhookService({ store, policy: loopback }).createSubscription(OWNER, { url: `${receiver.origin}/hooks` })
+      const idle = dispatcher(store, { pollIntervalMs: 60_000 })
+      await idle.start()
+      assert.ok(await terminateSessions(applicationName) >= 1, 'the listener was cut off')
+      await publish({ type: 'plant.created', plant: plant(1n) })
+      await receiver.waitFor(1, 5000)
+      await publish({ type: 'plant.updated', plant: plant(1n) })
+      await receiver.waitFor(2, 2000)
+    })
+  })
+}

@@ -1,0 +1,427 @@
+import assert from 'node:assert/strict'
+import { describe, test, type TestContext } from 'node:test'
+import type { Plant } from '../../../src/schemas/plant.js'
+import { isoTime } from '../../../src/store/iso-time.js'
+import type { PlantEvent } from '../../../src/webhooks/events.js'
+import { WEBHOOK_EVENT_TYPES } from '../../../src/webhooks/events.js'
+import type { ClaimRequest, NewSubscriptionRecord, WebhookStore } from '../../../src/webhooks/store.js'
+
+/** A fresh, migrated database for one test; everything is cleaned up when the test ends. */
+export interface WebhookTestDatabase {
+  /** Opens a webhook store on it; several stores on one database stand for several instances. */
+  open: () => Promise<WebhookStore>
+  /**
+   * Enqueues through the store's transactional enqueue function inside a transaction of the
+   * caller's (as the plant writes will), then commits or rolls back; resolves with its count.
+   */
+  enqueueInTransaction: (event: PlantEvent, now: number, commit: boolean) => Promise<number>
+}
+
+export type OpenWebhookDatabase = (t: TestContext) => Promise<WebhookTestDatabase>
+
+const T0 = 1_767_225_600_000 // 2026-01-01T00:00:00.000Z
+const ALICE = 'a'.repeat(64)
+const BOB = 'b'.repeat(64)
+
+export const plant = (id: bigint, name = 'Monstera'): Plant =>
+  ({ id, name, tag: 'tropical', createdAt: isoTime(T0), updatedAt: isoTime(T0) })
+
+const created = (id: bigint, occurredAt = T0): PlantEvent => ({ type: 'plant.created', plant: plant(id), occurredAt })
+
+const record = (overrides: Partial<NewSubscriptionRecord> = {}): NewSubscriptionRecord => ({
+  owner: ALICE,
+  url: 'https://hooks.example.com/plants',
+  events: [...WEBHOOK_EVENT_TYPES],
+  disabled: false,
+  secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+  ...overrides
+})
+
+const claimRequest = (overrides: Partial<ClaimRequest> = {}): ClaimRequest => ({
+  lease: 'instance-a:1', now: T0, leaseMs: 60_000, limit: 10, perSubscription: 10, skipSubscriptions: [], ...overrides
+})
+
+/**
+ * The WebhookStore contract, run against every implementation: both must behave identically,
+ * down to the ids they hand out.
+ */
+export function webhookStoreConformance (name: string, openDatabase: OpenWebhookDatabase): void {
+  describe(`${name} webhook store conformance`, () => {
+    const fresh = async (t: TestContext): Promise<WebhookStore> => await (await openDatabase(t)).open()
+
+    test('subscriptions: ids from 1, exactly what was created, scoped by owner', async (t) => {
+      const store = await fresh(t)
+      const first = await store.createSubscription(record({ description: 'orders' }), T0)
+      const second = await store.createSubscription(record({ events: ['plant.deleted'], disabled: true }), T0 + 1)
+      const bobs = await store.createSubscription(record({ owner: BOB }), T0 + 2)
+      assert.deepEqual(first, {
+        id: 1n,
+        url: 'https://hooks.example.com/plants',
+        events: ['plant.created', 'plant.updated', 'plant.deleted'],
+        description: 'orders',
+        disabled: false,
+        secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+        createdAt: '2026-01-01T00:00:00.000Z',
+        updatedAt: '2026-01-01T00:00:00.000Z'
+      })
+      assert.equal(second.id, 2n)
+      assert.equal('description' in second, false, 'no description means no description property')
+      assert.deepEqual(second.events, ['plant.deleted'])
+      assert.equal(second.disabled, true)
+      assert.equal(bobs.id, 3n)
+      assert.deepEqual(await store.getSubscription(ALICE, 1n), first)
+      assert.equal(await store.getSubscription(BOB, 1n), undefined, "another owner's subscription is not found")
+      assert.equal(await store.getSubscription(ALICE, 3n), undefined)
+      assert.equal(await store.getSubscription(ALICE, 99n), undefined)
+    })
+
+    test('list: by id, keyset cursor, limit and hasMore, only the owner\'s', async (t) => {
+      const store = await fresh(t)
+      for (let i = 0; i < 5; i++) await store.createSubscription(record({ owner: i === 2 ? BOB : ALICE }), T0)
+      const ids = (page: { subscriptions: Array<{ id: bigint }> }): bigint[] => page.subscriptions.map((s) => s.id)
+      const first = await store.listSubscriptions(ALICE, { limit: 2 })
+      assert.deepEqual(ids(first), [1n, 2n])
+      assert.equal(first.hasMore, true)
+      const last = await store.listSubscriptions(ALICE, { limit: 2, after: 2n })
+      assert.deepEqual(ids(last), [4n, 5n])
+      assert.equal(last.hasMore, false, 'an exactly full last page has no more')
+      assert.deepEqual(ids(await store.listSubscriptions(BOB, { limit: 10 })), [3n])
+      assert.deepEqual(await store.listSubscriptions('c'.repeat(64), { limit: 10 }), { subscriptions: [], hasMore: false })
+    })
+
+    test('update is a merge patch; updatedAt moves on, even within one millisecond', async (t) => {
+      const store = await fresh(t)
+      const original = await store.createSubscription(record({ description: 'to remove' }), T0)
+      const moved = await store.updateSubscription(ALICE, 1n, { url: 'https://other.example.com/' }, T0)
+      assert.deepEqual(moved, { ...original, url: 'https://other.example.com/', updatedAt: isoTime(T0 + 1) })
+      const narrowed = await store.updateSubscription(ALICE, 1n, { events: ['plant.updated'], description: null, disabled: true }, T0 + 10)
+      assert.deepEqual(narrowed?.events, ['plant.updated'])
+      assert.equal(narrowed !== undefined && 'description' in narrowed, false)
+      assert.equal(narrowed?.disabled, true)
+      assert.equal(narrowed?.url, 'https://other.example.com/')
+      assert.equal(narrowed?.updatedAt, isoTime(T0 + 10))
+      const unchanged = await store.updateSubscription(ALICE, 1n, {}, T0 + 20)
+      assert.deepEqual({ ...unchanged, updatedAt: '' }, { ...narrowed, updatedAt: '' })
+      assert.equal(await store.updateSubscription(BOB, 1n, { disabled: false }, T0), undefined)
+      assert.equal((await store.getSubscription(ALICE, 1n))?.disabled, true, "another owner's patch changed nothing")
+    })
+
+    test('delete removes the subscription and its deliveries; another owner cannot', async (t) => {
+      const store = await fresh(t)
+      await store.createSubscription(record(), T0)
+      await store.createSubscription(record(), T0)
+      assert.equal(await store.enqueue(created(1n), T0), 2)
+      assert.equal(await store.deleteSubscription(BOB, 1n), false)
+      assert.equal(await store.deleteSubscription(ALICE, 1n), true)
+      assert.equal(await store.deleteSubscription(ALICE, 1n), false)
+      assert.equal(await store.getSubscription(ALICE, 1n), undefined)
+      const claimed = await store.claimDue(claimRequest())
+      assert.deepEqual(claimed.map((d) => d.subscriptionId), [2n], 'only the remaining subscription has a delivery')
+    })
+
+    test('enqueue fans out to every enabled subscription that asked for the type, one body and message id', async (t) => {
+      const store = await fresh(t)
+      await store.createSubscription(record(), T0) // 1: all events
+      await store.createSubscription(record({ events: ['plant.deleted'] }), T0) // 2: not created
+      await store.createSubscription(record({ disabled: true }), T0) // 3: disabled
+      await store.createSubscription(record({ owner: BOB, events: ['plant.created', 'plant.updated'] }), T0) // 4
+      assert.equal(await store.enqueue(created(9007199254740993n, T0 - 5), T0), 2)
+      const claimed = await store.claimDue(claimRequest())
+      assert.deepEqual(claimed.map((d) => d.subscriptionId).sort(), [1n, 4n])
+      const [a, b] = claimed
+      assert.ok(a !== undefined && b !== undefined)
+      assert.equal(a.messageId, b.messageId, 'one event, one webhook-id')
+      assert.match(a.messageId, /^msg_[A-Za-z0-9_-]{22}$/)
+      assert.equal(a.payload, b.payload)
+      assert.equal(a.payload, '{"type":"plant.created","timestamp":"2025-12-31T23:59:59.995Z","data":' +
+        '{"id":9007199254740993,"name":"Monstera","tag":"tropical","createdAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-01T00:00:00.000Z"}}')
+      assert.equal(a.eventType, 'plant.created')
+      assert.equal(a.attempts, 0)
+      assert.equal(await store.enqueue({ type: 'plant.deleted', plant: plant(1n) }, T0), 2, 'subscriptions 1 and 2 (3 is disabled, 4 did not ask)')
+      assert.equal(await store.enqueue({ type: 'plant.updated', plant: plant(1n) }, T0), 2)
+    })
+
+    test('the transactional enqueue commits with the caller\'s transaction, or not at all', async (t) => {
+      const database = await openDatabase(t)
+      const store = await database.open()
+      await store.createSubscription(record(), T0)
+      assert.equal(await database.enqueueInTransaction(created(1n), T0, false), 1, 'written inside the transaction')
+      assert.deepEqual(await store.claimDue(claimRequest()), [], 'rolled back with it')
+      assert.equal(await database.enqueueInTransaction(created(2n), T0, true), 1)
+      const claimed = await store.claimDue(claimRequest())
+      assert.equal(claimed.length, 1)
+      assert.match(claimed[0]?.payload ?? '', /"data":\{"id":2,/)
+    })
+
+    test('deliveries: newest first, cursor, hasMore, shape; only the owner sees them', async (t) => {
+      const store = await fresh(t)
+      await store.createSubscription(record(), T0)
+      for (let i = 1; i <= 3; i++) await store.enqueue(created(BigInt(i)), T0 + i)
+      const first = await store.listDeliveries(ALICE, 1n, { limit: 2 })
+      assert.deepEqual(first?.deliveries.map((d) => d.id), [3n, 2n])
+      assert.equal(first?.hasMore, true)
+      assert.deepEqual(first?.deliveries[0], {
+        id: 3n, eventType: 'plant.created', status: 'pending', attempts: 0, nextAttemptAt: isoTime(T0 + 3), createdAt: isoTime(T0 + 3)
+      })
+      const rest = await store.listDeliveries(ALICE, 1n, { limit: 2, before: 2n })
+      assert.deepEqual(rest?.deliveries.map((d) => d.id), [1n])
+      assert.equal(rest?.hasMore, false)
+      assert.equal(await store.listDeliveries(BOB, 1n, { limit: 2 }), undefined)
+      assert.equal(await store.listDeliveries(ALICE, 2n, { limit: 2 }), undefined)
+    })
+
+    test('claim: only due deliveries, oldest first, at most limit, each once until its lease runs out', async (t) => {
+      const store = await fresh(t)
+      await store.createSubscription(record(), T0)
+      for (let i = 1; i <= 4; i++) await store.enqueue(created(BigInt(i)), T0 + i * 10)
+      assert.deepEqual(await store.claimDue(claimRequest({ now: T0 })), [], 'nothing is due yet')
+      const first = await store.claimDue(claimRequest({ now: T0 + 30, limit: 2 }))
+      assert.deepEqual(first.map((d) => d.id), [1n, 2n])
+      const second = await store.claimDue(claimRequest({ lease: 'instance-b:1', now: T0 + 30 }))
+      assert.deepEqual(second.map((d) => d.id), [3n], 'leased deliveries are not handed out again')
+      const later = await store.claimDue(claimRequest({ lease: 'instance-b:2', now: T0 + 30 + 60_000 }))
+      assert.deepEqual(later.map((d) => d.id).sort(), [1n, 2n, 3n, 4n], 'expired leases make deliveries due again')
+      assert.equal(later[0]?.url, 'https://hooks.example.com/plants')
+      assert.deepEqual(later[0]?.secrets, ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'])
+    })
+
+    test('claim: at most perSubscription of one subscription, none of skipped or disabled ones', async (t) => {
+      const store = await fresh(t)
+      await store.createSubscription(record(), T0) // 1: a backlog
+      await store.createSubscription(record(), T0) // 2
+      await store.createSubscription(record(), T0) // 3: disabled after enqueue
+      for (let i = 1; i <= 5; i++) await store.enqueue(created(BigInt(i)), T0)
+      await store.updateSubscription(ALICE, 3n, { disabled: true }, T0)
+      const bySubscription = (claimed: Array<{ subscriptionId: bigint }>): bigint[] => claimed.map((d) => d.subscriptionId).sort()
+      const claimed = await store.claimDue(claimRequest({ perSubscription: 2, limit: 10 }))
+      assert.deepEqual(bySubscription(claimed), [1n, 1n, 2n, 2n])
+      const skipping = await store.claimDue(claimRequest({ lease: 'instance-a:2', perSubscription: 2, skipSubscriptions: [1n] }))
+      assert.deepEqual(bySubscription(skipping), [2n, 2n])
+      assert.deepEqual(bySubscription(await store.claimDue(claimRequest({ lease: 'instance-a:3', perSubscription: 5 }))), [1n, 1n, 1n, 2n])
+    })
+
+    test('complete: only under the lease; success, retry later, and final failure recorded', async (t) => {
+      const store = await fresh(t)
+      await store.createSubscription(record(), T0)
+      await store.enqueue(created(1n), T0)
+      await store.enqueue(created(2n), T0)
+      const [one, two] = await store.claimDue(claimRequest())
+      assert.ok(one !== undefined && two !== undefined)
+      const base = { attemptedAt: T0 + 5, disableSubscription: false, failingDisableBefore: T0 - 1000 }
+      assert.deepEqual(await store.completeDelivery({ ...base, id: one.id, lease: 'someone-else', status: 'succeeded', statusCode: 200 }),
+        { recorded: false, subscriptionDisabled: false })
+      assert.deepEqual(await store.completeDelivery({ ...base, id: one.id, lease: 'instance-a:1', status: 'succeeded', statusCode: 204 }),
+        { recorded: true, subscriptionDisabled: false })
+      assert.deepEqual(await store.completeDelivery({ ...base, id: one.id, lease: 'instance-a:1', status: 'failed', statusCode: 500 }),
+        { recorded: false, subscriptionDisabled: false }, 'a completed delivery holds no lease any more')
+      await store.completeDelivery({ ...base, id: two.id, lease: 'instance-a:1', status: 'pending', statusCode: 503, error: 'the receiver answered 503', nextAttemptAt: T0 + 5000 })
+      const page = await store.listDeliveries(ALICE, 1n, { limit: 10 })
+      assert.deepEqual(page?.deliveries, [
+        {
+          id: 2n,
+          eventType: 'plant.created',
+          status: 'pending',
+          attempts: 1,
+          lastAttemptAt: isoTime(T0 + 5),
+          lastStatusCode: 503,
+          lastError: 'the receiver answered 503',
+          nextAttemptAt: isoTime(T0 + 5000),
+          createdAt: isoTime(T0)
+        },
+        {
+          id: 1n,
+          eventType: 'plant.created',
+          status: 'succeeded',
+          attempts: 1,
+          lastAttemptAt: isoTime(T0 + 5),
+          lastStatusCode: 204,
+          createdAt: isoTime(T0)
+        }
+      ])
+      assert.deepEqual(await store.claimDue(claimRequest({ lease: 'instance-a:2', now: T0 + 4999 })), [], 'not due before its next attempt')
+      const [again] = await store.claimDue(claimRequest({ lease: 'instance-a:3', now: T0 + 5000 }))
+      assert.equal(again?.attempts, 1)
+      await store.completeDelivery({ ...base, id: two.id, lease: 'instance-a:3', attemptedAt: T0 + 5001, status: 'failed', error: 'timeout: no answer' })
+      const [failed] = (await store.listDeliveries(ALICE, 1n, { limit: 1 }))?.deliveries ?? []
+      assert.deepEqual(failed, {
+        id: 2n,
+        eventType: 'plant.created',
+        status: 'failed',
+        attempts: 2,
+        lastAttemptAt: isoTime(T0 + 5001),
+        lastError: 'timeout: no answer',
+        createdAt: isoTime(T0)
+      }, 'no status code without an answer; no next attempt')
+    })
+
+    test('a very long error is cut short', async (t) => {
+      const store = await fresh(t)
+      await store.createSubscription(record(), T0)
+      await store.enqueue(created(1n), T0)
+      const [one] = await store.claimDue(claimRequest())
+      await store.completeDelivery({
+        id: one?.id ?? 0n,
+        lease: 'instance-a:1',
+        attemptedAt: T0,
+        status: 'failed',
+        error: 'x'.repeat(10_000),
+        disableSubscription: false,
+        failingDisableBefore: T0 - 1
+      })
+      const [delivery] = (await store.listDeliveries(ALICE, 1n, { limit: 1 }))?.deliveries ?? []
+      assert.equal(delivery?.lastError?.length, 500)
+    })
+
+    test('410 Gone disables the subscription at once; new events skip it', async (t) => {
+      const store = await fresh(t)
+      await store.createSubscription(record(), T0)
+      await store.enqueue(created(1n), T0)
+      await store.enqueue(created(2n), T0)
+      const [one, two] = await store.claimDue(claimRequest())
+      const gone = { lease: 'instance-a:1', attemptedAt: T0 + 7, status: 'failed' as const, statusCode: 410, disableSubscription: true, failingDisableBefore: 0 }
+      assert.deepEqual(await store.completeDelivery({ ...gone, id: one?.id ?? 0n }), { recorded: true, subscriptionDisabled: true })
+      assert.deepEqual(await store.completeDelivery({ ...gone, id: two?.id ?? 0n }), { recorded: true, subscriptionDisabled: false }, 'already disabled')
+      const subscription = await store.getSubscription(ALICE, 1n)
+      assert.equal(subscription?.disabled, true)
+      assert.equal(subscription?.updatedAt, isoTime(T0 + 7))
+      assert.equal(await store.enqueue(created(3n), T0 + 8), 0)
+    })
+
+    test('a subscription failing without a success since failingDisableBefore is disabled; a success or re-enable resets it', async (t) => {
+      const store = await fresh(t)
+      await store.createSubscription(record(), T0)
+      const attempt = async (at: number, status: 'succeeded' | 'pending', failingDisableBefore: number): Promise<boolean> => {
+        await store.enqueue(created(1n), at)
+        const [delivery] = await store.claimDue(claimRequest({ lease: `l${at}`, now: at }))
+        assert.ok(delivery !== undefined)
+        const done = await store.completeDelivery({
+          id: delivery.id,
+          lease: `l${at}`,
+          attemptedAt: at,
+          status,
+          nextAttemptAt: at + 1e12,
+          disableSubscription: false,
+          failingDisableBefore
+        })
+        return done.subscriptionDisabled
+      }
+      const DAY = 86_400_000
+      assert.equal(await attempt(T0, 'pending', T0 - 5 * DAY), false, 'failing since T0 only')
+      assert.equal(await attempt(T0 + 3 * DAY, 'pending', T0 - 2 * DAY), false, 'failing for 3 days, not 5')
+      assert.equal(await attempt(T0 + 4 * DAY, 'succeeded', T0 - DAY), false)
+      assert.equal(await attempt(T0 + 5 * DAY, 'pending', T0), false, 'the success reset the clock: failing since 5 days after T0')
+      assert.equal(await attempt(T0 + 10 * DAY, 'pending', T0 + 5 * DAY), true, 'failing for 5 days')
+      assert.equal((await store.getSubscription(ALICE, 1n))?.disabled, true)
+      await store.updateSubscription(ALICE, 1n, { disabled: false }, T0 + 11 * DAY)
+      assert.equal(await attempt(T0 + 12 * DAY, 'pending', T0 + 7 * DAY), false, 're-enabling forgot the earlier failures')
+    })
+
+    test('release gives deliveries back untouched: due again, no attempt counted', async (t) => {
+      const store = await fresh(t)
+      await store.createSubscription(record(), T0)
+      await store.enqueue(created(1n), T0)
+      await store.enqueue(created(2n), T0)
+      const claimed = await store.claimDue(claimRequest())
+      await store.releaseDeliveries('someone-else', claimed.map((d) => d.id))
+      assert.deepEqual(await store.claimDue(claimRequest({ lease: 'x' })), [], 'another lease cannot release them')
+      await store.releaseDeliveries('instance-a:1', claimed.map((d) => d.id))
+      const again = await store.claimDue(claimRequest({ lease: 'instance-a:2' }))
+      assert.deepEqual(again.map((d) => [d.id, d.attempts]), [[1n, 0], [2n, 0]])
+      const [delivery] = (await store.listDeliveries(ALICE, 1n, { limit: 1 }))?.deliveries ?? []
+      assert.equal(delivery?.attempts, 0)
+      assert.equal(delivery?.lastAttemptAt, undefined)
+    })
+
+    test('retry makes a delivery due now; not for a disabled subscription or another owner', async (t) => {
+      const store = await fresh(t)
+      await store.createSubscription(record(), T0)
+      await store.enqueue(created(1n), T0)
+      const [one] = await store.claimDue(claimRequest())
+      await store.completeDelivery({
+        id: one?.id ?? 0n,
+        lease: 'instance-a:1',
+        attemptedAt: T0,
+        status: 'failed',
+        statusCode: 500,
+        disableSubscription: false,
+        failingDisableBefore: 0
+      })
+      assert.deepEqual(await store.retryDelivery(BOB, 1n, 1n, T0 + 100), { status: 'not-found' })
+      assert.deepEqual(await store.retryDelivery(ALICE, 1n, 2n, T0 + 100), { status: 'not-found' })
+      const retried = await store.retryDelivery(ALICE, 1n, 1n, T0 + 100)
+      assert.equal(retried.status, 'ok')
+      assert.deepEqual(retried.status === 'ok' && retried.delivery, {
+        id: 1n,
+        eventType: 'plant.created',
+        status: 'pending',
+        attempts: 1,
+        lastAttemptAt: isoTime(T0),
+        lastStatusCode: 500,
+        nextAttemptAt: isoTime(T0 + 100),
+        createdAt: isoTime(T0)
+      })
+      assert.deepEqual((await store.claimDue(claimRequest({ lease: 'instance-a:2', now: T0 + 100 }))).map((d) => d.id), [1n])
+      await store.updateSubscription(ALICE, 1n, { disabled: true }, T0)
+      assert.deepEqual(await store.retryDelivery(ALICE, 1n, 1n, T0 + 200), { status: 'subscription-disabled' })
+    })
+
+    test('rotated secrets: both sign until the old one expires', async (t) => {
+      const store = await fresh(t)
+      const { secret: old } = await store.createSubscription(record(), T0)
+      const rotated = await store.rotateSecret(ALICE, 1n, 'whsec_bmV3IHNlY3JldCBmb3IgdGVzdHMgb25seSEhISE=', T0 + 1000, T0)
+      assert.equal(rotated?.secret, 'whsec_bmV3IHNlY3JldCBmb3IgdGVzdHMgb25seSEhISE=')
+      assert.equal(rotated?.updatedAt, isoTime(T0 + 1))
+      assert.equal(await store.rotateSecret(BOB, 1n, 'whsec_x', T0, T0), undefined)
+      await store.enqueue(created(1n), T0)
+      const [during] = await store.claimDue(claimRequest({ now: T0 + 999 }))
+      assert.deepEqual(during?.secrets, ['whsec_bmV3IHNlY3JldCBmb3IgdGVzdHMgb25seSEhISE=', old])
+      await store.releaseDeliveries('instance-a:1', [during?.id ?? 0n])
+      const [after] = await store.claimDue(claimRequest({ lease: 'instance-a:2', now: T0 + 1000 }))
+      assert.deepEqual(after?.secrets, ['whsec_bmV3IHNlY3JldCBmb3IgdGVzdHMgb25seSEhISE='])
+    })
+
+    test('prune: finished deliveries older than the cut, and old ones waiting on a disabled subscription', async (t) => {
+      const store = await fresh(t)
+      await store.createSubscription(record(), T0) // 1
+      await store.createSubscription(record(), T0) // 2: disabled later
+      await store.enqueue(created(1n), T0) // deliveries 1 (sub 1), 2 (sub 2): old
+      await store.enqueue(created(2n), T0 + 1000) // 3, 4: recent
+      const claimed = await store.claimDue(claimRequest({ now: T0 + 1000, perSubscription: 1 }))
+      for (const delivery of claimed) {
+        await store.completeDelivery({
+          id: delivery.id,
+          lease: 'instance-a:1',
+          attemptedAt: T0 + 1000,
+          status: 'succeeded',
+          statusCode: 200,
+          disableSubscription: false,
+          failingDisableBefore: 0
+        })
+      }
+      assert.deepEqual(claimed.map((d) => d.id), [1n, 2n], 'the old ones finished')
+      assert.equal(await store.pruneDeliveries(T0 + 500), 2)
+      assert.deepEqual((await store.listDeliveries(ALICE, 1n, { limit: 10 }))?.deliveries.map((d) => d.id), [3n])
+      assert.deepEqual((await store.listDeliveries(ALICE, 2n, { limit: 10 }))?.deliveries.map((d) => d.id), [4n])
+      assert.equal(await store.pruneDeliveries(T0 + 5000), 0, 'pending deliveries of enabled subscriptions stay')
+      await store.updateSubscription(ALICE, 2n, { disabled: true }, T0)
+      assert.equal(await store.pruneDeliveries(T0 + 5000), 1)
+      assert.deepEqual((await store.listDeliveries(ALICE, 2n, { limit: 10 }))?.deliveries, [])
+    })
+
+    test('two instances claiming at once never get the same delivery', async (t) => {
+      const database = await openDatabase(t)
+      const [a, b] = [await database.open(), await database.open()]
+      for (let i = 0; i < 4; i++) await a.createSubscription(record(), T0)
+      for (let i = 1; i <= 25; i++) await a.enqueue(created(BigInt(i)), T0)
+      const seen: bigint[] = []
+      const instances: Array<[WebhookStore, string]> = [[a, 'a'], [b, 'b']]
+      for (let round = 0; round < 20; round++) {
+        const claims = await Promise.all(instances.map(async ([store, name]) =>
+          await store.claimDue(claimRequest({ lease: `${name}:${round}`, limit: 3, perSubscription: 2 }))))
+        for (const claimed of claims) seen.push(...claimed.map((d) => d.id))
+      }
+      assert.equal(seen.length, 100, 'every delivery claimed')
+      assert.equal(new Set(seen).size, 100, 'none twice')
+    })
+  })
+}
