@@ -113,12 +113,12 @@ export interface components {
              */
             id?: number;
             /**
-             * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed
+             * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example Monstera
              */
-            name: string;
+            name: string & unknown;
             /**
-             * @description A free-form tag, 1 to 50 characters
+             * @description A free-form tag, 1 to 50 characters; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example tropical
              */
             tag?: string;
@@ -152,7 +152,7 @@ export interface components {
              */
             name: string;
             /**
-             * @description A free-form tag, 1 to 50 characters
+             * @description A free-form tag, 1 to 50 characters; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example tropical
              */
             tag?: string;
@@ -184,12 +184,12 @@ export interface components {
          */
         PlantPatch: {
             /**
-             * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed
+             * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example Monstera
              */
-            name?: string;
+            name?: string & unknown;
             /**
-             * @description A free-form tag, 1 to 50 characters; null clears it
+             * @description A free-form tag, 1 to 50 characters; no NUL (U+0000) or unpaired UTF-16 surrogates; null clears it
              * @example tropical
              */
             tag?: string | null;
@@ -203,12 +203,12 @@ export interface components {
          */
         PlantUpdate: {
             /**
-             * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed
+             * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example Monstera
              */
-            name: string;
+            name: string & unknown;
             /**
-             * @description A free-form tag, 1 to 50 characters
+             * @description A free-form tag, 1 to 50 characters; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example tropical
              */
             tag?: string;
@@ -278,7 +278,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The database does not answer, or the service is overloaded (with Retry-After) */
+            /** @description The database does not answer or cannot store writes, or the service is overloaded (with Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -287,7 +287,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 503,
-                     *       "message": "The database does not answer, or the service is overloaded (with Retry-After)"
+                     *       "message": "The database does not answer or cannot store writes, or the service is overloaded (with Retry-After)"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
