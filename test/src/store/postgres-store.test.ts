@@ -61,7 +61,7 @@ if (TEST_DATABASE_URL !== undefined) {
       assert.deepEqual(rows.map((row) => row.version), migrations.map((_, i) => i + 1))
       const tables = await adminQuery<{ table_name: string }>(
         'SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name', [schema])
-      assert.deepEqual(tables.map((row) => row.table_name), ['idempotency_keys', 'plant_store_migrations', 'plants'])
+      assert.deepEqual(tables.map((row) => row.table_name), ['chosen_ids', 'idempotency_keys', 'plant_store_migrations', 'plants'])
     })
 
     test('a generated id that runs into a row the sequence did not know of moves past it', async (t) => {

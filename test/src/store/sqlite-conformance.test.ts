@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
+import { setIdSequence } from '../../helpers/id-sequence.js'
 import { storeConformance } from './conformance.js'
 
 // A file rather than :memory:, so several stores (instances) can open one database.
@@ -23,6 +24,7 @@ storeConformance('SQLite', async (t) => {
       } finally {
         db.close()
       }
-    }
+    },
+    setIdSequence: async (last) => { await setIdSequence(filename, last) }
   }
 })
