@@ -8,7 +8,12 @@ import type { Plant } from '../schemas/plant.js'
  */
 export const MAX_ASSIGNED_ID = 9007199254740991n
 
-/** What a client sends to create a plant; the store assigns `id` when it is absent. */
+/**
+ * What a client sends to create a plant; the store assigns `id` when it is absent. Names and tags
+ * are stored exactly as given: they must be valid Unicode text without NUL (U+0000) or unpaired
+ * surrogates, which the API's schemas guarantee (PostgreSQL cannot store NUL, and neither store
+ * can store a lone surrogate as UTF-8).
+ */
 export interface NewPlant {
   id?: bigint
   name: string

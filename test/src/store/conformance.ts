@@ -137,6 +137,37 @@ export function storeConformance (name: string, openDatabase: OpenDatabase): voi
       assert.equal((await store.create({ id: 8n, name: 'with a key' }, KEY)).replayed, false)
     })
 
+    test('every valid string is stored and read back exactly', async (t) => {
+      const store = await fresh(t)
+      const texts = [
+        'Monstera',
+        '🌵🪴 astral',
+        '🌿'.repeat(100),
+        'x'.repeat(100),
+        'e\u0301 combining, precomposed \u00e9',
+        '👩‍👩‍👧 ZWJ, 🇳🇴 flag',
+        'עברית RTL \u202e override',
+        '\u0001\u001f\u007f\u0085 controls, tab\tnew\nline',
+        '\ufeff BOM \ufffd replacement \uffff noncharacter \u{10ffff}',
+        '  spaced  ',
+        '"quotes" \\ backslash </script>'
+      ]
+      for (const text of texts) {
+        // The first 50 characters (code points: a surrogate pair is never split).
+        const tag = [...text].slice(0, 50).join('')
+        const { plant } = await store.create({ name: text, tag })
+        const read = await store.get(plant.id)
+        assert.equal(read?.name, text)
+        assert.equal(read?.tag, tag)
+        const { plants } = await store.list({ limit: 1, after: plant.id - 1n, tag })
+        assert.deepEqual(plants, [plant], JSON.stringify(text))
+        const updated = await store.update(plant.id, { name: `${text}!`, tag: text })
+        assert.deepEqual(await store.get(plant.id), updated)
+        assert.equal(updated.name, `${text}!`)
+        assert.equal(updated.tag, text)
+      }
+    })
+
     test('list: ordered by id, keyset cursor, limit and hasMore, tag filter', async (t) => {
       const store = await fresh(t)
       for (let i = 1; i <= 5; i++) await store.create({ name: `p${i}`, ...(i % 2 === 1 ? { tag: 'odd' } : {}) })
