@@ -113,12 +113,12 @@ export interface components {
              */
             id?: number;
             /**
-             * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed
+             * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example Monstera
              */
-            name: string;
+            name: string & unknown;
             /**
-             * @description A free-form tag, 1 to 50 characters
+             * @description A free-form tag, 1 to 50 characters; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example tropical
              */
             tag?: string;
@@ -152,7 +152,7 @@ export interface components {
              */
             name: string;
             /**
-             * @description A free-form tag, 1 to 50 characters
+             * @description A free-form tag, 1 to 50 characters; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example tropical
              */
             tag?: string;
@@ -184,12 +184,12 @@ export interface components {
          */
         PlantPatch: {
             /**
-             * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed
+             * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example Monstera
              */
-            name?: string;
+            name?: string & unknown;
             /**
-             * @description A free-form tag, 1 to 50 characters; null clears it
+             * @description A free-form tag, 1 to 50 characters; no NUL (U+0000) or unpaired UTF-16 surrogates; null clears it
              * @example tropical
              */
             tag?: string | null;
@@ -203,12 +203,12 @@ export interface components {
          */
         PlantUpdate: {
             /**
-             * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed
+             * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example Monstera
              */
-            name: string;
+            name: string & unknown;
             /**
-             * @description A free-form tag, 1 to 50 characters
+             * @description A free-form tag, 1 to 50 characters; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example tropical
              */
             tag?: string;

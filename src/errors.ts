@@ -16,6 +16,8 @@ export type ErrorCode =
   | 'idempotency-key-reused'
   /** The database cannot be reached or used right now; retrying later may work. */
   | 'unavailable'
+  /** Every id the server may assign itself (1 to 2^53 - 1) is taken; a client may still choose one. */
+  | 'ids-exhausted'
   /** A request header the schema alone cannot judge is malformed. */
   | 'invalid-header'
   /** A query value the schema alone cannot judge is malformed. */
@@ -61,6 +63,8 @@ export const idempotencyKeyReused = (): ServiceError =>
 /** The cause (a driver error) is kept for the log; the client sees only that the database is unavailable. */
 export const databaseUnavailable = (cause: unknown): ServiceError =>
   new ServiceError('unavailable', 'The database is unavailable, retry shortly', { cause })
+export const idsExhausted = (): ServiceError =>
+  new ServiceError('ids-exhausted', 'No id up to 2^53 - 1 is left for the server to assign; create the plant with a chosen id')
 export const invalidHeader = (message: string): ServiceError => new ServiceError('invalid-header', message)
 export const invalidQuery = (message: string): ServiceError => new ServiceError('invalid-query', message)
 export const shuttingDown = (): ServiceError =>

@@ -16,6 +16,9 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   'precondition-failed': 412,
   'idempotency-key-reused': 422,
   unavailable: 503,
+  // 507 Insufficient Storage: the request was fine, the server cannot store it. Not a 503, which
+  // promises that a retry soon may work: a used-up id range needs an operator (or a chosen id).
+  'ids-exhausted': 507,
   'invalid-header': 400,
   'invalid-query': 400,
   'shutting-down': 503,

@@ -23,20 +23,35 @@ const NAME_MAX_LENGTH = 100
 const TAG_MAX_LENGTH = 50
 
 /**
+ * Text every store keeps exactly as sent: without NUL (U+0000), which PostgreSQL cannot store, and
+ * without unpaired UTF-16 surrogates (`"\ud800"` in JSON), which are not Unicode text and have no
+ * UTF-8 form (SQLite would keep invalid bytes that read back as three U+FFFD, PostgreSQL one).
+ * Ajv compiles patterns with the `u` flag: a surrogate pair is one astral character there, so the
+ * class matches only lone surrogates.
+ */
+const STORABLE_TEXT = describedPattern('^[^\\u0000\\uD800-\\uDFFF]*$',
+  'must not contain NUL (U+0000) or unpaired UTF-16 surrogates (U+D800 to U+DFFF)')
+const STORABLE_TEXT_RULE = 'no NUL (U+0000) or unpaired UTF-16 surrogates'
+
+/**
  * A name as a client sends it: 1 to 100 characters once surrounding white space is trimmed (the
- * pattern says exactly that; `\s` is the white space String#trim removes). The service stores it trimmed.
+ * pattern says exactly that; `\s` is the white space String#trim removes), and storable text (the
+ * second pattern, under allOf: a schema holds one `pattern`, and each rule keeps its own message).
+ * The service stores it trimmed.
  */
 const PlantNameInputSchema = Type.String({
   pattern: describedPattern(`^\\s*\\S(?:[\\s\\S]{0,${NAME_MAX_LENGTH - 2}}\\S)?\\s*$`,
     `must be 1 to ${NAME_MAX_LENGTH} characters after trimming surrounding white space`),
-  description: `The plant name: 1 to ${NAME_MAX_LENGTH} characters after trimming surrounding white space, stored trimmed`,
+  allOf: [{ pattern: STORABLE_TEXT }],
+  description: `The plant name: 1 to ${NAME_MAX_LENGTH} characters after trimming surrounding white space, stored trimmed; ${STORABLE_TEXT_RULE}`,
   examples: ['Monstera']
 })
 
 const tagOptions = {
   minLength: 1,
   maxLength: TAG_MAX_LENGTH,
-  description: `A free-form tag, 1 to ${TAG_MAX_LENGTH} characters`,
+  pattern: STORABLE_TEXT,
+  description: `A free-form tag, 1 to ${TAG_MAX_LENGTH} characters; ${STORABLE_TEXT_RULE}`,
   examples: ['tropical']
 }
 const PlantTagSchema = Type.String(tagOptions)

@@ -1,6 +1,19 @@
 import type { Plant } from '../schemas/plant.js'
 
-/** What a client sends to create a plant; the store assigns `id` when it is absent. */
+/**
+ * The largest id a store assigns itself: 2^53 - 1, the largest integer a JavaScript client holds
+ * exactly. Server-assigned ids stay within 1..2^53 - 1 whatever ids clients choose: the sequence
+ * skips ids that are or were taken and is never pushed up by them; past the top, a create without
+ * an id fails with `ids-exhausted` rather than hand out an id a client would round.
+ */
+export const MAX_ASSIGNED_ID = 9007199254740991n
+
+/**
+ * What a client sends to create a plant; the store assigns `id` when it is absent. Names and tags
+ * are stored exactly as given: they must be valid Unicode text without NUL (U+0000) or unpaired
+ * surrogates, which the API's schemas guarantee (PostgreSQL cannot store NUL, and neither store
+ * can store a lone surrogate as UTF-8).
+ */
 export interface NewPlant {
   id?: bigint
   name: string
@@ -62,7 +75,7 @@ export interface CreateResult {
 /**
  * The one contract every storage backend fulfils; routes only ever talk to this. A store knows
  * nothing of HTTP: a write that cannot be done rejects with a ServiceError whose code says why
- * (`not-found`, `precondition-failed`, `conflict`, `idempotency-key-reused`, `unavailable`).
+ * (`not-found`, `precondition-failed`, `conflict`, `idempotency-key-reused`, `ids-exhausted`, `unavailable`).
  * Every write resolves to the plant it wrote: as it is now, or, for a delete, as it was.
  */
 export interface PlantStore {
@@ -72,7 +85,8 @@ export interface PlantStore {
   get(id: bigint): Promise<Plant | undefined>
   /**
    * `conflict` when the chosen id is taken, `idempotency-key-reused` when the key was used in the
-   * last 24 hours for another body. Key and plant are written together.
+   * last 24 hours for another body, `ids-exhausted` when no id is given and none is left to assign
+   * (see MAX_ASSIGNED_ID). Key and plant are written together.
    */
   create(plant: NewPlant, idempotency?: IdempotencyKey): Promise<CreateResult>
   /** Replaces name and tag (a missing tag clears it). */

@@ -64,5 +64,26 @@ export const migrations: readonly string[] = [
    );
    CREATE INDEX webhook_deliveries_due ON webhook_deliveries (subscription_id, next_attempt_at, id) WHERE status = 'pending';
    CREATE INDEX webhook_deliveries_subscription_id ON webhook_deliveries (subscription_id, id);
-   CREATE INDEX webhook_deliveries_created_at ON webhook_deliveries (created_at);`
+   CREATE INDEX webhook_deliveries_created_at ON webhook_deliveries (created_at);`,
+  // 4: server-assigned ids within 1..2^53 - 1 (MAX_ASSIGNED_ID in store.ts), whatever ids clients
+  // choose. Until now a chosen id pushed the sequence past it, past 2^53 after a client chose
+  // 2^53 - 1; now the sequence skips taken ids instead, and `chosen_ids` keeps the ids clients chose
+  // that it has yet to reach, so one that was deleted is skipped like one that exists. MAXVALUE makes
+  // nextval fail rather than go beyond 2^53 - 1. The sequence goes on where it was, so no id that ever
+  // existed comes back. When that was already past 2^53 - 1, it goes on after the largest known id
+  // (plants, remembered idempotent creates) below the run of known ids that reaches 2^53 - 1 (the ids
+  // chosen at the top). Ids deleted before this migration above that one are forgotten.
+  `CREATE TABLE chosen_ids (id bigint PRIMARY KEY);
+   WITH known (id) AS (
+          SELECT id FROM plants WHERE id BETWEEN 1 AND 9007199254740991
+          UNION SELECT plant_id FROM idempotency_keys WHERE plant_id BETWEEN 1 AND 9007199254740991),
+        old (s) AS (SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM plants_id_seq),
+        target (last) AS (
+          SELECT CASE WHEN s <= 9007199254740991 THEN s ELSE (
+                   SELECT coalesce(max(id), 0) FROM known
+                   WHERE id < 9007199254740991 AND id + 1 NOT IN (SELECT id FROM known))
+                 END
+          FROM old)
+   SELECT setval('plants_id_seq', greatest(last, 1), last > 0) FROM target;
+   ALTER TABLE plants ALTER COLUMN id SET MAXVALUE 9007199254740991;`
 ]

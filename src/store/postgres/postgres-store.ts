@@ -1,8 +1,8 @@
 import pg from 'pg'
-import { databaseUnavailable, idempotencyKeyReused, plantIdTaken, StoreOpenError } from '../../errors.js'
+import { databaseUnavailable, idempotencyKeyReused, idsExhausted, plantIdTaken, StoreOpenError } from '../../errors.js'
 import type { Plant } from '../../schemas/plant.js'
 import {
-  IDEMPOTENCY_TTL_MS, newerSchemaProblem,
+  IDEMPOTENCY_TTL_MS, MAX_ASSIGNED_ID, newerSchemaProblem,
   type CreateResult, type IdempotencyKey, type IfMatch, type ListPage, type ListQuery,
   type NewPlant, type PlantChanges, type PlantStore
 } from '../store.js'
@@ -32,6 +32,9 @@ const types: pg.CustomTypesConfig = {
   ) as typeof pg.types.getTypeParser
 }
 
+/** SQLSTATE of nextval past the sequence's MAXVALUE (2^53 - 1): no id is left to assign. */
+const SEQUENCE_LIMIT_EXCEEDED = '2200H'
+
 /** Named columns, never `*`: a prepared statement keeps its result shape when a later migration adds one. */
 const PLANT = 'id, name, tag, created_at, updated_at'
 
@@ -44,15 +47,40 @@ const SQL = {
   list: `SELECT ${PLANT} FROM plants WHERE id > $1 ORDER BY id LIMIT $2`,
   listByTag: `SELECT ${PLANT} FROM plants WHERE tag = $3 AND id > $1 ORDER BY id LIMIT $2`,
   // A chosen id that is taken inserts nothing (and waits for a concurrent insert of it to settle).
-  insertChosen: `INSERT INTO plants (id, name, tag, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
-                 ON CONFLICT (id) DO NOTHING RETURNING ${PLANT}`,
-  insertGenerated: `INSERT INTO plants (name, tag, created_at, updated_at) VALUES ($1, $2, $3, $3)
+  // One the sequence has yet to reach is remembered in the same statement, so that the sequence
+  // skips it even after it is deleted; the sequence never reaches back to one below it.
+  insertChosen: `WITH plant AS (
+                   INSERT INTO plants (id, name, tag, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
+                   ON CONFLICT (id) DO NOTHING RETURNING ${PLANT}),
+                 noted AS (
+                   INSERT INTO chosen_ids (id)
+                   SELECT plant.id FROM plant, plants_id_seq
+                   WHERE plant.id > (CASE WHEN is_called THEN last_value ELSE last_value - 1 END)
+                     AND plant.id <= ${MAX_ASSIGNED_ID}
+                   ON CONFLICT (id) DO NOTHING)
+                 SELECT ${PLANT} FROM plant`,
+  // The sequence's next id, unless a plant has it or a client chose it (then nothing is inserted).
+  // The sequence's MAXVALUE is 2^53 - 1: beyond it nextval fails (2200H) instead of going on.
+  insertGenerated: `INSERT INTO plants (id, name, tag, created_at, updated_at)
+                    SELECT next.id, $1, $2, $3, $3 FROM (SELECT nextval('plants_id_seq') AS id) AS next
+                    WHERE NOT EXISTS (SELECT 1 FROM chosen_ids WHERE chosen_ids.id = next.id)
                     ON CONFLICT (id) DO NOTHING RETURNING ${PLANT}`,
-  // Keeps the sequence past every id a client chose, so generated ids do not run into them.
-  raiseSequence: "SELECT setval('plants_id_seq', $1) FROM plants_id_seq WHERE $1 > last_value",
-  // After a generated id ran into a chosen one anyway (a race with the statement above): catch up.
-  catchUpSequence: `SELECT setval('plants_id_seq', greatest(max(id), (SELECT last_value FROM plants_id_seq)))
-                    FROM plants`,
+  // After the sequence ran into a taken id: walk the run of taken ids from its position to the first
+  // free one, draw the sequence up to just before it (nextval only ever goes up: setval could move it
+  // back under a concurrent draw and hand out an id twice), and forget chosen ids now behind it.
+  skipTaken: `WITH RECURSIVE walk (id) AS (
+                SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM plants_id_seq
+                UNION ALL
+                SELECT walk.id + 1 FROM walk
+                WHERE walk.id <= ${MAX_ASSIGNED_ID}
+                  AND (EXISTS (SELECT 1 FROM plants WHERE plants.id = walk.id)
+                       OR EXISTS (SELECT 1 FROM chosen_ids WHERE chosen_ids.id = walk.id))),
+              free AS (SELECT max(id) AS id FROM walk),
+              drawn AS (
+                SELECT count(nextval('plants_id_seq')) AS n
+                FROM free, plants_id_seq, generate_series(1, free.id - 1 - (CASE WHEN is_called THEN last_value ELSE last_value - 1 END))),
+              forgotten AS (DELETE FROM chosen_ids USING free WHERE chosen_ids.id < free.id)
+              SELECT n FROM drawn`,
   // $2 null keeps the name; $4 false keeps the tag. updated_at strictly increases, even within one millisecond.
   // Times are epoch milliseconds from the service's clock (Date.now()), as in the SQLite store.
   update: `UPDATE plants SET name = coalesce($2, name), tag = CASE WHEN $4::boolean THEN $3 ELSE tag END,
@@ -166,16 +194,21 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
   /** Inserts a plant: on `db` alone when no idempotency key has to be written with it. */
   async function insert (db: Queryable, { id, name, tag }: NewPlant, now: number): Promise<PlantRow> {
     if (id !== undefined) {
-      await run(db, 'raiseSequence', [id])
       const { rows: [row] } = await run<PlantRow>(db, 'insertChosen', [id, name, tag ?? null, now])
       if (row === undefined) throw plantIdTaken(id)
       return row
     }
-    // Each retry moves the sequence past every committed id, so this ends within a round or two.
-    for (let attempt = 0; attempt < 10; attempt++) {
-      const { rows: [row] } = await run<PlantRow>(db, 'insertGenerated', [name, tag ?? null, now])
-      if (row !== undefined) return row
-      await run(db, 'catchUpSequence')
+    try {
+      // Each retry moves the sequence past the taken ids it ran into, so this ends within a round
+      // or two (more only while other instances take the same free ids first).
+      for (let attempt = 0; attempt < 10; attempt++) {
+        const { rows: [row] } = await run<PlantRow>(db, 'insertGenerated', [name, tag ?? null, now])
+        if (row !== undefined) return row
+        await run(db, 'skipTaken')
+      }
+    } catch (err) {
+      if ((err as { code?: unknown }).code === SEQUENCE_LIMIT_EXCEEDED) throw idsExhausted()
+      throw err
     }
     throw new Error('could not generate a free plant id')
   }

@@ -1,10 +1,10 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import { idempotencyKeyReused, plantIdTaken, StoreOpenError } from '../../errors.js'
+import { idempotencyKeyReused, idsExhausted, plantIdTaken, StoreOpenError } from '../../errors.js'
 import type { Plant } from '../../schemas/plant.js'
 import {
-  IDEMPOTENCY_TTL_MS,
+  IDEMPOTENCY_TTL_MS, MAX_ASSIGNED_ID,
   type CreateResult, type IdempotencyKey, type IfMatch, type ListPage, type ListQuery,
   type NewPlant, type PlantChanges, type PlantStore
 } from '../store.js'
@@ -76,8 +76,26 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     list: db.prepare<[bigint, number], PlantRow>('SELECT * FROM plants WHERE id > ? ORDER BY id LIMIT ?'),
     listByTag: db.prepare<[string, bigint, number], PlantRow>(
       'SELECT * FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?'),
-    insert: db.prepare<[bigint | null, string, string | null, number, number], PlantRow>(
+    insert: db.prepare<[bigint, string, string | null, number, number], PlantRow>(
       'INSERT INTO plants (id, name, tag, created_at, updated_at) VALUES (?, ?, ?, ?, ?) RETURNING *'),
+    // The id the server assigns next: the one after the last it assigned, or, when that one is taken
+    // (a plant has it, or a client chose it and deleted it since), the first free id after the run of
+    // taken ids it starts: the smallest taken id from there whose successor is free, plus one.
+    nextId: db.prepare<{ next: bigint }, bigint>(`
+      SELECT CASE
+        WHEN NOT EXISTS (SELECT 1 FROM plants WHERE id = @next) AND NOT EXISTS (SELECT 1 FROM chosen_ids WHERE id = @next) THEN @next
+        ELSE (SELECT id + 1 FROM (SELECT id FROM plants WHERE id >= @next UNION SELECT id FROM chosen_ids WHERE id >= @next) AS taken
+              WHERE NOT EXISTS (SELECT 1 FROM plants WHERE id = taken.id + 1)
+                AND NOT EXISTS (SELECT 1 FROM chosen_ids WHERE id = taken.id + 1)
+              ORDER BY id LIMIT 1)
+      END`).pluck(),
+    lastId: db.prepare<[], bigint>('SELECT last FROM id_sequence').pluck(),
+    setLastId: db.prepare<[bigint], unknown>('UPDATE id_sequence SET last = ?'),
+    // A chosen id the sequence has yet to reach is remembered, so it is skipped even once deleted.
+    noteChosen: db.prepare<{ id: bigint }, unknown>(
+      `INSERT OR IGNORE INTO chosen_ids (id) SELECT @id FROM id_sequence WHERE @id > last AND @id <= ${MAX_ASSIGNED_ID}`),
+    // Chosen ids the sequence has passed can never be met again.
+    forgetChosen: db.prepare<[bigint], unknown>('DELETE FROM chosen_ids WHERE id <= ?'),
     // updated_at strictly increases, even for two writes within one millisecond.
     update: db.prepare<[string, string | null, number, bigint], PlantRow>(
       'UPDATE plants SET name = ?, tag = ?, updated_at = max(?, updated_at + 1) WHERE id = ? RETURNING *'),
@@ -106,13 +124,21 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
       statements.expireKeys.run(now - IDEMPOTENCY_TTL_MS)
     }
     let row: PlantRow
-    try {
-      row = statements.insert.get(id ?? null, name, tag ?? null, now, now) as PlantRow
-    } catch (err) {
-      if (id !== undefined && (err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-        throw plantIdTaken(id)
+    if (id === undefined) {
+      const last = statements.lastId.get() as bigint
+      const assigned = statements.nextId.get({ next: last + 1n }) as bigint
+      if (assigned > MAX_ASSIGNED_ID) throw idsExhausted()
+      row = statements.insert.get(assigned, name, tag ?? null, now, now) as PlantRow
+      statements.setLastId.run(assigned)
+      if (assigned > last + 1n) statements.forgetChosen.run(assigned)
+    } else {
+      try {
+        row = statements.insert.get(id, name, tag ?? null, now, now) as PlantRow
+      } catch (err) {
+        if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw plantIdTaken(id)
+        throw err
       }
-      throw err
+      statements.noteChosen.run({ id })
     }
     if (idempotency !== undefined) {
       const { scope, key, fingerprint } = idempotency

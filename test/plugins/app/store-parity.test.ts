@@ -63,6 +63,7 @@ for (const database of apiTestDatabases) {
       const { plant } = await createPlant(app, { id: 2, name: 'chosen' })
       assertError(await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { id: 2, name: 'again' } }), 409, 'Plant 2 already exists')
       assert.deepEqual((await app.inject({ url: '/plants/2', headers: AUTH })).json(), plant)
+      assert.equal((await createPlant(app, { name: 'generated' })).plant.id, 1)
       assert.equal((await createPlant(app, { name: 'generated' })).plant.id, 3)
     })
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test, type TestContext } from 'node:test'
 import { plantEtag } from '../../../src/etag.js'
 import { ServiceError, type ErrorCode } from '../../../src/errors.js'
-import { IDEMPOTENCY_TTL_MS, type IdempotencyKey, type PlantStore } from '../../../src/store/store.js'
+import { IDEMPOTENCY_TTL_MS, MAX_ASSIGNED_ID, type IdempotencyKey, type PlantStore } from '../../../src/store/store.js'
 
 /** The conformance suite's fresh, empty database for one test. Everything is cleaned up by `t.after`. */
 export interface ConformanceDatabase {
@@ -10,6 +10,8 @@ export interface ConformanceDatabase {
   open: () => Promise<PlantStore>
   /** Makes every stored idempotency key older by `ms`, as if that much time had passed. */
   ageIdempotencyKeys: (ms: number) => Promise<void>
+  /** Sets the last id the server assigned itself, as if it had assigned every id up to `last`. */
+  setIdSequence: (last: bigint) => Promise<void>
 }
 
 export type OpenConformanceDatabase = (t: TestContext) => Promise<ConformanceDatabase>
@@ -84,18 +86,86 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       assert.deepEqual(await store.get(7n), plant)
     })
 
-    test('generated ids never run into chosen ones, and are never reused after a delete', async (t) => {
+    test('generated ids skip chosen ones without being pushed up by them, and never repeat an id that existed', async (t) => {
       const store = await fresh(t)
-      await store.create({ id: 3n, name: 'chosen' })
-      assert.equal((await store.create({ name: 'a' })).plant.id, 4n)
-      assert.equal((await store.create({ name: 'b' })).plant.id, 5n)
+      const generated = async (): Promise<bigint> => (await store.create({ name: 'generated' })).plant.id
+      await store.create({ id: 2n, name: 'chosen' })
+      assert.equal(await generated(), 1n)
+      assert.equal(await generated(), 3n, 'skips the chosen 2')
+      await store.create({ id: 5n, name: 'chosen, then deleted' })
+      await store.create({ id: 6n, name: 'chosen' })
       await store.create({ id: 100n, name: 'chosen far ahead' })
-      assert.equal((await store.delete(100n)).id, 100n)
       assert.equal((await store.delete(5n)).id, 5n)
-      assert.equal((await store.create({ name: 'c' })).plant.id, 101n)
+      assert.equal((await store.delete(3n)).id, 3n)
+      assert.equal(await generated(), 4n)
+      assert.equal(await generated(), 7n, 'skips 5 (deleted, but it existed) and 6')
+      assert.equal(await generated(), 8n, 'not pushed up to 100')
       await rejectsWith(store.create({ id: 4n, name: 'taken' }), 'conflict')
       // A chosen id may be one that was deleted (the client asks for it explicitly).
+      assert.equal((await store.create({ id: 3n, name: 'back' })).plant.id, 3n)
       assert.equal((await store.create({ id: 5n, name: 'back' })).plant.id, 5n)
+      for (let i = 9n; i < 100n; i++) assert.equal(await generated(), i)
+      assert.equal(await generated(), 101n)
+    })
+
+    test('after a client takes 2^53 - 1 (and int64 extremes), generated ids stay within 1..2^53 - 1', async (t) => {
+      const store = await fresh(t)
+      for (const id of [MAX_ASSIGNED_ID, MAX_ASSIGNED_ID + 1n, MAX, -1n]) await store.create({ id, name: `chosen ${id}` })
+      const ids: bigint[] = []
+      for (let i = 0; i < 3; i++) ids.push((await store.create({ name: `generated ${i}` })).plant.id)
+      assert.deepEqual(ids, [1n, 2n, 3n])
+      await store.delete(MAX_ASSIGNED_ID)
+      assert.equal((await store.create({ name: 'after the delete' })).plant.id, 4n)
+    })
+
+    test('once every id up to 2^53 - 1 is used, a create without an id is refused; chosen ids still work', async (t) => {
+      const database = await openDatabase(t)
+      const store = await database.open()
+      await store.create({ id: MAX_ASSIGNED_ID, name: 'the last safe id, chosen' })
+      await database.setIdSequence(MAX_ASSIGNED_ID - 3n)
+      await store.create({ id: MAX_ASSIGNED_ID - 1n, name: 'chosen, then deleted' })
+      await store.delete(MAX_ASSIGNED_ID - 1n)
+      assert.equal((await store.create({ name: 'the last one left' })).plant.id, MAX_ASSIGNED_ID - 2n)
+      const refused = await rejectsWith(store.create({ name: 'one too many' }), 'ids-exhausted')
+      assert.equal(refused.message, 'No id up to 2^53 - 1 is left for the server to assign; create the plant with a chosen id')
+      await rejectsWith(store.create({ name: 'with a key' }, KEY), 'ids-exhausted')
+      assert.equal((await store.create({ id: 7n, name: 'chosen' })).plant.id, 7n)
+      await rejectsWith(store.create({ name: 'still none' }), 'ids-exhausted')
+      const { plants } = await store.list({ limit: 10 })
+      assert.deepEqual(plants.map((plant) => plant.id), [7n, MAX_ASSIGNED_ID - 2n, MAX_ASSIGNED_ID])
+      // The refused idempotent create left its key unused.
+      assert.equal((await store.create({ id: 8n, name: 'with a key' }, KEY)).replayed, false)
+    })
+
+    test('every valid string is stored and read back exactly', async (t) => {
+      const store = await fresh(t)
+      const texts = [
+        'Monstera',
+        '🌵🪴 astral',
+        '🌿'.repeat(100),
+        'x'.repeat(100),
+        'e\u0301 combining, precomposed \u00e9',
+        '👩‍👩‍👧 ZWJ, 🇳🇴 flag',
+        'עברית RTL \u202e override',
+        '\u0001\u001f\u007f\u0085 controls, tab\tnew\nline',
+        '\ufeff BOM \ufffd replacement \uffff noncharacter \u{10ffff}',
+        '  spaced  ',
+        '"quotes" \\ backslash </script>'
+      ]
+      for (const text of texts) {
+        // The first 50 characters (code points: a surrogate pair is never split).
+        const tag = [...text].slice(0, 50).join('')
+        const { plant } = await store.create({ name: text, tag })
+        const read = await store.get(plant.id)
+        assert.equal(read?.name, text)
+        assert.equal(read?.tag, tag)
+        const { plants } = await store.list({ limit: 1, after: plant.id - 1n, tag })
+        assert.deepEqual(plants, [plant], JSON.stringify(text))
+        const updated = await store.update(plant.id, { name: `${text}!`, tag: text })
+        assert.deepEqual(await store.get(plant.id), updated)
+        assert.equal(updated.name, `${text}!`)
+        assert.equal(updated.tag, text)
+      }
     })
 
     test('list: ordered by id, keyset cursor, limit and hasMore, tag filter', async (t) => {
@@ -276,6 +346,17 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       for (const loser of losers) assert.ok(loser.reason instanceof ServiceError && loser.reason.code === 'conflict')
     })
 
+    test('concurrent generated creates from two instances skip the same chosen ids, and get distinct ids', async (t) => {
+      const { open } = await openDatabase(t)
+      const stores = [await open(), await open()]
+      for (const id of [1n, 2n, 3n, 5n, 8n, 9n, 10n]) await stores[0]!.create({ id, name: `chosen ${id}` })
+      await stores[1]!.delete(9n)
+      const created = await Promise.all(Array.from({ length: 10 }, async (_, i) => (await stores[i % 2]!.create({ name: `generated ${i}` })).plant.id))
+      // Which free ids exactly may depend on the interleaving (a PostgreSQL sequence may leave gaps).
+      assert.equal(new Set(created).size, 10)
+      for (const id of created) assert.ok(id >= 4n && id <= 40n && ![5n, 8n, 9n, 10n].includes(id), `id ${id}`)
+    })
+
     test('concurrent generated creates from two instances get distinct ids, and no chosen id is hit', async (t) => {
       const { open } = await openDatabase(t)
       const stores = [await open(), await open()]
@@ -325,11 +406,15 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       const first = await open()
       const { plant } = await first.create({ id: MAX - 1n, name: 'near max', tag: 'big' })
       await first.delete(plant.id)
+      await first.create({ name: 'one' })
+      await first.create({ id: 3n, name: 'chosen ahead' })
+      await first.delete(3n)
+      await first.delete((await first.create({ name: 'two' })).plant.id)
       await first.close()
       const second = await open()
       assert.equal(await second.get(plant.id), undefined)
-      await rejectsWith(second.create({ id: 1n, name: 'a' }).then(async () => await second.create({ id: 1n, name: 'b' })), 'conflict')
-      assert.equal((await second.create({ name: 'after' })).plant.id, MAX)
+      await rejectsWith(second.create({ id: 1n, name: 'a' }), 'conflict')
+      assert.equal((await second.create({ name: 'after' })).plant.id, 4n, 'neither the deleted 2 nor the deleted chosen 3')
     })
 
     test('close can be called twice', async (t) => {

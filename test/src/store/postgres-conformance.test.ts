@@ -1,5 +1,6 @@
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { adminQuery, scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
+import { setIdSequence } from '../../helpers/id-sequence.js'
 import { storeConformance } from './conformance.js'
 
 // CI sets TEST_DATABASE_URL (see .ci/run); without it there is no PostgreSQL to run against.
@@ -14,7 +15,8 @@ if (TEST_DATABASE_URL !== undefined) {
       },
       ageIdempotencyKeys: async (ms) => {
         await adminQuery(`UPDATE ${schema}.idempotency_keys SET created_at = created_at - $1`, [ms])
-      }
+      },
+      setIdSequence: async (last) => { await setIdSequence(url, last) }
     }
   })
 }

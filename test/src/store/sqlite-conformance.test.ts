@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
 import { tempDatabaseFile } from '../../helpers/cleanup.js'
+import { setIdSequence } from '../../helpers/id-sequence.js'
 import { storeConformance } from './conformance.js'
 
 // A file rather than :memory:, so several stores (instances) can open one database.
@@ -19,6 +20,7 @@ storeConformance('SQLite', async (t) => {
       } finally {
         db.close()
       }
-    }
+    },
+    setIdSequence: async (last) => { await setIdSequence(filename, last) }
   }
 })
