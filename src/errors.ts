@@ -28,6 +28,18 @@ export type ErrorCode =
   | 'connection-spent'
   /** The caller sent more requests than its rate limit allows. */
   | 'rate-limited'
+  /** The path exists, but not with this method (MethodNotAllowedError carries the methods it has). */
+  | 'method-not-allowed'
+  /** A method no resource of this service supports (CONNECT: this is no proxy). */
+  | 'method-not-implemented'
+  /** The request body is malformed in a way its schema cannot say (not JSON, not UTF-8, prototype keys, a body where none is defined). */
+  | 'invalid-body'
+  /** The body's media type or charset is not one the operation reads. */
+  | 'unsupported-media-type'
+  /** The body comes with a content coding (gzip, …), which the service does not decode. */
+  | 'unsupported-content-encoding'
+  /** An `Expect` the service cannot meet (anything but 100-continue). */
+  | 'expectation-failed'
 
 /** Codes of deliberate load shedding: expected in floods exactly when the service is busiest. */
 export const LOAD_SHEDDING_CODES: ReadonlySet<ErrorCode> = new Set(['shutting-down', 'overloaded', 'connection-spent'])
@@ -56,6 +68,20 @@ export const shuttingDown = (): ServiceError =>
 export const connectionSpent = (): ServiceError =>
   new ServiceError('connection-spent', 'This connection has served its requests, retry on a new one')
 export const rateLimited = (after: string): ServiceError => new ServiceError('rate-limited', `Rate limit exceeded, retry in ${after}`)
+
+export const routeNotFound = (message: string): ServiceError => new ServiceError('not-found', message)
+export const invalidBody = (message: string): ServiceError => new ServiceError('invalid-body', message)
+export const unsupportedMediaType = (message: string): ServiceError => new ServiceError('unsupported-media-type', message)
+export const unsupportedContentEncoding = (message: string): ServiceError => new ServiceError('unsupported-content-encoding', message)
+export const expectationFailed = (message: string): ServiceError => new ServiceError('expectation-failed', message)
+export const methodNotImplemented = (message: string): ServiceError => new ServiceError('method-not-implemented', message)
+
+/** A path that exists, asked with a method it does not have; `allowed` are the ones it has (the `Allow` header). */
+export class MethodNotAllowedError extends ServiceError {
+  constructor (message: string, readonly allowed: readonly string[]) {
+    super('method-not-allowed', message)
+  }
+}
 
 /** @fastify/under-pressure constructs its error itself, without arguments: a class of its own. */
 export class OverloadedError extends ServiceError {
