@@ -132,3 +132,9 @@ test('parser errors keep the status Node would give: oversized chunk extensions 
     `1;${'e'.repeat(20_000)}\r\nx\r\n0\r\n\r\n`), 413, STATUS_CODES[413] ?? '')
   assertRawError(await exchange(port, 'GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n'), 400, 'Bad Request')
 })
+
+test('a GET whose framing carries a body (chunked) is a 400 that says so', async (t) => {
+  const { port } = await listening(t)
+  assertRawError(await exchange(port, `GET /plants HTTP/1.1\r\nHost: x\r\n${AUTH_LINE}Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`), 400,
+    'GET /plants takes no request body')
+})

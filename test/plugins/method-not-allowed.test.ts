@@ -33,6 +33,18 @@ test('a method a path does not have is a 405 in the Error shape, with Allow list
   }
 })
 
+test('the 405 reads no body and quotes the path without its query string', async (t) => {
+  const app = await buildTestApp(t)
+  const res = await app.inject({
+    method: 'POST',
+    url: '/plants/1?token=secret',
+    headers: { ...AUTH, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+    payload: '{"__proto__":{}}'
+  })
+  assertError(res, 405, `Method POST is not allowed on /plants/1 (it allows ${ONE_PLANT})`)
+  assert.equal(res.headers.allow, ONE_PLANT)
+})
+
 test('unknown paths stay 404, whatever the method', async (t) => {
   const app = await buildTestApp(t)
   for (const [method, url] of [['GET', '/nowhere'], ['POST', '/plantz'], ['DELETE', '/plants/1/leaves'], ['PUT', '/'], ['OPTIONS', '/nowhere']] as const) {

@@ -10,9 +10,6 @@ export const MERGE_PATCH = 'application/merge-patch+json'
 
 /** `PATCH /plants/{id}`: a JSON merge patch (RFC 7396) of a plant. */
 const updatePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
-  // Only this route (this plugin's scope) reads merge patches; they are JSON, parsed the same way.
-  app.addContentTypeParser(MERGE_PATCH, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
-
   app.patch('/plants/:id', {
     schema: {
       operationId: 'updatePlant',
@@ -21,6 +18,7 @@ const updatePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
         '`"tag": null` clears the tag (the name cannot be cleared). Sent as `application/merge-patch+json` or plain JSON. ' +
         'With `If-Match`, only when the plant\'s current ETag is listed (or `*`), else 412.',
       tags: ['plants'],
+      // Only this route reads merge patches (plugins/app/requests.ts reads what `consumes` lists).
       consumes: [MERGE_PATCH, 'application/json'],
       params: PlantParamsSchema,
       headers: IfMatchHeaderSchema,
