@@ -57,25 +57,25 @@ export interface paths {
         };
         /**
          * Get a plant
-         * @description The plant with this id, with its `ETag`. With `If-None-Match` listing the current ETag (weak comparison) or `*`, answers 304 Not Modified with no body.
+         * @description The plant with this id, with its `ETag`. With `If-Match`, only when its current ETag is listed (strong comparison) or `*`, else 412. With `If-None-Match` listing the current ETag (weak comparison) or `*`, answers 304 Not Modified with no body. A missing plant is a 404 whatever the conditions.
          */
         get: operations["getPlant"];
         /**
          * Replace a plant
-         * @description Replaces the name and tag of the plant with this id (a missing tag clears it). With `If-Match`, only when the plant's current ETag is listed (or `*`), else 412. Never creates a plant.
+         * @description Replaces the name and tag of the plant with this id (a missing tag clears it); never creates a plant. With `If-Match`, only when the plant's current ETag is listed (or `*`); with `If-None-Match`, only when it is not (`*`: only if there is no plant, so a 412 on an existing one); else 412 and nothing changes.
          */
         put: operations["replacePlant"];
         post?: never;
         /**
          * Delete a plant
-         * @description Deletes the plant with this id. Answers 204 with an empty body. With `If-Match`, only when the plant's current ETag is listed (or `*`), else 412.
+         * @description Deletes the plant with this id. Answers 204 with an empty body. With `If-Match`, only when the plant's current ETag is listed (or `*`); with `If-None-Match`, only when it is not (`*`: only if there is no plant, so a 412 on an existing one); else 412 and nothing changes.
          */
         delete: operations["deletePlant"];
         options?: never;
         head?: never;
         /**
          * Update a plant
-         * @description Applies a JSON merge patch (RFC 7396) to the plant with this id: a field that is absent is kept, `"tag": null` clears the tag (the name cannot be cleared). Sent as `application/merge-patch+json` or plain JSON. With `If-Match`, only when the plant's current ETag is listed (or `*`), else 412.
+         * @description Applies a JSON merge patch (RFC 7396) to the plant with this id: a field that is absent is kept, `"tag": null` clears the tag (the name cannot be cleared). Sent as `application/merge-patch+json` or plain JSON. With `If-Match`, only when the plant's current ETag is listed (or `*`); with `If-None-Match`, only when it is not (`*`: only if there is no plant, so a 412 on an existing one); else 412 and nothing changes.
          */
         patch: operations["updatePlant"];
         trace?: never;
@@ -567,6 +567,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /** @description Answer only if the plant's current ETag is one of these (strong comparison: a weak tag never matches), or `*`; else 412 */
+                "if-match"?: string;
                 /** @description Answer 304 Not Modified when the plant's current ETag is one of these (weak comparison), or `*` */
                 "if-none-match"?: string;
             };
@@ -640,7 +642,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The id is not a signed 64-bit integer, or If-None-Match is malformed */
+            /** @description The id is not a signed 64-bit integer, or If-Match or If-None-Match is malformed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -649,7 +651,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 400,
-                     *       "message": "The id is not a signed 64-bit integer, or If-None-Match is malformed"
+                     *       "message": "The id is not a signed 64-bit integer, or If-Match or If-None-Match is malformed"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -685,6 +687,21 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description If-Match does not match the plant's current ETag */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 412,
+                     *       "message": "If-Match does not match the plant's current ETag"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     replacePlant: {
@@ -693,6 +710,8 @@ export interface operations {
             header?: {
                 /** @description Write only if the plant's current ETag is one of these (strong comparison), or `*` for any current plant; else 412 */
                 "if-match"?: string;
+                /** @description Write only if the plant's current ETag is none of these (weak comparison); else 412. `*` means "only if there is no such plant": on an existing plant it is a 412, on a missing one the write goes on as usual (404: writes here never create) */
+                "if-none-match"?: string;
             };
             path: {
                 /**
@@ -765,7 +784,7 @@ export interface operations {
                     "application/json": components["schemas"]["Plant"];
                 };
             };
-            /** @description The id is not a signed 64-bit integer, the body is not a valid PlantUpdate (the message names the field), or If-Match is malformed */
+            /** @description The id is not a signed 64-bit integer, the body is not a valid PlantUpdate (the message names the field), or If-Match or If-None-Match is malformed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -774,7 +793,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 400,
-                     *       "message": "The id is not a signed 64-bit integer, the body is not a valid PlantUpdate (the message names the field), or If-Match is malformed"
+                     *       "message": "The id is not a signed 64-bit integer, the body is not a valid PlantUpdate (the message names the field), or If-Match or If-None-Match is malformed"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -810,7 +829,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description If-Match does not match the plant's current ETag (or the plant is gone) */
+            /** @description If-Match does not match the plant's current ETag (or the plant is gone), or If-None-Match does */
             412: {
                 headers: {
                     [name: string]: unknown;
@@ -819,7 +838,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 412,
-                     *       "message": "If-Match does not match the plant's current ETag (or the plant is gone)"
+                     *       "message": "If-Match does not match the plant's current ETag (or the plant is gone), or If-None-Match does"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -863,6 +882,8 @@ export interface operations {
             header?: {
                 /** @description Write only if the plant's current ETag is one of these (strong comparison), or `*` for any current plant; else 412 */
                 "if-match"?: string;
+                /** @description Write only if the plant's current ETag is none of these (weak comparison); else 412. `*` means "only if there is no such plant": on an existing plant it is a 412, on a missing one the write goes on as usual (404: writes here never create) */
+                "if-none-match"?: string;
             };
             path: {
                 /**
@@ -912,7 +933,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The id is not a signed 64-bit integer, or If-Match is malformed */
+            /** @description The id is not a signed 64-bit integer, or If-Match or If-None-Match is malformed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -921,7 +942,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 400,
-                     *       "message": "The id is not a signed 64-bit integer, or If-Match is malformed"
+                     *       "message": "The id is not a signed 64-bit integer, or If-Match or If-None-Match is malformed"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -957,7 +978,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description If-Match does not match the plant's current ETag (or the plant is gone) */
+            /** @description If-Match does not match the plant's current ETag (or the plant is gone), or If-None-Match does */
             412: {
                 headers: {
                     [name: string]: unknown;
@@ -966,7 +987,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 412,
-                     *       "message": "If-Match does not match the plant's current ETag (or the plant is gone)"
+                     *       "message": "If-Match does not match the plant's current ETag (or the plant is gone), or If-None-Match does"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -980,6 +1001,8 @@ export interface operations {
             header?: {
                 /** @description Write only if the plant's current ETag is one of these (strong comparison), or `*` for any current plant; else 412 */
                 "if-match"?: string;
+                /** @description Write only if the plant's current ETag is none of these (weak comparison); else 412. `*` means "only if there is no such plant": on an existing plant it is a 412, on a missing one the write goes on as usual (404: writes here never create) */
+                "if-none-match"?: string;
             };
             path: {
                 /**
@@ -1057,7 +1080,7 @@ export interface operations {
                     "application/json": components["schemas"]["Plant"];
                 };
             };
-            /** @description The id is not a signed 64-bit integer, the body is not a valid PlantPatch (the message names the field), or If-Match is malformed */
+            /** @description The id is not a signed 64-bit integer, the body is not a valid PlantPatch (the message names the field), or If-Match or If-None-Match is malformed */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1066,7 +1089,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 400,
-                     *       "message": "The id is not a signed 64-bit integer, the body is not a valid PlantPatch (the message names the field), or If-Match is malformed"
+                     *       "message": "The id is not a signed 64-bit integer, the body is not a valid PlantPatch (the message names the field), or If-Match or If-None-Match is malformed"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -1102,7 +1125,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description If-Match does not match the plant's current ETag (or the plant is gone) */
+            /** @description If-Match does not match the plant's current ETag (or the plant is gone), or If-None-Match does */
             412: {
                 headers: {
                     [name: string]: unknown;
@@ -1111,7 +1134,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 412,
-                     *       "message": "If-Match does not match the plant's current ETag (or the plant is gone)"
+                     *       "message": "If-Match does not match the plant's current ETag (or the plant is gone), or If-None-Match does"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];

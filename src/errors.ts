@@ -10,7 +10,7 @@ export type ErrorCode =
   | 'not-found'
   /** The client chose an id that is taken. */
   | 'conflict'
-  /** An If-Match condition does not hold for the resource as it is now. */
+  /** An If-Match or If-None-Match condition does not hold for the resource as it is now. */
   | 'precondition-failed'
   /** An Idempotency-Key came back with a different request. */
   | 'idempotency-key-reused'
@@ -56,6 +56,8 @@ export const plantNotFound = (id: bigint): ServiceError => new ServiceError('not
 export const plantIdTaken = (id: bigint): ServiceError => new ServiceError('conflict', `Plant ${id} already exists`)
 export const plantPreconditionFailed = (id: bigint): ServiceError =>
   new ServiceError('precondition-failed', `Plant ${id} does not match If-Match: it has changed or is gone; GET it again`)
+export const plantNoneMatchFailed = (id: bigint): ServiceError =>
+  new ServiceError('precondition-failed', `Plant ${id} matches If-None-Match: it exists, and its current ETag is listed (or *)`)
 export const idempotencyKeyReused = (): ServiceError =>
   new ServiceError('idempotency-key-reused', 'This Idempotency-Key was already used with a different request body')
 /** The cause (a driver error) is kept for the log; the client sees only that the database is unavailable. */

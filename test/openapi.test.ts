@@ -94,7 +94,7 @@ test('every operation is described: operationId, summary, description, tags, and
   const all = operations(doc)
   assert.deepEqual(all.map(({ operation }) => operation.operationId).sort(),
     ['createPlant', 'deletePlant', 'getHealth', 'getPlant', 'listPlants', 'replacePlant', 'updatePlant'])
-  for (const { path, operation } of all) {
+  for (const { path, method, operation } of all) {
     const id = operation.operationId
     assert.ok(operation.summary && operation.description, `${id} has a summary and a description`)
     assert.ok(operation.tags && operation.tags.length > 0, `${id} has tags`)
@@ -111,7 +111,9 @@ test('every operation is described: operationId, summary, description, tags, and
       expect('415', 'it reads a body of some media types only')
     }
     if (params.some((param) => param.in === 'header' && param.name === 'if-match')) expect('412', 'it honours If-Match')
-    if (params.some((param) => param.in === 'header' && param.name === 'if-none-match')) expect('304', 'it honours If-None-Match')
+    const honours = (name: string) => params.some((param) => param.in === 'header' && param.name === name)
+    // If-None-Match makes a read a 304, a write a 412.
+    if (honours('if-none-match')) expect(method === 'get' ? '304' : '412', 'it honours If-None-Match')
     if (params.some((param) => param.in === 'header' && param.name === 'idempotency-key')) expect('422', 'a key can be reused with another body')
     for (const [status, response] of Object.entries(operation.responses)) {
       assert.ok(response.description, `${id} → ${status} has a description`)
@@ -188,6 +190,7 @@ test('every declared status is answered, every answer is declared, and every ans
   // get
   await call('/plants/{id}', { url: '/plants/1', headers: AUTH })
   await call('/plants/{id}', { url: '/plants/1', headers: { ...AUTH, 'if-none-match': etag } })
+  await call('/plants/{id}', { url: '/plants/1', headers: { ...AUTH, 'if-match': '"stale"' } })
   await call('/plants/{id}', { url: '/plants/x', headers: AUTH })
   await call('/plants/{id}', { url: '/plants/1' })
   await call('/plants/{id}', { url: '/plants/99', headers: AUTH })

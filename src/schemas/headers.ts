@@ -6,18 +6,25 @@ import { describedPattern } from './pattern-messages.js'
  * and documented as header parameters; response headers only document what the routes send.
  */
 
-export const IfMatchHeaderSchema = Type.Object({
-  'if-match': Type.Optional(Type.String({
-    description: 'Write only if the plant\'s current ETag is one of these (strong comparison), or `*` for any current plant; else 412',
-    examples: ['"3q2-7w4QWm6uR5m0o5ZxBA"']
-  }))
+const ETAG_EXAMPLE = '"3q2-7w4QWm6uR5m0o5ZxBA"'
+
+/** A conditional request header: optional, a list of entity tags or `*`. */
+const entityTags = (description: string) => Type.Optional(Type.String({ description, examples: [ETAG_EXAMPLE] }))
+
+/** The conditions a read honours (RFC 9110 §13.2.2: If-Match first, then If-None-Match). */
+export const ReadConditionsHeaderSchema = Type.Object({
+  'if-match': entityTags('Answer only if the plant\'s current ETag is one of these (strong comparison: a weak tag never ' +
+    'matches), or `*`; else 412'),
+  'if-none-match': entityTags('Answer 304 Not Modified when the plant\'s current ETag is one of these (weak comparison), or `*`')
 })
 
-export const IfNoneMatchHeaderSchema = Type.Object({
-  'if-none-match': Type.Optional(Type.String({
-    description: 'Answer 304 Not Modified when the plant\'s current ETag is one of these (weak comparison), or `*`',
-    examples: ['"3q2-7w4QWm6uR5m0o5ZxBA"']
-  }))
+/** The conditions a write honours; either one failing is a 412 and nothing is written. */
+export const WriteConditionsHeaderSchema = Type.Object({
+  'if-match': entityTags('Write only if the plant\'s current ETag is one of these (strong comparison), or `*` for any ' +
+    'current plant; else 412'),
+  'if-none-match': entityTags('Write only if the plant\'s current ETag is none of these (weak comparison); else 412. ' +
+    '`*` means "only if there is no such plant": on an existing plant it is a 412, on a missing one the write goes ' +
+    'on as usual (404: writes here never create)')
 })
 
 const IDEMPOTENCY_KEY_MAX_LENGTH = 255
