@@ -42,8 +42,65 @@ export const IdempotencyKeyHeaderSchema = Type.Object({
   }))
 })
 
-/** Response headers, for the OpenAPI document. */
-export const etagHeader = { ETag: { type: 'string', description: 'The strong entity tag of the plant, for If-Match and If-None-Match' } }
-export const locationHeader = { Location: { type: 'string', format: 'uri-reference', description: 'The new plant: `/plants/{id}`' } }
-export const linkHeader = { Link: { type: 'string', description: 'When more plants follow: `</plants?limit=…&after=…>; rel="next"`' } }
-export const replayedHeader = { 'Idempotent-Replayed': { type: 'string', enum: ['true'], description: 'Present when this is the replayed answer to an earlier create with the same Idempotency-Key' } }
+/**
+ * Response headers, for the OpenAPI document only (routes set them; nothing validates them).
+ * `required: true` marks a header sent on every answer it is declared on; plugins/external/docs.ts
+ * moves it from the schema to the header object, where OpenAPI wants it.
+ */
+interface ResponseHeader {
+  type: 'string'
+  description: string
+  required?: true
+  format?: string
+  pattern?: string
+  enum?: string[]
+}
+type ResponseHeaders = Record<string, ResponseHeader>
+
+const SECONDS = '^[0-9]+$'
+
+export const etagHeader = {
+  ETag: { type: 'string', required: true, description: 'The strong entity tag of the plant, for If-Match and If-None-Match' }
+} satisfies ResponseHeaders
+export const locationHeader = {
+  Location: { type: 'string', required: true, format: 'uri-reference', description: 'The new plant: `/plants/{id}`' }
+} satisfies ResponseHeaders
+export const linkHeader = {
+  Link: { type: 'string', description: 'When more plants follow: `</plants?limit=…&after=…>; rel="next"`' }
+} satisfies ResponseHeaders
+export const replayedHeader = {
+  'Idempotent-Replayed': { type: 'string', enum: ['true'], description: 'Present when this is the replayed answer to an earlier create with the same Idempotency-Key' }
+} satisfies ResponseHeaders
+/** On every 401 (RFC 9110 §11.6.1). */
+export const wwwAuthenticateHeader = {
+  'WWW-Authenticate': { type: 'string', required: true, enum: ['Bearer'], description: 'The authentication scheme to use: a bearer token' }
+} satisfies ResponseHeaders
+/** On a 415 caused by a Content-Encoding (RFC 9110 §15.5.16). */
+export const acceptEncodingHeader = {
+  'Accept-Encoding': { type: 'string', enum: ['identity'], description: 'When the body\'s Content-Encoding was refused: `identity`, no content coding is accepted' }
+} satisfies ResponseHeaders
+/** On a 429 and on a 503 while the service sheds load. */
+export const retryAfterHeader = {
+  'Retry-After': { type: 'string', pattern: SECONDS, description: 'Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load' }
+} satisfies ResponseHeaders
+/** On every answer of a rate-limited route while rate limiting is on (README, "Rate limits"). */
+export const rateLimitHeaders = {
+  'RateLimit-Limit': { type: 'string', pattern: SECONDS, description: 'Requests allowed per window for this caller (when rate limiting is on)' },
+  'RateLimit-Remaining': { type: 'string', pattern: SECONDS, description: 'Requests left in the current window (when rate limiting is on)' },
+  'RateLimit-Reset': { type: 'string', pattern: SECONDS, description: 'Seconds until the window resets (when rate limiting is on)' }
+} satisfies ResponseHeaders
+
+/**
+ * Every response header the OpenAPI document declares. A browser's script may read a response
+ * header only when CORS exposes it: the CORS plugin exposes exactly these.
+ */
+export const DOCUMENTED_RESPONSE_HEADERS: readonly string[] = Object.keys({
+  ...etagHeader,
+  ...locationHeader,
+  ...linkHeader,
+  ...replayedHeader,
+  ...wwwAuthenticateHeader,
+  ...acceptEncodingHeader,
+  ...retryAfterHeader,
+  ...rateLimitHeaders
+})
