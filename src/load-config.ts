@@ -38,7 +38,8 @@ const EnvSchema = Type.Object({
   MAX_HEAP_USED_BYTES: Type.Integer({ minimum: 0, default: 0 }),
   MAX_RSS_BYTES: Type.Integer({ minimum: 0, default: 0 }),
   CORS_ORIGINS: Type.String({ default: '' }),
-  PUBLIC_URL: Type.Optional(Type.String({ minLength: 1 }))
+  PUBLIC_URL: Type.Optional(Type.String({ minLength: 1 })),
+  DOCS_PERSIST_AUTHORIZATION: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '0' })
 })
 
 type Env = Static<typeof EnvSchema>
@@ -76,6 +77,8 @@ export interface Config {
   corsOrigins: string[]
   /** Where clients reach the service (no trailing slash), for the OpenAPI `servers`; unset: `/`, relative to the document. */
   publicUrl?: string
+  /** Swagger UI: keep the bearer token in the browser's localStorage across reloads. */
+  docs: { persistAuthorization: boolean }
 }
 
 /** Bearer tokens shorter than this are guessable in principle; refused unless ALLOW_WEAK_TOKENS=1. */
@@ -139,7 +142,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
       maxRssBytes: parsed.MAX_RSS_BYTES
     },
     corsOrigins: parsed.CORS_ORIGINS.split(',').map((origin) => origin.trim()).filter((origin) => origin !== ''),
-    ...(parsed.PUBLIC_URL !== undefined && { publicUrl: parsePublicUrl(parsed.PUBLIC_URL) })
+    ...(parsed.PUBLIC_URL !== undefined && { publicUrl: parsePublicUrl(parsed.PUBLIC_URL) }),
+    docs: { persistAuthorization: parsed.DOCS_PERSIST_AUTHORIZATION === '1' }
   }
 }
 

@@ -188,7 +188,9 @@ export default fp(async function docsPlugin (app) {
 
   await app.register(swaggerUi, {
     routePrefix: '/docs',
-    uiConfig: { persistAuthorization: true, displayOperationId: true, tryItOutEnabled: true },
+    // The token stays in the page's memory unless DOCS_PERSIST_AUTHORIZATION=1 keeps it in the
+    // browser's localStorage (readable by any script on this origin, and left behind on shared machines).
+    uiConfig: { persistAuthorization: app.config.docs.persistAuthorization, displayOperationId: true, tryItOutEnabled: true },
     staticCSP: DOCS_CONTENT_SECURITY_POLICY
   })
 

@@ -2,8 +2,9 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { ConfigError } from '../../src/errors.js'
 import { loadConfig } from '../../src/load-config.js'
+import { buildTestApp } from '../helpers/app.js'
 
-/** The settings of the published documentation: PUBLIC_URL (OpenAPI `servers`). */
+/** The settings of the published documentation: PUBLIC_URL (OpenAPI `servers`) and DOCS_PERSIST_AUTHORIZATION (Swagger UI). */
 
 test('PUBLIC_URL: unset by default; an absolute http(s) URL is kept without its trailing slash', () => {
   assert.equal(loadConfig({}).publicUrl, undefined)
@@ -32,4 +33,19 @@ test('PUBLIC_URL that is not an absolute http(s) URL, carries credentials, a que
     }, value)
   }
   assert.throws(() => loadConfig({ PUBLIC_URL: '' }), /PUBLIC_URL must NOT have fewer than 1 characters/)
+})
+
+test('Swagger UI keeps the token in localStorage only with DOCS_PERSIST_AUTHORIZATION=1', async (t) => {
+  assert.equal(loadConfig({}).docs.persistAuthorization, false)
+  assert.equal(loadConfig({ DOCS_PERSIST_AUTHORIZATION: '1' }).docs.persistAuthorization, true)
+  assert.throws(() => loadConfig({ DOCS_PERSIST_AUTHORIZATION: 'yes' }), /DOCS_PERSIST_AUTHORIZATION must be equal to one of the allowed values/)
+  const initializer = async (env: NodeJS.ProcessEnv): Promise<string> => {
+    const app = await buildTestApp(t, env)
+    const res = await app.inject({ url: '/docs/static/swagger-initializer.js' })
+    assert.equal(res.statusCode, 200)
+    return res.body
+  }
+  assert.match(await initializer({}), /const config = \{"persistAuthorization":false,/)
+  assert.match(await initializer({ DOCS_PERSIST_AUTHORIZATION: '0' }), /const config = \{"persistAuthorization":false,/)
+  assert.match(await initializer({ DOCS_PERSIST_AUTHORIZATION: '1' }), /const config = \{"persistAuthorization":true,/)
 })
