@@ -173,6 +173,8 @@ function answerBelowFastify (app: FastifyInstance): void {
     writeNodeError(response, errorBody(STATUS[error.code], error.message))
   })
   app.server.on('connect', (_request: IncomingMessage, socket: Socket) => {
+    // Node hands the socket over without its own error listener: a client that resets it must not crash the process.
+    socket.on('error', () => socket.destroy())
     const error = methodNotImplemented('CONNECT is not supported: this service is not a proxy')
     writeRawError(socket, errorBody(STATUS[error.code], error.message))
   })

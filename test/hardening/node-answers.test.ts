@@ -124,6 +124,16 @@ test('CONNECT, which Node would drop without a word, is a 501 in the Error shape
   const { port } = await listening(t)
   assertRawError(await exchange(port, 'CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\n\r\n'), 501,
     'CONNECT is not supported: this service is not a proxy')
+  // A client that resets the connection at once does not take the process down.
+  await new Promise<void>((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => {
+      socket.write('CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\n\r\n')
+      socket.resetAndDestroy()
+      resolve()
+    })
+  })
+  const health = await exchange(port, 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n')
+  assert.equal(health.status, 200)
 })
 
 test('parser errors keep the status Node would give: oversized chunk extensions are a 413, a malformed request a 400', async (t) => {
