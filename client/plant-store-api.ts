@@ -20,7 +20,11 @@ export interface paths {
         post?: never;
         delete?: never;
         options?: never;
-        head?: never;
+        /**
+         * Service health: headers only
+         * @description What `getHealth` answers, status and headers, without the body (HTTP HEAD).
+         */
+        head: operations["headHealth"];
         patch?: never;
         trace?: never;
     };
@@ -44,7 +48,11 @@ export interface paths {
         post: operations["createPlant"];
         delete?: never;
         options?: never;
-        head?: never;
+        /**
+         * List plants: headers only
+         * @description What `listPlants` answers, status and headers, without the body (HTTP HEAD).
+         */
+        head: operations["headPlants"];
         patch?: never;
         trace?: never;
     };
@@ -57,25 +65,29 @@ export interface paths {
         };
         /**
          * Get a plant
-         * @description The plant with this id, with its `ETag`. With `If-None-Match` listing the current ETag (weak comparison) or `*`, answers 304 Not Modified with no body.
+         * @description The plant with this id, with its `ETag`. With `If-Match`, only when its current ETag is listed (strong comparison) or `*`, else 412. With `If-None-Match` listing the current ETag (weak comparison) or `*`, answers 304 Not Modified with no body. A missing plant is a 404 whatever the conditions.
          */
         get: operations["getPlant"];
         /**
          * Replace a plant
-         * @description Replaces the name and tag of the plant with this id (a missing tag clears it). With `If-Match`, only when the plant's current ETag is listed (or `*`), else 412. Never creates a plant.
+         * @description Replaces the name and tag of the plant with this id (a missing tag clears it); never creates a plant. With `If-Match`, only when the plant's current ETag is listed (or `*`); with `If-None-Match`, only when it is not (`*`: only if there is no plant, so a 412 on an existing one); else 412 and nothing changes.
          */
         put: operations["replacePlant"];
         post?: never;
         /**
          * Delete a plant
-         * @description Deletes the plant with this id. Answers 204 with an empty body. With `If-Match`, only when the plant's current ETag is listed (or `*`), else 412.
+         * @description Deletes the plant with this id. Answers 204 with an empty body. With `If-Match`, only when the plant's current ETag is listed (or `*`); with `If-None-Match`, only when it is not (`*`: only if there is no plant, so a 412 on an existing one); else 412 and nothing changes.
          */
         delete: operations["deletePlant"];
         options?: never;
-        head?: never;
+        /**
+         * Get a plant: headers only
+         * @description What `getPlant` answers, status and headers, without the body (HTTP HEAD).
+         */
+        head: operations["headPlant"];
         /**
          * Update a plant
-         * @description Applies a JSON merge patch (RFC 7396) to the plant with this id: a field that is absent is kept, `"tag": null` clears the tag (the name cannot be cleared). Sent as `application/merge-patch+json` or plain JSON. With `If-Match`, only when the plant's current ETag is listed (or `*`), else 412.
+         * @description Applies a JSON merge patch (RFC 7396) to the plant with this id: a field that is absent is kept, `"tag": null` clears the tag (the name cannot be cleared). Sent as `application/merge-patch+json` or plain JSON. With `If-Match`, only when the plant's current ETag is listed (or `*`); with `If-None-Match`, only when it is not (`*`: only if there is no plant, so a 412 on an existing one); else 412 and nothing changes.
          */
         patch: operations["updatePlant"];
         trace?: never;
@@ -234,6 +246,8 @@ export interface operations {
             /** @description Client error */
             "4XX": {
                 headers: {
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -249,6 +263,8 @@ export interface operations {
             /** @description Server error */
             "5XX": {
                 headers: {
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -281,6 +297,8 @@ export interface operations {
             /** @description The database does not answer, or the service is overloaded (with Retry-After) */
             503: {
                 headers: {
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -292,6 +310,51 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["Error"];
                 };
+            };
+        };
+    };
+    headHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The service and its database answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The database does not answer, or the service is overloaded (with Retry-After) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };
@@ -314,6 +377,14 @@ export interface operations {
             /** @description Client error */
             "4XX": {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -329,6 +400,14 @@ export interface operations {
             /** @description Server error */
             "5XX": {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -346,6 +425,12 @@ export interface operations {
                 headers: {
                     /** @description When more plants follow: `</plants?limit=…&after=…>; rel="next"` */
                     Link?: string;
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -366,6 +451,12 @@ export interface operations {
             /** @description A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64, tag empty or too long) */
             400: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -381,6 +472,14 @@ export interface operations {
             /** @description Missing or invalid bearer token */
             401: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
                     [name: string]: unknown;
                 };
                 content: {
@@ -420,6 +519,14 @@ export interface operations {
             /** @description Client error */
             "4XX": {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -435,6 +542,14 @@ export interface operations {
             /** @description Server error */
             "5XX": {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -451,11 +566,17 @@ export interface operations {
             201: {
                 headers: {
                     /** @description The strong entity tag of the plant, for If-Match and If-None-Match */
-                    ETag?: string;
+                    ETag: string;
                     /** @description Present when this is the replayed answer to an earlier create with the same Idempotency-Key */
                     "Idempotent-Replayed"?: "true";
                     /** @description The new plant: `/plants/{id}` */
-                    Location?: string;
+                    Location: string;
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -474,6 +595,12 @@ export interface operations {
             /** @description The body is not a valid NewPlant (the message names the field), or the Idempotency-Key is malformed */
             400: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -489,6 +616,14 @@ export interface operations {
             /** @description Missing or invalid bearer token */
             401: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
                     [name: string]: unknown;
                 };
                 content: {
@@ -504,6 +639,12 @@ export interface operations {
             /** @description A plant already has this id */
             409: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -519,6 +660,12 @@ export interface operations {
             /** @description The body is too large */
             413: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -534,6 +681,14 @@ export interface operations {
             /** @description The body is not JSON */
             415: {
                 headers: {
+                    /** @description When the body's Content-Encoding was refused: `identity`, no content coding is accepted */
+                    "Accept-Encoding"?: "identity";
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -549,6 +704,12 @@ export interface operations {
             /** @description This Idempotency-Key was already used with a different body */
             422: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -563,10 +724,103 @@ export interface operations {
             };
         };
     };
+    headPlants: {
+        parameters: {
+            query?: {
+                /** @description Cursor: only plants with a larger id */
+                after?: number;
+                /** @description How many plants to return at most (1 to 100, canonical decimal) */
+                limit?: number;
+                /** @description Only plants with exactly this tag */
+                tag?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A page of plants, ordered by id */
+            200: {
+                headers: {
+                    /** @description When more plants follow: `</plants?limit=…&after=…>; rel="next"` */
+                    Link?: string;
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64, tag empty or too long) */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     getPlant: {
         parameters: {
             query?: never;
             header?: {
+                /** @description Answer only if the plant's current ETag is one of these (strong comparison: a weak tag never matches), or `*`; else 412 */
+                "if-match"?: string;
                 /** @description Answer 304 Not Modified when the plant's current ETag is one of these (weak comparison), or `*` */
                 "if-none-match"?: string;
             };
@@ -584,6 +838,14 @@ export interface operations {
             /** @description Client error */
             "4XX": {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -599,6 +861,14 @@ export interface operations {
             /** @description Server error */
             "5XX": {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -615,7 +885,13 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The strong entity tag of the plant, for If-Match and If-None-Match */
-                    ETag?: string;
+                    ETag: string;
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -635,21 +911,33 @@ export interface operations {
             304: {
                 headers: {
                     /** @description The strong entity tag of the plant, for If-Match and If-None-Match */
-                    ETag?: string;
+                    ETag: string;
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description The id is not a signed 64-bit integer, or If-None-Match is malformed */
+            /** @description The id is not a signed 64-bit integer, or If-Match or If-None-Match is malformed */
             400: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
                      *       "error": 400,
-                     *       "message": "The id is not a signed 64-bit integer, or If-None-Match is malformed"
+                     *       "message": "The id is not a signed 64-bit integer, or If-Match or If-None-Match is malformed"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -658,6 +946,14 @@ export interface operations {
             /** @description Missing or invalid bearer token */
             401: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
                     [name: string]: unknown;
                 };
                 content: {
@@ -673,6 +969,12 @@ export interface operations {
             /** @description No plant has this id */
             404: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -680,6 +982,27 @@ export interface operations {
                      * @example {
                      *       "error": 404,
                      *       "message": "No plant has this id"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description If-Match does not match the plant's current ETag */
+            412: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 412,
+                     *       "message": "If-Match does not match the plant's current ETag"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -693,6 +1016,8 @@ export interface operations {
             header?: {
                 /** @description Write only if the plant's current ETag is one of these (strong comparison), or `*` for any current plant; else 412 */
                 "if-match"?: string;
+                /** @description Write only if the plant's current ETag is none of these (weak comparison); else 412. `*` means "only if there is no such plant": on an existing plant it is a 412, on a missing one the write goes on as usual (404: writes here never create) */
+                "if-none-match"?: string;
             };
             path: {
                 /**
@@ -718,6 +1043,14 @@ export interface operations {
             /** @description Client error */
             "4XX": {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -733,6 +1066,14 @@ export interface operations {
             /** @description Server error */
             "5XX": {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -749,7 +1090,13 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The strong entity tag of the plant, for If-Match and If-None-Match */
-                    ETag?: string;
+                    ETag: string;
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -765,16 +1112,22 @@ export interface operations {
                     "application/json": components["schemas"]["Plant"];
                 };
             };
-            /** @description The id is not a signed 64-bit integer, the body is not a valid PlantUpdate (the message names the field), or If-Match is malformed */
+            /** @description The id is not a signed 64-bit integer, the body is not a valid PlantUpdate (the message names the field), or If-Match or If-None-Match is malformed */
             400: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
                      *       "error": 400,
-                     *       "message": "The id is not a signed 64-bit integer, the body is not a valid PlantUpdate (the message names the field), or If-Match is malformed"
+                     *       "message": "The id is not a signed 64-bit integer, the body is not a valid PlantUpdate (the message names the field), or If-Match or If-None-Match is malformed"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -783,6 +1136,14 @@ export interface operations {
             /** @description Missing or invalid bearer token */
             401: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
                     [name: string]: unknown;
                 };
                 content: {
@@ -798,6 +1159,12 @@ export interface operations {
             /** @description No plant has this id */
             404: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -810,16 +1177,22 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description If-Match does not match the plant's current ETag (or the plant is gone) */
+            /** @description If-Match does not match the plant's current ETag (or the plant is gone), or If-None-Match does */
             412: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
                      *       "error": 412,
-                     *       "message": "If-Match does not match the plant's current ETag (or the plant is gone)"
+                     *       "message": "If-Match does not match the plant's current ETag (or the plant is gone), or If-None-Match does"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -828,6 +1201,12 @@ export interface operations {
             /** @description The body is too large */
             413: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -843,6 +1222,14 @@ export interface operations {
             /** @description The body is not JSON */
             415: {
                 headers: {
+                    /** @description When the body's Content-Encoding was refused: `identity`, no content coding is accepted */
+                    "Accept-Encoding"?: "identity";
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -863,6 +1250,8 @@ export interface operations {
             header?: {
                 /** @description Write only if the plant's current ETag is one of these (strong comparison), or `*` for any current plant; else 412 */
                 "if-match"?: string;
+                /** @description Write only if the plant's current ETag is none of these (weak comparison); else 412. `*` means "only if there is no such plant": on an existing plant it is a 412, on a missing one the write goes on as usual (404: writes here never create) */
+                "if-none-match"?: string;
             };
             path: {
                 /**
@@ -878,6 +1267,14 @@ export interface operations {
             /** @description Client error */
             "4XX": {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -893,6 +1290,14 @@ export interface operations {
             /** @description Server error */
             "5XX": {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -908,20 +1313,32 @@ export interface operations {
             /** @description The plant was deleted */
             204: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
             };
-            /** @description The id is not a signed 64-bit integer, or If-Match is malformed */
+            /** @description The id is not a signed 64-bit integer, or If-Match or If-None-Match is malformed */
             400: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
                      *       "error": 400,
-                     *       "message": "The id is not a signed 64-bit integer, or If-Match is malformed"
+                     *       "message": "The id is not a signed 64-bit integer, or If-Match or If-None-Match is malformed"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -930,6 +1347,14 @@ export interface operations {
             /** @description Missing or invalid bearer token */
             401: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
                     [name: string]: unknown;
                 };
                 content: {
@@ -945,6 +1370,12 @@ export interface operations {
             /** @description No plant has this id */
             404: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -957,20 +1388,162 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description If-Match does not match the plant's current ETag (or the plant is gone) */
+            /** @description If-Match does not match the plant's current ETag (or the plant is gone), or If-None-Match does */
             412: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
                      *       "error": 412,
-                     *       "message": "If-Match does not match the plant's current ETag (or the plant is gone)"
+                     *       "message": "If-Match does not match the plant's current ETag (or the plant is gone), or If-None-Match does"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
                 };
+            };
+        };
+    };
+    headPlant: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Answer only if the plant's current ETag is one of these (strong comparison: a weak tag never matches), or `*`; else 412 */
+                "if-match"?: string;
+                /** @description Answer 304 Not Modified when the plant's current ETag is one of these (weak comparison), or `*` */
+                "if-none-match"?: string;
+            };
+            path: {
+                /**
+                 * @description A signed 64-bit integer
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The plant */
+            200: {
+                headers: {
+                    /** @description The strong entity tag of the plant, for If-Match and If-None-Match */
+                    ETag: string;
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not modified: the copy named by If-None-Match is current */
+            304: {
+                headers: {
+                    /** @description The strong entity tag of the plant, for If-Match and If-None-Match */
+                    ETag: string;
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The id is not a signed 64-bit integer, or If-Match or If-None-Match is malformed */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No plant has this id */
+            404: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description If-Match does not match the plant's current ETag */
+            412: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };
@@ -980,6 +1553,8 @@ export interface operations {
             header?: {
                 /** @description Write only if the plant's current ETag is one of these (strong comparison), or `*` for any current plant; else 412 */
                 "if-match"?: string;
+                /** @description Write only if the plant's current ETag is none of these (weak comparison); else 412. `*` means "only if there is no such plant": on an existing plant it is a 412, on a missing one the write goes on as usual (404: writes here never create) */
+                "if-none-match"?: string;
             };
             path: {
                 /**
@@ -1010,6 +1585,14 @@ export interface operations {
             /** @description Client error */
             "4XX": {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1025,6 +1608,14 @@ export interface operations {
             /** @description Server error */
             "5XX": {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1041,7 +1632,13 @@ export interface operations {
             200: {
                 headers: {
                     /** @description The strong entity tag of the plant, for If-Match and If-None-Match */
-                    ETag?: string;
+                    ETag: string;
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1057,16 +1654,22 @@ export interface operations {
                     "application/json": components["schemas"]["Plant"];
                 };
             };
-            /** @description The id is not a signed 64-bit integer, the body is not a valid PlantPatch (the message names the field), or If-Match is malformed */
+            /** @description The id is not a signed 64-bit integer, the body is not a valid PlantPatch (the message names the field), or If-Match or If-None-Match is malformed */
             400: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
                      *       "error": 400,
-                     *       "message": "The id is not a signed 64-bit integer, the body is not a valid PlantPatch (the message names the field), or If-Match is malformed"
+                     *       "message": "The id is not a signed 64-bit integer, the body is not a valid PlantPatch (the message names the field), or If-Match or If-None-Match is malformed"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -1075,6 +1678,14 @@ export interface operations {
             /** @description Missing or invalid bearer token */
             401: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1090,6 +1701,12 @@ export interface operations {
             /** @description No plant has this id */
             404: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1102,16 +1719,22 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description If-Match does not match the plant's current ETag (or the plant is gone) */
+            /** @description If-Match does not match the plant's current ETag (or the plant is gone), or If-None-Match does */
             412: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     /**
                      * @example {
                      *       "error": 412,
-                     *       "message": "If-Match does not match the plant's current ETag (or the plant is gone)"
+                     *       "message": "If-Match does not match the plant's current ETag (or the plant is gone), or If-None-Match does"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -1120,6 +1743,12 @@ export interface operations {
             /** @description The body is too large */
             413: {
                 headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1135,6 +1764,14 @@ export interface operations {
             /** @description The body is neither a merge patch nor JSON */
             415: {
                 headers: {
+                    /** @description When the body's Content-Encoding was refused: `identity`, no content coding is accepted */
+                    "Accept-Encoding"?: "identity";
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -1,3 +1,4 @@
+import { maxHeaderSize } from 'node:http'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { destination } from 'pino'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
@@ -11,6 +12,7 @@ import healthRoutes from '../plugins/routes/health.js'
 import helmetPlugin from '../plugins/external/helmet.js'
 import plantsRoutes from '../plugins/routes/plants/index.js'
 import rateLimitPlugin from '../plugins/external/rate-limit.js'
+import requestsPlugin from '../plugins/app/requests.js'
 import schemasPlugin, { ajvOptions, validatorWithoutBodyCoercion } from '../plugins/app/schemas.js'
 import storePlugin from '../plugins/app/store.js'
 import underPressurePlugin from '../plugins/external/under-pressure.js'
@@ -23,7 +25,7 @@ export interface BuildOptions {
 
 /**
  * Builds the whole service from its plugins. Tests build it with `inject`; server.ts listens.
- * A request flows: auth hook → schema validation → handler → store → response serializer;
+ * A request flows: auth hook → body reading (requests plugin) → schema validation → handler → store → response serializer;
  * every failure leaves through the errors plugin.
  */
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
@@ -46,12 +48,17 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     // Drained requests are answered by the errors plugin, in the Error shape.
     return503OnClosing: false,
     bodyLimit: config.bodyLimit,
+    // A path parameter as long as the request line itself still reaches validation (a 10,000-digit id
+    // is a 400 like any invalid id): past the router's default of 100 it would answer 414 itself.
+    routerOptions: { maxParamLength: maxHeaderSize },
     // A slow client cannot hold a connection: headers, the whole request, an idle socket and an
     // idle keep-alive each have a deadline (requests per connection: plugins/connections.ts).
     requestTimeout: timeouts.request,
     connectionTimeout: timeouts.connection,
     keepAliveTimeout: timeouts.keepAlive,
     http: {
+      // Node would answer a request without Host with a bare 400; the requests plugin answers it in the Error shape.
+      requireHostHeader: false,
       headersTimeout: timeouts.headers,
       requestTimeout: timeouts.request,
       // Node checks those deadlines on this interval (30 s by default): check often enough to honour them.
@@ -69,6 +76,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(storePlugin)
   await app.register(authPlugin)
   await app.register(rateLimitPlugin)
+  await app.register(requestsPlugin)
   await app.register(docsPlugin)
   await app.register(healthRoutes)
   await app.register(plantsRoutes)

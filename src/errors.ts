@@ -10,7 +10,7 @@ export type ErrorCode =
   | 'not-found'
   /** The client chose an id that is taken. */
   | 'conflict'
-  /** An If-Match condition does not hold for the resource as it is now. */
+  /** An If-Match or If-None-Match condition does not hold for the resource as it is now. */
   | 'precondition-failed'
   /** An Idempotency-Key came back with a different request. */
   | 'idempotency-key-reused'
@@ -42,6 +42,18 @@ export type ErrorCode =
   | 'invalid-description'
   /** A delivery of a disabled subscription: not retried until the subscription is enabled. */
   | 'subscription-disabled'
+  /** The path exists, but not with this method (MethodNotAllowedError carries the methods it has). */
+  | 'method-not-allowed'
+  /** A method no resource of this service supports (CONNECT: this is no proxy). */
+  | 'method-not-implemented'
+  /** The request body is malformed in a way its schema cannot say (not JSON, not UTF-8, prototype keys, a body where none is defined). */
+  | 'invalid-body'
+  /** The body's media type or charset is not one the operation reads. */
+  | 'unsupported-media-type'
+  /** The body comes with a content coding (gzip, …), which the service does not decode. */
+  | 'unsupported-content-encoding'
+  /** An `Expect` the service cannot meet (anything but 100-continue). */
+  | 'expectation-failed'
 
 /** Codes of deliberate load shedding: expected in floods exactly when the service is busiest. */
 export const LOAD_SHEDDING_CODES: ReadonlySet<ErrorCode> = new Set(['shutting-down', 'overloaded', 'connection-spent'])
@@ -58,6 +70,8 @@ export const plantNotFound = (id: bigint): ServiceError => new ServiceError('not
 export const plantIdTaken = (id: bigint): ServiceError => new ServiceError('conflict', `Plant ${id} already exists`)
 export const plantPreconditionFailed = (id: bigint): ServiceError =>
   new ServiceError('precondition-failed', `Plant ${id} does not match If-Match: it has changed or is gone; GET it again`)
+export const plantNoneMatchFailed = (id: bigint): ServiceError =>
+  new ServiceError('precondition-failed', `Plant ${id} matches If-None-Match: it exists, and its current ETag is listed (or *)`)
 export const idempotencyKeyReused = (): ServiceError =>
   new ServiceError('idempotency-key-reused', 'This Idempotency-Key was already used with a different request body')
 /** The cause (a driver error) is kept for the log; the client sees only that the database is unavailable. */
@@ -76,6 +90,19 @@ export const rateLimited = (after: string): ServiceError => new ServiceError('ra
 /** True when `err` is a ServiceError (with this code, when one is given). */
 export const isServiceError = (err: unknown, code?: ErrorCode): err is ServiceError =>
   err instanceof ServiceError && (code === undefined || err.code === code)
+export const routeNotFound = (message: string): ServiceError => new ServiceError('not-found', message)
+export const invalidBody = (message: string): ServiceError => new ServiceError('invalid-body', message)
+export const unsupportedMediaType = (message: string): ServiceError => new ServiceError('unsupported-media-type', message)
+export const unsupportedContentEncoding = (message: string): ServiceError => new ServiceError('unsupported-content-encoding', message)
+export const expectationFailed = (message: string): ServiceError => new ServiceError('expectation-failed', message)
+export const methodNotImplemented = (message: string): ServiceError => new ServiceError('method-not-implemented', message)
+
+/** A path that exists, asked with a method it does not have; `allowed` are the ones it has (the `Allow` header). */
+export class MethodNotAllowedError extends ServiceError {
+  constructor (message: string, readonly allowed: readonly string[]) {
+    super('method-not-allowed', message)
+  }
+}
 
 /** @fastify/under-pressure constructs its error itself, without arguments: a class of its own. */
 export class OverloadedError extends ServiceError {

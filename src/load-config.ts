@@ -37,7 +37,9 @@ const EnvSchema = Type.Object({
   MAX_EVENT_LOOP_UTILIZATION: Type.Number({ minimum: 0, maximum: 1, default: 0 }),
   MAX_HEAP_USED_BYTES: Type.Integer({ minimum: 0, default: 0 }),
   MAX_RSS_BYTES: Type.Integer({ minimum: 0, default: 0 }),
-  CORS_ORIGINS: Type.String({ default: '' })
+  CORS_ORIGINS: Type.String({ default: '' }),
+  PUBLIC_URL: Type.Optional(Type.String({ minLength: 1 })),
+  DOCS_PERSIST_AUTHORIZATION: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '0' })
 })
 
 type Env = Static<typeof EnvSchema>
@@ -73,6 +75,10 @@ export interface Config {
   pressure: { maxEventLoopDelayMs: number, maxEventLoopUtilization: number, maxHeapUsedBytes: number, maxRssBytes: number }
   /** Browser origins allowed by CORS; empty = CORS off. `*` allows any origin. */
   corsOrigins: string[]
+  /** Where clients reach the service (no trailing slash), for the OpenAPI `servers`; unset: `/`, relative to the document. */
+  publicUrl?: string
+  /** Swagger UI: keep the bearer token in the browser's localStorage across reloads. */
+  docs: { persistAuthorization: boolean }
 }
 
 /** Bearer tokens shorter than this are guessable in principle; refused unless ALLOW_WEAK_TOKENS=1. */
@@ -135,8 +141,29 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
       maxHeapUsedBytes: parsed.MAX_HEAP_USED_BYTES,
       maxRssBytes: parsed.MAX_RSS_BYTES
     },
-    corsOrigins: parsed.CORS_ORIGINS.split(',').map((origin) => origin.trim()).filter((origin) => origin !== '')
+    corsOrigins: parsed.CORS_ORIGINS.split(',').map((origin) => origin.trim()).filter((origin) => origin !== ''),
+    ...(parsed.PUBLIC_URL !== undefined && { publicUrl: parsePublicUrl(parsed.PUBLIC_URL) }),
+    docs: { persistAuthorization: parsed.DOCS_PERSIST_AUTHORIZATION === '1' }
   }
+}
+
+/**
+ * PUBLIC_URL: an absolute http(s) URL, as clients reach the service (a proxy's address, perhaps with
+ * a path prefix). It is published in the OpenAPI document, so it may carry no credentials, and no
+ * query or fragment (paths are appended to it). Returned without a trailing slash.
+ */
+function parsePublicUrl (text: string): string {
+  const problem = (what: string) => new ConfigError(`invalid configuration: PUBLIC_URL ${what} (e.g. https://plants.example.com)`)
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    throw problem('must be an absolute http or https URL')
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw problem('must be an absolute http or https URL')
+  if (url.username !== '' || url.password !== '') throw problem('must not carry credentials')
+  if (text.includes('?') || text.includes('#')) throw problem('must have no query string or fragment')
+  return url.href.replace(/\/+$/, '')
 }
 
 function splitTokens (text: string | undefined, separator: string | RegExp): string[] {

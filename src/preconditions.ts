@@ -1,4 +1,6 @@
-import { invalidHeader } from './errors.js'
+import { plantEtag } from './etag.js'
+import { invalidHeader, plantNoneMatchFailed, plantPreconditionFailed } from './errors.js'
+import type { Plant } from './schemas/plant.js'
 import type { IfMatch } from './store/store.js'
 
 /** A parsed If-Match / If-None-Match value: `*`, or a list of entity tags (RFC 9110 §8.8.3). */
@@ -38,6 +40,12 @@ export function noneMatchFails (condition: EntityTagCondition | undefined, curre
   return condition.any || condition.tags.some((tag) => tag.opaque === currentEtag)
 }
 
+/** If-Match uses the strong comparison (a weak tag never matches): true when the current ETag is not listed (nor `*`), i.e. 412. */
+export function matchFails (condition: EntityTagCondition | undefined, currentEtag: string): boolean {
+  if (condition === undefined || condition.any) return false
+  return !condition.tags.some((tag) => !tag.weak && tag.opaque === currentEtag)
+}
+
 /**
  * If-Match uses the strong comparison: a weak tag never matches, so only strong tags go to the store,
  * which checks them inside the write. `*` means "any current plant": a missing plant still fails.
@@ -46,4 +54,28 @@ export function ifMatchForStore (condition: EntityTagCondition | undefined): IfM
   if (condition === undefined) return undefined
   if (condition.any) return '*'
   return condition.tags.filter((tag) => !tag.weak).map((tag) => tag.opaque)
+}
+
+/**
+ * What the store must check for a write that carries If-Match and/or If-None-Match (RFC 9110
+ * §13.2.2: If-Match first, then If-None-Match; on a write either failing is a 412).
+ *
+ * Without If-None-Match the store checks If-Match inside the write, with no extra read. With it, the
+ * plant is read once, both conditions are judged on its current ETag, and the write is then tied to
+ * that ETag: a write that slips in between turns this one into a 412, never a lost update. A missing
+ * plant leaves the write to go on as usual (If-Match: 412, else 404), since these writes never create.
+ */
+export async function writePrecondition (
+  id: bigint,
+  ifMatch: EntityTagCondition | undefined,
+  ifNoneMatch: EntityTagCondition | undefined,
+  read: (id: bigint) => Promise<Plant | undefined>
+): Promise<IfMatch | undefined> {
+  if (ifNoneMatch === undefined) return ifMatchForStore(ifMatch)
+  const plant = await read(id)
+  if (plant === undefined) return ifMatchForStore(ifMatch)
+  const etag = plantEtag(plant)
+  if (matchFails(ifMatch, etag)) throw plantPreconditionFailed(id)
+  if (noneMatchFails(ifNoneMatch, etag)) throw plantNoneMatchFailed(id)
+  return [etag]
 }

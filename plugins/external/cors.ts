@@ -1,5 +1,6 @@
 import cors from '@fastify/cors'
 import fp from 'fastify-plugin'
+import { DOCUMENTED_RESPONSE_HEADERS } from '../../src/schemas/headers.js'
 
 /**
  * CORS (`@fastify/cors`), off unless CORS_ORIGINS lists origins (`*` for any). Preflights are
@@ -13,7 +14,8 @@ export default fp(async function corsPlugin (app) {
     origin: origins.includes('*') ? '*' : origins,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     allowedHeaders: ['Authorization', 'Content-Type', 'If-Match', 'If-None-Match', 'Idempotency-Key'],
-    exposedHeaders: ['ETag', 'Location', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
+    // A script may read only the response headers CORS exposes: every one the OpenAPI document declares.
+    exposedHeaders: [...DOCUMENTED_RESPONSE_HEADERS],
     maxAge: 600,
     // Any OPTIONS gets a 204, not the plugin's plain-text 400 (which is not in the Error shape).
     strictPreflight: false

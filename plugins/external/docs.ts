@@ -1,6 +1,7 @@
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
+import { rateLimitHeaders } from '../../src/schemas/headers.js'
 
 type Transform = NonNullable<FastifyDynamicSwaggerOptions['transform']>
 type JsonObject = Record<string, unknown>
@@ -51,35 +52,82 @@ function documentRefExamples (responses: unknown): unknown {
   }))
 }
 
-const transform: Transform = ({ schema, url }) => {
+/** Every response of a rate-limited route carries the RateLimit headers (while rate limiting is on). */
+function withRateLimitHeaders (responses: unknown): unknown {
+  if (!isObject(responses)) return responses
+  return Object.fromEntries(Object.entries(responses).map(([status, response]) => {
+    if (!isObject(response)) return [status, response]
+    return [status, { ...response, headers: { ...(isObject(response.headers) ? response.headers : {}), ...rateLimitHeaders } }]
+  }))
+}
+
+/**
+ * Fastify answers HEAD on every GET route (`exposeHeadRoutes`): the same status and headers, no
+ * body. Documented as such: `getPlant` → `headPlant`, `listPlants` → `headPlants`, every response
+ * with its headers and without content. (@fastify/swagger names it `<operationId>-head`.)
+ */
+function documentHead (schema: JsonObject): JsonObject {
+  const get = String(schema.operationId).replace(/-head$/, '')
+  const responses = isObject(schema.response) ? schema.response : {}
+  return {
+    ...schema,
+    operationId: get.replace(/^(get|list)/, 'head'),
+    summary: `${String(schema.summary)}: headers only`,
+    description: `What \`${get}\` answers, status and headers, without the body (HTTP HEAD).`,
+    response: Object.fromEntries(Object.entries(responses).map(([status, response]) => {
+      const { description, headers } = isObject(response) ? response : {}
+      return [status, { type: 'null', description, ...(headers !== undefined && { headers }) }]
+    }))
+  }
+}
+
+const transform: Transform = ({ schema, url, route }) => {
   if (!isObject(schema)) return { schema, url }
   // Copies, never in place: the same schema objects drive validation.
-  return {
-    schema: {
-      ...schema,
-      params: documentInt64AsInteger(schema.params),
-      querystring: withoutOptionalExamples(documentInt64AsInteger(schema.querystring)),
-      headers: withoutOptionalExamples(schema.headers),
-      response: documentRefExamples(schema.response)
-    },
-    url
-  } as ReturnType<Transform>
+  const documented = {
+    ...schema,
+    params: documentInt64AsInteger(schema.params),
+    querystring: withoutOptionalExamples(documentInt64AsInteger(schema.querystring)),
+    headers: withoutOptionalExamples(schema.headers),
+    response: documentRefExamples(route.config?.rateLimit === false ? schema.response : withRateLimitHeaders(schema.response))
+  }
+  return { schema: route.method === 'HEAD' ? documentHead(documented) : documented, url } as ReturnType<Transform>
 }
 
 type TransformObject = NonNullable<FastifyDynamicSwaggerOptions['transformObject']>
 
 const COMPONENT_SCHEMA = '#/components/schemas/'
 
+const values = (value: unknown): unknown[] => (isObject(value) ? Object.values(value) : [])
+
 /**
- * A request or response body whose schema is a `$ref` to a named schema shows that schema's first
- * example (Swagger UI's "Example Value", and what linters look for on the media type), so the
- * examples are written once, on the TypeBox schemas.
+ * @fastify/swagger puts everything a response header says into its schema: `required: true` (see
+ * src/schemas/headers.ts) belongs on the header object, where tools read it (contract tests check
+ * that required headers are sent).
  */
-const mirrorComponentExamples: TransformObject = (documentObject) => {
+function hoistRequiredHeaders (document: JsonObject): void {
+  const headers = values(document.paths).flatMap(values)
+    .flatMap((operation) => (isObject(operation) ? values(operation.responses) : []))
+    .flatMap((response) => (isObject(response) ? values(response.headers) : []))
+  for (const header of headers) {
+    if (!isObject(header) || !isObject(header.schema) || header.schema.required !== true) continue
+    const { required: _required, ...schema } = header.schema
+    header.schema = schema
+    header.required = true
+  }
+}
+
+/**
+ * The document once built: required headers hoisted (above), and a request or response body whose
+ * schema is a `$ref` to a named schema shows that schema's first example (Swagger UI's "Example
+ * Value", and what linters look for on the media type), so the examples are written once, on the
+ * TypeBox schemas.
+ */
+const finishDocument: TransformObject = (documentObject) => {
   if (!('openapiObject' in documentObject)) return documentObject.swaggerObject
   const document = documentObject.openapiObject
+  hoistRequiredHeaders(document as JsonObject)
   const schemas = document.components?.schemas ?? {}
-  const values = (value: unknown): unknown[] => (isObject(value) ? Object.values(value) : [])
   const mediaTypes = values(document.paths).flatMap(values)
     .flatMap((operation) => (isObject(operation) ? [operation.requestBody, ...values(operation.responses)] : []))
     .flatMap((body) => (isObject(body) ? values(body.content) : []))
@@ -123,21 +171,30 @@ export default fp(async function docsPlugin (app) {
           bearerAuth: { type: 'http', scheme: 'bearer', description: 'A token from API_TOKENS or API_TOKENS_FILE' }
         }
       },
-      security: [{ bearerAuth: [] }]
+      security: [{ bearerAuth: [] }],
+      // Relative to the document by default, right wherever the service runs; PUBLIC_URL makes it
+      // absolute for tools that read the document from a file.
+      servers: [{ url: app.config.publicUrl ?? '/', description: 'This service' }]
     },
+    // Routes keep their own paths whatever the server URL's path is.
+    stripBasePath: false,
+    // HEAD on every GET route is served by Fastify: document it (see documentHead).
+    exposeHeadRoutes: true,
     // Name shared schemas by their $id (`Plant`, `Error`) instead of `def-0`.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
     transform,
-    transformObject: mirrorComponentExamples
+    transformObject: finishDocument
   })
 
   await app.register(swaggerUi, {
     routePrefix: '/docs',
-    uiConfig: { persistAuthorization: true, displayOperationId: true, tryItOutEnabled: true },
+    // The token stays in the page's memory unless DOCS_PERSIST_AUTHORIZATION=1 keeps it in the
+    // browser's localStorage (readable by any script on this origin, and left behind on shared machines).
+    uiConfig: { persistAuthorization: app.config.docs.persistAuthorization, displayOperationId: true, tryItOutEnabled: true },
     staticCSP: DOCS_CONTENT_SECURITY_POLICY
   })
 
   app.get('/openapi.json', {
     schema: { hide: true }
   }, async () => app.swagger())
-}, { name: 'docs', dependencies: ['schemas'] })
+}, { name: 'docs', dependencies: ['config', 'schemas'] })

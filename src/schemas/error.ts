@@ -1,4 +1,5 @@
 import { Type, type Static, type TUnsafe } from '@sinclair/typebox'
+import { acceptEncodingHeader, retryAfterHeader, wwwAuthenticateHeader } from './headers.js'
 import { ref } from './ref.js'
 
 /** The one body every non-2xx response carries; `error` repeats the HTTP status code. */
@@ -14,6 +15,17 @@ export type ErrorBody = Static<typeof ErrorSchema>
 type ErrorRef = TUnsafe<ErrorBody>
 
 /**
+ * The headers an error status carries, as plugins/app/error-handler.ts sends them: WWW-Authenticate
+ * on every 401, Accept-Encoding on a 415 a content coding caused, Retry-After on a 429 (under 4XX)
+ * and on a 503 of load shedding.
+ */
+const STATUS_HEADERS: Readonly<Record<string, Record<string, unknown>>> = {
+  401: wwwAuthenticateHeader,
+  415: acceptEncodingHeader,
+  503: retryAfterHeader
+}
+
+/**
  * The response schemas for the error statuses a route can answer, `4xx`/`5xx` included, so the
  * serializer enforces the Error shape on every path out of the route and the OpenAPI lists them.
  */
@@ -21,9 +33,10 @@ export function errorResponses<const S extends number> (statuses: Record<S, stri
   const responses: Record<string, ErrorRef> = {}
   // Each with its own example (Swagger UI's "Example Value"): the status and its description.
   for (const [status, description] of Object.entries<string>(statuses)) {
-    responses[status] = ref(ErrorSchema, { description, examples: [{ error: Number(status), message: description }] })
+    const headers = STATUS_HEADERS[status]
+    responses[status] = ref(ErrorSchema, { description, examples: [{ error: Number(status), message: description }], ...(headers !== undefined && { headers }) })
   }
-  responses['4xx'] = ref(ErrorSchema, { description: 'Client error', examples: [{ error: 415, message: 'Unsupported Media Type' }] })
-  responses['5xx'] = ref(ErrorSchema, { description: 'Server error', examples: [{ error: 500, message: 'Internal Server Error' }] })
+  responses['4xx'] = ref(ErrorSchema, { description: 'Client error', examples: [{ error: 415, message: 'Unsupported Media Type' }], headers: retryAfterHeader })
+  responses['5xx'] = ref(ErrorSchema, { description: 'Server error', examples: [{ error: 500, message: 'Internal Server Error' }], headers: retryAfterHeader })
   return responses as Record<S | '4xx' | '5xx', ErrorRef>
 }

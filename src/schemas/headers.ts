@@ -6,18 +6,25 @@ import { describedPattern } from './pattern-messages.js'
  * and documented as header parameters; response headers only document what the routes send.
  */
 
-export const IfMatchHeaderSchema = Type.Object({
-  'if-match': Type.Optional(Type.String({
-    description: 'Write only if the plant\'s current ETag is one of these (strong comparison), or `*` for any current plant; else 412',
-    examples: ['"3q2-7w4QWm6uR5m0o5ZxBA"']
-  }))
+const ETAG_EXAMPLE = '"3q2-7w4QWm6uR5m0o5ZxBA"'
+
+/** A conditional request header: optional, a list of entity tags or `*`. */
+const entityTags = (description: string) => Type.Optional(Type.String({ description, examples: [ETAG_EXAMPLE] }))
+
+/** The conditions a read honours (RFC 9110 §13.2.2: If-Match first, then If-None-Match). */
+export const ReadConditionsHeaderSchema = Type.Object({
+  'if-match': entityTags('Answer only if the plant\'s current ETag is one of these (strong comparison: a weak tag never ' +
+    'matches), or `*`; else 412'),
+  'if-none-match': entityTags('Answer 304 Not Modified when the plant\'s current ETag is one of these (weak comparison), or `*`')
 })
 
-export const IfNoneMatchHeaderSchema = Type.Object({
-  'if-none-match': Type.Optional(Type.String({
-    description: 'Answer 304 Not Modified when the plant\'s current ETag is one of these (weak comparison), or `*`',
-    examples: ['"3q2-7w4QWm6uR5m0o5ZxBA"']
-  }))
+/** The conditions a write honours; either one failing is a 412 and nothing is written. */
+export const WriteConditionsHeaderSchema = Type.Object({
+  'if-match': entityTags('Write only if the plant\'s current ETag is one of these (strong comparison), or `*` for any ' +
+    'current plant; else 412'),
+  'if-none-match': entityTags('Write only if the plant\'s current ETag is none of these (weak comparison); else 412. ' +
+    '`*` means "only if there is no such plant": on an existing plant it is a 412, on a missing one the write goes ' +
+    'on as usual (404: writes here never create)')
 })
 
 const IDEMPOTENCY_KEY_MAX_LENGTH = 255
@@ -35,8 +42,65 @@ export const IdempotencyKeyHeaderSchema = Type.Object({
   }))
 })
 
-/** Response headers, for the OpenAPI document. */
-export const etagHeader = { ETag: { type: 'string', description: 'The strong entity tag of the plant, for If-Match and If-None-Match' } }
-export const locationHeader = { Location: { type: 'string', format: 'uri-reference', description: 'The new plant: `/plants/{id}`' } }
-export const linkHeader = { Link: { type: 'string', description: 'When more plants follow: `</plants?limit=…&after=…>; rel="next"`' } }
-export const replayedHeader = { 'Idempotent-Replayed': { type: 'string', enum: ['true'], description: 'Present when this is the replayed answer to an earlier create with the same Idempotency-Key' } }
+/**
+ * Response headers, for the OpenAPI document only (routes set them; nothing validates them).
+ * `required: true` marks a header sent on every answer it is declared on; plugins/external/docs.ts
+ * moves it from the schema to the header object, where OpenAPI wants it.
+ */
+interface ResponseHeader {
+  type: 'string'
+  description: string
+  required?: true
+  format?: string
+  pattern?: string
+  enum?: string[]
+}
+type ResponseHeaders = Record<string, ResponseHeader>
+
+const SECONDS = '^[0-9]+$'
+
+export const etagHeader = {
+  ETag: { type: 'string', required: true, description: 'The strong entity tag of the plant, for If-Match and If-None-Match' }
+} satisfies ResponseHeaders
+export const locationHeader = {
+  Location: { type: 'string', required: true, format: 'uri-reference', description: 'The new plant: `/plants/{id}`' }
+} satisfies ResponseHeaders
+export const linkHeader = {
+  Link: { type: 'string', description: 'When more plants follow: `</plants?limit=…&after=…>; rel="next"`' }
+} satisfies ResponseHeaders
+export const replayedHeader = {
+  'Idempotent-Replayed': { type: 'string', enum: ['true'], description: 'Present when this is the replayed answer to an earlier create with the same Idempotency-Key' }
+} satisfies ResponseHeaders
+/** On every 401 (RFC 9110 §11.6.1). */
+export const wwwAuthenticateHeader = {
+  'WWW-Authenticate': { type: 'string', required: true, enum: ['Bearer'], description: 'The authentication scheme to use: a bearer token' }
+} satisfies ResponseHeaders
+/** On a 415 caused by a Content-Encoding (RFC 9110 §15.5.16). */
+export const acceptEncodingHeader = {
+  'Accept-Encoding': { type: 'string', enum: ['identity'], description: 'When the body\'s Content-Encoding was refused: `identity`, no content coding is accepted' }
+} satisfies ResponseHeaders
+/** On a 429 and on a 503 while the service sheds load. */
+export const retryAfterHeader = {
+  'Retry-After': { type: 'string', pattern: SECONDS, description: 'Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load' }
+} satisfies ResponseHeaders
+/** On every answer of a rate-limited route while rate limiting is on (README, "Rate limits"). */
+export const rateLimitHeaders = {
+  'RateLimit-Limit': { type: 'string', pattern: SECONDS, description: 'Requests allowed per window for this caller (when rate limiting is on)' },
+  'RateLimit-Remaining': { type: 'string', pattern: SECONDS, description: 'Requests left in the current window (when rate limiting is on)' },
+  'RateLimit-Reset': { type: 'string', pattern: SECONDS, description: 'Seconds until the window resets (when rate limiting is on)' }
+} satisfies ResponseHeaders
+
+/**
+ * Every response header the OpenAPI document declares. A browser's script may read a response
+ * header only when CORS exposes it: the CORS plugin exposes exactly these.
+ */
+export const DOCUMENTED_RESPONSE_HEADERS: readonly string[] = Object.keys({
+  ...etagHeader,
+  ...locationHeader,
+  ...linkHeader,
+  ...replayedHeader,
+  ...wwwAuthenticateHeader,
+  ...acceptEncodingHeader,
+  ...retryAfterHeader,
+  ...rateLimitHeaders
+})

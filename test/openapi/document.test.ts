@@ -19,7 +19,7 @@ interface Operation {
   security?: unknown[]
   parameters?: Array<{ name: string, in: string }>
   requestBody?: { content: Record<string, { schema: Json }> }
-  responses: Record<string, { description: string, headers?: Record<string, { schema: Json }>, content?: Record<string, { schema: Json }> }>
+  responses: Record<string, { description: string, headers?: Record<string, { schema: Json, required?: boolean }>, content?: Record<string, { schema: Json }> }>
 }
 interface OpenApi { paths: Record<string, Record<string, Operation>>, components: { schemas: Record<string, Json> } }
 
@@ -28,8 +28,9 @@ const schemasOf = (content: Record<string, { schema: Json }> | undefined): Recor
   content === undefined ? undefined : Object.fromEntries(Object.entries(content).map(([type, media]) => [type, media.schema]))
 
 /** Headers this API defines; each must be documented on the response that carries it. */
-const API_HEADERS = ['etag', 'location', 'link', 'idempotent-replayed']
-const METHODS = ['get', 'put', 'post', 'delete', 'patch']
+const API_HEADERS = ['etag', 'location', 'link', 'idempotent-replayed', 'www-authenticate', 'accept-encoding', 'retry-after',
+  'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']
+const METHODS = ['get', 'head', 'put', 'post', 'delete', 'patch']
 
 const pointer = (...parts: string[]) => parts.map((part) => part.replaceAll('~', '~0').replaceAll('/', '~1')).join('/')
 
@@ -68,6 +69,10 @@ class ResponseChecker {
     if (!this.seen.has(operation.operationId)) this.seen.set(operation.operationId, new Set())
     this.seen.get(operation.operationId)?.add(key)
 
+    // A header the document says is always sent is sent.
+    for (const [name, header] of Object.entries(declared.headers ?? {})) {
+      if (header.required === true) assert.ok(res.headers[name.toLowerCase()] !== undefined, `${where} must send ${name}`)
+    }
     for (const header of API_HEADERS) {
       if (res.headers[header] === undefined) continue
       const documented = Object.entries(declared.headers ?? {}).find(([name]) => name.toLowerCase() === header)
@@ -76,6 +81,11 @@ class ResponseChecker {
       assert.ok(validate(res.headers[header]), `${where}: header ${header} ${this.ajv.errorsText(validate.errors)}`)
     }
 
+    // A HEAD answer carries the GET's Content-Type but never a body.
+    if (method === 'head') {
+      assert.equal(res.body, '', `${where} has a body`)
+      return
+    }
     if (declared.content === undefined) {
       assert.equal(res.body, '', `${where} has a body but declares none`)
       assert.equal(res.headers['content-type'], undefined, `${where} has a Content-Type but declares no body`)
@@ -93,8 +103,8 @@ test('every operation is described: operationId, summary, description, tags, and
   const doc = await loadDocument(app)
   const all = operations(doc)
   assert.deepEqual(all.map(({ operation }) => operation.operationId).sort(),
-    ['createPlant', 'deletePlant', 'getHealth', 'getPlant', 'listPlants', 'replacePlant', 'updatePlant'])
-  for (const { path, operation } of all) {
+    ['createPlant', 'deletePlant', 'getHealth', 'getPlant', 'headHealth', 'headPlant', 'headPlants', 'listPlants', 'replacePlant', 'updatePlant'])
+  for (const { path, method, operation } of all) {
     const id = operation.operationId
     assert.ok(operation.summary && operation.description, `${id} has a summary and a description`)
     assert.ok(operation.tags && operation.tags.length > 0, `${id} has tags`)
@@ -111,11 +121,15 @@ test('every operation is described: operationId, summary, description, tags, and
       expect('415', 'it reads a body of some media types only')
     }
     if (params.some((param) => param.in === 'header' && param.name === 'if-match')) expect('412', 'it honours If-Match')
-    if (params.some((param) => param.in === 'header' && param.name === 'if-none-match')) expect('304', 'it honours If-None-Match')
+    const honours = (name: string) => params.some((param) => param.in === 'header' && param.name === name)
+    // If-None-Match makes a read a 304, a write a 412.
+    if (honours('if-none-match')) expect(method === 'get' || method === 'head' ? '304' : '412', 'it honours If-None-Match')
     if (params.some((param) => param.in === 'header' && param.name === 'idempotency-key')) expect('422', 'a key can be reused with another body')
     for (const [status, response] of Object.entries(operation.responses)) {
       assert.ok(response.description, `${id} → ${status} has a description`)
-      if (/^[45]/.test(status)) {
+      if (method === 'head') {
+        assert.equal(response.content, undefined, `${id} → ${status}: a HEAD answer has no body`)
+      } else if (/^[45]/.test(status)) {
         assert.deepEqual(schemasOf(response.content), { 'application/json': { $ref: '#/components/schemas/Error' } }, `${id} → ${status} is an Error`)
       }
     }
@@ -162,6 +176,11 @@ test('every declared status is answered, every answer is declared, and every ans
   await call('/health', { url: '/health' })
   ping.mock.restore()
 
+  await call('/health', { method: 'HEAD', url: '/health' })
+  const headPing = t.mock.method(app.store, 'ping', async () => { throw new Error('down') })
+  await call('/health', { method: 'HEAD', url: '/health' })
+  headPing.mock.restore()
+
   // create
   const created = await call('/plants', { method: 'POST', url: '/plants', headers: { ...AUTH, 'idempotency-key': 'k' }, payload: { name: 'Fern', tag: 'green' } })
   await call('/plants', { method: 'POST', url: '/plants', headers: { ...AUTH, 'idempotency-key': 'k' }, payload: { name: 'Fern', tag: 'green' } })
@@ -180,6 +199,9 @@ test('every declared status is answered, every answer is declared, and every ans
   await call('/plants', { url: '/plants?tag=green', headers: AUTH })
   await call('/plants', { url: '/plants?limit=0', headers: AUTH })
   await call('/plants', { url: '/plants' })
+  await call('/plants', { method: 'HEAD', url: '/plants?limit=1', headers: AUTH })
+  await call('/plants', { method: 'HEAD', url: '/plants?limit=0', headers: AUTH })
+  await call('/plants', { method: 'HEAD', url: '/plants' })
   const list = t.mock.method(app.store, 'list', async () => { throw new Error('SQLITE_CORRUPT at /secret/path') })
   const failed = await call('/plants', { url: '/plants', headers: AUTH })
   assert.deepEqual(failed.json(), { error: 500, message: 'Internal Server Error' })
@@ -188,9 +210,15 @@ test('every declared status is answered, every answer is declared, and every ans
   // get
   await call('/plants/{id}', { url: '/plants/1', headers: AUTH })
   await call('/plants/{id}', { url: '/plants/1', headers: { ...AUTH, 'if-none-match': etag } })
+  await call('/plants/{id}', { url: '/plants/1', headers: { ...AUTH, 'if-match': '"stale"' } })
   await call('/plants/{id}', { url: '/plants/x', headers: AUTH })
   await call('/plants/{id}', { url: '/plants/1' })
   await call('/plants/{id}', { url: '/plants/99', headers: AUTH })
+  for (const headers of [AUTH, { ...AUTH, 'if-none-match': etag }, { ...AUTH, 'if-match': '"stale"' }, {}]) {
+    await call('/plants/{id}', { method: 'HEAD', url: '/plants/1', headers })
+  }
+  await call('/plants/{id}', { method: 'HEAD', url: '/plants/x', headers: AUTH })
+  await call('/plants/{id}', { method: 'HEAD', url: '/plants/99', headers: AUTH })
 
   // replace and update
   for (const method of ['PUT', 'PATCH'] as const) {

@@ -9,9 +9,6 @@ import updatePlantRoute from './update.js'
 /** The plants resource, one operation per file. Every route here needs a bearer token. */
 const plantsRoutes: FastifyPluginAsync = async (app) => {
   app.addHook('onRequest', app.authenticate)
-  // Bodies here are JSON (merge patches too, see update.ts): Fastify's default text/plain parser would
-  // turn a text body into a 400 about its shape instead of the 415 it is.
-  app.removeContentTypeParser('text/plain')
   await app.register(listPlantsRoute)
   await app.register(getPlantRoute)
   await app.register(createPlantRoute)

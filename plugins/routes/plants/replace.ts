@@ -1,9 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { ifMatchForStore, parseEntityTags } from '../../../src/preconditions.js'
-import { IfMatchHeaderSchema } from '../../../src/schemas/headers.js'
+import { WriteConditionsHeaderSchema } from '../../../src/schemas/headers.js'
 import { PlantParamsSchema, PlantUpdateSchema } from '../../../src/schemas/plant.js'
 import { ref } from '../../../src/schemas/ref.js'
-import { plantResponse, plantsErrorResponses, SHARED_ERRORS, withEtag } from './shared.js'
+import { plantResponse, plantsErrorResponses, SHARED_ERRORS, withEtag, WRITE_CONDITIONS, writeCondition } from './shared.js'
 
 /** `PUT /plants/{id}`: replaces a plant's name and tag. */
 const replacePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
@@ -11,16 +10,16 @@ const replacePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       operationId: 'replacePlant',
       summary: 'Replace a plant',
-      description: 'Replaces the name and tag of the plant with this id (a missing tag clears it). With `If-Match`, ' +
-        'only when the plant\'s current ETag is listed (or `*`), else 412. Never creates a plant.',
+      description: 'Replaces the name and tag of the plant with this id (a missing tag clears it); never creates a plant. ' +
+        WRITE_CONDITIONS,
       tags: ['plants'],
       params: PlantParamsSchema,
-      headers: IfMatchHeaderSchema,
+      headers: WriteConditionsHeaderSchema,
       body: ref(PlantUpdateSchema),
       response: {
         200: plantResponse('The plant as replaced'),
         ...plantsErrorResponses({
-          400: 'The id is not a signed 64-bit integer, the body is not a valid PlantUpdate (the message names the field), or If-Match is malformed',
+          400: 'The id is not a signed 64-bit integer, the body is not a valid PlantUpdate (the message names the field), or If-Match or If-None-Match is malformed',
           404: SHARED_ERRORS.notFound,
           412: SHARED_ERRORS.stale,
           413: SHARED_ERRORS.tooLarge,
@@ -30,9 +29,9 @@ const replacePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
     }
   }, async (request, reply) => {
     const id = BigInt(request.params.id)
-    const condition = parseEntityTags('If-Match', request.headers['if-match'])
+    const condition = await writeCondition(app.store, id, request.headers)
     const { name, tag } = request.body
-    return withEtag(reply, await app.store.replace(id, { name: name.trim(), ...(tag !== undefined && { tag }) }, ifMatchForStore(condition)))
+    return withEtag(reply, await app.store.replace(id, { name: name.trim(), ...(tag !== undefined && { tag }) }, condition))
   })
 }
 

@@ -1,14 +1,20 @@
 import type { FastifyReply } from 'fastify'
 import { plantEtag } from '../../../src/etag.js'
+import { parseEntityTags, writePrecondition } from '../../../src/preconditions.js'
 import { errorResponses } from '../../../src/schemas/error.js'
 import { etagHeader } from '../../../src/schemas/headers.js'
 import { PlantSchema, type Plant } from '../../../src/schemas/plant.js'
 import { ref } from '../../../src/schemas/ref.js'
+import type { IfMatch, PlantStore } from '../../../src/store/store.js'
+
+/** How every write treats If-Match and If-None-Match, said once in each write's description. */
+export const WRITE_CONDITIONS = 'With `If-Match`, only when the plant\'s current ETag is listed (or `*`); with `If-None-Match`, only ' +
+  'when it is not (`*`: only if there is no plant, so a 412 on an existing one); else 412 and nothing changes.'
 
 /** Error answers several plants routes share, described once. */
 export const SHARED_ERRORS = {
   notFound: 'No plant has this id',
-  stale: 'If-Match does not match the plant\'s current ETag (or the plant is gone)',
+  stale: 'If-Match does not match the plant\'s current ETag (or the plant is gone), or If-None-Match does',
   tooLarge: 'The body is too large'
 } as const
 
@@ -26,4 +32,11 @@ export const plantResponse = (description: string) => ref(PlantSchema, { descrip
 export function withEtag (reply: FastifyReply, plant: Plant): Plant {
   void reply.header('etag', plantEtag(plant))
   return plant
+}
+
+/** The store precondition of a write to plant `id`, from its If-Match and If-None-Match headers (400 when malformed). */
+export async function writeCondition (store: PlantStore, id: bigint, headers: { 'if-match'?: string, 'if-none-match'?: string }): Promise<IfMatch | undefined> {
+  const ifMatch = parseEntityTags('If-Match', headers['if-match'])
+  const ifNoneMatch = parseEntityTags('If-None-Match', headers['if-none-match'])
+  return await writePrecondition(id, ifMatch, ifNoneMatch, async (plantId) => await store.get(plantId))
 }

@@ -1,34 +1,31 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { ifMatchForStore, parseEntityTags } from '../../../src/preconditions.js'
-import { IfMatchHeaderSchema } from '../../../src/schemas/headers.js'
+import { WriteConditionsHeaderSchema } from '../../../src/schemas/headers.js'
 import { PlantParamsSchema, PlantPatchSchema } from '../../../src/schemas/plant.js'
 import { ref } from '../../../src/schemas/ref.js'
 import type { PlantChanges } from '../../../src/store/store.js'
-import { plantResponse, plantsErrorResponses, SHARED_ERRORS, withEtag } from './shared.js'
+import { plantResponse, plantsErrorResponses, SHARED_ERRORS, withEtag, WRITE_CONDITIONS, writeCondition } from './shared.js'
 
 export const MERGE_PATCH = 'application/merge-patch+json'
 
 /** `PATCH /plants/{id}`: a JSON merge patch (RFC 7396) of a plant. */
 const updatePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
-  // Only this route (this plugin's scope) reads merge patches; they are JSON, parsed the same way.
-  app.addContentTypeParser(MERGE_PATCH, { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
-
   app.patch('/plants/:id', {
     schema: {
       operationId: 'updatePlant',
       summary: 'Update a plant',
       description: 'Applies a JSON merge patch (RFC 7396) to the plant with this id: a field that is absent is kept, ' +
         '`"tag": null` clears the tag (the name cannot be cleared). Sent as `application/merge-patch+json` or plain JSON. ' +
-        'With `If-Match`, only when the plant\'s current ETag is listed (or `*`), else 412.',
+        WRITE_CONDITIONS,
       tags: ['plants'],
+      // Only this route reads merge patches (plugins/app/requests.ts reads what `consumes` lists).
       consumes: [MERGE_PATCH, 'application/json'],
       params: PlantParamsSchema,
-      headers: IfMatchHeaderSchema,
+      headers: WriteConditionsHeaderSchema,
       body: ref(PlantPatchSchema),
       response: {
         200: plantResponse('The plant as updated'),
         ...plantsErrorResponses({
-          400: 'The id is not a signed 64-bit integer, the body is not a valid PlantPatch (the message names the field), or If-Match is malformed',
+          400: 'The id is not a signed 64-bit integer, the body is not a valid PlantPatch (the message names the field), or If-Match or If-None-Match is malformed',
           404: SHARED_ERRORS.notFound,
           412: SHARED_ERRORS.stale,
           413: SHARED_ERRORS.tooLarge,
@@ -38,13 +35,13 @@ const updatePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
     }
   }, async (request, reply) => {
     const id = BigInt(request.params.id)
-    const condition = parseEntityTags('If-Match', request.headers['if-match'])
+    const condition = await writeCondition(app.store, id, request.headers)
     const { name, tag } = request.body
     const changes: PlantChanges = {
       ...(name !== undefined && { name: name.trim() }),
       ...(tag !== undefined && { tag })
     }
-    return withEtag(reply, await app.store.update(id, changes, ifMatchForStore(condition)))
+    return withEtag(reply, await app.store.update(id, changes, condition))
   })
 }
 

@@ -1,0 +1,102 @@
+// This process runs Newman: a connection anywhere but loopback fails the run (see offline-guard.ts).
+import './offline-guard.js'
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import newman, { type NewmanRunSummary } from 'newman'
+import { TOKEN } from '../helpers/app.js'
+import { startServer } from '../helpers/server-process.js'
+
+/**
+ * The third-party contract test (`npm run test:contract`): Portman turns the OpenAPI document the
+ * real server serves into a Postman collection with contract tests (status, content type, JSON body,
+ * schema, required headers) and variation tests (no token, a wrong token, a plant gone after its
+ * delete), following test/contract/portman-config.json; Newman runs it against the server, started
+ * as a child process on 127.0.0.1 with a fresh database. Neither tool may reach the network.
+ */
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+const CONFIG = join(ROOT, 'test', 'contract')
+const PORTMAN = join(ROOT, 'node_modules', '@apideck', 'portman', 'bin', 'portman')
+const GUARD = new URL('./offline-guard.js', import.meta.url).href
+
+/** Runs a command to its end; resolves with its exit code and everything it printed. */
+async function run (command: string, args: string[], cwd: string): Promise<{ code: number | null, output: string }> {
+  return await new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd, env: { PATH: process.env.PATH, NO_COLOR: '1', FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'] })
+    let output = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, output }))
+  })
+}
+
+async function runNewman (collection: unknown): Promise<NewmanRunSummary> {
+  return await new Promise((resolve, reject) => {
+    newman.run({
+      collection: collection as string,
+      envVar: [{ key: 'bearerToken', value: TOKEN }],
+      reporters: ['cli'],
+      reporter: { cli: { noBanner: true } },
+      color: 'off',
+      timeoutRequest: 10_000
+    }, (err, summary) => { if (err !== null) reject(err); else resolve(summary) })
+  })
+}
+
+test('Portman\'s contract and variation tests, made from the served OpenAPI document, all pass against the real server (Newman)', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'plant-store-contract-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  // A fresh database in the helper's own temporary directory, stopped when the test ends.
+  const server = await startServer(t)
+
+  const document = await fetch(`${server.baseUrl}/openapi.json`)
+  assert.equal(document.status, 200)
+  writeFileSync(join(dir, 'openapi.json'), await document.text())
+
+  // Portman writes ./tmp/ where it runs: in the scratch directory, never in the repository.
+  const portman = await run(process.execPath, [
+    '--import', GUARD, PORTMAN,
+    '--local', join(dir, 'openapi.json'),
+    '--baseUrl', server.baseUrl,
+    '--portmanConfigFile', join(CONFIG, 'portman-config.json'),
+    '--postmanConfigFile', join(CONFIG, 'postman-config.json'),
+    '--output', join(dir, 'collection.json'),
+    '--includeTests', 'true'
+  ], dir)
+  assert.equal(portman.code, 0, portman.output)
+  assert.doesNotMatch(portman.output, /offline-guard/)
+
+  const summary = await runNewman(JSON.parse(readFileSync(join(dir, 'collection.json'), 'utf8')))
+  const failures = summary.run.failures.map((failure) => `${failure.source?.name ?? '?'}: ${failure.error.message}`)
+  assert.deepEqual(failures, [])
+
+  // The plants flow ran in order, then every unauthorized variation and the read after the delete.
+  const executed = summary.run.executions.map((execution) => `${execution.request.method} ${execution.item.name}`)
+  assert.deepEqual(executed, [
+    'GET Service health',
+    'HEAD Service health: headers only',
+    'POST Create a plant',
+    'GET Get a plant',
+    'HEAD Get a plant: headers only',
+    'GET List plants',
+    'HEAD List plants: headers only',
+    'PUT Replace a plant',
+    'PATCH Update a plant',
+    'DELETE Delete a plant',
+    ...['POST Create a plant', 'GET Get a plant', 'HEAD Get a plant: headers only', 'GET List plants', 'HEAD List plants: headers only',
+      'PUT Replace a plant', 'PATCH Update a plant', 'DELETE Delete a plant']
+      .flatMap((request) => [`${request}[Without a token]`, `${request}[With a wrong token]`]),
+    'GET Get a plant[After it was deleted]'
+  ])
+  const statuses = summary.run.executions.map((execution) => (execution.response as { code?: number } | undefined)?.code)
+  assert.deepEqual(statuses, [200, 200, 201, 200, 200, 200, 200, 200, 200, 204, ...Array<number>(16).fill(401), 404])
+  const { assertions } = summary.run.stats
+  assert.equal(assertions.failed, 0)
+  assert.ok((assertions.total ?? 0) >= 100, `${assertions.total ?? 0} assertions ran`)
+})

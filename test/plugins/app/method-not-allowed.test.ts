@@ -1,0 +1,65 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { AUTH, buildTestApp } from '../../helpers/app.js'
+import { assertError } from '../../helpers/plants.js'
+
+/** A known path asked with a method it lacks is a 405 with Allow; only unknown paths are 404s. */
+
+const ONE_PLANT = 'GET, HEAD, PUT, PATCH, DELETE'
+
+test('a method a path does not have is a 405 in the Error shape, with Allow listing the methods it has (HEAD where GET is)', async (t) => {
+  const app = await buildTestApp(t)
+  const cases: Array<[method: 'POST' | 'DELETE' | 'PUT' | 'PATCH' | 'OPTIONS' | 'PROPFIND' | 'TRACE', url: string, allow: string]> = [
+    ['POST', '/plants/1', ONE_PLANT],
+    ['POST', '/plants/abc', ONE_PLANT],
+    ['DELETE', '/plants', 'GET, HEAD, POST'],
+    ['PUT', '/plants', 'GET, HEAD, POST'],
+    ['PATCH', '/plants', 'GET, HEAD, POST'],
+    ['PUT', '/health', 'GET, HEAD'],
+    ['DELETE', '/health', 'GET, HEAD'],
+    ['POST', '/openapi.json', 'GET, HEAD'],
+    ['OPTIONS', '/plants/1', ONE_PLANT],
+    ['PROPFIND', '/plants/1', ONE_PLANT],
+    ['TRACE', '/plants', 'GET, HEAD, POST']
+  ]
+  for (const [method, url, allow] of cases) {
+    // No token: which methods a path has is public (the OpenAPI document lists them).
+    const res = await app.inject({ method, url })
+    assertError(res, 405, `Method ${method} is not allowed on ${url} (it allows ${allow})`)
+    assert.equal(res.headers.allow, allow, `${method} ${url}`)
+    assert.equal(res.headers['www-authenticate'], undefined)
+    const withToken = await app.inject({ method, url, headers: AUTH })
+    assert.equal(withToken.statusCode, 405)
+  }
+})
+
+test('the 405 reads no body and quotes the path without its query string', async (t) => {
+  const app = await buildTestApp(t)
+  const res = await app.inject({
+    method: 'POST',
+    url: '/plants/1?token=secret',
+    headers: { ...AUTH, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+    payload: '{"__proto__":{}}'
+  })
+  assertError(res, 405, `Method POST is not allowed on /plants/1 (it allows ${ONE_PLANT})`)
+  assert.equal(res.headers.allow, ONE_PLANT)
+})
+
+test('unknown paths stay 404, whatever the method', async (t) => {
+  const app = await buildTestApp(t)
+  for (const [method, url] of [['GET', '/nowhere'], ['POST', '/plantz'], ['DELETE', '/plants/1/leaves'], ['PUT', '/'], ['OPTIONS', '/nowhere']] as const) {
+    const res = await app.inject({ method, url, headers: AUTH })
+    assertError(res, 404, `Route ${method} ${url} not found`)
+    assert.equal(res.headers.allow, undefined)
+  }
+})
+
+test('with CORS on, OPTIONS is answered on every path, and Allow lists it', async (t) => {
+  const app = await buildTestApp(t, { CORS_ORIGINS: 'https://app.example' })
+  const res = await app.inject({ method: 'DELETE', url: '/plants', headers: { origin: 'https://app.example' } })
+  assertError(res, 405, 'Method DELETE is not allowed on /plants (it allows GET, HEAD, POST, OPTIONS)')
+  assert.equal(res.headers.allow, 'GET, HEAD, POST, OPTIONS')
+  assert.equal(res.headers['access-control-allow-origin'], 'https://app.example')
+  // The preflight route matches unknown paths too: they stay 404s.
+  assertError(await app.inject({ method: 'GET', url: '/nowhere' }), 404, 'Route GET /nowhere not found')
+})
