@@ -78,22 +78,23 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
       'SELECT * FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?'),
     insert: db.prepare<[bigint, string, string | null, number, number], PlantRow>(
       'INSERT INTO plants (id, name, tag, created_at, updated_at) VALUES (?, ?, ?, ?, ?) RETURNING *'),
-    // The id the server assigns next: the one after the last it assigned, or, when that one is taken
-    // (a plant has it, or a client chose it and deleted it since), the first free id after the run of
-    // taken ids it starts: the smallest taken id from there whose successor is free, plus one.
-    nextId: db.prepare<{ next: bigint }, bigint>(`
-      SELECT CASE
-        WHEN NOT EXISTS (SELECT 1 FROM plants WHERE id = @next) AND NOT EXISTS (SELECT 1 FROM chosen_ids WHERE id = @next) THEN @next
-        ELSE (SELECT id + 1 FROM (SELECT id FROM plants WHERE id >= @next UNION SELECT id FROM chosen_ids WHERE id >= @next) AS taken
+    // The last id the server assigned (migration 3: sqlite_sequence, no longer AUTOINCREMENT's) and
+    // the one it assigns next: the one after it, or, when that one is taken (a plant has it, or a
+    // client chose it and deleted it since), the first free id after the run of taken ids it starts:
+    // the smallest taken id from there whose successor is free, plus one.
+    nextId: db.prepare<[], { last: bigint, next: bigint }>(`
+      SELECT seq AS last, CASE
+        WHEN NOT EXISTS (SELECT 1 FROM plants WHERE id = seq + 1) AND NOT EXISTS (SELECT 1 FROM chosen_ids WHERE id = seq + 1) THEN seq + 1
+        ELSE (SELECT id + 1 FROM (SELECT id FROM plants WHERE id > seq UNION SELECT id FROM chosen_ids WHERE id > seq) AS taken
               WHERE NOT EXISTS (SELECT 1 FROM plants WHERE id = taken.id + 1)
                 AND NOT EXISTS (SELECT 1 FROM chosen_ids WHERE id = taken.id + 1)
               ORDER BY id LIMIT 1)
-      END`).pluck(),
-    lastId: db.prepare<[], bigint>('SELECT last FROM id_sequence').pluck(),
-    setLastId: db.prepare<[bigint], unknown>('UPDATE id_sequence SET last = ?'),
+      END AS next
+      FROM sqlite_sequence WHERE name = 'plants'`),
+    lastId: db.prepare<[], bigint>("SELECT seq FROM sqlite_sequence WHERE name = 'plants'").pluck(),
+    setLastId: db.prepare<[bigint], unknown>("UPDATE sqlite_sequence SET seq = ? WHERE name = 'plants'"),
     // A chosen id the sequence has yet to reach is remembered, so it is skipped even once deleted.
-    noteChosen: db.prepare<{ id: bigint }, unknown>(
-      `INSERT OR IGNORE INTO chosen_ids (id) SELECT @id FROM id_sequence WHERE @id > last AND @id <= ${MAX_ASSIGNED_ID}`),
+    noteChosen: db.prepare<[bigint], unknown>('INSERT OR IGNORE INTO chosen_ids (id) VALUES (?)'),
     // Chosen ids the sequence has passed can never be met again.
     forgetChosen: db.prepare<[bigint], unknown>('DELETE FROM chosen_ids WHERE id <= ?'),
     // updated_at strictly increases, even for two writes within one millisecond.
@@ -125,20 +126,24 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     }
     let row: PlantRow
     if (id === undefined) {
-      const last = statements.lastId.get() as bigint
-      const assigned = statements.nextId.get({ next: last + 1n }) as bigint
-      if (assigned > MAX_ASSIGNED_ID) throw idsExhausted()
-      row = statements.insert.get(assigned, name, tag ?? null, now, now) as PlantRow
-      statements.setLastId.run(assigned)
-      if (assigned > last + 1n) statements.forgetChosen.run(assigned)
+      const { last, next } = statements.nextId.get() as { last: bigint, next: bigint }
+      if (next > MAX_ASSIGNED_ID) throw idsExhausted()
+      // AUTOINCREMENT itself moves sqlite_sequence up to an inserted id above it: to `next`.
+      row = statements.insert.get(next, name, tag ?? null, now, now) as PlantRow
+      if (next > last + 1n) statements.forgetChosen.run(next)
     } else {
+      const last = statements.lastId.get() as bigint
       try {
         row = statements.insert.get(id, name, tag ?? null, now, now) as PlantRow
       } catch (err) {
         if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw plantIdTaken(id)
         throw err
       }
-      statements.noteChosen.run({ id })
+      if (id > last) {
+        // AUTOINCREMENT moved the sequence up to the chosen id: put it back.
+        statements.setLastId.run(last)
+        if (id <= MAX_ASSIGNED_ID) statements.noteChosen.run(id)
+      }
     }
     if (idempotency !== undefined) {
       const { scope, key, fingerprint } = idempotency
