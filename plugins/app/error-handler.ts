@@ -17,7 +17,8 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   'idempotency-key-reused': 422,
   unavailable: 503,
   // 507 Insufficient Storage: the request was fine, the server cannot store it. Not a 503, which
-  // promises that a retry soon may work: a used-up id range needs an operator (or a chosen id).
+  // promises that a retry soon may work: a full disk or a used-up id range needs an operator.
+  'storage-full': 507,
   'ids-exhausted': 507,
   'invalid-header': 400,
   'invalid-query': 400,
@@ -26,6 +27,13 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   'connection-spent': 503,
   'rate-limited': 429
 }
+
+/**
+ * Seconds a client is asked to wait (`Retry-After`) when the database is unavailable: long enough
+ * for a restarted PostgreSQL or a dropped connection to come back, short enough not to idle. The
+ * 503s of /health say the same.
+ */
+export const UNAVAILABLE_RETRY_AFTER_S = 5
 
 /** The Error body for a status: `error` is the status code itself. */
 export function errorBody (status: number, message: string): ErrorBody {
@@ -100,6 +108,7 @@ export default fp(async function errorHandlerPlugin (app) {
     if (error instanceof ServiceError && LOAD_SHEDDING_CODES.has(error.code)) request.log.debug({ reason: body.message }, 'request refused')
     else if (body.error >= 500) request.log.error({ err: error }, 'request failed')
     if (body.error === 401) void reply.header('www-authenticate', 'Bearer')
+    if (error instanceof ServiceError && error.code === 'unavailable') void reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S))
     return reply.code(body.error).send(body)
   })
 

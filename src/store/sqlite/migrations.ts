@@ -44,7 +44,9 @@ export const migrations: readonly string[] = [
             SELECT coalesce(max(id), 0) FROM known
             WHERE id < 9007199254740991 AND id + 1 NOT IN (SELECT id FROM known))
    WHERE name = 'plants' AND seq > 9007199254740991;
-   CREATE TABLE chosen_ids (id INTEGER PRIMARY KEY) STRICT;`
+   CREATE TABLE chosen_ids (id INTEGER PRIMARY KEY) STRICT;`,
+  // 4: where a probe write goes while writes fail (a full disk): one row, written then deleted.
+  'CREATE TABLE write_probe (id INTEGER PRIMARY KEY, data BLOB NOT NULL) STRICT;'
 ]
 
 /** Marks a file as a plant-store database ('PLNT'), so a foreign SQLite file is never migrated. */
