@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
-import { copyFileSync, mkdtempSync, renameSync, rmSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Database from 'better-sqlite3'
@@ -75,13 +75,19 @@ for (const [how, replace] of [
     copyFileSync(file, `${file}.copy`)
     renameSync(`${file}.copy`, file)
   }],
-  ['left without its WAL', (file: string) => { rmSync(`${file}-wal`) }]
+  ['left without its WAL', (file: string) => { rmSync(`${file}-wal`) }],
+  ['moved away with its folder, a file in the folder\'s place', (file: string, t: TestContext) => {
+    const folder = dirname(file)
+    renameSync(folder, `${folder}.moved`)
+    t.after(() => { rmSync(`${folder}.moved`, { recursive: true, force: true }) })
+    writeFileSync(folder, 'not a folder')
+  }]
 ] as const) {
   test(`a database file ${how} while open: nothing more is acknowledged, reads and ping fail, logged once`, async (t) => {
     const file = tempFile(t)
     const { store, logged } = openStore(t, file)
     const { plant } = await store.create({ name: 'before' })
-    replace(file)
+    replace(file, t)
     // Writes and reads look at most every FILE_CHECK_INTERVAL_MS: the next look after that is due.
     await sleep(FILE_CHECK_INTERVAL_MS + 5)
     // Writes of the same batch all fail: none of them is acknowledged into the file that is gone.
@@ -158,6 +164,27 @@ for (const synchronous of ['full', 'normal'] as const) {
     check.close()
   })
 }
+
+test('closing on a full disk keeps the WAL (the checkpoint fails, logged): every acknowledged write is there at the next start', async (t) => {
+  const disk = smallDisk(t, 1024 * 1024)
+  if (disk === undefined) {
+    t.skip('mounting a tmpfs needs root')
+    return
+  }
+  const file = join(disk.dir, 'plants.db')
+  const { store, logged } = openStore(t, file, 'normal')
+  const acknowledged: bigint[] = []
+  for (let i = 0; i < 50; i++) acknowledged.push((await store.create({ name: `plant ${i} ${'x'.repeat(80)}` })).plant.id)
+  // The WAL holds them; folding it into the main file needs room the disk no longer has.
+  disk.fill(4 * 1024)
+  await store.close()
+  assert.deepEqual(logged.map(({ level, message }) => [level, message]),
+    [['error', 'the database could not be checkpointed at close; its WAL is kept and replayed at the next start']])
+  disk.free()
+  const reopened = createSqliteStore({ filename: file })
+  t.after(() => reopened.close())
+  assert.deepEqual((await reopened.list({ limit: 100 })).plants.map((plant) => plant.id), acknowledged)
+})
 
 test('I/O errors (writes past a file size limit): unavailable, ping fails, and it recovers by itself', async (t) => {
   const file = tempFile(t)
