@@ -21,6 +21,7 @@ export default fp(async function storePlugin (app) {
       url: config.databaseUrl,
       poolMax: config.pgPoolMax,
       connectTimeoutMs: config.pgConnectTimeoutMs,
+      statementTimeoutMs: config.pgStatementTimeoutMs,
       onIdleError: (err) => { app.log.warn({ err }, 'an idle database connection failed; it is replaced on next use') }
     })
     : createSqliteStore({ filename: config.databaseUrl, synchronous: config.sqliteSynchronous, log: app.log })

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { describe, test, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import pg from 'pg'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/load-config.js'
@@ -12,6 +13,9 @@ import { FILE_CHECK_INTERVAL_MS } from '../../src/store/sqlite/failures.js'
 import { AUTH, buildTestApp, TOKEN } from '../helpers/app.js'
 import { limitFileSize, smallDisk } from '../helpers/faults.js'
 import { assertError, createPlant } from '../helpers/plants.js'
+import {
+  adminQuery, scratchDatabase, scratchDatabaseUrl, terminateDatabaseSessions, TEST_DATABASE_URL, withSchema
+} from '../helpers/postgres.js'
 
 const UNAVAILABLE = 'The database is unavailable, retry shortly'
 
@@ -108,3 +112,50 @@ describe('SQLite under a running server', () => {
     assert.equal((await app.inject(post('after'))).statusCode, 201)
   })
 })
+
+if (TEST_DATABASE_URL !== undefined) {
+  describe('PostgreSQL under a running server', () => {
+    test('a database that stops accepting connections (SQLSTATE 55000): 503 with Retry-After, then it recovers', async (t) => {
+      const database = await scratchDatabase(t)
+      const app = await buildTestApp(t, { DATABASE_URL: withSchema(database.url, 'plants'), PG_CONNECT_TIMEOUT_MS: '2000' })
+      const { plant } = await createPlant(app, { name: 'before' })
+
+      await adminQuery(`ALTER DATABASE ${database.name} ALLOW_CONNECTIONS false`)
+      assert.ok(await terminateDatabaseSessions(database.name) >= 1)
+      // The first request may meet a pooled connection that was cut; every one after needs a new one.
+      const first = await app.inject(post('refused'))
+      assertUnavailable(first)
+      const refused = await app.inject(post('refused'))
+      assertUnavailable(refused)
+      assertUnavailable(await app.inject({ url: `/plants/${plant.id}`, headers: AUTH }))
+      assertUnavailable(await app.inject({ url: '/health' }), 'The database does not answer')
+
+      await adminQuery(`ALTER DATABASE ${database.name} ALLOW_CONNECTIONS true`)
+      assert.deepEqual((await app.inject({ url: '/health' })).json(), { status: 'ok' })
+      assert.equal((await app.inject(post('after'))).statusCode, 201)
+      assert.equal((await app.inject({ url: '/plants', headers: AUTH })).json<unknown[]>().length, 2, 'the refused creates left nothing')
+    })
+
+    test('a row locked elsewhere: the write answers 503 with Retry-After after PG_STATEMENT_TIMEOUT_MS, never waits for ever', async (t) => {
+      const { url, schema } = scratchDatabaseUrl(t)
+      const app = await buildTestApp(t, { DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '300' })
+      const { plant, etag } = await createPlant(app, { name: 'locked' })
+      const holder = new pg.Client({ connectionString: TEST_DATABASE_URL })
+      await holder.connect()
+      t.after(() => holder.end())
+      await holder.query('BEGIN')
+      await holder.query(`SELECT id FROM ${schema}.plants WHERE id = $1 FOR UPDATE`, [String(plant.id)])
+
+      const started = Date.now()
+      assertUnavailable(await app.inject({ method: 'DELETE', url: `/plants/${plant.id}`, headers: AUTH }))
+      assertUnavailable(await app.inject({ method: 'PUT', url: `/plants/${plant.id}`, headers: { ...AUTH, 'if-match': etag }, payload: { name: 'x' } }))
+      const elapsed = Date.now() - started
+      assert.ok(elapsed >= 500 && elapsed < 5000, `two bounded waits of 300 ms took ${elapsed} ms`)
+      assert.equal((await app.inject({ url: `/plants/${plant.id}`, headers: AUTH })).statusCode, 200, 'reads do not wait for the lock')
+      assert.deepEqual((await app.inject({ url: '/health' })).json(), { status: 'ok' })
+
+      await holder.query('ROLLBACK')
+      assert.equal((await app.inject({ method: 'DELETE', url: `/plants/${plant.id}`, headers: { ...AUTH, 'if-match': etag } })).statusCode, 204)
+    })
+  })
+}
