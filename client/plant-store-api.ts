@@ -294,7 +294,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The database does not answer, or the service is overloaded (with Retry-After) */
+            /** @description The database does not answer or cannot store writes, or the service is overloaded (with Retry-After) */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
@@ -305,7 +305,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 503,
-                     *       "message": "The database does not answer, or the service is overloaded (with Retry-After)"
+                     *       "message": "The database does not answer or cannot store writes, or the service is overloaded (with Retry-After)"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -347,7 +347,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The database does not answer, or the service is overloaded (with Retry-After) */
+            /** @description The database does not answer or cannot store writes, or the service is overloaded (with Retry-After) */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */

@@ -16,6 +16,8 @@ export type ErrorCode =
   | 'idempotency-key-reused'
   /** The database cannot be reached or used right now; retrying later may work. */
   | 'unavailable'
+  /** The database's storage is full: nothing was written. */
+  | 'storage-full'
   /** Every id the server may assign itself (1 to 2^53 - 1) is taken; a client may still choose one. */
   | 'ids-exhausted'
   /** A request header the schema alone cannot judge is malformed. */
@@ -77,6 +79,9 @@ export const idempotencyKeyReused = (): ServiceError =>
 /** The cause (a driver error) is kept for the log; the client sees only that the database is unavailable. */
 export const databaseUnavailable = (cause: unknown): ServiceError =>
   new ServiceError('unavailable', 'The database is unavailable, retry shortly', { cause })
+/** The cause (a driver or file system error) is kept for the log. */
+export const storageFull = (cause: unknown): ServiceError =>
+  new ServiceError('storage-full', 'The database storage is full; nothing was written', { cause })
 export const idsExhausted = (): ServiceError =>
   new ServiceError('ids-exhausted', 'No id up to 2^53 - 1 is left for the server to assign; create the plant with a chosen id')
 export const invalidHeader = (message: string): ServiceError => new ServiceError('invalid-header', message)

@@ -18,6 +18,7 @@ const EnvSchema = Type.Object({
   API_TOKENS_FILE: Type.Optional(Type.String({ minLength: 1 })),
   PG_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
   PG_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000 }),
+  PG_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000 }),
   SQLITE_SYNCHRONOUS: Type.Unsafe<SqliteSynchronous>({ type: 'string', enum: SQLITE_SYNCHRONOUS, default: 'full' }),
   LOG_LEVEL: Type.Unsafe<LogLevel>({ type: 'string', enum: LOG_LEVELS, default: 'info' }),
   ALLOW_WEAK_TOKENS: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '0' }),
@@ -53,6 +54,8 @@ export interface Config {
   pgPoolMax: number
   /** PostgreSQL: how long a request waits for a connection before it is answered 503. */
   pgConnectTimeoutMs: number
+  /** PostgreSQL: the longest a statement may run or wait for a lock before the request is answered 503. */
+  pgStatementTimeoutMs: number
   /** SQLite durability: `full` survives a power loss, `normal` a process crash. */
   sqliteSynchronous: SqliteSynchronous
   tokens: string[]
@@ -120,6 +123,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: parsed.DATABASE_URL,
     pgPoolMax: parsed.PG_POOL_MAX,
     pgConnectTimeoutMs: parsed.PG_CONNECT_TIMEOUT_MS,
+    pgStatementTimeoutMs: parsed.PG_STATEMENT_TIMEOUT_MS,
     sqliteSynchronous: parsed.SQLITE_SYNCHRONOUS,
     tokens: [...new Set(tokens)],
     tokenGenerated,

@@ -19,7 +19,8 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   'idempotency-key-reused': 422,
   unavailable: 503,
   // 507 Insufficient Storage: the request was fine, the server cannot store it. Not a 503, which
-  // promises that a retry soon may work: a used-up id range needs an operator (or a chosen id).
+  // promises that a retry soon may work: a full disk or a used-up id range needs an operator.
+  'storage-full': 507,
   'ids-exhausted': 507,
   'invalid-header': 400,
   'invalid-query': 400,
@@ -43,13 +44,15 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
 
 /**
  * The headers some refusals carry to tell the client what would work: the token scheme on a 401
- * (RFC 9110 §11.6.1), the methods the path has on a 405 (§15.5.6), and on a 415 caused by a
- * content coding, that none is accepted (§15.5.16).
+ * (RFC 9110 §11.6.1), the methods the path has on a 405 (§15.5.6), on a 415 caused by a content
+ * coding, that none is accepted (§15.5.16), and on a 503 for the database, when to retry.
  */
 function refusalHeaders (error: unknown, status: number): Record<string, string> {
   if (status === 401) return { 'www-authenticate': 'Bearer' }
   if (error instanceof MethodNotAllowedError) return { allow: error.allowed.join(', ') }
   if (error instanceof ServiceError && error.code === 'unsupported-content-encoding') return { 'accept-encoding': 'identity' }
+  // A database that cannot be reached or used (SQLite I/O, PostgreSQL down): worth a retry shortly.
+  if (error instanceof ServiceError && error.code === 'unavailable') return { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_S) }
   return {}
 }
 
@@ -83,6 +86,13 @@ function allowedMethods (app: FastifyInstance, url: string): string[] {
   if (allowed.every((method) => method === 'OPTIONS')) return []
   return allowed.sort((a, b) => methodRank(a) - methodRank(b))
 }
+
+/**
+ * Seconds a client is asked to wait (`Retry-After`) when the database is unavailable: long enough
+ * for a restarted PostgreSQL or a dropped connection to come back, short enough not to idle. The
+ * 503s of /health say the same.
+ */
+export const UNAVAILABLE_RETRY_AFTER_S = 5
 
 /** The Error body for a status: `error` is the status code itself. */
 export function errorBody (status: number, message: string): ErrorBody {

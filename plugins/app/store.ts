@@ -21,9 +21,10 @@ export default fp(async function storePlugin (app) {
       url: config.databaseUrl,
       poolMax: config.pgPoolMax,
       connectTimeoutMs: config.pgConnectTimeoutMs,
+      statementTimeoutMs: config.pgStatementTimeoutMs,
       onIdleError: (err) => { app.log.warn({ err }, 'an idle database connection failed; it is replaced on next use') }
     })
-    : createSqliteStore({ filename: config.databaseUrl, synchronous: config.sqliteSynchronous })
+    : createSqliteStore({ filename: config.databaseUrl, synchronous: config.sqliteSynchronous, log: app.log })
   app.decorate('store', store)
   app.addHook('onClose', async () => { await store.close() })
 }, { name: 'store', dependencies: ['config'] })

@@ -72,14 +72,21 @@ export interface CreateResult {
   replayed: boolean
 }
 
+/** Where a store reports a change of its state (the app passes its logger): once per change, not per request. */
+export interface StoreLog {
+  error: (details: object, message: string) => void
+  info: (details: object, message: string) => void
+}
+
 /**
  * The one contract every storage backend fulfils; routes only ever talk to this. A store knows
  * nothing of HTTP: a write that cannot be done rejects with a ServiceError whose code says why
- * (`not-found`, `precondition-failed`, `conflict`, `idempotency-key-reused`, `ids-exhausted`, `unavailable`).
+ * (`not-found`, `precondition-failed`, `conflict`, `idempotency-key-reused`, `ids-exhausted`;
+ * `unavailable` or `storage-full` when the database cannot be reached or cannot store it).
  * Every write resolves to the plant it wrote: as it is now, or, for a delete, as it was.
  */
 export interface PlantStore {
-  /** Resolves when the database answers; rejects otherwise. */
+  /** Resolves when the database answers and can take writes; rejects (a ServiceError) otherwise. */
   ping(): Promise<void>
   list(query: ListQuery): Promise<ListPage>
   get(id: bigint): Promise<Plant | undefined>

@@ -15,7 +15,7 @@ export async function setIdSequence (databaseUrl: string, last: bigint): Promise
   }
   const db = new Database(databaseUrl)
   try {
-    db.prepare('UPDATE id_sequence SET last = ?').run(last)
+    db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'plants'").run(last)
   } finally {
     db.close()
   }

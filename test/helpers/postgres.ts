@@ -54,3 +54,24 @@ export async function terminateSessions (applicationName: string): Promise<numbe
     'SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity WHERE application_name = $1', [applicationName])
   return rows.filter((row) => row.terminated).length
 }
+
+/**
+ * A database of its own on the test server (created now, dropped with its sessions when the test
+ * ends), for tests that change a whole database (ALTER DATABASE …): never the shared one. Returns
+ * its URL and its name.
+ */
+export async function scratchDatabase (t: { after: (fn: () => Promise<void>) => void }): Promise<{ url: string, name: string }> {
+  const name = `plant_store_scratch_${randomBytes(6).toString('hex')}`
+  await adminQuery(`CREATE DATABASE ${name}`)
+  t.after(async () => { await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) })
+  const url = new URL(requireTestDatabaseUrl())
+  url.pathname = `/${name}`
+  return { url: url.toString(), name }
+}
+
+/** Ends every session connected to database `name` from an admin connection; returns how many. */
+export async function terminateDatabaseSessions (name: string): Promise<number> {
+  const rows = await adminQuery<{ terminated: boolean }>(
+    'SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name])
+  return rows.filter((row) => row.terminated).length
+}

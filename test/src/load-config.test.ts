@@ -46,6 +46,9 @@ test('a bad value stops the start with a message that names the variable', () =>
     [{ API_TOKENS: 'has space inside' }, /a token may only hold the characters/],
     [{ PG_POOL_MAX: '0' }, /PG_POOL_MAX must be >= 1/],
     [{ PG_CONNECT_TIMEOUT_MS: 'soon' }, /PG_CONNECT_TIMEOUT_MS must be integer/],
+    [{ PG_STATEMENT_TIMEOUT_MS: '0' }, /PG_STATEMENT_TIMEOUT_MS must be >= 100/],
+    [{ PG_STATEMENT_TIMEOUT_MS: 'forever' }, /PG_STATEMENT_TIMEOUT_MS must be integer/],
+    [{ PG_STATEMENT_TIMEOUT_MS: '600001' }, /PG_STATEMENT_TIMEOUT_MS must be <= 600000/],
     [{ DATABASE_URL: 'postgres://db.example/plants?schema=Bad-Name' }, /DATABASE_URL schema must be a lower-case SQL name/],
     [{ DATABASE_URL: 'postgres://[broken' }, /DATABASE_URL is not a valid postgres:\/\/ URL/],
     [{ BODY_LIMIT: '0' }, /BODY_LIMIT must be >= 1/],
@@ -74,11 +77,13 @@ test('a bad token never appears in the error message', () => {
 
 test('PostgreSQL settings: a postgres:// URL with a schema, pool size and connect timeout', () => {
   const config = loadConfig({
-    DATABASE_URL: 'postgresql://app@db.example:5432/plants?schema=plant_store', PG_POOL_MAX: '25', PG_CONNECT_TIMEOUT_MS: '1500'
+    DATABASE_URL: 'postgresql://app@db.example:5432/plants?schema=plant_store', PG_POOL_MAX: '25', PG_CONNECT_TIMEOUT_MS: '1500', PG_STATEMENT_TIMEOUT_MS: '2500'
   })
   assert.equal(config.databaseUrl, 'postgresql://app@db.example:5432/plants?schema=plant_store')
   assert.equal(config.pgPoolMax, 25)
   assert.equal(config.pgConnectTimeoutMs, 1500)
+  assert.equal(config.pgStatementTimeoutMs, 2500)
+  assert.equal(loadConfig({}).pgStatementTimeoutMs, 5000, 'every statement is bounded by default')
 })
 
 test('a configured token shorter than 32 characters stops the start unless ALLOW_WEAK_TOKENS=1', () => {

@@ -66,7 +66,7 @@ if (TEST_DATABASE_URL !== undefined) {
         const winner = mine.find((answer) => answer.status === 201)
         for (const base of [a, b]) assert.equal((await call(base, 'GET', `/plants/${id}`)).body, winner?.body)
       }
-      // The server's own sequence is not pushed up by chosen ids: it starts at 1, whichever instance generates.
+      // The server's own ids are not pushed up by the chosen ones, whichever instance generates them.
       assert.equal(JSON.parse((await call(a, 'POST', '/plants', { name: 'next' })).body).id, 1)
       assert.equal(JSON.parse((await call(b, 'POST', '/plants', { name: 'after' })).body).id, 2)
     })

@@ -1,3 +1,5 @@
+import { databaseUnavailable, storageFull, type ServiceError } from '../../errors.js'
+
 /** True when DATABASE_URL names a PostgreSQL database rather than a SQLite file. */
 export function isPostgresUrl (url: string): boolean {
   return /^postgres(ql)?:\/\//i.test(url)
@@ -41,12 +43,15 @@ const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'
 /** SQLSTATEs of a server that is shutting down, starting up, terminating us, or full. */
 const SERVER_CODES = new Set(['57P01', '57P02', '57P03', '53300'])
 
-/** What the driver says (without a code) when the connection broke or could not be made in time. */
-const DRIVER_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable)/
+/**
+ * What the driver says (without a code) when the connection broke, could not be made in time, or
+ * did not answer a query within query_timeout (the network went silent: the connection is unusable).
+ */
+const DRIVER_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable|Query read timeout)/
 
 /**
- * True when an error means "the database cannot be reached right now" (worth a 503 and a retry)
- * rather than a bug or a bad statement (a 500).
+ * True when an error means the connection itself is gone or was never made: it is dropped from the
+ * pool rather than reused, and the request answered `unavailable`.
  */
 export function isConnectionError (err: unknown): boolean {
   if (!(err instanceof Error)) return false
@@ -55,4 +60,31 @@ export function isConnectionError (err: unknown): boolean {
     return SOCKET_CODES.has(code) || SERVER_CODES.has(code) || code.startsWith('08')
   }
   return DRIVER_MESSAGES.test(err.message)
+}
+
+/**
+ * SQLSTATEs, besides a broken connection, of a database that cannot serve us right now: its
+ * resources (class 53: memory, connections, configured limits), its state (55000: e.g. a database
+ * that does not allow connections; 55006: in use; 55P03: lock_timeout), a statement cancelled by
+ * statement_timeout or an operator (57014), an operator or crash shutdown (57P*), the system under
+ * it (class 58: I/O), refused credentials (class 28) and a database that is gone (3D000). A
+ * syntax error, a constraint or a bug stays what it is: a 500.
+ */
+const UNAVAILABLE_CODES = new Set(['55000', '55006', '55P03', '3D000'])
+const UNAVAILABLE_CLASSES = new Set(['53', '57', '58', '28'])
+
+/** PostgreSQL's disk_full: nothing could be written. */
+const DISK_FULL = '53100'
+
+/**
+ * What a failure of PostgreSQL or of the connection to it means for a client: `storage-full`,
+ * `unavailable` (worth a 503 and a retry), or undefined for a bug or a bad statement (a 500).
+ */
+export function postgresFailure (err: unknown): ServiceError | undefined {
+  if (isConnectionError(err)) return databaseUnavailable(err)
+  const code = (err as { code?: unknown } | undefined)?.code
+  if (typeof code !== 'string' || !(err instanceof Error)) return undefined
+  if (code === DISK_FULL) return storageFull(err)
+  if (UNAVAILABLE_CODES.has(code) || UNAVAILABLE_CLASSES.has(code.slice(0, 2))) return databaseUnavailable(err)
+  return undefined
 }

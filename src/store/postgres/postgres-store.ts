@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { databaseUnavailable, idempotencyKeyReused, idsExhausted, plantIdTaken, StoreOpenError } from '../../errors.js'
+import { idempotencyKeyReused, idsExhausted, plantIdTaken, StoreOpenError } from '../../errors.js'
 import type { Plant } from '../../schemas/plant.js'
 import {
   IDEMPOTENCY_TTL_MS, MAX_ASSIGNED_ID, newerSchemaProblem,
@@ -7,7 +7,7 @@ import {
   type NewPlant, type PlantChanges, type PlantStore
 } from '../store.js'
 import { rememberedPlant, toPlant, writableRow, type IdempotencyRow, type PlantRow } from '../rows.js'
-import { isConnectionError, parsePostgresUrl, type PostgresTarget } from './connection.js'
+import { isConnectionError, parsePostgresUrl, postgresFailure, type PostgresTarget } from './connection.js'
 import { migrations } from './migrations.js'
 
 export interface PostgresStoreOptions {
@@ -17,6 +17,11 @@ export interface PostgresStoreOptions {
   poolMax?: number
   /** How long to wait for a connection before answering 503 (default 5000 ms). */
   connectTimeoutMs?: number
+  /**
+   * The longest any statement may run or wait for a lock (default 5000 ms): statement_timeout and
+   * lock_timeout of every pooled connection, so no request waits for ever (it fails `unavailable`).
+   */
+  statementTimeoutMs?: number
   /** Told about errors of idle pooled connections (the server went away); they never crash the process. */
   onIdleError?: (err: Error) => void
 }
@@ -34,6 +39,9 @@ const types: pg.CustomTypesConfig = {
 
 /** SQLSTATE of nextval past the sequence's MAXVALUE (2^53 - 1): no id is left to assign. */
 const SEQUENCE_LIMIT_EXCEEDED = '2200H'
+
+/** How much longer the driver waits for an answer than the server lets a statement run. */
+const QUERY_TIMEOUT_MARGIN_MS = 1000
 
 /** Named columns, never `*`: a prepared statement keeps its result shape when a later migration adds one. */
 const PLANT = 'id, name, tag, created_at, updated_at'
@@ -125,8 +133,7 @@ async function inTransaction<T> (pool: pg.Pool, fn: (client: Client) => Promise<
  * Applies the missing migrations. Several instances starting together queue on an advisory lock
  * (per schema), so each step runs exactly once.
  */
-async function migrate (pool: pg.Pool, target: PostgresTarget): Promise<void> {
-  const client = await pool.connect()
+async function migrate (client: pg.Client, target: PostgresTarget): Promise<void> {
   const lockName = `plant-store migrations ${target.schema ?? ''}`
   try {
     await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [lockName])
@@ -155,7 +162,7 @@ async function migrate (pool: pg.Pool, target: PostgresTarget): Promise<void> {
       await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [lockName])
     }
   } finally {
-    client.release()
+    await client.end()
   }
 }
 
@@ -165,29 +172,37 @@ async function migrate (pool: pg.Pool, target: PostgresTarget): Promise<void> {
  */
 export async function createPostgresStore (options: PostgresStoreOptions): Promise<PlantStore> {
   const target = parsePostgresUrl(options.url)
-  const pool = new pg.Pool({
+  const connection = {
     connectionString: target.connectionString,
     application_name: 'plant-store',
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000
+  }
+  // Migrations run on a connection of their own, without the statement bounds: a step may take a
+  // while on a large table, and an instance starting next to a migrating one waits for it.
+  const migrator = new pg.Client(connection)
+  await migrator.connect()
+  await migrate(migrator, target)
+
+  const statementTimeoutMs = options.statementTimeoutMs ?? 5000
+  const pool = new pg.Pool({
+    ...connection,
     max: options.poolMax ?? 10,
-    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+    // Bounded on the server (a statement, a lock wait) and, a little later, in the driver: a
+    // network that goes silent (no reset) would otherwise hold a request until TCP gives up.
+    statement_timeout: statementTimeoutMs,
+    lock_timeout: statementTimeoutMs,
+    query_timeout: statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
     types
   })
   // An idle connection the server dropped is an 'error' event: without a listener it kills the process.
   pool.on('error', (err) => { options.onIdleError?.(err) })
-  try {
-    await migrate(pool, target)
-  } catch (err) {
-    await pool.end()
-    throw err
-  }
 
-  /** "The database cannot be reached" becomes an `unavailable` error; anything else stays as it is. */
+  /** A database that cannot be reached, used or written becomes `unavailable` or `storage-full`; anything else stays as it is. */
   async function guard<T> (work: () => Promise<T>): Promise<T> {
     try {
       return await work()
     } catch (err) {
-      if (isConnectionError(err)) throw databaseUnavailable(err)
-      throw err
+      throw postgresFailure(err) ?? err
     }
   }
 

@@ -23,10 +23,17 @@ export interface GroupCommitOptions {
    * a write is answered as soon as its COMMIT returned.
    */
   walFile?: string
-  /** Called after each committed transaction with the number of writes it held (tests count with it). */
+  /** Called after each committed (and verified) transaction with the number of writes it held. */
   onCommit?: (writes: number) => void
   /** Called after each fdatasync of the WAL (tests order events with it). */
   onSync?: () => void
+  /**
+   * Called after each COMMIT, before any write of it is acknowledged; when it throws, every write
+   * of the batch fails with its error (the store checks that its file is still in place).
+   */
+  verify?: () => void
+  /** What a failure is reported as to the write or read that meets it (the store turns SQLite's errors into codes). */
+  report?: (error: unknown) => unknown
 }
 
 /** Runs writes in shared transactions and answers them once they are durable. */
@@ -66,7 +73,8 @@ const MAX_SYNCS_IN_FLIGHT = 3
  * cache's state is unknown, so every later write or read fails (and /health reports it).
  */
 export function createGroupCommit (db: Database.Database, options: GroupCommitOptions = {}): GroupCommit {
-  const { walFile, onCommit, onSync } = options
+  const { walFile, onCommit, onSync, verify } = options
+  const report = options.report ?? ((error: unknown) => error)
   let queue: PendingWrite[] = []
   let scheduled = false
   let committed = 0
@@ -159,26 +167,32 @@ export function createGroupCommit (db: Database.Database, options: GroupCommitOp
     try {
       outcomes = runBatch.immediate(writes)
     } catch (error) {
-      for (const write of writes) write.reject(error)
+      for (const write of writes) write.reject(report(error))
       return
     }
     const commit = ++committed
     // Nothing to sync: the COMMIT itself is as durable as this database gets.
     if (walFile === undefined) synced = commit
+    try {
+      verify?.()
+    } catch (error) {
+      for (const write of writes) write.reject(report(error))
+      return
+    }
     onCommit?.(writes.length)
     whenDurable(commit, () => {
       writes.forEach((write, index) => {
         const outcome = outcomes[index] as Outcome
         if (outcome.ok) write.resolve(outcome.value)
-        else write.reject(outcome.error)
+        else write.reject(report(outcome.error))
       })
-    }, (reason) => { for (const write of writes) write.reject(reason) })
+    }, (reason) => { for (const write of writes) write.reject(report(reason)) })
   }
 
   return {
     enqueue: <T>(run: () => T) => new Promise<T>((resolve, reject) => {
       if (failure !== undefined) {
-        reject(failure.reason)
+        reject(report(failure.reason))
         return
       }
       queue.push({ run, resolve: resolve as (value: unknown) => void, reject })
@@ -190,7 +204,7 @@ export function createGroupCommit (db: Database.Database, options: GroupCommitOp
 
     afterDurable: <T>(value: T) => {
       if (failure === undefined && synced >= committed) return value
-      return new Promise<T>((resolve, reject) => { whenDurable(committed, () => resolve(value), reject) })
+      return new Promise<T>((resolve, reject) => { whenDurable(committed, () => resolve(value), (reason) => { reject(report(reason)) }) })
     },
 
     close: async () => {

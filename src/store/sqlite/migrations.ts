@@ -65,26 +65,27 @@ export const migrations: readonly string[] = [
    CREATE INDEX webhook_deliveries_subscription_id ON webhook_deliveries (subscription_id, id);
    CREATE INDEX webhook_deliveries_created_at ON webhook_deliveries (created_at);`,
   // 4: server-assigned ids of their own, within 1..2^53 - 1 (MAX_ASSIGNED_ID in store.ts). AUTOINCREMENT
-  // (kept, harmlessly: the store now always names the id) followed every chosen id up, past 2^53 after a
-  // client chose 2^53 - 1. `id_sequence.last` is the last id the server assigned; `chosen_ids` keeps the
-  // ids clients chose above it, so one that was deleted is skipped like one that exists.
+  // followed every chosen id up, past 2^53 after a client chose 2^53 - 1. Now the store names every id
+  // itself and keeps the last one it assigned as sqlite_sequence's `seq` for plants (the row SQLite
+  // writes with every insert anyway, so this costs no page more), putting it back after an insert
+  // of a chosen id moved it. `chosen_ids` keeps the ids clients chose above it, so one that was
+  // deleted is skipped like one that exists.
   // The sequence goes on after the last id AUTOINCREMENT handed out or saw, so no id that ever existed
   // comes back. When that was already past 2^53 - 1 (a client chose 2^53 - 1 and the server went on
   // above it), it goes on after the largest known id (plants, remembered idempotent creates) below the
   // run of known ids that reaches 2^53 - 1 (the ids chosen at the top): the end of the last run that
   // does not reach it. Ids deleted before this migration above that one are forgotten.
-  `CREATE TABLE id_sequence (last INTEGER NOT NULL) STRICT;
+  `INSERT INTO sqlite_sequence (name, seq) SELECT 'plants', 0 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'plants');
    WITH known (id) AS (
           SELECT id FROM plants WHERE id BETWEEN 1 AND 9007199254740991
-          UNION SELECT plant_id FROM idempotency_keys WHERE plant_id BETWEEN 1 AND 9007199254740991),
-        old (seq) AS (SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'plants'), 0))
-   INSERT INTO id_sequence (last)
-     SELECT CASE WHEN seq <= 9007199254740991 THEN seq ELSE (
-              SELECT coalesce(max(id), 0) FROM known
-              WHERE id < 9007199254740991 AND id + 1 NOT IN (SELECT id FROM known))
-            END
-     FROM old;
-   CREATE TABLE chosen_ids (id INTEGER PRIMARY KEY) STRICT;`
+          UNION SELECT plant_id FROM idempotency_keys WHERE plant_id BETWEEN 1 AND 9007199254740991)
+   UPDATE sqlite_sequence SET seq = (
+            SELECT coalesce(max(id), 0) FROM known
+            WHERE id < 9007199254740991 AND id + 1 NOT IN (SELECT id FROM known))
+   WHERE name = 'plants' AND seq > 9007199254740991;
+   CREATE TABLE chosen_ids (id INTEGER PRIMARY KEY) STRICT;`,
+  // 5: where a probe write goes while writes fail (a full disk): one row, written then deleted.
+  'CREATE TABLE write_probe (id INTEGER PRIMARY KEY, data BLOB NOT NULL) STRICT;'
 ]
 
 /** Marks a file as a plant-store database ('PLNT'), so a foreign SQLite file is never migrated. */

@@ -1,14 +1,15 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import { idempotencyKeyReused, idsExhausted, plantIdTaken, StoreOpenError } from '../../errors.js'
+import { idempotencyKeyReused, idsExhausted, plantIdTaken, ServiceError, StoreOpenError } from '../../errors.js'
 import type { Plant } from '../../schemas/plant.js'
 import {
   IDEMPOTENCY_TTL_MS, MAX_ASSIGNED_ID,
   type CreateResult, type IdempotencyKey, type IfMatch, type ListPage, type ListQuery,
-  type NewPlant, type PlantChanges, type PlantStore
+  type NewPlant, type PlantChanges, type PlantStore, type StoreLog
 } from '../store.js'
 import { rememberedPlant, toPlant, writableRow, type IdempotencyRow, type PlantRow } from '../rows.js'
+import { createFileCheck, sqliteFailure } from './failures.js'
 import { createGroupCommit } from './group-commit.js'
 import { APPLICATION_ID, migrations } from './migrations.js'
 import { identityProblem, inspectDatabaseFile, readIdentity } from './preflight.js'
@@ -26,7 +27,16 @@ export interface SqliteStoreOptions {
   onCommit?: (writes: number) => void
   /** Called after each fdatasync of the WAL under `full` (for tests). */
   onSync?: () => void
+  /** Told once when the database stops taking writes or its file goes away, and once when writes work again. */
+  log?: StoreLog
 }
+
+/**
+ * The size of the probe write that tells, while writes fail, whether they work again. A write that
+ * changes one page can still fit into the space a failed write left behind; this one needs room
+ * for a few dozen plants' worth of WAL frames, so a healthy answer means writes fit again.
+ */
+const PROBE_BYTES = 64 * 1024
 
 function openDatabase (filename: string): Database.Database {
   if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true })
@@ -78,24 +88,28 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
       'SELECT * FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?'),
     insert: db.prepare<[bigint, string, string | null, number, number], PlantRow>(
       'INSERT INTO plants (id, name, tag, created_at, updated_at) VALUES (?, ?, ?, ?, ?) RETURNING *'),
-    // The id the server assigns next: the one after the last it assigned, or, when that one is taken
-    // (a plant has it, or a client chose it and deleted it since), the first free id after the run of
-    // taken ids it starts: the smallest taken id from there whose successor is free, plus one.
-    nextId: db.prepare<{ next: bigint }, bigint>(`
-      SELECT CASE
-        WHEN NOT EXISTS (SELECT 1 FROM plants WHERE id = @next) AND NOT EXISTS (SELECT 1 FROM chosen_ids WHERE id = @next) THEN @next
-        ELSE (SELECT id + 1 FROM (SELECT id FROM plants WHERE id >= @next UNION SELECT id FROM chosen_ids WHERE id >= @next) AS taken
+    // The last id the server assigned (migration 3: sqlite_sequence, no longer AUTOINCREMENT's) and
+    // the one it assigns next: the one after it, or, when that one is taken (a plant has it, or a
+    // client chose it and deleted it since), the first free id after the run of taken ids it starts:
+    // the smallest taken id from there whose successor is free, plus one.
+    nextId: db.prepare<[], { last: bigint, next: bigint }>(`
+      SELECT seq AS last, CASE
+        WHEN NOT EXISTS (SELECT 1 FROM plants WHERE id = seq + 1) AND NOT EXISTS (SELECT 1 FROM chosen_ids WHERE id = seq + 1) THEN seq + 1
+        ELSE (SELECT id + 1 FROM (SELECT id FROM plants WHERE id > seq UNION SELECT id FROM chosen_ids WHERE id > seq) AS taken
               WHERE NOT EXISTS (SELECT 1 FROM plants WHERE id = taken.id + 1)
                 AND NOT EXISTS (SELECT 1 FROM chosen_ids WHERE id = taken.id + 1)
               ORDER BY id LIMIT 1)
-      END`).pluck(),
-    lastId: db.prepare<[], bigint>('SELECT last FROM id_sequence').pluck(),
-    setLastId: db.prepare<[bigint], unknown>('UPDATE id_sequence SET last = ?'),
+      END AS next
+      FROM sqlite_sequence WHERE name = 'plants'`),
+    lastId: db.prepare<[], bigint>("SELECT seq FROM sqlite_sequence WHERE name = 'plants'").pluck(),
+    setLastId: db.prepare<[bigint], unknown>("UPDATE sqlite_sequence SET seq = ? WHERE name = 'plants'"),
     // A chosen id the sequence has yet to reach is remembered, so it is skipped even once deleted.
-    noteChosen: db.prepare<{ id: bigint }, unknown>(
-      `INSERT OR IGNORE INTO chosen_ids (id) SELECT @id FROM id_sequence WHERE @id > last AND @id <= ${MAX_ASSIGNED_ID}`),
+    noteChosen: db.prepare<[bigint], unknown>('INSERT OR IGNORE INTO chosen_ids (id) VALUES (?)'),
     // Chosen ids the sequence has passed can never be met again.
     forgetChosen: db.prepare<[bigint], unknown>('DELETE FROM chosen_ids WHERE id <= ?'),
+    // While writes fail, a write of PROBE_BYTES tells whether the database takes writes again.
+    writeProbe: db.prepare<[number], unknown>('INSERT OR REPLACE INTO write_probe (id, data) VALUES (1, zeroblob(?))'),
+    clearProbe: db.prepare('DELETE FROM write_probe'),
     // updated_at strictly increases, even for two writes within one millisecond.
     update: db.prepare<[string, string | null, number, bigint], PlantRow>(
       'UPDATE plants SET name = ?, tag = ?, updated_at = max(?, updated_at + 1) WHERE id = ? RETURNING *'),
@@ -125,20 +139,24 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     }
     let row: PlantRow
     if (id === undefined) {
-      const last = statements.lastId.get() as bigint
-      const assigned = statements.nextId.get({ next: last + 1n }) as bigint
-      if (assigned > MAX_ASSIGNED_ID) throw idsExhausted()
-      row = statements.insert.get(assigned, name, tag ?? null, now, now) as PlantRow
-      statements.setLastId.run(assigned)
-      if (assigned > last + 1n) statements.forgetChosen.run(assigned)
+      const { last, next } = statements.nextId.get() as { last: bigint, next: bigint }
+      if (next > MAX_ASSIGNED_ID) throw idsExhausted()
+      // AUTOINCREMENT itself moves sqlite_sequence up to an inserted id above it: to `next`.
+      row = statements.insert.get(next, name, tag ?? null, now, now) as PlantRow
+      if (next > last + 1n) statements.forgetChosen.run(next)
     } else {
+      const last = statements.lastId.get() as bigint
       try {
         row = statements.insert.get(id, name, tag ?? null, now, now) as PlantRow
       } catch (err) {
         if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw plantIdTaken(id)
         throw err
       }
-      statements.noteChosen.run({ id })
+      if (id > last) {
+        // AUTOINCREMENT moved the sequence up to the chosen id: put it back.
+        statements.setLastId.run(last)
+        if (id <= MAX_ASSIGNED_ID) statements.noteChosen.run(id)
+      }
     }
     if (idempotency !== undefined) {
       const { scope, key, fingerprint } = idempotency
@@ -153,34 +171,85 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     return toPlant(writableRow(id, statements.delete.get(id), undefined))
   })
 
+  const writeProbe = db.transaction(() => { statements.writeProbe.run(PROBE_BYTES) })
+  const clearProbe = db.transaction(() => { statements.clearProbe.run() })
+
+  const { filename, onCommit, onSync, log } = options
+  const inFile = filename !== ':memory:'
+  // The file this process opened must stay the one its path names (see createFileCheck).
+  const file = inFile
+    ? createFileCheck(filename, (error) => { log?.error({ err: error.cause }, 'the database file was deleted or replaced: writes, reads and /health answer 503 until a restart') })
+    : undefined
+
+  /**
+   * Why writes fail right now (a full disk, an I/O error): set by the last failure, cleared by the
+   * next commit. /health reports it, and retries with a probe write when no other write came, so
+   * the store recovers by itself once space is back.
+   */
+  let trouble: ServiceError | undefined
+
+  /** What a failure of SQLite or of its files means (storage-full, unavailable), when it is one of those. */
+  const failure = (err: unknown): unknown => {
+    const error = err instanceof ServiceError ? undefined : sqliteFailure(err)
+    if (error === undefined) return err
+    if (trouble?.code !== error.code) log?.error({ err, code: error.code }, 'database writes fail')
+    trouble = error
+    return error
+  }
+
   // Writes are group-committed: those that arrive together share one transaction and one fsync.
-  const durable = (options.synchronous ?? 'full') === 'full' && options.filename !== ':memory:'
-  const { onCommit, onSync } = options
+  const durable = (options.synchronous ?? 'full') === 'full' && inFile
   const writes = createGroupCommit(db, {
-    ...(durable && { walFile: `${options.filename}-wal` }),
-    ...(onCommit !== undefined && { onCommit }),
-    ...(onSync !== undefined && { onSync })
+    ...(durable && { walFile: `${filename}-wal` }),
+    onCommit: (count) => {
+      if (trouble !== undefined) log?.info({ code: trouble.code }, 'database writes work again')
+      trouble = undefined
+      onCommit?.(count)
+    },
+    ...(onSync !== undefined && { onSync }),
+    ...(file !== undefined && { verify: () => { file.verify() } }),
+    report: failure
   })
 
   return {
     async ping () {
-      statements.ping.get()
+      try {
+        file?.verify(true)
+        statements.ping.get()
+      } catch (err) {
+        throw failure(err)
+      }
       // Rejects too once a sync of the WAL has failed: the service can no longer promise durability.
       await writes.afterDurable(undefined)
+      // After a failed write, healthy only once a write commits again: a probe, when no other did.
+      if (trouble !== undefined) {
+        await writes.enqueue(writeProbe)
+        await writes.enqueue(clearProbe)
+      }
     },
 
     async list ({ limit, after, tag }: ListQuery): Promise<ListPage> {
-      // One row more than asked tells whether another page follows.
-      // Ids are positive, so "after 0" is the first page.
-      const rows = tag === undefined
-        ? statements.list.all(after ?? 0n, limit + 1)
-        : statements.listByTag.all(tag, after ?? 0n, limit + 1)
-      return writes.afterDurable({ plants: rows.slice(0, limit).map(toPlant), hasMore: rows.length > limit })
+      try {
+        file?.verify()
+        // One row more than asked tells whether another page follows.
+        // Ids are positive, so "after 0" is the first page.
+        const rows = tag === undefined
+          ? statements.list.all(after ?? 0n, limit + 1)
+          : statements.listByTag.all(tag, after ?? 0n, limit + 1)
+        return writes.afterDurable({ plants: rows.slice(0, limit).map(toPlant), hasMore: rows.length > limit })
+      } catch (err) {
+        throw failure(err)
+      }
     },
 
     async get (id: bigint) {
-      const row = statements.get.get(id)
-      return writes.afterDurable(row === undefined ? undefined : toPlant(row))
+      try {
+        file?.verify()
+        const row = statements.get.get(id)
+        return writes.afterDurable(row === undefined ? undefined : toPlant(row))
+      } catch (err) {
+        throw failure(err)
+      }
     },
 
     create (plant: NewPlant, idempotency?: IdempotencyKey) {
@@ -206,7 +275,14 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
       if (!db.open) return
       await writes.close()
       // Fold the WAL back into the main file so a stopped service leaves one self-contained file.
-      if (options.filename !== ':memory:') db.pragma('wal_checkpoint(TRUNCATE)')
+      // When that fails (a full disk), the WAL stays beside the file and SQLite replays it at the next start.
+      if (inFile) {
+        try {
+          db.pragma('wal_checkpoint(TRUNCATE)')
+        } catch (err) {
+          log?.error({ err }, 'the database could not be checkpointed at close; its WAL is kept and replayed at the next start')
+        }
+      }
       db.close()
     }
   }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { describe, test } from 'node:test'
 import { migrations } from '../../../src/store/postgres/migrations.js'
-import { isConnectionError, isPostgresUrl, parsePostgresUrl } from '../../../src/store/postgres/connection.js'
+import { isConnectionError, isPostgresUrl, parsePostgresUrl, postgresFailure } from '../../../src/store/postgres/connection.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { StoreOpenError } from '../../../src/errors.js'
 import type { PlantStore } from '../../../src/store/store.js'
@@ -39,6 +39,38 @@ test('connection errors are told apart from other errors', () => {
   }
   for (const err of [coded('23505'), coded('42P01'), new Error('boom'), 'ECONNREFUSED']) {
     assert.equal(isConnectionError(err), false, String(err))
+  }
+})
+
+test('every failure to reach or use the database is unavailable (storage-full when its disk is); bugs stay bugs', () => {
+  const coded = (code: string): Error => Object.assign(new Error(`error ${code}`), { code })
+  const cases: Array<[unknown, string | undefined]> = [
+    [coded('ECONNREFUSED'), 'unavailable'],
+    [coded('08006'), 'unavailable'], // connection failure
+    [coded('53300'), 'unavailable'], // too many connections
+    [coded('53200'), 'unavailable'], // out of memory
+    [coded('53100'), 'storage-full'], // disk full
+    [coded('55000'), 'unavailable'], // e.g. a database that does not allow connections
+    [coded('55006'), 'unavailable'], // object in use
+    [coded('55P03'), 'unavailable'], // lock_timeout
+    [coded('57014'), 'unavailable'], // statement_timeout
+    [coded('57P01'), 'unavailable'], // admin shutdown
+    [coded('57P04'), 'unavailable'], // database dropped
+    [coded('58030'), 'unavailable'], // I/O error
+    [coded('28P01'), 'unavailable'], // password refused
+    [coded('3D000'), 'unavailable'], // no such database
+    [new Error('Query read timeout'), 'unavailable'],
+    [coded('42601'), undefined], // syntax error
+    [coded('23505'), undefined], // unique violation
+    [coded('22021'), undefined], // invalid byte sequence
+    [coded('XX000'), undefined], // internal error
+    [new Error('boom'), undefined],
+    [{ code: '57014' }, undefined]
+  ]
+  for (const [err, code] of cases) {
+    const failure = postgresFailure(err)
+    assert.equal(failure?.code, code, String((err as Error).message))
+    if (failure !== undefined) assert.equal(failure.cause, err, 'the cause is kept for the log')
   }
 })
 
