@@ -6,7 +6,7 @@
  *
  *   npm run bench -- [--quick] [--duration 10] [--warmup 3] [--connections 32]
  *                    [--only read,list,create,delete] [--db sqlite] [--db postgres://...]
- *                    [--log-level warn] [--cpu-prof]
+ *                    [--log-level warn] [--limits on|off] [--cpu-prof]
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs'
@@ -51,6 +51,8 @@ interface Options {
   only: Set<WorkloadName>
   stores: StoreChoice[]
   logLevel: LogLevel
+  /** Whether the rate limit and the per-connection request cap run (never reached either way). */
+  limits: boolean
   cpuProf: boolean
   quick: boolean
 }
@@ -120,6 +122,8 @@ const CREATE_BODY = '{"name":"Monstera","tag":"tropical"}'
  */
 const SERVER_NODE_FLAGS = ['--max-semi-space-size=4']
 const TOKEN = randomBytes(24).toString('base64url')
+/** A rate limit per window and a number of requests per connection that no run comes near. */
+const UNREACHABLE = 1e12
 
 function parseOptions (): Options {
   const { values } = parseArgs({
@@ -133,6 +137,8 @@ function parseOptions (): Options {
       db: { type: 'string', multiple: true },
       // Request logging at info costs more than the rest of a read (README, "Performance").
       'log-level': { type: 'string', default: 'warn' },
+      // `on`: the rate limit and the per-connection request cap run, with limits no run reaches.
+      limits: { type: 'string', default: 'on' },
       'cpu-prof': { type: 'boolean', default: false }
     }
   })
@@ -152,6 +158,7 @@ function parseOptions (): Options {
     throw new Error(`--db: "sqlite" or a postgres:// URL, not ${db}`)
   })
   if (new Set(stores.map((store) => store.kind)).size !== stores.length) throw new Error('--db: each store at most once')
+  if (values.limits !== 'on' && values.limits !== 'off') throw new Error('--limits: on or off')
   return {
     quick: values.quick,
     duration: number(values.duration, values.quick ? 1 : 10, 'duration'),
@@ -160,6 +167,7 @@ function parseOptions (): Options {
     only: new Set(only as WorkloadName[]),
     stores,
     logLevel: values['log-level'] as LogLevel,
+    limits: values.limits === 'on',
     cpuProf: values['cpu-prof']
   }
 }
@@ -468,9 +476,10 @@ async function main (): Promise<void> {
       SQLITE_SYNCHRONOUS: sync,
       LOG_LEVEL: options.logLevel,
       // The abuse limits would stop one benchmark client that sends everything with one token
-      // (1000 requests a minute, 1000 requests a connection by default): measure the API, not them.
-      RATE_LIMIT_MAX: '0',
-      MAX_REQUESTS_PER_SOCKET: '0',
+      // (1000 requests a minute, 1000 requests a connection by default). They run, as they do in
+      // production, at limits no run reaches (--limits off: not at all).
+      RATE_LIMIT_MAX: options.limits ? String(UNREACHABLE) : '0',
+      MAX_REQUESTS_PER_SOCKET: options.limits ? String(UNREACHABLE) : '0',
       // Load shedding as configured, as in production (the test servers have it off).
       MAX_EVENT_LOOP_DELAY_MS: process.env.MAX_EVENT_LOOP_DELAY_MS
     }, join(work, `${name}.log`), [...SERVER_NODE_FLAGS, ...profileArgs(name)])
@@ -533,7 +542,7 @@ async function main (): Promise<void> {
   try {
     const pool = process.env.PG_POOL_MAX ?? '10'
     process.stderr.write(`plant-store bench: ${options.duration}s per workload after ${options.warmup}s warm-up, ` +
-      `${options.connections} connections, LOG_LEVEL=${options.logLevel}, stores: ${options.stores.map((store) =>
+      `${options.connections} connections, LOG_LEVEL=${options.logLevel}, limits ${options.limits ? 'on' : 'off'}, stores: ${options.stores.map((store) =>
         store.kind === 'postgres' ? `postgres (${store.setting ?? ''}, PG_POOL_MAX=${pool})` : 'sqlite').join(', ')}\n`)
     if (options.cpuProf) mkdirSync(profiles, { recursive: true })
     fsyncMs.push(fsyncLatencyMs(work))
@@ -657,7 +666,7 @@ function report (rows: Row[], targets: TargetCheck[], options: Options, fsyncMs:
   const fsync = `fdatasync of a 4 KiB append: ${fsyncMs.map((ms) => `${ms.toFixed(2)} ms`).join(' (start), ')} (end)`
   const postgres = options.stores.filter((store) => store.kind === 'postgres')
     .map((store) => `PostgreSQL: ${store.setting ?? ''}, PG_POOL_MAX=${process.env.PG_POOL_MAX ?? '10'}\n`).join('')
-  process.stdout.write(`\n${date}  ${machine}\n${redactPassword(command)}  (LOG_LEVEL=${options.logLevel})\n${fsync}\n${postgres}\n` +
+  process.stdout.write(`\n${date}  ${machine}\n${redactPassword(command)}  (LOG_LEVEL=${options.logLevel}, limits ${options.limits ? 'on' : 'off'})\n${fsync}\n${postgres}\n` +
     `${table(header, lines)}\n\n${targetTable}\n`)
 
   mkdirSync(RESULTS, { recursive: true })
