@@ -95,42 +95,55 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     ping: db.prepare('SELECT 1').pluck()
   }
 
-  const write = db.transaction((id: bigint, next: (row: PlantRow) => { name: string, tag: string | null }, ifMatch?: IfMatch): Plant => {
+  /*
+   * Each write runs inside a group-commit batch, where one failing write must leave no trace while
+   * its neighbours commit. A write that changes the database with one statement needs nothing for
+   * that: SQLite undoes a failed statement by itself (and one that fails the whole transaction
+   * fails the batch). Only a write of several changing statements runs as a `db.transaction`, a
+   * SAVEPOINT inside the batch: SAVEPOINT and RELEASE were a tenth of a delete's CPU time.
+   */
+
+  // Reads the row, checks it, then one UPDATE.
+  const write = (id: bigint, next: (row: PlantRow) => { name: string, tag: string | null }, ifMatch?: IfMatch): Plant => {
     const { name, tag } = next(writableRow(id, statements.get.get(id), ifMatch))
     return toPlant(statements.update.get(name, tag, Date.now(), id) as PlantRow)
-  })
+  }
 
-  const insert = db.transaction(({ id, name, tag }: NewPlant, idempotency?: IdempotencyKey): CreateResult => {
-    const now = Date.now()
-    if (idempotency !== undefined) {
-      const earlier = statements.findKey.get(idempotency.scope, idempotency.key, now - IDEMPOTENCY_TTL_MS)
-      if (earlier !== undefined) {
-        if (earlier.fingerprint !== idempotency.fingerprint) throw idempotencyKeyReused()
-        return { plant: rememberedPlant(earlier), replayed: true }
-      }
-      statements.expireKeys.run(now - IDEMPOTENCY_TTL_MS)
-    }
-    let row: PlantRow
+  // One INSERT.
+  const insertRow = ({ id, name, tag }: NewPlant, now: number): PlantRow => {
     try {
-      row = statements.insert.get(id ?? null, name, tag ?? null, now, now) as PlantRow
+      return statements.insert.get(id ?? null, name, tag ?? null, now, now) as PlantRow
     } catch (err) {
       if (id !== undefined && (err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
         throw plantIdTaken(id)
       }
       throw err
     }
-    if (idempotency !== undefined) {
-      const { scope, key, fingerprint } = idempotency
-      statements.saveKey.run(scope, key, fingerprint, row.id, row.name, row.tag, row.created_at, row.updated_at)
+  }
+
+  const insert = (plant: NewPlant): CreateResult => ({ plant: toPlant(insertRow(plant, Date.now())), replayed: false })
+
+  // Expired keys, the plant and its key: several statements, so a savepoint.
+  const insertWithKey = db.transaction((plant: NewPlant, idempotency: IdempotencyKey): CreateResult => {
+    const now = Date.now()
+    const earlier = statements.findKey.get(idempotency.scope, idempotency.key, now - IDEMPOTENCY_TTL_MS)
+    if (earlier !== undefined) {
+      if (earlier.fingerprint !== idempotency.fingerprint) throw idempotencyKeyReused()
+      return { plant: rememberedPlant(earlier), replayed: true }
     }
+    statements.expireKeys.run(now - IDEMPOTENCY_TTL_MS)
+    const row = insertRow(plant, now)
+    const { scope, key, fingerprint } = idempotency
+    statements.saveKey.run(scope, key, fingerprint, row.id, row.name, row.tag, row.created_at, row.updated_at)
     return { plant: toPlant(row), replayed: false }
   })
 
-  const remove = db.transaction((id: bigint, ifMatch?: IfMatch): Plant => {
+  // With If-Match, reads and checks the row first; then one DELETE.
+  const remove = (id: bigint, ifMatch?: IfMatch): Plant => {
     // Without If-Match there is nothing to check first: the delete itself says whether the plant was there.
     if (ifMatch !== undefined) writableRow(id, statements.get.get(id), ifMatch)
     return toPlant(writableRow(id, statements.delete.get(id), undefined))
-  })
+  }
 
   // Writes are group-committed: those that arrive together share one transaction and one fsync.
   const durable = (options.synchronous ?? 'full') === 'full' && options.filename !== ':memory:'
@@ -165,7 +178,7 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     },
 
     create (plant: NewPlant, idempotency?: IdempotencyKey) {
-      return writes.enqueue(() => insert(plant, idempotency))
+      return writes.enqueue(idempotency === undefined ? () => insert(plant) : () => insertWithKey(plant, idempotency))
     },
 
     replace (id: bigint, { name, tag }: Omit<NewPlant, 'id'>, ifMatch?: IfMatch) {
