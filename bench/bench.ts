@@ -1,9 +1,12 @@
 /**
- * `npm run bench`: drives the real, built server with autocannon and compares every workload with a
- * bare Fastify route measured in the same run. See the README's "Performance" section.
+ * `npm run bench`: drives the real, built server with autocannon and compares every workload with
+ * two references measured in the same run: a bare Fastify route (the ceiling, bench/ceiling.ts)
+ * and the Fastify + better-sqlite3 service a user would write instead (bench/minimal.ts). See the
+ * README's "Performance" section.
  *
  *   npm run bench -- [--quick] [--duration 10] [--warmup 3] [--connections 32]
- *                    [--only read,delete] [--db <DATABASE_URL>] [--log-level warn] [--cpu-prof]
+ *                    [--only read,list,create,delete] [--db sqlite] [--db postgres://...]
+ *                    [--log-level warn] [--limits on|off] [--cpu-prof]
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs'
@@ -14,30 +17,58 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { randomBytes } from 'node:crypto'
 import autocannon from 'autocannon'
+import pg from 'pg'
 import { buildApp } from '../src/app.js'
 import { loadConfig, type LogLevel } from '../src/load-config.js'
+import { isPostgresUrl, parsePostgresUrl } from '../src/store/postgres/connection.js'
 import type { SqliteSynchronous } from '../src/store/sqlite/sqlite-store.js'
 import type { PlantStore } from '../src/store/store.js'
 import { startServer } from '../test/helpers/server-process.js'
 
 type Sync = SqliteSynchronous
-type WorkloadName = 'ceiling' | 'read' | 'list' | 'create' | 'delete'
+type WorkloadName = 'read' | 'list' | 'create' | 'delete'
+/** What answers: a bare Fastify route, the service a user would write instead, or plant-store. */
+type Server = 'ceiling' | 'minimal' | 'plant-store'
+type StoreKind = 'sqlite' | 'postgres'
+
+/** A store plant-store is measured on (`--db`, repeatable). */
+interface StoreChoice {
+  kind: StoreKind
+  /** PostgreSQL: the server URL; every workload gets a fresh schema on it, dropped afterwards. */
+  url?: string
+  /**
+   * PostgreSQL: the SQLite level its settings match (`full` with fsync and synchronous_commit on),
+   * so its writes are set beside the SQLite rows of equal durability; and those settings.
+   */
+  sync?: Sync
+  setting?: string
+}
 
 interface Options {
   duration: number
   warmup: number
   connections: number
   only: Set<WorkloadName>
-  db: string | undefined
+  stores: StoreChoice[]
   logLevel: LogLevel
+  /** Whether the rate limit and the per-connection request cap run (never reached either way). */
+  limits: boolean
   cpuProf: boolean
   quick: boolean
 }
 
 interface Row {
-  workload: WorkloadName
+  server: Server
+  /** The store plant-store ran on (the minimal service is always SQLite); null for the ceiling. */
+  store: StoreKind | null
+  workload: WorkloadName | 'ceiling'
   sync: Sync | null
+  /** PostgreSQL's durability settings, which decide `sync` for its writes. */
+  syncSetting: string | null
   requestsPerSecond: number
+  /** Seconds measured (autocannon's own count). */
+  durationS: number
+  /** Latency of the 2xx answers, from autocannon's per-response timings (sub-millisecond). */
   p50Ms: number
   p99Ms: number
   requests: number
@@ -46,7 +77,14 @@ interface Row {
   peakRssMb: number | null
   /** Server CPU time per request: steadier than req/s on a shared machine. */
   cpuUsPerRequest: number | null
+  /** req/s ÷ the faster ceiling of the run. */
   ratioToCeiling: number | null
+  /** req/s ÷ the minimal service's on the same workload and sync level. */
+  ratioToMinimal: number | null
+  /** p99 ÷ the minimal service's on the same workload and sync level. */
+  p99ToMinimal: number | null
+  /** PostgreSQL rows: req/s ÷ plant-store on SQLite on the same workload and sync level. */
+  ratioToSqlite: number | null
 }
 
 /** What autocannon sends: one request shape, optionally rewritten per request. */
@@ -56,19 +94,36 @@ interface Traffic {
   body?: string
   /** Called for every request: returns the path to use (distinct ids, rotating cursors). */
   nextPath?: () => string
+  /**
+   * Deletes: how many requests the warm-up and the measurement send (each deletes a distinct
+   * seeded plant), instead of running for a duration, so a run never asks for more plants than
+   * were seeded, however fast the machine happens to be at that moment.
+   */
+  amount?: { warmup: number, measure: number }
+}
+
+/** An issue-14 target, read off the rows of the run; speed never fails the run. */
+interface TargetCheck {
+  target: string
+  value: number
+  holds: boolean
 }
 
 const HERE = dirname(fileURLToPath(import.meta.url))
 const CEILING = join(HERE, 'ceiling.js')
+const MINIMAL = join(HERE, 'minimal.js')
 const RESULTS = join(HERE, '..', '..', 'bench', 'results')
-const WORKLOADS: readonly WorkloadName[] = ['ceiling', 'read', 'list', 'create', 'delete']
+const WORKLOADS: readonly WorkloadName[] = ['read', 'list', 'create', 'delete']
 const SEEDED_PLANTS = 10_000
+const CREATE_BODY = '{"name":"Monstera","tag":"tropical"}'
 /**
  * As `npm start` runs the service: a 4 MB young generation keeps the resident set about 20 MB
  * smaller under load, at no cost in throughput (README, "Performance").
  */
 const SERVER_NODE_FLAGS = ['--max-semi-space-size=4']
 const TOKEN = randomBytes(24).toString('base64url')
+/** A rate limit per window and a number of requests per connection that no run comes near. */
+const UNREACHABLE = 1e12
 
 function parseOptions (): Options {
   const { values } = parseArgs({
@@ -78,9 +133,12 @@ function parseOptions (): Options {
       warmup: { type: 'string' },
       connections: { type: 'string', default: '32' },
       only: { type: 'string' },
-      db: { type: 'string' },
+      // `sqlite` (a fresh file per workload) or a postgres:// URL; repeat to measure both in one run.
+      db: { type: 'string', multiple: true },
       // Request logging at info costs more than the rest of a read (README, "Performance").
       'log-level': { type: 'string', default: 'warn' },
+      // `on`: the rate limit and the per-connection request cap run, with limits no run reaches.
+      limits: { type: 'string', default: 'on' },
       'cpu-prof': { type: 'boolean', default: false }
     }
   })
@@ -94,20 +152,27 @@ function parseOptions (): Options {
   for (const name of only) {
     if (!WORKLOADS.includes(name as WorkloadName)) throw new Error(`--only: unknown workload ${name} (${WORKLOADS.join(', ')})`)
   }
+  const stores = (values.db ?? ['sqlite']).map((db): StoreChoice => {
+    if (db === 'sqlite') return { kind: 'sqlite' }
+    if (isPostgresUrl(db)) return { kind: 'postgres', url: db }
+    throw new Error(`--db: "sqlite" or a postgres:// URL, not ${db}`)
+  })
+  if (new Set(stores.map((store) => store.kind)).size !== stores.length) throw new Error('--db: each store at most once')
+  if (values.limits !== 'on' && values.limits !== 'off') throw new Error('--limits: on or off')
   return {
     quick: values.quick,
     duration: number(values.duration, values.quick ? 1 : 10, 'duration'),
     warmup: number(values.warmup, values.quick ? 0.5 : 3, 'warmup'),
     connections: number(values.connections, 32, 'connections'),
-    // The ceiling is always measured: every figure is read against it.
-    only: new Set<WorkloadName>(['ceiling', ...only as WorkloadName[]]),
-    db: values.db,
+    only: new Set(only as WorkloadName[]),
+    stores,
     logLevel: values['log-level'] as LogLevel,
+    limits: values.limits === 'on',
     cpuProf: values['cpu-prof']
   }
 }
 
-/** A child process that answers HTTP at `url`: the ceiling, or plant-store itself. */
+/** A child process that answers HTTP at `url`: a reference service, or plant-store itself. */
 class Child {
   private constructor (readonly process: ChildProcess, readonly url: string) {}
 
@@ -117,15 +182,15 @@ class Child {
     return new Child(server.child, server.baseUrl)
   }
 
-  /** A script that prints "... listening on http://host:port" once it is ready (the ceiling). */
-  static async start (script: string, env: NodeJS.ProcessEnv, logFile: string): Promise<Child> {
+  /** A script that prints "... listening on http://host:port" once it is ready (the references). */
+  static async start (script: string, env: NodeJS.ProcessEnv, logFile: string, nodeArgs: string[]): Promise<Child> {
     // Output goes to a file, not a pipe: draining a pipe would cost the load generator CPU.
     const fd = openSync(logFile, 'w')
-    const child = spawn(process.execPath, [script], { env, stdio: ['ignore', fd, fd] })
+    const child = spawn(process.execPath, [...nodeArgs, script], { env, stdio: ['ignore', fd, fd] })
     closeSync(fd)
     let exited = false
     child.once('exit', () => { exited = true })
-    for (let waited = 0; waited < 30_000; waited += 20) {
+    for (let waited = 0; waited < 60_000; waited += 20) {
       const match = /listening on (http:\/\/[^\s]+)/.exec(readFileSync(logFile, 'utf8'))
       if (match?.[1] !== undefined) return new Child(child, match[1])
       if (exited) break
@@ -186,6 +251,39 @@ function fsyncLatencyMs (directory: string): number {
   return times.sort((a, b) => a - b)[times.length >> 1] ?? 0
 }
 
+/** `url` with `?schema=name`, replacing any schema it named. */
+function withSchema (url: string, schema: string): string {
+  const parsed = new URL(url)
+  parsed.searchParams.set('schema', schema)
+  return parsed.toString()
+}
+
+/** One statement on a short-lived connection to the PostgreSQL server `url` names. */
+async function postgresQuery (url: string, text: string): Promise<pg.QueryResultRow[]> {
+  const client = new pg.Client({ connectionString: parsePostgresUrl(url).connectionString })
+  await client.connect()
+  try {
+    return (await client.query(text)).rows
+  } finally {
+    await client.end()
+  }
+}
+
+/**
+ * PostgreSQL's durability: with fsync and synchronous_commit on, an acknowledged commit survives a
+ * power loss, as under SQLite's `full`; otherwise only a process crash, as under `normal`.
+ */
+async function postgresDurability (url: string): Promise<{ sync: Sync, setting: string }> {
+  const [fsync] = await postgresQuery(url, 'SHOW fsync')
+  const [commit] = await postgresQuery(url, 'SHOW synchronous_commit')
+  const fsyncOn = fsync?.fsync === 'on'
+  const synchronousCommit = String(commit?.synchronous_commit)
+  return {
+    sync: fsyncOn && synchronousCommit !== 'off' ? 'full' : 'normal',
+    setting: `synchronous_commit=${synchronousCommit}${fsyncOn ? '' : ', fsync=off'}`
+  }
+}
+
 /** Fills a database through the PlantStore contract, so any backend DATABASE_URL names is seeded alike. */
 async function seed (databaseUrl: string, count: number): Promise<bigint[]> {
   const app = await buildApp(loadConfig({
@@ -206,23 +304,56 @@ async function seed (databaseUrl: string, count: number): Promise<bigint[]> {
   }
 }
 
-async function drive (url: string, traffic: Traffic, seconds: number, connections: number): Promise<autocannon.Result> {
-  const headers: Record<string, string> = { authorization: `Bearer ${TOKEN}` }
+interface Drive {
+  result: autocannon.Result
+  /** Every 2xx answer's latency in ms, as autocannon timed it (its own percentiles are whole ms). */
+  latenciesMs: Float64Array
+}
+
+/**
+ * Sends `traffic` for `seconds`, or `amount` requests (then for at most three times `seconds`: a
+ * slower moment shortens the measurement rather than stretching the run).
+ */
+async function drive (url: string, traffic: Traffic, seconds: number, amount: number | undefined, connections: number, authorize: boolean): Promise<Drive> {
+  const headers: Record<string, string> = authorize ? { authorization: `Bearer ${TOKEN}` } : {}
   if (traffic.body !== undefined) headers['content-type'] = 'application/json'
   const { nextPath } = traffic
-  return await autocannon({
-    url,
-    connections,
-    duration: seconds,
-    requests: [{
-      method: traffic.method,
-      path: traffic.path,
-      headers,
-      ...(traffic.body === undefined ? {} : { body: traffic.body }),
-      ...(nextPath === undefined ? {} : { setupRequest: (request) => ({ ...request, path: nextPath() }) })
-    }]
+  let latencies = new Float64Array(1 << 16)
+  let count = 0
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon({
+      url,
+      connections,
+      ...(amount === undefined ? { duration: seconds } : { amount }),
+      requests: [{
+        method: traffic.method,
+        path: traffic.path,
+        headers,
+        ...(traffic.body === undefined ? {} : { body: traffic.body }),
+        ...(nextPath === undefined ? {} : { setupRequest: (request) => ({ ...request, path: nextPath() }) })
+      }]
+    }, (err, done) => {
+      clearTimeout(deadline)
+      if (err === null || err === undefined) resolve(done)
+      else reject(err)
+    })
+    const deadline = setTimeout(() => { instance.stop() }, amount === undefined ? 2 ** 31 - 1 : seconds * 3000)
+    instance.on('response', (_client, statusCode, _bytes, responseTime) => {
+      if (statusCode < 200 || statusCode > 299) return
+      if (count === latencies.length) {
+        const grown = new Float64Array(latencies.length * 2)
+        grown.set(latencies)
+        latencies = grown
+      }
+      latencies[count++] = responseTime
+    })
   })
+  return { result, latenciesMs: latencies.subarray(0, count).sort() }
 }
+
+/** The `fraction` percentile of sorted values (nearest rank), 0 when there are none. */
+const percentile = (sorted: Float64Array, fraction: number): number =>
+  sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)] ?? 0
 
 /** Cycles through `paths`; with `once`, every path is used at most once (then it says so). */
 function rotate (paths: readonly string[], once: boolean): { next: () => string, exhausted: () => boolean } {
@@ -240,26 +371,38 @@ function rotate (paths: readonly string[], once: boolean): { next: () => string,
   }
 }
 
+const label = (row: Pick<Row, 'server' | 'store'>): string =>
+  row.server === 'plant-store' && row.store === 'postgres' ? 'plant-store (pg)' : row.server
+
 async function main (): Promise<void> {
   const options = parseOptions()
   const work = mkdtempSync(join(tmpdir(), 'plant-store-bench-'))
   const profiles = join(RESULTS, 'profiles')
   const rows: Row[] = []
   const fsyncMs: number[] = []
-  let ceilingRps = 0
+  const schemas: Array<{ url: string, schema: string }> = []
+  const runId = randomBytes(4).toString('hex')
 
-  const measure = async (child: Child, workload: WorkloadName, sync: Sync | null, traffic: Traffic): Promise<Row> => {
-    await drive(child.url, traffic, options.warmup, options.connections)
+  for (const store of options.stores) {
+    if (store.kind === 'postgres' && store.url !== undefined) Object.assign(store, await postgresDurability(store.url))
+  }
+
+  const profileArgs = (name: string): string[] =>
+    options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`, `--cpu-prof-name=${name}.cpuprofile`] : []
+
+  const measure = async (child: Child, row: Pick<Row, 'server' | 'store' | 'workload' | 'sync' | 'syncSetting'>, traffic: Traffic): Promise<Row> => {
+    const authorize = row.server === 'plant-store'
+    await drive(child.url, traffic, options.warmup, traffic.amount?.warmup, options.connections, authorize)
     const cpuBefore = child.cpuSeconds()
-    const result = await drive(child.url, traffic, options.duration, options.connections)
+    const { result, latenciesMs } = await drive(child.url, traffic, options.duration, traffic.amount?.measure, options.connections, authorize)
     const cpuAfter = child.cpuSeconds()
     const requestsPerSecond = result.requests.total / result.duration
-    const row: Row = {
-      workload,
-      sync,
+    const measured: Row = {
+      ...row,
       requestsPerSecond,
-      p50Ms: result.latency.p50,
-      p99Ms: result.latency.p99,
+      durationS: result.duration,
+      p50Ms: percentile(latenciesMs, 0.5),
+      p99Ms: percentile(latenciesMs, 0.99),
       requests: result.requests.total,
       non2xx: result.non2xx,
       errors: result.errors + result.timeouts,
@@ -267,27 +410,63 @@ async function main (): Promise<void> {
       cpuUsPerRequest: cpuBefore === null || cpuAfter === null || result.requests.total === 0
         ? null
         : (cpuAfter - cpuBefore) * 1e6 / result.requests.total,
-      ratioToCeiling: null
+      ratioToCeiling: null,
+      ratioToMinimal: null,
+      p99ToMinimal: null,
+      ratioToSqlite: null
     }
-    rows.push(row)
-    process.stderr.write(`  ${workload}${sync === null ? '' : ` (${sync})`}: ${Math.round(requestsPerSecond)} req/s\n`)
-    return row
+    rows.push(measured)
+    process.stderr.write(`  ${row.workload}${row.sync === null ? '' : ` (${row.sync})`} ${label(row)}: ` +
+      `${Math.round(requestsPerSecond)} req/s, ${measured.cpuUsPerRequest?.toFixed(0) ?? 'n/a'} µs CPU/req over ${result.duration} s\n`)
+    return measured
   }
 
   // Measured first and last: the machine is shared, so ratios use the faster of both.
   const measureCeiling = async (): Promise<void> => {
-    const ceiling = await Child.start(CEILING, process.env, join(work, 'ceiling.log'))
+    const ceiling = await Child.start(CEILING, process.env, join(work, 'ceiling.log'), [])
     try {
-      const { requestsPerSecond } = await measure(ceiling, 'ceiling', null, { method: 'GET', path: '/' })
-      ceilingRps = Math.max(ceilingRps, requestsPerSecond)
+      await measure(ceiling, { server: 'ceiling', store: null, workload: 'ceiling', sync: null, syncSetting: null }, { method: 'GET', path: '/' })
     } finally {
       await ceiling.stop()
     }
   }
 
-  const server = async (name: string, sync: Sync, seedCount: number): Promise<{ child: Child, ids: bigint[] }> => {
-    const databaseUrl = options.db ?? join(work, `${name}.db`)
-    const ids = await seed(databaseUrl, seedCount)
+  /**
+   * How many deletes the warm-up and the measurement send, each deleting a distinct seeded plant:
+   * what the same server would do in that time at 1.3 times the rate it created at (deletes run a
+   * little faster than creates), or, without a create measured, at its own fastest rate so far (the
+   * ceiling's before any). Seed `warmup + measure + margin` plants.
+   */
+  const deleteBudget = (server: Server, store: StoreKind, sync: Sync): { warmup: number, measure: number, seed: number } => {
+    const mine = rows.filter((row) => row.server === server && row.store === store)
+    const created = mine.find((row) => row.workload === 'create' && row.sync === sync)
+    const rate = created === undefined
+      ? Math.max(...(mine.length > 0 ? mine : rows.filter((row) => row.server === 'ceiling')).map((row) => row.requestsPerSecond))
+      : 1.3 * created.requestsPerSecond
+    const warmup = Math.max(options.connections, Math.ceil(rate * options.warmup))
+    const measure = Math.max(options.connections, Math.ceil(rate * options.duration))
+    // autocannon may build one request per connection more than it sends.
+    return { warmup, measure, seed: warmup + measure + 2 * options.connections }
+  }
+
+  /** The minimal service on a fresh SQLite file with `plants` plants (ids 1..plants). */
+  const minimal = async (name: string, sync: Sync, plants: number): Promise<Child> =>
+    await Child.start(MINIMAL, {
+      ...process.env,
+      MINIMAL_DATABASE: join(work, `minimal-${name}.db`),
+      MINIMAL_SYNCHRONOUS: sync,
+      MINIMAL_SEED: String(plants)
+    }, join(work, `minimal-${name}.log`), [...SERVER_NODE_FLAGS, ...profileArgs(`minimal-${name}`)])
+
+  /** plant-store on a fresh database of `store` seeded with `plants` plants. */
+  const service = async (store: StoreChoice, name: string, sync: Sync, plants: number): Promise<{ child: Child, ids: bigint[] }> => {
+    let databaseUrl = join(work, `${name}.db`)
+    if (store.kind === 'postgres' && store.url !== undefined) {
+      const schema = `plant_store_bench_${runId}_${name.replace(/-/g, '_')}`
+      schemas.push({ url: store.url, schema })
+      databaseUrl = withSchema(store.url, schema)
+    }
+    const ids = await seed(databaseUrl, plants)
     const child = await Child.server({
       ...process.env,
       PORT: '0',
@@ -297,118 +476,213 @@ async function main (): Promise<void> {
       SQLITE_SYNCHRONOUS: sync,
       LOG_LEVEL: options.logLevel,
       // The abuse limits would stop one benchmark client that sends everything with one token
-      // (1000 requests a minute, 1000 requests a connection by default): measure the API, not them.
-      RATE_LIMIT_MAX: '0',
-      MAX_REQUESTS_PER_SOCKET: '0',
+      // (1000 requests a minute, 1000 requests a connection by default). They run, as they do in
+      // production, at limits no run reaches (--limits off: not at all).
+      RATE_LIMIT_MAX: options.limits ? String(UNREACHABLE) : '0',
+      MAX_REQUESTS_PER_SOCKET: options.limits ? String(UNREACHABLE) : '0',
       // Load shedding as configured, as in production (the test servers have it off).
       MAX_EVENT_LOOP_DELAY_MS: process.env.MAX_EVENT_LOOP_DELAY_MS
-    }, join(work, `${name}.log`), [
-      ...SERVER_NODE_FLAGS,
-      ...(options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`, `--cpu-prof-name=${name}.cpuprofile`] : [])
-    ])
+    }, join(work, `${name}.log`), [...SERVER_NODE_FLAGS, ...profileArgs(name)])
     return { child, ids }
   }
 
+  const readTraffic = (ids: ReadonlyArray<bigint | number>): Traffic =>
+    ({ method: 'GET', path: '/plants/1', nextPath: rotate(ids.map((id) => `/plants/${id}`), false).next })
+  // Cursors from the second half of the table: deep pages, each a different one.
+  const listTraffic = (ids: ReadonlyArray<bigint | number>): Traffic =>
+    ({ method: 'GET', path: '/plants?limit=20', nextPath: rotate(ids.slice(ids.length / 2, -20).map((id) => `/plants?limit=20&after=${id}`), false).next })
+  const oneTo = (count: number): number[] => Array.from({ length: count }, (_, i) => i + 1)
+
+  /** One workload on the minimal service, then on plant-store on each store of `stores`. */
+  const run = async (workload: WorkloadName, sync: Sync, stores: readonly StoreChoice[]): Promise<void> => {
+    const name = `${workload}-${sync}`
+    const rowSync = workload === 'read' || workload === 'list' ? null : sync
+    if (stores.some((store) => store.kind === 'sqlite')) {
+      const budget = deleteBudget('minimal', 'sqlite', sync)
+      const plants = workload === 'delete' ? budget.seed : SEEDED_PLANTS
+      const child = await minimal(name, sync, plants)
+      try {
+        const ids = oneTo(plants)
+        const deletes = rotate(ids.map((id) => `/plants/${id}`), true)
+        await measure(child, { server: 'minimal', store: 'sqlite', workload, sync: rowSync, syncSetting: null },
+          workload === 'read'
+            ? readTraffic(ids)
+            : workload === 'list'
+              ? listTraffic(ids)
+              : workload === 'create'
+                ? { method: 'POST', path: '/plants', body: CREATE_BODY }
+                : { method: 'DELETE', path: '/plants/1', nextPath: deletes.next, amount: budget })
+        if (deletes.exhausted()) throw new Error(`the minimal ${name} workload ran out of seeded plants`)
+      } finally {
+        await child.stop()
+      }
+    }
+    for (const store of stores) {
+      const storeName = `${name}${store.kind === 'postgres' ? '-pg' : ''}`
+      const budget = deleteBudget('plant-store', store.kind, sync)
+      const plants = workload === 'delete' ? budget.seed : SEEDED_PLANTS
+      const { child, ids } = await service(store, storeName, sync, plants)
+      try {
+        const deletes = rotate(ids.map((id) => `/plants/${id}`), true)
+        await measure(child, { server: 'plant-store', store: store.kind, workload, sync: rowSync, syncSetting: store.setting ?? null },
+          workload === 'read'
+            ? readTraffic(ids)
+            : workload === 'list'
+              ? listTraffic(ids)
+              : workload === 'create'
+                ? { method: 'POST', path: '/plants', body: CREATE_BODY }
+                : { method: 'DELETE', path: '/plants/1', nextPath: deletes.next, amount: budget })
+        if (deletes.exhausted()) throw new Error(`the ${storeName} workload ran out of seeded plants`)
+      } finally {
+        await child.stop()
+      }
+    }
+  }
+
   try {
+    const pool = process.env.PG_POOL_MAX ?? '10'
     process.stderr.write(`plant-store bench: ${options.duration}s per workload after ${options.warmup}s warm-up, ` +
-      `${options.connections} connections, LOG_LEVEL=${options.logLevel}\n`)
+      `${options.connections} connections, LOG_LEVEL=${options.logLevel}, limits ${options.limits ? 'on' : 'off'}, stores: ${options.stores.map((store) =>
+        store.kind === 'postgres' ? `postgres (${store.setting ?? ''}, PG_POOL_MAX=${pool})` : 'sqlite').join(', ')}\n`)
     if (options.cpuProf) mkdirSync(profiles, { recursive: true })
     fsyncMs.push(fsyncLatencyMs(work))
 
     await measureCeiling()
-    if (options.only.has('read')) {
-      const { child, ids } = await server('read', 'full', SEEDED_PLANTS)
-      try {
-        const paths = rotate(ids.map((id) => `/plants/${id}`), false)
-        await measure(child, 'read', null, { method: 'GET', path: '/plants/1', nextPath: paths.next })
-      } finally {
-        await child.stop()
-      }
+    // Reads do not depend on the sync level: measured at the default, `full`.
+    for (const workload of ['read', 'list'] as const) {
+      if (options.only.has(workload)) await run(workload, 'full', options.stores)
     }
-
-    if (options.only.has('list')) {
-      const { child, ids } = await server('list', 'full', SEEDED_PLANTS)
-      try {
-        // Cursors from the second half of the table: deep pages, each a different one.
-        const deep = ids.slice(ids.length / 2, -20).map((id) => `/plants?limit=20&after=${id}`)
-        const paths = rotate(deep, false)
-        await measure(child, 'list', null, { method: 'GET', path: '/plants?limit=20', nextPath: paths.next })
-      } finally {
-        await child.stop()
-      }
-    }
-
     for (const sync of ['normal', 'full'] as const) {
-      if (options.only.has('create')) {
-        const { child } = await server(`create-${sync}`, sync, SEEDED_PLANTS)
-        try {
-          await measure(child, 'create', sync, { method: 'POST', path: '/plants', body: '{"name":"Monstera","tag":"tropical"}' })
-        } finally {
-          await child.stop()
-        }
-      }
-      if (options.only.has('delete')) {
-        // Every request deletes a distinct existing plant: seed more than even the ceiling could delete.
-        const needed = Math.ceil(ceilingRps * (options.warmup + options.duration) * 1.2) + 1000
-        const { child, ids } = await server(`delete-${sync}`, sync, needed)
-        try {
-          const paths = rotate(ids.map((id) => `/plants/${id}`), true)
-          await measure(child, 'delete', sync, { method: 'DELETE', path: '/plants/1', nextPath: paths.next })
-          if (paths.exhausted()) throw new Error('the delete workload ran out of seeded plants')
-        } finally {
-          await child.stop()
-        }
+      // PostgreSQL's writes are measured once, beside the SQLite level of equal durability.
+      const stores = options.stores.filter((store) => store.kind === 'sqlite' || store.sync === sync)
+      for (const workload of ['create', 'delete'] as const) {
+        if (options.only.has(workload)) await run(workload, sync, stores)
       }
     }
     await measureCeiling()
     fsyncMs.push(fsyncLatencyMs(work))
   } finally {
     rmSync(work, { recursive: true, force: true })
+    for (const { url, schema } of schemas) await postgresQuery(url, `DROP SCHEMA IF EXISTS ${schema} CASCADE`)
   }
 
-  // The faster of the two ceilings: what the framework can do here, not what a noisy moment let it do
-  // (the first is often a third slower on this VM), so ratios are never flattered by a slow ceiling.
-  const ceiling = Math.max(...rows.filter((row) => row.workload === 'ceiling').map((row) => row.requestsPerSecond))
-  for (const row of rows) row.ratioToCeiling = row.requestsPerSecond / ceiling
-  report(rows, options, fsyncMs)
+  compare(rows)
+  const targets = checkTargets(rows)
+  report(rows, targets, options, fsyncMs)
 
   // Speed is never a failure; a broken run is (no traffic, errors, or answers other than 2xx).
   const broken = rows.filter((row) => row.requests === 0 || row.errors > 0 || row.non2xx > 0)
   if (broken.length > 0) {
-    throw new Error(`invalid run: ${broken.map((row) => `${row.workload}${row.sync === null ? '' : ` (${row.sync})`}`).join(', ')} had no traffic, errors or non-2xx answers`)
+    throw new Error(`invalid run: ${broken.map((row) => `${row.workload}${row.sync === null ? '' : ` (${row.sync})`} ${label(row)}`).join(', ')} had no traffic, errors or non-2xx answers`)
   }
 }
 
-function report (rows: Row[], options: Options, fsyncMs: number[]): void {
-  const header = ['workload', 'sync', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'peak RSS MB', 'CPU µs/req', 'ratio']
+/** Fills in every row's ratios to the references measured in the same run. */
+function compare (rows: Row[]): void {
+  // The faster of the two ceilings: what the framework can do here, not what a noisy moment let it do
+  // (the first is often a third slower on this VM), so ratios are never flattered by a slow ceiling.
+  const ceiling = Math.max(...rows.filter((row) => row.server === 'ceiling').map((row) => row.requestsPerSecond))
+  for (const row of rows) {
+    row.ratioToCeiling = row.requestsPerSecond / ceiling
+    const same = (other: Row): boolean => other.workload === row.workload && other.sync === row.sync
+    const minimal = rows.find((other) => other.server === 'minimal' && same(other))
+    if (row.server === 'plant-store' && minimal !== undefined) {
+      row.ratioToMinimal = row.requestsPerSecond / minimal.requestsPerSecond
+      row.p99ToMinimal = minimal.p99Ms > 0 ? row.p99Ms / minimal.p99Ms : null
+    }
+    const sqlite = rows.find((other) => other.server === 'plant-store' && other.store === 'sqlite' && same(other))
+    if (row.server === 'plant-store' && row.store === 'postgres' && sqlite !== undefined) {
+      row.ratioToSqlite = row.requestsPerSecond / sqlite.requestsPerSecond
+    }
+  }
+}
+
+/** Issue 14's targets, as far as this run measured them (ratios within the run). */
+function checkTargets (rows: Row[]): TargetCheck[] {
+  const checks: TargetCheck[] = []
+  const find = (store: StoreKind, workload: WorkloadName, sync: Sync | null): Row | undefined =>
+    rows.find((row) => row.server === 'plant-store' && row.store === store && row.workload === workload && row.sync === sync)
+  const atLeast = (target: string, value: number | null | undefined, goal: number): void => {
+    if (value !== null && value !== undefined) checks.push({ target, value, holds: value >= goal })
+  }
+  const atMost = (target: string, value: number | null | undefined, goal: number): void => {
+    if (value !== null && value !== undefined) checks.push({ target, value, holds: value <= goal })
+  }
+  const read = find('sqlite', 'read', null)
+  const list = find('sqlite', 'list', null)
+  atLeast('read ≥ 0.55 × ceiling', read?.ratioToCeiling, 0.55)
+  atLeast('read ≥ 0.85 × minimal', read?.ratioToMinimal, 0.85)
+  atMost('read p99 ≤ 1.5 × minimal\'s', read?.p99ToMinimal, 1.5)
+  atLeast('list ≥ 0.30 × ceiling', list?.ratioToCeiling, 0.30)
+  atLeast('list ≥ 0.85 × minimal', list?.ratioToMinimal, 0.85)
+  for (const workload of ['create', 'delete'] as const) {
+    atLeast(`${workload} (normal) ≥ 1.2 × minimal`, find('sqlite', workload, 'normal')?.ratioToMinimal, 1.2)
+    atLeast(`${workload} (full) ≥ 4 × minimal`, find('sqlite', workload, 'full')?.ratioToMinimal, 4)
+  }
+  atLeast('PostgreSQL read ≥ 0.4 × SQLite', find('postgres', 'read', null)?.ratioToSqlite, 0.4)
+  const pgCreate = rows.find((row) => row.server === 'plant-store' && row.store === 'postgres' && row.workload === 'create')
+  atLeast(`PostgreSQL create ≥ 0.3 × SQLite (${pgCreate?.sync ?? ''})`, pgCreate?.ratioToSqlite, 0.3)
+  const rss = rows.filter((row) => row.server === 'plant-store' && row.peakRssMb !== null).map((row) => row.peakRssMb as number)
+  if (rss.length > 0) atMost('peak RSS ≤ 120 MB (every plant-store workload)', Math.max(...rss), 120)
+  return checks
+}
+
+const fixed = (value: number | null, digits: number): string => (value === null ? '' : value.toFixed(digits))
+
+/** A Markdown table, columns padded to their widest cell. */
+function table (header: string[], lines: string[][]): string {
+  const widths = header.map((title, column) => Math.max(title.length, ...lines.map((line) => (line[column] ?? '').length)))
+  const format = (cells: string[]): string => `| ${cells.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join(' | ')} |`
+  return [format(header), `|${widths.map((width) => '-'.repeat(width + 2)).join('|')}|`, ...lines.map(format)].join('\n')
+}
+
+function report (rows: Row[], targets: TargetCheck[], options: Options, fsyncMs: number[]): void {
+  const withPostgres = rows.some((row) => row.store === 'postgres')
+  const header = ['workload', 'sync', 'server', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'peak RSS MB', 'CPU µs/req',
+    '× ceiling', '× minimal', 'p99 × minimal', ...(withPostgres ? ['× SQLite'] : [])]
   const lines = rows.map((row) => [
     row.workload,
     row.sync ?? '',
+    label(row),
     String(Math.round(row.requestsPerSecond)),
-    String(row.p50Ms),
-    String(row.p99Ms),
+    row.p50Ms.toFixed(2),
+    row.p99Ms.toFixed(2),
     String(row.non2xx),
     String(row.errors),
     row.peakRssMb === null ? 'n/a' : row.peakRssMb.toFixed(1),
     row.cpuUsPerRequest === null ? 'n/a' : row.cpuUsPerRequest.toFixed(0),
-    row.ratioToCeiling === null ? 'n/a' : row.ratioToCeiling.toFixed(2)
+    fixed(row.ratioToCeiling, 2),
+    fixed(row.ratioToMinimal, 2),
+    fixed(row.p99ToMinimal, 2),
+    ...(withPostgres ? [fixed(row.ratioToSqlite, 2)] : [])
   ])
-  const widths = header.map((title, column) => Math.max(title.length, ...lines.map((line) => (line[column] ?? '').length)))
-  const format = (cells: string[]): string => `| ${cells.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join(' | ')} |`
-  const table = [format(header), `|${widths.map((width) => '-'.repeat(width + 2)).join('|')}|`, ...lines.map(format)].join('\n')
+  const targetTable = table(['target (issue 14)', 'this run', ''],
+    targets.map((check) => [check.target, check.value.toFixed(2), check.holds ? 'holds' : '**missed**']))
 
   const cpu = cpus()
   const machine = `${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GB RAM, Node.js ${process.version}, ${process.platform}`
   const date = new Date().toISOString()
   const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`
   const fsync = `fdatasync of a 4 KiB append: ${fsyncMs.map((ms) => `${ms.toFixed(2)} ms`).join(' (start), ')} (end)`
-  process.stdout.write(`\n${date}  ${machine}\n${command}  (LOG_LEVEL=${options.logLevel})\n${fsync}\n\n${table}\n`)
+  const postgres = options.stores.filter((store) => store.kind === 'postgres')
+    .map((store) => `PostgreSQL: ${store.setting ?? ''}, PG_POOL_MAX=${process.env.PG_POOL_MAX ?? '10'}\n`).join('')
+  process.stdout.write(`\n${date}  ${machine}\n${redactPassword(command)}  (LOG_LEVEL=${options.logLevel}, limits ${options.limits ? 'on' : 'off'})\n${fsync}\n${postgres}\n` +
+    `${table(header, lines)}\n\n${targetTable}\n`)
 
   mkdirSync(RESULTS, { recursive: true })
   const file = join(RESULTS, `bench-${date.replace(/[:.]/g, '-')}${options.quick ? '-quick' : ''}.json`)
-  writeFileSync(file, `${JSON.stringify({ date, machine, command, fsyncMs, options: { ...options, only: [...options.only] }, results: rows }, null, 2)}\n`)
+  const recorded = {
+    ...options,
+    only: [...options.only],
+    // The server URL, without a password it may carry.
+    stores: options.stores.map(({ url, ...store }) => ({ ...store, ...(url !== undefined && { url: redactPassword(url) }) }))
+  }
+  writeFileSync(file, `${JSON.stringify({ date, machine, command: redactPassword(command), fsyncMs, options: recorded, results: rows, targets }, null, 2)}\n`)
   process.stdout.write(`\nwritten to ${file}\n`)
 }
+
+/** Hides the password of any URL in `text`. */
+const redactPassword = (text: string): string => text.replace(/(\/\/[^:/@\s]+:)[^@\s]+@/g, '$1***@')
 
 main().catch((err: unknown) => {
   process.stderr.write(`bench failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`)

@@ -1,4 +1,3 @@
-import { timingSafeEqual } from 'node:crypto'
 import { sha256 } from './digest.js'
 
 /**
@@ -21,24 +20,38 @@ export function bearerToken (header: string | undefined): string | undefined {
   return token === '' ? undefined : token
 }
 
+/** Characters in a digest: SHA-256 in hex. */
+const DIGEST_LENGTH = 64
+
+/**
+ * Whether two digests are equal, in time that depends on neither: every character is compared,
+ * differences are OR-ed together, nothing branches on the data. Digests are fixed-length hex, so
+ * this does what timingSafeEqual does without first turning both into Buffers (which cost more
+ * than the comparison on every request).
+ */
+function sameDigest (a: string, b: string): boolean {
+  let difference = 0
+  for (let i = 0; i < DIGEST_LENGTH; i++) difference |= a.charCodeAt(i) ^ b.charCodeAt(i)
+  return difference === 0
+}
+
 /**
  * The configured tokens, kept only as digests and matched in constant time: every candidate is
- * hashed to 32 bytes (so its length leaks nothing) and compared with every configured token
- * (no early exit, so which token matched leaks nothing either).
+ * hashed to a fixed-length digest (so its length leaks nothing) and compared with every
+ * configured token (no early exit, so which token matched leaks nothing either).
  */
 export class TokenSet {
-  readonly #digests: readonly Buffer[]
+  readonly #digests: readonly string[]
 
   constructor (tokens: readonly string[]) {
-    this.#digests = tokens.map((token) => Buffer.from(tokenDigest(token), 'hex'))
+    this.#digests = tokens.map(tokenDigest)
   }
 
   /** The candidate's digest when it is one of the tokens, else undefined. */
   match (candidate: string): string | undefined {
     const digest = tokenDigest(candidate)
-    const bytes = Buffer.from(digest, 'hex')
-    let found = 0
-    for (const known of this.#digests) found |= Number(timingSafeEqual(known, bytes))
-    return found === 1 ? digest : undefined
+    let found = false
+    for (const known of this.#digests) found = sameDigest(known, digest) || found
+    return found ? digest : undefined
   }
 }

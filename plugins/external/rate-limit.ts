@@ -39,9 +39,13 @@ export default fp(async function rateLimitPlugin (app) {
   })
 
   const limit = app.rateLimit()
-  app.addHook('onRequest', async function applyRateLimit (request, reply) {
-    if (request.routeOptions.config.rateLimit === false) return
-    await limit.call(app, request, reply)
+  // The callback form: an async hook around the limiter's own promise would add one more per request.
+  app.addHook('onRequest', function applyRateLimit (request, reply, done) {
+    if (request.routeOptions.config.rateLimit === false) {
+      done()
+      return
+    }
+    limit.call(app, request, reply).then(() => { done() }, done)
   })
 }, { name: 'rate-limit', dependencies: ['config', 'errors', 'auth'] })
 

@@ -40,9 +40,10 @@ export interface GroupCommitOptions {
 export interface GroupCommit {
   /**
    * Queues `write` for the next batch and resolves with what it returned once its transaction is
-   * committed and, with a WAL file to sync, on disk. `write` must be a `db.transaction(...)`
-   * function: inside the batch it runs as a SAVEPOINT, so when it throws only its own changes are
-   * undone and its neighbours commit as if it had never run.
+   * committed and, with a WAL file to sync, on disk. When `write` throws, it must have changed
+   * nothing, so that its neighbours commit as if it had never run: it changes the database with
+   * one statement at most (SQLite undoes a failed statement by itself), or it is a
+   * `db.transaction(...)` function, which runs as a SAVEPOINT inside the batch.
    */
   enqueue: <T>(write: () => T) => Promise<T>
   /**

@@ -8,7 +8,10 @@ import {
   type CreateResult, type IdempotencyKey, type IfMatch, type ListPage, type ListQuery,
   type NewPlant, type PlantChanges, type PlantStore, type StoreLog
 } from '../store.js'
-import { rememberedPlant, toPlant, writableRow, type IdempotencyRow, type PlantRow } from '../rows.js'
+import {
+  columnsToPlant, PLANT_COLUMNS, rememberedPlant, toPlant, writableRow,
+  type IdempotencyRow, type PlantColumns, type PlantRow
+} from '../rows.js'
 import { createFileCheck, sqliteFailure } from './failures.js'
 import { createGroupCommit } from './group-commit.js'
 import { APPLICATION_ID, migrations } from './migrations.js'
@@ -83,9 +86,11 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
   const statements = {
     get: db.prepare<[bigint], PlantRow>('SELECT * FROM plants WHERE id = ?'),
     // Keyset pagination: a range scan from the cursor, so a deep page costs what the first one does.
-    list: db.prepare<[bigint, number], PlantRow>('SELECT * FROM plants WHERE id > ? ORDER BY id LIMIT ?'),
-    listByTag: db.prepare<[string, bigint, number], PlantRow>(
-      'SELECT * FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?'),
+    // Reads fetch arrays (see PlantColumns).
+    read: db.prepare<[bigint], PlantColumns>(`SELECT ${PLANT_COLUMNS} FROM plants WHERE id = ?`).raw(true),
+    list: db.prepare<[bigint, number], PlantColumns>(`SELECT ${PLANT_COLUMNS} FROM plants WHERE id > ? ORDER BY id LIMIT ?`).raw(true),
+    listByTag: db.prepare<[string, bigint, number], PlantColumns>(
+      `SELECT ${PLANT_COLUMNS} FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?`).raw(true),
     insert: db.prepare<[bigint, string, string | null, number, number], PlantRow>(
       'INSERT INTO plants (id, name, tag, created_at, updated_at) VALUES (?, ?, ?, ?, ?) RETURNING *'),
     // The last id the server assigned (migration 3: sqlite_sequence, no longer AUTOINCREMENT's) and
@@ -236,7 +241,9 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
         const rows = tag === undefined
           ? statements.list.all(after ?? 0n, limit + 1)
           : statements.listByTag.all(tag, after ?? 0n, limit + 1)
-        return writes.afterDurable({ plants: rows.slice(0, limit).map(toPlant), hasMore: rows.length > limit })
+        const plants: Plant[] = []
+        for (let i = 0; i < rows.length && i < limit; i++) plants.push(columnsToPlant(rows[i] as PlantColumns))
+        return writes.afterDurable({ plants, hasMore: rows.length > limit })
       } catch (err) {
         throw failure(err)
       }
@@ -245,8 +252,8 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     async get (id: bigint) {
       try {
         file?.verify()
-        const row = statements.get.get(id)
-        return writes.afterDurable(row === undefined ? undefined : toPlant(row))
+        const columns = statements.read.get(id)
+        return writes.afterDurable(columns === undefined ? undefined : columnsToPlant(columns))
       } catch (err) {
         throw failure(err)
       }
