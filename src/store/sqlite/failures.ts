@@ -44,19 +44,18 @@ function identityOf (filename: string): FileIdentity | undefined {
 }
 
 /**
- * How often, at most, writes and reads look whether the files are still in place (/health always
- * looks). Two stat(2) calls cost about as much as a third of a small write's commit; under load,
- * once per this interval makes them free. The price: a write committed within this interval after
- * a file went away may still be acknowledged.
+ * How often, at most, reads look whether the files are still in place. Commits (before their writes
+ * are acknowledged) and /health always look: two stat(2) calls per group-commit batch, about a third
+ * of a small batch's commit, so that no write is ever acknowledged into a file that is gone.
  */
 export const FILE_CHECK_INTERVAL_MS = 10
 
 /**
  * Tells whether `filename` (and its WAL) still name the files this process opened. SQLite in WAL
  * mode goes on writing into open files that were deleted or renamed over: every write would be
- * acknowledged and then lost at the next start. So the store looks after a commit, before it
- * acknowledges it (at most every FILE_CHECK_INTERVAL_MS), before a read (as often), and whenever
- * its health is checked. While the store is open, SQLite never replaces either file itself (the WAL
+ * acknowledged and then lost at the next start. So the store looks after every commit, before it
+ * acknowledges it, before a read (at most every FILE_CHECK_INTERVAL_MS), and whenever its health
+ * is checked. While the store is open, SQLite never replaces either file itself (the WAL
  * is only ever truncated, or removed by the last connection to close).
  */
 export interface FileCheck {

@@ -212,7 +212,9 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
       onCommit?.(count)
     },
     ...(onSync !== undefined && { onSync }),
-    ...(file !== undefined && { verify: () => { file.verify() } }),
+    // Every batch looks before it is acknowledged: a write is never acknowledged into a file that is
+    // gone (one check per batch, not per write: under load a batch holds many writes).
+    ...(file !== undefined && { verify: () => { file.verify(true) } }),
     report: failure
   })
 
