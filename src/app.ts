@@ -11,6 +11,7 @@ import healthRoutes from '../plugins/routes/health.js'
 import helmetPlugin from '../plugins/external/helmet.js'
 import plantsRoutes from '../plugins/routes/plants/index.js'
 import rateLimitPlugin from '../plugins/external/rate-limit.js'
+import requestIdPlugin, { AccessLog, requestId } from '../plugins/app/request-log.js'
 import schemasPlugin, { ajvOptions, validatorWithoutBodyCoercion } from '../plugins/app/schemas.js'
 import storePlugin from '../plugins/app/store.js'
 import underPressurePlugin from '../plugins/external/under-pressure.js'
@@ -19,6 +20,11 @@ import type { Config } from './load-config.js'
 export interface BuildOptions {
   /** Where the log goes (stdout by default); tests capture it. */
   logStream?: { write (line: string): void }
+}
+
+/** Trusts the nearest `hops` addresses of X-Forwarded-For (hop 0 is the socket's peer). */
+function trustHops (hops: number): (address: string, hop: number) => boolean {
+  return (_address, hop) => hop < hops
 }
 
 /**
@@ -37,6 +43,14 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       // Tokens never reach the logs, whatever a serializer or a plugin decides to print.
       redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization'], censor: '[redacted]' }
     },
+    // Request ids: the client's X-Request-Id when sane, else a UUID; one access line per request
+    // instead of Fastify's two (plugins/app/request-log.ts).
+    genReqId: requestId,
+    requestIdHeader: false,
+    logController: new AccessLog(),
+    // Behind a proxy: whose X-Forwarded-For/-Proto to believe (TRUST_PROXY; none by default).
+    // A hop count as Fastify itself compiles one (its types only name the other forms).
+    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     ajv: ajvOptions,
     // JSON bodies are validated as sent, without type coercion (see plugins/app/schemas.ts).
     schemaController: { compilersFactory: { buildValidator: validatorWithoutBodyCoercion() } },
@@ -60,6 +74,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   await app.register(configPlugin, { config })
+  // First: the request id is set before any other hook runs.
+  await app.register(requestIdPlugin)
   await app.register(errorsPlugin)
   await app.register(schemasPlugin)
   await app.register(connectionsPlugin)
