@@ -28,6 +28,8 @@ export type ErrorCode =
   | 'connection-spent'
   /** The caller sent more requests than its rate limit allows. */
   | 'rate-limited'
+  /** The readiness probe: this instance should get no traffic now (draining, shedding load, no database). */
+  | 'not-ready'
 
 /** Codes of deliberate load shedding: expected in floods exactly when the service is busiest. */
 export const LOAD_SHEDDING_CODES: ReadonlySet<ErrorCode> = new Set(['shutting-down', 'overloaded', 'connection-spent'])
@@ -56,6 +58,8 @@ export const shuttingDown = (): ServiceError =>
 export const connectionSpent = (): ServiceError =>
   new ServiceError('connection-spent', 'This connection has served its requests, retry on a new one')
 export const rateLimited = (after: string): ServiceError => new ServiceError('rate-limited', `Rate limit exceeded, retry in ${after}`)
+/** `why` completes "Not ready: …"; a cause (a driver error) is kept for the log only. */
+export const notReady = (why: string, options?: ErrorOptions): ServiceError => new ServiceError('not-ready', `Not ready: ${why}`, options)
 
 /** @fastify/under-pressure constructs its error itself, without arguments: a class of its own. */
 export class OverloadedError extends ServiceError {

@@ -93,7 +93,7 @@ test('every operation is described: operationId, summary, description, tags, and
   const doc = await loadDocument(app)
   const all = operations(doc)
   assert.deepEqual(all.map(({ operation }) => operation.operationId).sort(),
-    ['createPlant', 'deletePlant', 'getHealth', 'getPlant', 'listPlants', 'replacePlant', 'updatePlant'])
+    ['createPlant', 'deletePlant', 'getHealth', 'getLiveness', 'getPlant', 'getReadiness', 'listPlants', 'replacePlant', 'updatePlant'])
   for (const { path, operation } of all) {
     const id = operation.operationId
     assert.ok(operation.summary && operation.description, `${id} has a summary and a description`)
@@ -160,7 +160,10 @@ test('every declared status is answered, every answer is declared, and every ans
   await call('/health', { url: '/health' })
   const ping = t.mock.method(app.store, 'ping', async () => { throw new Error('down') })
   await call('/health', { url: '/health' })
+  await call('/health/ready', { url: '/health/ready' })
   ping.mock.restore()
+  await call('/health/ready', { url: '/health/ready' })
+  await call('/health/live', { url: '/health/live' })
 
   // create
   const created = await call('/plants', { method: 'POST', url: '/plants', headers: { ...AUTH, 'idempotency-key': 'k' }, payload: { name: 'Fern', tag: 'green' } })

@@ -21,7 +21,8 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   'shutting-down': 503,
   overloaded: 503,
   'connection-spent': 503,
-  'rate-limited': 429
+  'rate-limited': 429,
+  'not-ready': 503
 }
 
 /** The Error body for a status: `error` is the status code itself. */
@@ -94,7 +95,8 @@ export default fp(async function errorHandlerPlugin (app) {
     const body = toErrorBody(error)
     // Load shedding (draining, overload, a spent connection) comes in floods exactly when the service
     // is busiest: one line each, without a stack, at debug level. Any other 5xx is an error.
-    if (error instanceof ServiceError && LOAD_SHEDDING_CODES.has(error.code)) request.log.debug({ reason: body.message }, 'request refused')
+    // A readiness probe answering 503 is the probe working (the route logs what it found), not a failure.
+    if (error instanceof ServiceError && (LOAD_SHEDDING_CODES.has(error.code) || error.code === 'not-ready')) request.log.debug({ reason: body.message }, 'request refused')
     else if (body.error >= 500) request.log.error({ err: error }, 'request failed')
     if (body.error === 401) void reply.header('www-authenticate', 'Bearer')
     return reply.code(body.error).send(body)
