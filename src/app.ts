@@ -9,6 +9,8 @@ import docsPlugin from '../plugins/external/docs.js'
 import errorsPlugin, { clientErrorHandler, formatValidationErrors, frameworkErrorHandler } from '../plugins/app/error-handler.js'
 import healthRoutes from '../plugins/routes/health.js'
 import helmetPlugin from '../plugins/external/helmet.js'
+import metricsPlugin from '../plugins/app/metrics.js'
+import otelPlugin from '../plugins/external/otel.js'
 import plantsRoutes from '../plugins/routes/plants/index.js'
 import rateLimitPlugin from '../plugins/external/rate-limit.js'
 import requestIdPlugin, { AccessLog, requestId } from '../plugins/app/request-log.js'
@@ -74,8 +76,10 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   await app.register(configPlugin, { config })
-  // First: the request id is set before any other hook runs.
+  // First: the request span opens, and the request id is set, before any other hook runs.
+  await app.register(otelPlugin)
   await app.register(requestIdPlugin)
+  await app.register(metricsPlugin)
   await app.register(errorsPlugin)
   await app.register(schemasPlugin)
   await app.register(connectionsPlugin)
