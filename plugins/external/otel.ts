@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify'
+import { setTimeout as sleep } from 'node:timers/promises'
 import fp from 'fastify-plugin'
 import type { FastifyOtelRequestContext } from '@fastify/otel'
 import { ServiceError } from '../../src/errors.js'
@@ -17,6 +18,9 @@ export interface ServiceTracing {
    */
   injectTraceContext: (headers: Record<string, string>) => void
 }
+
+/** How long a shutdown waits for the collector to take the last spans. */
+const TRACE_FLUSH_TIMEOUT_MS = 2000
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -68,8 +72,14 @@ export default fp(async function otelPlugin (app) {
   })
   sdk.start()
   app.addHook('onClose', async () => {
-    // Sends the spans still batched; an unreachable collector must not hold up a shutdown.
-    await sdk.shutdown().catch((err: unknown) => { app.log.warn({ err }, 'tracing: the last spans could not be exported') })
+    // Sends the spans still batched, but an unreachable collector must not hold up a shutdown:
+    // the exporter would retry for up to ten seconds, eating SHUTDOWN_GRACE_MS.
+    const flushed = sdk.shutdown().then(() => true, (err: unknown) => {
+      app.log.warn({ err }, 'tracing: the last spans could not be exported')
+      return true
+    })
+    const gaveUp = sleep(TRACE_FLUSH_TIMEOUT_MS, false, { ref: false })
+    if (!await Promise.race([flushed, gaveUp])) app.log.warn({ timeoutMs: TRACE_FLUSH_TIMEOUT_MS }, 'tracing: the collector did not take the last spans in time; they are dropped')
   })
 
   await app.register(instrumentation.plugin())

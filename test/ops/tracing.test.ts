@@ -60,3 +60,15 @@ test('traces: a SERVER span per request named by route, a child span per store o
   assert.equal(unmatched.attributes['http.route'], undefined)
   assert.notEqual(unmatched.traceId, create.traceId)
 })
+
+test('an unreachable collector does not hold up a shutdown: the last spans are given up after a moment, and the process exits 0', { timeout: 30_000 }, async () => {
+  const receiver = await startOtlpReceiver()
+  // A port where nothing listens any more.
+  await receiver.close()
+  const server = await startServer({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, DATABASE_URL: ':memory:', LOG_LEVEL: 'warn' })
+  assert.equal((await fetch(`${server.base}/health/live`)).status, 200)
+  server.child.kill('SIGTERM')
+  const warning = await server.waitForLog((line) => typeof line.msg === 'string' && line.msg.startsWith('tracing: '))
+  assert.match(String(warning.msg), /^tracing: (the collector did not take the last spans in time; they are dropped|the last spans could not be exported)$/)
+  assert.equal(await server.exited, 0)
+})
