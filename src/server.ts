@@ -1,6 +1,9 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs'
 import { destination } from 'pino'
 import { buildApp } from './app.js'
+import { parseCommandLine, USAGE } from './cli.js'
+import { runBackup, runCheck, runRestore, runToken, type Output } from './commands.js'
 import { ConfigError, StoreOpenError } from './errors.js'
 import { loadConfig } from './load-config.js'
 import { isPostgresUrl } from './store/postgres/connection.js'
@@ -14,13 +17,18 @@ const EXIT_MARGIN_MS = 3000
 /** Pending log lines beyond this are dropped rather than kept: a log sink that stops reading must not exhaust memory. */
 const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024
 
+const output: Output = {
+  out: (text) => { process.stdout.write(text) },
+  err: (text) => { process.stderr.write(text) }
+}
+
 /**
  * Starts plant-store, prints where it listens, and stops it gracefully on SIGINT/SIGTERM: it stops
  * accepting connections, lets in-flight requests finish for up to SHUTDOWN_GRACE_MS (then cuts the
  * connections left), checkpoints and closes the database, and exits 0. A second signal kills it.
  * Whatever happens to the log sink, it exits within SHUTDOWN_DELAY_MS + SHUTDOWN_GRACE_MS + EXIT_MARGIN_MS.
  */
-async function main (): Promise<void> {
+async function serve (): Promise<void> {
   let config
   try {
     config = loadConfig(process.env)
@@ -111,6 +119,30 @@ async function main (): Promise<void> {
 function url (host: string, address: unknown, fallbackPort: number): string {
   const port = typeof address === 'object' && address !== null && 'port' in address ? Number(address.port) : fallbackPort
   return `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+}
+
+function version (): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+  return pkg.version
+}
+
+async function main (): Promise<void> {
+  let command
+  try {
+    command = parseCommandLine(process.argv.slice(2))
+  } catch (err) {
+    process.stderr.write(`plant-store: ${(err as Error).message}\n\n${USAGE}`)
+    process.exit(2)
+  }
+  switch (command.name) {
+    case 'serve': return await serve()
+    case 'help': process.stdout.write(USAGE); return
+    case 'version': process.stdout.write(`plant-store ${version()}\n`); return
+    case 'token': process.exitCode = runToken(output); return
+    case 'check': process.exitCode = await runCheck(process.env, output); return
+    case 'backup': process.exitCode = await runBackup(command.file, process.env, output); return
+    case 'restore': process.exitCode = runRestore(command.file, process.env, output)
+  }
 }
 
 main().catch((err: unknown) => {
