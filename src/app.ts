@@ -62,6 +62,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     // Drained requests are answered by the errors plugin, in the Error shape.
     return503OnClosing: false,
     bodyLimit: config.bodyLimit,
+    // The store plugin may wait for a PostgreSQL that is still starting (PG_STARTUP_TIMEOUT_MS, each
+    // attempt up to PG_CONNECT_TIMEOUT_MS): Fastify's 10 s plugin deadline must not cut that short.
+    pluginTimeout: Math.max(10_000, config.pgStartupTimeoutMs + config.pgConnectTimeoutMs + 10_000),
     // A slow client cannot hold a connection: headers, the whole request, an idle socket and an
     // idle keep-alive each have a deadline (requests per connection: plugins/connections.ts).
     requestTimeout: timeouts.request,

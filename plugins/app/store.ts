@@ -24,7 +24,13 @@ export default fp(async function storePlugin (app) {
       url: config.databaseUrl,
       poolMax: config.pgPoolMax,
       connectTimeoutMs: config.pgConnectTimeoutMs,
-      onIdleError: (err) => { app.log.warn({ err }, 'an idle database connection failed; it is replaced on next use') }
+      onIdleError: (err) => { app.log.warn({ err }, 'an idle database connection failed; it is replaced on next use') },
+      startup: {
+        timeoutMs: config.pgStartupTimeoutMs,
+        onRetry: (err, attempt, delayMs) => {
+          app.log.warn({ err: { message: err.message, code: (err as { code?: unknown }).code }, attempt, delayMs }, 'the database cannot be reached yet; retrying')
+        }
+      }
     })
     : createSqliteStore({
       filename: config.databaseUrl,

@@ -127,7 +127,8 @@ test('an instance that cannot reach PostgreSQL at start-up exits 1 with a clear 
   const { port } = probe.address() as AddressInfo
   await new Promise<void>((resolve) => probe.close(() => resolve()))
   const child = spawn(process.execPath, [serverPath], {
-    env: { PATH: process.env.PATH, PORT: '0', LOG_LEVEL: 'silent', API_TOKENS: TOKEN, DATABASE_URL: `postgres://postgres:s3cret-pw@127.0.0.1:${port}/test` },
+    // PG_STARTUP_TIMEOUT_MS=0: no waiting for the database (test/src/pg-startup.test.ts covers the retries).
+    env: { PATH: process.env.PATH, PORT: '0', LOG_LEVEL: 'silent', API_TOKENS: TOKEN, PG_STARTUP_TIMEOUT_MS: '0', DATABASE_URL: `postgres://postgres:s3cret-pw@127.0.0.1:${port}/test` },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let output = ''

@@ -9,6 +9,7 @@ import {
 import { rememberedPlant, toPlant, writableRow, type IdempotencyRow, type PlantRow } from '../rows.js'
 import { isConnectionError, parsePostgresUrl, type PostgresTarget } from './connection.js'
 import { migrations } from './migrations.js'
+import { retryUntilReachable, type StartupRetry } from './startup.js'
 
 export interface PostgresStoreOptions {
   /** A `postgres://` URL; `?schema=name` keeps the tables in that schema (created when missing). */
@@ -19,6 +20,8 @@ export interface PostgresStoreOptions {
   connectTimeoutMs?: number
   /** Told about errors of idle pooled connections (the server went away); they never crash the process. */
   onIdleError?: (err: Error) => void
+  /** While the database cannot be reached at start-up, retry for this long (default: try once). */
+  startup?: StartupRetry
 }
 
 type Client = pg.PoolClient
@@ -147,7 +150,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
   // An idle connection the server dropped is an 'error' event: without a listener it kills the process.
   pool.on('error', (err) => { options.onIdleError?.(err) })
   try {
-    await migrate(pool, target)
+    await retryUntilReachable(async () => { await migrate(pool, target) }, options.startup ?? { timeoutMs: 0 })
   } catch (err) {
     await pool.end()
     throw err
