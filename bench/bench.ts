@@ -3,7 +3,11 @@
  * bare Fastify route measured in the same run. See the README's "Performance" section.
  *
  *   npm run bench -- [--quick] [--duration 10] [--warmup 3] [--connections 32]
- *                    [--only read,delete] [--db <DATABASE_URL>] [--log-level warn] [--cpu-prof]
+ *                    [--only read,delete] [--db <DATABASE_URL>] [--log-level warn] [--cpu-prof] [--metrics]
+ *
+ * --metrics turns the Prometheus metrics on in the server (METRICS_PORT) and scrapes them once a
+ * second while it is measured, as a Prometheus server would (more often, to be conservative): run
+ * the same workloads with and without it to see what metrics cost (README, "Operating it").
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs'
@@ -30,6 +34,7 @@ interface Options {
   logLevel: LogLevel
   cpuProf: boolean
   quick: boolean
+  metrics: boolean
 }
 
 interface Row {
@@ -80,7 +85,8 @@ function parseOptions (): Options {
       db: { type: 'string' },
       // Request logging at info costs more than the rest of a read (README, "Performance").
       'log-level': { type: 'string', default: 'warn' },
-      'cpu-prof': { type: 'boolean', default: false }
+      'cpu-prof': { type: 'boolean', default: false },
+      metrics: { type: 'boolean', default: false }
     }
   })
   const number = (text: string | undefined, fallback: number, name: string): number => {
@@ -102,13 +108,14 @@ function parseOptions (): Options {
     only: new Set<WorkloadName>(['ceiling', ...only as WorkloadName[]]),
     db: values.db,
     logLevel: values['log-level'] as LogLevel,
-    cpuProf: values['cpu-prof']
+    cpuProf: values['cpu-prof'],
+    metrics: values.metrics
   }
 }
 
 /** A child process that prints "... listening on http://host:port" once it is ready. */
 class Child {
-  private constructor (readonly process: ChildProcess, readonly url: string) {}
+  private constructor (readonly process: ChildProcess, readonly url: string, readonly metricsUrl: string | undefined) {}
 
   static async start (script: string, env: NodeJS.ProcessEnv, logFile: string, nodeArgs: string[] = []): Promise<Child> {
     // Output goes to a file, not a pipe: draining a pipe would cost the load generator CPU.
@@ -118,8 +125,10 @@ class Child {
     let exited = false
     child.once('exit', () => { exited = true })
     for (let waited = 0; waited < 30_000; waited += 20) {
-      const match = /listening on (http:\/\/[^\s]+)/.exec(readFileSync(logFile, 'utf8'))
-      if (match?.[1] !== undefined) return new Child(child, match[1])
+      const output = readFileSync(logFile, 'utf8')
+      const match = /listening on (http:\/\/[^\s]+)/.exec(output)
+      // The banner's lines are written at once: the metrics line, when there is one, is there too.
+      if (match?.[1] !== undefined) return new Child(child, match[1], /Prometheus metrics: +(http:\/\/\S+)/.exec(output)?.[1])
       if (exited) break
       await sleep(20)
     }
@@ -216,6 +225,21 @@ async function drive (url: string, traffic: Traffic, seconds: number, connection
   })
 }
 
+/** GETs the metrics once a second (each scrape checked), until stopped. */
+function scrapeEverySecond (url: string): { stop: () => Promise<void> } {
+  let running = true
+  const done = (async () => {
+    // `running` is cleared by stop() while this waits.
+    // eslint-disable-next-line no-unmodified-loop-condition
+    while (running) {
+      const res = await fetch(url)
+      if (res.status !== 200 || !(await res.text()).includes('http_request_duration_seconds_count')) throw new Error(`scraping ${url} failed: ${res.status}`)
+      await sleep(1000)
+    }
+  })()
+  return { stop: async () => { running = false; await done } }
+}
+
 /** Cycles through `paths`; with `once`, every path is used at most once (then it says so). */
 function rotate (paths: readonly string[], once: boolean): { next: () => string, exhausted: () => boolean } {
   let index = 0
@@ -243,7 +267,8 @@ async function main (): Promise<void> {
   const measure = async (child: Child, workload: WorkloadName, sync: Sync | null, traffic: Traffic): Promise<Row> => {
     await drive(child.url, traffic, options.warmup, options.connections)
     const cpuBefore = child.cpuSeconds()
-    const result = await drive(child.url, traffic, options.duration, options.connections)
+    const scraper = child.metricsUrl === undefined ? undefined : scrapeEverySecond(child.metricsUrl)
+    const result = await drive(child.url, traffic, options.duration, options.connections).finally(() => scraper?.stop())
     const cpuAfter = child.cpuSeconds()
     const requestsPerSecond = result.requests.total / result.duration
     const row: Row = {
@@ -291,7 +316,8 @@ async function main (): Promise<void> {
       // The abuse limits would stop one benchmark client that sends everything with one token
       // (1000 requests a minute, 1000 requests a connection by default): measure the API, not them.
       RATE_LIMIT_MAX: '0',
-      MAX_REQUESTS_PER_SOCKET: '0'
+      MAX_REQUESTS_PER_SOCKET: '0',
+      ...(options.metrics && { METRICS_PORT: '0' })
     }, join(work, `${name}.log`), [
       ...SERVER_NODE_FLAGS,
       ...(options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`, `--cpu-prof-name=${name}.cpuprofile`] : [])
@@ -301,7 +327,7 @@ async function main (): Promise<void> {
 
   try {
     process.stderr.write(`plant-store bench: ${options.duration}s per workload after ${options.warmup}s warm-up, ` +
-      `${options.connections} connections, LOG_LEVEL=${options.logLevel}\n`)
+      `${options.connections} connections, LOG_LEVEL=${options.logLevel}, metrics ${options.metrics ? 'on' : 'off'}\n`)
     if (options.cpuProf) mkdirSync(profiles, { recursive: true })
     fsyncMs.push(fsyncLatencyMs(work))
 
@@ -392,7 +418,7 @@ function report (rows: Row[], options: Options, fsyncMs: number[]): void {
   const date = new Date().toISOString()
   const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`
   const fsync = `fdatasync of a 4 KiB append: ${fsyncMs.map((ms) => `${ms.toFixed(2)} ms`).join(' (start), ')} (end)`
-  process.stdout.write(`\n${date}  ${machine}\n${command}  (LOG_LEVEL=${options.logLevel})\n${fsync}\n\n${table}\n`)
+  process.stdout.write(`\n${date}  ${machine}\n${command}  (LOG_LEVEL=${options.logLevel}, metrics ${options.metrics ? 'on, scraped every second' : 'off'})\n${fsync}\n\n${table}\n`)
 
   mkdirSync(RESULTS, { recursive: true })
   const file = join(RESULTS, `bench-${date.replace(/[:.]/g, '-')}${options.quick ? '-quick' : ''}.json`)
