@@ -16,15 +16,24 @@ export type OperationObserver = (operation: StoreOperation) => (error: unknown) 
  */
 export function instrumentStore (store: PlantStore, observers: readonly OperationObserver[]): PlantStore {
   if (observers.length === 0) return store
+  // One observer (metrics or tracing alone, the usual case) is called directly: this runs on every
+  // request, and an array of end callbacks per call would be garbage for nothing.
+  const [only] = observers
+  const start: OperationObserver = observers.length === 1 && only !== undefined
+    ? only
+    : (operation) => {
+        const ends = observers.map((observer) => observer(operation))
+        return (error) => { for (const end of ends) end(error) }
+      }
   const observe = <A extends unknown[], R>(operation: StoreOperation, run: (...args: A) => Promise<R>) =>
     async (...args: A): Promise<R> => {
-      const ends = observers.map((observer) => observer(operation))
+      const end = start(operation)
       try {
         const result = await run(...args)
-        for (const end of ends) end(undefined)
+        end(undefined)
         return result
       } catch (error) {
-        for (const end of ends) end(error)
+        end(error)
         throw error
       }
     }
