@@ -1,8 +1,9 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import fp from 'fastify-plugin'
-import type { Histogram, Registry } from 'prom-client'
+import type { Registry } from 'prom-client'
 import { LOAD_SHEDDING_CODES, ServiceError } from '../../src/errors.js'
+import { RequestHistogram, type HistogramSeries } from '../../src/metrics/histogram.js'
 import { routeLabel } from '../../src/route-label.js'
 import { STORE_OPERATIONS, type OperationObserver, type StoreOperation } from '../../src/store/instrumented.js'
 
@@ -71,24 +72,13 @@ export default fp(async function metricsPlugin (app) {
     registers: [registry]
   }).set({ version: app.config.version, node_version: process.version }, 1)
 
-  const requestDuration = new client.Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'Time from a request\'s arrival to its answer, by method, route template and status',
-    labelNames: ['method', 'route', 'status_code'],
-    buckets: HTTP_BUCKETS,
-    registers: [registry]
-  })
-  // One child per method/route/status seen: labels are resolved once, not hashed on every request.
-  const requestSeries = new Map<string, ReturnType<Histogram<'method' | 'route' | 'status_code'>['labels']>>()
+  // The two histograms observed on every request are the service's lean ones (src/metrics/histogram.ts).
+  const requestDuration = new RequestHistogram('http_request_duration_seconds',
+    'Time from a request\'s arrival to its answer, by method, route template and status', HTTP_BUCKETS, registry)
   app.addHook('onResponse', function measureRequest (request, reply, done) {
     const route = routeLabel(request)
-    const key = `${request.method} ${reply.statusCode} ${route}`
-    let series = requestSeries.get(key)
-    if (series === undefined) {
-      series = requestDuration.labels({ method: request.method, route, status_code: reply.statusCode })
-      requestSeries.set(key, series)
-    }
-    series.observe(reply.elapsedTime / 1000)
+    requestDuration.series(`${request.method} ${reply.statusCode} ${route}`, { method: request.method, route, status_code: reply.statusCode })
+      .observe(reply.elapsedTime / 1000)
     done()
   })
 
@@ -116,16 +106,12 @@ export default fp(async function metricsPlugin (app) {
     done()
   })
 
-  const storeDuration = new client.Histogram({
-    name: `${METRIC_PREFIX}store_operation_duration_seconds`,
-    help: 'Time a store operation took, from the call to its answer (for SQLite writes: committed and, with full sync, on disk)',
-    labelNames: ['operation', 'outcome'],
-    buckets: STORE_BUCKETS,
-    registers: [registry]
-  })
-  const storeSeries = new Map(STORE_OPERATIONS.map((operation) => [operation, {
-    ok: storeDuration.labels({ operation, outcome: 'ok' }),
-    error: storeDuration.labels({ operation, outcome: 'error' })
+  const storeDuration = new RequestHistogram(`${METRIC_PREFIX}store_operation_duration_seconds`,
+    'Time a store operation took, from the call to its answer (for SQLite writes: committed and, with full sync, on disk)',
+    STORE_BUCKETS, registry)
+  const storeSeries = new Map<StoreOperation, { ok: HistogramSeries, error: HistogramSeries }>(STORE_OPERATIONS.map((operation) => [operation, {
+    ok: storeDuration.series(`${operation} ok`, { operation, outcome: 'ok' }),
+    error: storeDuration.series(`${operation} error`, { operation, outcome: 'error' })
   }]))
   const storeOperation: OperationObserver = (operation: StoreOperation) => {
     // performance.now(): a double, where hrtime.bigint() would allocate two BigInts per operation.
