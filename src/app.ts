@@ -10,9 +10,12 @@ import docsPlugin from '../plugins/external/docs.js'
 import errorsPlugin, { clientErrorHandler, formatValidationErrors, frameworkErrorHandler } from '../plugins/app/error-handler.js'
 import healthRoutes from '../plugins/routes/health.js'
 import helmetPlugin from '../plugins/external/helmet.js'
+import metricsPlugin from '../plugins/app/metrics.js'
+import otelPlugin from '../plugins/external/otel.js'
 import plantsRoutes from '../plugins/routes/plants/index.js'
 import rateLimitPlugin from '../plugins/external/rate-limit.js'
 import requestsPlugin from '../plugins/app/requests.js'
+import requestIdPlugin, { AccessLog, requestId } from '../plugins/app/request-log.js'
 import schemasPlugin, { ajvOptions, validatorWithoutBodyCoercion } from '../plugins/app/schemas.js'
 import storePlugin from '../plugins/app/store.js'
 import underPressurePlugin from '../plugins/external/under-pressure.js'
@@ -21,6 +24,11 @@ import type { Config } from './load-config.js'
 export interface BuildOptions {
   /** Where the log goes (stdout by default); tests capture it. */
   logStream?: { write (line: string): void }
+}
+
+/** Trusts the nearest `hops` addresses of X-Forwarded-For (hop 0 is the socket's peer). */
+function trustHops (hops: number): (address: string, hop: number) => boolean {
+  return (_address, hop) => hop < hops
 }
 
 /**
@@ -39,6 +47,14 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       // Tokens never reach the logs, whatever a serializer or a plugin decides to print.
       redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization'], censor: '[redacted]' }
     },
+    // Request ids: the client's X-Request-Id when sane, else a UUID; one access line per request
+    // instead of Fastify's two (plugins/app/request-log.ts).
+    genReqId: requestId,
+    requestIdHeader: false,
+    logController: new AccessLog(),
+    // Behind a proxy: whose X-Forwarded-For/-Proto to believe (TRUST_PROXY; none by default).
+    // A hop count as Fastify itself compiles one (its types only name the other forms).
+    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     ajv: ajvOptions,
     // JSON bodies are validated as sent, without type coercion (see plugins/app/schemas.ts).
     schemaController: { compilersFactory: { buildValidator: validatorWithoutBodyCoercion() } },
@@ -51,6 +67,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     // A path parameter as long as the request line itself still reaches validation (a 10,000-digit id
     // is a 400 like any invalid id): past the router's default of 100 it would answer 414 itself.
     routerOptions: { maxParamLength: maxHeaderSize },
+    // The store plugin may wait for a PostgreSQL that is still starting (PG_STARTUP_TIMEOUT_MS, each
+    // attempt up to PG_CONNECT_TIMEOUT_MS): Fastify's 10 s plugin deadline must not cut that short.
+    pluginTimeout: Math.max(10_000, config.pgStartupTimeoutMs + config.pgConnectTimeoutMs + 10_000),
     // A slow client cannot hold a connection: headers, the whole request, an idle socket and an
     // idle keep-alive each have a deadline (requests per connection: plugins/connections.ts).
     requestTimeout: timeouts.request,
@@ -67,6 +86,10 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   await app.register(configPlugin, { config })
+  // First: the request span opens, and the request id is set, before any other hook runs.
+  await app.register(otelPlugin)
+  await app.register(requestIdPlugin)
+  await app.register(metricsPlugin)
   await app.register(errorsPlugin)
   await app.register(schemasPlugin)
   await app.register(connectionsPlugin)

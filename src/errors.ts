@@ -56,6 +56,8 @@ export type ErrorCode =
   | 'unsupported-content-encoding'
   /** An `Expect` the service cannot meet (anything but 100-continue). */
   | 'expectation-failed'
+  /** The readiness probe: this instance should get no traffic now (draining, shedding load, no database). */
+  | 'not-ready'
 
 /** Codes of deliberate load shedding: expected in floods exactly when the service is busiest. */
 export const LOAD_SHEDDING_CODES: ReadonlySet<ErrorCode> = new Set(['shutting-down', 'overloaded', 'connection-spent'])
@@ -91,6 +93,8 @@ export const shuttingDown = (): ServiceError =>
 export const connectionSpent = (): ServiceError =>
   new ServiceError('connection-spent', 'This connection has served its requests, retry on a new one')
 export const rateLimited = (after: string): ServiceError => new ServiceError('rate-limited', `Rate limit exceeded, retry in ${after}`)
+/** `why` completes "Not ready: …"; a cause (a driver error) is kept for the log only. */
+export const notReady = (why: string, options?: ErrorOptions): ServiceError => new ServiceError('not-ready', `Not ready: ${why}`, options)
 
 /** True when `err` is a ServiceError (with this code, when one is given). */
 export const isServiceError = (err: unknown, code?: ErrorCode): err is ServiceError =>

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
+import { isIP } from 'node:net'
 import { Type, type Static } from '@sinclair/typebox'
 import envSchema from 'env-schema'
 import { ConfigError } from './errors.js'
@@ -19,6 +20,7 @@ const EnvSchema = Type.Object({
   PG_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
   PG_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000 }),
   PG_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000 }),
+  PG_STARTUP_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 3_600_000, default: 30_000 }),
   SQLITE_SYNCHRONOUS: Type.Unsafe<SqliteSynchronous>({ type: 'string', enum: SQLITE_SYNCHRONOUS, default: 'full' }),
   LOG_LEVEL: Type.Unsafe<LogLevel>({ type: 'string', enum: LOG_LEVELS, default: 'info' }),
   ALLOW_WEAK_TOKENS: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '0' }),
@@ -30,6 +32,7 @@ const EnvSchema = Type.Object({
   KEEP_ALIVE_TIMEOUT_MS: Type.Integer({ minimum: 1, default: 72_000 }),
   MAX_REQUESTS_PER_SOCKET: Type.Integer({ minimum: 0, default: 1000 }),
   SHUTDOWN_GRACE_MS: Type.Integer({ minimum: 0, default: 10_000 }),
+  SHUTDOWN_DELAY_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: 0 }),
   RATE_LIMIT_MAX: Type.Integer({ minimum: 0, default: 1000 }),
   RATE_LIMIT_WINDOW: Type.Integer({ minimum: 0, default: 60_000 }),
   REDIS_URL: Type.Optional(Type.String({ minLength: 1 })),
@@ -40,7 +43,13 @@ const EnvSchema = Type.Object({
   MAX_RSS_BYTES: Type.Integer({ minimum: 0, default: 0 }),
   CORS_ORIGINS: Type.String({ default: '' }),
   PUBLIC_URL: Type.Optional(Type.String({ minLength: 1 })),
-  DOCS_PERSIST_AUTHORIZATION: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '0' })
+  DOCS_PERSIST_AUTHORIZATION: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '0' }),
+  // Operations (README "Operating it").
+  METRICS_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
+  METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
+  OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(Type.String()),
+  OTEL_SERVICE_NAME: Type.String({ minLength: 1, default: 'plant-store' }),
+  TRUST_PROXY: Type.String({ default: '' })
 })
 
 type Env = Static<typeof EnvSchema>
@@ -56,6 +65,8 @@ export interface Config {
   pgConnectTimeoutMs: number
   /** PostgreSQL: the longest a statement may run or wait for a lock before the request is answered 503. */
   pgStatementTimeoutMs: number
+  /** PostgreSQL: how long a starting instance keeps retrying a database it cannot reach (0: no retry). */
+  pgStartupTimeoutMs: number
   /** SQLite durability: `full` survives a power loss, `normal` a process crash. */
   sqliteSynchronous: SqliteSynchronous
   tokens: string[]
@@ -70,6 +81,11 @@ export interface Config {
   maxRequestsPerSocket: number
   /** How long a shutdown waits for in-flight requests before cutting connections. */
   shutdownGraceMs: number
+  /**
+   * How long, from SIGTERM, the instance keeps listening and serving while /health/ready already
+   * answers 503, so a balancer that polls it stops sending traffic before the listener closes.
+   */
+  shutdownDelayMs: number
   /** `max` requests per `windowMs` per token (per IP without a valid token); off when either is 0. */
   rateLimit: { max: number, windowMs: number }
   /** Shared rate-limit counters across instances, when set. */
@@ -82,6 +98,17 @@ export interface Config {
   publicUrl?: string
   /** Swagger UI: keep the bearer token in the browser's localStorage across reloads. */
   docs: { persistAuthorization: boolean }
+  /** The Prometheus listener (GET /metrics), when METRICS_PORT is set; nothing is collected otherwise. */
+  metrics?: { port: number, host: string }
+  /** OTLP/HTTP trace export, when OTEL_EXPORTER_OTLP_ENDPOINT is set; nothing is loaded otherwise. */
+  tracing?: { tracesUrl: string, serviceName: string }
+  /**
+   * Fastify's `trustProxy`: false (the default: the socket's peer is the client), a hop count, or the
+   * proxies' addresses/CIDRs. Decides `request.ip` (rate limits, logs) and `request.protocol`.
+   */
+  trustProxy: false | number | string[]
+  /** The package version, for the build_info metric and the traces' resource. */
+  version: string
 }
 
 /** Bearer tokens shorter than this are guessable in principle; refused unless ALLOW_WEAK_TOKENS=1. */
@@ -116,6 +143,10 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   if (parsed.HEADERS_TIMEOUT_MS > parsed.REQUEST_TIMEOUT_MS) {
     throw new ConfigError('invalid configuration: HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS')
   }
+  const tracesUrl = otlpTracesUrl(parsed.OTEL_EXPORTER_OTLP_ENDPOINT)
+  if (parsed.METRICS_PORT !== undefined && parsed.METRICS_PORT !== 0 && parsed.METRICS_PORT === parsed.PORT) {
+    throw new ConfigError('invalid configuration: METRICS_PORT must differ from PORT (the API port never serves metrics)')
+  }
 
   return {
     port: parsed.PORT,
@@ -124,6 +155,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     pgPoolMax: parsed.PG_POOL_MAX,
     pgConnectTimeoutMs: parsed.PG_CONNECT_TIMEOUT_MS,
     pgStatementTimeoutMs: parsed.PG_STATEMENT_TIMEOUT_MS,
+    pgStartupTimeoutMs: parsed.PG_STARTUP_TIMEOUT_MS,
     sqliteSynchronous: parsed.SQLITE_SYNCHRONOUS,
     tokens: [...new Set(tokens)],
     tokenGenerated,
@@ -137,6 +169,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     },
     maxRequestsPerSocket: parsed.MAX_REQUESTS_PER_SOCKET,
     shutdownGraceMs: parsed.SHUTDOWN_GRACE_MS,
+    shutdownDelayMs: parsed.SHUTDOWN_DELAY_MS,
     rateLimit: { max: parsed.RATE_LIMIT_MAX, windowMs: parsed.RATE_LIMIT_WINDOW },
     ...(parsed.REDIS_URL !== undefined && { redis: { url: parsed.REDIS_URL, keyPrefix: parsed.REDIS_KEY_PREFIX } }),
     pressure: {
@@ -147,7 +180,11 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     },
     corsOrigins: parsed.CORS_ORIGINS.split(',').map((origin) => origin.trim()).filter((origin) => origin !== ''),
     ...(parsed.PUBLIC_URL !== undefined && { publicUrl: parsePublicUrl(parsed.PUBLIC_URL) }),
-    docs: { persistAuthorization: parsed.DOCS_PERSIST_AUTHORIZATION === '1' }
+    docs: { persistAuthorization: parsed.DOCS_PERSIST_AUTHORIZATION === '1' },
+    ...(parsed.METRICS_PORT !== undefined && { metrics: { port: parsed.METRICS_PORT, host: parsed.METRICS_HOST } }),
+    ...(tracesUrl !== undefined && { tracing: { tracesUrl, serviceName: parsed.OTEL_SERVICE_NAME } }),
+    trustProxy: parseTrustProxy(parsed.TRUST_PROXY),
+    version: PACKAGE_VERSION
   }
 }
 
@@ -168,6 +205,69 @@ function parsePublicUrl (text: string): string {
   if (url.username !== '' || url.password !== '') throw problem('must not carry credentials')
   if (text.includes('?') || text.includes('#')) throw problem('must have no query string or fragment')
   return url.href.replace(/\/+$/, '')
+}
+
+/** The version in package.json, read once (the build keeps package.json two levels above dist/src). */
+const PACKAGE_VERSION = ((): string => {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown }
+    return typeof pkg.version === 'string' ? pkg.version : 'unknown'
+  } catch {
+    return 'unknown'
+  }
+})()
+
+/**
+ * OTEL_EXPORTER_OTLP_ENDPOINT is, as the OpenTelemetry specification defines it, the collector's
+ * base URL: traces go to `<endpoint>/v1/traces`. Empty or unset: no tracing.
+ */
+function otlpTracesUrl (endpoint: string | undefined): string | undefined {
+  if (endpoint === undefined || endpoint.trim() === '') return undefined
+  let url: URL
+  try {
+    url = new URL(endpoint.trim())
+  } catch {
+    throw new ConfigError('invalid configuration: OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL')
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError('invalid configuration: OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL')
+  }
+  return `${url.href.replace(/\/+$/, '')}/v1/traces`
+}
+
+/** proxy-addr's (Fastify's) names for address ranges, accepted in TRUST_PROXY's list as Fastify accepts them. */
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal'])
+
+/**
+ * TRUST_PROXY: empty, `0` or `false`: trust no proxy. A whole number: trust that many hops (the
+ * client is that many addresses from the right of X-Forwarded-For). Otherwise a comma-separated list
+ * of proxy addresses or CIDRs (`10.0.0.0/8`, `::1`, `loopback`). `true` (trust anyone who sends the
+ * header) is refused: any client could then choose its own address and escape its rate limit.
+ */
+function parseTrustProxy (text: string): false | number | string[] {
+  const value = text.trim()
+  if (value === '' || value === '0' || value === 'false') return false
+  if (/^\d+$/.test(value)) {
+    const hops = Number(value)
+    if (!Number.isSafeInteger(hops) || hops > 100) throw new ConfigError('invalid configuration: TRUST_PROXY hop count must be at most 100')
+    return hops
+  }
+  const entries = value.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '')
+  for (const entry of entries) {
+    if (!PROXY_RANGE_NAMES.has(entry) && !isAddressOrCidr(entry)) {
+      throw new ConfigError(`invalid configuration: TRUST_PROXY must be a hop count or a comma-separated list of IP addresses or CIDRs (not ${JSON.stringify(entry)})`)
+    }
+  }
+  return entries
+}
+
+function isAddressOrCidr (entry: string): boolean {
+  const [address = '', prefix, extra] = entry.split('/')
+  const family = isIP(address)
+  if (family === 0 || extra !== undefined) return false
+  if (prefix === undefined) return true
+  if (!/^\d{1,3}$/.test(prefix)) return false
+  return Number(prefix) <= (family === 4 ? 32 : 128)
 }
 
 function splitTokens (text: string | undefined, separator: string | RegExp): string[] {

@@ -1,21 +1,34 @@
 import type { Socket } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
 import fp from 'fastify-plugin'
 import { connectionSpent, shuttingDown } from '../../src/errors.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** True from the moment the app starts closing: requests are refused and connections told to close. */
+    /**
+     * True from the moment the app starts closing (SIGTERM): /health/ready answers 503 from then on.
+     * Requests are refused and connections told to close once SHUTDOWN_DELAY_MS has passed.
+     */
     readonly draining: boolean
+  }
+  interface FastifyContextConfig {
+    /**
+     * Answered while draining instead of refused: the health probes, so an orchestrator learns
+     * from /health/ready itself that this instance is going away, while /health/live still says
+     * the process answers (it is finishing in-flight work, not stuck: restarting it would cut that).
+     */
+    answersWhileDraining?: boolean
   }
 }
 
 /**
  * The state of the service's connections, tracked here and nowhere else.
  *
- * Draining: once the app starts closing (SIGTERM, see server.ts), a new request is refused with 503
+ * Draining: once the app starts closing (SIGTERM, see server.ts), readiness turns 503 at once; after
+ * SHUTDOWN_DELAY_MS (0 by default) the listener closes and a new request is refused with 503
  * in the Error shape (Fastify's own drain answer, `return503OnClosing`, is off because its body is
  * not), and every answer says `Connection: close`, so clients stop reusing a connection that is
- * about to go away.
+ * about to go away. Routes marked `answersWhileDraining` (the health probes) still run.
  *
  * Keep-alive connections are bounded: MAX_REQUESTS_PER_SOCKET requests each (the last answer says
  * `Connection: close`). Node's own `maxRequestsPerSocket` is not used: past the limit it answers a
@@ -24,20 +37,34 @@ declare module 'fastify' {
  */
 export default fp(async function connectionsPlugin (app) {
   let draining = false
+  let refusing = false
   app.decorate('draining', { getter: () => draining })
-  app.addHook('preClose', async () => { draining = true })
+  // Fastify closes the listener once the preClose hooks are done: during the delay it still
+  // accepts connections and serves them, while readiness already says "going away".
+  app.addHook('preClose', async () => {
+    draining = true
+    if (app.config.shutdownDelayMs > 0) {
+      app.log.info({ delayMs: app.config.shutdownDelayMs }, 'shutting down: not ready, still serving until the delay is over')
+      await sleep(app.config.shutdownDelayMs)
+    }
+    refusing = true
+  })
   // Hooks on every request take Fastify's callback form: an async hook costs a promise and a
   // microtask per request even when, as almost always, it has nothing to do.
-  app.addHook('onRequest', function refuseWhileDraining (_request, reply, done) {
-    if (!draining) {
+  app.addHook('onRequest', function refuseWhileDraining (request, reply, done) {
+    if (!refusing) {
       done()
       return
     }
     void reply.header('connection', 'close')
+    if (request.routeOptions.config.answersWhileDraining === true) {
+      done()
+      return
+    }
     done(shuttingDown())
   })
   app.addHook('onSend', function closeWhileDraining (_request, reply, payload, done) {
-    if (draining) void reply.header('connection', 'close')
+    if (refusing) void reply.header('connection', 'close')
     done(null, payload)
   })
 

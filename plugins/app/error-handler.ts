@@ -39,7 +39,8 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   'invalid-body': 400,
   'unsupported-media-type': 415,
   'unsupported-content-encoding': 415,
-  'expectation-failed': 417
+  'expectation-failed': 417,
+  'not-ready': 503
 }
 
 /**
@@ -210,7 +211,8 @@ export default fp(async function errorHandlerPlugin (app) {
     const body = toErrorBody(error)
     // Load shedding (draining, overload, a spent connection) comes in floods exactly when the service
     // is busiest: one line each, without a stack, at debug level. Any other 5xx is an error.
-    if (error instanceof ServiceError && LOAD_SHEDDING_CODES.has(error.code)) request.log.debug({ reason: body.message }, 'request refused')
+    // A readiness probe answering 503 is the probe working (the route logs what it found), not a failure.
+    if (error instanceof ServiceError && (LOAD_SHEDDING_CODES.has(error.code) || error.code === 'not-ready')) request.log.debug({ reason: body.message }, 'request refused')
     else if (body.error >= 500) request.log.error({ err: error }, 'request failed')
     return reply.code(body.error).headers(refusalHeaders(error, body.error)).send(body)
   })

@@ -1,4 +1,5 @@
 import fp from 'fastify-plugin'
+import { instrumentStore, type OperationObserver } from '../../src/store/instrumented.js'
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
 import type { PlantStore } from '../../src/store/store.js'
@@ -12,9 +13,11 @@ declare module 'fastify' {
 /**
  * Opens the store named by DATABASE_URL (migrating it) and closes it when the app closes:
  * a `postgres://` URL is a shared PostgreSQL database, anything else a SQLite file (or `:memory:`).
+ * With metrics or tracing on, every operation is timed or traced (and SQLite's group commit
+ * reports its batches and WAL syncs); otherwise the routes get the bare store.
  */
 export default fp(async function storePlugin (app) {
-  const { config } = app
+  const { config, metrics, tracing } = app
   const store = isPostgresUrl(config.databaseUrl)
     // Loaded only when used: the driver costs a SQLite-only process ~6 MB of memory for nothing.
     ? await (await import('../../src/store/postgres/postgres-store.js')).createPostgresStore({
@@ -22,9 +25,21 @@ export default fp(async function storePlugin (app) {
       poolMax: config.pgPoolMax,
       connectTimeoutMs: config.pgConnectTimeoutMs,
       statementTimeoutMs: config.pgStatementTimeoutMs,
-      onIdleError: (err) => { app.log.warn({ err }, 'an idle database connection failed; it is replaced on next use') }
+      onIdleError: (err) => { app.log.warn({ err }, 'an idle database connection failed; it is replaced on next use') },
+      startup: {
+        timeoutMs: config.pgStartupTimeoutMs,
+        onRetry: (err, attempt, delayMs) => {
+          app.log.warn({ err: { message: err.message, code: (err as { code?: unknown }).code }, attempt, delayMs }, 'the database cannot be reached yet; retrying')
+        }
+      }
     })
-    : createSqliteStore({ filename: config.databaseUrl, synchronous: config.sqliteSynchronous, log: app.log })
-  app.decorate('store', store)
+    : createSqliteStore({
+      filename: config.databaseUrl,
+      synchronous: config.sqliteSynchronous,
+      log: app.log,
+      ...(metrics !== undefined && { onCommit: metrics.groupCommit, onSync: metrics.walSync })
+    })
+  const observers = [metrics?.storeOperation, tracing?.storeOperation].filter((observer): observer is OperationObserver => observer !== undefined)
+  app.decorate('store', instrumentStore(store, observers))
   app.addHook('onClose', async () => { await store.close() })
-}, { name: 'store', dependencies: ['config'] })
+}, { name: 'store', dependencies: ['config', 'metrics', 'tracing'] })

@@ -1,10 +1,29 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { ServiceError } from '../../src/errors.js'
+import { notReady, ServiceError } from '../../src/errors.js'
 import { errorBody, UNAVAILABLE_RETRY_AFTER_S } from '../app/error-handler.js'
-import { errorResponses } from '../../src/schemas/error.js'
+import { ErrorSchema, errorResponses } from '../../src/schemas/error.js'
+import { retryAfterHeader } from '../../src/schemas/headers.js'
+import { ref } from '../../src/schemas/ref.js'
 
-/** `GET /health`: public, 200 once the database answers, 503 when it does not. */
+/** Seconds a client (or a balancer) is asked to wait before asking a not-ready instance again. */
+const NOT_READY_RETRY_AFTER_S = 5
+
+const StatusOk = Type.Object({ status: Type.Literal('ok') }, { examples: [{ status: 'ok' }] })
+
+
+/**
+ * Health for load balancers and orchestrators; none needs a token or is rate-limited.
+ *
+ * - `GET /health`: 200 once the database answers, 503 when not (and, like every API route, while
+ *   the service sheds load or drains). Unchanged: balancers configured for it keep working.
+ * - `GET /health/live`: the process answers. Nothing else: a database outage or an overload is no
+ *   reason to restart the process (a restart would not fix either and would cut in-flight work),
+ *   and during a drain it stays 200 so the orchestrator lets the drain finish.
+ * - `GET /health/ready`: whether this instance should get traffic: not draining, not shedding
+ *   load, and the database answers (for SQLite: and no WAL sync has failed). Otherwise 503 in the
+ *   Error shape with Retry-After; from SIGTERM on it answers 503 at once while in-flight work drains.
+ */
 const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/health', {
     schema: {
@@ -29,6 +48,57 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       void reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S))
       return reply.code(503).send(errorBody(503, full ? 'The database storage is full' : 'The database does not answer'))
     }
+    return { status: 'ok' as const }
+  })
+
+  // Probes run whatever the load (under-pressure lets them through: ready reports the pressure
+  // itself) and while draining (see plugins/app/connections.ts).
+  const probeConfig = { rateLimit: false, answersWhileDraining: true, pressureHandler: () => undefined }
+
+  app.get('/health/live', {
+    schema: {
+      operationId: 'getLiveness',
+      summary: 'Liveness probe',
+      description: 'Answers 200 whenever the process answers at all, even while it drains, sheds load or has lost its database: ' +
+        'none of those is cured by a restart. For a Kubernetes livenessProbe. Needs no token and is not rate-limited.',
+      tags: ['service'],
+      security: [],
+      response: { 200: { ...StatusOk, description: 'The process answers' }, ...errorResponses({}) }
+    },
+    config: probeConfig
+  }, async () => ({ status: 'ok' as const }))
+
+  app.get('/health/ready', {
+    schema: {
+      operationId: 'getReadiness',
+      summary: 'Readiness probe',
+      description: 'Answers 200 when this instance can serve: the database answers, no write to disk has failed, and it ' +
+        'neither sheds load nor drains (from SIGTERM on it answers 503 at once while in-flight requests finish). ' +
+        'For a Kubernetes readinessProbe or a load balancer. Needs no token and is not rate-limited.',
+      tags: ['service'],
+      security: [],
+      response: {
+        200: { ...StatusOk, description: 'Ready for traffic' },
+        503: ref(ErrorSchema, {
+          description: 'Not ready: draining, shedding load, or the database does not answer',
+          headers: retryAfterHeader,
+          examples: [{ error: 503, message: 'Not ready: the service is shutting down' }]
+        }),
+        ...errorResponses({})
+      }
+    },
+    config: probeConfig
+  }, async (request, reply) => {
+    void reply.header('retry-after', String(NOT_READY_RETRY_AFTER_S))
+    if (app.draining) throw notReady('the service is shutting down')
+    if (app.isUnderPressure()) throw notReady('the service is overloaded')
+    try {
+      await app.store.ping()
+    } catch (err) {
+      request.log.warn({ err }, 'readiness check: the database does not answer')
+      throw notReady('the database does not answer', { cause: err })
+    }
+    reply.removeHeader('retry-after')
     return { status: 'ok' as const }
   })
 }

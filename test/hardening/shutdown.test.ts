@@ -49,7 +49,7 @@ async function startSlowReplace (server: ServerProcess, id: number, body: string
 
 test('SIGTERM under load: accepted requests finish, later ones get 503 or no connection, none is dropped; the database is checkpointed', { timeout: 30_000 }, async (t) => {
   const file = tempDatabaseFile(t, 'plant-store-shutdown-')
-  const server = await startServer(t, { env: { DATABASE_URL: file, LOG_LEVEL: 'info' } })
+  const server = await startServer(t, { env: { DATABASE_URL: file, LOG_LEVEL: 'debug' } })
   const agent = new Agent({ keepAlive: true, maxSockets: 8 })
   assert.equal(await create(agent, server.port, 'seed'), 201)
 
@@ -104,7 +104,7 @@ test('SIGTERM under load: accepted requests finish, later ones get 503 or no con
 
 test('past SHUTDOWN_GRACE_MS the connections left are cut and the service still stops cleanly', { timeout: 10_000 }, async (t) => {
   const file = tempDatabaseFile(t, 'plant-store-shutdown-')
-  const server = await startServer(t, { env: { DATABASE_URL: file, LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: '300', REQUEST_TIMEOUT_MS: '60000' } })
+  const server = await startServer(t, { env: { DATABASE_URL: file, LOG_LEVEL: 'debug', SHUTDOWN_GRACE_MS: '300', REQUEST_TIMEOUT_MS: '60000' } })
   const agent = new Agent({ keepAlive: true })
   assert.equal(await create(agent, server.port, 'seed'), 201)
   agent.destroy()
@@ -121,7 +121,7 @@ test('past SHUTDOWN_GRACE_MS the connections left are cut and the service still 
 })
 
 test('idle keep-alive connections do not hold up a shutdown', { timeout: 10_000 }, async (t) => {
-  const server = await startServer(t, { env: { LOG_LEVEL: 'info' } })
+  const server = await startServer(t, { env: { LOG_LEVEL: 'debug' } })
   const socket = await open(server.port)
   const closed = untilClosed(socket)
   socket.write('GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n')

@@ -103,7 +103,7 @@ test('every operation is described: operationId, summary, description, tags, and
   const doc = await loadDocument(app)
   const all = operations(doc)
   assert.deepEqual(all.map(({ operation }) => operation.operationId).sort(),
-    ['createPlant', 'deletePlant', 'getHealth', 'getPlant', 'headHealth', 'headPlant', 'headPlants', 'listPlants', 'replacePlant', 'updatePlant'])
+    ['createPlant', 'deletePlant', 'getHealth', 'getLiveness', 'getPlant', 'getReadiness', 'headHealth', 'headLiveness', 'headPlant', 'headPlants', 'headReadiness', 'listPlants', 'replacePlant', 'updatePlant'])
   for (const { path, method, operation } of all) {
     const id = operation.operationId
     assert.ok(operation.summary && operation.description, `${id} has a summary and a description`)
@@ -174,11 +174,17 @@ test('every declared status is answered, every answer is declared, and every ans
   await call('/health', { url: '/health' })
   const ping = t.mock.method(app.store, 'ping', async () => { throw new Error('down') })
   await call('/health', { url: '/health' })
+  await call('/health/ready', { url: '/health/ready' })
   ping.mock.restore()
+  await call('/health/ready', { url: '/health/ready' })
+  await call('/health/live', { url: '/health/live' })
 
   await call('/health', { method: 'HEAD', url: '/health' })
+  await call('/health/live', { method: 'HEAD', url: '/health/live' })
+  await call('/health/ready', { method: 'HEAD', url: '/health/ready' })
   const headPing = t.mock.method(app.store, 'ping', async () => { throw new Error('down') })
   await call('/health', { method: 'HEAD', url: '/health' })
+  await call('/health/ready', { method: 'HEAD', url: '/health/ready' })
   headPing.mock.restore()
 
   // create

@@ -56,7 +56,7 @@ test('HEAD /plants/{id}, HEAD /plants and HEAD /health are documented: headPlant
   // Nothing served goes undocumented: the document's operations are exactly the routes, hidden ones aside.
   const documented = Object.entries(document.paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`)).sort()
   assert.deepEqual(documented, [
-    'DELETE /plants/{id}', 'GET /health', 'GET /plants', 'GET /plants/{id}', 'HEAD /health', 'HEAD /plants', 'HEAD /plants/{id}',
+    'DELETE /plants/{id}', 'GET /health', 'GET /health/live', 'GET /health/ready', 'GET /plants', 'GET /plants/{id}', 'HEAD /health', 'HEAD /health/live', 'HEAD /health/ready', 'HEAD /plants', 'HEAD /plants/{id}',
     'PATCH /plants/{id}', 'POST /plants', 'PUT /plants/{id}'
   ])
 })
@@ -96,7 +96,7 @@ test('servers: `/` (relative to the document) by default; PUBLIC_URL makes it ab
   const behindProxy = await documentOf(await buildTestApp(t, { PUBLIC_URL: 'https://api.example.com/plants/' }))
   assert.deepEqual(behindProxy.servers, [{ url: 'https://api.example.com/plants', description: 'This service' }])
   // The server URL's path is not stripped from the routes' (it would turn /plants/{id} into /{id}).
-  assert.deepEqual(Object.keys(behindProxy.paths).sort(), ['/health', '/plants', '/plants/{id}'])
+  assert.deepEqual(Object.keys(behindProxy.paths).sort(), ['/health', '/health/live', '/health/ready', '/plants', '/plants/{id}'])
 })
 
 test('with CORS_ORIGINS set, a browser may read every response header the document declares, and only those', async (t) => {

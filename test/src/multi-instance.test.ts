@@ -106,7 +106,7 @@ test('an instance that cannot reach PostgreSQL at start-up exits 1 with a clear 
   await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
   const { port } = probe.address() as AddressInfo
   await new Promise<void>((resolve) => probe.close(() => resolve()))
-  const { code, stdout, stderr } = await expectStartFailure({ env: { DATABASE_URL: `postgres://postgres:s3cret-pw@127.0.0.1:${port}/test` } })
+  const { code, stdout, stderr } = await expectStartFailure({ env: { PG_STARTUP_TIMEOUT_MS: '0', DATABASE_URL: `postgres://postgres:s3cret-pw@127.0.0.1:${port}/test` } })
   const output = stdout + stderr
   assert.equal(code, 1)
   assert.match(output, new RegExp(`^plant-store: could not start: connect ECONNREFUSED 127\\.0\\.0\\.1:${port}\n$`))

@@ -9,6 +9,7 @@ import {
 import { rememberedPlant, toPlant, writableRow, type IdempotencyRow, type PlantRow } from '../rows.js'
 import { isConnectionError, parsePostgresUrl, postgresFailure, type PostgresTarget } from './connection.js'
 import { migrations } from './migrations.js'
+import { retryUntilReachable, type StartupRetry } from './startup.js'
 
 export interface PostgresStoreOptions {
   /** A `postgres://` URL; `?schema=name` keeps the tables in that schema (created when missing). */
@@ -24,6 +25,8 @@ export interface PostgresStoreOptions {
   statementTimeoutMs?: number
   /** Told about errors of idle pooled connections (the server went away); they never crash the process. */
   onIdleError?: (err: Error) => void
+  /** While the database cannot be reached at start-up, retry for this long (default: try once). */
+  startup?: StartupRetry
 }
 
 type Client = pg.PoolClient
@@ -179,9 +182,18 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
   }
   // Migrations run on a connection of their own, without the statement bounds: a step may take a
   // while on a large table, and an instance starting next to a migrating one waits for it.
-  const migrator = new pg.Client(connection)
-  await migrator.connect()
-  await migrate(migrator, target)
+  // A database still starting (or not yet reachable) is retried with backoff for PG_STARTUP_TIMEOUT_MS,
+  // so a service and its database can start together.
+  await retryUntilReachable(async () => {
+    const migrator = new pg.Client(connection)
+    try {
+      await migrator.connect()
+    } catch (err) {
+      await migrator.end().catch(() => {})
+      throw err
+    }
+    await migrate(migrator, target)
+  }, options.startup ?? { timeoutMs: 0 })
 
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000
   const pool = new pg.Pool({

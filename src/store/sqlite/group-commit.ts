@@ -25,8 +25,8 @@ export interface GroupCommitOptions {
   walFile?: string
   /** Called after each committed (and verified) transaction with the number of writes it held. */
   onCommit?: (writes: number) => void
-  /** Called after each fdatasync of the WAL (tests order events with it). */
-  onSync?: () => void
+  /** Called after each fdatasync of the WAL with how long it took (tests order events with it; metrics time it). */
+  onSync?: (durationMs: number) => void
   /**
    * Called after each COMMIT, before any write of it is acknowledged; when it throws, every write
    * of the batch fails with its error (the store checks that its file is still in place).
@@ -129,12 +129,13 @@ export function createGroupCommit (db: Database.Database, options: GroupCommitOp
     const target = committed
     requested = target
     syncsInFlight++
+    const started = performance.now()
     const done = (error: unknown): void => {
       syncsInFlight--
       // A sync makes durable everything written before it started, whichever sync finishes first.
       if (error === null || error === undefined) synced = Math.max(synced, target)
       else failure ??= { reason: error }
-      onSync?.()
+      onSync?.(performance.now() - started)
       settleWaiters()
       const callbacks = afterSync
       afterSync = []

@@ -26,10 +26,10 @@ export interface SqliteStoreOptions {
   filename: string
   /** `full` (default) survives a power loss; `normal` survives a process crash. */
   synchronous?: SqliteSynchronous
-  /** Called after each committed write transaction with the number of writes it held (for tests). */
+  /** Called after each committed write transaction with the number of writes it held (for tests and metrics). */
   onCommit?: (writes: number) => void
-  /** Called after each fdatasync of the WAL under `full` (for tests). */
-  onSync?: () => void
+  /** Called after each fdatasync of the WAL under `full`, with its duration (for tests and metrics). */
+  onSync?: (durationMs: number) => void
   /** Told once when the database stops taking writes or its file goes away, and once when writes work again. */
   log?: StoreLog
 }

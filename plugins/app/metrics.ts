@@ -1,0 +1,181 @@
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import fp from 'fastify-plugin'
+import type { Registry } from 'prom-client'
+import { LOAD_SHEDDING_CODES, ServiceError } from '../../src/errors.js'
+import { RequestHistogram, type HistogramSeries } from '../../src/metrics/histogram.js'
+import { routeLabel } from '../../src/route-label.js'
+import { STORE_OPERATIONS, type OperationObserver, type StoreOperation } from '../../src/store/instrumented.js'
+
+/** prom-client's module, loaded only when METRICS_PORT is set. */
+type PromClient = typeof import('prom-client')
+
+/** Every metric of the service's own is named `plantstore_…`. */
+export const METRIC_PREFIX = 'plantstore_'
+
+/**
+ * What the rest of the service records into, present only when METRICS_PORT is set.
+ * Later features add their own metrics through `client` and `registry` (the webhook delivery
+ * metrics will: `new app.metrics.client.Counter({ name: 'plantstore_webhook_…', registers: [app.metrics.registry] })`).
+ */
+export interface ServiceMetrics {
+  /** prom-client itself, so a plugin can create metrics without importing it (which would load it always). */
+  client: PromClient
+  /** The registry GET /metrics serves. */
+  registry: Registry
+  /** Times store operations (plantstore_store_operation_duration_seconds). */
+  storeOperation: OperationObserver
+  /** SQLite group commit: one committed transaction of `writes` writes. */
+  groupCommit: (writes: number) => void
+  /** SQLite group commit: one fdatasync of the WAL that took `ms`. */
+  walSync: (ms: number) => void
+  /** Where the metrics listener listens (its port when METRICS_PORT is 0). */
+  address: () => AddressInfo
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Undefined unless METRICS_PORT is set: then nothing is measured, and prom-client is never loaded. */
+    metrics: ServiceMetrics | undefined
+  }
+}
+
+/** Request durations from 1 ms (a read takes less) to 10 s (past REQUEST_TIMEOUT_MS's default share). */
+const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+/** Store operations: SQLite answers in microseconds, PostgreSQL in milliseconds. */
+const STORE_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
+/** Writes per group-commit transaction: one at a time when idle, dozens under load. */
+const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+/** fdatasync: tens of microseconds on a fast SSD, tens of milliseconds on a busy or networked disk. */
+const SYNC_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1]
+
+/**
+ * Prometheus metrics (prom-client), served in the text format on their own listener:
+ * `GET /metrics` on METRICS_HOST:METRICS_PORT (127.0.0.1 by default), never on the API port, so
+ * neither clients nor the internet see them and no token guards them. With METRICS_PORT unset
+ * nothing listens, nothing is collected, and prom-client is not even loaded.
+ */
+export default fp(async function metricsPlugin (app) {
+  const settings = app.config.metrics
+  if (settings === undefined) {
+    app.decorate('metrics', undefined)
+    return
+  }
+  const client = await import('prom-client')
+  const registry = new client.Registry()
+  client.collectDefaultMetrics({ register: registry })
+
+  new client.Gauge({
+    name: `${METRIC_PREFIX}build_info`,
+    help: 'Always 1; the labels say which plant-store runs (version) on which Node.js',
+    labelNames: ['version', 'node_version'],
+    registers: [registry]
+  }).set({ version: app.config.version, node_version: process.version }, 1)
+
+  // The two histograms observed on every request are the service's lean ones (src/metrics/histogram.ts).
+  const requestDuration = new RequestHistogram('http_request_duration_seconds',
+    'Time from a request\'s arrival to its answer, by method, route template and status', HTTP_BUCKETS, registry)
+  app.addHook('onResponse', function measureRequest (request, reply, done) {
+    const route = routeLabel(request)
+    requestDuration.series(`${request.method} ${reply.statusCode} ${route}`, { method: request.method, route, status_code: reply.statusCode })
+      .observe(reply.elapsedTime / 1000)
+    done()
+  })
+
+  const rateLimited = new client.Counter({
+    name: `${METRIC_PREFIX}rate_limit_rejections_total`,
+    help: 'Requests answered 429 by the rate limit, by what was counted (a token, or an IP without a valid token)',
+    labelNames: ['client'],
+    registers: [registry]
+  })
+  const shed = new client.Counter({
+    name: `${METRIC_PREFIX}load_shedding_total`,
+    help: 'Requests refused with 503 to protect the service, by reason: overloaded (event loop or memory), ' +
+      'shutting-down (draining), connection-spent (MAX_REQUESTS_PER_SOCKET)',
+    labelNames: ['reason'],
+    registers: [registry]
+  })
+  for (const reason of LOAD_SHEDDING_CODES) shed.inc({ reason }, 0)
+  for (const kind of ['token', 'ip']) rateLimited.inc({ client: kind }, 0)
+  // Both arrive as ServiceErrors on their way to the error handler.
+  app.addHook('onError', function countRefusals (request, _reply, error, done) {
+    if (error instanceof ServiceError) {
+      if (error.code === 'rate-limited') rateLimited.inc({ client: request.tokenDigest === undefined ? 'ip' : 'token' })
+      else if (LOAD_SHEDDING_CODES.has(error.code)) shed.inc({ reason: error.code })
+    }
+    done()
+  })
+
+  const storeDuration = new RequestHistogram(`${METRIC_PREFIX}store_operation_duration_seconds`,
+    'Time a store operation took, from the call to its answer (for SQLite writes: committed and, with full sync, on disk)',
+    STORE_BUCKETS, registry)
+  const storeSeries = new Map<StoreOperation, { ok: HistogramSeries, error: HistogramSeries }>(STORE_OPERATIONS.map((operation) => [operation, {
+    ok: storeDuration.series(`${operation} ok`, { operation, outcome: 'ok' }),
+    error: storeDuration.series(`${operation} error`, { operation, outcome: 'error' })
+  }]))
+  const storeOperation: OperationObserver = (operation: StoreOperation) => {
+    // performance.now(): a double, where hrtime.bigint() would allocate two BigInts per operation.
+    const started = performance.now()
+    return (error) => {
+      const series = storeSeries.get(operation)
+      ;(error === undefined ? series?.ok : series?.error)?.observe((performance.now() - started) / 1000)
+    }
+  }
+
+  const batchSize = new client.Histogram({
+    name: `${METRIC_PREFIX}sqlite_group_commit_batch_size`,
+    help: 'Writes committed together in one SQLite transaction (and, with full sync, made durable by one fdatasync)',
+    buckets: BATCH_BUCKETS,
+    registers: [registry]
+  })
+  const syncDuration = new client.Histogram({
+    name: `${METRIC_PREFIX}sqlite_wal_fdatasync_duration_seconds`,
+    help: 'Time one fdatasync of the SQLite WAL took (SQLITE_SYNCHRONOUS=full): the floor of every write\'s latency',
+    buckets: SYNC_BUCKETS,
+    registers: [registry]
+  })
+
+  const server = createServer((request, response) => {
+    const path = (request.url ?? '').split('?')[0]
+    if (path !== '/metrics') {
+      response.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('Not found: metrics are at /metrics\n')
+      return
+    }
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      response.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }).end('Method not allowed\n')
+      return
+    }
+    registry.metrics().then((text) => {
+      response.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' })
+      response.end(request.method === 'HEAD' ? undefined : text)
+    }, (err: unknown) => {
+      app.log.error({ err }, 'metrics: collecting failed')
+      response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('Collecting the metrics failed\n')
+    })
+  })
+  await listen(server, settings.port, settings.host)
+  app.log.info({ address: server.address() }, 'metrics: serving GET /metrics')
+  app.addHook('onClose', async () => {
+    server.closeAllConnections()
+    await new Promise<void>((resolve) => server.close(() => resolve()))
+  })
+
+  app.decorate('metrics', {
+    client,
+    registry,
+    storeOperation,
+    groupCommit: (writes: number) => { batchSize.observe(writes) },
+    walSync: (ms: number) => { syncDuration.observe(ms / 1000) },
+    address: () => server.address() as AddressInfo
+  })
+}, { name: 'metrics', dependencies: ['config'] })
+
+async function listen (server: Server, port: number, host: string): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, host, () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+}

@@ -1,0 +1,116 @@
+import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify'
+import { setTimeout as sleep } from 'node:timers/promises'
+import fp from 'fastify-plugin'
+import type { FastifyOtelRequestContext } from '@fastify/otel'
+import { ServiceError } from '../../src/errors.js'
+import { STORE_OPERATIONS, type OperationObserver } from '../../src/store/instrumented.js'
+
+/**
+ * What the rest of the service uses of tracing, present only when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+ */
+export interface ServiceTracing {
+  /** Opens a child span of the current request's span for each store operation. */
+  storeOperation: OperationObserver
+  /**
+   * Writes the current trace context into outgoing headers (W3C `traceparent`/`tracestate`): the
+   * hook for calls this service makes, such as webhook deliveries, so the receiver's spans join
+   * the request's trace: `app.tracing?.injectTraceContext(headers)`.
+   */
+  injectTraceContext: (headers: Record<string, string>) => void
+}
+
+/** How long a shutdown waits for the collector to take the last spans. */
+const TRACE_FLUSH_TIMEOUT_MS = 2000
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Undefined unless OTEL_EXPORTER_OTLP_ENDPOINT is set: then no OpenTelemetry package is even loaded. */
+    tracing: ServiceTracing | undefined
+  }
+}
+
+/**
+ * Traces (OpenTelemetry), exported over OTLP/HTTP (JSON) to `<OTEL_EXPORTER_OTLP_ENDPOINT>/v1/traces`:
+ * one SERVER span per request named `METHOD /route/template` (by `@fastify/otel`, which also reads
+ * an incoming W3C `traceparent`), and a child span per store operation. Hook spans are off: a dozen
+ * spans per request would cost more than they tell. The SDK (`@opentelemetry/sdk-node`) exports
+ * traces only (no OTel metrics or logs: Prometheus and pino cover those) and flushes what it holds
+ * when the app closes. Unset: none of these packages is loaded.
+ *
+ * Registered first, so the request span opens before any other hook runs and covers them all.
+ */
+export default fp(async function otelPlugin (app) {
+  const settings = app.config.tracing
+  if (settings === undefined) {
+    app.decorate('tracing', undefined)
+    return
+  }
+  const [{ context, propagation, trace, SpanKind, SpanStatusCode }, { NodeSDK }, { OTLPTraceExporter }, { FastifyOtelInstrumentation }] = await Promise.all([
+    import('@opentelemetry/api'),
+    import('@opentelemetry/sdk-node'),
+    import('@opentelemetry/exporter-trace-otlp-http'),
+    import('@fastify/otel')
+  ])
+
+  const instrumentation = new FastifyOtelInstrumentation({
+    instrumentHooks: false,
+    instrumentHandler: false,
+    // Named as the OpenTelemetry HTTP conventions name server spans: method and route template
+    // (never the raw URL, whose ids would make every span name unique).
+    requestHook: (span, request) => {
+      const route = request.routeOptions.url
+      span.updateName(route === undefined ? request.method : `${request.method} ${route}`)
+    }
+  })
+  const sdk = new NodeSDK({
+    serviceName: settings.serviceName,
+    traceExporter: new OTLPTraceExporter({ url: settings.tracesUrl }),
+    instrumentations: [instrumentation],
+    // Traces only: without these the SDK would also start OTLP metric and log exporters by default.
+    metricReaders: [],
+    logRecordProcessors: []
+  })
+  sdk.start()
+  app.addHook('onClose', async () => {
+    // Sends the spans still batched, but an unreachable collector must not hold up a shutdown:
+    // the exporter would retry for up to ten seconds, eating SHUTDOWN_GRACE_MS.
+    const flushed = sdk.shutdown().then(() => true, (err: unknown) => {
+      app.log.warn({ err }, 'tracing: the last spans could not be exported')
+      return true
+    })
+    const gaveUp = sleep(TRACE_FLUSH_TIMEOUT_MS, false, { ref: false })
+    if (!await Promise.race([flushed, gaveUp])) app.log.warn({ timeoutMs: TRACE_FLUSH_TIMEOUT_MS }, 'tracing: the collector did not take the last spans in time; they are dropped')
+  })
+
+  await app.register(instrumentation.plugin())
+
+  // The request span is made current while the handler runs, so the store operations it calls
+  // open their spans as its children (without this, a POST whose body arrived later would have
+  // lost it: the body is read outside the onRequest hook's context).
+  app.addHook('onRoute', (routeOptions) => {
+    const handler = routeOptions.handler
+    routeOptions.handler = function tracedHandler (this: ThisParameterType<RouteHandlerMethod>, request: FastifyRequest, reply: FastifyReply) {
+      const current: FastifyOtelRequestContext = request.opentelemetry()
+      return current.context == null ? handler.call(this, request, reply) : context.with(current.context, handler, this, request, reply)
+    } as RouteHandlerMethod
+  })
+
+  const tracer = trace.getTracer('plant-store', app.config.version)
+  const spanNames = new Map(STORE_OPERATIONS.map((operation) => [operation, `store.${operation}`]))
+  const storeKind = app.config.databaseUrl.startsWith('postgres') ? 'postgresql' : 'sqlite'
+  app.decorate('tracing', {
+    storeOperation: (operation) => {
+      const span = tracer.startSpan(spanNames.get(operation) ?? operation, {
+        kind: SpanKind.CLIENT,
+        attributes: { 'db.system.name': storeKind, 'db.operation.name': operation }
+      })
+      return (error) => {
+        // A missing plant or a failed If-Match is an answer, not a failure of the operation.
+        const failed = error !== undefined && !(error instanceof ServiceError && error.code !== 'unavailable')
+        if (failed) span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) })
+        span.end()
+      }
+    },
+    injectTraceContext: (headers) => { propagation.inject(context.active(), headers) }
+  })
+}, { name: 'tracing', dependencies: ['config'] })

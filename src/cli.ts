@@ -1,0 +1,59 @@
+/** The commands of the `plant-store` executable (src/server.ts runs them). */
+export type Command =
+  | { name: 'serve' }
+  | { name: 'backup', file: string }
+  | { name: 'restore', file: string }
+  | { name: 'token' }
+  | { name: 'check' }
+  | { name: 'help' }
+  | { name: 'version' }
+
+export const USAGE = `Usage: plant-store [command]
+
+Commands:
+  serve            run the service (the default): settings come from the environment (README, Configuration)
+  backup <file>    write a consistent copy of the SQLite database (DATABASE_URL) to <file>, while a
+                   server keeps serving; the copy is checked with PRAGMA integrity_check
+  restore <file>   replace the SQLite database with the backup <file> (checked first); refused while
+                   a server uses the database: stop it, restore, start it again
+  token            print a new random API token (for API_TOKENS or API_TOKENS_FILE)
+  check            validate the configuration and the database without starting; exit 0 when both are fine
+  help, --help     show this text
+  --version        print the version
+
+PostgreSQL (a postgres:// DATABASE_URL) is backed up and restored with pg_dump and pg_restore (README).
+`
+
+/** Reads the command line (without `node` and the script); a misuse is an Error whose message says what is wrong. */
+export function parseCommandLine (args: readonly string[]): Command {
+  const [name, ...rest] = args
+  const noMore = (command: Command): Command => {
+    if (rest.length > 0) throw new Error(`${name ?? ''}: unexpected argument ${JSON.stringify(rest[0])}`)
+    return command
+  }
+  switch (name) {
+    case undefined:
+    case 'serve':
+      return noMore({ name: 'serve' })
+    case 'token':
+      return noMore({ name: 'token' })
+    case 'check':
+      return noMore({ name: 'check' })
+    case 'help':
+    case '--help':
+    case '-h':
+      return { name: 'help' }
+    case '--version':
+    case '-v':
+      return noMore({ name: 'version' })
+    case 'backup':
+    case 'restore': {
+      const [file, extra] = rest
+      if (file === undefined || file === '') throw new Error(`${name}: which file? (plant-store ${name} <file>)`)
+      if (extra !== undefined) throw new Error(`${name}: unexpected argument ${JSON.stringify(extra)}`)
+      return { name, file }
+    }
+    default:
+      throw new Error(`unknown command ${JSON.stringify(name)}`)
+  }
+}

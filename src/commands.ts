@@ -1,0 +1,108 @@
+import { randomBytes } from 'node:crypto'
+import { existsSync } from 'node:fs'
+import { ConfigError } from './errors.js'
+import { loadConfig, type Config } from './load-config.js'
+import { isPostgresUrl } from './store/postgres/connection.js'
+import { backupDatabase, BackupError, restoreDatabase } from './store/sqlite/backup.js'
+import { inspectDatabaseFile } from './store/sqlite/preflight.js'
+
+/** Where a command writes: stdout for its result, stderr for problems. */
+export interface Output {
+  out: (text: string) => void
+  err: (text: string) => void
+}
+
+/** An API token as strong as the generated one: 32 random bytes, base64url (43 characters). */
+export function newToken (): string {
+  return randomBytes(32).toString('base64url')
+}
+
+export function runToken (output: Output): number {
+  output.out(`${newToken()}\n`)
+  return 0
+}
+
+function readConfig (env: NodeJS.ProcessEnv, output: Output): Config | undefined {
+  try {
+    return loadConfig(env)
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err
+    output.err(`plant-store: ${err.message}\n`)
+    return undefined
+  }
+}
+
+/** The SQLite file DATABASE_URL names, or undefined (with a message) when it names something else. */
+function sqliteFile (config: Config, command: string, output: Output): string | undefined {
+  if (isPostgresUrl(config.databaseUrl)) {
+    output.err(`plant-store ${command}: DATABASE_URL is PostgreSQL; use pg_dump and pg_restore (README, "Backups")\n`)
+    return undefined
+  }
+  if (config.databaseUrl === ':memory:') {
+    output.err(`plant-store ${command}: DATABASE_URL is :memory:, there is no file to ${command}\n`)
+    return undefined
+  }
+  return config.databaseUrl
+}
+
+export async function runBackup (file: string, env: NodeJS.ProcessEnv, output: Output): Promise<number> {
+  const config = readConfig(env, output)
+  const database = config === undefined ? undefined : sqliteFile(config, 'backup', output)
+  if (database === undefined) return 1
+  try {
+    const { plants, pages } = await backupDatabase(database, file)
+    output.out(`plant-store backup: ${database} → ${file}: ${plants} plants, ${pages} pages, integrity_check ok\n`)
+    return 0
+  } catch (err) {
+    if (!(err instanceof BackupError)) throw err
+    output.err(`plant-store backup: ${err.message}\n`)
+    return 1
+  }
+}
+
+export function runRestore (file: string, env: NodeJS.ProcessEnv, output: Output): number {
+  const config = readConfig(env, output)
+  const database = config === undefined ? undefined : sqliteFile(config, 'restore', output)
+  if (database === undefined) return 1
+  try {
+    const { plants } = restoreDatabase(file, database)
+    output.out(`plant-store restore: ${file} → ${database}: ${plants} plants, integrity_check ok; start the server again\n`)
+    return 0
+  } catch (err) {
+    if (!(err instanceof BackupError)) throw err
+    output.err(`plant-store restore: ${err.message}\n`)
+    return 1
+  }
+}
+
+/**
+ * Validates the configuration and looks at the database without changing it: a SQLite file is
+ * checked as a start would (plant-store's, not newer than this code, quick_check); PostgreSQL must
+ * answer and hold no schema newer than this code. Exit code 0 when a start would get past both.
+ */
+export async function runCheck (env: NodeJS.ProcessEnv, output: Output): Promise<number> {
+  const config = readConfig(env, output)
+  if (config === undefined) return 1
+  output.out('plant-store check: configuration ok\n')
+  if (isPostgresUrl(config.databaseUrl)) {
+    const { checkPostgres } = await import('./store/postgres/check.js')
+    const problem = await checkPostgres(config.databaseUrl, config.pgConnectTimeoutMs)
+    if (problem !== undefined) {
+      output.err(`plant-store check: the PostgreSQL database: ${problem}\n`)
+      return 1
+    }
+    output.out('plant-store check: the PostgreSQL database answers and its schema is usable\n')
+    return 0
+  }
+  if (config.databaseUrl === ':memory:' || !existsSync(config.databaseUrl)) {
+    output.out(`plant-store check: database ${config.databaseUrl} does not exist yet; the first start creates it\n`)
+    return 0
+  }
+  const problem = inspectDatabaseFile(config.databaseUrl)
+  if (problem !== undefined) {
+    output.err(`plant-store check: cannot use the database ${config.databaseUrl}: ${problem}\n`)
+    return 1
+  }
+  output.out(`plant-store check: database ${config.databaseUrl} ok (quick_check)\n`)
+  return 0
+}

@@ -1,0 +1,158 @@
+import { randomBytes } from 'node:crypto'
+import { closeSync, copyFileSync, existsSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs'
+import { basename, dirname, join, resolve } from 'node:path'
+import Database from 'better-sqlite3'
+import { identityProblem, readIdentity } from './preflight.js'
+
+/** A failure of a backup or a restore, with a message for the person who ran it. */
+export class BackupError extends Error {
+  override name = 'BackupError'
+}
+
+export interface BackupResult {
+  plants: number
+  pages: number
+}
+
+/**
+ * Pages copied per backup step: all of them. SQLite restarts an online backup whenever another
+ * connection writes between two steps, so a database under constant write load would never finish
+ * in small steps; one step reads the whole database inside one read transaction, a consistent
+ * snapshot (WAL: the server's writes go on meanwhile, unblocked).
+ */
+const ALL_PAGES = 0x7fffffff
+
+/** `file`'s directory entry made durable (a rename is only durable once its directory is synced). */
+function syncDirectory (file: string): void {
+  const fd = openSync(dirname(file), 'r')
+  try {
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+function syncFile (file: string): void {
+  const fd = openSync(file, 'r+')
+  try {
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** A temporary name beside `file` (same directory, so the final rename is atomic). */
+const besides = (file: string, purpose: string): string =>
+  join(dirname(file), `.${basename(file)}.${purpose}-${randomBytes(6).toString('hex')}`)
+
+/**
+ * Checks a standalone database file: PRAGMA integrity_check (every page and index) and that it is
+ * a plant-store database this code can run. Returns how many plants it holds.
+ */
+function verify (file: string): { plants: number, pages: number } {
+  let db: Database.Database | undefined
+  try {
+    db = new Database(file, { fileMustExist: true })
+    const problems = db.prepare('PRAGMA integrity_check').pluck().all() as string[]
+    if (problems.length !== 1 || problems[0] !== 'ok') throw new BackupError(`integrity_check failed: ${problems.slice(0, 3).join('; ')}`)
+    const problem = identityProblem(readIdentity(db))
+    if (problem !== undefined) throw new BackupError(problem)
+    return {
+      plants: Number(db.prepare('SELECT count(*) FROM plants').pluck().get()),
+      pages: Number(db.pragma('page_count', { simple: true }))
+    }
+  } catch (err) {
+    if (err instanceof BackupError) throw err
+    const code = (err as { code?: unknown }).code
+    throw new BackupError(code === 'SQLITE_NOTADB' ? 'not a SQLite database' : `cannot be read (${String(code ?? (err as Error).message)})`)
+  } finally {
+    db?.close()
+  }
+}
+
+/**
+ * An online backup of the SQLite database `source` into `target` (which must not exist yet): one
+ * consistent snapshot, taken while a server may keep reading and writing (every write it
+ * acknowledged before the backup started is in it), verified with integrity_check, made durable,
+ * and only then given its name, so `target` is never a partial file.
+ */
+export async function backupDatabase (source: string, target: string): Promise<BackupResult> {
+  if (!existsSync(source)) throw new BackupError(`the database ${source} does not exist`)
+  if (existsSync(target)) throw new BackupError(`${target} already exists; choose another name or remove it first`)
+  if (resolve(source) === resolve(target)) throw new BackupError('the backup cannot be the database itself')
+  const partial = besides(target, 'partial')
+  const db = new Database(source, { fileMustExist: true, timeout: 5000 })
+  try {
+    await db.backup(partial, { progress: () => ALL_PAGES })
+  } catch (err) {
+    rmSync(partial, { force: true })
+    throw new BackupError(`the backup failed: ${(err as Error).message}`)
+  } finally {
+    db.close()
+  }
+  try {
+    const result = verify(partial)
+    syncFile(partial)
+    renameSync(partial, target)
+    syncDirectory(target)
+    return result
+  } catch (err) {
+    rmSync(partial, { force: true })
+    throw err instanceof BackupError ? new BackupError(`the backup is unusable: ${err.message}`) : err
+  }
+}
+
+/**
+ * Holds `file` so that no server can use it: SQLite's own exclusive lock, which a running server
+ * (any open connection) prevents and which disappears with a process that died, so a crashed
+ * server leaves no stale lock behind. Undefined when the file does not exist. Throws when it is in use.
+ */
+function lockIdleDatabase (file: string): Database.Database | undefined {
+  if (!existsSync(file)) return undefined
+  const db = new Database(file, { fileMustExist: true, timeout: 0 })
+  try {
+    db.pragma('locking_mode = EXCLUSIVE')
+    // In exclusive locking mode the lock this takes is kept after COMMIT, until close.
+    db.exec('BEGIN EXCLUSIVE; COMMIT')
+    return db
+  } catch (err) {
+    db.close()
+    if ((err as { code?: unknown }).code === 'SQLITE_BUSY') {
+      throw new BackupError(`${file} is in use (a plant-store server is running on it?): stop it first, then restore`)
+    }
+    throw new BackupError(`${file} cannot be opened (${String((err as { code?: unknown }).code ?? (err as Error).message)})`)
+  }
+}
+
+/**
+ * Replaces the SQLite database `target` with the backup `source`: refused while a server uses
+ * `target`; otherwise the backup is copied beside the database, verified, synced, and renamed over
+ * it (atomic: a crash leaves the old database or the new one, never a mix), and the old
+ * database's -wal and -shm files are removed so SQLite cannot replay the old log into the new file.
+ */
+export function restoreDatabase (source: string, target: string): BackupResult {
+  if (!existsSync(source)) throw new BackupError(`the backup ${source} does not exist`)
+  if (resolve(source) === resolve(target)) throw new BackupError('the backup is the database itself')
+  const lock = lockIdleDatabase(target)
+  const incoming = besides(target, 'restore')
+  try {
+    copyFileSync(source, incoming)
+    let result: BackupResult
+    try {
+      result = verify(incoming)
+    } catch (err) {
+      throw err instanceof BackupError ? new BackupError(`the backup ${source} is unusable: ${err.message}`) : err
+    }
+    syncFile(incoming)
+    // Closing the lock's connection folds its WAL into the old file; the rename follows at once.
+    lock?.close()
+    for (const suffix of ['-wal', '-shm', '-journal']) rmSync(`${target}${suffix}`, { force: true })
+    renameSync(incoming, target)
+    syncDirectory(target)
+    return result
+  } finally {
+    if (lock?.open === true) lock.close()
+    rmSync(incoming, { force: true })
+    for (const suffix of ['-wal', '-shm']) rmSync(`${incoming}${suffix}`, { force: true })
+  }
+}

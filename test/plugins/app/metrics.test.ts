@@ -1,0 +1,140 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { test } from 'node:test'
+import type { FastifyInstance } from 'fastify'
+import { AUTH, buildTestApp } from '../../helpers/app.js'
+
+const metricsUrl = (app: FastifyInstance): string => {
+  const address = app.metrics?.address()
+  assert.ok(address)
+  return `http://127.0.0.1:${address.port}/metrics`
+}
+
+async function scrape (app: FastifyInstance): Promise<string> {
+  const res = await fetch(metricsUrl(app))
+  assert.equal(res.status, 200)
+  assert.equal(res.headers.get('content-type'), 'text/plain; version=0.0.4; charset=utf-8')
+  return await res.text()
+}
+
+/** The value of one sample line, e.g. `http_request_duration_seconds_count{method="GET",...}`. */
+function sample (text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  const wanted = Object.entries(labels).map(([key, value]) => `${key}="${value}"`)
+  for (const line of text.split('\n')) {
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line)
+    if (match?.[1] !== name) continue
+    const have = (match[2] ?? '').split(',').filter((pair) => pair !== '')
+    if (wanted.every((pair) => have.includes(pair)) && have.length === wanted.length) return Number(match[3])
+  }
+  return undefined
+}
+
+test('without METRICS_PORT nothing is measured or served: no app.metrics, and the API port has no /metrics', async (t) => {
+  const app = await buildTestApp(t)
+  assert.equal(app.metrics, undefined)
+  const res = await app.inject({ url: '/metrics' })
+  assert.equal(res.statusCode, 404)
+})
+
+test('with METRICS_PORT, GET /metrics on its own listener serves the Prometheus text format; the API port still has none', async (t) => {
+  const app = await buildTestApp(t, { METRICS_PORT: '0' })
+  const text = await scrape(app)
+  assert.match(text, /^# HELP http_request_duration_seconds /m)
+  assert.match(text, /^# TYPE http_request_duration_seconds histogram$/m)
+  // prom-client's default process and runtime metrics.
+  for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes']) {
+    assert.match(text, new RegExp(`^# TYPE ${name} `, 'm'), name)
+  }
+  assert.equal(sample(text, 'plantstore_build_info', { version: app.config.version, node_version: process.version }), 1)
+  assert.equal((await app.inject({ url: '/metrics' })).statusCode, 404)
+
+  const base = metricsUrl(app)
+  const head = await fetch(base, { method: 'HEAD' })
+  assert.equal(head.status, 200)
+  assert.equal(await head.text(), '')
+  const post = await fetch(base, { method: 'POST' })
+  assert.equal(post.status, 405)
+  assert.equal(post.headers.get('allow'), 'GET, HEAD')
+  assert.equal((await fetch(base.replace('/metrics', '/'))).status, 404)
+})
+
+test('http_request_duration_seconds: by method, route template (never the raw URL; unmatched routes as one label) and status', async (t) => {
+  const app = await buildTestApp(t, { METRICS_PORT: '0' })
+  const created = await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'Fern' } })
+  assert.equal(created.statusCode, 201)
+  await app.inject({ url: '/plants/1', headers: AUTH })
+  await app.inject({ url: '/plants/1?fields=all', headers: AUTH })
+  await app.inject({ url: '/plants/2', headers: AUTH })
+  await app.inject({ url: '/no/such/page/123' })
+  await app.inject({ url: '/no/such/page/456' })
+  const text = await scrape(app)
+  const count = (labels: Record<string, string>): number | undefined => sample(text, 'http_request_duration_seconds_count', labels)
+  assert.equal(count({ method: 'POST', route: '/plants', status_code: '201' }), 1)
+  assert.equal(count({ method: 'GET', route: '/plants/:id', status_code: '200' }), 2)
+  assert.equal(count({ method: 'GET', route: '/plants/:id', status_code: '404' }), 1)
+  assert.equal(count({ method: 'GET', route: 'unmatched', status_code: '404' }), 2)
+  assert.doesNotMatch(text, /\/plants\/1"|no\/such/)
+  assert.equal(sample(text, 'http_request_duration_seconds_bucket', { le: '+Inf', method: 'GET', route: '/plants/:id', status_code: '200' }), 2)
+})
+
+test('store operations are timed by operation and outcome', async (t) => {
+  const app = await buildTestApp(t, { METRICS_PORT: '0' })
+  await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'Fern' } })
+  await app.inject({ url: '/plants/1', headers: AUTH })
+  await app.inject({ url: '/plants', headers: AUTH })
+  await app.inject({ method: 'DELETE', url: '/plants/9', headers: AUTH })
+  const text = await scrape(app)
+  const count = (operation: string, outcome: string): number | undefined =>
+    sample(text, 'plantstore_store_operation_duration_seconds_count', { operation, outcome })
+  assert.equal(count('create', 'ok'), 1)
+  assert.equal(count('get', 'ok'), 1)
+  assert.equal(count('list', 'ok'), 1)
+  assert.equal(count('delete', 'error'), 1)
+  assert.equal(count('update', 'ok') ?? 0, 0)
+})
+
+test('SQLite group commit: batch sizes and WAL fdatasync durations (SQLITE_SYNCHRONOUS=full on a file)', async (t) => {
+  const file = join(mkdtempSync(join(tmpdir(), 'plant-store-metrics-')), 'plants.db')
+  const app = await buildTestApp(t, { METRICS_PORT: '0', DATABASE_URL: file, SQLITE_SYNCHRONOUS: 'full' })
+  // Ten creates in one event-loop turn share one transaction.
+  const burst = await Promise.all(Array.from({ length: 10 }, (_, i) => app.store.create({ name: `p${i}` })))
+  assert.equal(burst.length, 10)
+  await app.store.create({ name: 'alone' })
+  const text = await scrape(app)
+  assert.equal(sample(text, 'plantstore_sqlite_group_commit_batch_size_count'), 2)
+  assert.equal(sample(text, 'plantstore_sqlite_group_commit_batch_size_sum'), 11)
+  assert.equal(sample(text, 'plantstore_sqlite_group_commit_batch_size_bucket', { le: '8' }), 1)
+  assert.equal(sample(text, 'plantstore_sqlite_group_commit_batch_size_bucket', { le: '16' }), 2)
+  const syncs = sample(text, 'plantstore_sqlite_wal_fdatasync_duration_seconds_count') ?? 0
+  assert.ok(syncs >= 2, `one fdatasync at least per durable batch, got ${syncs}`)
+})
+
+test('rate-limit rejections are counted by what was limited, a token or an IP', async (t) => {
+  const app = await buildTestApp(t, { METRICS_PORT: '0', RATE_LIMIT_MAX: '1' })
+  for (let i = 0; i < 3; i++) await app.inject({ url: '/plants', headers: AUTH })
+  for (let i = 0; i < 2; i++) await app.inject({ url: '/openapi.json' })
+  const text = await scrape(app)
+  assert.equal(sample(text, 'plantstore_rate_limit_rejections_total', { client: 'token' }), 2)
+  assert.equal(sample(text, 'plantstore_rate_limit_rejections_total', { client: 'ip' }), 1)
+})
+
+test('load shedding 503s are counted by reason', async (t) => {
+  const app = await buildTestApp(t, { METRICS_PORT: '0', MAX_HEAP_USED_BYTES: '1' })
+  for (let waited = 0; !app.isUnderPressure() && waited < 100; waited++) await sleep(50)
+  for (let i = 0; i < 3; i++) assert.equal((await app.inject({ url: '/plants', headers: AUTH })).statusCode, 503)
+  const text = await scrape(app)
+  assert.equal(sample(text, 'plantstore_load_shedding_total', { reason: 'overloaded' }), 3)
+  assert.equal(sample(text, 'plantstore_load_shedding_total', { reason: 'shutting-down' }), 0)
+  assert.equal(sample(text, 'plantstore_load_shedding_total', { reason: 'connection-spent' }), 0)
+})
+
+test('the metrics listener closes with the app', async (t) => {
+  const app = await buildTestApp(t, { METRICS_PORT: '0' })
+  const url = metricsUrl(app)
+  assert.equal((await fetch(url)).status, 200)
+  await app.close()
+  await assert.rejects(fetch(url))
+})

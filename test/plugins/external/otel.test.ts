@@ -1,0 +1,39 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { buildApp } from '../../../src/app.js'
+import { loadConfig } from '../../../src/load-config.js'
+import { AUTH, TOKEN } from '../../helpers/app.js'
+import { startOtlpReceiver } from '../../helpers/otlp-receiver.js'
+
+// The OpenTelemetry SDK registers process-wide providers: this file builds one traced app only.
+test('in-process: the traced app exports its request and store spans when it closes, and offers the trace context for outgoing calls', async (t) => {
+  const receiver = await startOtlpReceiver()
+  t.after(receiver.close)
+  const app = await buildApp(loadConfig({ DATABASE_URL: ':memory:', API_TOKENS: TOKEN, LOG_LEVEL: 'silent', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint }))
+  // Where a webhook delivery will call it: inside a request, the outgoing headers get its trace.
+  app.get('/outgoing-headers', async () => {
+    const headers: Record<string, string> = {}
+    app.tracing?.injectTraceContext(headers)
+    return headers
+  })
+  await app.ready()
+  assert.ok(app.tracing)
+
+  const traceId = '4bf92f3577b34da6a3ce929d0e0e4736'
+  const outgoing = await app.inject({ url: '/outgoing-headers', headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } })
+  assert.match(outgoing.json<{ traceparent: string }>().traceparent, new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`))
+
+  assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'Fern' } })).statusCode, 201)
+  assert.equal((await app.inject({ method: 'DELETE', url: '/plants/7', headers: AUTH })).statusCode, 404)
+  // Outside a request there is no trace to continue: nothing is written.
+  const outside: Record<string, string> = {}
+  app.tracing.injectTraceContext(outside)
+  assert.deepEqual(outside, {})
+  await app.close()
+
+  const names = receiver.spans.map((span) => span.name).sort()
+  assert.deepEqual(names, ['DELETE /plants/:id', 'GET /outgoing-headers', 'POST /plants', 'store.create', 'store.delete'])
+  const deleted = receiver.spans.find((span) => span.name === 'store.delete')
+  // A missing plant is an answer (404), not a failed operation.
+  assert.notEqual(deleted?.status?.code, 2)
+})

@@ -1,0 +1,101 @@
+import assert from 'node:assert/strict'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { test } from 'node:test'
+import { buildApp } from '../../src/app.js'
+import { runCheck } from '../../src/commands.js'
+import { StoreOpenError } from '../../src/errors.js'
+import { loadConfig } from '../../src/load-config.js'
+import { TOKEN } from '../helpers/app.js'
+import { scratchDatabaseUrl, TEST_DATABASE_URL } from '../helpers/postgres.js'
+import { startTcpProxy } from '../helpers/tcp-proxy.js'
+
+/** `url` pointed at 127.0.0.1:`port` (the proxy) instead. */
+function through (url: string, port: number): string {
+  const parsed = new URL(url)
+  parsed.hostname = '127.0.0.1'
+  parsed.port = String(port)
+  return parsed.toString()
+}
+
+interface Line { msg: string, attempt?: number, delayMs?: number, err?: { message?: string } }
+
+if (TEST_DATABASE_URL !== undefined) {
+  const databaseUrl: string = TEST_DATABASE_URL
+  const target = new URL(databaseUrl)
+
+  test('PostgreSQL that comes up after the instance: start-up retries with backoff, then serves', { timeout: 60_000 }, async (t) => {
+    const proxy = await startTcpProxy(Number(target.port || 5432), target.hostname)
+    t.after(proxy.close)
+    await proxy.down()
+    const { url } = scratchDatabaseUrl(t)
+    let log = ''
+    const starting = buildApp(loadConfig({ DATABASE_URL: through(url, proxy.port), API_TOKENS: TOKEN, LOG_LEVEL: 'warn', PG_STARTUP_TIMEOUT_MS: '30000' }), {
+      logStream: { write: (line: string) => { log += line } }
+    })
+    const lines = (): Line[] => log.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as Line)
+    // Let it fail a few times, then bring the database "up".
+    for (let waited = 0; lines().length < 3 && waited < 20_000; waited += 50) await sleep(50)
+    await proxy.up()
+    const app = await starting
+    t.after(() => app.close())
+
+    const res = await app.inject({ url: '/health/ready' })
+    assert.equal(res.statusCode, 200)
+    const retries = lines().filter((line) => line.msg === 'the database cannot be reached yet; retrying')
+    assert.ok(retries.length >= 3)
+    assert.deepEqual(retries.slice(0, 3).map((line) => [line.attempt, line.delayMs]), [[1, 200], [2, 400], [3, 800]])
+    assert.match(retries[0]?.err?.message ?? '', /ECONNREFUSED/)
+  })
+
+  test('PostgreSQL that stays away: the start gives up after PG_STARTUP_TIMEOUT_MS and says so', { timeout: 30_000 }, async (t) => {
+    const proxy = await startTcpProxy(Number(target.port || 5432), target.hostname)
+    t.after(proxy.close)
+    await proxy.down()
+    const started = Date.now()
+    await assert.rejects(
+      buildApp(loadConfig({ DATABASE_URL: through(databaseUrl, proxy.port), API_TOKENS: TOKEN, LOG_LEVEL: 'silent', PG_STARTUP_TIMEOUT_MS: '1000' })),
+      (err: unknown) => {
+        assert.ok(err instanceof StoreOpenError)
+        assert.match(err.message, /^the database could not be reached within PG_STARTUP_TIMEOUT_MS \(1000 ms, \d+ attempts\): connect ECONNREFUSED 127\.0\.0\.1:\d+$/)
+        return true
+      })
+    assert.ok(Date.now() - started >= 1000)
+  })
+
+  test('a failure that waiting cannot fix (no such database) is not retried', { timeout: 30_000 }, async () => {
+    const missing = new URL(databaseUrl)
+    missing.pathname = '/plant_store_no_such_database'
+    let log = ''
+    await assert.rejects(
+      buildApp(loadConfig({ DATABASE_URL: missing.toString(), API_TOKENS: TOKEN, LOG_LEVEL: 'warn', PG_STARTUP_TIMEOUT_MS: '30000' }), {
+        logStream: { write: (line: string) => { log += line } }
+      }),
+      { code: '3D000' })
+    assert.equal(log, '')
+  })
+
+  test('plant-store check on PostgreSQL: 0 when it answers, 1 with the reason (and no password) when not', { timeout: 30_000 }, async (t) => {
+    const { url } = scratchDatabaseUrl(t)
+    let out = ''
+    let err = ''
+    const output = { out: (text: string) => { out += text }, err: (text: string) => { err += text } }
+    assert.equal(await runCheck({ DATABASE_URL: url, API_TOKENS: TOKEN }, output), 0)
+    assert.equal(out, 'plant-store check: configuration ok\nplant-store check: the PostgreSQL database answers and its schema is usable\n')
+
+    // Once migrated, still fine.
+    const app = await buildApp(loadConfig({ DATABASE_URL: url, API_TOKENS: TOKEN, LOG_LEVEL: 'silent' }))
+    await app.close()
+    out = ''
+    assert.equal(await runCheck({ DATABASE_URL: url, API_TOKENS: TOKEN }, output), 0)
+
+    const proxy = await startTcpProxy(Number(target.port || 5432), target.hostname)
+    t.after(proxy.close)
+    await proxy.down()
+    const unreachable = new URL(through(databaseUrl, proxy.port))
+    unreachable.password = 's3cret-pw'
+    out = ''
+    assert.equal(await runCheck({ DATABASE_URL: unreachable.toString(), API_TOKENS: TOKEN, PG_CONNECT_TIMEOUT_MS: '1000' }, output), 1)
+    assert.match(err, /^plant-store check: the PostgreSQL database: it does not answer \(ECONNREFUSED: connect ECONNREFUSED 127\.0\.0\.1:\d+\)\n$/)
+    assert.doesNotMatch(err, /s3cret-pw/)
+  })
+}
