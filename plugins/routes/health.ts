@@ -11,7 +11,6 @@ const NOT_READY_RETRY_AFTER_S = 5
 
 const StatusOk = Type.Object({ status: Type.Literal('ok') }, { examples: [{ status: 'ok' }] })
 
-
 /**
  * Health for load balancers and orchestrators; none needs a token or is rate-limited.
  *
