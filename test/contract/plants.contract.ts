@@ -81,6 +81,10 @@ test('Portman\'s contract and variation tests, made from the served OpenAPI docu
   assert.deepEqual(executed, [
     'GET Service health',
     'HEAD Service health: headers only',
+    'GET Liveness probe',
+    'HEAD Liveness probe: headers only',
+    'GET Readiness probe',
+    'HEAD Readiness probe: headers only',
     'POST Create a plant',
     'GET Get a plant',
     'HEAD Get a plant: headers only',
@@ -95,7 +99,7 @@ test('Portman\'s contract and variation tests, made from the served OpenAPI docu
     'GET Get a plant[After it was deleted]'
   ])
   const statuses = summary.run.executions.map((execution) => (execution.response as { code?: number } | undefined)?.code)
-  assert.deepEqual(statuses, [200, 200, 201, 200, 200, 200, 200, 200, 200, 204, ...Array<number>(16).fill(401), 404])
+  assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200, 201, 200, 200, 200, 200, 200, 200, 204, ...Array<number>(16).fill(401), 404])
   const { assertions } = summary.run.stats
   assert.equal(assertions.failed, 0)
   assert.ok((assertions.total ?? 0) >= 100, `${assertions.total ?? 0} assertions ran`)
