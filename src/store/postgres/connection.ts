@@ -1,3 +1,5 @@
+import type pg from 'pg'
+
 import { databaseUnavailable, storageFull, type ServiceError } from '../../errors.js'
 
 /** True when DATABASE_URL names a PostgreSQL database rather than a SQLite file. */
@@ -87,4 +89,22 @@ export function postgresFailure (err: unknown): ServiceError | undefined {
   if (code === DISK_FULL) return storageFull(err)
   if (UNAVAILABLE_CODES.has(code) || UNAVAILABLE_CLASSES.has(code.slice(0, 2))) return databaseUnavailable(err)
   return undefined
+}
+
+/** Runs `fn` in a transaction on one pooled connection; a broken connection is dropped, not reused. */
+export async function inTransaction<T> (pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect()
+  let broken: Error | undefined
+  try {
+    await client.query('BEGIN')
+    const result = await fn(client)
+    await client.query('COMMIT')
+    return result
+  } catch (err) {
+    if (isConnectionError(err)) broken = err as Error
+    else await client.query('ROLLBACK').catch((rollbackErr: unknown) => { broken = rollbackErr as Error })
+    throw err
+  } finally {
+    client.release(broken)
+  }
 }

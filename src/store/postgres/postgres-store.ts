@@ -7,7 +7,7 @@ import {
   type NewPlant, type PlantChanges, type PlantStore
 } from '../store.js'
 import { rememberedPlant, toPlant, writableRow, type IdempotencyRow, type PlantRow } from '../rows.js'
-import { isConnectionError, parsePostgresUrl, postgresFailure, type PostgresTarget } from './connection.js'
+import { inTransaction, parsePostgresUrl, postgresFailure, type PostgresTarget } from './connection.js'
 import { migrations } from './migrations.js'
 import { retryUntilReachable, type StartupRetry } from './startup.js'
 
@@ -29,7 +29,6 @@ export interface PostgresStoreOptions {
   startup?: StartupRetry
 }
 
-type Client = pg.PoolClient
 /** The pool (each statement on any free connection) or one connection (inside a transaction). */
 type Queryable = pg.Pool | pg.PoolClient
 
@@ -112,24 +111,6 @@ const SQL = {
 /** Runs one of the statements above as a named (prepared) statement. */
 async function run<R extends pg.QueryResultRow = pg.QueryResultRow> (db: Queryable, statement: keyof typeof SQL, values: unknown[] = []): Promise<pg.QueryResult<R>> {
   return await db.query<R>({ name: `plant-store-${statement}`, text: SQL[statement], values })
-}
-
-/** Runs `fn` in a transaction on one pooled connection; a broken connection is dropped, not reused. */
-async function inTransaction<T> (pool: pg.Pool, fn: (client: Client) => Promise<T>): Promise<T> {
-  const client = await pool.connect()
-  let broken: Error | undefined
-  try {
-    await client.query('BEGIN')
-    const result = await fn(client)
-    await client.query('COMMIT')
-    return result
-  } catch (err) {
-    if (isConnectionError(err)) broken = err as Error
-    else await client.query('ROLLBACK').catch((rollbackErr: unknown) => { broken = rollbackErr as Error })
-    throw err
-  } finally {
-    client.release(broken)
-  }
 }
 
 /**

@@ -7,7 +7,7 @@ import type {
   WebhookStore, WebhookSubscription
 } from '../../webhooks/store.js'
 import { StoreOpenError } from '../../errors.js'
-import { isConnectionError, parsePostgresUrl } from './connection.js'
+import { inTransaction, parsePostgresUrl } from './connection.js'
 
 /** The migration step (see migrations.ts) that created the webhook tables. */
 export const WEBHOOK_SCHEMA_VERSION = 3
@@ -150,24 +150,6 @@ interface PgClaimRow {
   secret: string
   previous_secret: string | null
   previous_secret_until: bigint | null
-}
-
-/** Runs `fn` in a transaction on one pooled connection; a broken connection is dropped, not reused. */
-async function inTransaction<T> (pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect()
-  let broken: Error | undefined
-  try {
-    await client.query('BEGIN')
-    const result = await fn(client)
-    await client.query('COMMIT')
-    return result
-  } catch (err) {
-    if (isConnectionError(err)) broken = err as Error
-    else await client.query('ROLLBACK').catch((rollbackErr: unknown) => { broken = rollbackErr as Error })
-    throw err
-  } finally {
-    client.release(broken)
-  }
 }
 
 async function checkSchema (pool: pg.Pool): Promise<void> {

@@ -43,7 +43,11 @@ const PROBE_BYTES = 64 * 1024
 
 function openDatabase (filename: string): Database.Database {
   if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true })
-  const db = new Database(filename)
+  return configureConnection(new Database(filename))
+}
+
+/** The settings of every connection plant-store opens to its SQLite file (the plant store's, the webhook store's). */
+export function configureConnection (db: Database.Database): Database.Database {
   // Ids are int64: read every INTEGER as a bigint so nothing is rounded on the way back.
   db.defaultSafeIntegers(true)
   db.pragma('journal_mode = WAL')

@@ -9,6 +9,7 @@ import type {
   WebhookStore, WebhookSubscription
 } from '../../webhooks/store.js'
 import { StoreOpenError } from '../../errors.js'
+import { configureConnection } from './sqlite-store.js'
 
 /** The migration step (see migrations.ts) that created the webhook tables. */
 export const WEBHOOK_SCHEMA_VERSION = 3
@@ -106,13 +107,7 @@ export function enqueueSqliteEvent (db: Database.Database, event: PlantEvent, no
  * the migrations, webhook steps included), with the plant store's settings.
  */
 export function openSqliteWebhookDatabase (filename: string): Database.Database {
-  const db = new Database(filename, { fileMustExist: filename !== ':memory:' })
-  db.defaultSafeIntegers(true)
-  db.pragma('journal_mode = WAL')
-  db.pragma('synchronous = NORMAL')
-  db.pragma('foreign_keys = ON')
-  db.pragma('busy_timeout = 5000')
-  return db
+  return configureConnection(new Database(filename, { fileMustExist: filename !== ':memory:' }))
 }
 
 function checkSchema (db: Database.Database): void {
