@@ -34,6 +34,11 @@ export interface GroupCommitOptions {
   verify?: () => void
   /** What a failure is reported as to the write or read that meets it (the store turns SQLite's errors into codes). */
   report?: (error: unknown) => unknown
+  /**
+   * Flushes the WAL to disk: `fs.fdatasync` (tests hold it, to see what happens while a flush
+   * runs without depending on how fast the disk is).
+   */
+  fdatasync?: (fd: number, callback: (error: NodeJS.ErrnoException | null) => void) => void
 }
 
 /** Runs writes in shared transactions and answers them once they are durable. */
@@ -75,6 +80,7 @@ const MAX_SYNCS_IN_FLIGHT = 3
  */
 export function createGroupCommit (db: Database.Database, options: GroupCommitOptions = {}): GroupCommit {
   const { walFile, onCommit, onSync, verify } = options
+  const flushWal = options.fdatasync ?? fdatasync
   const report = options.report ?? ((error: unknown) => error)
   let queue: PendingWrite[] = []
   let scheduled = false
@@ -144,7 +150,7 @@ export function createGroupCommit (db: Database.Database, options: GroupCommitOp
     }
     try {
       walFd ??= openWal(file)
-      fdatasync(walFd, done)
+      flushWal(walFd, done)
     } catch (error) {
       done(error)
     }

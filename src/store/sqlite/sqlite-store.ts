@@ -13,7 +13,7 @@ import {
   type IdempotencyRow, type PlantColumns, type PlantRow
 } from '../rows.js'
 import { createFileCheck, sqliteFailure } from './failures.js'
-import { createGroupCommit } from './group-commit.js'
+import { createGroupCommit, type GroupCommitOptions } from './group-commit.js'
 import { APPLICATION_ID, migrations } from './migrations.js'
 import { identityProblem, inspectDatabaseFile, readIdentity } from './preflight.js'
 
@@ -32,6 +32,8 @@ export interface SqliteStoreOptions {
   onSync?: (durationMs: number) => void
   /** Told once when the database stops taking writes or its file goes away, and once when writes work again. */
   log?: StoreLog
+  /** Replaces `fs.fdatasync` of the WAL (tests hold it; see GroupCommitOptions). */
+  fdatasync?: GroupCommitOptions['fdatasync']
 }
 
 /**
@@ -216,6 +218,7 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
       onCommit?.(count)
     },
     ...(onSync !== undefined && { onSync }),
+    ...(options.fdatasync !== undefined && { fdatasync: options.fdatasync }),
     // Every batch looks before it is acknowledged: a write is never acknowledged into a file that is
     // gone (one check per batch, not per write: under load a batch holds many writes).
     ...(file !== undefined && { verify: () => { file.verify(true) } }),

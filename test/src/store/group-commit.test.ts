@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync } from 'node:fs'
+import { fdatasync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
@@ -19,17 +19,31 @@ function storeWithCommits (t: Cleanup, filename = ':memory:'): { store: PlantSto
   return { store, commits }
 }
 
-/** A store on a fresh file under `full`, recording each commit (with its write count) and each sync. */
-function fullStoreWithEvents (t: Cleanup): { store: PlantStore, events: string[] } {
+/** A store on a fresh file under `full`, recording each commit and each sync; every WAL flush is held until the test releases it. */
+function fullStoreWithEvents (t: Cleanup): { store: PlantStore, events: string[], held: Array<() => void> } {
   const events: string[] = []
+  // Each held flush runs the real fdatasync once released: the test decides when a flush is under
+  // way and in which order flushes return, whatever the disk's speed.
+  const held: Array<() => void> = []
   const store = createSqliteStore({
     filename: join(mkdtempSync(join(tmpdir(), 'plant-store-group-')), 'plants.db'),
     synchronous: 'full',
     onCommit: (writes) => events.push(`commit ${writes}`),
-    onSync: () => events.push('sync')
+    onSync: () => events.push('sync'),
+    fdatasync: (fd, callback) => { held.push(() => { fdatasync(fd, callback) }) }
   })
-  t.after(() => store.close())
-  return { store, events }
+  t.after(async () => {
+    // Closing waits for flushes under way: let any still held run.
+    for (const release of held.splice(0)) release()
+    await store.close()
+  })
+  return { store, events, held }
+}
+
+/** Lets the event loop run until `condition` holds (at most ~2 s of turns). */
+async function until (condition: () => boolean): Promise<void> {
+  for (let turn = 0; turn < 2000 && !condition(); turn++) await new Promise((resolve) => setTimeout(resolve, 1))
+  assert.ok(condition())
 }
 
 test('writes queued in the same turn commit in one transaction, results in request order', async (t) => {
@@ -144,14 +158,16 @@ test('closing the store commits the writes still queued', async () => {
 })
 
 test('under full, writes are answered after one fdatasync of the WAL; reads that saw them wait for it too', async (t) => {
-  const { store, events } = fullStoreWithEvents(t)
+  const { store, events, held } = fullStoreWithEvents(t)
 
   const writes = Promise.all([store.create({ name: 'a' }), store.create({ name: 'b' })])
     .then((created) => { events.push('writes answered'); return created })
-  // The batch has committed in this turn's setImmediate; its fdatasync cannot have returned yet.
-  await new Promise((resolve) => setImmediate(resolve))
-  assert.deepEqual(events, ['commit 2'])
+  await until(() => held.length === 1)
+  // Committed, its flush under way: neither the writes nor a read that sees them are answered.
   const read = store.get(1n).then((plant) => { events.push('read answered'); return plant })
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  assert.deepEqual(events, ['commit 2'])
+  held.shift()?.()
   const [[first], plant] = await Promise.all([writes, read])
   assert.deepEqual(plant, first?.plant)
   assert.deepEqual(events, ['commit 2', 'sync', 'writes answered', 'read answered'])
@@ -159,6 +175,7 @@ test('under full, writes are answered after one fdatasync of the WAL; reads that
   // With nothing waiting for the disk, a read answers at once, without another sync.
   assert.equal((await store.get(2n))?.name, 'b')
   assert.deepEqual(events.slice(4), [])
+  assert.equal(held.length, 0)
 })
 
 test('under normal, a write is answered after its COMMIT, without an fsync', async (t) => {
@@ -186,16 +203,19 @@ test('once a sync of the WAL fails, nothing more is acknowledged: writes, reads 
 })
 
 test('under full, a burst committed while a sync runs is made durable too; answers keep their order', async (t) => {
-  const { store, events } = fullStoreWithEvents(t)
+  const { store, events, held } = fullStoreWithEvents(t)
 
   const first = store.create({ name: 'first' }).then(() => events.push('first answered'))
-  await new Promise((resolve) => setImmediate(resolve))
+  await until(() => held.length === 1)
   const second = store.create({ name: 'second' }).then(() => events.push('second answered'))
-  await new Promise((resolve) => setImmediate(resolve))
-  // Both bursts have committed before any sync returned.
+  // The second burst commits while the first flush runs, and starts a flush of its own.
+  await until(() => held.length === 2)
   assert.deepEqual(events, ['commit 1', 'commit 1'])
+  // The second flush returns first: it covers the first burst too, which is still answered first.
+  held.splice(1, 1)[0]?.()
   await Promise.all([first, second])
-  // The second burst's sync may return first: it covers the first burst too, which is answered first.
-  assert.ok(events.indexOf('sync') > 1 && events.indexOf('sync') < events.indexOf('first answered'))
-  assert.ok(events.indexOf('first answered') < events.indexOf('second answered'))
+  assert.deepEqual(events, ['commit 1', 'commit 1', 'sync', 'first answered', 'second answered'])
+  held.shift()?.()
+  await until(() => events.length === 6)
+  assert.equal(events[5], 'sync')
 })
