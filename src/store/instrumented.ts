@@ -45,6 +45,7 @@ export function instrumentStore (store: PlantStore, observers: readonly Operatio
     replace: observe('replace', (...args: Parameters<PlantStore['replace']>) => store.replace(...args)),
     update: observe('update', (...args: Parameters<PlantStore['update']>) => store.update(...args)),
     delete: observe('delete', (...args: Parameters<PlantStore['delete']>) => store.delete(...args)),
+    webhooks: store.webhooks,
     close: () => store.close()
   }
 }

@@ -1,4 +1,5 @@
 import type { Plant } from '../schemas/plant.js'
+import type { WebhookStore } from '../webhooks/store.js'
 
 /**
  * The largest id a store assigns itself: 2^53 - 1, the largest integer a JavaScript client holds
@@ -100,5 +101,12 @@ export interface PlantStore {
   replace(id: bigint, plant: Omit<NewPlant, 'id'>, ifMatch?: IfMatch): Promise<Plant>
   update(id: bigint, changes: PlantChanges, ifMatch?: IfMatch): Promise<Plant>
   delete(id: bigint, ifMatch?: IfMatch): Promise<Plant>
+  /**
+   * The webhook subscriptions and deliveries on the same database. Every write above also writes its
+   * event's deliveries (`plant.created`, `plant.updated`, `plant.deleted`) in its own transaction: a
+   * write that is answered has its deliveries durable; a refused write or an idempotent replay writes none.
+   */
+  readonly webhooks: WebhookStore
+  /** Closes the webhook store too: stop its dispatcher first. */
   close(): Promise<void>
 }

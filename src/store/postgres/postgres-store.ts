@@ -10,6 +10,8 @@ import { rememberedPlant, toPlant, writableRow, type IdempotencyRow, type PlantR
 import { inTransaction, parsePostgresUrl, postgresFailure, type PostgresTarget } from './connection.js'
 import { migrations } from './migrations.js'
 import { retryUntilReachable, type StartupRetry } from './startup.js'
+import { createPostgresWebhookStore, enqueuePostgresEvent } from './webhook-store.js'
+import type { WebhookEventType } from '../../webhooks/events.js'
 
 export interface PostgresStoreOptions {
   /** A `postgres://` URL; `?schema=name` keeps the tables in that schema (created when missing). */
@@ -199,7 +201,16 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     }
   }
 
-  /** Inserts a plant: on `db` alone when no idempotency key has to be written with it. */
+  /**
+   * Writes the change's webhook deliveries in the change's own transaction (the transactional
+   * outbox): committed with it or not at all. Listening dispatchers are notified on commit.
+   */
+  async function emit (client: pg.PoolClient, type: WebhookEventType, plant: Plant, now: number): Promise<Plant> {
+    await enqueuePostgresEvent(client, { type, plant, occurredAt: now }, now)
+    return plant
+  }
+
+  /** Inserts a plant on `db`, in the caller's transaction. */
   async function insert (db: Queryable, { id, name, tag }: NewPlant, now: number): Promise<PlantRow> {
     if (id !== undefined) {
       const { rows: [row] } = await run<PlantRow>(db, 'insertChosen', [id, name, tag ?? null, now])
@@ -222,25 +233,38 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
   }
 
   /**
-   * Runs a change of one plant (`statement` answers the changed or deleted row). Without If-Match
-   * one statement does it; with it, the row is locked and checked first, in one transaction.
+   * Runs a change of one plant (`statement` answers the changed or deleted row) and writes its event,
+   * in one transaction; with If-Match, the row is locked and checked first.
    */
-  async function write (id: bigint, statement: 'update' | 'delete', values: unknown[], ifMatch?: IfMatch): Promise<Plant> {
-    if (ifMatch === undefined) {
-      const { rows: [row] } = await run<PlantRow>(pool, statement, values)
-      return toPlant(writableRow(id, row, undefined))
-    }
+  async function write (id: bigint, statement: 'update' | 'delete', values: unknown[], now: number, ifMatch?: IfMatch): Promise<Plant> {
     return await inTransaction(pool, async (client) => {
-      const { rows: [current] } = await run<PlantRow>(client, 'lockRow', [id])
-      writableRow(id, current, ifMatch)
+      if (ifMatch !== undefined) {
+        const { rows: [current] } = await run<PlantRow>(client, 'lockRow', [id])
+        writableRow(id, current, ifMatch)
+      }
       const { rows: [row] } = await run<PlantRow>(client, statement, values)
-      return toPlant(row as PlantRow)
+      const plant = toPlant(writableRow(id, row, undefined))
+      return await emit(client, statement === 'delete' ? 'plant.deleted' : 'plant.updated', plant, now)
     })
+  }
+
+  let webhooks
+  try {
+    webhooks = await createPostgresWebhookStore({
+      url: options.url,
+      ...(options.connectTimeoutMs !== undefined && { connectTimeoutMs: options.connectTimeoutMs }),
+      ...(options.onIdleError !== undefined && { onError: options.onIdleError })
+    })
+  } catch (err) {
+    await pool.end()
+    throw postgresFailure(err) ?? err
   }
 
   let closed = false
 
   return {
+    webhooks,
+
     async ping () {
       await guard(async () => { await run(pool, 'ping') })
     },
@@ -262,40 +286,47 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     async create (plant: NewPlant, idempotency?: IdempotencyKey): Promise<CreateResult> {
       return await guard(async () => {
         const now = Date.now()
-        if (idempotency === undefined) return { plant: toPlant(await insert(pool, plant, now)), replayed: false }
-        const { scope, key, fingerprint } = idempotency
-        // The key is written with the plant, in one transaction: both or neither.
+        // The plant, its key and its event are written in one transaction: all or nothing.
         return await inTransaction(pool, async (client) => {
-          await run(client, 'lockKey', [`${scope}\n${key}`])
-          const { rows: [earlier] } = await run<IdempotencyRow>(client, 'findKey', [scope, key, now - IDEMPOTENCY_TTL_MS])
-          if (earlier !== undefined) {
-            if (earlier.fingerprint !== fingerprint) throw idempotencyKeyReused()
-            return { plant: rememberedPlant(earlier), replayed: true }
+          if (idempotency !== undefined) {
+            const { scope, key, fingerprint } = idempotency
+            await run(client, 'lockKey', [`${scope}\n${key}`])
+            const { rows: [earlier] } = await run<IdempotencyRow>(client, 'findKey', [scope, key, now - IDEMPOTENCY_TTL_MS])
+            if (earlier !== undefined) {
+              if (earlier.fingerprint !== fingerprint) throw idempotencyKeyReused()
+              return { plant: rememberedPlant(earlier), replayed: true }
+            }
+            await run(client, 'expireKeys', [now - IDEMPOTENCY_TTL_MS])
           }
-          await run(client, 'expireKeys', [now - IDEMPOTENCY_TTL_MS])
           const row = await insert(client, plant, now)
-          await run(client, 'saveKey', [scope, key, fingerprint, row.id, row.name, row.tag, row.created_at, row.updated_at])
-          return { plant: toPlant(row), replayed: false }
+          if (idempotency !== undefined) {
+            const { scope, key, fingerprint } = idempotency
+            await run(client, 'saveKey', [scope, key, fingerprint, row.id, row.name, row.tag, row.created_at, row.updated_at])
+          }
+          return { plant: await emit(client, 'plant.created', toPlant(row), now), replayed: false }
         })
       })
     },
 
     async replace (id: bigint, { name, tag }: Omit<NewPlant, 'id'>, ifMatch?: IfMatch) {
-      return await guard(async () => await write(id, 'update', [id, name, tag ?? null, true, Date.now()], ifMatch))
+      const now = Date.now()
+      return await guard(async () => await write(id, 'update', [id, name, tag ?? null, true, now], now, ifMatch))
     },
 
     async update (id: bigint, changes: PlantChanges, ifMatch?: IfMatch) {
-      const values = [id, changes.name ?? null, changes.tag ?? null, changes.tag !== undefined, Date.now()]
-      return await guard(async () => await write(id, 'update', values, ifMatch))
+      const now = Date.now()
+      const values = [id, changes.name ?? null, changes.tag ?? null, changes.tag !== undefined, now]
+      return await guard(async () => await write(id, 'update', values, now, ifMatch))
     },
 
     async delete (id: bigint, ifMatch?: IfMatch) {
-      return await guard(async () => await write(id, 'delete', [id], ifMatch))
+      return await guard(async () => await write(id, 'delete', [id], Date.now(), ifMatch))
     },
 
     async close () {
       if (closed) return
       closed = true
+      await webhooks.close()
       await pool.end()
     }
   }

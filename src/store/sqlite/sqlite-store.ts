@@ -12,10 +12,13 @@ import {
   columnsToPlant, PLANT_COLUMNS, rememberedPlant, toPlant, writableRow,
   type IdempotencyRow, type PlantColumns, type PlantRow
 } from '../rows.js'
+import { configureConnection } from './connection.js'
 import { createFileCheck, sqliteFailure } from './failures.js'
 import { createGroupCommit, type GroupCommitOptions } from './group-commit.js'
 import { APPLICATION_ID, migrations } from './migrations.js'
 import { identityProblem, inspectDatabaseFile, readIdentity } from './preflight.js'
+import { createSqliteWebhookStore, enqueueSqliteEvent } from './webhook-store.js'
+import type { WebhookEventType } from '../../webhooks/events.js'
 
 /** SQLite durability levels: `full` survives a power loss, `normal` a process crash. */
 export const SQLITE_SYNCHRONOUS = ['full', 'normal'] as const
@@ -46,19 +49,6 @@ const PROBE_BYTES = 64 * 1024
 function openDatabase (filename: string): Database.Database {
   if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true })
   return configureConnection(new Database(filename))
-}
-
-/** The settings of every connection plant-store opens to its SQLite file (the plant store's, the webhook store's). */
-export function configureConnection (db: Database.Database): Database.Database {
-  // Ids are int64: read every INTEGER as a bigint so nothing is rounded on the way back.
-  db.defaultSafeIntegers(true)
-  db.pragma('journal_mode = WAL')
-  // NORMAL: WAL appends without an fsync each, still consistent after a crash. For `full`, the
-  // group commit adds one fdatasync of the WAL per group before anything is answered.
-  db.pragma('synchronous = NORMAL')
-  db.pragma('foreign_keys = ON')
-  db.pragma('busy_timeout = 5000')
-  return db
 }
 
 function migrate (db: Database.Database): void {
@@ -133,9 +123,23 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     ping: db.prepare('SELECT 1').pluck()
   }
 
+  /** Set when a transaction of the batch being built wrote deliveries: the dispatchers are woken once it commits. */
+  let deliveriesWritten = false
+  const wakers = new Set<() => void>()
+
+  /**
+   * The change's webhook event, written by the change's own transaction (the transactional outbox):
+   * committed with it, rolled back with it, never written for a change that did not happen.
+   */
+  const emit = (type: WebhookEventType, plant: Plant, now: number): Plant => {
+    if (enqueueSqliteEvent(db, { type, plant, occurredAt: now }, now) > 0) deliveriesWritten = true
+    return plant
+  }
+
   const write = db.transaction((id: bigint, next: (row: PlantRow) => { name: string, tag: string | null }, ifMatch?: IfMatch): Plant => {
     const { name, tag } = next(writableRow(id, statements.get.get(id), ifMatch))
-    return toPlant(statements.update.get(name, tag, Date.now(), id) as PlantRow)
+    const now = Date.now()
+    return emit('plant.updated', toPlant(statements.update.get(name, tag, now, id) as PlantRow), now)
   })
 
   const insert = db.transaction(({ id, name, tag }: NewPlant, idempotency?: IdempotencyKey): CreateResult => {
@@ -173,13 +177,13 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
       const { scope, key, fingerprint } = idempotency
       statements.saveKey.run(scope, key, fingerprint, row.id, row.name, row.tag, row.created_at, row.updated_at)
     }
-    return { plant: toPlant(row), replayed: false }
+    return { plant: emit('plant.created', toPlant(row), now), replayed: false }
   })
 
   const remove = db.transaction((id: bigint, ifMatch?: IfMatch): Plant => {
     // Without If-Match there is nothing to check first: the delete itself says whether the plant was there.
     if (ifMatch !== undefined) writableRow(id, statements.get.get(id), ifMatch)
-    return toPlant(writableRow(id, statements.delete.get(id), undefined))
+    return emit('plant.deleted', toPlant(writableRow(id, statements.delete.get(id), undefined)), Date.now())
   })
 
   const writeProbe = db.transaction(() => { statements.writeProbe.run(PROBE_BYTES) })
@@ -216,6 +220,11 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
       if (trouble !== undefined) log?.info({ code: trouble.code }, 'database writes work again')
       trouble = undefined
       onCommit?.(count)
+      if (deliveriesWritten) {
+        deliveriesWritten = false
+        // The dispatcher's claim is a write of a later batch: it returns only once this one is on disk.
+        for (const wake of wakers) wake()
+      }
     },
     ...(onSync !== undefined && { onSync }),
     ...(options.fdatasync !== undefined && { fdatasync: options.fdatasync }),
@@ -225,7 +234,21 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     report: failure
   })
 
+  // Webhook persistence on this connection, its writes in the same group commit: as durable as
+  // plant writes, and its reads wait for the disk as theirs do.
+  const webhooks = createSqliteWebhookStore({
+    db,
+    write: async (transaction) => await writes.enqueue(transaction),
+    afterDurable: writes.afterDurable,
+    listen: async (wake) => {
+      wakers.add(wake)
+      return async () => { wakers.delete(wake) }
+    }
+  })
+
   return {
+    webhooks,
+
     async ping () {
       try {
         file?.verify(true)

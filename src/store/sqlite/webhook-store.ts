@@ -9,7 +9,7 @@ import type {
   WebhookStore, WebhookSubscription
 } from '../../webhooks/store.js'
 import { StoreOpenError } from '../../errors.js'
-import { configureConnection } from './sqlite-store.js'
+import { configureConnection } from './connection.js'
 
 /** The migration step (see migrations.ts) that created the webhook tables. */
 export const WEBHOOK_SCHEMA_VERSION = 3
@@ -32,6 +32,8 @@ export interface SqliteWebhookStoreOptions {
   afterDurable?: <T>(value: T) => T | Promise<T>
   /** Closed by close() (when the connection is the store's own). */
   ownsDb?: boolean
+  /** How the dispatcher hears of new deliveries: the plant store calls `wake` after a commit that wrote some. */
+  listen?: WebhookStore['listen']
 }
 
 /** A subscription row as SQLite keeps it: flags and times as bigints, events space-separated. */
@@ -332,6 +334,8 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
         if (deleted < PRUNE_BATCH) return total
       }
     },
+
+    ...(options.listen !== undefined && { listen: options.listen }),
 
     async close () {
       if (options.ownsDb === true && db.open) db.close()

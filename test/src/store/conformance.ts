@@ -2,6 +2,8 @@ import assert from 'node:assert/strict'
 import { describe, test, type TestContext } from 'node:test'
 import { plantEtag } from '../../../src/etag.js'
 import { ServiceError, type ErrorCode } from '../../../src/errors.js'
+import type { Plant } from '../../../src/schemas/plant.js'
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../../../src/webhooks/events.js'
 import { IDEMPOTENCY_TTL_MS, MAX_ASSIGNED_ID, type IdempotencyKey, type PlantStore } from '../../../src/store/store.js'
 
 /** The conformance suite's fresh, empty database for one test. Everything is cleaned up by `t.after`. */
@@ -17,6 +19,7 @@ export interface ConformanceDatabase {
 export type OpenConformanceDatabase = (t: TestContext) => Promise<ConformanceDatabase>
 
 const MAX = 9223372036854775807n
+const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'
 const KEY: IdempotencyKey = { scope: 'client-a', key: 'key-1', fingerprint: 'body-1' }
 
 /** Asserts that the store refused with exactly this code (a ServiceError: the store knows no HTTP). */
@@ -415,6 +418,75 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       assert.equal(await second.get(plant.id), undefined)
       await rejectsWith(second.create({ id: 1n, name: 'a' }), 'conflict')
       assert.equal((await second.create({ name: 'after' })).plant.id, 4n, 'neither the deleted 2 nor the deleted chosen 3')
+    })
+
+    describe('events: every change writes its deliveries in its own transaction', () => {
+      const subscribe = async (store: PlantStore, events: WebhookEventType[] = [...WEBHOOK_EVENT_TYPES], disabled = false): Promise<bigint> =>
+        (await store.webhooks.createSubscription({ owner: 'owner-a', url: 'https://receiver.example/hook', events, disabled, secret: SECRET }, Date.now())).id
+      /** Every delivery of the subscription, oldest first, with its event as the receiver gets it. */
+      const outbox = async (store: PlantStore, id: bigint): Promise<Array<{ type: string, data: Record<string, unknown> }>> => {
+        const claimed = await store.webhooks.claimDue({ lease: `check-${id}`, now: Date.now() + 1000, leaseMs: 60_000, limit: 100, perSubscription: 100, skipSubscriptions: [] })
+        return claimed.filter((delivery) => delivery.subscriptionId === id).map((delivery) => {
+          const body = JSON.parse(delivery.payload) as { type: string, timestamp: string, data: Record<string, unknown> }
+          assert.equal(delivery.eventType, body.type)
+          assert.match(body.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+          return { type: body.type, data: body.data }
+        })
+      }
+      const asJson = (plant: Plant): Record<string, unknown> => ({ ...plant, id: Number(plant.id) })
+
+      test('created, updated (replace and update) and deleted, each with the plant as written; refusals and replays write none', async (t) => {
+        const store = await fresh(t)
+        const id = await subscribe(store)
+        const { plant: created } = await store.create({ name: 'Monstera', tag: 'tropical' }, KEY)
+        await store.create({ name: 'Monstera', tag: 'tropical' }, KEY)
+        await rejectsWith(store.create({ name: 'other body' }, { ...KEY, fingerprint: 'body-2' }), 'idempotency-key-reused')
+        await rejectsWith(store.create({ id: created.id, name: 'taken' }), 'conflict')
+        const replaced = await store.replace(created.id, { name: 'Fern' })
+        await rejectsWith(store.update(created.id, { tag: 'x' }, ['"stale"']), 'precondition-failed')
+        await rejectsWith(store.update(404n, { tag: 'x' }), 'not-found')
+        const updated = await store.update(created.id, { tag: 'green' }, [plantEtag(replaced)])
+        const deleted = await store.delete(created.id)
+        await rejectsWith(store.delete(created.id), 'not-found')
+        assert.deepEqual(await outbox(store, id), [
+          { type: 'plant.created', data: asJson(created) },
+          { type: 'plant.updated', data: asJson(replaced) },
+          { type: 'plant.updated', data: asJson(updated) },
+          { type: 'plant.deleted', data: asJson(deleted) }
+        ])
+        assert.deepEqual(deleted, updated, 'a deleted plant is sent as it was')
+      })
+
+      test('a subscription gets only the types it asked for; a disabled one gets none; each event is one message for all', async (t) => {
+        const store = await fresh(t)
+        const all = await subscribe(store)
+        const deletions = await subscribe(store, ['plant.deleted'])
+        const disabled = await subscribe(store, [...WEBHOOK_EVENT_TYPES], true)
+        const { plant } = await store.create({ name: 'a' })
+        await store.delete(plant.id)
+        const page = await store.webhooks.listDeliveries('owner-a', all, { limit: 10 })
+        assert.deepEqual(page?.deliveries.map((delivery) => delivery.eventType), ['plant.deleted', 'plant.created'])
+        assert.deepEqual((await store.webhooks.listDeliveries('owner-a', deletions, { limit: 10 }))?.deliveries.map((delivery) => delivery.eventType), ['plant.deleted'])
+        assert.deepEqual((await store.webhooks.listDeliveries('owner-a', disabled, { limit: 10 }))?.deliveries, [])
+        const claimed = await store.webhooks.claimDue({ lease: 'l', now: Date.now() + 1000, leaseMs: 60_000, limit: 10, perSubscription: 10, skipSubscriptions: [] })
+        const deletedIds = claimed.filter((delivery) => delivery.eventType === 'plant.deleted').map((delivery) => delivery.messageId)
+        assert.equal(deletedIds.length, 2)
+        assert.equal(deletedIds[0], deletedIds[1], 'one webhook-id per event, whichever subscription receives it')
+      })
+
+      test('a dispatcher listening is woken after a write that wrote deliveries', async (t) => {
+        const store = await fresh(t)
+        await subscribe(store)
+        let woken = 0
+        const listen = store.webhooks.listen
+        assert.ok(listen !== undefined, 'both stores tell their dispatchers of new deliveries')
+        const unlisten = await listen(() => { woken++ })
+        t.after(unlisten)
+        const before = woken
+        await store.create({ name: 'a' })
+        for (let turn = 0; turn < 200 && woken === before; turn++) await new Promise((resolve) => setTimeout(resolve, 10))
+        assert.ok(woken > before)
+      })
     })
 
     test('close can be called twice', async (t) => {
