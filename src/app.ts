@@ -19,11 +19,15 @@ import requestIdPlugin, { AccessLog, requestId } from '../plugins/app/request-lo
 import schemasPlugin, { ajvOptions, validatorWithoutBodyCoercion } from '../plugins/app/schemas.js'
 import storePlugin from '../plugins/app/store.js'
 import underPressurePlugin from '../plugins/external/under-pressure.js'
+import webhooksPlugin from '../plugins/app/webhooks.js'
+import type { RequestFunction } from './webhooks/deliver.js'
 import type { Config } from './load-config.js'
 
 export interface BuildOptions {
   /** Where the log goes (stdout by default); tests capture it. */
   logStream?: { write (line: string): void }
+  /** Replaces http(s).request for webhook deliveries (tests hold deliveries to loopback). */
+  webhookRequest?: RequestFunction
 }
 
 /** Trusts the nearest `hops` addresses of X-Forwarded-For (hop 0 is the socket's peer). */
@@ -97,6 +101,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(helmetPlugin)
   await app.register(corsPlugin)
   await app.register(storePlugin)
+  await app.register(webhooksPlugin, { ...(options.webhookRequest !== undefined && { request: options.webhookRequest }) })
   await app.register(authPlugin)
   await app.register(rateLimitPlugin)
   await app.register(requestsPlugin)

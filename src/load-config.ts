@@ -6,9 +6,19 @@ import envSchema from 'env-schema'
 import { ConfigError } from './errors.js'
 import { isPostgresUrl, parsePostgresUrl } from './store/postgres/connection.js'
 import { SQLITE_SYNCHRONOUS, type SqliteSynchronous } from './store/sqlite/sqlite-store.js'
+import {
+  DEFAULT_CONCURRENCY, DEFAULT_DISABLE_AFTER_MS, DEFAULT_PER_SUBSCRIPTION, DEFAULT_POLL_INTERVAL_MS,
+  DEFAULT_RETENTION_MS, DEFAULT_TIMEOUT_MS
+} from './webhooks/dispatcher.js'
+import { DEFAULT_RETRY_SCHEDULE_MS } from './webhooks/schedule.js'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
+
+/** The longest wait any WEBHOOK_* setting takes: a year. */
+const MAX_WEBHOOK_MS = 365 * 24 * 3_600_000
+/** The most retries WEBHOOK_RETRY_SCHEDULE lists. */
+const MAX_WEBHOOK_RETRIES = 50
 
 /** The environment variables plant-store reads, validated once at start-up. */
 const EnvSchema = Type.Object({
@@ -49,7 +59,16 @@ const EnvSchema = Type.Object({
   METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
   OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(Type.String()),
   OTEL_SERVICE_NAME: Type.String({ minLength: 1, default: 'plant-store' }),
-  TRUST_PROXY: Type.String({ default: '' })
+  TRUST_PROXY: Type.String({ default: '' }),
+  // Webhooks (README "Webhooks").
+  WEBHOOK_TIMEOUT_MS: Type.Integer({ minimum: 1, maximum: 600_000, default: DEFAULT_TIMEOUT_MS }),
+  WEBHOOK_RETRY_SCHEDULE: Type.Optional(Type.String()),
+  WEBHOOK_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1000, default: DEFAULT_CONCURRENCY }),
+  WEBHOOK_SUBSCRIPTION_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1000, default: DEFAULT_PER_SUBSCRIPTION }),
+  WEBHOOK_DISABLE_AFTER_MS: Type.Integer({ minimum: 1, maximum: MAX_WEBHOOK_MS, default: DEFAULT_DISABLE_AFTER_MS }),
+  WEBHOOK_RETENTION_MS: Type.Integer({ minimum: 1, maximum: MAX_WEBHOOK_MS, default: DEFAULT_RETENTION_MS }),
+  WEBHOOK_POLL_INTERVAL_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: DEFAULT_POLL_INTERVAL_MS }),
+  WEBHOOK_ALLOW_PRIVATE_URLS: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '0' })
 })
 
 type Env = Static<typeof EnvSchema>
@@ -107,8 +126,29 @@ export interface Config {
    * proxies' addresses/CIDRs. Decides `request.ip` (rate limits, logs) and `request.protocol`.
    */
   trustProxy: false | number | string[]
+  webhooks: WebhookConfig
   /** The package version, for the build_info metric and the traces' resource. */
   version: string
+}
+
+/** How webhooks are delivered (the WEBHOOK_* settings). */
+export interface WebhookConfig {
+  /** One attempt's time limit, from resolving the host to the answer's status. */
+  timeoutMs: number
+  /** The waits before each retry; its length is the number of retries. */
+  schedule: number[]
+  /** Attempts in flight per instance. */
+  concurrency: number
+  /** Attempts in flight per subscription per instance: a slow receiver holds at most this many. */
+  perSubscription: number
+  /** A subscription whose attempts have all failed for this long is disabled. */
+  disableAfterMs: number
+  /** Finished deliveries are kept this long. */
+  retentionMs: number
+  /** How often due deliveries (retries, other instances' events) are looked for without a wake. */
+  pollIntervalMs: number
+  /** Loopback, private, link-local ... receivers allowed (local development and tests only). */
+  allowPrivate: boolean
 }
 
 /** Bearer tokens shorter than this are guessable in principle; refused unless ALLOW_WEAK_TOKENS=1. */
@@ -184,6 +224,16 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     ...(parsed.METRICS_PORT !== undefined && { metrics: { port: parsed.METRICS_PORT, host: parsed.METRICS_HOST } }),
     ...(tracesUrl !== undefined && { tracing: { tracesUrl, serviceName: parsed.OTEL_SERVICE_NAME } }),
     trustProxy: parseTrustProxy(parsed.TRUST_PROXY),
+    webhooks: {
+      timeoutMs: parsed.WEBHOOK_TIMEOUT_MS,
+      schedule: parseRetrySchedule(parsed.WEBHOOK_RETRY_SCHEDULE),
+      concurrency: parsed.WEBHOOK_CONCURRENCY,
+      perSubscription: parsed.WEBHOOK_SUBSCRIPTION_CONCURRENCY,
+      disableAfterMs: parsed.WEBHOOK_DISABLE_AFTER_MS,
+      retentionMs: parsed.WEBHOOK_RETENTION_MS,
+      pollIntervalMs: parsed.WEBHOOK_POLL_INTERVAL_MS,
+      allowPrivate: parsed.WEBHOOK_ALLOW_PRIVATE_URLS === '1'
+    },
     version: PACKAGE_VERSION
   }
 }
@@ -233,6 +283,23 @@ function otlpTracesUrl (endpoint: string | undefined): string | undefined {
     throw new ConfigError('invalid configuration: OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL')
   }
   return `${url.href.replace(/\/+$/, '')}/v1/traces`
+}
+
+/**
+ * WEBHOOK_RETRY_SCHEDULE: the waits before each retry, in milliseconds, comma-separated; unset or
+ * empty: the default (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h). No retries at all is spelled
+ * `none`, so that it is never the accident of an empty value.
+ */
+function parseRetrySchedule (text: string | undefined): number[] {
+  const value = text?.trim() ?? ''
+  if (value === '') return [...DEFAULT_RETRY_SCHEDULE_MS]
+  if (value === 'none') return []
+  const parts = value.split(',').map((part) => part.trim())
+  const valid = (part: string): boolean => /^\d+$/.test(part) && Number(part) >= 1 && Number(part) <= MAX_WEBHOOK_MS
+  if (parts.length > MAX_WEBHOOK_RETRIES || !parts.every(valid)) {
+    throw new ConfigError(`invalid configuration: WEBHOOK_RETRY_SCHEDULE must be "none" or up to ${MAX_WEBHOOK_RETRIES} comma-separated waits in milliseconds (1 to ${MAX_WEBHOOK_MS})`)
+  }
+  return parts.map(Number)
 }
 
 /** proxy-addr's (Fastify's) names for address ranges, accepted in TRUST_PROXY's list as Fastify accepts them. */

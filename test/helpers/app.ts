@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp, type BuildOptions } from '../../src/app.js'
 import { loadConfig } from '../../src/load-config.js'
 import type { Cleanup } from './cleanup.js'
+import { loopbackOnlyRequest } from './loopback-only.js'
 import { scratchDatabaseUrl } from './postgres.js'
 
 export const TOKEN = 'test-token-0123456789abcdef0123456789'
@@ -22,7 +23,8 @@ export async function buildTestApp (
   // Load shedding off unless a test sets it: on a busy CI machine an event-loop lag past the
   // threshold would turn any test's request into a 503 (the child-process helper does the same).
   const config = loadConfig({ DATABASE_URL: database, API_TOKENS: TOKEN, LOG_LEVEL: 'silent', MAX_EVENT_LOOP_DELAY_MS: '0', ...env })
-  const app = await buildApp(config, options)
+  // Webhook deliveries of any test app stay on loopback (the network rule for tests).
+  const app = await buildApp(config, { webhookRequest: loopbackOnlyRequest, ...options })
   t.after(() => app.close())
   await app.ready()
   return app

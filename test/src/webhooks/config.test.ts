@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { ConfigError } from '../../../src/errors.js'
-import { loadWebhookConfig } from '../../../src/webhooks/config.js'
+import { loadConfig } from '../../../src/load-config.js'
 
-test('defaults: 10 s timeout, the Standard Webhooks schedule, 10 at once, 5 days to disable, 7 days kept, public URLs only', () => {
-  assert.deepEqual(loadWebhookConfig({}), {
+test('webhook defaults: 10 s timeout, the Standard Webhooks schedule, 10 at once, 5 days to disable, 7 days kept, public URLs only', () => {
+  assert.deepEqual(loadConfig({}).webhooks, {
     timeoutMs: 10_000,
     schedule: [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
     concurrency: 10,
@@ -17,16 +17,16 @@ test('defaults: 10 s timeout, the Standard Webhooks schedule, 10 at once, 5 days
 })
 
 test('every WEBHOOK_* variable is read', () => {
-  assert.deepEqual(loadWebhookConfig({
+  assert.deepEqual(loadConfig({
     WEBHOOK_TIMEOUT_MS: '2500',
-    WEBHOOK_RETRY_SCHEDULE_MS: '1000, 60000,3600000',
+    WEBHOOK_RETRY_SCHEDULE: '1000, 60000,3600000',
     WEBHOOK_CONCURRENCY: '32',
     WEBHOOK_SUBSCRIPTION_CONCURRENCY: '4',
     WEBHOOK_DISABLE_AFTER_MS: '86400000',
     WEBHOOK_RETENTION_MS: '3600000',
     WEBHOOK_POLL_INTERVAL_MS: '250',
     WEBHOOK_ALLOW_PRIVATE_URLS: '1'
-  }), {
+  }).webhooks, {
     timeoutMs: 2500,
     schedule: [1000, 60_000, 3_600_000],
     concurrency: 32,
@@ -36,24 +36,25 @@ test('every WEBHOOK_* variable is read', () => {
     pollIntervalMs: 250,
     allowPrivate: true
   })
-  assert.deepEqual(loadWebhookConfig({ WEBHOOK_RETRY_SCHEDULE_MS: 'none' }).schedule, [])
+  assert.deepEqual(loadConfig({ WEBHOOK_RETRY_SCHEDULE: 'none' }).webhooks.schedule, [])
+  assert.deepEqual(loadConfig({ WEBHOOK_RETRY_SCHEDULE: ' ' }).webhooks.schedule, loadConfig({}).webhooks.schedule)
 })
 
-test('bad values stop the start with the variable named', () => {
+test('bad webhook values stop the start with the variable named', () => {
   const bad: Record<string, string> = {
     WEBHOOK_TIMEOUT_MS: '0',
     WEBHOOK_CONCURRENCY: '1.5',
     WEBHOOK_SUBSCRIPTION_CONCURRENCY: '-1',
     WEBHOOK_DISABLE_AFTER_MS: 'five days',
-    WEBHOOK_RETENTION_MS: '1e9',
+    WEBHOOK_RETENTION_MS: '99999999999999',
     WEBHOOK_POLL_INTERVAL_MS: '5',
     WEBHOOK_ALLOW_PRIVATE_URLS: 'yes',
-    WEBHOOK_RETRY_SCHEDULE_MS: '1000,,2000'
+    WEBHOOK_RETRY_SCHEDULE: '1000,,2000'
   }
   for (const [name, value] of Object.entries(bad)) {
-    assert.throws(() => loadWebhookConfig({ [name]: value }), (err: unknown) =>
+    assert.throws(() => loadConfig({ [name]: value }), (err: unknown) =>
       err instanceof ConfigError && err.message.includes(name), `${name}=${value}`)
   }
-  assert.throws(() => loadWebhookConfig({ WEBHOOK_RETRY_SCHEDULE_MS: Array(51).fill('1').join(',') }), ConfigError)
-  assert.throws(() => loadWebhookConfig({ WEBHOOK_RETRY_SCHEDULE_MS: '0' }), ConfigError)
+  assert.throws(() => loadConfig({ WEBHOOK_RETRY_SCHEDULE: Array(51).fill('1').join(',') }), /WEBHOOK_RETRY_SCHEDULE must be "none" or up to 50/)
+  assert.throws(() => loadConfig({ WEBHOOK_RETRY_SCHEDULE: '0' }), /WEBHOOK_RETRY_SCHEDULE/)
 })
