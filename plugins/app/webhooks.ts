@@ -1,6 +1,10 @@
+import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import type { EventOrigin } from '../../src/webhooks/events.js'
 import type { RequestFunction } from '../../src/webhooks/deliver.js'
 import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js'
+import type { Backlog, WebhookStore } from '../../src/webhooks/store.js'
+import { METRIC_PREFIX, type ServiceMetrics } from './metrics.js'
 import { WebhookService } from '../../src/webhooks/service.js'
 import { defaultAddressPolicy } from '../../src/webhooks/url-policy.js'
 
@@ -8,6 +12,11 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Webhook subscriptions, scoped by owner (the routes under /webhooks call it). */
     webhooks: WebhookService
+    /**
+     * What a plant write's webhook event records of the request that made it: its id (every log
+     * line of the deliveries carries it) and, with tracing on, its span's traceparent.
+     */
+    eventOrigin: (request: FastifyRequest) => EventOrigin
   }
 }
 
@@ -38,11 +47,14 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
     disableAfterMs: settings.disableAfterMs,
     retentionMs: settings.retentionMs,
     pollIntervalMs: settings.pollIntervalMs,
-    ...(options.request !== undefined && { request: options.request })
+    ...(options.request !== undefined && { request: options.request }),
+    ...(app.tracing !== undefined && { traceAttempt: app.tracing.webhookAttempt })
   })
 
   dispatcher.on('attempt', (attempt) => {
     const details = {
+      // The id of the request that caused the event: its log lines and its deliveries' share it.
+      ...(attempt.requestId !== undefined && { reqId: attempt.requestId }),
       webhook: {
         subscriptionId: String(attempt.subscriptionId),
         deliveryId: String(attempt.deliveryId),
@@ -68,7 +80,19 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
     log.error({ err: error, webhook: { operation } }, 'webhook dispatcher: the database failed; deliveries wait and are retried')
   })
 
+  if (app.metrics !== undefined) webhookMetrics(app.metrics, dispatcher, store.webhooks)
+
   app.decorate('webhooks', new WebhookService({ store: store.webhooks, policy, onDue: () => { dispatcher.wake() } }))
+
+  const { tracing } = app
+  app.decorate('eventOrigin', tracing === undefined
+    ? (request: FastifyRequest): EventOrigin => ({ requestId: request.id })
+    : (request: FastifyRequest): EventOrigin => {
+        const headers: Record<string, string> = {}
+        // The active context in a handler is the request's span (@fastify/otel).
+        tracing.injectTraceContext(headers)
+        return { requestId: request.id, ...(headers.traceparent !== undefined && { traceparent: headers.traceparent }) }
+      })
 
   app.addHook('onReady', async () => { await dispatcher.start() })
   let stopping: Promise<void> | undefined
@@ -79,4 +103,58 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
     done()
   })
   app.addHook('onClose', async () => { await stop() })
-}, { name: 'webhooks', dependencies: ['config', 'store'] })
+}, { name: 'webhooks', dependencies: ['config', 'store', 'tracing', 'metrics'] })
+
+/**
+ * plantstore_webhook_*: attempts by outcome (counted as they end), the backlog and the age of its
+ * oldest delivery (read from the database at each scrape: every instance reports the shared backlog).
+ */
+function webhookMetrics ({ client, registry }: ServiceMetrics, dispatcher: WebhookDispatcher, store: WebhookStore): void {
+  const attempts = new client.Counter({
+    name: `${METRIC_PREFIX}webhook_delivery_attempts_total`,
+    help: 'Webhook delivery attempts by what became of the delivery: succeeded, retrying (failed, tried again later), failed (for good)',
+    labelNames: ['outcome'],
+    registers: [registry]
+  })
+  const OUTCOMES = { succeeded: 'succeeded', pending: 'retrying', failed: 'failed' } as const
+  for (const outcome of Object.values(OUTCOMES)) attempts.inc({ outcome }, 0)
+  dispatcher.on('attempt', (attempt) => { attempts.inc({ outcome: OUTCOMES[attempt.status] }) })
+  const disabled = new client.Counter({
+    name: `${METRIC_PREFIX}webhook_subscriptions_disabled_total`,
+    help: 'Subscriptions this instance disabled: gone (the receiver answered 410) or failing (for WEBHOOK_DISABLE_AFTER_MS)',
+    labelNames: ['reason'],
+    registers: [registry]
+  })
+  for (const reason of ['gone', 'failing']) disabled.inc({ reason }, 0)
+  dispatcher.on('subscription-disabled', ({ reason }) => { disabled.inc({ reason }) })
+  new client.Gauge({
+    name: `${METRIC_PREFIX}webhook_inflight_attempts`,
+    help: 'Webhook delivery attempts this instance is making now (at most WEBHOOK_CONCURRENCY)',
+    registers: [registry],
+    collect () { this.set(dispatcher.inFlight) }
+  })
+  // One database read serves both gauges of a scrape.
+  let reading: Promise<Backlog> | undefined
+  const backlog = async (): Promise<Backlog> => {
+    // A database that cannot answer must not fail the whole scrape: the gauges read NaN meanwhile.
+    reading ??= store.backlog()
+      .catch((): Backlog => ({ pending: Number.NaN, oldestCreatedAt: Number.NaN }))
+      .finally(() => { setImmediate(() => { reading = undefined }) })
+    return await reading
+  }
+  new client.Gauge({
+    name: `${METRIC_PREFIX}webhook_backlog_deliveries`,
+    help: 'Webhook deliveries waiting (pending, of enabled subscriptions), across every instance on the database',
+    registers: [registry],
+    async collect () { this.set((await backlog()).pending) }
+  })
+  new client.Gauge({
+    name: `${METRIC_PREFIX}webhook_backlog_oldest_age_seconds`,
+    help: 'Age of the oldest waiting webhook delivery (0 when none waits): how far behind delivery is',
+    registers: [registry],
+    async collect () {
+      const { oldestCreatedAt } = await backlog()
+      this.set(oldestCreatedAt === undefined ? 0 : Math.max(0, (Date.now() - oldestCreatedAt) / 1000))
+    }
+  })
+}

@@ -4,6 +4,8 @@ import fp from 'fastify-plugin'
 import type { FastifyOtelRequestContext } from '@fastify/otel'
 import { ServiceError } from '../../src/errors.js'
 import { STORE_OPERATIONS, type OperationObserver } from '../../src/store/instrumented.js'
+import type { AttemptTrace } from '../../src/webhooks/dispatcher.js'
+import type { ClaimedDelivery } from '../../src/webhooks/store.js'
 
 /**
  * What the rest of the service uses of tracing, present only when OTEL_EXPORTER_OTLP_ENDPOINT is set.
@@ -17,6 +19,11 @@ export interface ServiceTracing {
    * the request's trace: `app.tracing?.injectTraceContext(headers)`.
    */
   injectTraceContext: (headers: Record<string, string>) => void
+  /**
+   * Opens a CLIENT span for one webhook delivery attempt, a child of the span of the request whose
+   * write caused the event (its stored traceparent), and gives the attempt's own traceparent to send.
+   */
+  webhookAttempt: (delivery: ClaimedDelivery) => AttemptTrace
 }
 
 /** How long a shutdown waits for the collector to take the last spans. */
@@ -45,7 +52,7 @@ export default fp(async function otelPlugin (app) {
     app.decorate('tracing', undefined)
     return
   }
-  const [{ context, propagation, trace, SpanKind, SpanStatusCode }, { NodeSDK }, { OTLPTraceExporter }, { FastifyOtelInstrumentation }] = await Promise.all([
+  const [{ context, propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode }, { NodeSDK }, { OTLPTraceExporter }, { FastifyOtelInstrumentation }] = await Promise.all([
     import('@opentelemetry/api'),
     import('@opentelemetry/sdk-node'),
     import('@opentelemetry/exporter-trace-otlp-http'),
@@ -111,6 +118,30 @@ export default fp(async function otelPlugin (app) {
         span.end()
       }
     },
-    injectTraceContext: (headers) => { propagation.inject(context.active(), headers) }
+    injectTraceContext: (headers) => { propagation.inject(context.active(), headers) },
+    webhookAttempt: (delivery) => {
+      const { traceparent } = delivery.origin
+      const parent = traceparent === undefined ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, { traceparent })
+      const span = tracer.startSpan('webhook.deliver', {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'http.request.method': 'POST',
+          'webhook.event_type': delivery.eventType,
+          'webhook.message_id': delivery.messageId,
+          'webhook.subscription_id': String(delivery.subscriptionId),
+          'webhook.attempt': delivery.attempts + 1
+        }
+      }, parent)
+      const headers: Record<string, string> = {}
+      propagation.inject(trace.setSpan(parent, span), headers)
+      return {
+        headers,
+        end: (attempt) => {
+          if (attempt.statusCode !== undefined) span.setAttribute('http.response.status_code', attempt.statusCode)
+          if (attempt.status !== 'succeeded') span.setStatus({ code: SpanStatusCode.ERROR, message: attempt.error ?? 'not delivered' })
+          span.end()
+        }
+      }
+    }
   })
 }, { name: 'tracing', dependencies: ['config'] })

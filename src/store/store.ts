@@ -1,4 +1,5 @@
 import type { Plant } from '../schemas/plant.js'
+import type { EventOrigin } from '../webhooks/events.js'
 import type { WebhookStore } from '../webhooks/store.js'
 
 /**
@@ -95,12 +96,13 @@ export interface PlantStore {
    * `conflict` when the chosen id is taken, `idempotency-key-reused` when the key was used in the
    * last 24 hours for another body, `ids-exhausted` when no id is given and none is left to assign
    * (see MAX_ASSIGNED_ID). Key and plant are written together.
+   * Every write takes the `origin` its webhook event records (the request that caused it).
    */
-  create(plant: NewPlant, idempotency?: IdempotencyKey): Promise<CreateResult>
+  create(plant: NewPlant, idempotency?: IdempotencyKey, origin?: EventOrigin): Promise<CreateResult>
   /** Replaces name and tag (a missing tag clears it). */
-  replace(id: bigint, plant: Omit<NewPlant, 'id'>, ifMatch?: IfMatch): Promise<Plant>
-  update(id: bigint, changes: PlantChanges, ifMatch?: IfMatch): Promise<Plant>
-  delete(id: bigint, ifMatch?: IfMatch): Promise<Plant>
+  replace(id: bigint, plant: Omit<NewPlant, 'id'>, ifMatch?: IfMatch, origin?: EventOrigin): Promise<Plant>
+  update(id: bigint, changes: PlantChanges, ifMatch?: IfMatch, origin?: EventOrigin): Promise<Plant>
+  delete(id: bigint, ifMatch?: IfMatch, origin?: EventOrigin): Promise<Plant>
   /**
    * The webhook subscriptions and deliveries on the same database. Every write above also writes its
    * event's deliveries (`plant.created`, `plant.updated`, `plant.deleted`) in its own transaction: a

@@ -48,6 +48,17 @@ export interface DispatcherOptions {
   maxResponseBytes?: number
   /** Replaces http(s).request (tests). */
   request?: RequestFunction
+  /**
+   * Told as each attempt starts (tracing opens a span there, a child of the originating request's);
+   * the headers it returns (`traceparent`) are sent with the attempt, and `end` is called with its outcome.
+   */
+  traceAttempt?: (delivery: ClaimedDelivery) => AttemptTrace
+}
+
+/** An attempt as tracing sees it. */
+export interface AttemptTrace {
+  headers: Record<string, string>
+  end: (attempt: AttemptEvent) => void
 }
 
 /** One finished attempt, for logs and metrics. */
@@ -58,6 +69,8 @@ export interface AttemptEvent {
   eventType: WebhookEventType
   /** 1 for the first attempt. */
   attempt: number
+  /** The id of the request whose write caused the event, when known. */
+  requestId?: string
   /** What became of the delivery. */
   status: DeliveryStatus
   statusCode?: number
@@ -113,6 +126,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   readonly #random: () => number
   readonly #maxResponseBytes: number | undefined
   readonly #request: RequestFunction | undefined
+  readonly #traceAttempt: ((delivery: ClaimedDelivery) => AttemptTrace) | undefined
 
   #state: State = 'idle'
   #claims = 0
@@ -151,6 +165,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     this.#random = options.random ?? Math.random
     this.#maxResponseBytes = options.maxResponseBytes
     this.#request = options.request
+    this.#traceAttempt = options.traceAttempt
     // Every attempt in flight listens to it: more than the default 10 is expected, not a leak.
     setMaxListeners(this.#concurrency + 10, this.#abandon.signal)
   }
@@ -271,10 +286,15 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   async #attempt (delivery: ClaimedDelivery, lease: string): Promise<void> {
     const attemptedAt = this.#now()
     const started = performance.now()
-    const result = await this.#send(delivery, attemptedAt)
+    const trace = this.#traceAttempt?.(delivery)
+    const result = await this.#send(delivery, attemptedAt, trace?.headers)
     const durationMs = performance.now() - started
     if (result.kind === 'error' && result.reason === 'aborted') {
       await this.#release(lease, [delivery.id])
+      trace?.end({
+        deliveryId: delivery.id, subscriptionId: delivery.subscriptionId, messageId: delivery.messageId, eventType: delivery.eventType,
+        attempt: delivery.attempts + 1, status: 'pending', error: describeFailure(result) ?? 'aborted', durationMs, recorded: false
+      })
       return
     }
     const attempts = delivery.attempts + 1
@@ -292,25 +312,29 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
       // The lease runs out and the delivery is attempted again: at least once, never lost.
       this.#emit('store-error', { operation: 'complete', error })
     }
-    this.#emit('attempt', {
+    const event: AttemptEvent = {
       deliveryId: delivery.id,
       subscriptionId: delivery.subscriptionId,
       messageId: delivery.messageId,
       eventType: delivery.eventType,
       attempt: attempts,
+      ...(delivery.origin.requestId !== undefined && { requestId: delivery.origin.requestId }),
       status: completion.status,
       ...(statusCode !== undefined && { statusCode }),
       ...(completion.error !== undefined && { error: completion.error }),
       ...(completion.nextAttemptAt !== undefined && { nextAttemptAt: completion.nextAttemptAt }),
       durationMs,
       recorded
-    })
+    }
+    trace?.end(event)
+    this.#emit('attempt', event)
   }
 
-  async #send (delivery: ClaimedDelivery, attemptedAt: number): Promise<AttemptResult> {
+  async #send (delivery: ClaimedDelivery, attemptedAt: number, extraHeaders: Record<string, string> | undefined): Promise<AttemptResult> {
     let request: AttemptRequest
     try {
       request = this.#signedRequest(delivery, attemptedAt)
+      if (extraHeaders !== undefined) request.headers = { ...extraHeaders, ...request.headers }
     } catch (err) {
       // A stored secret that cannot sign: a failed attempt like any other (retried, then failed),
       // never an exception that would leave the delivery leased with nobody to record it.

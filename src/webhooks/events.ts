@@ -9,8 +9,19 @@ export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
 export const isWebhookEventType = (value: string): value is WebhookEventType =>
   (WEBHOOK_EVENT_TYPES as readonly string[]).includes(value)
 
+/**
+ * Where an event came from, kept with its deliveries: the request id of the write that caused it
+ * (every log line of its deliveries carries it) and, with tracing on, the W3C `traceparent` of that
+ * request's span (each attempt's span is its child, and the receiver gets the attempt's).
+ */
+export interface EventOrigin {
+  requestId?: string
+  traceparent?: string
+}
+
 /** A change to a plant, as the plant store's write transaction reports it. */
 export interface PlantEvent {
+  origin?: EventOrigin
   type: WebhookEventType
   /** The plant after the change; for `plant.deleted`, as it was when deleted. */
   plant: Plant
@@ -20,6 +31,8 @@ export interface PlantEvent {
 
 /** An event ready for the outbox: the exact bytes every attempt sends and signs. */
 export interface EventMessage {
+  requestId: string | null
+  traceparent: string | null
   /** The `webhook-id`: unique per event, the same on every attempt and for every subscription. */
   messageId: string
   type: WebhookEventType
@@ -50,6 +63,8 @@ export function buildEventMessage (event: PlantEvent, now: number): EventMessage
   return {
     messageId: newMessageId(),
     type: event.type,
+    requestId: event.origin?.requestId ?? null,
+    traceparent: event.origin?.traceparent ?? null,
     payload: eventPayload(event.type, event.plant, event.occurredAt ?? now)
   }
 }

@@ -1,5 +1,5 @@
 import { isoTime } from '../store/iso-time.js'
-import { isWebhookEventType, type WebhookEventType } from './events.js'
+import { isWebhookEventType, type EventOrigin, type WebhookEventType } from './events.js'
 import type { DeliveryStatus, WebhookDelivery, WebhookSubscription } from './store.js'
 
 /** Integers as the drivers hand them over: bigint (SQLite safe integers, int8) or number (int4). */
@@ -69,6 +69,14 @@ export function activeSecrets (secret: string, previous: string | null, previous
 }
 
 /** How long a recorded error may be: enough to tell what happened, never a receiver's essay. */
+/** The origin columns of a delivery row (null where unknown). */
+export function toOrigin (row: { request_id: string | null, traceparent: string | null }): EventOrigin {
+  return {
+    ...(row.request_id !== null && { requestId: row.request_id }),
+    ...(row.traceparent !== null && { traceparent: row.traceparent })
+  }
+}
+
 export const MAX_ERROR_LENGTH = 500
 
 export const truncateError = (message: string): string =>

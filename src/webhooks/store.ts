@@ -1,4 +1,4 @@
-import type { PlantEvent, WebhookEventType } from './events.js'
+import type { EventOrigin, PlantEvent, WebhookEventType } from './events.js'
 
 /** A subscription as its owner sees it. */
 export interface WebhookSubscription {
@@ -104,6 +104,8 @@ export interface ClaimedDelivery {
   url: string
   /** The current secret, then the one a rotation replaced while it is still honoured. */
   secrets: string[]
+  /** The write that caused the event. */
+  origin: EventOrigin
 }
 
 export interface DeliveryCompletion {
@@ -122,6 +124,13 @@ export interface DeliveryCompletion {
    * a success in between, since this time or earlier.
    */
   failingDisableBefore: number
+}
+
+/** What waits to be delivered: pending deliveries of enabled subscriptions. */
+export interface Backlog {
+  pending: number
+  /** When the oldest of them was created (epoch ms); undefined when none waits. */
+  oldestCreatedAt: number | undefined
 }
 
 export interface CompletionResult {
@@ -166,6 +175,8 @@ export interface WebhookStore {
    * subscription; resolves with how many. Pending deliveries of enabled subscriptions are kept.
    */
   pruneDeliveries: (before: number) => Promise<number>
+  /** The backlog, for metrics (queue depth, age of the oldest). */
+  backlog: () => Promise<Backlog>
   /**
    * Calls `wake` soon after another instance (or this one) enqueued deliveries; optional (SQLite
    * has one process: its writers call the dispatcher's wake()). Resolves with an unsubscribe.

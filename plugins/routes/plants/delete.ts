@@ -27,7 +27,7 @@ const deletePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
     // The int64 format has already checked the id, so BigInt() is exact and cannot throw.
     const id = BigInt(request.params.id)
     const condition = await writeCondition(app.store, id, request.headers)
-    await app.store.delete(id, condition)
+    await app.store.delete(id, condition, app.eventOrigin(request))
     return reply.code(204).send(null)
   })
 }

@@ -31,7 +31,7 @@ const replacePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
     const id = BigInt(request.params.id)
     const condition = await writeCondition(app.store, id, request.headers)
     const { name, tag } = request.body
-    return withEtag(reply, await app.store.replace(id, { name: name.trim(), ...(tag !== undefined && { tag }) }, condition))
+    return withEtag(reply, await app.store.replace(id, { name: name.trim(), ...(tag !== undefined && { tag }) }, condition, app.eventOrigin(request)))
   })
 }
 

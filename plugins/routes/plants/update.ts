@@ -41,7 +41,7 @@ const updatePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
       ...(name !== undefined && { name: name.trim() }),
       ...(tag !== undefined && { tag })
     }
-    return withEtag(reply, await app.store.update(id, changes, condition))
+    return withEtag(reply, await app.store.update(id, changes, condition, app.eventOrigin(request)))
   })
 }
 

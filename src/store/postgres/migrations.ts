@@ -85,5 +85,9 @@ export const migrations: readonly string[] = [
                  END
           FROM old)
    SELECT setval('plants_id_seq', greatest(last, 1), last > 0) FROM target;
-   ALTER TABLE plants ALTER COLUMN id SET MAXVALUE 9007199254740991;`
+   ALTER TABLE plants ALTER COLUMN id SET MAXVALUE 9007199254740991;`,
+  // 5: where an event came from: the request id of the write that caused it (delivery logs carry it)
+  // and, with tracing on, the W3C traceparent of its request span (the delivery's span is its child).
+  `ALTER TABLE webhook_deliveries ADD COLUMN request_id text;
+   ALTER TABLE webhook_deliveries ADD COLUMN traceparent text;`
 ]

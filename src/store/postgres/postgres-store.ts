@@ -11,7 +11,7 @@ import { inTransaction, parsePostgresUrl, postgresFailure, type PostgresTarget }
 import { migrations } from './migrations.js'
 import { retryUntilReachable, type StartupRetry } from './startup.js'
 import { createPostgresWebhookStore, enqueuePostgresEvent } from './webhook-store.js'
-import type { WebhookEventType } from '../../webhooks/events.js'
+import type { EventOrigin, WebhookEventType } from '../../webhooks/events.js'
 
 export interface PostgresStoreOptions {
   /** A `postgres://` URL; `?schema=name` keeps the tables in that schema (created when missing). */
@@ -205,8 +205,8 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
    * Writes the change's webhook deliveries in the change's own transaction (the transactional
    * outbox): committed with it or not at all. Listening dispatchers are notified on commit.
    */
-  async function emit (client: pg.PoolClient, type: WebhookEventType, plant: Plant, now: number): Promise<Plant> {
-    await enqueuePostgresEvent(client, { type, plant, occurredAt: now }, now)
+  async function emit (client: pg.PoolClient, type: WebhookEventType, plant: Plant, now: number, origin: EventOrigin | undefined): Promise<Plant> {
+    await enqueuePostgresEvent(client, { type, plant, occurredAt: now, ...(origin !== undefined && { origin }) }, now)
     return plant
   }
 
@@ -236,7 +236,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
    * Runs a change of one plant (`statement` answers the changed or deleted row) and writes its event,
    * in one transaction; with If-Match, the row is locked and checked first.
    */
-  async function write (id: bigint, statement: 'update' | 'delete', values: unknown[], now: number, ifMatch?: IfMatch): Promise<Plant> {
+  async function write (id: bigint, statement: 'update' | 'delete', values: unknown[], now: number, ifMatch: IfMatch | undefined, origin: EventOrigin | undefined): Promise<Plant> {
     return await inTransaction(pool, async (client) => {
       if (ifMatch !== undefined) {
         const { rows: [current] } = await run<PlantRow>(client, 'lockRow', [id])
@@ -244,7 +244,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
       }
       const { rows: [row] } = await run<PlantRow>(client, statement, values)
       const plant = toPlant(writableRow(id, row, undefined))
-      return await emit(client, statement === 'delete' ? 'plant.deleted' : 'plant.updated', plant, now)
+      return await emit(client, statement === 'delete' ? 'plant.deleted' : 'plant.updated', plant, now, origin)
     })
   }
 
@@ -283,7 +283,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
       return row === undefined ? undefined : toPlant(row)
     },
 
-    async create (plant: NewPlant, idempotency?: IdempotencyKey): Promise<CreateResult> {
+    async create (plant: NewPlant, idempotency?: IdempotencyKey, origin?: EventOrigin): Promise<CreateResult> {
       return await guard(async () => {
         const now = Date.now()
         // The plant, its key and its event are written in one transaction: all or nothing.
@@ -303,24 +303,24 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
             const { scope, key, fingerprint } = idempotency
             await run(client, 'saveKey', [scope, key, fingerprint, row.id, row.name, row.tag, row.created_at, row.updated_at])
           }
-          return { plant: await emit(client, 'plant.created', toPlant(row), now), replayed: false }
+          return { plant: await emit(client, 'plant.created', toPlant(row), now, origin), replayed: false }
         })
       })
     },
 
-    async replace (id: bigint, { name, tag }: Omit<NewPlant, 'id'>, ifMatch?: IfMatch) {
+    async replace (id: bigint, { name, tag }: Omit<NewPlant, 'id'>, ifMatch?: IfMatch, origin?: EventOrigin) {
       const now = Date.now()
-      return await guard(async () => await write(id, 'update', [id, name, tag ?? null, true, now], now, ifMatch))
+      return await guard(async () => await write(id, 'update', [id, name, tag ?? null, true, now], now, ifMatch, origin))
     },
 
-    async update (id: bigint, changes: PlantChanges, ifMatch?: IfMatch) {
+    async update (id: bigint, changes: PlantChanges, ifMatch?: IfMatch, origin?: EventOrigin) {
       const now = Date.now()
       const values = [id, changes.name ?? null, changes.tag ?? null, changes.tag !== undefined, now]
-      return await guard(async () => await write(id, 'update', values, now, ifMatch))
+      return await guard(async () => await write(id, 'update', values, now, ifMatch, origin))
     },
 
-    async delete (id: bigint, ifMatch?: IfMatch) {
-      return await guard(async () => await write(id, 'delete', [id], Date.now(), ifMatch))
+    async delete (id: bigint, ifMatch?: IfMatch, origin?: EventOrigin) {
+      return await guard(async () => await write(id, 'delete', [id], Date.now(), ifMatch, origin))
     },
 
     async close () {

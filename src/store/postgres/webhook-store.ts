@@ -1,8 +1,8 @@
 import pg from 'pg'
 import { buildEventMessage, type PlantEvent, type WebhookEventType } from '../../webhooks/events.js'
-import { activeSecrets, toDelivery, toSubscription, truncateError, type DeliveryRow, type SubscriptionRow } from '../../webhooks/rows.js'
+import { activeSecrets, toDelivery, toOrigin, toSubscription, truncateError, type DeliveryRow, type SubscriptionRow } from '../../webhooks/rows.js'
 import type {
-  ClaimedDelivery, ClaimRequest, CompletionResult, DeliveryCompletion, DeliveryPage, DeliveryQuery,
+  Backlog, ClaimedDelivery, ClaimRequest, CompletionResult, DeliveryCompletion, DeliveryPage, DeliveryQuery,
   NewSubscriptionRecord, RetryResult, SubscriptionChanges, SubscriptionPage, SubscriptionQuery,
   WebhookStore, WebhookSubscription
 } from '../../webhooks/store.js'
@@ -41,8 +41,8 @@ const PRUNE_BATCH = 1000
 
 const ENQUEUE_SQL = `
   WITH inserted AS (
-    INSERT INTO webhook_deliveries (subscription_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at)
-    SELECT id, $1, $2, $3, 'pending', 0, $4, $4 FROM webhook_subscriptions WHERE NOT disabled AND $2 = ANY (events)
+    INSERT INTO webhook_deliveries (subscription_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at, request_id, traceparent)
+    SELECT id, $1, $2, $3, 'pending', 0, $4, $4, $5, $6 FROM webhook_subscriptions WHERE NOT disabled AND $2 = ANY (events)
     RETURNING 1)
   SELECT count(*)::integer AS deliveries,
          CASE WHEN count(*) > 0 THEN pg_notify('${WEBHOOK_CHANNEL}', current_schema()) END AS notified
@@ -94,7 +94,7 @@ const SQL = {
           FROM due, webhook_subscriptions s
           WHERE w.id = due.id AND s.id = w.subscription_id
           RETURNING w.id, w.subscription_id, w.message_id, w.event_type, w.payload, w.attempts,
-                    s.url, s.secret, s.previous_secret, s.previous_secret_until`,
+                    s.url, s.secret, s.previous_secret, s.previous_secret_until, w.request_id, w.traceparent`,
   leasedSubscription: 'SELECT subscription_id FROM webhook_deliveries WHERE id = $1 AND lease = $2',
   // The subscription is locked before the delivery, in the order a delete cascades: no deadlock.
   lockSubscription: 'SELECT disabled, failing_since FROM webhook_subscriptions WHERE id = $1 FOR NO KEY UPDATE',
@@ -109,7 +109,9 @@ const SQL = {
   prune: `DELETE FROM webhook_deliveries WHERE id IN (
             SELECT id FROM webhook_deliveries
             WHERE created_at < $1 AND (status <> 'pending' OR subscription_id IN (SELECT id FROM webhook_subscriptions WHERE disabled))
-            LIMIT $2 FOR UPDATE SKIP LOCKED)`
+            LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+  backlog: `SELECT count(*)::integer AS pending, min(d.created_at) AS oldest FROM webhook_deliveries d
+            JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE d.status = 'pending' AND NOT s.disabled`
 } as const
 
 type Queryable = pg.Pool | pg.PoolClient | pg.ClientBase
@@ -130,8 +132,8 @@ export async function enqueuePostgresEvent (client: pg.ClientBase, event: PlantE
 }
 
 async function enqueueOn (db: Queryable, event: PlantEvent, now: number): Promise<number> {
-  const { messageId, type, payload } = buildEventMessage(event, now)
-  const { rows: [row] } = await run<{ deliveries: number }>(db, 'enqueue', [messageId, type, payload, now])
+  const { messageId, type, payload, requestId, traceparent } = buildEventMessage(event, now)
+  const { rows: [row] } = await run<{ deliveries: number }>(db, 'enqueue', [messageId, type, payload, now, requestId, traceparent])
   return row?.deliveries ?? 0
 }
 
@@ -150,6 +152,8 @@ interface PgClaimRow {
   secret: string
   previous_secret: string | null
   previous_secret_until: bigint | null
+  request_id: string | null
+  traceparent: string | null
 }
 
 async function checkSchema (pool: pg.Pool): Promise<void> {
@@ -173,7 +177,8 @@ const toClaimed = (row: PgClaimRow, now: number): ClaimedDelivery => ({
   payload: row.payload,
   attempts: row.attempts,
   url: row.url,
-  secrets: activeSecrets(row.secret, row.previous_secret, row.previous_secret_until, now)
+  secrets: activeSecrets(row.secret, row.previous_secret, row.previous_secret_until, now),
+  origin: toOrigin(row)
 })
 
 /** Webhook persistence on the plant store's PostgreSQL database, through a small pool of its own. */
@@ -362,6 +367,11 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     },
 
     listen,
+
+    async backlog (): Promise<Backlog> {
+      const { rows: [row] } = await run<{ pending: number, oldest: bigint | null }>(pool, 'backlog')
+      return { pending: row?.pending ?? 0, oldestCreatedAt: row?.oldest == null ? undefined : Number(row.oldest) }
+    },
 
     async close () {
       if (closed) return

@@ -85,7 +85,11 @@ export const migrations: readonly string[] = [
    WHERE name = 'plants' AND seq > 9007199254740991;
    CREATE TABLE chosen_ids (id INTEGER PRIMARY KEY) STRICT;`,
   // 5: where a probe write goes while writes fail (a full disk): one row, written then deleted.
-  'CREATE TABLE write_probe (id INTEGER PRIMARY KEY, data BLOB NOT NULL) STRICT;'
+  'CREATE TABLE write_probe (id INTEGER PRIMARY KEY, data BLOB NOT NULL) STRICT;',
+  // 6: where an event came from: the request id of the write that caused it (delivery logs carry it)
+  // and, with tracing on, the W3C traceparent of its request span (the delivery's span is its child).
+  `ALTER TABLE webhook_deliveries ADD COLUMN request_id TEXT;
+   ALTER TABLE webhook_deliveries ADD COLUMN traceparent TEXT;`
 ]
 
 /** Marks a file as a plant-store database ('PLNT'), so a foreign SQLite file is never migrated. */

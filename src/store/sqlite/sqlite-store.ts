@@ -18,7 +18,7 @@ import { createGroupCommit, type GroupCommitOptions } from './group-commit.js'
 import { APPLICATION_ID, migrations } from './migrations.js'
 import { identityProblem, inspectDatabaseFile, readIdentity } from './preflight.js'
 import { createSqliteWebhookStore, enqueueSqliteEvent } from './webhook-store.js'
-import type { WebhookEventType } from '../../webhooks/events.js'
+import type { EventOrigin, WebhookEventType } from '../../webhooks/events.js'
 
 /** SQLite durability levels: `full` survives a power loss, `normal` a process crash. */
 export const SQLITE_SYNCHRONOUS = ['full', 'normal'] as const
@@ -131,18 +131,18 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
    * The change's webhook event, written by the change's own transaction (the transactional outbox):
    * committed with it, rolled back with it, never written for a change that did not happen.
    */
-  const emit = (type: WebhookEventType, plant: Plant, now: number): Plant => {
-    if (enqueueSqliteEvent(db, { type, plant, occurredAt: now }, now) > 0) deliveriesWritten = true
+  const emit = (type: WebhookEventType, plant: Plant, now: number, origin: EventOrigin | undefined): Plant => {
+    if (enqueueSqliteEvent(db, { type, plant, occurredAt: now, ...(origin !== undefined && { origin }) }, now) > 0) deliveriesWritten = true
     return plant
   }
 
-  const write = db.transaction((id: bigint, next: (row: PlantRow) => { name: string, tag: string | null }, ifMatch?: IfMatch): Plant => {
+  const write = db.transaction((id: bigint, next: (row: PlantRow) => { name: string, tag: string | null }, ifMatch?: IfMatch, origin?: EventOrigin): Plant => {
     const { name, tag } = next(writableRow(id, statements.get.get(id), ifMatch))
     const now = Date.now()
-    return emit('plant.updated', toPlant(statements.update.get(name, tag, now, id) as PlantRow), now)
+    return emit('plant.updated', toPlant(statements.update.get(name, tag, now, id) as PlantRow), now, origin)
   })
 
-  const insert = db.transaction(({ id, name, tag }: NewPlant, idempotency?: IdempotencyKey): CreateResult => {
+  const insert = db.transaction(({ id, name, tag }: NewPlant, idempotency?: IdempotencyKey, origin?: EventOrigin): CreateResult => {
     const now = Date.now()
     if (idempotency !== undefined) {
       const earlier = statements.findKey.get(idempotency.scope, idempotency.key, now - IDEMPOTENCY_TTL_MS)
@@ -177,13 +177,13 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
       const { scope, key, fingerprint } = idempotency
       statements.saveKey.run(scope, key, fingerprint, row.id, row.name, row.tag, row.created_at, row.updated_at)
     }
-    return { plant: emit('plant.created', toPlant(row), now), replayed: false }
+    return { plant: emit('plant.created', toPlant(row), now, origin), replayed: false }
   })
 
-  const remove = db.transaction((id: bigint, ifMatch?: IfMatch): Plant => {
+  const remove = db.transaction((id: bigint, ifMatch?: IfMatch, origin?: EventOrigin): Plant => {
     // Without If-Match there is nothing to check first: the delete itself says whether the plant was there.
     if (ifMatch !== undefined) writableRow(id, statements.get.get(id), ifMatch)
-    return emit('plant.deleted', toPlant(writableRow(id, statements.delete.get(id), undefined)), Date.now())
+    return emit('plant.deleted', toPlant(writableRow(id, statements.delete.get(id), undefined)), Date.now(), origin)
   })
 
   const writeProbe = db.transaction(() => { statements.writeProbe.run(PROBE_BYTES) })
@@ -291,23 +291,23 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
       }
     },
 
-    create (plant: NewPlant, idempotency?: IdempotencyKey) {
-      return writes.enqueue(() => insert(plant, idempotency))
+    create (plant: NewPlant, idempotency?: IdempotencyKey, origin?: EventOrigin) {
+      return writes.enqueue(() => insert(plant, idempotency, origin))
     },
 
-    replace (id: bigint, { name, tag }: Omit<NewPlant, 'id'>, ifMatch?: IfMatch) {
-      return writes.enqueue(() => write(id, () => ({ name, tag: tag ?? null }), ifMatch))
+    replace (id: bigint, { name, tag }: Omit<NewPlant, 'id'>, ifMatch?: IfMatch, origin?: EventOrigin) {
+      return writes.enqueue(() => write(id, () => ({ name, tag: tag ?? null }), ifMatch, origin))
     },
 
-    update (id: bigint, changes: PlantChanges, ifMatch?: IfMatch) {
+    update (id: bigint, changes: PlantChanges, ifMatch?: IfMatch, origin?: EventOrigin) {
       return writes.enqueue(() => write(id, (row) => ({
         name: changes.name ?? row.name,
         tag: changes.tag === undefined ? row.tag : changes.tag
-      }), ifMatch))
+      }), ifMatch, origin))
     },
 
-    delete (id: bigint, ifMatch?: IfMatch) {
-      return writes.enqueue(() => remove(id, ifMatch))
+    delete (id: bigint, ifMatch?: IfMatch, origin?: EventOrigin) {
+      return writes.enqueue(() => remove(id, ifMatch, origin))
     },
 
     async close () {

@@ -1,10 +1,10 @@
 import Database from 'better-sqlite3'
 import { buildEventMessage, type PlantEvent, type WebhookEventType } from '../../webhooks/events.js'
 import {
-  activeSecrets, toDelivery, toSubscription, truncateError, type DeliveryRow, type SubscriptionRow
+  activeSecrets, toDelivery, toOrigin, toSubscription, truncateError, type DeliveryRow, type SubscriptionRow
 } from '../../webhooks/rows.js'
 import type {
-  ClaimedDelivery, ClaimRequest, CompletionResult, DeliveryCompletion, DeliveryPage, DeliveryQuery,
+  Backlog, ClaimedDelivery, ClaimRequest, CompletionResult, DeliveryCompletion, DeliveryPage, DeliveryQuery,
   NewSubscriptionRecord, RetryResult, SubscriptionChanges, SubscriptionPage, SubscriptionQuery,
   WebhookStore, WebhookSubscription
 } from '../../webhooks/store.js'
@@ -63,6 +63,8 @@ interface ClaimRow {
   secret: string
   previous_secret: string | null
   previous_secret_until: bigint | null
+  request_id: string | null
+  traceparent: string | null
 }
 
 const MAX_ID = 9223372036854775807n
@@ -81,11 +83,11 @@ const DELIVERY = 'id, event_type, status, attempts, last_attempt_at, last_status
 
 /** The fan-out of one event: a delivery for every enabled subscription that asked for its type. */
 const ENQUEUE_SQL = `
-  INSERT INTO webhook_deliveries (subscription_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at)
-  SELECT id, @messageId, @type, @payload, 'pending', 0, @now, @now FROM webhook_subscriptions
+  INSERT INTO webhook_deliveries (subscription_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at, request_id, traceparent)
+  SELECT id, @messageId, @type, @payload, 'pending', 0, @now, @now, @requestId, @traceparent FROM webhook_subscriptions
   WHERE disabled = 0 AND instr(' ' || events || ' ', ' ' || @type || ' ') > 0`
 
-interface EnqueueParams { messageId: string, type: string, payload: string, now: number }
+interface EnqueueParams { messageId: string, type: string, payload: string, now: number, requestId: string | null, traceparent: string | null }
 
 const enqueueStatements = new WeakMap<Database.Database, Database.Statement<[EnqueueParams]>>()
 
@@ -100,8 +102,7 @@ export function enqueueSqliteEvent (db: Database.Database, event: PlantEvent, no
     statement = db.prepare<EnqueueParams>(ENQUEUE_SQL)
     enqueueStatements.set(db, statement)
   }
-  const { messageId, type, payload } = buildEventMessage(event, now)
-  return statement.run({ messageId, type, payload, now }).changes
+  return statement.run({ ...buildEventMessage(event, now), now }).changes
 }
 
 /**
@@ -168,9 +169,15 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
          WHERE s.disabled = 0 AND s.id NOT IN (SELECT value FROM json_each(@skip))
          ORDER BY d.next_attempt_at, d.id LIMIT @limit)
        RETURNING id`),
+    // Reads first: a claim or a prune with nothing to do must not cost a write transaction (and,
+    // under full sync, an fdatasync) every poll interval of an idle service.
+    anyDue: db.prepare<[{ now: number }], bigint>(
+      `SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= @now
+                      AND (lease_until IS NULL OR lease_until <= @now))`).pluck(),
+    anyPrunable: db.prepare<[number], bigint>('SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE created_at < ?)').pluck(),
     claimed: db.prepare<[string], ClaimRow>(
       `SELECT d.id, d.subscription_id, d.message_id, d.event_type, d.payload, d.attempts,
-              s.url, s.secret, s.previous_secret, s.previous_secret_until
+              s.url, s.secret, s.previous_secret, s.previous_secret_until, d.request_id, d.traceparent
        FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
        WHERE d.id IN (SELECT value FROM json_each(?))
        ORDER BY d.next_attempt_at, d.id`),
@@ -189,6 +196,9 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
        WHERE id = @id`),
     release: db.prepare<[string, string], unknown>(
       'UPDATE webhook_deliveries SET lease = NULL, lease_until = NULL WHERE lease = ? AND id IN (SELECT value FROM json_each(?))'),
+    backlog: db.prepare<[], { pending: bigint, oldest: bigint | null }>(
+      `SELECT count(*) AS pending, min(d.created_at) AS oldest FROM webhook_deliveries d
+       JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE d.status = 'pending' AND s.disabled = 0`),
     prune: db.prepare<[number, number], unknown>(
       `DELETE FROM webhook_deliveries WHERE id IN (
          SELECT id FROM webhook_deliveries
@@ -239,7 +249,8 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
       payload: row.payload,
       attempts: Number(row.attempts),
       url: row.url,
-      secrets: activeSecrets(row.secret, row.previous_secret, row.previous_secret_until, now)
+      secrets: activeSecrets(row.secret, row.previous_secret, row.previous_secret_until, now),
+      origin: toOrigin(row)
     }))
   }
 
@@ -310,11 +321,12 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     },
 
     async enqueue (event: PlantEvent, now: number) {
-      const { messageId, type, payload } = buildEventMessage(event, now)
-      return await run(() => statements.enqueue.run({ messageId, type, payload, now }).changes)
+      const message = buildEventMessage(event, now)
+      return await run(() => statements.enqueue.run({ ...message, now }).changes)
     },
 
     async claimDue (request: ClaimRequest) {
+      if (statements.anyDue.get({ now: request.now }) === 0n) return []
       return await run(() => claim(request))
     },
 
@@ -327,6 +339,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     },
 
     async pruneDeliveries (before: number) {
+      if (statements.anyPrunable.get(before) === 0n) return 0
       let total = 0
       for (;;) {
         const deleted = await run(() => statements.prune.run(before, PRUNE_BATCH).changes)
@@ -336,6 +349,11 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     },
 
     ...(options.listen !== undefined && { listen: options.listen }),
+
+    async backlog (): Promise<Backlog> {
+      const { pending, oldest } = statements.backlog.get() as { pending: bigint, oldest: bigint | null }
+      return { pending: Number(pending), oldestCreatedAt: oldest === null ? undefined : Number(oldest) }
+    },
 
     async close () {
       if (options.ownsDb === true && db.open) db.close()
