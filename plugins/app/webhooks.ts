@@ -127,12 +127,12 @@ function webhookMetrics ({ client, registry }: ServiceMetrics, dispatcher: Webho
   })
   for (const reason of ['gone', 'failing']) disabled.inc({ reason }, 0)
   dispatcher.on('subscription-disabled', ({ reason }) => { disabled.inc({ reason }) })
-  new client.Gauge({
+  registry.registerMetric(new client.Gauge({
     name: `${METRIC_PREFIX}webhook_inflight_attempts`,
     help: 'Webhook delivery attempts this instance is making now (at most WEBHOOK_CONCURRENCY)',
-    registers: [registry],
+    registers: [],
     collect () { this.set(dispatcher.inFlight) }
-  })
+  }))
   // One database read serves both gauges of a scrape.
   let reading: Promise<Backlog> | undefined
   const backlog = async (): Promise<Backlog> => {
@@ -142,13 +142,13 @@ function webhookMetrics ({ client, registry }: ServiceMetrics, dispatcher: Webho
       .finally(() => { setImmediate(() => { reading = undefined }) })
     return await reading
   }
-  new client.Gauge({
+  registry.registerMetric(new client.Gauge({
     name: `${METRIC_PREFIX}webhook_backlog_deliveries`,
     help: 'Webhook deliveries waiting (pending, of enabled subscriptions), across every instance on the database',
-    registers: [registry],
+    registers: [],
     async collect () { this.set((await backlog()).pending) }
-  })
-  new client.Gauge({
+  }))
+  registry.registerMetric(new client.Gauge({
     name: `${METRIC_PREFIX}webhook_backlog_oldest_age_seconds`,
     help: 'Age of the oldest waiting webhook delivery (0 when none waits): how far behind delivery is',
     registers: [registry],
@@ -156,5 +156,5 @@ function webhookMetrics ({ client, registry }: ServiceMetrics, dispatcher: Webho
       const { oldestCreatedAt } = await backlog()
       this.set(oldestCreatedAt === undefined ? 0 : Math.max(0, (Date.now() - oldestCreatedAt) / 1000))
     }
-  })
+  }))
 }

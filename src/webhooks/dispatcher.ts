@@ -292,8 +292,15 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     if (result.kind === 'error' && result.reason === 'aborted') {
       await this.#release(lease, [delivery.id])
       trace?.end({
-        deliveryId: delivery.id, subscriptionId: delivery.subscriptionId, messageId: delivery.messageId, eventType: delivery.eventType,
-        attempt: delivery.attempts + 1, status: 'pending', error: describeFailure(result) ?? 'aborted', durationMs, recorded: false
+        deliveryId: delivery.id,
+        subscriptionId: delivery.subscriptionId,
+        messageId: delivery.messageId,
+        eventType: delivery.eventType,
+        attempt: delivery.attempts + 1,
+        status: 'pending',
+        error: describeFailure(result) ?? 'aborted',
+        durationMs,
+        recorded: false
       })
       return
     }
