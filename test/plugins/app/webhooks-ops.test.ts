@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { webhookOwner } from '../../../src/webhooks/service.js'
+import { AUTH, buildTestApp, captureLog, TOKEN } from '../../helpers/app.js'
+import { startReceiver } from '../../helpers/webhook-receiver.js'
+
+/** Operating webhooks: which request caused a delivery (logs), and how delivery goes (metrics). */
+
+const OWNER = webhookOwner(TOKEN)
+const LOOPBACK = { WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_POLL_INTERVAL_MS: '50' }
+
+interface LogLine { msg?: string, reqId?: string, webhook?: { status?: string, eventType?: string, subscriptionId?: string } }
+
+async function waitForLine (text: () => string, match: (line: LogLine) => boolean, timeoutMs = 5000): Promise<LogLine> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const found = text().split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as LogLine).find(match)
+    if (found !== undefined) return found
+    if (Date.now() > deadline) throw new Error(`no such log line in:\n${text()}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+test('a delivery logs the request id of the write that caused it, as that request\'s own lines do', async (t) => {
+  const receiver = await startReceiver(t)
+  const log = captureLog()
+  const app = await buildTestApp(t, { ...LOOPBACK, LOG_LEVEL: 'info' }, { logStream: log.stream })
+  const subscription = await app.webhooks.createSubscription(OWNER, { url: `${receiver.origin}/hooks` })
+  const created = await app.inject({ method: 'POST', url: '/plants', headers: { ...AUTH, 'x-request-id': 'order-4711' }, payload: { name: 'Fern' } })
+  assert.equal(created.statusCode, 201)
+  assert.equal(created.headers['x-request-id'], 'order-4711')
+  await receiver.waitFor(1)
+  const delivered = await waitForLine(log.text, (line) => line.msg === 'webhook delivered')
+  assert.equal(delivered.reqId, 'order-4711')
+  assert.deepEqual({ ...delivered.webhook, durationMs: undefined, deliveryId: undefined, messageId: undefined }, {
+    subscriptionId: String(subscription.id), eventType: 'plant.created', attempt: 1, status: 'succeeded', statusCode: 204,
+    durationMs: undefined, deliveryId: undefined, messageId: undefined
+  })
+  const access = await waitForLine(log.text, (line) => line.reqId === 'order-4711' && line.msg !== 'webhook delivered')
+  assert.equal(access.reqId, 'order-4711')
+  assert.doesNotMatch(log.text(), new RegExp(subscription.secret.slice(6, 30).replace(/[+/]/g, '.')), 'the secret never reaches the log')
+})
+
+/** The sample's value in a Prometheus text exposition (labels exactly as given), or undefined. */
+function sample (text: string, name: string, labels = ''): number | undefined {
+  const line = text.split('\n').find((candidate) => candidate.startsWith(`${name}${labels} `))
+  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1))
+}
+
+async function scrape (app: Awaited<ReturnType<typeof buildTestApp>>): Promise<string> {
+  const metrics = app.metrics
+  assert.ok(metrics !== undefined)
+  const response = await fetch(`http://127.0.0.1:${metrics.address().port}/metrics`)
+  assert.equal(response.status, 200)
+  return await response.text()
+}
+
+test('metrics: attempts by outcome, the backlog and the age of its oldest delivery, in-flight attempts', async (t) => {
+  const receiver = await startReceiver(t)
+  const app = await buildTestApp(t, { ...LOOPBACK, METRICS_PORT: '0', WEBHOOK_RETRY_SCHEDULE: '3600000' })
+  let before = await scrape(app)
+  for (const outcome of ['succeeded', 'retrying', 'failed']) {
+    assert.equal(sample(before, 'plantstore_webhook_delivery_attempts_total', `{outcome="${outcome}"}`), 0)
+  }
+  assert.equal(sample(before, 'plantstore_webhook_backlog_deliveries'), 0)
+  assert.equal(sample(before, 'plantstore_webhook_backlog_oldest_age_seconds'), 0)
+  assert.equal(sample(before, 'plantstore_webhook_inflight_attempts'), 0)
+
+  await app.webhooks.createSubscription(OWNER, { url: `${receiver.origin}/hooks` })
+  assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'a' } })).statusCode, 201)
+  await receiver.waitFor(1)
+  // The receiver now refuses: the next event waits for its retry, an hour away.
+  receiver.respond((_request, res) => { res.writeHead(500).end() })
+  assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'b' } })).statusCode, 201)
+  await receiver.waitFor(2)
+  for (let turn = 0; turn < 100; turn++) {
+    before = await scrape(app)
+    if (sample(before, 'plantstore_webhook_delivery_attempts_total', '{outcome="retrying"}') === 1) break
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  assert.equal(sample(before, 'plantstore_webhook_delivery_attempts_total', '{outcome="succeeded"}'), 1)
+  assert.equal(sample(before, 'plantstore_webhook_delivery_attempts_total', '{outcome="retrying"}'), 1)
+  assert.equal(sample(before, 'plantstore_webhook_delivery_attempts_total', '{outcome="failed"}'), 0)
+  assert.equal(sample(before, 'plantstore_webhook_backlog_deliveries'), 1)
+  assert.ok((sample(before, 'plantstore_webhook_backlog_oldest_age_seconds') ?? 0) > 0)
+})
