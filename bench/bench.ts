@@ -6,7 +6,11 @@
  *
  *   npm run bench -- [--quick] [--duration 10] [--warmup 3] [--connections 32]
  *                    [--only read,list,create,delete] [--db sqlite] [--db postgres://...]
- *                    [--log-level warn] [--limits on|off] [--cpu-prof]
+ *                    [--log-level warn] [--limits on|off] [--cpu-prof] [--metrics] [--webhook]
+ *
+ * --metrics measures read and create again with METRICS_PORT set (issue 13: ≥ 0.95 of without);
+ * --webhook measures create again with one active subscription delivering every event to a
+ * loopback receiver (issue 12: ≥ 0.8 of without).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs'
@@ -23,6 +27,9 @@ import { loadConfig, type LogLevel } from '../src/load-config.js'
 import { isPostgresUrl, parsePostgresUrl } from '../src/store/postgres/connection.js'
 import type { SqliteSynchronous } from '../src/store/sqlite/sqlite-store.js'
 import type { PlantStore } from '../src/store/store.js'
+import { tokenDigest } from '../src/tokens.js'
+import { WEBHOOK_EVENT_TYPES } from '../src/webhooks/events.js'
+import { newWebhookSecret } from '../src/webhooks/signing.js'
 import { startServer } from '../test/helpers/server-process.js'
 
 type Sync = SqliteSynchronous
@@ -30,6 +37,8 @@ type WorkloadName = 'read' | 'list' | 'create' | 'delete'
 /** What answers: a bare Fastify route, the service a user would write instead, or plant-store. */
 type Server = 'ceiling' | 'minimal' | 'plant-store'
 type StoreKind = 'sqlite' | 'postgres'
+/** plant-store measured again with metrics on, or with one webhook subscription receiving every event. */
+type Variant = 'metrics' | 'webhook'
 
 /** A store plant-store is measured on (`--db`, repeatable). */
 interface StoreChoice {
@@ -55,6 +64,8 @@ interface Options {
   limits: boolean
   cpuProf: boolean
   quick: boolean
+  metrics: boolean
+  webhook: boolean
 }
 
 interface Row {
@@ -62,6 +73,8 @@ interface Row {
   /** The store plant-store ran on (the minimal service is always SQLite); null for the ceiling. */
   store: StoreKind | null
   workload: WorkloadName | 'ceiling'
+  /** plant-store with metrics on, or with a webhook subscription; null: as configured by default. */
+  variant: Variant | null
   sync: Sync | null
   /** PostgreSQL's durability settings, which decide `sync` for its writes. */
   syncSetting: string | null
@@ -72,6 +85,9 @@ interface Row {
   p50Ms: number
   p99Ms: number
   requests: number
+  /** 2xx answers, measured and in the warm-up. */
+  successes: number
+  warmupSuccesses: number
   non2xx: number
   errors: number
   peakRssMb: number | null
@@ -85,6 +101,12 @@ interface Row {
   p99ToMinimal: number | null
   /** PostgreSQL rows: req/s ÷ plant-store on SQLite on the same workload and sync level. */
   ratioToSqlite: number | null
+  /** Variant rows: req/s ÷ the same plant-store without the variant. */
+  ratioToPlain: number | null
+  /** Variant rows: CPU µs per request ÷ the same plant-store's without the variant. */
+  cpuToPlain: number | null
+  /** --webhook rows: deliveries the receiver had, of the plants created, once delivery caught up (or gave up). */
+  deliveries: { created: number, delivered: number, catchUpS: number } | null
 }
 
 /** What autocannon sends: one request shape, optionally rewritten per request. */
@@ -112,6 +134,7 @@ interface TargetCheck {
 const HERE = dirname(fileURLToPath(import.meta.url))
 const CEILING = join(HERE, 'ceiling.js')
 const MINIMAL = join(HERE, 'minimal.js')
+const RECEIVER = join(HERE, 'receiver.js')
 const RESULTS = join(HERE, '..', '..', 'bench', 'results')
 const WORKLOADS: readonly WorkloadName[] = ['read', 'list', 'create', 'delete']
 const SEEDED_PLANTS = 10_000
@@ -139,7 +162,9 @@ function parseOptions (): Options {
       'log-level': { type: 'string', default: 'warn' },
       // `on`: the rate limit and the per-connection request cap run, with limits no run reaches.
       limits: { type: 'string', default: 'on' },
-      'cpu-prof': { type: 'boolean', default: false }
+      'cpu-prof': { type: 'boolean', default: false },
+      metrics: { type: 'boolean', default: false },
+      webhook: { type: 'boolean', default: false }
     }
   })
   const number = (text: string | undefined, fallback: number, name: string): number => {
@@ -168,7 +193,9 @@ function parseOptions (): Options {
     stores,
     logLevel: values['log-level'] as LogLevel,
     limits: values.limits === 'on',
-    cpuProf: values['cpu-prof']
+    cpuProf: values['cpu-prof'],
+    metrics: values.metrics,
+    webhook: values.webhook
   }
 }
 
@@ -285,7 +312,7 @@ async function postgresDurability (url: string): Promise<{ sync: Sync, setting: 
 }
 
 /** Fills a database through the PlantStore contract, so any backend DATABASE_URL names is seeded alike. */
-async function seed (databaseUrl: string, count: number): Promise<bigint[]> {
+async function seed (databaseUrl: string, count: number, subscriptionUrl?: string): Promise<bigint[]> {
   const app = await buildApp(loadConfig({
     DATABASE_URL: databaseUrl, API_TOKENS: TOKEN, LOG_LEVEL: 'silent', SQLITE_SYNCHRONOUS: 'normal'
   }))
@@ -297,6 +324,12 @@ async function seed (databaseUrl: string, count: number): Promise<bigint[]> {
       const chunk = Array.from({ length: Math.min(1000, count - start) }, (_, i) =>
         store.create({ name: `Plant ${start + i}`, tag: (start + i) % 2 === 0 ? 'indoor' : 'outdoor' }))
       for (const { plant } of await Promise.all(chunk)) ids.push(plant.id)
+    }
+    // After the plants: the subscription receives the workload's events only.
+    if (subscriptionUrl !== undefined) {
+      await store.webhooks.createSubscription({
+        owner: tokenDigest(TOKEN), url: subscriptionUrl, events: [...WEBHOOK_EVENT_TYPES], disabled: false, secret: newWebhookSecret()
+      }, Date.now())
     }
     return ids
   } finally {
@@ -371,8 +404,8 @@ function rotate (paths: readonly string[], once: boolean): { next: () => string,
   }
 }
 
-const label = (row: Pick<Row, 'server' | 'store'>): string =>
-  row.server === 'plant-store' && row.store === 'postgres' ? 'plant-store (pg)' : row.server
+const label = (row: Pick<Row, 'server' | 'store' | 'variant'>): string =>
+  `${row.server === 'plant-store' && row.store === 'postgres' ? 'plant-store (pg)' : row.server}${row.variant === null ? '' : ` +${row.variant}`}`
 
 async function main (): Promise<void> {
   const options = parseOptions()
@@ -390,9 +423,9 @@ async function main (): Promise<void> {
   const profileArgs = (name: string): string[] =>
     options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`, `--cpu-prof-name=${name}.cpuprofile`] : []
 
-  const measure = async (child: Child, row: Pick<Row, 'server' | 'store' | 'workload' | 'sync' | 'syncSetting'>, traffic: Traffic): Promise<Row> => {
+  const measure = async (child: Child, row: Pick<Row, 'server' | 'store' | 'workload' | 'variant' | 'sync' | 'syncSetting'>, traffic: Traffic): Promise<Row> => {
     const authorize = row.server === 'plant-store'
-    await drive(child.url, traffic, options.warmup, traffic.amount?.warmup, options.connections, authorize)
+    const warmup = await drive(child.url, traffic, options.warmup, traffic.amount?.warmup, options.connections, authorize)
     const cpuBefore = child.cpuSeconds()
     const { result, latenciesMs } = await drive(child.url, traffic, options.duration, traffic.amount?.measure, options.connections, authorize)
     const cpuAfter = child.cpuSeconds()
@@ -404,6 +437,8 @@ async function main (): Promise<void> {
       p50Ms: percentile(latenciesMs, 0.5),
       p99Ms: percentile(latenciesMs, 0.99),
       requests: result.requests.total,
+      successes: result['2xx'],
+      warmupSuccesses: warmup.result['2xx'],
       non2xx: result.non2xx,
       errors: result.errors + result.timeouts,
       peakRssMb: child.peakRssMb(),
@@ -413,7 +448,10 @@ async function main (): Promise<void> {
       ratioToCeiling: null,
       ratioToMinimal: null,
       p99ToMinimal: null,
-      ratioToSqlite: null
+      ratioToSqlite: null,
+      ratioToPlain: null,
+      cpuToPlain: null,
+      deliveries: null
     }
     rows.push(measured)
     process.stderr.write(`  ${row.workload}${row.sync === null ? '' : ` (${row.sync})`} ${label(row)}: ` +
@@ -425,7 +463,7 @@ async function main (): Promise<void> {
   const measureCeiling = async (): Promise<void> => {
     const ceiling = await Child.start(CEILING, process.env, join(work, 'ceiling.log'), [])
     try {
-      await measure(ceiling, { server: 'ceiling', store: null, workload: 'ceiling', sync: null, syncSetting: null }, { method: 'GET', path: '/' })
+      await measure(ceiling, { server: 'ceiling', store: null, workload: 'ceiling', variant: null, sync: null, syncSetting: null }, { method: 'GET', path: '/' })
     } finally {
       await ceiling.stop()
     }
@@ -438,7 +476,7 @@ async function main (): Promise<void> {
    * ceiling's before any). Seed `warmup + measure + margin` plants.
    */
   const deleteBudget = (server: Server, store: StoreKind, sync: Sync): { warmup: number, measure: number, seed: number } => {
-    const mine = rows.filter((row) => row.server === server && row.store === store)
+    const mine = rows.filter((row) => row.server === server && row.store === store && row.variant === null)
     const created = mine.find((row) => row.workload === 'create' && row.sync === sync)
     const rate = created === undefined
       ? Math.max(...(mine.length > 0 ? mine : rows.filter((row) => row.server === 'ceiling')).map((row) => row.requestsPerSecond))
@@ -458,15 +496,18 @@ async function main (): Promise<void> {
       MINIMAL_SEED: String(plants)
     }, join(work, `minimal-${name}.log`), [...SERVER_NODE_FLAGS, ...profileArgs(`minimal-${name}`)])
 
-  /** plant-store on a fresh database of `store` seeded with `plants` plants. */
-  const service = async (store: StoreChoice, name: string, sync: Sync, plants: number): Promise<{ child: Child, ids: bigint[] }> => {
+  /**
+   * plant-store on a fresh database of `store` seeded with `plants` plants; with metrics on, or with
+   * one subscription delivering to `receiverUrl`.
+   */
+  const service = async (store: StoreChoice, name: string, sync: Sync, plants: number, variant: Variant | null = null, receiverUrl?: string): Promise<{ child: Child, ids: bigint[] }> => {
     let databaseUrl = join(work, `${name}.db`)
     if (store.kind === 'postgres' && store.url !== undefined) {
       const schema = `plant_store_bench_${runId}_${name.replace(/-/g, '_')}`
       schemas.push({ url: store.url, schema })
       databaseUrl = withSchema(store.url, schema)
     }
-    const ids = await seed(databaseUrl, plants)
+    const ids = await seed(databaseUrl, plants, variant === 'webhook' ? receiverUrl : undefined)
     const child = await Child.server({
       ...process.env,
       PORT: '0',
@@ -481,7 +522,10 @@ async function main (): Promise<void> {
       RATE_LIMIT_MAX: options.limits ? String(UNREACHABLE) : '0',
       MAX_REQUESTS_PER_SOCKET: options.limits ? String(UNREACHABLE) : '0',
       // Load shedding as configured, as in production (the test servers have it off).
-      MAX_EVENT_LOOP_DELAY_MS: process.env.MAX_EVENT_LOOP_DELAY_MS
+      MAX_EVENT_LOOP_DELAY_MS: process.env.MAX_EVENT_LOOP_DELAY_MS,
+      ...(variant === 'metrics' && { METRICS_PORT: '0' }),
+      // The receiver is on loopback; every other WEBHOOK_* setting is the default.
+      ...(variant === 'webhook' && { WEBHOOK_ALLOW_PRIVATE_URLS: '1' })
     }, join(work, `${name}.log`), [...SERVER_NODE_FLAGS, ...profileArgs(name)])
     return { child, ids }
   }
@@ -504,7 +548,7 @@ async function main (): Promise<void> {
       try {
         const ids = oneTo(plants)
         const deletes = rotate(ids.map((id) => `/plants/${id}`), true)
-        await measure(child, { server: 'minimal', store: 'sqlite', workload, sync: rowSync, syncSetting: null },
+        await measure(child, { server: 'minimal', store: 'sqlite', workload, variant: null, sync: rowSync, syncSetting: null },
           workload === 'read'
             ? readTraffic(ids)
             : workload === 'list'
@@ -518,13 +562,24 @@ async function main (): Promise<void> {
       }
     }
     for (const store of stores) {
-      const storeName = `${name}${store.kind === 'postgres' ? '-pg' : ''}`
-      const budget = deleteBudget('plant-store', store.kind, sync)
-      const plants = workload === 'delete' ? budget.seed : SEEDED_PLANTS
-      const { child, ids } = await service(store, storeName, sync, plants)
+      await runPlantStore(workload, sync, store, null)
+      if (options.metrics && (workload === 'read' || workload === 'create')) await runPlantStore(workload, sync, store, 'metrics')
+      if (options.webhook && workload === 'create') await runPlantStore(workload, sync, store, 'webhook')
+    }
+  }
+
+  /** One workload on plant-store on `store`, as configured by default or with a variant. */
+  const runPlantStore = async (workload: WorkloadName, sync: Sync, store: StoreChoice, variant: Variant | null): Promise<void> => {
+    const rowSync = workload === 'read' || workload === 'list' ? null : sync
+    const storeName = `${workload}-${sync}${store.kind === 'postgres' ? '-pg' : ''}${variant === null ? '' : `-${variant}`}`
+    const budget = deleteBudget('plant-store', store.kind, sync)
+    const plants = workload === 'delete' ? budget.seed : SEEDED_PLANTS
+    const receiver = variant === 'webhook' ? await Child.start(RECEIVER, process.env, join(work, `${storeName}-receiver.log`), []) : undefined
+    try {
+      const { child, ids } = await service(store, storeName, sync, plants, variant, receiver === undefined ? undefined : `${receiver.url}/hooks`)
       try {
         const deletes = rotate(ids.map((id) => `/plants/${id}`), true)
-        await measure(child, { server: 'plant-store', store: store.kind, workload, sync: rowSync, syncSetting: store.setting ?? null },
+        const row = await measure(child, { server: 'plant-store', store: store.kind, workload, variant, sync: rowSync, syncSetting: store.setting ?? null },
           workload === 'read'
             ? readTraffic(ids)
             : workload === 'list'
@@ -533,10 +588,26 @@ async function main (): Promise<void> {
                 ? { method: 'POST', path: '/plants', body: CREATE_BODY }
                 : { method: 'DELETE', path: '/plants/1', nextPath: deletes.next, amount: budget })
         if (deletes.exhausted()) throw new Error(`the ${storeName} workload ran out of seeded plants`)
+        // Every 201 of the warm-up and of the measurement wrote one event.
+        if (receiver !== undefined) row.deliveries = await catchUp(receiver, row.successes + row.warmupSuccesses)
       } finally {
         await child.stop()
       }
+    } finally {
+      await receiver?.stop()
     }
+  }
+
+  /** Waits (up to 60 s) until the receiver has had `created` deliveries; how many it had, and how long that took after the run. */
+  const catchUp = async (receiver: Child, created: number): Promise<{ created: number, delivered: number, catchUpS: number }> => {
+    const started = performance.now()
+    let delivered = 0
+    while (performance.now() - started < 60_000) {
+      delivered = ((await (await fetch(`${receiver.url}/count`)).json()) as { received: number }).received
+      if (delivered >= created) break
+      await sleep(100)
+    }
+    return { created, delivered, catchUpS: (performance.now() - started) / 1000 }
   }
 
   try {
@@ -586,6 +657,14 @@ function compare (rows: Row[]): void {
     row.ratioToCeiling = row.requestsPerSecond / ceiling
     const same = (other: Row): boolean => other.workload === row.workload && other.sync === row.sync
     const minimal = rows.find((other) => other.server === 'minimal' && same(other))
+    if (row.variant !== null) {
+      const plain = rows.find((other) => other.server === row.server && other.store === row.store && other.variant === null && same(other))
+      if (plain !== undefined) {
+        row.ratioToPlain = row.requestsPerSecond / plain.requestsPerSecond
+        row.cpuToPlain = row.cpuUsPerRequest === null || plain.cpuUsPerRequest === null ? null : row.cpuUsPerRequest / plain.cpuUsPerRequest
+      }
+      continue
+    }
     if (row.server === 'plant-store' && minimal !== undefined) {
       row.ratioToMinimal = row.requestsPerSecond / minimal.requestsPerSecond
       row.p99ToMinimal = minimal.p99Ms > 0 ? row.p99Ms / minimal.p99Ms : null
@@ -600,8 +679,8 @@ function compare (rows: Row[]): void {
 /** Issue 14's targets, as far as this run measured them (ratios within the run). */
 function checkTargets (rows: Row[]): TargetCheck[] {
   const checks: TargetCheck[] = []
-  const find = (store: StoreKind, workload: WorkloadName, sync: Sync | null): Row | undefined =>
-    rows.find((row) => row.server === 'plant-store' && row.store === store && row.workload === workload && row.sync === sync)
+  const find = (store: StoreKind, workload: WorkloadName, sync: Sync | null, variant: Variant | null = null): Row | undefined =>
+    rows.find((row) => row.server === 'plant-store' && row.store === store && row.workload === workload && row.sync === sync && row.variant === variant)
   const atLeast = (target: string, value: number | null | undefined, goal: number): void => {
     if (value !== null && value !== undefined) checks.push({ target, value, holds: value >= goal })
   }
@@ -622,6 +701,14 @@ function checkTargets (rows: Row[]): TargetCheck[] {
   atLeast('PostgreSQL read ≥ 0.4 × SQLite', find('postgres', 'read', null)?.ratioToSqlite, 0.4)
   const pgCreate = rows.find((row) => row.server === 'plant-store' && row.store === 'postgres' && row.workload === 'create')
   atLeast(`PostgreSQL create ≥ 0.3 × SQLite (${pgCreate?.sync ?? ''})`, pgCreate?.ratioToSqlite, 0.3)
+  // Issue 13: what metrics cost; issue 12: what one subscription receiving every event costs.
+  atLeast('read with metrics ≥ 0.95 × without (issue 13)', find('sqlite', 'read', null, 'metrics')?.ratioToPlain, 0.95)
+  for (const sync of ['normal', 'full'] as const) {
+    atLeast(`create (${sync}) with metrics ≥ 0.95 × without (issue 13)`, find('sqlite', 'create', sync, 'metrics')?.ratioToPlain, 0.95)
+    atLeast(`create (${sync}) with a webhook ≥ 0.8 × without (issue 12)`, find('sqlite', 'create', sync, 'webhook')?.ratioToPlain, 0.8)
+  }
+  const pgWebhook = rows.find((row) => row.store === 'postgres' && row.variant === 'webhook')
+  atLeast(`PostgreSQL create (${pgWebhook?.sync ?? ''}) with a webhook ≥ 0.8 × without (issue 12)`, pgWebhook?.ratioToPlain, 0.8)
   const rss = rows.filter((row) => row.server === 'plant-store' && row.peakRssMb !== null).map((row) => row.peakRssMb as number)
   if (rss.length > 0) atMost('peak RSS ≤ 120 MB (every plant-store workload)', Math.max(...rss), 120)
   return checks
@@ -638,8 +725,9 @@ function table (header: string[], lines: string[][]): string {
 
 function report (rows: Row[], targets: TargetCheck[], options: Options, fsyncMs: number[]): void {
   const withPostgres = rows.some((row) => row.store === 'postgres')
+  const withVariants = rows.some((row) => row.variant !== null)
   const header = ['workload', 'sync', 'server', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'peak RSS MB', 'CPU µs/req',
-    '× ceiling', '× minimal', 'p99 × minimal', ...(withPostgres ? ['× SQLite'] : [])]
+    '× ceiling', '× minimal', 'p99 × minimal', ...(withPostgres ? ['× SQLite'] : []), ...(withVariants ? ['× without', 'CPU × without'] : [])]
   const lines = rows.map((row) => [
     row.workload,
     row.sync ?? '',
@@ -654,8 +742,14 @@ function report (rows: Row[], targets: TargetCheck[], options: Options, fsyncMs:
     fixed(row.ratioToCeiling, 2),
     fixed(row.ratioToMinimal, 2),
     fixed(row.p99ToMinimal, 2),
-    ...(withPostgres ? [fixed(row.ratioToSqlite, 2)] : [])
+    ...(withPostgres ? [fixed(row.ratioToSqlite, 2)] : []),
+    ...(withVariants ? [fixed(row.ratioToPlain, 2), fixed(row.cpuToPlain, 2)] : [])
   ])
+  const deliveries = rows.filter((row) => row.deliveries !== null).map((row) => {
+    const { created, delivered, catchUpS } = row.deliveries as NonNullable<Row['deliveries']>
+    return `webhook deliveries, create (${row.sync ?? ''}) ${label(row)}: ${delivered} of ${created} events delivered, ` +
+      `the last ${catchUpS.toFixed(1)} s after the run ended\n`
+  }).join('')
   const targetTable = table(['target (issue 14)', 'this run', ''],
     targets.map((check) => [check.target, check.value.toFixed(2), check.holds ? 'holds' : '**missed**']))
 
@@ -667,7 +761,7 @@ function report (rows: Row[], targets: TargetCheck[], options: Options, fsyncMs:
   const postgres = options.stores.filter((store) => store.kind === 'postgres')
     .map((store) => `PostgreSQL: ${store.setting ?? ''}, PG_POOL_MAX=${process.env.PG_POOL_MAX ?? '10'}\n`).join('')
   process.stdout.write(`\n${date}  ${machine}\n${redactPassword(command)}  (LOG_LEVEL=${options.logLevel}, limits ${options.limits ? 'on' : 'off'})\n${fsync}\n${postgres}\n` +
-    `${table(header, lines)}\n\n${targetTable}\n`)
+    `${table(header, lines)}\n\n${deliveries}${deliveries === '' ? '' : '\n'}${targetTable}\n`)
 
   mkdirSync(RESULTS, { recursive: true })
   const file = join(RESULTS, `bench-${date.replace(/[:.]/g, '-')}${options.quick ? '-quick' : ''}.json`)
