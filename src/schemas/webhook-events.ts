@@ -1,4 +1,3 @@
-// eslint-disable-next-line camelcase -- @fastify/swagger's name for it
 import type { OpenAPIV3_2 as OpenApi } from '@fastify/swagger'
 import { Type, type TObject } from '@sinclair/typebox'
 import { eventPayload, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js'
