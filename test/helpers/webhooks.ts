@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
-import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
+import type { BuildOptions } from '../../src/app.js'
 import { AUTH, buildTestApp, TOKEN } from './app.js'
 import type { Cleanup } from './cleanup.js'
+import { until } from './webhook-receiver.js'
 
 /** A second configured token: its subscriptions are not the first one's, and the other way round. */
 export const OTHER_TOKEN = 'other-token-0123456789abcdef0123456789'
@@ -43,8 +44,8 @@ export interface DeliveryBody {
 export const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/
 
 /** A test app (see buildTestApp) with two tokens: AUTH's and OTHER_AUTH's. */
-export async function buildWebhooksApp (t: Cleanup, env: NodeJS.ProcessEnv = {}): Promise<FastifyInstance> {
-  return await buildTestApp(t, { API_TOKENS: `${TOKEN},${OTHER_TOKEN}`, ...env })
+export async function buildWebhooksApp (t: Cleanup, env: NodeJS.ProcessEnv = {}, options: BuildOptions = {}): Promise<FastifyInstance> {
+  return await buildTestApp(t, { API_TOKENS: `${TOKEN},${OTHER_TOKEN}`, ...env }, options)
 }
 
 /** Creates a subscription through the API (AUTH's by default) and returns the 201's body. */
@@ -56,12 +57,12 @@ export async function createWebhook (app: FastifyInstance, body: Record<string, 
 
 /** Lists a subscription's deliveries until `done` holds for them (the dispatcher runs in the background). */
 export async function deliveriesWhen (app: FastifyInstance, id: number, done: (deliveries: DeliveryBody[]) => boolean): Promise<DeliveryBody[]> {
-  for (let i = 0; ; i++) {
+  let deliveries: DeliveryBody[] = []
+  await until(`the deliveries of subscription ${id} are as expected`, async () => {
     const res = await app.inject({ url: `/webhooks/${id}/deliveries`, headers: AUTH })
     assert.equal(res.statusCode, 200, res.body)
-    const deliveries = res.json<DeliveryBody[]>()
-    if (done(deliveries)) return deliveries
-    assert.ok(i < 500, `deliveries never came to the expected state: ${res.body}`)
-    await sleep(10)
-  }
+    deliveries = res.json<DeliveryBody[]>()
+    return done(deliveries)
+  })
+  return deliveries
 }
