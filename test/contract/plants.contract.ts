@@ -14,8 +14,8 @@ import { startServer } from '../helpers/server-process.js'
 /**
  * The third-party contract test (`npm run test:contract`): Portman turns the OpenAPI document the
  * real server serves into a Postman collection with contract tests (status, content type, JSON body,
- * schema, required headers) and variation tests (no token, a wrong token, a plant or a webhook subscription gone after its
- * delete), following test/contract/portman-config.json; Newman runs it against the server, started
+ * schema, required headers) and variation tests (no token, a wrong token, a plant or a webhook
+ * subscription gone after its delete), following test/contract/portman-config.json; Newman runs it against the server, started
  * as a child process on 127.0.0.1 with a fresh database. Neither tool may reach the network.
  */
 
