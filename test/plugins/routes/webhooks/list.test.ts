@@ -2,18 +2,10 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { AUTH } from '../../../helpers/app.js'
-import { assertError, JSON_TYPE } from '../../../helpers/plants.js'
+import { assertError, JSON_TYPE, nextLink } from '../../../helpers/plants.js'
 import { buildWebhooksApp, createWebhook, OTHER_AUTH, PUBLIC_RECEIVER, type WebhookBody } from '../../../helpers/webhooks.js'
 
 const list = (app: FastifyInstance, query: string, headers: Record<string, string> = AUTH) => app.inject({ url: `/webhooks${query}`, headers })
-
-/** The URL in `Link: <url>; rel="next"`, or undefined when there is no such header. */
-function nextLink (header: string | string[] | undefined): string | undefined {
-  if (header === undefined) return undefined
-  const match = /^<([^>]+)>; rel="next"$/.exec(String(header))
-  assert.ok(match, `unexpected Link header: ${String(header)}`)
-  return match[1]
-}
 
 async function seed (app: FastifyInstance, count: number, headers: Record<string, string> = AUTH): Promise<WebhookBody[]> {
   const created: WebhookBody[] = []
