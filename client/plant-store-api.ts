@@ -140,8 +140,193 @@ export interface paths {
         patch: operations["updatePlant"];
         trace?: never;
     };
+    "/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook subscriptions
+         * @description The subscriptions of this token, ordered by id, at most `limit` of them. When more follow, a `Link: <…>; rel="next"` header gives the next page (keyset pagination on `after`, as for plants).
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Create a webhook subscription
+         * @description Subscribes a URL to plant events (every event type unless `events` narrows them) and answers 201 with the subscription, its signing `secret` included, and `Location: /webhooks/{id}`. The URL must be an absolute http or https URL of at most 2048 characters without credentials, whose host is (or resolves to) public addresses only. The subscription belongs to the token that creates it.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        /**
+         * List webhook subscriptions: headers only
+         * @description What `listWebhooks` answers, status and headers, without the body (HTTP HEAD).
+         */
+        head: operations["headWebhooks"];
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a webhook subscription
+         * @description The subscription with this id, with its signing `secret`, when this token owns it; else 404.
+         */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook subscription
+         * @description Deletes the subscription with this id and its deliveries (pending ones are never sent). Answers 204 with an empty body.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        /**
+         * Get a webhook subscription: headers only
+         * @description What `getWebhook` answers, status and headers, without the body (HTTP HEAD).
+         */
+        head: operations["headWebhook"];
+        /**
+         * Update a webhook subscription
+         * @description Applies a JSON merge patch (RFC 7396) to the subscription with this id: a field that is absent is kept, `"description": null` removes the description. A new `url` is checked as on create. `"disabled": false` enables a disabled subscription again (its pending deliveries resume). Sent as `application/merge-patch+json` or plain JSON.
+         */
+        patch: operations["updateWebhook"];
+        trace?: never;
+    };
+    "/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook deliveries
+         * @description The deliveries of the subscription with this id, newest first, at most `limit` of them, each with the outcome of its latest attempt. When older ones follow, a `Link: <…>; rel="next"` header gives the next page (keyset pagination on `before`). Finished deliveries are kept for WEBHOOK_RETENTION_MS (7 days by default).
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * List webhook deliveries: headers only
+         * @description What `listWebhookDeliveries` answers, status and headers, without the body (HTTP HEAD).
+         */
+        head: operations["headWebhookDeliveries"];
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/deliveries/{deliveryId}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry a webhook delivery
+         * @description Makes the delivery pending and due now, whatever its status (a failed one gets one more attempt), and answers 202 with it: the attempt itself happens in the background (list the deliveries to see its outcome). The subscription must be enabled, else 409.
+         */
+        post: operations["retryWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a webhook secret
+         * @description Gives the subscription a new signing secret and answers with the subscription carrying it. For the next 24 hours every delivery is signed with both the new and the previous secret (two `v1,` signatures), so the receiver can switch over without losing an event; rotating again within that time drops the oldest secret.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "plant.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The `plant.created` event
+         * @description A plant was created; `data` is the plant. The service POSTs it to every enabled subscription that asks for `plant.created`, signed as Standard Webhooks specifies: verify `webhook-signature` with the subscription's secret over `{webhook-id}.{webhook-timestamp}.{body}` (the body exactly as received), and refuse old timestamps. Delivery is at least once: deduplicate on `webhook-id`. Redirects are not followed.
+         */
+        post: operations["plantCreatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "plant.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The `plant.deleted` event
+         * @description A plant was deleted; `data` is the plant as it was. The service POSTs it to every enabled subscription that asks for `plant.deleted`, signed as Standard Webhooks specifies: verify `webhook-signature` with the subscription's secret over `{webhook-id}.{webhook-timestamp}.{body}` (the body exactly as received), and refuse old timestamps. Delivery is at least once: deduplicate on `webhook-id`. Redirects are not followed.
+         */
+        post: operations["plantDeletedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "plant.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The `plant.updated` event
+         * @description A plant was replaced or updated; `data` is the plant after the change. The service POSTs it to every enabled subscription that asks for `plant.updated`, signed as Standard Webhooks specifies: verify `webhook-signature` with the subscription's secret over `{webhook-id}.{webhook-timestamp}.{body}` (the body exactly as received), and refuse old timestamps. Delivery is at least once: deduplicate on `webhook-id`. Redirects are not followed.
+         */
+        post: operations["plantUpdatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /** @description An error */
@@ -184,6 +369,43 @@ export interface components {
             tag?: string;
         };
         /**
+         * @description A webhook subscription to create
+         * @example {
+         *       "url": "https://receiver.example.com/hooks",
+         *       "events": [
+         *         "plant.created",
+         *         "plant.deleted"
+         *       ],
+         *       "description": "Sync to the shop front"
+         *     }
+         */
+        NewWebhook: {
+            /**
+             * @description What the subscription is for, for people: at most 500 characters; no NUL (U+0000) or unpaired UTF-16 surrogates
+             * @example Sync to the shop front
+             */
+            description?: string;
+            /**
+             * @description Create it disabled: no deliveries until a PATCH enables it (false when absent)
+             * @example false
+             */
+            disabled?: boolean;
+            /**
+             * @description The event types to deliver (duplicates count once); every event type when absent
+             * @example [
+             *       "plant.created",
+             *       "plant.deleted"
+             *     ]
+             */
+            events?: ("plant.created" | "plant.updated" | "plant.deleted")[];
+            /**
+             * Format: uri
+             * @description Where to POST events: an absolute http or https URL of at most 2048 characters, without credentials, whose host is (or resolves to) public addresses only
+             * @example https://receiver.example.com/hooks
+             */
+            url: string;
+        };
+        /**
          * @description A plant
          * @example {
          *       "id": 1,
@@ -222,6 +444,64 @@ export interface components {
              * @example 2026-01-02T03:04:05.678Z
              */
             updatedAt: string;
+        };
+        /**
+         * @description The body of a `plant.created` delivery. A plant was created; `data` is the plant
+         * @example {
+         *       "type": "plant.created",
+         *       "timestamp": "2026-01-02T03:04:05.678Z",
+         *       "data": {
+         *         "id": 1,
+         *         "name": "Monstera",
+         *         "tag": "tropical",
+         *         "createdAt": "2026-01-02T03:04:05.678Z",
+         *         "updatedAt": "2026-01-02T03:04:05.678Z"
+         *       }
+         *     }
+         */
+        PlantCreatedEvent: {
+            data: components["schemas"]["Plant"];
+            /**
+             * Format: date-time
+             * @description When the change happened
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            timestamp: string;
+            /**
+             * @description The event type
+             * @example plant.created
+             * @enum {string}
+             */
+            type: "plant.created";
+        };
+        /**
+         * @description The body of a `plant.deleted` delivery. A plant was deleted; `data` is the plant as it was
+         * @example {
+         *       "type": "plant.deleted",
+         *       "timestamp": "2026-01-02T03:04:05.678Z",
+         *       "data": {
+         *         "id": 1,
+         *         "name": "Monstera",
+         *         "tag": "tropical",
+         *         "createdAt": "2026-01-02T03:04:05.678Z",
+         *         "updatedAt": "2026-01-02T03:04:05.678Z"
+         *       }
+         *     }
+         */
+        PlantDeletedEvent: {
+            data: components["schemas"]["Plant"];
+            /**
+             * Format: date-time
+             * @description When the change happened
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            timestamp: string;
+            /**
+             * @description The event type
+             * @example plant.deleted
+             * @enum {string}
+             */
+            type: "plant.deleted";
         };
         /**
          * @description Plants ordered by id
@@ -272,6 +552,242 @@ export interface components {
              * @example tropical
              */
             tag?: string;
+        };
+        /**
+         * @description The body of a `plant.updated` delivery. A plant was replaced or updated; `data` is the plant after the change
+         * @example {
+         *       "type": "plant.updated",
+         *       "timestamp": "2026-01-02T03:04:05.678Z",
+         *       "data": {
+         *         "id": 1,
+         *         "name": "Monstera",
+         *         "tag": "tropical",
+         *         "createdAt": "2026-01-02T03:04:05.678Z",
+         *         "updatedAt": "2026-01-02T03:04:05.678Z"
+         *       }
+         *     }
+         */
+        PlantUpdatedEvent: {
+            data: components["schemas"]["Plant"];
+            /**
+             * Format: date-time
+             * @description When the change happened
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            timestamp: string;
+            /**
+             * @description The event type
+             * @example plant.updated
+             * @enum {string}
+             */
+            type: "plant.updated";
+        };
+        /**
+         * @description A webhook subscription, as the token that owns it sees it
+         * @example {
+         *       "id": 1,
+         *       "url": "https://receiver.example.com/hooks",
+         *       "events": [
+         *         "plant.created",
+         *         "plant.updated",
+         *         "plant.deleted"
+         *       ],
+         *       "description": "Sync to the shop front",
+         *       "disabled": false,
+         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=",
+         *       "createdAt": "2026-01-02T03:04:05.678Z",
+         *       "updatedAt": "2026-01-02T03:04:05.678Z"
+         *     }
+         */
+        Webhook: {
+            /**
+             * Format: date-time
+             * @description When the subscription was created; never changes
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            createdAt: string;
+            /**
+             * @description What the subscription is for
+             * @example Sync to the shop front
+             */
+            description?: string;
+            /**
+             * @description A disabled subscription gets no new deliveries and its pending ones wait. The service disables it when its receiver answers 410 Gone or its deliveries keep failing (WEBHOOK_DISABLE_AFTER_MS); a PATCH with `"disabled": false` enables it again
+             * @example false
+             */
+            disabled: boolean;
+            /**
+             * @description The event types delivered, in a fixed order, each once
+             * @example [
+             *       "plant.created",
+             *       "plant.updated",
+             *       "plant.deleted"
+             *     ]
+             */
+            events: ("plant.created" | "plant.updated" | "plant.deleted")[];
+            /**
+             * Format: int64
+             * @description The subscription identifier (signed 64-bit)
+             * @example 1
+             */
+            id: number;
+            /**
+             * @description The signing secret (Standard Webhooks): `whsec_` and 32 random bytes in base64. Verify each delivery's `webhook-signature` with it. Shown to the token that owns the subscription only; never logged
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=
+             */
+            secret: string;
+            /**
+             * Format: date-time
+             * @description When the subscription was last changed
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            updatedAt: string;
+            /**
+             * Format: uri
+             * @description Where events are POSTed
+             * @example https://receiver.example.com/hooks
+             */
+            url: string;
+        };
+        /**
+         * @description One event on its way to one subscription, with its latest attempt
+         * @example {
+         *       "id": 7,
+         *       "eventType": "plant.created",
+         *       "status": "pending",
+         *       "attempts": 1,
+         *       "lastAttemptAt": "2026-01-02T03:04:05.678Z",
+         *       "lastStatusCode": 503,
+         *       "lastError": "the receiver answered 503",
+         *       "nextAttemptAt": "2026-01-02T03:04:10.678Z",
+         *       "createdAt": "2026-01-02T03:04:05.678Z"
+         *     }
+         */
+        WebhookDelivery: {
+            /**
+             * Format: int32
+             * @description Attempts made so far
+             * @example 1
+             */
+            attempts: number;
+            /**
+             * Format: date-time
+             * @description When the event happened and the delivery was created
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            createdAt: string;
+            /**
+             * @description An event type
+             * @example plant.created
+             * @enum {string}
+             */
+            eventType: "plant.created" | "plant.updated" | "plant.deleted";
+            /**
+             * Format: int64
+             * @description The delivery identifier (signed 64-bit)
+             * @example 1
+             */
+            id: number;
+            /**
+             * Format: date-time
+             * @description When the latest attempt was made
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            lastAttemptAt?: string;
+            /**
+             * @description Why the latest attempt did not succeed
+             * @example the receiver answered 503
+             */
+            lastError?: string;
+            /**
+             * Format: int32
+             * @description The receiver's status code for the latest attempt, when it answered
+             * @example 503
+             */
+            lastStatusCode?: number;
+            /**
+             * Format: date-time
+             * @description When the next attempt is due (pending deliveries only)
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            nextAttemptAt?: string;
+            /**
+             * @description `pending`: an attempt is due (at `nextAttemptAt`); `succeeded`: the receiver answered 2xx; `failed`: the retries are spent, or the receiver answered 410 Gone
+             * @example pending
+             */
+            status: "pending" | "succeeded" | "failed";
+        };
+        /**
+         * @description Deliveries, newest first
+         * @example [
+         *       {
+         *         "id": 7,
+         *         "eventType": "plant.created",
+         *         "status": "pending",
+         *         "attempts": 1,
+         *         "lastAttemptAt": "2026-01-02T03:04:05.678Z",
+         *         "lastStatusCode": 503,
+         *         "lastError": "the receiver answered 503",
+         *         "nextAttemptAt": "2026-01-02T03:04:10.678Z",
+         *         "createdAt": "2026-01-02T03:04:05.678Z"
+         *       }
+         *     ]
+         */
+        WebhookDeliveryList: components["schemas"]["WebhookDelivery"][];
+        /**
+         * @description Webhook subscriptions ordered by id
+         * @example [
+         *       {
+         *         "id": 1,
+         *         "url": "https://receiver.example.com/hooks",
+         *         "events": [
+         *           "plant.created",
+         *           "plant.updated",
+         *           "plant.deleted"
+         *         ],
+         *         "description": "Sync to the shop front",
+         *         "disabled": false,
+         *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=",
+         *         "createdAt": "2026-01-02T03:04:05.678Z",
+         *         "updatedAt": "2026-01-02T03:04:05.678Z"
+         *       }
+         *     ]
+         */
+        WebhookList: components["schemas"]["Webhook"][];
+        /**
+         * @description A JSON merge patch (RFC 7396) of a webhook subscription: a missing field is kept, `"description": null` removes the description
+         * @example {
+         *       "events": [
+         *         "plant.created"
+         *       ],
+         *       "description": null
+         *     }
+         */
+        WebhookPatch: {
+            /**
+             * @description What the subscription is for, for people: at most 500 characters; no NUL (U+0000) or unpaired UTF-16 surrogates; null removes it
+             * @example Sync to the shop front
+             */
+            description?: string | null;
+            /**
+             * @description Disable the subscription, or enable it again
+             * @example false
+             */
+            disabled?: boolean;
+            /**
+             * @description The event types to deliver from now on (duplicates count once)
+             * @example [
+             *       "plant.created",
+             *       "plant.deleted"
+             *     ]
+             */
+            events?: ("plant.created" | "plant.updated" | "plant.deleted")[];
+            /**
+             * Format: uri
+             * @description A new URL: an absolute http or https URL of at most 2048 characters, without credentials, whose host is (or resolves to) public addresses only
+             * @example https://receiver.example.com/hooks
+             */
+            url?: string;
         };
     };
     responses: never;
@@ -2053,6 +2569,1886 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["Error"];
                 };
+            };
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: {
+                /** @description Cursor: only subscriptions with a larger id */
+                after?: number;
+                /** @description How many subscriptions to return at most (1 to 100, canonical decimal) */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A page of subscriptions, ordered by id */
+            200: {
+                headers: {
+                    /** @description When more subscriptions follow: `</webhooks?limit=…&after=…>; rel="next"` */
+                    Link?: string;
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 1,
+                     *         "url": "https://receiver.example.com/hooks",
+                     *         "events": [
+                     *           "plant.created",
+                     *           "plant.updated",
+                     *           "plant.deleted"
+                     *         ],
+                     *         "description": "Sync to the shop front",
+                     *         "disabled": false,
+                     *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=",
+                     *         "createdAt": "2026-01-02T03:04:05.678Z",
+                     *         "updatedAt": "2026-01-02T03:04:05.678Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["WebhookList"];
+                };
+            };
+            /** @description A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64) */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 400,
+                     *       "message": "A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://receiver.example.com/hooks",
+                 *       "events": [
+                 *         "plant.created",
+                 *         "plant.deleted"
+                 *       ],
+                 *       "description": "Sync to the shop front"
+                 *     }
+                 */
+                "application/json": components["schemas"]["NewWebhook"];
+            };
+        };
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The subscription was created */
+            201: {
+                headers: {
+                    /** @description The new subscription: `/webhooks/{id}` */
+                    Location: string;
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "url": "https://receiver.example.com/hooks",
+                     *       "events": [
+                     *         "plant.created",
+                     *         "plant.updated",
+                     *         "plant.deleted"
+                     *       ],
+                     *       "description": "Sync to the shop front",
+                     *       "disabled": false,
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=",
+                     *       "createdAt": "2026-01-02T03:04:05.678Z",
+                     *       "updatedAt": "2026-01-02T03:04:05.678Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description The body is not a valid NewWebhook (the message names the field), or: The URL is not an absolute http or https URL of at most 2048 characters without credentials, its host does not resolve, or it is (or resolves to) a non-public address (loopback, private, link-local, …) */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 400,
+                     *       "message": "The body is not a valid NewWebhook (the message names the field), or: The URL is not an absolute http or https URL of at most 2048 characters without credentials, its host does not resolve, or it is (or resolves to) a non-public address (loopback, private, link-local, …)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is too large */
+            413: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 413,
+                     *       "message": "The body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    /** @description When the body's Content-Encoding was refused: `identity`, no content coding is accepted */
+                    "Accept-Encoding"?: "identity";
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "The body is not JSON"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    headWebhooks: {
+        parameters: {
+            query?: {
+                /** @description Cursor: only subscriptions with a larger id */
+                after?: number;
+                /** @description How many subscriptions to return at most (1 to 100, canonical decimal) */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A page of subscriptions, ordered by id */
+            200: {
+                headers: {
+                    /** @description When more subscriptions follow: `</webhooks?limit=…&after=…>; rel="next"` */
+                    Link?: string;
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64) */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription id
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The subscription */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "url": "https://receiver.example.com/hooks",
+                     *       "events": [
+                     *         "plant.created",
+                     *         "plant.updated",
+                     *         "plant.deleted"
+                     *       ],
+                     *       "description": "Sync to the shop front",
+                     *       "disabled": false,
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=",
+                     *       "createdAt": "2026-01-02T03:04:05.678Z",
+                     *       "updatedAt": "2026-01-02T03:04:05.678Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description The id is not a signed 64-bit integer */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 400,
+                     *       "message": "The id is not a signed 64-bit integer"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This token has no subscription with this id (another token's subscriptions are not found either) */
+            404: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 404,
+                     *       "message": "This token has no subscription with this id (another token's subscriptions are not found either)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription id
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The subscription was deleted */
+            204: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The id is not a signed 64-bit integer */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 400,
+                     *       "message": "The id is not a signed 64-bit integer"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This token has no subscription with this id (another token's subscriptions are not found either) */
+            404: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 404,
+                     *       "message": "This token has no subscription with this id (another token's subscriptions are not found either)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    headWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription id
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The subscription */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The id is not a signed 64-bit integer */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description This token has no subscription with this id (another token's subscriptions are not found either) */
+            404: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription id
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "events": [
+                 *         "plant.created"
+                 *       ],
+                 *       "description": null
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookPatch"];
+                /**
+                 * @example {
+                 *       "events": [
+                 *         "plant.created"
+                 *       ],
+                 *       "description": null
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["WebhookPatch"];
+            };
+        };
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The subscription as updated */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "url": "https://receiver.example.com/hooks",
+                     *       "events": [
+                     *         "plant.created",
+                     *         "plant.updated",
+                     *         "plant.deleted"
+                     *       ],
+                     *       "description": "Sync to the shop front",
+                     *       "disabled": false,
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=",
+                     *       "createdAt": "2026-01-02T03:04:05.678Z",
+                     *       "updatedAt": "2026-01-02T03:04:05.678Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description The id is not a signed 64-bit integer, the body is not a valid WebhookPatch (the message names the field), or: The URL is not an absolute http or https URL of at most 2048 characters without credentials, its host does not resolve, or it is (or resolves to) a non-public address (loopback, private, link-local, …) */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 400,
+                     *       "message": "The id is not a signed 64-bit integer, the body is not a valid WebhookPatch (the message names the field), or: The URL is not an absolute http or https URL of at most 2048 characters without credentials, its host does not resolve, or it is (or resolves to) a non-public address (loopback, private, link-local, …)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This token has no subscription with this id (another token's subscriptions are not found either) */
+            404: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 404,
+                     *       "message": "This token has no subscription with this id (another token's subscriptions are not found either)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is too large */
+            413: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 413,
+                     *       "message": "The body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is neither a merge patch nor JSON */
+            415: {
+                headers: {
+                    /** @description When the body's Content-Encoding was refused: `identity`, no content coding is accepted */
+                    "Accept-Encoding"?: "identity";
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "The body is neither a merge patch nor JSON"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Cursor: only deliveries with a smaller id (older ones) */
+                before?: number;
+                /** @description How many deliveries to return at most (1 to 100, canonical decimal) */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription id
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A page of deliveries, newest first */
+            200: {
+                headers: {
+                    /** @description When older deliveries follow: `</webhooks/{id}/deliveries?limit=…&before=…>; rel="next"` */
+                    Link?: string;
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 7,
+                     *         "eventType": "plant.created",
+                     *         "status": "pending",
+                     *         "attempts": 1,
+                     *         "lastAttemptAt": "2026-01-02T03:04:05.678Z",
+                     *         "lastStatusCode": 503,
+                     *         "lastError": "the receiver answered 503",
+                     *         "nextAttemptAt": "2026-01-02T03:04:10.678Z",
+                     *         "createdAt": "2026-01-02T03:04:05.678Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
+                };
+            };
+            /** @description The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, before not an int64) */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 400,
+                     *       "message": "The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, before not an int64)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This token has no subscription with this id (another token's subscriptions are not found either) */
+            404: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 404,
+                     *       "message": "This token has no subscription with this id (another token's subscriptions are not found either)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    headWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Cursor: only deliveries with a smaller id (older ones) */
+                before?: number;
+                /** @description How many deliveries to return at most (1 to 100, canonical decimal) */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription id
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A page of deliveries, newest first */
+            200: {
+                headers: {
+                    /** @description When older deliveries follow: `</webhooks/{id}/deliveries?limit=…&before=…>; rel="next"` */
+                    Link?: string;
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, before not an int64) */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description This token has no subscription with this id (another token's subscriptions are not found either) */
+            404: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    retryWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The delivery id
+                 * @example 1
+                 */
+                deliveryId: number;
+                /**
+                 * @description The subscription id
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The delivery is due now */
+            202: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 7,
+                     *       "eventType": "plant.created",
+                     *       "status": "pending",
+                     *       "attempts": 1,
+                     *       "lastAttemptAt": "2026-01-02T03:04:05.678Z",
+                     *       "lastStatusCode": 503,
+                     *       "lastError": "the receiver answered 503",
+                     *       "nextAttemptAt": "2026-01-02T03:04:10.678Z",
+                     *       "createdAt": "2026-01-02T03:04:05.678Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            /** @description An id is not a signed 64-bit integer, or the request has a body */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 400,
+                     *       "message": "An id is not a signed 64-bit integer, or the request has a body"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This token has no subscription with this id, or the subscription has no delivery with this id */
+            404: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 404,
+                     *       "message": "This token has no subscription with this id, or the subscription has no delivery with this id"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The subscription is disabled: enable it (PATCH `"disabled": false`) to retry its deliveries */
+            409: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 409,
+                     *       "message": "The subscription is disabled: enable it (PATCH `\"disabled\": false`) to retry its deliveries"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription id
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The subscription with its new secret */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "url": "https://receiver.example.com/hooks",
+                     *       "events": [
+                     *         "plant.created",
+                     *         "plant.updated",
+                     *         "plant.deleted"
+                     *       ],
+                     *       "description": "Sync to the shop front",
+                     *       "disabled": false,
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=",
+                     *       "createdAt": "2026-01-02T03:04:05.678Z",
+                     *       "updatedAt": "2026-01-02T03:04:05.678Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description The id is not a signed 64-bit integer, or the request has a body */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 400,
+                     *       "message": "The id is not a signed 64-bit integer, or the request has a body"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This token has no subscription with this id (another token's subscriptions are not found either) */
+            404: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 404,
+                     *       "message": "This token has no subscription with this id (another token's subscriptions are not found either)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    plantCreatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The message id: the same on every attempt of this event, and for every subscription (deduplicate on it)
+                 * @example msg_2KWPBgLlAfxdpx2AI54pPJ
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Space-separated `v1,<base64 HMAC-SHA256>` signatures: one with the current secret, and for 24 hours after a rotation one with the previous secret too
+                 * @example v1,vPlN6cpTdX+e+MCHqrPpYgqBH7WjEQIiKIe4qY27cmQ=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description When this attempt was signed, in seconds since the Unix epoch
+                 * @example 1767323045
+                 */
+                "webhook-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event (Content-Type: application/json) */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "plant.created",
+                 *       "timestamp": "2026-01-02T03:04:05.678Z",
+                 *       "data": {
+                 *         "id": 1,
+                 *         "name": "Monstera",
+                 *         "tag": "tropical",
+                 *         "createdAt": "2026-01-02T03:04:05.678Z",
+                 *         "updatedAt": "2026-01-02T03:04:05.678Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["PlantCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Acknowledged: the delivery succeeded (the body is ignored). Answer within WEBHOOK_TIMEOUT_MS (10 s by default), then do the work */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged: the delivery is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (±20 %; WEBHOOK_RETRY_SCHEDULE), then it has failed. A subscription whose deliveries keep failing for WEBHOOK_DISABLE_AFTER_MS (5 days by default) is disabled */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged: the delivery is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (±20 %; WEBHOOK_RETRY_SCHEDULE), then it has failed. A subscription whose deliveries keep failing for WEBHOOK_DISABLE_AFTER_MS (5 days by default) is disabled */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the receiver wants no more events. The delivery fails and the subscription is disabled */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    plantDeletedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The message id: the same on every attempt of this event, and for every subscription (deduplicate on it)
+                 * @example msg_2KWPBgLlAfxdpx2AI54pPJ
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Space-separated `v1,<base64 HMAC-SHA256>` signatures: one with the current secret, and for 24 hours after a rotation one with the previous secret too
+                 * @example v1,mV1Hcny8Mg1nVcimi8UNsIuhXC2sRIIzXD44ySeH+B8=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description When this attempt was signed, in seconds since the Unix epoch
+                 * @example 1767323045
+                 */
+                "webhook-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event (Content-Type: application/json) */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "plant.deleted",
+                 *       "timestamp": "2026-01-02T03:04:05.678Z",
+                 *       "data": {
+                 *         "id": 1,
+                 *         "name": "Monstera",
+                 *         "tag": "tropical",
+                 *         "createdAt": "2026-01-02T03:04:05.678Z",
+                 *         "updatedAt": "2026-01-02T03:04:05.678Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["PlantDeletedEvent"];
+            };
+        };
+        responses: {
+            /** @description Acknowledged: the delivery succeeded (the body is ignored). Answer within WEBHOOK_TIMEOUT_MS (10 s by default), then do the work */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged: the delivery is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (±20 %; WEBHOOK_RETRY_SCHEDULE), then it has failed. A subscription whose deliveries keep failing for WEBHOOK_DISABLE_AFTER_MS (5 days by default) is disabled */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged: the delivery is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (±20 %; WEBHOOK_RETRY_SCHEDULE), then it has failed. A subscription whose deliveries keep failing for WEBHOOK_DISABLE_AFTER_MS (5 days by default) is disabled */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the receiver wants no more events. The delivery fails and the subscription is disabled */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    plantUpdatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The message id: the same on every attempt of this event, and for every subscription (deduplicate on it)
+                 * @example msg_2KWPBgLlAfxdpx2AI54pPJ
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Space-separated `v1,<base64 HMAC-SHA256>` signatures: one with the current secret, and for 24 hours after a rotation one with the previous secret too
+                 * @example v1,JcfqTW/yGXlflO4o8V/0iMbm2iZMN5oAdmoXPKY6uEU=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description When this attempt was signed, in seconds since the Unix epoch
+                 * @example 1767323045
+                 */
+                "webhook-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event (Content-Type: application/json) */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "plant.updated",
+                 *       "timestamp": "2026-01-02T03:04:05.678Z",
+                 *       "data": {
+                 *         "id": 1,
+                 *         "name": "Monstera",
+                 *         "tag": "tropical",
+                 *         "createdAt": "2026-01-02T03:04:05.678Z",
+                 *         "updatedAt": "2026-01-02T03:04:05.678Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["PlantUpdatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Acknowledged: the delivery succeeded (the body is ignored). Answer within WEBHOOK_TIMEOUT_MS (10 s by default), then do the work */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged: the delivery is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (±20 %; WEBHOOK_RETRY_SCHEDULE), then it has failed. A subscription whose deliveries keep failing for WEBHOOK_DISABLE_AFTER_MS (5 days by default) is disabled */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged: the delivery is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (±20 %; WEBHOOK_RETRY_SCHEDULE), then it has failed. A subscription whose deliveries keep failing for WEBHOOK_DISABLE_AFTER_MS (5 days by default) is disabled */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Gone: the receiver wants no more events. The delivery fails and the subscription is disabled */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

@@ -20,6 +20,7 @@ import schemasPlugin, { ajvOptions, validatorWithoutBodyCoercion } from '../plug
 import storePlugin from '../plugins/app/store.js'
 import underPressurePlugin from '../plugins/external/under-pressure.js'
 import webhooksPlugin from '../plugins/app/webhooks.js'
+import webhooksRoutes from '../plugins/routes/webhooks/index.js'
 import type { RequestFunction } from './webhooks/deliver.js'
 import type { Config } from './load-config.js'
 
@@ -108,5 +109,6 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(docsPlugin)
   await app.register(healthRoutes)
   await app.register(plantsRoutes)
+  await app.register(webhooksRoutes)
   return app
 }

@@ -1,5 +1,8 @@
 import { invalidBody } from './errors.js'
 
+/** A JSON merge patch (RFC 7396), which the PATCH routes read besides plain JSON. */
+export const MERGE_PATCH = 'application/merge-patch+json'
+
 /**
  * Reading a JSON request body: bytes → text → value, refusing anything that would otherwise be read
  * as something it is not. JSON exchanged between systems is UTF-8 (RFC 8259 §8.1).

@@ -121,6 +121,7 @@ export function formatValidationErrors (errors: FastifySchemaValidationError[], 
     const params = error.params as Record<string, unknown>
     if (error.keyword === 'additionalProperties') return `${where} has unknown property '${String(params.additionalProperty)}'`
     if (error.keyword === 'required') return `${where} must have property '${String(params.missingProperty)}'`
+    if (error.keyword === 'enum' && Array.isArray(params.allowedValues)) return `${where} must be one of ${params.allowedValues.map((value) => JSON.stringify(value)).join(', ')}`
     const patternMessage = error.keyword === 'pattern' ? patternMessages.get(String(params.pattern)) : undefined
     if (patternMessage !== undefined) return `${where} ${patternMessage}`
     return `${where} ${error.message ?? 'is invalid'}`

@@ -4,6 +4,10 @@ import fp from 'fastify-plugin'
 import { int64Format } from '../../src/schemas/int64.js'
 import { ErrorSchema } from '../../src/schemas/error.js'
 import { NewPlantSchema, PlantListSchema, PlantPatchSchema, PlantSchema, PlantUpdateSchema } from '../../src/schemas/plant.js'
+import {
+  NewWebhookSchema, WebhookDeliveryListSchema, WebhookDeliverySchema, WebhookListSchema, WebhookPatchSchema, WebhookSchema
+} from '../../src/schemas/webhook.js'
+import { WEBHOOK_EVENT_SCHEMAS } from '../../src/schemas/webhook-events.js'
 
 /**
  * Registers the shared schemas at the root, so routes `$ref` them, the serializer compiles them
@@ -16,6 +20,14 @@ export default fp(async function schemasPlugin (app) {
   app.addSchema(NewPlantSchema)
   app.addSchema(PlantUpdateSchema)
   app.addSchema(PlantPatchSchema)
+  app.addSchema(WebhookSchema)
+  app.addSchema(WebhookListSchema)
+  app.addSchema(NewWebhookSchema)
+  app.addSchema(WebhookPatchSchema)
+  app.addSchema(WebhookDeliverySchema)
+  app.addSchema(WebhookDeliveryListSchema)
+  // Only the OpenAPI `webhooks` section refers to these: the bodies receivers get.
+  for (const schema of WEBHOOK_EVENT_SCHEMAS) app.addSchema(schema)
 }, { name: 'schemas' })
 
 /** Ajv options of the service: unknown fields are 400s, and `int64` reads canonical int64 strings. */

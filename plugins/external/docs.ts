@@ -2,6 +2,7 @@ import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
 import { rateLimitHeaders } from '../../src/schemas/headers.js'
+import { webhookEventsDocument } from '../../src/schemas/webhook-events.js'
 
 type Transform = NonNullable<FastifyDynamicSwaggerOptions['transform']>
 type JsonObject = Record<string, unknown>
@@ -164,6 +165,12 @@ export default fp(async function docsPlugin (app) {
       },
       tags: [
         { name: 'plants', description: 'The plants resource' },
+        {
+          name: 'webhooks',
+          description: 'Webhook subscriptions: the service POSTs every plant change (`plant.created`, `plant.updated`, ' +
+            '`plant.deleted`) to the URLs a token subscribed, signed as Standard Webhooks specifies. Each token sees and ' +
+            'manages its own subscriptions only. The events themselves are described under `webhooks`.'
+        },
         { name: 'service', description: 'Health and documentation' }
       ],
       components: {
@@ -172,6 +179,8 @@ export default fp(async function docsPlugin (app) {
         }
       },
       security: [{ bearerAuth: [] }],
+      // What receivers get: one POST per event type (OpenAPI 3.1 `webhooks`).
+      webhooks: webhookEventsDocument(),
       // Relative to the document by default, right wherever the service runs; PUBLIC_URL makes it
       // absolute for tools that read the document from a file.
       servers: [{ url: app.config.publicUrl ?? '/', description: 'This service' }]

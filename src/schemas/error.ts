@@ -40,3 +40,10 @@ export function errorResponses<const S extends number> (statuses: Record<S, stri
   responses['5xx'] = ref(ErrorSchema, { description: 'Server error', examples: [{ error: 500, message: 'Internal Server Error' }], headers: retryAfterHeader })
   return responses as Record<S | '4xx' | '5xx', ErrorRef>
 }
+
+/**
+ * The error responses of a route behind the bearer-auth hook: its own statuses, the 401 every such
+ * route can answer, and `4xx`/`5xx`.
+ */
+export const authenticatedErrorResponses = <const S extends number>(statuses: Record<S, string>) =>
+  errorResponses({ ...statuses, 401: 'Missing or invalid bearer token' })

@@ -62,12 +62,18 @@ const SECONDS = '^[0-9]+$'
 export const etagHeader = {
   ETag: { type: 'string', required: true, description: 'The strong entity tag of the plant, for If-Match and If-None-Match' }
 } satisfies ResponseHeaders
-export const locationHeader = {
-  Location: { type: 'string', required: true, format: 'uri-reference', description: 'The new plant: `/plants/{id}`' }
-} satisfies ResponseHeaders
-export const linkHeader = {
-  Link: { type: 'string', description: 'When more plants follow: `</plants?limit=…&after=…>; rel="next"`' }
-} satisfies ResponseHeaders
+/** `Location` on a 201: where the new resource is. */
+const locationOf = (description: string) => ({
+  Location: { type: 'string', required: true, format: 'uri-reference', description }
+}) satisfies ResponseHeaders
+/** `Link` on a page of a list, when another page follows. */
+const nextLinkOf = (description: string) => ({ Link: { type: 'string', description } }) satisfies ResponseHeaders
+
+export const locationHeader = locationOf('The new plant: `/plants/{id}`')
+export const linkHeader = nextLinkOf('When more plants follow: `</plants?limit=…&after=…>; rel="next"`')
+export const webhookLocationHeader = locationOf('The new subscription: `/webhooks/{id}`')
+export const webhookLinkHeader = nextLinkOf('When more subscriptions follow: `</webhooks?limit=…&after=…>; rel="next"`')
+export const deliveryLinkHeader = nextLinkOf('When older deliveries follow: `</webhooks/{id}/deliveries?limit=…&before=…>; rel="next"`')
 export const replayedHeader = {
   'Idempotent-Replayed': { type: 'string', enum: ['true'], description: 'Present when this is the replayed answer to an earlier create with the same Idempotency-Key' }
 } satisfies ResponseHeaders

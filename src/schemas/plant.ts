@@ -1,23 +1,10 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { int64IdSchema, int64StringSchema } from './int64.js'
+import { cursorSchema, listLimitSchema } from './paging.js'
 import { describedPattern } from './pattern-messages.js'
 import { ref } from './ref.js'
 
-/** An int64 plant id in a body: a JSON integer, serialized exactly from a bigint. */
-const PlantIdSchema = Type.Unsafe<bigint>({
-  type: 'integer',
-  format: 'int64',
-  description: 'The plant identifier (signed 64-bit)',
-  examples: [1]
-})
-
-/**
- * An int64 id in a path or query string. It is validated as a canonical decimal string (the `int64`
- * ajv format), so values beyond 2^53 are never rounded; the OpenAPI document shows it as
- * `type: integer, format: int64` (see plugins/docs.ts).
- */
-const Int64StringSchema = Type.String({ format: 'int64', description: 'A signed 64-bit integer', examples: ['1'] })
-
-export const PlantParamsSchema = Type.Object({ id: Int64StringSchema }, { additionalProperties: false })
+export const PlantParamsSchema = Type.Object({ id: int64StringSchema() }, { additionalProperties: false })
 
 const NAME_MAX_LENGTH = 100
 const TAG_MAX_LENGTH = 50
@@ -29,9 +16,9 @@ const TAG_MAX_LENGTH = 50
  * Ajv compiles patterns with the `u` flag: a surrogate pair is one astral character there, so the
  * class matches only lone surrogates.
  */
-const STORABLE_TEXT = describedPattern('^[^\\u0000\\uD800-\\uDFFF]*$',
+export const STORABLE_TEXT = describedPattern('^[^\\u0000\\uD800-\\uDFFF]*$',
   'must not contain NUL (U+0000) or unpaired UTF-16 surrogates (U+D800 to U+DFFF)')
-const STORABLE_TEXT_RULE = 'no NUL (U+0000) or unpaired UTF-16 surrogates'
+export const STORABLE_TEXT_RULE = 'no NUL (U+0000) or unpaired UTF-16 surrogates'
 
 /**
  * A name as a client sends it: 1 to 100 characters once surrounding white space is trimmed (the
@@ -56,11 +43,11 @@ const tagOptions = {
 }
 const PlantTagSchema = Type.String(tagOptions)
 
-const PLANT_EXAMPLE = { id: 1, name: 'Monstera', tag: 'tropical', createdAt: '2026-01-02T03:04:05.678Z', updatedAt: '2026-01-02T03:04:05.678Z' }
+export const PLANT_EXAMPLE = { id: 1, name: 'Monstera', tag: 'tropical', createdAt: '2026-01-02T03:04:05.678Z', updatedAt: '2026-01-02T03:04:05.678Z' }
 
 export const PlantSchema = Type.Object(
   {
-    id: PlantIdSchema,
+    id: int64IdSchema('The plant identifier (signed 64-bit)'),
     name: Type.String({ minLength: 1, maxLength: NAME_MAX_LENGTH, description: 'The plant name', examples: ['Monstera'] }),
     tag: Type.Optional(PlantTagSchema),
     createdAt: Type.String({ format: 'date-time', description: 'When the plant was created; never changes', examples: ['2026-01-02T03:04:05.678Z'] }),
@@ -115,21 +102,12 @@ export const PlantPatchSchema = Type.Object(
 
 export const PlantListSchema = Type.Array(ref(PlantSchema), { $id: 'PlantList', description: 'Plants ordered by id', examples: [[PLANT_EXAMPLE]] })
 
-export const LIST_LIMIT_DEFAULT = 20
-const LIST_LIMIT_MAX = 100
+export { LIST_LIMIT_DEFAULT } from './paging.js'
 
 export const PlantListQuerySchema = Type.Object(
   {
-    // Optional for the client; ajv's useDefaults fills in the default before the handler runs.
-    limit: Type.Optional(Type.Integer({
-      format: 'int32',
-      minimum: 1,
-      maximum: LIST_LIMIT_MAX,
-      default: LIST_LIMIT_DEFAULT,
-      description: `How many plants to return at most (1 to ${LIST_LIMIT_MAX}, canonical decimal)`,
-      examples: [LIST_LIMIT_DEFAULT]
-    })),
-    after: Type.Optional(Type.String({ format: 'int64', description: 'Cursor: only plants with a larger id', examples: ['42'] })),
+    limit: listLimitSchema('plants'),
+    after: cursorSchema('Cursor: only plants with a larger id'),
     tag: Type.Optional(Type.String({ ...tagOptions, description: 'Only plants with exactly this tag' }))
   },
   { additionalProperties: false }

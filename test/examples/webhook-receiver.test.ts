@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { startServer } from '../helpers/server-process.js'
 import { until } from '../helpers/webhook-receiver.js'
-import { callOk, subscribe, untilDeliveries, type DeliveryBody } from '../helpers/webhooks.js'
+import { callOk, subscribe, untilDeliveries } from '../helpers/webhook-http.js'
+import type { DeliveryBody } from '../helpers/webhooks.js'
 
 const EXAMPLE = fileURLToPath(new URL('../../examples/webhook-receiver.js', import.meta.url))
 

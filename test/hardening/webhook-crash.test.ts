@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { tempDatabaseFile } from '../helpers/cleanup.js'
 import { startServer } from '../helpers/server-process.js'
 import { startReceiver, until, verifyWebhook } from '../helpers/webhook-receiver.js'
-import { callOk, deliveries, subscribe, untilDeliveries, type EventBody } from '../helpers/webhooks.js'
+import { callOk, deliveries, subscribe, untilDeliveries, type EventBody } from '../helpers/webhook-http.js'
 
 /** Retries every 300 ms (± 20 %) for about 15 s: long enough to outlast a restart, short enough to retry promptly. */
 const RETRY_EVERY_300_MS = Array.from({ length: 50 }, () => '300').join(',')

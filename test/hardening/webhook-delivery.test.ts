@@ -6,14 +6,15 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { newWebhookSecret } from '../../src/webhooks/signing.js'
 import { startServer } from '../helpers/server-process.js'
 import { startReceiver, verifyWebhook, type ReceivedRequest, type WebhookReceiver } from '../helpers/webhook-receiver.js'
-import { call, callOk, deliveries, subscribe, untilDeliveries, type EventBody, type SubscriptionBody } from '../helpers/webhooks.js'
+import { call, callOk, deliveries, subscribe, untilDeliveries, type EventBody } from '../helpers/webhook-http.js'
+import type { WebhookBody } from '../helpers/webhooks.js'
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version
 
 interface Setup {
   base: string
   receiver: WebhookReceiver
-  subscription: SubscriptionBody
+  subscription: WebhookBody
 }
 
 /** A real server (deliveries to 127.0.0.1 allowed, polling every 100 ms) and one receiver subscribed to it at /hook. */
@@ -148,7 +149,7 @@ test('410 Gone disables the subscription: GET shows disabled: true and later eve
   const [delivery] = await untilDeliveries(base, subscription.id, 'the delivery failed', (all) => all[0]?.status === 'failed')
   assert.deepEqual([delivery?.attempts, delivery?.lastStatusCode, delivery?.lastError],
     [1, 410, 'the receiver answered 410 Gone: the subscription is disabled'])
-  const after = await callOk<SubscriptionBody>(200, base, 'GET', `/webhooks/${subscription.id}`)
+  const after = await callOk<WebhookBody>(200, base, 'GET', `/webhooks/${subscription.id}`)
   assert.equal(after.disabled, true)
 
   await callOk(201, base, 'POST', '/plants', { name: 'second' })
@@ -225,10 +226,10 @@ test('after a secret rotation every delivery carries two signatures: receivers w
   const [before] = await receiver.waitFor(1) as [ReceivedRequest]
   verifyWebhook(subscription.secret, before)
 
-  const rotated = await callOk<SubscriptionBody>(200, base, 'POST', `/webhooks/${subscription.id}/rotate-secret`)
+  const rotated = await callOk<WebhookBody>(200, base, 'POST', `/webhooks/${subscription.id}/rotate-secret`)
   assert.match(rotated.secret, /^whsec_/)
   assert.notEqual(rotated.secret, subscription.secret)
-  assert.equal((await callOk<SubscriptionBody>(200, base, 'GET', `/webhooks/${subscription.id}`)).secret, rotated.secret)
+  assert.equal((await callOk<WebhookBody>(200, base, 'GET', `/webhooks/${subscription.id}`)).secret, rotated.secret)
 
   await callOk(201, base, 'POST', '/plants', { name: 'after' })
   const [, after] = await receiver.waitFor(2) as [ReceivedRequest, ReceivedRequest]

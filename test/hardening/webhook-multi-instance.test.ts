@@ -4,7 +4,7 @@ import { test } from 'node:test'
 import { scratchDatabaseUrl, TEST_DATABASE_URL } from '../helpers/postgres.js'
 import { startServer } from '../helpers/server-process.js'
 import { startReceiver, until, verifyWebhook } from '../helpers/webhook-receiver.js'
-import { callOk, subscribe, type EventBody } from '../helpers/webhooks.js'
+import { callOk, subscribe, type EventBody } from '../helpers/webhook-http.js'
 
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
 

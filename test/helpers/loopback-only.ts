@@ -13,8 +13,11 @@ const LOOPBACK = new Set(['127.0.0.1', '::1', '[::1]'])
 export const loopbackOnlyRequest: RequestFunction = (url, options) => {
   const send = url.protocol === 'https:' ? https.request : http.request
   if (LOOPBACK.has(url.hostname)) return send(url, options)
+  // Without the agent: with one (deliveries pass `agent: false`, which makes Node create a fresh
+  // one), Node connects through the agent's own createConnection and ignores the option below.
+  const { agent: _agent, ...withoutAgent } = options
   return send(url, {
-    ...options,
+    ...withoutAgent,
     createConnection: () => {
       const socket = new Socket()
       process.nextTick(() => socket.destroy(Object.assign(new Error(`test network rule: no connection to ${url.hostname}`), { code: 'ETESTNETWORK' })))

@@ -1,32 +1,23 @@
 import assert from 'node:assert/strict'
-import { AUTH } from './app.js'
+import type { FastifyInstance } from 'fastify'
+import type { BuildOptions } from '../../src/app.js'
+import { AUTH, buildTestApp, TOKEN } from './app.js'
+import type { Cleanup } from './cleanup.js'
 import { until } from './webhook-receiver.js'
 
-/** A real server's answer, read whole. */
-export interface Answer {
-  status: number
-  headers: Headers
-  body: string
-}
+/** A second configured token: its subscriptions are not the first one's, and the other way round. */
+export const OTHER_TOKEN = 'other-token-0123456789abcdef0123456789'
+export const OTHER_AUTH = { authorization: `Bearer ${OTHER_TOKEN}` } as const
 
-/** One request to a real server (a base URL such as startServer's), with the test token. */
-export async function call (base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: { ...AUTH, ...(body !== undefined && { 'content-type': 'application/json' }), ...headers },
-    ...(body !== undefined && { body: JSON.stringify(body) })
-  })
-  return { status: res.status, headers: res.headers, body: await res.text() }
-}
+/**
+ * A receiver URL the address policy accepts without DNS: a public IP literal (an address of
+ * example.com's). Test apps never connect to it: the test network rule (loopback-only.ts) fails
+ * every attempt before a socket is opened. The documentation ranges (192.0.2.0/24, 203.0.113.0/24…)
+ * would not do: the policy refuses them as reserved.
+ */
+export const PUBLIC_RECEIVER = 'https://93.184.216.34/hooks'
 
-/** Asserts the status and parses the body. */
-export async function callOk<T> (status: number, base: string, method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<T> {
-  const answer = await call(base, method, path, body, headers)
-  assert.equal(answer.status, status, `${method} ${path}: ${answer.body}`)
-  return (answer.body === '' ? undefined : JSON.parse(answer.body)) as T
-}
-
-export interface SubscriptionBody {
+export interface WebhookBody {
   id: number
   url: string
   events: string[]
@@ -49,35 +40,29 @@ export interface DeliveryBody {
   createdAt: string
 }
 
-/** POST /webhooks: asserts the 201 and its Location, returns the subscription (with its secret). */
-export async function subscribe (base: string, url: string, extra: Record<string, unknown> = {}): Promise<SubscriptionBody> {
-  const answer = await call(base, 'POST', '/webhooks', { url, ...extra })
-  assert.equal(answer.status, 201, answer.body)
-  const subscription = JSON.parse(answer.body) as SubscriptionBody
-  assert.equal(answer.headers.get('location'), `/webhooks/${subscription.id}`)
-  assert.match(subscription.secret, /^whsec_/)
-  return subscription
+/** `whsec_` and 32 bytes in base64 (Standard Webhooks). */
+export const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/
+
+/** A test app (see buildTestApp) with two tokens: AUTH's and OTHER_AUTH's. */
+export async function buildWebhooksApp (t: Cleanup, env: NodeJS.ProcessEnv = {}, options: BuildOptions = {}): Promise<FastifyInstance> {
+  return await buildTestApp(t, { API_TOKENS: `${TOKEN},${OTHER_TOKEN}`, ...env }, options)
 }
 
-/** GET /webhooks/{id}/deliveries: the newest 100, newest first. */
-export async function deliveries (base: string, subscriptionId: number): Promise<DeliveryBody[]> {
-  return await callOk<DeliveryBody[]>(200, base, 'GET', `/webhooks/${subscriptionId}/deliveries?limit=100`)
+/** Creates a subscription through the API (AUTH's by default) and returns the 201's body. */
+export async function createWebhook (app: FastifyInstance, body: Record<string, unknown> = { url: PUBLIC_RECEIVER }, headers: Record<string, string> = AUTH): Promise<WebhookBody> {
+  const res = await app.inject({ method: 'POST', url: '/webhooks', headers, payload: body })
+  assert.equal(res.statusCode, 201, res.body)
+  return res.json<WebhookBody>()
 }
 
-/** Polls the subscription's deliveries until `predicate` holds; resolves with them. */
-export async function untilDeliveries (
-  base: string, subscriptionId: number, what: string, predicate: (list: DeliveryBody[]) => boolean, timeoutMs = 15_000
-): Promise<DeliveryBody[]> {
-  let list: DeliveryBody[] = []
-  await until(what, async () => predicate(list = await deliveries(base, subscriptionId)), timeoutMs).catch((err: Error) => {
-    throw new Error(`${err.message}; deliveries: ${JSON.stringify(list)}`)
+/** Lists a subscription's deliveries until `done` holds for them (the dispatcher runs in the background). */
+export async function deliveriesWhen (app: FastifyInstance, id: number, done: (deliveries: DeliveryBody[]) => boolean): Promise<DeliveryBody[]> {
+  let deliveries: DeliveryBody[] = []
+  await until(`the deliveries of subscription ${id} are as expected`, async () => {
+    const res = await app.inject({ url: `/webhooks/${id}/deliveries`, headers: AUTH })
+    assert.equal(res.statusCode, 200, res.body)
+    deliveries = res.json<DeliveryBody[]>()
+    return done(deliveries)
   })
-  return list
-}
-
-/** The body of a delivery: `{ type, timestamp, data }`. */
-export interface EventBody {
-  type: string
-  timestamp: string
-  data: Record<string, unknown>
+  return deliveries
 }

@@ -3,7 +3,9 @@ import { test } from 'node:test'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
-import { AUTH, buildTestApp } from '../helpers/app.js'
+import { Webhook } from 'standardwebhooks'
+import { AUTH, buildTestApp, TOKEN } from '../helpers/app.js'
+import { OTHER_TOKEN, PUBLIC_RECEIVER } from '../helpers/webhooks.js'
 
 /**
  * Walks the served OpenAPI document: every operation declares every status it can answer (and
@@ -103,7 +105,9 @@ test('every operation is described: operationId, summary, description, tags, and
   const doc = await loadDocument(app)
   const all = operations(doc)
   assert.deepEqual(all.map(({ operation }) => operation.operationId).sort(),
-    ['createPlant', 'deletePlant', 'getHealth', 'getLiveness', 'getPlant', 'getReadiness', 'headHealth', 'headLiveness', 'headPlant', 'headPlants', 'headReadiness', 'listPlants', 'replacePlant', 'updatePlant'])
+    ['createPlant', 'createWebhook', 'deletePlant', 'deleteWebhook', 'getHealth', 'getLiveness', 'getPlant', 'getReadiness', 'getWebhook',
+      'headHealth', 'headLiveness', 'headPlant', 'headPlants', 'headReadiness', 'headWebhook', 'headWebhookDeliveries', 'headWebhooks',
+      'listPlants', 'listWebhookDeliveries', 'listWebhooks', 'replacePlant', 'retryWebhookDelivery', 'rotateWebhookSecret', 'updatePlant', 'updateWebhook'])
   for (const { path, method, operation } of all) {
     const id = operation.operationId
     assert.ok(operation.summary && operation.description, `${id} has a summary and a description`)
@@ -147,6 +151,13 @@ test('request bodies and lists use the named schemas, and their examples are val
     'application/json': { $ref: '#/components/schemas/PlantPatch' }
   })
   assert.deepEqual(schemasOf(doc.paths['/plants']?.get?.responses['200']?.content), { 'application/json': { $ref: '#/components/schemas/PlantList' } })
+  assert.deepEqual(body('/webhooks', 'post'), { 'application/json': { $ref: '#/components/schemas/NewWebhook' } })
+  assert.deepEqual(body('/webhooks/{id}', 'patch'), {
+    'application/merge-patch+json': { $ref: '#/components/schemas/WebhookPatch' },
+    'application/json': { $ref: '#/components/schemas/WebhookPatch' }
+  })
+  assert.deepEqual(schemasOf(doc.paths['/webhooks']?.get?.responses['200']?.content), { 'application/json': { $ref: '#/components/schemas/WebhookList' } })
+  assert.deepEqual(schemasOf(doc.paths['/webhooks/{id}/deliveries']?.get?.responses['200']?.content), { 'application/json': { $ref: '#/components/schemas/WebhookDeliveryList' } })
   const ajv = new Ajv2020({ strict: false })
   addFormats.default(ajv)
   ajv.addSchema(doc as unknown as Json, 'openapi.json')
@@ -159,7 +170,7 @@ test('request bodies and lists use the named schemas, and their examples are val
 })
 
 test('every declared status is answered, every answer is declared, and every answer validates against the document', async (t) => {
-  const app = await buildTestApp(t)
+  const app = await buildTestApp(t, { API_TOKENS: `${TOKEN},${OTHER_TOKEN}` })
   const doc = await loadDocument(app)
   const checker = new ResponseChecker(doc)
   const call = async (path: string, options: InjectOptions): Promise<LightMyRequestResponse> => {
@@ -245,9 +256,86 @@ test('every declared status is answered, every answer is declared, and every ans
   await call('/plants/{id}', { method: 'DELETE', url: '/plants/-', headers: AUTH })
   await call('/plants/{id}', { method: 'DELETE', url: '/plants/1' })
 
+  // webhooks (deliveries to a public address fail under the test network rule, without a connection)
+  const other = { authorization: `Bearer ${OTHER_TOKEN}` }
+  const hook = await call('/webhooks', { method: 'POST', url: '/webhooks', headers: AUTH, payload: { url: PUBLIC_RECEIVER } })
+  await call('/webhooks', { method: 'POST', url: '/webhooks', headers: AUTH, payload: { url: 'http://127.0.0.1/' } })
+  await call('/webhooks', { method: 'POST', url: '/webhooks', payload: { url: PUBLIC_RECEIVER } })
+  await call('/webhooks', { method: 'POST', url: '/webhooks', headers: json, payload: huge })
+  await call('/webhooks', { method: 'POST', url: '/webhooks', headers: { ...AUTH, 'content-type': 'text/plain' }, payload: PUBLIC_RECEIVER })
+  const hookUrl = String(hook.headers.location)
+  for (const method of ['GET', 'HEAD'] as const) {
+    await call('/webhooks', { method, url: '/webhooks?limit=1', headers: AUTH })
+    await call('/webhooks', { method, url: '/webhooks?limit=0', headers: AUTH })
+    await call('/webhooks', { method, url: '/webhooks' })
+    await call('/webhooks/{id}', { method, url: hookUrl, headers: AUTH })
+    await call('/webhooks/{id}', { method, url: '/webhooks/x', headers: AUTH })
+    await call('/webhooks/{id}', { method, url: hookUrl })
+    await call('/webhooks/{id}', { method, url: hookUrl, headers: other })
+  }
+  await call('/webhooks/{id}', { method: 'PATCH', url: hookUrl, headers: { ...AUTH, 'content-type': 'application/merge-patch+json' }, payload: '{"description":null}' })
+  await call('/webhooks/{id}', { method: 'PATCH', url: hookUrl, headers: AUTH, payload: { events: ['plant.moved'] } })
+  await call('/webhooks/{id}', { method: 'PATCH', url: hookUrl, payload: {} })
+  await call('/webhooks/{id}', { method: 'PATCH', url: hookUrl, headers: other, payload: {} })
+  await call('/webhooks/{id}', { method: 'PATCH', url: hookUrl, headers: json, payload: huge })
+  await call('/webhooks/{id}', { method: 'PATCH', url: hookUrl, headers: { ...AUTH, 'content-type': 'text/plain' }, payload: '{}' })
+  await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: `${hookUrl}/rotate-secret`, headers: AUTH })
+  await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: '/webhooks/x/rotate-secret', headers: AUTH })
+  await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: `${hookUrl}/rotate-secret` })
+  await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: `${hookUrl}/rotate-secret`, headers: other })
+  await call('/plants', { method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'Ivy' } })
+  for (const method of ['GET', 'HEAD'] as const) {
+    await call('/webhooks/{id}/deliveries', { method, url: `${hookUrl}/deliveries`, headers: AUTH })
+    await call('/webhooks/{id}/deliveries', { method, url: `${hookUrl}/deliveries?before=x`, headers: AUTH })
+    await call('/webhooks/{id}/deliveries', { method, url: `${hookUrl}/deliveries` })
+    await call('/webhooks/{id}/deliveries', { method, url: `${hookUrl}/deliveries`, headers: other })
+  }
+  const deliveries = await app.inject({ url: `${hookUrl}/deliveries`, headers: AUTH })
+  const retryUrl = `${hookUrl}/deliveries/${String(deliveries.json<Array<{ id: number }>>()[0]?.id)}/retry`
+  const retryPath = '/webhooks/{id}/deliveries/{deliveryId}/retry'
+  await call(retryPath, { method: 'POST', url: retryUrl, headers: AUTH })
+  await call(retryPath, { method: 'POST', url: `${hookUrl}/deliveries/x/retry`, headers: AUTH })
+  await call(retryPath, { method: 'POST', url: retryUrl })
+  await call(retryPath, { method: 'POST', url: retryUrl, headers: other })
+  await call('/webhooks/{id}', { method: 'PATCH', url: hookUrl, headers: AUTH, payload: { disabled: true } })
+  await call(retryPath, { method: 'POST', url: retryUrl, headers: AUTH })
+  await call('/webhooks/{id}', { method: 'DELETE', url: hookUrl, headers: AUTH })
+  await call('/webhooks/{id}', { method: 'DELETE', url: hookUrl, headers: AUTH })
+  await call('/webhooks/{id}', { method: 'DELETE', url: '/webhooks/-', headers: AUTH })
+  await call('/webhooks/{id}', { method: 'DELETE', url: hookUrl })
+
   for (const { operation } of operations(doc)) {
     const declared = Object.keys(operation.responses).filter((status) => status !== '4XX' && status !== '5XX')
     const answered = [...(checker.seen.get(operation.operationId) ?? [])].filter((status) => status !== '5XX')
     assert.deepEqual(answered.sort(), declared.sort(), `${operation.operationId}: statuses answered vs declared`)
+  }
+})
+
+test('the webhooks section documents each event: a signed POST of { type, timestamp, data: Plant }, its webhook-* headers, and what answers mean', async (t) => {
+  const app = await buildTestApp(t)
+  const doc = await app.inject({ url: '/openapi.json' }).then((res) => res.json<OpenApi & { webhooks: Record<string, Record<string, Operation>> }>())
+  assert.deepEqual(Object.keys(doc.webhooks), ['plant.created', 'plant.updated', 'plant.deleted'])
+  const secretExample = (doc.components.schemas.Webhook as { properties: { secret: { examples: string[] } } }).properties.secret.examples[0]
+  assert.ok(secretExample !== undefined)
+  for (const [type, item] of Object.entries(doc.webhooks)) {
+    assert.deepEqual(Object.keys(item), ['post'])
+    const operation = item.post as Omit<Operation, 'parameters'> & { parameters: Array<{ name: string, in: string, required: boolean, example: string }> }
+    assert.deepEqual(operation.tags, ['webhooks'])
+    assert.ok(operation.summary && operation.description, type)
+    assert.deepEqual(operation.parameters.map((parameter) => [parameter.name, parameter.in, parameter.required]),
+      [['webhook-id', 'header', true], ['webhook-timestamp', 'header', true], ['webhook-signature', 'header', true]])
+    assert.deepEqual(Object.keys(operation.responses), ['410', '2XX', '4XX', '5XX'])
+    const media = operation.requestBody?.content['application/json'] as { schema: Json, example: unknown } | undefined
+    assert.ok(media !== undefined, type)
+    const name = String(media.schema.$ref).replace('#/components/schemas/', '')
+    const schema = doc.components.schemas[name] as { properties: Record<string, Json>, required: string[] }
+    assert.deepEqual(schema.properties.type, { type: 'string', enum: [type], description: 'The event type', examples: [type] })
+    assert.equal(schema.properties.timestamp?.format, 'date-time')
+    assert.deepEqual(schema.properties.data, { $ref: '#/components/schemas/Plant' })
+    assert.deepEqual(schema.required, ['type', 'timestamp', 'data'])
+    // The example headers are a real signature of the example body with the example secret.
+    const [id, timestamp, signature] = operation.parameters.map((parameter) => parameter.example)
+    const payload = JSON.stringify(media.example)
+    assert.equal(signature, new Webhook(secretExample).sign(String(id), new Date(Number(timestamp) * 1000), payload))
   }
 })

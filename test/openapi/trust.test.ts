@@ -57,14 +57,18 @@ test('HEAD /plants/{id}, HEAD /plants and HEAD /health are documented: headPlant
   const documented = Object.entries(document.paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`)).sort()
   assert.deepEqual(documented, [
     'DELETE /plants/{id}', 'GET /health', 'GET /health/live', 'GET /health/ready', 'GET /plants', 'GET /plants/{id}', 'HEAD /health', 'HEAD /health/live', 'HEAD /health/ready', 'HEAD /plants', 'HEAD /plants/{id}',
-    'PATCH /plants/{id}', 'POST /plants', 'PUT /plants/{id}'
-  ])
+    'PATCH /plants/{id}', 'POST /plants', 'PUT /plants/{id}',
+    'DELETE /webhooks/{id}', 'GET /webhooks', 'GET /webhooks/{id}', 'GET /webhooks/{id}/deliveries', 'HEAD /webhooks', 'HEAD /webhooks/{id}',
+    'HEAD /webhooks/{id}/deliveries', 'PATCH /webhooks/{id}', 'POST /webhooks', 'POST /webhooks/{id}/deliveries/{deliveryId}/retry',
+    'POST /webhooks/{id}/rotate-secret'
+  ].sort())
 })
 
 test('headers that are always sent are required: ETag on plant answers and 304, Location on 201, WWW-Authenticate on every 401', async (t) => {
   const app = await buildTestApp(t)
   const document = await documentOf(app)
   assert.deepEqual(requiredHeaders(operation(document, '/plants', 'post').responses['201']), ['ETag', 'Location'])
+  assert.deepEqual(requiredHeaders(operation(document, '/webhooks', 'post').responses['201']), ['Location'])
   for (const [path, method, status] of [['/plants/{id}', 'get', '200'], ['/plants/{id}', 'get', '304'], ['/plants/{id}', 'head', '200'],
     ['/plants/{id}', 'head', '304'], ['/plants/{id}', 'put', '200'], ['/plants/{id}', 'patch', '200']] as const) {
     assert.deepEqual(requiredHeaders(operation(document, path, method).responses[status]), ['ETag'], `${method} ${path} ${status}`)
@@ -81,7 +85,7 @@ test('headers that are always sent are required: ETag on plant answers and 304, 
       })
     }
   }
-  assert.equal(unauthorized, 8, 'every plants operation, HEAD included')
+  assert.equal(unauthorized, 19, 'every plants and webhooks operation, HEAD included')
   // Optional ones stay optional: they are not on every answer.
   assert.deepEqual(requiredHeaders(operation(document, '/plants', 'get').responses['200']), [])
   assert.equal(operation(document, '/plants', 'get').responses['200']?.headers?.Link?.required, undefined)
@@ -96,7 +100,8 @@ test('servers: `/` (relative to the document) by default; PUBLIC_URL makes it ab
   const behindProxy = await documentOf(await buildTestApp(t, { PUBLIC_URL: 'https://api.example.com/plants/' }))
   assert.deepEqual(behindProxy.servers, [{ url: 'https://api.example.com/plants', description: 'This service' }])
   // The server URL's path is not stripped from the routes' (it would turn /plants/{id} into /{id}).
-  assert.deepEqual(Object.keys(behindProxy.paths).sort(), ['/health', '/health/live', '/health/ready', '/plants', '/plants/{id}'])
+  assert.deepEqual(Object.keys(behindProxy.paths).sort(), ['/health', '/health/live', '/health/ready', '/plants', '/plants/{id}', '/webhooks',
+    '/webhooks/{id}', '/webhooks/{id}/deliveries', '/webhooks/{id}/deliveries/{deliveryId}/retry', '/webhooks/{id}/rotate-secret'])
 })
 
 test('with CORS_ORIGINS set, a browser may read every response header the document declares, and only those', async (t) => {

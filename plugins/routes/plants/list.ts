@@ -1,9 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { invalidQuery } from '../../../src/errors.js'
 import { linkHeader } from '../../../src/schemas/headers.js'
-import { isCanonicalInteger } from '../../../src/schemas/int64.js'
 import { LIST_LIMIT_DEFAULT, PlantListQuerySchema, PlantListSchema } from '../../../src/schemas/plant.js'
 import { ref } from '../../../src/schemas/ref.js'
+import { canonicalLimit, linkNextPage } from '../paging.js'
 import { plantsErrorResponses } from './shared.js'
 
 /** The URL of the page after `lastId`, with the same limit and filter. */
@@ -30,13 +29,7 @@ const listPlantsRoute: FastifyPluginAsyncTypebox = async (app) => {
         })
       }
     },
-    // The schema would coerce `1e1`, `+5` or `05` into numbers: only canonical decimals are accepted.
-    preValidation: async (request) => {
-      const { limit } = request.query as Record<string, unknown>
-      if (typeof limit === 'string' && !isCanonicalInteger(limit)) {
-        throw invalidQuery('querystring/limit must be a canonical decimal integer')
-      }
-    }
+    preValidation: canonicalLimit
   }, async (request, reply) => {
     const { limit = LIST_LIMIT_DEFAULT, after, tag } = request.query
     const { plants, hasMore } = await app.store.list({
@@ -45,7 +38,7 @@ const listPlantsRoute: FastifyPluginAsyncTypebox = async (app) => {
       ...(tag !== undefined && { tag })
     })
     const last = plants.at(-1)
-    if (hasMore && last !== undefined) void reply.header('link', `<${nextPageUrl(limit, tag, last.id)}>; rel="next"`)
+    if (hasMore && last !== undefined) linkNextPage(reply, nextPageUrl(limit, tag, last.id))
     return plants
   })
 }

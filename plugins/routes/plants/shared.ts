@@ -1,7 +1,7 @@
 import type { FastifyReply } from 'fastify'
 import { plantEtag } from '../../../src/etag.js'
 import { parseEntityTags, writePrecondition } from '../../../src/preconditions.js'
-import { errorResponses } from '../../../src/schemas/error.js'
+import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
 import { etagHeader } from '../../../src/schemas/headers.js'
 import { PlantSchema, type Plant } from '../../../src/schemas/plant.js'
 import { ref } from '../../../src/schemas/ref.js'
@@ -18,12 +18,8 @@ export const SHARED_ERRORS = {
   tooLarge: 'The body is too large'
 } as const
 
-/**
- * The error responses of a plants route: every route here sits behind the bearer-auth hook, so each
- * documents the 401 (with the route's own statuses, and `4xx`/`5xx`).
- */
-export const plantsErrorResponses = <const S extends number>(statuses: Record<S, string>) =>
-  errorResponses({ ...statuses, 401: 'Missing or invalid bearer token' })
+/** The error responses of a plants route: every route here sits behind the bearer-auth hook. */
+export const plantsErrorResponses = authenticatedErrorResponses
 
 /** A plant response, documented with the ETag header every plant response carries. */
 export const plantResponse = (description: string) => ref(PlantSchema, { description, headers: etagHeader })

@@ -1,11 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { MERGE_PATCH } from '../../../src/json-body.js'
 import { WriteConditionsHeaderSchema } from '../../../src/schemas/headers.js'
 import { PlantParamsSchema, PlantPatchSchema } from '../../../src/schemas/plant.js'
 import { ref } from '../../../src/schemas/ref.js'
 import type { PlantChanges } from '../../../src/store/store.js'
 import { plantResponse, plantsErrorResponses, SHARED_ERRORS, withEtag, WRITE_CONDITIONS, writeCondition } from './shared.js'
-
-export const MERGE_PATCH = 'application/merge-patch+json'
 
 /** `PATCH /plants/{id}`: a JSON merge patch (RFC 7396) of a plant. */
 const updatePlantRoute: FastifyPluginAsyncTypebox = async (app) => {

@@ -1,0 +1,19 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { invalidQuery } from '../../src/errors.js'
+import { isCanonicalInteger } from '../../src/schemas/int64.js'
+
+/**
+ * A list route's preValidation: the schema would coerce `1e1`, `+5` or `05` into numbers, so only
+ * canonical decimals are accepted as `limit`.
+ */
+export async function canonicalLimit (request: FastifyRequest): Promise<void> {
+  const { limit } = request.query as Record<string, unknown>
+  if (typeof limit === 'string' && !isCanonicalInteger(limit)) {
+    throw invalidQuery('querystring/limit must be a canonical decimal integer')
+  }
+}
+
+/** `Link: <url>; rel="next"`: the next page of a list, when there is one. */
+export function linkNextPage (reply: FastifyReply, url: string): void {
+  void reply.header('link', `<${url}>; rel="next"`)
+}

@@ -1,0 +1,35 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { webhookLocationHeader } from '../../../src/schemas/headers.js'
+import { ref } from '../../../src/schemas/ref.js'
+import { NewWebhookSchema, WebhookSchema } from '../../../src/schemas/webhook.js'
+import { ownerOf, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
+
+/** `POST /webhooks`: subscribes a URL to plant events. */
+const createWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
+  app.post('/webhooks', {
+    schema: {
+      operationId: 'createWebhook',
+      summary: 'Create a webhook subscription',
+      description: 'Subscribes a URL to plant events (every event type unless `events` narrows them) and answers 201 with ' +
+        'the subscription, its signing `secret` included, and `Location: /webhooks/{id}`. The URL must be an absolute ' +
+        'http or https URL of at most 2048 characters without credentials, whose host is (or resolves to) public ' +
+        'addresses only. The subscription belongs to the token that creates it.',
+      tags: ['webhooks'],
+      body: ref(NewWebhookSchema),
+      response: {
+        201: ref(WebhookSchema, { description: 'The subscription was created', headers: webhookLocationHeader }),
+        ...webhooksErrorResponses({
+          400: `The body is not a valid NewWebhook (the message names the field), or: ${WEBHOOK_ERRORS.badUrl}`,
+          413: WEBHOOK_ERRORS.tooLarge,
+          415: 'The body is not JSON'
+        })
+      }
+    }
+  }, async (request, reply) => {
+    const subscription = await app.webhooks.createSubscription(ownerOf(request), request.body)
+    void reply.code(201).header('location', `/webhooks/${subscription.id}`)
+    return subscription
+  })
+}
+
+export default createWebhookRoute

@@ -1,0 +1,22 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { WebhookParamsSchema } from '../../../src/schemas/webhook.js'
+import { ownerOf, WEBHOOK_ERRORS, webhookResponse, webhooksErrorResponses } from './shared.js'
+
+/** `GET /webhooks/{id}`: one of the token's subscriptions. */
+const getWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
+  app.get('/webhooks/:id', {
+    schema: {
+      operationId: 'getWebhook',
+      summary: 'Get a webhook subscription',
+      description: 'The subscription with this id, with its signing `secret`, when this token owns it; else 404.',
+      tags: ['webhooks'],
+      params: WebhookParamsSchema,
+      response: {
+        200: webhookResponse('The subscription'),
+        ...webhooksErrorResponses({ 400: WEBHOOK_ERRORS.badId, 404: WEBHOOK_ERRORS.notFound })
+      }
+    }
+  }, async (request) => await app.webhooks.getSubscription(ownerOf(request), BigInt(request.params.id)))
+}
+
+export default getWebhookRoute

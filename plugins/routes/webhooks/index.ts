@@ -1,0 +1,27 @@
+import type { FastifyPluginAsync } from 'fastify'
+import createWebhookRoute from './create.js'
+import deleteWebhookRoute from './delete.js'
+import getWebhookRoute from './get.js'
+import listWebhookDeliveriesRoute from './list-deliveries.js'
+import listWebhooksRoute from './list.js'
+import retryWebhookDeliveryRoute from './retry-delivery.js'
+import rotateWebhookSecretRoute from './rotate-secret.js'
+import updateWebhookRoute from './update.js'
+
+/**
+ * The webhooks resource, one operation per file. Every route here needs a bearer token, and each
+ * token sees and manages only its own subscriptions (app.webhooks scopes every call by owner).
+ */
+const webhooksRoutes: FastifyPluginAsync = async (app) => {
+  app.addHook('onRequest', app.authenticate)
+  await app.register(listWebhooksRoute)
+  await app.register(getWebhookRoute)
+  await app.register(createWebhookRoute)
+  await app.register(updateWebhookRoute)
+  await app.register(deleteWebhookRoute)
+  await app.register(rotateWebhookSecretRoute)
+  await app.register(listWebhookDeliveriesRoute)
+  await app.register(retryWebhookDeliveryRoute)
+}
+
+export default webhooksRoutes

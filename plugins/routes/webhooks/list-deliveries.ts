@@ -1,0 +1,44 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { deliveryLinkHeader } from '../../../src/schemas/headers.js'
+import { LIST_LIMIT_DEFAULT } from '../../../src/schemas/paging.js'
+import { ref } from '../../../src/schemas/ref.js'
+import { WebhookDeliveryListQuerySchema, WebhookDeliveryListSchema, WebhookParamsSchema } from '../../../src/schemas/webhook.js'
+import { canonicalLimit, linkNextPage } from '../paging.js'
+import { ownerOf, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
+
+/** `GET /webhooks/{id}/deliveries`: a subscription's recent deliveries, newest first. */
+const listWebhookDeliveriesRoute: FastifyPluginAsyncTypebox = async (app) => {
+  app.get('/webhooks/:id/deliveries', {
+    schema: {
+      operationId: 'listWebhookDeliveries',
+      summary: 'List webhook deliveries',
+      description: 'The deliveries of the subscription with this id, newest first, at most `limit` of them, each with the ' +
+        'outcome of its latest attempt. When older ones follow, a `Link: <…>; rel="next"` header gives the next page ' +
+        '(keyset pagination on `before`). Finished deliveries are kept for WEBHOOK_RETENTION_MS (7 days by default).',
+      tags: ['webhooks'],
+      params: WebhookParamsSchema,
+      querystring: WebhookDeliveryListQuerySchema,
+      response: {
+        200: ref(WebhookDeliveryListSchema, { description: 'A page of deliveries, newest first', headers: deliveryLinkHeader }),
+        ...webhooksErrorResponses({
+          400: 'The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or ' +
+            'not a canonical integer, before not an int64)',
+          404: WEBHOOK_ERRORS.notFound
+        })
+      }
+    },
+    preValidation: canonicalLimit
+  }, async (request, reply) => {
+    const { id } = request.params
+    const { limit = LIST_LIMIT_DEFAULT, before } = request.query
+    const { deliveries, hasMore } = await app.webhooks.listDeliveries(ownerOf(request), BigInt(id), {
+      limit,
+      ...(before !== undefined && { before: BigInt(before) })
+    })
+    const last = deliveries.at(-1)
+    if (hasMore && last !== undefined) linkNextPage(reply, `/webhooks/${id}/deliveries?limit=${limit}&before=${last.id}`)
+    return deliveries
+  })
+}
+
+export default listWebhookDeliveriesRoute

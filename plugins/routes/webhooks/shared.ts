@@ -1,0 +1,29 @@
+import type { FastifyRequest } from 'fastify'
+import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
+import { ref } from '../../../src/schemas/ref.js'
+import { WebhookSchema } from '../../../src/schemas/webhook.js'
+
+/** Error answers several webhooks routes share, described once. */
+export const WEBHOOK_ERRORS = {
+  badId: 'The id is not a signed 64-bit integer',
+  notFound: 'This token has no subscription with this id (another token\'s subscriptions are not found either)',
+  tooLarge: 'The body is too large',
+  badUrl: 'The URL is not an absolute http or https URL of at most 2048 characters without credentials, its host does not ' +
+    'resolve, or it is (or resolves to) a non-public address (loopback, private, link-local, …)'
+} as const
+
+/** The error responses of a webhooks route: every route here sits behind the bearer-auth hook. */
+export const webhooksErrorResponses = authenticatedErrorResponses
+
+/** A subscription response (with its secret: only its owner ever gets one). */
+export const webhookResponse = (description: string) => ref(WebhookSchema, { description })
+
+/**
+ * Whose subscriptions a request addresses: its token's digest. The auth hook has identified the
+ * caller (these routes are never reached without), so a missing digest is a bug, not a 401.
+ */
+export function ownerOf (request: FastifyRequest): string {
+  const owner = request.tokenDigest
+  if (owner === undefined) throw new Error('an authenticated request without a token digest')
+  return owner
+}

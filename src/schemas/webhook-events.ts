@@ -1,0 +1,95 @@
+import type { OpenAPIV3_2 as OpenApi } from '@fastify/swagger'
+import { Type, type TObject } from '@sinclair/typebox'
+import { eventPayload, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js'
+import { signatureHeader } from '../webhooks/signing.js'
+import { PLANT_EXAMPLE, PlantSchema } from './plant.js'
+import { ref } from './ref.js'
+import { SECRET_EXAMPLE } from './webhook.js'
+
+/**
+ * What receivers get: one POST per event (Standard Webhooks), documented in the OpenAPI 3.1
+ * top-level `webhooks` section. The body schemas are shared schemas (components), the headers
+ * header parameters, and each example is a real delivery: its signature verifies with the example
+ * secret of the Webhook schema.
+ */
+
+const EVENTS: Record<WebhookEventType, { id: string, what: string }> = {
+  'plant.created': { id: 'PlantCreatedEvent', what: 'A plant was created; `data` is the plant' },
+  'plant.updated': { id: 'PlantUpdatedEvent', what: 'A plant was replaced or updated; `data` is the plant after the change' },
+  'plant.deleted': { id: 'PlantDeletedEvent', what: 'A plant was deleted; `data` is the plant as it was' }
+}
+
+const EXAMPLE_MESSAGE_ID = 'msg_2KWPBgLlAfxdpx2AI54pPJ'
+const EXAMPLE_TIME = PLANT_EXAMPLE.updatedAt
+const EXAMPLE_SECONDS = Math.floor(Date.parse(EXAMPLE_TIME) / 1000)
+
+/** The exact body the service sends for the example plant. */
+const examplePayload = (type: WebhookEventType): string =>
+  eventPayload(type, { ...PLANT_EXAMPLE, id: BigInt(PLANT_EXAMPLE.id) }, Date.parse(EXAMPLE_TIME))
+
+const eventSchema = (type: WebhookEventType): TObject => Type.Object(
+  {
+    type: Type.Literal(type, { description: 'The event type', examples: [type] }),
+    timestamp: Type.String({ format: 'date-time', description: 'When the change happened', examples: [EXAMPLE_TIME] }),
+    data: ref(PlantSchema)
+  },
+  {
+    $id: EVENTS[type].id,
+    additionalProperties: false,
+    description: `The body of a \`${type}\` delivery. ${EVENTS[type].what}`,
+    examples: [JSON.parse(examplePayload(type)) as unknown]
+  }
+)
+
+/** The event body schemas, to register with addSchema (they are named under `components/schemas`). */
+export const WEBHOOK_EVENT_SCHEMAS: readonly TObject[] = WEBHOOK_EVENT_TYPES.map(eventSchema)
+
+const header = (name: string, description: string, pattern: string, example: string) => ({
+  name, in: 'header', required: true, description, schema: { type: 'string' as const, pattern }, example
+})
+
+const RETRIED = 'Not acknowledged: the delivery is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (±20 %; ' +
+  'WEBHOOK_RETRY_SCHEDULE), then it has failed. A subscription whose deliveries keep failing for WEBHOOK_DISABLE_AFTER_MS (5 days by default) is disabled'
+
+/** One `webhooks` entry: the POST a receiver gets for this event type. */
+function eventOperation (type: WebhookEventType): OpenApi.PathItemObject {
+  const payload = examplePayload(type)
+  const name = type.replace(/\.(\w)/, (_match, first: string) => first.toUpperCase())
+  return {
+    post: {
+      operationId: `${name}Event`,
+      summary: `The \`${type}\` event`,
+      description: `${EVENTS[type].what}. The service POSTs it to every enabled subscription that asks for \`${type}\`, ` +
+        'signed as Standard Webhooks specifies: verify `webhook-signature` with the subscription\'s secret over ' +
+        '`{webhook-id}.{webhook-timestamp}.{body}` (the body exactly as received), and refuse old timestamps. Delivery is ' +
+        'at least once: deduplicate on `webhook-id`. Redirects are not followed.',
+      tags: ['webhooks'],
+      // Sent by the service, not called by clients: the signature authenticates it.
+      security: [],
+      parameters: [
+        header('webhook-id', 'The message id: the same on every attempt of this event, and for every subscription (deduplicate on it)',
+          '^msg_[A-Za-z0-9_-]{22}$', EXAMPLE_MESSAGE_ID),
+        header('webhook-timestamp', 'When this attempt was signed, in seconds since the Unix epoch', '^[0-9]+$', String(EXAMPLE_SECONDS)),
+        header('webhook-signature', 'Space-separated `v1,<base64 HMAC-SHA256>` signatures: one with the current secret, and for 24 hours ' +
+          'after a rotation one with the previous secret too',
+        '^v1,[A-Za-z0-9+/]+={0,2}( v1,[A-Za-z0-9+/]+={0,2})*$',
+        signatureHeader([SECRET_EXAMPLE], EXAMPLE_MESSAGE_ID, EXAMPLE_SECONDS, payload))
+      ],
+      requestBody: {
+        required: true,
+        description: 'The event (Content-Type: application/json)',
+        content: { 'application/json': { schema: { $ref: `#/components/schemas/${EVENTS[type].id}` }, example: JSON.parse(payload) as unknown } }
+      },
+      responses: {
+        '2XX': { description: 'Acknowledged: the delivery succeeded (the body is ignored). Answer within WEBHOOK_TIMEOUT_MS (10 s by default), then do the work' },
+        410: { description: 'Gone: the receiver wants no more events. The delivery fails and the subscription is disabled' },
+        '4XX': { description: RETRIED },
+        '5XX': { description: RETRIED }
+      }
+    }
+  }
+}
+
+/** The OpenAPI `webhooks` section: one entry per event type. */
+export const webhookEventsDocument = (): Record<string, OpenApi.PathItemObject> =>
+  Object.fromEntries(WEBHOOK_EVENT_TYPES.map((type) => [type, eventOperation(type)]))

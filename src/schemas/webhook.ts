@@ -1,0 +1,176 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { MAX_DESCRIPTION_LENGTH } from '../webhooks/service.js'
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js'
+import { MAX_WEBHOOK_URL_LENGTH } from '../webhooks/url-policy.js'
+import { int64IdSchema, int64StringSchema } from './int64.js'
+import { cursorSchema, listLimitSchema } from './paging.js'
+import { STORABLE_TEXT, STORABLE_TEXT_RULE } from './plant.js'
+import { ref } from './ref.js'
+
+/**
+ * The `/webhooks` resource: subscriptions (src/webhooks/service.ts validates what the schema
+ * cannot: the URL against the address policy) and their deliveries.
+ */
+
+const URL_EXAMPLE = 'https://receiver.example.com/hooks'
+const TIME_EXAMPLE = '2026-01-02T03:04:05.678Z'
+export const SECRET_EXAMPLE = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k='
+
+const URL_RULE = `an absolute http or https URL of at most ${MAX_WEBHOOK_URL_LENGTH} characters, without credentials, whose host ` +
+  'is (or resolves to) public addresses only'
+
+/** The schema bounds what it can; src/webhooks/url-policy.ts checks the rest (scheme, credentials, addresses). */
+const urlInput = (description: string) => Type.String({ format: 'uri', maxLength: MAX_WEBHOOK_URL_LENGTH, description, examples: [URL_EXAMPLE] })
+
+/** One event type; an unknown one is a 400 that lists the known ones. */
+const EventTypeSchema = Type.Unsafe<WebhookEventType>({
+  type: 'string',
+  enum: [...WEBHOOK_EVENT_TYPES],
+  description: 'An event type',
+  examples: ['plant.created']
+})
+
+const eventsInput = (description: string) => Type.Array(EventTypeSchema, {
+  minItems: 1,
+  maxItems: 100,
+  description,
+  examples: [['plant.created', 'plant.deleted']]
+})
+
+const descriptionOptions = {
+  maxLength: MAX_DESCRIPTION_LENGTH,
+  pattern: STORABLE_TEXT,
+  description: `What the subscription is for, for people: at most ${MAX_DESCRIPTION_LENGTH} characters; ${STORABLE_TEXT_RULE}`,
+  examples: ['Sync to the shop front']
+}
+
+const WEBHOOK_EXAMPLE = {
+  id: 1,
+  url: URL_EXAMPLE,
+  events: [...WEBHOOK_EVENT_TYPES],
+  description: 'Sync to the shop front',
+  disabled: false,
+  secret: SECRET_EXAMPLE,
+  createdAt: TIME_EXAMPLE,
+  updatedAt: TIME_EXAMPLE
+}
+
+export const WebhookSchema = Type.Object(
+  {
+    id: int64IdSchema('The subscription identifier (signed 64-bit)'),
+    url: Type.String({ format: 'uri', description: 'Where events are POSTed', examples: [URL_EXAMPLE] }),
+    events: Type.Array(EventTypeSchema, { description: 'The event types delivered, in a fixed order, each once', examples: [[...WEBHOOK_EVENT_TYPES]] }),
+    description: Type.Optional(Type.String({ ...descriptionOptions, description: 'What the subscription is for' })),
+    disabled: Type.Boolean({
+      description: 'A disabled subscription gets no new deliveries and its pending ones wait. The service disables it when its ' +
+        'receiver answers 410 Gone or its deliveries keep failing (WEBHOOK_DISABLE_AFTER_MS); a PATCH with `"disabled": false` enables it again',
+      examples: [false]
+    }),
+    secret: Type.String({
+      pattern: '^whsec_[A-Za-z0-9+/]{43}=$',
+      description: 'The signing secret (Standard Webhooks): `whsec_` and 32 random bytes in base64. Verify each delivery\'s ' +
+        '`webhook-signature` with it. Shown to the token that owns the subscription only; never logged',
+      examples: [SECRET_EXAMPLE]
+    }),
+    createdAt: Type.String({ format: 'date-time', description: 'When the subscription was created; never changes', examples: [TIME_EXAMPLE] }),
+    updatedAt: Type.String({ format: 'date-time', description: 'When the subscription was last changed', examples: [TIME_EXAMPLE] })
+  },
+  { $id: 'Webhook', additionalProperties: false, description: 'A webhook subscription, as the token that owns it sees it', examples: [WEBHOOK_EXAMPLE] }
+)
+export type Webhook = Static<typeof WebhookSchema>
+
+export const WebhookListSchema = Type.Array(ref(WebhookSchema), {
+  $id: 'WebhookList',
+  description: 'Webhook subscriptions ordered by id',
+  examples: [[WEBHOOK_EXAMPLE]]
+})
+
+export const NewWebhookSchema = Type.Object(
+  {
+    url: urlInput(`Where to POST events: ${URL_RULE}`),
+    events: Type.Optional(eventsInput('The event types to deliver (duplicates count once); every event type when absent')),
+    description: Type.Optional(Type.String(descriptionOptions)),
+    disabled: Type.Optional(Type.Boolean({ description: 'Create it disabled: no deliveries until a PATCH enables it (false when absent)', examples: [false] }))
+  },
+  {
+    $id: 'NewWebhook',
+    additionalProperties: false,
+    description: 'A webhook subscription to create',
+    examples: [{ url: URL_EXAMPLE, events: ['plant.created', 'plant.deleted'], description: 'Sync to the shop front' }]
+  }
+)
+
+export const WebhookPatchSchema = Type.Object(
+  {
+    url: Type.Optional(urlInput(`A new URL: ${URL_RULE}`)),
+    events: Type.Optional(eventsInput('The event types to deliver from now on (duplicates count once)')),
+    description: Type.Optional(Type.Unsafe<string | null>({ ...descriptionOptions, type: ['string', 'null'], description: `${descriptionOptions.description}; null removes it` })),
+    disabled: Type.Optional(Type.Boolean({ description: 'Disable the subscription, or enable it again', examples: [false] }))
+  },
+  {
+    $id: 'WebhookPatch',
+    additionalProperties: false,
+    description: 'A JSON merge patch (RFC 7396) of a webhook subscription: a missing field is kept, `"description": null` removes the description',
+    examples: [{ events: ['plant.created'], description: null }]
+  }
+)
+
+const DELIVERY_EXAMPLE = {
+  id: 7,
+  eventType: 'plant.created',
+  status: 'pending',
+  attempts: 1,
+  lastAttemptAt: TIME_EXAMPLE,
+  lastStatusCode: 503,
+  lastError: 'the receiver answered 503',
+  nextAttemptAt: '2026-01-02T03:04:10.678Z',
+  createdAt: TIME_EXAMPLE
+}
+
+export const WebhookDeliverySchema = Type.Object(
+  {
+    id: int64IdSchema('The delivery identifier (signed 64-bit)'),
+    eventType: EventTypeSchema,
+    status: Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')], {
+      description: '`pending`: an attempt is due (at `nextAttemptAt`); `succeeded`: the receiver answered 2xx; `failed`: ' +
+        'the retries are spent, or the receiver answered 410 Gone',
+      examples: ['pending']
+    }),
+    attempts: Type.Integer({ format: 'int32', minimum: 0, description: 'Attempts made so far', examples: [1] }),
+    lastAttemptAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the latest attempt was made', examples: [TIME_EXAMPLE] })),
+    lastStatusCode: Type.Optional(Type.Integer({ format: 'int32', description: 'The receiver\'s status code for the latest attempt, when it answered', examples: [503] })),
+    lastError: Type.Optional(Type.String({ description: 'Why the latest attempt did not succeed', examples: ['the receiver answered 503'] })),
+    nextAttemptAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the next attempt is due (pending deliveries only)', examples: [TIME_EXAMPLE] })),
+    createdAt: Type.String({ format: 'date-time', description: 'When the event happened and the delivery was created', examples: [TIME_EXAMPLE] })
+  },
+  { $id: 'WebhookDelivery', additionalProperties: false, description: 'One event on its way to one subscription, with its latest attempt', examples: [DELIVERY_EXAMPLE] }
+)
+
+export const WebhookDeliveryListSchema = Type.Array(ref(WebhookDeliverySchema), {
+  $id: 'WebhookDeliveryList',
+  description: 'Deliveries, newest first',
+  examples: [[DELIVERY_EXAMPLE]]
+})
+
+export const WebhookParamsSchema = Type.Object({ id: int64StringSchema('The subscription id') }, { additionalProperties: false })
+
+export const WebhookDeliveryParamsSchema = Type.Object(
+  { id: int64StringSchema('The subscription id'), deliveryId: int64StringSchema('The delivery id') },
+  { additionalProperties: false }
+)
+
+export const WebhookListQuerySchema = Type.Object(
+  {
+    limit: listLimitSchema('subscriptions'),
+    after: cursorSchema('Cursor: only subscriptions with a larger id')
+  },
+  { additionalProperties: false }
+)
+
+export const WebhookDeliveryListQuerySchema = Type.Object(
+  {
+    limit: listLimitSchema('deliveries'),
+    before: cursorSchema('Cursor: only deliveries with a smaller id (older ones)')
+  },
+  { additionalProperties: false }
+)
