@@ -10,7 +10,7 @@ import { callOk, deliveries, subscribe, untilDeliveries, type EventBody } from '
 /** Retries every 300 ms (± 20 %) for about 15 s: long enough to outlast a restart, short enough to retry promptly. */
 const RETRY_EVERY_300_MS = Array.from({ length: 50 }, () => '300').join(',')
 
-test('SIGKILL right after the writes, receiver down: after a restart every committed event is delivered', { timeout: 120_000 }, async (t) => {
+test('SIGKILL right after the writes, receiver down: after a restart every committed event is delivered, promptly', { timeout: 60_000 }, async (t) => {
   const file = tempDatabaseFile(t, 'plant-store-webhook-crash-')
   const env = { DATABASE_URL: file, WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_POLL_INTERVAL_MS: '100', WEBHOOK_RETRY_SCHEDULE: RETRY_EVERY_300_MS }
   // A port that refuses connections, where the receiver comes back later.
@@ -37,7 +37,8 @@ test('SIGKILL right after the writes, receiver down: after a restart every commi
   const restarted = performance.now()
   const second = await startServer(t, { env })
   const distinct = (): Set<string> => new Set(receiver.requests.map((request) => String(request.headers['webhook-id'])))
-  await until(`all ${N} events delivered`, () => distinct().size >= N, 100_000)
+  // Promptly: a delivery the killed process was attempting is not held until its lease runs out (70 s).
+  await until(`all ${N} events delivered`, () => distinct().size >= N, 30_000)
   t.diagnostic(`${N} events delivered ${(performance.now() - restarted).toFixed(0)} ms after the restart began; ` +
     `${receiver.requests.length - N} delivered more than once`)
 
