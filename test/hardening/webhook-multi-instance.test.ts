@@ -45,6 +45,15 @@ test('two instances on one PostgreSQL database: every event delivered, none twic
   const latencies = [...sent].map(([id, started]) => (arrivals.get(id) as number) - started)
   t.diagnostic(`PostgreSQL, two instances, ${N} creates from 8 concurrent clients: webhook latency (request sent → receiver) ` +
     `median ${median(latencies).toFixed(1)} ms, max ${Math.max(...latencies).toFixed(1)} ms`)
+  // One write at a time, through either instance: the latency of an idle service (LISTEN/NOTIFY, not the 1 s poll).
+  const idle: number[] = []
+  for (let i = 0; i < 10; i++) {
+    const started = performance.now()
+    const plant = await callOk<{ id: number }>(201, i % 2 === 0 ? a.baseUrl : b.baseUrl, 'POST', '/plants', { name: `idle ${i}` })
+    await until(`plant ${plant.id} delivered`, () => arrivals.has(plant.id), 10_000)
+    idle.push((arrivals.get(plant.id) as number) - started)
+  }
+  t.diagnostic(`PostgreSQL, two instances, 10 sequential creates: webhook latency median ${median(idle).toFixed(1)} ms, max ${Math.max(...idle).toFixed(1)} ms`)
   // Which instance delivered what is up to the claims: told, not asserted.
   const delivered = (stdout: string): number => stdout.split('\n').filter((line) => line.includes('"msg":"webhook delivered"')).length
   t.diagnostic(`deliveries made by instance A: ${delivered(a.stdout())}, by instance B: ${delivered(b.stdout())}`)
