@@ -7,7 +7,7 @@ import { newWebhookSecret } from '../../src/webhooks/signing.js'
 import { startServer } from '../helpers/server-process.js'
 import { startReceiver, verifyWebhook, type ReceivedRequest, type WebhookReceiver } from '../helpers/webhook-receiver.js'
 import { call, callOk, deliveries, subscribe, untilDeliveries, type EventBody } from '../helpers/webhook-http.js'
-import type { WebhookBody } from '../helpers/webhooks.js'
+import type { DeliveryBody, WebhookBody } from '../helpers/webhooks.js'
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version
 
@@ -29,6 +29,14 @@ const header = (request: ReceivedRequest, name: string): string => {
   const value = request.headers[name]
   assert.equal(typeof value, 'string', name)
   return value as string
+}
+
+/** Waits until the subscription's only delivery (a plant.created) has failed; asserts what else it lists is exactly `outcome`. */
+async function untilFailed (base: string, subscriptionId: number, outcome: Partial<DeliveryBody>): Promise<void> {
+  const [delivery] = await untilDeliveries(base, subscriptionId, 'the delivery failed', (all) => all[0]?.status === 'failed')
+  const { id, lastAttemptAt, createdAt, ...rest } = delivery as DeliveryBody
+  assert.ok(id > 0 && lastAttemptAt !== undefined && createdAt !== undefined)
+  assert.deepEqual(rest, { eventType: 'plant.created', status: 'failed', ...outcome })
 }
 
 const median = (values: number[]): number => {
@@ -125,17 +133,7 @@ test('a receiver that keeps failing: retried per WEBHOOK_RETRY_SCHEDULE, then th
   receiver.respond((_request, res) => { res.writeHead(500).end('down') })
   await callOk(201, base, 'POST', '/plants', { name: 'never delivered' })
 
-  const [delivery] = await untilDeliveries(base, subscription.id, 'the delivery failed', (all) => all[0]?.status === 'failed')
-  assert.deepEqual(delivery, {
-    id: delivery?.id,
-    eventType: 'plant.created',
-    status: 'failed',
-    attempts: 3,
-    lastAttemptAt: delivery?.lastAttemptAt,
-    lastStatusCode: 500,
-    lastError: 'the receiver answered 500',
-    createdAt: delivery?.createdAt
-  })
+  await untilFailed(base, subscription.id, { attempts: 3, lastStatusCode: 500, lastError: 'the receiver answered 500' })
   assert.equal(receiver.requests.length, 3, 'the first attempt and two retries')
   assert.equal(new Set(receiver.requests.map((request) => request.headers['webhook-id'])).size, 1, 'one webhook-id on every attempt')
   await sleep(600)
@@ -146,9 +144,7 @@ test('410 Gone disables the subscription: GET shows disabled: true and later eve
   const { base, receiver, subscription } = await setup(t)
   receiver.respond((_request, res) => { res.writeHead(410).end() })
   await callOk(201, base, 'POST', '/plants', { name: 'first' })
-  const [delivery] = await untilDeliveries(base, subscription.id, 'the delivery failed', (all) => all[0]?.status === 'failed')
-  assert.deepEqual([delivery?.attempts, delivery?.lastStatusCode, delivery?.lastError],
-    [1, 410, 'the receiver answered 410 Gone: the subscription is disabled'])
+  await untilFailed(base, subscription.id, { attempts: 1, lastStatusCode: 410, lastError: 'the receiver answered 410 Gone: the subscription is disabled' })
   const after = await callOk<WebhookBody>(200, base, 'GET', `/webhooks/${subscription.id}`)
   assert.equal(after.disabled, true)
 
@@ -161,9 +157,7 @@ test('a redirect is not followed: it counts as a failed attempt', { timeout: 30_
   const { base, receiver, subscription } = await setup(t, { WEBHOOK_RETRY_SCHEDULE: 'none' })
   receiver.respond((_request, res) => { res.writeHead(302, { location: `${receiver.origin}/elsewhere` }).end() })
   await callOk(201, base, 'POST', '/plants', { name: 'redirected' })
-  const [delivery] = await untilDeliveries(base, subscription.id, 'the delivery failed', (all) => all[0]?.status === 'failed')
-  assert.deepEqual([delivery?.attempts, delivery?.lastStatusCode, delivery?.lastError],
-    [1, 302, 'the receiver answered 302, a redirect: redirects are not followed'])
+  await untilFailed(base, subscription.id, { attempts: 1, lastStatusCode: 302, lastError: 'the receiver answered 302, a redirect: redirects are not followed' })
   await sleep(300)
   assert.deepEqual(receiver.requests.map((request) => request.url), ['/hook'], 'the Location was never requested')
 })
@@ -173,16 +167,7 @@ test('a receiver that never answers: the attempt ends at WEBHOOK_TIMEOUT_MS, and
   const arrivals: number[] = []
   receiver.respond(() => { arrivals.push(performance.now()) }) // never answers
   await callOk(201, base, 'POST', '/plants', { name: 'unanswered' })
-  const [delivery] = await untilDeliveries(base, subscription.id, 'the delivery failed', (all) => all[0]?.status === 'failed')
-  assert.deepEqual(delivery, {
-    id: delivery?.id,
-    eventType: 'plant.created',
-    status: 'failed',
-    attempts: 2,
-    lastAttemptAt: delivery?.lastAttemptAt,
-    lastError: 'timeout: no answer within 400 ms',
-    createdAt: delivery?.createdAt
-  })
+  await untilFailed(base, subscription.id, { attempts: 2, lastError: 'timeout: no answer within 400 ms' })
   assert.equal(receiver.requests.length, 2)
   // The first attempt's 400 ms, then a wait of at least 400 ms (500 ms - 20 %) before the retry.
   const gap = (arrivals[1] as number) - (arrivals[0] as number)
