@@ -14,8 +14,8 @@ import { startServer } from '../helpers/server-process.js'
 /**
  * The third-party contract test (`npm run test:contract`): Portman turns the OpenAPI document the
  * real server serves into a Postman collection with contract tests (status, content type, JSON body,
- * schema, required headers) and variation tests (no token, a wrong token, a plant gone after its
- * delete), following test/contract/portman-config.json; Newman runs it against the server, started
+ * schema, required headers) and variation tests (no token, a wrong token, a plant or a webhook
+ * subscription gone after its delete), following test/contract/portman-config.json; Newman runs it against the server, started
  * as a child process on 127.0.0.1 with a fresh database. Neither tool may reach the network.
  */
 
@@ -53,7 +53,19 @@ test('Portman\'s contract and variation tests, made from the served OpenAPI docu
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-contract-'))
   t.after(() => rmSync(dir, { recursive: true, force: true }))
   // A fresh database in the helper's own temporary directory, stopped when the test ends.
-  const server = await startServer(t)
+  //
+  // Webhooks: the server must never try to deliver one, since it would connect to the subscription's
+  // (public) address. Three layers keep it so:
+  // - portman-config.json creates the subscription with a public IP literal (checked without DNS)
+  //   and `disabled: true` (PATCH keeps it so): a disabled subscription gets no deliveries;
+  // - the webhooks folder runs before the plants folder and ends with the subscription's DELETE,
+  //   so no plant is ever written while a subscription exists;
+  // - the server runs under the offline guard too: a connection anywhere but loopback would be
+  //   refused before a socket is opened, and fail the test (its stderr is checked below).
+  // WEBHOOK_ALLOW_PRIVATE_URLS stays unset: the default address policy is the one under test.
+  // So the retry request cannot find a delivery: it is pinned as a 404 (the 202 is covered by
+  // test/plugins/routes/webhooks/retry-delivery.test.ts, where the test network rule holds it).
+  const server = await startServer(t, { env: { WEBHOOK_ALLOW_PRIVATE_URLS: undefined }, nodeArgs: ['--import', GUARD] })
 
   const document = await fetch(`${server.baseUrl}/openapi.json`)
   assert.equal(document.status, 200)
@@ -75,8 +87,18 @@ test('Portman\'s contract and variation tests, made from the served OpenAPI docu
   const summary = await runNewman(JSON.parse(readFileSync(join(dir, 'collection.json'), 'utf8')))
   const failures = summary.run.failures.map((failure) => `${failure.source?.name ?? '?'}: ${failure.error.message}`)
   assert.deepEqual(failures, [])
+  assert.doesNotMatch(server.stderr(), /offline-guard/)
 
-  // The plants flow ran in order, then every unauthorized variation and the read after the delete.
+  // The webhooks flow ran first, in order (its subscription deleted before any plant write), then the
+  // plants flow, then every unauthorized variation and the read after each delete.
+  const unauthorized = (requests: string[]): string[] =>
+    requests.flatMap((request) => [`${request}[Without a token]`, `${request}[With a wrong token]`])
+  const webhookRequests = ['POST Create a webhook subscription', 'GET Get a webhook subscription', 'HEAD Get a webhook subscription: headers only',
+    'GET List webhook subscriptions', 'HEAD List webhook subscriptions: headers only', 'PATCH Update a webhook subscription',
+    'POST Rotate a webhook secret', 'GET List webhook deliveries', 'HEAD List webhook deliveries: headers only', 'POST Retry a webhook delivery',
+    'DELETE Delete a webhook subscription']
+  const plantRequests = ['POST Create a plant', 'GET Get a plant', 'HEAD Get a plant: headers only', 'GET List plants', 'HEAD List plants: headers only',
+    'PUT Replace a plant', 'PATCH Update a plant', 'DELETE Delete a plant']
   const executed = summary.run.executions.map((execution) => `${execution.request.method} ${execution.item.name}`)
   assert.deepEqual(executed, [
     'GET Service health',
@@ -85,21 +107,22 @@ test('Portman\'s contract and variation tests, made from the served OpenAPI docu
     'HEAD Liveness probe: headers only',
     'GET Readiness probe',
     'HEAD Readiness probe: headers only',
-    'POST Create a plant',
-    'GET Get a plant',
-    'HEAD Get a plant: headers only',
-    'GET List plants',
-    'HEAD List plants: headers only',
-    'PUT Replace a plant',
-    'PATCH Update a plant',
-    'DELETE Delete a plant',
-    ...['POST Create a plant', 'GET Get a plant', 'HEAD Get a plant: headers only', 'GET List plants', 'HEAD List plants: headers only',
-      'PUT Replace a plant', 'PATCH Update a plant', 'DELETE Delete a plant']
-      .flatMap((request) => [`${request}[Without a token]`, `${request}[With a wrong token]`]),
-    'GET Get a plant[After it was deleted]'
+    ...webhookRequests,
+    ...plantRequests,
+    ...unauthorized(plantRequests),
+    'GET Get a plant[After it was deleted]',
+    ...unauthorized(webhookRequests),
+    'GET Get a webhook subscription[After it was deleted]'
   ])
   const statuses = summary.run.executions.map((execution) => (execution.response as { code?: number } | undefined)?.code)
-  assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200, 201, 200, 200, 200, 200, 200, 200, 204, ...Array<number>(16).fill(401), 404])
+  assert.deepEqual(statuses, [
+    ...Array<number>(6).fill(200),
+    // The retry finds no delivery (see above): 404.
+    201, 200, 200, 200, 200, 200, 200, 200, 200, 404, 204,
+    201, 200, 200, 200, 200, 200, 200, 204,
+    ...Array<number>(16).fill(401), 404,
+    ...Array<number>(22).fill(401), 404
+  ])
   const { assertions } = summary.run.stats
   assert.equal(assertions.failed, 0)
   assert.ok((assertions.total ?? 0) >= 100, `${assertions.total ?? 0} assertions ran`)

@@ -31,3 +31,11 @@ export function assertError (res: LightMyRequestResponse, status: number, messag
   if (typeof message === 'string') assert.equal(body.message, message)
   else assert.match(body.message, message)
 }
+
+/** The URL in `Link: <url>; rel="next"`, or undefined when there is no such header. */
+export function nextLink (header: string | string[] | undefined): string | undefined {
+  if (header === undefined) return undefined
+  const match = /^<([^>]+)>; rel="next"$/.exec(String(header))
+  assert.ok(match, `unexpected Link header: ${String(header)}`)
+  return match[1]
+}

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import type { FastifyInstance } from 'fastify'
 import type { BuildOptions } from '../../src/app.js'
+import type { WebhookDelivery, WebhookSubscription } from '../../src/webhooks/store.js'
 import { AUTH, buildTestApp, TOKEN } from './app.js'
 import type { Cleanup } from './cleanup.js'
 import { until } from './webhook-receiver.js'
@@ -17,28 +18,11 @@ export const OTHER_AUTH = { authorization: `Bearer ${OTHER_TOKEN}` } as const
  */
 export const PUBLIC_RECEIVER = 'https://93.184.216.34/hooks'
 
-export interface WebhookBody {
-  id: number
-  url: string
-  events: string[]
-  description?: string
-  disabled: boolean
-  secret: string
-  createdAt: string
-  updatedAt: string
-}
+/** A subscription as JSON: the store's type with its int64 id as a JSON number. */
+export type WebhookBody = Omit<WebhookSubscription, 'id'> & { id: number }
 
-export interface DeliveryBody {
-  id: number
-  eventType: string
-  status: 'pending' | 'succeeded' | 'failed'
-  attempts: number
-  lastAttemptAt?: string
-  lastStatusCode?: number
-  lastError?: string
-  nextAttemptAt?: string
-  createdAt: string
-}
+/** A delivery as JSON. */
+export type DeliveryBody = Omit<WebhookDelivery, 'id'> & { id: number }
 
 /** `whsec_` and 32 bytes in base64 (Standard Webhooks). */
 export const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { AUTH, buildTestApp } from '../../../helpers/app.js'
-import { assertError, createPlant, JSON_TYPE, type PlantBody } from '../../../helpers/plants.js'
+import { assertError, createPlant, JSON_TYPE, nextLink, type PlantBody } from '../../../helpers/plants.js'
 
 async function seed (app: FastifyInstance, count: number, tagOf: (i: number) => string | undefined = () => undefined): Promise<PlantBody[]> {
   const plants: PlantBody[] = []
@@ -14,14 +14,6 @@ async function seed (app: FastifyInstance, count: number, tagOf: (i: number) => 
 }
 
 const list = (app: FastifyInstance, query: string) => app.inject({ url: `/plants${query}`, headers: AUTH })
-
-/** The URL in `Link: <url>; rel="next"`, or undefined when there is no such header. */
-function nextLink (header: string | string[] | undefined): string | undefined {
-  if (header === undefined) return undefined
-  const match = /^<([^>]+)>; rel="next"$/.exec(String(header))
-  assert.ok(match, `unexpected Link header: ${String(header)}`)
-  return match[1]
-}
 
 test('an empty store lists as [] with no Link', async (t) => {
   const app = await buildTestApp(t)
