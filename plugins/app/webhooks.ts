@@ -94,7 +94,14 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
         return { requestId: request.id, ...(headers.traceparent !== undefined && { traceparent: headers.traceparent }) }
       })
 
-  app.addHook('onReady', async () => { await dispatcher.start() })
+  app.addHook('onReady', async () => {
+    // SQLite is one process per file: what is still leased now, a killed process was attempting.
+    const released = await store.webhooks.releaseOrphanedLeases?.()
+    if (released !== undefined && released > 0) {
+      log.warn({ webhook: { released } }, 'webhook deliveries left in flight by a stopped process are due again')
+    }
+    await dispatcher.start()
+  })
   let stopping: Promise<void> | undefined
   const stop = async (): Promise<void> => { await (stopping ??= dispatcher.stop(config.shutdownGraceMs)) }
   app.addHook('preClose', (done) => {

@@ -306,7 +306,9 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     }
     const attempts = delivery.attempts + 1
     const statusCode = result.kind === 'response' ? result.statusCode : undefined
-    const outcome = verdict({ ...(statusCode !== undefined && { statusCode }), attempts, attemptedAt }, this.#schedule, this.#jitter, this.#random)
+    // The wait before a retry runs from the end of this attempt: counted from its start, an attempt
+    // that took its whole time limit (a receiver that never answers) would be retried at once.
+    const outcome = verdict({ ...(statusCode !== undefined && { statusCode }), attempts, attemptedAt: this.#now() }, this.#schedule, this.#jitter, this.#random)
     const completion = this.#completion(delivery, lease, attemptedAt, result, outcome)
     let recorded = false
     try {

@@ -171,6 +171,13 @@ export interface WebhookStore {
   /** Gives claimed deliveries back untouched (no attempt counted), due as they were. */
   releaseDeliveries: (lease: string, ids: readonly bigint[]) => Promise<void>
   /**
+   * Gives back every leased delivery, due as it was: for a store only one process uses at a time
+   * (SQLite), where a lease found at start-up belongs to a process that died mid-attempt (killed,
+   * crashed) and would otherwise hold its deliveries until the lease ran out (a minute or more).
+   * Absent where other instances may hold leases (PostgreSQL). Resolves with how many.
+   */
+  releaseOrphanedLeases?: () => Promise<number>
+  /**
    * Deletes deliveries created before `before` that are finished, or that wait on a disabled
    * subscription; resolves with how many. Pending deliveries of enabled subscriptions are kept.
    */

@@ -28,9 +28,10 @@ export interface WebhookReceiver {
 
 /**
  * A webhook receiver on 127.0.0.1 (the only address delivery tests may connect to), closed when the
- * test ends. It records every request and answers through the current responder.
+ * test ends. It records every request and answers through the current responder. `port`: a given
+ * one (e.g. where a receiver closed earlier listened) instead of a free one.
  */
-export async function startReceiver (t: { after: (fn: () => Promise<void>) => void }): Promise<WebhookReceiver> {
+export async function startReceiver (t: { after: (fn: () => Promise<void>) => void }, port = 0): Promise<WebhookReceiver> {
   const requests: ReceivedRequest[] = []
   const waiters: Array<() => void> = []
   let responder: Responder = (_request, res) => { res.writeHead(204).end() }
@@ -55,16 +56,19 @@ export async function startReceiver (t: { after: (fn: () => Promise<void>) => vo
     sockets.add(socket)
     socket.on('close', () => sockets.delete(socket))
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, '127.0.0.1', resolve)
+  })
+  const { port: listening } = server.address() as AddressInfo
   const close = async (): Promise<void> => {
     for (const socket of sockets) socket.destroy()
     await new Promise<void>((resolve) => server.close(() => resolve()))
   }
   t.after(close)
   return {
-    origin: `http://127.0.0.1:${port}`,
-    port,
+    origin: `http://127.0.0.1:${listening}`,
+    port: listening,
     requests,
     respond: (next) => { responder = next },
     waitFor: async (count, timeoutMs = 5000) => {

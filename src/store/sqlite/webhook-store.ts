@@ -194,6 +194,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
          disabled = CASE WHEN @disable THEN 1 ELSE disabled END,
          updated_at = CASE WHEN @disable AND disabled = 0 THEN max(@at, updated_at + 1) ELSE updated_at END
        WHERE id = @id`),
+    releaseAll: db.prepare<[], unknown>('UPDATE webhook_deliveries SET lease = NULL, lease_until = NULL WHERE lease IS NOT NULL'),
     release: db.prepare<[string, string], unknown>(
       'UPDATE webhook_deliveries SET lease = NULL, lease_until = NULL WHERE lease = ? AND id IN (SELECT value FROM json_each(?))'),
     backlog: db.prepare<[], { pending: bigint, oldest: bigint | null }>(
@@ -336,6 +337,10 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
 
     async releaseDeliveries (lease: string, ids: readonly bigint[]) {
       if (ids.length > 0) await run(() => statements.release.run(lease, JSON.stringify(ids.map(Number))))
+    },
+
+    async releaseOrphanedLeases () {
+      return await run(() => statements.releaseAll.run().changes)
     },
 
     async pruneDeliveries (before: number) {

@@ -33,8 +33,14 @@ test('a delivery logs the request id of the write that caused it, as that reques
   const delivered = await waitForLine(log.text, (line) => line.msg === 'webhook delivered')
   assert.equal(delivered.reqId, 'order-4711')
   assert.deepEqual({ ...delivered.webhook, durationMs: undefined, deliveryId: undefined, messageId: undefined }, {
-    subscriptionId: String(subscription.id), eventType: 'plant.created', attempt: 1, status: 'succeeded', statusCode: 204,
-    durationMs: undefined, deliveryId: undefined, messageId: undefined
+    subscriptionId: String(subscription.id),
+    eventType: 'plant.created',
+    attempt: 1,
+    status: 'succeeded',
+    statusCode: 204,
+    durationMs: undefined,
+    deliveryId: undefined,
+    messageId: undefined
   })
   const access = await waitForLine(log.text, (line) => line.reqId === 'order-4711' && line.msg !== 'webhook delivered')
   assert.equal(access.reqId, 'order-4711')
