@@ -3,6 +3,8 @@ import { test } from 'node:test'
 import { AUTH } from '../helpers/app.js'
 import { startOtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js'
 import { startServer } from '../helpers/server-process.js'
+import { subscribe } from '../helpers/webhook-http.js'
+import { startReceiver } from '../helpers/webhook-receiver.js'
 
 const SERVER = 2
 const CLIENT = 3
@@ -71,4 +73,31 @@ test('an unreachable collector does not hold up a shutdown: the last spans are g
   const warning = await server.waitForLog((line) => typeof line.msg === 'string' && line.msg.startsWith('tracing: '))
   assert.match(String(warning.msg), /^tracing: (the collector did not take the last spans in time; they are dropped|the last spans could not be exported)$/)
   assert.equal(await server.exited, 0)
+})
+
+test('traces: a webhook delivery is a CLIENT span, child of the request that made the change, and the receiver gets its traceparent', { timeout: 30_000 }, async (t) => {
+  const collector = await startOtlpReceiver()
+  t.after(collector.close)
+  const receiver = await startReceiver(t)
+  const server = await startServer(undefined, {
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint, DATABASE_URL: ':memory:', WEBHOOK_ALLOW_PRIVATE_URLS: '1' }
+  })
+  await subscribe(server.baseUrl, `${receiver.origin}/hooks`)
+  const created = await fetch(`${server.baseUrl}/plants`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: '{"name":"Fern"}' })
+  assert.equal(created.status, 201)
+  const [delivery] = await receiver.waitFor(1)
+  // A moment for the attempt's span to end (it ends once the outcome is recorded).
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  server.child.kill('SIGTERM')
+  assert.equal(await server.exited, 0)
+
+  const request = collector.spans.find((span) => span.name === 'POST /plants')
+  const deliver = collector.spans.find((span) => span.name === 'webhook.deliver')
+  assert.ok(request !== undefined && deliver !== undefined, collector.spans.map((span) => span.name).join(', '))
+  assert.equal(deliver.kind, CLIENT)
+  assert.equal(deliver.traceId, request.traceId, 'the delivery joins the trace of the request that caused it')
+  assert.equal(deliver.parentSpanId, request.spanId)
+  assert.equal(deliver.attributes['webhook.event_type'], 'plant.created')
+  assert.equal(deliver.attributes['http.response.status_code'], 204)
+  assert.equal(delivery?.headers.traceparent, `00-${deliver.traceId}-${deliver.spanId}-01`, 'the receiver continues the attempt\'s span')
 })
