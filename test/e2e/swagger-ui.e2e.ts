@@ -22,7 +22,7 @@ async function tryItOut (operation: Locator): Promise<void> {
   if ((await button.textContent())?.trim() === 'Try it out') await button.click()
 }
 
-test('Swagger UI: authorize, create and delete a plant with "Try it out" (201, 204), then 401 without a token', { timeout: 120_000 }, async (t) => {
+test('Swagger UI: the webhooks section shows the three events; authorize, create and delete a plant with "Try it out" (201, 204), then 401 without a token', { timeout: 120_000 }, async (t) => {
   const server = await startServer(t)
   const origin = new URL(server.baseUrl).origin
   mkdirSync(SCREENSHOTS, { recursive: true })
@@ -55,6 +55,18 @@ test('Swagger UI: authorize, create and delete a plant with "Try it out" (201, 2
   const deleteOp = page.locator('#operations-plants-deletePlant')
   await deleteOp.waitFor()
   await screenshot(page, '01-docs')
+
+  // The OpenAPI 3.1 webhooks section: the three events, each with its signed headers and body.
+  await page.locator('h2', { hasText: /^Webhooks$/ }).waitFor()
+  for (const event of ['plantCreatedEvent', 'plantUpdatedEvent', 'plantDeletedEvent']) await page.locator(`#operations-webhooks-${event}`).waitFor()
+  const createdEvent = page.locator('#operations-webhooks-plantCreatedEvent')
+  await createdEvent.locator('.opblock-summary').click()
+  for (const header of ['webhook-id', 'webhook-timestamp', 'webhook-signature']) {
+    await createdEvent.locator('.parameters .parameter__name', { hasText: header }).waitFor()
+  }
+  await createdEvent.locator('.opblock-section-request-body').waitFor()
+  await screenshot(page, '01b-webhooks-section')
+  await createdEvent.locator('.opblock-summary').click()
 
   // Authorize with the bearer token.
   await page.locator('.auth-wrapper button.authorize').click()
