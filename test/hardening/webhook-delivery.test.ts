@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks'
 import { test, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { newWebhookSecret } from '../../src/webhooks/signing.js'
+import { scratchDatabaseUrl } from '../helpers/postgres.js'
 import { startServer } from '../helpers/server-process.js'
 import { startReceiver, verifyWebhook, type ReceivedRequest, type WebhookReceiver } from '../helpers/webhook-receiver.js'
 import { call, callOk, deliveries, subscribe, untilDeliveries, type EventBody } from '../helpers/webhook-http.js'
@@ -17,9 +18,14 @@ interface Setup {
   subscription: WebhookBody
 }
 
-/** A real server (deliveries to 127.0.0.1 allowed, polling every 100 ms) and one receiver subscribed to it at /hook. */
+/**
+ * A real server (deliveries to 127.0.0.1 allowed, polling every 100 ms) and one receiver subscribed
+ * to it at /hook. With TEST_APP_STORE=postgres (CI runs these tests both ways) the server is on a
+ * fresh PostgreSQL schema instead of a SQLite file.
+ */
 async function setup (t: TestContext, env: Record<string, string> = {}): Promise<Setup> {
-  const server = await startServer(t, { env: { WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_POLL_INTERVAL_MS: '100', ...env } })
+  const database = process.env.TEST_APP_STORE === 'postgres' ? { DATABASE_URL: scratchDatabaseUrl(t).url } : {}
+  const server = await startServer(t, { env: { WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_POLL_INTERVAL_MS: '100', ...database, ...env } })
   const receiver = await startReceiver(t)
   const subscription = await subscribe(server.baseUrl, `${receiver.origin}/hook`)
   return { base: server.baseUrl, receiver, subscription }

@@ -174,6 +174,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     anyDue: db.prepare<[{ now: number }], bigint>(
       `SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= @now
                       AND (lease_until IS NULL OR lease_until <= @now))`).pluck(),
+    anyLeased: db.prepare<[], bigint>('SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE lease IS NOT NULL)').pluck(),
     anyPrunable: db.prepare<[number], bigint>('SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE created_at < ?)').pluck(),
     claimed: db.prepare<[string], ClaimRow>(
       `SELECT d.id, d.subscription_id, d.message_id, d.event_type, d.payload, d.attempts,
@@ -340,6 +341,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     },
 
     async releaseOrphanedLeases () {
+      if (statements.anyLeased.get() === 0n) return 0
       return await run(() => statements.releaseAll.run().changes)
     },
 
