@@ -96,12 +96,23 @@ const SQL = {
           RETURNING w.id, w.subscription_id, w.message_id, w.event_type, w.payload, w.attempts,
                     s.url, s.secret, s.previous_secret, s.previous_secret_until, w.request_id, w.traceparent`,
   leasedSubscription: 'SELECT subscription_id FROM webhook_deliveries WHERE id = $1 AND lease = $2',
+  // A success in one round trip (the common case, under load once per event): the delivery is
+  // finished while its lease is held, and its subscription's failing streak (if any) ends. The
+  // subscription row is touched only when it was failing; a deadlock with a concurrent delete of it
+  // fails this completion, and the delivery is attempted again once its lease runs out.
+  succeed: `WITH done AS (
+              UPDATE webhook_deliveries SET status = 'succeeded', attempts = attempts + 1, next_attempt_at = NULL,
+                lease = NULL, lease_until = NULL, last_attempt_at = $3, last_status_code = $4, last_error = NULL
+              WHERE id = $1 AND lease = $2 RETURNING subscription_id),
+            healthy AS (
+              UPDATE webhook_subscriptions s SET failing_since = NULL FROM done
+              WHERE s.id = done.subscription_id AND s.failing_since IS NOT NULL)
+            SELECT count(*)::integer AS recorded FROM done`,
   // The subscription is locked before the delivery, in the order a delete cascades: no deadlock.
   lockSubscription: 'SELECT disabled, failing_since FROM webhook_subscriptions WHERE id = $1 FOR NO KEY UPDATE',
   finish: `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, next_attempt_at = $4,
              lease = NULL, lease_until = NULL, last_attempt_at = $5, last_status_code = $6, last_error = $7
            WHERE id = $1 AND lease = $2`,
-  succeeded: 'UPDATE webhook_subscriptions SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL',
   failedAttempt: `UPDATE webhook_subscriptions SET failing_since = coalesce(failing_since, $2), disabled = disabled OR $3,
                     updated_at = CASE WHEN $3 AND NOT disabled THEN greatest($2, updated_at + 1) ELSE updated_at END
                   WHERE id = $1`,
@@ -203,6 +214,10 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
 
   async function complete (done: DeliveryCompletion): Promise<CompletionResult> {
     const notRecorded = { recorded: false, subscriptionDisabled: false }
+    if (done.status === 'succeeded') {
+      const { rows: [row] } = await run<{ recorded: number }>(pool, 'succeed', [done.id, done.lease, done.attemptedAt, done.statusCode ?? null])
+      return { recorded: row?.recorded === 1, subscriptionDisabled: false }
+    }
     const { rows: [leased] } = await run<{ subscription_id: bigint }>(pool, 'leasedSubscription', [done.id, done.lease])
     if (leased === undefined) return notRecorded
     const subscriptionId = leased.subscription_id
@@ -213,10 +228,6 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       // The lease is checked again now that the row cannot change under us.
       const { rowCount } = await run(client, 'finish', [done.id, done.lease, done.status, next, done.attemptedAt, done.statusCode ?? null, error])
       if (rowCount !== 1 || health === undefined) return notRecorded
-      if (done.status === 'succeeded') {
-        await run(client, 'succeeded', [subscriptionId])
-        return { recorded: true, subscriptionDisabled: false }
-      }
       const failingSince = health.failing_since === null ? done.attemptedAt : Number(health.failing_since)
       const disable = done.disableSubscription || failingSince <= done.failingDisableBefore
       await run(client, 'failedAttempt', [subscriptionId, done.attemptedAt, disable])
