@@ -24,6 +24,8 @@ export interface AttemptOptions {
   /** Aborting it (a stop past its grace period) ends the attempt as 'aborted'. */
   signal?: AbortSignal
   request?: RequestFunction
+  /** Kept-alive connections to reuse (the dispatcher's); without one, each attempt connects anew. */
+  pool?: ConnectionPool
 }
 
 /** Why there was no answer; 'internal' is the caller's (the request could not even be prepared). */
@@ -36,6 +38,53 @@ export type AttemptResult =
 
 const defaultRequest: RequestFunction = (url, options) =>
   url.protocol === 'https:' ? https.request(url, options) : http.request(url, options)
+
+/** How long an idle kept-alive connection to a receiver stays open. */
+const IDLE_CONNECTION_MS = 4000
+/** Receivers (checked addresses) with connections kept at once; the least recently used go first. */
+const MAX_POOLED_TARGETS = 256
+
+/** Kept-alive connections to receivers (see createConnectionPool). */
+export interface ConnectionPool {
+  agentFor: (url: URL, target: ResolvedAddress) => http.Agent
+  /** Closes every kept-alive connection. */
+  close: () => void
+}
+
+/**
+ * Kept-alive connections, one pool per receiver **address that was checked**: an attempt only ever
+ * reuses a connection made to the very address its own check allowed (so DNS answering differently
+ * later, rebinding included, reaches no pooled socket), and every attempt after the first to the
+ * same receiver saves the TCP (and TLS) set-up. Idle connections close after IDLE_CONNECTION_MS;
+ * at most MAX_POOLED_TARGETS receivers keep connections, the least recently used giving way.
+ */
+export function createConnectionPool (): ConnectionPool {
+  const agents = new Map<string, http.Agent>()
+  return {
+    agentFor (url, target) {
+      const key = `${url.protocol}//${url.host}@${target.address}`
+      let agent = agents.get(key)
+      if (agent !== undefined) {
+        // Most recently used last: a Map keeps insertion order.
+        agents.delete(key)
+      } else {
+        const settings = { keepAlive: true, timeout: IDLE_CONNECTION_MS, scheduling: 'lifo' as const }
+        agent = url.protocol === 'https:' ? new https.Agent(settings) : new http.Agent(settings)
+        const [oldest] = agents
+        if (agents.size >= MAX_POOLED_TARGETS && oldest !== undefined) {
+          agents.delete(oldest[0])
+          oldest[1].destroy()
+        }
+      }
+      agents.set(key, agent)
+      return agent
+    },
+    close () {
+      for (const agent of agents.values()) agent.destroy()
+      agents.clear()
+    }
+  }
+}
 
 class AttemptTimeout extends Error {
   override name = 'AttemptTimeout'
@@ -56,7 +105,13 @@ export async function attemptDelivery (request: AttemptRequest, options: Attempt
   try {
     const url = parseWebhookUrl(request.url)
     const target = await untilAborted(resolveWebhookTarget(url, options.policy), controller.signal)
-    return await send(url, target, request, options, controller.signal)
+    const sent = await send(url, target, request, options, controller.signal, options.pool)
+    // A kept-alive connection the receiver closed just as it was reused: that says nothing about the
+    // receiver; send again at once on a fresh connection (the body was not taken: no answer came).
+    if (sent.reusedConnection && sent.result.kind === 'error' && sent.result.reason === 'connection') {
+      return (await send(url, target, request, options, controller.signal, undefined)).result
+    }
+    return sent.result
   } catch (err) {
     return failure(err, controller.signal)
   } finally {
@@ -94,22 +149,28 @@ function failure (err: unknown, signal: AbortSignal): AttemptResult {
   return { kind: 'error', reason: 'connection', message: typeof code === 'string' && !message.includes(code) ? `${code}: ${message}` : message }
 }
 
-async function send (url: URL, target: ResolvedAddress, { headers, body }: AttemptRequest, options: AttemptOptions, signal: AbortSignal): Promise<AttemptResult> {
+async function send (
+  url: URL, target: ResolvedAddress, { headers, body }: AttemptRequest, options: AttemptOptions, signal: AbortSignal, pool: ConnectionPool | undefined
+): Promise<{ result: AttemptResult, reusedConnection: boolean }> {
   const maxBytes = options.maxResponseBytes ?? MAX_RESPONSE_BYTES
-  return await new Promise<AttemptResult>((resolve) => {
+  return await new Promise((resolve) => {
     let statusCode: number | undefined
-    const settle = (result: AttemptResult): void => {
-      resolve(result)
-      // The rest of the answer is not wanted; agent:false means the socket is this request's alone.
-      req.destroy()
+    let settled = false
+    const settle = (result: AttemptResult, keepConnection = false): void => {
+      if (settled) return
+      settled = true
+      resolve({ result, reusedConnection: req.reusedSocket })
+      // An answer read to its end leaves its connection to the pool; anything else (a body
+      // over the limit, an error, the time running out) closes it.
+      if (!keepConnection) req.destroy()
     }
     const answered = (): void => { settle({ kind: 'response', statusCode: statusCode as number }) }
     const req = (options.request ?? defaultRequest)(url, {
       method: 'POST',
       headers: { ...headers, 'content-length': Buffer.byteLength(body) },
       lookup: pinnedLookup(target),
-      // A fresh connection each attempt: nothing pooled that was resolved under another answer.
-      agent: false,
+      // Without a pool, a fresh connection of this attempt's own.
+      agent: pool?.agentFor(url, target) ?? false,
       signal
     })
     req.on('response', (res) => {
@@ -119,7 +180,7 @@ async function send (url: URL, target: ResolvedAddress, { headers, body }: Attem
         read += chunk.length
         if (read >= maxBytes) answered()
       })
-      res.on('end', answered)
+      res.on('end', () => { settle({ kind: 'response', statusCode: statusCode as number }, true) })
       // The status is in: a body cut short (or a stop, or the time running out) changes nothing.
       res.on('error', answered)
       res.on('close', answered)

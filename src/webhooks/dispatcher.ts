@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { EventEmitter, setMaxListeners } from 'node:events'
 import { performance } from 'node:perf_hooks'
-import { attemptDelivery, type AttemptRequest, type AttemptResult, type RequestFunction } from './deliver.js'
+import { attemptDelivery, createConnectionPool, type AttemptRequest, type AttemptResult, type RequestFunction } from './deliver.js'
 import type { WebhookEventType } from './events.js'
 import { DEFAULT_JITTER, DEFAULT_RETRY_SCHEDULE_MS, verdict, type AttemptVerdict } from './schedule.js'
 import { signatureHeader } from './signing.js'
@@ -137,6 +137,8 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   readonly #perSubscriptionInFlight = new Map<bigint, number>()
   /** Aborted when a stop's grace period is over: attempts still running give their deliveries back. */
   readonly #abandon = new AbortController()
+  /** Kept-alive connections to receivers, closed when the dispatcher stops. */
+  readonly #connections = createConnectionPool()
   #pollTimer: NodeJS.Timeout | undefined
   #pruneTimer: NodeJS.Timeout | undefined
   #pruning: Promise<void> | undefined
@@ -225,6 +227,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
       await this.#allSettled()
       await this.#pruning
     }
+    this.#connections.close()
     this.#state = 'stopped'
   }
 
@@ -353,6 +356,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
       policy: this.#policy,
       timeoutMs: this.#timeoutMs,
       signal: this.#abandon.signal,
+      pool: this.#connections,
       ...(this.#maxResponseBytes !== undefined && { maxResponseBytes: this.#maxResponseBytes }),
       ...(this.#request !== undefined && { request: this.#request })
     })

@@ -3,7 +3,7 @@ import { createServer, request as httpRequest, type ClientRequest } from 'node:h
 import type { AddressInfo } from 'node:net'
 import { createServer as createTlsServer } from 'node:tls'
 import { describe, test } from 'node:test'
-import { attemptDelivery, type AttemptRequest, type RequestFunction } from '../../../src/webhooks/deliver.js'
+import { attemptDelivery, createConnectionPool, type AttemptRequest, type RequestFunction } from '../../../src/webhooks/deliver.js'
 import { checkWebhookUrl, type AddressPolicy, type ResolvedAddress } from '../../../src/webhooks/url-policy.js'
 import { startReceiver } from '../../helpers/webhook-receiver.js'
 
@@ -206,5 +206,67 @@ describe('no SSRF: refused before any connection', () => {
     await receiver.waitFor(1)
     controller.abort()
     assert.deepEqual(await attempt, { kind: 'error', reason: 'aborted', message: 'the attempt was abandoned (stopping)' })
+  })
+})
+
+describe('kept-alive connections (the dispatcher\'s pool)', () => {
+  /** A receiver on 127.0.0.1 counting the connections it accepts; `drop` destroys a reused connection at its next request. */
+  async function countingReceiver (t: { after: (fn: () => Promise<void>) => void }, drop = false): Promise<{ origin: string, connections: () => number, requests: () => number }> {
+    let connections = 0
+    let requests = 0
+    const server = createServer((req, res) => {
+      requests++
+      const socket = req.socket as typeof req.socket & { served?: number }
+      socket.served = (socket.served ?? 0) + 1
+      if (drop && socket.served > 1) {
+        socket.destroy()
+        return
+      }
+      req.resume()
+      req.on('end', () => { res.writeHead(204).end() })
+    })
+    server.on('connection', () => { connections++ })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    t.after(async () => {
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    })
+    return { origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, connections: () => connections, requests: () => requests }
+  }
+
+  test('attempts to the same receiver reuse one connection; without a pool each attempt connects anew', async (t) => {
+    const receiver = await countingReceiver(t)
+    const pool = createConnectionPool()
+    t.after(() => { pool.close() })
+    for (let i = 0; i < 3; i++) {
+      assert.deepEqual(await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 2000, pool }), { kind: 'response', statusCode: 204 })
+    }
+    assert.equal(receiver.connections(), 1)
+    for (let i = 0; i < 2; i++) await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 2000 })
+    assert.equal(receiver.connections(), 3)
+  })
+
+  test('a pooled connection the receiver dropped is not a failure: the attempt is sent again on a fresh one', async (t) => {
+    const receiver = await countingReceiver(t, true)
+    const pool = createConnectionPool()
+    t.after(() => { pool.close() })
+    assert.deepEqual(await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 2000, pool }), { kind: 'response', statusCode: 204 })
+    assert.deepEqual(await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 2000, pool }), { kind: 'response', statusCode: 204 })
+    assert.equal(receiver.requests(), 3, 'the second attempt met the dropped connection, then went through on a new one')
+    assert.equal(receiver.connections(), 2)
+  })
+
+  test('a connection is reused only for the address that was checked: the same host resolving elsewhere connects anew', async (t) => {
+    const receiver = await countingReceiver(t)
+    const port = new URL(receiver.origin).port
+    // receiver.test resolves to 127.0.0.1, then to ::1.
+    const policy = resolving(true, ['127.0.0.1'], ['::1'])
+    const pool = createConnectionPool()
+    t.after(() => { pool.close() })
+    await attemptDelivery(message(`http://receiver.test:${port}/hooks`), { policy, timeoutMs: 2000, pool })
+    const second = await attemptDelivery(message(`http://receiver.test:${port}/hooks`), { policy, timeoutMs: 2000, pool })
+    // The receiver listens on 127.0.0.1 only: ::1 is refused, never served over the pooled socket.
+    assert.equal(second.kind, 'error')
+    assert.equal(receiver.requests(), 1)
   })
 })
