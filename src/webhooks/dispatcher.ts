@@ -144,6 +144,8 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   #pruning: Promise<void> | undefined
   #unlisten: (() => Promise<void>) | undefined
   #stopped: Promise<void> | undefined
+  /** start()'s listener being set up (a stop waits for it, then ends it). */
+  #starting: Promise<void> | undefined
 
   constructor (options: DispatcherOptions) {
     super()
@@ -185,9 +187,18 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     this.#pollTimer.unref()
     this.#pruneTimer = setInterval(() => { this.#prune() }, this.#pruneIntervalMs)
     this.#pruneTimer.unref()
-    if (this.#store.listen !== undefined) this.#unlisten = await this.#store.listen(() => { this.wake() })
+    this.#starting = this.#listen()
+    await this.#starting
     this.#prune()
     this.wake()
+  }
+
+  async #listen (): Promise<void> {
+    if (this.#store.listen === undefined) return
+    const unlisten = await this.#store.listen(() => { this.wake() })
+    // Stopped while the listener was connecting: it must not outlive the dispatcher.
+    if (this.#state !== 'running') await unlisten()
+    else this.#unlisten = unlisten
   }
 
   /** Looks for due deliveries now: call it after committing events (and after a retry request). */
@@ -216,6 +227,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     clearInterval(this.#pollTimer)
     clearInterval(this.#pruneTimer)
     if (wasRunning) {
+      await this.#starting?.catch(() => {})
       await this.#unlisten?.()
       // A claim under way may still hand over deliveries: they are released (see #claimOnce).
       await this.#claiming

@@ -1,3 +1,4 @@
+import { Socket } from 'node:net'
 import pg from 'pg'
 import { buildEventMessage, type PlantEvent, type WebhookEventType } from '../../webhooks/events.js'
 import { activeSecrets, toDelivery, toOrigin, toSubscription, truncateError, type DeliveryRow, type SubscriptionRow } from '../../webhooks/rows.js'
@@ -200,6 +201,9 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     application_name: 'plant-store',
     max: options.poolMax ?? 4,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+    // Background work (claims, completions) never holds a process open by itself: the server's
+    // listener does that, and a process that is done exits even before close().
+    allowExitOnIdle: true,
     types
   })
   // An idle connection the server dropped is an 'error' event: without a listener it kills the process.
@@ -258,7 +262,13 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       retryMs = Math.min(retryMs * 2, 10_000)
     }
     const connect = async (): Promise<void> => {
-      const next = new pg.Client({ connectionString: target.connectionString, application_name: 'plant-store', types })
+      const next = new pg.Client({
+        connectionString: target.connectionString,
+        application_name: 'plant-store',
+        types,
+        // The listener only waits for notifications: like the poll timer, it never holds the process open.
+        stream: () => new Socket().unref()
+      })
       next.on('error', (err) => { options.onError?.(err) })
       next.on('end', () => {
         if (client === next) client = undefined

@@ -455,3 +455,21 @@ describe('webhook dispatcher', () => {
     assert.throws(() => new WebhookDispatcher({ store, policy: loopback, timeoutMs: 1000, leaseMs: 1000 }), /leaseMs must exceed timeoutMs/)
   })
 })
+
+test('a stop while start is still setting up its listener ends the listener too: nothing of the dispatcher outlives it', async (t) => {
+  const { store } = await setup(t)
+  let listening = 0
+  let release: () => void = () => {}
+  const slowListen: WebhookStore['listen'] = async () => {
+    // The listener's connection takes a while to come up.
+    await new Promise<void>((resolve) => { release = resolve })
+    listening++
+    return async () => { listening-- }
+  }
+  const dispatcher = new WebhookDispatcher({ store: { ...store, listen: slowListen }, policy: loopback, pollIntervalMs: 20 })
+  const started = dispatcher.start()
+  const stopped = dispatcher.stop(0)
+  release()
+  await Promise.all([started, stopped])
+  assert.equal(listening, 0, 'the listener that came up after the stop was ended')
+})
