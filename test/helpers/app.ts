@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { buildApp, type BuildOptions } from '../../src/app.js'
 import { loadConfig } from '../../src/load-config.js'
-import type { Cleanup } from './cleanup.js'
+import { cleanupStack, type Cleanup } from './cleanup.js'
 import { loopbackOnlyRequest } from './loopback-only.js'
 import { scratchDatabaseUrl } from './postgres.js'
 
@@ -19,13 +19,15 @@ export async function buildTestApp (
   env: NodeJS.ProcessEnv = {},
   options: BuildOptions = {}
 ): Promise<FastifyInstance> {
-  const database = process.env.TEST_APP_STORE === 'postgres' && env.DATABASE_URL === undefined ? scratchDatabaseUrl(t).url : ':memory:'
+  // Last in, first out: the app closes before its PostgreSQL schema is dropped (t.after runs in order).
+  const cleanup = cleanupStack(t)
+  const database = process.env.TEST_APP_STORE === 'postgres' && env.DATABASE_URL === undefined ? scratchDatabaseUrl(cleanup).url : ':memory:'
   // Load shedding off unless a test sets it: on a busy CI machine an event-loop lag past the
   // threshold would turn any test's request into a 503 (the child-process helper does the same).
   const config = loadConfig({ DATABASE_URL: database, API_TOKENS: TOKEN, LOG_LEVEL: 'silent', MAX_EVENT_LOOP_DELAY_MS: '0', ...env })
   // Webhook deliveries of any test app stay on loopback (the network rule for tests).
   const app = await buildApp(config, { webhookRequest: loopbackOnlyRequest, ...options })
-  t.after(() => app.close())
+  cleanup.after(async () => { await app.close() })
   await app.ready()
   return app
 }

@@ -1,4 +1,3 @@
-import { Socket } from 'node:net'
 import pg from 'pg'
 import { buildEventMessage, type PlantEvent, type WebhookEventType } from '../../webhooks/events.js'
 import { activeSecrets, toDelivery, toOrigin, toSubscription, truncateError, type DeliveryRow, type SubscriptionRow } from '../../webhooks/rows.js'
@@ -201,9 +200,6 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     application_name: 'plant-store',
     max: options.poolMax ?? 4,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-    // Background work (claims, completions) never holds a process open by itself: the server's
-    // listener does that, and a process that is done exits even before close().
-    allowExitOnIdle: true,
     types
   })
   // An idle connection the server dropped is an 'error' event: without a listener it kills the process.
@@ -265,9 +261,7 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       const next = new pg.Client({
         connectionString: target.connectionString,
         application_name: 'plant-store',
-        types,
-        // The listener only waits for notifications: like the poll timer, it never holds the process open.
-        stream: () => new Socket().unref()
+        types
       })
       next.on('error', (err) => { options.onError?.(err) })
       next.on('end', () => {
