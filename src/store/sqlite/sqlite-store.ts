@@ -120,7 +120,9 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     saveKey: db.prepare<[string, string, string, bigint, string, string | null, bigint, bigint], unknown>(
       'INSERT OR REPLACE INTO idempotency_keys VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
     expireKeys: db.prepare<[number], unknown>('DELETE FROM idempotency_keys WHERE created_at <= ?'),
-    ping: db.prepare('SELECT 1').pluck()
+    ping: db.prepare('SELECT 1').pluck(),
+    anyEnabled: db.prepare<[], bigint>('SELECT EXISTS (SELECT 1 FROM webhook_subscriptions WHERE disabled = 0)').pluck(),
+    dataVersion: db.prepare<[], bigint>('PRAGMA data_version').pluck()
   }
 
   /** Set when a transaction of the batch being built wrote deliveries: the dispatchers are woken once it commits. */
@@ -131,7 +133,23 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
    * The change's webhook event, written by the change's own transaction (the transactional outbox):
    * committed with it, rolled back with it, never written for a change that did not happen.
    */
+  /**
+   * Whether any subscription is enabled; undefined when not known (read again at the next write).
+   * Without one, a write skips building and inserting its event: a service without webhooks pays
+   * nothing for them. This process's own changes of subscriptions go through its webhook store,
+   * which forgets the answer inside the same transaction (onSubscriptionsChanged), so a write
+   * serialized after the change reads it anew; a commit by any other connection to the file moves
+   * PRAGMA data_version, which forgets it too.
+   */
+  let anyEnabled: boolean | undefined
+  let anyEnabledVersion: bigint | undefined
   const emit = (type: WebhookEventType, plant: Plant, now: number, origin: EventOrigin | undefined): Plant => {
+    const version = statements.dataVersion.get() as bigint
+    if (anyEnabled === undefined || version !== anyEnabledVersion) {
+      anyEnabled = statements.anyEnabled.get() === 1n
+      anyEnabledVersion = version
+    }
+    if (!anyEnabled) return plant
     if (enqueueSqliteEvent(db, { type, plant, occurredAt: now, ...(origin !== undefined && { origin }) }, now) > 0) deliveriesWritten = true
     return plant
   }
@@ -240,6 +258,7 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     db,
     write: async (transaction) => await writes.enqueue(transaction),
     afterDurable: writes.afterDurable,
+    onSubscriptionsChanged: () => { anyEnabled = undefined },
     listen: async (wake) => {
       wakers.add(wake)
       return async () => { wakers.delete(wake) }

@@ -34,6 +34,11 @@ export interface SqliteWebhookStoreOptions {
   ownsDb?: boolean
   /** How the dispatcher hears of new deliveries: the plant store calls `wake` after a commit that wrote some. */
   listen?: WebhookStore['listen']
+  /**
+   * Told, inside the write's transaction, whenever subscriptions are created, changed, deleted or
+   * disabled: the plant store then no longer knows whether any is enabled (see sqlite-store.ts).
+   */
+  onSubscriptionsChanged?: () => void
 }
 
 /** A subscription row as SQLite keeps it: flags and times as bigints, events space-separated. */
@@ -210,6 +215,12 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
 
   /** Runs `fn` as one write transaction (a savepoint inside a group commit). */
   const run = async <T>(fn: () => T): Promise<T> => await write(db.transaction(fn))
+  const changed = options.onSubscriptionsChanged ?? (() => {})
+  /** Runs `fn` as one write transaction that changes subscriptions. */
+  const runChange = async <T>(fn: () => T): Promise<T> => await run(() => {
+    changed()
+    return fn()
+  })
 
   const update = (owner: string, id: bigint, changes: SubscriptionChanges, now: number): WebhookSubscription | undefined => {
     const row = statements.getSubscription.get(owner, id)
@@ -277,13 +288,14 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     const failingSince = health.failing_since === null ? done.attemptedAt : Number(health.failing_since)
     const disable = done.disableSubscription || failingSince <= done.failingDisableBefore
     statements.failedAttempt.run({ id: subscriptionId, at: done.attemptedAt, disable: Number(disable) })
+    if (disable) changed()
     return { recorded: true, subscriptionDisabled: disable && health.disabled === 0n }
   }
 
   return {
     async createSubscription (record: NewSubscriptionRecord, now: number) {
       const { owner, url, events, description, disabled, secret } = record
-      const row = await run(() => statements.insertSubscription.get(
+      const row = await runChange(() => statements.insertSubscription.get(
         owner, url, events.join(' '), description ?? null, Number(disabled), secret, now, now) as SqliteSubscriptionRow)
       return subscription(row)
     },
@@ -300,11 +312,11 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     },
 
     async updateSubscription (owner: string, id: bigint, changes: SubscriptionChanges, now: number) {
-      return await run(() => update(owner, id, changes, now))
+      return await runChange(() => update(owner, id, changes, now))
     },
 
     async deleteSubscription (owner: string, id: bigint) {
-      return await run(() => remove(owner, id))
+      return await runChange(() => remove(owner, id))
     },
 
     async rotateSecret (owner: string, id: bigint, secret: string, previousUntil: number, now: number) {

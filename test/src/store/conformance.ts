@@ -474,6 +474,19 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
         assert.equal(deletedIds[0], deletedIds[1], 'one webhook-id per event, whichever subscription receives it')
       })
 
+      test('writes before any subscription emit nothing; once one is enabled (created, or enabled again) the next write emits', async (t) => {
+        const store = await fresh(t)
+        await store.create({ name: 'before any subscription' })
+        const id = await subscribe(store)
+        await store.create({ name: 'after' })
+        await store.webhooks.updateSubscription('owner-a', id, { disabled: true }, Date.now())
+        await store.create({ name: 'while disabled' })
+        await store.webhooks.updateSubscription('owner-a', id, { disabled: false }, Date.now())
+        await store.create({ name: 'enabled again' })
+        const names = (await outbox(store, id)).map((event) => event.data.name)
+        assert.deepEqual(names, ['after', 'enabled again'])
+      })
+
       test('a dispatcher listening is woken after a write that wrote deliveries', async (t) => {
         const store = await fresh(t)
         await subscribe(store)

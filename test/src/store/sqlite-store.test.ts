@@ -7,6 +7,7 @@ import Database from 'better-sqlite3'
 import { ServiceError } from '../../../src/errors.js'
 import { migrations } from '../../../src/store/sqlite/migrations.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
+import { createSqliteWebhookStore, openSqliteWebhookDatabase } from '../../../src/store/sqlite/webhook-store.js'
 
 function tempFile (): string {
   return join(mkdtempSync(join(tmpdir(), 'plant-store-sqlite-')), 'nested', 'plants.db')
@@ -53,4 +54,20 @@ test('a delete of the same id answers the plant once, then not-found', async () 
   assert.deepEqual(first, { status: 'fulfilled', value: plant })
   assert.ok(second?.status === 'rejected' && second.reason instanceof ServiceError && second.reason.code === 'not-found')
   await store.close()
+})
+
+test('a subscription another connection to the file enabled is seen by the next write: its event is written', async (t) => {
+  const file = tempFile()
+  const store = createSqliteStore({ filename: file, synchronous: 'normal' })
+  t.after(() => store.close())
+  // A write first: the store now knows that no subscription is enabled.
+  await store.create({ name: 'before' })
+  const other = createSqliteWebhookStore({ db: openSqliteWebhookDatabase(file), ownsDb: true })
+  t.after(() => other.close())
+  const { id } = await other.createSubscription({
+    owner: 'o', url: 'https://receiver.example/hooks', events: ['plant.created'], disabled: false, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'
+  }, Date.now())
+  await store.create({ name: 'after' })
+  const page = await store.webhooks.listDeliveries('o', id, { limit: 10 })
+  assert.equal(page?.deliveries.length, 1)
 })
