@@ -1,6 +1,6 @@
 import { isoTime } from '../store/iso-time.js'
 import { isWebhookEventType, type EventOrigin, type WebhookEventType } from './events.js'
-import type { DeliveryStatus, WebhookDelivery, WebhookSubscription } from './store.js'
+import type { ClaimedDelivery, DeliveryStatus, WebhookDelivery, WebhookSubscription } from './store.js'
 
 /** Integers as the drivers hand them over: bigint (SQLite safe integers, int8) or number (int4). */
 type Int = bigint | number
@@ -69,6 +69,37 @@ export function activeSecrets (secret: string, previous: string | null, previous
 }
 
 /** How long a recorded error may be: enough to tell what happened, never a receiver's essay. */
+/** A claimed delivery joined with its subscription, as both stores' claim queries answer it. */
+export interface ClaimRow {
+  id: bigint
+  subscription_id: bigint
+  message_id: string
+  event_type: string
+  payload: string
+  attempts: Int
+  url: string
+  secret: string
+  previous_secret: string | null
+  previous_secret_until: Int | null
+  request_id: string | null
+  traceparent: string | null
+}
+
+/** What one attempt needs, from a claim row: the secrets still signing at `now`. */
+export function toClaimed (row: ClaimRow, now: number): ClaimedDelivery {
+  return {
+    id: row.id,
+    subscriptionId: row.subscription_id,
+    messageId: row.message_id,
+    eventType: row.event_type as WebhookEventType,
+    payload: row.payload,
+    attempts: Number(row.attempts),
+    url: row.url,
+    secrets: activeSecrets(row.secret, row.previous_secret, row.previous_secret_until, now),
+    origin: toOrigin(row)
+  }
+}
+
 /** The origin columns of a delivery row (null where unknown). */
 export function toOrigin (row: { request_id: string | null, traceparent: string | null }): EventOrigin {
   return {

@@ -1,4 +1,5 @@
 import pg from 'pg'
+import { pgTypes } from './types.js'
 import { idempotencyKeyReused, idsExhausted, plantIdTaken, StoreOpenError } from '../../errors.js'
 import type { Plant } from '../../schemas/plant.js'
 import {
@@ -34,12 +35,6 @@ export interface PostgresStoreOptions {
 /** The pool (each statement on any free connection) or one connection (inside a transaction). */
 type Queryable = pg.Pool | pg.PoolClient
 
-/** int8 → bigint, so ids beyond 2^53 arrive exactly; every other type as the driver reads it. */
-const types: pg.CustomTypesConfig = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === pg.types.builtins.INT8 && format !== 'binary' ? BigInt : pg.types.getTypeParser(oid, format)
-  ) as typeof pg.types.getTypeParser
-}
 
 /** SQLSTATE of nextval past the sequence's MAXVALUE (2^53 - 1): no id is left to assign. */
 const SEQUENCE_LIMIT_EXCEEDED = '2200H'
@@ -187,7 +182,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     statement_timeout: statementTimeoutMs,
     lock_timeout: statementTimeoutMs,
     query_timeout: statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
-    types
+    types: pgTypes
   })
   // An idle connection the server dropped is an 'error' event: without a listener it kills the process.
   pool.on('error', (err) => { options.onIdleError?.(err) })

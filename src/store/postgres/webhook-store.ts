@@ -1,8 +1,9 @@
 import pg from 'pg'
-import { buildEventMessage, type PlantEvent, type WebhookEventType } from '../../webhooks/events.js'
-import { activeSecrets, toDelivery, toOrigin, toSubscription, truncateError, type DeliveryRow, type SubscriptionRow } from '../../webhooks/rows.js'
+import { pgTypes } from './types.js'
+import { buildEventMessage, type PlantEvent } from '../../webhooks/events.js'
+import { toClaimed, toDelivery, toSubscription, truncateError, type ClaimRow, type DeliveryRow, type SubscriptionRow } from '../../webhooks/rows.js'
 import type {
-  Backlog, ClaimedDelivery, ClaimRequest, CompletionResult, DeliveryCompletion, DeliveryPage, DeliveryQuery,
+  Backlog, ClaimRequest, CompletionResult, DeliveryCompletion, DeliveryPage, DeliveryQuery,
   NewSubscriptionRecord, RetryResult, SubscriptionChanges, SubscriptionPage, SubscriptionQuery,
   WebhookStore, WebhookSubscription
 } from '../../webhooks/store.js'
@@ -25,12 +26,6 @@ export interface PostgresWebhookStoreOptions {
   onError?: (err: Error) => void
 }
 
-/** int8 → bigint, as in the plant store: ids arrive exactly. */
-const types: pg.CustomTypesConfig = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === pg.types.builtins.INT8 && format !== 'binary' ? BigInt : pg.types.getTypeParser(oid, format)
-  ) as typeof pg.types.getTypeParser
-}
 
 /** Named columns, never `*`: a prepared statement keeps its result shape when a later migration adds one. */
 const SUBSCRIPTION = 'id, url, events, description, disabled, secret, created_at, updated_at'
@@ -152,21 +147,6 @@ interface PgSubscriptionRow extends SubscriptionRow {
   events: string[]
 }
 
-interface PgClaimRow {
-  id: bigint
-  subscription_id: bigint
-  message_id: string
-  event_type: string
-  payload: string
-  attempts: number
-  url: string
-  secret: string
-  previous_secret: string | null
-  previous_secret_until: bigint | null
-  request_id: string | null
-  traceparent: string | null
-}
-
 async function checkSchema (pool: pg.Pool): Promise<void> {
   let version = 0
   try {
@@ -180,18 +160,6 @@ async function checkSchema (pool: pg.Pool): Promise<void> {
   }
 }
 
-const toClaimed = (row: PgClaimRow, now: number): ClaimedDelivery => ({
-  id: row.id,
-  subscriptionId: row.subscription_id,
-  messageId: row.message_id,
-  eventType: row.event_type as WebhookEventType,
-  payload: row.payload,
-  attempts: row.attempts,
-  url: row.url,
-  secrets: activeSecrets(row.secret, row.previous_secret, row.previous_secret_until, now),
-  origin: toOrigin(row)
-})
-
 /** Webhook persistence on the plant store's PostgreSQL database, through a small pool of its own. */
 export async function createPostgresWebhookStore (options: PostgresWebhookStoreOptions): Promise<WebhookStore> {
   const target = parsePostgresUrl(options.url)
@@ -200,7 +168,7 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     application_name: 'plant-store',
     max: options.poolMax ?? 4,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-    types
+    types: pgTypes
   })
   // An idle connection the server dropped is an 'error' event: without a listener it kills the process.
   pool.on('error', (err) => { options.onError?.(err) })
@@ -261,7 +229,7 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       const next = new pg.Client({
         connectionString: target.connectionString,
         application_name: 'plant-store',
-        types
+        types: pgTypes
       })
       next.on('error', (err) => { options.onError?.(err) })
       next.on('end', () => {
@@ -361,7 +329,7 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     },
 
     async claimDue ({ lease, now, leaseMs, limit, perSubscription, skipSubscriptions }: ClaimRequest) {
-      const { rows } = await run<PgClaimRow>(pool, 'claim',
+      const { rows } = await run<ClaimRow>(pool, 'claim',
         [lease, now, now + leaseMs, limit, perSubscription, skipSubscriptions.map(String)])
       return rows.map((row) => toClaimed(row, now))
     },

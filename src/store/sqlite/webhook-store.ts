@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3'
-import { buildEventMessage, type PlantEvent, type WebhookEventType } from '../../webhooks/events.js'
+import { buildEventMessage, type PlantEvent } from '../../webhooks/events.js'
 import {
-  activeSecrets, toDelivery, toOrigin, toSubscription, truncateError, type DeliveryRow, type SubscriptionRow
+  toClaimed, toDelivery, toSubscription, truncateError, type ClaimRow, type DeliveryRow, type SubscriptionRow
 } from '../../webhooks/rows.js'
 import type {
   Backlog, ClaimedDelivery, ClaimRequest, CompletionResult, DeliveryCompletion, DeliveryPage, DeliveryQuery,
@@ -55,21 +55,6 @@ interface SqliteSubscriptionRow {
   failing_since: bigint | null
   created_at: bigint
   updated_at: bigint
-}
-
-interface ClaimRow {
-  id: bigint
-  subscription_id: bigint
-  message_id: string
-  event_type: string
-  payload: string
-  attempts: bigint
-  url: string
-  secret: string
-  previous_secret: string | null
-  previous_secret_until: bigint | null
-  request_id: string | null
-  traceparent: string | null
 }
 
 const MAX_ID = 9223372036854775807n
@@ -254,17 +239,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     const skip = JSON.stringify(skipSubscriptions.map(Number))
     const ids = statements.claim.all({ lease, now, until: now + leaseMs, limit, cap: perSubscription, skip })
     if (ids.length === 0) return []
-    return statements.claimed.all(JSON.stringify(ids.map(({ id }) => Number(id)))).map((row) => ({
-      id: row.id,
-      subscriptionId: row.subscription_id,
-      messageId: row.message_id,
-      eventType: row.event_type as WebhookEventType,
-      payload: row.payload,
-      attempts: Number(row.attempts),
-      url: row.url,
-      secrets: activeSecrets(row.secret, row.previous_secret, row.previous_secret_until, now),
-      origin: toOrigin(row)
-    }))
+    return statements.claimed.all(JSON.stringify(ids.map(({ id }) => Number(id)))).map((row) => toClaimed(row, now))
   }
 
   const complete = (done: DeliveryCompletion): CompletionResult => {
