@@ -537,6 +537,19 @@ async function main (): Promise<void> {
     ({ method: 'GET', path: '/plants?limit=20', nextPath: rotate(ids.slice(ids.length / 2, -20).map((id) => `/plants?limit=20&after=${id}`), false).next })
   const oneTo = (count: number): number[] => Array.from({ length: count }, (_, i) => i + 1)
 
+  /** What a workload sends over the seeded `ids`; `exhausted` tells whether deletes ran out of them. */
+  const workloadTraffic = (workload: WorkloadName, ids: ReadonlyArray<bigint | number>, budget: Traffic['amount']): { traffic: Traffic, exhausted: () => boolean } => {
+    const deletes = rotate(ids.map((id) => `/plants/${id}`), true)
+    const traffic: Traffic = workload === 'read'
+      ? readTraffic(ids)
+      : workload === 'list'
+        ? listTraffic(ids)
+        : workload === 'create'
+          ? { method: 'POST', path: '/plants', body: CREATE_BODY }
+          : { method: 'DELETE', path: '/plants/1', nextPath: deletes.next, ...(budget !== undefined && { amount: budget }) }
+    return { traffic, exhausted: deletes.exhausted }
+  }
+
   /** One workload on the minimal service, then on plant-store on each store of `stores`. */
   const run = async (workload: WorkloadName, sync: Sync, stores: readonly StoreChoice[]): Promise<void> => {
     const name = `${workload}-${sync}`
@@ -546,17 +559,9 @@ async function main (): Promise<void> {
       const plants = workload === 'delete' ? budget.seed : SEEDED_PLANTS
       const child = await minimal(name, sync, plants)
       try {
-        const ids = oneTo(plants)
-        const deletes = rotate(ids.map((id) => `/plants/${id}`), true)
-        await measure(child, { server: 'minimal', store: 'sqlite', workload, variant: null, sync: rowSync, syncSetting: null },
-          workload === 'read'
-            ? readTraffic(ids)
-            : workload === 'list'
-              ? listTraffic(ids)
-              : workload === 'create'
-                ? { method: 'POST', path: '/plants', body: CREATE_BODY }
-                : { method: 'DELETE', path: '/plants/1', nextPath: deletes.next, amount: budget })
-        if (deletes.exhausted()) throw new Error(`the minimal ${name} workload ran out of seeded plants`)
+        const { traffic, exhausted } = workloadTraffic(workload, oneTo(plants), budget)
+        await measure(child, { server: 'minimal', store: 'sqlite', workload, variant: null, sync: rowSync, syncSetting: null }, traffic)
+        if (exhausted()) throw new Error(`the minimal ${name} workload ran out of seeded plants`)
       } finally {
         await child.stop()
       }
@@ -578,16 +583,9 @@ async function main (): Promise<void> {
     try {
       const { child, ids } = await service(store, storeName, sync, plants, variant, receiver === undefined ? undefined : `${receiver.url}/hooks`)
       try {
-        const deletes = rotate(ids.map((id) => `/plants/${id}`), true)
-        const row = await measure(child, { server: 'plant-store', store: store.kind, workload, variant, sync: rowSync, syncSetting: store.setting ?? null },
-          workload === 'read'
-            ? readTraffic(ids)
-            : workload === 'list'
-              ? listTraffic(ids)
-              : workload === 'create'
-                ? { method: 'POST', path: '/plants', body: CREATE_BODY }
-                : { method: 'DELETE', path: '/plants/1', nextPath: deletes.next, amount: budget })
-        if (deletes.exhausted()) throw new Error(`the ${storeName} workload ran out of seeded plants`)
+        const { traffic, exhausted } = workloadTraffic(workload, ids, budget)
+        const row = await measure(child, { server: 'plant-store', store: store.kind, workload, variant, sync: rowSync, syncSetting: store.setting ?? null }, traffic)
+        if (exhausted()) throw new Error(`the ${storeName} workload ran out of seeded plants`)
         // Every 201 of the warm-up and of the measurement wrote one event.
         if (receiver !== undefined) row.deliveries = await catchUp(receiver, row.successes + row.warmupSuccesses)
       } finally {

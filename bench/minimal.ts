@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3'
 import Fastify from 'fastify'
+import { migrations } from '../src/store/sqlite/migrations.js'
 
 /**
  * The second reference of `npm run bench`: the service a user would write instead of plant-store,
@@ -25,14 +26,8 @@ const seed = Number(process.env.MINIMAL_SEED ?? '0')
 const db = new Database(file)
 db.pragma('journal_mode = WAL')
 db.pragma(`synchronous = ${synchronous}`)
-db.exec(`CREATE TABLE IF NOT EXISTS plants (
-  id         INTEGER PRIMARY KEY AUTOINCREMENT,
-  name       TEXT    NOT NULL,
-  tag        TEXT,
-  created_at INTEGER NOT NULL,
-  updated_at INTEGER NOT NULL
-) STRICT;
-CREATE INDEX IF NOT EXISTS plants_tag_id ON plants (tag, id);`)
+// The very table plant-store's first migration creates (the file is new for every run).
+db.exec(migrations[0] as string)
 
 interface PlantRow { id: number, name: string, tag: string | null, created_at: number, updated_at: number }
 

@@ -35,7 +35,6 @@ export interface PostgresStoreOptions {
 /** The pool (each statement on any free connection) or one connection (inside a transaction). */
 type Queryable = pg.Pool | pg.PoolClient
 
-
 /** SQLSTATE of nextval past the sequence's MAXVALUE (2^53 - 1): no id is left to assign. */
 const SEQUENCE_LIMIT_EXCEEDED = '2200H'
 

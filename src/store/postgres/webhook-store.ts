@@ -26,7 +26,6 @@ export interface PostgresWebhookStoreOptions {
   onError?: (err: Error) => void
 }
 
-
 /** Named columns, never `*`: a prepared statement keeps its result shape when a later migration adds one. */
 const SUBSCRIPTION = 'id, url, events, description, disabled, secret, created_at, updated_at'
 const DELIVERY = 'id, event_type, status, attempts, last_attempt_at, last_status_code, last_error, next_attempt_at, created_at'
