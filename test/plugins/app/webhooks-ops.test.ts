@@ -90,3 +90,24 @@ test('metrics: attempts by outcome, the backlog and the age of its oldest delive
   assert.equal(sample(before, 'plantstore_webhook_backlog_deliveries'), 1)
   assert.ok((sample(before, 'plantstore_webhook_backlog_oldest_age_seconds') ?? 0) > 0)
 })
+
+test('metrics: a receiver answering 410 Gone counts a failed delivery and a subscription disabled as gone', async (t) => {
+  const receiver = await startReceiver(t)
+  receiver.respond((_request, res) => { res.writeHead(410).end() })
+  const app = await buildTestApp(t, { ...LOOPBACK, METRICS_PORT: '0' })
+  assert.equal(sample(await scrape(app), 'plantstore_webhook_subscriptions_disabled_total', '{reason="gone"}'), 0)
+  const subscription = await app.webhooks.createSubscription(OWNER, { url: `${receiver.origin}/hooks` })
+  assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'a' } })).statusCode, 201)
+  await receiver.waitFor(1)
+  let text = ''
+  for (let turn = 0; turn < 100; turn++) {
+    text = await scrape(app)
+    if (sample(text, 'plantstore_webhook_subscriptions_disabled_total', '{reason="gone"}') === 1) break
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  assert.equal(sample(text, 'plantstore_webhook_subscriptions_disabled_total', '{reason="gone"}'), 1)
+  assert.equal(sample(text, 'plantstore_webhook_subscriptions_disabled_total', '{reason="failing"}'), 0)
+  assert.equal(sample(text, 'plantstore_webhook_delivery_attempts_total', '{outcome="failed"}'), 1)
+  assert.equal(sample(text, 'plantstore_webhook_backlog_deliveries'), 0, 'a disabled subscription\'s deliveries wait for nothing')
+  assert.equal((await app.webhooks.getSubscription(OWNER, subscription.id)).disabled, true)
+})

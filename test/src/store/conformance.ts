@@ -30,7 +30,7 @@ const rejectsWith = async (promise: Promise<unknown>, code: ErrorCode): Promise<
 }
 
 /** 'ok' when the promise resolves, else the code of the ServiceError it rejected with. */
-const settled = async (promise: Promise<unknown>): Promise<'ok' | ErrorCode> => {
+export const settled = async (promise: Promise<unknown>): Promise<'ok' | ErrorCode> => {
   try {
     await promise
     return 'ok'

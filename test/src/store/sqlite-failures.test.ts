@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict'
-import { copyFileSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { copyFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -10,6 +9,8 @@ import { FILE_CHECK_INTERVAL_MS, sqliteFailure } from '../../../src/store/sqlite
 import { createSqliteStore, type SqliteSynchronous } from '../../../src/store/sqlite/sqlite-store.js'
 import type { PlantStore } from '../../../src/store/store.js'
 import { limitFileSize, smallDisk } from '../../helpers/faults.js'
+import { tempDatabaseFile } from '../../helpers/cleanup.js'
+import { settled } from './conformance.js'
 
 interface Logged { level: 'error' | 'info', message: string, code?: unknown }
 
@@ -28,22 +29,7 @@ function openStore (t: TestContext, filename: string, synchronous: SqliteSynchro
   return { store, logged }
 }
 
-const tempFile = (t: TestContext): string => {
-  const dir = mkdtempSync(join(tmpdir(), 'plant-store-failures-'))
-  t.after(() => { rmSync(dir, { recursive: true, force: true }) })
-  return join(dir, 'plants.db')
-}
-
-/** The code the promise rejected with (a ServiceError), or 'ok'. */
-async function outcome (promise: Promise<unknown>): Promise<ErrorCode | 'ok'> {
-  try {
-    await promise
-    return 'ok'
-  } catch (err) {
-    assert.ok(err instanceof ServiceError, `expected a ServiceError, got ${String(err)}`)
-    return err.code
-  }
-}
+const tempFile = (t: TestContext): string => tempDatabaseFile(t, 'plant-store-failures-')
 
 test('SQLite failures are told apart: full, unavailable, and everything else stays a bug', () => {
   const sqlite = (code: string): Error => new Database.SqliteError(`${code} happened`, code)
@@ -91,12 +77,12 @@ for (const [how, replace] of [
     // Writes and reads look at most every FILE_CHECK_INTERVAL_MS: the next look after that is due.
     await sleep(FILE_CHECK_INTERVAL_MS + 5)
     // Writes of the same batch all fail: none of them is acknowledged into the file that is gone.
-    const writes = await Promise.all([store.create({ name: 'lost' }), store.update(plant.id, { name: 'lost' }), store.delete(plant.id)].map(outcome))
+    const writes = await Promise.all([store.create({ name: 'lost' }), store.update(plant.id, { name: 'lost' }), store.delete(plant.id)].map(settled))
     assert.deepEqual(writes, ['unavailable', 'unavailable', 'unavailable'])
-    assert.equal(await outcome(store.ping()), 'unavailable')
-    assert.equal(await outcome(store.get(plant.id)), 'unavailable')
-    assert.equal(await outcome(store.list({ limit: 1 })), 'unavailable')
-    assert.equal(await outcome(store.create({ name: 'later' })), 'unavailable', 'it stays so: a restart opens the path afresh')
+    assert.equal(await settled(store.ping()), 'unavailable')
+    assert.equal(await settled(store.get(plant.id)), 'unavailable')
+    assert.equal(await settled(store.list({ limit: 1 })), 'unavailable')
+    assert.equal(await settled(store.create({ name: 'later' })), 'unavailable', 'it stays so: a restart opens the path afresh')
     assert.deepEqual(logged.map(({ level, message }) => [level, message]),
       [['error', 'the database file was deleted or replaced: writes, reads and /health answer 503 until a restart']])
   })
@@ -108,7 +94,7 @@ test('a read notices a deleted file by itself', async (t) => {
   await store.create({ name: 'before' })
   rmSync(file)
   await sleep(FILE_CHECK_INTERVAL_MS + 5)
-  assert.equal(await outcome(store.get(1n)), 'unavailable')
+  assert.equal(await settled(store.get(1n)), 'unavailable')
 })
 
 test('/health looks at the file every time', async (t) => {
@@ -116,7 +102,7 @@ test('/health looks at the file every time', async (t) => {
   const { store } = openStore(t, file)
   await store.create({ name: 'before' })
   rmSync(file)
-  assert.equal(await outcome(store.ping()), 'unavailable')
+  assert.equal(await settled(store.ping()), 'unavailable')
 })
 
 test(':memory: has no file to lose', async (t) => {
@@ -139,13 +125,13 @@ for (const synchronous of ['full', 'normal'] as const) {
     let refused: ErrorCode | 'ok' = 'ok'
     for (let i = 0; i < 1000 && refused === 'ok'; i++) {
       const name = `plant ${i} ${'x'.repeat(80)}`
-      refused = await outcome(store.create({ name }).then(() => { acknowledged.push(name) }))
+      refused = await settled(store.create({ name }).then(() => { acknowledged.push(name) }))
     }
     assert.equal(refused, 'storage-full')
     // A whole batch fails with the transaction SQLite rolled back, not only the write that hit the wall.
-    assert.deepEqual(await Promise.all([store.create({ name: 'a' }), store.create({ name: 'b' })].map(outcome)), ['storage-full', 'storage-full'])
-    assert.equal(await outcome(store.ping()), 'storage-full')
-    assert.equal(await outcome(store.ping()), 'storage-full', 'still full: the probe write does not fit either')
+    assert.deepEqual(await Promise.all([store.create({ name: 'a' }), store.create({ name: 'b' })].map(settled)), ['storage-full', 'storage-full'])
+    assert.equal(await settled(store.ping()), 'storage-full')
+    assert.equal(await settled(store.ping()), 'storage-full', 'still full: the probe write does not fit either')
     assert.equal((await store.list({ limit: 100 })).plants.length, acknowledged.length, 'reads go on')
 
     disk.free()
@@ -201,7 +187,7 @@ test('I/O errors (writes past a file size limit): unavailable, ping fails, and i
   assert.ok(refused instanceof ServiceError)
   assert.equal(refused.code, 'unavailable')
   assert.equal((refused.cause as { code?: string }).code, 'SQLITE_IOERR_WRITE')
-  assert.equal(await outcome(store.ping()), 'ok', 'the limit is gone: the probe write succeeds')
+  assert.equal(await settled(store.ping()), 'ok', 'the limit is gone: the probe write succeeds')
   assert.equal((await store.create({ name: 'after' })).plant.id, 4n)
   assert.deepEqual(logged.map(({ level, code }) => [level, code]), [['error', 'unavailable'], ['info', 'unavailable']])
 })
@@ -215,7 +201,7 @@ test('I/O errors: ping fails while they last', async (t) => {
     t.skip('prlimit (util-linux) is not available')
     return
   }
-  const outcomes = [await outcome(store.create({ name: 'refused' })), await outcome(store.ping()), await outcome(store.ping())]
+  const outcomes = [await settled(store.create({ name: 'refused' })), await settled(store.ping()), await settled(store.ping())]
   lift()
   assert.deepEqual(outcomes, ['unavailable', 'unavailable', 'unavailable'])
   await store.ping()
