@@ -1,11 +1,7 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { readFileSync } from 'node:fs'
 import { describe, test, type TestContext } from 'node:test'
 import { Webhook } from 'standardwebhooks'
-import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
-import { createSqliteWebhookStore, openSqliteWebhookDatabase } from '../../../src/store/sqlite/webhook-store.js'
 import { WebhookDispatcher, type AttemptEvent, type DispatcherOptions } from '../../../src/webhooks/dispatcher.js'
 import type { PlantEvent } from '../../../src/webhooks/events.js'
 import { WebhookService } from '../../../src/webhooks/service.js'
@@ -13,6 +9,7 @@ import type { WebhookDelivery, WebhookStore, WebhookSubscription } from '../../.
 import type { AddressPolicy } from '../../../src/webhooks/url-policy.js'
 import { USER_AGENT } from '../../../src/webhooks/user-agent.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
+import { sqliteWebhookDatabase } from '../../helpers/sqlite-webhooks.js'
 import { startReceiver, until, verifyWebhook, type WebhookReceiver } from '../../helpers/webhook-receiver.js'
 import { plant } from './store-conformance.js'
 
@@ -37,13 +34,7 @@ interface Fixture {
 
 async function setup (t: TestContext, options: Partial<DispatcherOptions> = {}): Promise<Fixture> {
   const cleanup = cleanupStack(t)
-  const dir = mkdtempSync(join(tmpdir(), 'plant-store-dispatcher-'))
-  const filename = join(dir, 'plants.db')
-  cleanup.after(() => { rmSync(dir, { recursive: true, force: true }) })
-  const plants = createSqliteStore({ filename, synchronous: 'normal' })
-  cleanup.after(() => plants.close())
-  const store = createSqliteWebhookStore({ db: openSqliteWebhookDatabase(filename), ownsDb: true })
-  cleanup.after(() => store.close())
+  const store = sqliteWebhookDatabase(cleanup, 'plant-store-dispatcher-').openWebhookStore()
   const receiver = await startReceiver(cleanup)
   const attempts: AttemptEvent[] = []
   const newDispatcher = (overrides: Partial<DispatcherOptions> = {}): WebhookDispatcher => {

@@ -1,16 +1,12 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { describe, test, type TestContext } from 'node:test'
-import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
-import { createSqliteWebhookStore, openSqliteWebhookDatabase } from '../../../src/store/sqlite/webhook-store.js'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { isServiceError, type ErrorCode } from '../../../src/errors.js'
 import { WebhookService, webhookOwner } from '../../../src/webhooks/service.js'
 import type { WebhookStore } from '../../../src/webhooks/store.js'
 import type { AddressPolicy, ResolvedAddress } from '../../../src/webhooks/url-policy.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
+import { sqliteWebhookDatabase } from '../../helpers/sqlite-webhooks.js'
 import { plant } from './store-conformance.js'
 
 // No connection is made here: host names resolve through a table.
@@ -33,13 +29,7 @@ interface Fixture {
 
 async function setup (t: TestContext): Promise<Fixture> {
   const cleanup = cleanupStack(t)
-  const dir = mkdtempSync(join(tmpdir(), 'plant-store-webhook-service-'))
-  const filename = join(dir, 'plants.db')
-  cleanup.after(() => { rmSync(dir, { recursive: true, force: true }) })
-  const plants = createSqliteStore({ filename, synchronous: 'normal' })
-  cleanup.after(() => plants.close())
-  const store = createSqliteWebhookStore({ db: openSqliteWebhookDatabase(filename), ownsDb: true })
-  cleanup.after(() => store.close())
+  const store = sqliteWebhookDatabase(cleanup, 'plant-store-webhook-service-').openWebhookStore()
   const lookups: string[] = []
   const policy: AddressPolicy = {
     allowPrivate: false,

@@ -4,25 +4,19 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
-import { createSqliteWebhookStore, enqueueSqliteEvent, openSqliteWebhookDatabase } from '../../../src/store/sqlite/webhook-store.js'
+import { enqueueSqliteEvent, openSqliteWebhookDatabase } from '../../../src/store/sqlite/webhook-store.js'
 import { newWebhookSecret } from '../../../src/webhooks/signing.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
+import { sqliteWebhookDatabase } from '../../helpers/sqlite-webhooks.js'
 import { webhookStoreConformance } from './store-conformance.js'
 
 // A file rather than :memory:, so several connections (instances) can open one database.
 webhookStoreConformance('SQLite', async (t) => {
   const cleanup = cleanupStack(t)
-  const dir = mkdtempSync(join(tmpdir(), 'plant-store-webhooks-'))
-  const filename = join(dir, 'plants.db')
-  cleanup.after(() => { rmSync(dir, { recursive: true, force: true }) })
-  // The plant store migrates the file (webhook tables included), as it does in the service.
-  const plants = createSqliteStore({ filename, synchronous: 'normal' })
-  cleanup.after(() => plants.close())
+  const { filename, openWebhookStore } = sqliteWebhookDatabase(cleanup, 'plant-store-webhooks-')
   return {
     open: async () => {
-      const store = createSqliteWebhookStore({ db: openSqliteWebhookDatabase(filename), ownsDb: true })
-      cleanup.after(() => store.close())
-      return store
+      return openWebhookStore()
     },
     enqueueInTransaction: async (event, now, commit) => {
       const db = openSqliteWebhookDatabase(filename)
