@@ -3,6 +3,7 @@ import { test } from 'node:test'
 import { ConfigError } from '../../src/errors.js'
 import { loadConfig } from '../../src/load-config.js'
 import { TOKEN } from '../helpers/app.js'
+import { assertConfigRefused } from '../helpers/config.js'
 
 test('defaults: port 3000 on 127.0.0.1, data/plants.db, full sync, info logs, one generated token', () => {
   const config = loadConfig({})
@@ -57,14 +58,7 @@ test('a bad value stops the start with a message that names the variable', () =>
     [{ ALLOW_WEAK_TOKENS: 'yes' }, /ALLOW_WEAK_TOKENS must be equal to one of the allowed values/],
     [{ HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '1000' }, /HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS/]
   ]
-  for (const [env, message] of cases) {
-    assert.throws(() => loadConfig(env), (err: unknown) => {
-      assert.ok(err instanceof ConfigError)
-      assert.match(err.message, /^invalid configuration: /)
-      assert.match(err.message, message)
-      return true
-    }, JSON.stringify(env))
-  }
+  assertConfigRefused(cases)
 })
 
 test('a bad token never appears in the error message', () => {

@@ -1,0 +1,15 @@
+import assert from 'node:assert/strict'
+import { ConfigError } from '../../src/errors.js'
+import { loadConfig } from '../../src/load-config.js'
+
+/** Asserts that each environment stops the start: a ConfigError whose message matches (and names the setting). */
+export function assertConfigRefused (cases: ReadonlyArray<readonly [NodeJS.ProcessEnv, RegExp]>): void {
+  for (const [env, message] of cases) {
+    assert.throws(() => loadConfig(env), (err: unknown) => {
+      assert.ok(err instanceof ConfigError)
+      assert.match(err.message, /^invalid configuration: /)
+      assert.match(err.message, message)
+      return true
+    }, JSON.stringify(env))
+  }
+}
