@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { ApiLoadMonitor } from '../../src/webhooks/api-load.js'
 import type { EventOrigin } from '../../src/webhooks/events.js'
 import type { RequestFunction } from '../../src/webhooks/deliver.js'
 import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js'
@@ -30,13 +31,20 @@ export interface WebhooksPluginOptions {
  * store's outbox holds, off the request path (src/webhooks/dispatcher.ts). The dispatcher starts
  * when the app is ready. On close it stops claiming at once (preClose, while requests drain) and
  * lets attempts in flight finish within SHUTDOWN_GRACE_MS; what is still running then is given back
- * untouched, to be delivered after a restart or by another instance. Its onClose runs before the
+ * untouched, to be delivered after a restart or by another instance. While requests saturate the
+ * event loop, deliveries yield to them (one attempt at a time). Its onClose runs before the
  * store's (Fastify closes plugins in reverse order), so the store is never closed under it.
  */
 export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, options) {
   const { config, store, log } = app
   const settings = config.webhooks
   const policy = defaultAddressPolicy(settings.allowPrivate)
+  // Deliveries yield to requests while the event loop is saturated by them (see ApiLoadMonitor).
+  const load = new ApiLoadMonitor()
+  app.addHook('onRequest', function countForWebhookLoad (_request, _reply, done) {
+    load.countRequest()
+    done()
+  })
   const dispatcher = new WebhookDispatcher({
     store: store.webhooks,
     policy,
@@ -47,6 +55,7 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
     disableAfterMs: settings.disableAfterMs,
     retentionMs: settings.retentionMs,
     pollIntervalMs: settings.pollIntervalMs,
+    apiBusy: () => load.busy,
     ...(options.request !== undefined && { request: options.request }),
     ...(app.tracing !== undefined && { traceAttempt: app.tracing.webhookAttempt })
   })
@@ -100,6 +109,7 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
     if (released !== undefined && released > 0) {
       log.warn({ webhook: { released } }, 'webhook deliveries left in flight by a stopped process are due again')
     }
+    load.start()
     await dispatcher.start()
   })
   let stopping: Promise<void> | undefined
@@ -109,7 +119,10 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
     stop().catch(() => {})
     done()
   })
-  app.addHook('onClose', async () => { await stop() })
+  app.addHook('onClose', async () => {
+    await stop()
+    load.stop()
+  })
 }, { name: 'webhooks', dependencies: ['config', 'store', 'tracing', 'metrics'] })
 
 /**

@@ -53,6 +53,11 @@ export interface DispatcherOptions {
    * the headers it returns (`traceparent`) are sent with the attempt, and `end` is called with its outcome.
    */
   traceAttempt?: (delivery: ClaimedDelivery) => AttemptTrace
+  /**
+   * True while the API needs the CPU (src/webhooks/api-load.ts): deliveries then yield to requests,
+   * with at most one attempt in flight, so they keep moving but never take the service's throughput.
+   */
+  apiBusy?: () => boolean
 }
 
 /** An attempt as tracing sees it. */
@@ -102,7 +107,8 @@ const positive = (value: number, name: string): number => {
  * at most the free slots, each under a lease of its own claim, and attempted concurrently (at most
  * `concurrency`, at most `perSubscription` for one subscription, so a slow receiver cannot starve
  * the others). After each attempt the outcome is recorded — only while the lease is still held —
- * and the subscription disabled on 410 Gone or after failing for `disableAfterMs`.
+ * and the subscription disabled on 410 Gone or after failing for `disableAfterMs`. While the API
+ * is busy (`apiBusy`), deliveries yield to it: one attempt at a time.
  *
  * Work is looked for on wake() (the SQLite writer calls it after a commit), on the store's
  * notifications (PostgreSQL LISTEN), every `pollIntervalMs`, and whenever a slot frees up.
@@ -127,6 +133,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   readonly #maxResponseBytes: number | undefined
   readonly #request: RequestFunction | undefined
   readonly #traceAttempt: ((delivery: ClaimedDelivery) => AttemptTrace) | undefined
+  readonly #apiBusy: (() => boolean) | undefined
 
   #state: State = 'idle'
   #claims = 0
@@ -170,6 +177,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     this.#maxResponseBytes = options.maxResponseBytes
     this.#request = options.request
     this.#traceAttempt = options.traceAttempt
+    this.#apiBusy = options.apiBusy
     // Every attempt in flight listens to it: more than the default 10 is expected, not a leak.
     setMaxListeners(this.#concurrency + 10, this.#abandon.signal)
   }
@@ -254,8 +262,20 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     } while (this.#claimAgain && this.#state === 'running')
   }
 
+  /**
+   * Attempts allowed in flight now: all of `concurrency`, or one while the API is busy. Each attempt
+   * costs the process about as much CPU as a write request (a claim, a signed HTTP request, a
+   * completion); on a saturated event loop, ten at once would take a third of the service's
+   * throughput. One keeps the backlog moving; the rest waits in the outbox, durable, until the
+   * load drops (the backlog gauges show it).
+   */
+  #allowed (): number {
+    return this.#apiBusy?.() === true ? 1 : this.#concurrency
+  }
+
   async #claimOnce (): Promise<void> {
-    const free = this.#concurrency - this.#inFlight.size
+    const allowed = this.#allowed()
+    const free = allowed - this.#inFlight.size
     if (free <= 0) return
     const lease = `${this.#instanceId}:${++this.#claims}`
     const skipSubscriptions = [...this.#perSubscriptionInFlight]
@@ -273,7 +293,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     // Slots may have been taken meanwhile (or a stop begun): what cannot start now goes back.
     const unwanted: bigint[] = []
     for (const delivery of claimed) {
-      if (this.#state === 'running' && this.#inFlight.size < this.#concurrency &&
+      if (this.#state === 'running' && this.#inFlight.size < allowed &&
           (this.#perSubscriptionInFlight.get(delivery.subscriptionId) ?? 0) < this.#perSubscription) {
         this.#begin(delivery, lease)
       } else {

@@ -227,6 +227,40 @@ describe('webhook dispatcher', () => {
     assert.deepEqual(warnings, [])
   })
 
+  test('while the API is busy, deliveries yield to it: one attempt at a time, all of concurrency again once it is not', async (t) => {
+    let busy = true
+    const { dispatcher, subscribe, publish, receiver } = await setup(t, { concurrency: 4, perSubscription: 4, apiBusy: () => busy })
+    let inFlight = 0
+    let most = 0
+    const answers: Array<() => void> = []
+    receiver.respond((_request, res) => {
+      most = Math.max(most, ++inFlight)
+      answers.push(() => { inFlight--; res.writeHead(200).end() })
+    })
+    await subscribe()
+    await dispatcher.start()
+    for (let i = 0; i < 8; i++) await publish()
+    await receiver.waitFor(1)
+    // Every wake (the publishes, the poll every 20 ms) finds the one slot taken.
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    assert.equal(dispatcher.inFlight, 1)
+    assert.equal(receiver.requests.length, 1)
+    answers.shift()?.()
+    await receiver.waitFor(2)
+    await new Promise((resolve) => setTimeout(resolve, 60))
+    assert.equal(receiver.requests.length, 2, 'still one at a time')
+    busy = false
+    answers.shift()?.()
+    await receiver.waitFor(6)
+    assert.equal(most, 4)
+    while (answers.length > 0 || receiver.requests.length < 8) {
+      answers.shift()?.()
+      await new Promise((resolve) => setTimeout(resolve, 5))
+    }
+    await until('all recorded', () => dispatcher.inFlight === 0)
+    assert.equal(receiver.requests.length, 8)
+  })
+
   test('many attempts in flight at once raise no listener-leak warning', async (t) => {
     const { dispatcher, subscribe, publish, receiver } = await setup(t, { concurrency: 30, perSubscription: 30 })
     const warnings: string[] = []

@@ -29,6 +29,12 @@ test('a message takes its timestamp from when the change happened, else from now
   assert.match(newMessageId(), /^msg_[A-Za-z0-9_-]{22}$/)
 })
 
+test('message ids stay unique and well-formed across many refills of their random pool', () => {
+  const ids = Array.from({ length: 5000 }, newMessageId)
+  assert.equal(new Set(ids).size, ids.length)
+  for (const id of ids) assert.match(id, /^msg_[A-Za-z0-9_-]{22}$/)
+})
+
 test('only the three plant event types are known', () => {
   assert.equal(isWebhookEventType('plant.created'), true)
   assert.equal(isWebhookEventType('plant.deleted'), true)
