@@ -146,19 +146,20 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     // Per subscription, its oldest due deliveries (at most perSubscription), then the oldest of
     // those overall: one subscription's backlog cannot fill a claim while others wait. CROSS JOIN
     // keeps subscriptions the outer loop (SQLite does not reorder it): a few index probes each,
-    // instead of a scan of every delivery kept.
-    claim: db.prepare<[{ lease: string, now: number, until: number, limit: number, cap: number, skip: string }], { id: bigint }>(
-      `UPDATE webhook_deliveries SET lease = @lease, lease_until = @until
-       WHERE id IN (
-         SELECT d.id FROM webhook_subscriptions s
-         CROSS JOIN webhook_deliveries d ON d.id IN (
-           SELECT x.id FROM webhook_deliveries x
-           WHERE x.subscription_id = s.id AND x.status = 'pending' AND x.next_attempt_at <= @now
-             AND (x.lease_until IS NULL OR x.lease_until <= @now)
-           ORDER BY x.next_attempt_at, x.id LIMIT @cap)
-         WHERE s.disabled = 0 AND s.id NOT IN (SELECT value FROM json_each(@skip))
-         ORDER BY d.next_attempt_at, d.id LIMIT @limit)
-       RETURNING id`),
+    // instead of a scan of every delivery kept. Subscriptions at their limit in this process are
+    // left out in JavaScript: a json_each() filter cost more than the probes (twice the claim).
+    dueCandidates: db.prepare<[{ now: number, limit: number, cap: number }], ClaimRow>(
+      `SELECT d.id, d.subscription_id, d.message_id, d.event_type, d.payload, d.attempts,
+              s.url, s.secret, s.previous_secret, s.previous_secret_until, d.request_id, d.traceparent
+       FROM webhook_subscriptions s
+       CROSS JOIN webhook_deliveries d ON d.id IN (
+         SELECT x.id FROM webhook_deliveries x
+         WHERE x.subscription_id = s.id AND x.status = 'pending' AND x.next_attempt_at <= @now
+           AND (x.lease_until IS NULL OR x.lease_until <= @now)
+         ORDER BY x.next_attempt_at, x.id LIMIT @cap)
+       WHERE s.disabled = 0
+       ORDER BY d.next_attempt_at, d.id LIMIT @limit`),
+    lease: db.prepare<[string, number, bigint], unknown>('UPDATE webhook_deliveries SET lease = ?, lease_until = ? WHERE id = ?'),
     // Reads first: a claim or a prune with nothing to do must not cost a write transaction (and,
     // under full sync, an fdatasync) every poll interval of an idle service.
     anyDue: db.prepare<[{ now: number }], bigint>(
@@ -166,12 +167,6 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
                       AND (lease_until IS NULL OR lease_until <= @now))`).pluck(),
     anyLeased: db.prepare<[], bigint>('SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE lease IS NOT NULL)').pluck(),
     anyPrunable: db.prepare<[number], bigint>('SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE created_at < ?)').pluck(),
-    claimed: db.prepare<[string], ClaimRow>(
-      `SELECT d.id, d.subscription_id, d.message_id, d.event_type, d.payload, d.attempts,
-              s.url, s.secret, s.previous_secret, s.previous_secret_until, d.request_id, d.traceparent
-       FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
-       WHERE d.id IN (SELECT value FROM json_each(?))
-       ORDER BY d.next_attempt_at, d.id`),
     finish: db.prepare<[{ id: bigint, lease: string, status: string, next: number | null, at: number, code: number | null, error: string | null }], { subscription_id: bigint }>(
       `UPDATE webhook_deliveries SET status = @status, attempts = attempts + 1, next_attempt_at = @next,
          lease = NULL, lease_until = NULL, last_attempt_at = @at, last_status_code = @code, last_error = @error
@@ -236,10 +231,17 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
   }
 
   const claim = ({ lease, now, leaseMs, limit, perSubscription, skipSubscriptions }: ClaimRequest): ClaimedDelivery[] => {
-    const skip = JSON.stringify(skipSubscriptions.map(Number))
-    const ids = statements.claim.all({ lease, now, until: now + leaseMs, limit, cap: perSubscription, skip })
-    if (ids.length === 0) return []
-    return statements.claimed.all(JSON.stringify(ids.map(({ id }) => Number(id)))).map((row) => toClaimed(row, now))
+    const skip = new Set(skipSubscriptions)
+    // Inside the write transaction: nothing can lease these rows between the read and the update.
+    const rows = statements.dueCandidates.all({ now, cap: perSubscription, limit: limit + perSubscription * skip.size })
+    const claimed: ClaimedDelivery[] = []
+    for (const row of rows) {
+      if (claimed.length === limit) break
+      if (skip.has(row.subscription_id)) continue
+      statements.lease.run(lease, now + leaseMs, row.id)
+      claimed.push(toClaimed(row, now))
+    }
+    return claimed
   }
 
   const complete = (done: DeliveryCompletion): CompletionResult => {
