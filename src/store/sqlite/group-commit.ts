@@ -6,6 +6,8 @@ interface PendingWrite {
   run: () => unknown
   resolve: (value: unknown) => void
   reject: (reason: unknown) => void
+  /** False: answered once committed, without waiting for the WAL's flush (see GroupCommit.enqueue). */
+  awaitSync: boolean
 }
 
 type Outcome = { ok: true, value: unknown } | { ok: false, error: unknown }
@@ -49,8 +51,14 @@ export interface GroupCommit {
    * nothing, so that its neighbours commit as if it had never run: it changes the database with
    * one statement at most (SQLite undoes a failed statement by itself), or it is a
    * `db.transaction(...)` function, which runs as a SAVEPOINT inside the batch.
+   *
+   * `awaitSync: false` answers the write once it is committed, without waiting for the flush that
+   * makes it durable: for the webhook dispatcher's own bookkeeping (claims, outcomes), which a
+   * crash may lose at no cost but a repeated delivery, and which must not wait for the disk twice
+   * per delivery. Nothing a client is answered with ever takes that path, and a read still waits
+   * for every commit before it (afterDurable).
    */
-  enqueue: <T>(write: () => T) => Promise<T>
+  enqueue: <T>(write: () => T, options?: { awaitSync?: boolean }) => Promise<T>
   /**
    * Hands back `value`, read from the database just now, once everything committed so far is on
    * disk: a read never answers with a write that could still be lost. Immediate when nothing waits.
@@ -188,22 +196,24 @@ export function createGroupCommit (db: Database.Database, options: GroupCommitOp
       return
     }
     onCommit?.(writes.length)
+    const settle = (write: PendingWrite, index: number): void => {
+      const outcome = outcomes[index] as Outcome
+      if (outcome.ok) write.resolve(outcome.value)
+      else write.reject(report(outcome.error))
+    }
+    writes.forEach((write, index) => { if (!write.awaitSync) settle(write, index) })
     whenDurable(commit, () => {
-      writes.forEach((write, index) => {
-        const outcome = outcomes[index] as Outcome
-        if (outcome.ok) write.resolve(outcome.value)
-        else write.reject(report(outcome.error))
-      })
+      writes.forEach((write, index) => { if (write.awaitSync) settle(write, index) })
     }, (reason) => { for (const write of writes) write.reject(report(reason)) })
   }
 
   return {
-    enqueue: <T>(run: () => T) => new Promise<T>((resolve, reject) => {
+    enqueue: <T>(run: () => T, { awaitSync = true }: { awaitSync?: boolean } = {}) => new Promise<T>((resolve, reject) => {
       if (failure !== undefined) {
         reject(report(failure.reason))
         return
       }
-      queue.push({ run, resolve: resolve as (value: unknown) => void, reject })
+      queue.push({ run, resolve: resolve as (value: unknown) => void, reject, awaitSync })
       if (!scheduled) {
         scheduled = true
         setImmediate(flush)

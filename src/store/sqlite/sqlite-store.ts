@@ -256,7 +256,7 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
   // plant writes, and its reads wait for the disk as theirs do.
   const webhooks = createSqliteWebhookStore({
     db,
-    write: async (transaction) => await writes.enqueue(transaction),
+    write: async (transaction, options) => await writes.enqueue(transaction, options),
     afterDurable: writes.afterDurable,
     onSubscriptionsChanged: () => { anyEnabled = undefined },
     listen: async (wake) => {

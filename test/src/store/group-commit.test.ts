@@ -178,6 +178,65 @@ test('under full, writes are answered after one fdatasync of the WAL; reads that
   assert.equal(held.length, 0)
 })
 
+test('under full, a write that does not await the sync is answered once committed; its neighbours and later reads still wait', { timeout: 10_000 }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'plant-store-group-'))
+  const db = new Database(join(dir, 'plants.db'))
+  db.pragma('journal_mode = WAL')
+  db.exec('CREATE TABLE t (v INTEGER)')
+  const held: Array<() => void> = []
+  const writes = createGroupCommit(db, {
+    walFile: join(dir, 'plants.db-wal'),
+    fdatasync: (fd, callback) => { held.push(() => { fdatasync(fd, callback) }) }
+  })
+  t.after(async () => {
+    for (const release of held.splice(0)) release()
+    await writes.close()
+    db.close()
+  })
+  const insert = db.prepare('INSERT INTO t VALUES (?)')
+  const events: string[] = []
+  const durable = writes.enqueue(() => insert.run(1).changes).then((changes) => { events.push('durable answered'); return changes })
+  const bookkeeping = writes.enqueue(() => insert.run(2).changes, { awaitSync: false }).then((changes) => { events.push('bookkeeping answered'); return changes })
+  assert.equal(await bookkeeping, 1)
+  await until(() => held.length === 1)
+  // Committed together; the flush is held: only the write that does not await it is answered.
+  const read = Promise.resolve(writes.afterDurable('read')).then((value) => { events.push('read answered'); return value })
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  assert.deepEqual(events, ['bookkeeping answered'])
+  held.shift()?.()
+  assert.equal(await durable, 1)
+  assert.equal(await read, 'read')
+  assert.deepEqual(events, ['bookkeeping answered', 'durable answered', 'read answered'])
+})
+
+test('under full, the webhook dispatcher\'s claims and outcomes do not wait for the disk; the API\'s reads of them do', { timeout: 10_000 }, async (t) => {
+  const { store, held } = fullStoreWithEvents(t)
+  const settle = async <T>(promise: Promise<T>): Promise<T> => {
+    await until(() => held.length > 0)
+    for (const release of held.splice(0)) release()
+    return await promise
+  }
+  const owner = 'a'.repeat(64)
+  const subscription = await settle(store.webhooks.createSubscription({
+    owner, url: 'https://example.com/hooks', events: ['plant.created'], disabled: false, secret: `whsec_${Buffer.alloc(32).toString('base64')}`
+  }, Date.now()))
+  await settle(store.create({ name: 'a' }))
+  const now = Date.now()
+  const [claimed] = await store.webhooks.claimDue({ lease: 'l1', now, leaseMs: 60_000, limit: 10, perSubscription: 2, skipSubscriptions: [] })
+  assert.ok(claimed !== undefined)
+  const done = await store.webhooks.completeDelivery({
+    id: claimed.id, lease: 'l1', attemptedAt: now, statusCode: 204, status: 'succeeded', disableSubscription: false, failingDisableBefore: 0
+  })
+  assert.deepEqual(done, { recorded: true, subscriptionDisabled: false })
+  assert.ok(held.length > 0, 'both were answered while their flushes were still held')
+  let answered = false
+  const page = store.webhooks.listDeliveries(owner, subscription.id, { limit: 10 }).then((result) => { answered = true; return result })
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  assert.equal(answered, false, 'the API does not show the outcome before it is on disk')
+  for (const release of held.splice(0)) release()
+  assert.equal((await page)?.deliveries[0]?.status, 'succeeded')
+})
+
 test('under normal, a write is answered after its COMMIT, without an fsync', async (t) => {
   const file = join(mkdtempSync(join(tmpdir(), 'plant-store-group-')), 'plants.db')
   let syncs = 0
