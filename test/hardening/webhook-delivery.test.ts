@@ -112,7 +112,7 @@ test('deliveries end to end: Standard Webhooks headers, the plant the API answer
     assert.deepEqual([delivery.attempts, delivery.lastStatusCode], [1, 204])
   }
 
-  t.diagnostic(`SQLite webhook latency (request sent → receiver), ${latencies.length} sequential writes: ` +
+  t.diagnostic(`${process.env.TEST_APP_STORE === 'postgres' ? 'PostgreSQL' : 'SQLite'} webhook latency (request sent → receiver), ${latencies.length} sequential writes: ` +
     `median ${median(latencies).toFixed(1)} ms, max ${Math.max(...latencies).toFixed(1)} ms`)
 })
 

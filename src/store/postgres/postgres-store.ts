@@ -11,7 +11,7 @@ import { rememberedPlant, toPlant, writableRow, type IdempotencyRow, type PlantR
 import { inTransaction, parsePostgresUrl, postgresFailure, type PostgresTarget } from './connection.js'
 import { migrations } from './migrations.js'
 import { retryUntilReachable, type StartupRetry } from './startup.js'
-import { createPostgresWebhookStore, enqueuePostgresEvent } from './webhook-store.js'
+import { createPostgresWebhookStore, enqueuePostgresEvent, NOTIFY_INTERVAL_MS, type PostgresWebhookStore } from './webhook-store.js'
 import type { EventOrigin, WebhookEventType } from '../../webhooks/events.js'
 
 export interface PostgresStoreOptions {
@@ -30,6 +30,8 @@ export interface PostgresStoreOptions {
   onIdleError?: (err: Error) => void
   /** While the database cannot be reached at start-up, retry for this long (default: try once). */
   startup?: StartupRetry
+  /** At most one NOTIFY to other instances' dispatchers per this many ms (default NOTIFY_INTERVAL_MS; tests). */
+  notifyIntervalMs?: number
 }
 
 /** The pool (each statement on any free connection) or one connection (inside a transaction). */
@@ -196,12 +198,32 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
   }
 
   /**
-   * Writes the change's webhook deliveries in the change's own transaction (the transactional
-   * outbox): committed with it or not at all. Listening dispatchers are notified on commit.
+   * When this process last asked for a NOTIFY. Each notifying commit takes PostgreSQL's
+   * notification-queue lock, so concurrent writes that all notify commit one after another (a
+   * webhook benchmark: 0.63 of create throughput with a notification per write, 0.71 without). This
+   * process's own dispatcher is woken directly after every commit that wrote deliveries
+   * (afterCommit); other instances need only hear that there is work, and at most
+   * NOTIFY_INTERVAL_MS later their own poll would find it anyway.
    */
-  async function emit (client: pg.PoolClient, type: WebhookEventType, plant: Plant, now: number, origin: EventOrigin | undefined): Promise<Plant> {
-    await enqueuePostgresEvent(client, { type, plant, occurredAt: now, ...(origin !== undefined && { origin }) }, now)
-    return plant
+  let lastNotifyAt = Number.NEGATIVE_INFINITY
+  const notifyIntervalMs = options.notifyIntervalMs ?? NOTIFY_INTERVAL_MS
+
+  /**
+   * Writes the change's webhook deliveries in the change's own transaction (the transactional
+   * outbox): committed with it or not at all. Resolves with how many deliveries were written.
+   */
+  async function emit (client: pg.PoolClient, type: WebhookEventType, plant: Plant, now: number, origin: EventOrigin | undefined): Promise<number> {
+    const notify = now - lastNotifyAt >= notifyIntervalMs
+    // Claimed before the commit: concurrent writes do not all notify. One that then rolls back
+    // notifies nobody, which costs the other instances at most a poll interval.
+    if (notify) lastNotifyAt = now
+    return await enqueuePostgresEvent(client, { type, plant, occurredAt: now, ...(origin !== undefined && { origin }) }, now, notify)
+  }
+
+  /** After a commit that wrote `deliveries`: wakes this process's dispatcher (no NOTIFY needed for it). */
+  function afterCommit<T> (result: T, deliveries: number): T {
+    if (deliveries > 0) webhooks.wakeListeners()
+    return result
   }
 
   /** Inserts a plant on `db`, in the caller's transaction. */
@@ -231,18 +253,21 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
    * in one transaction; with If-Match, the row is locked and checked first.
    */
   async function write (id: bigint, statement: 'update' | 'delete', values: unknown[], now: number, ifMatch: IfMatch | undefined, origin: EventOrigin | undefined): Promise<Plant> {
-    return await inTransaction(pool, async (client) => {
+    let deliveries = 0
+    const plant = await inTransaction(pool, async (client) => {
       if (ifMatch !== undefined) {
         const { rows: [current] } = await run<PlantRow>(client, 'lockRow', [id])
         writableRow(id, current, ifMatch)
       }
       const { rows: [row] } = await run<PlantRow>(client, statement, values)
-      const plant = toPlant(writableRow(id, row, undefined))
-      return await emit(client, statement === 'delete' ? 'plant.deleted' : 'plant.updated', plant, now, origin)
+      const changed = toPlant(writableRow(id, row, undefined))
+      deliveries = await emit(client, statement === 'delete' ? 'plant.deleted' : 'plant.updated', changed, now, origin)
+      return changed
     })
+    return afterCommit(plant, deliveries)
   }
 
-  let webhooks
+  let webhooks: PostgresWebhookStore
   try {
     webhooks = await createPostgresWebhookStore({
       url: options.url,
@@ -281,7 +306,8 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
       return await guard(async () => {
         const now = Date.now()
         // The plant, its key and its event are written in one transaction: all or nothing.
-        return await inTransaction(pool, async (client) => {
+        let deliveries = 0
+        const result = await inTransaction(pool, async (client): Promise<CreateResult> => {
           if (idempotency !== undefined) {
             const { scope, key, fingerprint } = idempotency
             await run(client, 'lockKey', [`${scope}\n${key}`])
@@ -297,8 +323,11 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
             const { scope, key, fingerprint } = idempotency
             await run(client, 'saveKey', [scope, key, fingerprint, row.id, row.name, row.tag, row.created_at, row.updated_at])
           }
-          return { plant: await emit(client, 'plant.created', toPlant(row), now, origin), replayed: false }
+          const created = toPlant(row)
+          deliveries = await emit(client, 'plant.created', created, now, origin)
+          return { plant: created, replayed: false }
         })
+        return afterCommit(result, deliveries)
       })
     },
 

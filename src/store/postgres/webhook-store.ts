@@ -39,7 +39,7 @@ const ENQUEUE_SQL = `
     SELECT id, $1, $2, $3, 'pending', 0, $4, $4, $5, $6 FROM webhook_subscriptions WHERE NOT disabled AND $2 = ANY (events)
     RETURNING 1)
   SELECT count(*)::integer AS deliveries,
-         CASE WHEN count(*) > 0 THEN pg_notify('${WEBHOOK_CHANNEL}', current_schema()) END AS notified
+         CASE WHEN count(*) > 0 AND $7::boolean THEN pg_notify('${WEBHOOK_CHANNEL}', current_schema()) END AS notified
   FROM inserted`
 
 /** Every statement, prepared once per connection under its key (see `run`). */
@@ -128,17 +128,18 @@ async function run<R extends pg.QueryResultRow = pg.QueryResultRow> (db: Queryab
 
 /**
  * Writes an event's deliveries through `client`, inside the plant write's own transaction, so the
- * change and its events commit (or roll back) together. On commit, PostgreSQL notifies every
- * listening dispatcher (LISTEN/NOTIFY delivers only committed notifications). Resolves with how
- * many deliveries were written.
+ * change and its events commit (or roll back) together. With `notify`, PostgreSQL notifies every
+ * listening dispatcher on commit (LISTEN/NOTIFY delivers only committed notifications); the plant
+ * store notifies at most every NOTIFY_INTERVAL_MS and wakes its own process's dispatcher directly
+ * (PostgresWebhookStore.wakeListeners). Resolves with how many deliveries were written.
  */
-export async function enqueuePostgresEvent (client: pg.ClientBase, event: PlantEvent, now: number = Date.now()): Promise<number> {
-  return await enqueueOn(client, event, now)
+export async function enqueuePostgresEvent (client: pg.ClientBase, event: PlantEvent, now: number = Date.now(), notify = true): Promise<number> {
+  return await enqueueOn(client, event, now, notify)
 }
 
-async function enqueueOn (db: Queryable, event: PlantEvent, now: number): Promise<number> {
+async function enqueueOn (db: Queryable, event: PlantEvent, now: number, notify: boolean): Promise<number> {
   const { messageId, type, payload, requestId, traceparent } = buildEventMessage(event, now)
-  const { rows: [row] } = await run<{ deliveries: number }>(db, 'enqueue', [messageId, type, payload, now, requestId, traceparent])
+  const { rows: [row] } = await run<{ deliveries: number }>(db, 'enqueue', [messageId, type, payload, now, requestId, traceparent, notify])
   return row?.deliveries ?? 0
 }
 
@@ -160,7 +161,16 @@ async function checkSchema (pool: pg.Pool): Promise<void> {
 }
 
 /** Webhook persistence on the plant store's PostgreSQL database, through a small pool of its own. */
-export async function createPostgresWebhookStore (options: PostgresWebhookStoreOptions): Promise<WebhookStore> {
+/** At most one NOTIFY per this many milliseconds from one process's plant writes (see postgres-store.ts). */
+export const NOTIFY_INTERVAL_MS = 50
+
+/** The webhook store, and a way for this process's plant writes to wake its own listeners without a notification. */
+export interface PostgresWebhookStore extends WebhookStore {
+  /** Calls every `listen` callback of this store now (after a commit that wrote deliveries). */
+  wakeListeners: () => void
+}
+
+export async function createPostgresWebhookStore (options: PostgresWebhookStoreOptions): Promise<PostgresWebhookStore> {
   const target = parsePostgresUrl(options.url)
   const pool = new pg.Pool({
     connectionString: target.connectionString,
@@ -178,6 +188,8 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     throw err
   }
   const listeners = new Set<() => Promise<void>>()
+  /** The `wake` callbacks of the listeners, for wakeListeners. */
+  const wakers = new Set<() => void>()
 
   async function complete (done: DeliveryCompletion): Promise<CompletionResult> {
     const notRecorded = { recorded: false, subscriptionDisabled: false }
@@ -262,17 +274,23 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       stopped = true
       clearTimeout(retryTimer)
       listeners.delete(unsubscribe)
+      wakers.delete(wake)
       const current = client
       client = undefined
       await current?.end().catch(() => {})
     }
     listeners.add(unsubscribe)
+    wakers.add(wake)
     return unsubscribe
   }
 
   let closed = false
 
   return {
+    wakeListeners () {
+      for (const wake of wakers) wake()
+    },
+
     async createSubscription ({ owner, url, events, description, disabled, secret }: NewSubscriptionRecord, now: number) {
       const { rows: [row] } = await run<PgSubscriptionRow>(pool, 'insertSubscription',
         [owner, url, [...events], description ?? null, disabled, secret, now])
@@ -324,7 +342,7 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     },
 
     async enqueue (event: PlantEvent, now: number) {
-      return await enqueueOn(pool, event, now)
+      return await enqueueOn(pool, event, now, true)
     },
 
     async claimDue ({ lease, now, leaseMs, limit, perSubscription, skipSubscriptions }: ClaimRequest) {

@@ -4,7 +4,7 @@ import { describe, test, type TestContext } from 'node:test'
 import pg from 'pg'
 import { parsePostgresUrl } from '../../../src/store/postgres/connection.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
-import { createPostgresWebhookStore, enqueuePostgresEvent } from '../../../src/store/postgres/webhook-store.js'
+import { createPostgresWebhookStore, enqueuePostgresEvent, WEBHOOK_CHANNEL } from '../../../src/store/postgres/webhook-store.js'
 import { WebhookDispatcher, type DispatcherOptions } from '../../../src/webhooks/dispatcher.js'
 import type { PlantEvent } from '../../../src/webhooks/events.js'
 import { WebhookService } from '../../../src/webhooks/service.js'
@@ -122,6 +122,39 @@ if (TEST_DATABASE_URL !== undefined) {
       assert.match(request?.body ?? '', /^\{"type":"plant\.created",/)
       await new Promise((resolve) => setTimeout(resolve, 100))
       assert.equal(receiver.requests.length, 1, 'the rolled-back event was never written')
+    })
+
+    test('plant writes wake their own process\'s dispatcher after every commit with deliveries, and NOTIFY other instances at most once per interval', async (t) => {
+      const cleanup = cleanupStack(t)
+      const { url, schema } = scratchDatabaseUrl(cleanup)
+      const plants = await createPostgresStore({ url, notifyIntervalMs: 60_000 })
+      cleanup.after(() => plants.close())
+      const subscription = await new WebhookService({ store: plants.webhooks, policy: loopback })
+        .createSubscription(OWNER, { url: 'http://127.0.0.1:9/hooks', events: ['plant.created', 'plant.deleted'] })
+      assert.ok(subscription.id > 0n)
+      // Another instance, as PostgreSQL tells it: a LISTEN of its own.
+      const other = new pg.Client({ connectionString: parsePostgresUrl(url).connectionString })
+      await other.connect()
+      cleanup.after(async () => { await other.end() })
+      const notified: string[] = []
+      other.on('notification', (message) => { if (message.payload === schema) notified.push(message.channel) })
+      await other.query(`LISTEN ${WEBHOOK_CHANNEL}`)
+      let wakes = 0
+      const unlisten = await plants.webhooks.listen?.(() => { wakes++ })
+      cleanup.after(async () => { await unlisten?.() })
+      await until('the listener is connected', () => wakes === 1)
+
+      const created = await Promise.all(Array.from({ length: 6 }, async (_, i) => await plants.create({ name: `plant ${i}` })))
+      const renamed = await plants.update(created[0]?.plant.id ?? 0n, { name: 'renamed' })
+      assert.equal(renamed.name, 'renamed')
+      await plants.delete(created[1]?.plant.id ?? 0n)
+      // Six creates and a delete wrote deliveries (an update is not subscribed to): one wake each, at
+      // once after its commit; and the one notification, which this store's own listener hears too.
+      assert.ok(wakes >= 1 + 7, `woken ${wakes} times`)
+      await until('both listeners heard the notification', () => notified.length > 0 && wakes === 1 + 7 + 1)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      assert.deepEqual(notified, [WEBHOOK_CHANNEL], 'one notification for seven events within the interval')
+      assert.equal(wakes, 1 + 7 + 1)
     })
 
     test('a lost listener connection is made again, and what was enqueued meanwhile is delivered', async (t) => {
