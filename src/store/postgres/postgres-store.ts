@@ -11,8 +11,12 @@ import { rememberedPlant, toPlant, writableRow, type IdempotencyRow, type PlantR
 import { inTransaction, parsePostgresUrl, postgresFailure, type PostgresTarget } from './connection.js'
 import { migrations } from './migrations.js'
 import { retryUntilReachable, type StartupRetry } from './startup.js'
-import { createPostgresWebhookStore, enqueuePostgresEvent, NOTIFY_INTERVAL_MS, type PostgresWebhookStore } from './webhook-store.js'
+import { createPostgresWebhookStore, enqueuePostgresEvent } from './webhook-store.js'
 import type { EventOrigin, WebhookEventType } from '../../webhooks/events.js'
+import type { WebhookStore } from '../../webhooks/store.js'
+
+/** At most one NOTIFY to other instances' dispatchers per this many milliseconds from one process's writes. */
+export const NOTIFY_INTERVAL_MS = 50
 
 export interface PostgresStoreOptions {
   /** A `postgres://` URL; `?schema=name` keeps the tables in that schema (created when missing). */
@@ -207,6 +211,8 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
    */
   let lastNotifyAt = Number.NEGATIVE_INFINITY
   const notifyIntervalMs = options.notifyIntervalMs ?? NOTIFY_INTERVAL_MS
+  /** This process's dispatchers (the webhook store's `listen` callbacks), as on SQLite. */
+  const wakers = new Set<() => void>()
 
   /**
    * Writes the change's webhook deliveries in the change's own transaction (the transactional
@@ -222,7 +228,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
 
   /** After a commit that wrote `deliveries`: wakes this process's dispatcher (no NOTIFY needed for it). */
   function afterCommit<T> (result: T, deliveries: number): T {
-    if (deliveries > 0) webhooks.wakeListeners()
+    if (deliveries > 0) for (const wake of wakers) wake()
     return result
   }
 
@@ -267,9 +273,9 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     return afterCommit(plant, deliveries)
   }
 
-  let webhooks: PostgresWebhookStore
+  let remote: WebhookStore
   try {
-    webhooks = await createPostgresWebhookStore({
+    remote = await createPostgresWebhookStore({
       url: options.url,
       ...(options.connectTimeoutMs !== undefined && { connectTimeoutMs: options.connectTimeoutMs }),
       ...(options.onIdleError !== undefined && { onError: options.onIdleError })
@@ -277,6 +283,20 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
   } catch (err) {
     await pool.end()
     throw postgresFailure(err) ?? err
+  }
+  // A dispatcher that listens hears of this process's events in process (afterCommit), and of other
+  // instances' through LISTEN/NOTIFY.
+  const listenRemote = remote.listen
+  const webhooks: WebhookStore = {
+    ...remote,
+    listen: async (wake) => {
+      wakers.add(wake)
+      const unlisten = await listenRemote?.(wake)
+      return async () => {
+        wakers.delete(wake)
+        await unlisten?.()
+      }
+    }
   }
 
   let closed = false

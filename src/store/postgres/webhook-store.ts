@@ -130,8 +130,8 @@ async function run<R extends pg.QueryResultRow = pg.QueryResultRow> (db: Queryab
  * Writes an event's deliveries through `client`, inside the plant write's own transaction, so the
  * change and its events commit (or roll back) together. With `notify`, PostgreSQL notifies every
  * listening dispatcher on commit (LISTEN/NOTIFY delivers only committed notifications); the plant
- * store notifies at most every NOTIFY_INTERVAL_MS and wakes its own process's dispatcher directly
- * (PostgresWebhookStore.wakeListeners). Resolves with how many deliveries were written.
+ * store notifies at most every NOTIFY_INTERVAL_MS and wakes its own process's dispatcher directly,
+ * as the SQLite store does. Resolves with how many deliveries were written.
  */
 export async function enqueuePostgresEvent (client: pg.ClientBase, event: PlantEvent, now: number = Date.now(), notify = true): Promise<number> {
   return await enqueueOn(client, event, now, notify)
@@ -161,16 +161,7 @@ async function checkSchema (pool: pg.Pool): Promise<void> {
 }
 
 /** Webhook persistence on the plant store's PostgreSQL database, through a small pool of its own. */
-/** At most one NOTIFY per this many milliseconds from one process's plant writes (see postgres-store.ts). */
-export const NOTIFY_INTERVAL_MS = 50
-
-/** The webhook store, and a way for this process's plant writes to wake its own listeners without a notification. */
-export interface PostgresWebhookStore extends WebhookStore {
-  /** Calls every `listen` callback of this store now (after a commit that wrote deliveries). */
-  wakeListeners: () => void
-}
-
-export async function createPostgresWebhookStore (options: PostgresWebhookStoreOptions): Promise<PostgresWebhookStore> {
+export async function createPostgresWebhookStore (options: PostgresWebhookStoreOptions): Promise<WebhookStore> {
   const target = parsePostgresUrl(options.url)
   const pool = new pg.Pool({
     connectionString: target.connectionString,
@@ -188,8 +179,6 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     throw err
   }
   const listeners = new Set<() => Promise<void>>()
-  /** The `wake` callbacks of the listeners, for wakeListeners. */
-  const wakers = new Set<() => void>()
 
   async function complete (done: DeliveryCompletion): Promise<CompletionResult> {
     const notRecorded = { recorded: false, subscriptionDisabled: false }
@@ -274,23 +263,17 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       stopped = true
       clearTimeout(retryTimer)
       listeners.delete(unsubscribe)
-      wakers.delete(wake)
       const current = client
       client = undefined
       await current?.end().catch(() => {})
     }
     listeners.add(unsubscribe)
-    wakers.add(wake)
     return unsubscribe
   }
 
   let closed = false
 
   return {
-    wakeListeners () {
-      for (const wake of wakers) wake()
-    },
-
     async createSubscription ({ owner, url, events, description, disabled, secret }: NewSubscriptionRecord, now: number) {
       const { rows: [row] } = await run<PgSubscriptionRow>(pool, 'insertSubscription',
         [owner, url, [...events], description ?? null, disabled, secret, now])
