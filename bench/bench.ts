@@ -31,6 +31,7 @@ import { tokenDigest } from '../src/tokens.js'
 import { WEBHOOK_EVENT_TYPES } from '../src/webhooks/events.js'
 import { newWebhookSecret } from '../src/webhooks/signing.js'
 import { startServer } from '../test/helpers/server-process.js'
+import { cpuSeconds, peakRssMb } from './measure.js'
 
 type Sync = SqliteSynchronous
 type WorkloadName = 'read' | 'list' | 'create' | 'delete'
@@ -229,23 +230,12 @@ class Child {
 
   /** CPU time (user + system) the process has used, in seconds, or null where /proc is not there. */
   cpuSeconds (): number | null {
-    try {
-      // Fields 14 and 15 of /proc/<pid>/stat, counted after the parenthesised command name; USER_HZ is 100.
-      const fields = readFileSync(`/proc/${this.process.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
-      return (Number(fields[11]) + Number(fields[12])) / 100
-    } catch {
-      return null
-    }
+    return this.process.pid === undefined ? null : cpuSeconds(this.process.pid)
   }
 
   /** Peak resident memory (VmHWM) in MB, or null where /proc is not there. */
   peakRssMb (): number | null {
-    try {
-      const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${this.process.pid}/status`, 'utf8'))
-      return match?.[1] === undefined ? null : Number(match[1]) / 1024
-    } catch {
-      return null
-    }
+    return this.process.pid === undefined ? null : peakRssMb(this.process.pid)
   }
 
   async stop (): Promise<void> {

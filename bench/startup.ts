@@ -12,6 +12,7 @@ import { dirname, join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
+import { median } from './measure.js'
 
 const SERVER = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'server.js')
 const TOKEN = 'startup-bench-token-0123456789abcdef0123'
@@ -51,11 +52,6 @@ async function once (env: Record<string, string>): Promise<{ startMs: number, rs
     await exited
     rmSync(dir, { recursive: true, force: true })
   }
-}
-
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)] ?? NaN
 }
 
 async function main (): Promise<void> {

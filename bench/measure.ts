@@ -1,0 +1,28 @@
+import { readFileSync } from 'node:fs'
+
+/** The middle value (the upper of the two middle ones for an even count); NaN for none. */
+export function median (values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN
+}
+
+/** CPU time (user + system) process `pid` has used, in seconds, or null where /proc is not there. */
+export function cpuSeconds (pid: number): number | null {
+  try {
+    // Fields 14 and 15 of /proc/<pid>/stat, counted after the parenthesised command name; USER_HZ is 100.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch {
+    return null
+  }
+}
+
+/** Peak resident memory (VmHWM) of process `pid` in MB, or null where /proc is not there. */
+export function peakRssMb (pid: number): number | null {
+  try {
+    const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+    return match?.[1] === undefined ? null : Number(match[1]) / 1024
+  } catch {
+    return null
+  }
+}
