@@ -21,6 +21,7 @@ import storePlugin from '../plugins/app/store.js'
 import underPressurePlugin from '../plugins/external/under-pressure.js'
 import webhooksPlugin from '../plugins/app/webhooks.js'
 import webhooksRoutes from '../plugins/routes/webhooks/index.js'
+import type { ApiLoadOptions } from './webhooks/api-load.js'
 import type { RequestFunction } from './webhooks/deliver.js'
 import type { Config } from './load-config.js'
 
@@ -29,6 +30,8 @@ export interface BuildOptions {
   logStream?: { write (line: string): void }
   /** Replaces http(s).request for webhook deliveries (tests hold deliveries to loopback). */
   webhookRequest?: RequestFunction
+  /** How the webhook dispatcher tells that requests saturate the event loop (tests set the utilization). */
+  webhookLoad?: ApiLoadOptions
 }
 
 /** Trusts the nearest `hops` addresses of X-Forwarded-For (hop 0 is the socket's peer). */
@@ -102,7 +105,10 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(helmetPlugin)
   await app.register(corsPlugin)
   await app.register(storePlugin)
-  await app.register(webhooksPlugin, { ...(options.webhookRequest !== undefined && { request: options.webhookRequest }) })
+  await app.register(webhooksPlugin, {
+    ...(options.webhookRequest !== undefined && { request: options.webhookRequest }),
+    ...(options.webhookLoad !== undefined && { load: options.webhookLoad })
+  })
   await app.register(authPlugin)
   await app.register(rateLimitPlugin)
   await app.register(requestsPlugin)

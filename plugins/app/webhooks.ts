@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { ApiLoadMonitor } from '../../src/webhooks/api-load.js'
+import { ApiLoadMonitor, type ApiLoadOptions } from '../../src/webhooks/api-load.js'
 import type { EventOrigin } from '../../src/webhooks/events.js'
 import type { RequestFunction } from '../../src/webhooks/deliver.js'
 import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js'
@@ -24,6 +24,8 @@ declare module 'fastify' {
 export interface WebhooksPluginOptions {
   /** Replaces http(s).request for deliveries (tests keep them on loopback; see test/helpers/app.ts). */
   request?: RequestFunction
+  /** The API load monitor's settings (tests inject the event loop's utilization). */
+  load?: ApiLoadOptions
 }
 
 /**
@@ -40,7 +42,7 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
   const settings = config.webhooks
   const policy = defaultAddressPolicy(settings.allowPrivate)
   // Deliveries yield to requests while the event loop is saturated by them (see ApiLoadMonitor).
-  const load = new ApiLoadMonitor()
+  const load = new ApiLoadMonitor(options.load)
   app.addHook('onRequest', function countForWebhookLoad (_request, _reply, done) {
     load.countRequest()
     done()

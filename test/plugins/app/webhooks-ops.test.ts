@@ -47,6 +47,45 @@ test('a delivery logs the request id of the write that caused it, as that reques
   assert.doesNotMatch(log.text(), new RegExp(subscription.secret.slice(6, 30).replace(/[+/]/g, '.')), 'the secret never reaches the log')
 })
 
+test('while requests saturate the event loop, the app\'s deliveries go one at a time; once requests stop, both of a subscription\'s slots are used again', async (t) => {
+  const receiver = await startReceiver(t)
+  const held: Array<() => void> = []
+  receiver.respond((_request, res) => { held.push(() => { res.writeHead(204).end() }) })
+  // A loop reported as fully used: whether the API is busy then depends on requests being served.
+  const app = await buildTestApp(t, LOOPBACK, { webhookLoad: { utilization: () => 1, intervalMs: 10 } })
+  await app.webhooks.createSubscription(OWNER, { url: `${receiver.origin}/hooks` })
+  let traffic = true
+  const requests = (async () => {
+    // `traffic` is turned off by the test body, across the awaits.
+    // eslint-disable-next-line no-unmodified-loop-condition
+    while (traffic) {
+      await app.inject({ method: 'GET', url: '/health/live' })
+      // inject() can finish without leaving the microtask queue: let timers (the sampler) run.
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+  })()
+  t.after(async () => {
+    traffic = false
+    await requests
+    for (const answer of held.splice(0)) answer()
+  })
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  for (let i = 0; i < 4; i++) {
+    assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { name: `plant ${i}` } })).statusCode, 201)
+  }
+  await receiver.waitFor(1)
+  await new Promise((resolve) => setTimeout(resolve, 150))
+  assert.equal(receiver.requests.length, 1, 'one attempt at a time while the API is busy (WEBHOOK_SUBSCRIPTION_CONCURRENCY is 2)')
+
+  traffic = false
+  await requests
+  // A few sampling intervals without requests: no longer busy.
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  held.shift()?.()
+  await receiver.waitFor(3)
+  assert.equal(held.length, 2, 'two attempts in flight at once')
+})
+
 /** The sample's value in a Prometheus text exposition (labels exactly as given), or undefined. */
 function sample (text: string, name: string, labels = ''): number | undefined {
   const line = text.split('\n').find((candidate) => candidate.startsWith(`${name}${labels} `))
