@@ -89,7 +89,28 @@ export const migrations: readonly string[] = [
   // 6: where an event came from: the request id of the write that caused it (delivery logs carry it)
   // and, with tracing on, the W3C traceparent of its request span (the delivery's span is its child).
   `ALTER TABLE webhook_deliveries ADD COLUMN request_id TEXT;
-   ALTER TABLE webhook_deliveries ADD COLUMN traceparent TEXT;`
+   ALTER TABLE webhook_deliveries ADD COLUMN traceparent TEXT;`,
+  // 7: the outbox proper. A plant write records its event in one small row, with the plant's fields
+  // as they were and no index beside its key: the cheapest durable write (a delivery row, with its
+  // body and three indexes, cost a create more than twice as much). The dispatcher turns events
+  // into deliveries, one per subscription that asked for the type, off the request path, and
+  // deletes them in the same transaction. AUTOINCREMENT: event ids only grow, so a subscription
+  // receives exactly the events from `first_event_id` on (those committed after it was created).
+  `CREATE TABLE webhook_events (
+     id               INTEGER PRIMARY KEY AUTOINCREMENT,
+     message_id       TEXT    NOT NULL,
+     event_type       TEXT    NOT NULL,
+     plant_id         INTEGER NOT NULL,
+     name             TEXT    NOT NULL,
+     tag              TEXT,
+     plant_created_at TEXT    NOT NULL,
+     plant_updated_at TEXT    NOT NULL,
+     occurred_at      INTEGER NOT NULL,
+     created_at       INTEGER NOT NULL,
+     request_id       TEXT,
+     traceparent      TEXT
+   ) STRICT;
+   ALTER TABLE webhook_subscriptions ADD COLUMN first_event_id INTEGER NOT NULL DEFAULT 0;`
 ]
 
 /** Marks a file as a plant-store database ('PLNT'), so a foreign SQLite file is never migrated. */

@@ -121,36 +121,39 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
       'INSERT OR REPLACE INTO idempotency_keys VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
     expireKeys: db.prepare<[number], unknown>('DELETE FROM idempotency_keys WHERE created_at <= ?'),
     ping: db.prepare('SELECT 1').pluck(),
-    anyEnabled: db.prepare<[], bigint>('SELECT EXISTS (SELECT 1 FROM webhook_subscriptions WHERE disabled = 0)').pluck(),
+    enabledEvents: db.prepare<[], string>('SELECT DISTINCT events FROM webhook_subscriptions WHERE disabled = 0').pluck(),
     dataVersion: db.prepare<[], bigint>('PRAGMA data_version').pluck()
   }
 
-  /** Set when a transaction of the batch being built wrote deliveries: the dispatchers are woken once it commits. */
-  let deliveriesWritten = false
+  /** Set when a transaction of the batch being built wrote events: the dispatchers are woken once it commits. */
+  let eventsWritten = false
   const wakers = new Set<() => void>()
 
+  /**
+   * The event types some enabled subscription asked for; undefined when not known (read again at
+   * the next write). A write whose type none asked for skips its event: a service without webhooks
+   * (or with subscriptions to other types only) pays nothing for them. This process's own changes
+   * of subscriptions go through its webhook store, which forgets the answer inside the same
+   * transaction (onSubscriptionsChanged), so a write serialized after the change reads it anew; a
+   * commit by any other connection to the file moves PRAGMA data_version, which forgets it too;
+   * and a batch that fails forgets it (failure below), since it may have been read inside a
+   * transaction that then rolled back.
+   */
+  let wantedTypes: Set<string> | undefined
+  let wantedTypesVersion: bigint | undefined
   /**
    * The change's webhook event, written by the change's own transaction (the transactional outbox):
    * committed with it, rolled back with it, never written for a change that did not happen.
    */
-  /**
-   * Whether any subscription is enabled; undefined when not known (read again at the next write).
-   * Without one, a write skips building and inserting its event: a service without webhooks pays
-   * nothing for them. This process's own changes of subscriptions go through its webhook store,
-   * which forgets the answer inside the same transaction (onSubscriptionsChanged), so a write
-   * serialized after the change reads it anew; a commit by any other connection to the file moves
-   * PRAGMA data_version, which forgets it too.
-   */
-  let anyEnabled: boolean | undefined
-  let anyEnabledVersion: bigint | undefined
   const emit = (type: WebhookEventType, plant: Plant, now: number, origin: EventOrigin | undefined): Plant => {
     const version = statements.dataVersion.get() as bigint
-    if (anyEnabled === undefined || version !== anyEnabledVersion) {
-      anyEnabled = statements.anyEnabled.get() === 1n
-      anyEnabledVersion = version
+    if (wantedTypes === undefined || version !== wantedTypesVersion) {
+      wantedTypes = new Set(statements.enabledEvents.all().flatMap((events) => events.split(' ')))
+      wantedTypesVersion = version
     }
-    if (!anyEnabled) return plant
-    if (enqueueSqliteEvent(db, { type, plant, occurredAt: now, ...(origin !== undefined && { origin }) }, now) > 0) deliveriesWritten = true
+    if (!wantedTypes.has(type)) return plant
+    enqueueSqliteEvent(db, { type, plant, occurredAt: now, ...(origin !== undefined && { origin }) }, now)
+    eventsWritten = true
     return plant
   }
 
@@ -223,6 +226,8 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
 
   /** What a failure of SQLite or of its files means (storage-full, unavailable), when it is one of those. */
   const failure = (err: unknown): unknown => {
+    // A batch SQLite failed rolled back whatever it read about subscriptions too.
+    if (!(err instanceof ServiceError)) wantedTypes = undefined
     const error = err instanceof ServiceError ? undefined : sqliteFailure(err)
     if (error === undefined) return err
     if (trouble?.code !== error.code) log?.error({ err, code: error.code }, 'database writes fail')
@@ -238,8 +243,8 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
       if (trouble !== undefined) log?.info({ code: trouble.code }, 'database writes work again')
       trouble = undefined
       onCommit?.(count)
-      if (deliveriesWritten) {
-        deliveriesWritten = false
+      if (eventsWritten) {
+        eventsWritten = false
         // The dispatcher's claim is a write of a later batch: it returns only once this one is on disk.
         for (const wake of wakers) wake()
       }
@@ -258,7 +263,7 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     db,
     write: async (transaction, options) => await writes.enqueue(transaction, options),
     afterDurable: writes.afterDurable,
-    onSubscriptionsChanged: () => { anyEnabled = undefined },
+    onSubscriptionsChanged: () => { wantedTypes = undefined },
     listen: async (wake) => {
       wakers.add(wake)
       return async () => { wakers.delete(wake) }

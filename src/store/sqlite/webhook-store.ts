@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3'
-import { buildEventMessage, type PlantEvent } from '../../webhooks/events.js'
+import type { Plant } from '../../schemas/plant.js'
+import { eventPayload, newMessageId, type PlantEvent, type WebhookEventType } from '../../webhooks/events.js'
 import {
   toClaimed, toDelivery, toSubscription, truncateError, type ClaimRow, type DeliveryRow, type SubscriptionRow
 } from '../../webhooks/rows.js'
@@ -11,8 +12,8 @@ import type {
 import { StoreOpenError } from '../../errors.js'
 import { configureConnection } from './connection.js'
 
-/** The migration step (see migrations.ts) that created the webhook tables. */
-export const WEBHOOK_SCHEMA_VERSION = 3
+/** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
+export const WEBHOOK_SCHEMA_VERSION = 7
 
 /**
  * Runs a write transaction; the plant store's group commit in the service, so webhook writes are as
@@ -75,29 +76,55 @@ const subscription = (row: SqliteSubscriptionRow): WebhookSubscription => toSubs
 
 const DELIVERY = 'id, event_type, status, attempts, last_attempt_at, last_status_code, last_error, next_attempt_at, created_at'
 
-/** The fan-out of one event: a delivery for every enabled subscription that asked for its type. */
-const ENQUEUE_SQL = `
-  INSERT INTO webhook_deliveries (subscription_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at, request_id, traceparent)
-  SELECT id, @messageId, @type, @payload, 'pending', 0, @now, @now, @requestId, @traceparent FROM webhook_subscriptions
-  WHERE disabled = 0 AND instr(' ' || events || ' ', ' ' || @type || ' ') > 0`
+/** Enabled subscriptions that receive an event of type @type with id @eventId (created before it committed). */
+const RECEIVERS = 'disabled = 0 AND first_event_id <= @eventId AND instr(\' \' || events || \' \', \' \' || @type || \' \') > 0'
 
-interface EnqueueParams { messageId: string, type: string, payload: string, now: number, requestId: string | null, traceparent: string | null }
+/** An event as the outbox keeps it until the dispatcher fans it out (migration 7). */
+interface EventRow {
+  id: bigint
+  message_id: string
+  event_type: string
+  plant_id: bigint
+  name: string
+  tag: string | null
+  plant_created_at: string
+  plant_updated_at: string
+  occurred_at: bigint
+  created_at: bigint
+  request_id: string | null
+  traceparent: string | null
+}
 
-const enqueueStatements = new WeakMap<Database.Database, Database.Statement<[EnqueueParams]>>()
+type EventValues = [string, string, bigint, string, string | null, string, string, number, number, string | null, string | null]
+
+const INSERT_EVENT_SQL = `
+  INSERT INTO webhook_events (message_id, event_type, plant_id, name, tag, plant_created_at, plant_updated_at, occurred_at, created_at, request_id, traceparent)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+const eventStatements = new WeakMap<Database.Database, Database.Statement<EventValues>>()
 
 /**
- * Writes an event's deliveries on `db`, synchronously: call it inside the plant write's own
- * transaction, so the change and its events commit (or roll back) together. Returns how many
- * deliveries were written. The caller wakes the dispatcher once the transaction has committed.
+ * Writes the event to the outbox on `db`, synchronously: call it inside the plant write's own
+ * transaction, so the change and its event commit (or roll back) together. One row of the plant's
+ * fields: the message id is drawn now (every attempt, to every subscription, carries it), the body
+ * is made when the dispatcher fans the event out. The caller wakes the dispatcher once the
+ * transaction has committed.
  */
-export function enqueueSqliteEvent (db: Database.Database, event: PlantEvent, now: number = Date.now()): number {
-  let statement = enqueueStatements.get(db)
+export function enqueueSqliteEvent (db: Database.Database, event: PlantEvent, now: number = Date.now()): void {
+  let statement = eventStatements.get(db)
   if (statement === undefined) {
-    statement = db.prepare<EnqueueParams>(ENQUEUE_SQL)
-    enqueueStatements.set(db, statement)
+    statement = db.prepare<EventValues>(INSERT_EVENT_SQL)
+    eventStatements.set(db, statement)
   }
-  return statement.run({ ...buildEventMessage(event, now), now }).changes
+  const { plant, origin } = event
+  statement.run(newMessageId(), event.type, plant.id, plant.name, plant.tag ?? null, plant.createdAt, plant.updatedAt,
+    event.occurredAt ?? now, now, origin?.requestId ?? null, origin?.traceparent ?? null)
 }
+
+/** Events fanned out by a claim that found too few deliveries due: enough to fill the next claims too. */
+const FAN_OUT_BATCH = 64
+/** Events fanned out per transaction before a listing or a backlog count. */
+const FAN_OUT_ALL_BATCH = 1000
 
 /**
  * A connection of its own to a plant-store database the plant store has already migrated (it runs
@@ -122,9 +149,11 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
   const durable = options.afterDurable ?? (<T>(value: T): T => value)
 
   const statements = {
+    // A subscription receives the events committed after it: those from the next event id on.
     insertSubscription: db.prepare<[string, string, string, string | null, number, string, number, number], SqliteSubscriptionRow>(
-      `INSERT INTO webhook_subscriptions (owner, url, events, description, disabled, secret, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`),
+      `INSERT INTO webhook_subscriptions (owner, url, events, description, disabled, secret, created_at, updated_at, first_event_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM sqlite_sequence WHERE name = 'webhook_events'))
+       RETURNING *`),
     getSubscription: db.prepare<[string, bigint], SqliteSubscriptionRow>('SELECT * FROM webhook_subscriptions WHERE owner = ? AND id = ?'),
     listSubscriptions: db.prepare<[string, bigint, number], SqliteSubscriptionRow>(
       'SELECT * FROM webhook_subscriptions WHERE owner = ? AND id > ? ORDER BY id LIMIT ?'),
@@ -146,7 +175,20 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
        WHERE s.owner = ? AND s.id = ? AND d.id = ?`),
     retryDelivery: db.prepare<[number, bigint], DeliveryRow>(
       `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ? WHERE id = ? RETURNING ${DELIVERY}`),
-    enqueue: db.prepare<[EnqueueParams]>(ENQUEUE_SQL),
+    insertEvent: db.prepare<EventValues>(INSERT_EVENT_SQL),
+    lastEventId: db.prepare<[], bigint>('SELECT last_insert_rowid()').pluck(),
+    receiverCount: db.prepare<[{ eventId: bigint, type: string }], bigint>(`SELECT count(*) FROM webhook_subscriptions WHERE ${RECEIVERS}`).pluck(),
+    anyEvents: db.prepare<[], bigint>('SELECT EXISTS (SELECT 1 FROM webhook_events)').pluck(),
+    nextEvents: db.prepare<[number], EventRow>('SELECT * FROM webhook_events ORDER BY id LIMIT ?'),
+    // The fan-out of one event: a delivery for every enabled subscription that asked for its type.
+    fanOut: db.prepare<[{ eventId: bigint, messageId: string, type: string, payload: string, createdAt: bigint, requestId: string | null, traceparent: string | null }], unknown>(
+      `INSERT INTO webhook_deliveries (subscription_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at, request_id, traceparent)
+       SELECT id, @messageId, @type, @payload, 'pending', 0, @createdAt, @createdAt, @requestId, @traceparent FROM webhook_subscriptions
+       WHERE ${RECEIVERS}`),
+    deleteEvents: db.prepare<[bigint], unknown>('DELETE FROM webhook_events WHERE id <= ?'),
+    eventBacklog: db.prepare<[], { pending: bigint, oldest: bigint | null }>(
+      `SELECT count(*) AS pending, min(e.created_at) AS oldest FROM webhook_events e JOIN webhook_subscriptions s
+       ON s.disabled = 0 AND s.first_event_id <= e.id AND instr(' ' || s.events || ' ', ' ' || e.event_type || ' ') > 0`),
     // Per subscription, its oldest due deliveries (at most perSubscription), then the oldest of
     // those overall: one subscription's backlog cannot fill a claim while others wait. CROSS JOIN
     // keeps subscriptions the outer loop (SQLite does not reorder it): a few index probes each,
@@ -241,18 +283,59 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     return { status: 'ok', delivery: toDelivery(statements.retryDelivery.get(now, deliveryId) as DeliveryRow) }
   }
 
-  const claim = ({ lease, now, leaseMs, limit, perSubscription, skipSubscriptions }: ClaimRequest): ClaimedDelivery[] => {
+  /**
+   * Turns up to `limit` of the oldest events into deliveries and deletes them, in the caller's
+   * transaction; returns how many events it took. Each body is made here, from the plant's fields as
+   * the event recorded them: the same bytes whenever it is made.
+   */
+  const fanOut = (limit: number): number => {
+    const events = statements.nextEvents.all(limit)
+    for (const event of events) {
+      const type = event.event_type as WebhookEventType
+      const plant: Plant = {
+        id: event.plant_id,
+        name: event.name,
+        ...(event.tag !== null && { tag: event.tag }),
+        createdAt: event.plant_created_at,
+        updatedAt: event.plant_updated_at
+      }
+      statements.fanOut.run({
+        eventId: event.id,
+        messageId: event.message_id,
+        type,
+        payload: eventPayload(type, plant, Number(event.occurred_at)),
+        createdAt: event.created_at,
+        requestId: event.request_id,
+        traceparent: event.traceparent
+      })
+    }
+    const last = events.at(-1)
+    if (last !== undefined) statements.deleteEvents.run(last.id)
+    return events.length
+  }
+
+  /** Fans out every event waiting, a transaction per batch: a listing or a count then sees every delivery. */
+  const fanOutAll = async (): Promise<void> => {
+    while (statements.anyEvents.get() === 1n) await runBookkeeping(() => fanOut(FAN_OUT_ALL_BATCH))
+  }
+
+  /** `anyDue`: whether a delivery was due just before (when not, events are fanned out first). */
+  const claim = ({ lease, now, leaseMs, limit, perSubscription, skipSubscriptions }: ClaimRequest, anyDue: boolean): ClaimedDelivery[] => {
     const skip = new Set(skipSubscriptions)
     // Inside the write transaction: nothing can lease these rows between the read and the update.
-    const rows = statements.dueCandidates.all({ now, cap: perSubscription, limit: limit + perSubscription * skip.size })
-    const claimed: ClaimedDelivery[] = []
-    for (const row of rows) {
-      if (claimed.length === limit) break
-      if (skip.has(row.subscription_id)) continue
+    const due = (): ClaimRow[] => statements.dueCandidates.all({ now, cap: perSubscription, limit: limit + perSubscription * skip.size })
+      .filter((row) => !skip.has(row.subscription_id))
+    // Events become deliveries as the dispatcher needs them: only when what is due falls short of
+    // the claim. While requests saturate the loop (one attempt at a time), that is one event per
+    // attempt, and the rest waits in the outbox as the cheap rows the writes left.
+    const fanOutSome = (): number => fanOut(Math.max(FAN_OUT_BATCH, limit))
+    if (!anyDue) fanOutSome()
+    let rows = due()
+    if (anyDue && rows.length < limit && fanOutSome() > 0) rows = due()
+    return rows.slice(0, limit).map((row) => {
       statements.lease.run(lease, now + leaseMs, row.id)
-      claimed.push(toClaimed(row, now))
-    }
-    return claimed
+      return toClaimed(row, now)
+    })
   }
 
   const complete = (done: DeliveryCompletion): CompletionResult => {
@@ -314,6 +397,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
 
     async listDeliveries (owner: string, subscriptionId: bigint, { limit, before }: DeliveryQuery): Promise<DeliveryPage | undefined> {
       if (statements.getSubscription.get(owner, subscriptionId) === undefined) return await durable(undefined)
+      await fanOutAll()
       const rows = statements.listDeliveries.all(subscriptionId, before ?? MAX_ID, limit + 1)
       return await durable({ deliveries: rows.slice(0, limit).map(toDelivery), hasMore: rows.length > limit })
     },
@@ -323,13 +407,16 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     },
 
     async enqueue (event: PlantEvent, now: number) {
-      const message = buildEventMessage(event, now)
-      return await run(() => statements.enqueue.run({ ...message, now }).changes)
+      return await run(() => {
+        enqueueSqliteEvent(db, event, now)
+        return Number(statements.receiverCount.get({ eventId: statements.lastEventId.get() as bigint, type: event.type }))
+      })
     },
 
     async claimDue (request: ClaimRequest) {
-      if (statements.anyDue.get({ now: request.now }) === 0n) return []
-      return await runBookkeeping(() => claim(request))
+      const anyDue = statements.anyDue.get({ now: request.now }) === 1n
+      if (!anyDue && statements.anyEvents.get() === 0n) return []
+      return await runBookkeeping(() => claim(request, anyDue))
     },
 
     async completeDelivery (completion: DeliveryCompletion) {
@@ -358,8 +445,11 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     ...(options.listen !== undefined && { listen: options.listen }),
 
     async backlog (): Promise<Backlog> {
-      const { pending, oldest } = statements.backlog.get() as { pending: bigint, oldest: bigint | null }
-      return { pending: Number(pending), oldestCreatedAt: oldest === null ? undefined : Number(oldest) }
+      // Deliveries, and the deliveries that events not yet fanned out will become.
+      const deliveries = statements.backlog.get() as { pending: bigint, oldest: bigint | null }
+      const events = statements.eventBacklog.get() as { pending: bigint, oldest: bigint | null }
+      const oldest = [deliveries.oldest, events.oldest].filter((at) => at !== null).map(Number)
+      return { pending: Number(deliveries.pending + events.pending), oldestCreatedAt: oldest.length === 0 ? undefined : Math.min(...oldest) }
     },
 
     async close () {

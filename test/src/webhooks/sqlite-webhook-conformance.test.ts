@@ -21,9 +21,13 @@ webhookStoreConformance('SQLite', async (t) => {
     enqueueInTransaction: async (event, now, commit) => {
       const db = openSqliteWebhookDatabase(filename)
       try {
+        // What the event fans out to, counted inside the transaction that wrote it.
+        const receivers = db.prepare<[string], bigint>(
+          'SELECT count(*) FROM webhook_events e JOIN webhook_subscriptions s ON s.disabled = 0 AND s.first_event_id <= e.id AND instr(s.events, ?) > 0').pluck()
         let count = 0
         const write = db.transaction(() => {
-          count = enqueueSqliteEvent(db, event, now)
+          enqueueSqliteEvent(db, event, now)
+          count = Number(receivers.get(event.type))
           if (!commit) throw new Error('roll back')
         })
         try {

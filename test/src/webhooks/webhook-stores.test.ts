@@ -50,7 +50,10 @@ test('SQLite: writes go through the given runner (the group commit), reads throu
   await store.listSubscriptions(record.owner, { limit: 1 })
   await store.enqueue({ type: 'plant.created', plant: plant(1n) }, 1000)
   await store.listDeliveries(record.owner, id, { limit: 1 })
-  assert.deepEqual(log, ['write', 'read', 'read', 'write', 'read'])
+  // The listing first fans the waiting event out (a write), then reads.
+  assert.deepEqual(log, ['write', 'read', 'read', 'write', 'write', 'read'])
+  await store.listDeliveries(record.owner, id, { limit: 1 })
+  assert.deepEqual(log.slice(6), ['read'], 'nothing left to fan out: a read only')
 })
 
 test('SQLite: enqueueSqliteEvent joins the transaction of a plant write on the same connection', async (t) => {
@@ -65,15 +68,17 @@ test('SQLite: enqueueSqliteEvent joins the transaction of a plant write on the s
   const insertPlant = db.prepare("INSERT INTO plants (name, tag, created_at, updated_at) VALUES ('Fern', NULL, 1, 1)")
   const createWithEvent = db.transaction((fail: boolean) => {
     insertPlant.run()
-    const count = enqueueSqliteEvent(db, { type: 'plant.created', plant: plant(1n) })
+    enqueueSqliteEvent(db, { type: 'plant.created', plant: plant(1n) })
     if (fail) throw new Error('the plant write failed after its event was enqueued')
-    return count
   })
   assert.throws(() => createWithEvent(true), /plant write failed/)
   const count = (table: string): bigint => db.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as bigint
-  assert.deepEqual([count('plants'), count('webhook_deliveries')], [0n, 0n], 'both rolled back')
-  assert.equal(createWithEvent(false), 1)
-  assert.deepEqual([count('plants'), count('webhook_deliveries')], [1n, 1n], 'both committed')
+  assert.deepEqual([count('plants'), count('webhook_events')], [0n, 0n], 'both rolled back')
+  createWithEvent(false)
+  assert.deepEqual([count('plants'), count('webhook_events')], [1n, 1n], 'both committed')
+  const [delivery] = await store.claimDue({ lease: 'a', now: Date.now(), leaseMs: 60_000, limit: 10, perSubscription: 10, skipSubscriptions: [] })
+  assert.match(delivery?.payload ?? '', /^\{"type":"plant\.created",.*"data":\{"id":1,/, 'the committed event fans out to a delivery')
+  assert.equal(count('webhook_events'), 0n, 'and leaves the outbox')
 })
 
 if (TEST_DATABASE_URL !== undefined) {
