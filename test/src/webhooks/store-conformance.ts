@@ -141,6 +141,33 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       assert.equal(await store.enqueue({ type: 'plant.updated', plant: plant(1n) }, T0), 2)
     })
 
+    test('a subscription receives the events committed after it was created, none from before', async (t) => {
+      const store = await fresh(t)
+      await store.createSubscription(record(), T0) // 1
+      await store.enqueue(created(1n), T0)
+      await store.createSubscription(record(), T0 + 1) // 2: after event 1
+      await store.enqueue(created(2n), T0 + 2)
+      const claimed = await store.claimDue(claimRequest({ now: T0 + 2 }))
+      assert.deepEqual(claimed.map((d) => [d.subscriptionId, /"id":(\d+)/.exec(d.payload)?.[1]]).sort(),
+        [[1n, '1'], [1n, '2'], [2n, '2']])
+    })
+
+    test('backlog: every delivery waiting for an enabled subscription, and when the oldest was created', async (t) => {
+      const store = await fresh(t)
+      assert.deepEqual(await store.backlog(), { pending: 0, oldestCreatedAt: undefined })
+      await store.createSubscription(record(), T0) // 1
+      await store.createSubscription(record({ events: ['plant.deleted'] }), T0) // 2: not created
+      await store.enqueue(created(1n), T0 + 10)
+      await store.enqueue(created(2n), T0 + 20)
+      assert.deepEqual(await store.backlog(), { pending: 2, oldestCreatedAt: T0 + 10 })
+      const [first] = await store.claimDue(claimRequest({ now: T0 + 20, limit: 1 }))
+      assert.ok(first !== undefined)
+      await store.completeDelivery({ id: first.id, lease: 'instance-a:1', attemptedAt: T0 + 30, status: 'succeeded', statusCode: 204, disableSubscription: false, failingDisableBefore: T0 })
+      assert.deepEqual(await store.backlog(), { pending: 1, oldestCreatedAt: T0 + 20 })
+      await store.updateSubscription(ALICE, 1n, { disabled: true }, T0 + 40)
+      assert.deepEqual(await store.backlog(), { pending: 0, oldestCreatedAt: undefined }, 'a disabled subscription waits for nothing')
+    })
+
     test('the transactional enqueue commits with the caller\'s transaction, or not at all', async (t) => {
       const database = await openDatabase(t)
       const store = await database.open()

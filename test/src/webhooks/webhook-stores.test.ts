@@ -81,6 +81,56 @@ test('SQLite: enqueueSqliteEvent joins the transaction of a plant write on the s
   assert.equal(count('webhook_events'), 0n, 'and leaves the outbox')
 })
 
+test('SQLite: a plant write records an event only when an enabled subscription asked for its type', async (t) => {
+  const cleanup = cleanupStack(t)
+  const filename = tempFile(cleanup)
+  const plants = createSqliteStore({ filename, synchronous: 'normal' })
+  cleanup.after(() => plants.close())
+  const outbox = openSqliteWebhookDatabase(filename)
+  cleanup.after(() => { outbox.close() })
+  const events = (): string[] => outbox.prepare<[], string>('SELECT event_type FROM webhook_events ORDER BY id').pluck().all()
+  await plants.create({ name: 'Fern' })
+  assert.deepEqual(events(), [], 'no subscription: no event')
+  const { id } = await plants.webhooks.createSubscription({ ...record, events: ['plant.deleted'] }, Date.now())
+  const fern = await plants.create({ name: 'Fern' })
+  assert.deepEqual(events(), [], 'nobody asked for plant.created')
+  await plants.delete(fern.plant.id)
+  assert.deepEqual(events(), ['plant.deleted'])
+  await plants.webhooks.updateSubscription(record.owner, id, { events: ['plant.created'] }, Date.now())
+  await plants.create({ name: 'Ivy' })
+  assert.deepEqual(events(), ['plant.deleted', 'plant.created'], 'the change of the subscription is seen by the next write')
+  await plants.webhooks.updateSubscription(record.owner, id, { disabled: true }, Date.now())
+  await plants.create({ name: 'Moss' })
+  assert.deepEqual(events(), ['plant.deleted', 'plant.created'], 'a disabled subscription asks for nothing')
+})
+
+test('SQLite: a claim fans events out only when fewer deliveries are due than it asks for', async (t) => {
+  const cleanup = cleanupStack(t)
+  const filename = tempFile(cleanup)
+  const plants = createSqliteStore({ filename, synchronous: 'normal' })
+  cleanup.after(() => plants.close())
+  const store = plants.webhooks
+  const outbox = openSqliteWebhookDatabase(filename)
+  cleanup.after(() => { outbox.close() })
+  const waiting = (): bigint => outbox.prepare<[], bigint>('SELECT count(*) FROM webhook_events').pluck().get() as bigint
+  const now = Date.now()
+  const claim = { now, leaseMs: 60_000, limit: 1, perSubscription: 10, skipSubscriptions: [] }
+  await store.createSubscription(record, now)
+  await store.enqueue({ type: 'plant.created', plant: plant(1n) }, now)
+  const [first] = await store.claimDue({ ...claim, lease: 'a:1' })
+  assert.match(first?.payload ?? '', /"id":1,/)
+  assert.equal(waiting(), 0n, 'nothing was due: the event was fanned out')
+  // The first delivery fails and is due again at once; a second event arrives.
+  await store.completeDelivery({ id: first?.id ?? 0n, lease: 'a:1', attemptedAt: now, status: 'pending', nextAttemptAt: now, statusCode: 500, disableSubscription: false, failingDisableBefore: 0 })
+  await store.enqueue({ type: 'plant.created', plant: plant(2n) }, now)
+  const [retry] = await store.claimDue({ ...claim, lease: 'a:2' })
+  assert.equal(retry?.id, first?.id, 'the due retry fills the claim')
+  assert.equal(waiting(), 1n, 'so the new event still waits in the outbox')
+  const [second] = await store.claimDue({ ...claim, lease: 'a:3' })
+  assert.match(second?.payload ?? '', /"id":2,/)
+  assert.equal(waiting(), 0n)
+})
+
 if (TEST_DATABASE_URL !== undefined) {
   test('PostgreSQL: a schema the plant store has not migrated yet is refused', async (t) => {
     const { url } = scratchDatabaseUrl(t)
