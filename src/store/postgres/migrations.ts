@@ -89,5 +89,19 @@ export const migrations: readonly string[] = [
   // 5: where an event came from: the request id of the write that caused it (delivery logs carry it)
   // and, with tracing on, the W3C traceparent of its request span (the delivery's span is its child).
   `ALTER TABLE webhook_deliveries ADD COLUMN request_id text;
-   ALTER TABLE webhook_deliveries ADD COLUMN traceparent text;`
+   ALTER TABLE webhook_deliveries ADD COLUMN traceparent text;`,
+  // 6: the outbox proper. A plant write records its event in one row with its signed body and no
+  // index beside its key; a dispatcher turns events into deliveries (one per subscription that
+  // asked for the type) off the request path, deleting them in the same statement. A subscription
+  // receives the events from `first_event_id` on: those numbered after it was created.
+  `CREATE TABLE webhook_events (
+     id          bigserial PRIMARY KEY,
+     message_id  text   NOT NULL,
+     event_type  text   NOT NULL,
+     payload     text   NOT NULL,
+     created_at  bigint NOT NULL,
+     request_id  text,
+     traceparent text
+   );
+   ALTER TABLE webhook_subscriptions ADD COLUMN first_event_id bigint NOT NULL DEFAULT 0;`
 ]

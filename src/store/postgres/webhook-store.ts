@@ -10,8 +10,8 @@ import type {
 import { StoreOpenError } from '../../errors.js'
 import { inTransaction, parsePostgresUrl } from './connection.js'
 
-/** The migration step (see migrations.ts) that created the webhook tables. */
-export const WEBHOOK_SCHEMA_VERSION = 3
+/** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
+export const WEBHOOK_SCHEMA_VERSION = 6
 
 /** The NOTIFY channel; the payload is the writer's schema, so schemas sharing a database tell their events apart. */
 export const WEBHOOK_CHANNEL = 'plant_store_webhooks'
@@ -32,21 +32,33 @@ const DELIVERY = 'id, event_type, status, attempts, last_attempt_at, last_status
 const MAX_ID = 9223372036854775807n
 /** Prune in slices, so no DELETE holds many rows locked for long. */
 const PRUNE_BATCH = 1000
+/** Events fanned out by a claim that found too few deliveries due: enough to fill the next claims too. */
+const FAN_OUT_BATCH = 64
+/** Events fanned out per statement before a listing or a backlog count. */
+const FAN_OUT_ALL_BATCH = 1000
 
+/**
+ * The event, into the outbox: one row, written only when an enabled subscription asked for its type
+ * (the same count says how many deliveries it will become), with a NOTIFY when asked for one.
+ */
 const ENQUEUE_SQL = `
-  WITH inserted AS (
-    INSERT INTO webhook_deliveries (subscription_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at, request_id, traceparent)
-    SELECT id, $1, $2, $3, 'pending', 0, $4, $4, $5, $6 FROM webhook_subscriptions WHERE NOT disabled AND $2 = ANY (events)
-    RETURNING 1)
-  SELECT count(*)::integer AS deliveries,
-         CASE WHEN count(*) > 0 AND $7::boolean THEN pg_notify('${WEBHOOK_CHANNEL}', current_schema()) END AS notified
-  FROM inserted`
+  WITH receivers AS (
+         SELECT count(*)::integer AS n FROM webhook_subscriptions WHERE NOT disabled AND $2 = ANY (events)),
+       inserted AS (
+         INSERT INTO webhook_events (message_id, event_type, payload, created_at, request_id, traceparent)
+         SELECT $1, $2, $3, $4, $5, $6 FROM receivers WHERE n > 0)
+  SELECT n AS deliveries,
+         CASE WHEN n > 0 AND $7::boolean THEN pg_notify('${WEBHOOK_CHANNEL}', current_schema()) END AS notified
+  FROM receivers`
 
 /** Every statement, prepared once per connection under its key (see `run`). */
 const SQL = {
   schemaVersion: 'SELECT max(version) AS version FROM plant_store_migrations',
-  insertSubscription: `INSERT INTO webhook_subscriptions (owner, url, events, description, disabled, secret, created_at, updated_at)
-                       VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING ${SUBSCRIPTION}`,
+  // A subscription receives the events numbered after the last one handed out when it was created.
+  insertSubscription: `INSERT INTO webhook_subscriptions (owner, url, events, description, disabled, secret, created_at, updated_at, first_event_id)
+                       VALUES ($1, $2, $3, $4, $5, $6, $7, $7,
+                               (SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM webhook_events_id_seq))
+                       RETURNING ${SUBSCRIPTION}`,
   getSubscription: `SELECT ${SUBSCRIPTION} FROM webhook_subscriptions WHERE owner = $1 AND id = $2`,
   listSubscriptions: `SELECT ${SUBSCRIPTION} FROM webhook_subscriptions WHERE owner = $1 AND id > $2 ORDER BY id LIMIT $3`,
   // A merge patch in one statement: null keeps a field ($5 says whether to set the description).
@@ -70,6 +82,18 @@ const SQL = {
   retryDelivery: `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $3
                   WHERE id = $1 AND subscription_id = $2 RETURNING ${DELIVERY}`,
   enqueue: ENQUEUE_SQL,
+  // The oldest events become deliveries, one per enabled subscription that asked for the type, and
+  // leave the outbox, in one statement. SKIP LOCKED: two instances never take the same event.
+  fanOut: `WITH taken AS (
+             DELETE FROM webhook_events WHERE id IN (
+               SELECT id FROM webhook_events ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+             RETURNING id, message_id, event_type, payload, created_at, request_id, traceparent),
+           made AS (
+             INSERT INTO webhook_deliveries (subscription_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at, request_id, traceparent)
+             SELECT s.id, t.message_id, t.event_type, t.payload, 'pending', 0, t.created_at, t.created_at, t.request_id, t.traceparent
+             FROM taken t JOIN webhook_subscriptions s ON NOT s.disabled AND s.first_event_id <= t.id AND t.event_type = ANY (s.events)
+             ORDER BY t.id, s.id)
+           SELECT count(*)::integer AS events FROM taken`,
   // Per enabled subscription, its oldest due deliveries (at most $5), then the oldest of those
   // overall: one subscription's backlog cannot fill a claim while others wait. SKIP LOCKED: rows
   // another instance is claiming this instant are passed over, never waited for, never taken twice;
@@ -115,8 +139,14 @@ const SQL = {
             SELECT id FROM webhook_deliveries
             WHERE created_at < $1 AND (status <> 'pending' OR subscription_id IN (SELECT id FROM webhook_subscriptions WHERE disabled))
             LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-  backlog: `SELECT count(*)::integer AS pending, min(d.created_at) AS oldest FROM webhook_deliveries d
-            JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE d.status = 'pending' AND NOT s.disabled`
+  // Deliveries waiting, and the deliveries that events not yet fanned out will become.
+  backlog: `WITH waiting (created_at) AS (
+              SELECT d.created_at FROM webhook_deliveries d
+              JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE d.status = 'pending' AND NOT s.disabled
+              UNION ALL
+              SELECT e.created_at FROM webhook_events e
+              JOIN webhook_subscriptions s ON NOT s.disabled AND s.first_event_id <= e.id AND e.event_type = ANY (s.events))
+            SELECT count(*)::integer AS pending, min(created_at) AS oldest FROM waiting`
 } as const
 
 type Queryable = pg.Pool | pg.PoolClient | pg.ClientBase
@@ -271,6 +301,12 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     return unsubscribe
   }
 
+  /** Turns up to `limit` of the oldest events into deliveries; resolves with how many events it took. */
+  async function fanOut (limit: number): Promise<number> {
+    const { rows: [row] } = await run<{ events: number }>(pool, 'fanOut', [limit])
+    return row?.events ?? 0
+  }
+
   let closed = false
 
   return {
@@ -312,6 +348,8 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     async listDeliveries (owner: string, subscriptionId: bigint, { limit, before }: DeliveryQuery): Promise<DeliveryPage | undefined> {
       const { rows: [owned] } = await run(pool, 'getSubscription', [owner, subscriptionId])
       if (owned === undefined) return undefined
+      // Every event committed so far is listed as the deliveries it becomes.
+      while (await fanOut(FAN_OUT_ALL_BATCH) === FAN_OUT_ALL_BATCH);
       const { rows } = await run<DeliveryRow>(pool, 'listDeliveries', [subscriptionId, before ?? MAX_ID, limit + 1])
       return { deliveries: rows.slice(0, limit).map(toDelivery), hasMore: rows.length > limit }
     },
@@ -329,8 +367,15 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     },
 
     async claimDue ({ lease, now, leaseMs, limit, perSubscription, skipSubscriptions }: ClaimRequest) {
-      const { rows } = await run<ClaimRow>(pool, 'claim',
-        [lease, now, now + leaseMs, limit, perSubscription, skipSubscriptions.map(String)])
+      const claim = async (count: number, skip: readonly bigint[]): Promise<ClaimRow[]> =>
+        (await run<ClaimRow>(pool, 'claim', [lease, now, now + leaseMs, count, perSubscription, skip.map(String)])).rows
+      const rows = await claim(limit, skipSubscriptions)
+      // Events become deliveries as dispatchers need them: only when what is due falls short of the
+      // claim. The second claim passes over the subscriptions the first already took from, so none
+      // gets more than perSubscription.
+      if (rows.length < limit && await fanOut(Math.max(FAN_OUT_BATCH, limit)) > 0) {
+        rows.push(...await claim(limit - rows.length, [...skipSubscriptions, ...rows.map((row) => row.subscription_id)]))
+      }
       return rows.map((row) => toClaimed(row, now))
     },
 

@@ -10,5 +10,8 @@ export function configureConnection (db: Database.Database): Database.Database {
   db.pragma('synchronous = NORMAL')
   db.pragma('foreign_keys = ON')
   db.pragma('busy_timeout = 5000')
+  // Sorts and IN lists (the dispatcher's claim) build temporary B-trees; in a temporary file by
+  // default, which cost the claim about 70 µs of file set-up per run. They are a few rows each.
+  db.pragma('temp_store = MEMORY')
   return db
 }
