@@ -126,7 +126,7 @@ export interface DeliveryCompletion {
   failingDisableBefore: number
 }
 
-/** What waits to be delivered: pending deliveries of enabled subscriptions. */
+/** What waits to be delivered: pending deliveries of enabled subscriptions, and those that events still in the outbox will become. */
 export interface Backlog {
   pending: number
   /** When the oldest of them was created (epoch ms); undefined when none waits. */
@@ -155,17 +155,26 @@ export interface WebhookStore {
   deleteSubscription: (owner: string, id: bigint) => Promise<boolean>
   /** Makes `secret` the current one; the one it replaces is honoured until `previousUntil`. */
   rotateSecret: (owner: string, id: bigint, secret: string, previousUntil: number, now: number) => Promise<WebhookSubscription | undefined>
-  /** Newest first; undefined when the subscription is not the owner's. */
+  /**
+   * Newest first, every committed event included (events still in the outbox are fanned out
+   * first); undefined when the subscription is not the owner's.
+   */
   listDeliveries: (owner: string, subscriptionId: bigint, query: DeliveryQuery) => Promise<DeliveryPage | undefined>
   /** Makes the delivery pending and due now (one more attempt for a failed one). */
   retryDelivery: (owner: string, subscriptionId: bigint, deliveryId: bigint, now: number) => Promise<RetryResult>
 
   /**
-   * Writes the event's deliveries in a transaction of its own (the plant writes use the
-   * transactional enqueue functions of each store instead). Resolves with how many were written.
+   * Writes the event to the outbox in a transaction of its own (the plant writes use the
+   * transactional enqueue functions of each store instead). Resolves with how many deliveries it
+   * becomes: one per enabled subscription that asked for its type (none: nothing is written).
+   * A subscription receives only the events written after it was created.
    */
   enqueue: (event: PlantEvent, now: number) => Promise<number>
-  /** Due deliveries of enabled subscriptions, oldest due first, now leased to `request.lease`. */
+  /**
+   * Due deliveries of enabled subscriptions, oldest due first, now leased to `request.lease`. When
+   * fewer are due than asked for, the oldest events of the outbox are fanned out into deliveries
+   * first: events wait as single rows until a dispatcher needs them.
+   */
   claimDue: (request: ClaimRequest) => Promise<ClaimedDelivery[]>
   completeDelivery: (completion: DeliveryCompletion) => Promise<CompletionResult>
   /** Gives claimed deliveries back untouched (no attempt counted), due as they were. */

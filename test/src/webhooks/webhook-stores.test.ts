@@ -2,15 +2,17 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { test } from 'node:test'
+import { test, type TestContext } from 'node:test'
 import Database from 'better-sqlite3'
+import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { createPostgresWebhookStore } from '../../../src/store/postgres/webhook-store.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
 import { createSqliteWebhookStore, enqueueSqliteEvent, openSqliteWebhookDatabase } from '../../../src/store/sqlite/webhook-store.js'
 import { StoreOpenError } from '../../../src/errors.js'
+import type { PlantStore } from '../../../src/store/store.js'
 import { WEBHOOK_EVENT_TYPES } from '../../../src/webhooks/events.js'
 import { cleanupStack, type Cleanup } from '../../helpers/cleanup.js'
-import { scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
+import { adminQuery, scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
 import { plant } from './store-conformance.js'
 
 const record = { owner: 'a'.repeat(64), url: 'https://hooks.example.com/', events: [...WEBHOOK_EVENT_TYPES], disabled: false, secret: 'whsec_c2VjcmV0' }
@@ -81,55 +83,90 @@ test('SQLite: enqueueSqliteEvent joins the transaction of a plant write on the s
   assert.equal(count('webhook_events'), 0n, 'and leaves the outbox')
 })
 
-test('SQLite: a plant write records an event only when an enabled subscription asked for its type', async (t) => {
+/** A plant store, and what its outbox holds (read apart from the store), for the scenarios below. */
+interface OutboxUnderTest {
+  plants: PlantStore
+  /** The event types waiting in the outbox, oldest first. */
+  waiting: () => Promise<string[]>
+}
+
+async function sqliteOutbox (t: TestContext): Promise<OutboxUnderTest> {
   const cleanup = cleanupStack(t)
   const filename = tempFile(cleanup)
   const plants = createSqliteStore({ filename, synchronous: 'normal' })
   cleanup.after(() => plants.close())
   const outbox = openSqliteWebhookDatabase(filename)
   cleanup.after(() => { outbox.close() })
-  const events = (): string[] => outbox.prepare<[], string>('SELECT event_type FROM webhook_events ORDER BY id').pluck().all()
+  const waiting = outbox.prepare<[], string>('SELECT event_type FROM webhook_events ORDER BY id').pluck()
+  return { plants, waiting: async () => waiting.all() }
+}
+
+async function postgresOutbox (t: TestContext): Promise<OutboxUnderTest> {
+  const cleanup = cleanupStack(t)
+  const { url, schema } = scratchDatabaseUrl(cleanup)
+  const plants = await createPostgresStore({ url })
+  cleanup.after(() => plants.close())
+  return {
+    plants,
+    waiting: async () => (await adminQuery<{ event_type: string }>(`SELECT event_type FROM ${schema}.webhook_events ORDER BY id`)).map((row) => row.event_type)
+  }
+}
+
+async function eventsOnlyForWantedTypes (t: TestContext, open: (t: TestContext) => Promise<OutboxUnderTest>): Promise<void> {
+  const { plants, waiting } = await open(t)
   await plants.create({ name: 'Fern' })
-  assert.deepEqual(events(), [], 'no subscription: no event')
+  assert.deepEqual(await waiting(), [], 'no subscription: no event')
   const { id } = await plants.webhooks.createSubscription({ ...record, events: ['plant.deleted'] }, Date.now())
   const fern = await plants.create({ name: 'Fern' })
-  assert.deepEqual(events(), [], 'nobody asked for plant.created')
+  assert.deepEqual(await waiting(), [], 'nobody asked for plant.created')
   await plants.delete(fern.plant.id)
-  assert.deepEqual(events(), ['plant.deleted'])
+  assert.deepEqual(await waiting(), ['plant.deleted'])
   await plants.webhooks.updateSubscription(record.owner, id, { events: ['plant.created'] }, Date.now())
   await plants.create({ name: 'Ivy' })
-  assert.deepEqual(events(), ['plant.deleted', 'plant.created'], 'the change of the subscription is seen by the next write')
+  assert.deepEqual(await waiting(), ['plant.deleted', 'plant.created'], 'the change of the subscription is seen by the next write')
   await plants.webhooks.updateSubscription(record.owner, id, { disabled: true }, Date.now())
   await plants.create({ name: 'Moss' })
-  assert.deepEqual(events(), ['plant.deleted', 'plant.created'], 'a disabled subscription asks for nothing')
-})
+  assert.deepEqual(await waiting(), ['plant.deleted', 'plant.created'], 'a disabled subscription asks for nothing')
+}
 
-test('SQLite: a claim fans events out only when fewer deliveries are due than it asks for', async (t) => {
-  const cleanup = cleanupStack(t)
-  const filename = tempFile(cleanup)
-  const plants = createSqliteStore({ filename, synchronous: 'normal' })
-  cleanup.after(() => plants.close())
+async function fanOutOnlyWhenShort (t: TestContext, open: (t: TestContext) => Promise<OutboxUnderTest>): Promise<void> {
+  const { plants, waiting } = await open(t)
   const store = plants.webhooks
-  const outbox = openSqliteWebhookDatabase(filename)
-  cleanup.after(() => { outbox.close() })
-  const waiting = (): bigint => outbox.prepare<[], bigint>('SELECT count(*) FROM webhook_events').pluck().get() as bigint
   const now = Date.now()
   const claim = { now, leaseMs: 60_000, limit: 1, perSubscription: 10, skipSubscriptions: [] }
   await store.createSubscription(record, now)
   await store.enqueue({ type: 'plant.created', plant: plant(1n) }, now)
   const [first] = await store.claimDue({ ...claim, lease: 'a:1' })
   assert.match(first?.payload ?? '', /"id":1,/)
-  assert.equal(waiting(), 0n, 'nothing was due: the event was fanned out')
+  assert.deepEqual(await waiting(), [], 'nothing was due: the event was fanned out')
   // The first delivery fails and is due again at once; a second event arrives.
   await store.completeDelivery({ id: first?.id ?? 0n, lease: 'a:1', attemptedAt: now, status: 'pending', nextAttemptAt: now, statusCode: 500, disableSubscription: false, failingDisableBefore: 0 })
   await store.enqueue({ type: 'plant.created', plant: plant(2n) }, now)
   const [retry] = await store.claimDue({ ...claim, lease: 'a:2' })
   assert.equal(retry?.id, first?.id, 'the due retry fills the claim')
-  assert.equal(waiting(), 1n, 'so the new event still waits in the outbox')
+  assert.deepEqual(await waiting(), ['plant.created'], 'so the new event still waits in the outbox')
   const [second] = await store.claimDue({ ...claim, lease: 'a:3' })
   assert.match(second?.payload ?? '', /"id":2,/)
-  assert.equal(waiting(), 0n)
+  assert.deepEqual(await waiting(), [])
+}
+
+test('SQLite: a plant write records an event only when an enabled subscription asked for its type', async (t) => {
+  await eventsOnlyForWantedTypes(t, sqliteOutbox)
 })
+
+test('SQLite: a claim fans events out only when fewer deliveries are due than it asks for', async (t) => {
+  await fanOutOnlyWhenShort(t, sqliteOutbox)
+})
+
+if (TEST_DATABASE_URL !== undefined) {
+  test('PostgreSQL: a plant write records an event only when an enabled subscription asked for its type', async (t) => {
+    await eventsOnlyForWantedTypes(t, postgresOutbox)
+  })
+
+  test('PostgreSQL: a claim fans events out only when fewer deliveries are due than it asks for', async (t) => {
+    await fanOutOnlyWhenShort(t, postgresOutbox)
+  })
+}
 
 if (TEST_DATABASE_URL !== undefined) {
   test('PostgreSQL: a schema the plant store has not migrated yet is refused', async (t) => {
