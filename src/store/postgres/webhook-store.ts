@@ -19,9 +19,14 @@ export const WEBHOOK_CHANNEL = 'plant_store_webhooks'
 export interface PostgresWebhookStoreOptions {
   /** The plant store's DATABASE_URL (`?schema=` included); its migrations must have run. */
   url: string
-  /** The most connections the webhook store opens besides its listener (default 4). */
+  /**
+   * The most connections each of the webhook store's two pools opens besides its listener
+   * (default 4): one for subscriptions and what the API reads, one for the dispatcher's bookkeeping.
+   */
   poolMax?: number
   connectTimeoutMs?: number
+  /** Bounds every statement and lock wait on the server, as for the plant store (default 5 s). */
+  statementTimeoutMs?: number
   /** Told about failures of idle pooled connections and of the listener; neither crashes the process. */
   onError?: (err: Error) => void
 }
@@ -32,7 +37,7 @@ const DELIVERY = 'id, event_type, status, attempts, last_attempt_at, last_status
 const MAX_ID = 9223372036854775807n
 /** Prune in slices, so no DELETE holds many rows locked for long. */
 const PRUNE_BATCH = 1000
-/** Events fanned out by a claim that found too few deliveries due: enough to fill the next claims too. */
+/** Events fanned out before each claim: enough to fill the next claims too. */
 const FAN_OUT_BATCH = 64
 /** Events fanned out per statement before a listing or a backlog count. */
 const FAN_OUT_ALL_BATCH = 1000
@@ -193,19 +198,34 @@ async function checkSchema (pool: pg.Pool): Promise<void> {
 /** Webhook persistence on the plant store's PostgreSQL database, through a small pool of its own. */
 export async function createPostgresWebhookStore (options: PostgresWebhookStoreOptions): Promise<WebhookStore> {
   const target = parsePostgresUrl(options.url)
-  const pool = new pg.Pool({
-    connectionString: target.connectionString,
-    application_name: 'plant-store',
-    max: options.poolMax ?? 4,
-    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-    types: pgTypes
-  })
-  // An idle connection the server dropped is an 'error' event: without a listener it kills the process.
-  pool.on('error', (err) => { options.onError?.(err) })
+  const statementTimeoutMs = options.statementTimeoutMs ?? 5000
+  const poolOf = (settings: string): pg.Pool => {
+    const made = new pg.Pool({
+      connectionString: target.connectionString,
+      application_name: 'plant-store',
+      max: options.poolMax ?? 4,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+      // A lock wait can never hold the dispatcher (or a shutdown waiting for it) for long.
+      options: `-c statement_timeout=${statementTimeoutMs} -c lock_timeout=${statementTimeoutMs}${settings}`,
+      types: pgTypes
+    })
+    // An idle connection the server dropped is an 'error' event: without a listener it kills the process.
+    made.on('error', (err) => { options.onError?.(err) })
+    return made
+  }
+  // Subscriptions, and what the API answers with: durable before they are answered.
+  const pool = poolOf('')
+  // The dispatcher's claims, fan-outs and outcomes, committed without waiting for the WAL flush
+  // (asynchronous commit): a crash can lose them only to a delivery sent again with the same
+  // webhook-id (at least once). A lost fan-out leaves its events in the outbox, a lost claim
+  // releases itself when its lease runs out, a lost outcome leaves the delivery due once more.
+  // Waiting for a flush at each of them tripled the latency of a delivery and halved catch-up.
+  const bookkeeping = poolOf(' -c synchronous_commit=off')
+  const endPools = async (): Promise<void> => { await Promise.all([pool.end(), bookkeeping.end()]) }
   try {
     await checkSchema(pool)
   } catch (err) {
-    await pool.end()
+    await endPools()
     throw err
   }
   const listeners = new Set<() => Promise<void>>()
@@ -213,13 +233,13 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
   async function complete (done: DeliveryCompletion): Promise<CompletionResult> {
     const notRecorded = { recorded: false, subscriptionDisabled: false }
     if (done.status === 'succeeded') {
-      const { rows: [row] } = await run<{ recorded: number }>(pool, 'succeed', [done.id, done.lease, done.attemptedAt, done.statusCode ?? null])
+      const { rows: [row] } = await run<{ recorded: number }>(bookkeeping, 'succeed', [done.id, done.lease, done.attemptedAt, done.statusCode ?? null])
       return { recorded: row?.recorded === 1, subscriptionDisabled: false }
     }
-    const { rows: [leased] } = await run<{ subscription_id: bigint }>(pool, 'leasedSubscription', [done.id, done.lease])
+    const { rows: [leased] } = await run<{ subscription_id: bigint }>(bookkeeping, 'leasedSubscription', [done.id, done.lease])
     if (leased === undefined) return notRecorded
     const subscriptionId = leased.subscription_id
-    return await inTransaction(pool, async (client) => {
+    return await inTransaction(bookkeeping, async (client) => {
       const { rows: [health] } = await run<{ disabled: boolean, failing_since: bigint | null }>(client, 'lockSubscription', [subscriptionId])
       const next = done.status === 'pending' ? done.nextAttemptAt ?? done.attemptedAt : null
       const error = done.error === undefined ? null : truncateError(done.error)
@@ -301,9 +321,13 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     return unsubscribe
   }
 
-  /** Turns up to `limit` of the oldest events into deliveries; resolves with how many events it took. */
-  async function fanOut (limit: number): Promise<number> {
-    const { rows: [row] } = await run<{ events: number }>(pool, 'fanOut', [limit])
+  /**
+   * Turns up to `limit` of the oldest events into deliveries through `db`; resolves with how many
+   * events it took. A listing fans out on the durable pool: it never shows a delivery a crash could
+   * take back (and give a new id).
+   */
+  async function fanOut (limit: number, db: pg.Pool = bookkeeping): Promise<number> {
+    const { rows: [row] } = await run<{ events: number }>(db, 'fanOut', [limit])
     return row?.events ?? 0
   }
 
@@ -349,7 +373,7 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       const { rows: [owned] } = await run(pool, 'getSubscription', [owner, subscriptionId])
       if (owned === undefined) return undefined
       // Every event committed so far is listed as the deliveries it becomes.
-      while (await fanOut(FAN_OUT_ALL_BATCH) === FAN_OUT_ALL_BATCH);
+      while (await fanOut(FAN_OUT_ALL_BATCH, pool) === FAN_OUT_ALL_BATCH);
       const { rows } = await run<DeliveryRow>(pool, 'listDeliveries', [subscriptionId, before ?? MAX_ID, limit + 1])
       return { deliveries: rows.slice(0, limit).map(toDelivery), hasMore: rows.length > limit }
     },
@@ -367,28 +391,27 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     },
 
     async claimDue ({ lease, now, leaseMs, limit, perSubscription, skipSubscriptions }: ClaimRequest) {
-      const claim = async (count: number, skip: readonly bigint[]): Promise<ClaimRow[]> =>
-        (await run<ClaimRow>(pool, 'claim', [lease, now, now + leaseMs, count, perSubscription, skip.map(String)])).rows
-      const rows = await claim(limit, skipSubscriptions)
-      // Events become deliveries as dispatchers need them: only when what is due falls short of the
-      // claim. The second claim passes over the subscriptions the first already took from, so none
-      // gets more than perSubscription.
-      if (rows.length < limit && await fanOut(Math.max(FAN_OUT_BATCH, limit)) > 0) {
-        rows.push(...await claim(limit - rows.length, [...skipSubscriptions, ...rows.map((row) => row.subscription_id)]))
-      }
+      // Waiting events become deliveries first, a batch per claim: a round trip that finds nothing
+      // costs little, and a new event reaches its receiver after two round trips, not three (a
+      // claim, a fan-out when it fell short, a claim again). The dispatcher claims as slots free
+      // up, so the fan-out keeps pace with delivery and the rest waits in the outbox.
+      await fanOut(Math.max(FAN_OUT_BATCH, limit))
+      const { rows } = await run<ClaimRow>(bookkeeping, 'claim',
+        [lease, now, now + leaseMs, limit, perSubscription, skipSubscriptions.map(String)])
       return rows.map((row) => toClaimed(row, now))
     },
+
 
     completeDelivery: complete,
 
     async releaseDeliveries (lease: string, ids: readonly bigint[]) {
-      if (ids.length > 0) await run(pool, 'release', [lease, ids.map(String)])
+      if (ids.length > 0) await run(bookkeeping, 'release', [lease, ids.map(String)])
     },
 
     async pruneDeliveries (before: number) {
       let total = 0
       for (;;) {
-        const { rowCount } = await run(pool, 'prune', [before, PRUNE_BATCH])
+        const { rowCount } = await run(bookkeeping, 'prune', [before, PRUNE_BATCH])
         total += rowCount ?? 0
         if ((rowCount ?? 0) < PRUNE_BATCH) return total
       }
@@ -405,7 +428,7 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       if (closed) return
       closed = true
       await Promise.all([...listeners].map(async (unsubscribe) => { await unsubscribe() }))
-      await pool.end()
+      await endPools()
     }
   }
 }

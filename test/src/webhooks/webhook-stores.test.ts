@@ -162,10 +162,6 @@ if (TEST_DATABASE_URL !== undefined) {
   test('PostgreSQL: a plant write records an event only when an enabled subscription asked for its type', async (t) => {
     await eventsOnlyForWantedTypes(t, postgresOutbox)
   })
-
-  test('PostgreSQL: a claim fans events out only when fewer deliveries are due than it asks for', async (t) => {
-    await fanOutOnlyWhenShort(t, postgresOutbox)
-  })
 }
 
 if (TEST_DATABASE_URL !== undefined) {
