@@ -401,7 +401,6 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       return rows.map((row) => toClaimed(row, now))
     },
 
-
     completeDelivery: complete,
 
     async releaseDeliveries (lease: string, ids: readonly bigint[]) {
