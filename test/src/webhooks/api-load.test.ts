@@ -5,7 +5,7 @@ import { until } from '../../helpers/webhook-receiver.js'
 
 test('the API is busy only when the loop was saturated and requests were served in the same interval', () => {
   let utilization = 0
-  const load = new ApiLoadMonitor({ threshold: 0.9, utilization: () => utilization })
+  const load = new ApiLoadMonitor({ threshold: 0.9, releaseBelow: 0.9, utilization: () => utilization })
   assert.equal(load.busy, false)
 
   utilization = 0.95
@@ -31,6 +31,33 @@ test('the API is busy only when the loop was saturated and requests were served 
   assert.equal(load.busy, true)
   load.stop()
   assert.equal(load.busy, false, 'a stopped monitor never holds deliveries back')
+})
+
+test('once busy, the API stays busy until utilization drops below releaseBelow (with requests served)', () => {
+  let utilization = 0.95
+  const load = new ApiLoadMonitor({ threshold: 0.9, releaseBelow: 0.7, utilization: () => utilization })
+  const sample = (value: number, requests = 1): boolean => {
+    utilization = value
+    for (let i = 0; i < requests; i++) load.countRequest()
+    load.sample()
+    return load.busy
+  }
+  assert.equal(sample(0.8), false, 'not busy yet: below the threshold')
+  assert.equal(sample(0.95), true)
+  assert.equal(sample(0.8), true, 'busy stays busy above releaseBelow')
+  assert.equal(sample(0.7), true)
+  assert.equal(sample(0.69), false)
+  assert.equal(sample(0.8), false, 'and is busy again only from the threshold')
+  assert.equal(sample(0.9), true)
+  assert.equal(sample(0.95, 0), false, 'an interval without requests ends it at once')
+
+  // A release point above the threshold is the threshold: busy from 0.5 stays busy at 0.6.
+  const clamped = new ApiLoadMonitor({ threshold: 0.5, releaseBelow: 0.7, utilization: () => 0.6 })
+  clamped.countRequest()
+  clamped.sample()
+  clamped.countRequest()
+  clamped.sample()
+  assert.equal(clamped.busy, true)
 })
 
 test('started, it samples the real event loop on its own; a request-free interval is never busy', async () => {
