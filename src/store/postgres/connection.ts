@@ -34,9 +34,35 @@ export function parsePostgresUrl (url: string): PostgresTarget {
     throw new Error('DATABASE_URL schema must be a lower-case SQL name (a-z, 0-9, _; at most 63 characters)')
   }
   parsed.searchParams.delete('schema')
+  return { connectionString: withServerSettings(parsed.toString(), { search_path: schema }), schema }
+}
+
+/**
+ * `connectionString` with server settings for every session it opens, added to its `options`
+ * parameter (`-c name=value`) beside any already there. In the URL, not in the driver's `options`
+ * setting: the driver lets a URL's `options` (a schema's search_path) replace that setting whole.
+ */
+export function withServerSettings (connectionString: string, settings: Readonly<Record<string, string | number>>): string {
+  const parsed = new URL(connectionString)
+  const added = Object.entries(settings).map(([name, value]) => `-c ${name}=${value}`)
   const options = parsed.searchParams.get('options')
-  parsed.searchParams.set('options', `${options === null ? '' : `${options} `}-c search_path=${schema}`)
-  return { connectionString: parsed.toString(), schema }
+  parsed.searchParams.set('options', [...(options === null ? [] : [options]), ...added].join(' '))
+  return parsed.toString()
+}
+
+/** How much longer the driver waits for an answer than the server lets a statement run. */
+const QUERY_TIMEOUT_MARGIN_MS = 1000
+
+/**
+ * A pool's bounds on every statement: on the server (a statement, a lock wait) and, a little later,
+ * in the driver: a network that goes silent (no reset) would otherwise hold a caller until TCP gives up.
+ */
+export function statementBounds (statementTimeoutMs: number): Pick<pg.PoolConfig, 'statement_timeout' | 'lock_timeout' | 'query_timeout'> {
+  return {
+    statement_timeout: statementTimeoutMs,
+    lock_timeout: statementTimeoutMs,
+    query_timeout: statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS
+  }
 }
 
 /** Node socket errors that mean the server cannot be reached (or went away mid-request). */

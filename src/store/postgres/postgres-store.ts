@@ -8,7 +8,7 @@ import {
   type NewPlant, type PlantChanges, type PlantStore
 } from '../store.js'
 import { rememberedPlant, toPlant, writableRow, type IdempotencyRow, type PlantRow } from '../rows.js'
-import { inTransaction, parsePostgresUrl, postgresFailure, type PostgresTarget } from './connection.js'
+import { inTransaction, parsePostgresUrl, postgresFailure, statementBounds, type PostgresTarget } from './connection.js'
 import { migrations } from './migrations.js'
 import { retryUntilReachable, type StartupRetry } from './startup.js'
 import { createPostgresWebhookStore, enqueuePostgresEvent } from './webhook-store.js'
@@ -43,9 +43,6 @@ type Queryable = pg.Pool | pg.PoolClient
 
 /** SQLSTATE of nextval past the sequence's MAXVALUE (2^53 - 1): no id is left to assign. */
 const SEQUENCE_LIMIT_EXCEEDED = '2200H'
-
-/** How much longer the driver waits for an answer than the server lets a statement run. */
-const QUERY_TIMEOUT_MARGIN_MS = 1000
 
 /** Named columns, never `*`: a prepared statement keeps its result shape when a later migration adds one. */
 const PLANT = 'id, name, tag, created_at, updated_at'
@@ -182,11 +179,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
   const pool = new pg.Pool({
     ...connection,
     max: options.poolMax ?? 10,
-    // Bounded on the server (a statement, a lock wait) and, a little later, in the driver: a
-    // network that goes silent (no reset) would otherwise hold a request until TCP gives up.
-    statement_timeout: statementTimeoutMs,
-    lock_timeout: statementTimeoutMs,
-    query_timeout: statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
+    ...statementBounds(statementTimeoutMs),
     types: pgTypes
   })
   // An idle connection the server dropped is an 'error' event: without a listener it kills the process.
@@ -277,6 +270,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
   try {
     remote = await createPostgresWebhookStore({
       url: options.url,
+      statementTimeoutMs,
       ...(options.connectTimeoutMs !== undefined && { connectTimeoutMs: options.connectTimeoutMs }),
       ...(options.onIdleError !== undefined && { onError: options.onIdleError })
     })

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { describe, test } from 'node:test'
+import pg from 'pg'
 import { migrations } from '../../../src/store/postgres/migrations.js'
-import { isConnectionError, isPostgresUrl, parsePostgresUrl, postgresFailure } from '../../../src/store/postgres/connection.js'
+import { isConnectionError, isPostgresUrl, parsePostgresUrl, postgresFailure, withServerSettings } from '../../../src/store/postgres/connection.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { StoreOpenError } from '../../../src/errors.js'
 import type { PlantStore } from '../../../src/store/store.js'
@@ -30,6 +31,27 @@ test('?schema= becomes a search_path option (kept next to any options the URL ha
     assert.throws(() => parsePostgresUrl(`postgres://u@h/db?schema=${encodeURIComponent(bad)}`), /schema must be a lower-case SQL name/, bad)
   }
 })
+
+test('server settings join the URL\'s options, beside a schema\'s search_path', () => {
+  const url = new URL(withServerSettings(parsePostgresUrl('postgres://u@h/db?schema=plants_1').connectionString, { synchronous_commit: 'off', lock_timeout: 300 }))
+  assert.equal(url.searchParams.get('options'), '-c search_path=plants_1 -c synchronous_commit=off -c lock_timeout=300')
+  assert.equal(new URL(withServerSettings('postgres://u@h/db', { synchronous_commit: 'off' })).searchParams.get('options'), '-c synchronous_commit=off')
+})
+
+if (TEST_DATABASE_URL !== undefined) {
+  test('PostgreSQL: a session opened with server settings on a ?schema= URL has them and the schema (the driver\'s own options setting would be replaced by the URL\'s)', async (t) => {
+    const { url, schema } = scratchDatabaseUrl(t)
+    const client = new pg.Client({ connectionString: withServerSettings(parsePostgresUrl(url).connectionString, { synchronous_commit: 'off' }) })
+    await client.connect()
+    try {
+      const { rows: [row] } = await client.query<{ commit: string, path: string }>(
+        "SELECT current_setting('synchronous_commit') AS commit, current_setting('search_path') AS path")
+      assert.deepEqual(row, { commit: 'off', path: schema })
+    } finally {
+      await client.end()
+    }
+  })
+}
 
 test('connection errors are told apart from other errors', () => {
   const coded = (code: string): Error => Object.assign(new Error('x'), { code })

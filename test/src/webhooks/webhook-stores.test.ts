@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import Database from 'better-sqlite3'
+import pg from 'pg'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { createPostgresWebhookStore } from '../../../src/store/postgres/webhook-store.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
@@ -161,6 +162,26 @@ test('SQLite: a claim fans events out only when fewer deliveries are due than it
 if (TEST_DATABASE_URL !== undefined) {
   test('PostgreSQL: a plant write records an event only when an enabled subscription asked for its type', async (t) => {
     await eventsOnlyForWantedTypes(t, postgresOutbox)
+  })
+
+  test('PostgreSQL: on a ?schema= database both webhook pools bound a lock wait (the dispatcher\'s and the API\'s)', { timeout: 10_000 }, async (t) => {
+    const cleanup = cleanupStack(t)
+    const { url, schema } = scratchDatabaseUrl(cleanup)
+    const plants = await createPostgresStore({ url })
+    cleanup.after(() => plants.close())
+    const store = await createPostgresWebhookStore({ url, statementTimeoutMs: 300 })
+    cleanup.after(() => store.close())
+    const locker = new pg.Client({ connectionString: TEST_DATABASE_URL })
+    await locker.connect()
+    cleanup.after(async () => { await locker.end() })
+    await locker.query('BEGIN')
+    await locker.query(`LOCK TABLE ${schema}.webhook_events, ${schema}.webhook_deliveries, ${schema}.webhook_subscriptions IN ACCESS EXCLUSIVE MODE`)
+    // Unbounded, both would wait for the lock until the test times out.
+    const bounded = (err: unknown): boolean => ['55P03', '57014'].includes(String((err as { code?: unknown }).code))
+    await assert.rejects(store.claimDue({ lease: 'a:1', now: Date.now(), leaseMs: 60_000, limit: 1, perSubscription: 1, skipSubscriptions: [] }), bounded)
+    await assert.rejects(store.listSubscriptions(record.owner, { limit: 1 }), bounded)
+    await locker.query('ROLLBACK')
+    assert.deepEqual(await store.listSubscriptions(record.owner, { limit: 1 }), { subscriptions: [], hasMore: false })
   })
 }
 
