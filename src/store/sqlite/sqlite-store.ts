@@ -245,7 +245,7 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
       onCommit?.(count)
       if (eventsWritten) {
         eventsWritten = false
-        // The dispatcher's claim is a write of a later batch: it returns only once this one is on disk.
+        // The dispatcher's claim is a write of a later batch: it hands deliveries out only once this one is on disk.
         for (const wake of wakers) wake()
       }
     },

@@ -245,7 +245,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
    * The dispatcher's bookkeeping: committed before anything depends on it, but not waited for on
    * disk. A crash can lose it only to deliver again (at least once): a lost claim is released at
    * the next start (releaseOrphanedLeases), a lost outcome leaves the delivery due once more.
-   * Under `full` each delivery would otherwise wait for two fdatasyncs.
+   * (What a claim hands out still waits for its events' flush: see claimDue.)
    */
   const runBookkeeping = async <T>(fn: () => T): Promise<T> => await write(db.transaction(fn), { awaitSync: false })
   const changed = options.onSubscriptionsChanged ?? (() => {})
@@ -416,7 +416,11 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     async claimDue (request: ClaimRequest) {
       const anyDue = statements.anyDue.get({ now: request.now }) === 1n
       if (!anyDue && statements.anyEvents.get() === 0n) return []
-      return await runBookkeeping(() => claim(request, anyDue))
+      const claimed = await runBookkeeping(() => claim(request, anyDue))
+      // Nothing is sent before its event is on disk: the claim may have fanned out events whose
+      // write is committed but not yet flushed (under `full`), so what it hands out waits for that
+      // flush, like any read. The claim itself needs no flush of its own (the next covers it).
+      return claimed.length === 0 ? claimed : await durable(claimed)
     },
 
     async completeDelivery (completion: DeliveryCompletion) {

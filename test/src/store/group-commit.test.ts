@@ -209,31 +209,43 @@ test('under full, a write that does not await the sync is answered once committe
   assert.deepEqual(events, ['bookkeeping answered', 'durable answered', 'read answered'])
 })
 
-test('under full, the webhook dispatcher\'s claims and outcomes do not wait for the disk; the API\'s reads of them do', { timeout: 10_000 }, async (t) => {
+test('under full, a claim hands out a delivery only once its event is on disk; outcomes do not wait for the disk, the API\'s reads of them do', { timeout: 10_000 }, async (t) => {
   const { store, held } = fullStoreWithEvents(t)
+  const releaseAll = (): void => { for (const release of held.splice(0)) release() }
   const settle = async <T>(promise: Promise<T>): Promise<T> => {
     await until(() => held.length > 0)
-    for (const release of held.splice(0)) release()
+    releaseAll()
     return await promise
   }
   const owner = 'a'.repeat(64)
   const subscription = await settle(store.webhooks.createSubscription({
     owner, url: 'https://example.com/hooks', events: ['plant.created'], disabled: false, secret: `whsec_${Buffer.alloc(32).toString('base64')}`
   }, Date.now()))
-  await settle(store.create({ name: 'a' }))
+  // The plant and its event are committed; their flush is held.
+  let created = false
+  const create = store.create({ name: 'a' }).then((result) => { created = true; return result })
+  await until(() => held.length > 0)
   const now = Date.now()
-  const [claimed] = await store.webhooks.claimDue({ lease: 'l1', now, leaseMs: 60_000, limit: 10, perSubscription: 2, skipSubscriptions: [] })
+  let claimedYet = false
+  const claiming = store.webhooks.claimDue({ lease: 'l1', now, leaseMs: 60_000, limit: 10, perSubscription: 2, skipSubscriptions: [] })
+    .then((result) => { claimedYet = true; return result })
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  assert.deepEqual([created, claimedYet], [false, false], 'the event is committed, but nothing is sent before it is on disk')
+  releaseAll()
+  await create
+  const [claimed] = await claiming
   assert.ok(claimed !== undefined)
+  assert.equal(held.length, 0, 'no flush is left under way')
   const done = await store.webhooks.completeDelivery({
     id: claimed.id, lease: 'l1', attemptedAt: now, statusCode: 204, status: 'succeeded', disableSubscription: false, failingDisableBefore: 0
   })
   assert.deepEqual(done, { recorded: true, subscriptionDisabled: false })
-  assert.ok(held.length > 0, 'both were answered while their flushes were still held')
   let answered = false
   const page = store.webhooks.listDeliveries(owner, subscription.id, { limit: 10 }).then((result) => { answered = true; return result })
+  await until(() => held.length > 0)
   await new Promise((resolve) => setTimeout(resolve, 20))
-  assert.equal(answered, false, 'the API does not show the outcome before it is on disk')
-  for (const release of held.splice(0)) release()
+  assert.equal(answered, false, 'the outcome was answered unflushed; the API does not show it before it is on disk')
+  releaseAll()
   assert.equal((await page)?.deliveries[0]?.status, 'succeeded')
 })
 
