@@ -208,8 +208,9 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
   const wakers = new Set<() => void>()
 
   /**
-   * Writes the change's webhook deliveries in the change's own transaction (the transactional
-   * outbox): committed with it or not at all. Resolves with how many deliveries were written.
+   * Writes the change's webhook event in the change's own transaction (the transactional outbox):
+   * committed with it or not at all. Resolves with how many deliveries it will become (0: no
+   * subscription asked for it, and nothing was written).
    */
   async function emit (client: pg.PoolClient, type: WebhookEventType, plant: Plant, now: number, origin: EventOrigin | undefined): Promise<number> {
     const notify = now - lastNotifyAt >= notifyIntervalMs
@@ -219,7 +220,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     return await enqueuePostgresEvent(client, { type, plant, occurredAt: now, ...(origin !== undefined && { origin }) }, now, notify)
   }
 
-  /** After a commit that wrote `deliveries`: wakes this process's dispatcher (no NOTIFY needed for it). */
+  /** After a commit whose event becomes `deliveries`: wakes this process's dispatcher (no NOTIFY needed for it). */
   function afterCommit<T> (result: T, deliveries: number): T {
     if (deliveries > 0) for (const wake of wakers) wake()
     return result

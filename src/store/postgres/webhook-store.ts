@@ -56,6 +56,13 @@ const ENQUEUE_SQL = `
          CASE WHEN n > 0 AND $7::boolean THEN pg_notify('${WEBHOOK_CHANNEL}', current_schema()) END AS notified
   FROM receivers`
 
+/**
+ * Whether subscription `s` receives the event with id `eventId` and type `type` (SQL expressions):
+ * enabled, created before the event, and asking for its type.
+ */
+const receives = (eventId: string, type: string): string =>
+  `NOT s.disabled AND s.first_event_id <= ${eventId} AND ${type} = ANY (s.events)`
+
 /** Every statement, prepared once per connection under its key (see `run`). */
 const SQL = {
   schemaVersion: 'SELECT max(version) AS version FROM plant_store_migrations',
@@ -96,7 +103,7 @@ const SQL = {
            made AS (
              INSERT INTO webhook_deliveries (subscription_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at, request_id, traceparent)
              SELECT s.id, t.message_id, t.event_type, t.payload, 'pending', 0, t.created_at, t.created_at, t.request_id, t.traceparent
-             FROM taken t JOIN webhook_subscriptions s ON NOT s.disabled AND s.first_event_id <= t.id AND t.event_type = ANY (s.events)
+             FROM taken t JOIN webhook_subscriptions s ON ${receives('t.id', 't.event_type')}
              ORDER BY t.id, s.id)
            SELECT count(*)::integer AS events FROM taken`,
   // Per enabled subscription, its oldest due deliveries (at most $5), then the oldest of those
@@ -150,7 +157,7 @@ const SQL = {
               JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE d.status = 'pending' AND NOT s.disabled
               UNION ALL
               SELECT e.created_at FROM webhook_events e
-              JOIN webhook_subscriptions s ON NOT s.disabled AND s.first_event_id <= e.id AND e.event_type = ANY (s.events))
+              JOIN webhook_subscriptions s ON ${receives('e.id', 'e.event_type')})
             SELECT count(*)::integer AS pending, min(created_at) AS oldest FROM waiting`
 } as const
 
@@ -162,11 +169,11 @@ async function run<R extends pg.QueryResultRow = pg.QueryResultRow> (db: Queryab
 }
 
 /**
- * Writes an event's deliveries through `client`, inside the plant write's own transaction, so the
- * change and its events commit (or roll back) together. With `notify`, PostgreSQL notifies every
+ * Writes an event to the outbox through `client`, inside the plant write's own transaction, so the
+ * change and its event commit (or roll back) together. With `notify`, PostgreSQL notifies every
  * listening dispatcher on commit (LISTEN/NOTIFY delivers only committed notifications); the plant
  * store notifies at most every NOTIFY_INTERVAL_MS and wakes its own process's dispatcher directly,
- * as the SQLite store does. Resolves with how many deliveries were written.
+ * as the SQLite store does. Resolves with how many deliveries the event will become (0: not written).
  */
 export async function enqueuePostgresEvent (client: pg.ClientBase, event: PlantEvent, now: number = Date.now(), notify = true): Promise<number> {
   return await enqueueOn(client, event, now, notify)

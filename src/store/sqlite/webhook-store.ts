@@ -76,8 +76,12 @@ const subscription = (row: SqliteSubscriptionRow): WebhookSubscription => toSubs
 
 const DELIVERY = 'id, event_type, status, attempts, last_attempt_at, last_status_code, last_error, next_attempt_at, created_at'
 
-/** Enabled subscriptions that receive an event of type @type with id @eventId (created before it committed). */
-const RECEIVERS = 'disabled = 0 AND first_event_id <= @eventId AND instr(\' \' || events || \' \', \' \' || @type || \' \') > 0'
+/**
+ * Whether subscription `s` receives the event with id `eventId` and type `type` (SQL expressions):
+ * enabled, created before the event, and asking for its type.
+ */
+const receives = (eventId: string, type: string): string =>
+  `s.disabled = 0 AND s.first_event_id <= ${eventId} AND instr(' ' || s.events || ' ', ' ' || ${type} || ' ') > 0`
 
 /** An event as the outbox keeps it until the dispatcher fans it out (migration 7). */
 interface EventRow {
@@ -107,18 +111,18 @@ const eventStatements = new WeakMap<Database.Database, Database.Statement<EventV
  * Writes the event to the outbox on `db`, synchronously: call it inside the plant write's own
  * transaction, so the change and its event commit (or roll back) together. One row of the plant's
  * fields: the message id is drawn now (every attempt, to every subscription, carries it), the body
- * is made when the dispatcher fans the event out. The caller wakes the dispatcher once the
- * transaction has committed.
+ * is made when the dispatcher fans the event out. Returns the event's id. The caller wakes the
+ * dispatcher once the transaction has committed.
  */
-export function enqueueSqliteEvent (db: Database.Database, event: PlantEvent, now: number = Date.now()): void {
+export function enqueueSqliteEvent (db: Database.Database, event: PlantEvent, now: number = Date.now()): bigint {
   let statement = eventStatements.get(db)
   if (statement === undefined) {
     statement = db.prepare<EventValues>(INSERT_EVENT_SQL)
     eventStatements.set(db, statement)
   }
   const { plant, origin } = event
-  statement.run(newMessageId(), event.type, plant.id, plant.name, plant.tag ?? null, plant.createdAt, plant.updatedAt,
-    event.occurredAt ?? now, now, origin?.requestId ?? null, origin?.traceparent ?? null)
+  return statement.run(newMessageId(), event.type, plant.id, plant.name, plant.tag ?? null, plant.createdAt, plant.updatedAt,
+    event.occurredAt ?? now, now, origin?.requestId ?? null, origin?.traceparent ?? null).lastInsertRowid as bigint
 }
 
 /** Events fanned out by a claim that found too few deliveries due: enough to fill the next claims too. */
@@ -175,20 +179,19 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
        WHERE s.owner = ? AND s.id = ? AND d.id = ?`),
     retryDelivery: db.prepare<[number, bigint], DeliveryRow>(
       `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ? WHERE id = ? RETURNING ${DELIVERY}`),
-    insertEvent: db.prepare<EventValues>(INSERT_EVENT_SQL),
-    lastEventId: db.prepare<[], bigint>('SELECT last_insert_rowid()').pluck(),
-    receiverCount: db.prepare<[{ eventId: bigint, type: string }], bigint>(`SELECT count(*) FROM webhook_subscriptions WHERE ${RECEIVERS}`).pluck(),
+    receiverCount: db.prepare<[{ eventId: bigint, type: string }], bigint>(
+      `SELECT count(*) FROM webhook_subscriptions s WHERE ${receives('@eventId', '@type')}`).pluck(),
     anyEvents: db.prepare<[], bigint>('SELECT EXISTS (SELECT 1 FROM webhook_events)').pluck(),
     nextEvents: db.prepare<[number], EventRow>('SELECT * FROM webhook_events ORDER BY id LIMIT ?'),
     // The fan-out of one event: a delivery for every enabled subscription that asked for its type.
     fanOut: db.prepare<[{ eventId: bigint, messageId: string, type: string, payload: string, createdAt: bigint, requestId: string | null, traceparent: string | null }], unknown>(
       `INSERT INTO webhook_deliveries (subscription_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at, request_id, traceparent)
-       SELECT id, @messageId, @type, @payload, 'pending', 0, @createdAt, @createdAt, @requestId, @traceparent FROM webhook_subscriptions
-       WHERE ${RECEIVERS}`),
+       SELECT s.id, @messageId, @type, @payload, 'pending', 0, @createdAt, @createdAt, @requestId, @traceparent
+       FROM webhook_subscriptions s WHERE ${receives('@eventId', '@type')}`),
     deleteEvents: db.prepare<[bigint], unknown>('DELETE FROM webhook_events WHERE id <= ?'),
     eventBacklog: db.prepare<[], { pending: bigint, oldest: bigint | null }>(
-      `SELECT count(*) AS pending, min(e.created_at) AS oldest FROM webhook_events e JOIN webhook_subscriptions s
-       ON s.disabled = 0 AND s.first_event_id <= e.id AND instr(' ' || s.events || ' ', ' ' || e.event_type || ' ') > 0`),
+      `SELECT count(*) AS pending, min(e.created_at) AS oldest
+       FROM webhook_events e JOIN webhook_subscriptions s ON ${receives('e.id', 'e.event_type')}`),
     // Per subscription, its oldest due deliveries (at most perSubscription), then the oldest of
     // those overall: one subscription's backlog cannot fill a claim while others wait. CROSS JOIN
     // keeps subscriptions the outer loop (SQLite does not reorder it): a few index probes each,
@@ -407,10 +410,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     },
 
     async enqueue (event: PlantEvent, now: number) {
-      return await run(() => {
-        enqueueSqliteEvent(db, event, now)
-        return Number(statements.receiverCount.get({ eventId: statements.lastEventId.get() as bigint, type: event.type }))
-      })
+      return await run(() => Number(statements.receiverCount.get({ eventId: enqueueSqliteEvent(db, event, now), type: event.type })))
     },
 
     async claimDue (request: ClaimRequest) {
