@@ -152,6 +152,19 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
         [[1n, '1'], [1n, '2'], [2n, '2']])
     })
 
+    test('which subscriptions an event goes to is settled when it is taken up: a change in between applies to it', async (t) => {
+      const store = await fresh(t)
+      await store.createSubscription(record(), T0) // 1: narrowed after the event
+      await store.createSubscription(record(), T0) // 2: disabled after the event
+      await store.createSubscription(record({ events: ['plant.deleted'] }), T0) // 3: widened after the event
+      await store.enqueue(created(1n), T0)
+      await store.updateSubscription(ALICE, 1n, { events: ['plant.deleted'] }, T0)
+      await store.updateSubscription(ALICE, 2n, { disabled: true }, T0)
+      await store.updateSubscription(ALICE, 3n, { events: ['plant.created'] }, T0)
+      const claimed = await store.claimDue(claimRequest())
+      assert.deepEqual(claimed.map((d) => d.subscriptionId), [3n])
+    })
+
     test('backlog: every delivery waiting for an enabled subscription, and when the oldest was created', async (t) => {
       const store = await fresh(t)
       assert.deepEqual(await store.backlog(), { pending: 0, oldestCreatedAt: undefined })
