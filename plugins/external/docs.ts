@@ -1,6 +1,7 @@
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
+import { documentSecurityHeaders } from './helmet.js'
 import { rateLimitHeaders } from '../../src/schemas/headers.js'
 import { webhookEventsDocument } from '../../src/schemas/webhook-events.js'
 
@@ -195,12 +196,17 @@ export default fp(async function docsPlugin (app) {
     transformObject: finishDocument
   })
 
-  await app.register(swaggerUi, {
-    routePrefix: '/docs',
-    // The token stays in the page's memory unless DOCS_PERSIST_AUTHORIZATION=1 keeps it in the
-    // browser's localStorage (readable by any script on this origin, and left behind on shared machines).
-    uiConfig: { persistAuthorization: app.config.docs.persistAuthorization, displayOperationId: true, tryItOutEnabled: true },
-    staticCSP: DOCS_CONTENT_SECURITY_POLICY
+  // Swagger UI's pages, scripts and styles (its own static routes too) in a context of their own,
+  // so they get an HTML document's security headers and the API keeps its shorter set.
+  await app.register(async function swaggerUiPages (pages) {
+    pages.addHook('onRequest', documentSecurityHeaders)
+    await pages.register(swaggerUi, {
+      routePrefix: '/docs',
+      // The token stays in the page's memory unless DOCS_PERSIST_AUTHORIZATION=1 keeps it in the
+      // browser's localStorage (readable by any script on this origin, and left behind on shared machines).
+      uiConfig: { persistAuthorization: app.config.docs.persistAuthorization, displayOperationId: true, tryItOutEnabled: true },
+      staticCSP: DOCS_CONTENT_SECURITY_POLICY
+    })
   })
 
   app.get('/openapi.json', {

@@ -2,15 +2,48 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { AUTH, buildTestApp } from '../helpers/app.js'
 
-test('API responses carry helmet security headers and a content security policy that allows nothing', async (t) => {
+// Helmet's defaults that only mean something on an HTML document.
+const DOCUMENT_ONLY = ['cross-origin-opener-policy', 'origin-agent-cluster', 'x-dns-prefetch-control', 'x-download-options',
+  'x-permitted-cross-domain-policies', 'x-xss-protection']
+
+test("API responses carry a JSON API's security headers, a content security policy that allows nothing, and none of the HTML-only ones", async (t) => {
   const app = await buildTestApp(t)
-  for (const request of [{ method: 'GET', url: '/health' }, { method: 'DELETE', url: '/plants/1', headers: AUTH }] as const) {
+  for (const request of [
+    { method: 'GET', url: '/health' },
+    { method: 'DELETE', url: '/plants/1', headers: AUTH },
+    { method: 'GET', url: '/plants/1' },
+    { method: 'GET', url: '/nowhere' },
+    { method: 'GET', url: '/openapi.json' }
+  ] as const) {
     const res = await app.inject(request)
-    assert.equal(res.headers['content-security-policy'], "default-src 'none';frame-ancestors 'none'")
-    assert.equal(res.headers['x-content-type-options'], 'nosniff')
+    const name = `${request.method} ${request.url}`
+    assert.equal(res.headers['content-security-policy'], "default-src 'none';frame-ancestors 'none'", name)
+    assert.equal(res.headers['x-content-type-options'], 'nosniff', name)
+    assert.equal(res.headers['x-frame-options'], 'DENY', name)
+    assert.equal(res.headers['referrer-policy'], 'no-referrer', name)
+    assert.equal(res.headers['cross-origin-resource-policy'], 'same-origin', name)
+    assert.equal(res.headers['strict-transport-security'], 'max-age=31536000; includeSubDomains', name)
+    for (const header of DOCUMENT_ONLY) assert.equal(res.headers[header], undefined, `${name}: ${header}`)
+  }
+})
+
+test("Swagger UI's pages, scripts and styles carry an HTML document's security headers too", async (t) => {
+  const app = await buildTestApp(t)
+  const page = await app.inject({ method: 'GET', url: '/docs/' })
+  const script = await app.inject({ method: 'GET', url: '/docs/static/swagger-ui-bundle.js' })
+  for (const res of [page, script]) {
+    assert.equal(res.statusCode, 200)
+    assert.equal(res.headers['cross-origin-opener-policy'], 'same-origin')
+    assert.equal(res.headers['origin-agent-cluster'], '?1')
+    assert.equal(res.headers['x-dns-prefetch-control'], 'off')
+    assert.equal(res.headers['x-download-options'], 'noopen')
+    assert.equal(res.headers['x-permitted-cross-domain-policies'], 'none')
+    assert.equal(res.headers['x-xss-protection'], '0')
+    // Framing as its policy says (frame-ancestors 'self'), the rest as on the API.
+    assert.match(String(res.headers['content-security-policy']), /frame-ancestors 'self'/)
     assert.equal(res.headers['x-frame-options'], 'SAMEORIGIN')
-    assert.equal(res.headers['referrer-policy'], 'no-referrer')
-    assert.ok(res.headers['strict-transport-security'])
+    assert.equal(res.headers['x-content-type-options'], 'nosniff')
+    assert.equal(res.headers['strict-transport-security'], 'max-age=31536000; includeSubDomains')
   }
 })
 
