@@ -261,6 +261,28 @@ describe('webhook dispatcher', () => {
     assert.equal(receiver.requests.length, 8)
   })
 
+  test('while the API is busy, attempts start at least busyIntervalMs apart, however fast the receiver answers; at once when it is not', async (t) => {
+    let busy = true
+    const { dispatcher, subscribe, publish, receiver } = await setup(t, { concurrency: 4, perSubscription: 4, busyIntervalMs: 60, apiBusy: () => busy })
+    const arrivals: number[] = []
+    receiver.respond((_request, res) => {
+      arrivals.push(performance.now())
+      res.writeHead(200).end()
+    })
+    await subscribe()
+    await dispatcher.start()
+    for (let i = 0; i < 4; i++) await publish()
+    await receiver.waitFor(4)
+    // Arrival times lag start times by up to a few milliseconds each way: the margin keeps the
+    // check about the pace, which back to back would put the four within a few milliseconds.
+    const gaps = arrivals.slice(1).map((at, i) => at - (arrivals[i] ?? 0))
+    for (const gap of gaps) assert.ok(gap >= 50, `attempts ${gaps.map((g) => g.toFixed(1)).join(', ')} ms apart`)
+    busy = false
+    for (let i = 0; i < 4; i++) await publish()
+    await receiver.waitFor(8)
+    await until('all recorded', () => dispatcher.inFlight === 0)
+  })
+
   test('many attempts in flight at once raise no listener-leak warning', async (t) => {
     const { dispatcher, subscribe, publish, receiver } = await setup(t, { concurrency: 30, perSubscription: 30 })
     const warnings: string[] = []
