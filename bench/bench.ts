@@ -106,8 +106,12 @@ interface Row {
   ratioToPlain: number | null
   /** Variant rows: CPU µs per request ÷ the same plant-store's without the variant. */
   cpuToPlain: number | null
-  /** --webhook rows: deliveries the receiver had, of the plants created, once delivery caught up (or gave up). */
-  deliveries: { created: number, delivered: number, catchUpS: number } | null
+  /**
+   * --webhook rows, once delivery caught up (or gave up): the 201s the load generator counted, the
+   * deliveries the receiver had and the distinct webhook-ids among them (requests still in flight
+   * when the warm-up and the run ended, up to twice the connections, commit and are delivered too).
+   */
+  deliveries: { created: number, delivered: number, distinct: number, catchUpS: number } | null
 }
 
 /** What autocannon sends: one request shape, optionally rewritten per request. */
@@ -586,16 +590,16 @@ async function main (): Promise<void> {
     }
   }
 
-  /** Waits (up to 60 s) until the receiver has had `created` deliveries; how many it had, and how long that took after the run. */
-  const catchUp = async (receiver: Child, created: number): Promise<{ created: number, delivered: number, catchUpS: number }> => {
+  /** Waits (up to 60 s) until the receiver has had `created` distinct events; what it had, and how long that took after the run. */
+  const catchUp = async (receiver: Child, created: number): Promise<{ created: number, delivered: number, distinct: number, catchUpS: number }> => {
     const started = performance.now()
-    let delivered = 0
+    let count = { received: 0, distinct: 0 }
     while (performance.now() - started < 60_000) {
-      delivered = ((await (await fetch(`${receiver.url}/count`)).json()) as { received: number }).received
-      if (delivered >= created) break
+      count = (await (await fetch(`${receiver.url}/count`)).json()) as typeof count
+      if (count.distinct >= created) break
       await sleep(100)
     }
-    return { created, delivered, catchUpS: (performance.now() - started) / 1000 }
+    return { created, delivered: count.received, distinct: count.distinct, catchUpS: (performance.now() - started) / 1000 }
   }
 
   try {
@@ -734,8 +738,9 @@ function report (rows: Row[], targets: TargetCheck[], options: Options, fsyncMs:
     ...(withVariants ? [fixed(row.ratioToPlain, 2), fixed(row.cpuToPlain, 2)] : [])
   ])
   const deliveries = rows.filter((row) => row.deliveries !== null).map((row) => {
-    const { created, delivered, catchUpS } = row.deliveries as NonNullable<Row['deliveries']>
-    return `webhook deliveries, create (${row.sync ?? ''}) ${label(row)}: ${delivered} of ${created} events delivered, ` +
+    const { created, delivered, distinct, catchUpS } = row.deliveries as NonNullable<Row['deliveries']>
+    return `webhook deliveries, create (${row.sync ?? ''}) ${label(row)}: ${distinct} distinct events in ${delivered} deliveries ` +
+      `(${created} 201s counted, up to ${2 * options.connections} more in flight at the ends of warm-up and run), ` +
       `the last ${catchUpS.toFixed(1)} s after the run ended\n`
   }).join('')
   const targetTable = table(['target (issue 14)', 'this run', ''],
