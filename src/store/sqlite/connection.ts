@@ -1,5 +1,14 @@
 import type Database from 'better-sqlite3'
 
+/**
+ * A bound LIMIT, for SQL text: `LIMIT ${boundLimit()}`, or `LIMIT ${boundLimit('cap')}` for a named
+ * one. Never a bare parameter as the limit: SQLite (3.53, sqlite3ExprIsInteger) reads its bound
+ * value while planning and marks the statement expired by every new binding, so each run prepared
+ * it again: 4 µs more a list page (17 against 12.4 µs for 20 plants) and half the dispatcher's
+ * claim. A CAST is not looked into, and the statement keeps its plan.
+ */
+export const boundLimit = (name?: string): string => `CAST(${name === undefined ? '?' : `@${name}`} AS INTEGER)`
+
 /** The settings of every connection plant-store opens to its SQLite file (the plant store's, the webhook store's). */
 export function configureConnection (db: Database.Database): Database.Database {
   // Ids are int64: read every INTEGER as a bigint so nothing is rounded on the way back.

@@ -12,7 +12,7 @@ import {
   columnsToPlant, PLANT_COLUMNS, rememberedPlant, toPlant, writableRow,
   type IdempotencyRow, type PlantColumns, type PlantRow
 } from '../rows.js'
-import { configureConnection } from './connection.js'
+import { boundLimit, configureConnection } from './connection.js'
 import { createFileCheck, sqliteFailure } from './failures.js'
 import { createGroupCommit, type GroupCommitOptions } from './group-commit.js'
 import { APPLICATION_ID, migrations } from './migrations.js'
@@ -84,9 +84,9 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     // Keyset pagination: a range scan from the cursor, so a deep page costs what the first one does.
     // Reads fetch arrays (see PlantColumns).
     read: db.prepare<[bigint], PlantColumns>(`SELECT ${PLANT_COLUMNS} FROM plants WHERE id = ?`).raw(true),
-    list: db.prepare<[bigint, number], PlantColumns>(`SELECT ${PLANT_COLUMNS} FROM plants WHERE id > ? ORDER BY id LIMIT ?`).raw(true),
+    list: db.prepare<[bigint, number], PlantColumns>(`SELECT ${PLANT_COLUMNS} FROM plants WHERE id > ? ORDER BY id LIMIT ${boundLimit()}`).raw(true),
     listByTag: db.prepare<[string, bigint, number], PlantColumns>(
-      `SELECT ${PLANT_COLUMNS} FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?`).raw(true),
+      `SELECT ${PLANT_COLUMNS} FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ${boundLimit()}`).raw(true),
     insert: db.prepare<[bigint, string, string | null, number, number], PlantRow>(
       'INSERT INTO plants (id, name, tag, created_at, updated_at) VALUES (?, ?, ?, ?, ?) RETURNING *'),
     // The last id the server assigned (migration 3: sqlite_sequence, no longer AUTOINCREMENT's) and

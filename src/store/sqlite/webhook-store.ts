@@ -10,7 +10,7 @@ import type {
   WebhookStore, WebhookSubscription
 } from '../../webhooks/store.js'
 import { StoreOpenError } from '../../errors.js'
-import { configureConnection } from './connection.js'
+import { boundLimit, configureConnection } from './connection.js'
 
 /** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
 export const WEBHOOK_SCHEMA_VERSION = 7
@@ -160,7 +160,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
        RETURNING *`),
     getSubscription: db.prepare<[string, bigint], SqliteSubscriptionRow>('SELECT * FROM webhook_subscriptions WHERE owner = ? AND id = ?'),
     listSubscriptions: db.prepare<[string, bigint, number], SqliteSubscriptionRow>(
-      'SELECT * FROM webhook_subscriptions WHERE owner = ? AND id > ? ORDER BY id LIMIT ?'),
+      `SELECT * FROM webhook_subscriptions WHERE owner = ? AND id > ? ORDER BY id LIMIT ${boundLimit()}`),
     // updated_at strictly increases, even for two changes within one millisecond (as for plants).
     updateSubscription: db.prepare<[{ owner: string, id: bigint, url: string, events: string, description: string | null, disabled: number, reset: number, now: number }], SqliteSubscriptionRow>(
       `UPDATE webhook_subscriptions SET url = @url, events = @events, description = @description, disabled = @disabled,
@@ -173,7 +173,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     deleteDeliveriesOf: db.prepare<[bigint], unknown>('DELETE FROM webhook_deliveries WHERE subscription_id = ?'),
     deleteSubscription: db.prepare<[string, bigint], unknown>('DELETE FROM webhook_subscriptions WHERE owner = ? AND id = ?'),
     listDeliveries: db.prepare<[bigint, bigint, number], DeliveryRow>(
-      `SELECT ${DELIVERY} FROM webhook_deliveries WHERE subscription_id = ? AND id < ? ORDER BY id DESC LIMIT ?`),
+      `SELECT ${DELIVERY} FROM webhook_deliveries WHERE subscription_id = ? AND id < ? ORDER BY id DESC LIMIT ${boundLimit()}`),
     findDelivery: db.prepare<[string, bigint, bigint], { disabled: bigint }>(
       `SELECT s.disabled FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
        WHERE s.owner = ? AND s.id = ? AND d.id = ?`),
@@ -182,7 +182,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     receiverCount: db.prepare<[{ eventId: bigint, type: string }], bigint>(
       `SELECT count(*) FROM webhook_subscriptions s WHERE ${receives('@eventId', '@type')}`).pluck(),
     anyEvents: db.prepare<[], bigint>('SELECT EXISTS (SELECT 1 FROM webhook_events)').pluck(),
-    nextEvents: db.prepare<[number], EventRow>('SELECT * FROM webhook_events ORDER BY id LIMIT ?'),
+    nextEvents: db.prepare<[number], EventRow>(`SELECT * FROM webhook_events ORDER BY id LIMIT ${boundLimit()}`),
     // The fan-out of one event: a delivery for every enabled subscription that asked for its type.
     fanOut: db.prepare<[{ eventId: bigint, messageId: string, type: string, payload: string, createdAt: bigint, requestId: string | null, traceparent: string | null }], unknown>(
       `INSERT INTO webhook_deliveries (subscription_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at, request_id, traceparent)
@@ -205,9 +205,9 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
          SELECT x.id FROM webhook_deliveries x
          WHERE x.subscription_id = s.id AND x.status = 'pending' AND x.next_attempt_at <= @now
            AND (x.lease_until IS NULL OR x.lease_until <= @now)
-         ORDER BY x.next_attempt_at, x.id LIMIT @cap)
+         ORDER BY x.next_attempt_at, x.id LIMIT ${boundLimit('cap')})
        WHERE s.disabled = 0
-       ORDER BY d.next_attempt_at, d.id LIMIT @limit`),
+       ORDER BY d.next_attempt_at, d.id LIMIT ${boundLimit('limit')}`),
     lease: db.prepare<[string, number, bigint], unknown>('UPDATE webhook_deliveries SET lease = ?, lease_until = ? WHERE id = ?'),
     // Reads first: a claim or a prune with nothing to do must not cost a write transaction (and,
     // under full sync, an fdatasync) every poll interval of an idle service.
@@ -239,7 +239,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
       `DELETE FROM webhook_deliveries WHERE id IN (
          SELECT id FROM webhook_deliveries
          WHERE created_at < ? AND (status <> 'pending' OR subscription_id IN (SELECT id FROM webhook_subscriptions WHERE disabled = 1))
-         LIMIT ?)`)
+         LIMIT ${boundLimit()})`)
   }
 
   /** Runs `fn` as one write transaction (a savepoint inside a group commit). */

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
@@ -12,6 +12,14 @@ import { createSqliteWebhookStore, openSqliteWebhookDatabase } from '../../../sr
 function tempFile (): string {
   return join(mkdtempSync(join(tmpdir(), 'plant-store-sqlite-')), 'nested', 'plants.db')
 }
+
+test('no SQLite statement binds a bare LIMIT parameter (SQLite prepares such a statement again at every run: see boundLimit)', () => {
+  const folder = new URL('../../../src/store/sqlite/', import.meta.url)
+  const files = readdirSync(folder).filter((name) => name.endsWith('.js'))
+  assert.ok(files.includes('sqlite-store.js') && files.includes('webhook-store.js'))
+  const bare = files.flatMap((name) => [...readFileSync(new URL(name, folder), 'utf8').matchAll(/LIMIT\s+(\?|[@:$]\w+)/gi)].map(([match]) => `${name}: ${match}`))
+  assert.deepEqual(bare, [])
+})
 
 test('a new file is created (with its folder), in WAL mode, at the latest schema version', async () => {
   const file = tempFile()
