@@ -65,14 +65,32 @@ export function newMessageId (): string {
  * and which must reach the receiver as the same JSON integer the API answers with.
  */
 export function plantJson (plant: Plant): string {
+  return `{"id":${plant.id.toString()}${plantJsonAfterId(plant)}`
+}
+
+/** What follows `{"id":<id>` in plantJson. */
+function plantJsonAfterId (plant: Omit<Plant, 'id'>): string {
   const tag = plant.tag === undefined ? '' : `,"tag":${JSON.stringify(plant.tag)}`
-  return `{"id":${plant.id.toString()},"name":${JSON.stringify(plant.name)}${tag},` +
+  return `,"name":${JSON.stringify(plant.name)}${tag},` +
     `"createdAt":${JSON.stringify(plant.createdAt)},"updatedAt":${JSON.stringify(plant.updatedAt)}}`
 }
 
 /** The Standard Webhooks body: `{ type, timestamp (RFC 3339), data }`. */
 export function eventPayload (type: WebhookEventType, plant: Plant, occurredAt: number): string {
-  return `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(isoTime(occurredAt))},"data":${plantJson(plant)}}`
+  const { before, after } = eventPayloadAroundId(type, plant, occurredAt)
+  return before + plant.id.toString() + after
+}
+
+/**
+ * The body on either side of the plant's id: `before + id + after` is eventPayload's body. For a
+ * statement that draws a new plant's id and writes its event at once (PostgreSQL's create), so the
+ * body is still made here, field by field, and never a second way in SQL.
+ */
+export function eventPayloadAroundId (type: WebhookEventType, plant: Omit<Plant, 'id'>, occurredAt: number): { before: string, after: string } {
+  return {
+    before: `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(isoTime(occurredAt))},"data":{"id":`,
+    after: `${plantJsonAfterId(plant)}}`
+  }
 }
 
 /** Builds the message once, at enqueue time: retries resend these bytes unchanged. */

@@ -8,10 +8,11 @@ import {
   type NewPlant, type PlantChanges, type PlantStore
 } from '../store.js'
 import { rememberedPlant, toPlant, writableRow, type IdempotencyRow, type PlantRow } from '../rows.js'
+import { isoTime } from '../iso-time.js'
 import { inTransaction, parsePostgresUrl, postgresFailure, statementBounds, type PostgresTarget } from './connection.js'
 import { migrations } from './migrations.js'
 import { retryUntilReachable, type StartupRetry } from './startup.js'
-import { createPostgresWebhookStore, enqueuePostgresEvent } from './webhook-store.js'
+import { createPostgresWebhookStore, enqueuePostgresEvent, plantWriteWithEventSql, postgresEventValues } from './webhook-store.js'
 import type { EventOrigin, WebhookEventType } from '../../webhooks/events.js'
 import type { WebhookStore } from '../../webhooks/store.js'
 
@@ -47,6 +48,15 @@ const SEQUENCE_LIMIT_EXCEEDED = '2200H'
 /** Named columns, never `*`: a prepared statement keeps its result shape when a later migration adds one. */
 const PLANT = 'id, name, tag, created_at, updated_at'
 
+/**
+ * The sequence's next id, unless a plant has it or a client chose it (then nothing is inserted).
+ * The sequence's MAXVALUE is 2^53 - 1: beyond it nextval fails (2200H) instead of going on.
+ */
+const INSERT_GENERATED = `INSERT INTO plants (id, name, tag, created_at, updated_at)
+                    SELECT next.id, $1, $2, $3, $3 FROM (SELECT nextval('plants_id_seq') AS id) AS next
+                    WHERE NOT EXISTS (SELECT 1 FROM chosen_ids WHERE chosen_ids.id = next.id)
+                    ON CONFLICT (id) DO NOTHING RETURNING ${PLANT}`
+
 /** Every statement, prepared once per connection under its key (see `run`). */
 const SQL = {
   ping: 'SELECT 1',
@@ -68,12 +78,9 @@ const SQL = {
                      AND plant.id <= ${MAX_ASSIGNED_ID}
                    ON CONFLICT (id) DO NOTHING)
                  SELECT ${PLANT} FROM plant`,
-  // The sequence's next id, unless a plant has it or a client chose it (then nothing is inserted).
-  // The sequence's MAXVALUE is 2^53 - 1: beyond it nextval fails (2200H) instead of going on.
-  insertGenerated: `INSERT INTO plants (id, name, tag, created_at, updated_at)
-                    SELECT next.id, $1, $2, $3, $3 FROM (SELECT nextval('plants_id_seq') AS id) AS next
-                    WHERE NOT EXISTS (SELECT 1 FROM chosen_ids WHERE chosen_ids.id = next.id)
-                    ON CONFLICT (id) DO NOTHING RETURNING ${PLANT}`,
+  insertGenerated: INSERT_GENERATED,
+  // The same with its event, in one statement: a create without an idempotency key or a chosen id.
+  createGenerated: plantWriteWithEventSql(INSERT_GENERATED, PLANT, 4),
   // After the sequence ran into a taken id: walk the run of taken ids from its position to the first
   // free one, draw the sequence up to just before it (nextval only ever goes up: setval could move it
   // back under a concurrent draw and hand out an id twice), and forget chosen ids now behind it.
@@ -213,17 +220,47 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
    * subscription asked for it, and nothing was written).
    */
   async function emit (client: pg.PoolClient, type: WebhookEventType, plant: Plant, now: number, origin: EventOrigin | undefined): Promise<number> {
+    return await enqueuePostgresEvent(client, { type, plant, occurredAt: now, ...(origin !== undefined && { origin }) }, now, claimNotify(now))
+  }
+
+  /**
+   * Whether this write's event should NOTIFY other instances. Claimed before the commit: concurrent
+   * writes do not all notify. One that then rolls back (or writes nothing) notifies nobody, which
+   * costs the other instances at most a poll interval.
+   */
+  function claimNotify (now: number): boolean {
     const notify = now - lastNotifyAt >= notifyIntervalMs
-    // Claimed before the commit: concurrent writes do not all notify. One that then rolls back
-    // notifies nobody, which costs the other instances at most a poll interval.
     if (notify) lastNotifyAt = now
-    return await enqueuePostgresEvent(client, { type, plant, occurredAt: now, ...(origin !== undefined && { origin }) }, now, notify)
+    return notify
   }
 
   /** After a commit whose event becomes `deliveries`: wakes this process's dispatcher (no NOTIFY needed for it). */
   function afterCommit<T> (result: T, deliveries: number): T {
     if (deliveries > 0) for (const wake of wakers) wake()
     return result
+  }
+
+  /**
+   * The common create (a server-assigned id, no idempotency key): the plant and its event in one
+   * statement, atomic on its own (see plantWriteWithEventSql), retried past taken ids as insert does.
+   */
+  async function createGenerated ({ name, tag }: NewPlant, origin: EventOrigin | undefined): Promise<CreateResult> {
+    return await guard(async () => {
+      const now = Date.now()
+      const at = isoTime(now)
+      const event = postgresEventValues({ name, ...(tag !== undefined && { tag }), createdAt: at, updatedAt: at }, now, origin, claimNotify(now))
+      try {
+        for (let attempt = 0; attempt < 10; attempt++) {
+          const { rows: [row] } = await run<PlantRow & { deliveries: number }>(pool, 'createGenerated', [name, tag ?? null, now, ...event])
+          if (row !== undefined) return afterCommit({ plant: toPlant(row), replayed: false }, row.deliveries)
+          await run(pool, 'skipTaken')
+        }
+      } catch (err) {
+        if ((err as { code?: unknown }).code === SEQUENCE_LIMIT_EXCEEDED) throw idsExhausted()
+        throw err
+      }
+      throw new Error('could not generate a free plant id')
+    })
   }
 
   /** Inserts a plant on `db`, in the caller's transaction. */
@@ -318,6 +355,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     },
 
     async create (plant: NewPlant, idempotency?: IdempotencyKey, origin?: EventOrigin): Promise<CreateResult> {
+      if (idempotency === undefined && plant.id === undefined) return await createGenerated(plant, origin)
       return await guard(async () => {
         const now = Date.now()
         // The plant, its key and its event are written in one transaction: all or nothing.

@@ -1,6 +1,7 @@
 import pg from 'pg'
 import { pgTypes } from './types.js'
-import { buildEventMessage, type PlantEvent } from '../../webhooks/events.js'
+import { buildEventMessage, eventPayloadAroundId, newMessageId, type EventOrigin, type PlantEvent, type WebhookEventType } from '../../webhooks/events.js'
+import type { Plant } from '../../schemas/plant.js'
 import { toClaimed, toDelivery, toSubscription, truncateError, type ClaimRow, type DeliveryRow, type SubscriptionRow } from '../../webhooks/rows.js'
 import type {
   Backlog, ClaimRequest, CompletionResult, DeliveryCompletion, DeliveryPage, DeliveryQuery,
@@ -43,18 +44,43 @@ const FAN_OUT_BATCH = 64
 const FAN_OUT_ALL_BATCH = 1000
 
 /**
- * The event, into the outbox: one row, written only when an enabled subscription asked for its type
- * (the same count says how many deliveries it will become), with a NOTIFY when asked for one.
+ * The outbox write as CTEs: `receivers`, how many enabled subscriptions asked for the type, and the
+ * event's one row, written only when some did (that count also says how many deliveries it will
+ * become). Parameters from $p: message id, type, (the body's place), created at, request id,
+ * traceparent; `payload` is the body's SQL, `from` what the row is selected from.
  */
-const ENQUEUE_SQL = `
-  WITH receivers AS (
-         SELECT count(*)::integer AS n FROM webhook_subscriptions WHERE NOT disabled AND $2 = ANY (events)),
-       inserted AS (
-         INSERT INTO webhook_events (message_id, event_type, payload, created_at, request_id, traceparent)
-         SELECT $1, $2, $3, $4, $5, $6 FROM receivers WHERE n > 0)
-  SELECT n AS deliveries,
-         CASE WHEN n > 0 AND $7::boolean THEN pg_notify('${WEBHOOK_CHANNEL}', current_schema()) END AS notified
-  FROM receivers`
+const eventCtes = (p: number, payload: string, from: string): string => `
+  receivers AS (
+    SELECT count(*)::integer AS n FROM webhook_subscriptions WHERE NOT disabled AND $${p + 1} = ANY (events)),
+  inserted AS (
+    INSERT INTO webhook_events (message_id, event_type, payload, created_at, request_id, traceparent)
+    SELECT $${p}, $${p + 1}, ${payload}, $${p + 3}, $${p + 4}, $${p + 5} FROM ${from} WHERE n > 0)`
+
+/** A NOTIFY to other instances when the event was written and `$n` asks for one. */
+const notifyColumn = (n: number): string =>
+  `CASE WHEN n > 0 AND $${n}::boolean THEN pg_notify('${WEBHOOK_CHANNEL}', current_schema()) END AS notified`
+
+/** The event, into the outbox, in the change's transaction: $1–$6 as in eventCtes, $3 the body, $7 notify. */
+const ENQUEUE_SQL = `WITH ${eventCtes(1, '$3', 'receivers')}
+  SELECT n AS deliveries, ${notifyColumn(7)} FROM receivers`
+
+/**
+ * A plant write and its event in one statement, atomic without a transaction of its own: one round
+ * trip where BEGIN, the write, the event and COMMIT took four. `plantWrite` (an INSERT … RETURNING,
+ * its parameters $1 to $p - 1) becomes the CTE `plant`; from $p the event's parameters, in the order
+ * postgresEventValues gives them (the body around the plant's id, which the write draws). Answers
+ * the plant's `columns`, `deliveries` and `notified`, or no row when the write wrote none.
+ */
+export const plantWriteWithEventSql = (plantWrite: string, columns: string, p: number): string =>
+  `WITH plant AS (${plantWrite}),${eventCtes(p, `$${p + 2} || plant.id::text || $${p + 6}`, 'plant, receivers')}
+  SELECT ${columns}, n AS deliveries, ${notifyColumn(p + 7)} FROM plant, receivers`
+
+/** The event parameters of plantWriteWithEventSql: a new plant's `plant.created`, its id still to be drawn. */
+export function postgresEventValues (plant: Omit<Plant, 'id'>, now: number, origin: EventOrigin | undefined, notify: boolean): unknown[] {
+  const type: WebhookEventType = 'plant.created'
+  const { before, after } = eventPayloadAroundId(type, plant, now)
+  return [newMessageId(), type, before, now, origin?.requestId ?? null, origin?.traceparent ?? null, after, notify]
+}
 
 /**
  * Whether subscription `s` receives the event with id `eventId` and type `type` (SQL expressions):

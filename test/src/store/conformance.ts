@@ -457,6 +457,20 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
         assert.deepEqual(deleted, updated, 'a deleted plant is sent as it was')
       })
 
+      test('a create with a server-assigned id and no key writes its event with the id it was given, also past a chosen id it had to skip', async (t) => {
+        const store = await fresh(t)
+        const id = await subscribe(store)
+        const { plant: first } = await store.create({ name: 'Monstera', tag: 'tropical' })
+        const { plant: chosen } = await store.create({ id: first.id + 1n, name: 'chosen' })
+        const { plant: skipped } = await store.create({ name: 'Fern' })
+        assert.equal(skipped.id, first.id + 2n, 'the id after the chosen one')
+        assert.deepEqual(await outbox(store, id), [
+          { type: 'plant.created', data: asJson(first) },
+          { type: 'plant.created', data: asJson(chosen) },
+          { type: 'plant.created', data: asJson(skipped) }
+        ])
+      })
+
       test('a subscription gets only the types it asked for; a disabled one gets none; each event is one message for all', async (t) => {
         const store = await fresh(t)
         const all = await subscribe(store)

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { buildEventMessage, eventPayload, isWebhookEventType, newMessageId, plantJson } from '../../../src/webhooks/events.js'
+import { buildEventMessage, eventPayload, eventPayloadAroundId, isWebhookEventType, newMessageId, plantJson } from '../../../src/webhooks/events.js'
 
 const PLANT = { id: 9223372036854775807n, name: 'Mon"stera\n', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-02T00:00:00.000Z' }
 
@@ -17,6 +17,20 @@ test('the body is { type, timestamp (RFC 3339), data }', () => {
     timestamp: '2026-01-02T03:04:05.678Z',
     data: { id: 7, name: 'Mon"stera\n', tag: 'green', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-02T00:00:00.000Z' }
   })
+})
+
+test('the body around the id, joined with an id, is the body of the plant with that id (with and without a tag)', () => {
+  const at = Date.UTC(2026, 0, 2, 3, 4, 5, 678)
+  for (const plant of [PLANT, { ...PLANT, tag: 'gr"een' }]) {
+    const { id: _id, ...withoutId } = plant
+    const { before, after } = eventPayloadAroundId('plant.created', withoutId, at)
+    for (const id of [1n, 9007199254740993n]) {
+      const body = before + id.toString() + after
+      assert.deepEqual(JSON.parse(body.replace(/"id":(\d+)/, '"id":"$1"')), {
+        type: 'plant.created', timestamp: '2026-01-02T03:04:05.678Z', data: { ...withoutId, id: id.toString() }
+      })
+    }
+  }
 })
 
 test('a message takes its timestamp from when the change happened, else from now; each has its own id', () => {
