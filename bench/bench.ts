@@ -111,7 +111,15 @@ interface Row {
    * deliveries the receiver had and the distinct webhook-ids among them (requests still in flight
    * when the warm-up and the run ended, up to twice the connections, commit and are delivered too).
    */
-  deliveries: { created: number, delivered: number, distinct: number, byRunEnd: number, catchUpS: number } | null
+  deliveries: {
+    created: number
+    delivered: number
+    distinct: number
+    byRunEnd: number
+    catchUpS: number
+    /** Measured on the idle server before its load: LATENCY_CREATES creates, one at a time, from each 201 to its delivery. */
+    latency: { creates: number, p50Ms: number, p99Ms: number }
+  } | null
 }
 
 /** What autocannon sends: one request shape, optionally rewritten per request. */
@@ -144,6 +152,8 @@ const RESULTS = join(HERE, '..', '..', 'bench', 'results')
 const WORKLOADS: readonly WorkloadName[] = ['read', 'list', 'create', 'delete']
 const SEEDED_PLANTS = 10_000
 const CREATE_BODY = '{"name":"Monstera","tag":"tropical"}'
+/** Creates of the --webhook rows' latency probe, on the idle server before its load. */
+const LATENCY_CREATES = 100
 /**
  * As `npm start` runs the service: a 4 MB young generation keeps the resident set about 20 MB
  * smaller under load, at no cost in throughput (README, "Performance").
@@ -578,10 +588,13 @@ async function main (): Promise<void> {
       const { child, ids } = await service(store, storeName, sync, plants, variant, receiver === undefined ? undefined : `${receiver.url}/hooks`)
       try {
         const { traffic, exhausted } = workloadTraffic(workload, ids, budget)
+        const latency = receiver === undefined ? undefined : await deliveryLatency(child, receiver)
         const row = await measure(child, { server: 'plant-store', store: store.kind, workload, variant, sync: rowSync, syncSetting: store.setting ?? null }, traffic)
         if (exhausted()) throw new Error(`the ${storeName} workload ran out of seeded plants`)
-        // Every 201 of the warm-up and of the measurement wrote one event.
-        if (receiver !== undefined) row.deliveries = await catchUp(receiver, row.successes + row.warmupSuccesses)
+        // Every 201 of the latency probe, the warm-up and the measurement wrote one event.
+        if (receiver !== undefined && latency !== undefined) {
+          row.deliveries = { ...await catchUp(receiver, LATENCY_CREATES + row.successes + row.warmupSuccesses), latency }
+        }
       } finally {
         await child.stop()
       }
@@ -590,8 +603,38 @@ async function main (): Promise<void> {
     }
   }
 
+  /**
+   * The delivery latency of an idle plant-store: LATENCY_CREATES creates, one at a time and 20 ms
+   * apart, each timed from its 201 to the receiver's arrival time of its event (both
+   * `performance.timeOrigin + performance.now()`, comparable across the two processes).
+   */
+  const deliveryLatency = async (child: Child, receiver: Child): Promise<NonNullable<Row['deliveries']>['latency']> => {
+    const latencies: number[] = []
+    for (let i = 0; i < LATENCY_CREATES; i++) {
+      const response = await fetch(`${child.url}/plants`, {
+        method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: CREATE_BODY
+      })
+      const answered = performance.timeOrigin + performance.now()
+      const id = /"id":(\d+)/.exec(await response.text())?.[1]
+      if (response.status !== 201 || id === undefined) throw new Error(`a latency probe's create answered ${response.status}`)
+      for (;;) {
+        const arrival = await fetch(`${receiver.url}/arrival?plant=${id}`)
+        if (arrival.status === 200) {
+          latencies.push(((await arrival.json()) as { at: number }).at - answered)
+          break
+        }
+        await arrival.arrayBuffer()
+        if (performance.timeOrigin + performance.now() - answered > 10_000) throw new Error(`plant ${id}'s event did not arrive within 10 s`)
+        await sleep(1)
+      }
+      await sleep(20)
+    }
+    const sorted = Float64Array.from(latencies).sort()
+    return { creates: LATENCY_CREATES, p50Ms: percentile(sorted, 0.5), p99Ms: percentile(sorted, 0.99) }
+  }
+
   /** Waits (up to 60 s) until the receiver has had `created` distinct events; what it had, and how long that took after the run. */
-  const catchUp = async (receiver: Child, created: number): Promise<NonNullable<Row['deliveries']>> => {
+  const catchUp = async (receiver: Child, created: number): Promise<Omit<NonNullable<Row['deliveries']>, 'latency'>> => {
     const started = performance.now()
     let count = { received: 0, distinct: 0 }
     let byRunEnd: number | undefined
@@ -741,8 +784,10 @@ function report (rows: Row[], targets: TargetCheck[], options: Options, fsyncMs:
     ...(withVariants ? [fixed(row.ratioToPlain, 2), fixed(row.cpuToPlain, 2)] : [])
   ])
   const deliveries = rows.filter((row) => row.deliveries !== null).map((row) => {
-    const { created, delivered, distinct, byRunEnd, catchUpS } = row.deliveries as NonNullable<Row['deliveries']>
-    return `webhook deliveries, create (${row.sync ?? ''}) ${label(row)}: ${distinct} distinct events in ${delivered} deliveries ` +
+    const { created, delivered, distinct, byRunEnd, catchUpS, latency } = row.deliveries as NonNullable<Row['deliveries']>
+    return `webhook delivery latency, create (${row.sync ?? ''}) ${label(row)}, idle, ${latency.creates} creates one at a time: ` +
+      `p50 ${latency.p50Ms.toFixed(2)} ms, p99 ${latency.p99Ms.toFixed(2)} ms from the 201 to the receiver\n` +
+      `webhook deliveries, create (${row.sync ?? ''}) ${label(row)}: ${distinct} distinct events in ${delivered} deliveries ` +
       `(${created} 201s counted, up to ${2 * options.connections} more in flight at the ends of warm-up and run); ` +
       `${byRunEnd} delivered while the load ran, the last ${catchUpS.toFixed(1)} s after it ended\n`
   }).join('')
