@@ -13,6 +13,7 @@ import {
   type IdempotencyRow, type PlantColumns, type PlantRow
 } from '../rows.js'
 import { boundLimit, configureConnection } from './connection.js'
+import { startCheckpointer, type CheckpointerOptions } from './checkpointer.js'
 import { createFileCheck, sqliteFailure } from './failures.js'
 import { createGroupCommit, type GroupCommitOptions } from './group-commit.js'
 import { APPLICATION_ID, migrations } from './migrations.js'
@@ -37,6 +38,11 @@ export interface SqliteStoreOptions {
   log?: StoreLog
   /** Replaces `fs.fdatasync` of the WAL (tests hold it; see GroupCommitOptions). */
   fdatasync?: GroupCommitOptions['fdatasync']
+  /**
+   * WAL checkpoints on a thread of their own (checkpointer.ts), by default for a file; `false`
+   * leaves them to SQLite, in the committing connection on the event loop.
+   */
+  checkpoint?: Omit<CheckpointerOptions, 'log'> | false
 }
 
 /**
@@ -257,6 +263,11 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     report: failure
   })
 
+  // Checkpoints off the event loop: started once the file is migrated, stopped before close's own.
+  const checkpointer = inFile && options.checkpoint !== false
+    ? startCheckpointer(db, filename, { ...options.checkpoint, ...(log !== undefined && { log }) })
+    : undefined
+
   // Webhook persistence on this connection, its writes in the same group commit: as durable as
   // plant writes, and its reads wait for the disk as theirs do.
   const webhooks = createSqliteWebhookStore({
@@ -337,6 +348,7 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     async close () {
       if (!db.open) return
       await writes.close()
+      await checkpointer?.close()
       // Fold the WAL back into the main file so a stopped service leaves one self-contained file.
       // When that fails (a full disk), the WAL stays beside the file and SQLite replays it at the next start.
       if (inFile) {

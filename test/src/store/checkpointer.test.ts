@@ -1,0 +1,91 @@
+import assert from 'node:assert/strict'
+import { existsSync } from 'node:fs'
+import { test } from 'node:test'
+import Database from 'better-sqlite3'
+import { startCheckpointer, type CheckpointReport } from '../../../src/store/sqlite/checkpointer.js'
+import { configureConnection } from '../../../src/store/sqlite/connection.js'
+import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
+import { cleanupStack, tempDatabaseFile } from '../../helpers/cleanup.js'
+
+/** Resolves with the first report `accept` takes. */
+function nextReport (accept: (report: CheckpointReport) => boolean): { onCheckpoint: (report: CheckpointReport) => void, found: Promise<CheckpointReport> } {
+  let settle: (report: CheckpointReport) => void = () => {}
+  const found = new Promise<CheckpointReport>((resolve) => { settle = resolve })
+  return { onCheckpoint: (report) => { if (accept(report)) settle(report) }, found }
+}
+
+/** A connection to a fresh file in WAL mode with one table, closed when the test ends. */
+function walDatabase (t: Parameters<typeof cleanupStack>[0]): { db: Database.Database, file: string, after: (fn: () => unknown) => void } {
+  const { after } = cleanupStack(t)
+  const file = tempDatabaseFile({ after })
+  const db = configureConnection(new Database(file))
+  db.exec('CREATE TABLE t (x TEXT)')
+  after(() => { db.close() })
+  return { db, file, after }
+}
+
+test('the store\'s WAL is checkpointed by the worker thread as it is written, and the store\'s own connection no longer checkpoints', { timeout: 10_000 }, async (t) => {
+  const { db, file, after } = walDatabase(t)
+  const { onCheckpoint, found } = nextReport((report) => report.thread === 'worker' && !('error' in report) && report.frames > 0 && report.checkpointed === report.frames)
+  const checkpointer = startCheckpointer(db, file, { intervalMs: 10, onCheckpoint })
+  after(async () => { await checkpointer.close() })
+  assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), 1000n, 'SQLite checkpoints by itself until the thread is ready')
+  assert.equal(await checkpointer.ready, true)
+  assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), 0n)
+  db.prepare('INSERT INTO t VALUES (?)').run('x'.repeat(10_000))
+  const report = await found
+  assert.ok(!('error' in report) && report.frames >= 3, 'the 10 kB row took several pages')
+})
+
+test('once the WAL holds catchUpPages frames, the event loop runs one checkpoint of its own', { timeout: 10_000 }, async (t) => {
+  const { db, file, after } = walDatabase(t)
+  const reports: CheckpointReport[] = []
+  const { onCheckpoint, found } = nextReport((report) => report.thread === 'loop')
+  const checkpointer = startCheckpointer(db, file, {
+    intervalMs: 10,
+    catchUpPages: 3,
+    onCheckpoint: (report) => { reports.push(report); onCheckpoint(report) }
+  })
+  after(async () => { await checkpointer.close() })
+  assert.equal(await checkpointer.ready, true)
+  db.prepare('INSERT INTO t VALUES (?)').run('x'.repeat(10_000))
+  const loop = await found
+  assert.ok(!('error' in loop) && loop.checkpointed === loop.frames, 'the loop copied every frame')
+  const asked = reports.find((report) => report.thread === 'worker')
+  assert.ok(asked !== undefined && !('error' in asked) && asked.catchUp && asked.frames >= 3, 'the worker asked for it')
+})
+
+test('a WAL below catchUpPages is never checkpointed on the event loop', { timeout: 10_000 }, async (t) => {
+  const { db, file, after } = walDatabase(t)
+  const reports: CheckpointReport[] = []
+  const { onCheckpoint, found } = nextReport((report) => report.thread === 'worker' && !('error' in report) && report.frames > 0)
+  const checkpointer = startCheckpointer(db, file, { intervalMs: 10, onCheckpoint: (report) => { reports.push(report); onCheckpoint(report) } })
+  after(async () => { await checkpointer.close() })
+  assert.equal(await checkpointer.ready, true)
+  db.prepare('INSERT INTO t VALUES (?)').run('small')
+  await found
+  assert.deepEqual(reports.filter((report) => report.thread === 'loop'), [])
+})
+
+test('when the thread cannot start, the connection checkpoints by itself again and the log says so once', { timeout: 10_000 }, async (t) => {
+  const { db, file } = walDatabase(t)
+  const errors: string[] = []
+  const log = { error: (_details: object, message: string) => { errors.push(message) }, info: () => {} }
+  db.pragma('wal_autocheckpoint = 0')
+  const checkpointer = startCheckpointer(db, `${file}.missing`, { log })
+  assert.equal(await checkpointer.ready, false)
+  assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), 1000n)
+  assert.deepEqual(errors, ['the checkpoint thread failed: SQLite checkpoints the WAL on the event loop again'])
+  await checkpointer.close()
+})
+
+test('a closed store leaves no WAL behind: the thread\'s connection is closed before the store\'s last checkpoint', { timeout: 10_000 }, async (t) => {
+  const { after } = cleanupStack(t)
+  const file = tempDatabaseFile({ after })
+  const { onCheckpoint, found } = nextReport((report) => report.thread === 'worker')
+  const store = createSqliteStore({ filename: file, synchronous: 'normal', checkpoint: { intervalMs: 10, onCheckpoint } })
+  for (let i = 0; i < 20; i++) await store.create({ name: `plant ${i}` })
+  await found
+  await store.close()
+  assert.equal(existsSync(`${file}-wal`), false)
+})
