@@ -6,11 +6,13 @@
  *
  *   npm run bench -- [--quick] [--duration 10] [--warmup 3] [--connections 32]
  *                    [--only read,list,create,delete] [--db sqlite] [--db postgres://...]
- *                    [--log-level warn] [--limits on|off] [--cpu-prof] [--metrics] [--webhook]
+ *                    [--log-level warn] [--limits on|off] [--cpu-prof] [--metrics] [--webhook] [--pairs 1]
  *
  * --metrics measures read and create again with METRICS_PORT set (issue 13: ≥ 0.95 of without);
  * --webhook measures create again with one active subscription delivering every event to a
- * loopback receiver (issue 12: ≥ 0.8 of without).
+ * loopback receiver (issue 12: ≥ 0.8 of without). --pairs N measures plant-store without and
+ * with each variant N times, alternating, and judges the variant by the median of the N pairs'
+ * ratios: on a shared machine whose speed drifts by more than the effect, one pair is a coin toss.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs'
@@ -31,7 +33,7 @@ import { tokenDigest } from '../src/tokens.js'
 import { WEBHOOK_EVENT_TYPES } from '../src/webhooks/events.js'
 import { newWebhookSecret } from '../src/webhooks/signing.js'
 import { startServer } from '../test/helpers/server-process.js'
-import { cpuSeconds, peakRssMb } from './measure.js'
+import { cpuSeconds, median, peakRssMb } from './measure.js'
 
 type Sync = SqliteSynchronous
 type WorkloadName = 'read' | 'list' | 'create' | 'delete'
@@ -67,6 +69,8 @@ interface Options {
   quick: boolean
   metrics: boolean
   webhook: boolean
+  /** Rounds of plant-store without and with the variants, alternating (--pairs). */
+  pairs: number
 }
 
 interface Row {
@@ -76,6 +80,8 @@ interface Row {
   workload: WorkloadName | 'ceiling'
   /** plant-store with metrics on, or with a webhook subscription; null: as configured by default. */
   variant: Variant | null
+  /** With --pairs above 1, the round (from 1) of plant-store without and with its variants; else null. */
+  round: number | null
   sync: Sync | null
   /** PostgreSQL's durability settings, which decide `sync` for its writes. */
   syncSetting: string | null
@@ -179,7 +185,8 @@ function parseOptions (): Options {
       limits: { type: 'string', default: 'on' },
       'cpu-prof': { type: 'boolean', default: false },
       metrics: { type: 'boolean', default: false },
-      webhook: { type: 'boolean', default: false }
+      webhook: { type: 'boolean', default: false },
+      pairs: { type: 'string', default: '1' }
     }
   })
   const number = (text: string | undefined, fallback: number, name: string): number => {
@@ -199,6 +206,8 @@ function parseOptions (): Options {
   })
   if (new Set(stores.map((store) => store.kind)).size !== stores.length) throw new Error('--db: each store at most once')
   if (values.limits !== 'on' && values.limits !== 'off') throw new Error('--limits: on or off')
+  const pairs = Number(values.pairs)
+  if (!Number.isInteger(pairs) || pairs < 1) throw new Error('--pairs must be a whole number from 1')
   return {
     quick: values.quick,
     duration: number(values.duration, values.quick ? 1 : 10, 'duration'),
@@ -210,7 +219,8 @@ function parseOptions (): Options {
     limits: values.limits === 'on',
     cpuProf: values['cpu-prof'],
     metrics: values.metrics,
-    webhook: values.webhook
+    webhook: values.webhook,
+    pairs
   }
 }
 
@@ -408,8 +418,9 @@ function rotate (paths: readonly string[], once: boolean): { next: () => string,
   }
 }
 
-const label = (row: Pick<Row, 'server' | 'store' | 'variant'>): string =>
-  `${row.server === 'plant-store' && row.store === 'postgres' ? 'plant-store (pg)' : row.server}${row.variant === null ? '' : ` +${row.variant}`}`
+const label = (row: Pick<Row, 'server' | 'store' | 'variant' | 'round'>): string =>
+  `${row.server === 'plant-store' && row.store === 'postgres' ? 'plant-store (pg)' : row.server}${row.variant === null ? '' : ` +${row.variant}`}` +
+  (row.round === null ? '' : ` #${row.round}`)
 
 async function main (): Promise<void> {
   const options = parseOptions()
@@ -427,7 +438,7 @@ async function main (): Promise<void> {
   const profileArgs = (name: string): string[] =>
     options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`, `--cpu-prof-name=${name}.cpuprofile`] : []
 
-  const measure = async (child: Child, row: Pick<Row, 'server' | 'store' | 'workload' | 'variant' | 'sync' | 'syncSetting'>, traffic: Traffic): Promise<Row> => {
+  const measure = async (child: Child, row: Pick<Row, 'server' | 'store' | 'workload' | 'variant' | 'round' | 'sync' | 'syncSetting'>, traffic: Traffic): Promise<Row> => {
     const authorize = row.server === 'plant-store'
     const warmup = await drive(child.url, traffic, options.warmup, traffic.amount?.warmup, options.connections, authorize)
     const cpuBefore = child.cpuSeconds()
@@ -467,7 +478,7 @@ async function main (): Promise<void> {
   const measureCeiling = async (): Promise<void> => {
     const ceiling = await Child.start(CEILING, process.env, join(work, 'ceiling.log'), [])
     try {
-      await measure(ceiling, { server: 'ceiling', store: null, workload: 'ceiling', variant: null, sync: null, syncSetting: null }, { method: 'GET', path: '/' })
+      await measure(ceiling, { server: 'ceiling', store: null, workload: 'ceiling', variant: null, round: null, sync: null, syncSetting: null }, { method: 'GET', path: '/' })
     } finally {
       await ceiling.stop()
     }
@@ -564,23 +575,35 @@ async function main (): Promise<void> {
       const child = await minimal(name, sync, plants)
       try {
         const { traffic, exhausted } = workloadTraffic(workload, oneTo(plants), budget)
-        await measure(child, { server: 'minimal', store: 'sqlite', workload, variant: null, sync: rowSync, syncSetting: null }, traffic)
+        await measure(child, { server: 'minimal', store: 'sqlite', workload, variant: null, round: null, sync: rowSync, syncSetting: null }, traffic)
         if (exhausted()) throw new Error(`the minimal ${name} workload ran out of seeded plants`)
       } finally {
         await child.stop()
       }
     }
+    const variants: Variant[] = [
+      ...(options.metrics && (workload === 'read' || workload === 'create') ? ['metrics' as const] : []),
+      ...(options.webhook && workload === 'create' ? ['webhook' as const] : [])
+    ]
+    // Without a variant to compare there is nothing to pair: one round.
+    const rounds = variants.length === 0 ? 1 : options.pairs
     for (const store of stores) {
-      await runPlantStore(workload, sync, store, null)
-      if (options.metrics && (workload === 'read' || workload === 'create')) await runPlantStore(workload, sync, store, 'metrics')
-      if (options.webhook && workload === 'create') await runPlantStore(workload, sync, store, 'webhook')
+      for (let round = 1; round <= rounds; round++) {
+        const numbered = rounds === 1 ? null : round
+        await runPlantStore(workload, sync, store, null, numbered, false)
+        for (const variant of variants) await runPlantStore(workload, sync, store, variant, numbered, round === rounds)
+      }
     }
   }
 
-  /** One workload on plant-store on `store`, as configured by default or with a variant. */
-  const runPlantStore = async (workload: WorkloadName, sync: Sync, store: StoreChoice, variant: Variant | null): Promise<void> => {
+  /**
+   * One workload on plant-store on `store`, as configured by default or with a variant, in round
+   * `round` of --pairs (null: the only one). `lastRound`: a webhook variant's delivery latency and
+   * catch-up are measured (once, in the last round: each waits up to a minute).
+   */
+  const runPlantStore = async (workload: WorkloadName, sync: Sync, store: StoreChoice, variant: Variant | null, round: number | null, lastRound: boolean): Promise<void> => {
     const rowSync = workload === 'read' || workload === 'list' ? null : sync
-    const storeName = `${workload}-${sync}${store.kind === 'postgres' ? '-pg' : ''}${variant === null ? '' : `-${variant}`}`
+    const storeName = `${workload}-${sync}${store.kind === 'postgres' ? '-pg' : ''}${variant === null ? '' : `-${variant}`}${round === null ? '' : `-${round}`}`
     const budget = deleteBudget('plant-store', store.kind, sync)
     const plants = workload === 'delete' ? budget.seed : SEEDED_PLANTS
     const receiver = variant === 'webhook' ? await Child.start(RECEIVER, process.env, join(work, `${storeName}-receiver.log`), []) : undefined
@@ -588,8 +611,8 @@ async function main (): Promise<void> {
       const { child, ids } = await service(store, storeName, sync, plants, variant, receiver === undefined ? undefined : `${receiver.url}/hooks`)
       try {
         const { traffic, exhausted } = workloadTraffic(workload, ids, budget)
-        const latency = receiver === undefined ? undefined : await deliveryLatency(child, receiver)
-        const row = await measure(child, { server: 'plant-store', store: store.kind, workload, variant, sync: rowSync, syncSetting: store.setting ?? null }, traffic)
+        const latency = receiver === undefined || !lastRound ? undefined : await deliveryLatency(child, receiver)
+        const row = await measure(child, { server: 'plant-store', store: store.kind, workload, variant, round, sync: rowSync, syncSetting: store.setting ?? null }, traffic)
         if (exhausted()) throw new Error(`the ${storeName} workload ran out of seeded plants`)
         // Every 201 of the latency probe, the warm-up and the measurement wrote one event.
         if (receiver !== undefined && latency !== undefined) {
@@ -676,7 +699,7 @@ async function main (): Promise<void> {
   }
 
   compare(rows)
-  const targets = checkTargets(rows)
+  const targets = checkTargets(rows, options)
   report(rows, targets, options, fsyncMs)
 
   // Speed is never a failure; a broken run is (no traffic, errors, or answers other than 2xx).
@@ -696,7 +719,8 @@ function compare (rows: Row[]): void {
     const same = (other: Row): boolean => other.workload === row.workload && other.sync === row.sync
     const minimal = rows.find((other) => other.server === 'minimal' && same(other))
     if (row.variant !== null) {
-      const plain = rows.find((other) => other.server === row.server && other.store === row.store && other.variant === null && same(other))
+      // The run without the variant of the same round (--pairs): measured just before it.
+      const plain = rows.find((other) => other.server === row.server && other.store === row.store && other.variant === null && other.round === row.round && same(other))
       if (plain !== undefined) {
         row.ratioToPlain = row.requestsPerSecond / plain.requestsPerSecond
         row.cpuToPlain = row.cpuUsPerRequest === null || plain.cpuUsPerRequest === null ? null : row.cpuUsPerRequest / plain.cpuUsPerRequest
@@ -707,7 +731,7 @@ function compare (rows: Row[]): void {
       row.ratioToMinimal = row.requestsPerSecond / minimal.requestsPerSecond
       row.p99ToMinimal = minimal.p99Ms > 0 ? row.p99Ms / minimal.p99Ms : null
     }
-    const sqlite = rows.find((other) => other.server === 'plant-store' && other.store === 'sqlite' && same(other))
+    const sqlite = rows.find((other) => other.server === 'plant-store' && other.store === 'sqlite' && other.variant === null && other.round === row.round && same(other))
     if (row.server === 'plant-store' && row.store === 'postgres' && sqlite !== undefined) {
       row.ratioToSqlite = row.requestsPerSecond / sqlite.requestsPerSecond
     }
@@ -715,10 +739,17 @@ function compare (rows: Row[]): void {
 }
 
 /** Issue 14's targets, as far as this run measured them (ratios within the run). */
-function checkTargets (rows: Row[]): TargetCheck[] {
+function checkTargets (rows: Row[], options: Options): TargetCheck[] {
   const checks: TargetCheck[] = []
   const find = (store: StoreKind, workload: WorkloadName, sync: Sync | null, variant: Variant | null = null): Row | undefined =>
     rows.find((row) => row.server === 'plant-store' && row.store === store && row.workload === workload && row.sync === sync && row.variant === variant)
+  /** A variant's ratio to plant-store without it: with --pairs, the median of its rounds'. */
+  const variantRatio = (rowsOfVariant: Row[]): number | null => {
+    const ratios = rowsOfVariant.map((row) => row.ratioToPlain).filter((ratio): ratio is number => ratio !== null)
+    return ratios.length === 0 ? null : median(ratios)
+  }
+  const ofVariant = (store: StoreKind, workload: WorkloadName, sync: Sync | null, variant: Variant): Row[] =>
+    rows.filter((row) => row.server === 'plant-store' && row.store === store && row.workload === workload && row.sync === sync && row.variant === variant)
   const atLeast = (target: string, value: number | null | undefined, goal: number): void => {
     if (value !== null && value !== undefined) checks.push({ target, value, holds: value >= goal })
   }
@@ -740,13 +771,14 @@ function checkTargets (rows: Row[]): TargetCheck[] {
   const pgCreate = rows.find((row) => row.server === 'plant-store' && row.store === 'postgres' && row.workload === 'create')
   atLeast(`PostgreSQL create ≥ 0.3 × SQLite (${pgCreate?.sync ?? ''})`, pgCreate?.ratioToSqlite, 0.3)
   // Issue 13: what metrics cost; issue 12: what one subscription receiving every event costs.
-  atLeast('read with metrics ≥ 0.95 × without (issue 13)', find('sqlite', 'read', null, 'metrics')?.ratioToPlain, 0.95)
+  const paired = options.pairs === 1 ? '' : `, median of ${options.pairs} pairs`
+  atLeast(`read with metrics ≥ 0.95 × without (issue 13${paired})`, variantRatio(ofVariant('sqlite', 'read', null, 'metrics')), 0.95)
   for (const sync of ['normal', 'full'] as const) {
-    atLeast(`create (${sync}) with metrics ≥ 0.95 × without (issue 13)`, find('sqlite', 'create', sync, 'metrics')?.ratioToPlain, 0.95)
-    atLeast(`create (${sync}) with a webhook ≥ 0.8 × without (issue 12)`, find('sqlite', 'create', sync, 'webhook')?.ratioToPlain, 0.8)
+    atLeast(`create (${sync}) with metrics ≥ 0.95 × without (issue 13${paired})`, variantRatio(ofVariant('sqlite', 'create', sync, 'metrics')), 0.95)
+    atLeast(`create (${sync}) with a webhook ≥ 0.8 × without (issue 12${paired})`, variantRatio(ofVariant('sqlite', 'create', sync, 'webhook')), 0.8)
   }
-  const pgWebhook = rows.find((row) => row.store === 'postgres' && row.variant === 'webhook')
-  atLeast(`PostgreSQL create (${pgWebhook?.sync ?? ''}) with a webhook ≥ 0.8 × without (issue 12)`, pgWebhook?.ratioToPlain, 0.8)
+  const pgWebhook = rows.filter((row) => row.store === 'postgres' && row.variant === 'webhook')
+  atLeast(`PostgreSQL create (${pgWebhook[0]?.sync ?? ''}) with a webhook ≥ 0.8 × without (issue 12${paired})`, variantRatio(pgWebhook), 0.8)
   const rss = rows.filter((row) => row.server === 'plant-store' && row.peakRssMb !== null).map((row) => row.peakRssMb as number)
   if (rss.length > 0) atMost('peak RSS ≤ 120 MB (every plant-store workload)', Math.max(...rss), 120)
   return checks
@@ -791,6 +823,19 @@ function report (rows: Row[], targets: TargetCheck[], options: Options, fsyncMs:
       `(${created} 201s counted, up to ${2 * options.connections} more in flight at the ends of warm-up and run); ` +
       `${byRunEnd} delivered while the load ran, the last ${catchUpS.toFixed(1)} s after it ended\n`
   }).join('')
+  // --pairs: every round's ratio, so the spread that the median smooths out is in the report too.
+  const groups = new Map<string, Row[]>()
+  for (const row of rows) {
+    if (row.variant === null || row.round === null) continue
+    const key = `${row.workload} (${row.sync ?? ''}) ${label({ ...row, round: null })}`
+    groups.set(key, [...(groups.get(key) ?? []), row])
+  }
+  const pairLines = [...groups].map(([key, group]) => {
+    const ratios = group.map((row) => row.ratioToPlain).filter((ratio): ratio is number => ratio !== null)
+    const cpu = group.map((row) => row.cpuToPlain).filter((ratio): ratio is number => ratio !== null)
+    return `pairs, ${key}: × without ${ratios.map((ratio) => ratio.toFixed(2)).join(', ')} (median ${median(ratios).toFixed(2)}); ` +
+      `CPU × without ${cpu.map((ratio) => ratio.toFixed(2)).join(', ')} (median ${median(cpu).toFixed(2)})\n`
+  }).join('')
   const targetTable = table(['target (issue 14)', 'this run', ''],
     targets.map((check) => [check.target, check.value.toFixed(2), check.holds ? 'holds' : '**missed**']))
 
@@ -802,7 +847,7 @@ function report (rows: Row[], targets: TargetCheck[], options: Options, fsyncMs:
   const postgres = options.stores.filter((store) => store.kind === 'postgres')
     .map((store) => `PostgreSQL: ${store.setting ?? ''}, PG_POOL_MAX=${process.env.PG_POOL_MAX ?? '10'}\n`).join('')
   process.stdout.write(`\n${date}  ${machine}\n${redactPassword(command)}  (LOG_LEVEL=${options.logLevel}, limits ${options.limits ? 'on' : 'off'})\n${fsync}\n${postgres}\n` +
-    `${table(header, lines)}\n\n${deliveries}${deliveries === '' ? '' : '\n'}${targetTable}\n`)
+    `${table(header, lines)}\n\n${deliveries}${pairLines}${deliveries === '' && pairLines === '' ? '' : '\n'}${targetTable}\n`)
 
   mkdirSync(RESULTS, { recursive: true })
   const file = join(RESULTS, `bench-${date.replace(/[:.]/g, '-')}${options.quick ? '-quick' : ''}.json`)
