@@ -6,7 +6,7 @@
  *
  *   npm run bench -- [--quick] [--duration 10] [--warmup 3] [--connections 32]
  *                    [--only read,list,create,delete] [--db sqlite] [--db postgres://...]
- *                    [--log-level warn] [--limits on|off] [--cpu-prof] [--metrics] [--webhook] [--pairs 1]
+ *                    [--log-level warn] [--limits on|off] [--cpu-prof] [--metrics] [--webhook] [--pairs 1|3|5…]
  *
  * --metrics measures read and create again with METRICS_PORT set (issue 13: ≥ 0.95 of without);
  * --webhook measures create again with one active subscription delivering every event to a
@@ -207,7 +207,8 @@ function parseOptions (): Options {
   if (new Set(stores.map((store) => store.kind)).size !== stores.length) throw new Error('--db: each store at most once')
   if (values.limits !== 'on' && values.limits !== 'off') throw new Error('--limits: on or off')
   const pairs = Number(values.pairs)
-  if (!Number.isInteger(pairs) || pairs < 1) throw new Error('--pairs must be a whole number from 1')
+  // Odd, so that the median is one of the pairs, not the better of the middle two.
+  if (!Number.isInteger(pairs) || pairs < 1 || pairs % 2 === 0) throw new Error('--pairs must be an odd whole number (1, 3, 5, …)')
   return {
     quick: values.quick,
     duration: number(values.duration, values.quick ? 1 : 10, 'duration'),
