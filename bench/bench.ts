@@ -742,44 +742,43 @@ function compare (rows: Row[]): void {
 /** Issue 14's targets, as far as this run measured them (ratios within the run). */
 function checkTargets (rows: Row[], options: Options): TargetCheck[] {
   const checks: TargetCheck[] = []
-  const find = (store: StoreKind, workload: WorkloadName, sync: Sync | null, variant: Variant | null = null): Row | undefined =>
-    rows.find((row) => row.server === 'plant-store' && row.store === store && row.workload === workload && row.sync === sync && row.variant === variant)
-  /** A variant's ratio to plant-store without it: with --pairs, the median of its rounds'. */
-  const variantRatio = (rowsOfVariant: Row[]): number | null => {
-    const ratios = rowsOfVariant.map((row) => row.ratioToPlain).filter((ratio): ratio is number => ratio !== null)
-    return ratios.length === 0 ? null : median(ratios)
-  }
-  const ofVariant = (store: StoreKind, workload: WorkloadName, sync: Sync | null, variant: Variant): Row[] =>
+  /** plant-store's rows of one workload: one, or with --pairs one per round. */
+  const ofRows = (store: StoreKind, workload: WorkloadName, sync: Sync | null, variant: Variant | null = null): Row[] =>
     rows.filter((row) => row.server === 'plant-store' && row.store === store && row.workload === workload && row.sync === sync && row.variant === variant)
+  /** A ratio of those rows: with --pairs, the median of the rounds'. */
+  const ratio = (of: Row[], pick: (row: Row) => number | null): number | null => {
+    const values = of.map(pick).filter((value): value is number => value !== null)
+    return values.length === 0 ? null : median(values)
+  }
   const atLeast = (target: string, value: number | null | undefined, goal: number): void => {
     if (value !== null && value !== undefined) checks.push({ target, value, holds: value >= goal })
   }
   const atMost = (target: string, value: number | null | undefined, goal: number): void => {
     if (value !== null && value !== undefined) checks.push({ target, value, holds: value <= goal })
   }
-  const read = find('sqlite', 'read', null)
-  const list = find('sqlite', 'list', null)
-  atLeast('read ≥ 0.55 × ceiling', read?.ratioToCeiling, 0.55)
-  atLeast('read ≥ 0.85 × minimal', read?.ratioToMinimal, 0.85)
-  atMost('read p99 ≤ 1.5 × minimal\'s', read?.p99ToMinimal, 1.5)
-  atLeast('list ≥ 0.30 × ceiling', list?.ratioToCeiling, 0.30)
-  atLeast('list ≥ 0.85 × minimal', list?.ratioToMinimal, 0.85)
+  const read = ofRows('sqlite', 'read', null)
+  const list = ofRows('sqlite', 'list', null)
+  atLeast('read ≥ 0.55 × ceiling', ratio(read, (row) => row.ratioToCeiling), 0.55)
+  atLeast('read ≥ 0.85 × minimal', ratio(read, (row) => row.ratioToMinimal), 0.85)
+  atMost('read p99 ≤ 1.5 × minimal\'s', ratio(read, (row) => row.p99ToMinimal), 1.5)
+  atLeast('list ≥ 0.30 × ceiling', ratio(list, (row) => row.ratioToCeiling), 0.30)
+  atLeast('list ≥ 0.85 × minimal', ratio(list, (row) => row.ratioToMinimal), 0.85)
   for (const workload of ['create', 'delete'] as const) {
-    atLeast(`${workload} (normal) ≥ 1.2 × minimal`, find('sqlite', workload, 'normal')?.ratioToMinimal, 1.2)
-    atLeast(`${workload} (full) ≥ 4 × minimal`, find('sqlite', workload, 'full')?.ratioToMinimal, 4)
+    atLeast(`${workload} (normal) ≥ 1.2 × minimal`, ratio(ofRows('sqlite', workload, 'normal'), (row) => row.ratioToMinimal), 1.2)
+    atLeast(`${workload} (full) ≥ 4 × minimal`, ratio(ofRows('sqlite', workload, 'full'), (row) => row.ratioToMinimal), 4)
   }
-  atLeast('PostgreSQL read ≥ 0.4 × SQLite', find('postgres', 'read', null)?.ratioToSqlite, 0.4)
+  atLeast('PostgreSQL read ≥ 0.4 × SQLite', ratio(ofRows('postgres', 'read', null), (row) => row.ratioToSqlite), 0.4)
   const pgCreate = rows.find((row) => row.server === 'plant-store' && row.store === 'postgres' && row.workload === 'create')
-  atLeast(`PostgreSQL create ≥ 0.3 × SQLite (${pgCreate?.sync ?? ''})`, pgCreate?.ratioToSqlite, 0.3)
+  atLeast(`PostgreSQL create ≥ 0.3 × SQLite (${pgCreate?.sync ?? ''})`, ratio(ofRows('postgres', 'create', pgCreate?.sync ?? null), (row) => row.ratioToSqlite), 0.3)
   // Issue 13: what metrics cost; issue 12: what one subscription receiving every event costs.
   const paired = options.pairs === 1 ? '' : `, median of ${options.pairs} pairs`
-  atLeast(`read with metrics ≥ 0.95 × without (issue 13${paired})`, variantRatio(ofVariant('sqlite', 'read', null, 'metrics')), 0.95)
+  atLeast(`read with metrics ≥ 0.95 × without (issue 13${paired})`, ratio(ofRows('sqlite', 'read', null, 'metrics'), (row) => row.ratioToPlain), 0.95)
   for (const sync of ['normal', 'full'] as const) {
-    atLeast(`create (${sync}) with metrics ≥ 0.95 × without (issue 13${paired})`, variantRatio(ofVariant('sqlite', 'create', sync, 'metrics')), 0.95)
-    atLeast(`create (${sync}) with a webhook ≥ 0.8 × without (issue 12${paired})`, variantRatio(ofVariant('sqlite', 'create', sync, 'webhook')), 0.8)
+    atLeast(`create (${sync}) with metrics ≥ 0.95 × without (issue 13${paired})`, ratio(ofRows('sqlite', 'create', sync, 'metrics'), (row) => row.ratioToPlain), 0.95)
+    atLeast(`create (${sync}) with a webhook ≥ 0.8 × without (issue 12${paired})`, ratio(ofRows('sqlite', 'create', sync, 'webhook'), (row) => row.ratioToPlain), 0.8)
   }
   const pgWebhook = rows.filter((row) => row.store === 'postgres' && row.variant === 'webhook')
-  atLeast(`PostgreSQL create (${pgWebhook[0]?.sync ?? ''}) with a webhook ≥ 0.8 × without (issue 12${paired})`, variantRatio(pgWebhook), 0.8)
+  atLeast(`PostgreSQL create (${pgWebhook[0]?.sync ?? ''}) with a webhook ≥ 0.8 × without (issue 12${paired})`, ratio(pgWebhook, (row) => row.ratioToPlain), 0.8)
   const rss = rows.filter((row) => row.server === 'plant-store' && row.peakRssMb !== null).map((row) => row.peakRssMb as number)
   if (rss.length > 0) atMost('peak RSS ≤ 120 MB (every plant-store workload)', Math.max(...rss), 120)
   return checks
@@ -828,7 +827,7 @@ function report (rows: Row[], targets: TargetCheck[], options: Options, fsyncMs:
   const groups = new Map<string, Row[]>()
   for (const row of rows) {
     if (row.variant === null || row.round === null) continue
-    const key = `${row.workload} (${row.sync ?? ''}) ${label({ ...row, round: null })}`
+    const key = `${row.workload}${row.sync === null ? '' : ` (${row.sync})`} ${label({ ...row, round: null })}`
     groups.set(key, [...(groups.get(key) ?? []), row])
   }
   const pairLines = [...groups].map(([key, group]) => {

@@ -29,6 +29,8 @@ export interface ServiceMetrics {
   groupCommit: (writes: number) => void
   /** SQLite group commit: one fdatasync of the WAL that took `ms`. */
   walSync: (ms: number) => void
+  /** SQLite: one WAL checkpoint that took `ms`, on the checkpoint thread or (catching up) on the event loop. */
+  walCheckpoint: (thread: 'worker' | 'loop', ms: number) => void
   /** Where the metrics listener listens (its port when METRICS_PORT is 0). */
   address: () => AddressInfo
 }
@@ -135,6 +137,15 @@ export default fp(async function metricsPlugin (app) {
     registers: [registry]
   })
 
+  const checkpointDuration = new client.Histogram({
+    name: `${METRIC_PREFIX}sqlite_wal_checkpoint_duration_seconds`,
+    help: 'Time one SQLite WAL checkpoint took, by thread: "worker" runs beside the requests, "loop" held the event loop (the WAL had outgrown the worker\'s checkpoints)',
+    labelNames: ['thread'],
+    buckets: SYNC_BUCKETS,
+    registers: [registry]
+  })
+  const checkpointSeries = { worker: checkpointDuration.labels('worker'), loop: checkpointDuration.labels('loop') }
+
   const server = createServer((request, response) => {
     const path = (request.url ?? '').split('?')[0]
     if (path !== '/metrics') {
@@ -166,6 +177,7 @@ export default fp(async function metricsPlugin (app) {
     storeOperation,
     groupCommit: (writes: number) => { batchSize.observe(writes) },
     walSync: (ms: number) => { syncDuration.observe(ms / 1000) },
+    walCheckpoint: (thread, ms) => { checkpointSeries[thread].observe(ms / 1000) },
     address: () => server.address() as AddressInfo
   })
 }, { name: 'metrics', dependencies: ['config'] })

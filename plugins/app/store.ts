@@ -37,7 +37,11 @@ export default fp(async function storePlugin (app) {
       filename: config.databaseUrl,
       synchronous: config.sqliteSynchronous,
       log: app.log,
-      ...(metrics !== undefined && { onCommit: metrics.groupCommit, onSync: metrics.walSync })
+      ...(metrics !== undefined && {
+        onCommit: metrics.groupCommit,
+        onSync: metrics.walSync,
+        checkpoint: { onCheckpoint: (report) => { metrics.walCheckpoint(report.thread, report.durationMs) } }
+      })
     })
   const observers = [metrics?.storeOperation, tracing?.storeOperation].filter((observer): observer is OperationObserver => observer !== undefined)
   app.decorate('store', instrumentStore(store, observers))

@@ -15,7 +15,11 @@ const { filename, intervalMs, catchUpPages } = workerData as CheckpointWorkerDat
 
 const db = configureConnection(new Database(filename, { fileMustExist: true }))
 const walFile = `${filename}-wal`
-/** The WAL as last seen: a checkpoint runs only when it changed (an idle service does nothing). */
+/**
+ * The WAL as last seen: a checkpoint runs only when it changed (an idle service does nothing). A
+ * write within the same clock tick as the last look, into a WAL no longer growing, is checkpointed
+ * after the next write (or by close): until then SQLite reads it from the WAL, durable either way.
+ */
 let seen = ''
 
 function checkpoint (): void {

@@ -112,6 +112,20 @@ test('SQLite group commit: batch sizes and WAL fdatasync durations (SQLITE_SYNCH
   assert.ok(syncs >= 2, `one fdatasync at least per durable batch, got ${syncs}`)
 })
 
+test('SQLite WAL checkpoints are timed by the thread that ran them', async (t) => {
+  const file = join(mkdtempSync(join(tmpdir(), 'plant-store-metrics-')), 'plants.db')
+  const app = await buildTestApp(t, { METRICS_PORT: '0', DATABASE_URL: file, SQLITE_SYNCHRONOUS: 'normal' })
+  await app.store.create({ name: 'Fern' })
+  // The checkpoint thread looks at the WAL every 100 ms.
+  let text = await scrape(app)
+  for (let waited = 0; (sample(text, 'plantstore_sqlite_wal_checkpoint_duration_seconds_count', { thread: 'worker' }) ?? 0) === 0 && waited < 5000; waited += 50) {
+    await sleep(50)
+    text = await scrape(app)
+  }
+  assert.ok((sample(text, 'plantstore_sqlite_wal_checkpoint_duration_seconds_count', { thread: 'worker' }) ?? 0) >= 1)
+  assert.equal(sample(text, 'plantstore_sqlite_wal_checkpoint_duration_seconds_count', { thread: 'loop' }) ?? 0, 0, 'a small WAL is never checkpointed on the loop')
+})
+
 test('rate-limit rejections are counted by what was limited, a token or an IP', async (t) => {
   const app = await buildTestApp(t, { METRICS_PORT: '0', RATE_LIMIT_MAX: '1' })
   for (let i = 0; i < 3; i++) await app.inject({ url: '/plants', headers: AUTH })
