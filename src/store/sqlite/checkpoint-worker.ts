@@ -7,11 +7,11 @@ import { statSync } from 'node:fs'
 import { parentPort, workerData } from 'node:worker_threads'
 import Database from 'better-sqlite3'
 import { configureConnection } from './connection.js'
-import type { CheckpointReport, CheckpointWorkerData } from './checkpointer.js'
+import { passiveCheckpoint, type CheckpointWorkerData } from './checkpointer.js'
 
 if (parentPort === null) throw new Error('checkpoint-worker.js runs as a worker thread (see checkpointer.ts)')
 const port = parentPort
-const { filename, intervalMs, catchUpPages } = workerData as CheckpointWorkerData
+const { filename, intervalMs } = workerData as CheckpointWorkerData
 
 const db = configureConnection(new Database(filename, { fileMustExist: true }))
 const walFile = `${filename}-wal`
@@ -26,21 +26,9 @@ function checkpoint (): void {
   const stats = statSync(walFile, { throwIfNoEntry: false })
   const state = stats === undefined ? '' : `${stats.size}:${stats.mtimeMs}`
   if (state === seen) return
-  seen = state
-  const started = performance.now()
-  let report: CheckpointReport
-  try {
-    const [result] = db.pragma('wal_checkpoint(PASSIVE)') as Array<{ busy: bigint, log: bigint, checkpointed: bigint }>
-    const frames = Number(result?.log ?? 0n)
-    // Frames committed while this checkpoint ran are not copied yet, and SQLite only starts the
-    // WAL over when every frame was copied before a write begins: under steady writes that moment
-    // may never come. Past catchUpPages the event loop runs one checkpoint itself (checkpointer.ts).
-    report = { thread: 'worker', frames, checkpointed: Number(result?.checkpointed ?? 0n), catchUp: frames >= catchUpPages, durationMs: performance.now() - started }
-  } catch (error) {
-    // A full disk or an I/O error: the next round tries again; the parent logs it once.
-    seen = ''
-    report = { thread: 'worker', error: error instanceof Error ? error.message : String(error), durationMs: performance.now() - started }
-  }
+  const report = passiveCheckpoint(db, 'worker')
+  // After a failure, look again at the next round even if nothing was written meanwhile.
+  seen = 'error' in report ? '' : state
   port.postMessage(report)
 }
 

@@ -6,7 +6,6 @@ import type { StoreLog } from '../store.js'
 export interface CheckpointWorkerData {
   filename: string
   intervalMs: number
-  catchUpPages: number
 }
 
 /** One checkpoint: by the worker thread, or by the event loop catching up (for tests, and the log when one fails). */
@@ -17,9 +16,21 @@ export type CheckpointReport = {
   /** Frames in the WAL, and how many of them are in the database file now. */
   frames: number
   checkpointed: number
-  /** The WAL holds catchUpPages frames or more: the event loop runs a checkpoint of its own. */
-  catchUp: boolean
 } | { error: string })
+
+/**
+ * One PASSIVE checkpoint on `db` (never takes the write lock), as the thread named `thread` runs
+ * it: what it copied, or why it failed (a full disk or an I/O error: the next one tries again).
+ */
+export function passiveCheckpoint (db: Database.Database, thread: CheckpointReport['thread']): CheckpointReport {
+  const started = performance.now()
+  try {
+    const [result] = db.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: bigint, checkpointed: bigint }>
+    return { thread, frames: Number(result?.log ?? 0n), checkpointed: Number(result?.checkpointed ?? 0n), durationMs: performance.now() - started }
+  } catch (error) {
+    return { thread, error: error instanceof Error ? error.message : String(error), durationMs: performance.now() - started }
+  }
+}
 
 export interface CheckpointerOptions {
   /** How often the worker looks whether the WAL was written. */
@@ -54,9 +65,9 @@ const CLOSE_TIMEOUT_MS = 10_000
  * PASSIVE checkpoints every `intervalMs` while the WAL is being written, and the loop goes on
  * serving. SQLite starts the WAL over only once every frame is copied before a write begins,
  * which steady writes during a concurrent checkpoint can put off indefinitely; once the WAL holds
- * `catchUpPages` frames, the event loop runs one PASSIVE checkpoint itself, between batches, where
- * no write of its own can interleave: it copies only what the worker has not yet, and the next
- * write starts the WAL over. Durability is SQLite's either way: a checkpoint copies what the WAL
+ * `catchUpPages` frames and the thread could not copy them all, the event loop runs one PASSIVE
+ * checkpoint itself, between batches, where no write of its own can interleave: it copies only
+ * what the worker has not yet, and the next write starts the WAL over. Durability is SQLite's either way: a checkpoint copies what the WAL
  * already holds, with SQLite's own syncs.
  *
  * When the thread cannot start or dies, `db` checkpoints by itself again (and the log says so), so
@@ -64,11 +75,8 @@ const CLOSE_TIMEOUT_MS = 10_000
  */
 export function startCheckpointer (db: Database.Database, filename: string, options: CheckpointerOptions = {}): Checkpointer {
   const { log, onCheckpoint } = options
-  const data: CheckpointWorkerData = {
-    filename,
-    intervalMs: options.intervalMs ?? DEFAULT_CHECKPOINT_INTERVAL_MS,
-    catchUpPages: options.catchUpPages ?? DEFAULT_CATCH_UP_PAGES
-  }
+  const catchUpPages = options.catchUpPages ?? DEFAULT_CATCH_UP_PAGES
+  const data: CheckpointWorkerData = { filename, intervalMs: options.intervalMs ?? DEFAULT_CHECKPOINT_INTERVAL_MS }
   const worker = new Worker(new URL('./checkpoint-worker.js', import.meta.url), {
     workerData: data,
     // A connection and a timer: a small heap is plenty, and keeps the service's memory down.
@@ -103,17 +111,6 @@ export function startCheckpointer (db: Database.Database, filename: string, opti
     onCheckpoint?.(message)
   }
 
-  const catchUp = (): void => {
-    if (!db.open || closing) return
-    const started = performance.now()
-    try {
-      const [result] = db.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: bigint, checkpointed: bigint }>
-      report({ thread: 'loop', frames: Number(result?.log ?? 0n), checkpointed: Number(result?.checkpointed ?? 0n), catchUp: false, durationMs: performance.now() - started })
-    } catch (error) {
-      report({ thread: 'loop', error: error instanceof Error ? error.message : String(error), durationMs: performance.now() - started })
-    }
-  }
-
   worker.on('message', (message: 'ready' | CheckpointReport) => {
     if (message === 'ready') {
       if (db.open && !closing) db.pragma('wal_autocheckpoint = 0')
@@ -121,7 +118,11 @@ export function startCheckpointer (db: Database.Database, filename: string, opti
       return
     }
     report(message)
-    if (!('error' in message) && message.catchUp) catchUp()
+    // Frames committed while the thread's checkpoint ran are not copied yet, and SQLite only
+    // starts the WAL over once every frame is copied before a write begins: under steady writes
+    // that moment may never come. A WAL the thread copied whole starts over at the next write.
+    const behind = !('error' in message) && message.frames >= catchUpPages && message.checkpointed < message.frames
+    if (behind && db.open && !closing) report(passiveCheckpoint(db, 'loop'))
   })
   worker.on('error', (err) => { fallBack({ err }, 'the checkpoint thread failed') })
   worker.on('exit', (code) => { if (code !== 0) fallBack({ code }, 'the checkpoint thread stopped') })

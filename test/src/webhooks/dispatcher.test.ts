@@ -283,6 +283,25 @@ describe('webhook dispatcher', () => {
     await until('all recorded', () => dispatcher.inFlight === 0)
   })
 
+  test('by default, busy attempts start at least 20 ms apart (DEFAULT_BUSY_INTERVAL_MS: at most 50 a second)', async (t) => {
+    const { dispatcher, subscribe, publish, receiver } = await setup(t, { concurrency: 4, perSubscription: 4, apiBusy: () => true })
+    const arrivals: number[] = []
+    receiver.respond((_request, res) => {
+      arrivals.push(performance.now())
+      res.writeHead(200).end()
+    })
+    await subscribe()
+    await dispatcher.start()
+    for (let i = 0; i < 5; i++) await publish()
+    await receiver.waitFor(5)
+    // Arrivals lag starts by a few milliseconds each way, the first by the connection it opens
+    // too: the gaps after it, over kept-alive connections, show the pace (5 ms ones would fail).
+    const gaps = arrivals.slice(2).map((at, i) => at - (arrivals[i + 1] ?? 0))
+    assert.equal(gaps.length, 3)
+    for (const gap of gaps) assert.ok(gap >= 15, `attempts ${gaps.map((g) => g.toFixed(1)).join(', ')} ms apart`)
+    await until('all recorded', () => dispatcher.inFlight === 0)
+  })
+
   test('many attempts in flight at once raise no listener-leak warning', async (t) => {
     const { dispatcher, subscribe, publish, receiver } = await setup(t, { concurrency: 30, perSubscription: 30 })
     const warnings: string[] = []
