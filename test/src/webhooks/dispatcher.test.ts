@@ -261,22 +261,34 @@ describe('webhook dispatcher', () => {
     assert.equal(receiver.requests.length, 8)
   })
 
-  test('while the API is busy, attempts start at least busyIntervalMs apart, however fast the receiver answers; at once when it is not', async (t) => {
-    let busy = true
-    const { dispatcher, subscribe, publish, receiver } = await setup(t, { concurrency: 4, perSubscription: 4, busyIntervalMs: 60, apiBusy: () => busy })
+  /** A dispatcher whose receiver answers at once, started, with `count` events published: when each attempt arrived. */
+  async function arrivalsOf (t: TestContext, options: Parameters<typeof setup>[1], count: number): Promise<{ arrivals: number[] } & Awaited<ReturnType<typeof setup>>> {
+    const context = await setup(t, options)
     const arrivals: number[] = []
-    receiver.respond((_request, res) => {
+    context.receiver.respond((_request, res) => {
       arrivals.push(performance.now())
       res.writeHead(200).end()
     })
-    await subscribe()
-    await dispatcher.start()
-    for (let i = 0; i < 4; i++) await publish()
-    await receiver.waitFor(4)
+    await context.subscribe()
+    await context.dispatcher.start()
+    for (let i = 0; i < count; i++) await context.publish()
+    await context.receiver.waitFor(count)
+    return { ...context, arrivals }
+  }
+
+  /** The gaps between consecutive arrivals from the `from`th on, asserted to be at least `atLeast` ms each. */
+  function assertPaced (arrivals: readonly number[], from: number, atLeast: number): void {
+    const gaps = arrivals.slice(from + 1).map((at, i) => at - (arrivals[from + i] ?? 0))
+    assert.equal(gaps.length, arrivals.length - from - 1)
+    for (const gap of gaps) assert.ok(gap >= atLeast, `attempts ${gaps.map((g) => g.toFixed(1)).join(', ')} ms apart`)
+  }
+
+  test('while the API is busy, attempts start at least busyIntervalMs apart, however fast the receiver answers; at once when it is not', async (t) => {
+    let busy = true
+    const { dispatcher, publish, receiver, arrivals } = await arrivalsOf(t, { concurrency: 4, perSubscription: 4, busyIntervalMs: 60, apiBusy: () => busy }, 4)
     // Arrival times lag start times by up to a few milliseconds each way: the margin keeps the
     // check about the pace, which back to back would put the four within a few milliseconds.
-    const gaps = arrivals.slice(1).map((at, i) => at - (arrivals[i] ?? 0))
-    for (const gap of gaps) assert.ok(gap >= 50, `attempts ${gaps.map((g) => g.toFixed(1)).join(', ')} ms apart`)
+    assertPaced(arrivals, 0, 50)
     busy = false
     for (let i = 0; i < 4; i++) await publish()
     await receiver.waitFor(8)
@@ -284,21 +296,10 @@ describe('webhook dispatcher', () => {
   })
 
   test('by default, busy attempts start at least 20 ms apart (DEFAULT_BUSY_INTERVAL_MS: at most 50 a second)', async (t) => {
-    const { dispatcher, subscribe, publish, receiver } = await setup(t, { concurrency: 4, perSubscription: 4, apiBusy: () => true })
-    const arrivals: number[] = []
-    receiver.respond((_request, res) => {
-      arrivals.push(performance.now())
-      res.writeHead(200).end()
-    })
-    await subscribe()
-    await dispatcher.start()
-    for (let i = 0; i < 5; i++) await publish()
-    await receiver.waitFor(5)
-    // Arrivals lag starts by a few milliseconds each way, the first by the connection it opens
-    // too: the gaps after it, over kept-alive connections, show the pace (5 ms ones would fail).
-    const gaps = arrivals.slice(2).map((at, i) => at - (arrivals[i + 1] ?? 0))
-    assert.equal(gaps.length, 3)
-    for (const gap of gaps) assert.ok(gap >= 15, `attempts ${gaps.map((g) => g.toFixed(1)).join(', ')} ms apart`)
+    const { dispatcher, arrivals } = await arrivalsOf(t, { concurrency: 4, perSubscription: 4, apiBusy: () => true }, 5)
+    // The first arrival lags its start by the connection it opens too: the gaps after it, over the
+    // kept-alive connection, show the pace (at 5 ms they would be about 6 ms).
+    assertPaced(arrivals, 1, 15)
     await until('all recorded', () => dispatcher.inFlight === 0)
   })
 
