@@ -33,7 +33,7 @@ import { tokenDigest } from '../src/tokens.js'
 import { WEBHOOK_EVENT_TYPES } from '../src/webhooks/events.js'
 import { newWebhookSecret } from '../src/webhooks/signing.js'
 import { startServer } from '../test/helpers/server-process.js'
-import { cpuSeconds, median, peakRssMb } from './measure.js'
+import { cpuSeconds, median, peakRssMb, SERVER_ENV, SERVER_NODE_FLAGS } from './measure.js'
 
 type Sync = SqliteSynchronous
 type WorkloadName = 'read' | 'list' | 'create' | 'delete'
@@ -160,11 +160,6 @@ const SEEDED_PLANTS = 10_000
 const CREATE_BODY = '{"name":"Monstera","tag":"tropical"}'
 /** Creates of the --webhook rows' latency probe, on the idle server before its load. */
 const LATENCY_CREATES = 100
-/**
- * As `npm start` runs the service: a 4 MB young generation keeps the resident set about 20 MB
- * smaller under load, at no cost in throughput (README, "Performance").
- */
-const SERVER_NODE_FLAGS = ['--max-semi-space-size=4']
 const TOKEN = randomBytes(24).toString('base64url')
 /** A rate limit per window and a number of requests per connection that no run comes near. */
 const UNREACHABLE = 1e12
@@ -507,6 +502,7 @@ async function main (): Promise<void> {
   const minimal = async (name: string, sync: Sync, plants: number): Promise<Child> =>
     await Child.start(MINIMAL, {
       ...process.env,
+      ...SERVER_ENV,
       MINIMAL_DATABASE: join(work, `minimal-${name}.db`),
       MINIMAL_SYNCHRONOUS: sync,
       MINIMAL_SEED: String(plants)
@@ -526,6 +522,7 @@ async function main (): Promise<void> {
     const ids = await seed(databaseUrl, plants, variant === 'webhook' ? receiverUrl : undefined)
     const child = await Child.server({
       ...process.env,
+      ...SERVER_ENV,
       PORT: '0',
       HOST: '127.0.0.1',
       DATABASE_URL: databaseUrl,

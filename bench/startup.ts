@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { median } from './measure.js'
+import { median, SERVER_ENV, SERVER_NODE_FLAGS } from './measure.js'
 
 const SERVER = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'server.js')
 const TOKEN = 'startup-bench-token-0123456789abcdef0123'
@@ -31,8 +31,8 @@ async function once (env: Record<string, string>): Promise<{ startMs: number, rs
   const log = join(dir, 'out.log')
   const fd = openSync(log, 'w')
   const started = process.hrtime.bigint()
-  const child = spawn(process.execPath, ['--max-semi-space-size=4', SERVER], {
-    env: { PATH: process.env.PATH, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: join(dir, 'plants.db'), API_TOKENS: TOKEN, LOG_LEVEL: 'warn', ...env },
+  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, SERVER], {
+    env: { PATH: process.env.PATH, ...SERVER_ENV, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: join(dir, 'plants.db'), API_TOKENS: TOKEN, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', fd, fd]
   })
   closeSync(fd)
