@@ -7,7 +7,7 @@ import { ConfigError } from './errors.js'
 import { isPostgresUrl, parsePostgresUrl } from './store/postgres/connection.js'
 import { SQLITE_SYNCHRONOUS, type SqliteSynchronous } from './store/sqlite/sqlite-store.js'
 import {
-  DEFAULT_CONCURRENCY, DEFAULT_DISABLE_AFTER_MS, DEFAULT_PER_SUBSCRIPTION, DEFAULT_POLL_INTERVAL_MS,
+  DEFAULT_BUSY_INTERVAL_MS, DEFAULT_CONCURRENCY, DEFAULT_DISABLE_AFTER_MS, DEFAULT_PER_SUBSCRIPTION, DEFAULT_POLL_INTERVAL_MS,
   DEFAULT_RETENTION_MS, DEFAULT_TIMEOUT_MS
 } from './webhooks/dispatcher.js'
 import { DEFAULT_RETRY_SCHEDULE_MS } from './webhooks/schedule.js'
@@ -68,6 +68,7 @@ const EnvSchema = Type.Object({
   WEBHOOK_DISABLE_AFTER_MS: Type.Integer({ minimum: 1, maximum: MAX_WEBHOOK_MS, default: DEFAULT_DISABLE_AFTER_MS }),
   WEBHOOK_RETENTION_MS: Type.Integer({ minimum: 1, maximum: MAX_WEBHOOK_MS, default: DEFAULT_RETENTION_MS }),
   WEBHOOK_POLL_INTERVAL_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: DEFAULT_POLL_INTERVAL_MS }),
+  WEBHOOK_BUSY_INTERVAL_MS: Type.Integer({ minimum: 1, maximum: 60_000, default: DEFAULT_BUSY_INTERVAL_MS }),
   WEBHOOK_ALLOW_PRIVATE_URLS: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '0' })
 })
 
@@ -147,6 +148,8 @@ export interface WebhookConfig {
   retentionMs: number
   /** How often due deliveries (retries, other instances' events) are looked for without a wake. */
   pollIntervalMs: number
+  /** While the API saturates the event loop, attempts start at least this far apart (one at a time). */
+  busyIntervalMs: number
   /** Loopback, private, link-local ... receivers allowed (local development and tests only). */
   allowPrivate: boolean
 }
@@ -232,6 +235,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
       disableAfterMs: parsed.WEBHOOK_DISABLE_AFTER_MS,
       retentionMs: parsed.WEBHOOK_RETENTION_MS,
       pollIntervalMs: parsed.WEBHOOK_POLL_INTERVAL_MS,
+      busyIntervalMs: parsed.WEBHOOK_BUSY_INTERVAL_MS,
       allowPrivate: parsed.WEBHOOK_ALLOW_PRIVATE_URLS === '1'
     },
     version: PACKAGE_VERSION

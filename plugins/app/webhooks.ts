@@ -57,6 +57,7 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
     disableAfterMs: settings.disableAfterMs,
     retentionMs: settings.retentionMs,
     pollIntervalMs: settings.pollIntervalMs,
+    busyIntervalMs: settings.busyIntervalMs,
     apiBusy: () => load.busy,
     ...(options.request !== undefined && { request: options.request }),
     ...(app.tracing !== undefined && { traceAttempt: app.tracing.webhookAttempt })

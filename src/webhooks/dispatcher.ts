@@ -18,12 +18,14 @@ export const DEFAULT_RETENTION_MS = 7 * 24 * 3_600_000
 export const DEFAULT_PRUNE_INTERVAL_MS = 3_600_000
 export const DEFAULT_STOP_GRACE_MS = 10_000
 /**
- * While the API is busy, attempts start at least this far apart: at most 50 a second. An attempt
- * (claim, fan-out, signed request, completion, and the receiver it wakes on a shared machine)
- * costs the loop 0.3 to 1 ms on a slow host, so 200 a second (5 ms) took up to a fifth of a
- * saturated loop there (see #claimOnce).
+ * While the API is busy, attempts start at least this far apart: at most 10 a second
+ * (WEBHOOK_BUSY_INTERVAL_MS). An attempt (claim, fan-out, signed request, completion) costs the
+ * loop 0.3 to 1 ms on a slow host, and on a 2-core machine the receiver and the sockets it wakes
+ * slow the whole service beyond that: 50 a second (20 ms) took create with a subscription to
+ * 0.60–0.80 of create without, 10 a second to 0.89–0.92, 1 a second to 0.82–0.95 (README,
+ * "Performance", 2026-11-25). The backlog waits, durable, for the load to drop.
  */
-export const DEFAULT_BUSY_INTERVAL_MS = 20
+export const DEFAULT_BUSY_INTERVAL_MS = 100
 
 export interface DispatcherOptions {
   store: WebhookStore

@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import { loadConfig } from '../../../src/load-config.js'
 import { assertConfigRefused } from '../../helpers/config.js'
 
-test('webhook defaults: 10 s timeout, the Standard Webhooks schedule, 10 at once, 5 days to disable, 7 days kept, public URLs only', () => {
+test('webhook defaults: 10 s timeout, the Standard Webhooks schedule, 10 at once, 5 days to disable, 7 days kept, 10 attempts a second while the API is busy, public URLs only', () => {
   assert.deepEqual(loadConfig({}).webhooks, {
     timeoutMs: 10_000,
     schedule: [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
@@ -12,6 +12,7 @@ test('webhook defaults: 10 s timeout, the Standard Webhooks schedule, 10 at once
     disableAfterMs: 5 * 86_400_000,
     retentionMs: 7 * 86_400_000,
     pollIntervalMs: 1000,
+    busyIntervalMs: 100,
     allowPrivate: false
   })
 })
@@ -25,6 +26,7 @@ test('every WEBHOOK_* variable is read', () => {
     WEBHOOK_DISABLE_AFTER_MS: '86400000',
     WEBHOOK_RETENTION_MS: '3600000',
     WEBHOOK_POLL_INTERVAL_MS: '250',
+    WEBHOOK_BUSY_INTERVAL_MS: '20',
     WEBHOOK_ALLOW_PRIVATE_URLS: '1'
   }).webhooks, {
     timeoutMs: 2500,
@@ -34,6 +36,7 @@ test('every WEBHOOK_* variable is read', () => {
     disableAfterMs: 86_400_000,
     retentionMs: 3_600_000,
     pollIntervalMs: 250,
+    busyIntervalMs: 20,
     allowPrivate: true
   })
   assert.deepEqual(loadConfig({ WEBHOOK_RETRY_SCHEDULE: 'none' }).webhooks.schedule, [])
@@ -48,6 +51,7 @@ test('bad webhook values stop the start with the variable named', () => {
     WEBHOOK_DISABLE_AFTER_MS: 'five days',
     WEBHOOK_RETENTION_MS: '99999999999999',
     WEBHOOK_POLL_INTERVAL_MS: '5',
+    WEBHOOK_BUSY_INTERVAL_MS: '0',
     WEBHOOK_ALLOW_PRIVATE_URLS: 'yes',
     WEBHOOK_RETRY_SCHEDULE: '1000,,2000'
   }
