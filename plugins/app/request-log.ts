@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { levels } from 'pino'
 import { routeLabel } from '../../src/route-label.js'
 
 /** A client's X-Request-Id is kept only when it is this tame: it goes into logs and back out in a header. */
@@ -21,6 +22,9 @@ export function requestId (raw: IncomingMessage): string {
   return typeof given === 'string' && SANE_REQUEST_ID.test(given) ? given : randomUUID()
 }
 
+/** Whether a logger at `level` writes lines at `line` (`silent`, pino's level above all, writes none). */
+const enabled = (level: string, line: 'info' | 'warn'): boolean => (levels.values[level] ?? Infinity) <= (levels.values[line] ?? 0)
+
 /**
  * The access log, as Fastify's `logController`: Fastify's two lines per request become one access
  * line at info, written once the answer has gone out, with what an operator asks of it: method,
@@ -35,6 +39,10 @@ export class AccessLog extends LogController {
   }
 
   override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const failed = error !== null && error !== undefined
+    // At LOG_LEVEL=warn (a busy instance's setting) a completed request writes nothing: do not
+    // gather its fields (route label, client address, rounding) on every answer only to drop them.
+    if (!enabled(request.log.level, failed ? 'warn' : 'info')) return
     const fields = {
       method: request.method,
       route: routeLabel(request),
@@ -45,7 +53,7 @@ export class AccessLog extends LogController {
       ...(request.tokenDigest !== undefined && { tokenDigest: request.tokenDigest.slice(0, DIGEST_PREFIX_LENGTH) })
     }
     // An error here is the response stream failing (the client went away mid-answer), not a status.
-    if (error !== null && error !== undefined) request.log.warn({ ...fields, err: error }, 'request errored')
+    if (failed) request.log.warn({ ...fields, err: error }, 'request errored')
     else request.log.info(fields, 'request completed')
   }
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { AccessLog } from '../../../plugins/app/request-log.js'
 import { buildApp } from '../../../src/app.js'
 import { loadConfig } from '../../../src/load-config.js'
 import { AUTH, TOKEN } from '../../helpers/app.js'
@@ -96,4 +97,20 @@ test('at debug the arrival of each request is logged too, with the same id', asy
   const { app, lines } = await appWithLog(t, { LOG_LEVEL: 'debug' })
   await app.inject({ url: '/health', headers: { 'x-request-id': 'dbg-1' } })
   assert.deepEqual(lines().filter((line) => line.reqId === 'dbg-1').map((line) => line.msg), ['incoming request', 'request completed'])
+})
+
+test('at warn a completed request writes no access line; a response stream that failed still writes one', async (t) => {
+  const { app, lines } = await appWithLog(t, { LOG_LEVEL: 'warn' })
+  for (const [url, headers, status] of [['/plants/1', AUTH, 404], ['/plants', {}, 401], ['/health', {}, 200]] as const) {
+    const res = await app.inject({ url, headers: { ...headers, 'x-request-id': `quiet-${status}` } })
+    assert.equal(res.statusCode, status)
+  }
+  assert.deepEqual(lines(), [])
+
+  // Fastify reports a failed response stream (the client went away mid-answer) to the controller.
+  const request = { method: 'GET', url: '/plants/1', ip: '127.0.0.1', tokenDigest: undefined, routeOptions: { url: '/plants/:id' }, log: app.log.child({ reqId: 'gone-1' }) }
+  new AccessLog().requestCompleted(new Error('socket hang up'), request as unknown as FastifyRequest, { statusCode: 200, elapsedTime: 1.234 } as unknown as FastifyReply)
+  assert.deepEqual(lines().map(({ level, reqId, msg, statusCode, route }) => ({ level, reqId, msg, statusCode, route })), [
+    { level: 40, reqId: 'gone-1', msg: 'request errored', statusCode: 200, route: '/plants/:id' }
+  ])
 })
