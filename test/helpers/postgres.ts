@@ -28,16 +28,31 @@ function requireTestDatabaseUrl (): string {
   return TEST_DATABASE_URL
 }
 
+/** How often a dropped schema is tried again after PostgreSQL chose the drop as a deadlock's victim. */
+const DROP_ATTEMPTS = 5
+
 /**
  * A DATABASE_URL on a schema of its own (created by the store on first open), dropped when the
  * test ends, so parallel runs never see each other's plants. The drop does not depend on the order
  * of the `t.after` hooks (Node 20 runs them in the order they were registered, so it may come
  * before the stores close): an idle pooled connection holds no lock, so DROP SCHEMA does not wait
- * for it, and a store closed afterwards only ends its connections.
+ * for it, and a store closed afterwards only ends its connections. A connection that is busy (the
+ * webhook dispatcher polls while its app is open) can lock two of the schema's tables in the order
+ * its statement needs them, while DROP SCHEMA … CASCADE locks them one by one in its own; once in
+ * CI PostgreSQL ended the drop as a deadlock's victim (40P01). Then it is tried again.
  */
 export function scratchDatabaseUrl (t: Cleanup): { url: string, schema: string } {
   const schema = `plant_store_test_${randomBytes(6).toString('hex')}`
-  t.after(async () => { await adminQuery(`DROP SCHEMA IF EXISTS ${schema} CASCADE`) })
+  t.after(async () => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await adminQuery(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+        return
+      } catch (err) {
+        if (attempt === DROP_ATTEMPTS || (err as { code?: unknown }).code !== '40P01') throw err
+      }
+    }
+  })
   return { url: withSchema(requireTestDatabaseUrl(), schema), schema }
 }
 
