@@ -5,11 +5,12 @@ import { readFileSync } from 'node:fs'
  * benchmark runs plant-store and the minimal service. Peak RSS under load was mostly V8's heap
  * between collections (README, "Memory"): a 4 MB young generation; old space allowed to grow
  * by half its live size before the next full collection, not V8's up to four times (PostgreSQL's
- * list peaked at 161 MB with a 23 MB live heap); and at most two glibc malloc arenas, not eight
- * per core for the threads (SQLite's checkpoint thread, libuv's pool).
+ * list peaked at 161 MB with a 23 MB live heap); and one glibc malloc arena for every thread, not
+ * eight per core (SQLite's checkpoint thread, libuv's pool, V8's helpers): a second arena kept
+ * 3–5 MB more at the peak of a create load, at the same throughput.
  */
 export const SERVER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4', '--heap-growing-percent=50']
-export const SERVER_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' }
+export const SERVER_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '1' }
 
 /** The middle value (the upper of the two middle ones for an even count); NaN for none. */
 export function median (values: readonly number[]): number {
