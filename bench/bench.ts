@@ -24,16 +24,12 @@ import { parseArgs } from 'node:util'
 import { randomBytes } from 'node:crypto'
 import autocannon from 'autocannon'
 import pg from 'pg'
-import { buildApp } from '../src/app.js'
-import { loadConfig, type LogLevel } from '../src/load-config.js'
+import type { LogLevel } from '../src/load-config.js'
 import { isPostgresUrl, parsePostgresUrl } from '../src/store/postgres/connection.js'
 import type { SqliteSynchronous } from '../src/store/sqlite/sqlite-store.js'
-import type { PlantStore } from '../src/store/store.js'
-import { tokenDigest } from '../src/tokens.js'
-import { WEBHOOK_EVENT_TYPES } from '../src/webhooks/events.js'
-import { newWebhookSecret } from '../src/webhooks/signing.js'
 import { startServer } from '../test/helpers/server-process.js'
 import { cpuSeconds, median, peakRssMb, SERVER_ENV, SERVER_NODE_FLAGS } from './measure.js'
+import { seed } from './seed.js'
 
 type Sync = SqliteSynchronous
 type WorkloadName = 'read' | 'list' | 'create' | 'delete'
@@ -321,32 +317,6 @@ async function postgresDurability (url: string): Promise<{ sync: Sync, setting: 
   }
 }
 
-/** Fills a database through the PlantStore contract, so any backend DATABASE_URL names is seeded alike. */
-async function seed (databaseUrl: string, count: number, subscriptionUrl?: string): Promise<bigint[]> {
-  const app = await buildApp(loadConfig({
-    DATABASE_URL: databaseUrl, API_TOKENS: TOKEN, LOG_LEVEL: 'silent', SQLITE_SYNCHRONOUS: 'normal'
-  }))
-  try {
-    await app.ready()
-    const store: PlantStore = app.store
-    const ids: bigint[] = []
-    for (let start = 0; start < count; start += 1000) {
-      const chunk = Array.from({ length: Math.min(1000, count - start) }, (_, i) =>
-        store.create({ name: `Plant ${start + i}`, tag: (start + i) % 2 === 0 ? 'indoor' : 'outdoor' }))
-      for (const { plant } of await Promise.all(chunk)) ids.push(plant.id)
-    }
-    // After the plants: the subscription receives the workload's events only.
-    if (subscriptionUrl !== undefined) {
-      await store.webhooks.createSubscription({
-        owner: tokenDigest(TOKEN), url: subscriptionUrl, events: [...WEBHOOK_EVENT_TYPES], disabled: false, secret: newWebhookSecret()
-      }, Date.now())
-    }
-    return ids
-  } finally {
-    await app.close()
-  }
-}
-
 interface Drive {
   result: autocannon.Result
   /** Every 2xx answer's latency in ms, as autocannon timed it (its own percentiles are whole ms). */
@@ -519,7 +489,7 @@ async function main (): Promise<void> {
       schemas.push({ url: store.url, schema })
       databaseUrl = withSchema(store.url, schema)
     }
-    const ids = await seed(databaseUrl, plants, variant === 'webhook' ? receiverUrl : undefined)
+    const ids = await seed(databaseUrl, TOKEN, plants, variant === 'webhook' ? receiverUrl : undefined)
     const child = await Child.server({
       ...process.env,
       ...SERVER_ENV,

@@ -1,0 +1,199 @@
+/**
+ * `npm run bench:instructions`: the instructions a request costs plant-store and the minimal
+ * service (bench/minimal.ts), counted by valgrind's callgrind instead of timed. On a shared VM whose
+ * speed drifts by more than the effect being measured (README, "Performance"), time needs many
+ * alternating rounds; an instruction count is the same run after run (two runs of one build: 174.4k
+ * and 175.1k a read), so one run tells whether a change saves 1 %. It counts user-space work only:
+ * the kernel's share (the socket's system calls) is not in it.
+ *
+ *   npm run bench:instructions -- [--only read,list] [--warmup 12000] [--requests 6000]
+ *                                 [--connections 4] [--set NAME=VALUE ...]
+ *
+ * --set passes a setting to plant-store (RATE_LIMIT_MAX=0: what the rate limit costs). Needs
+ * valgrind (Debian's package). A run takes minutes: valgrind runs the server ~50 × slower.
+ */
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { Agent, request } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { SERVER_JS } from '../test/helpers/server-process.js'
+import { SERVER_ENV, SERVER_NODE_FLAGS } from './measure.js'
+import { seed } from './seed.js'
+
+type Workload = 'read' | 'list'
+type Server = 'minimal' | 'plant-store'
+
+const MINIMAL = fileURLToPath(new URL('./minimal.js', import.meta.url))
+const TOKEN = 'instructions-benchmark-token-0123456789'
+const SEEDED_PLANTS = 1000
+/**
+ * V8 compiles and collects garbage on the main thread, when the work (not the clock) says so:
+ * background threads and the memory reducer's timers made the same build's count vary by a third.
+ */
+const DETERMINISTIC_V8 = ['--predictable', '--single-threaded', '--no-memory-reducer']
+
+interface Count {
+  server: Server
+  workload: Workload
+  /** Instructions a request, without the optimizing compilation still under way. */
+  steady: number
+  total: number
+  compile: number
+  gc: number
+}
+
+/** `name`'s inclusive cost in a callgrind_annotate listing (its largest line), or 0. */
+function inclusive (listing: string, name: RegExp): number {
+  let largest = 0
+  for (const line of listing.split('\n')) {
+    const match = /^\s*([\d,]+)\s/.exec(line)
+    if (match?.[1] !== undefined && name.test(line)) largest = Math.max(largest, Number(match[1].replaceAll(',', '')))
+  }
+  return largest
+}
+
+/** Sends `count` GETs over `connections` keep-alive connections; any answer but 200 stops the run. */
+async function drive (url: string, paths: readonly string[], count: number, connections: number): Promise<void> {
+  const agent = new Agent({ keepAlive: true, maxSockets: connections })
+  let sent = 0
+  const one = async (path: string): Promise<void> => {
+    await new Promise<void>((resolve, reject) => {
+      const req = request(`${url}${path}`, { agent, headers: { authorization: `Bearer ${TOKEN}` } }, (res) => {
+        let body = ''
+        res.setEncoding('utf8')
+        res.on('data', (chunk: string) => { body += chunk })
+        res.on('end', () => { res.statusCode === 200 ? resolve() : reject(new Error(`GET ${path}: ${res.statusCode ?? '?'} ${body}`)) })
+      })
+      req.on('error', reject)
+      req.end()
+    })
+  }
+  try {
+    await Promise.all(Array.from({ length: connections }, async () => {
+      while (sent < count) await one(paths[sent++ % paths.length] as string)
+    }))
+  } finally {
+    agent.destroy()
+  }
+}
+
+async function measure (server: Server, workload: Workload, options: { warmup: number, requests: number, connections: number, set: Record<string, string> }): Promise<Count> {
+  const work = mkdtempSync(join(tmpdir(), 'plant-store-instructions-'))
+  let child: ChildProcess | undefined
+  try {
+    let ids: ReadonlyArray<bigint | number>
+    let env: NodeJS.ProcessEnv
+    if (server === 'plant-store') {
+      const database = join(work, 'plants.db')
+      ids = await seed(database, TOKEN, SEEDED_PLANTS)
+      env = {
+        ...process.env,
+        ...SERVER_ENV,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DATABASE_URL: database,
+        API_TOKENS: TOKEN,
+        LOG_LEVEL: 'warn',
+        // Limits no run reaches, as npm run bench sets them.
+        RATE_LIMIT_MAX: String(1e12),
+        MAX_REQUESTS_PER_SOCKET: String(1e12),
+        // Under valgrind the event loop's delay would shed load; the webhook poll is work the clock
+        // sets (once a second), not the requests.
+        MAX_EVENT_LOOP_DELAY_MS: '0',
+        WEBHOOK_POLL_INTERVAL_MS: '60000',
+        ...options.set
+      }
+    } else {
+      ids = Array.from({ length: SEEDED_PLANTS }, (_, i) => i + 1)
+      env = { ...process.env, ...SERVER_ENV, MINIMAL_DATABASE: join(work, 'minimal.db'), MINIMAL_SEED: String(SEEDED_PLANTS) }
+    }
+    const paths = workload === 'read'
+      ? ids.map((id) => `/plants/${id}`)
+      : ids.slice(ids.length / 2, -20).map((id) => `/plants?limit=20&after=${id}`)
+
+    const out = join(work, 'callgrind.out')
+    const log = join(work, 'server.log')
+    const fd = openSync(log, 'w')
+    child = spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}`, '--dump-instr=no', '--dump-line=no',
+      process.execPath, ...DETERMINISTIC_V8, ...SERVER_NODE_FLAGS, server === 'plant-store' ? SERVER_JS : MINIMAL], { env, stdio: ['ignore', fd, fd] })
+    closeSync(fd)
+    const pid = String(child.pid)
+    let url: string | undefined
+    for (let waited = 0; url === undefined; waited += 100) {
+      url = /listening on (http:\/\/[^\s]+)/.exec(readFileSync(log, 'utf8'))?.[1]
+      if (child.exitCode !== null || waited > 300_000) throw new Error(`${server} did not start under valgrind:\n${readFileSync(log, 'utf8').slice(-2000)}`)
+      await sleep(100)
+    }
+    await drive(url, paths, options.warmup, options.connections)
+    // valgrind names its control files after $HOST, which plant-store's environment sets: the
+    // control command must see the same.
+    execFileSync('callgrind_control', ['--zero', pid], { env, stdio: 'ignore' })
+    await drive(url, paths, options.requests, options.connections)
+    execFileSync('callgrind_control', ['--dump', pid], { env, stdio: 'ignore' })
+    const dumps = readdirSync(work).filter((name) => name.startsWith('callgrind.out.')).sort()
+    const dump = join(work, dumps.at(-1) ?? 'callgrind.out')
+    const total = Number(/^summary:\s+(\d+)/m.exec(readFileSync(dump, 'utf8'))?.[1] ?? Number.NaN)
+    const listing = execFileSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', dump], { maxBuffer: 1 << 28 }).toString()
+    const compile = inclusive(listing, /Runtime_CompileOptimized\(/) + inclusive(listing, /Runtime_CompileLazy\(/)
+    const gc = inclusive(listing, /Heap::CollectGarbage\(/)
+    const perRequest = (instructions: number): number => instructions / options.requests
+    return { server, workload, steady: perRequest(total - compile), total: perRequest(total), compile: perRequest(compile), gc: perRequest(gc) }
+  } finally {
+    child?.kill('SIGKILL')
+    rmSync(work, { recursive: true, force: true })
+  }
+}
+
+async function main (): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      only: { type: 'string', default: 'read,list' },
+      warmup: { type: 'string', default: '12000' },
+      requests: { type: 'string', default: '6000' },
+      connections: { type: 'string', default: '4' },
+      set: { type: 'string', multiple: true, default: [] }
+    }
+  })
+  const workloads = values.only.split(',').map((name) => name.trim())
+  for (const name of workloads) if (name !== 'read' && name !== 'list') throw new Error(`--only: unknown workload "${name}" (read, list)`)
+  const whole = (name: string, text: string): number => {
+    const value = Number(text)
+    if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a whole number above 0`)
+    return value
+  }
+  const set: Record<string, string> = {}
+  for (const setting of values.set) {
+    const [name, ...value] = setting.split('=')
+    if (name === undefined || name === '' || value.length === 0) throw new Error(`--set ${setting}: expected NAME=VALUE`)
+    set[name] = value.join('=')
+  }
+  const options = { warmup: whole('warmup', values.warmup), requests: whole('requests', values.requests), connections: whole('connections', values.connections), set }
+  process.stderr.write(`instructions a request under callgrind: ${options.warmup} requests of warm-up, then ${options.requests} counted, ` +
+    `${options.connections} connections${values.set.length > 0 ? `, plant-store with ${values.set.join(' ')}` : ''}\n`)
+
+  const k = (instructions: number): string => (instructions / 1000).toFixed(1)
+  const rows: Count[] = []
+  for (const workload of workloads as Workload[]) {
+    for (const server of ['minimal', 'plant-store'] as const) {
+      const count = await measure(server, workload, options)
+      rows.push(count)
+      process.stderr.write(`  ${workload} ${server}: ${k(count.steady)}k instructions a request\n`)
+    }
+  }
+  console.log('\n| workload | server | k instructions a request | × minimal | total (with compilation) | optimizing compilation | garbage collection |')
+  console.log('|---|---|---|---|---|---|---|')
+  for (const row of rows) {
+    const minimal = rows.find((other) => other.workload === row.workload && other.server === 'minimal')
+    const ratio = row.server === 'minimal' || minimal === undefined ? '' : (row.steady / minimal.steady).toFixed(2)
+    console.log(`| ${row.workload} | ${row.server} | ${k(row.steady)} | ${ratio} | ${k(row.total)} | ${k(row.compile)} | ${k(row.gc)} |`)
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error('bench:instructions failed:', err)
+  process.exitCode = 1
+})

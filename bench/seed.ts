@@ -1,0 +1,36 @@
+import { buildApp } from '../src/app.js'
+import { loadConfig } from '../src/load-config.js'
+import type { PlantStore } from '../src/store/store.js'
+import { tokenDigest } from '../src/tokens.js'
+import { WEBHOOK_EVENT_TYPES } from '../src/webhooks/events.js'
+import { newWebhookSecret } from '../src/webhooks/signing.js'
+
+/**
+ * Fills a database through the PlantStore contract, so any backend `databaseUrl` names is seeded
+ * alike (the benchmarks' set-up, never part of what they measure): `count` plants named `Plant <n>`,
+ * tagged indoor and outdoor in turn; with `subscriptionUrl`, then one subscription of `token`'s to
+ * every event, so it receives the workload's events only. Resolves with the plants' ids in order.
+ */
+export async function seed (databaseUrl: string, token: string, count: number, subscriptionUrl?: string): Promise<bigint[]> {
+  const app = await buildApp(loadConfig({
+    DATABASE_URL: databaseUrl, API_TOKENS: token, LOG_LEVEL: 'silent', SQLITE_SYNCHRONOUS: 'normal'
+  }))
+  try {
+    await app.ready()
+    const store: PlantStore = app.store
+    const ids: bigint[] = []
+    for (let start = 0; start < count; start += 1000) {
+      const chunk = Array.from({ length: Math.min(1000, count - start) }, (_, i) =>
+        store.create({ name: `Plant ${start + i}`, tag: (start + i) % 2 === 0 ? 'indoor' : 'outdoor' }))
+      for (const { plant } of await Promise.all(chunk)) ids.push(plant.id)
+    }
+    if (subscriptionUrl !== undefined) {
+      await store.webhooks.createSubscription({
+        owner: tokenDigest(token), url: subscriptionUrl, events: [...WEBHOOK_EVENT_TYPES], disabled: false, secret: newWebhookSecret()
+      }, Date.now())
+    }
+    return ids
+  } finally {
+    await app.close()
+  }
+}
