@@ -56,9 +56,8 @@ function inclusive (listing: string, name: RegExp): number {
   return largest
 }
 
-/** Sends `count` GETs over `connections` keep-alive connections; any answer but 200 stops the run. */
-async function drive (url: string, paths: readonly string[], count: number, connections: number): Promise<void> {
-  const agent = new Agent({ keepAlive: true, maxSockets: connections })
+/** Sends `count` GETs over `agent`'s keep-alive connections; any answer but 200 stops the run. */
+async function drive (agent: Agent, url: string, paths: readonly string[], count: number, connections: number): Promise<void> {
   let sent = 0
   const one = async (path: string): Promise<void> => {
     await new Promise<void>((resolve, reject) => {
@@ -72,18 +71,16 @@ async function drive (url: string, paths: readonly string[], count: number, conn
       req.end()
     })
   }
-  try {
-    await Promise.all(Array.from({ length: connections }, async () => {
-      while (sent < count) await one(paths[sent++ % paths.length] as string)
-    }))
-  } finally {
-    agent.destroy()
-  }
+  await Promise.all(Array.from({ length: connections }, async () => {
+    while (sent < count) await one(paths[sent++ % paths.length] as string)
+  }))
 }
 
 async function measure (server: Server, workload: Workload, options: { warmup: number, requests: number, connections: number, set: Record<string, string> }): Promise<Count> {
   const work = mkdtempSync(join(tmpdir(), 'plant-store-instructions-'))
   let child: ChildProcess | undefined
+  // One set of connections for the warm-up and the count: opening them is not what is counted.
+  const agent = new Agent({ keepAlive: true, maxSockets: options.connections })
   try {
     let ids: ReadonlyArray<bigint | number>
     let env: NodeJS.ProcessEnv
@@ -128,11 +125,11 @@ async function measure (server: Server, workload: Workload, options: { warmup: n
       if (child.exitCode !== null || waited > 300_000) throw new Error(`${server} did not start under valgrind:\n${readFileSync(log, 'utf8').slice(-2000)}`)
       await sleep(100)
     }
-    await drive(url, paths, options.warmup, options.connections)
+    await drive(agent, url, paths, options.warmup, options.connections)
     // valgrind names its control files after $HOST, which plant-store's environment sets: the
     // control command must see the same.
     execFileSync('callgrind_control', ['--zero', pid], { env, stdio: 'ignore' })
-    await drive(url, paths, options.requests, options.connections)
+    await drive(agent, url, paths, options.requests, options.connections)
     execFileSync('callgrind_control', ['--dump', pid], { env, stdio: 'ignore' })
     const dumps = readdirSync(work).filter((name) => name.startsWith('callgrind.out.')).sort()
     const dump = join(work, dumps.at(-1) ?? 'callgrind.out')
@@ -143,6 +140,7 @@ async function measure (server: Server, workload: Workload, options: { warmup: n
     const perRequest = (instructions: number): number => instructions / options.requests
     return { server, workload, steady: perRequest(total - compile), total: perRequest(total), compile: perRequest(compile), gc: perRequest(gc) }
   } finally {
+    agent.destroy()
     child?.kill('SIGKILL')
     rmSync(work, { recursive: true, force: true })
   }
