@@ -25,10 +25,22 @@ export function smallDisk (t: Cleanup, bytes: number): { dir: string, fill: (lea
   const filler = join(dir, 'filler')
   return {
     dir,
-    /** Fills the disk until `leave` bytes are free. */
+    /**
+     * Fills the disk until `leave` bytes are free. The store on it may take space between the look
+     * and the write (SQLite's shared-memory index is allocated as it is touched): a write that
+     * finds less room than the look said is made again, measured again.
+     */
     fill: (leave) => {
-      const { bavail, bsize } = statfsSync(dir)
-      writeFileSync(filler, Buffer.alloc(Math.max(0, bavail * bsize - leave)))
+      for (let attempt = 1; ; attempt++) {
+        rmSync(filler, { force: true })
+        const { bavail, bsize } = statfsSync(dir)
+        try {
+          writeFileSync(filler, Buffer.alloc(Math.max(0, bavail * bsize - leave)))
+          return
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'ENOSPC' || attempt === 5) throw err
+        }
+      }
     },
     /** Gives the space back. */
     free: () => { rmSync(filler, { force: true }) }
