@@ -21,6 +21,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { SERVER_JS } from '../test/helpers/server-process.js'
+import { calls, inclusive } from './callgrind.js'
 import { SERVER_ENV, SERVER_NODE_FLAGS } from './measure.js'
 import { seed } from './seed.js'
 
@@ -45,16 +46,11 @@ interface Count {
   total: number
   compile: number
   gc: number
-}
-
-/** `name`'s inclusive cost in a callgrind_annotate listing (its largest line), or 0. */
-function inclusive (listing: string, name: RegExp): number {
-  let largest = 0
-  for (const line of listing.split('\n')) {
-    const match = /^\s*([\d,]+)\s/.exec(line)
-    if (match?.[1] !== undefined && name.test(line)) largest = Math.max(largest, Number(match[1].replaceAll(',', '')))
-  }
-  return largest
+  /**
+   * Full (mark-compact) collections inside the counted window. A list page's count is comparable
+   * run to run only when this is the same: two runs that had one measured about 100k more a page.
+   */
+  fullCollections: number
 }
 
 /** Sends `count` GETs over `agent`'s keep-alive connections; any answer but 200 stops the run. */
@@ -134,12 +130,14 @@ async function measure (server: Server, workload: Workload, options: { warmup: n
     execFileSync('callgrind_control', ['--dump', pid], { env, stdio: 'ignore' })
     const dumps = readdirSync(work).filter((name) => name.startsWith('callgrind.out.')).sort()
     const dump = join(work, dumps.at(-1) ?? 'callgrind.out')
-    const total = Number(/^summary:\s+(\d+)/m.exec(readFileSync(dump, 'utf8'))?.[1] ?? Number.NaN)
+    const dumped = readFileSync(dump, 'utf8')
+    const total = Number(/^summary:\s+(\d+)/m.exec(dumped)?.[1] ?? Number.NaN)
     const listing = execFileSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', dump], { maxBuffer: 1 << 28 }).toString()
     const compile = inclusive(listing, /Runtime_CompileOptimized\(/) + inclusive(listing, /Runtime_CompileLazy\(/)
     const gc = inclusive(listing, /Heap::CollectGarbage\(/)
     const perRequest = (instructions: number): number => instructions / options.requests
-    return { server, workload, steady: perRequest(total - compile), total: perRequest(total), compile: perRequest(compile), gc: perRequest(gc) }
+    const fullCollections = calls(dumped, 'v8::internal::Heap::MarkCompact()')
+    return { server, workload, steady: perRequest(total - compile), total: perRequest(total), compile: perRequest(compile), gc: perRequest(gc), fullCollections }
   } finally {
     agent.destroy()
     child?.kill('SIGKILL')
@@ -183,12 +181,12 @@ async function main (): Promise<void> {
       process.stderr.write(`  ${workload} ${server}: ${k(count.steady)}k instructions a request\n`)
     }
   }
-  console.log('\n| workload | server | k instructions a request | × minimal | total (with compilation) | optimizing compilation | garbage collection |')
-  console.log('|---|---|---|---|---|---|---|')
+  console.log('\n| workload | server | k instructions a request | × minimal | total (with compilation) | optimizing compilation | garbage collection | full collections |')
+  console.log('|---|---|---|---|---|---|---|---|')
   for (const row of rows) {
     const minimal = rows.find((other) => other.workload === row.workload && other.server === 'minimal')
     const ratio = row.server === 'minimal' || minimal === undefined ? '' : (row.steady / minimal.steady).toFixed(2)
-    console.log(`| ${row.workload} | ${row.server} | ${k(row.steady)} | ${ratio} | ${k(row.total)} | ${k(row.compile)} | ${k(row.gc)} |`)
+    console.log(`| ${row.workload} | ${row.server} | ${k(row.steady)} | ${ratio} | ${k(row.total)} | ${k(row.compile)} | ${k(row.gc)} | ${row.fullCollections} |`)
   }
 }
 
