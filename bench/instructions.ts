@@ -47,8 +47,9 @@ interface Count {
   compile: number
   gc: number
   /**
-   * Full (mark-compact) collections inside the counted window. A list page's count is comparable
-   * run to run only when this is the same: two runs that had one measured about 100k more a page.
+   * Full (mark-compact) collections inside the counted window: a run whose window held one is not
+   * comparable with a run whose window did not (README, "What bounds a read, counted in
+   * instructions": two list runs spent about 100k more a page on garbage collection).
    */
   fullCollections: number
 }
