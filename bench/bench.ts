@@ -14,8 +14,8 @@
  * with each variant N times, alternating, and judges the variant by the median of the N pairs'
  * ratios: on a shared machine whose speed drifts by more than the effect, one pair is a coin toss.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
-import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs'
+import type { ChildProcess } from 'node:child_process'
+import { closeSync, fdatasyncSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs'
 import { cpus, tmpdir, totalmem } from 'node:os'
 import { dirname, join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -28,7 +28,7 @@ import type { LogLevel } from '../src/load-config.js'
 import { isPostgresUrl, parsePostgresUrl } from '../src/store/postgres/connection.js'
 import type { SqliteSynchronous } from '../src/store/sqlite/sqlite-store.js'
 import { startServer } from '../test/helpers/server-process.js'
-import { cpuSeconds, median, peakRssMb, SERVER_ENV, SERVER_NODE_FLAGS } from './measure.js'
+import { cpuSeconds, median, peakRssMb, SERVER_ENV, SERVER_NODE_FLAGS, startListening } from './measure.js'
 import { seed } from './seed.js'
 
 type Sync = SqliteSynchronous
@@ -228,20 +228,8 @@ class Child {
 
   /** A script that prints "... listening on http://host:port" once it is ready (the references). */
   static async start (script: string, env: NodeJS.ProcessEnv, logFile: string, nodeArgs: string[]): Promise<Child> {
-    // Output goes to a file, not a pipe: draining a pipe would cost the load generator CPU.
-    const fd = openSync(logFile, 'w')
-    const child = spawn(process.execPath, [...nodeArgs, script], { env, stdio: ['ignore', fd, fd] })
-    closeSync(fd)
-    let exited = false
-    child.once('exit', () => { exited = true })
-    for (let waited = 0; waited < 60_000; waited += 20) {
-      const match = /listening on (http:\/\/[^\s]+)/.exec(readFileSync(logFile, 'utf8'))
-      if (match?.[1] !== undefined) return new Child(child, match[1])
-      if (exited) break
-      await sleep(20)
-    }
-    child.kill('SIGKILL')
-    throw new Error(`${script} did not start; its output:\n${readFileSync(logFile, 'utf8').slice(-2000)}`)
+    const { child, url } = await startListening(process.execPath, [...nodeArgs, script], env, logFile, 60_000)
+    return new Child(child, url)
   }
 
   /** CPU time (user + system) the process has used, in seconds, or null where /proc is not there. */

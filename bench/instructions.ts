@@ -12,17 +12,16 @@
  * --set passes a setting to plant-store (RATE_LIMIT_MAX=0: what the rate limit costs). Needs
  * valgrind (Debian's package). A run takes minutes: valgrind runs the server ~50 × slower.
  */
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
-import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { execFileSync, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { Agent, request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { SERVER_JS } from '../test/helpers/server-process.js'
 import { calls, inclusive } from './callgrind.js'
-import { SERVER_ENV, SERVER_NODE_FLAGS } from './measure.js'
+import { SERVER_ENV, SERVER_NODE_FLAGS, startListening } from './measure.js'
 import { seed } from './seed.js'
 
 type Workload = 'read' | 'list'
@@ -111,18 +110,11 @@ async function measure (server: Server, workload: Workload, options: { warmup: n
       : ids.slice(ids.length / 2, -20).map((id) => `/plants?limit=20&after=${id}`)
 
     const out = join(work, 'callgrind.out')
-    const log = join(work, 'server.log')
-    const fd = openSync(log, 'w')
-    child = spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}`, '--dump-instr=no', '--dump-line=no',
-      process.execPath, ...DETERMINISTIC_V8, ...SERVER_NODE_FLAGS, server === 'plant-store' ? SERVER_JS : MINIMAL], { env, stdio: ['ignore', fd, fd] })
-    closeSync(fd)
+    const started = await startListening('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}`, '--dump-instr=no', '--dump-line=no',
+      process.execPath, ...DETERMINISTIC_V8, ...SERVER_NODE_FLAGS, server === 'plant-store' ? SERVER_JS : MINIMAL], env, join(work, 'server.log'), 300_000)
+    child = started.child
+    const { url } = started
     const pid = String(child.pid)
-    let url: string | undefined
-    for (let waited = 0; url === undefined; waited += 100) {
-      url = /listening on (http:\/\/[^\s]+)/.exec(readFileSync(log, 'utf8'))?.[1]
-      if (child.exitCode !== null || waited > 300_000) throw new Error(`${server} did not start under valgrind:\n${readFileSync(log, 'utf8').slice(-2000)}`)
-      await sleep(100)
-    }
     await drive(agent, url, paths, options.warmup, options.connections)
     // valgrind names its control files after $HOST, which plant-store's environment sets: the
     // control command must see the same.

@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { closeSync, openSync, readFileSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
 
 /**
  * How `npm start` runs the service (package.json; a test keeps the two the same), and so how the
@@ -37,4 +39,27 @@ export function peakRssMb (pid: number): number | null {
   } catch {
     return null
   }
+}
+
+/**
+ * Starts `command` with `args`, its output into `logFile` (a file, not a pipe: draining a pipe
+ * would cost the load generator CPU), and resolves once it prints `listening on http://host:port`,
+ * with that URL: the reference services, and plant-store under valgrind. A process that exits
+ * first, or stays silent for `timeoutMs`, is killed and the start fails with the end of its output.
+ */
+export async function startListening (command: string, args: readonly string[], env: NodeJS.ProcessEnv, logFile: string,
+  timeoutMs: number): Promise<{ child: ChildProcess, url: string }> {
+  const fd = openSync(logFile, 'w')
+  const child = spawn(command, args, { env, stdio: ['ignore', fd, fd] })
+  closeSync(fd)
+  let exited = false
+  child.once('exit', () => { exited = true })
+  for (let waited = 0; waited < timeoutMs; waited += 20) {
+    const url = /listening on (http:\/\/[^\s]+)/.exec(readFileSync(logFile, 'utf8'))?.[1]
+    if (url !== undefined) return { child, url }
+    if (exited) break
+    await sleep(20)
+  }
+  child.kill('SIGKILL')
+  throw new Error(`${args.at(-1) ?? command} did not start; its output:\n${readFileSync(logFile, 'utf8').slice(-2000)}`)
 }
