@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { test, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { median } from '../../bench/measure.js'
 import { newWebhookSecret } from '../../src/webhooks/signing.js'
 import { scratchDatabaseUrl } from '../helpers/postgres.js'
 import { startServer } from '../helpers/server-process.js'
@@ -43,11 +44,6 @@ async function untilFailed (base: string, subscriptionId: number, outcome: Parti
   const { id, lastAttemptAt, createdAt, ...rest } = delivery as DeliveryBody
   assert.ok(id > 0 && lastAttemptAt !== undefined && createdAt !== undefined)
   assert.deepEqual(rest, { eventType: 'plant.created', status: 'failed', ...outcome })
-}
-
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)] as number
 }
 
 test('deliveries end to end: Standard Webhooks headers, the plant the API answered, verified by standardwebhooks (prints latency)', { timeout: 60_000 }, async (t) => {

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict'
 import { performance } from 'node:perf_hooks'
 import { test } from 'node:test'
+import { median } from '../../bench/measure.js'
 import { scratchDatabaseUrl, TEST_DATABASE_URL } from '../helpers/postgres.js'
 import { startServer } from '../helpers/server-process.js'
 import { startReceiver, until, verifyWebhook } from '../helpers/webhook-receiver.js'
 import { callOk, subscribe, type EventBody } from '../helpers/webhook-http.js'
-
-const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
 
 test('two instances on one PostgreSQL database: every event delivered, none twice (prints latency)', { skip: TEST_DATABASE_URL === undefined && 'TEST_DATABASE_URL is not set', timeout: 120_000 }, async (t) => {
   const { url } = scratchDatabaseUrl(t)
