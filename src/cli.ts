@@ -11,7 +11,7 @@ export type Command =
 export const USAGE = `Usage: plant-store [command]
 
 Commands:
-  serve            run the service (the default): settings come from the environment (README, Configuration)
+  serve            run the service (the default): settings come from the environment (docs/configuration.md)
   backup <file>    write a consistent copy of the SQLite database (DATABASE_URL) to <file>, while a
                    server keeps serving; the copy is checked with PRAGMA integrity_check
   restore <file>   replace the SQLite database with the backup <file> (checked first); refused while
@@ -21,7 +21,7 @@ Commands:
   help, --help     show this text
   --version        print the version
 
-PostgreSQL (a postgres:// DATABASE_URL) is backed up and restored with pg_dump and pg_restore (README).
+PostgreSQL (a postgres:// DATABASE_URL) is backed up and restored with pg_dump and pg_restore (docs/operations.md).
 `
 
 /** Reads the command line (without `node` and the script); a misuse is an Error whose message says what is wrong. */

@@ -35,7 +35,7 @@ function readConfig (env: NodeJS.ProcessEnv, output: Output): Config | undefined
 /** The SQLite file DATABASE_URL names, or undefined (with a message) when it names something else. */
 function sqliteFile (config: Config, command: string, output: Output): string | undefined {
   if (isPostgresUrl(config.databaseUrl)) {
-    output.err(`plant-store ${command}: DATABASE_URL is PostgreSQL; use pg_dump and pg_restore (README, "Backups")\n`)
+    output.err(`plant-store ${command}: DATABASE_URL is PostgreSQL; use pg_dump and pg_restore (docs/operations.md, "Backups and restore")\n`)
     return undefined
   }
   if (config.databaseUrl === ':memory:') {

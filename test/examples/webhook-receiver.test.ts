@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { execFile, spawn } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
 import { createServer, type AddressInfo } from 'node:net'
+import { join } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
@@ -9,7 +11,27 @@ import { until } from '../helpers/webhook-receiver.js'
 import { callOk, subscribe, untilDeliveries } from '../helpers/webhook-http.js'
 import type { DeliveryBody } from '../helpers/webhooks.js'
 
-const EXAMPLE = fileURLToPath(new URL('../../examples/webhook-receiver.js', import.meta.url))
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+
+/**
+ * The receiver's command exactly as docs/webhooks.md gives it (`WEBHOOK_SECRET=… PORT=4000 node
+ * dist/examples/webhook-receiver.js`), run from the root as a user would after `npm run build`.
+ */
+const documented = ((): { script: string } => {
+  const page = readFileSync(join(ROOT, 'docs/webhooks.md'), 'utf8')
+  const match = /^WEBHOOK_SECRET=whsec_… PORT=4000 node (\S+)$/m.exec(page)
+  if (match?.[1] === undefined) throw new Error('docs/webhooks.md no longer gives the receiver\'s command')
+  return { script: match[1] }
+})()
+const EXAMPLE = join(ROOT, documented.script)
+
+test('docs/webhooks.md starts the receiver from what `npm run build` compiles', () => {
+  assert.equal(documented.script, 'dist/examples/webhook-receiver.js')
+  const build = JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8')) as { include: string[], compilerOptions: { outDir: string } }
+  assert.equal(build.compilerOptions.outDir, 'dist')
+  assert.ok(build.include.includes('examples'))
+  assert.ok(existsSync(EXAMPLE), `${EXAMPLE} is missing: npm test runs npm run build first`)
+})
 
 /** A port free a moment ago, on 127.0.0.1. */
 async function freePort (): Promise<number> {
@@ -28,6 +50,7 @@ test('examples/webhook-receiver.ts verifies, prints and de-duplicates the events
   const subscription = await subscribe(base, `http://127.0.0.1:${port}/`)
 
   const child = spawn(process.execPath, [EXAMPLE], {
+    cwd: ROOT,
     env: { PATH: process.env.PATH, PORT: String(port), WEBHOOK_SECRET: subscription.secret },
     stdio: ['ignore', 'pipe', 'pipe']
   })

@@ -75,7 +75,7 @@ test('backup and restore refuse what they cannot do, saying why', async () => {
     assert.equal(output.stdout(), '')
   }
   await expectFailure((o) => runBackup(join(dir, 'b.db'), { DATABASE_URL: 'postgres://db.internal/plants', API_TOKENS: TOKEN }, o),
-    'plant-store backup: DATABASE_URL is PostgreSQL; use pg_dump and pg_restore (README, "Backups")\n')
+    'plant-store backup: DATABASE_URL is PostgreSQL; use pg_dump and pg_restore (docs/operations.md, "Backups and restore")\n')
   await expectFailure((o) => runRestore(join(dir, 'b.db'), { DATABASE_URL: ':memory:', API_TOKENS: TOKEN }, o),
     'plant-store restore: DATABASE_URL is :memory:, there is no file to restore\n')
   await expectFailure((o) => runBackup(join(dir, 'b.db'), { DATABASE_URL: file, API_TOKENS: 'short' }, o),
