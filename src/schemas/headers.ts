@@ -1,7 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { describedPattern } from './pattern-messages.js'
 
-
 const ETAG_EXAMPLE = '"3q2-7w4QWm6uR5m0o5ZxBA"'
 
 const entityTags = (description: string) => Type.Optional(Type.String({ description, examples: [ETAG_EXAMPLE] }))
