@@ -160,6 +160,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
        FROM webhook_events e JOIN webhook_subscriptions s ON ${receives('e.id', 'e.event_type')}`),
     // Per subscription its oldest due deliveries first, so one backlog cannot fill a claim. CROSS JOIN
     // keeps subscriptions the outer loop (SQLite does not reorder it): index probes, not a scan.
+    // Subscriptions at their limit are left out in JavaScript: see docs/performance.md#what-the-measurements-decided.
     dueCandidates: db.prepare<[{ now: number, limit: number, cap: number }], ClaimRow>(
       `SELECT d.id, d.subscription_id, d.message_id, d.event_type, d.payload, d.attempts,
               s.url, s.secret, s.previous_secret, s.previous_secret_until, d.request_id, d.traceparent
