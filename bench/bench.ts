@@ -1,8 +1,8 @@
 /**
  * `npm run bench`: drives the real, built server with autocannon and compares every workload with
  * two references measured in the same run: a bare Fastify route (the ceiling, bench/ceiling.ts)
- * and the Fastify + better-sqlite3 service a user would write instead (bench/minimal.ts). See the
- * README's "Performance" section.
+ * and the Fastify + better-sqlite3 service a user would write instead (bench/minimal.ts). See
+ * docs/performance.md.
  *
  *   npm run bench -- [--quick] [--duration 10] [--warmup 3] [--connections 32]
  *                    [--only read,list,create,delete] [--db sqlite] [--db postgres://...]
@@ -170,7 +170,7 @@ function parseOptions (): Options {
       only: { type: 'string' },
       // `sqlite` (a fresh file per workload) or a postgres:// URL; repeat to measure both in one run.
       db: { type: 'string', multiple: true },
-      // Request logging at info costs more than the rest of a read (README, "Performance").
+      // Request logging at info costs more than the rest of a read: see docs/performance.md#what-the-measurements-decided.
       'log-level': { type: 'string', default: 'warn' },
       // `on`: the rate limit and the per-connection request cap run, with limits no run reaches.
       limits: { type: 'string', default: 'on' },
@@ -667,8 +667,7 @@ async function main (): Promise<void> {
 
 /** Fills in every row's ratios to the references measured in the same run. */
 function compare (rows: Row[]): void {
-  // The faster of the two ceilings: what the framework can do here, not what a noisy moment let it do
-  // (the first is often a third slower on this VM), so ratios are never flattered by a slow ceiling.
+  // The faster of the two ceilings, so a noisy moment never flatters the ratios with a slow ceiling.
   const ceiling = Math.max(...rows.filter((row) => row.server === 'ceiling').map((row) => row.requestsPerSecond))
   for (const row of rows) {
     row.ratioToCeiling = row.requestsPerSecond / ceiling

@@ -1,7 +1,7 @@
 import Fastify from 'fastify'
 
 /**
- * The ceiling: the fastest a Fastify route answers on this machine. No logger, no schema, no
+ * The ceiling: the fastest a bare Fastify route answers. No logger, no schema, no
  * plugins; the benchmark runs it as its own process, like plant-store, and divides by its figure.
  */
 const app = Fastify({ logger: false })

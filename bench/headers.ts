@@ -3,7 +3,7 @@
  * answers plant-store's read body, once with no extra headers and once with the 17 that a plant-store
  * read sends besides Fastify's own (request id, helmet's, the rate limit's, ETag). Alternating rounds
  * (default 3) of 5 s at 32 connections; prints each round and the medians of req/s and server CPU
- * µs per request. The README's Performance section quotes it ("Where the rest goes").
+ * µs per request (docs/performance.md).
  */
 import { fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'

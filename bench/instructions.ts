@@ -1,9 +1,9 @@
 /**
  * `npm run bench:instructions`: the instructions a request costs plant-store and the minimal
- * service (bench/minimal.ts), counted by valgrind's callgrind instead of timed. On a shared VM whose
- * speed drifts by more than the effect being measured (README, "Performance"), time needs many
- * alternating rounds; an instruction count is the same run after run (two runs of one build: 174.4k
- * and 175.1k a read), so one run tells whether a change saves 1 %. It counts user-space work only:
+ * service (bench/minimal.ts), counted by valgrind's callgrind instead of timed. On a shared machine
+ * whose speed drifts by more than the effect being measured, time needs many alternating rounds;
+ * an instruction count is steady run after run, so one run tells whether a change saves little. It
+ * counts user-space work only:
  * the kernel's share (the socket's system calls) is not in it.
  *
  *   npm run bench:instructions -- [--only read,list] [--warmup 12000] [--requests 6000]
@@ -32,8 +32,7 @@ const TOKEN = 'instructions-benchmark-token-0123456789'
 const SEEDED_PLANTS = 1000
 /**
  * V8 compiles and collects garbage on the main thread, when the work (not the clock) says so. With
- * the memory reducer's timers left on, a full collection fell inside one count and not another:
- * the same build measured 312.5k and 193.7k a read.
+ * the memory reducer's timers left on, a full collection fell inside one count and not another.
  */
 const DETERMINISTIC_V8 = ['--predictable', '--single-threaded', '--no-memory-reducer']
 
@@ -45,11 +44,7 @@ interface Count {
   total: number
   compile: number
   gc: number
-  /**
-   * Full (mark-compact) collections inside the counted window: a run whose window held one is not
-   * comparable with a run whose window did not (README, "What bounds a read, counted in
-   * instructions": two list runs spent about 100k more a page on garbage collection).
-   */
+  /** Full collections inside the counted window: a run whose window held one is not comparable with one that did not. */
   fullCollections: number
 }
 

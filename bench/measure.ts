@@ -4,12 +4,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
 
 /**
  * How `npm start` runs the service (package.json; a test keeps the two the same), and so how the
- * benchmark runs plant-store and the minimal service. Peak RSS under load was mostly V8's heap
- * between collections (README, "Memory"): a 4 MB young generation; old space allowed to grow
- * by half its live size before the next full collection, not V8's up to four times (PostgreSQL's
- * list peaked at 161 MB with a 23 MB live heap); and one glibc malloc arena for every thread, not
- * eight per core (SQLite's checkpoint thread, libuv's pool, V8's helpers): a second arena kept
- * 3–5 MB more at the peak of a create load, at the same throughput.
+ * benchmark runs plant-store and the minimal service. The flags bound peak RSS (a small young
+ * generation, old space growing by half its live size, one malloc arena): see
+ * docs/performance.md#what-the-measurements-decided.
  */
 export const SERVER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4', '--heap-growing-percent=50']
 export const SERVER_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '1' }

@@ -26,41 +26,30 @@ import type { RequestFunction } from './webhooks/deliver.js'
 import type { Config } from './load-config.js'
 
 export interface BuildOptions {
-  /** Where the log goes (stdout by default); tests capture it. */
   logStream?: { write (line: string): void }
-  /** Replaces http(s).request for webhook deliveries (tests hold deliveries to loopback). */
   webhookRequest?: RequestFunction
-  /** How the webhook dispatcher tells that requests saturate the event loop (tests set the utilization). */
   webhookLoad?: ApiLoadOptions
 }
 
-/** Trusts the nearest `hops` addresses of X-Forwarded-For (hop 0 is the socket's peer). */
+/** Hop 0 is the socket's peer. */
 function trustHops (hops: number): (address: string, hop: number) => boolean {
   return (_address, hop) => hop < hops
 }
 
-/**
- * Builds the whole service from its plugins. Tests build it with `inject`; server.ts listens.
- * A request flows: auth hook → body reading (requests plugin) → schema validation → handler → store → response serializer;
- * every failure leaves through the errors plugin.
- */
+/** Builds the whole service from its plugins; tests `inject`, server.ts listens (see docs/architecture.md). */
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const { timeouts } = config
   const app = Fastify({
     logger: {
       level: config.logLevel,
-      // Lines are written to stdout asynchronously (and flushed at exit): one synchronous write per
-      // line took a quarter of a request's CPU time under load (README, "Performance").
+      // Async log writes: see docs/performance.md#what-the-measurements-decided.
       stream: options.logStream ?? destination({ dest: 1, sync: false }),
       // Tokens never reach the logs, whatever a serializer or a plugin decides to print.
       redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization'], censor: '[redacted]' }
     },
-    // Request ids: the client's X-Request-Id when sane, else a UUID; one access line per request
-    // instead of Fastify's two (plugins/app/request-log.ts).
     genReqId: requestId,
     requestIdHeader: false,
     logController: new AccessLog(),
-    // Behind a proxy: whose X-Forwarded-For/-Proto to believe (TRUST_PROXY; none by default).
     // A hop count as Fastify itself compiles one (its types only name the other forms).
     trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     ajv: ajvOptions,
@@ -72,14 +61,11 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     // Drained requests are answered by the errors plugin, in the Error shape.
     return503OnClosing: false,
     bodyLimit: config.bodyLimit,
-    // A path parameter as long as the request line itself still reaches validation (a 10,000-digit id
-    // is a 400 like any invalid id): past the router's default of 100 it would answer 414 itself.
+    // A long id still reaches validation (a 400): past the router's default of 100 it would answer 414 itself.
     routerOptions: { maxParamLength: maxHeaderSize },
-    // The store plugin may wait for a PostgreSQL that is still starting (PG_STARTUP_TIMEOUT_MS, each
-    // attempt up to PG_CONNECT_TIMEOUT_MS): Fastify's 10 s plugin deadline must not cut that short.
+    // The store plugin may wait for a PostgreSQL still starting: Fastify's 10 s plugin deadline must not cut that short.
     pluginTimeout: Math.max(10_000, config.pgStartupTimeoutMs + config.pgConnectTimeoutMs + 10_000),
-    // A slow client cannot hold a connection: headers, the whole request, an idle socket and an
-    // idle keep-alive each have a deadline (requests per connection: plugins/connections.ts).
+    // A slow client cannot hold a connection: every phase has a deadline.
     requestTimeout: timeouts.request,
     connectionTimeout: timeouts.connection,
     keepAliveTimeout: timeouts.keepAlive,

@@ -1,9 +1,8 @@
 import * as crypto from 'node:crypto'
 
 /**
- * SHA-256 of a text, encoded: the one digest of the service (token digests, ETags, idempotency
- * fingerprints). Runs on every request, so it uses the one-shot `crypto.hash` (Node.js ≥ 20.12),
- * a third of the cost of a Hash object, where the runtime has it.
+ * The one digest of the service (token digests, ETags, idempotency fingerprints). One-shot
+ * `crypto.hash` where the runtime has it: see docs/performance.md#what-the-measurements-decided.
  */
 export const sha256: (text: string, encoding: 'hex' | 'base64url') => string = typeof crypto.hash === 'function'
   ? (text, encoding) => crypto.hash('sha256', text, encoding)

@@ -1,28 +1,21 @@
 import { invalidBody } from './errors.js'
 
-/** A JSON merge patch (RFC 7396), which the PATCH routes read besides plain JSON. */
 export const MERGE_PATCH = 'application/merge-patch+json'
 
-/**
- * Reading a JSON request body: bytes → text → value, refusing anything that would otherwise be read
- * as something it is not. JSON exchanged between systems is UTF-8 (RFC 8259 §8.1).
- */
+/** JSON exchanged between systems is UTF-8 (RFC 8259 §8.1). */
 
-/** True when a `charset` label names UTF-8 (`utf-8`, `UTF8`, `unicode-1-1-utf-8`…: the WHATWG Encoding labels). */
+/** The WHATWG Encoding labels of UTF-8. */
 export function isUtf8Label (label: string): boolean {
   try {
     return new TextDecoder(label).encoding === 'utf-8'
   } catch {
-    // An unknown label: certainly not UTF-8.
     return false
   }
 }
 
-// `fatal`: bytes that are not UTF-8 are an error, never replaced by U+FFFD and stored as such. A
-// leading byte order mark is dropped (RFC 8259 allows a parser to ignore it).
+// `fatal`: non-UTF-8 bytes are an error, never stored as U+FFFD. A leading BOM is dropped (RFC 8259 allows it).
 const UTF8 = new TextDecoder('utf-8', { fatal: true })
 
-/** Parses a JSON body; `mediaType` only names it in messages. Throws `invalid-body` ServiceErrors. */
 export function parseJsonBody (bytes: Uint8Array, mediaType: string): unknown {
   let text: string
   try {
@@ -46,12 +39,7 @@ export function parseJsonBody (bytes: Uint8Array, mediaType: string): unknown {
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null
 
-/**
- * Prototype poisoning: JSON.parse makes `__proto__` an ordinary own key, but code that later copies
- * or merges the value (`Object.assign`, a spread into a literal, a deep merge) may turn it, or
- * `constructor.prototype`, into a change of an object's prototype. A body holding either is
- * refused with a message naming where, rather than a generic "invalid JSON".
- */
+/** Prototype poisoning: a later copy or merge of the value could turn these keys into a prototype change. */
 function prototypeKey (root: unknown): string | undefined {
   const pending: Array<{ value: unknown, where: string }> = [{ value: root, where: 'body' }]
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {

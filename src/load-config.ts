@@ -15,9 +15,7 @@ import { DEFAULT_RETRY_SCHEDULE_MS } from './webhooks/schedule.js'
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
 
-/** The longest wait any WEBHOOK_* setting takes: a year. */
 const MAX_WEBHOOK_MS = 365 * 24 * 3_600_000
-/** The most retries WEBHOOK_RETRY_SCHEDULE lists. */
 const MAX_WEBHOOK_RETRIES = 50
 
 /** The environment variables plant-store reads, validated once at start-up. */
@@ -77,90 +75,50 @@ type Env = Static<typeof EnvSchema>
 export interface Config {
   port: number
   host: string
-  /** A `postgres://` URL (optionally `?schema=name`), else a SQLite file path, or `:memory:`. */
   databaseUrl: string
-  /** PostgreSQL: the most connections one instance opens. */
   pgPoolMax: number
-  /** PostgreSQL: how long a request waits for a connection before it is answered 503. */
   pgConnectTimeoutMs: number
-  /** PostgreSQL: the longest a statement may run or wait for a lock before the request is answered 503. */
   pgStatementTimeoutMs: number
-  /** PostgreSQL: how long a starting instance keeps retrying a database it cannot reach (0: no retry). */
   pgStartupTimeoutMs: number
-  /** SQLite durability: `full` survives a power loss, `normal` a process crash. */
   sqliteSynchronous: SqliteSynchronous
   tokens: string[]
-  /** True when no token was configured and one was made up for this run. */
   tokenGenerated: boolean
   logLevel: LogLevel
-  /** Largest request body accepted, in bytes (413 beyond). */
   bodyLimit: number
-  /** Slow clients: headers must arrive within `headers`, the whole request within `request`. */
   timeouts: { headers: number, request: number, connection: number, keepAlive: number }
-  /** 0 = unlimited. */
   maxRequestsPerSocket: number
-  /** How long a shutdown waits for in-flight requests before cutting connections. */
   shutdownGraceMs: number
-  /**
-   * How long, from SIGTERM, the instance keeps listening and serving while /health/ready already
-   * answers 503, so a balancer that polls it stops sending traffic before the listener closes.
-   */
+  /** /health/ready answers 503 this long before the listener closes, so a balancer stops sending first. */
   shutdownDelayMs: number
-  /** `max` requests per `windowMs` per token (per IP without a valid token); off when either is 0. */
   rateLimit: { max: number, windowMs: number }
-  /** Shared rate-limit counters across instances, when set. */
   redis?: { url: string, keyPrefix: string }
-  /** Overload thresholds; 0 turns one off. */
   pressure: { maxEventLoopDelayMs: number, maxEventLoopUtilization: number, maxHeapUsedBytes: number, maxRssBytes: number }
-  /** Browser origins allowed by CORS; empty = CORS off. `*` allows any origin. */
   corsOrigins: string[]
-  /** Where clients reach the service (no trailing slash), for the OpenAPI `servers`; unset: `/`, relative to the document. */
   publicUrl?: string
-  /** Swagger UI: keep the bearer token in the browser's localStorage across reloads. */
   docs: { persistAuthorization: boolean }
-  /** The Prometheus listener (GET /metrics), when METRICS_PORT is set; nothing is collected otherwise. */
   metrics?: { port: number, host: string }
-  /** OTLP/HTTP trace export, when OTEL_EXPORTER_OTLP_ENDPOINT is set; nothing is loaded otherwise. */
   tracing?: { tracesUrl: string, serviceName: string }
-  /**
-   * Fastify's `trustProxy`: false (the default: the socket's peer is the client), a hop count, or the
-   * proxies' addresses/CIDRs. Decides `request.ip` (rate limits, logs) and `request.protocol`.
-   */
   trustProxy: false | number | string[]
   webhooks: WebhookConfig
-  /** The package version, for the build_info metric and the traces' resource. */
   version: string
 }
 
-/** How webhooks are delivered (the WEBHOOK_* settings). */
 export interface WebhookConfig {
-  /** One attempt's time limit, from resolving the host to the answer's status. */
   timeoutMs: number
-  /** The waits before each retry; its length is the number of retries. */
   schedule: number[]
-  /** Attempts in flight per instance. */
   concurrency: number
-  /** Attempts in flight per subscription per instance: a slow receiver holds at most this many. */
   perSubscription: number
-  /** A subscription whose attempts have all failed for this long is disabled. */
   disableAfterMs: number
-  /** Finished deliveries are kept this long. */
   retentionMs: number
-  /** How often due deliveries (retries, other instances' events) are looked for without a wake. */
   pollIntervalMs: number
-  /** While the API saturates the event loop, attempts start at least this far apart (one at a time). */
   busyIntervalMs: number
-  /** Loopback, private, link-local ... receivers allowed (local development and tests only). */
   allowPrivate: boolean
 }
 
-/** Bearer tokens shorter than this are guessable in principle; refused unless ALLOW_WEAK_TOKENS=1. */
+/** Shorter bearer tokens are guessable in principle; refused unless ALLOW_WEAK_TOKENS=1. */
 const MIN_TOKEN_LENGTH = 32
 
-/**
- * Reads and validates the configuration from an environment (process.env by default).
- * Throws ConfigError with a message meant for the person starting the service.
- */
+/** Reads and validates the configuration; throws ConfigError with a message for whoever starts the service. */
 export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   let parsed: Env
   try {
@@ -242,11 +200,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   }
 }
 
-/**
- * PUBLIC_URL: an absolute http(s) URL, as clients reach the service (a proxy's address, perhaps with
- * a path prefix). It is published in the OpenAPI document, so it may carry no credentials, and no
- * query or fragment (paths are appended to it). Returned without a trailing slash.
- */
+/** Published in the OpenAPI document: no credentials, and no query or fragment (paths are appended). */
 function parsePublicUrl (text: string): string {
   const problem = (what: string) => new ConfigError(`invalid configuration: PUBLIC_URL ${what} (e.g. https://plants.example.com)`)
   let url: URL
@@ -261,7 +215,7 @@ function parsePublicUrl (text: string): string {
   return url.href.replace(/\/+$/, '')
 }
 
-/** The version in package.json, read once (the build keeps package.json two levels above dist/src). */
+/** The build keeps package.json two levels above dist/src. */
 const PACKAGE_VERSION = ((): string => {
   try {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown }
@@ -271,10 +225,7 @@ const PACKAGE_VERSION = ((): string => {
   }
 })()
 
-/**
- * OTEL_EXPORTER_OTLP_ENDPOINT is, as the OpenTelemetry specification defines it, the collector's
- * base URL: traces go to `<endpoint>/v1/traces`. Empty or unset: no tracing.
- */
+/** The collector's base URL, as the OpenTelemetry specification defines it: traces go to `<endpoint>/v1/traces`. */
 function otlpTracesUrl (endpoint: string | undefined): string | undefined {
   if (endpoint === undefined || endpoint.trim() === '') return undefined
   let url: URL
@@ -289,11 +240,7 @@ function otlpTracesUrl (endpoint: string | undefined): string | undefined {
   return `${url.href.replace(/\/+$/, '')}/v1/traces`
 }
 
-/**
- * WEBHOOK_RETRY_SCHEDULE: the waits before each retry, in milliseconds, comma-separated; unset or
- * empty: the default (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h). No retries at all is spelled
- * `none`, so that it is never the accident of an empty value.
- */
+/** No retries at all is spelled `none`, so that it is never the accident of an empty value. */
 function parseRetrySchedule (text: string | undefined): number[] {
   const value = text?.trim() ?? ''
   if (value === '') return [...DEFAULT_RETRY_SCHEDULE_MS]
@@ -306,15 +253,9 @@ function parseRetrySchedule (text: string | undefined): number[] {
   return parts.map(Number)
 }
 
-/** proxy-addr's (Fastify's) names for address ranges, accepted in TRUST_PROXY's list as Fastify accepts them. */
 const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal'])
 
-/**
- * TRUST_PROXY: empty, `0` or `false`: trust no proxy. A whole number: trust that many hops (the
- * client is that many addresses from the right of X-Forwarded-For). Otherwise a comma-separated list
- * of proxy addresses or CIDRs (`10.0.0.0/8`, `::1`, `loopback`). `true` (trust anyone who sends the
- * header) is refused: any client could then choose its own address and escape its rate limit.
- */
+/** `true` (trust anyone who sends the header) is refused: any client could choose its own address and escape its rate limit. */
 function parseTrustProxy (text: string): false | number | string[] {
   const value = text.trim()
   if (value === '' || value === '0' || value === 'false') return false

@@ -3,22 +3,18 @@ import { invalidHeader, plantNoneMatchFailed, plantPreconditionFailed } from './
 import type { Plant } from './schemas/plant.js'
 import type { IfMatch } from './store/store.js'
 
-/** A parsed If-Match / If-None-Match value: `*`, or a list of entity tags (RFC 9110 §8.8.3). */
+/** RFC 9110 §8.8.3. */
 type EntityTagCondition = { any: true } | { any: false, tags: EntityTag[] }
 
 interface EntityTag {
   weak: boolean
-  /** The quoted opaque tag, quotes included: `"abc"`. */
   opaque: string
 }
 
 // One list element: optional weak prefix, a quoted run of etagc (%x21 / %x23-7E / obs-text), then a comma or the end.
 const ELEMENT = /[ \t]*(?:(W\/)?("[\x21\x23-\x7E\x80-\xFF]*")[ \t]*)?(?:,|$)/y
 
-/**
- * Parses an entity-tag condition header; undefined when absent. A value that is neither `*` nor a
- * list of entity tags is a 400 rather than a condition silently read as something else.
- */
+/** A malformed value is a 400 rather than a condition silently read as something else. */
 export function parseEntityTags (name: string, value: string | undefined): EntityTagCondition | undefined {
   if (value === undefined) return undefined
   if (value.trim() === '*') return { any: true }
@@ -34,22 +30,19 @@ export function parseEntityTags (name: string, value: string | undefined): Entit
   return { any: false, tags }
 }
 
-/** If-None-Match uses the weak comparison: true when the current ETag is listed (or `*`), i.e. 304. */
+/** Weak comparison: true means 304. */
 export function noneMatchFails (condition: EntityTagCondition | undefined, currentEtag: string): boolean {
   if (condition === undefined) return false
   return condition.any || condition.tags.some((tag) => tag.opaque === currentEtag)
 }
 
-/** If-Match uses the strong comparison (a weak tag never matches): true when the current ETag is not listed (nor `*`), i.e. 412. */
+/** Strong comparison (a weak tag never matches): true means 412. */
 export function matchFails (condition: EntityTagCondition | undefined, currentEtag: string): boolean {
   if (condition === undefined || condition.any) return false
   return !condition.tags.some((tag) => !tag.weak && tag.opaque === currentEtag)
 }
 
-/**
- * If-Match uses the strong comparison: a weak tag never matches, so only strong tags go to the store,
- * which checks them inside the write. `*` means "any current plant": a missing plant still fails.
- */
+/** Only strong tags go to the store, which checks them inside the write. */
 export function ifMatchForStore (condition: EntityTagCondition | undefined): IfMatch | undefined {
   if (condition === undefined) return undefined
   if (condition.any) return '*'
@@ -57,13 +50,8 @@ export function ifMatchForStore (condition: EntityTagCondition | undefined): IfM
 }
 
 /**
- * What the store must check for a write that carries If-Match and/or If-None-Match (RFC 9110
- * §13.2.2: If-Match first, then If-None-Match; on a write either failing is a 412).
- *
- * Without If-None-Match the store checks If-Match inside the write, with no extra read. With it, the
- * plant is read once, both conditions are judged on its current ETag, and the write is then tied to
- * that ETag: a write that slips in between turns this one into a 412, never a lost update. A missing
- * plant leaves the write to go on as usual (If-Match: 412, else 404), since these writes never create.
+ * RFC 9110 §13.2.2. With If-None-Match the plant is read once and the write tied to its ETag, so a
+ * write that slips in between makes this one a 412, never a lost update.
  */
 export async function writePrecondition (
   id: bigint,

@@ -8,13 +8,10 @@ import { ConfigError, StoreOpenError } from './errors.js'
 import { loadConfig } from './load-config.js'
 import { isPostgresUrl } from './store/postgres/connection.js'
 
-/**
- * How long past SHUTDOWN_GRACE_MS a stopping process may take before it exits regardless: enough
- * to close the database and hand the last log lines to a live log sink, never forever.
- */
+/** Enough to close the database and hand the last log lines to a live sink, never forever. */
 const EXIT_MARGIN_MS = 3000
 
-/** Pending log lines beyond this are dropped rather than kept: a log sink that stops reading must not exhaust memory. */
+/** A log sink that stops reading must not exhaust memory: pending lines beyond this are dropped. */
 const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024
 
 const output: Output = {
@@ -22,12 +19,7 @@ const output: Output = {
   err: (text) => { process.stderr.write(text) }
 }
 
-/**
- * Starts plant-store, prints where it listens, and stops it gracefully on SIGINT/SIGTERM: it stops
- * accepting connections, lets in-flight requests finish for up to SHUTDOWN_GRACE_MS (then cuts the
- * connections left), checkpoints and closes the database, and exits 0. A second signal kills it.
- * Whatever happens to the log sink, it exits within SHUTDOWN_DELAY_MS + SHUTDOWN_GRACE_MS + EXIT_MARGIN_MS.
- */
+/** A second signal kills it; whatever the log sink does, it exits within the delay, grace and EXIT_MARGIN_MS. */
 async function serve (): Promise<void> {
   let config
   try {
@@ -38,10 +30,8 @@ async function serve (): Promise<void> {
     process.exit(1)
   }
 
-  // The log goes to stdout asynchronously (one synchronous write per line cost a quarter of a
-  // request, README "Performance"). This process owns the stream so that a shutdown can stop
-  // waiting for it: pino flushes it with a blocking retry loop at exit, which never ends when the
-  // reader of stdout (a log shipper) has stopped reading.
+  // Async log writes (docs/performance.md#what-the-measurements-decided). This process owns the stream:
+  // pino's exit-time flush never ends when the reader of stdout has stopped reading.
   const logStream = destination({ dest: 1, sync: false, maxLength: LOG_BUFFER_MAX_BYTES })
   let app
   try {
@@ -56,10 +46,7 @@ async function serve (): Promise<void> {
     process.exit(1)
   }
 
-  /**
-   * Exits without waiting any longer for the log: the stream is marked destroyed first, so pino's
-   * exit-time flush (which would retry a full pipe forever) has nothing to do.
-   */
+  /** The stream is marked destroyed first, so pino's exit-time flush has nothing to do. */
   const exitNow = (code: number): void => {
     logStream.destroy()
     process.exit(code)
@@ -74,8 +61,7 @@ async function serve (): Promise<void> {
       app.log.warn('shutdown grace period over: closing the connections left')
       app.server.closeAllConnections()
     }, config.shutdownDelayMs + config.shutdownGraceMs)
-    // The hard deadline. The event loop stays free whatever the log sink does (lines are written
-    // asynchronously, and a full pipe only makes them wait), so this timer always fires.
+    // The event loop stays free whatever the log sink does, so this deadline always fires.
     let closed = false
     setTimeout(() => {
       if (!closed) process.stderr.write('plant-store: shutdown deadline passed before the database was closed\n')
@@ -86,7 +72,6 @@ async function serve (): Promise<void> {
         closed = true
         clearTimeout(force)
         app.log.info('stopped: database checkpointed and closed')
-        // Exits once the log is written out ('close' after end()), or at the deadline above.
         logStream.once('close', () => process.exit(0))
         logStream.end()
       },

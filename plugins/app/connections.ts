@@ -5,42 +5,25 @@ import { connectionSpent, shuttingDown } from '../../src/errors.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /**
-     * True from the moment the app starts closing (SIGTERM): /health/ready answers 503 from then on.
-     * Requests are refused and connections told to close once SHUTDOWN_DELAY_MS has passed.
-     */
+    /** True from SIGTERM on: /health/ready answers 503; requests are refused after SHUTDOWN_DELAY_MS. */
     readonly draining: boolean
   }
   interface FastifyContextConfig {
-    /**
-     * Answered while draining instead of refused: the health probes, so an orchestrator learns
-     * from /health/ready itself that this instance is going away, while /health/live still says
-     * the process answers (it is finishing in-flight work, not stuck: restarting it would cut that).
-     */
+    /** The health probes: /health/live still says the process answers while it finishes in-flight work. */
     answersWhileDraining?: boolean
   }
 }
 
 /**
- * The state of the service's connections, tracked here and nowhere else.
- *
- * Draining: once the app starts closing (SIGTERM, see server.ts), readiness turns 503 at once; after
- * SHUTDOWN_DELAY_MS (0 by default) the listener closes and a new request is refused with 503
- * in the Error shape (Fastify's own drain answer, `return503OnClosing`, is off because its body is
- * not), and every answer says `Connection: close`, so clients stop reusing a connection that is
- * about to go away. Routes marked `answersWhileDraining` (the health probes) still run.
- *
- * Keep-alive connections are bounded: MAX_REQUESTS_PER_SOCKET requests each (the last answer says
- * `Connection: close`). Node's own `maxRequestsPerSocket` is not used: past the limit it answers a
- * bare 503 that is not in the Error shape. Here a request past the limit (pipelined by a client
- * that ignored the `Connection: close`) is refused with 503 in the Error shape, before anything runs.
+ * Draining and keep-alive bounds, answered with 503 in the Error shape: Fastify's
+ * `return503OnClosing` and Node's `maxRequestsPerSocket` answer bare bodies, so both are off.
+ * Every answer while draining, and the last one on a spent connection, says `Connection: close`.
  */
 export default fp(async function connectionsPlugin (app) {
   let draining = false
   let refusing = false
   app.decorate('draining', { getter: () => draining })
-  // Fastify closes the listener once the preClose hooks are done: during the delay it still
-  // accepts connections and serves them, while readiness already says "going away".
+  // During the delay the listener still accepts and serves, while readiness already says "going away".
   app.addHook('preClose', async () => {
     draining = true
     if (app.config.shutdownDelayMs > 0) {
@@ -49,8 +32,7 @@ export default fp(async function connectionsPlugin (app) {
     }
     refusing = true
   })
-  // Hooks on every request take Fastify's callback form: an async hook costs a promise and a
-  // microtask per request even when, as almost always, it has nothing to do.
+  // Callback-form hooks: an async hook costs a promise and a microtask per request even when idle.
   app.addHook('onRequest', function refuseWhileDraining (request, reply, done) {
     if (!refusing) {
       done()

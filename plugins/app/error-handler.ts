@@ -8,18 +8,14 @@ import {
 import type { ErrorBody } from '../../src/schemas/error.js'
 import { patternMessages } from '../../src/schemas/pattern-messages.js'
 
-/**
- * The HTTP status of every error code: the one place where a failure of the core (a store, a
- * header parser, load shedding) becomes a status. Its message was written for the client.
- */
+/** The one place where a failure of the core becomes an HTTP status. */
 const STATUS: Readonly<Record<ErrorCode, number>> = {
   'not-found': 404,
   conflict: 409,
   'precondition-failed': 412,
   'idempotency-key-reused': 422,
   unavailable: 503,
-  // 507 Insufficient Storage: the request was fine, the server cannot store it. Not a 503, which
-  // promises that a retry soon may work: a full disk or a used-up id range needs an operator.
+  // 507, not 503 (which promises a retry soon may work): a full disk or used-up ids need an operator.
   'storage-full': 507,
   'ids-exhausted': 507,
   'invalid-header': 400,
@@ -43,68 +39,45 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   'not-ready': 503
 }
 
-/**
- * The headers some refusals carry to tell the client what would work: the token scheme on a 401
- * (RFC 9110 §11.6.1), the methods the path has on a 405 (§15.5.6), on a 415 caused by a content
- * coding, that none is accepted (§15.5.16), and on a 503 for the database, when to retry.
- */
+/** RFC 9110 §11.6.1 (401), §15.5.6 (405), §15.5.16 (415), and Retry-After on a database 503. */
 function refusalHeaders (error: unknown, status: number): Record<string, string> {
   if (status === 401) return { 'www-authenticate': 'Bearer' }
   if (error instanceof MethodNotAllowedError) return { allow: error.allowed.join(', ') }
   if (error instanceof ServiceError && error.code === 'unsupported-content-encoding') return { 'accept-encoding': 'identity' }
-  // A database that cannot be reached or used (SQLite I/O, PostgreSQL down): worth a retry shortly.
   if (error instanceof ServiceError && error.code === 'unavailable') return { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_S) }
   return {}
 }
 
-/** The longest part of a request's path an error message quotes. */
 const QUOTED_PATH_MAX = 100
 
-/**
- * A request's path as an error message may quote it: without the query string, cut at 100
- * characters. Messages never echo a whole URL back (it may be kilobytes long, or carry a secret in
- * its query string).
- */
+/** Messages never echo a whole URL back: it may be kilobytes long, or carry a secret in its query string. */
 export function quotedPath (url: string): string {
   const end = url.indexOf('?')
   const path = end === -1 ? url : url.slice(0, end)
   return path.length > QUOTED_PATH_MAX ? `${path.slice(0, QUOTED_PATH_MAX)}…` : path
 }
 
-/** The order `Allow` lists methods in; any other method the router has comes after them. */
 const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 const methodRank = (method: string): number => {
   const rank = METHOD_ORDER.indexOf(method)
   return rank === -1 ? METHOD_ORDER.length : rank
 }
 
-/**
- * The methods the router has a route for at this URL. OPTIONS alone does not count: with CORS on,
- * its preflight route matches every path, known or not.
- */
+/** OPTIONS alone does not count: with CORS on, its preflight route matches every path. */
 function allowedMethods (app: FastifyInstance, url: string): string[] {
   const allowed = app.supportedMethods.filter((method) => app.findRoute({ method: method as HTTPMethods, url }) !== null)
   if (allowed.every((method) => method === 'OPTIONS')) return []
   return allowed.sort((a, b) => methodRank(a) - methodRank(b))
 }
 
-/**
- * Seconds a client is asked to wait (`Retry-After`) when the database is unavailable: long enough
- * for a restarted PostgreSQL or a dropped connection to come back, short enough not to idle. The
- * 503s of /health say the same.
- */
+/** Long enough for a restarted PostgreSQL to come back, short enough not to idle; /health says the same. */
 export const UNAVAILABLE_RETRY_AFTER_S = 5
 
-/** The Error body for a status: `error` is the status code itself. */
 export function errorBody (status: number, message: string): ErrorBody {
   return { error: status, message }
 }
 
-/**
- * Turns an error from any source into the status and message a client may see: a ServiceError by
- * its code; a 4xx that Fastify or an @fastify plugin raised (validation, body parsing, auth) as it
- * is. Anything else is a generic 500: no stack, SQL text or file path leaves the service.
- */
+/** Anything but a ServiceError or a framework 4xx is a generic 500: no stack, SQL or path leaves the service. */
 function toErrorBody (error: unknown): ErrorBody {
   if (error instanceof ServiceError) return errorBody(STATUS[error.code], error.message)
   const { statusCode: status, message } = (error ?? {}) as Partial<FastifyError>
@@ -114,7 +87,6 @@ function toErrorBody (error: unknown): ErrorBody {
   return errorBody(500, 'Internal Server Error')
 }
 
-/** Validation messages that name the offending field, e.g. `body has unknown property 'colour'`. */
 export function formatValidationErrors (errors: FastifySchemaValidationError[], dataVar: string): Error {
   const messages = errors.map((error) => {
     const where = `${dataVar}${error.instancePath}`
@@ -129,10 +101,7 @@ export function formatValidationErrors (errors: FastifySchemaValidationError[], 
   return new Error(messages.join(', '))
 }
 
-/**
- * Fastify's `frameworkErrors` option: errors it raises before routing (a malformed URL, for one)
- * bypass the error handler below, so they are answered here, in the same shape.
- */
+/** Errors Fastify raises before routing bypass the error handler, so they are answered here. */
 export function frameworkErrorHandler (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const body = toErrorBody(error)
   // Fastify quotes the whole path in these messages (`'<path>' is not a valid url component`).
@@ -142,23 +111,19 @@ export function frameworkErrorHandler (error: FastifyError, request: FastifyRequ
   void reply.code(body.error).type('application/json; charset=utf-8').send(errorBody(body.error, message))
 }
 
-/**
- * Node's `clientError` (Fastify's `clientErrorHandler` option): requests so malformed that the HTTP
- * parser rejects them never reach Fastify. Answer in the Error shape on the socket, then hang up.
- */
+/** Requests the HTTP parser rejects never reach Fastify: answer in the Error shape on the socket. */
 export function clientErrorHandler (error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === 'ECONNRESET' || !socket.writable) {
     socket.destroy()
     return
   }
-  // The statuses Node itself would have answered for these parser errors, in the Error shape.
+  // The statuses Node itself would have answered, in the Error shape.
   const status = error.code === 'HPE_HEADER_OVERFLOW'
     ? 431
     : error.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW' ? 413 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
   writeRawError(socket, errorBody(status, STATUS_CODES[status] ?? 'Bad Request'))
 }
 
-/** An Error-shaped answer written straight on a socket, below Node's HTTP layer; the connection then closes. */
 function writeRawError (socket: Socket, body: ErrorBody): void {
   const json = JSON.stringify(body)
   socket.end(
@@ -167,7 +132,6 @@ function writeRawError (socket: Socket, body: ErrorBody): void {
   )
 }
 
-/** An Error-shaped answer on a response Node hands over before Fastify sees the request; the connection then closes. */
 function writeNodeError (response: ServerResponse, body: ErrorBody): void {
   const json = JSON.stringify(body)
   response.writeHead(body.error, {
@@ -178,14 +142,9 @@ function writeNodeError (response: ServerResponse, body: ErrorBody): void {
   response.end(json)
 }
 
-/** The longest `Expect` value a 417 quotes. */
 const QUOTED_EXPECT_MAX = 40
 
-/**
- * Node answers two kinds of request itself, before Fastify: an `Expect` other than 100-continue (a
- * bare 417) and CONNECT (it drops the connection without a word). Both are answered here instead,
- * in the Error shape, with their status from the table above.
- */
+/** Node answers a bad `Expect` (bare 417) and CONNECT (dropped) itself: answer them in the Error shape. */
 function answerBelowFastify (app: FastifyInstance): void {
   app.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
     const expect = String(request.headers.expect)
@@ -201,25 +160,17 @@ function answerBelowFastify (app: FastifyInstance): void {
   })
 }
 
-/**
- * The error handler and the not-found handler: every failure once Fastify has routed the request
- * (validation, auth, body parsing, a store's ServiceError, a crash) leaves here as
- * `{ error, message }` with `error` equal to the HTTP status. The two handlers above cover what
- * happens before routing and below Fastify.
- */
+/** Every failure once Fastify has routed the request leaves here as `{ error, message }`. */
 export default fp(async function errorHandlerPlugin (app) {
   app.setErrorHandler(function handleError (error, request, reply) {
     const body = toErrorBody(error)
-    // Load shedding (draining, overload, a spent connection) comes in floods exactly when the service
-    // is busiest: one line each, without a stack, at debug level. Any other 5xx is an error.
-    // A readiness probe answering 503 is the probe working (the route logs what it found), not a failure.
+    // Load shedding and not-ready 503s come in floods when the service is busiest: debug, no stack.
     if (error instanceof ServiceError && (LOAD_SHEDDING_CODES.has(error.code) || error.code === 'not-ready')) request.log.debug({ reason: body.message }, 'request refused')
     else if (body.error >= 500) request.log.error({ err: error }, 'request failed')
     return reply.code(body.error).headers(refusalHeaders(error, body.error)).send(body)
   })
 
-  // A path the router knows, with a method it lacks, is a 405 with `Allow`; only unknown paths are
-  // 404s. Neither needs a token: which methods a path has is in the public OpenAPI document.
+  // A known path with a method it lacks is a 405 with `Allow`; no token needed (the OpenAPI document is public).
   app.setNotFoundHandler(async function handleNotFound (request) {
     const path = quotedPath(request.url)
     const allowed = allowedMethods(app, request.url)

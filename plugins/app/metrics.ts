@@ -7,31 +7,18 @@ import { RequestHistogram, type HistogramSeries } from '../../src/metrics/histog
 import { routeLabel } from '../../src/route-label.js'
 import { STORE_OPERATIONS, type OperationObserver, type StoreOperation } from '../../src/store/instrumented.js'
 
-/** prom-client's module, loaded only when METRICS_PORT is set. */
 type PromClient = typeof import('prom-client')
 
-/** Every metric of the service's own is named `plantstore_…`. */
 export const METRIC_PREFIX = 'plantstore_'
 
-/**
- * What the rest of the service records into, present only when METRICS_PORT is set.
- * Later features add their own metrics through `client` and `registry` (the webhook delivery
- * metrics will: `new app.metrics.client.Counter({ name: 'plantstore_webhook_…', registers: [app.metrics.registry] })`).
- */
 export interface ServiceMetrics {
-  /** prom-client itself, so a plugin can create metrics without importing it (which would load it always). */
+  /** So a plugin can create metrics without importing prom-client (which would load it always). */
   client: PromClient
-  /** The registry GET /metrics serves. */
   registry: Registry
-  /** Times store operations (plantstore_store_operation_duration_seconds). */
   storeOperation: OperationObserver
-  /** SQLite group commit: one committed transaction of `writes` writes. */
   groupCommit: (writes: number) => void
-  /** SQLite group commit: one fdatasync of the WAL that took `ms`. */
   walSync: (ms: number) => void
-  /** SQLite: one WAL checkpoint that took `ms`, on the checkpoint thread or (catching up) on the event loop. */
   walCheckpoint: (thread: 'worker' | 'loop', ms: number) => void
-  /** Where the metrics listener listens (its port when METRICS_PORT is 0). */
   address: () => AddressInfo
 }
 
@@ -42,21 +29,12 @@ declare module 'fastify' {
   }
 }
 
-/** Request durations from 1 ms (a read takes less) to 10 s (past REQUEST_TIMEOUT_MS's default share). */
 const HTTP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
-/** Store operations: SQLite answers in microseconds, PostgreSQL in milliseconds. */
 const STORE_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
-/** Writes per group-commit transaction: one at a time when idle, dozens under load. */
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
-/** fdatasync: tens of microseconds on a fast SSD, tens of milliseconds on a busy or networked disk. */
 const SYNC_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1]
 
-/**
- * Prometheus metrics (prom-client), served in the text format on their own listener:
- * `GET /metrics` on METRICS_HOST:METRICS_PORT (127.0.0.1 by default), never on the API port, so
- * neither clients nor the internet see them and no token guards them. With METRICS_PORT unset
- * nothing listens, nothing is collected, and prom-client is not even loaded.
- */
+/** On their own listener, never the API port, so neither clients nor the internet see them and no token guards them. */
 export default fp(async function metricsPlugin (app) {
   const settings = app.config.metrics
   if (settings === undefined) {
@@ -74,7 +52,7 @@ export default fp(async function metricsPlugin (app) {
     registers: [registry]
   }).set({ version: app.config.version, node_version: process.version }, 1)
 
-  // The two histograms observed on every request are the service's lean ones (src/metrics/histogram.ts).
+  // The two histograms observed on every request are the lean ones (src/metrics/histogram.ts).
   const requestDuration = new RequestHistogram('http_request_duration_seconds',
     'Time from a request\'s arrival to its answer, by method, route template and status', HTTP_BUCKETS, registry)
   app.addHook('onResponse', function measureRequest (request, reply, done) {
@@ -99,7 +77,6 @@ export default fp(async function metricsPlugin (app) {
   })
   for (const reason of LOAD_SHEDDING_CODES) shed.inc({ reason }, 0)
   for (const kind of ['token', 'ip']) rateLimited.inc({ client: kind }, 0)
-  // Both arrive as ServiceErrors on their way to the error handler.
   app.addHook('onError', function countRefusals (request, _reply, error, done) {
     if (error instanceof ServiceError) {
       if (error.code === 'rate-limited') rateLimited.inc({ client: request.tokenDigest === undefined ? 'ip' : 'token' })

@@ -5,34 +5,21 @@ import fp from 'fastify-plugin'
 import { levels } from 'pino'
 import { routeLabel } from '../../src/route-label.js'
 
-/** A client's X-Request-Id is kept only when it is this tame: it goes into logs and back out in a header. */
+/** It goes into logs and back out in a header: kept only when this tame. */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
-/** Hex characters of the token's digest the access log shows: enough to tell callers apart, never the token. */
 const DIGEST_PREFIX_LENGTH = 12
 
-/**
- * Fastify's `genReqId`: the caller's `X-Request-Id` when it is sane (at most 128 of
- * `A-Z a-z 0-9 . _ : -`), so one id follows a request through a proxy, a client's retries and this
- * service's logs; otherwise a random UUID. Anything else a client sends there (line breaks, control
- * characters, a megabyte) never reaches a log line or a response header.
- */
+/** The caller's `X-Request-Id` when sane, so one id follows a request through proxies and retries; else a UUID. */
 export function requestId (raw: IncomingMessage): string {
   const given = raw.headers['x-request-id']
   return typeof given === 'string' && SANE_REQUEST_ID.test(given) ? given : randomUUID()
 }
 
-/** Whether a logger at `level` writes lines at `line` (`silent`, pino's level above all, writes none). */
+/** `silent`, pino's level above all, writes none. */
 const enabled = (level: string, line: 'info' | 'warn'): boolean => (levels.values[level] ?? Infinity) <= (levels.values[line] ?? 0)
 
-/**
- * The access log, as Fastify's `logController`: Fastify's two lines per request become one access
- * line at info, written once the answer has gone out, with what an operator asks of it: method,
- * route template, URL, status, duration, client address (the proxy's client with TRUST_PROXY) and
- * which token called (the first 12 hex characters of its SHA-256, never the token). Fastify's child
- * logger adds `reqId` to it, as to every line logged for the request. The arrival of a request is
- * logged at debug only.
- */
+/** Fastify's two lines per request become one access line at info; arrival is logged at debug only. */
 export class AccessLog extends LogController {
   override incomingRequest (request: FastifyRequest): void {
     request.log.debug({ req: request }, 'incoming request')
@@ -40,8 +27,7 @@ export class AccessLog extends LogController {
 
   override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     const failed = error !== null && error !== undefined
-    // At LOG_LEVEL=warn (a busy instance's setting) a completed request writes nothing: do not
-    // gather its fields (route label, client address, rounding) on every answer only to drop them.
+    // At LOG_LEVEL=warn nothing is written: do not gather the fields on every answer only to drop them.
     if (!enabled(request.log.level, failed ? 'warn' : 'info')) return
     const fields = {
       method: request.method,
@@ -58,7 +44,7 @@ export class AccessLog extends LogController {
   }
 }
 
-/** Every answer carries the request's id in `X-Request-Id`: a client can quote it, an operator find its lines. */
+/** A client can quote the id, an operator find its lines. */
 export default fp(async function requestIdPlugin (app) {
   app.addHook('onRequest', function tagRequest (request, reply, done) {
     void reply.header('x-request-id', request.id)

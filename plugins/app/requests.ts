@@ -4,21 +4,17 @@ import fp from 'fastify-plugin'
 import { invalidBody, invalidHeader, unsupportedContentEncoding, unsupportedMediaType } from '../../src/errors.js'
 import { isUtf8Label, parseJsonBody } from '../../src/json-body.js'
 
-/** What a route reads when its schema names no `consumes`. */
 const DEFAULT_MEDIA_TYPES: readonly string[] = ['application/json']
 
-/** The longest piece of a header value a message quotes. */
 const QUOTED_VALUE_MAX = 40
 
 const quoted = (value: string): string => `"${value.length > QUOTED_VALUE_MAX ? `${value.slice(0, QUOTED_VALUE_MAX)}…` : value}"`
 
-/** `/plants/:id` as the OpenAPI document writes it, `/plants/{id}`, for messages. */
 const documentedPath = (url: string | undefined): string => (url ?? '').replace(/:(\w+)/g, '{$1}')
 
 const takesNoBody = (request: FastifyRequest) =>
   invalidBody(`${request.method} ${documentedPath(request.routeOptions.url)} takes no request body`)
 
-/** The media type (lower-case, without parameters) and every `charset` parameter of a Content-Type. */
 function parseContentType (header: string | undefined): { mediaType: string | undefined, charsets: string[] } {
   if (header === undefined) return { mediaType: undefined, charsets: [] }
   const [mediaType = '', ...parameters] = header.split(';')
@@ -28,30 +24,20 @@ function parseContentType (header: string | undefined): { mediaType: string | un
   return { mediaType: mediaType.trim().toLowerCase(), charsets }
 }
 
-/**
- * A content coding other than `identity` (a no-op: accepted, though RFC 9110 reserves it for
- * Accept-Encoding). Anything else (gzip, br, a list) would need decoding, which the service does not do.
- */
+/** `identity` is a no-op (accepted, though RFC 9110 reserves it for Accept-Encoding); others need decoding we do not do. */
 function contentCoding (header: string | undefined): string | undefined {
   if (header === undefined) return undefined
   const codings = header.split(',').map((coding) => coding.trim()).filter((coding) => coding !== '')
   return codings.every((coding) => coding.toLowerCase() === 'identity') ? undefined : header
 }
 
-/** Whether a request's framing announces a body: a non-zero Content-Length, or any Transfer-Encoding. */
 const framesBody = (headers: IncomingHttpHeaders): boolean =>
   headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && Number(headers['content-length']) > 0)
 
 /**
- * The one reader of request bodies, for every route and media type. A route reads a body only when
- * its schema defines one, in the media types its schema `consumes` (the same list the OpenAPI
- * document shows; `application/json` by default):
- * - a route without a body takes an empty one in any media type (browsers and fetch wrappers send
- *   `Content-Type: application/json` on a DELETE with nothing after it) and refuses any content (400);
- * - a body with a content coding (gzip…) is a 415 with `Accept-Encoding: identity`, never read as if plain;
- * - another media type, or a charset other than UTF-8, is a 415, never read as if it were UTF-8 JSON;
- * - bytes that are not UTF-8, text that is not JSON, or `__proto__` / `constructor.prototype` keys are 400s.
- * Unknown routes (404, 405) never read it: their answer does not depend on the body.
+ * The one reader of request bodies. A route without a body takes an empty one in any media type
+ * (clients send `Content-Type: application/json` on a bare DELETE); a content coding, another media
+ * type or charset is a 415, never read as if it were UTF-8 JSON. Unknown routes never read it.
  */
 async function readBody (request: FastifyRequest, body: Buffer): Promise<unknown> {
   if (request.is404) return undefined
@@ -67,8 +53,7 @@ async function readBody (request: FastifyRequest, body: Buffer): Promise<unknown
   const accepted = schema.consumes ?? DEFAULT_MEDIA_TYPES
   const { mediaType, charsets } = parseContentType(request.headers['content-type'])
   if (mediaType === undefined || !accepted.includes(mediaType)) {
-    // The wording Fastify's own parser used, kept: clients may already match on it. The accepted
-    // types are in the OpenAPI document (the request body's content).
+    // Fastify's own wording, kept: clients may already match on it.
     throw unsupportedMediaType('Unsupported Media Type')
   }
   const charset = charsets.find((label) => !isUtf8Label(label))
@@ -77,11 +62,7 @@ async function readBody (request: FastifyRequest, body: Buffer): Promise<unknown
   return parseJsonBody(body, mediaType)
 }
 
-/**
- * What every request must be before a route sees it: an HTTP/1.1 request names exactly one Host
- * (RFC 9112 §3.2; Node's own check answers a bare 400 and is off, see app.ts), and a body is read
- * only as `readBody` says.
- */
+/** An HTTP/1.1 request names exactly one Host (RFC 9112 §3.2; Node's own check answers a bare 400 and is off). */
 export default fp(async function requestsPlugin (app) {
   app.addHook('onRequest', function requireOneHost (request, _reply, done) {
     const { raw } = request
@@ -92,7 +73,6 @@ export default fp(async function requestsPlugin (app) {
     done()
   })
 
-  // Fastify's own parsers (JSON, plain text) are replaced by the one above, for every media type.
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('*', { parseAs: 'buffer' }, readBody)
 
@@ -106,7 +86,7 @@ export default fp(async function requestsPlugin (app) {
   })
 }, { name: 'requests', dependencies: ['errors'] })
 
-/** How many Host lines the request had (Node keeps only the first in `headers`). */
+/** Node keeps only the first Host in `headers`. */
 function hostLines (rawHeaders: string[]): number {
   let count = 0
   for (let i = 0; i < rawHeaders.length; i += 2) {

@@ -10,16 +10,11 @@ declare module 'fastify' {
   }
 }
 
-/**
- * Opens the store named by DATABASE_URL (migrating it) and closes it when the app closes:
- * a `postgres://` URL is a shared PostgreSQL database, anything else a SQLite file (or `:memory:`).
- * With metrics or tracing on, every operation is timed or traced (and SQLite's group commit
- * reports its batches and WAL syncs); otherwise the routes get the bare store.
- */
+/** Opens the store named by DATABASE_URL; with metrics or tracing off the routes get the bare store. */
 export default fp(async function storePlugin (app) {
   const { config, metrics, tracing } = app
   const store = isPostgresUrl(config.databaseUrl)
-    // Loaded only when used: the driver costs a SQLite-only process ~6 MB of memory for nothing.
+    // Loaded only when used: see docs/performance.md#what-the-measurements-decided.
     ? await (await import('../../src/store/postgres/postgres-store.js')).createPostgresStore({
       url: config.databaseUrl,
       poolMax: config.pgPoolMax,

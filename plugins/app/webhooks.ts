@@ -11,31 +11,22 @@ import { defaultAddressPolicy } from '../../src/webhooks/url-policy.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Webhook subscriptions, scoped by owner (the routes under /webhooks call it). */
     webhooks: WebhookService
-    /**
-     * What a plant write's webhook event records of the request that made it: its id (every log
-     * line of the deliveries carries it) and, with tracing on, its span's traceparent.
-     */
+    /** Its request id (every delivery log line carries it) and, with tracing on, its span's traceparent. */
     eventOrigin: (request: FastifyRequest) => EventOrigin
   }
 }
 
 export interface WebhooksPluginOptions {
-  /** Replaces http(s).request for deliveries (tests keep them on loopback; see test/helpers/app.ts). */
+  /** Tests keep deliveries on loopback (test/helpers/app.ts). */
   request?: RequestFunction
-  /** The API load monitor's settings (tests inject the event loop's utilization). */
   load?: ApiLoadOptions
 }
 
 /**
- * Webhooks: the subscription service the routes use, and the dispatcher that delivers what the
- * store's outbox holds, off the request path (src/webhooks/dispatcher.ts). The dispatcher starts
- * when the app is ready. On close it stops claiming at once (preClose, while requests drain) and
- * lets attempts in flight finish within SHUTDOWN_GRACE_MS; what is still running then is given back
- * untouched, to be delivered after a restart or by another instance. While requests saturate the
- * event loop, deliveries yield to them (one attempt at a time). Its onClose runs before the
- * store's (Fastify closes plugins in reverse order), so the store is never closed under it.
+ * The subscription service and the dispatcher that delivers the outbox off the request path. On
+ * close it stops claiming at once (preClose) and gives back what is still running after
+ * SHUTDOWN_GRACE_MS; its onClose runs before the store's, so the store is never closed under it.
  */
 export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, options) {
   const { config, store, log } = app
@@ -65,7 +56,6 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
 
   dispatcher.on('attempt', (attempt) => {
     const details = {
-      // The id of the request that caused the event: its log lines and its deliveries' share it.
       ...(attempt.requestId !== undefined && { reqId: attempt.requestId }),
       webhook: {
         subscriptionId: String(attempt.subscriptionId),
@@ -101,7 +91,6 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
     ? (request: FastifyRequest): EventOrigin => ({ requestId: request.id })
     : (request: FastifyRequest): EventOrigin => {
         const headers: Record<string, string> = {}
-        // The active context in a handler is the request's span (@fastify/otel).
         tracing.injectTraceContext(headers)
         return { requestId: request.id, ...(headers.traceparent !== undefined && { traceparent: headers.traceparent }) }
       })
@@ -128,10 +117,7 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
   })
 }, { name: 'webhooks', dependencies: ['config', 'store', 'tracing', 'metrics'] })
 
-/**
- * plantstore_webhook_*: attempts by outcome (counted as they end), the backlog and the age of its
- * oldest delivery (read from the database at each scrape: every instance reports the shared backlog).
- */
+/** The backlog gauges read the database at each scrape: every instance reports the shared backlog. */
 function webhookMetrics ({ client, registry }: ServiceMetrics, dispatcher: WebhookDispatcher, store: WebhookStore): void {
   const attempts = new client.Counter({
     name: `${METRIC_PREFIX}webhook_delivery_attempts_total`,
@@ -156,7 +142,6 @@ function webhookMetrics ({ client, registry }: ServiceMetrics, dispatcher: Webho
     registers: [],
     collect () { this.set(dispatcher.inFlight) }
   }))
-  // One database read serves both gauges of a scrape.
   let reading: Promise<Backlog> | undefined
   const backlog = async (): Promise<Backlog> => {
     // A database that cannot answer must not fail the whole scrape: the gauges read NaN meanwhile.

@@ -10,10 +10,7 @@ type JsonObject = Record<string, unknown>
 
 const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null
 
-/**
- * Path and query int64s are validated as canonical decimal strings (so they are never rounded), but
- * to a client they are integers: document them as `type: integer, format: int64`.
- */
+/** Validated as decimal strings (never rounded), but to a client they are `integer, format: int64`. */
 function documentInt64AsInteger (schema: unknown): unknown {
   if (!isObject(schema) || !isObject(schema.properties)) return schema
   const properties = Object.fromEntries(Object.entries(schema.properties).map(([name, property]) => {
@@ -24,11 +21,7 @@ function documentInt64AsInteger (schema: unknown): unknown {
   return { ...schema, properties }
 }
 
-/**
- * Swagger UI pre-fills every parameter with its example in "Try it out", so an optional one would be
- * sent unasked: a made-up If-Match (412), a reused Idempotency-Key (422), a tag filter or a cursor.
- * Optional parameters are documented without examples; their descriptions say what they do.
- */
+/** Swagger UI pre-fills examples in "Try it out": an optional one would be sent unasked (a bogus If-Match, a reused key). */
 function withoutOptionalExamples (schema: unknown): unknown {
   if (!isObject(schema) || !isObject(schema.properties)) return schema
   const required = Array.isArray(schema.required) ? schema.required : []
@@ -40,11 +33,7 @@ function withoutOptionalExamples (schema: unknown): unknown {
   return { ...schema, properties }
 }
 
-/**
- * @fastify/swagger drops the keywords next to a `$ref` response schema, so a per-status example
- * (`ref(ErrorSchema, { description, examples })`) would be lost: spell such a response out as
- * content with the example on its media type.
- */
+/** @fastify/swagger drops the keywords next to a `$ref` response schema, so the example goes on the media type. */
 function documentRefExamples (responses: unknown): unknown {
   if (!isObject(responses)) return responses
   return Object.fromEntries(Object.entries(responses).map(([status, response]) => {
@@ -54,7 +43,6 @@ function documentRefExamples (responses: unknown): unknown {
   }))
 }
 
-/** Every response of a rate-limited route carries the RateLimit headers (while rate limiting is on). */
 function withRateLimitHeaders (responses: unknown): unknown {
   if (!isObject(responses)) return responses
   return Object.fromEntries(Object.entries(responses).map(([status, response]) => {
@@ -63,11 +51,7 @@ function withRateLimitHeaders (responses: unknown): unknown {
   }))
 }
 
-/**
- * Fastify answers HEAD on every GET route (`exposeHeadRoutes`): the same status and headers, no
- * body. Documented as such: `getPlant` → `headPlant`, `listPlants` → `headPlants`, every response
- * with its headers and without content. (@fastify/swagger names it `<operationId>-head`.)
- */
+/** Fastify answers HEAD on every GET route (`exposeHeadRoutes`); @fastify/swagger names it `<operationId>-head`. */
 function documentHead (schema: JsonObject): JsonObject {
   const get = String(schema.operationId).replace(/-head$/, '')
   const responses = isObject(schema.response) ? schema.response : {}
@@ -102,11 +86,7 @@ const COMPONENT_SCHEMA = '#/components/schemas/'
 
 const values = (value: unknown): unknown[] => (isObject(value) ? Object.values(value) : [])
 
-/**
- * @fastify/swagger puts everything a response header says into its schema: `required: true` (see
- * src/schemas/headers.ts) belongs on the header object, where tools read it (contract tests check
- * that required headers are sent).
- */
+/** @fastify/swagger puts `required: true` into the header's schema; tools read it on the header object. */
 function hoistRequiredHeaders (document: JsonObject): void {
   const headers = values(document.paths).flatMap(values)
     .flatMap((operation) => (isObject(operation) ? values(operation.responses) : []))
@@ -119,12 +99,7 @@ function hoistRequiredHeaders (document: JsonObject): void {
   }
 }
 
-/**
- * The document once built: required headers hoisted (above), and a request or response body whose
- * schema is a `$ref` to a named schema shows that schema's first example (Swagger UI's "Example
- * Value", and what linters look for on the media type), so the examples are written once, on the
- * TypeBox schemas.
- */
+/** A `$ref` body shows its schema's first example, so examples are written once, on the TypeBox schemas. */
 const finishDocument: TransformObject = (documentObject) => {
   if (!('openapiObject' in documentObject)) return documentObject.swaggerObject
   const document = documentObject.openapiObject
@@ -145,15 +120,11 @@ const finishDocument: TransformObject = (documentObject) => {
   return document
 }
 
-/**
- * Swagger UI's own policy (its `staticCSP: true`) minus `upgrade-insecure-requests`, which would
- * send its scripts to https:// on a plain-HTTP deployment and leave a blank page.
- */
+/** Swagger UI's own policy minus `upgrade-insecure-requests`, which leaves a blank page on plain HTTP. */
 const DOCS_CONTENT_SECURITY_POLICY = "default-src 'self'; base-uri 'self'; font-src 'self' https: data:; " +
   "frame-ancestors 'self'; img-src 'self' data: validator.swagger.io; object-src 'none'; script-src 'self'; " +
   "script-src-attr 'none'; style-src 'self' https:"
 
-/** The OpenAPI 3.1 document (`/openapi.json`) and Swagger UI (`/docs`), both public. */
 export default fp(async function docsPlugin (app) {
   await app.register(swagger, {
     openapi: {
@@ -180,30 +151,23 @@ export default fp(async function docsPlugin (app) {
         }
       },
       security: [{ bearerAuth: [] }],
-      // What receivers get: one POST per event type (OpenAPI 3.1 `webhooks`).
       webhooks: webhookEventsDocument(),
-      // Relative to the document by default, right wherever the service runs; PUBLIC_URL makes it
-      // absolute for tools that read the document from a file.
+      // Relative by default; PUBLIC_URL makes it absolute for tools that read the document from a file.
       servers: [{ url: app.config.publicUrl ?? '/', description: 'This service' }]
     },
-    // Routes keep their own paths whatever the server URL's path is.
     stripBasePath: false,
-    // HEAD on every GET route is served by Fastify: document it (see documentHead).
     exposeHeadRoutes: true,
-    // Name shared schemas by their $id (`Plant`, `Error`) instead of `def-0`.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
     transform,
     transformObject: finishDocument
   })
 
-  // Swagger UI's pages, scripts and styles (its own static routes too) in a context of their own,
-  // so they get an HTML document's security headers and the API keeps its shorter set.
+  // Swagger UI in its own context, so it gets an HTML document's security headers and the API keeps its shorter set.
   await app.register(async function swaggerUiPages (pages) {
     pages.addHook('onRequest', documentSecurityHeaders)
     await pages.register(swaggerUi, {
       routePrefix: '/docs',
-      // The token stays in the page's memory unless DOCS_PERSIST_AUTHORIZATION=1 keeps it in the
-      // browser's localStorage (readable by any script on this origin, and left behind on shared machines).
+      // localStorage is readable by any script on this origin and left behind on shared machines: opt-in only.
       uiConfig: { persistAuthorization: app.config.docs.persistAuthorization, displayOperationId: true, tryItOutEnabled: true },
       staticCSP: DOCS_CONTENT_SECURITY_POLICY
     })

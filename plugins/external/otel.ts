@@ -7,26 +7,14 @@ import { STORE_OPERATIONS, type OperationObserver } from '../../src/store/instru
 import type { AttemptTrace } from '../../src/webhooks/dispatcher.js'
 import type { ClaimedDelivery } from '../../src/webhooks/store.js'
 
-/**
- * What the rest of the service uses of tracing, present only when OTEL_EXPORTER_OTLP_ENDPOINT is set.
- */
 export interface ServiceTracing {
-  /** Opens a child span of the current request's span for each store operation. */
   storeOperation: OperationObserver
-  /**
-   * Writes the current trace context into outgoing headers (W3C `traceparent`/`tracestate`): the
-   * hook for calls this service makes, such as webhook deliveries, so the receiver's spans join
-   * the request's trace: `app.tracing?.injectTraceContext(headers)`.
-   */
+  /** W3C `traceparent`/`tracestate` for calls this service makes, so the receiver's spans join the trace. */
   injectTraceContext: (headers: Record<string, string>) => void
-  /**
-   * Opens a CLIENT span for one webhook delivery attempt, a child of the span of the request whose
-   * write caused the event (its stored traceparent), and gives the attempt's own traceparent to send.
-   */
+  /** A CLIENT span per delivery attempt, a child of the span of the request that caused the event. */
   webhookAttempt: (delivery: ClaimedDelivery) => AttemptTrace
 }
 
-/** How long a shutdown waits for the collector to take the last spans. */
 const TRACE_FLUSH_TIMEOUT_MS = 2000
 
 declare module 'fastify' {
@@ -37,14 +25,9 @@ declare module 'fastify' {
 }
 
 /**
- * Traces (OpenTelemetry), exported over OTLP/HTTP (JSON) to `<OTEL_EXPORTER_OTLP_ENDPOINT>/v1/traces`:
- * one SERVER span per request named `METHOD /route/template` (by `@fastify/otel`, which also reads
- * an incoming W3C `traceparent`), and a child span per store operation. Hook spans are off: a dozen
- * spans per request would cost more than they tell. The SDK (`@opentelemetry/sdk-node`) exports
- * traces only (no OTel metrics or logs: Prometheus and pino cover those) and flushes what it holds
- * when the app closes. Unset: none of these packages is loaded.
- *
- * Registered first, so the request span opens before any other hook runs and covers them all.
+ * OTLP/HTTP traces: a SERVER span per request (`@fastify/otel`) and a child per store operation.
+ * Hook spans are off: a dozen per request would cost more than they tell. Registered first, so the
+ * request span covers every other hook.
  */
 export default fp(async function otelPlugin (app) {
   const settings = app.config.tracing
@@ -62,8 +45,7 @@ export default fp(async function otelPlugin (app) {
   const instrumentation = new FastifyOtelInstrumentation({
     instrumentHooks: false,
     instrumentHandler: false,
-    // Named as the OpenTelemetry HTTP conventions name server spans: method and route template
-    // (never the raw URL, whose ids would make every span name unique).
+    // Method and route template, never the raw URL, whose ids would make every span name unique.
     requestHook: (span, request) => {
       const route = request.routeOptions.url
       span.updateName(route === undefined ? request.method : `${request.method} ${route}`)
@@ -73,14 +55,13 @@ export default fp(async function otelPlugin (app) {
     serviceName: settings.serviceName,
     traceExporter: new OTLPTraceExporter({ url: settings.tracesUrl }),
     instrumentations: [instrumentation],
-    // Traces only: without these the SDK would also start OTLP metric and log exporters by default.
+    // Traces only: the SDK would otherwise start OTLP metric and log exporters too.
     metricReaders: [],
     logRecordProcessors: []
   })
   sdk.start()
   app.addHook('onClose', async () => {
-    // Sends the spans still batched, but an unreachable collector must not hold up a shutdown:
-    // the exporter would retry for up to ten seconds, eating SHUTDOWN_GRACE_MS.
+    // An unreachable collector must not hold up a shutdown: the exporter would retry for seconds.
     const flushed = sdk.shutdown().then(() => true, (err: unknown) => {
       app.log.warn({ err }, 'tracing: the last spans could not be exported')
       return true
@@ -91,9 +72,7 @@ export default fp(async function otelPlugin (app) {
 
   await app.register(instrumentation.plugin())
 
-  // The request span is made current while the handler runs, so the store operations it calls
-  // open their spans as its children (without this, a POST whose body arrived later would have
-  // lost it: the body is read outside the onRequest hook's context).
+  // The request span is current while the handler runs: the body is read outside the onRequest hook's context.
   app.addHook('onRoute', (routeOptions) => {
     const handler = routeOptions.handler
     routeOptions.handler = function tracedHandler (this: ThisParameterType<RouteHandlerMethod>, request: FastifyRequest, reply: FastifyReply) {

@@ -5,15 +5,9 @@ import type { Redis } from 'ioredis'
 import { rateLimited } from '../../src/errors.js'
 
 /**
- * Rate limits (`@fastify/rate-limit`): RATE_LIMIT_MAX requests per RATE_LIMIT_WINDOW ms, counted
- * per valid token (keyed by its digest, never the token) and per IP otherwise, so failed-auth
- * attempts (any wrong token) share one bucket per IP and cannot brute-force tokens. Runs as a root
- * onRequest hook, before the routes' auth hook, so it also counts requests that then fail auth.
- * `/health` opts out (`config: { rateLimit: false }`): load balancers poll it.
- *
- * With REDIS_URL the counters live in Redis, shared by every instance. A Redis that is down or slow
- * fails open (`skipOnError`): rate limiting is abuse protection, not access control (auth still
- * applies, and under-pressure still sheds load), so losing Redis must not take the API down.
+ * Per valid token's digest, else per IP, so wrong tokens share one bucket per IP and cannot
+ * brute-force tokens. Redis fails open (`skipOnError`): rate limiting is abuse protection, not
+ * access control, so losing Redis must not take the API down.
  */
 export default fp(async function rateLimitPlugin (app) {
   const { max, windowMs } = app.config.rateLimit
@@ -30,7 +24,6 @@ export default fp(async function rateLimitPlugin (app) {
     global: false,
     max,
     timeWindow: windowMs,
-    // RateLimit-Limit / -Remaining / -Reset (IETF draft) and Retry-After on a 429.
     enableDraftSpec: true,
     keyGenerator: clientKey,
     skipOnError: true,
@@ -49,22 +42,19 @@ export default fp(async function rateLimitPlugin (app) {
   })
 }, { name: 'rate-limit', dependencies: ['config', 'errors', 'auth'] })
 
-/**
- * A Redis client that never makes a request wait: no offline queue, no retries, a short command
- * timeout. Start-up goes on when Redis is down (requests are then not limited until it is back).
- */
+/** Never makes a request wait: no offline queue, no retries, a short timeout; start-up goes on without Redis. */
 async function connectRedis ({ url, keyPrefix }: { url: string, keyPrefix: string }, log: FastifyBaseLogger): Promise<Redis> {
-  // Loaded only with REDIS_URL: the client costs a process without Redis ~13 MB of memory for nothing.
+  // Loaded only with REDIS_URL: see docs/performance.md#what-the-measurements-decided.
   const { Redis } = await import('ioredis')
   const redis = new Redis(url, {
-    // Named after the key prefix, so an operator (or a test) can tell instances' connections apart.
+    // Named after the key prefix, so an operator can tell instances' connections apart.
     connectionName: `${keyPrefix.replace(/[^\x21-\x7e]/g, '_')}rate-limit`,
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     connectTimeout: 1000,
     commandTimeout: 500,
-    // Its default (2 s) keeps a stopping process waiting on a socket that never opened.
+    // Its default keeps a stopping process waiting on a socket that never opened.
     disconnectTimeout: 200
   })
   // ioredis reports every failed reconnect; log only the change of state.

@@ -2,15 +2,11 @@ import underPressure from '@fastify/under-pressure'
 import fp from 'fastify-plugin'
 import { OverloadedError } from '../../src/errors.js'
 
-/** Seconds a client is asked to wait (`Retry-After`) when the service sheds load. */
 const OVERLOAD_RETRY_AFTER_S = 10
 
 /**
- * Load shedding (`@fastify/under-pressure`): while the event loop lags or memory is past its
- * threshold, every request (`/health` included, so a balancer stops sending traffic) gets 503 in
- * the Error shape with Retry-After, instead of queueing until everything times out.
- * The default signal is event-loop delay (requests waiting); utilization is off by default, since a
- * busy service that keeps up also runs near 100 %.
+ * Every request (`/health` included, so a balancer stops sending) gets 503 instead of queueing until
+ * everything times out. Utilization is off by default: a busy service that keeps up also runs near 100 %.
  */
 export default fp(async function underPressurePlugin (app) {
   const { maxEventLoopDelayMs, maxEventLoopUtilization, maxHeapUsedBytes, maxRssBytes } = app.config.pressure

@@ -1,6 +1,5 @@
 import type { Metric, Registry } from 'prom-client'
 
-/** One series of a histogram: its labels, fixed when created, and its counts. */
 export class HistogramSeries {
   /** counts[i]: observations in (bounds[i-1], bounds[i]]; the last slot holds those above every bound. */
   readonly counts: Float64Array
@@ -27,12 +26,9 @@ interface Sample {
 }
 
 /**
- * A Prometheus histogram for the per-request paths, read by prom-client's registry (same text
- * format, same `_bucket`/`_sum`/`_count` series). prom-client's own Histogram validates, sorts and
- * hashes the labels on every observation, even through a `labels()` child: measured, that was
- * three quarters of what metrics added to a request (about 3 µs of 4). Here a caller keeps the
- * series for its labels (`series()` once per label set) and an observation is a bucket search and
- * two additions; the labels are only handled at scrape time.
+ * A Prometheus histogram for the per-request paths, read by prom-client's registry: an observation
+ * is a bucket search and two additions, labels are handled at scrape time only, where prom-client
+ * handles them per observation (see docs/performance.md#what-the-measurements-decided).
  */
 export class RequestHistogram {
   readonly type = 'histogram'
@@ -44,7 +40,7 @@ export class RequestHistogram {
     registry.registerMetric(this as unknown as Metric)
   }
 
-  /** The series for these labels (`key` names them uniquely), created on first use. */
+  /** `key` names the labels uniquely. */
   series (key: string, labels: Readonly<Record<string, string | number>>): HistogramSeries {
     let series = this.#series.get(key)
     if (series === undefined) {
@@ -54,7 +50,6 @@ export class RequestHistogram {
     return series
   }
 
-  /** prom-client's metric interface: every series as cumulative `le` buckets, sum and count. */
   async get (): Promise<{ name: string, help: string, type: 'histogram', aggregator: 'sum', values: Sample[] }> {
     const values: Sample[] = []
     for (const series of this.#series.values()) {

@@ -1,24 +1,17 @@
 import { Type } from '@sinclair/typebox'
 import { describedPattern } from './pattern-messages.js'
 
-/**
- * Request and response header schemas. Request headers are validated by Fastify (names lower-case)
- * and documented as header parameters; response headers only document what the routes send.
- */
-
 const ETAG_EXAMPLE = '"3q2-7w4QWm6uR5m0o5ZxBA"'
 
-/** A conditional request header: optional, a list of entity tags or `*`. */
 const entityTags = (description: string) => Type.Optional(Type.String({ description, examples: [ETAG_EXAMPLE] }))
 
-/** The conditions a read honours (RFC 9110 §13.2.2: If-Match first, then If-None-Match). */
+/** RFC 9110 §13.2.2: If-Match first, then If-None-Match. */
 export const ReadConditionsHeaderSchema = Type.Object({
   'if-match': entityTags('Answer only if the plant\'s current ETag is one of these (strong comparison: a weak tag never ' +
     'matches), or `*`; else 412'),
   'if-none-match': entityTags('Answer 304 Not Modified when the plant\'s current ETag is one of these (weak comparison), or `*`')
 })
 
-/** The conditions a write honours; either one failing is a 412 and nothing is written. */
 export const WriteConditionsHeaderSchema = Type.Object({
   'if-match': entityTags('Write only if the plant\'s current ETag is one of these (strong comparison), or `*` for any ' +
     'current plant; else 412'),
@@ -33,7 +26,6 @@ export const IdempotencyKeyHeaderSchema = Type.Object({
   'idempotency-key': Type.Optional(Type.String({
     minLength: 1,
     maxLength: IDEMPOTENCY_KEY_MAX_LENGTH,
-    // Visible ASCII only: no spaces, controls or non-ASCII.
     pattern: describedPattern('^[\\x21-\\x7E]+$', 'must be visible ASCII characters only (no spaces)'),
     description: 'Makes the create safe to retry for 24 hours: a retry with the same key and body answers the ' +
       'first 201 again (with `Idempotent-Replayed: true`) and creates nothing; the same key with another body is a 422. ' +
@@ -42,11 +34,7 @@ export const IdempotencyKeyHeaderSchema = Type.Object({
   }))
 })
 
-/**
- * Response headers, for the OpenAPI document only (routes set them; nothing validates them).
- * `required: true` marks a header sent on every answer it is declared on; plugins/external/docs.ts
- * moves it from the schema to the header object, where OpenAPI wants it.
- */
+/** For the OpenAPI document only; plugins/external/docs.ts moves `required: true` to the header object. */
 interface ResponseHeader {
   type: 'string'
   description: string
@@ -62,11 +50,9 @@ const SECONDS = '^[0-9]+$'
 export const etagHeader = {
   ETag: { type: 'string', required: true, description: 'The strong entity tag of the plant, for If-Match and If-None-Match' }
 } satisfies ResponseHeaders
-/** `Location` on a 201: where the new resource is. */
 const locationOf = (description: string) => ({
   Location: { type: 'string', required: true, format: 'uri-reference', description }
 }) satisfies ResponseHeaders
-/** `Link` on a page of a list, when another page follows. */
 const nextLinkOf = (description: string) => ({ Link: { type: 'string', description } }) satisfies ResponseHeaders
 
 export const locationHeader = locationOf('The new plant: `/plants/{id}`')
@@ -77,29 +63,24 @@ export const deliveryLinkHeader = nextLinkOf('When older deliveries follow: `</w
 export const replayedHeader = {
   'Idempotent-Replayed': { type: 'string', enum: ['true'], description: 'Present when this is the replayed answer to an earlier create with the same Idempotency-Key' }
 } satisfies ResponseHeaders
-/** On every 401 (RFC 9110 §11.6.1). */
+/** RFC 9110 §11.6.1. */
 export const wwwAuthenticateHeader = {
   'WWW-Authenticate': { type: 'string', required: true, enum: ['Bearer'], description: 'The authentication scheme to use: a bearer token' }
 } satisfies ResponseHeaders
-/** On a 415 caused by a Content-Encoding (RFC 9110 §15.5.16). */
+/** RFC 9110 §15.5.16. */
 export const acceptEncodingHeader = {
   'Accept-Encoding': { type: 'string', enum: ['identity'], description: 'When the body\'s Content-Encoding was refused: `identity`, no content coding is accepted' }
 } satisfies ResponseHeaders
-/** On a 429 and on a 503 while the service sheds load. */
 export const retryAfterHeader = {
   'Retry-After': { type: 'string', pattern: SECONDS, description: 'Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load' }
 } satisfies ResponseHeaders
-/** On every answer of a rate-limited route while rate limiting is on (README, "Rate limits"). */
 export const rateLimitHeaders = {
   'RateLimit-Limit': { type: 'string', pattern: SECONDS, description: 'Requests allowed per window for this caller (when rate limiting is on)' },
   'RateLimit-Remaining': { type: 'string', pattern: SECONDS, description: 'Requests left in the current window (when rate limiting is on)' },
   'RateLimit-Reset': { type: 'string', pattern: SECONDS, description: 'Seconds until the window resets (when rate limiting is on)' }
 } satisfies ResponseHeaders
 
-/**
- * Every response header the OpenAPI document declares. A browser's script may read a response
- * header only when CORS exposes it: the CORS plugin exposes exactly these.
- */
+/** The CORS plugin exposes exactly these: a browser's script may read only exposed headers. */
 export const DOCUMENTED_RESPONSE_HEADERS: readonly string[] = Object.keys({
   ...etagHeader,
   ...locationHeader,

@@ -10,22 +10,14 @@ const NAME_MAX_LENGTH = 100
 const TAG_MAX_LENGTH = 50
 
 /**
- * Text every store keeps exactly as sent: without NUL (U+0000), which PostgreSQL cannot store, and
- * without unpaired UTF-16 surrogates (`"\ud800"` in JSON), which are not Unicode text and have no
- * UTF-8 form (SQLite would keep invalid bytes that read back as three U+FFFD, PostgreSQL one).
- * Ajv compiles patterns with the `u` flag: a surrogate pair is one astral character there, so the
- * class matches only lone surrogates.
+ * No NUL (PostgreSQL cannot store it) and no lone surrogates (no UTF-8 form). Ajv compiles with the
+ * `u` flag, so a surrogate pair is one character and the class matches only lone surrogates.
  */
 export const STORABLE_TEXT = describedPattern('^[^\\u0000\\uD800-\\uDFFF]*$',
   'must not contain NUL (U+0000) or unpaired UTF-16 surrogates (U+D800 to U+DFFF)')
 export const STORABLE_TEXT_RULE = 'no NUL (U+0000) or unpaired UTF-16 surrogates'
 
-/**
- * A name as a client sends it: 1 to 100 characters once surrounding white space is trimmed (the
- * pattern says exactly that; `\s` is the white space String#trim removes), and storable text (the
- * second pattern, under allOf: a schema holds one `pattern`, and each rule keeps its own message).
- * The service stores it trimmed.
- */
+/** `\s` is what String#trim removes; the storable-text rule sits under allOf to keep its own message. */
 const PlantNameInputSchema = Type.String({
   pattern: describedPattern(`^\\s*\\S(?:[\\s\\S]{0,${NAME_MAX_LENGTH - 2}}\\S)?\\s*$`,
     `must be 1 to ${NAME_MAX_LENGTH} characters after trimming surrounding white space`),
@@ -57,10 +49,7 @@ export const PlantSchema = Type.Object(
 )
 export type Plant = Static<typeof PlantSchema>
 
-/**
- * The largest id a JSON body can carry exactly (2^53 - 1): a larger number has already been rounded
- * by the JSON parser, so it is refused rather than stored as some other id.
- */
+/** A larger number has already been rounded by the JSON parser: refused rather than stored as another id. */
 const JSON_SAFE_ID_MAX = Number.MAX_SAFE_INTEGER
 
 export const NewPlantSchema = Type.Object(

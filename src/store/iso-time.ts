@@ -8,9 +8,8 @@ const pad3 = (n: number): string => (n < 10 ? `00${n}` : n < 100 ? `0${n}` : `${
 const pad4 = (n: number): string => (n < 1000 ? `0${pad3(n)}` : `${n}`)
 
 /**
- * `new Date(ms).toISOString()`, character for character, without the Date: a list page formats
- * up to 200 timestamps, and toISOString was a quarter of its CPU time. Days to a civil date with
- * H. Hinnant's algorithm (days_from_civil inverted); other years go through Date.
+ * `new Date(ms).toISOString()`, character for character, without the Date (see
+ * docs/performance.md#what-the-measurements-decided). H. Hinnant's days_from_civil inverted.
  */
 export function isoTime (ms: number): string {
   if (!Number.isInteger(ms) || ms < MIN_MS || ms > MAX_MS) return new Date(ms).toISOString()

@@ -1,32 +1,22 @@
 import { performance, type EventLoopUtilization } from 'node:perf_hooks'
 
-/** How often the load is sampled: the dispatcher reacts within one interval. */
+/** The dispatcher reacts within one interval. */
 export const API_LOAD_INTERVAL_MS = 100
-/** Event-loop utilization from which the API counts as busy (it is the loop's time, not the machine's). */
+/** The event loop's utilization, not the machine's. */
 export const API_BUSY_UTILIZATION = 0.9
-/**
- * Once busy, the API stays busy until utilization drops below this. Measured while deliveries run
- * at full speed, utilization includes them: a service whose requests alone keep the loop 80 %
- * busy (durable writes waiting for the disk) would otherwise flip every interval, and deliver at
- * full speed every other one, at the cost of a third of its throughput in the benchmark.
- */
+/** Hysteresis, as the utilization includes deliveries: see docs/performance.md#what-the-measurements-decided. */
 export const API_IDLE_UTILIZATION = 0.7
 
 export interface ApiLoadOptions {
   intervalMs?: number
   threshold?: number
-  /** Below this a busy API is no longer busy (API_IDLE_UTILIZATION; at most threshold). */
   releaseBelow?: number
-  /** The loop's utilization since the last call (tests); performance.eventLoopUtilization by default. */
   utilization?: () => number
 }
 
 /**
- * Whether the API needs the CPU, for the webhook dispatcher to yield to it (WebhookDispatcher's
- * `apiBusy`). Busy means, over the last interval, both an event loop at least `threshold` utilized
- * (`releaseBelow` once busy) and requests served: utilization alone would also count the
- * dispatcher's own work, and a dispatcher catching up on a backlog with no API traffic would
- * throttle itself for nothing.
+ * Busy needs both a utilized event loop and requests served: utilization alone counts the
+ * dispatcher's own work, and a catching-up dispatcher would throttle itself for nothing.
  */
 export class ApiLoadMonitor {
   readonly #intervalMs: number
@@ -44,17 +34,14 @@ export class ApiLoadMonitor {
     this.#utilization = options.utilization ?? loopUtilization()
   }
 
-  /** Call once per API request. */
   countRequest (): void {
     this.#requests++
   }
 
-  /** As of the last sample. */
   get busy (): boolean {
     return this.#busy
   }
 
-  /** Takes a sample: the utilization and the requests since the previous one. */
   sample (): void {
     const utilization = this.#utilization()
     this.#busy = this.#requests > 0 && utilization >= (this.#busy ? this.#releaseBelow : this.#threshold)
@@ -75,7 +62,6 @@ export class ApiLoadMonitor {
   }
 }
 
-/** The event loop's utilization since the previous call (the first call: since the process started). */
 function loopUtilization (): () => number {
   let last: EventLoopUtilization | undefined
   return () => {

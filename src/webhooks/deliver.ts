@@ -3,12 +3,11 @@ import * as https from 'node:https'
 import { isServiceError } from '../errors.js'
 import { parseWebhookUrl, pinnedLookup, resolveWebhookTarget, type AddressPolicy, type ResolvedAddress } from './url-policy.js'
 
-/** How much of a receiver's answer is read (then discarded): its status is all that counts. */
+/** Only the status counts: the rest of a receiver's answer is discarded. */
 export const MAX_RESPONSE_BYTES = 4096
 
 export interface AttemptRequest {
   url: string
-  /** The webhook-* headers, content-type, user-agent. */
   headers: Record<string, string>
   body: string
 }
@@ -18,20 +17,16 @@ export type RequestFunction = (url: URL, options: https.RequestOptions) => http.
 
 export interface AttemptOptions {
   policy: AddressPolicy
-  /** The whole attempt: resolving, connecting, sending, and the answer's status line. */
+  /** The whole attempt: resolving, connecting, sending, and the status line. */
   timeoutMs: number
   maxResponseBytes?: number
-  /** Aborting it (a stop past its grace period) ends the attempt as 'aborted'. */
   signal?: AbortSignal
   request?: RequestFunction
-  /** Kept-alive connections to reuse (the dispatcher's); without one, each attempt connects anew. */
   pool?: ConnectionPool
 }
 
-/** Why there was no answer; 'internal' is the caller's (the request could not even be prepared). */
 export type AttemptFailure = 'timeout' | 'connection' | 'invalid-url' | 'url-not-allowed' | 'url-unresolvable' | 'aborted' | 'internal'
 
-/** What one attempt came to: an answer (any status), or no answer and why. */
 export type AttemptResult =
   | { kind: 'response', statusCode: number }
   | { kind: 'error', reason: AttemptFailure, message: string }
@@ -39,24 +34,17 @@ export type AttemptResult =
 const defaultRequest: RequestFunction = (url, options) =>
   url.protocol === 'https:' ? https.request(url, options) : http.request(url, options)
 
-/** How long an idle kept-alive connection to a receiver stays open. */
 const IDLE_CONNECTION_MS = 4000
-/** Receivers (checked addresses) with connections kept at once; the least recently used go first. */
 const MAX_POOLED_TARGETS = 256
 
-/** Kept-alive connections to receivers (see createConnectionPool). */
 export interface ConnectionPool {
   agentFor: (url: URL, target: ResolvedAddress) => http.Agent
-  /** Closes every kept-alive connection. */
   close: () => void
 }
 
 /**
- * Kept-alive connections, one pool per receiver **address that was checked**: an attempt only ever
- * reuses a connection made to the very address its own check allowed (so DNS answering differently
- * later, rebinding included, reaches no pooled socket), and every attempt after the first to the
- * same receiver saves the TCP (and TLS) set-up. Idle connections close after IDLE_CONNECTION_MS;
- * at most MAX_POOLED_TARGETS receivers keep connections, the least recently used giving way.
+ * One pool per receiver address that was checked: a pooled socket is only reused for the very
+ * address an attempt's own check allowed, so DNS rebinding reaches no pooled socket.
  */
 export function createConnectionPool (): ConnectionPool {
   const agents = new Map<string, http.Agent>()
@@ -65,7 +53,6 @@ export function createConnectionPool (): ConnectionPool {
       const key = `${url.protocol}//${url.host}@${target.address}`
       let agent = agents.get(key)
       if (agent !== undefined) {
-        // Most recently used last: a Map keeps insertion order.
         agents.delete(key)
       } else {
         const settings = { keepAlive: true, timeout: IDLE_CONNECTION_MS, scheduling: 'lifo' as const }
@@ -91,9 +78,7 @@ class AttemptTimeout extends Error {
 }
 
 /**
- * One delivery attempt: POST the body once. The URL is checked against the policy again (its host
- * may resolve elsewhere by now) and the socket connects to exactly the address checked. Redirects
- * are answers like any other (never followed); at most `maxResponseBytes` of the body are read.
+ * The URL is checked again (its host may resolve elsewhere by now); redirects are never followed.
  * Never rejects.
  */
 export async function attemptDelivery (request: AttemptRequest, options: AttemptOptions): Promise<AttemptResult> {
@@ -106,8 +91,7 @@ export async function attemptDelivery (request: AttemptRequest, options: Attempt
     const url = parseWebhookUrl(request.url)
     const target = await untilAborted(resolveWebhookTarget(url, options.policy), controller.signal)
     const sent = await send(url, target, request, options, controller.signal, options.pool)
-    // A kept-alive connection the receiver closed just as it was reused: that says nothing about the
-    // receiver; send again at once on a fresh connection (the body was not taken: no answer came).
+    // A kept-alive connection closed just as it was reused says nothing about the receiver: send again at once.
     if (sent.reusedConnection && sent.result.kind === 'error' && sent.result.reason === 'connection') {
       return (await send(url, target, request, options, controller.signal, undefined)).result
     }
@@ -120,7 +104,7 @@ export async function attemptDelivery (request: AttemptRequest, options: Attempt
   }
 }
 
-/** Resolution cannot be cancelled (getaddrinfo runs on the thread pool); stop waiting for it instead. */
+/** getaddrinfo cannot be cancelled: stop waiting for it instead. */
 async function untilAborted<T> (work: Promise<T>, signal: AbortSignal): Promise<T> {
   signal.throwIfAborted()
   let onAbort = (): void => {}
@@ -160,8 +144,7 @@ async function send (
       if (settled) return
       settled = true
       resolve({ result, reusedConnection: req.reusedSocket })
-      // An answer read to its end leaves its connection to the pool; anything else (a body
-      // over the limit, an error, the time running out) closes it.
+      // Only an answer read to its end leaves its connection to the pool.
       if (!keepConnection) req.destroy()
     }
     const answered = (): void => { settle({ kind: 'response', statusCode: statusCode as number }) }
@@ -169,7 +152,6 @@ async function send (
       method: 'POST',
       headers: { ...headers, 'content-length': Buffer.byteLength(body) },
       lookup: pinnedLookup(target),
-      // Without a pool, a fresh connection of this attempt's own.
       agent: pool?.agentFor(url, target) ?? false,
       signal
     })
@@ -181,7 +163,7 @@ async function send (
         if (read >= maxBytes) answered()
       })
       res.on('end', () => { settle({ kind: 'response', statusCode: statusCode as number }, true) })
-      // The status is in: a body cut short (or a stop, or the time running out) changes nothing.
+      // The status is in: a body cut short changes nothing.
       res.on('error', answered)
       res.on('close', answered)
     })
@@ -189,7 +171,7 @@ async function send (
       if (statusCode !== undefined) answered()
       else settle(failure(err, signal))
     })
-    // A safety net: a socket that closes without an error or an answer still ends the attempt.
+    // A socket that closes without an error or an answer still ends the attempt.
     req.on('close', () => {
       if (statusCode !== undefined) answered()
       else settle({ kind: 'error', reason: 'connection', message: 'the connection closed without an answer' })

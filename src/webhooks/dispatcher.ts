@@ -17,78 +17,49 @@ export const DEFAULT_DISABLE_AFTER_MS = 5 * 24 * 3_600_000
 export const DEFAULT_RETENTION_MS = 7 * 24 * 3_600_000
 export const DEFAULT_PRUNE_INTERVAL_MS = 3_600_000
 export const DEFAULT_STOP_GRACE_MS = 10_000
-/**
- * While the API is busy, attempts start at least this far apart: at most 10 a second
- * (WEBHOOK_BUSY_INTERVAL_MS). An attempt (claim, fan-out, signed request, completion) costs the
- * loop 0.3 to 1 ms on a slow host, and on a 2-core machine the receiver and the sockets it wakes
- * slow the whole service beyond that: 50 a second (20 ms) took create with a subscription to
- * 0.60–0.80 of create without, 10 a second to 0.89–0.92, 1 a second to 0.82–0.95 (README,
- * "Performance", 2026-11-25). The backlog waits, durable, for the load to drop.
- */
+// Busy-API pacing of attempts: see docs/performance.md#what-the-measurements-decided.
 export const DEFAULT_BUSY_INTERVAL_MS = 100
 
 export interface DispatcherOptions {
   store: WebhookStore
   policy: AddressPolicy
-  /** Attempts in flight at once in this process (WEBHOOK_CONCURRENCY). */
   concurrency?: number
-  /** Attempts in flight at once per subscription in this process: a slow receiver holds at most this many slots. */
   perSubscription?: number
-  /** One attempt, from resolving the host to the answer's status (WEBHOOK_TIMEOUT_MS). */
   timeoutMs?: number
-  /** Waits before each retry (WEBHOOK_RETRY_SCHEDULE_MS); its length is the number of retries. */
   schedule?: readonly number[]
-  /** Each wait is scaled by a random factor in [1 - jitter, 1 + jitter). */
   jitter?: number
-  /** How long a claim holds a delivery; an instance that dies mid-attempt holds it no longer. Above timeoutMs. */
+  /** Above timeoutMs, so an instance that dies mid-attempt holds a delivery no longer than this. */
   leaseMs?: number
-  /** How often due deliveries are looked for without a wake (retries, other instances' events). */
   pollIntervalMs?: number
-  /** A subscription whose attempts have all failed for this long is disabled (WEBHOOK_DISABLE_AFTER_MS). */
   disableAfterMs?: number
-  /** Finished deliveries older than this are deleted (WEBHOOK_RETENTION_MS). */
   retentionMs?: number
   pruneIntervalMs?: number
   userAgent?: string
-  /** Names this process in leases (random by default). */
   instanceId?: string
   now?: () => number
   random?: () => number
   maxResponseBytes?: number
   /** Replaces http(s).request (tests). */
   request?: RequestFunction
-  /**
-   * Told as each attempt starts (tracing opens a span there, a child of the originating request's);
-   * the headers it returns (`traceparent`) are sent with the attempt, and `end` is called with its outcome.
-   */
+  /** Opens a span per attempt; its headers (`traceparent`) are sent, `end` gets the outcome. */
   traceAttempt?: (delivery: ClaimedDelivery) => AttemptTrace
-  /**
-   * True while the API needs the CPU (src/webhooks/api-load.ts): deliveries then yield to requests,
-   * one attempt in flight at a time and at most one started every `busyIntervalMs`, so they keep
-   * moving but never take the service's throughput.
-   */
+  /** True while the API needs the CPU (src/webhooks/api-load.ts): deliveries then yield to requests. */
   apiBusy?: () => boolean
-  /** While apiBusy, attempts start at least this many milliseconds apart (DEFAULT_BUSY_INTERVAL_MS). */
   busyIntervalMs?: number
 }
 
-/** An attempt as tracing sees it. */
 export interface AttemptTrace {
   headers: Record<string, string>
   end: (attempt: AttemptEvent) => void
 }
 
-/** One finished attempt, for logs and metrics. */
 export interface AttemptEvent {
   deliveryId: bigint
   subscriptionId: bigint
   messageId: string
   eventType: WebhookEventType
-  /** 1 for the first attempt. */
   attempt: number
-  /** The id of the request whose write caused the event, when known. */
   requestId?: string
-  /** What became of the delivery. */
   status: DeliveryStatus
   statusCode?: number
   error?: string
@@ -100,10 +71,9 @@ export interface AttemptEvent {
 
 export interface DispatcherEvents {
   attempt: [AttemptEvent]
-  /** A subscription disabled by its receiver (410 Gone) or by failing for disableAfterMs. */
   'subscription-disabled': [{ subscriptionId: bigint, reason: 'gone' | 'failing' }]
   pruned: [{ deleted: number }]
-  /** The database failed; the dispatcher carries on (unrecorded attempts come due again when their lease runs out). */
+  /** The dispatcher carries on: unrecorded attempts come due again when their lease runs out. */
   'store-error': [{ operation: 'claim' | 'complete' | 'release' | 'prune', error: unknown }]
 }
 
@@ -115,15 +85,9 @@ const positive = (value: number, name: string): number => {
 }
 
 /**
- * Delivers what the outbox holds, off the request path. Due deliveries are claimed in batches of
- * at most the free slots, each under a lease of its own claim, and attempted concurrently (at most
- * `concurrency`, at most `perSubscription` for one subscription, so a slow receiver cannot starve
- * the others). After each attempt the outcome is recorded — only while the lease is still held —
- * and the subscription disabled on 410 Gone or after failing for `disableAfterMs`. While the API
- * is busy (`apiBusy`), deliveries yield to it: one attempt at a time, paced (`busyIntervalMs`).
- *
- * Work is looked for on wake() (the SQLite writer calls it after a commit), on the store's
- * notifications (PostgreSQL LISTEN), every `pollIntervalMs`, and whenever a slot frees up.
+ * Delivers what the outbox holds, off the request path: due deliveries are claimed under a lease
+ * and attempted concurrently, capped per subscription so a slow receiver cannot starve the others.
+ * Woken by wake() (after a commit), store notifications (PostgreSQL LISTEN), a poll, and freed slots.
  */
 export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   readonly #store: WebhookStore
@@ -147,28 +111,23 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   readonly #traceAttempt: ((delivery: ClaimedDelivery) => AttemptTrace) | undefined
   readonly #apiBusy: (() => boolean) | undefined
   readonly #busyIntervalMs: number
-  /** When the last attempt started (performance.now()), for the pace kept while the API is busy. */
   #lastStart = -Infinity
-  /** A wake set for when the busy pace allows the next attempt. */
   #paceTimer: NodeJS.Timeout | undefined
 
   #state: State = 'idle'
   #claims = 0
-  /** The claim running now, if any; a wake during it asks for another right after. */
   #claiming: Promise<void> | undefined
   #claimAgain = false
   readonly #inFlight = new Set<Promise<void>>()
   readonly #perSubscriptionInFlight = new Map<bigint, number>()
   /** Aborted when a stop's grace period is over: attempts still running give their deliveries back. */
   readonly #abandon = new AbortController()
-  /** Kept-alive connections to receivers, closed when the dispatcher stops. */
   readonly #connections = createConnectionPool()
   #pollTimer: NodeJS.Timeout | undefined
   #pruneTimer: NodeJS.Timeout | undefined
   #pruning: Promise<void> | undefined
   #unlisten: (() => Promise<void>) | undefined
   #stopped: Promise<void> | undefined
-  /** start()'s listener being set up (a stop waits for it, then ends it). */
   #starting: Promise<void> | undefined
 
   constructor (options: DispatcherOptions) {
@@ -200,12 +159,10 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     setMaxListeners(this.#concurrency + 10, this.#abandon.signal)
   }
 
-  /** Attempts running now. */
   get inFlight (): number {
     return this.#inFlight.size
   }
 
-  /** Starts polling, listening (when the store can) and pruning; looks for due deliveries at once. */
   async start (): Promise<void> {
     if (this.#state !== 'idle') throw new Error('a dispatcher starts once')
     this.#state = 'running'
@@ -227,7 +184,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     else this.#unlisten = unlisten
   }
 
-  /** Looks for due deliveries now: call it after committing events (and after a retry request). */
+  /** Call it after committing events (and after a retry request). */
   wake (): void {
     if (this.#state !== 'running') return
     if (this.#claiming !== undefined) {
@@ -238,9 +195,8 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   }
 
   /**
-   * Stops claiming, lets attempts in flight finish for up to `graceMs`, then abandons the rest:
-   * their deliveries are released untouched, to be attempted again (by another instance, or
-   * after a restart). Resolves once nothing is in flight. Call it before closing the store.
+   * Lets attempts in flight finish for up to `graceMs`, then releases the rest untouched, to be
+   * attempted again. Call it before closing the store.
    */
   async stop (graceMs = DEFAULT_STOP_GRACE_MS): Promise<void> {
     this.#stopped ??= this.#stop(graceMs)
@@ -256,7 +212,6 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     if (wasRunning) {
       await this.#starting?.catch(() => {})
       await this.#unlisten?.()
-      // A claim under way may still hand over deliveries: they are released (see #claimOnce).
       await this.#claiming
       let graceTimer: NodeJS.Timeout | undefined
       const grace = new Promise<void>((resolve) => { graceTimer = setTimeout(resolve, graceMs) })
@@ -281,16 +236,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     } while (this.#claimAgain && this.#state === 'running')
   }
 
-  /**
-   * Attempts allowed in flight now: all of `concurrency`, or, while the API is busy, one, started at
-   * least `busyIntervalMs` after the one before. Each attempt costs the process about as much CPU
-   * as a write request or more (a claim, a signed HTTP request, a completion); on a saturated event
-   * loop, ten at once took a third of the service's throughput, and even one at a time, back to
-   * back to a receiver on a fast network, took 0.4 of it (the benchmark's create with a webhook,
-   * 2026-11-24). Paced, a busy API keeps its throughput and the backlog still moves (up to 1000 /
-   * busyIntervalMs attempts a second); the rest waits in the outbox, durable, until the load drops
-   * (the backlog gauges show it).
-   */
+  // While the API is busy, one attempt at a time, paced: see docs/performance.md#what-the-measurements-decided.
   async #claimOnce (): Promise<void> {
     const busy = this.#apiBusy?.() === true
     const allowed = busy ? 1 : this.#concurrency
@@ -329,7 +275,6 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     await this.#release(lease, unwanted)
   }
 
-  /** Wakes the dispatcher in `ms` (once, however often asked meanwhile). */
   #wakeIn (ms: number): void {
     if (this.#paceTimer !== undefined) return
     this.#paceTimer = setTimeout(() => {
@@ -348,13 +293,11 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
       const left = (this.#perSubscriptionInFlight.get(subscriptionId) ?? 1) - 1
       if (left > 0) this.#perSubscriptionInFlight.set(subscriptionId, left)
       else this.#perSubscriptionInFlight.delete(subscriptionId)
-      // A slot is free: more may be due.
       this.wake()
     })
     this.#inFlight.add(attempt)
   }
 
-  /** Never rejects: every failure is an outcome, recorded or reported. */
   async #attempt (delivery: ClaimedDelivery, lease: string): Promise<void> {
     const attemptedAt = this.#now()
     const started = performance.now()
@@ -378,8 +321,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     }
     const attempts = delivery.attempts + 1
     const statusCode = result.kind === 'response' ? result.statusCode : undefined
-    // The wait before a retry runs from the end of this attempt: counted from its start, an attempt
-    // that took its whole time limit (a receiver that never answers) would be retried at once.
+    // The retry wait runs from the attempt's end, or one that timed out would be retried at once.
     const outcome = verdict({ ...(statusCode !== undefined && { statusCode }), attempts, attemptedAt: this.#now() }, this.#schedule, this.#jitter, this.#random)
     const completion = this.#completion(delivery, lease, attemptedAt, result, outcome)
     let recorded = false
@@ -417,8 +359,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
       request = this.#signedRequest(delivery, attemptedAt)
       if (extraHeaders !== undefined) request.headers = { ...extraHeaders, ...request.headers }
     } catch (err) {
-      // A stored secret that cannot sign: a failed attempt like any other (retried, then failed),
-      // never an exception that would leave the delivery leased with nobody to record it.
+      // A secret that cannot sign is a failed attempt, never an exception leaving the delivery leased.
       return { kind: 'error', reason: 'internal', message: `the request could not be signed: ${err instanceof Error ? err.message : String(err)}` }
     }
     return await attemptDelivery(request, {
@@ -484,7 +425,6 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   /** Listeners are logging and metrics: one that throws is reported, and the dispatcher carries on. */
   #emit<K extends keyof DispatcherEvents> (event: K, ...args: DispatcherEvents[K]): void {
     try {
-      // The generic signature cannot see that args fit K; they do by construction.
       (this.emit as (event: K, ...args: DispatcherEvents[K]) => boolean)(event, ...args)
     } catch (err) {
       process.emitWarning(`a webhook dispatcher '${event}' listener threw: ${err instanceof Error ? err.message : String(err)}`)
@@ -492,7 +432,6 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   }
 }
 
-/** Why an attempt did not succeed, in words; undefined for a 2xx. */
 export function describeFailure (result: AttemptResult): string | undefined {
   if (result.kind === 'error') return `${result.reason}: ${result.message}`
   const status = result.statusCode

@@ -2,54 +2,43 @@ import { randomFillSync } from 'node:crypto'
 import type { Plant } from '../schemas/plant.js'
 import { isoTime } from '../store/iso-time.js'
 
-/** Every event type a subscription can ask for; a new subscription gets all of them. */
+/** A new subscription gets all of them. */
 export const WEBHOOK_EVENT_TYPES = ['plant.created', 'plant.updated', 'plant.deleted'] as const
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
 
 export const isWebhookEventType = (value: string): value is WebhookEventType =>
   (WEBHOOK_EVENT_TYPES as readonly string[]).includes(value)
 
-/**
- * Where an event came from, kept with its deliveries: the request id of the write that caused it
- * (every log line of its deliveries carries it) and, with tracing on, the W3C `traceparent` of that
- * request's span (each attempt's span is its child, and the receiver gets the attempt's).
- */
+/** The request id of the write that caused the event, and with tracing on its span's traceparent. */
 export interface EventOrigin {
   requestId?: string
   traceparent?: string
 }
 
-/** A change to a plant, as the plant store's write transaction reports it. */
 export interface PlantEvent {
   origin?: EventOrigin
   type: WebhookEventType
-  /** The plant after the change; for `plant.deleted`, as it was when deleted. */
+  /** For `plant.deleted`, as it was when deleted. */
   plant: Plant
-  /** When the change happened (epoch ms); the enqueue time when absent. */
   occurredAt?: number
 }
 
-/** An event ready for the outbox: the exact bytes every attempt sends and signs. */
+/** The exact bytes every attempt sends and signs. */
 export interface EventMessage {
   requestId: string | null
   traceparent: string | null
-  /** The `webhook-id`: unique per event, the same on every attempt and for every subscription. */
+  /** The `webhook-id`: the same on every attempt and for every subscription. */
   messageId: string
   type: WebhookEventType
-  /** `{"type":...,"timestamp":...,"data":<Plant>}` */
   payload: string
 }
 
 const MESSAGE_ID_BYTES = 16
-/**
- * Random bytes for message ids, drawn 256 ids at a time: an id is made on every plant write while a
- * subscription is enabled, and one call into the CSPRNG per write cost more (7 % of a create in
- * the profile) than the ids themselves. Each byte is used once (crypto.randomUUID caches likewise).
- */
+// Message ids drawn 256 at a time from the CSPRNG: see docs/performance.md#what-the-measurements-decided.
 const idPool = Buffer.allocUnsafe(MESSAGE_ID_BYTES * 256)
 let idOffset = idPool.length
 
-/** `msg_` and 16 random bytes (base64url): unique without coordination between instances. */
+/** Unique without coordination between instances. */
 export function newMessageId (): string {
   if (idOffset === idPool.length) {
     randomFillSync(idPool)
@@ -60,15 +49,11 @@ export function newMessageId (): string {
   return `msg_${id}`
 }
 
-/**
- * A plant as JSON, written field by field: its id is an int64 bigint, which JSON.stringify refuses,
- * and which must reach the receiver as the same JSON integer the API answers with.
- */
+/** Field by field: a bigint id, which JSON.stringify refuses, must reach the receiver as the API's JSON integer. */
 export function plantJson (plant: Plant): string {
   return `{"id":${plant.id.toString()}${plantJsonAfterId(plant)}`
 }
 
-/** What follows `{"id":<id>` in plantJson. */
 function plantJsonAfterId (plant: Omit<Plant, 'id'>): string {
   const tag = plant.tag === undefined ? '' : `,"tag":${JSON.stringify(plant.tag)}`
   return `,"name":${JSON.stringify(plant.name)}${tag},` +
@@ -81,11 +66,7 @@ export function eventPayload (type: WebhookEventType, plant: Plant, occurredAt: 
   return before + plant.id.toString() + after
 }
 
-/**
- * The body on either side of the plant's id: `before + id + after` is eventPayload's body. For a
- * statement that draws a new plant's id and writes its event at once (PostgreSQL's create), so the
- * body is still made here, field by field, and never a second way in SQL.
- */
+/** For PostgreSQL's one-statement create, so the body is still made here, never a second way in SQL. */
 export function eventPayloadAroundId (type: WebhookEventType, plant: Omit<Plant, 'id'>, occurredAt: number): { before: string, after: string } {
   return {
     before: `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(isoTime(occurredAt))},"data":{"id":`,
@@ -93,7 +74,7 @@ export function eventPayloadAroundId (type: WebhookEventType, plant: Omit<Plant,
   }
 }
 
-/** Builds the message once, at enqueue time: retries resend these bytes unchanged. */
+/** Built once, at enqueue time: retries resend these bytes unchanged. */
 export function buildEventMessage (event: PlantEvent, now: number): EventMessage {
   return {
     messageId: newMessageId(),

@@ -10,20 +10,16 @@ export interface ResolvedAddress {
   family: 4 | 6
 }
 
-/** Host name to addresses; the system resolver by default, a fake one in tests. */
 export type Resolver = (hostname: string) => Promise<readonly ResolvedAddress[]>
 
-/** What `http.request` itself would use (getaddrinfo: /etc/hosts, then DNS), in the resolver's order. */
+/** What `http.request` itself would use (getaddrinfo: /etc/hosts, then DNS). */
 export const systemResolver: Resolver = async (hostname) => {
   const addresses = await lookup(hostname, { all: true, verbatim: true })
   return addresses.map(({ address, family }) => ({ address, family: family === 6 ? 6 : 4 }))
 }
 
 export interface AddressPolicy {
-  /**
-   * Allow loopback, private and other non-public addresses (WEBHOOK_ALLOW_PRIVATE_URLS=1): for a
-   * receiver on the same machine or network, in development or tests. Off in production.
-   */
+  /** WEBHOOK_ALLOW_PRIVATE_URLS=1: for development or tests only. */
   allowPrivate: boolean
   resolve: Resolver
 }
@@ -34,11 +30,7 @@ export const defaultAddressPolicy = (allowPrivate = false): AddressPolicy => ({ 
 // eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
 const INVISIBLE = /[\u0000-\u0020\u007f]/
 
-/**
- * Parses a subscription URL: absolute http or https, a host, no credentials (they would be sent to
- * the receiver in the clear and shown back in every listing), at most 2048 characters.
- * Throws ServiceError 'invalid-url'.
- */
+/** No credentials: they would be sent in the clear and shown back in every listing. */
 export function parseWebhookUrl (raw: string): URL {
   const invalid = (why: string): ServiceError => new ServiceError('invalid-url', `The webhook URL ${why}`)
   if (raw.length > MAX_WEBHOOK_URL_LENGTH) throw invalid(`is longer than ${MAX_WEBHOOK_URL_LENGTH} characters`)
@@ -55,14 +47,9 @@ export function parseWebhookUrl (raw: string): URL {
   return url
 }
 
-/** The URL's host without the brackets of an IPv6 literal. */
 export const urlHost = (url: URL): string => url.hostname.replace(/^\[(.*)\]$/, '$1')
 
-/**
- * An IPv6 address in hex notation only, as the URL standard writes it. ipaddr.js reads an embedded
- * dotted quad (`::8.8.8.8`) as if it were IPv4-mapped (`::ffff:8.8.8.8`), which is a different
- * address: hex notation leaves it nothing to misread. Undefined for what URLs cannot hold (zone ids).
- */
+/** ipaddr.js reads `::8.8.8.8` as IPv4-mapped, a different address: hex notation leaves it nothing to misread. */
 function canonicalIPv6 (address: string): string | undefined {
   try {
     return new URL(`http://[${address}]/`).hostname.slice(1, -1)
@@ -71,14 +58,10 @@ function canonicalIPv6 (address: string): string | undefined {
   }
 }
 
-/** Global unicast IPv6: everything outside it (IPv4-compatible ::/96, NAT64, ULA, ...) is not public. */
+/** Everything outside global unicast (IPv4-compatible, NAT64, ULA, ...) is not public. */
 const GLOBAL_UNICAST_V6 = ipaddr.IPv6.parseCIDR('2000::/3')
 
-/**
- * Why an address is not a public one ('loopback', 'private', 'linkLocal', 'uniqueLocal',
- * 'carrierGradeNat', 'multicast', 'unspecified', 'reserved', ...), or undefined when it is public.
- * IPv4-mapped IPv6 addresses (::ffff:127.0.0.1) are judged as the IPv4 address they stand for.
- */
+/** IPv4-mapped IPv6 addresses are judged as the IPv4 address they stand for. */
 export function nonPublicRange (address: string): string | undefined {
   // Only canonical literals: getaddrinfo-style shorthands (127.1, 0x7f.1) never reach a socket here.
   const family = isIP(address)
@@ -107,11 +90,8 @@ async function resolveHost (host: string, resolve: Resolver): Promise<readonly R
 }
 
 /**
- * The one address a delivery to `url` connects to, checked against the policy. Every address the
- * host resolves to must pass (a name pointing at both a public and a private address is refused),
- * and the caller connects to exactly the address returned (see pinnedLookup): DNS answering
- * differently a moment later (rebinding) changes nothing.
- * Throws ServiceError 'url-not-allowed' or 'url-unresolvable'.
+ * Every address the host resolves to must pass, and the caller connects to exactly the address
+ * returned (pinnedLookup), so DNS rebinding changes nothing.
  */
 export async function resolveWebhookTarget (url: URL, policy: AddressPolicy): Promise<ResolvedAddress> {
   const host = urlHost(url)
@@ -126,19 +106,14 @@ export async function resolveWebhookTarget (url: URL, policy: AddressPolicy): Pr
   return addresses[0] as ResolvedAddress
 }
 
-/** The check at creation (or when the URL changes): a valid URL whose host resolves to allowed addresses. */
 export async function checkWebhookUrl (raw: string, policy: AddressPolicy): Promise<void> {
   await resolveWebhookTarget(parseWebhookUrl(raw), policy)
 }
 
-/**
- * A `lookup` for http.request that answers with the address already checked, whatever name it is
- * asked for: the socket connects where the policy looked, while the Host header and TLS server
- * name (SNI, certificate check) stay the URL's host name.
- */
+/** The socket connects where the policy looked; Host and TLS server name stay the URL's host. */
 export function pinnedLookup ({ address, family }: ResolvedAddress): LookupFunction {
   return (_hostname, options, callback) => {
-    // Happy eyeballs (autoSelectFamily, on by default) asks for every address at once.
+    // Happy eyeballs (autoSelectFamily) asks for every address at once.
     if (options.all === true) callback(null, [{ address, family }])
     else callback(null, address, family)
   }

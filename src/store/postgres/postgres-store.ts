@@ -20,54 +20,36 @@ import type { WebhookStore } from '../../webhooks/store.js'
 export const NOTIFY_INTERVAL_MS = 50
 
 export interface PostgresStoreOptions {
-  /** A `postgres://` URL; `?schema=name` keeps the tables in that schema (created when missing). */
   url: string
-  /** The most connections this process opens (default 10). */
   poolMax?: number
-  /** How long to wait for a connection before answering 503 (default 5000 ms). */
   connectTimeoutMs?: number
-  /**
-   * The longest any statement may run or wait for a lock (default 5000 ms): statement_timeout and
-   * lock_timeout of every pooled connection, so no request waits for ever (it fails `unavailable`).
-   */
+  /** statement_timeout and lock_timeout of every pooled connection, so no request waits for ever. */
   statementTimeoutMs?: number
-  /** Told about errors of idle pooled connections (the server went away); they never crash the process. */
   onIdleError?: (err: Error) => void
-  /** While the database cannot be reached at start-up, retry for this long (default: try once). */
   startup?: StartupRetry
-  /** At most one NOTIFY to other instances' dispatchers per this many ms (default NOTIFY_INTERVAL_MS; tests). */
   notifyIntervalMs?: number
 }
 
-/** The pool (each statement on any free connection) or one connection (inside a transaction). */
 type Queryable = pg.Pool | pg.PoolClient
 
-/** SQLSTATE of nextval past the sequence's MAXVALUE (2^53 - 1): no id is left to assign. */
 const SEQUENCE_LIMIT_EXCEEDED = '2200H'
 
-/** Named columns, never `*`: a prepared statement keeps its result shape when a later migration adds one. */
 const PLANT = 'id, name, tag, created_at, updated_at'
 
-/**
- * The sequence's next id, unless a plant has it or a client chose it (then nothing is inserted).
- * The sequence's MAXVALUE is 2^53 - 1: beyond it nextval fails (2200H) instead of going on.
- */
+/** nextval fails (2200H) past MAXVALUE 2^53 - 1 instead of going on. */
 const INSERT_GENERATED = `INSERT INTO plants (id, name, tag, created_at, updated_at)
                     SELECT next.id, $1, $2, $3, $3 FROM (SELECT nextval('plants_id_seq') AS id) AS next
                     WHERE NOT EXISTS (SELECT 1 FROM chosen_ids WHERE chosen_ids.id = next.id)
                     ON CONFLICT (id) DO NOTHING RETURNING ${PLANT}`
 
-/** Every statement, prepared once per connection under its key (see `run`). */
 const SQL = {
   ping: 'SELECT 1',
   get: `SELECT ${PLANT} FROM plants WHERE id = $1`,
   lockRow: `SELECT ${PLANT} FROM plants WHERE id = $1 FOR UPDATE`,
-  // Keyset pagination: a range scan from the cursor, so a deep page costs what the first one does.
+  // Keyset pagination: a deep page costs what the first one does.
   list: `SELECT ${PLANT} FROM plants WHERE id > $1 ORDER BY id LIMIT $2`,
   listByTag: `SELECT ${PLANT} FROM plants WHERE tag = $3 AND id > $1 ORDER BY id LIMIT $2`,
-  // A chosen id that is taken inserts nothing (and waits for a concurrent insert of it to settle).
-  // One the sequence has yet to reach is remembered in the same statement, so that the sequence
-  // skips it even after it is deleted; the sequence never reaches back to one below it.
+  // A chosen id the sequence has yet to reach is remembered, so the sequence skips it even after it is deleted.
   insertChosen: `WITH plant AS (
                    INSERT INTO plants (id, name, tag, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)
                    ON CONFLICT (id) DO NOTHING RETURNING ${PLANT}),
@@ -79,11 +61,9 @@ const SQL = {
                    ON CONFLICT (id) DO NOTHING)
                  SELECT ${PLANT} FROM plant`,
   insertGenerated: INSERT_GENERATED,
-  // The same with its event, in one statement: a create without an idempotency key or a chosen id.
   createGenerated: plantWriteWithEventSql(INSERT_GENERATED, PLANT, 4),
-  // After the sequence ran into a taken id: walk the run of taken ids from its position to the first
-  // free one, draw the sequence up to just before it (nextval only ever goes up: setval could move it
-  // back under a concurrent draw and hand out an id twice), and forget chosen ids now behind it.
+  // Draw the sequence past the run of taken ids with nextval: setval could move it back under a
+  // concurrent draw and hand out an id twice.
   skipTaken: `WITH RECURSIVE walk (id) AS (
                 SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM plants_id_seq
                 UNION ALL
@@ -97,8 +77,7 @@ const SQL = {
                 FROM free, plants_id_seq, generate_series(1, free.id - 1 - (CASE WHEN is_called THEN last_value ELSE last_value - 1 END))),
               forgotten AS (DELETE FROM chosen_ids USING free WHERE chosen_ids.id < free.id)
               SELECT n FROM drawn`,
-  // $2 null keeps the name; $4 false keeps the tag. updated_at strictly increases, even within one millisecond.
-  // Times are epoch milliseconds from the service's clock (Date.now()), as in the SQLite store.
+  // updated_at strictly increases, even within one millisecond.
   update: `UPDATE plants SET name = coalesce($2, name), tag = CASE WHEN $4::boolean THEN $3 ELSE tag END,
                              updated_at = greatest($5, updated_at + 1)
            WHERE id = $1 RETURNING ${PLANT}`,
@@ -109,20 +88,16 @@ const SQL = {
   saveKey: `INSERT INTO idempotency_keys (scope, key, fingerprint, plant_id, name, tag, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
             ON CONFLICT (scope, key) DO UPDATE SET fingerprint = $3, plant_id = $4, name = $5, tag = $6,
                                                   created_at = $7, updated_at = $8`,
-  // A few expired keys per create; rows another instance is deleting are skipped, never waited for.
+  // Rows another instance is deleting are skipped, never waited for.
   expireKeys: `DELETE FROM idempotency_keys WHERE (scope, key) IN (
                  SELECT scope, key FROM idempotency_keys WHERE created_at <= $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`
 } as const
 
-/** Runs one of the statements above as a named (prepared) statement. */
 async function run<R extends pg.QueryResultRow = pg.QueryResultRow> (db: Queryable, statement: keyof typeof SQL, values: unknown[] = []): Promise<pg.QueryResult<R>> {
   return await db.query<R>({ name: `plant-store-${statement}`, text: SQL[statement], values })
 }
 
-/**
- * Applies the missing migrations. Several instances starting together queue on an advisory lock
- * (per schema), so each step runs exactly once.
- */
+/** Several instances starting together queue on an advisory lock, so each step runs exactly once. */
 async function migrate (client: pg.Client, target: PostgresTarget): Promise<void> {
   const lockName = `plant-store migrations ${target.schema ?? ''}`
   try {
@@ -156,10 +131,7 @@ async function migrate (client: pg.Client, target: PostgresTarget): Promise<void
   }
 }
 
-/**
- * The shared store: PostgreSQL through a bounded pool, so any number of stateless instances can
- * serve one database. Migrates before it resolves.
- */
+/** The shared store: any number of stateless instances can serve one database. */
 export async function createPostgresStore (options: PostgresStoreOptions): Promise<PlantStore> {
   const target = parsePostgresUrl(options.url)
   const connection = {
@@ -167,10 +139,8 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     application_name: 'plant-store',
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000
   }
-  // Migrations run on a connection of their own, without the statement bounds: a step may take a
-  // while on a large table, and an instance starting next to a migrating one waits for it.
-  // A database still starting (or not yet reachable) is retried with backoff for PG_STARTUP_TIMEOUT_MS,
-  // so a service and its database can start together.
+  // Migrations run without the statement bounds (a step may take a while); an unreachable database
+  // is retried for PG_STARTUP_TIMEOUT_MS, so a service and its database can start together.
   await retryUntilReachable(async () => {
     const migrator = new pg.Client(connection)
     try {
@@ -192,7 +162,6 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
   // An idle connection the server dropped is an 'error' event: without a listener it kills the process.
   pool.on('error', (err) => { options.onIdleError?.(err) })
 
-  /** A database that cannot be reached, used or written becomes `unavailable` or `storage-full`; anything else stays as it is. */
   async function guard<T> (work: () => Promise<T>): Promise<T> {
     try {
       return await work()
@@ -201,49 +170,29 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     }
   }
 
-  /**
-   * When this process last asked for a NOTIFY. Each notifying commit takes PostgreSQL's
-   * notification-queue lock, so concurrent writes that all notify commit one after another (a
-   * webhook benchmark: 0.63 of create throughput with a notification per write, 0.71 without). This
-   * process's own dispatcher is woken directly after every commit that wrote deliveries
-   * (afterCommit); other instances need only hear that there is work, and at most
-   * NOTIFY_INTERVAL_MS later their own poll would find it anyway.
-   */
+  // At most one NOTIFY per NOTIFY_INTERVAL_MS, as notifying commits serialize on PostgreSQL's queue
+  // lock: see docs/performance.md#what-the-measurements-decided. Own dispatchers are woken directly.
   let lastNotifyAt = Number.NEGATIVE_INFINITY
   const notifyIntervalMs = options.notifyIntervalMs ?? NOTIFY_INTERVAL_MS
-  /** This process's dispatchers (the webhook store's `listen` callbacks), as on SQLite. */
   const wakers = new Set<() => void>()
 
-  /**
-   * Writes the change's webhook event in the change's own transaction (the transactional outbox):
-   * committed with it or not at all. Resolves with how many deliveries it will become (0: no
-   * subscription asked for it, and nothing was written).
-   */
+  /** The transactional outbox: the event commits with the change or not at all. */
   async function emit (client: pg.PoolClient, type: WebhookEventType, plant: Plant, now: number, origin: EventOrigin | undefined): Promise<number> {
     return await enqueuePostgresEvent(client, { type, plant, occurredAt: now, ...(origin !== undefined && { origin }) }, now, claimNotify(now))
   }
 
-  /**
-   * Whether this write's event should NOTIFY other instances. Claimed before the commit: concurrent
-   * writes do not all notify. One that then rolls back (or writes nothing) notifies nobody, which
-   * costs the other instances at most a poll interval.
-   */
+  /** Claimed before the commit; one that then rolls back costs other instances at most a poll interval. */
   function claimNotify (now: number): boolean {
     const notify = now - lastNotifyAt >= notifyIntervalMs
     if (notify) lastNotifyAt = now
     return notify
   }
 
-  /** After a commit whose event becomes `deliveries`: wakes this process's dispatcher (no NOTIFY needed for it). */
   function afterCommit<T> (result: T, deliveries: number): T {
     if (deliveries > 0) for (const wake of wakers) wake()
     return result
   }
 
-  /**
-   * The common create (a server-assigned id, no idempotency key): the plant and its event in one
-   * statement, atomic on its own (see plantWriteWithEventSql), retried past taken ids as insert does.
-   */
   async function createGenerated ({ name, tag }: NewPlant, origin: EventOrigin | undefined): Promise<CreateResult> {
     return await guard(async () => {
       const now = Date.now()
@@ -263,7 +212,6 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     })
   }
 
-  /** Inserts a plant on `db`, in the caller's transaction. */
   async function insert (db: Queryable, { id, name, tag }: NewPlant, now: number): Promise<PlantRow> {
     if (id !== undefined) {
       const { rows: [row] } = await run<PlantRow>(db, 'insertChosen', [id, name, tag ?? null, now])
@@ -271,8 +219,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
       return row
     }
     try {
-      // Each retry moves the sequence past the taken ids it ran into, so this ends within a round
-      // or two (more only while other instances take the same free ids first).
+      // Each retry moves the sequence past the taken ids it ran into, so this ends within a round or two.
       for (let attempt = 0; attempt < 10; attempt++) {
         const { rows: [row] } = await run<PlantRow>(db, 'insertGenerated', [name, tag ?? null, now])
         if (row !== undefined) return row
@@ -285,10 +232,6 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     throw new Error('could not generate a free plant id')
   }
 
-  /**
-   * Runs a change of one plant (`statement` answers the changed or deleted row) and writes its event,
-   * in one transaction; with If-Match, the row is locked and checked first.
-   */
   async function write (id: bigint, statement: 'update' | 'delete', values: unknown[], now: number, ifMatch: IfMatch | undefined, origin: EventOrigin | undefined): Promise<Plant> {
     let deliveries = 0
     const plant = await inTransaction(pool, async (client) => {
@@ -316,8 +259,6 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     await pool.end()
     throw postgresFailure(err) ?? err
   }
-  // A dispatcher that listens hears of this process's events in process (afterCommit), and of other
-  // instances' through LISTEN/NOTIFY.
   const listenRemote = remote.listen
   const webhooks: WebhookStore = {
     ...remote,
@@ -341,8 +282,6 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     },
 
     async list ({ limit, after, tag }: ListQuery): Promise<ListPage> {
-      // One row more than asked tells whether another page follows.
-      // Ids are positive, so "after 0" is the first page.
       const { rows } = await guard(async () => tag === undefined
         ? await run<PlantRow>(pool, 'list', [after ?? 0n, limit + 1])
         : await run<PlantRow>(pool, 'listByTag', [after ?? 0n, limit + 1, tag]))
@@ -358,7 +297,6 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
       if (idempotency === undefined && plant.id === undefined) return await createGenerated(plant, origin)
       return await guard(async () => {
         const now = Date.now()
-        // The plant, its key and its event are written in one transaction: all or nothing.
         let deliveries = 0
         const result = await inTransaction(pool, async (client): Promise<CreateResult> => {
           if (idempotency !== undefined) {

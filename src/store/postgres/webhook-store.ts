@@ -11,24 +11,18 @@ import type {
 import { StoreOpenError } from '../../errors.js'
 import { inTransaction, parsePostgresUrl, statementBounds, withServerSettings } from './connection.js'
 
-/** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
 export const WEBHOOK_SCHEMA_VERSION = 6
 
 /** The NOTIFY channel; the payload is the writer's schema, so schemas sharing a database tell their events apart. */
 export const WEBHOOK_CHANNEL = 'plant_store_webhooks'
 
 export interface PostgresWebhookStoreOptions {
-  /** The plant store's DATABASE_URL (`?schema=` included); its migrations must have run. */
   url: string
-  /**
-   * The most connections each of the webhook store's two pools opens besides its listener
-   * (default 4): one for subscriptions and what the API reads, one for the dispatcher's bookkeeping.
-   */
+  /** Max connections of each of the two pools (subscriptions and API reads; dispatcher bookkeeping). */
   poolMax?: number
   connectTimeoutMs?: number
-  /** Bounds every statement and lock wait, as for the plant store (PG_STATEMENT_TIMEOUT_MS; default 5 s). */
   statementTimeoutMs?: number
-  /** Told about failures of idle pooled connections and of the listener; neither crashes the process. */
+  /** Failures of idle pooled connections and of the listener; neither crashes the process. */
   onError?: (err: Error) => void
 }
 
@@ -36,17 +30,10 @@ export interface PostgresWebhookStoreOptions {
 const SUBSCRIPTION = 'id, url, events, description, disabled, secret, created_at, updated_at'
 const DELIVERY = 'id, event_type, status, attempts, last_attempt_at, last_status_code, last_error, next_attempt_at, created_at'
 const MAX_ID = 9223372036854775807n
-/** Prune in slices, so no DELETE holds many rows locked for long. */
 const PRUNE_BATCH = 1000
-/** Events fanned out per statement before a listing or a backlog count. */
 const FAN_OUT_ALL_BATCH = 1000
 
-/**
- * The outbox write as CTEs: `receivers`, how many enabled subscriptions asked for the type, and the
- * event's one row, written only when some did (that count also says how many deliveries it will
- * become). Parameters from $p: message id, type, (the body's place), created at, request id,
- * traceparent; `payload` is the body's SQL, `from` what the row is selected from.
- */
+/** The outbox write as CTEs; the event's row is written only when some enabled subscription asked for its type. */
 const eventCtes = (p: number, payload: string, from: string): string => `
   receivers AS (
     SELECT count(*)::integer AS n FROM webhook_subscriptions WHERE NOT disabled AND $${p + 1} = ANY (events)),
@@ -54,40 +41,26 @@ const eventCtes = (p: number, payload: string, from: string): string => `
     INSERT INTO webhook_events (message_id, event_type, payload, created_at, request_id, traceparent)
     SELECT $${p}, $${p + 1}, ${payload}, $${p + 3}, $${p + 4}, $${p + 5} FROM ${from} WHERE n > 0)`
 
-/** A NOTIFY to other instances when the event was written and `$n` asks for one. */
 const notifyColumn = (n: number): string =>
   `CASE WHEN n > 0 AND $${n}::boolean THEN pg_notify('${WEBHOOK_CHANNEL}', current_schema()) END AS notified`
 
-/** The event, into the outbox, in the change's transaction: $1–$6 as in eventCtes, $3 the body, $7 notify. */
 const ENQUEUE_SQL = `WITH ${eventCtes(1, '$3', 'receivers')}
   SELECT n AS deliveries, ${notifyColumn(7)} FROM receivers`
 
-/**
- * A plant write and its event in one statement, atomic without a transaction of its own: one round
- * trip where BEGIN, the write, the event and COMMIT took four. `plantWrite` (an INSERT … RETURNING,
- * its parameters $1 to $p - 1) becomes the CTE `plant`; from $p the event's parameters, in the order
- * postgresEventValues gives them (the body around the plant's id, which the write draws). Answers
- * the plant's `columns`, `deliveries` and `notified`, or no row when the write wrote none.
- */
+/** A plant write and its event in one statement: one round trip, atomic without a transaction. */
 export const plantWriteWithEventSql = (plantWrite: string, columns: string, p: number): string =>
   `WITH plant AS (${plantWrite}),${eventCtes(p, `$${p + 2} || plant.id::text || $${p + 6}`, 'plant, receivers')}
   SELECT ${columns}, n AS deliveries, ${notifyColumn(p + 7)} FROM plant, receivers`
 
-/** The event parameters of plantWriteWithEventSql: a new plant's `plant.created`, its id still to be drawn. */
 export function postgresEventValues (plant: Omit<Plant, 'id'>, now: number, origin: EventOrigin | undefined, notify: boolean): unknown[] {
   const type: WebhookEventType = 'plant.created'
   const { before, after } = eventPayloadAroundId(type, plant, now)
   return [newMessageId(), type, before, now, origin?.requestId ?? null, origin?.traceparent ?? null, after, notify]
 }
 
-/**
- * Whether subscription `s` receives the event with id `eventId` and type `type` (SQL expressions):
- * enabled, created before the event, and asking for its type.
- */
 const receives = (eventId: string, type: string): string =>
   `NOT s.disabled AND s.first_event_id <= ${eventId} AND ${type} = ANY (s.events)`
 
-/** Every statement, prepared once per connection under its key (see `run`). */
 const SQL = {
   schemaVersion: 'SELECT max(version) AS version FROM plant_store_migrations',
   // A subscription receives the events numbered after the last one handed out when it was created.
@@ -97,7 +70,6 @@ const SQL = {
                        RETURNING ${SUBSCRIPTION}`,
   getSubscription: `SELECT ${SUBSCRIPTION} FROM webhook_subscriptions WHERE owner = $1 AND id = $2`,
   listSubscriptions: `SELECT ${SUBSCRIPTION} FROM webhook_subscriptions WHERE owner = $1 AND id > $2 ORDER BY id LIMIT $3`,
-  // A merge patch in one statement: null keeps a field ($5 says whether to set the description).
   // A new URL or a re-enable forgets past failures. updated_at strictly increases, as for plants.
   updateSubscription: `UPDATE webhook_subscriptions SET
                          url = coalesce($3, url), events = coalesce($4, events),
@@ -118,8 +90,7 @@ const SQL = {
   retryDelivery: `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $3
                   WHERE id = $1 AND subscription_id = $2 RETURNING ${DELIVERY}`,
   enqueue: ENQUEUE_SQL,
-  // The oldest events become deliveries, one per enabled subscription that asked for the type, and
-  // leave the outbox, in one statement. SKIP LOCKED: two instances never take the same event.
+  // SKIP LOCKED: two instances never take the same event.
   fanOut: `WITH taken AS (
              DELETE FROM webhook_events WHERE id IN (
                SELECT id FROM webhook_events ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
@@ -130,10 +101,8 @@ const SQL = {
              FROM taken t JOIN webhook_subscriptions s ON ${receives('t.id', 't.event_type')}
              ORDER BY t.id, s.id)
            SELECT count(*)::integer AS events FROM taken`,
-  // Per enabled subscription, its oldest due deliveries (at most $5), then the oldest of those
-  // overall: one subscription's backlog cannot fill a claim while others wait. SKIP LOCKED: rows
-  // another instance is claiming this instant are passed over, never waited for, never taken twice;
-  // a lease that ran out (its instance died) makes a delivery due again.
+  // Per subscription its oldest due deliveries first, so one backlog cannot fill a claim while
+  // others wait. SKIP LOCKED: rows another instance is claiming are passed over, never taken twice.
   claim: `WITH due AS (
             SELECT d.id FROM webhook_subscriptions s
             CROSS JOIN LATERAL (
@@ -150,10 +119,8 @@ const SQL = {
           RETURNING w.id, w.subscription_id, w.message_id, w.event_type, w.payload, w.attempts,
                     s.url, s.secret, s.previous_secret, s.previous_secret_until, w.request_id, w.traceparent`,
   leasedSubscription: 'SELECT subscription_id FROM webhook_deliveries WHERE id = $1 AND lease = $2',
-  // A success in one round trip (the common case, under load once per event): the delivery is
-  // finished while its lease is held, and its subscription's failing streak (if any) ends. The
-  // subscription row is touched only when it was failing; a deadlock with a concurrent delete of it
-  // fails this completion, and the delivery is attempted again once its lease runs out.
+  // A success in one round trip; a deadlock with a concurrent delete fails the completion and the
+  // delivery is attempted again once its lease runs out.
   succeed: `WITH done AS (
               UPDATE webhook_deliveries SET status = 'succeeded', attempts = attempts + 1, next_attempt_at = NULL,
                 lease = NULL, lease_until = NULL, last_attempt_at = $3, last_status_code = $4, last_error = NULL
@@ -175,7 +142,6 @@ const SQL = {
             SELECT id FROM webhook_deliveries
             WHERE created_at < $1 AND (status <> 'pending' OR subscription_id IN (SELECT id FROM webhook_subscriptions WHERE disabled))
             LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-  // Deliveries waiting, and the deliveries that events not yet fanned out will become.
   backlog: `WITH waiting (created_at) AS (
               SELECT d.created_at FROM webhook_deliveries d
               JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE d.status = 'pending' AND NOT s.disabled
@@ -187,17 +153,13 @@ const SQL = {
 
 type Queryable = pg.Pool | pg.PoolClient | pg.ClientBase
 
-/** Runs one of the statements above as a named (prepared) statement. */
 async function run<R extends pg.QueryResultRow = pg.QueryResultRow> (db: Queryable, statement: keyof typeof SQL, values: unknown[] = []): Promise<pg.QueryResult<R>> {
   return await db.query<R>({ name: `plant-store-webhooks-${statement}`, text: SQL[statement], values })
 }
 
 /**
- * Writes an event to the outbox through `client`, inside the plant write's own transaction, so the
- * change and its event commit (or roll back) together. With `notify`, PostgreSQL notifies every
- * listening dispatcher on commit (LISTEN/NOTIFY delivers only committed notifications); the plant
- * store notifies at most every NOTIFY_INTERVAL_MS and wakes its own process's dispatcher directly,
- * as the SQLite store does. Resolves with how many deliveries the event will become (0: not written).
+ * Writes an event to the outbox inside the plant write's own transaction, so the change and its
+ * event commit (or roll back) together. Resolves with how many deliveries it will become.
  */
 export async function enqueuePostgresEvent (client: pg.ClientBase, event: PlantEvent, now: number = Date.now(), notify = true): Promise<number> {
   return await enqueueOn(client, event, now, notify)
@@ -218,7 +180,6 @@ async function checkSchema (pool: pg.Pool): Promise<void> {
   try {
     version = (await run<{ version: number | null }>(pool, 'schemaVersion')).rows[0]?.version ?? 0
   } catch (err) {
-    // 42P01: no migrations table at all.
     if ((err as { code?: unknown }).code !== '42P01') throw err
   }
   if (version < WEBHOOK_SCHEMA_VERSION) {
@@ -226,7 +187,6 @@ async function checkSchema (pool: pg.Pool): Promise<void> {
   }
 }
 
-/** Webhook persistence on the plant store's PostgreSQL database, through a small pool of its own. */
 export async function createPostgresWebhookStore (options: PostgresWebhookStoreOptions): Promise<WebhookStore> {
   const target = parsePostgresUrl(options.url)
   const poolOf = (connectionString: string): pg.Pool => {
@@ -243,13 +203,9 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     made.on('error', (err) => { options.onError?.(err) })
     return made
   }
-  // Subscriptions, and what the API answers with: durable before they are answered.
   const pool = poolOf(target.connectionString)
-  // The dispatcher's claims, fan-outs and outcomes, committed without waiting for the WAL flush
-  // (asynchronous commit): a crash can lose them only to a delivery sent again with the same
-  // webhook-id (at least once). A lost fan-out leaves its events in the outbox, a lost claim
-  // releases itself when its lease runs out, a lost outcome leaves the delivery due once more.
-  // (A throwaway build measured on 2026-11-23 drained a benchmark's backlog in 10 s instead of 22.)
+  // Dispatcher bookkeeping with asynchronous commit: a crash can only cause a delivery sent again with
+  // the same webhook-id (at least once). See docs/performance.md#what-the-measurements-decided.
   const bookkeeping = poolOf(withServerSettings(target.connectionString, { synchronous_commit: 'off' }))
   const endPools = async (): Promise<void> => { await Promise.all([pool.end(), bookkeeping.end()]) }
   try {
@@ -273,7 +229,6 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       const { rows: [health] } = await run<{ disabled: boolean, failing_since: bigint | null }>(client, 'lockSubscription', [subscriptionId])
       const next = done.status === 'pending' ? done.nextAttemptAt ?? done.attemptedAt : null
       const error = done.error === undefined ? null : truncateError(done.error)
-      // The lease is checked again now that the row cannot change under us.
       const { rowCount } = await run(client, 'finish', [done.id, done.lease, done.status, next, done.attemptedAt, done.statusCode ?? null, error])
       if (rowCount !== 1 || health === undefined) return notRecorded
       const failingSince = health.failing_since === null ? done.attemptedAt : Number(health.failing_since)
@@ -283,11 +238,7 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     })
   }
 
-  /**
-   * A connection of its own that LISTENs, calling `wake` on each notification for this schema,
-   * and once after each (re)connection, for whatever was enqueued while it was not listening.
-   * A lost connection is re-made after a pause, until unsubscribed.
-   */
+  /** LISTENs on a connection of its own, re-made after a pause when lost; wakes once per (re)connection. */
   async function listen (wake: () => void): Promise<() => Promise<void>> {
     let client: pg.Client | undefined
     let stopped = false
@@ -334,7 +285,6 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       retryMs = 250
       wake()
     }
-    // Never rejects: without a listener the dispatcher's poll still finds everything, just later.
     await connect().catch((err: unknown) => {
       options.onError?.(err as Error)
       reconnectLater()
@@ -351,11 +301,7 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     return unsubscribe
   }
 
-  /**
-   * Turns up to `limit` of the oldest events into deliveries through `db`; resolves with how many
-   * events it took. A listing fans out on the durable pool: it never shows a delivery a crash could
-   * take back (and give a new id).
-   */
+  /** A listing fans out on the durable pool: it never shows a delivery a crash could take back. */
   async function fanOut (limit: number, db: pg.Pool = bookkeeping): Promise<number> {
     const { rows: [row] } = await run<{ events: number }>(db, 'fanOut', [limit])
     return row?.events ?? 0
@@ -371,7 +317,6 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     },
 
     async listSubscriptions (owner: string, { limit, after }: SubscriptionQuery): Promise<SubscriptionPage> {
-      // One row more than asked tells whether another page follows; ids are positive.
       const { rows } = await run<PgSubscriptionRow>(pool, 'listSubscriptions', [owner, after ?? 0n, limit + 1])
       return { subscriptions: rows.slice(0, limit).map(toSubscription), hasMore: rows.length > limit }
     },
@@ -402,7 +347,6 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     async listDeliveries (owner: string, subscriptionId: bigint, { limit, before }: DeliveryQuery): Promise<DeliveryPage | undefined> {
       const { rows: [owned] } = await run(pool, 'getSubscription', [owner, subscriptionId])
       if (owned === undefined) return undefined
-      // Every event committed so far is listed as the deliveries it becomes.
       while (await fanOut(FAN_OUT_ALL_BATCH, pool) === FAN_OUT_ALL_BATCH);
       const { rows } = await run<DeliveryRow>(pool, 'listDeliveries', [subscriptionId, before ?? MAX_ID, limit + 1])
       return { deliveries: rows.slice(0, limit).map(toDelivery), hasMore: rows.length > limit }
@@ -421,12 +365,8 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     },
 
     async claimDue ({ lease, now, leaseMs, limit, perSubscription, skipSubscriptions }: ClaimRequest) {
-      // Waiting events become deliveries first, as many as the claim can take: a round trip that
-      // finds nothing costs little, and a new event reaches its receiver after two round trips, not
-      // three (a claim, a fan-out when it fell short, a claim again). No more than that: while the
-      // API is busy the dispatcher claims one at a time, and a batch of 64 per claim fanned out
-      // every event at once (a delivery row with its body and three index entries per create, 0.65
-      // of create throughput in the benchmark), where the outbox should hold them as cheap rows.
+      // Fan out only as many events as the claim can take, so the outbox keeps the rest as cheap rows:
+      // see docs/performance.md#what-the-measurements-decided.
       await fanOut(limit)
       const { rows } = await run<ClaimRow>(bookkeeping, 'claim',
         [lease, now, now + leaseMs, limit, perSubscription, skipSubscriptions.map(String)])

@@ -4,7 +4,6 @@ import { basename, dirname, join, resolve } from 'node:path'
 import Database from 'better-sqlite3'
 import { identityProblem, readIdentity } from './preflight.js'
 
-/** A failure of a backup or a restore, with a message for the person who ran it. */
 export class BackupError extends Error {
   override name = 'BackupError'
 }
@@ -14,15 +13,10 @@ export interface BackupResult {
   pages: number
 }
 
-/**
- * Pages copied per backup step: all of them. SQLite restarts an online backup whenever another
- * connection writes between two steps, so a database under constant write load would never finish
- * in small steps; one step reads the whole database inside one read transaction, a consistent
- * snapshot (WAL: the server's writes go on meanwhile, unblocked).
- */
+/** All pages in one step: SQLite restarts a backup whenever another connection writes between steps. */
 const ALL_PAGES = 0x7fffffff
 
-/** `file`'s directory entry made durable (a rename is only durable once its directory is synced). */
+/** A rename is only durable once its directory is synced. */
 function syncDirectory (file: string): void {
   const fd = openSync(dirname(file), 'r')
   try {
@@ -41,14 +35,10 @@ function syncFile (file: string): void {
   }
 }
 
-/** A temporary name beside `file` (same directory, so the final rename is atomic). */
+/** Same directory, so the final rename is atomic. */
 const besides = (file: string, purpose: string): string =>
   join(dirname(file), `.${basename(file)}.${purpose}-${randomBytes(6).toString('hex')}`)
 
-/**
- * Checks a standalone database file: PRAGMA integrity_check (every page and index) and that it is
- * a plant-store database this code can run. Returns how many plants it holds.
- */
 function verify (file: string): { plants: number, pages: number } {
   let db: Database.Database | undefined
   try {
@@ -70,12 +60,7 @@ function verify (file: string): { plants: number, pages: number } {
   }
 }
 
-/**
- * An online backup of the SQLite database `source` into `target` (which must not exist yet): one
- * consistent snapshot, taken while a server may keep reading and writing (every write it
- * acknowledged before the backup started is in it), verified with integrity_check, made durable,
- * and only then given its name, so `target` is never a partial file.
- */
+/** One consistent snapshot while a server keeps running, verified and synced before it gets its name. */
 export async function backupDatabase (source: string, target: string): Promise<BackupResult> {
   if (!existsSync(source)) throw new BackupError(`the database ${source} does not exist`)
   if (existsSync(target)) throw new BackupError(`${target} already exists; choose another name or remove it first`)
@@ -102,11 +87,7 @@ export async function backupDatabase (source: string, target: string): Promise<B
   }
 }
 
-/**
- * Holds `file` so that no server can use it: SQLite's own exclusive lock, which a running server
- * (any open connection) prevents and which disappears with a process that died, so a crashed
- * server leaves no stale lock behind. Undefined when the file does not exist. Throws when it is in use.
- */
+/** SQLite's own exclusive lock: a running server prevents it, and a crashed one leaves no stale lock. */
 function lockIdleDatabase (file: string): Database.Database | undefined {
   if (!existsSync(file)) return undefined
   const db = new Database(file, { fileMustExist: true, timeout: 0 })
@@ -124,12 +105,7 @@ function lockIdleDatabase (file: string): Database.Database | undefined {
   }
 }
 
-/**
- * Replaces the SQLite database `target` with the backup `source`: refused while a server uses
- * `target`; otherwise the backup is copied beside the database, verified, synced, and renamed over
- * it (atomic: a crash leaves the old database or the new one, never a mix), and the old
- * database's -wal and -shm files are removed so SQLite cannot replay the old log into the new file.
- */
+/** Renamed over the target (atomic); the old -wal and -shm go, so SQLite cannot replay the old log into it. */
 export function restoreDatabase (source: string, target: string): BackupResult {
   if (!existsSync(source)) throw new BackupError(`the backup ${source} does not exist`)
   if (resolve(source) === resolve(target)) throw new BackupError('the backup is the database itself')
@@ -144,7 +120,6 @@ export function restoreDatabase (source: string, target: string): BackupResult {
       throw err instanceof BackupError ? new BackupError(`the backup ${source} is unusable: ${err.message}`) : err
     }
     syncFile(incoming)
-    // Closing the lock's connection folds its WAL into the old file; the rename follows at once.
     lock?.close()
     for (const suffix of ['-wal', '-shm', '-journal']) rmSync(`${target}${suffix}`, { force: true })
     renameSync(incoming, target)

@@ -1,26 +1,21 @@
 import type Database from 'better-sqlite3'
 
 /**
- * A bound LIMIT, for SQL text: `LIMIT ${boundLimit()}`, or `LIMIT ${boundLimit('cap')}` for a named
- * one. Never a bare parameter as the limit: SQLite (3.53, sqlite3ExprIsInteger) reads its bound
- * value while planning and marks the statement expired by every new binding, so each run prepared
- * it again: 4 µs more a list page (17 against 12.4 µs for 20 plants) and half the dispatcher's
- * claim. A CAST is not looked into, and the statement keeps its plan.
+ * Never a bare parameter as a LIMIT: SQLite (3.53) reads its value while planning and re-prepares
+ * the statement on every new binding; a CAST keeps the plan (see docs/performance.md#what-the-measurements-decided).
  */
 export const boundLimit = (name?: string): string => `CAST(${name === undefined ? '?' : `@${name}`} AS INTEGER)`
 
-/** The settings of every connection plant-store opens to its SQLite file (the plant store's, the webhook store's). */
+/** The settings of every connection plant-store opens to its SQLite file. */
 export function configureConnection (db: Database.Database): Database.Database {
   // Ids are int64: read every INTEGER as a bigint so nothing is rounded on the way back.
   db.defaultSafeIntegers(true)
   db.pragma('journal_mode = WAL')
-  // NORMAL: WAL appends without an fsync each, still consistent after a crash. For `full`, the
-  // group commit adds one fdatasync of the WAL per group before anything is answered.
+  // NORMAL: consistent after a crash; for `full`, the group commit adds one fdatasync per group.
   db.pragma('synchronous = NORMAL')
   db.pragma('foreign_keys = ON')
   db.pragma('busy_timeout = 5000')
-  // Sorts and IN lists (the dispatcher's claim) build temporary B-trees; in a temporary file by
-  // default, which cost the claim about 70 µs of file set-up per run. They are a few rows each.
+  // In-memory temporary B-trees (a few rows each): see docs/performance.md#what-the-measurements-decided.
   db.pragma('temp_store = MEMORY')
   return db
 }

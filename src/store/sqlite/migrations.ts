@@ -1,9 +1,6 @@
-/**
- * The SQLite schema, one numbered step each; `PRAGMA user_version` records how many have run.
- * Append only: a released step is never edited, a change is a new step.
- */
+/** Append only: a released step is never edited, a change is a new step. */
 export const migrations: readonly string[] = [
-  // 1: plants. AUTOINCREMENT so a deleted id is never handed out again (caches and ETags stay honest).
+  // 1: AUTOINCREMENT so a deleted id is never handed out again (caches and ETags stay honest).
   `CREATE TABLE plants (
      id         INTEGER PRIMARY KEY AUTOINCREMENT,
      name       TEXT    NOT NULL,
@@ -12,7 +9,7 @@ export const migrations: readonly string[] = [
      updated_at INTEGER NOT NULL
    ) STRICT;
    CREATE INDEX plants_tag_id ON plants (tag, id);`,
-  // 2: idempotency keys of creates, with the plant as first answered (a replay returns exactly that).
+  // 2: a replay returns exactly the plant as first answered.
   `CREATE TABLE idempotency_keys (
      scope       TEXT    NOT NULL,
      key         TEXT    NOT NULL,
@@ -25,11 +22,7 @@ export const migrations: readonly string[] = [
      PRIMARY KEY (scope, key)
    ) STRICT, WITHOUT ROWID;
    CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);`,
-  // 3: webhooks. A subscription belongs to the token that created it (owner: its SHA-256, hex);
-  // events are space-separated names. A delivery is the outbox row of one event for one subscription,
-  // written in the plant change's transaction, with its own copy of the signed body; `lease` names
-  // the dispatcher attempting it until `lease_until`. AUTOINCREMENT: ids are never handed out twice;
-  // and they stay within 2^53 - 1, so that JSON carries them exactly.
+  // 3: webhooks. Owner: the creating token's SHA-256. Ids stay within 2^53 - 1, so JSON carries them exactly.
   `CREATE TABLE webhook_subscriptions (
      id                    INTEGER PRIMARY KEY AUTOINCREMENT CHECK (id <= 9007199254740991),
      owner                 TEXT    NOT NULL,
@@ -64,17 +57,8 @@ export const migrations: readonly string[] = [
    CREATE INDEX webhook_deliveries_due ON webhook_deliveries (subscription_id, next_attempt_at) WHERE status = 'pending';
    CREATE INDEX webhook_deliveries_subscription_id ON webhook_deliveries (subscription_id, id);
    CREATE INDEX webhook_deliveries_created_at ON webhook_deliveries (created_at);`,
-  // 4: server-assigned ids of their own, within 1..2^53 - 1 (MAX_ASSIGNED_ID in store.ts). AUTOINCREMENT
-  // followed every chosen id up, past 2^53 after a client chose 2^53 - 1. Now the store names every id
-  // itself and keeps the last one it assigned as sqlite_sequence's `seq` for plants (the row SQLite
-  // writes with every insert anyway, so this costs no page more), putting it back after an insert
-  // of a chosen id moved it. `chosen_ids` keeps the ids clients chose above it, so one that was
-  // deleted is skipped like one that exists.
-  // The sequence goes on after the last id AUTOINCREMENT handed out or saw, so no id that ever existed
-  // comes back. When that was already past 2^53 - 1 (a client chose 2^53 - 1 and the server went on
-  // above it), it goes on after the largest known id (plants, remembered idempotent creates) below the
-  // run of known ids that reaches 2^53 - 1 (the ids chosen at the top): the end of the last run that
-  // does not reach it. Ids deleted before this migration above that one are forgotten.
+  // 4: server-assigned ids of their own within 1..2^53 - 1: AUTOINCREMENT followed chosen ids up.
+  // The sequence resumes below the run of known ids that reaches 2^53 - 1, so no existing id comes back.
   `INSERT INTO sqlite_sequence (name, seq) SELECT 'plants', 0 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'plants');
    WITH known (id) AS (
           SELECT id FROM plants WHERE id BETWEEN 1 AND 9007199254740991
@@ -84,18 +68,13 @@ export const migrations: readonly string[] = [
             WHERE id < 9007199254740991 AND id + 1 NOT IN (SELECT id FROM known))
    WHERE name = 'plants' AND seq > 9007199254740991;
    CREATE TABLE chosen_ids (id INTEGER PRIMARY KEY) STRICT;`,
-  // 5: where a probe write goes while writes fail (a full disk): one row, written then deleted.
+  // 5: where a probe write goes while writes fail (a full disk).
   'CREATE TABLE write_probe (id INTEGER PRIMARY KEY, data BLOB NOT NULL) STRICT;',
-  // 6: where an event came from: the request id of the write that caused it (delivery logs carry it)
-  // and, with tracing on, the W3C traceparent of its request span (the delivery's span is its child).
+  // 6: where an event came from (request id, traceparent), for delivery logs and spans.
   `ALTER TABLE webhook_deliveries ADD COLUMN request_id TEXT;
    ALTER TABLE webhook_deliveries ADD COLUMN traceparent TEXT;`,
-  // 7: the outbox proper. A plant write records its event in one small row, with the plant's fields
-  // as they were and no index beside its key: the cheapest durable write (a delivery row, with its
-  // body and three indexes, cost a create more than twice as much). The dispatcher turns events
-  // into deliveries, one per subscription that asked for the type, off the request path, and
-  // deletes them in the same transaction. AUTOINCREMENT: event ids only grow, so a subscription
-  // receives exactly the events from `first_event_id` on (those committed after it was created).
+  // 7: the outbox proper: one small row per event, fanned out off the request path (see
+  // docs/performance.md#what-the-measurements-decided). AUTOINCREMENT: event ids only grow.
   `CREATE TABLE webhook_events (
      id               INTEGER PRIMARY KEY AUTOINCREMENT,
      message_id       TEXT    NOT NULL,
@@ -113,5 +92,5 @@ export const migrations: readonly string[] = [
    ALTER TABLE webhook_subscriptions ADD COLUMN first_event_id INTEGER NOT NULL DEFAULT 0;`
 ]
 
-/** Marks a file as a plant-store database ('PLNT'), so a foreign SQLite file is never migrated. */
+/** 'PLNT', so a foreign SQLite file is never migrated. */
 export const APPLICATION_ID = 0x504c4e54

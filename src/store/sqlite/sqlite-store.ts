@@ -21,35 +21,21 @@ import { identityProblem, inspectDatabaseFile, readIdentity } from './preflight.
 import { createSqliteWebhookStore, enqueueSqliteEvent } from './webhook-store.js'
 import type { EventOrigin, WebhookEventType } from '../../webhooks/events.js'
 
-/** SQLite durability levels: `full` survives a power loss, `normal` a process crash. */
 export const SQLITE_SYNCHRONOUS = ['full', 'normal'] as const
 export type SqliteSynchronous = (typeof SQLITE_SYNCHRONOUS)[number]
 
 export interface SqliteStoreOptions {
-  /** A file path, or `:memory:`. */
   filename: string
-  /** `full` (default) survives a power loss; `normal` survives a process crash. */
   synchronous?: SqliteSynchronous
-  /** Called after each committed write transaction with the number of writes it held (for tests and metrics). */
   onCommit?: (writes: number) => void
-  /** Called after each fdatasync of the WAL under `full`, with its duration (for tests and metrics). */
   onSync?: (durationMs: number) => void
-  /** Told once when the database stops taking writes or its file goes away, and once when writes work again. */
   log?: StoreLog
-  /** Replaces `fs.fdatasync` of the WAL (tests hold it; see GroupCommitOptions). */
   fdatasync?: GroupCommitOptions['fdatasync']
-  /**
-   * WAL checkpoints on a thread of their own (checkpointer.ts), by default for a file; `false`
-   * leaves them to SQLite, in the committing connection on the event loop.
-   */
+  /** `false` leaves WAL checkpoints to SQLite, on the event loop. */
   checkpoint?: Omit<CheckpointerOptions, 'log'> | false
 }
 
-/**
- * The size of the probe write that tells, while writes fail, whether they work again. A write that
- * changes one page can still fit into the space a failed write left behind; this one needs room
- * for a few dozen plants' worth of WAL frames, so a healthy answer means writes fit again.
- */
+/** Room for a few dozen plants' WAL frames: a write of one page can fit where a failed one left space. */
 const PROBE_BYTES = 64 * 1024
 
 function openDatabase (filename: string): Database.Database {
@@ -73,7 +59,6 @@ function migrate (db: Database.Database): void {
   if (version < migrations.length) upgrade.immediate()
 }
 
-/** The embedded store: one SQLite file in WAL mode, statements prepared once. */
 export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
   const problem = inspectDatabaseFile(options.filename)
   if (problem !== undefined) throw new StoreOpenError(problem)
@@ -87,18 +72,14 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
 
   const statements = {
     get: db.prepare<[bigint], PlantRow>('SELECT * FROM plants WHERE id = ?'),
-    // Keyset pagination: a range scan from the cursor, so a deep page costs what the first one does.
-    // Reads fetch arrays (see PlantColumns).
+    // Keyset pagination: a deep page costs what the first one does.
     read: db.prepare<[bigint], PlantColumns>(`SELECT ${PLANT_COLUMNS} FROM plants WHERE id = ?`).raw(true),
     list: db.prepare<[bigint, number], PlantColumns>(`SELECT ${PLANT_COLUMNS} FROM plants WHERE id > ? ORDER BY id LIMIT ${boundLimit()}`).raw(true),
     listByTag: db.prepare<[string, bigint, number], PlantColumns>(
       `SELECT ${PLANT_COLUMNS} FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ${boundLimit()}`).raw(true),
     insert: db.prepare<[bigint, string, string | null, number, number], PlantRow>(
       'INSERT INTO plants (id, name, tag, created_at, updated_at) VALUES (?, ?, ?, ?, ?) RETURNING *'),
-    // The last id the server assigned (migration 3: sqlite_sequence, no longer AUTOINCREMENT's) and
-    // the one it assigns next: the one after it, or, when that one is taken (a plant has it, or a
-    // client chose it and deleted it since), the first free id after the run of taken ids it starts:
-    // the smallest taken id from there whose successor is free, plus one.
+    // The id assigned next: the one after the last, or the first free one after the run of taken ids.
     nextId: db.prepare<[], { last: bigint, next: bigint }>(`
       SELECT seq AS last, CASE
         WHEN NOT EXISTS (SELECT 1 FROM plants WHERE id = seq + 1) AND NOT EXISTS (SELECT 1 FROM chosen_ids WHERE id = seq + 1) THEN seq + 1
@@ -112,9 +93,7 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     setLastId: db.prepare<[bigint], unknown>("UPDATE sqlite_sequence SET seq = ? WHERE name = 'plants'"),
     // A chosen id the sequence has yet to reach is remembered, so it is skipped even once deleted.
     noteChosen: db.prepare<[bigint], unknown>('INSERT OR IGNORE INTO chosen_ids (id) VALUES (?)'),
-    // Chosen ids the sequence has passed can never be met again.
     forgetChosen: db.prepare<[bigint], unknown>('DELETE FROM chosen_ids WHERE id <= ?'),
-    // While writes fail, a write of PROBE_BYTES tells whether the database takes writes again.
     writeProbe: db.prepare<[number], unknown>('INSERT OR REPLACE INTO write_probe (id, data) VALUES (1, zeroblob(?))'),
     clearProbe: db.prepare('DELETE FROM write_probe'),
     // updated_at strictly increases, even for two writes within one millisecond.
@@ -131,26 +110,15 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     dataVersion: db.prepare<[], bigint>('PRAGMA data_version').pluck()
   }
 
-  /** Set when a transaction of the batch being built wrote events: the dispatchers are woken once it commits. */
   let eventsWritten = false
   const wakers = new Set<() => void>()
 
-  /**
-   * The event types some enabled subscription asked for; undefined when not known (read again at
-   * the next write). A write whose type none asked for skips its event: a service without webhooks
-   * (or with subscriptions to other types only) pays nothing for them. This process's own changes
-   * of subscriptions go through its webhook store, which forgets the answer inside the same
-   * transaction (onSubscriptionsChanged), so a write serialized after the change reads it anew; a
-   * commit by any other connection to the file moves PRAGMA data_version, which forgets it too;
-   * and a batch that fails forgets it (failure below), since it may have been read inside a
-   * transaction that then rolled back.
-   */
+  // The event types enabled subscriptions asked for, so a write whose type none asked for skips its
+  // event. Forgotten on subscription changes, on another connection's commit (data_version) and on
+  // a failed batch (it may have been read in a transaction that rolled back).
   let wantedTypes: Set<string> | undefined
   let wantedTypesVersion: bigint | undefined
-  /**
-   * The change's webhook event, written by the change's own transaction (the transactional outbox):
-   * committed with it, rolled back with it, never written for a change that did not happen.
-   */
+  /** The transactional outbox: the event commits and rolls back with the change. */
   const emit = (type: WebhookEventType, plant: Plant, now: number, origin: EventOrigin | undefined): Plant => {
     const version = statements.dataVersion.get() as bigint
     if (wantedTypes === undefined || version !== wantedTypesVersion) {
@@ -195,7 +163,6 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
         throw err
       }
       if (id > last) {
-        // AUTOINCREMENT moved the sequence up to the chosen id: put it back.
         statements.setLastId.run(last)
         if (id <= MAX_ASSIGNED_ID) statements.noteChosen.run(id)
       }
@@ -208,7 +175,6 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
   })
 
   const remove = db.transaction((id: bigint, ifMatch?: IfMatch, origin?: EventOrigin): Plant => {
-    // Without If-Match there is nothing to check first: the delete itself says whether the plant was there.
     if (ifMatch !== undefined) writableRow(id, statements.get.get(id), ifMatch)
     return emit('plant.deleted', toPlant(writableRow(id, statements.delete.get(id), undefined)), Date.now(), origin)
   })
@@ -218,19 +184,13 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
 
   const { filename, onCommit, onSync, log } = options
   const inFile = filename !== ':memory:'
-  // The file this process opened must stay the one its path names (see createFileCheck).
   const file = inFile
     ? createFileCheck(filename, (error) => { log?.error({ err: error.cause }, 'the database file was deleted or replaced: writes, reads and /health answer 503 until a restart') })
     : undefined
 
-  /**
-   * Why writes fail right now (a full disk, an I/O error): set by the last failure, cleared by the
-   * next commit. /health reports it, and retries with a probe write when no other write came, so
-   * the store recovers by itself once space is back.
-   */
+  // Why writes fail right now: /health retries with a probe write, so the store recovers by itself.
   let trouble: ServiceError | undefined
 
-  /** What a failure of SQLite or of its files means (storage-full, unavailable), when it is one of those. */
   const failure = (err: unknown): unknown => {
     // A batch SQLite failed rolled back whatever it read about subscriptions too.
     if (!(err instanceof ServiceError)) wantedTypes = undefined
@@ -251,25 +211,21 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
       onCommit?.(count)
       if (eventsWritten) {
         eventsWritten = false
-        // The dispatcher's claim is a write of a later batch: it hands deliveries out only once this one is on disk.
         for (const wake of wakers) wake()
       }
     },
     ...(onSync !== undefined && { onSync }),
     ...(options.fdatasync !== undefined && { fdatasync: options.fdatasync }),
-    // Every batch looks before it is acknowledged: a write is never acknowledged into a file that is
-    // gone (one check per batch, not per write: under load a batch holds many writes).
+    // One check per batch that the file is still there: a write is never acknowledged into a gone file.
     ...(file !== undefined && { verify: () => { file.verify(true) } }),
     report: failure
   })
 
-  // Checkpoints off the event loop: started once the file is migrated, stopped before close's own.
   const checkpointer = inFile && options.checkpoint !== false
     ? startCheckpointer(db, filename, { ...options.checkpoint, ...(log !== undefined && { log }) })
     : undefined
 
-  // Webhook persistence on this connection, its writes in the same group commit: as durable as
-  // plant writes, and its reads wait for the disk as theirs do.
+  // Webhook writes share the group commit: as durable as plant writes.
   const webhooks = createSqliteWebhookStore({
     db,
     write: async (transaction, options) => await writes.enqueue(transaction, options),
@@ -291,9 +247,7 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
       } catch (err) {
         throw failure(err)
       }
-      // Rejects too once a sync of the WAL has failed: the service can no longer promise durability.
       await writes.afterDurable(undefined)
-      // After a failed write, healthy only once a write commits again: a probe, when no other did.
       if (trouble !== undefined) {
         await writes.enqueue(writeProbe)
         await writes.enqueue(clearProbe)
@@ -303,8 +257,6 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
     async list ({ limit, after, tag }: ListQuery): Promise<ListPage> {
       try {
         file?.verify()
-        // One row more than asked tells whether another page follows.
-        // Ids are positive, so "after 0" is the first page.
         const rows = tag === undefined
           ? statements.list.all(after ?? 0n, limit + 1)
           : statements.listByTag.all(tag, after ?? 0n, limit + 1)
@@ -349,8 +301,7 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
       if (!db.open) return
       await writes.close()
       await checkpointer?.close()
-      // Fold the WAL back into the main file so a stopped service leaves one self-contained file.
-      // When that fails (a full disk), the WAL stays beside the file and SQLite replays it at the next start.
+      // Fold the WAL back so a stopped service leaves one file; on failure SQLite replays it at the next start.
       if (inFile) {
         try {
           db.pragma('wal_checkpoint(TRUNCATE)')

@@ -12,41 +12,23 @@ import type {
 import { StoreOpenError } from '../../errors.js'
 import { boundLimit, configureConnection } from './connection.js'
 
-/** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
 export const WEBHOOK_SCHEMA_VERSION = 7
 
-/**
- * Runs a write transaction; the plant store's group commit in the service, so webhook writes are as
- * durable. `awaitSync: false` (the dispatcher's claims and outcomes) answers once committed, without
- * waiting for the flush (GroupCommit.enqueue).
- */
+/** Runs a write transaction; `awaitSync: false` answers once committed, without waiting for the flush. */
 export type SqliteWriteRunner = <T>(transaction: Database.Transaction<() => T>, options?: { awaitSync?: boolean }) => Promise<T>
 
 export interface SqliteWebhookStoreOptions {
-  /**
-   * A connection to the plant store's database, opened with `defaultSafeIntegers(true)`: the plant
-   * store's own, or one of its own on the same file (openSqliteWebhookDatabase).
-   */
+  /** Opened with `defaultSafeIntegers(true)`: the plant store's own connection, or one on the same file. */
   db: Database.Database
-  /** How writes run; by default at once, each in an IMMEDIATE transaction of its own. */
   write?: SqliteWriteRunner
-  /**
-   * Hands back what a read found once everything committed so far is durable (the group commit's
-   * afterDurable), so no answer shows a write that could still be lost; at once by default.
-   */
+  /** Holds a read's answer until what is committed is durable, so no answer shows a write that could be lost. */
   afterDurable?: <T>(value: T) => T | Promise<T>
-  /** Closed by close() (when the connection is the store's own). */
   ownsDb?: boolean
-  /** How the dispatcher hears of new deliveries: the plant store calls `wake` after a commit that wrote some. */
   listen?: WebhookStore['listen']
-  /**
-   * Told, inside the write's transaction, whenever subscriptions are created, changed, deleted or
-   * disabled: the plant store then no longer knows whether any is enabled (see sqlite-store.ts).
-   */
+  /** Called inside the write's transaction when subscriptions change: the plant store then re-checks whether any is enabled. */
   onSubscriptionsChanged?: () => void
 }
 
-/** A subscription row as SQLite keeps it: flags and times as bigints, events space-separated. */
 interface SqliteSubscriptionRow {
   id: bigint
   owner: string
@@ -76,14 +58,9 @@ const subscription = (row: SqliteSubscriptionRow): WebhookSubscription => toSubs
 
 const DELIVERY = 'id, event_type, status, attempts, last_attempt_at, last_status_code, last_error, next_attempt_at, created_at'
 
-/**
- * Whether subscription `s` receives the event with id `eventId` and type `type` (SQL expressions):
- * enabled, created before the event, and asking for its type.
- */
 const receives = (eventId: string, type: string): string =>
   `s.disabled = 0 AND s.first_event_id <= ${eventId} AND instr(' ' || s.events || ' ', ' ' || ${type} || ' ') > 0`
 
-/** An event as the outbox keeps it until the dispatcher fans it out (migration 7). */
 interface EventRow {
   id: bigint
   message_id: string
@@ -108,11 +85,8 @@ const INSERT_EVENT_SQL = `
 const eventStatements = new WeakMap<Database.Database, Database.Statement<EventValues>>()
 
 /**
- * Writes the event to the outbox on `db`, synchronously: call it inside the plant write's own
- * transaction, so the change and its event commit (or roll back) together. One row of the plant's
- * fields: the message id is drawn now (every attempt, to every subscription, carries it), the body
- * is made when the dispatcher fans the event out. Returns the event's id. The caller wakes the
- * dispatcher once the transaction has committed.
+ * Writes the event to the outbox inside the plant write's own transaction, so the change and its
+ * event commit (or roll back) together. The body is made when the dispatcher fans the event out.
  */
 export function enqueueSqliteEvent (db: Database.Database, event: PlantEvent, now: number = Date.now()): bigint {
   let statement = eventStatements.get(db)
@@ -125,15 +99,10 @@ export function enqueueSqliteEvent (db: Database.Database, event: PlantEvent, no
     event.occurredAt ?? now, now, origin?.requestId ?? null, origin?.traceparent ?? null).lastInsertRowid as bigint
 }
 
-/** Events fanned out by a claim that found too few deliveries due: enough to fill the next claims too. */
 const FAN_OUT_BATCH = 64
-/** Events fanned out per transaction before a listing or a backlog count. */
 const FAN_OUT_ALL_BATCH = 1000
 
-/**
- * A connection of its own to a plant-store database the plant store has already migrated (it runs
- * the migrations, webhook steps included), with the plant store's settings.
- */
+/** A connection of its own to a database the plant store has already migrated. */
 export function openSqliteWebhookDatabase (filename: string): Database.Database {
   return configureConnection(new Database(filename, { fileMustExist: filename !== ':memory:' }))
 }
@@ -145,7 +114,6 @@ function checkSchema (db: Database.Database): void {
   }
 }
 
-/** Webhook persistence on the plant store's SQLite database: statements prepared once. */
 export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): WebhookStore {
   const { db } = options
   checkSchema(db)
@@ -153,7 +121,6 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
   const durable = options.afterDurable ?? (<T>(value: T): T => value)
 
   const statements = {
-    // A subscription receives the events committed after it: those from the next event id on.
     insertSubscription: db.prepare<[string, string, string, string | null, number, string, number, number], SqliteSubscriptionRow>(
       `INSERT INTO webhook_subscriptions (owner, url, events, description, disabled, secret, created_at, updated_at, first_event_id)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM sqlite_sequence WHERE name = 'webhook_events'))
@@ -183,7 +150,6 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
       `SELECT count(*) FROM webhook_subscriptions s WHERE ${receives('@eventId', '@type')}`).pluck(),
     anyEvents: db.prepare<[], bigint>('SELECT EXISTS (SELECT 1 FROM webhook_events)').pluck(),
     nextEvents: db.prepare<[number], EventRow>(`SELECT * FROM webhook_events ORDER BY id LIMIT ${boundLimit()}`),
-    // The fan-out of one event: a delivery for every enabled subscription that asked for its type.
     fanOut: db.prepare<[{ eventId: bigint, messageId: string, type: string, payload: string, createdAt: bigint, requestId: string | null, traceparent: string | null }], unknown>(
       `INSERT INTO webhook_deliveries (subscription_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at, request_id, traceparent)
        SELECT s.id, @messageId, @type, @payload, 'pending', 0, @createdAt, @createdAt, @requestId, @traceparent
@@ -192,11 +158,9 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     eventBacklog: db.prepare<[], { pending: bigint, oldest: bigint | null }>(
       `SELECT count(*) AS pending, min(e.created_at) AS oldest
        FROM webhook_events e JOIN webhook_subscriptions s ON ${receives('e.id', 'e.event_type')}`),
-    // Per subscription, its oldest due deliveries (at most perSubscription), then the oldest of
-    // those overall: one subscription's backlog cannot fill a claim while others wait. CROSS JOIN
-    // keeps subscriptions the outer loop (SQLite does not reorder it): a few index probes each,
-    // instead of a scan of every delivery kept. Subscriptions at their limit in this process are
-    // left out in JavaScript: a json_each() filter cost more than the probes (twice the claim).
+    // Per subscription its oldest due deliveries first, so one backlog cannot fill a claim. CROSS JOIN
+    // keeps subscriptions the outer loop (SQLite does not reorder it): index probes, not a scan.
+    // Subscriptions at their limit are left out in JavaScript: see docs/performance.md#what-the-measurements-decided.
     dueCandidates: db.prepare<[{ now: number, limit: number, cap: number }], ClaimRow>(
       `SELECT d.id, d.subscription_id, d.message_id, d.event_type, d.payload, d.attempts,
               s.url, s.secret, s.previous_secret, s.previous_secret_until, d.request_id, d.traceparent
@@ -209,8 +173,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
        WHERE s.disabled = 0
        ORDER BY d.next_attempt_at, d.id LIMIT ${boundLimit('limit')}`),
     lease: db.prepare<[string, number, bigint], unknown>('UPDATE webhook_deliveries SET lease = ?, lease_until = ? WHERE id = ?'),
-    // Reads first: a claim or a prune with nothing to do must not cost a write transaction (and,
-    // under full sync, an fdatasync) every poll interval of an idle service.
+    // Reads first: an idle service must not pay a write transaction (and an fdatasync) every poll.
     anyDue: db.prepare<[{ now: number }], bigint>(
       `SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= @now
                       AND (lease_until IS NULL OR lease_until <= @now))`).pluck(),
@@ -242,17 +205,10 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
          LIMIT ${boundLimit()})`)
   }
 
-  /** Runs `fn` as one write transaction (a savepoint inside a group commit). */
   const run = async <T>(fn: () => T): Promise<T> => await write(db.transaction(fn))
-  /**
-   * The dispatcher's bookkeeping: committed before anything depends on it, but not waited for on
-   * disk. A crash can lose it only to deliver again (at least once): a lost claim is released at
-   * the next start (releaseOrphanedLeases), a lost outcome leaves the delivery due once more.
-   * (What a claim hands out still waits for its events' flush: see claimDue.)
-   */
+  // The dispatcher's bookkeeping is not waited for on disk: a crash can only make a delivery go again.
   const runBookkeeping = async <T>(fn: () => T): Promise<T> => await write(db.transaction(fn), { awaitSync: false })
   const changed = options.onSubscriptionsChanged ?? (() => {})
-  /** Runs `fn` as one write transaction that changes subscriptions. */
   const runChange = async <T>(fn: () => T): Promise<T> => await run(() => {
     changed()
     return fn()
@@ -263,7 +219,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     if (row === undefined) return undefined
     const url = changes.url ?? row.url
     const disabled = changes.disabled ?? row.disabled === 1n
-    // A fresh start: failures before a new URL or a re-enable say nothing about what comes next.
+    // Failures before a new URL or a re-enable say nothing about what comes next.
     const reset = url !== row.url || (row.disabled === 1n && !disabled)
     const events = changes.events === undefined ? row.events : changes.events.join(' ')
     const description = changes.description === undefined ? row.description : changes.description
@@ -286,11 +242,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     return { status: 'ok', delivery: toDelivery(statements.retryDelivery.get(now, deliveryId) as DeliveryRow) }
   }
 
-  /**
-   * Turns up to `limit` of the oldest events into deliveries and deletes them, in the caller's
-   * transaction; returns how many events it took. Each body is made here, from the plant's fields as
-   * the event recorded them: the same bytes whenever it is made.
-   */
+  /** Each body is made here, from the plant's fields as the event recorded them: the same bytes every time. */
   const fanOut = (limit: number): number => {
     const events = statements.nextEvents.all(limit)
     for (const event of events) {
@@ -317,20 +269,16 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     return events.length
   }
 
-  /** Fans out every event waiting, a transaction per batch: a listing or a count then sees every delivery. */
   const fanOutAll = async (): Promise<void> => {
     while (statements.anyEvents.get() === 1n) await runBookkeeping(() => fanOut(FAN_OUT_ALL_BATCH))
   }
 
-  /** `anyDue`: whether a delivery was due just before (when not, events are fanned out first). */
   const claim = ({ lease, now, leaseMs, limit, perSubscription, skipSubscriptions }: ClaimRequest, anyDue: boolean): ClaimedDelivery[] => {
     const skip = new Set(skipSubscriptions)
-    // Inside the write transaction: nothing can lease these rows between the read and the update.
     const due = (): ClaimRow[] => statements.dueCandidates.all({ now, cap: perSubscription, limit: limit + perSubscription * skip.size })
       .filter((row) => !skip.has(row.subscription_id))
-    // Events become deliveries as the dispatcher needs them: only when what is due falls short of
-    // the claim. While requests saturate the loop (one attempt at a time), that is one event per
-    // attempt, and the rest waits in the outbox as the cheap rows the writes left.
+    // Events become deliveries only when what is due falls short of the claim; the rest stays cheap
+    // rows in the outbox: see docs/performance.md#what-the-measurements-decided.
     const fanOutSome = (): number => fanOut(Math.max(FAN_OUT_BATCH, limit))
     if (!anyDue) fanOutSome()
     let rows = due()
@@ -375,7 +323,6 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     },
 
     async listSubscriptions (owner: string, { limit, after }: SubscriptionQuery): Promise<SubscriptionPage> {
-      // One row more than asked tells whether another page follows; ids are positive.
       const rows = statements.listSubscriptions.all(owner, after ?? 0n, limit + 1)
       return await durable({ subscriptions: rows.slice(0, limit).map(subscription), hasMore: rows.length > limit })
     },
@@ -417,9 +364,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
       const anyDue = statements.anyDue.get({ now: request.now }) === 1n
       if (!anyDue && statements.anyEvents.get() === 0n) return []
       const claimed = await runBookkeeping(() => claim(request, anyDue))
-      // Nothing is sent before its event is on disk: the claim may have fanned out events whose
-      // write is committed but not yet flushed (under `full`), so what it hands out waits for that
-      // flush, like any read. The claim itself needs no flush of its own (the next covers it).
+      // Nothing is sent before its event is on disk: the fanned-out events may not be flushed yet.
       return claimed.length === 0 ? claimed : await durable(claimed)
     },
 
@@ -449,7 +394,6 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     ...(options.listen !== undefined && { listen: options.listen }),
 
     async backlog (): Promise<Backlog> {
-      // Deliveries, and the deliveries that events not yet fanned out will become.
       const deliveries = statements.backlog.get() as { pending: bigint, oldest: bigint | null }
       const events = statements.eventBacklog.get() as { pending: bigint, oldest: bigint | null }
       const oldest = [deliveries.oldest, events.oldest].filter((at) => at !== null).map(Number)
