@@ -19,7 +19,8 @@ const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024
 
 const output: Output = {
   out: (text) => { process.stdout.write(text) },
-  err: (text) => { process.stderr.write(text) }
+  err: (text) => { process.stderr.write(text) },
+  data: process.stdout
 }
 
 /**
@@ -141,7 +142,7 @@ async function main (): Promise<void> {
     case 'token': process.exitCode = runToken(output); return
     case 'check': process.exitCode = await runCheck(process.env, output); return
     case 'backup': process.exitCode = await runBackup(command.file, process.env, output); return
-    case 'restore': process.exitCode = runRestore(command.file, process.env, output)
+    case 'restore': process.exitCode = runRestore(command.file, process.env, output, { force: command.force })
   }
 }
 

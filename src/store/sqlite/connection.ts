@@ -1,4 +1,14 @@
+import { closeSync, openSync } from 'node:fs'
 import type Database from 'better-sqlite3'
+
+/**
+ * Creates `file` empty and readable by its owner only when it does not exist yet: the database
+ * holds webhook secrets. SQLite gives the -wal, -shm and -journal files it creates later the mode
+ * of the database file, so they are owner-only too. An existing file keeps its mode.
+ */
+export function createOwnerOnly (file: string): void {
+  closeSync(openSync(file, 'a', 0o600))
+}
 
 /**
  * A bound LIMIT, for SQL text: `LIMIT ${boundLimit()}`, or `LIMIT ${boundLimit('cap')}` for a named
