@@ -15,6 +15,8 @@ import { DEFAULT_RETRY_SCHEDULE_MS } from './webhooks/schedule.js'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
+const LOG_FORMATS = ['json', 'pretty'] as const
+export type LogFormat = (typeof LOG_FORMATS)[number]
 
 /** The longest wait any WEBHOOK_* setting takes: a year. */
 const MAX_WEBHOOK_MS = 365 * 24 * 3_600_000
@@ -34,6 +36,11 @@ const EnvSchema = Type.Object({
   PG_STARTUP_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 3_600_000, default: 30_000 }),
   SQLITE_SYNCHRONOUS: Type.Unsafe<SqliteSynchronous>({ type: 'string', enum: SQLITE_SYNCHRONOUS, default: 'full' }),
   LOG_LEVEL: Type.Unsafe<LogLevel>({ type: 'string', enum: LOG_LEVELS, default: 'info' }),
+  LOG_FORMAT: Type.Optional(Type.Unsafe<LogFormat>({
+    type: 'string',
+    enum: LOG_FORMATS,
+    description: 'How log lines are written to stdout: json (one JSON object a line) or pretty (for a person); unset, pretty on a terminal and json otherwise.'
+  })),
   ALLOW_WEAK_TOKENS: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '0' }),
   // Limits and timeouts (milliseconds); see README "Operating it".
   BODY_LIMIT: Type.Integer({ minimum: 1, default: 16 * 1024 }),
@@ -94,6 +101,8 @@ export interface Config {
   /** True when no token was configured and one was made up for this run. */
   tokenGenerated: boolean
   logLevel: LogLevel
+  /** LOG_FORMAT; undefined: chosen by whether stdout is a terminal. */
+  logFormat?: LogFormat
   /** Largest request body accepted, in bytes (413 beyond). */
   bodyLimit: number
   /** Slow clients: headers must arrive within `headers`, the whole request within `request`. */
@@ -204,6 +213,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     tokens: [...new Set(tokens)],
     tokenGenerated,
     logLevel: parsed.LOG_LEVEL,
+    ...(parsed.LOG_FORMAT !== undefined && { logFormat: parsed.LOG_FORMAT }),
     bodyLimit: parsed.BODY_LIMIT,
     timeouts: {
       headers: parsed.HEADERS_TIMEOUT_MS,

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs'
 import { destination } from 'pino'
+import type { PrettyOptions } from 'pino-pretty'
 import { buildApp } from './app.js'
 import { parseCommandLine, USAGE } from './cli.js'
 import { runBackup, runCheck, runRestore, runToken, type Output } from './commands.js'
@@ -44,9 +45,10 @@ async function serve (): Promise<void> {
   // waiting for it: pino flushes it with a blocking retry loop at exit, which never ends when the
   // reader of stdout (a log shipper) has stopped reading.
   const logStream = destination({ dest: 1, sync: false, maxLength: LOG_BUFFER_MAX_BYTES })
+  const pretty = (config.logFormat ?? (process.stdout.isTTY ? 'pretty' : 'json')) === 'pretty'
   let app
   try {
-    app = await buildApp(config, { logStream })
+    app = await buildApp(config, { logStream: pretty ? await prettyLog(logStream) : logStream })
   } catch (err) {
     if (!(err instanceof StoreOpenError)) throw err
     // A PostgreSQL URL may carry a password: name the database without it.
@@ -104,8 +106,8 @@ async function serve (): Promise<void> {
   await app.listen({ port: config.port, host: config.host })
   const base = url(config.host, app.server.address(), config.port)
   const metrics = app.metrics?.address()
-  // Printed once to the terminal, not to the log: a newcomer can try the API straight away.
-  process.stdout.write(
+  // Printed once for a person, on stderr: stdout carries the log only (JSON lines for a collector).
+  process.stderr.write(
     `\nplant-store is listening on ${base}\n` +
     `  API docs (Swagger UI): ${base}/docs\n` +
     `  OpenAPI document:      ${base}/openapi.json\n` +
@@ -115,6 +117,15 @@ async function serve (): Promise<void> {
       : '') +
     '\n'
   )
+}
+
+/**
+ * Log lines for a person at a terminal (LOG_FORMAT=pretty, the default there), written on into
+ * `out`. pino-pretty is loaded only then.
+ */
+async function prettyLog (out: NonNullable<PrettyOptions['destination']>): Promise<{ write (line: string): void }> {
+  const { default: pinoPretty } = await import('pino-pretty')
+  return pinoPretty({ destination: out, colorize: process.stdout.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
 }
 
 function url (host: string, address: unknown, fallbackPort: number): string {
