@@ -1,5 +1,5 @@
 import { maxHeaderSize } from 'node:http'
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import { destination } from 'pino'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import authPlugin from '../plugins/app/auth.js'
@@ -24,6 +24,7 @@ import webhooksRoutes from '../plugins/routes/webhooks/index.js'
 import type { ApiLoadOptions } from './webhooks/api-load.js'
 import type { RequestFunction } from './webhooks/deliver.js'
 import type { Config } from './load-config.js'
+import { redactUrl } from './redact-url.js'
 
 export interface BuildOptions {
   /** Where the log goes (stdout by default); tests capture it. */
@@ -53,7 +54,17 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       // line took a quarter of a request's CPU time under load (README, "Performance").
       stream: options.logStream ?? destination({ dest: 1, sync: false }),
       // Tokens never reach the logs, whatever a serializer or a plugin decides to print.
-      redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization'], censor: '[redacted]' }
+      redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization'], censor: '[redacted]' },
+      // Fastify's request serializer, with credentials in the query string redacted from the URL.
+      serializers: {
+        req: (request: FastifyRequest) => ({
+          method: request.method,
+          url: redactUrl(request.url),
+          host: request.host,
+          remoteAddress: request.ip,
+          ...(request.socket?.remotePort !== undefined && { remotePort: request.socket.remotePort })
+        })
+      }
     },
     // Request ids: the client's X-Request-Id when sane, else a UUID; one access line per request
     // instead of Fastify's two (plugins/app/request-log.ts).

@@ -15,6 +15,8 @@ import { DEFAULT_RETRY_SCHEDULE_MS } from './webhooks/schedule.js'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
+const OTLP_PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'] as const
+export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number]
 const LOG_FORMATS = ['json', 'pretty'] as const
 export type LogFormat = (typeof LOG_FORMATS)[number]
 
@@ -66,6 +68,25 @@ const EnvSchema = Type.Object({
   METRICS_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
   METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
   OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(Type.String()),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: Type.Optional(Type.String({
+    description: 'The full URL traces are exported to (no /v1/traces is added); set alone, it turns tracing on as OTEL_EXPORTER_OTLP_ENDPOINT does.'
+  })),
+  OTEL_EXPORTER_OTLP_PROTOCOL: Type.Optional(Type.Unsafe<OtlpProtocol>({
+    type: 'string',
+    enum: OTLP_PROTOCOLS,
+    description: 'The OTLP encoding and transport: http/protobuf (the specification\'s default), http/json or grpc.'
+  })),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: Type.Optional(Type.Unsafe<OtlpProtocol>({
+    type: 'string',
+    enum: OTLP_PROTOCOLS,
+    description: 'OTEL_EXPORTER_OTLP_PROTOCOL for traces only; wins over it.'
+  })),
+  OTEL_EXPORTER_OTLP_HEADERS: Type.Optional(Type.String({
+    description: 'Headers sent with every export, as key=value pairs separated by commas (e.g. an API key for the collector); read by the OpenTelemetry SDK.'
+  })),
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: Type.Optional(Type.String({ description: 'OTEL_EXPORTER_OTLP_HEADERS for traces only; wins over it.' })),
+  OTEL_EXPORTER_OTLP_TIMEOUT: Type.Optional(Type.Integer({ minimum: 1, description: 'How long one export may take, in milliseconds (the SDK\'s default: 10000).' })),
+  OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: Type.Optional(Type.Integer({ minimum: 1, description: 'OTEL_EXPORTER_OTLP_TIMEOUT for traces only; wins over it.' })),
   OTEL_SERVICE_NAME: Type.String({ minLength: 1, default: 'plant-store' }),
   TRUST_PROXY: Type.String({ default: '' }),
   // Webhooks (README "Webhooks").
@@ -130,8 +151,12 @@ export interface Config {
   docs: { persistAuthorization: boolean }
   /** The Prometheus listener (GET /metrics), when METRICS_PORT is set; nothing is collected otherwise. */
   metrics?: { port: number, host: string }
-  /** OTLP/HTTP trace export, when OTEL_EXPORTER_OTLP_ENDPOINT is set; nothing is loaded otherwise. */
-  tracing?: { tracesUrl: string, serviceName: string }
+  /**
+   * OTLP trace export, when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set;
+   * nothing is loaded otherwise. The OpenTelemetry SDK reads the OTEL_* variables itself, from
+   * process.env: `tracesUrl` and `protocol` are what it will use, for logs and checks.
+   */
+  tracing?: { tracesUrl: string, protocol: OtlpProtocol, serviceName: string }
   /**
    * Fastify's `trustProxy`: false (the default: the socket's peer is the client), a hop count, or the
    * proxies' addresses/CIDRs. Decides `request.ip` (rate limits, logs) and `request.protocol`.
@@ -196,7 +221,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   if (parsed.HEADERS_TIMEOUT_MS > parsed.REQUEST_TIMEOUT_MS) {
     throw new ConfigError('invalid configuration: HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS')
   }
-  const tracesUrl = otlpTracesUrl(parsed.OTEL_EXPORTER_OTLP_ENDPOINT)
+  const protocol = parsed.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? parsed.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf'
+  const tracesUrl = otlpTracesUrl(parsed.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, parsed.OTEL_EXPORTER_OTLP_ENDPOINT, protocol)
   if (parsed.METRICS_PORT !== undefined && parsed.METRICS_PORT !== 0 && parsed.METRICS_PORT === parsed.PORT) {
     throw new ConfigError('invalid configuration: METRICS_PORT must differ from PORT (the API port never serves metrics)')
   }
@@ -236,7 +262,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     ...(parsed.PUBLIC_URL !== undefined && { publicUrl: parsePublicUrl(parsed.PUBLIC_URL) }),
     docs: { persistAuthorization: parsed.DOCS_PERSIST_AUTHORIZATION === '1' },
     ...(parsed.METRICS_PORT !== undefined && { metrics: { port: parsed.METRICS_PORT, host: parsed.METRICS_HOST } }),
-    ...(tracesUrl !== undefined && { tracing: { tracesUrl, serviceName: parsed.OTEL_SERVICE_NAME } }),
+    ...(tracesUrl !== undefined && { tracing: { tracesUrl, protocol, serviceName: parsed.OTEL_SERVICE_NAME } }),
     trustProxy: parseTrustProxy(parsed.TRUST_PROXY),
     webhooks: {
       timeoutMs: parsed.WEBHOOK_TIMEOUT_MS,
@@ -283,21 +309,28 @@ const PACKAGE_VERSION = ((): string => {
 })()
 
 /**
- * OTEL_EXPORTER_OTLP_ENDPOINT is, as the OpenTelemetry specification defines it, the collector's
- * base URL: traces go to `<endpoint>/v1/traces`. Empty or unset: no tracing.
+ * Where traces go, as the OpenTelemetry specification (and the SDK, which does the sending) has it:
+ * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is, else the base OTEL_EXPORTER_OTLP_ENDPOINT plus
+ * `/v1/traces` over HTTP. Both empty or unset: no tracing.
  */
-function otlpTracesUrl (endpoint: string | undefined): string | undefined {
-  if (endpoint === undefined || endpoint.trim() === '') return undefined
-  let url: URL
-  try {
-    url = new URL(endpoint.trim())
-  } catch {
-    throw new ConfigError('invalid configuration: OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL')
+function otlpTracesUrl (tracesEndpoint: string | undefined, endpoint: string | undefined, protocol: OtlpProtocol): string | undefined {
+  const url = (name: string, value: string): URL => {
+    let parsed: URL
+    try {
+      parsed = new URL(value)
+    } catch {
+      throw new ConfigError(`invalid configuration: ${name} must be an http:// or https:// URL`)
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new ConfigError(`invalid configuration: ${name} must be an http:// or https:// URL`)
+    return parsed
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ConfigError('invalid configuration: OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL')
-  }
-  return `${url.href.replace(/\/+$/, '')}/v1/traces`
+  const base = endpoint?.trim() === '' ? undefined : endpoint?.trim()
+  const signal = tracesEndpoint?.trim() === '' ? undefined : tracesEndpoint?.trim()
+  const baseUrl = base === undefined ? undefined : url('OTEL_EXPORTER_OTLP_ENDPOINT', base)
+  if (signal !== undefined) return url('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', signal).href
+  if (baseUrl === undefined) return undefined
+  // gRPC names the service, not a path: the endpoint is used as it is.
+  return protocol === 'grpc' ? baseUrl.href : `${baseUrl.href.replace(/\/+$/, '')}/v1/traces`
 }
 
 /**

@@ -26,10 +26,19 @@ test('operations settings are read from the environment', () => {
     SHUTDOWN_DELAY_MS: '5000'
   })
   assert.deepEqual(config.metrics, { port: 9464, host: '0.0.0.0' })
-  assert.deepEqual(config.tracing, { tracesUrl: 'http://collector.internal:4318/v1/traces', serviceName: 'plants-eu' })
+  assert.deepEqual(config.tracing, { tracesUrl: 'http://collector.internal:4318/v1/traces', protocol: 'http/protobuf', serviceName: 'plants-eu' })
   assert.equal(config.pgStartupTimeoutMs, 0)
   assert.equal(config.shutdownDelayMs, 5000)
   assert.equal(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example/base' }).tracing?.tracesUrl, 'https://otel.example/base/v1/traces')
+  // The OTLP variables as the specification has them: the per-signal endpoint as it is, and wins;
+  // the per-signal protocol wins; gRPC takes the base endpoint as it is.
+  const tracing = (env: NodeJS.ProcessEnv): Config['tracing'] => loadConfig(env).tracing
+  assert.deepEqual(tracing({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://c:4318/custom' }), { tracesUrl: 'http://c:4318/custom', protocol: 'http/protobuf', serviceName: 'plant-store' })
+  assert.equal(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://b:4318/t' })?.tracesUrl, 'http://b:4318/t')
+  assert.equal(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' })?.protocol, 'http/json')
+  assert.equal(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf' })?.protocol, 'http/protobuf')
+  assert.deepEqual(tracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }), { tracesUrl: 'http://a:4317/', protocol: 'grpc', serviceName: 'plant-store' })
+  assert.equal(tracing({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: ' ' }), undefined)
   assert.equal(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: '' }).tracing, undefined)
   assert.deepEqual(loadConfig({ METRICS_PORT: '0' }).metrics, { port: 0, host: '127.0.0.1' })
 })
@@ -88,6 +97,9 @@ test('a bad operations setting stops the start with a message that names it', ()
     [{ METRICS_HOST: '' }, /METRICS_HOST must NOT have fewer than 1 characters/],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, /OTEL_EXPORTER_OTLP_ENDPOINT must be an http:\/\/ or https:\/\/ URL/],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://collector:4317' }, /OTEL_EXPORTER_OTLP_ENDPOINT must be an http:\/\/ or https:\/\/ URL/],
+    [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'collector:4318' }, /OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an http:\/\/ or https:\/\/ URL/],
+    [{ OTEL_EXPORTER_OTLP_PROTOCOL: 'http' }, /OTEL_EXPORTER_OTLP_PROTOCOL must be equal to one of the allowed values/],
+    [{ OTEL_EXPORTER_OTLP_TIMEOUT: 'soon' }, /OTEL_EXPORTER_OTLP_TIMEOUT must be integer/],
     [{ PG_STARTUP_TIMEOUT_MS: 'forever' }, /PG_STARTUP_TIMEOUT_MS must be integer/],
     [{ PG_STARTUP_TIMEOUT_MS: '-1' }, /PG_STARTUP_TIMEOUT_MS must be >= 0/],
     [{ SHUTDOWN_DELAY_MS: 'soon' }, /SHUTDOWN_DELAY_MS must be integer/],
