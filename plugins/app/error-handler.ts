@@ -7,6 +7,7 @@ import {
 } from '../../src/errors.js'
 import type { ErrorBody } from '../../src/schemas/error.js'
 import { patternMessages } from '../../src/schemas/pattern-messages.js'
+import { labelUnroutedRequest } from '../../src/route-label.js'
 
 /**
  * The HTTP status of every error code: the one place where a failure of the core (a store, a
@@ -86,6 +87,29 @@ function allowedMethods (app: FastifyInstance, url: string): string[] {
   const allowed = app.supportedMethods.filter((method) => app.findRoute({ method: method as HTTPMethods, url }) !== null)
   if (allowed.every((method) => method === 'OPTIONS')) return []
   return allowed.sort((a, b) => methodRank(a) - methodRank(b))
+}
+
+/**
+ * The routes' URL templates, to tell which one a path belongs to when its method has no route (the
+ * router says only that some method has one). Static templates are tried first, as the router does.
+ */
+class RouteTemplates {
+  readonly #patterns: Array<{ template: string, pattern: RegExp }> = []
+
+  add (template: string): void {
+    if (this.#patterns.some((known) => known.template === template)) return
+    const source = template.split('/').map((segment) => segment.startsWith(':')
+      ? '[^/]+'
+      : segment === '*' ? '.*' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('/')
+    this.#patterns.push({ template, pattern: new RegExp(`^${source}$`) })
+    this.#patterns.sort((a, b) => Number(a.template.includes(':') || a.template.includes('*')) - Number(b.template.includes(':') || b.template.includes('*')))
+  }
+
+  match (url: string): string | undefined {
+    const end = url.indexOf('?')
+    const path = end === -1 ? url : url.slice(0, end)
+    return this.#patterns.find(({ pattern }) => pattern.test(path))?.template
+  }
 }
 
 /**
@@ -220,10 +244,14 @@ export default fp(async function errorHandlerPlugin (app) {
 
   // A path the router knows, with a method it lacks, is a 405 with `Allow`; only unknown paths are
   // 404s. Neither needs a token: which methods a path has is in the public OpenAPI document.
+  const templates = new RouteTemplates()
+  app.addHook('onRoute', (route) => { templates.add(route.url) })
   app.setNotFoundHandler(async function handleNotFound (request) {
     const path = quotedPath(request.url)
     const allowed = allowedMethods(app, request.url)
     if (allowed.length > 0) {
+      const template = templates.match(request.url)
+      if (template !== undefined) labelUnroutedRequest(request, template)
       throw new MethodNotAllowedError(`Method ${request.method} is not allowed on ${path} (it allows ${allowed.join(', ')})`, allowed)
     }
     throw routeNotFound(`Route ${request.method} ${path} not found`)
