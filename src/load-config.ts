@@ -20,6 +20,13 @@ export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number]
 const LOG_FORMATS = ['json', 'pretty'] as const
 export type LogFormat = (typeof LOG_FORMATS)[number]
 
+/**
+ * How long past SHUTDOWN_DELAY_MS + SHUTDOWN_GRACE_MS a stopping process may take before it exits
+ * regardless: enough to close the database and hand the last log lines to a live log sink, never
+ * forever. A supervisor's grace period (Kubernetes, compose) must cover all three.
+ */
+export const SHUTDOWN_EXIT_MARGIN_MS = 3000
+
 /** The longest wait any WEBHOOK_* setting takes: a year. */
 const MAX_WEBHOOK_MS = 365 * 24 * 3_600_000
 /** The most retries WEBHOOK_RETRY_SCHEDULE lists. */

@@ -6,14 +6,8 @@ import { buildApp } from './app.js'
 import { parseCommandLine, USAGE } from './cli.js'
 import { runBackup, runCheck, runRestore, runToken, type Output } from './commands.js'
 import { ConfigError, StoreOpenError } from './errors.js'
-import { loadConfig } from './load-config.js'
+import { loadConfig, SHUTDOWN_EXIT_MARGIN_MS } from './load-config.js'
 import { isPostgresUrl } from './store/postgres/connection.js'
-
-/**
- * How long past SHUTDOWN_GRACE_MS a stopping process may take before it exits regardless: enough
- * to close the database and hand the last log lines to a live log sink, never forever.
- */
-const EXIT_MARGIN_MS = 3000
 
 /** Pending log lines beyond this are dropped rather than kept: a log sink that stops reading must not exhaust memory. */
 const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024
@@ -28,7 +22,7 @@ const output: Output = {
  * Starts plant-store, prints where it listens, and stops it gracefully on SIGINT/SIGTERM: it stops
  * accepting connections, lets in-flight requests finish for up to SHUTDOWN_GRACE_MS (then cuts the
  * connections left), checkpoints and closes the database, and exits 0. A second signal kills it.
- * Whatever happens to the log sink, it exits within SHUTDOWN_DELAY_MS + SHUTDOWN_GRACE_MS + EXIT_MARGIN_MS.
+ * Whatever happens to the log sink, it exits within SHUTDOWN_DELAY_MS + SHUTDOWN_GRACE_MS + SHUTDOWN_EXIT_MARGIN_MS.
  */
 async function serve (): Promise<void> {
   let config
@@ -83,7 +77,7 @@ async function serve (): Promise<void> {
     setTimeout(() => {
       if (!closed) process.stderr.write('plant-store: shutdown deadline passed before the database was closed\n')
       exitNow(closed ? 0 : 1)
-    }, config.shutdownDelayMs + config.shutdownGraceMs + EXIT_MARGIN_MS)
+    }, config.shutdownDelayMs + config.shutdownGraceMs + SHUTDOWN_EXIT_MARGIN_MS)
     app.close().then(
       () => {
         closed = true
