@@ -1,5 +1,5 @@
 import { maxHeaderSize } from 'node:http'
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import { destination } from 'pino'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import authPlugin from '../plugins/app/auth.js'
@@ -24,6 +24,7 @@ import webhooksRoutes from '../plugins/routes/webhooks/index.js'
 import type { ApiLoadOptions } from './webhooks/api-load.js'
 import type { RequestFunction } from './webhooks/deliver.js'
 import type { Config } from './load-config.js'
+import { redactUrl } from './redact-url.js'
 
 export interface BuildOptions {
   logStream?: { write (line: string): void }
@@ -45,7 +46,17 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       // Async log writes: see docs/performance.md#what-the-measurements-decided.
       stream: options.logStream ?? destination({ dest: 1, sync: false }),
       // Tokens never reach the logs, whatever a serializer or a plugin decides to print.
-      redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization'], censor: '[redacted]' }
+      redact: { paths: ['req.headers.authorization', 'headers.authorization', 'authorization'], censor: '[redacted]' },
+      // Fastify's request serializer, with credentials in the query string redacted from the URL.
+      serializers: {
+        req: (request: FastifyRequest) => ({
+          method: request.method,
+          url: redactUrl(request.url),
+          host: request.host,
+          remoteAddress: request.ip,
+          ...(request.socket?.remotePort !== undefined && { remotePort: request.socket.remotePort })
+        })
+      }
     },
     genReqId: requestId,
     requestIdHeader: false,

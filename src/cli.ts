@@ -2,7 +2,7 @@
 export type Command =
   | { name: 'serve' }
   | { name: 'backup', file: string }
-  | { name: 'restore', file: string }
+  | { name: 'restore', file: string, force: boolean }
   | { name: 'token' }
   | { name: 'check' }
   | { name: 'help' }
@@ -12,12 +12,15 @@ export const USAGE = `Usage: plant-store [command]
 
 Commands:
   serve            run the service (the default): settings come from the environment (docs/configuration.md)
-  backup <file>    write a consistent copy of the SQLite database (DATABASE_URL) to <file>, while a
-                   server keeps serving; the copy is checked with PRAGMA integrity_check
-  restore <file>   replace the SQLite database with the backup <file> (checked first); refused while
-                   a server uses the database: stop it, restore, start it again
+  backup <file>    write a consistent copy of the SQLite database (DATABASE_URL) to <file> (- for
+                   stdout), while a server keeps serving; the copy is checked with PRAGMA integrity_check
+  restore [--force] <file>
+                   replace the SQLite database with the backup <file> (checked first); an existing
+                   database only with --force, and it is then kept beside it; refused while a
+                   server uses the database: stop it, restore, start it again
   token            print a new random API token (for API_TOKENS or API_TOKENS_FILE)
-  check            validate the configuration and the database without starting; exit 0 when both are fine
+  check            validate the configuration and every dependency it names (the database, Redis)
+                   without starting; says which failed; exit 0 when all are fine
   help, --help     show this text
   --version        print the version
 
@@ -48,10 +51,11 @@ export function parseCommandLine (args: readonly string[]): Command {
       return noMore({ name: 'version' })
     case 'backup':
     case 'restore': {
-      const [file, extra] = rest
+      const force = name === 'restore' && rest.includes('--force')
+      const [file, extra] = force ? rest.filter((arg) => arg !== '--force') : rest
       if (file === undefined || file === '') throw new Error(`${name}: which file? (plant-store ${name} <file>)`)
       if (extra !== undefined) throw new Error(`${name}: unexpected argument ${JSON.stringify(extra)}`)
-      return { name, file }
+      return name === 'backup' ? { name, file } : { name, file, force }
     }
     default:
       throw new Error(`unknown command ${JSON.stringify(name)}`)

@@ -3,13 +3,14 @@ import { existsSync } from 'node:fs'
 import { ConfigError } from './errors.js'
 import { loadConfig, type Config } from './load-config.js'
 import { isPostgresUrl } from './store/postgres/connection.js'
-import { backupDatabase, BackupError, restoreDatabase } from './store/sqlite/backup.js'
+import { backupDatabase, backupDatabaseTo, BackupError, restoreDatabase } from './store/sqlite/backup.js'
 import { inspectDatabaseFile } from './store/sqlite/preflight.js'
 
-/** Where a command writes: stdout for its result, stderr for problems. */
+/** Where a command writes: stdout for its result, stderr for problems; `data` is stdout as a stream (`backup -`). */
 export interface Output {
   out: (text: string) => void
   err: (text: string) => void
+  data: NodeJS.WritableStream & { isTTY?: boolean }
 }
 
 /** An API token as strong as the generated one: 32 random bytes, base64url (43 characters). */
@@ -50,6 +51,16 @@ export async function runBackup (file: string, env: NodeJS.ProcessEnv, output: O
   const database = config === undefined ? undefined : sqliteFile(config, 'backup', output)
   if (database === undefined) return 1
   try {
+    if (file === '-') {
+      if (output.data.isTTY === true) {
+        output.err('plant-store backup: stdout is a terminal; redirect it to a file or a pipe (plant-store backup - > plants.bak)\n')
+        return 1
+      }
+      const { plants, pages } = await backupDatabaseTo(database, output.data)
+      // stdout carries the database: the report goes to stderr.
+      output.err(`plant-store backup: ${database} → stdout: ${plants} plants, ${pages} pages, integrity_check ok\n`)
+      return 0
+    }
     const { plants, pages } = await backupDatabase(database, file)
     output.out(`plant-store backup: ${database} → ${file}: ${plants} plants, ${pages} pages, integrity_check ok\n`)
     return 0
@@ -60,13 +71,14 @@ export async function runBackup (file: string, env: NodeJS.ProcessEnv, output: O
   }
 }
 
-export function runRestore (file: string, env: NodeJS.ProcessEnv, output: Output): number {
+export function runRestore (file: string, env: NodeJS.ProcessEnv, output: Output, options: { force?: boolean } = {}): number {
   const config = readConfig(env, output)
   const database = config === undefined ? undefined : sqliteFile(config, 'restore', output)
   if (database === undefined) return 1
   try {
-    const { plants } = restoreDatabase(file, database)
+    const { plants, kept } = restoreDatabase(file, database, options)
     output.out(`plant-store restore: ${file} → ${database}: ${plants} plants, integrity_check ok; start the server again\n`)
+    if (kept !== undefined) output.out(`plant-store restore: the database it replaced is kept as ${kept}\n`)
     return 0
   } catch (err) {
     if (!(err instanceof BackupError)) throw err
@@ -76,33 +88,82 @@ export function runRestore (file: string, env: NodeJS.ProcessEnv, output: Output
 }
 
 /**
- * Validates the configuration and looks at the database without changing it: a SQLite file is
- * checked as a start would (plant-store's, not newer than this code, quick_check); PostgreSQL must
- * answer and hold no schema newer than this code. Exit code 0 when a start would get past both.
+ * Validates the configuration and looks at every dependency it names, without changing anything: a
+ * SQLite file is checked as a start would (plant-store's, not newer than this code, quick_check);
+ * PostgreSQL must answer and hold no schema newer than this code; Redis (REDIS_URL) must answer a
+ * PING. Each is reported; exit code 0 only when every one is fine.
  */
 export async function runCheck (env: NodeJS.ProcessEnv, output: Output): Promise<number> {
   const config = readConfig(env, output)
   if (config === undefined) return 1
   output.out('plant-store check: configuration ok\n')
+  const failed: string[] = []
+  if (!await checkDatabase(config, output)) failed.push(isPostgresUrl(config.databaseUrl) ? 'PostgreSQL' : 'the SQLite database')
+  if (config.redis !== undefined && !await checkRedis(config.redis.url, output)) failed.push('Redis')
+  if (failed.length === 0) return 0
+  output.err(`plant-store check: failed: ${failed.join(', ')}\n`)
+  return 1
+}
+
+async function checkDatabase (config: Config, output: Output): Promise<boolean> {
   if (isPostgresUrl(config.databaseUrl)) {
     const { checkPostgres } = await import('./store/postgres/check.js')
     const problem = await checkPostgres(config.databaseUrl, config.pgConnectTimeoutMs)
     if (problem !== undefined) {
       output.err(`plant-store check: the PostgreSQL database: ${problem}\n`)
-      return 1
+      return false
     }
     output.out('plant-store check: the PostgreSQL database answers and its schema is usable\n')
-    return 0
+    return true
   }
   if (config.databaseUrl === ':memory:' || !existsSync(config.databaseUrl)) {
     output.out(`plant-store check: database ${config.databaseUrl} does not exist yet; the first start creates it\n`)
-    return 0
+    return true
   }
   const problem = inspectDatabaseFile(config.databaseUrl)
   if (problem !== undefined) {
     output.err(`plant-store check: cannot use the database ${config.databaseUrl}: ${problem}\n`)
-    return 1
+    return false
   }
   output.out(`plant-store check: database ${config.databaseUrl} ok (quick_check)\n`)
-  return 0
+  return true
+}
+
+/** How long `check` waits for Redis to connect and answer. */
+const REDIS_CHECK_TIMEOUT_MS = 3000
+
+/** REDIS_URL without what may be secret in it (its user and password): scheme, host, port, database. */
+function redisName (url: string): string {
+  try {
+    const parsed = new URL(url)
+    return `${parsed.protocol}//${parsed.host}${parsed.pathname}`
+  } catch {
+    return 'REDIS_URL'
+  }
+}
+
+async function checkRedis (url: string, output: Output): Promise<boolean> {
+  const { Redis } = await import('ioredis')
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: REDIS_CHECK_TIMEOUT_MS,
+    commandTimeout: REDIS_CHECK_TIMEOUT_MS
+  })
+  // The socket's error (ECONNREFUSED, a TLS failure) says more than connect()'s "Connection is closed".
+  let cause: Error | undefined
+  redis.on('error', (err: Error) => { cause ??= err })
+  try {
+    await redis.connect()
+    await redis.ping()
+    output.out(`plant-store check: Redis ${redisName(url)} answers\n`)
+    return true
+  } catch (err) {
+    output.err(`plant-store check: Redis ${redisName(url)}: ${(cause ?? err as Error).message}\n`)
+    return false
+  } finally {
+    redis.disconnect()
+  }
 }

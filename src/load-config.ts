@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { Type, type Static } from '@sinclair/typebox'
 import envSchema from 'env-schema'
+import ipaddr from 'ipaddr.js'
 import { ConfigError } from './errors.js'
 import { isPostgresUrl, parsePostgresUrl } from './store/postgres/connection.js'
 import { SQLITE_SYNCHRONOUS, type SqliteSynchronous } from './store/sqlite/sqlite-store.js'
@@ -14,6 +15,17 @@ import { DEFAULT_RETRY_SCHEDULE_MS } from './webhooks/schedule.js'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
+const OTLP_PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'] as const
+export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number]
+const LOG_FORMATS = ['json', 'pretty'] as const
+export type LogFormat = (typeof LOG_FORMATS)[number]
+
+/**
+ * How long past SHUTDOWN_DELAY_MS + SHUTDOWN_GRACE_MS a stopping process may take before it exits
+ * regardless: enough to close the database and hand the last log lines to a live log sink, never
+ * forever. A supervisor's grace period (Kubernetes, compose) must cover all three.
+ */
+export const SHUTDOWN_EXIT_MARGIN_MS = 3000
 
 const MAX_WEBHOOK_MS = 365 * 24 * 3_600_000
 const MAX_WEBHOOK_RETRIES = 50
@@ -31,6 +43,11 @@ export const EnvSchema = Type.Object({
   PG_STARTUP_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 3_600_000, default: 30_000, description: 'PostgreSQL: how long a starting instance keeps retrying a database it cannot reach, then exits 1 (0: no retry).' }),
   SQLITE_SYNCHRONOUS: Type.Unsafe<SqliteSynchronous>({ type: 'string', enum: SQLITE_SYNCHRONOUS, default: 'full', description: 'SQLite durability: `full`, an acknowledged write survives a power loss; `normal`, it survives a process crash.' }),
   LOG_LEVEL: Type.Unsafe<LogLevel>({ type: 'string', enum: LOG_LEVELS, default: 'info', description: '`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`.' }),
+  LOG_FORMAT: Type.Optional(Type.Unsafe<LogFormat>({
+    type: 'string',
+    enum: LOG_FORMATS,
+    description: 'How log lines are written to stdout: json (one JSON object a line) or pretty (for a person); unset, pretty on a terminal and json otherwise.'
+  })),
   ALLOW_WEAK_TOKENS: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '0', description: '`1` accepts tokens shorter than 32 characters (local trials only; otherwise they stop the start).' }),
   // Limits and timeouts (docs/operations.md).
   BODY_LIMIT: Type.Integer({ minimum: 1, default: 16 * 1024, description: 'Largest request body in bytes; larger is 413.' }),
@@ -55,7 +72,26 @@ export const EnvSchema = Type.Object({
   // Operations (docs/operations.md).
   METRICS_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, description: 'Serve Prometheus metrics at `GET /metrics` on this port, on a listener of its own; unset: no metrics at all.' })),
   METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address of the metrics listener (`0.0.0.0` for a Prometheus on another host).' }),
-  OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(Type.String({ description: 'Export traces over OTLP/HTTP to `<this URL>/v1/traces`; unset: no tracing, and no OpenTelemetry package is loaded.' })),
+  OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(Type.String({ description: 'The OTLP collector\'s base URL: traces go to `<this URL>/v1/traces` over HTTP; unset (with `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`): no tracing, and no OpenTelemetry package is loaded.' })),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: Type.Optional(Type.String({
+    description: 'The full URL traces are exported to (no /v1/traces is added); set alone, it turns tracing on as OTEL_EXPORTER_OTLP_ENDPOINT does.'
+  })),
+  OTEL_EXPORTER_OTLP_PROTOCOL: Type.Optional(Type.Unsafe<OtlpProtocol>({
+    type: 'string',
+    enum: OTLP_PROTOCOLS,
+    description: 'The OTLP encoding and transport: http/protobuf (the specification\'s default), http/json or grpc.'
+  })),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: Type.Optional(Type.Unsafe<OtlpProtocol>({
+    type: 'string',
+    enum: OTLP_PROTOCOLS,
+    description: 'OTEL_EXPORTER_OTLP_PROTOCOL for traces only; wins over it.'
+  })),
+  OTEL_EXPORTER_OTLP_HEADERS: Type.Optional(Type.String({
+    description: 'Headers sent with every export, as key=value pairs separated by commas (e.g. an API key for the collector); read by the OpenTelemetry SDK.'
+  })),
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: Type.Optional(Type.String({ description: 'OTEL_EXPORTER_OTLP_HEADERS for traces only; wins over it.' })),
+  OTEL_EXPORTER_OTLP_TIMEOUT: Type.Optional(Type.Integer({ minimum: 1, description: 'How long one export may take, in milliseconds (the SDK\'s default: 10000).' })),
+  OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: Type.Optional(Type.Integer({ minimum: 1, description: 'OTEL_EXPORTER_OTLP_TIMEOUT for traces only; wins over it.' })),
   OTEL_SERVICE_NAME: Type.String({ minLength: 1, default: 'plant-store', description: 'The `service.name` of the traces.' }),
   TRUST_PROXY: Type.String({ default: '', description: 'The reverse proxies whose `X-Forwarded-For`/`-Proto` to believe: a hop count, or comma-separated addresses or CIDRs (`loopback` too); empty: none.' }),
   // Webhooks (docs/webhooks.md).
@@ -84,6 +120,9 @@ export interface Config {
   tokens: string[]
   tokenGenerated: boolean
   logLevel: LogLevel
+  /** LOG_FORMAT; undefined: chosen by whether stdout is a terminal. */
+  logFormat?: LogFormat
+  /** Largest request body accepted, in bytes (413 beyond). */
   bodyLimit: number
   timeouts: { headers: number, request: number, connection: number, keepAlive: number }
   maxRequestsPerSocket: number
@@ -97,7 +136,16 @@ export interface Config {
   publicUrl?: string
   docs: { persistAuthorization: boolean }
   metrics?: { port: number, host: string }
-  tracing?: { tracesUrl: string, serviceName: string }
+  /**
+   * OTLP trace export, when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set;
+   * nothing is loaded otherwise. The OpenTelemetry SDK reads the OTEL_* variables itself, from
+   * process.env: `tracesUrl` and `protocol` are what it will use, for logs and checks.
+   */
+  tracing?: { tracesUrl: string, protocol: OtlpProtocol, serviceName: string }
+  /**
+   * Fastify's `trustProxy`: false (the default: the socket's peer is the client), a hop count, or the
+   * proxies' addresses/CIDRs. Decides `request.ip` (rate limits, logs) and `request.protocol`.
+   */
   trustProxy: false | number | string[]
   webhooks: WebhookConfig
   version: string
@@ -144,7 +192,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   if (parsed.HEADERS_TIMEOUT_MS > parsed.REQUEST_TIMEOUT_MS) {
     throw new ConfigError('invalid configuration: HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS')
   }
-  const tracesUrl = otlpTracesUrl(parsed.OTEL_EXPORTER_OTLP_ENDPOINT)
+  const protocol = parsed.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? parsed.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf'
+  const tracesUrl = otlpTracesUrl(parsed.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, parsed.OTEL_EXPORTER_OTLP_ENDPOINT, protocol)
   if (parsed.METRICS_PORT !== undefined && parsed.METRICS_PORT !== 0 && parsed.METRICS_PORT === parsed.PORT) {
     throw new ConfigError('invalid configuration: METRICS_PORT must differ from PORT (the API port never serves metrics)')
   }
@@ -161,6 +210,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     tokens: [...new Set(tokens)],
     tokenGenerated,
     logLevel: parsed.LOG_LEVEL,
+    ...(parsed.LOG_FORMAT !== undefined && { logFormat: parsed.LOG_FORMAT }),
     bodyLimit: parsed.BODY_LIMIT,
     timeouts: {
       headers: parsed.HEADERS_TIMEOUT_MS,
@@ -183,7 +233,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     ...(parsed.PUBLIC_URL !== undefined && { publicUrl: parsePublicUrl(parsed.PUBLIC_URL) }),
     docs: { persistAuthorization: parsed.DOCS_PERSIST_AUTHORIZATION === '1' },
     ...(parsed.METRICS_PORT !== undefined && { metrics: { port: parsed.METRICS_PORT, host: parsed.METRICS_HOST } }),
-    ...(tracesUrl !== undefined && { tracing: { tracesUrl, serviceName: parsed.OTEL_SERVICE_NAME } }),
+    ...(tracesUrl !== undefined && { tracing: { tracesUrl, protocol, serviceName: parsed.OTEL_SERVICE_NAME } }),
     trustProxy: parseTrustProxy(parsed.TRUST_PROXY),
     webhooks: {
       timeoutMs: parsed.WEBHOOK_TIMEOUT_MS,
@@ -225,19 +275,29 @@ const PACKAGE_VERSION = ((): string => {
   }
 })()
 
-/** The collector's base URL, as the OpenTelemetry specification defines it: traces go to `<endpoint>/v1/traces`. */
-function otlpTracesUrl (endpoint: string | undefined): string | undefined {
-  if (endpoint === undefined || endpoint.trim() === '') return undefined
-  let url: URL
-  try {
-    url = new URL(endpoint.trim())
-  } catch {
-    throw new ConfigError('invalid configuration: OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL')
+/**
+ * Where traces go, as the OpenTelemetry specification (and the SDK, which does the sending) has it:
+ * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is, else the base OTEL_EXPORTER_OTLP_ENDPOINT plus
+ * `/v1/traces` over HTTP. Both empty or unset: no tracing.
+ */
+function otlpTracesUrl (tracesEndpoint: string | undefined, endpoint: string | undefined, protocol: OtlpProtocol): string | undefined {
+  const url = (name: string, value: string): URL => {
+    let parsed: URL
+    try {
+      parsed = new URL(value)
+    } catch {
+      throw new ConfigError(`invalid configuration: ${name} must be an http:// or https:// URL`)
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new ConfigError(`invalid configuration: ${name} must be an http:// or https:// URL`)
+    return parsed
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ConfigError('invalid configuration: OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL')
-  }
-  return `${url.href.replace(/\/+$/, '')}/v1/traces`
+  const base = endpoint?.trim() === '' ? undefined : endpoint?.trim()
+  const signal = tracesEndpoint?.trim() === '' ? undefined : tracesEndpoint?.trim()
+  const baseUrl = base === undefined ? undefined : url('OTEL_EXPORTER_OTLP_ENDPOINT', base)
+  if (signal !== undefined) return url('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', signal).href
+  if (baseUrl === undefined) return undefined
+  // gRPC names the service, not a path: the endpoint is used as it is.
+  return protocol === 'grpc' ? baseUrl.href : `${baseUrl.href.replace(/\/+$/, '')}/v1/traces`
 }
 
 /** No retries at all is spelled `none`, so that it is never the accident of an empty value. */
@@ -270,16 +330,57 @@ function parseTrustProxy (text: string): false | number | string[] {
       throw new ConfigError(`invalid configuration: TRUST_PROXY must be a hop count or a comma-separated list of IP addresses or CIDRs (not ${JSON.stringify(entry)})`)
     }
   }
+  const everyone = trustsEveryone(entries.filter((entry) => !PROXY_RANGE_NAMES.has(entry)))
+  if (everyone !== undefined) {
+    throw new ConfigError(`invalid configuration: TRUST_PROXY ${JSON.stringify(value)} trusts every ${everyone} address, as \`true\` would: list only the proxies' addresses`)
+  }
   return entries
 }
 
+/**
+ * A prefix of 0 is refused as Fastify's proxy-addr refuses it at start-up (`check` and `serve`
+ * must agree); a netmask after the slash is not accepted either.
+ */
 function isAddressOrCidr (entry: string): boolean {
   const [address = '', prefix, extra] = entry.split('/')
   const family = isIP(address)
   if (family === 0 || extra !== undefined) return false
   if (prefix === undefined) return true
   if (!/^\d{1,3}$/.test(prefix)) return false
-  return Number(prefix) <= (family === 4 ? 32 : 128)
+  const bits = Number(prefix)
+  return bits >= 1 && bits <= (family === 4 ? 32 : 128)
+}
+
+/** `::ffff:0:0/96`, where proxy-addr matches IPv4 clients against IPv6 ranges (and IPv4 ranges land). */
+const IPV4_MAPPED_FIRST = 0xffffn << 32n
+const IPV4_MAPPED_LAST = IPV4_MAPPED_FIRST + 0xffffffffn
+const IPV6_LAST = (1n << 128n) - 1n
+
+/**
+ * Whether the ranges together trust every IPv4 or every IPv6 client (`0.0.0.0/1,128.0.0.0/1`):
+ * then any client could write its own address into X-Forwarded-For. Each range is placed in the
+ * IPv6 space (IPv4 as IPv4-mapped, as proxy-addr compares them), merged, and the two spaces checked.
+ */
+function trustsEveryone (ranges: readonly string[]): 'IPv4' | 'IPv6' | undefined {
+  const spans = ranges.map((range): [bigint, bigint] => {
+    const [address, bits] = range.includes('/') ? ipaddr.parseCIDR(range) : [ipaddr.parse(range), -1]
+    const v6 = address.kind() === 'ipv4' ? (address as ipaddr.IPv4).toIPv4MappedAddress() : address as ipaddr.IPv6
+    const prefix = bits < 0 ? 128 : address.kind() === 'ipv4' ? 96 + bits : bits
+    const first = v6.toByteArray().reduce((n, byte) => (n << 8n) | BigInt(byte), 0n) & ~((1n << BigInt(128 - prefix)) - 1n) & IPV6_LAST
+    return [first, first + (1n << BigInt(128 - prefix)) - 1n]
+  }).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+  const covers = (from: bigint, to: bigint): boolean => {
+    let next = from
+    for (const [first, last] of spans) {
+      if (first > next) break
+      if (last >= next) next = last + 1n
+      if (next > to) return true
+    }
+    return false
+  }
+  if (covers(0n, IPV6_LAST)) return 'IPv6'
+  if (covers(IPV4_MAPPED_FIRST, IPV4_MAPPED_LAST)) return 'IPv4'
+  return undefined
 }
 
 function splitTokens (text: string | undefined, separator: string | RegExp): string[] {

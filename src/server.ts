@@ -1,25 +1,24 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs'
 import { destination } from 'pino'
+import type { PrettyOptions } from 'pino-pretty'
 import { buildApp } from './app.js'
 import { parseCommandLine, USAGE } from './cli.js'
 import { runBackup, runCheck, runRestore, runToken, type Output } from './commands.js'
 import { ConfigError, StoreOpenError } from './errors.js'
-import { loadConfig } from './load-config.js'
+import { loadConfig, SHUTDOWN_EXIT_MARGIN_MS } from './load-config.js'
 import { isPostgresUrl } from './store/postgres/connection.js'
-
-/** Enough to close the database and hand the last log lines to a live sink, never forever. */
-const EXIT_MARGIN_MS = 3000
 
 /** A log sink that stops reading must not exhaust memory: pending lines beyond this are dropped. */
 const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024
 
 const output: Output = {
   out: (text) => { process.stdout.write(text) },
-  err: (text) => { process.stderr.write(text) }
+  err: (text) => { process.stderr.write(text) },
+  data: process.stdout
 }
 
-/** A second signal kills it; whatever the log sink does, it exits within the delay, grace and EXIT_MARGIN_MS. */
+/** A second signal kills it; whatever the log sink does, it exits within the delay, grace and SHUTDOWN_EXIT_MARGIN_MS. */
 async function serve (): Promise<void> {
   let config
   try {
@@ -33,9 +32,10 @@ async function serve (): Promise<void> {
   // Async log writes (docs/performance.md#what-the-measurements-decided). This process owns the stream:
   // pino's exit-time flush never ends when the reader of stdout has stopped reading.
   const logStream = destination({ dest: 1, sync: false, maxLength: LOG_BUFFER_MAX_BYTES })
+  const pretty = (config.logFormat ?? (process.stdout.isTTY ? 'pretty' : 'json')) === 'pretty'
   let app
   try {
-    app = await buildApp(config, { logStream })
+    app = await buildApp(config, { logStream: pretty ? await prettyLog(logStream) : logStream })
   } catch (err) {
     if (!(err instanceof StoreOpenError)) throw err
     // A PostgreSQL URL may carry a password: name the database without it.
@@ -66,7 +66,7 @@ async function serve (): Promise<void> {
     setTimeout(() => {
       if (!closed) process.stderr.write('plant-store: shutdown deadline passed before the database was closed\n')
       exitNow(closed ? 0 : 1)
-    }, config.shutdownDelayMs + config.shutdownGraceMs + EXIT_MARGIN_MS)
+    }, config.shutdownDelayMs + config.shutdownGraceMs + SHUTDOWN_EXIT_MARGIN_MS)
     app.close().then(
       () => {
         closed = true
@@ -88,8 +88,8 @@ async function serve (): Promise<void> {
   await app.listen({ port: config.port, host: config.host })
   const base = url(config.host, app.server.address(), config.port)
   const metrics = app.metrics?.address()
-  // Printed once to the terminal, not to the log: a newcomer can try the API straight away.
-  process.stdout.write(
+  // Printed once for a person, on stderr: stdout carries the log only (JSON lines for a collector).
+  process.stderr.write(
     `\nplant-store is listening on ${base}\n` +
     `  API docs (Swagger UI): ${base}/docs\n` +
     `  OpenAPI document:      ${base}/openapi.json\n` +
@@ -99,6 +99,15 @@ async function serve (): Promise<void> {
       : '') +
     '\n'
   )
+}
+
+/**
+ * Log lines for a person at a terminal (LOG_FORMAT=pretty, the default there), written on into
+ * `out`. pino-pretty is loaded only then.
+ */
+async function prettyLog (out: NonNullable<PrettyOptions['destination']>): Promise<{ write (line: string): void }> {
+  const { default: pinoPretty } = await import('pino-pretty')
+  return pinoPretty({ destination: out, colorize: process.stdout.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
 }
 
 function url (host: string, address: unknown, fallbackPort: number): string {
@@ -126,7 +135,7 @@ async function main (): Promise<void> {
     case 'token': process.exitCode = runToken(output); return
     case 'check': process.exitCode = await runCheck(process.env, output); return
     case 'backup': process.exitCode = await runBackup(command.file, process.env, output); return
-    case 'restore': process.exitCode = runRestore(command.file, process.env, output)
+    case 'restore': process.exitCode = runRestore(command.file, process.env, output, { force: command.force })
   }
 }
 

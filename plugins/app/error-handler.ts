@@ -7,6 +7,7 @@ import {
 } from '../../src/errors.js'
 import type { ErrorBody } from '../../src/schemas/error.js'
 import { patternMessages } from '../../src/schemas/pattern-messages.js'
+import { labelUnroutedRequest } from '../../src/route-label.js'
 
 /** The one place where a failure of the core becomes an HTTP status. */
 const STATUS: Readonly<Record<ErrorCode, number>> = {
@@ -68,6 +69,27 @@ function allowedMethods (app: FastifyInstance, url: string): string[] {
   const allowed = app.supportedMethods.filter((method) => app.findRoute({ method: method as HTTPMethods, url }) !== null)
   if (allowed.every((method) => method === 'OPTIONS')) return []
   return allowed.sort((a, b) => methodRank(a) - methodRank(b))
+}
+
+/** The routes' URL templates, to find the route of a path whose method has none (the router only says some method has one). */
+class RouteTemplates {
+  readonly #patterns: Array<{ template: string, pattern: RegExp }> = []
+
+  add (template: string): void {
+    if (this.#patterns.some((known) => known.template === template)) return
+    const source = template.split('/').map((segment) => segment.startsWith(':')
+      ? '[^/]+'
+      : segment === '*' ? '.*' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('/')
+    this.#patterns.push({ template, pattern: new RegExp(`^${source}$`) })
+    // Static templates first, as the router tries them.
+    this.#patterns.sort((a, b) => Number(a.template.includes(':') || a.template.includes('*')) - Number(b.template.includes(':') || b.template.includes('*')))
+  }
+
+  match (url: string): string | undefined {
+    const end = url.indexOf('?')
+    const path = end === -1 ? url : url.slice(0, end)
+    return this.#patterns.find(({ pattern }) => pattern.test(path))?.template
+  }
 }
 
 /** Long enough for a restarted PostgreSQL to come back, short enough not to idle; /health says the same. */
@@ -171,10 +193,14 @@ export default fp(async function errorHandlerPlugin (app) {
   })
 
   // A known path with a method it lacks is a 405 with `Allow`; no token needed (the OpenAPI document is public).
+  const templates = new RouteTemplates()
+  app.addHook('onRoute', (route) => { templates.add(route.url) })
   app.setNotFoundHandler(async function handleNotFound (request) {
     const path = quotedPath(request.url)
     const allowed = allowedMethods(app, request.url)
     if (allowed.length > 0) {
+      const template = templates.match(request.url)
+      if (template !== undefined) labelUnroutedRequest(request, template)
       throw new MethodNotAllowedError(`Method ${request.method} is not allowed on ${path} (it allows ${allowed.join(', ')})`, allowed)
     }
     throw routeNotFound(`Route ${request.method} ${path} not found`)

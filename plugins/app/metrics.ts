@@ -1,8 +1,9 @@
-import { createServer, type Server } from 'node:http'
+import { createServer, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import fp from 'fastify-plugin'
 import type { Registry } from 'prom-client'
 import { LOAD_SHEDDING_CODES, ServiceError } from '../../src/errors.js'
+import { clientErrorHandler, errorBody } from './error-handler.js'
 import { RequestHistogram, type HistogramSeries } from '../../src/metrics/histogram.js'
 import { routeLabel } from '../../src/route-label.js'
 import { STORE_OPERATIONS, type OperationObserver, type StoreOperation } from '../../src/store/instrumented.js'
@@ -44,6 +45,9 @@ export default fp(async function metricsPlugin (app) {
   const client = await import('prom-client')
   const registry = new client.Registry()
   client.collectDefaultMetrics({ register: registry })
+  // prom-client's sums of the by-type gauges beside them, gauges named `_total`, which Prometheus
+  // reserves for counters (promtool check metrics refuses them): sum the by-type series instead.
+  for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) registry.removeSingleMetric(name)
 
   new client.Gauge({
     name: `${METRIC_PREFIX}build_info`,
@@ -123,14 +127,25 @@ export default fp(async function metricsPlugin (app) {
   })
   const checkpointSeries = { worker: checkpointDuration.labels('worker'), loop: checkpointDuration.labels('loop') }
 
-  const server = createServer((request, response) => {
+  const answerError = (response: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void => {
+    const json = JSON.stringify(errorBody(status, message))
+    response.writeHead(status, { ...headers, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(json) }).end(json)
+  }
+  // The API's slow-client deadlines, so a scraper's port is no easier to hold open than the API's.
+  const { timeouts } = app.config
+  const server = createServer({
+    headersTimeout: timeouts.headers,
+    requestTimeout: timeouts.request,
+    keepAliveTimeout: timeouts.keepAlive,
+    connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(timeouts.headers / 2)))
+  }, (request, response) => {
     const path = (request.url ?? '').split('?')[0]
     if (path !== '/metrics') {
-      response.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('Not found: metrics are at /metrics\n')
+      answerError(response, 404, 'Not found: metrics are at /metrics')
       return
     }
     if (request.method !== 'GET' && request.method !== 'HEAD') {
-      response.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain; charset=utf-8' }).end('Method not allowed\n')
+      answerError(response, 405, `Method ${request.method ?? ''} is not allowed on /metrics (it allows GET, HEAD)`, { allow: 'GET, HEAD' })
       return
     }
     registry.metrics().then((text) => {
@@ -138,9 +153,12 @@ export default fp(async function metricsPlugin (app) {
       response.end(request.method === 'HEAD' ? undefined : text)
     }, (err: unknown) => {
       app.log.error({ err }, 'metrics: collecting failed')
-      response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('Collecting the metrics failed\n')
+      answerError(response, 500, 'Collecting the metrics failed')
     })
   })
+  server.setTimeout(timeouts.connection)
+  // Malformed requests and deadlines passed are answered in the Error shape, as on the API port.
+  server.on('clientError', clientErrorHandler)
   await listen(server, settings.port, settings.host)
   app.log.info({ address: server.address() }, 'metrics: serving GET /metrics')
   app.addHook('onClose', async () => {

@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http'
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { levels } from 'pino'
+import { redactUrl } from '../../src/redact-url.js'
 import { routeLabel } from '../../src/route-label.js'
 
 /** It goes into logs and back out in a header: kept only when this tame. */
@@ -32,7 +33,8 @@ export class AccessLog extends LogController {
     const fields = {
       method: request.method,
       route: routeLabel(request),
-      url: request.url,
+      // A token a client put in the query string by mistake must not reach the log.
+      url: redactUrl(request.url),
       statusCode: reply.statusCode,
       durationMs: Math.round(reply.elapsedTime * 100) / 100,
       ip: request.ip,

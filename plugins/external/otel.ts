@@ -2,7 +2,9 @@ import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
 import fp from 'fastify-plugin'
 import type { FastifyOtelRequestContext } from '@fastify/otel'
+import type { SpanStatus } from '@opentelemetry/api'
 import { ServiceError } from '../../src/errors.js'
+import { redactQuery } from '../../src/redact-url.js'
 import { STORE_OPERATIONS, type OperationObserver } from '../../src/store/instrumented.js'
 import type { AttemptTrace } from '../../src/webhooks/dispatcher.js'
 import type { ClaimedDelivery } from '../../src/webhooks/store.js'
@@ -19,15 +21,30 @@ const TRACE_FLUSH_TIMEOUT_MS = 2000
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Undefined unless OTEL_EXPORTER_OTLP_ENDPOINT is set: then no OpenTelemetry package is even loaded. */
+    /** Undefined unless an OTLP endpoint is set: then no OpenTelemetry package is even loaded. */
     tracing: ServiceTracing | undefined
   }
 }
 
+/** Failed exports while running are logged at most this often (each line counts the ones not logged). */
+const EXPORT_ERROR_LOG_INTERVAL_MS = 60_000
+
+/** The SDK hands an error on as its JSON (a failed export's HTTP status, its text): its message, when it is that. */
+function sdkMessage (message: string): string {
+  try {
+    const parsed = JSON.parse(message) as { message?: unknown }
+    return typeof parsed.message === 'string' ? parsed.message : message
+  } catch {
+    return message
+  }
+}
+
 /**
- * OTLP/HTTP traces: a SERVER span per request (`@fastify/otel`) and a child per store operation.
- * Hook spans are off: a dozen per request would cost more than they tell. Registered first, so the
- * request span covers every other hook.
+ * Traces over OTLP as the standard variables say: the SDK picks the exporter by
+ * OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL and the exporter reads endpoint, headers and timeout itself.
+ * A 4xx leaves the server span's status unset (the client's error, per the HTTP conventions), a
+ * 5xx sets ERROR. Hook spans are off: a dozen per request would cost more than they tell.
+ * Registered first, so the request span covers every other hook.
  */
 export default fp(async function otelPlugin (app) {
   const settings = app.config.tracing
@@ -35,25 +52,65 @@ export default fp(async function otelPlugin (app) {
     app.decorate('tracing', undefined)
     return
   }
-  const [{ context, propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode }, { NodeSDK }, { OTLPTraceExporter }, { FastifyOtelInstrumentation }] = await Promise.all([
+  const [{ context, diag, DiagLogLevel, propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode }, { NodeSDK }, { FastifyOtelInstrumentation }] = await Promise.all([
     import('@opentelemetry/api'),
     import('@opentelemetry/sdk-node'),
-    import('@opentelemetry/exporter-trace-otlp-http'),
     import('@fastify/otel')
   ])
+
+  // The SDK reports failed exports (and its other troubles) through its diagnostic logger: into
+  // the service's log, at most one line a minute, counting the ones left out.
+  let lastReport = -Infinity
+  let unreported = 0
+  const report = (level: 'warn' | 'error') => (message: string, ...args: unknown[]): void => {
+    const now = Date.now()
+    if (now - lastReport < EXPORT_ERROR_LOG_INTERVAL_MS) {
+      unreported++
+      return
+    }
+    lastReport = now
+    const err = args.find((arg) => arg instanceof Error)
+    app.log[level]({ detail: sdkMessage(message), ...(err !== undefined && { err }), tracesUrl: settings.tracesUrl, ...(unreported > 0 && { unreported }) },
+      'tracing: the OpenTelemetry SDK reports a problem (a failed export drops its spans)')
+    unreported = 0
+  }
+  const quiet = (): void => {}
+  diag.setLogger({ error: report('error'), warn: report('warn'), info: quiet, debug: quiet, verbose: quiet }, { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true })
 
   const instrumentation = new FastifyOtelInstrumentation({
     instrumentHooks: false,
     instrumentHandler: false,
     // Method and route template, never the raw URL, whose ids would make every span name unique.
     requestHook: (span, request) => {
+      // Named as the OpenTelemetry HTTP conventions name server spans: method and route template
+      // (never the raw URL, whose ids would make every span name unique).
       const route = request.routeOptions.url
       span.updateName(route === undefined ? request.method : `${request.method} ${route}`)
+      // url.path without the query; the query with credentials a client put there redacted.
+      const question = request.url.indexOf('?')
+      if (question !== -1) {
+        span.setAttribute('url.path', request.url.slice(0, question))
+        span.setAttribute('url.query', redactQuery(request.url.slice(question + 1)))
+      }
+      // @fastify/otel marks the span ERROR whenever a hook or handler throws, a 401 or 404 too.
+      // The status waits for the answer: ERROR stays for a 5xx only.
+      const setStatus = span.setStatus.bind(span)
+      const end = span.end.bind(span)
+      let error: SpanStatus | undefined
+      span.setStatus = (status) => {
+        if (status.code === SpanStatusCode.ERROR) error = status
+        else setStatus(status)
+        return span
+      }
+      span.end = (time) => {
+        const code = (span as { attributes?: Record<string, unknown> }).attributes?.['http.response.status_code']
+        if (error !== undefined && (typeof code !== 'number' || code >= 500)) setStatus(error)
+        end(time)
+      }
     }
   })
   const sdk = new NodeSDK({
     serviceName: settings.serviceName,
-    traceExporter: new OTLPTraceExporter({ url: settings.tracesUrl }),
     instrumentations: [instrumentation],
     // Traces only: the SDK would otherwise start OTLP metric and log exporters too.
     metricReaders: [],
@@ -68,9 +125,20 @@ export default fp(async function otelPlugin (app) {
     })
     const gaveUp = sleep(TRACE_FLUSH_TIMEOUT_MS, false, { ref: false })
     if (!await Promise.race([flushed, gaveUp])) app.log.warn({ timeoutMs: TRACE_FLUSH_TIMEOUT_MS }, 'tracing: the collector did not take the last spans in time; they are dropped')
+    diag.disable()
   })
 
   await app.register(instrumentation.plugin())
+
+  // Every line logged for a request names its trace and span, so logs and traces lead to each other.
+  app.addHook('onRequest', function logTraceIds (request, reply, done) {
+    const span = request.opentelemetry().span
+    if (span != null) {
+      const { traceId, spanId } = span.spanContext()
+      request.log = reply.log = request.log.child({ trace_id: traceId, span_id: spanId })
+    }
+    done()
+  })
 
   // The request span is current while the handler runs: the body is read outside the onRequest hook's context.
   app.addHook('onRoute', (routeOptions) => {

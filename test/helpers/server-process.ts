@@ -11,8 +11,8 @@ import type { Cleanup } from './cleanup.js'
 export const SERVER_JS = fileURLToPath(new URL('../../src/server.js', import.meta.url))
 
 /**
- * The server's whole start-up banner: `plant-store is listening on http://HOST:PORT` (the base
- * URL, group 1), the lines under it, and the blank line that ends it.
+ * The server's whole start-up banner (on stderr): `plant-store is listening on http://HOST:PORT`
+ * (the base URL, group 1), the lines under it, and the blank line that ends it.
  */
 const BANNER = /^plant-store is listening on (http:\/\/\S+)\n(?:.+\n)*\n/m
 
@@ -44,6 +44,8 @@ export interface ServerOptions {
    * not available.
    */
   logFile?: string
+  /** Runs this instead of `node <nodeArgs> build/src/server.js` (e.g. `npm start`, in `cwd`), with the same settings. */
+  command?: { file: string, args: readonly string[], cwd: string }
 }
 
 export interface ServerProcess {
@@ -97,7 +99,9 @@ async function launch (options: ServerOptions): Promise<Launched> {
     DATABASE_URL: databaseUrl
   }
   const env = Object.fromEntries(Object.entries(settings).filter((entry): entry is [string, string] => entry[1] !== undefined))
-  const args = [...options.nodeArgs ?? [], SERVER_JS]
+  const file = options.command?.file ?? process.execPath
+  const args = options.command?.args ?? [...options.nodeArgs ?? [], SERVER_JS]
+  const cwd = options.command?.cwd
 
   let child: ChildProcess
   let stdout = ''
@@ -106,7 +110,7 @@ async function launch (options: ServerOptions): Promise<Launched> {
   const waiters = new Set<{ matches: (line: LogLine) => boolean, resolve: (line: LogLine) => void }>()
   const { logFile } = options
   if (logFile === undefined) {
-    child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    child = spawn(file, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] })
     let pending = ''
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
@@ -127,10 +131,12 @@ async function launch (options: ServerOptions): Promise<Launched> {
     })
   } else {
     const fd = openSync(logFile, 'w')
-    child = spawn(process.execPath, args, { env, stdio: ['ignore', fd, fd] })
+    child = spawn(file, args, { env, cwd, stdio: ['ignore', fd, fd] })
     closeSync(fd)
   }
   const readStdout = logFile === undefined ? () => stdout : () => readFileSync(logFile, 'utf8')
+  // With a log file, stdout and stderr share it.
+  const readStderr = logFile === undefined ? () => stderr : readStdout
   let closed = false
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => {
     closed = true
@@ -148,7 +154,7 @@ async function launch (options: ServerOptions): Promise<Launched> {
   const banner = (async () => {
     const deadline = Date.now() + START_TIMEOUT_MS
     while (Date.now() < deadline) {
-      const url = BANNER.exec(readStdout())?.[1]
+      const url = BANNER.exec(readStderr())?.[1]
       if (url !== undefined) return url
       if (closed) return undefined
       await sleep(20)

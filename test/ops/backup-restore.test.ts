@@ -117,7 +117,7 @@ test('backup under write load holds every plant acknowledged before it started; 
   assert.ok(backedUp.size < acknowledged.length, 'the writes after the backup are not in it')
 
   // Restore while the server holds the database: refused, nothing changed.
-  const refused = await plantStore(['restore', backup], { DATABASE_URL: database })
+  const refused = await plantStore(['restore', '--force', backup], { DATABASE_URL: database })
   assert.equal(refused.code, 1)
   assert.equal(refused.stderr, `plant-store restore: ${database} is in use (a plant-store server is running on it?): stop it first, then restore\n`)
   const total = await fetch(`${server.baseUrl}/plants?limit=1`, { headers: AUTH })
@@ -125,9 +125,13 @@ test('backup under write load holds every plant acknowledged before it started; 
 
   server.child.kill('SIGTERM')
   assert.equal(await server.exited, 0)
-  const restored = await plantStore(['restore', backup], { DATABASE_URL: database })
+  const unforced = await plantStore(['restore', backup], { DATABASE_URL: database })
+  assert.equal(unforced.code, 1)
+  assert.equal(unforced.stderr, `plant-store restore: the database ${database} exists; run restore with --force to replace it (the old file is kept beside it)\n`)
+  const restored = await plantStore(['restore', '--force', backup], { DATABASE_URL: database })
   assert.equal(restored.code, 0, restored.stderr)
-  assert.equal(restored.stdout, `plant-store restore: ${backup} → ${database}: ${backedUp.size} plants, integrity_check ok; start the server again\n`)
+  assert.match(restored.stdout, new RegExp(`^plant-store restore: ${backup} → ${database}: ${backedUp.size} plants, integrity_check ok; start the server again\n` +
+    'plant-store restore: the database it replaced is kept as \\S+\\.before-restore-\\d{8}T\\d{6}Z\n$'))
   assert.equal(existsSync(`${database}-wal`), false)
 
   // The server starts on the restored database and serves exactly the backup's plants.

@@ -1,18 +1,26 @@
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { readFileSync, statSync } from 'node:fs'
+import { join } from 'node:path'
 import { test } from 'node:test'
+import { fileURLToPath } from 'node:url'
 import { SERVER_ENV, SERVER_NODE_FLAGS } from '../../bench/measure.js'
 import { startServer } from '../helpers/server-process.js'
 
-/** `npm start`'s last command, `VAR=value … node <flags> dist/src/server.js`, taken apart. */
+const REPO = fileURLToPath(new URL('../../..', import.meta.url))
+
+const scripts = (): Record<string, string> =>
+  (JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts
+
+/** `npm start`'s command, `VAR=value … exec node <flags> dist/src/server.js`, taken apart. */
 function startCommand (): { env: Record<string, string>, nodeArgs: string[], script: string } {
-  const { scripts } = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> }
-  const words = (scripts.start ?? '').split('&&').at(-1)?.trim().split(/\s+/) ?? []
+  const words = (scripts().start ?? '').trim().split(/\s+/)
   const env: Record<string, string> = {}
   while (words[0]?.includes('=') === true) {
     const [name, value] = (words.shift() as string).split('=') as [string, string]
     env[name] = value
   }
+  // exec: the shell npm starts becomes node, so a signal npm passes on reaches the server.
+  assert.equal(words.shift(), 'exec', 'npm start execs node')
   assert.equal(words.shift(), 'node', 'npm start runs node')
   const script = words.pop() ?? ''
   return { env, nodeArgs: words, script }
@@ -30,4 +38,36 @@ test('this Node.js accepts npm start\'s flags: the service starts and answers wi
   const server = await startServer(t, { nodeArgs, env })
   const response = await fetch(`${server.baseUrl}/health`)
   assert.equal(response.status, 200)
+})
+
+/** Whether a process with this pid is still there. */
+function alive (pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+test('SIGTERM to npm start\'s own pid drains and stops the server, and leaves no process behind; a current dist/ is not rebuilt', { timeout: 120_000 }, async (t) => {
+  // The first start builds dist/ if it is missing or older than the sources (prestart: tsc -b).
+  assert.match(scripts().prestart ?? '', /^tsc -b tsconfig\.build\.json$/)
+  const server = await startServer(t, { command: { file: 'npm', args: ['start', '--silent'], cwd: REPO }, env: { LOG_LEVEL: 'info' } })
+  const listening = await server.waitForLog((line) => typeof line.pid === 'number')
+  const serverPid = listening.pid as number
+  assert.notEqual(serverPid, server.child.pid, 'the server runs in its own process, under npm')
+  assert.equal((await fetch(`${server.baseUrl}/health`)).status, 200)
+  const built = statSync(join(REPO, 'dist/src/server.js')).mtimeMs
+
+  process.kill(server.child.pid as number, 'SIGTERM')
+  await server.waitForLog((line) => line.msg === 'shutting down: finishing in-flight requests')
+  await server.waitForLog((line) => line.msg === 'stopped: database checkpointed and closed')
+  await server.exited
+  assert.equal(alive(serverPid), false, `the server (pid ${serverPid}) outlived npm`)
+
+  // Started again on a current dist/: nothing is compiled again.
+  const again = await startServer(t, { command: { file: 'npm', args: ['start', '--silent'], cwd: REPO } })
+  assert.equal(statSync(join(REPO, 'dist/src/server.js')).mtimeMs, built)
+  assert.equal(await again.stop(), 0)
 })

@@ -26,7 +26,8 @@ test('traces: a SERVER span per request named by route, a child span per store o
   assert.equal(await server.exited, 0)
 
   assert.ok(receiver.paths.length > 0)
-  for (const path of receiver.paths) assert.equal(path, 'POST /v1/traces application/json')
+  // http/protobuf, the specification's default protocol.
+  for (const path of receiver.paths) assert.equal(path, 'POST /v1/traces application/x-protobuf')
   const { spans } = receiver
   const named = (name: string): ReceivedSpan => {
     const found = spans.filter((span) => span.name === name)
@@ -59,6 +60,7 @@ test('traces: a SERVER span per request named by route, a child span per store o
 
   const unmatched = named('GET')
   assert.equal(unmatched.attributes['http.response.status_code'], 404)
+  assert.equal(unmatched.status?.code ?? 0, 0, 'a 4xx leaves a server span\'s status unset')
   assert.equal(unmatched.attributes['http.route'], undefined)
   assert.notEqual(unmatched.traceId, create.traceId)
 })
@@ -100,4 +102,76 @@ test('traces: a webhook delivery is a CLIENT span, child of the request that mad
   assert.equal(deliver.attributes['webhook.event_type'], 'plant.created')
   assert.equal(deliver.attributes['http.response.status_code'], 204)
   assert.equal(delivery?.headers.traceparent, `00-${deliver.traceId}-${deliver.spanId}-01`, 'the receiver continues the attempt\'s span')
+})
+
+test('OTEL_EXPORTER_OTLP_PROTOCOL=http/json sends JSON to <endpoint>/v1/traces, with OTEL_EXPORTER_OTLP_HEADERS; the credentials in a query are redacted in url.query', { timeout: 30_000 }, async (t) => {
+  const receiver = await startOtlpReceiver()
+  t.after(receiver.close)
+  const server = await startServer(undefined, {
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: `${receiver.endpoint}/base`, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-key=k1,x-tenant=plants', DATABASE_URL: ':memory:' }
+  })
+  assert.equal((await fetch(`${server.baseUrl}/plants?limit=1&access_token=s3cret`, { headers: AUTH })).status, 400)
+  assert.equal((await fetch(`${server.baseUrl}/plants/1`)).status, 401)
+  server.child.kill('SIGTERM')
+  assert.equal(await server.exited, 0)
+
+  assert.ok(receiver.exports.length > 0)
+  for (const received of receiver.exports) {
+    assert.deepEqual([received.method, received.path, received.contentType], ['POST', '/base/v1/traces', 'application/json'])
+    assert.equal(received.headers['x-collector-key'], 'k1')
+    assert.equal(received.headers['x-tenant'], 'plants')
+  }
+  const list = receiver.spans.find((span) => span.name === 'GET /plants')
+  assert.equal(list?.attributes['url.path'], '/plants')
+  assert.equal(list?.attributes['url.query'], 'limit=1&access_token=[redacted]')
+  assert.doesNotMatch(JSON.stringify(receiver.spans), /s3cret/)
+  assert.equal(list?.status?.code ?? 0, 0)
+  const unauthorized = receiver.spans.find((span) => span.name === 'GET /plants/:id')
+  assert.equal(unauthorized?.attributes['http.response.status_code'], 401)
+  assert.equal(unauthorized?.status?.code ?? 0, 0, 'a 401 leaves the status unset')
+})
+
+test('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT alone turns tracing on and is used as it is (protobuf); request log lines carry trace_id and span_id', { timeout: 30_000 }, async (t) => {
+  const receiver = await startOtlpReceiver()
+  t.after(receiver.close)
+  const server = await startServer(undefined, {
+    env: { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.endpoint}/custom/traces`, DATABASE_URL: ':memory:', LOG_LEVEL: 'info' }
+  })
+  const upstreamTrace = '0af7651916cd43dd8448eb211c80319c'
+  const read = await fetch(`${server.baseUrl}/plants/7`, { headers: { ...AUTH, traceparent: `00-${upstreamTrace}-b7ad6b7169203331-01`, 'x-request-id': 'traced-1' } })
+  assert.equal(read.status, 404)
+  const access = await server.waitForLog((line) => line.reqId === 'traced-1' && line.msg === 'request completed')
+  server.child.kill('SIGTERM')
+  assert.equal(await server.exited, 0)
+
+  assert.ok(receiver.exports.length > 0)
+  for (const received of receiver.exports) assert.deepEqual([received.path, received.contentType], ['/custom/traces', 'application/x-protobuf'])
+  const span = receiver.spans.find((candidate) => candidate.name === 'GET /plants/:id')
+  assert.ok(span !== undefined)
+  assert.equal(access.trace_id, upstreamTrace)
+  assert.equal(access.span_id, span.spanId)
+  assert.equal(span.status?.code ?? 0, 0, 'a 404 leaves the status unset')
+})
+
+test('exports that fail while the service runs are logged, at most one line a minute', { timeout: 30_000 }, async (t) => {
+  const receiver = await startOtlpReceiver()
+  t.after(receiver.close)
+  receiver.failing(true)
+  const server = await startServer(undefined, {
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: '50', DATABASE_URL: ':memory:', LOG_LEVEL: 'warn' }
+  })
+  const failures = (): number => server.stdout().split('\n').filter((line) => line.includes('"msg":"tracing: the OpenTelemetry SDK reports a problem')).length
+  assert.equal((await fetch(`${server.baseUrl}/health/live`)).status, 200)
+  const line = await server.waitForLog((candidate) => String(candidate.msg).startsWith('tracing: '))
+  assert.equal(line.msg, 'tracing: the OpenTelemetry SDK reports a problem (a failed export drops its spans)')
+  assert.equal(line.tracesUrl, `${receiver.endpoint}/v1/traces`)
+  assert.match(String(line.detail), /Bad Request|400/)
+  // Another batch fails: counted, not logged again within the minute.
+  const exported = receiver.exports.length
+  assert.equal((await fetch(`${server.baseUrl}/health/live`)).status, 200)
+  while (receiver.exports.length === exported) await new Promise((resolve) => setTimeout(resolve, 20))
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  assert.equal(failures(), 1)
+  server.child.kill('SIGTERM')
+  assert.equal(await server.exited, 0)
 })

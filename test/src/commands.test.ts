@@ -1,17 +1,21 @@
 import assert from 'node:assert/strict'
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Writable } from 'node:stream'
 import { test } from 'node:test'
 import Database from 'better-sqlite3'
 import { newToken, runBackup, runCheck, runRestore, runToken, type Output } from '../../src/commands.js'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
 import { TOKEN } from '../helpers/app.js'
 
-function capture (): Output & { stdout: () => string, stderr: () => string } {
+function capture (): Output & { stdout: () => string, stderr: () => string, bytes: () => Buffer } {
   let out = ''
   let err = ''
-  return { out: (text) => { out += text }, err: (text) => { err += text }, stdout: () => out, stderr: () => err }
+  const chunks: Buffer[] = []
+  const data = new Writable({ write (chunk: Buffer, _encoding, done) { chunks.push(chunk); done() } })
+  return { out: (text) => { out += text }, err: (text) => { err += text }, data, stdout: () => out, stderr: () => err, bytes: () => Buffer.concat(chunks) }
 }
 
 const tempDir = (): string => mkdtempSync(join(tmpdir(), 'plant-store-commands-'))
@@ -55,13 +59,13 @@ test('check: 0 for a good configuration and database (or one not created yet), 1
   other.close()
   output = capture()
   assert.equal(await runCheck(env(foreign), output), 1)
-  assert.equal(output.stderr(), `plant-store check: cannot use the database ${foreign}: the file is not a plant-store database\n`)
+  assert.equal(output.stderr(), `plant-store check: cannot use the database ${foreign}: the file is not a plant-store database\nplant-store check: failed: the SQLite database\n`)
 
   const text = join(dir, 'notes.txt')
   writeFileSync(text, 'not a database at all, just some text that is long enough to have a header'.repeat(20))
   output = capture()
   assert.equal(await runCheck(env(text), output), 1)
-  assert.match(output.stderr(), /the file is not a SQLite database\n$/)
+  assert.match(output.stderr(), /the file is not a SQLite database\nplant-store check: failed: the SQLite database\n$/)
 })
 
 test('backup and restore refuse what they cannot do, saying why', async () => {
@@ -90,12 +94,12 @@ test('backup and restore refuse what they cannot do, saying why', async () => {
 
   const garbage = join(dir, 'garbage.bak')
   writeFileSync(garbage, 'x'.repeat(8192))
-  await expectFailure((o) => runRestore(garbage, env(file), o), `plant-store restore: the backup ${garbage} is unusable: not a SQLite database\n`)
+  await expectFailure((o) => runRestore(garbage, env(file), o, { force: true }), `plant-store restore: the backup ${garbage} is unusable: not a SQLite database\n`)
   const foreign = join(dir, 'foreign.bak')
   const other = new Database(foreign)
   other.exec('CREATE TABLE accounts (id INTEGER)')
   other.close()
-  await expectFailure((o) => runRestore(foreign, env(file), o), `plant-store restore: the backup ${foreign} is unusable: the file is not a plant-store database\n`)
+  await expectFailure((o) => runRestore(foreign, env(file), o, { force: true }), `plant-store restore: the backup ${foreign} is unusable: the file is not a plant-store database\n`)
 
   // Nothing was touched: the database still holds its one plant, and no temporary file is left.
   const db = new Database(file, { readonly: true })
@@ -123,8 +127,15 @@ test('backup, then restore over a changed database: the backup\'s plants come ba
   writeFileSync(`${file}-wal`, wal)
 
   output = capture()
-  assert.equal(runRestore(backup, env(file), output), 0)
-  assert.equal(output.stdout(), `plant-store restore: ${backup} → ${file}: 2 plants, integrity_check ok; start the server again\n`)
+  assert.equal(runRestore(backup, env(file), output, { force: true }), 0)
+  const kept = /kept as (\S+)\n$/.exec(output.stdout())?.[1] ?? ''
+  assert.equal(output.stdout(), `plant-store restore: ${backup} → ${file}: 2 plants, integrity_check ok; start the server again\n` +
+    `plant-store restore: the database it replaced is kept as ${kept}\n`)
+  assert.match(kept, new RegExp(`^${file.replace(/[.\\/]/g, '\\$&')}\\.before-restore-\\d{8}T\\d{6}Z$`))
+  // The replaced database, its WAL folded in, is whole beside the restored one.
+  const old = new Database(kept, { readonly: true })
+  assert.deepEqual(old.prepare('SELECT name FROM plants ORDER BY id').pluck().all(), ['Fern', 'Rose', 'Lily', 'in the WAL only'])
+  old.close()
   assert.equal(existsSync(`${file}-wal`), false)
   const db = new Database(file, { readonly: true })
   assert.deepEqual(db.prepare('SELECT name FROM plants ORDER BY id').pluck().all(), ['Fern', 'Rose'])
@@ -140,3 +151,99 @@ function pages (file: string): number {
     db.close()
   }
 }
+
+test('restore refuses an existing database without --force, and leaves it as it was', async () => {
+  const dir = tempDir()
+  const file = join(dir, 'plants.db')
+  await database(file, ['Fern'])
+  const backup = join(dir, 'plants.bak')
+  assert.equal(await runBackup(backup, env(file), capture()), 0)
+  await database(file, ['Rose'])
+  const output = capture()
+  assert.equal(runRestore(backup, env(file), output), 1)
+  assert.equal(output.stderr(), `plant-store restore: the database ${file} exists; run restore with --force to replace it (the old file is kept beside it)\n`)
+  assert.equal(output.stdout(), '')
+  const db = new Database(file, { readonly: true })
+  assert.deepEqual(db.prepare('SELECT name FROM plants ORDER BY id').pluck().all(), ['Fern', 'Rose'])
+  db.close()
+  assert.deepEqual(readdirSync(dir).filter((name) => name.includes('restore')), [])
+
+  // Into a place with no database yet, no --force is needed and nothing is kept.
+  const fresh = join(dir, 'fresh.db')
+  const restored = capture()
+  assert.equal(runRestore(backup, env(fresh), restored), 0)
+  assert.equal(restored.stdout(), `plant-store restore: ${backup} → ${fresh}: 1 plants, integrity_check ok; start the server again\n`)
+})
+
+test('backup - writes the consistent copy to stdout and its report to stderr, and leaves no file behind', async () => {
+  const dir = tempDir()
+  const file = join(dir, 'plants.db')
+  await database(file, ['Fern', 'Rose'])
+  const output = capture()
+  assert.equal(await runBackup('-', env(file), output), 0)
+  assert.equal(output.stdout(), '')
+  assert.match(output.stderr(), new RegExp(`^plant-store backup: ${file.replace(/[.\\/]/g, '\\$&')} → stdout: 2 plants, \\d+ pages, integrity_check ok\n$`))
+  assert.deepEqual(readdirSync(dir), ['plants.db'])
+  const copy = join(dir, 'copy.db')
+  writeFileSync(copy, output.bytes())
+  const db = new Database(copy, { readonly: true })
+  assert.deepEqual(db.prepare('SELECT name FROM plants ORDER BY id').pluck().all(), ['Fern', 'Rose'])
+  assert.equal(db.pragma('integrity_check', { simple: true }), 'ok')
+  db.close()
+
+  const terminal = capture()
+  Object.assign(terminal.data, { isTTY: true })
+  assert.equal(await runBackup('-', env(file), terminal), 1)
+  assert.equal(terminal.stderr(), 'plant-store backup: stdout is a terminal; redirect it to a file or a pipe (plant-store backup - > plants.bak)\n')
+  assert.equal(terminal.bytes().length, 0)
+})
+
+test('check verifies Redis when REDIS_URL is set, names it without its password, and says what failed', async () => {
+  const dir = tempDir()
+  const file = join(dir, 'plants.db')
+  await database(file, ['Fern'])
+  // A port that refuses: a listener closed again.
+  const closed = createServer()
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
+  const { port } = closed.address() as AddressInfo
+  await new Promise((resolve) => closed.close(resolve))
+
+  let output = capture()
+  assert.equal(await runCheck({ ...env(file), REDIS_URL: `redis://:secret-password@127.0.0.1:${port}/0` }, output), 1)
+  assert.equal(output.stdout(), `plant-store check: configuration ok\nplant-store check: database ${file} ok (quick_check)\n`)
+  assert.match(output.stderr(), new RegExp(`^plant-store check: Redis redis://127\\.0\\.0\\.1:${port}/0: .*ECONNREFUSED.*\nplant-store check: failed: Redis\n$`))
+  assert.doesNotMatch(output.stderr(), /secret-password/)
+
+  // Both failing: both named.
+  const notes = join(dir, 'notes.txt')
+  writeFileSync(notes, 'x'.repeat(4096))
+  output = capture()
+  assert.equal(await runCheck({ ...env(notes), REDIS_URL: `redis://127.0.0.1:${port}` }, output), 1)
+  assert.match(output.stderr(), /\nplant-store check: failed: the SQLite database, Redis\n$/)
+
+  // The Redis the rate-limit tests use (127.0.0.1:6379).
+  output = capture()
+  assert.equal(await runCheck({ ...env(file), REDIS_URL: 'redis://127.0.0.1:6379' }, output), 0, output.stderr())
+  assert.match(output.stdout(), /\nplant-store check: Redis redis:\/\/127\.0\.0\.1:6379 answers\n$/)
+})
+
+test('files: a new database, its WAL and shared-memory files, and backups are readable by their owner only', async (t) => {
+  const umask = process.umask(0o022)
+  t.after(() => process.umask(umask))
+  const dir = tempDir()
+  const file = join(dir, 'plants.db')
+  const store = createSqliteStore({ filename: file, synchronous: 'normal', checkpoint: false })
+  await store.create({ name: 'Fern' })
+  const mode = (path: string): string => (statSync(path).mode & 0o777).toString(8)
+  assert.deepEqual([mode(file), mode(`${file}-wal`), mode(`${file}-shm`)], ['600', '600', '600'])
+  const backup = join(dir, 'plants.bak')
+  assert.equal(await runBackup(backup, env(file), capture()), 0)
+  assert.equal(mode(backup), '600')
+  await store.close()
+
+  // A restored database is owner-only even when the backup was not (copied elsewhere, say).
+  chmodSync(backup, 0o644)
+  const restored = join(dir, 'restored.db')
+  assert.equal(runRestore(backup, env(restored), capture()), 0)
+  assert.equal(mode(restored), '600')
+})

@@ -93,7 +93,7 @@ if (TEST_DATABASE_URL !== undefined) {
     const { url } = scratchDatabaseUrl(t)
     let out = ''
     let err = ''
-    const output = { out: (text: string) => { out += text }, err: (text: string) => { err += text } }
+    const output = { out: (text: string) => { out += text }, err: (text: string) => { err += text }, data: process.stdout }
     assert.equal(await runCheck({ DATABASE_URL: url, API_TOKENS: TOKEN }, output), 0)
     assert.equal(out, 'plant-store check: configuration ok\nplant-store check: the PostgreSQL database answers and its schema is usable\n')
 
@@ -110,7 +110,7 @@ if (TEST_DATABASE_URL !== undefined) {
     unreachable.password = 's3cret-pw'
     out = ''
     assert.equal(await runCheck({ DATABASE_URL: unreachable.toString(), API_TOKENS: TOKEN, PG_CONNECT_TIMEOUT_MS: '1000' }, output), 1)
-    assert.match(err, /^plant-store check: the PostgreSQL database: it does not answer \(ECONNREFUSED: connect ECONNREFUSED 127\.0\.0\.1:\d+\)\n$/)
+    assert.match(err, /^plant-store check: the PostgreSQL database: it does not answer \(ECONNREFUSED: connect ECONNREFUSED 127\.0\.0\.1:\d+\)\nplant-store check: failed: PostgreSQL\n$/)
     assert.doesNotMatch(err, /s3cret-pw/)
   })
 }

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto'
-import { closeSync, copyFileSync, existsSync, fsyncSync, openSync, renameSync, rmSync } from 'node:fs'
+import { chmodSync, closeSync, copyFileSync, createReadStream, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync } from 'node:fs'
+import { pipeline } from 'node:stream/promises'
 import { basename, dirname, join, resolve } from 'node:path'
 import Database from 'better-sqlite3'
+import { createOwnerOnly } from './connection.js'
 import { identityProblem, readIdentity } from './preflight.js'
 
 export class BackupError extends Error {
@@ -11,6 +13,11 @@ export class BackupError extends Error {
 export interface BackupResult {
   plants: number
   pages: number
+}
+
+export interface RestoreResult extends BackupResult {
+  /** Where the replaced database is kept (restore --force over an existing one). */
+  kept?: string
 }
 
 /** All pages in one step: SQLite restarts a backup whenever another connection writes between steps. */
@@ -68,6 +75,8 @@ export async function backupDatabase (source: string, target: string): Promise<B
   const partial = besides(target, 'partial')
   const db = new Database(source, { fileMustExist: true, timeout: 5000 })
   try {
+    // A backup holds the webhook secrets too: owner-only from its first byte.
+    createOwnerOnly(partial)
     await db.backup(partial, { progress: () => ALL_PAGES })
   } catch (err) {
     rmSync(partial, { force: true })
@@ -84,6 +93,18 @@ export async function backupDatabase (source: string, target: string): Promise<B
   } catch (err) {
     rmSync(partial, { force: true })
     throw err instanceof BackupError ? new BackupError(`the backup is unusable: ${err.message}`) : err
+  }
+}
+
+/** Staged beside the database (a container's /tmp may be too small), streamed, removed. */
+export async function backupDatabaseTo (source: string, out: NodeJS.WritableStream): Promise<BackupResult> {
+  const staged = besides(source, 'stream')
+  try {
+    const result = await backupDatabase(source, staged)
+    await pipeline(createReadStream(staged), out, { end: false })
+    return result
+  } finally {
+    rmSync(staged, { force: true })
   }
 }
 
@@ -105,14 +126,23 @@ function lockIdleDatabase (file: string): Database.Database | undefined {
   }
 }
 
-/** Renamed over the target (atomic); the old -wal and -shm go, so SQLite cannot replay the old log into it. */
-export function restoreDatabase (source: string, target: string): BackupResult {
+/**
+ * Renamed over the target (atomic); the old database is kept as `<target>.before-restore-<UTC time>`
+ * (refused without `force`), and the old -wal and -shm go, so SQLite cannot replay the old log into it.
+ */
+export function restoreDatabase (source: string, target: string, options: { force?: boolean, now?: Date } = {}): RestoreResult {
   if (!existsSync(source)) throw new BackupError(`the backup ${source} does not exist`)
   if (resolve(source) === resolve(target)) throw new BackupError('the backup is the database itself')
+  if (existsSync(target) && options.force !== true) {
+    throw new BackupError(`the database ${target} exists; run restore with --force to replace it (the old file is kept beside it)`)
+  }
   const lock = lockIdleDatabase(target)
+  let kept: string | undefined
   const incoming = besides(target, 'restore')
   try {
     copyFileSync(source, incoming)
+    // The copy takes the backup's mode; the database it becomes is owner-only, as a new one is.
+    chmodSync(incoming, 0o600)
     let result: BackupResult
     try {
       result = verify(incoming)
@@ -122,9 +152,15 @@ export function restoreDatabase (source: string, target: string): BackupResult {
     syncFile(incoming)
     lock?.close()
     for (const suffix of ['-wal', '-shm', '-journal']) rmSync(`${target}${suffix}`, { force: true })
+    if (lock !== undefined) {
+      // A second name for the old file, then the rename over it: at every moment the database
+      // name holds the old database or the new one, and the old one survives under its new name.
+      kept = `${target}.before-restore-${(options.now ?? new Date()).toISOString().replace(/[-:]|\.\d+/g, '')}`
+      linkSync(target, kept)
+    }
     renameSync(incoming, target)
     syncDirectory(target)
-    return result
+    return { ...result, ...(kept !== undefined && { kept }) }
   } finally {
     if (lock?.open === true) lock.close()
     rmSync(incoming, { force: true })

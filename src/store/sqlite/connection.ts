@@ -1,4 +1,13 @@
+import { closeSync, openSync } from 'node:fs'
 import type Database from 'better-sqlite3'
+
+/**
+ * Creates `file` empty and owner-only when it does not exist yet: it holds webhook secrets, and
+ * SQLite gives the -wal, -shm and -journal files the database file's mode.
+ */
+export function createOwnerOnly (file: string): void {
+  closeSync(openSync(file, 'a', 0o600))
+}
 
 /**
  * Never a bare parameter as a LIMIT: SQLite (3.53) reads its value while planning and re-prepares

@@ -12,7 +12,7 @@ import {
   columnsToPlant, PLANT_COLUMNS, rememberedPlant, toPlant, writableRow,
   type IdempotencyRow, type PlantColumns, type PlantRow
 } from '../rows.js'
-import { boundLimit, configureConnection } from './connection.js'
+import { boundLimit, configureConnection, createOwnerOnly } from './connection.js'
 import { startCheckpointer, type CheckpointerOptions } from './checkpointer.js'
 import { createFileCheck, sqliteFailure } from './failures.js'
 import { createGroupCommit, type GroupCommitOptions } from './group-commit.js'
@@ -39,7 +39,10 @@ export interface SqliteStoreOptions {
 const PROBE_BYTES = 64 * 1024
 
 function openDatabase (filename: string): Database.Database {
-  if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true })
+  if (filename !== ':memory:') {
+    mkdirSync(dirname(filename), { recursive: true })
+    createOwnerOnly(filename)
+  }
   return configureConnection(new Database(filename))
 }
 

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { once } from 'node:events'
 import { mkdtempSync } from 'node:fs'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -58,7 +61,63 @@ test('with METRICS_PORT, GET /metrics on its own listener serves the Prometheus 
   const post = await fetch(base, { method: 'POST' })
   assert.equal(post.status, 405)
   assert.equal(post.headers.get('allow'), 'GET, HEAD')
-  assert.equal((await fetch(base.replace('/metrics', '/'))).status, 404)
+  assert.equal(post.headers.get('content-type'), 'application/json; charset=utf-8')
+  assert.deepEqual(await post.json(), { error: 405, message: 'Method POST is not allowed on /metrics (it allows GET, HEAD)' })
+  const missing = await fetch(base.replace('/metrics', '/'))
+  assert.equal(missing.status, 404)
+  assert.deepEqual(await missing.json(), { error: 404, message: 'Not found: metrics are at /metrics' })
+})
+
+/** Writes `text` on a raw connection to the metrics listener; resolves with all it answers once it closes. */
+async function raw (app: FastifyInstance, text: string): Promise<string> {
+  const socket = connect(Number(new URL(metricsUrl(app)).port), '127.0.0.1')
+  let answer = ''
+  socket.setEncoding('utf8').on('data', (chunk: string) => { answer += chunk })
+  socket.write(text)
+  await once(socket, 'close')
+  return answer
+}
+
+test('the metrics listener answers malformed requests in the Error shape and keeps the API\'s slow-client deadlines', { timeout: 20_000 }, async (t) => {
+  const app = await buildTestApp(t, { METRICS_PORT: '0', HEADERS_TIMEOUT_MS: '300', REQUEST_TIMEOUT_MS: '300' })
+  const garbage = await raw(app, 'NOT A REQUEST\r\n\r\n')
+  assert.match(garbage, /^HTTP\/1\.1 400 Bad Request\r\nContent-Type: application\/json; charset=utf-8\r\n/)
+  assert.equal(garbage.split('\r\n\r\n')[1], '{"error":400,"message":"Bad Request"}')
+  // Headers that never end: the connection is answered 408 and closed at HEADERS_TIMEOUT_MS, as on the API port.
+  const slow = await raw(app, 'GET /metrics HTTP/1.1\r\nHost: x\r\n')
+  assert.match(slow, /^HTTP\/1\.1 408 Request Timeout\r\n/)
+  assert.equal(slow.split('\r\n\r\n')[1], '{"error":408,"message":"Request Timeout"}')
+})
+
+test('promtool\'s rule: no gauge is named _total (that suffix is a counter\'s); promtool check metrics passes when installed', async (t) => {
+  const app = await buildTestApp(t, { METRICS_PORT: '0' })
+  await app.inject({ url: '/health' })
+  const text = await scrape(app)
+  const gaugesTotal = [...text.matchAll(/^# TYPE (\S+_total) gauge$/gm)].map((match) => match[1])
+  assert.deepEqual(gaugesTotal, [])
+  // Their by-type breakdowns stay.
+  assert.match(text, /^# TYPE nodejs_active_handles gauge$/m)
+  const promtool = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' })
+  if (promtool.error !== undefined) {
+    t.diagnostic('promtool not installed (Debian package prometheus): its check was skipped')
+    return
+  }
+  assert.equal(promtool.status, 0, `${promtool.stdout}${promtool.stderr}`)
+  assert.equal(promtool.stdout + promtool.stderr, '')
+})
+
+test('a method a known path lacks (405) is counted under that path\'s route, not with the unknown paths', async (t) => {
+  const app = await buildTestApp(t, { METRICS_PORT: '0' })
+  assert.equal((await app.inject({ method: 'POST', url: '/plants/1?x=1', headers: AUTH })).statusCode, 405)
+  assert.equal((await app.inject({ method: 'DELETE', url: '/plants', headers: AUTH })).statusCode, 405)
+  assert.equal((await app.inject({ method: 'POST', url: '/health/live' })).statusCode, 405)
+  assert.equal((await app.inject({ method: 'PUT', url: '/no/such/path' })).statusCode, 404)
+  const text = await scrape(app)
+  const count = (labels: Record<string, string>): number | undefined => sample(text, 'http_request_duration_seconds_count', labels)
+  assert.equal(count({ method: 'POST', route: '/plants/:id', status_code: '405' }), 1)
+  assert.equal(count({ method: 'DELETE', route: '/plants', status_code: '405' }), 1)
+  assert.equal(count({ method: 'POST', route: '/health/live', status_code: '405' }), 1)
+  assert.equal(count({ method: 'PUT', route: 'unmatched', status_code: '404' }), 1)
 })
 
 test('http_request_duration_seconds: by method, route template (never the raw URL; unmatched routes as one label) and status', async (t) => {

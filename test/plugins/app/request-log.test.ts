@@ -114,3 +114,17 @@ test('at warn a completed request writes no access line; a response stream that 
     { level: 40, reqId: 'gone-1', msg: 'request errored', statusCode: 200, route: '/plants/:id' }
   ])
 })
+
+test('credentials a client puts in the query string never reach the log: the access line and the debug line show them redacted', async (t) => {
+  const { app, lines } = await appWithLog(t, { LOG_LEVEL: 'debug' })
+  const url = `/plants?limit=2&access_token=${TOKEN}&api_key=k3y&Token=t&x=1`
+  // Unknown parameters are refused (400), and the request is logged all the same.
+  assert.equal((await app.inject({ url, headers: { ...AUTH, 'x-request-id': 'q-1' } })).statusCode, 400)
+  const mine = lines().filter((line) => line.reqId === 'q-1')
+  assert.deepEqual(mine.map((line) => line.msg), ['incoming request', 'request completed'])
+  const redacted = '/plants?limit=2&access_token=[redacted]&api_key=[redacted]&Token=[redacted]&x=1'
+  assert.equal((mine[0]?.req as { url?: string }).url, redacted)
+  assert.equal(mine[1]?.url, redacted)
+  for (const line of lines()) assert.doesNotMatch(JSON.stringify(line), /k3y|access_token=(?!\[redacted\])/)
+  assert.doesNotMatch(JSON.stringify(lines()), new RegExp(TOKEN))
+})
