@@ -89,6 +89,21 @@ function allowedMethods (app: FastifyInstance, url: string): string[] {
 }
 
 /**
+ * Why the router has nothing for a request: a path that has routes, but not for this method, is a
+ * 405 with `Allow`; anything else is a 404: an unknown path, or a route that found nothing to serve
+ * (its method is allowed, so the resource is what is missing). Neither needs a token: which methods
+ * a path has is in the public OpenAPI document.
+ */
+export function notFoundError (app: FastifyInstance, request: FastifyRequest): ServiceError {
+  const path = quotedPath(request.url)
+  const allowed = allowedMethods(app, request.url)
+  if (allowed.length > 0 && !allowed.includes(request.method)) {
+    return new MethodNotAllowedError(`Method ${request.method} is not allowed on ${path} (it allows ${allowed.join(', ')})`, allowed)
+  }
+  return routeNotFound(`Route ${request.method} ${path} not found`)
+}
+
+/**
  * Seconds a client is asked to wait (`Retry-After`) when the database is unavailable: long enough
  * for a restarted PostgreSQL or a dropped connection to come back, short enough not to idle. The
  * 503s of /health say the same.
@@ -218,15 +233,10 @@ export default fp(async function errorHandlerPlugin (app) {
     return reply.code(body.error).headers(refusalHeaders(error, body.error)).send(body)
   })
 
-  // A path the router knows, with a method it lacks, is a 405 with `Allow`; only unknown paths are
-  // 404s. Neither needs a token: which methods a path has is in the public OpenAPI document.
+  // Unrouted requests are answered before their body is read (plugins/app/requests.ts); this handler
+  // also answers a route that finds nothing to serve (reply.callNotFound: a missing Swagger UI file).
   app.setNotFoundHandler(async function handleNotFound (request) {
-    const path = quotedPath(request.url)
-    const allowed = allowedMethods(app, request.url)
-    if (allowed.length > 0) {
-      throw new MethodNotAllowedError(`Method ${request.method} is not allowed on ${path} (it allows ${allowed.join(', ')})`, allowed)
-    }
-    throw routeNotFound(`Route ${request.method} ${path} not found`)
+    throw notFoundError(app, request)
   })
 
   answerBelowFastify(app)

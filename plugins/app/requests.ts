@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { invalidBody, invalidHeader, unsupportedContentEncoding, unsupportedMediaType } from '../../src/errors.js'
 import { isUtf8Label, parseJsonBody } from '../../src/json-body.js'
+import { notFoundError } from './error-handler.js'
 
 /** What a route reads when its schema names no `consumes`. */
 const DEFAULT_MEDIA_TYPES: readonly string[] = ['application/json']
@@ -51,10 +52,9 @@ const framesBody = (headers: IncomingHttpHeaders): boolean =>
  * - a body with a content coding (gzip…) is a 415 with `Accept-Encoding: identity`, never read as if plain;
  * - another media type, or a charset other than UTF-8, is a 415, never read as if it were UTF-8 JSON;
  * - bytes that are not UTF-8, text that is not JSON, or `__proto__` / `constructor.prototype` keys are 400s.
- * Unknown routes (404, 405) never read it: their answer does not depend on the body.
+ * Unrouted requests (404, 405) never get here: see `answerUnrouted`.
  */
 async function readBody (request: FastifyRequest, body: Buffer): Promise<unknown> {
-  if (request.is404) return undefined
   const schema = request.routeOptions.schema
   if (schema?.body === undefined) {
     if (body.length === 0) return undefined
@@ -92,13 +92,21 @@ export default fp(async function requestsPlugin (app) {
     done()
   })
 
+  // A request the router has no route for is answered (404, or 405 with Allow) before Fastify looks
+  // at its body: its framing and Content-Type would otherwise decide first (a QUERY without
+  // Content-Type is a 400 there, a malformed Content-Type a 415). Registered after the root hooks
+  // that set headers or count requests (security headers, CORS, rate limits), so those still apply.
+  app.addHook('onRequest', function answerUnrouted (request, _reply, done) {
+    done(request.is404 ? notFoundError(app, request) : undefined)
+  })
+
   // Fastify's own parsers (JSON, plain text) are replaced by the one above, for every media type.
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('*', { parseAs: 'buffer' }, readBody)
 
   // Fastify never reads a GET or HEAD body (it would be silently ignored): refuse one from its framing.
   app.addHook('preValidation', function refuseGetBody (request, _reply, done) {
-    if ((request.method === 'GET' || request.method === 'HEAD') && !request.is404 && framesBody(request.headers)) {
+    if ((request.method === 'GET' || request.method === 'HEAD') && framesBody(request.headers)) {
       done(takesNoBody(request))
       return
     }
