@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { invalidBody, invalidHeader, unsupportedContentEncoding, unsupportedMediaType } from '../../src/errors.js'
+import { invalidBody, invalidHeader, invalidQuery, unsupportedContentEncoding, unsupportedMediaType } from '../../src/errors.js'
 import { isUtf8Label, parseJsonBody } from '../../src/json-body.js'
 import { notFoundError } from './error-handler.js'
 
@@ -37,6 +37,31 @@ function contentCoding (header: string | undefined): string | undefined {
   if (header === undefined) return undefined
   const codings = header.split(',').map((coding) => coding.trim()).filter((coding) => coding !== '')
   return codings.every((coding) => coding.toLowerCase() === 'identity') ? undefined : header
+}
+
+/**
+ * The first query parameter whose name or value is not percent-encoded UTF-8 (a `%` without two hex
+ * digits, bytes that are not UTF-8, an encoded surrogate): its name, or '' when the name itself is
+ * not. Fastify's query parser keeps such text as it is (`%FF` stays those three characters), so a
+ * filter would match it literally; a body with the same bytes is already a 400.
+ */
+function badQueryParameter (url: string): string | undefined {
+  const start = url.indexOf('?')
+  if (start === -1 || !url.includes('%', start)) return undefined
+  for (const parameter of url.slice(start + 1).split('&')) {
+    if (!parameter.includes('%')) continue
+    try {
+      decodeURIComponent(parameter)
+    } catch {
+      const end = parameter.indexOf('=')
+      try {
+        return decodeURIComponent((end === -1 ? parameter : parameter.slice(0, end)).replaceAll('+', ' '))
+      } catch {
+        return ''
+      }
+    }
+  }
+  return undefined
 }
 
 /** Whether a request's framing announces a body: a non-zero Content-Length, or any Transfer-Encoding. */
@@ -103,6 +128,17 @@ export default fp(async function requestsPlugin (app) {
   // Fastify's own parsers (JSON, plain text) are replaced by the one above, for every media type.
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('*', { parseAs: 'buffer' }, readBody)
+
+  app.addHook('preValidation', function refuseQueryNotUtf8 (request, _reply, done) {
+    const name = badQueryParameter(request.url)
+    if (name === undefined) {
+      done()
+      return
+    }
+    done(invalidQuery(name === ''
+      ? 'querystring has a parameter name that is not percent-encoded UTF-8'
+      : `querystring/${name.length > QUOTED_VALUE_MAX ? `${name.slice(0, QUOTED_VALUE_MAX)}…` : name} is not percent-encoded UTF-8`))
+  })
 
   // Fastify never reads a GET or HEAD body (it would be silently ignored): refuse one from its framing.
   app.addHook('preValidation', function refuseGetBody (request, _reply, done) {
