@@ -48,7 +48,7 @@ export type ErrorCode =
   | 'method-not-allowed'
   /** A method no resource of this service supports (CONNECT: this is no proxy). */
   | 'method-not-implemented'
-  /** The request body is malformed in a way its schema cannot say (not JSON, not UTF-8, prototype keys, a body where none is defined). */
+  /** The request body is malformed in a way its schema cannot say (not JSON, not UTF-8, not I-JSON, prototype keys, a body where none is defined). */
   | 'invalid-body'
   /** The body's media type or charset is not one the operation reads. */
   | 'unsupported-media-type'

@@ -76,7 +76,8 @@ const framesBody = (headers: IncomingHttpHeaders): boolean =>
  *   `Content-Type: application/json` on a DELETE with nothing after it) and refuses any content (400);
  * - a body with a content coding (gzip…) is a 415 with `Accept-Encoding: identity`, never read as if plain;
  * - another media type, or a charset other than UTF-8, is a 415, never read as if it were UTF-8 JSON;
- * - bytes that are not UTF-8, text that is not JSON, or `__proto__` / `constructor.prototype` keys are 400s.
+ * - bytes that are not UTF-8, text that is not JSON or not I-JSON (a member named twice, an `id`
+ *   written with a fraction or exponent), or `__proto__` / `constructor.prototype` keys are 400s.
  * Unrouted requests (404, 405) never get here: see `answerUnrouted`.
  */
 async function readBody (request: FastifyRequest, body: Buffer): Promise<unknown> {

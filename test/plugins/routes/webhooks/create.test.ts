@@ -110,6 +110,9 @@ test('an unknown field (a secret or an id included) is a 400 that names it; desc
   assertError(await app.inject(post({ url: PUBLIC_RECEIVER, description: null })), 400, 'body/description must be string')
   assertError(await app.inject(post({ url: PUBLIC_RECEIVER, disabled: 'yes' })), 400, 'body/disabled must be boolean')
   assertError(await app.inject(post([PUBLIC_RECEIVER])), 400, 'body must be object')
+  // A member named twice (I-JSON): the URL checked must be the only one sent.
+  assertError(await app.inject(post(`{"url":"${PUBLIC_RECEIVER}","url":"http://127.0.0.1/"}`, { ...AUTH, 'content-type': 'application/json' })), 400,
+    'body has the member "url" more than once: member names must be unique (I-JSON, RFC 7493)')
   assert.deepEqual(await listOf(app), [])
   const longest = await app.inject(post({ url: PUBLIC_RECEIVER, description: 'd'.repeat(500) }))
   assert.equal(longest.statusCode, 201)
