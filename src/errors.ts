@@ -36,7 +36,7 @@ export type ErrorCode =
   | 'invalid-url'
   /** A webhook URL whose host is, or resolves to, an address the policy refuses (loopback, private, …). */
   | 'url-not-allowed'
-  /** A webhook URL whose host name does not resolve to any address. */
+  /** A webhook URL whose host name does not resolve to any address (or not in time). */
   | 'url-unresolvable'
   /** A webhook event type list that is empty or names an unknown type. */
   | 'invalid-events'
