@@ -353,7 +353,7 @@ export interface components {
         NewPlant: {
             /**
              * Format: int64
-             * @description The id to give the plant (optional; the store assigns the next one when absent). A positive integer of at most 2^53 - 1, so that JSON carries it exactly; 409 when taken.
+             * @description The id to give the plant (optional; the store assigns the next one when absent). A positive integer of at most 2^53 - 1, so that JSON carries it exactly, written as an integer (a fraction or an exponent, even `1.0` or `1e3`, is a 400); 409 when taken.
              * @example 42
              */
             id?: number;
@@ -1234,7 +1234,7 @@ export interface operations {
                     "application/json": components["schemas"]["PlantList"];
                 };
             };
-            /** @description A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64, tag empty or too long) */
+            /** @description A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64, tag empty or too long), or a name or value is not percent-encoded UTF-8 */
             400: {
                 headers: {
                     /** @description Requests allowed per window for this caller (when rate limiting is on) */
@@ -1249,7 +1249,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 400,
-                     *       "message": "A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64, tag empty or too long)"
+                     *       "message": "A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64, tag empty or too long), or a name or value is not percent-encoded UTF-8"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -1378,7 +1378,7 @@ export interface operations {
                     "application/json": components["schemas"]["Plant"];
                 };
             };
-            /** @description The body is not a valid NewPlant (the message names the field), or the Idempotency-Key is malformed */
+            /** @description The body is not a valid NewPlant (the message names the field; an id must be written without a fraction or exponent), or the Idempotency-Key is malformed */
             400: {
                 headers: {
                     /** @description Requests allowed per window for this caller (when rate limiting is on) */
@@ -1393,7 +1393,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 400,
-                     *       "message": "The body is not a valid NewPlant (the message names the field), or the Idempotency-Key is malformed"
+                     *       "message": "The body is not a valid NewPlant (the message names the field; an id must be written without a fraction or exponent), or the Idempotency-Key is malformed"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -1571,7 +1571,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64, tag empty or too long) */
+            /** @description A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64, tag empty or too long), or a name or value is not percent-encoded UTF-8 */
             400: {
                 headers: {
                     /** @description Requests allowed per window for this caller (when rate limiting is on) */
@@ -2667,7 +2667,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookList"];
                 };
             };
-            /** @description A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64) */
+            /** @description A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64), or a name or value is not percent-encoded UTF-8 */
             400: {
                 headers: {
                     /** @description Requests allowed per window for this caller (when rate limiting is on) */
@@ -2682,7 +2682,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 400,
-                     *       "message": "A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64)"
+                     *       "message": "A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64), or a name or value is not percent-encoded UTF-8"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2815,7 +2815,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
-            /** @description The body is not a valid NewWebhook (the message names the field), or: The URL is not an absolute http or https URL of at most 2048 characters without credentials, its host does not resolve, or it is (or resolves to) a non-public address (loopback, private, link-local, …) */
+            /** @description The body is not a valid NewWebhook (the message names the field), or: The URL is not an absolute http or https URL of at most 2048 characters without credentials, its host does not resolve (within WEBHOOK_TIMEOUT_MS), or it is (or resolves to) a non-public address (loopback, private, link-local, …); the message never says what a host name resolves to */
             400: {
                 headers: {
                     /** @description Requests allowed per window for this caller (when rate limiting is on) */
@@ -2830,7 +2830,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 400,
-                     *       "message": "The body is not a valid NewWebhook (the message names the field), or: The URL is not an absolute http or https URL of at most 2048 characters without credentials, its host does not resolve, or it is (or resolves to) a non-public address (loopback, private, link-local, …)"
+                     *       "message": "The body is not a valid NewWebhook (the message names the field), or: The URL is not an absolute http or https URL of at most 2048 characters without credentials, its host does not resolve (within WEBHOOK_TIMEOUT_MS), or it is (or resolves to) a non-public address (loopback, private, link-local, …); the message never says what a host name resolves to"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2964,7 +2964,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64) */
+            /** @description A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64), or a name or value is not percent-encoded UTF-8 */
             400: {
                 headers: {
                     /** @description Requests allowed per window for this caller (when rate limiting is on) */
@@ -3508,7 +3508,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
-            /** @description The id is not a signed 64-bit integer, the body is not a valid WebhookPatch (the message names the field), or: The URL is not an absolute http or https URL of at most 2048 characters without credentials, its host does not resolve, or it is (or resolves to) a non-public address (loopback, private, link-local, …) */
+            /** @description The id is not a signed 64-bit integer, the body is not a valid WebhookPatch (the message names the field), or: The URL is not an absolute http or https URL of at most 2048 characters without credentials, its host does not resolve (within WEBHOOK_TIMEOUT_MS), or it is (or resolves to) a non-public address (loopback, private, link-local, …); the message never says what a host name resolves to */
             400: {
                 headers: {
                     /** @description Requests allowed per window for this caller (when rate limiting is on) */
@@ -3523,7 +3523,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 400,
-                     *       "message": "The id is not a signed 64-bit integer, the body is not a valid WebhookPatch (the message names the field), or: The URL is not an absolute http or https URL of at most 2048 characters without credentials, its host does not resolve, or it is (or resolves to) a non-public address (loopback, private, link-local, …)"
+                     *       "message": "The id is not a signed 64-bit integer, the body is not a valid WebhookPatch (the message names the field), or: The URL is not an absolute http or https URL of at most 2048 characters without credentials, its host does not resolve (within WEBHOOK_TIMEOUT_MS), or it is (or resolves to) a non-public address (loopback, private, link-local, …); the message never says what a host name resolves to"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3717,7 +3717,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDeliveryList"];
                 };
             };
-            /** @description The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, before not an int64) */
+            /** @description The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, before not an int64), or a name or value is not percent-encoded UTF-8 */
             400: {
                 headers: {
                     /** @description Requests allowed per window for this caller (when rate limiting is on) */
@@ -3732,7 +3732,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 400,
-                     *       "message": "The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, before not an int64)"
+                     *       "message": "The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, before not an int64), or a name or value is not percent-encoded UTF-8"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3849,7 +3849,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, before not an int64) */
+            /** @description The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, before not an int64), or a name or value is not percent-encoded UTF-8 */
             400: {
                 headers: {
                     /** @description Requests allowed per window for this caller (when rate limiting is on) */

@@ -23,6 +23,7 @@ import webhooksPlugin from '../plugins/app/webhooks.js'
 import webhooksRoutes from '../plugins/routes/webhooks/index.js'
 import type { ApiLoadOptions } from './webhooks/api-load.js'
 import type { RequestFunction } from './webhooks/deliver.js'
+import type { Resolver } from './webhooks/url-policy.js'
 import type { Config } from './load-config.js'
 import { redactUrl } from './redact-url.js'
 
@@ -30,6 +31,8 @@ export interface BuildOptions {
   logStream?: { write (line: string): void }
   webhookRequest?: RequestFunction
   webhookLoad?: ApiLoadOptions
+  /** Resolves webhook hosts at creation and delivery (tests answer from a table: no DNS). */
+  webhookResolve?: Resolver
 }
 
 /** Hop 0 is the socket's peer. */
@@ -104,7 +107,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(storePlugin)
   await app.register(webhooksPlugin, {
     ...(options.webhookRequest !== undefined && { request: options.webhookRequest }),
-    ...(options.webhookLoad !== undefined && { load: options.webhookLoad })
+    ...(options.webhookLoad !== undefined && { load: options.webhookLoad }),
+    ...(options.webhookResolve !== undefined && { resolve: options.webhookResolve })
   })
   await app.register(authPlugin)
   await app.register(rateLimitPlugin)

@@ -18,12 +18,14 @@ export type ErrorCode =
   | 'rate-limited'
   | 'invalid-url'
   | 'url-not-allowed'
+  /** A webhook URL whose host name does not resolve to any address (or not in time). */
   | 'url-unresolvable'
   | 'invalid-events'
   | 'invalid-description'
   | 'subscription-disabled'
   | 'method-not-allowed'
   | 'method-not-implemented'
+  /** The request body is malformed in a way its schema cannot say (not JSON, not UTF-8, not I-JSON, prototype keys, a body where none is defined). */
   | 'invalid-body'
   | 'unsupported-media-type'
   | 'unsupported-content-encoding'

@@ -29,12 +29,133 @@ export function parseJsonBody (bytes: Uint8Array, mediaType: string): unknown {
   } catch {
     throw invalidBody(`Body is not valid JSON but content-type is set to '${mediaType}'`)
   }
+  const escaped = text.includes('\\u')
+  // I-JSON (RFC 7493). The exact scan runs only for a text the cheap check flags, or one with \u
+  // escapes (which can spell a colon, or a member name, that the cheap check would not see).
+  if (escaped || needsStrictScan(text, value)) {
+    const problem = strictJsonProblem(text)
+    if (problem !== undefined) throw invalidBody(problem)
+  }
   // Only a text that spells one of the two keys (or escapes something) can hold them: most bodies skip the walk.
-  if (text.includes('__proto__') || text.includes('constructor') || text.includes('\\u')) {
+  if (escaped || text.includes('__proto__') || text.includes('constructor')) {
     const problem = prototypeKey(value)
     if (problem !== undefined) throw invalidBody(problem)
   }
   return value
+}
+
+/**
+ * A member named `id` whose number has a fraction or an exponent (`1.0`, `1e3`): an id is an exact
+ * int64, and JSON.parse would round `9007199254740991.4` onto another one. In valid JSON without
+ * \u escapes, `"id"` after `{` or `,` (and before `:`) can only be a member name: a quote inside a
+ * string is escaped.
+ */
+const INEXACT_ID = /[{,]\s*"id"\s*:\s*-?\d+[.eE]/
+
+/** How many times `char` occurs in `text`. */
+function occurrences (text: string, char: string): number {
+  let count = 0
+  for (let at = text.indexOf(char); at !== -1; at = text.indexOf(char, at + 1)) count++
+  return count
+}
+
+/**
+ * Whether a text without \u escapes may break I-JSON, from one walk of the parsed value (no second
+ * parse):
+ * - a member named twice in an object, which JSON.parse silently resolves to the last one. In JSON
+ *   text every member has one colon outside strings, and colons appear nowhere else but inside
+ *   strings: the text's colons are the value's members plus its strings' colons (names and values)
+ *   exactly when no member was dropped as a repeat;
+ * - an `id` member that is a number, and written with a fraction or exponent (INEXACT_ID; the
+ *   parsed number cannot tell `1.0` from `1`).
+ */
+function needsStrictScan (text: string, value: unknown): boolean {
+  if (!isObject(value)) return false
+  let colons = occurrences(text, ':')
+  let numericId = false
+  const pending: object[] = [value]
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    if (Array.isArray(next)) {
+      for (const child of next as unknown[]) {
+        if (typeof child === 'string') colons -= occurrences(child, ':')
+        else if (isObject(child)) pending.push(child)
+      }
+      continue
+    }
+    // A parsed object's prototype has no enumerable properties: for…in sees its own members only.
+    for (const key in next) {
+      const child = (next as Record<string, unknown>)[key]
+      colons -= 1 + occurrences(key, ':')
+      if (typeof child === 'string') colons -= occurrences(child, ':')
+      else if (isObject(child)) pending.push(child)
+      else if (key === 'id' && typeof child === 'number') numericId = true
+    }
+  }
+  return colons !== 0 || (numericId && INEXACT_ID.test(text))
+}
+
+/** The longest member name a message quotes. */
+const QUOTED_NAME_MAX = 40
+
+const quotedName = (name: string): string => JSON.stringify(name.length > QUOTED_NAME_MAX ? `${name.slice(0, QUOTED_NAME_MAX)}…` : name)
+
+/** An object or array being scanned: where it is (`body/a/0`), and in an object, the names seen. */
+interface Scope {
+  where: string
+  names: Set<string> | undefined
+  /** The member whose value comes next, or the array index. */
+  at: string | number
+  expectsName: boolean
+}
+
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+
+/**
+ * The exact check of a text JSON.parse has accepted (so it is valid JSON): the first member name
+ * repeated in an object, or `id` member written with a fraction or exponent, as a message naming
+ * where; undefined when the text is I-JSON.
+ */
+function strictJsonProblem (text: string): string | undefined {
+  const scopes: Scope[] = []
+  const open = (names: Set<string> | undefined): void => {
+    const parent = scopes.at(-1)
+    const where = parent === undefined ? 'body' : `${parent.where}/${parent.at}`
+    scopes.push({ where, names, at: 0, expectsName: names !== undefined })
+  }
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i]
+    const scope = scopes.at(-1)
+    if (char === '{') open(new Set())
+    else if (char === '[') open(undefined)
+    else if (char === '}' || char === ']') scopes.pop()
+    else if (char === ',' && scope !== undefined) {
+      if (scope.names === undefined) scope.at = (scope.at as number) + 1
+      else scope.expectsName = true
+    } else if (char === '"') {
+      let end = i + 1
+      while (text.charCodeAt(end) !== QUOTE) end += text.charCodeAt(end) === BACKSLASH ? 2 : 1
+      if (scope?.names !== undefined && scope.expectsName) {
+        const literal = text.slice(i, end + 1)
+        const name = literal.includes('\\') ? JSON.parse(literal) as string : literal.slice(1, -1)
+        if (scope.names.has(name)) {
+          return `${scope.where} has the member ${quotedName(name)} more than once: member names must be unique (I-JSON, RFC 7493)`
+        }
+        scope.names.add(name)
+        scope.at = name
+        scope.expectsName = false
+      }
+      i = end
+    } else if (char === '-' || (char !== undefined && char >= '0' && char <= '9')) {
+      let end = i + 1
+      while (end < text.length && /[\d.eE+-]/.test(text[end] as string)) end++
+      if (scope?.names !== undefined && scope.at === 'id' && /[.eE]/.test(text.slice(i, end))) {
+        return `${scope.where}/id must be an integer written without a fraction or exponent: an id is an exact int64`
+      }
+      i = end - 1
+    }
+  }
+  return undefined
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null

@@ -95,7 +95,7 @@ export const EnvSchema = Type.Object({
   OTEL_SERVICE_NAME: Type.String({ minLength: 1, default: 'plant-store', description: 'The `service.name` of the traces.' }),
   TRUST_PROXY: Type.String({ default: '', description: 'The reverse proxies whose `X-Forwarded-For`/`-Proto` to believe: a hop count, or comma-separated addresses or CIDRs (`loopback` too); empty: none.' }),
   // Webhooks (docs/webhooks.md).
-  WEBHOOK_TIMEOUT_MS: Type.Integer({ minimum: 1, maximum: 600_000, default: DEFAULT_TIMEOUT_MS, description: 'One delivery attempt\'s time limit in milliseconds, from resolving the receiver\'s host to its answer\'s status.' }),
+  WEBHOOK_TIMEOUT_MS: Type.Integer({ minimum: 1, maximum: 600_000, default: DEFAULT_TIMEOUT_MS, description: 'One delivery attempt\'s time limit in milliseconds, from resolving the receiver\'s host to its answer\'s status; also how long subscribing (or changing a URL) waits for the host\'s lookup.' }),
   WEBHOOK_RETRY_SCHEDULE: Type.Optional(Type.String({ description: 'The waits before each retry in milliseconds, comma-separated, each scaled by a random ±20 % (`none`: no retries). Unset: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.' })),
   WEBHOOK_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1000, default: DEFAULT_CONCURRENCY, description: 'Delivery attempts in flight per instance (one while requests saturate the event loop).' }),
   WEBHOOK_SUBSCRIPTION_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 1000, default: DEFAULT_PER_SUBSCRIPTION, description: 'Attempts in flight per subscription per instance: a slow receiver holds at most this many slots.' }),

@@ -92,6 +92,25 @@ class RouteTemplates {
   }
 }
 
+/** Each app's route templates, filled as its routes are added (the errors plugin decorates the root). */
+const routeTemplates = new WeakMap<FastifyInstance, RouteTemplates>()
+
+/**
+ * A path with routes, but not for this method, is a 405 with `Allow` (counted under its route);
+ * anything else is a 404: an unknown path, or a route that found nothing to serve. Neither needs a
+ * token: which methods a path has is in the public OpenAPI document.
+ */
+export function notFoundError (app: FastifyInstance, request: FastifyRequest): ServiceError {
+  const path = quotedPath(request.url)
+  const allowed = allowedMethods(app, request.url)
+  if (allowed.length > 0 && !allowed.includes(request.method)) {
+    const template = routeTemplates.get(app)?.match(request.url)
+    if (template !== undefined) labelUnroutedRequest(request, template)
+    return new MethodNotAllowedError(`Method ${request.method} is not allowed on ${path} (it allows ${allowed.join(', ')})`, allowed)
+  }
+  return routeNotFound(`Route ${request.method} ${path} not found`)
+}
+
 /** Long enough for a restarted PostgreSQL to come back, short enough not to idle; /health says the same. */
 export const UNAVAILABLE_RETRY_AFTER_S = 5
 
@@ -192,18 +211,13 @@ export default fp(async function errorHandlerPlugin (app) {
     return reply.code(body.error).headers(refusalHeaders(error, body.error)).send(body)
   })
 
-  // A known path with a method it lacks is a 405 with `Allow`; no token needed (the OpenAPI document is public).
+  // Unrouted requests are answered before their body is read (plugins/app/requests.ts); this handler
+  // also answers a route that finds nothing to serve (reply.callNotFound: a missing Swagger UI file).
   const templates = new RouteTemplates()
+  routeTemplates.set(app, templates)
   app.addHook('onRoute', (route) => { templates.add(route.url) })
   app.setNotFoundHandler(async function handleNotFound (request) {
-    const path = quotedPath(request.url)
-    const allowed = allowedMethods(app, request.url)
-    if (allowed.length > 0) {
-      const template = templates.match(request.url)
-      if (template !== undefined) labelUnroutedRequest(request, template)
-      throw new MethodNotAllowedError(`Method ${request.method} is not allowed on ${path} (it allows ${allowed.join(', ')})`, allowed)
-    }
-    throw routeNotFound(`Route ${request.method} ${path} not found`)
+    throw notFoundError(app, request)
   })
 
   answerBelowFastify(app)

@@ -1,8 +1,9 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { invalidBody, invalidHeader, unsupportedContentEncoding, unsupportedMediaType } from '../../src/errors.js'
+import { invalidBody, invalidHeader, invalidQuery, unsupportedContentEncoding, unsupportedMediaType } from '../../src/errors.js'
 import { isUtf8Label, parseJsonBody } from '../../src/json-body.js'
+import { notFoundError } from './error-handler.js'
 
 const DEFAULT_MEDIA_TYPES: readonly string[] = ['application/json']
 
@@ -31,16 +32,42 @@ function contentCoding (header: string | undefined): string | undefined {
   return codings.every((coding) => coding.toLowerCase() === 'identity') ? undefined : header
 }
 
+/**
+ * The first query parameter whose name or value is not percent-encoded UTF-8 (a `%` without two hex
+ * digits, bytes that are not UTF-8, an encoded surrogate): its name, or '' when the name itself is
+ * not. Fastify's query parser keeps such text as it is (`%FF` stays those three characters), so a
+ * filter would match it literally; a body with the same bytes is already a 400.
+ */
+function badQueryParameter (url: string): string | undefined {
+  const start = url.indexOf('?')
+  if (start === -1 || !url.includes('%', start)) return undefined
+  for (const parameter of url.slice(start + 1).split('&')) {
+    if (!parameter.includes('%')) continue
+    try {
+      decodeURIComponent(parameter)
+    } catch {
+      const end = parameter.indexOf('=')
+      try {
+        return decodeURIComponent((end === -1 ? parameter : parameter.slice(0, end)).replaceAll('+', ' '))
+      } catch {
+        return ''
+      }
+    }
+  }
+  return undefined
+}
+
+/** Whether a request's framing announces a body: a non-zero Content-Length, or any Transfer-Encoding. */
 const framesBody = (headers: IncomingHttpHeaders): boolean =>
   headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && Number(headers['content-length']) > 0)
 
 /**
  * The one reader of request bodies. A route without a body takes an empty one in any media type
  * (clients send `Content-Type: application/json` on a bare DELETE); a content coding, another media
- * type or charset is a 415, never read as if it were UTF-8 JSON. Unknown routes never read it.
+ * type or charset is a 415, never read as if it were UTF-8 JSON; text that is not UTF-8 I-JSON is a
+ * 400. Unrouted requests (404, 405) never get here: see `answerUnrouted`.
  */
 async function readBody (request: FastifyRequest, body: Buffer): Promise<unknown> {
-  if (request.is404) return undefined
   const schema = request.routeOptions.schema
   if (schema?.body === undefined) {
     if (body.length === 0) return undefined
@@ -73,12 +100,29 @@ export default fp(async function requestsPlugin (app) {
     done()
   })
 
+  // Unrouted requests are answered (404, or 405 with Allow) before Fastify judges their framing and
+  // Content-Type; after the root hooks that set headers or count requests, so those still apply.
+  app.addHook('onRequest', function answerUnrouted (request, _reply, done) {
+    done(request.is404 ? notFoundError(app, request) : undefined)
+  })
+
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('*', { parseAs: 'buffer' }, readBody)
 
+  app.addHook('preValidation', function refuseQueryNotUtf8 (request, _reply, done) {
+    const name = badQueryParameter(request.url)
+    if (name === undefined) {
+      done()
+      return
+    }
+    done(invalidQuery(name === ''
+      ? 'querystring has a parameter name that is not percent-encoded UTF-8'
+      : `querystring/${name.length > QUOTED_VALUE_MAX ? `${name.slice(0, QUOTED_VALUE_MAX)}…` : name} is not percent-encoded UTF-8`))
+  })
+
   // Fastify never reads a GET or HEAD body (it would be silently ignored): refuse one from its framing.
   app.addHook('preValidation', function refuseGetBody (request, _reply, done) {
-    if ((request.method === 'GET' || request.method === 'HEAD') && !request.is404 && framesBody(request.headers)) {
+    if ((request.method === 'GET' || request.method === 'HEAD') && framesBody(request.headers)) {
       done(takesNoBody(request))
       return
     }

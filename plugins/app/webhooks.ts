@@ -7,7 +7,7 @@ import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js'
 import type { Backlog, WebhookStore } from '../../src/webhooks/store.js'
 import { METRIC_PREFIX, type ServiceMetrics } from './metrics.js'
 import { WebhookService } from '../../src/webhooks/service.js'
-import { defaultAddressPolicy } from '../../src/webhooks/url-policy.js'
+import { defaultAddressPolicy, type Resolver } from '../../src/webhooks/url-policy.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -21,6 +21,8 @@ export interface WebhooksPluginOptions {
   /** Tests keep deliveries on loopback (test/helpers/app.ts). */
   request?: RequestFunction
   load?: ApiLoadOptions
+  /** Resolves webhook hosts (the system resolver by default; tests answer from a table, without DNS). */
+  resolve?: Resolver
 }
 
 /**
@@ -31,7 +33,7 @@ export interface WebhooksPluginOptions {
 export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, options) {
   const { config, store, log } = app
   const settings = config.webhooks
-  const policy = defaultAddressPolicy(settings.allowPrivate)
+  const policy = { ...defaultAddressPolicy(settings.allowPrivate), ...(options.resolve !== undefined && { resolve: options.resolve }) }
   // Deliveries yield to requests while the event loop is saturated by them (see ApiLoadMonitor).
   const load = new ApiLoadMonitor(options.load)
   app.addHook('onRequest', function countForWebhookLoad (_request, _reply, done) {
@@ -84,7 +86,9 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
 
   if (app.metrics !== undefined) webhookMetrics(app.metrics, dispatcher, store.webhooks)
 
-  app.decorate('webhooks', new WebhookService({ store: store.webhooks, policy, onDue: () => { dispatcher.wake() } }))
+  app.decorate('webhooks', new WebhookService({
+    store: store.webhooks, policy, lookupTimeoutMs: settings.timeoutMs, onDue: () => { dispatcher.wake() }
+  }))
 
   const { tracing } = app
   app.decorate('eventOrigin', tracing === undefined

@@ -132,7 +132,8 @@ export default fp(async function docsPlugin (app) {
       info: {
         title: 'Plant Store',
         version: '1.0.0',
-        description: 'A store of plants, each addressed by a signed 64-bit id. Every operation needs a bearer token.',
+        description: 'A store of plants, each addressed by a signed 64-bit id. Every operation needs a bearer token. ' +
+          'Request bodies are I-JSON (RFC 7493): UTF-8, each member name once per object; query strings are percent-encoded UTF-8.',
         license: { name: 'MIT', identifier: 'MIT' }
       },
       tags: [

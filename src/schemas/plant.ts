@@ -59,7 +59,8 @@ export const NewPlantSchema = Type.Object(
       maximum: JSON_SAFE_ID_MAX,
       format: 'int64',
       description: 'The id to give the plant (optional; the store assigns the next one when absent). ' +
-        'A positive integer of at most 2^53 - 1, so that JSON carries it exactly; 409 when taken.',
+        'A positive integer of at most 2^53 - 1, so that JSON carries it exactly, written as an integer ' +
+        '(a fraction or an exponent, even `1.0` or `1e3`, is a 400); 409 when taken.',
       examples: [42]
     })),
     name: PlantNameInputSchema,

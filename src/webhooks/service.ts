@@ -32,6 +32,8 @@ export interface SubscriptionPatch {
 export interface WebhookServiceOptions {
   store: WebhookStore
   policy: AddressPolicy
+  /** How long the check of a URL waits for its host's addresses (WEBHOOK_TIMEOUT_MS, as a delivery would). */
+  lookupTimeoutMs: number
   now?: () => number
   /** Told when a delivery was made due now (a retry): the dispatcher's wake. */
   onDue?: () => void
@@ -64,12 +66,14 @@ const notFound = (what: string): ServiceError => new ServiceError('not-found', `
 export class WebhookService {
   readonly #store: WebhookStore
   readonly #policy: AddressPolicy
+  readonly #lookup: { timeoutMs: number }
   readonly #now: () => number
   readonly #onDue: () => void
 
   constructor (options: WebhookServiceOptions) {
     this.#store = options.store
     this.#policy = options.policy
+    this.#lookup = { timeoutMs: options.lookupTimeoutMs }
     this.#now = options.now ?? Date.now
     this.#onDue = options.onDue ?? (() => {})
   }
@@ -77,7 +81,7 @@ export class WebhookService {
   async createSubscription (owner: string, input: NewSubscriptionInput): Promise<WebhookSubscription> {
     const events = normalizeEvents(input.events)
     checkDescription(input.description)
-    await checkWebhookUrl(input.url, this.#policy)
+    await checkWebhookUrl(input.url, this.#policy, this.#lookup)
     return await this.#store.createSubscription({
       owner,
       url: input.url,
@@ -107,7 +111,7 @@ export class WebhookService {
     if (patch.url !== undefined) {
       // Another owner's id must look missing, not invalid: check it exists before judging the URL.
       const current = await this.getSubscription(owner, id)
-      if (patch.url !== current.url) await checkWebhookUrl(patch.url, this.#policy)
+      if (patch.url !== current.url) await checkWebhookUrl(patch.url, this.#policy, this.#lookup)
       changes.url = patch.url
     }
     return await this.#store.updateSubscription(owner, id, changes, this.#now()) ?? this.#missing(id)

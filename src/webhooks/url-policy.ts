@@ -75,39 +75,67 @@ export function nonPublicRange (address: string): string | undefined {
   return undefined
 }
 
+/**
+ * The host's addresses. Why a name does not resolve (no such name, a DNS failure, a lookup cut
+ * short) stays in the cause, for the log: the message says only that it does not.
+ */
 async function resolveHost (host: string, resolve: Resolver): Promise<readonly ResolvedAddress[]> {
   const family = isIP(host)
   if (family !== 0) return [{ address: host, family: family === 6 ? 6 : 4 }]
+  const unresolvable = (cause?: unknown): ServiceError =>
+    new ServiceError('url-unresolvable', `The webhook host ${host} does not resolve`, { cause })
   let addresses: readonly ResolvedAddress[]
   try {
     addresses = await resolve(host)
   } catch (err) {
-    const code = (err as { code?: unknown }).code
-    throw new ServiceError('url-unresolvable', `The webhook host ${host} does not resolve (${typeof code === 'string' ? code : 'error'})`, { cause: err })
+    throw unresolvable(err)
   }
-  if (addresses.length === 0) throw new ServiceError('url-unresolvable', `The webhook host ${host} does not resolve to any address`)
+  if (addresses.length === 0) throw unresolvable()
   return addresses
 }
 
 /**
  * Every address the host resolves to must pass, and the caller connects to exactly the address
- * returned (pinnedLookup), so DNS rebinding changes nothing.
+ * returned (pinnedLookup), so DNS rebinding changes nothing. A refused host name is never told what
+ * it resolves to: the answer would let any token holder map internal names.
  */
 export async function resolveWebhookTarget (url: URL, policy: AddressPolicy): Promise<ResolvedAddress> {
   const host = urlHost(url)
   const addresses = await resolveHost(host, policy.resolve)
   for (const { address } of addresses) {
     const range = policy.allowPrivate ? (isIP(address) === 0 ? 'invalid' : undefined) : nonPublicRange(address)
-    if (range !== undefined) {
-      const what = address === host ? `${host} is` : `${host} resolves to ${address},`
-      throw new ServiceError('url-not-allowed', `The webhook host ${what} a non-public (${range}) address; only public addresses are allowed`)
+    if (range === undefined) continue
+    if (address === host) {
+      throw new ServiceError('url-not-allowed', `The webhook host ${host} is a non-public (${range}) address; only public addresses are allowed`)
     }
+    throw new ServiceError('url-not-allowed', `The webhook host ${host} is not allowed: it must resolve to public addresses only`)
   }
   return addresses[0] as ResolvedAddress
 }
 
-export async function checkWebhookUrl (raw: string, policy: AddressPolicy): Promise<void> {
-  await resolveWebhookTarget(parseWebhookUrl(raw), policy)
+/** A resolver that gives up after `timeoutMs` (getaddrinfo cannot be cancelled: it is no longer waited for). */
+function withTimeout (resolve: Resolver, timeoutMs: number): Resolver {
+  return async (hostname) => {
+    let timer: NodeJS.Timeout | undefined
+    const timeout = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => { reject(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEOUT' })) }, timeoutMs)
+    })
+    try {
+      return await Promise.race([resolve(hostname), timeout])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+}
+
+/**
+ * The check at creation (or when the URL changes): a valid URL whose host resolves to allowed
+ * addresses within `timeoutMs` (a lookup that takes longer is answered like a host that does not
+ * resolve: the request never waits on a slow resolver for longer than a delivery would).
+ */
+export async function checkWebhookUrl (raw: string, policy: AddressPolicy, { timeoutMs }: { timeoutMs: number }): Promise<void> {
+  const url = parseWebhookUrl(raw)
+  await resolveWebhookTarget(url, { ...policy, resolve: withTimeout(policy.resolve, timeoutMs) })
 }
 
 /** The socket connects where the policy looked; Host and TLS server name stay the URL's host. */

@@ -121,6 +121,16 @@ test('no error echoes the whole URL: the path is quoted without its query, cut a
     `'${badUrl.slice(0, 100)}…' is not a valid url component`)
 })
 
+test('a method the path lacks is a 405 on the wire too, with or without Content-Type or body (QUERY included)', async (t) => {
+  const { port } = await listening(t)
+  const bare = await exchange(port, 'QUERY /plants HTTP/1.1\r\nHost: x\r\n\r\n')
+  assertRawError(bare, 405, 'Method QUERY is not allowed on /plants (it allows GET, HEAD, POST)')
+  assert.equal(bare.headers.allow, 'GET, HEAD, POST')
+  const chunked = await exchange(port, 'QUERY /plants HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n')
+  assertRawError(chunked, 405, 'Method QUERY is not allowed on /plants (it allows GET, HEAD, POST)')
+  assertRawError(await exchange(port, 'QUERY /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}'), 404, 'Route QUERY /nowhere not found')
+})
+
 test('CONNECT, which Node would drop without a word, is a 501 in the Error shape', async (t) => {
   const { port } = await listening(t)
   assertRawError(await exchange(port, 'CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\n\r\n'), 501,

@@ -21,7 +21,7 @@ const createPlantRoute: FastifyPluginAsyncTypebox = async (app) => {
       response: {
         201: ref(PlantSchema, { description: 'The plant was created', headers: { ...locationHeader, ...etagHeader, ...replayedHeader } }),
         ...plantsErrorResponses({
-          400: 'The body is not a valid NewPlant (the message names the field), or the Idempotency-Key is malformed',
+          400: 'The body is not a valid NewPlant (the message names the field; an id must be written without a fraction or exponent), or the Idempotency-Key is malformed',
           409: 'A plant already has this id',
           413: SHARED_ERRORS.tooLarge,
           415: 'The body is not JSON',

@@ -25,7 +25,7 @@ const listPlantsRoute: FastifyPluginAsyncTypebox = async (app) => {
       response: {
         200: ref(PlantListSchema, { description: 'A page of plants, ordered by id', headers: linkHeader }),
         ...plantsErrorResponses({
-          400: 'A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64, tag empty or too long)'
+          400: 'A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64, tag empty or too long), or a name or value is not percent-encoded UTF-8'
         })
       }
     },

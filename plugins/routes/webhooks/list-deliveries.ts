@@ -22,7 +22,7 @@ const listWebhookDeliveriesRoute: FastifyPluginAsyncTypebox = async (app) => {
         200: ref(WebhookDeliveryListSchema, { description: 'A page of deliveries, newest first', headers: deliveryLinkHeader }),
         ...webhooksErrorResponses({
           400: 'The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or ' +
-            'not a canonical integer, before not an int64)',
+            'not a canonical integer, before not an int64), or a name or value is not percent-encoded UTF-8',
           404: WEBHOOK_ERRORS.notFound
         })
       }

@@ -19,7 +19,7 @@ const listWebhooksRoute: FastifyPluginAsyncTypebox = async (app) => {
       response: {
         200: ref(WebhookListSchema, { description: 'A page of subscriptions, ordered by id', headers: webhookLinkHeader }),
         ...webhooksErrorResponses({
-          400: 'A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64)'
+          400: 'A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64), or a name or value is not percent-encoded UTF-8'
         })
       }
     },

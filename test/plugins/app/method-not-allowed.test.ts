@@ -63,3 +63,45 @@ test('with CORS on, OPTIONS is answered on every path, and Allow lists it', asyn
   // The preflight route matches unknown paths too: they stay 404s.
   assertError(await app.inject({ method: 'GET', url: '/nowhere' }), 404, 'Route GET /nowhere not found')
 })
+
+test('a method no route has (QUERY, PURGE…) is a 405 with Allow whatever its headers and body; on an unknown path a 404', async (t) => {
+  const app = await buildTestApp(t)
+  // Content-Type and framing never decide first: missing, malformed, foreign, with or without a body.
+  const variants: Array<{ headers: Record<string, string>, payload?: string }> = [
+    { headers: {} },
+    { headers: AUTH },
+    { headers: { 'content-type': 'application/json' }, payload: '{"name":"Fern"}' },
+    { headers: { 'content-length': '2' }, payload: '{}' },
+    { headers: { 'transfer-encoding': 'chunked' }, payload: '{}' },
+    { headers: { 'content-type': ';;;' }, payload: '{}' },
+    { headers: { 'content-type': 'text/plain', 'content-encoding': 'gzip' }, payload: 'not json' }
+  ]
+  for (const { headers, payload } of variants) {
+    const where = JSON.stringify(headers)
+    for (const [method, url, allow] of [['QUERY', '/plants', 'GET, HEAD, POST'], ['PURGE', '/plants/1', ONE_PLANT], ['POST', '/plants/1', ONE_PLANT]] as const) {
+      const res = await app.inject({ method, url, headers, ...(payload !== undefined && { payload }) })
+      assertError(res, 405, `Method ${method} is not allowed on ${url} (it allows ${allow})`)
+      assert.equal(res.headers.allow, allow, `${method} ${url} ${where}`)
+    }
+    for (const method of ['QUERY', 'POST'] as const) {
+      const res = await app.inject({ method, url: '/nowhere', headers, ...(payload !== undefined && { payload }) })
+      assertError(res, 404, `Route ${method} /nowhere not found`)
+      assert.equal(res.headers.allow, undefined, where)
+    }
+  }
+})
+
+test('a route that finds nothing to serve is a 404, not a 405: a missing Swagger UI file, GET and HEAD', async (t) => {
+  const app = await buildTestApp(t)
+  const missing = await app.inject({ method: 'GET', url: '/docs/static/nonexistent.js' })
+  assertError(missing, 404, 'Route GET /docs/static/nonexistent.js not found')
+  assert.equal(missing.headers.allow, undefined)
+  const head = await app.inject({ method: 'HEAD', url: '/docs/static/nonexistent.js' })
+  assert.equal(head.statusCode, 404)
+  assert.equal(head.headers.allow, undefined)
+  assert.equal(head.body, '')
+  // The files that exist are served, and the other methods on the same path are still 405s.
+  assert.equal((await app.inject({ method: 'GET', url: '/docs/static/swagger-ui.css' })).statusCode, 200)
+  const post = await app.inject({ method: 'POST', url: '/docs/static/nonexistent.js' })
+  assertError(post, 405, 'Method POST is not allowed on /docs/static/nonexistent.js (it allows GET, HEAD)')
+})

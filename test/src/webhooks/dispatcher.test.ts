@@ -47,7 +47,7 @@ async function setup (t: TestContext, options: Partial<DispatcherOptions> = {}):
     return dispatcher
   }
   const dispatcher = newDispatcher()
-  const service = new WebhookService({ store, policy: loopback, onDue: () => { dispatcher.wake() } })
+  const service = new WebhookService({ store, policy: loopback, lookupTimeoutMs: 2000, onDue: () => { dispatcher.wake() } })
   let plantId = 0n
   return {
     store,

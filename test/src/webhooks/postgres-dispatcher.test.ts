@@ -68,7 +68,7 @@ if (TEST_DATABASE_URL !== undefined) {
     test('two instances deliver everything, each delivery claimed and sent exactly once', async (t) => {
       const { receiver, openStore, dispatcher, publish } = await cluster(t)
       const [storeA, storeB] = [await openStore(), await openStore()]
-      const service = new WebhookService({ store: storeA, policy: loopback })
+      const service = new WebhookService({ store: storeA, policy: loopback, lookupTimeoutMs: 2000 })
       const subscriptions: WebhookSubscription[] = []
       for (let i = 0; i < 4; i++) subscriptions.push(await service.createSubscription(OWNER, { url: `${receiver.origin}/s${i}` }))
       receiver.respond(async (_request, res) => {
@@ -109,7 +109,7 @@ if (TEST_DATABASE_URL !== undefined) {
     test('a committed event reaches an idle instance at once through LISTEN/NOTIFY; a rolled-back one never', async (t) => {
       const { receiver, openStore, dispatcher, publish } = await cluster(t)
       const store = await openStore()
-      await new WebhookService({ store, policy: loopback }).createSubscription(OWNER, { url: `${receiver.origin}/hooks` })
+      await new WebhookService({ store, policy: loopback, lookupTimeoutMs: 2000 }).createSubscription(OWNER, { url: `${receiver.origin}/hooks` })
       // No poll to speak of: only the notification can wake it.
       const idle = dispatcher(store, { pollIntervalMs: 60_000 })
       await idle.start()
@@ -129,7 +129,7 @@ if (TEST_DATABASE_URL !== undefined) {
       const { url, schema } = scratchDatabaseUrl(cleanup)
       const plants = await createPostgresStore({ url, notifyIntervalMs: 60_000 })
       cleanup.after(() => plants.close())
-      const subscription = await new WebhookService({ store: plants.webhooks, policy: loopback })
+      const subscription = await new WebhookService({ store: plants.webhooks, policy: loopback, lookupTimeoutMs: 2000 })
         .createSubscription(OWNER, { url: 'http://127.0.0.1:9/hooks', events: ['plant.created', 'plant.deleted'] })
       assert.ok(subscription.id > 0n)
       // Another instance, as PostgreSQL tells it: a LISTEN of its own.
@@ -161,7 +161,7 @@ if (TEST_DATABASE_URL !== undefined) {
       const { receiver, openStore, dispatcher, publish } = await cluster(t)
       const applicationName = `plant-store-test-${randomBytes(4).toString('hex')}`
       const store = await openStore(applicationName)
-      await new WebhookService({ store, policy: loopback }).createSubscription(OWNER, { url: `${receiver.origin}/hooks` })
+      await new WebhookService({ store, policy: loopback, lookupTimeoutMs: 2000 }).createSubscription(OWNER, { url: `${receiver.origin}/hooks` })
       const idle = dispatcher(store, { pollIntervalMs: 60_000 })
       await idle.start()
       assert.ok(await terminateSessions(applicationName) >= 1, 'the listener was cut off')

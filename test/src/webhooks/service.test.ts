@@ -39,7 +39,7 @@ async function setup (t: TestContext): Promise<Fixture> {
     }
   }
   let wakes = 0
-  const service = new WebhookService({ store, policy, onDue: () => { wakes++ } })
+  const service = new WebhookService({ store, policy, lookupTimeoutMs: 2000, onDue: () => { wakes++ } })
   return { service, store, lookups, woken: () => wakes }
 }
 

@@ -19,6 +19,9 @@ function fakeResolver (answers: Record<string, string[] | (() => string[])>): Ad
   return Object.assign(resolve, { calls })
 }
 
+/** The lookup time limit of the creation-time check (none of these lookups takes time). */
+const LOOKUP = { timeoutMs: 2000 }
+
 const policy = (resolve: AddressPolicy['resolve'], allowPrivate = false): AddressPolicy => ({ allowPrivate, resolve })
 
 async function rejectsWithCode (promise: Promise<unknown>, code: string, message?: RegExp): Promise<void> {
@@ -135,13 +138,21 @@ describe('resolving a webhook target', () => {
       'empty.example.com': []
     })
     assert.deepEqual(await resolveWebhookTarget(new URL('https://hooks.example.com/'), policy(resolve)), { address: '93.184.216.34', family: 4 })
-    await rejectsWithCode(resolveWebhookTarget(new URL('https://metadata.example.com/'), policy(resolve)), 'url-not-allowed',
-      /metadata\.example\.com resolves to 169\.254\.169\.254, a non-public \(linkLocal\) address/)
-    await rejectsWithCode(resolveWebhookTarget(new URL('https://mixed.example.com/'), policy(resolve)), 'url-not-allowed', /10\.0\.0\.7/)
-    await rejectsWithCode(resolveWebhookTarget(new URL('https://mapped.example.com/'), policy(resolve)), 'url-not-allowed', /private/)
-    await rejectsWithCode(resolveWebhookTarget(new URL('https://bogus.example.com/'), policy(resolve, true)), 'url-not-allowed', /invalid/)
-    await rejectsWithCode(resolveWebhookTarget(new URL('https://empty.example.com/'), policy(resolve)), 'url-unresolvable')
-    await rejectsWithCode(resolveWebhookTarget(new URL('https://nowhere.example.com/'), policy(resolve)), 'url-unresolvable', /ENOTFOUND/)
+    // Refused names are never told what they resolve to: neither the address nor its range.
+    const refused = (host: string): RegExp => new RegExp(`^The webhook host ${host.replaceAll('.', '\\.')} is not allowed: it must resolve to public addresses only$`)
+    for (const host of ['metadata.example.com', 'mixed.example.com', 'mapped.example.com']) {
+      await rejectsWithCode(resolveWebhookTarget(new URL(`https://${host}/`), policy(resolve)), 'url-not-allowed', refused(host))
+    }
+    await rejectsWithCode(resolveWebhookTarget(new URL('https://bogus.example.com/'), policy(resolve, true)), 'url-not-allowed', refused('bogus.example.com'))
+    await rejectsWithCode(resolveWebhookTarget(new URL('https://empty.example.com/'), policy(resolve)), 'url-unresolvable',
+      /^The webhook host empty\.example\.com does not resolve$/)
+    // Why it does not resolve is kept for the log (the cause), not told.
+    await assert.rejects(resolveWebhookTarget(new URL('https://nowhere.example.com/'), policy(resolve)), (err: unknown) => {
+      assert.ok(isServiceError(err, 'url-unresolvable'))
+      assert.equal(err.message, 'The webhook host nowhere.example.com does not resolve')
+      assert.equal((err.cause as { code?: string }).code, 'ENOTFOUND')
+      return true
+    })
   })
 
   test('allowPrivate lets non-public addresses through (development), still only as IP literals', async () => {
@@ -152,11 +163,25 @@ describe('resolving a webhook target', () => {
 
   test('checkWebhookUrl: the creation-time check, with the same codes', async () => {
     const resolve = fakeResolver({ 'hooks.example.com': ['93.184.216.34'], 'internal.example.com': ['10.0.0.1'] })
-    await checkWebhookUrl('https://hooks.example.com/plants', policy(resolve))
-    await rejectsWithCode(checkWebhookUrl('https://internal.example.com/', policy(resolve)), 'url-not-allowed')
-    await rejectsWithCode(checkWebhookUrl('https://user:secret@hooks.example.com/', policy(resolve)), 'invalid-url')
-    await rejectsWithCode(checkWebhookUrl('ftp://hooks.example.com/', policy(resolve)), 'invalid-url')
+    await checkWebhookUrl('https://hooks.example.com/plants', policy(resolve), LOOKUP)
+    await rejectsWithCode(checkWebhookUrl('https://internal.example.com/', policy(resolve), LOOKUP), 'url-not-allowed')
+    await rejectsWithCode(checkWebhookUrl('https://user:secret@hooks.example.com/', policy(resolve), LOOKUP), 'invalid-url')
+    await rejectsWithCode(checkWebhookUrl('ftp://hooks.example.com/', policy(resolve), LOOKUP), 'invalid-url')
     assert.deepEqual(resolve.calls, ['hooks.example.com', 'internal.example.com'], 'an invalid URL is refused before any resolving')
+  })
+
+  test('checkWebhookUrl waits for a lookup at most timeoutMs: one that takes longer is a host that does not resolve', async () => {
+    let late: (addresses: ResolvedAddress[]) => void = () => {}
+    const table = fakeResolver({ 'hooks.example.com': ['93.184.216.34'] })
+    const slow: AddressPolicy['resolve'] = async (hostname) => hostname === 'hooks.example.com'
+      ? await table(hostname)
+      : await new Promise<ResolvedAddress[]>((resolve) => { late = resolve })
+    await rejectsWithCode(checkWebhookUrl('https://slow.example.com/', policy(slow), { timeoutMs: 20 }), 'url-unresolvable',
+      /^The webhook host slow\.example\.com does not resolve$/)
+    // The answer coming after the time is up changes nothing; one in time is judged as usual.
+    late([{ address: '93.184.216.34', family: 4 }])
+    await checkWebhookUrl('https://hooks.example.com/', policy(slow), { timeoutMs: 20 })
+    await checkWebhookUrl('https://93.184.216.34/', policy(slow), { timeoutMs: 20 })
   })
 
   test('the pinned lookup answers with the checked address, whatever name it is asked for, in both forms', () => {

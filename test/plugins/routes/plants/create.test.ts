@@ -5,6 +5,8 @@ import { assertError, createPlant } from '../../../helpers/plants.js'
 
 const NAME_RULE = 'body/name must be 1 to 100 characters after trimming surrounding white space'
 
+const INEXACT_ID = 'body/id must be an integer written without a fraction or exponent: an id is an exact int64'
+
 const post = (payload: unknown, headers: Record<string, string> = {}) =>
   ({ method: 'POST' as const, url: '/plants', headers: { ...AUTH, ...headers }, payload: payload as Record<string, unknown> })
 
@@ -122,7 +124,7 @@ test('an id must be a positive integer', async (t) => {
   const app = await buildTestApp(t)
   assertError(await app.inject(post({ id: 0, name: 'a' })), 400, 'body/id must be >= 1')
   assertError(await app.inject(post({ id: -1, name: 'a' })), 400, 'body/id must be >= 1')
-  assertError(await app.inject(post({ id: 1.5, name: 'a' })), 400, 'body/id must be integer')
+  assertError(await app.inject(post({ id: 1.5, name: 'a' })), 400, INEXACT_ID)
   assertError(await app.inject(post({ id: '5', name: 'a' })), 400, 'body/id must be integer')
   assertError(await app.inject(post({ id: true, name: 'a' })), 400, 'body/id must be integer')
   assertError(await app.inject(post({ id: null, name: 'a' })), 400, 'body/id must be integer')
@@ -130,7 +132,7 @@ test('an id must be a positive integer', async (t) => {
 
 test('an id beyond 2^53 - 1 is refused with a 400, never rounded; 2^53 - 1 itself is exact', async (t) => {
   const app = await buildTestApp(t)
-  for (const id of ['9007199254740992', '9007199254740993', '9223372036854775807', '1e300']) {
+  for (const id of ['9007199254740992', '9007199254740993', '9223372036854775807']) {
     const res = await app.inject(post(`{"id":${id},"name":"a"}`, { 'content-type': 'application/json' }))
     assertError(res, 400, 'body/id must be <= 9007199254740991')
   }
@@ -139,4 +141,35 @@ test('an id beyond 2^53 - 1 is refused with a 400, never rounded; 2^53 - 1 itsel
   assert.equal(res.statusCode, 201)
   assert.equal(res.headers.location, '/plants/9007199254740991')
   assert.match(res.body, /^\{"id":9007199254740991,/)
+})
+
+test('an id written with a fraction or an exponent is a 400, never rounded onto another id', async (t) => {
+  const app = await buildTestApp(t)
+  const { plant } = await createPlant(app, { id: 9007199254740991, name: 'taken' })
+  for (const id of ['1.0', '1e3', '1E3', '1e+3', '10e-1', '-1.5', '9007199254740991.4', '9007199254740990.9', '1e300', '0.0']) {
+    assertError(await app.inject(post(`{"name":"a", "id" : ${id}}`, { 'content-type': 'application/json' })), 400, INEXACT_ID)
+  }
+  // A \u escape spells the same member name.
+  assertError(await app.inject(post('{"\\u0069d":1e3,"name":"a"}', { 'content-type': 'application/json' })), 400, INEXACT_ID)
+  assert.deepEqual((await app.inject({ url: '/plants', headers: AUTH })).json(), [plant])
+  // The same digits without fraction or exponent are an id; a fraction elsewhere is not an id's business.
+  const res = await app.inject(post('{"id":1000,"name":"1.5e3"}', { 'content-type': 'application/json' }))
+  assert.equal(res.statusCode, 201, res.body)
+  assert.equal(res.headers.location, '/plants/1000')
+})
+
+test('a member named twice is a 400 naming it (I-JSON), and nothing is created', async (t) => {
+  const app = await buildTestApp(t)
+  const json = { 'content-type': 'application/json' }
+  const twice = (name: string, where = 'body') => `${where} has the member "${name}" more than once: member names must be unique (I-JSON, RFC 7493)`
+  assertError(await app.inject(post('{"name":"a","name":"b"}', json)), 400, twice('name'))
+  assertError(await app.inject(post('{"name":"a","tag":"x:y","tag":"x"}', json)), 400, twice('tag'))
+  assertError(await app.inject(post('{"id":5,"name":"a","id":5}', json)), 400, twice('id'))
+  // Spelled differently, the same name; and at any depth (refused before the schema would say anything).
+  assertError(await app.inject(post('{"name":"a","n\\u0061me":"b"}', json)), 400, twice('name'))
+  assertError(await app.inject(post('{"name":"a","extra":[1,{"k":1,"k":2}]}', json)), 400, twice('k', 'body/extra/1'))
+  assert.deepEqual((await app.inject({ url: '/plants', headers: AUTH })).json(), [])
+  // Distinct names are fine, colons in names and values included.
+  const res = await app.inject(post('{"name":"a:b","tag":"c:d"}', json))
+  assert.equal(res.statusCode, 201, res.body)
 })

@@ -138,6 +138,23 @@ test('tag must be 1 to 50 characters; unknown parameters are 400s', async (t) =>
   assertError(await list(app, '?limt=5'), 400, "querystring has unknown property 'limt'")
 })
 
+test('query text that is not percent-encoded UTF-8 is a 400 for every parameter, never matched literally', async (t) => {
+  const app = await buildTestApp(t)
+  // A plant whose tag is literally what a lenient decoder would leave of an invalid escape.
+  await createPlant(app, { name: 'literal', tag: '%FF' })
+  // Bytes that are not UTF-8, an encoded lone surrogate, an overlong NUL, an escape cut short or not hex.
+  for (const bad of ['%FF', '%ED%A0%80', '%C0%80', 'a%', '%zz', '%E2%82']) {
+    for (const name of ['tag', 'after', 'limit']) {
+      assertError(await list(app, `?${name}=${bad}`), 400, `querystring/${name} is not percent-encoded UTF-8`)
+    }
+    assertError(await list(app, `?limit=5&tag=ok&${bad}=1`), 400, 'querystring has a parameter name that is not percent-encoded UTF-8')
+  }
+  // The first bad parameter is named, past good ones; valid escapes still decode.
+  assertError(await list(app, '?tag=%25FF&after=%FF'), 400, 'querystring/after is not percent-encoded UTF-8')
+  assert.deepEqual((await list(app, '?tag=%25FF')).json<PlantBody[]>().map((plant) => plant.name), ['literal'])
+  assert.deepEqual((await list(app, '?tag=%F0%9F%8C%B1')).json(), [])
+})
+
 test('GET /plants needs a token', async (t) => {
   const app = await buildTestApp(t)
   const res = await app.inject({ url: '/plants' })

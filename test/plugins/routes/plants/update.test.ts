@@ -73,6 +73,9 @@ test('a patch that is not an object, or has unknown fields, is a 400', async (t)
   assertError(await app.inject(patch(1, '{"colour":"red"}')), 400, "body has unknown property 'colour'")
   assertError(await app.inject(patch(1, '{"id":2}')), 400, "body has unknown property 'id'")
   assertError(await app.inject(patch(1, '{"name":')), 400, /not valid JSON/)
+  // A member named twice (I-JSON): "tag" would otherwise be whichever came last.
+  assertError(await app.inject(patch(1, '{"tag":"a","tag":null}')), 400,
+    'body has the member "tag" more than once: member names must be unique (I-JSON, RFC 7493)')
 })
 
 test('a patch that is neither JSON nor a merge patch is a 415', async (t) => {

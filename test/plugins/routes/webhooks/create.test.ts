@@ -5,6 +5,7 @@ import { AUTH, captureLog } from '../../../helpers/app.js'
 import { assertError, JSON_TYPE } from '../../../helpers/plants.js'
 import { until } from '../../../helpers/webhook-receiver.js'
 import { buildWebhooksApp, deliveriesWhen, PUBLIC_RECEIVER, SECRET, type WebhookBody } from '../../../helpers/webhooks.js'
+import type { ResolvedAddress } from '../../../../src/webhooks/url-policy.js'
 
 const post = (payload: unknown, headers: Record<string, string> = AUTH) =>
   ({ method: 'POST' as const, url: '/webhooks', headers, payload: payload as Record<string, unknown> })
@@ -88,6 +89,44 @@ test('a loopback, private, link-local or unique-local address is refused with 40
   }
 })
 
+/** Host names answered from a table (tests never use DNS); `slow.example.com` never answers. */
+const fakeDns = async (hostname: string): Promise<ResolvedAddress[]> => {
+  const table: Record<string, string[]> = {
+    vm: ['127.0.0.1'],
+    'metadata.internal': ['169.254.169.254'],
+    'db.internal': ['fd00::5'],
+    'mixed.example.com': ['93.184.216.34', '10.0.0.7'],
+    'hooks.example.com': ['93.184.216.34']
+  }
+  if (hostname === 'slow.example.com') return await new Promise<never>(() => {})
+  const addresses = table[hostname]
+  if (addresses === undefined) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' })
+  return addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }))
+}
+
+test('a host name is never told what it resolves to: only that it is not allowed or does not resolve', async (t) => {
+  // The lookup waits WEBHOOK_TIMEOUT_MS at most, as a delivery would.
+  const app = await buildWebhooksApp(t, { WEBHOOK_TIMEOUT_MS: '50' }, { webhookResolve: fakeDns })
+  for (const host of ['vm', 'metadata.internal', 'db.internal', 'mixed.example.com']) {
+    const res = await app.inject(post({ url: `http://${host}:8080/hooks` }))
+    assertError(res, 400, `The webhook host ${host} is not allowed: it must resolve to public addresses only`)
+    assert.doesNotMatch(res.body, /127\.0\.0\.1|169\.254|fd00|10\.0\.0\.7|loopback|linkLocal|uniqueLocal|private/)
+  }
+  // A name that does not exist and one whose lookup outlasts the time limit get the same answer.
+  for (const host of ['nowhere.example.com', 'slow.example.com']) {
+    const res = await app.inject(post({ url: `https://${host}/` }))
+    assertError(res, 400, `The webhook host ${host} does not resolve`)
+  }
+  assert.deepEqual(await listOf(app), [])
+  const res = await app.inject(post({ url: 'https://hooks.example.com/plants' }))
+  assert.equal(res.statusCode, 201, res.body)
+  // A changed URL is checked the same way.
+  const update = await app.inject({ method: 'PATCH', url: '/webhooks/1', headers: AUTH, payload: { url: 'http://vm/' } })
+  assertError(update, 400, 'The webhook host vm is not allowed: it must resolve to public addresses only')
+  assertError(await app.inject({ method: 'PATCH', url: '/webhooks/1', headers: AUTH, payload: { url: 'http://slow.example.com/' } }), 400,
+    'The webhook host slow.example.com does not resolve')
+})
+
 test('events: an unknown type, none, or not a list of strings is a 400', async (t) => {
   const app = await buildWebhooksApp(t)
   const known = '"plant.created", "plant.updated", "plant.deleted"'
@@ -110,6 +149,9 @@ test('an unknown field (a secret or an id included) is a 400 that names it; desc
   assertError(await app.inject(post({ url: PUBLIC_RECEIVER, description: null })), 400, 'body/description must be string')
   assertError(await app.inject(post({ url: PUBLIC_RECEIVER, disabled: 'yes' })), 400, 'body/disabled must be boolean')
   assertError(await app.inject(post([PUBLIC_RECEIVER])), 400, 'body must be object')
+  // A member named twice (I-JSON): the URL checked must be the only one sent.
+  assertError(await app.inject(post(`{"url":"${PUBLIC_RECEIVER}","url":"http://127.0.0.1/"}`, { ...AUTH, 'content-type': 'application/json' })), 400,
+    'body has the member "url" more than once: member names must be unique (I-JSON, RFC 7493)')
   assert.deepEqual(await listOf(app), [])
   const longest = await app.inject(post({ url: PUBLIC_RECEIVER, description: 'd'.repeat(500) }))
   assert.equal(longest.statusCode, 201)

@@ -77,6 +77,7 @@ test('invalid or unknown query parameters and malformed ids are 400s; without a 
   assertError(await deliveries(app, '?limit=1e1'), 400, 'querystring/limit must be a canonical decimal integer')
   assertError(await deliveries(app, '?before=x'), 400, 'querystring/before must match format "int64"')
   assertError(await deliveries(app, '?after=1'), 400, "querystring has unknown property 'after'")
+  assertError(await deliveries(app, '?before=%FF'), 400, 'querystring/before is not percent-encoded UTF-8')
   assertError(await app.inject({ url: '/webhooks/x/deliveries', headers: AUTH }), 400, 'params/id must match format "int64"')
   assertError(await deliveries(app, '', {}), 401, /authorization/i)
 })

@@ -71,6 +71,8 @@ test('invalid or unknown query parameters are 400s', async (t) => {
   assertError(await list(app, '?after=x'), 400, 'querystring/after must match format "int64"')
   assertError(await list(app, '?after=9223372036854775808'), 400, 'querystring/after must match format "int64"')
   assertError(await list(app, '?before=1'), 400, "querystring has unknown property 'before'")
+  assertError(await list(app, '?after=%FF'), 400, 'querystring/after is not percent-encoded UTF-8')
+  assertError(await list(app, '?limit=%ED%A0%80'), 400, 'querystring/limit is not percent-encoded UTF-8')
 })
 
 test('without a token: 401', async (t) => {
