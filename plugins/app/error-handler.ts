@@ -3,7 +3,7 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError, HTTPMethods } from 'fastify'
 import fp from 'fastify-plugin'
 import {
-  expectationFailed, LOAD_SHEDDING_CODES, MethodNotAllowedError, methodNotImplemented, routeNotFound, ServiceError, type ErrorCode
+  AuthError, expectationFailed, LOAD_SHEDDING_CODES, MethodNotAllowedError, methodNotImplemented, routeNotFound, ServiceError, type ErrorCode
 } from '../../src/errors.js'
 import type { ErrorBody } from '../../src/schemas/error.js'
 import { patternMessages } from '../../src/schemas/pattern-messages.js'
@@ -40,20 +40,25 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   'unsupported-media-type': 415,
   'unsupported-content-encoding': 415,
   'expectation-failed': 417,
-  'not-ready': 503
+  'not-ready': 503,
+  'invalid-token': 401,
+  'insufficient-scope': 403,
+  'auth-unavailable': 503
 }
 
 /**
  * The headers some refusals carry to tell the client what would work: the token scheme on a 401
  * (RFC 9110 §11.6.1), the methods the path has on a 405 (§15.5.6), on a 415 caused by a content
- * coding, that none is accepted (§15.5.16), and on a 503 for the database, when to retry.
+ * coding, that none is accepted (§15.5.16), and on a 503 for the database or the identity
+ * provider's keys, when to retry. A refused token or scope says why (RFC 6750 §3).
  */
 function refusalHeaders (error: unknown, status: number): Record<string, string> {
+  if (error instanceof AuthError) return { 'www-authenticate': error.challenge }
   if (status === 401) return { 'www-authenticate': 'Bearer' }
   if (error instanceof MethodNotAllowedError) return { allow: error.allowed.join(', ') }
   if (error instanceof ServiceError && error.code === 'unsupported-content-encoding') return { 'accept-encoding': 'identity' }
   // A database that cannot be reached or used (SQLite I/O, PostgreSQL down): worth a retry shortly.
-  if (error instanceof ServiceError && error.code === 'unavailable') return { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_S) }
+  if (error instanceof ServiceError && (error.code === 'unavailable' || error.code === 'auth-unavailable')) return { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_S) }
   return {}
 }
 
@@ -213,7 +218,7 @@ export default fp(async function errorHandlerPlugin (app) {
     // Load shedding (draining, overload, a spent connection) comes in floods exactly when the service
     // is busiest: one line each, without a stack, at debug level. Any other 5xx is an error.
     // A readiness probe answering 503 is the probe working (the route logs what it found), not a failure.
-    if (error instanceof ServiceError && (LOAD_SHEDDING_CODES.has(error.code) || error.code === 'not-ready')) request.log.debug({ reason: body.message }, 'request refused')
+    if (error instanceof ServiceError && (LOAD_SHEDDING_CODES.has(error.code) || error.code === 'not-ready' || error.code === 'auth-unavailable')) request.log.debug({ reason: body.message }, 'request refused')
     else if (body.error >= 500) request.log.error({ err: error }, 'request failed')
     return reply.code(body.error).headers(refusalHeaders(error, body.error)).send(body)
   })

@@ -102,7 +102,7 @@ export default fp(async function metricsPlugin (app) {
   // Both arrive as ServiceErrors on their way to the error handler.
   app.addHook('onError', function countRefusals (request, _reply, error, done) {
     if (error instanceof ServiceError) {
-      if (error.code === 'rate-limited') rateLimited.inc({ client: request.tokenDigest === undefined ? 'ip' : 'token' })
+      if (error.code === 'rate-limited') rateLimited.inc({ client: request.principal === undefined ? 'ip' : 'token' })
       else if (LOAD_SHEDDING_CODES.has(error.code)) shed.inc({ reason: error.code })
     }
     done()

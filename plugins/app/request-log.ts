@@ -8,9 +8,6 @@ import { routeLabel } from '../../src/route-label.js'
 /** A client's X-Request-Id is kept only when it is this tame: it goes into logs and back out in a header. */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
-/** Hex characters of the token's digest the access log shows: enough to tell callers apart, never the token. */
-const DIGEST_PREFIX_LENGTH = 12
-
 /**
  * Fastify's `genReqId`: the caller's `X-Request-Id` when it is sane (at most 128 of
  * `A-Z a-z 0-9 . _ : -`), so one id follows a request through a proxy, a client's retries and this
@@ -29,7 +26,8 @@ const enabled = (level: string, line: 'info' | 'warn'): boolean => (levels.value
  * The access log, as Fastify's `logController`: Fastify's two lines per request become one access
  * line at info, written once the answer has gone out, with what an operator asks of it: method,
  * route template, URL, status, duration, client address (the proxy's client with TRUST_PROXY) and
- * which token called (the first 12 hex characters of its SHA-256, never the token). Fastify's child
+ * who called (the principal: a named token's name, a JWT's subject with its OAuth client, or
+ * `sha256:` and 12 hex characters of a plain token's digest; never the token). Fastify's child
  * logger adds `reqId` to it, as to every line logged for the request. The arrival of a request is
  * logged at debug only.
  */
@@ -50,7 +48,8 @@ export class AccessLog extends LogController {
       statusCode: reply.statusCode,
       durationMs: Math.round(reply.elapsedTime * 100) / 100,
       ip: request.ip,
-      ...(request.tokenDigest !== undefined && { tokenDigest: request.tokenDigest.slice(0, DIGEST_PREFIX_LENGTH) })
+      ...(request.principal !== undefined && { principal: request.principal.name }),
+      ...(request.principal?.client !== undefined && { client: request.principal.client })
     }
     // An error here is the response stream failing (the client went away mid-answer), not a status.
     if (failed) request.log.warn({ ...fields, err: error }, 'request errored')

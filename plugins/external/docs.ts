@@ -2,6 +2,7 @@ import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
 import { documentSecurityHeaders } from './helmet.js'
+import { SCOPE_DESCRIPTIONS, SCOPES } from '../../src/scopes.js'
 import { rateLimitHeaders } from '../../src/schemas/headers.js'
 import { webhookEventsDocument } from '../../src/schemas/webhook-events.js'
 
@@ -83,11 +84,20 @@ function documentHead (schema: JsonObject): JsonObject {
   }
 }
 
-const transform: Transform = ({ schema, url, route }) => {
+/**
+ * The security requirement of a route that declares a scope (`config.scope`, what the auth hook
+ * checks): that scope under each scheme, so the document and the check come from one place.
+ */
+const securityOf = (scope: string | undefined, schemes: readonly string[]): Record<string, string[]>[] | undefined =>
+  scope === undefined ? undefined : schemes.map((scheme) => ({ [scheme]: [scope] }))
+
+const transformWith = (schemes: readonly string[]): Transform => ({ schema, url, route }) => {
   if (!isObject(schema)) return { schema, url }
+  const security = securityOf(route.config?.scope, schemes)
   // Copies, never in place: the same schema objects drive validation.
   const documented = {
     ...schema,
+    ...(security !== undefined && { security }),
     params: documentInt64AsInteger(schema.params),
     querystring: withoutOptionalExamples(documentInt64AsInteger(schema.querystring)),
     headers: withoutOptionalExamples(schema.headers),
@@ -155,6 +165,25 @@ const DOCS_CONTENT_SECURITY_POLICY = "default-src 'self'; base-uri 'self'; font-
 
 /** The OpenAPI 3.1 document (`/openapi.json`) and Swagger UI (`/docs`), both public. */
 export default fp(async function docsPlugin (app) {
+  const { oidc } = app.config
+  const scopeList = SCOPES.map((scope) => `\`${scope}\` (${SCOPE_DESCRIPTIONS[scope].toLowerCase()})`).join(', ')
+  const securitySchemes = {
+    bearerAuth: {
+      type: 'http' as const,
+      scheme: 'bearer',
+      description: `A token from API_TOKENS (every scope) or API_TOKENS_FILE (its scopes)${oidc === undefined ? '' : ', or a JWT access token of the OpenID provider'}. ` +
+        `Each operation lists the scope it needs: ${scopeList}. A token without it is answered 403.`
+    },
+    // Swagger UI's Authorize then obtains a token from the provider (client credentials).
+    ...(oidc !== undefined && {
+      openIdConnect: {
+        type: 'openIdConnect' as const,
+        openIdConnectUrl: `${oidc.issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`,
+        description: `JWT access tokens of ${oidc.issuer} for the audience ${oidc.audience}, with the scopes in \`scope\` or \`scp\`: ${scopeList}.`
+      }
+    })
+  }
+  const schemes = Object.keys(securitySchemes)
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -174,12 +203,8 @@ export default fp(async function docsPlugin (app) {
         },
         { name: 'service', description: 'Health and documentation' }
       ],
-      components: {
-        securitySchemes: {
-          bearerAuth: { type: 'http', scheme: 'bearer', description: 'A token from API_TOKENS or API_TOKENS_FILE' }
-        }
-      },
-      security: [{ bearerAuth: [] }],
+      components: { securitySchemes },
+      security: schemes.map((scheme) => ({ [scheme]: [] })),
       // What receivers get: one POST per event type (OpenAPI 3.1 `webhooks`).
       webhooks: webhookEventsDocument(),
       // Relative to the document by default, right wherever the service runs; PUBLIC_URL makes it
@@ -192,7 +217,7 @@ export default fp(async function docsPlugin (app) {
     exposeHeadRoutes: true,
     // Name shared schemas by their $id (`Plant`, `Error`) instead of `def-0`.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
-    transform,
+    transform: transformWith(schemes),
     transformObject: finishDocument
   })
 

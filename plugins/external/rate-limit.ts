@@ -6,7 +6,7 @@ import { rateLimited } from '../../src/errors.js'
 
 /**
  * Rate limits (`@fastify/rate-limit`): RATE_LIMIT_MAX requests per RATE_LIMIT_WINDOW ms, counted
- * per valid token (keyed by its digest, never the token) and per IP otherwise, so failed-auth
+ * per principal (a plain token's digest, a named token's or a JWT subject's name; never the token) and per IP otherwise, so failed-auth
  * attempts (any wrong token) share one bucket per IP and cannot brute-force tokens. Runs as a root
  * onRequest hook, before the routes' auth hook, so it also counts requests that then fail auth.
  * `/health` opts out (`config: { rateLimit: false }`): load balancers poll it.
@@ -21,7 +21,7 @@ export default fp(async function rateLimitPlugin (app) {
 
   // The auth plugin has already read the header (its onRequest hook runs first).
   const clientKey = (request: FastifyRequest): string =>
-    request.tokenDigest === undefined ? `ip:${request.ip}` : `token:${request.tokenDigest}`
+    request.principal === undefined ? `ip:${request.ip}` : `token:${request.principal.id}`
 
   const redis = app.config.redis === undefined ? undefined : await connectRedis(app.config.redis, app.log)
   if (redis !== undefined) app.addHook('onClose', async () => { redis.disconnect() })
