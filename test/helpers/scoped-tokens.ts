@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import assert from 'node:assert/strict'
 import type { FastifyInstance } from 'fastify'
 import { newToken } from '../../src/commands.js'
 import { SCOPES, type Scope } from '../../src/scopes.js'
@@ -47,6 +48,33 @@ export function probe ({ method, path }: Operation): { request: { method: string
   const hasBody = method === 'post' || method === 'put' || method === 'patch'
   const status = url !== path || hasBody ? 400 : 200
   return { request: { method: method.toUpperCase(), url, ...(hasBody && { payload: {} }) }, status }
+}
+
+/** A caller of the scope matrix: the scopes it was granted and its Authorization header. */
+export interface Caller { label: string, scopes: readonly Scope[], authorization: string }
+
+/**
+ * The scope matrix: every authenticated operation with every caller. A caller with the operation's
+ * scope gets the operation's answer; any other gets 403 with the RFC 6750 challenge naming it.
+ */
+export async function assertScopeMatrix (app: FastifyInstance, callers: readonly Caller[]): Promise<void> {
+  const operations = await authenticatedOperations(app)
+  assert.equal(operations.length, 19, 'the 14 operations and the HEAD of each of the 5 GETs')
+  for (const operation of operations) {
+    const needed = neededScope(operation.method, operation.path)
+    const { request, status } = probe(operation)
+    const label = `${operation.operationId} (${needed})`
+    for (const caller of callers) {
+      const res = await app.inject({ ...request, headers: { authorization: caller.authorization } })
+      if (caller.scopes.includes(needed)) {
+        assert.equal(res.statusCode, status, `${label} with ${caller.label}`)
+        continue
+      }
+      assert.equal(res.statusCode, 403, `${label} with ${caller.label}`)
+      assert.equal(res.headers['www-authenticate'], `Bearer error="insufficient_scope", scope="${needed}"`, label)
+      if (request.method !== 'HEAD') assert.deepEqual(res.json(), { error: 403, message: `This token lacks the scope ${needed}, which this operation needs` }, label)
+    }
+  }
 }
 
 export { SCOPES }
