@@ -2,6 +2,7 @@ import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTPayload, type
 import { authUnavailable, invalidToken, ServiceError } from './errors.js'
 import type { OidcConfig } from './load-config.js'
 import { isScope, type Principal, type Scope } from './scopes.js'
+import { tokenDigest } from './tokens.js'
 
 /** The signature algorithms accepted: asymmetric only, so a public key can never serve as an HMAC secret. */
 export const ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'] as const
@@ -10,6 +11,9 @@ export const ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'] as const
 const FETCH_TIMEOUT_MS = 5000
 /** Cached keys are refetched in the background this long after the last fetch, so a key the provider dropped stops working. */
 export const KEYS_MAX_AGE_MS = 10 * 60_000
+
+/** Verified tokens remembered until they expire; past this many, the oldest is forgotten first. */
+export const VERIFIED_CACHE_SIZE = 10_000
 
 /** Whether a bearer token has a JWS compact serialization's shape (three base64url parts), so is worth verifying as a JWT. */
 export const looksLikeJwt = (token: string): boolean => /^[\w-]+\.[\w-]+\.[\w-]*$/.test(token)
@@ -148,17 +152,40 @@ function scopesOf (payload: JWTPayload): Set<Scope> {
  * Verifies JWT access tokens of one OpenID provider: signature by one of its keys with an accepted
  * algorithm, issuer, audience, and lifetime within the clock skew. Refusals are 'invalid-token'
  * errors naming the check; a key set that cannot be fetched is 'auth-unavailable'.
+ *
+ * A signature check costs more CPU than the rest of a read, and a client sends the same token
+ * until it expires: a verified token's principal is remembered (by the token's digest, not the
+ * token) until its `exp`, so it is verified once. Refusals are not remembered.
  */
 export class OidcVerifier {
   readonly #config: OidcConfig
+  readonly #now: () => number
+  readonly #verified = new Map<string, { principal: Principal, expiresAt: number }>()
   readonly keys: ProviderKeys
 
-  constructor (config: OidcConfig, onKeysFailure: (err: unknown) => void) {
+  constructor (config: OidcConfig, onKeysFailure: (err: unknown) => void, now: () => number = Date.now) {
     this.#config = config
+    this.#now = now
     this.keys = new ProviderKeys(config.issuer, config.jwksCooldownMs, onKeysFailure)
   }
 
   async verify (token: string): Promise<Principal> {
+    const digest = tokenDigest(token)
+    const known = this.#verified.get(digest)
+    if (known !== undefined) {
+      if (this.#now() < known.expiresAt) return known.principal
+      this.#verified.delete(digest)
+    }
+    const verified = await this.#check(token)
+    if (this.#verified.size >= VERIFIED_CACHE_SIZE) {
+      const oldest = this.#verified.keys().next()
+      if (oldest.done !== true) this.#verified.delete(oldest.value)
+    }
+    this.#verified.set(digest, verified)
+    return verified.principal
+  }
+
+  async #check (token: string): Promise<{ principal: Principal, expiresAt: number }> {
     let payload: JWTPayload
     try {
       ({ payload } = await jwtVerify(token, this.keys.getKey, {
@@ -176,6 +203,8 @@ export class OidcVerifier {
     }
     if (typeof payload.sub !== 'string' || payload.sub === '') throw invalidToken('it has no subject (sub)')
     const client = typeof payload.client_id === 'string' ? payload.client_id : typeof payload.azp === 'string' ? payload.azp : undefined
-    return { id: `jwt:${payload.sub}`, name: payload.sub, scopes: scopesOf(payload), ...(client !== undefined && { client }) }
+    const principal: Principal = { id: `jwt:${payload.sub}`, name: payload.sub, scopes: scopesOf(payload), ...(client !== undefined && { client }) }
+    // jwtVerify required `exp`.
+    return { principal, expiresAt: Number(payload.exp) * 1000 }
   }
 }

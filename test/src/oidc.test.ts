@@ -3,10 +3,10 @@ import { createServer } from 'node:http'
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import { test } from 'node:test'
-import { decodeProtectedHeader } from 'jose'
+import { decodeJwt, decodeProtectedHeader } from 'jose'
 import { isServiceError } from '../../src/errors.js'
-import { KEYS_MAX_AGE_MS, looksLikeJwt, ProviderKeys } from '../../src/oidc.js'
-import { signingKey, startProvider } from '../helpers/oidc-provider.js'
+import { KEYS_MAX_AGE_MS, looksLikeJwt, OidcVerifier, ProviderKeys } from '../../src/oidc.js'
+import { AUDIENCE, signingKey, startProvider } from '../helpers/oidc-provider.js'
 
 test('looksLikeJwt: three base64url parts (the last may be empty); anything else is an opaque token', () => {
   for (const token of ['a.b.c', 'eyJh-_.e30.', 'x.y.z_-']) assert.equal(looksLikeJwt(token), true, token)
@@ -66,4 +66,22 @@ test('ProviderKeys: a discovery document of another issuer, or without jwks_uri,
     await assert.rejects(async () => await keys.getKey(header, { payload: '', signature: '' }), (err: unknown) => isServiceError(err, 'auth-unavailable'))
     assert.equal(failures.at(-1)?.message, message)
   }
+})
+
+test('OidcVerifier remembers a verified token until its exp (verified once), and never a refusal', async (t) => {
+  const key = await signingKey('key-1')
+  const op = await startProvider([key])
+  t.after(op.stop)
+  let now = Date.now()
+  const verifier = new OidcVerifier({ issuer: op.issuer, audience: AUDIENCE, clockSkewMs: 30_000, jwksCooldownMs: 30_000 }, () => {}, () => now)
+  const token = await op.token('reader')
+  const first = await verifier.verify(token)
+  assert.deepEqual({ ...first, scopes: [...first.scopes] }, { id: 'jwt:reader', name: 'reader', client: 'reader', scopes: ['plants:read'] })
+  assert.equal(await verifier.verify(token), first, 'the same principal: not verified again')
+  now = (decodeJwt(token).exp ?? 0) * 1000
+  const again = await verifier.verify(token)
+  assert.notEqual(again, first, 'at its exp it is verified again (jose, on the real clock, still accepts it within the skew)')
+  assert.deepEqual(again, first)
+  const forged = `${token.slice(0, token.lastIndexOf('.'))}.AAAA`
+  for (let i = 0; i < 2; i++) await assert.rejects(verifier.verify(forged), { code: 'invalid-token' })
 })
