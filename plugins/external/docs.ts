@@ -230,7 +230,8 @@ export default fp(async function docsPlugin (app) {
       // The token stays in the page's memory unless DOCS_PERSIST_AUTHORIZATION=1 keeps it in the
       // browser's localStorage (readable by any script on this origin, and left behind on shared machines).
       uiConfig: { persistAuthorization: app.config.docs.persistAuthorization, displayOperationId: true, tryItOutEnabled: true },
-      staticCSP: DOCS_CONTENT_SECURITY_POLICY
+      // With OIDC, Authorize fetches the provider's discovery document and token endpoint from the page.
+      staticCSP: oidc === undefined ? DOCS_CONTENT_SECURITY_POLICY : `${DOCS_CONTENT_SECURITY_POLICY}; connect-src 'self' ${new URL(oidc.issuer).origin}`
     })
   })
 

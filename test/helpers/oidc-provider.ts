@@ -112,6 +112,8 @@ function makeProvider (issuer: string, keys: readonly SigningKey[]): Provider {
     // No ID tokens are issued here, but client metadata must name an algorithm the key set has.
     clientDefaults: { id_token_signed_response_alg: first.alg },
     ttl: { ClientCredentials: 300 },
+    // Swagger UI (another origin) asks the token endpoint from the browser with a client secret.
+    clientBasedCORS: () => true,
     scopes: [...SCOPES],
     jwks: { keys: keys.map((key) => key.privateJwk) as never },
     features: {
