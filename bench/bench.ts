@@ -6,11 +6,13 @@
  *
  *   npm run bench -- [--quick] [--duration 10] [--warmup 3] [--connections 32]
  *                    [--only read,list,create,delete] [--db sqlite] [--db postgres://...]
- *                    [--log-level warn] [--limits on|off] [--cpu-prof] [--metrics] [--webhook] [--pairs 1|3|5…]
+ *                    [--log-level warn] [--limits on|off] [--cpu-prof] [--metrics] [--webhook] [--jwt] [--pairs 1|3|5…]
  *
  * --metrics measures read and create again with METRICS_PORT set (issue 13: ≥ 0.95 of without);
  * --webhook measures create again with one active subscription delivering every event to a
- * loopback receiver (issue 12: ≥ 0.8 of without). --pairs N measures plant-store without and
+ * loopback receiver (issue 12: ≥ 0.8 of without); --jwt measures read again with a JWT access
+ * token of a real OpenID provider (oidc-provider, in this process) instead of an opaque token
+ * (issue 32: what verifying a signature on every request costs). --pairs N measures plant-store without and
  * with each variant N times, alternating, and judges the variant by the median of the N pairs'
  * ratios: on a shared machine whose speed drifts by more than the effect, one pair is a coin toss.
  */
@@ -27,6 +29,7 @@ import pg from 'pg'
 import type { LogLevel } from '../src/load-config.js'
 import { isPostgresUrl, parsePostgresUrl } from '../src/store/postgres/connection.js'
 import type { SqliteSynchronous } from '../src/store/sqlite/sqlite-store.js'
+import { AUDIENCE, signingKey, startProvider } from '../test/helpers/oidc-provider.js'
 import { startServer } from '../test/helpers/server-process.js'
 import { cpuSeconds, median, peakRssMb, SERVER_ENV, SERVER_NODE_FLAGS, startListening } from './measure.js'
 import { seed } from './seed.js'
@@ -36,8 +39,8 @@ type WorkloadName = 'read' | 'list' | 'create' | 'delete'
 /** What answers: a bare Fastify route, the service a user would write instead, or plant-store. */
 type Server = 'ceiling' | 'minimal' | 'plant-store'
 type StoreKind = 'sqlite' | 'postgres'
-/** plant-store measured again with metrics on, or with one webhook subscription receiving every event. */
-type Variant = 'metrics' | 'webhook'
+/** plant-store measured again with metrics on, with one webhook subscription receiving every event, or called with a JWT. */
+type Variant = 'metrics' | 'webhook' | 'jwt'
 
 /** A store plant-store is measured on (`--db`, repeatable). */
 interface StoreChoice {
@@ -65,6 +68,7 @@ interface Options {
   quick: boolean
   metrics: boolean
   webhook: boolean
+  jwt: boolean
   /** Rounds of plant-store without and with the variants, alternating (--pairs). */
   pairs: number
 }
@@ -177,6 +181,7 @@ function parseOptions (): Options {
       'cpu-prof': { type: 'boolean', default: false },
       metrics: { type: 'boolean', default: false },
       webhook: { type: 'boolean', default: false },
+      jwt: { type: 'boolean', default: false },
       pairs: { type: 'string', default: '1' }
     }
   })
@@ -212,6 +217,7 @@ function parseOptions (): Options {
     cpuProf: values['cpu-prof'],
     metrics: values.metrics,
     webhook: values.webhook,
+    jwt: values.jwt,
     pairs
   }
 }
@@ -315,8 +321,8 @@ interface Drive {
  * Sends `traffic` for `seconds`, or `amount` requests (then for at most three times `seconds`: a
  * slower moment shortens the measurement rather than stretching the run).
  */
-async function drive (url: string, traffic: Traffic, seconds: number, amount: number | undefined, connections: number, authorize: boolean): Promise<Drive> {
-  const headers: Record<string, string> = authorize ? { authorization: `Bearer ${TOKEN}` } : {}
+async function drive (url: string, traffic: Traffic, seconds: number, amount: number | undefined, connections: number, token: string | undefined): Promise<Drive> {
+  const headers: Record<string, string> = token === undefined ? {} : { authorization: `Bearer ${token}` }
   if (traffic.body !== undefined) headers['content-type'] = 'application/json'
   const { nextPath } = traffic
   let latencies = new Float64Array(1 << 16)
@@ -389,14 +395,21 @@ async function main (): Promise<void> {
     if (store.kind === 'postgres' && store.url !== undefined) Object.assign(store, await postgresDurability(store.url))
   }
 
+  // --jwt: a real OpenID provider on loopback, started once; each measurement gets a fresh token (they live 5 minutes).
+  const provider = options.jwt ? await startProvider([await signingKey('bench-key')]) : undefined
+  const jwtToken = async (): Promise<string> => {
+    if (provider === undefined) throw new Error('a JWT row without --jwt')
+    return await provider.token('reader')
+  }
+
   const profileArgs = (name: string): string[] =>
     options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`, `--cpu-prof-name=${name}.cpuprofile`] : []
 
   const measure = async (child: Child, row: Pick<Row, 'server' | 'store' | 'workload' | 'variant' | 'round' | 'sync' | 'syncSetting'>, traffic: Traffic): Promise<Row> => {
-    const authorize = row.server === 'plant-store'
-    const warmup = await drive(child.url, traffic, options.warmup, traffic.amount?.warmup, options.connections, authorize)
+    const token = row.server !== 'plant-store' ? undefined : row.variant === 'jwt' ? await jwtToken() : TOKEN
+    const warmup = await drive(child.url, traffic, options.warmup, traffic.amount?.warmup, options.connections, token)
     const cpuBefore = child.cpuSeconds()
-    const { result, latenciesMs } = await drive(child.url, traffic, options.duration, traffic.amount?.measure, options.connections, authorize)
+    const { result, latenciesMs } = await drive(child.url, traffic, options.duration, traffic.amount?.measure, options.connections, token)
     const cpuAfter = child.cpuSeconds()
     const requestsPerSecond = result.requests.total / result.duration
     const measured: Row = {
@@ -495,6 +508,7 @@ async function main (): Promise<void> {
       // Load shedding as configured, as in production (the test servers have it off).
       MAX_EVENT_LOOP_DELAY_MS: process.env.MAX_EVENT_LOOP_DELAY_MS,
       ...(variant === 'metrics' && { METRICS_PORT: '0' }),
+      ...(variant === 'jwt' && provider !== undefined && { OIDC_ISSUER: provider.issuer, OIDC_AUDIENCE: AUDIENCE }),
       // The receiver is on loopback; every other WEBHOOK_* setting is the default.
       ...(variant === 'webhook' && { WEBHOOK_ALLOW_PRIVATE_URLS: '1' })
     }, join(work, `${name}.log`), [...SERVER_NODE_FLAGS, ...profileArgs(name)])
@@ -539,7 +553,8 @@ async function main (): Promise<void> {
     }
     const variants: Variant[] = [
       ...(options.metrics && (workload === 'read' || workload === 'create') ? ['metrics' as const] : []),
-      ...(options.webhook && workload === 'create' ? ['webhook' as const] : [])
+      ...(options.webhook && workload === 'create' ? ['webhook' as const] : []),
+      ...(options.jwt && workload === 'read' ? ['jwt' as const] : [])
     ]
     // Without a variant to compare there is nothing to pair: one round.
     const rounds = variants.length === 0 ? 1 : options.pairs
@@ -650,6 +665,7 @@ async function main (): Promise<void> {
     await measureCeiling()
     fsyncMs.push(fsyncLatencyMs(work))
   } finally {
+    await provider?.stop()
     rmSync(work, { recursive: true, force: true })
     for (const { url, schema } of schemas) await postgresQuery(url, `DROP SCHEMA IF EXISTS ${schema} CASCADE`)
   }

@@ -1264,8 +1264,8 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
-                    /** @description The authentication scheme to use: a bearer token */
-                    "WWW-Authenticate": "Bearer";
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1273,6 +1273,29 @@ export interface operations {
                      * @example {
                      *       "error": 401,
                      *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 403,
+                     *       "message": "The token lacks the scope this operation needs"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -1408,8 +1431,8 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
-                    /** @description The authentication scheme to use: a bearer token */
-                    "WWW-Authenticate": "Bearer";
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1417,6 +1440,29 @@ export interface operations {
                      * @example {
                      *       "error": 401,
                      *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 403,
+                     *       "message": "The token lacks the scope this operation needs"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -1593,8 +1639,23 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
-                    /** @description The authentication scheme to use: a bearer token */
-                    "WWW-Authenticate": "Bearer";
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1738,8 +1799,8 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
-                    /** @description The authentication scheme to use: a bearer token */
-                    "WWW-Authenticate": "Bearer";
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1747,6 +1808,29 @@ export interface operations {
                      * @example {
                      *       "error": 401,
                      *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 403,
+                     *       "message": "The token lacks the scope this operation needs"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -1928,8 +2012,8 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
-                    /** @description The authentication scheme to use: a bearer token */
-                    "WWW-Authenticate": "Bearer";
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1937,6 +2021,29 @@ export interface operations {
                      * @example {
                      *       "error": 401,
                      *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 403,
+                     *       "message": "The token lacks the scope this operation needs"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2139,8 +2246,8 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
-                    /** @description The authentication scheme to use: a bearer token */
-                    "WWW-Authenticate": "Bearer";
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2148,6 +2255,29 @@ export interface operations {
                      * @example {
                      *       "error": 401,
                      *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 403,
+                     *       "message": "The token lacks the scope this operation needs"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2299,8 +2429,23 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
-                    /** @description The authentication scheme to use: a bearer token */
-                    "WWW-Authenticate": "Bearer";
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2470,8 +2615,8 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
-                    /** @description The authentication scheme to use: a bearer token */
-                    "WWW-Authenticate": "Bearer";
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2479,6 +2624,29 @@ export interface operations {
                      * @example {
                      *       "error": 401,
                      *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 403,
+                     *       "message": "The token lacks the scope this operation needs"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2697,8 +2865,8 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
-                    /** @description The authentication scheme to use: a bearer token */
-                    "WWW-Authenticate": "Bearer";
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2706,6 +2874,29 @@ export interface operations {
                      * @example {
                      *       "error": 401,
                      *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 403,
+                     *       "message": "The token lacks the scope this operation needs"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2845,8 +3036,8 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
-                    /** @description The authentication scheme to use: a bearer token */
-                    "WWW-Authenticate": "Bearer";
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2854,6 +3045,29 @@ export interface operations {
                      * @example {
                      *       "error": 401,
                      *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 403,
+                     *       "message": "The token lacks the scope this operation needs"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -2986,8 +3200,23 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
-                    /** @description The authentication scheme to use: a bearer token */
-                    "WWW-Authenticate": "Bearer";
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3116,8 +3345,8 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
-                    /** @description The authentication scheme to use: a bearer token */
-                    "WWW-Authenticate": "Bearer";
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3125,6 +3354,29 @@ export interface operations {
                      * @example {
                      *       "error": 401,
                      *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 403,
+                     *       "message": "The token lacks the scope this operation needs"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3257,8 +3509,8 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
-                    /** @description The authentication scheme to use: a bearer token */
-                    "WWW-Authenticate": "Bearer";
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3266,6 +3518,29 @@ export interface operations {
                      * @example {
                      *       "error": 401,
                      *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 403,
+                     *       "message": "The token lacks the scope this operation needs"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3374,8 +3649,23 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
-                    /** @description The authentication scheme to use: a bearer token */
-                    "WWW-Authenticate": "Bearer";
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3538,8 +3828,8 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
-                    /** @description The authentication scheme to use: a bearer token */
-                    "WWW-Authenticate": "Bearer";
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3547,6 +3837,29 @@ export interface operations {
                      * @example {
                      *       "error": 401,
                      *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 403,
+                     *       "message": "The token lacks the scope this operation needs"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3747,8 +4060,8 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
-                    /** @description The authentication scheme to use: a bearer token */
-                    "WWW-Authenticate": "Bearer";
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3756,6 +4069,29 @@ export interface operations {
                      * @example {
                      *       "error": 401,
                      *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 403,
+                     *       "message": "The token lacks the scope this operation needs"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3871,8 +4207,23 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
-                    /** @description The authentication scheme to use: a bearer token */
-                    "WWW-Authenticate": "Bearer";
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4016,8 +4367,8 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
-                    /** @description The authentication scheme to use: a bearer token */
-                    "WWW-Authenticate": "Bearer";
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4025,6 +4376,29 @@ export interface operations {
                      * @example {
                      *       "error": 401,
                      *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 403,
+                     *       "message": "The token lacks the scope this operation needs"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -4196,8 +4570,8 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
-                    /** @description The authentication scheme to use: a bearer token */
-                    "WWW-Authenticate": "Bearer";
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4205,6 +4579,29 @@ export interface operations {
                      * @example {
                      *       "error": 401,
                      *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 403,
+                     *       "message": "The token lacks the scope this operation needs"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];

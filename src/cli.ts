@@ -1,9 +1,12 @@
+import { isScope, SCOPES, type Scope } from './scopes.js'
+
 /** The commands of the `plant-store` executable (src/server.ts runs them). */
 export type Command =
   | { name: 'serve' }
   | { name: 'backup', file: string }
   | { name: 'restore', file: string, force: boolean }
-  | { name: 'token' }
+  /** With `entry`, a named API_TOKENS_FILE entry is printed with the token. */
+  | { name: 'token', entry?: { name: string, scopes: Scope[] } }
   | { name: 'check' }
   | { name: 'help' }
   | { name: 'version' }
@@ -19,6 +22,9 @@ Commands:
                    database only with --force, and it is then kept beside it; refused while a
                    server uses the database: stop it, restore, start it again
   token            print a new random API token (for API_TOKENS or API_TOKENS_FILE)
+  token --name <name> --scopes <scope>[,<scope>…]
+                   print a new token once, and the API_TOKENS_FILE line that grants it those scopes
+                   (${SCOPES.join(', ')}); the line holds only the token's SHA-256
   check            validate the configuration and every dependency it names (the database, Redis)
                    without starting; says which failed; exit 0 when all are fine
   help, --help     show this text
@@ -39,7 +45,7 @@ export function parseCommandLine (args: readonly string[]): Command {
     case 'serve':
       return noMore({ name: 'serve' })
     case 'token':
-      return noMore({ name: 'token' })
+      return parseToken(rest)
     case 'check':
       return noMore({ name: 'check' })
     case 'help':
@@ -60,4 +66,27 @@ export function parseCommandLine (args: readonly string[]): Command {
     default:
       throw new Error(`unknown command ${JSON.stringify(name)}`)
   }
+}
+
+/** `token [--name <name> --scopes <list>]`, each option also as `--option=value`. */
+function parseToken (args: readonly string[]): Command {
+  const options = new Map<string, string>()
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] ?? ''
+    const match = /^--(name|scopes)(?:=(.*))?$/.exec(arg)
+    if (match === null) throw new Error(`token: unexpected argument ${JSON.stringify(arg)}`)
+    const [, option = '', inline] = match
+    const value = inline ?? args[++i]
+    if (value === undefined || value === '') throw new Error(`token: --${option} needs a value`)
+    options.set(option, value)
+  }
+  const name = options.get('name')
+  const scopeList = options.get('scopes')
+  if (name === undefined && scopeList === undefined) return { name: 'token' }
+  if (name === undefined || scopeList === undefined) throw new Error('token: --name and --scopes go together (plant-store token --name ci --scopes plants:read)')
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(name)) throw new Error('token: a name is 1 to 64 of A-Z a-z 0-9 . _ -')
+  const scopes = scopeList.split(',').map((scope) => scope.trim())
+  const unknown = scopes.find((scope) => !isScope(scope))
+  if (unknown !== undefined) throw new Error(`token: unknown scope ${JSON.stringify(unknown)} (known: ${SCOPES.join(', ')})`)
+  return { name: 'token', entry: { name, scopes: [...new Set(scopes as Scope[])] } }
 }

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { ConfigError } from './errors.js'
+import type { Scope } from './scopes.js'
+import { tokenDigest } from './tokens.js'
 import { loadConfig, type Config } from './load-config.js'
 import { isPostgresUrl } from './store/postgres/connection.js'
 import { backupDatabase, backupDatabaseTo, BackupError, restoreDatabase } from './store/sqlite/backup.js'
@@ -18,8 +20,19 @@ export function newToken (): string {
   return randomBytes(32).toString('base64url')
 }
 
-export function runToken (output: Output): number {
-  output.out(`${newToken()}\n`)
+/**
+ * Prints a new token; with an entry, then the API_TOKENS_FILE line for it, which holds only the
+ * token's digest: the token is shown this once and kept nowhere.
+ */
+export function runToken (output: Output, entry?: { name: string, scopes: readonly Scope[] }): number {
+  const token = newToken()
+  if (entry === undefined) {
+    output.out(`${token}\n`)
+    return 0
+  }
+  output.out(`${token}\n`)
+  output.err('plant-store token: the token above is shown only once; add this line to API_TOKENS_FILE and restart:\n')
+  output.out(`${entry.name} ${entry.scopes.join(',')} sha256:${tokenDigest(token)}\n`)
   return 0
 }
 

@@ -31,6 +31,12 @@ export type ErrorCode =
   | 'unsupported-content-encoding'
   | 'expectation-failed'
   | 'not-ready'
+  /** A bearer token that fails a check (a JWT's signature, issuer, audience, lifetime, algorithm). */
+  | 'invalid-token'
+  /** A valid token without the scope the operation needs. */
+  | 'insufficient-scope'
+  /** The identity provider's keys cannot be fetched and no cached key fits the token. */
+  | 'auth-unavailable'
 
 /** Expected in floods exactly when the service is busiest. */
 export const LOAD_SHEDDING_CODES: ReadonlySet<ErrorCode> = new Set(['shutting-down', 'overloaded', 'connection-spent'])
@@ -89,6 +95,26 @@ export class OverloadedError extends ServiceError {
   }
 }
 
+/**
+ * A refusal of the caller's credentials, with the `WWW-Authenticate` challenge (RFC 6750 §3) that
+ * tells the client what to do about it.
+ */
+export class AuthError extends ServiceError {
+  constructor (code: 'invalid-token' | 'insufficient-scope', message: string, readonly challenge: string) {
+    super(code, message)
+  }
+}
+
+/** `check` completes "Invalid token: …" and names the check that failed; it never quotes the token. */
+export const invalidToken = (check: string): AuthError =>
+  new AuthError('invalid-token', `Invalid token: ${check}`, 'Bearer error="invalid_token"')
+export const insufficientScope = (scope: string): AuthError =>
+  new AuthError('insufficient-scope', `This token lacks the scope ${scope}, which this operation needs`, `Bearer error="insufficient_scope", scope="${scope}"`)
+/** The cause (a network error, a provider's answer) is kept for the log. */
+export const authUnavailable = (cause?: unknown): ServiceError =>
+  new ServiceError('auth-unavailable', 'The identity provider\'s signing keys cannot be fetched, retry shortly', { cause })
+
+/** A configuration value that stops the start; the message names the variable. */
 export class ConfigError extends Error {
   override name = 'ConfigError'
 }

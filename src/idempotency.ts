@@ -10,9 +10,9 @@ function createFingerprint (plant: NewPlant): string {
 }
 
 /**
- * The key as the store keeps it: scoped by the caller's token digest (never the token), so two
- * clients with different tokens never share or see each other's keys.
+ * The key as the store keeps it: scoped by the caller's principal id (never the token), so two
+ * callers never share or see each other's keys.
  */
-export function idempotencyKey (tokenDigest: string, key: string, plant: NewPlant): IdempotencyKey {
-  return { scope: tokenDigest, key, fingerprint: createFingerprint(plant) }
+export function idempotencyKey (principalId: string, key: string, plant: NewPlant): IdempotencyKey {
+  return { scope: principalId, key, fingerprint: createFingerprint(plant) }
 }

@@ -5,6 +5,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import envSchema from 'env-schema'
 import ipaddr from 'ipaddr.js'
 import { ConfigError } from './errors.js'
+import { isScope, type Scope } from './scopes.js'
 import { isPostgresUrl, parsePostgresUrl } from './store/postgres/connection.js'
 import { SQLITE_SYNCHRONOUS, type SqliteSynchronous } from './store/sqlite/sqlite-store.js'
 import {
@@ -12,6 +13,7 @@ import {
   DEFAULT_RETENTION_MS, DEFAULT_TIMEOUT_MS
 } from './webhooks/dispatcher.js'
 import { DEFAULT_RETRY_SCHEDULE_MS } from './webhooks/schedule.js'
+import type { NamedToken } from './tokens.js'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
@@ -35,8 +37,8 @@ export const EnvSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000, description: 'TCP port to listen on (0 picks a free one).' }),
   HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address to listen on (`0.0.0.0` for all interfaces).' }),
   DATABASE_URL: Type.String({ minLength: 1, default: 'data/plants.db', description: 'A SQLite file path (its folder is created) or `:memory:`; a `postgres://` or `postgresql://` URL selects PostgreSQL, with `?schema=name` for a schema of its own (see docs/scaling.md).' }),
-  API_TOKENS: Type.Optional(Type.String({ description: 'Accepted bearer tokens, comma-separated. Unset together with `API_TOKENS_FILE`: a token is made up for the run and printed once.' })),
-  API_TOKENS_FILE: Type.Optional(Type.String({ minLength: 1, description: 'A file of accepted bearer tokens, one a line (combined with `API_TOKENS`).' })),
+  API_TOKENS: Type.Optional(Type.String({ description: 'Accepted bearer tokens, comma-separated, each with every scope. With no token configured and no `OIDC_ISSUER`, one is made up for the run and printed once.' })),
+  API_TOKENS_FILE: Type.Optional(Type.String({ minLength: 1, description: 'A file of accepted bearer tokens (combined with `API_TOKENS`): a plain token a line (every scope), or a named entry `<name> <scopes> sha256:<digest>` (see docs/configuration.md).' })),
   PG_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL: the most connections one instance opens; N instances open up to N times this.' }),
   PG_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000, description: 'PostgreSQL: how long a request waits for a connection before it is answered 503.' }),
   PG_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000, description: 'PostgreSQL: the longest a statement may run or wait for a lock before the request is answered 503.' }),
@@ -103,7 +105,28 @@ export const EnvSchema = Type.Object({
   WEBHOOK_RETENTION_MS: Type.Integer({ minimum: 1, maximum: MAX_WEBHOOK_MS, default: DEFAULT_RETENTION_MS, description: 'Finished delivery records are deleted after this many milliseconds.' }),
   WEBHOOK_POLL_INTERVAL_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: DEFAULT_POLL_INTERVAL_MS, description: 'How often due deliveries (retries, other instances\' events) are looked for; new events wake the dispatcher at once.' }),
   WEBHOOK_BUSY_INTERVAL_MS: Type.Integer({ minimum: 1, maximum: 60_000, default: DEFAULT_BUSY_INTERVAL_MS, description: 'While requests saturate the event loop, delivery attempts start at least this many milliseconds apart, one at a time.' }),
-  WEBHOOK_ALLOW_PRIVATE_URLS: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '0', description: '`1`: subscriptions may point at loopback, private, link-local and other non-public addresses (local development and tests only).' })
+  WEBHOOK_ALLOW_PRIVATE_URLS: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '0', description: '`1`: subscriptions may point at loopback, private, link-local and other non-public addresses (local development and tests only).' }),
+  // OpenID Connect access tokens (docs/configuration.md).
+  OIDC_ISSUER: Type.Optional(Type.String({
+    minLength: 1,
+    description: 'The OpenID provider whose JWT access tokens are accepted (its issuer URL; keys found through /.well-known/openid-configuration); unset: no JWTs.'
+  })),
+  OIDC_AUDIENCE: Type.Optional(Type.String({
+    minLength: 1,
+    description: 'The audience (`aud`) an access token must be issued for: this service\'s resource indicator; required with OIDC_ISSUER.'
+  })),
+  OIDC_CLOCK_SKEW_MS: Type.Integer({
+    minimum: 0,
+    maximum: 600_000,
+    default: 30_000,
+    description: 'How far the provider\'s clock may be off when checking a token\'s `exp`, `nbf` and `iat`, in milliseconds.'
+  }),
+  OIDC_JWKS_COOLDOWN_MS: Type.Integer({
+    minimum: 0,
+    maximum: 3_600_000,
+    default: 30_000,
+    description: 'The least time between two fetches of the provider\'s key set (a token with an unknown `kid` triggers one), in milliseconds.'
+  })
 })
 
 type Env = Static<typeof EnvSchema>
@@ -117,7 +140,13 @@ export interface Config {
   pgStatementTimeoutMs: number
   pgStartupTimeoutMs: number
   sqliteSynchronous: SqliteSynchronous
+  /** Plain tokens (API_TOKENS, and bare lines of API_TOKENS_FILE): every scope. */
   tokens: string[]
+  /** API_TOKENS_FILE entries with a name, scopes and the token's digest. */
+  namedTokens: NamedToken[]
+  /** OpenID Connect JWT access tokens, when OIDC_ISSUER is set. */
+  oidc?: OidcConfig
+  /** True when no token (and no OIDC_ISSUER) was configured and one was made up for this run. */
   tokenGenerated: boolean
   logLevel: LogLevel
   /** LOG_FORMAT; undefined: chosen by whether stdout is a terminal. */
@@ -151,6 +180,16 @@ export interface Config {
   version: string
 }
 
+/** Where JWT access tokens come from and how they are checked (the OIDC_* settings). */
+export interface OidcConfig {
+  /** The issuer exactly as tokens' `iss` and the discovery document name it. */
+  issuer: string
+  audience: string
+  clockSkewMs: number
+  jwksCooldownMs: number
+}
+
+/** How webhooks are delivered (the WEBHOOK_* settings). */
 export interface WebhookConfig {
   timeoutMs: number
   schedule: number[]
@@ -183,8 +222,10 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     }
   }
 
-  const tokens = [...splitTokens(parsed.API_TOKENS, ','), ...readTokensFile(parsed.API_TOKENS_FILE)]
-  const tokenGenerated = tokens.length === 0
+  const file = readTokensFile(parsed.API_TOKENS_FILE)
+  const tokens = [...splitTokens(parsed.API_TOKENS, ','), ...file.plain]
+  const oidc = parseOidc(parsed)
+  const tokenGenerated = tokens.length === 0 && file.named.length === 0 && oidc === undefined
   if (tokenGenerated) tokens.push(randomBytes(32).toString('base64url'))
   if (parsed.ALLOW_WEAK_TOKENS !== '1' && tokens.some((token) => token.length < MIN_TOKEN_LENGTH)) {
     throw new ConfigError(`invalid configuration: every API token needs at least ${MIN_TOKEN_LENGTH} characters (set ALLOW_WEAK_TOKENS=1 for local trials only)`)
@@ -208,6 +249,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     pgStartupTimeoutMs: parsed.PG_STARTUP_TIMEOUT_MS,
     sqliteSynchronous: parsed.SQLITE_SYNCHRONOUS,
     tokens: [...new Set(tokens)],
+    namedTokens: file.named,
+    ...(oidc !== undefined && { oidc }),
     tokenGenerated,
     logLevel: parsed.LOG_LEVEL,
     ...(parsed.LOG_FORMAT !== undefined && { logFormat: parsed.LOG_FORMAT }),
@@ -395,13 +438,75 @@ function splitTokens (text: string | undefined, separator: string | RegExp): str
   return tokens
 }
 
-function readTokensFile (path: string | undefined): string[] {
-  if (path === undefined) return []
+/** A named entry's name: what the access log shows and its data is kept under. */
+const TOKEN_NAME = /^[A-Za-z0-9._-]{1,64}$/
+const DIGEST = /^sha256:([0-9a-fA-F]{64})$/
+
+/**
+ * API_TOKENS_FILE: one entry per line. A line of one word is a plain token (every scope), as
+ * before scopes existed; `<name> <scope>[,<scope>…] sha256:<hex digest of the token>` is a named
+ * entry (what `plant-store token` prints), which holds no token at all. Blank lines and lines
+ * starting with `#` are skipped (no token can start with `#`).
+ */
+function readTokensFile (path: string | undefined): { plain: string[], named: NamedToken[] } {
+  if (path === undefined) return { plain: [], named: [] }
   let text: string
   try {
     text = readFileSync(path, 'utf8')
   } catch (err) {
     throw new ConfigError(`invalid configuration: API_TOKENS_FILE cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}: ${path})`)
   }
-  return splitTokens(text, /\r?\n/)
+  const plain: string[] = []
+  const named: NamedToken[] = []
+  text.split(/\r?\n/).forEach((raw, index) => {
+    const line = raw.trim()
+    if (line === '' || line.startsWith('#')) return
+    const fields = line.split(/\s+/)
+    if (fields.length === 1) {
+      plain.push(...splitTokens(line, /\n/))
+      return
+    }
+    const problem = (what: string) => new ConfigError(`invalid configuration: API_TOKENS_FILE line ${index + 1}: ${what}`)
+    const [name = '', scopeList = '', digestField = ''] = fields
+    if (fields.length !== 3) throw problem('a named entry is "<name> <scope>[,<scope>…] sha256:<hex digest>" (plant-store token prints one)')
+    if (!TOKEN_NAME.test(name)) throw problem('a name is 1 to 64 of A-Z a-z 0-9 . _ -')
+    if (named.some((entry) => entry.name === name)) throw problem(`the name ${name} is used twice`)
+    const scopes = scopeList.split(',')
+    const unknown = scopes.find((scope) => !isScope(scope))
+    if (unknown !== undefined) throw problem(`unknown scope ${JSON.stringify(unknown)} (known: plants:read, plants:write, webhooks)`)
+    const digest = DIGEST.exec(digestField)?.[1]?.toLowerCase()
+    if (digest === undefined) throw problem('the third field is sha256: and the token\'s 64 hex digit SHA-256')
+    if (named.some((entry) => entry.digest === digest)) throw problem(`the same token digest as the entry ${named.find((entry) => entry.digest === digest)?.name ?? ''}`)
+    named.push({ name, scopes: [...new Set(scopes as Scope[])], digest })
+  })
+  return { plain, named }
+}
+
+/** Host names an http:// issuer may have: a provider on the same machine (development, tests). */
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]'])
+
+/**
+ * OIDC_ISSUER and OIDC_AUDIENCE: both or neither. The issuer is an https URL (http only on
+ * loopback: keys fetched in clear from elsewhere could be anyone's), kept as written, since tokens'
+ * `iss` must equal it exactly.
+ */
+function parseOidc (parsed: Env): OidcConfig | undefined {
+  const issuer = parsed.OIDC_ISSUER?.trim() ?? ''
+  if (issuer === '') {
+    if (parsed.OIDC_AUDIENCE !== undefined) throw new ConfigError('invalid configuration: OIDC_AUDIENCE is set but OIDC_ISSUER is not')
+    return undefined
+  }
+  let url: URL
+  try {
+    url = new URL(issuer)
+  } catch {
+    throw new ConfigError('invalid configuration: OIDC_ISSUER must be an absolute https URL (e.g. https://login.example.com)')
+  }
+  const secure = url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))
+  if (!secure || url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') {
+    throw new ConfigError('invalid configuration: OIDC_ISSUER must be an absolute https URL (e.g. https://login.example.com) without credentials, query or fragment; http only on loopback')
+  }
+  const audience = parsed.OIDC_AUDIENCE?.trim() ?? ''
+  if (audience === '') throw new ConfigError('invalid configuration: OIDC_AUDIENCE must be set with OIDC_ISSUER (the audience tokens are issued for, e.g. https://plants.example.com)')
+  return { issuer, audience, clockSkewMs: parsed.OIDC_CLOCK_SKEW_MS, jwksCooldownMs: parsed.OIDC_JWKS_COOLDOWN_MS }
 }

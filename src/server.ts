@@ -132,7 +132,7 @@ async function main (): Promise<void> {
     case 'serve': return await serve()
     case 'help': process.stdout.write(USAGE); return
     case 'version': process.stdout.write(`plant-store ${version()}\n`); return
-    case 'token': process.exitCode = runToken(output); return
+    case 'token': process.exitCode = runToken(output, command.entry); return
     case 'check': process.exitCode = await runCheck(process.env, output); return
     case 'backup': process.exitCode = await runBackup(command.file, process.env, output); return
     case 'restore': process.exitCode = runRestore(command.file, process.env, output, { force: command.force })

@@ -1,6 +1,7 @@
 import { sha256 } from './digest.js'
+import { ALL_SCOPES, type Principal, type Scope } from './scopes.js'
 
-/** What rate-limit keys, idempotency scopes and logs carry instead of the token itself. */
+/** A token's digest: what API_TOKENS_FILE entries, rate-limit keys, idempotency scopes and logs carry instead of the token. */
 export const tokenDigest = (token: string): string => sha256(token, 'hex')
 
 const SCHEME = 'bearer '
@@ -14,6 +15,9 @@ export function bearerToken (header: string | undefined): string | undefined {
 
 const DIGEST_LENGTH = 64
 
+/** Hex characters of a plain token's digest that name it in the log: enough to tell callers apart, never the token. */
+const DIGEST_NAME_LENGTH = 12
+
 /** Constant time, like timingSafeEqual, without turning both into Buffers on every request. */
 function sameDigest (a: string, b: string): boolean {
   let difference = 0
@@ -21,18 +25,41 @@ function sameDigest (a: string, b: string): boolean {
   return difference === 0
 }
 
+/** An API_TOKENS_FILE entry of the named form: no token, only its digest. */
+export interface NamedToken {
+  name: string
+  scopes: readonly Scope[]
+  /** Hex SHA-256 of the token. */
+  digest: string
+}
+
+/** A plain API_TOKENS token: every scope, and its digest as id, as data stored before scopes is keyed. */
+export const plainPrincipal = (digest: string): Principal =>
+  ({ id: digest, name: `sha256:${digest.slice(0, DIGEST_NAME_LENGTH)}`, scopes: ALL_SCOPES })
+
+/** A named token: its name, so a token replaced under the same name keeps its data. */
+export const namedPrincipal = ({ name, scopes }: NamedToken): Principal =>
+  ({ id: `token:${name}`, name, scopes: new Set(scopes) })
+
 /** Matched in constant time: fixed-length digests, and no early exit, so neither length nor match leaks. */
 export class TokenSet {
-  readonly #digests: readonly string[]
+  readonly #entries: ReadonlyArray<{ digest: string, principal: Principal }>
 
-  constructor (tokens: readonly string[]) {
-    this.#digests = tokens.map(tokenDigest)
+  constructor (plain: readonly string[], named: readonly NamedToken[] = []) {
+    this.#entries = [
+      ...plain.map((token) => { const digest = tokenDigest(token); return { digest, principal: plainPrincipal(digest) } }),
+      ...named.map((entry) => ({ digest: entry.digest, principal: namedPrincipal(entry) }))
+    ]
   }
 
-  match (candidate: string): string | undefined {
+  /** The principal of the candidate when it is one of the tokens, else undefined. */
+  match (candidate: string): Principal | undefined {
     const digest = tokenDigest(candidate)
-    let found = false
-    for (const known of this.#digests) found = sameDigest(known, digest) || found
-    return found ? digest : undefined
+    let found: Principal | undefined
+    for (const entry of this.#entries) {
+      const same = sameDigest(entry.digest, digest)
+      found = same ? entry.principal : found
+    }
+    return found
   }
 }

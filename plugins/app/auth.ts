@@ -1,47 +1,102 @@
 import bearerAuth from '@fastify/bearer-auth'
-import type { onRequestHookHandler } from 'fastify'
+import type { onRequestHookHandler, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
+import { insufficientScope } from '../../src/errors.js'
+import type { Principal, Scope } from '../../src/scopes.js'
 import { bearerToken, TokenSet } from '../../src/tokens.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** onRequest hook that lets a request through only with a valid `Authorization: Bearer` token. */
+    /**
+     * onRequest hook that lets a request through only with a valid `Authorization: Bearer` token
+     * that has the scope the route declares (`config.scope`).
+     */
     authenticate: onRequestHookHandler
   }
   interface FastifyRequest {
     /**
-     * The digest of the caller's bearer token when it is one of the configured tokens, else
-     * undefined. Worked out once per request, before rate limiting: auth, the rate-limit key and
-     * the idempotency scope all read this one value.
+     * Who calls, when the bearer token is valid, else undefined. Worked out once per request,
+     * before rate limiting: auth, the rate-limit key, the access log, idempotency scopes and
+     * webhook ownership all read this one value.
      */
-    tokenDigest: string | undefined
+    principal: Principal | undefined
+    /** Why a JWT was refused (or could not be checked), for the auth hook to answer with. */
+    authFailure: Error | undefined
+  }
+  interface FastifyContextConfig {
+    /** The scope a token needs for this route (every route behind `authenticate` declares one). */
+    scope?: Scope
   }
 }
 
 /**
- * Bearer-token authentication. Each request's `Authorization` header is read once, by
- * `bearerToken`, and matched by TokenSet, whose comparison leaks neither the token's length nor
- * which token matched. `@fastify/bearer-auth` (with the same reading of the header) provides the
- * routes' hook; its failures go to the error handler, so they leave as 401 in the Error shape
- * with `WWW-Authenticate`.
+ * Bearer-token authentication and scopes. Each request's `Authorization` header is read once, by
+ * `bearerToken`, and matched by TokenSet (API_TOKENS, API_TOKENS_FILE), whose comparison leaks
+ * neither the token's length nor which token matched; with OIDC_ISSUER, a token shaped like a JWT
+ * that matches none is verified as the provider's access token (jose, loaded only then).
+ * `@fastify/bearer-auth` (with the same reading of the header) answers missing and unknown tokens;
+ * the routes' hook then checks the route's scope. Failures go to the error handler, so they leave
+ * in the Error shape with `WWW-Authenticate` (401, 403) or `Retry-After` (503).
  */
 export default fp(async function authPlugin (app) {
-  const tokens = new TokenSet(app.config.tokens)
-  app.decorateRequest('tokenDigest', undefined)
+  const tokens = new TokenSet(app.config.tokens, app.config.namedTokens)
+  const oidc = app.config.oidc === undefined
+    ? undefined
+    : await (async (config) => {
+      const { OidcVerifier, looksLikeJwt } = await import('../../src/oidc.js')
+      const verifier = new OidcVerifier(config, (err) => { app.log.warn({ err }, 'OIDC: the provider\'s key set cannot be fetched') })
+      return { verifier, looksLikeJwt }
+    })(app.config.oidc)
+
+  app.decorateRequest('principal', undefined)
+  app.decorateRequest('authFailure', undefined)
   app.addHook('onRequest', function identifyCaller (request, _reply, done) {
     const token = bearerToken(request.headers.authorization)
-    if (token !== undefined) request.tokenDigest = tokens.match(token)
-    done()
+    if (token === undefined) {
+      done()
+      return
+    }
+    request.principal = tokens.match(token)
+    if (request.principal !== undefined || oidc === undefined || !oidc.looksLikeJwt(token)) {
+      done()
+      return
+    }
+    oidc.verifier.verify(token).then((principal) => {
+      request.principal = principal
+      done()
+    }, (err: unknown) => {
+      request.authFailure = err instanceof Error ? err : new Error(String(err))
+      done()
+    })
   })
 
   await app.register(bearerAuth, {
     keys: [],
-    auth: (_token, request) => request.tokenDigest !== undefined,
+    auth: (_token, request) => request.principal !== undefined,
     addHook: false,
     specCompliance: 'rfc6749',
     verifyErrorLogLevel: 'info'
   })
   const verify = app.verifyBearerAuth
   if (verify === undefined) throw new Error('@fastify/bearer-auth did not provide verifyBearerAuth')
-  app.decorate('authenticate', verify)
+  app.decorate('authenticate', function authenticate (request, reply, done) {
+    if (request.authFailure !== undefined) {
+      done(request.authFailure)
+      return
+    }
+    verify.call(this, request, reply, (err?: Error) => {
+      if (err !== undefined) {
+        done(err)
+        return
+      }
+      const needed = request.routeOptions.config.scope
+      if (needed !== undefined && request.principal?.scopes.has(needed) !== true) done(insufficientScope(needed))
+      else done()
+    })
+  } satisfies onRequestHookHandler)
 }, { name: 'auth', dependencies: ['config', 'errors'] })
+
+/** onRoute hook of the authenticated resources: a route that forgets its scope stops the start instead of being open to every token. */
+export function requireScope (route: RouteOptions): void {
+  if (route.config?.scope === undefined) throw new Error(`${route.method.toString()} ${route.url} declares no scope (config.scope)`)
+}

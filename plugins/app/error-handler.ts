@@ -3,7 +3,7 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError, HTTPMethods } from 'fastify'
 import fp from 'fastify-plugin'
 import {
-  expectationFailed, LOAD_SHEDDING_CODES, MethodNotAllowedError, methodNotImplemented, routeNotFound, ServiceError, type ErrorCode
+  AuthError, expectationFailed, LOAD_SHEDDING_CODES, MethodNotAllowedError, methodNotImplemented, routeNotFound, ServiceError, type ErrorCode
 } from '../../src/errors.js'
 import type { ErrorBody } from '../../src/schemas/error.js'
 import { patternMessages } from '../../src/schemas/pattern-messages.js'
@@ -37,15 +37,19 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   'unsupported-media-type': 415,
   'unsupported-content-encoding': 415,
   'expectation-failed': 417,
-  'not-ready': 503
+  'not-ready': 503,
+  'invalid-token': 401,
+  'insufficient-scope': 403,
+  'auth-unavailable': 503
 }
 
-/** RFC 9110 §11.6.1 (401), §15.5.6 (405), §15.5.16 (415), and Retry-After on a database 503. */
+/** RFC 9110 §11.6.1 (401), §15.5.6 (405), §15.5.16 (415), RFC 6750 §3 (a refused token or scope), and Retry-After on a database or key-set 503. */
 function refusalHeaders (error: unknown, status: number): Record<string, string> {
+  if (error instanceof AuthError) return { 'www-authenticate': error.challenge }
   if (status === 401) return { 'www-authenticate': 'Bearer' }
   if (error instanceof MethodNotAllowedError) return { allow: error.allowed.join(', ') }
   if (error instanceof ServiceError && error.code === 'unsupported-content-encoding') return { 'accept-encoding': 'identity' }
-  if (error instanceof ServiceError && error.code === 'unavailable') return { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_S) }
+  if (error instanceof ServiceError && (error.code === 'unavailable' || error.code === 'auth-unavailable')) return { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_S) }
   return {}
 }
 
@@ -206,7 +210,7 @@ export default fp(async function errorHandlerPlugin (app) {
   app.setErrorHandler(function handleError (error, request, reply) {
     const body = toErrorBody(error)
     // Load shedding and not-ready 503s come in floods when the service is busiest: debug, no stack.
-    if (error instanceof ServiceError && (LOAD_SHEDDING_CODES.has(error.code) || error.code === 'not-ready')) request.log.debug({ reason: body.message }, 'request refused')
+    if (error instanceof ServiceError && (LOAD_SHEDDING_CODES.has(error.code) || error.code === 'not-ready' || error.code === 'auth-unavailable')) request.log.debug({ reason: body.message }, 'request refused')
     else if (body.error >= 500) request.log.error({ err: error }, 'request failed')
     return reply.code(body.error).headers(refusalHeaders(error, body.error)).send(body)
   })

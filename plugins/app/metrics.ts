@@ -83,7 +83,7 @@ export default fp(async function metricsPlugin (app) {
   for (const kind of ['token', 'ip']) rateLimited.inc({ client: kind }, 0)
   app.addHook('onError', function countRefusals (request, _reply, error, done) {
     if (error instanceof ServiceError) {
-      if (error.code === 'rate-limited') rateLimited.inc({ client: request.tokenDigest === undefined ? 'ip' : 'token' })
+      if (error.code === 'rate-limited') rateLimited.inc({ client: request.principal === undefined ? 'ip' : 'token' })
       else if (LOAD_SHEDDING_CODES.has(error.code)) shed.inc({ reason: error.code })
     }
     done()

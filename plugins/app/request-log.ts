@@ -9,8 +9,6 @@ import { routeLabel } from '../../src/route-label.js'
 /** It goes into logs and back out in a header: kept only when this tame. */
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
-const DIGEST_PREFIX_LENGTH = 12
-
 /** The caller's `X-Request-Id` when sane, so one id follows a request through proxies and retries; else a UUID. */
 export function requestId (raw: IncomingMessage): string {
   const given = raw.headers['x-request-id']
@@ -20,7 +18,10 @@ export function requestId (raw: IncomingMessage): string {
 /** `silent`, pino's level above all, writes none. */
 const enabled = (level: string, line: 'info' | 'warn'): boolean => (levels.values[level] ?? Infinity) <= (levels.values[line] ?? 0)
 
-/** Fastify's two lines per request become one access line at info; arrival is logged at debug only. */
+/**
+ * Fastify's two lines per request become one access line at info, naming the caller by its
+ * principal, never its token; arrival is logged at debug only.
+ */
 export class AccessLog extends LogController {
   override incomingRequest (request: FastifyRequest): void {
     request.log.debug({ req: request }, 'incoming request')
@@ -38,7 +39,8 @@ export class AccessLog extends LogController {
       statusCode: reply.statusCode,
       durationMs: Math.round(reply.elapsedTime * 100) / 100,
       ip: request.ip,
-      ...(request.tokenDigest !== undefined && { tokenDigest: request.tokenDigest.slice(0, DIGEST_PREFIX_LENGTH) })
+      ...(request.principal !== undefined && { principal: request.principal.name }),
+      ...(request.principal?.client !== undefined && { client: request.principal.client })
     }
     // An error here is the response stream failing (the client went away mid-answer), not a status.
     if (failed) request.log.warn({ ...fields, err: error }, 'request errored')

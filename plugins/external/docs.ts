@@ -2,6 +2,7 @@ import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
 import { documentSecurityHeaders } from './helmet.js'
+import { SCOPE_DESCRIPTIONS, SCOPES } from '../../src/scopes.js'
 import { rateLimitHeaders } from '../../src/schemas/headers.js'
 import { webhookEventsDocument } from '../../src/schemas/webhook-events.js'
 
@@ -67,11 +68,20 @@ function documentHead (schema: JsonObject): JsonObject {
   }
 }
 
-const transform: Transform = ({ schema, url, route }) => {
+/**
+ * The security requirement of a route that declares a scope (`config.scope`, what the auth hook
+ * checks): that scope under each scheme, so the document and the check come from one place.
+ */
+const securityOf = (scope: string | undefined, schemes: readonly string[]): Record<string, string[]>[] | undefined =>
+  scope === undefined ? undefined : schemes.map((scheme) => ({ [scheme]: [scope] }))
+
+const transformWith = (schemes: readonly string[]): Transform => ({ schema, url, route }) => {
   if (!isObject(schema)) return { schema, url }
+  const security = securityOf(route.config?.scope, schemes)
   // Copies, never in place: the same schema objects drive validation.
   const documented = {
     ...schema,
+    ...(security !== undefined && { security }),
     params: documentInt64AsInteger(schema.params),
     querystring: withoutOptionalExamples(documentInt64AsInteger(schema.querystring)),
     headers: withoutOptionalExamples(schema.headers),
@@ -126,6 +136,25 @@ const DOCS_CONTENT_SECURITY_POLICY = "default-src 'self'; base-uri 'self'; font-
   "script-src-attr 'none'; style-src 'self' https:"
 
 export default fp(async function docsPlugin (app) {
+  const { oidc } = app.config
+  const scopeList = SCOPES.map((scope) => `\`${scope}\` (${SCOPE_DESCRIPTIONS[scope].toLowerCase()})`).join(', ')
+  const securitySchemes = {
+    bearerAuth: {
+      type: 'http' as const,
+      scheme: 'bearer',
+      description: `A token from API_TOKENS (every scope) or API_TOKENS_FILE (its scopes)${oidc === undefined ? '' : ', or a JWT access token of the OpenID provider'}. ` +
+        `Each operation lists the scope it needs: ${scopeList}. A token without it is answered 403.`
+    },
+    // Swagger UI's Authorize then obtains a token from the provider (client credentials).
+    ...(oidc !== undefined && {
+      openIdConnect: {
+        type: 'openIdConnect' as const,
+        openIdConnectUrl: `${oidc.issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`,
+        description: `JWT access tokens of ${oidc.issuer} for the audience ${oidc.audience}, with the scopes in \`scope\` or \`scp\`: ${scopeList}.`
+      }
+    })
+  }
+  const schemes = Object.keys(securitySchemes)
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -146,12 +175,9 @@ export default fp(async function docsPlugin (app) {
         },
         { name: 'service', description: 'Health and documentation' }
       ],
-      components: {
-        securitySchemes: {
-          bearerAuth: { type: 'http', scheme: 'bearer', description: 'A token from API_TOKENS or API_TOKENS_FILE' }
-        }
-      },
-      security: [{ bearerAuth: [] }],
+      components: { securitySchemes },
+      security: schemes.map((scheme) => ({ [scheme]: [] })),
+      // What receivers get: one POST per event type (OpenAPI 3.1 `webhooks`).
       webhooks: webhookEventsDocument(),
       // Relative by default; PUBLIC_URL makes it absolute for tools that read the document from a file.
       servers: [{ url: app.config.publicUrl ?? '/', description: 'This service' }]
@@ -159,7 +185,7 @@ export default fp(async function docsPlugin (app) {
     stripBasePath: false,
     exposeHeadRoutes: true,
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
-    transform,
+    transform: transformWith(schemes),
     transformObject: finishDocument
   })
 
@@ -170,7 +196,8 @@ export default fp(async function docsPlugin (app) {
       routePrefix: '/docs',
       // localStorage is readable by any script on this origin and left behind on shared machines: opt-in only.
       uiConfig: { persistAuthorization: app.config.docs.persistAuthorization, displayOperationId: true, tryItOutEnabled: true },
-      staticCSP: DOCS_CONTENT_SECURITY_POLICY
+      // With OIDC, Authorize fetches the provider's discovery document and token endpoint from the page.
+      staticCSP: oidc === undefined ? DOCS_CONTENT_SECURITY_POLICY : `${DOCS_CONTENT_SECURITY_POLICY}; connect-src 'self' ${new URL(oidc.issuer).origin}`
     })
   })
 

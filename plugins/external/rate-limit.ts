@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis'
 import { rateLimited } from '../../src/errors.js'
 
 /**
- * Per valid token's digest, else per IP, so wrong tokens share one bucket per IP and cannot
+ * Per principal (never the token), else per IP, so wrong tokens share one bucket per IP and cannot
  * brute-force tokens. Redis fails open (`skipOnError`): rate limiting is abuse protection, not
  * access control, so losing Redis must not take the API down.
  */
@@ -15,7 +15,7 @@ export default fp(async function rateLimitPlugin (app) {
 
   // The auth plugin has already read the header (its onRequest hook runs first).
   const clientKey = (request: FastifyRequest): string =>
-    request.tokenDigest === undefined ? `ip:${request.ip}` : `token:${request.tokenDigest}`
+    request.principal === undefined ? `ip:${request.ip}` : `token:${request.principal.id}`
 
   const redis = app.config.redis === undefined ? undefined : await connectRedis(app.config.redis, app.log)
   if (redis !== undefined) app.addHook('onClose', async () => { redis.disconnect() })

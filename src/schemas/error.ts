@@ -21,6 +21,7 @@ type ErrorRef = TUnsafe<ErrorBody>
  */
 const STATUS_HEADERS: Readonly<Record<string, Record<string, unknown>>> = {
   401: wwwAuthenticateHeader,
+  403: wwwAuthenticateHeader,
   415: acceptEncodingHeader,
   503: retryAfterHeader
 }
@@ -42,8 +43,8 @@ export function errorResponses<const S extends number> (statuses: Record<S, stri
 }
 
 /**
- * The error responses of a route behind the bearer-auth hook: its own statuses, the 401 every such
- * route can answer, and `4xx`/`5xx`.
+ * The error responses of a route behind the bearer-auth hook: its own statuses, the 401 and 403
+ * every such route can answer, and `4xx`/`5xx`.
  */
 export const authenticatedErrorResponses = <const S extends number>(statuses: Record<S, string>) =>
-  errorResponses({ ...statuses, 401: 'Missing or invalid bearer token' })
+  errorResponses({ ...statuses, 401: 'Missing or invalid bearer token', 403: 'The token lacks the scope this operation needs' })

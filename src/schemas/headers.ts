@@ -63,9 +63,15 @@ export const deliveryLinkHeader = nextLinkOf('When older deliveries follow: `</w
 export const replayedHeader = {
   'Idempotent-Replayed': { type: 'string', enum: ['true'], description: 'Present when this is the replayed answer to an earlier create with the same Idempotency-Key' }
 } satisfies ResponseHeaders
-/** RFC 9110 §11.6.1. */
+/** On every 401 (RFC 9110 §11.6.1) and 403 (RFC 6750 §3). */
 export const wwwAuthenticateHeader = {
-  'WWW-Authenticate': { type: 'string', required: true, enum: ['Bearer'], description: 'The authentication scheme to use: a bearer token' }
+  'WWW-Authenticate': {
+    type: 'string',
+    required: true,
+    pattern: '^Bearer( error="(invalid_token|insufficient_scope)"(, scope="[a-z:]+")?)?$',
+    description: 'The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, ' +
+      'and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3)'
+  }
 } satisfies ResponseHeaders
 /** RFC 9110 §15.5.16. */
 export const acceptEncodingHeader = {

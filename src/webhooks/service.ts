@@ -10,7 +10,7 @@ import { checkWebhookUrl, type AddressPolicy } from './url-policy.js'
 
 export const MAX_DESCRIPTION_LENGTH = 500
 
-/** Whose subscriptions: the hex SHA-256 of the bearer token (the same as an idempotency scope). */
+/** Whose subscriptions a plain API_TOKENS token has: its principal id, the hex SHA-256 of the token (the same as its idempotency scope). */
 export const webhookOwner = (token: string): string => tokenDigest(token)
 
 export interface NewSubscriptionInput {

@@ -61,7 +61,7 @@ test('every operation has an operationId, a summary, a description, tags and exa
     // What any operation can answer, from the errors plugin and the framework.
     const expected = ['4XX', '5XX']
     const secured = !Array.isArray(operation.security) || operation.security.length > 0
-    if (secured) expected.push('401')
+    if (secured) expected.push('401', '403')
     if (Array.isArray(operation.parameters) || operation.requestBody !== undefined) expected.push('400')
     if (path.includes('{id}')) expected.push('404')
     if (operation.requestBody !== undefined) expected.push('413', '415')

@@ -5,6 +5,7 @@ import addFormats from 'ajv-formats'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import { Webhook } from 'standardwebhooks'
 import { AUTH, buildTestApp, TOKEN } from '../helpers/app.js'
+import { scopedToken, tokensFile } from '../helpers/scoped-tokens.js'
 import { OTHER_TOKEN, PUBLIC_RECEIVER } from '../helpers/webhooks.js'
 
 /**
@@ -117,7 +118,10 @@ test('every operation is described: operationId, summary, description, tags, and
     expect('4XX', 'any client error')
     expect('5XX', 'any server error')
     const params = operation.parameters ?? []
-    if (operation.security === undefined) expect('401', 'it needs a token')
+    if (operation.security?.length !== 0) {
+      expect('401', 'it needs a token')
+      expect('403', 'it needs a scope')
+    }
     if (params.length > 0 || operation.requestBody) expect('400', 'it validates its input')
     if (path.includes('{id}')) expect('404', 'it addresses one plant')
     if (operation.requestBody) {
@@ -170,7 +174,9 @@ test('request bodies and lists use the named schemas, and their examples are val
 })
 
 test('every declared status is answered, every answer is declared, and every answer validates against the document', async (t) => {
-  const app = await buildTestApp(t, { API_TOKENS: `${TOKEN},${OTHER_TOKEN}` })
+  const reader = scopedToken('reader', ['plants:read'])
+  const hooks = scopedToken('hooks', ['webhooks'])
+  const app = await buildTestApp(t, { API_TOKENS: `${TOKEN},${OTHER_TOKEN}`, API_TOKENS_FILE: tokensFile([reader, hooks]) })
   const doc = await loadDocument(app)
   const checker = new ResponseChecker(doc)
   const call = async (path: string, options: InjectOptions): Promise<LightMyRequestResponse> => {
@@ -303,6 +309,13 @@ test('every declared status is answered, every answer is declared, and every ans
   await call('/webhooks/{id}', { method: 'DELETE', url: hookUrl, headers: AUTH })
   await call('/webhooks/{id}', { method: 'DELETE', url: '/webhooks/-', headers: AUTH })
   await call('/webhooks/{id}', { method: 'DELETE', url: hookUrl })
+
+  // 403: every secured operation, with a token that lacks its scope.
+  for (const { path, method, operation } of operations(doc)) {
+    if (operation.security?.length === 0) continue
+    const lacking = path.startsWith('/webhooks') ? reader : hooks
+    await call(path, { method: method.toUpperCase() as 'GET', url: path.replace(/\{[^}]+\}/g, '1'), headers: { authorization: `Bearer ${lacking.token}` } })
+  }
 
   for (const { operation } of operations(doc)) {
     const declared = Object.keys(operation.responses).filter((status) => status !== '4XX' && status !== '5XX')

@@ -81,8 +81,12 @@ test('headers that are always sent are required: ETag on plant answers and 304, 
       unauthorized++
       assert.deepEqual(requiredHeaders(response), ['WWW-Authenticate'], operationId)
       assert.deepEqual(response.headers?.['WWW-Authenticate'], {
-        required: true, schema: { type: 'string', enum: ['Bearer'] }, description: 'The authentication scheme to use: a bearer token'
+        required: true,
+        schema: { type: 'string', pattern: '^Bearer( error="(invalid_token|insufficient_scope)"(, scope="[a-z:]+")?)?$' },
+        description: 'The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, ' +
+          'and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3)'
       })
+      assert.deepEqual(responses['403']?.headers?.['WWW-Authenticate'], response.headers?.['WWW-Authenticate'], operationId)
     }
   }
   assert.equal(unauthorized, 19, 'every plants and webhooks operation, HEAD included')

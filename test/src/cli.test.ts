@@ -37,3 +37,20 @@ test('the usage names every command', () => {
     assert.ok(USAGE.includes(command), command)
   }
 })
+
+test('token --name <name> --scopes <list>: a named entry; both options or neither, a valid name, known scopes', () => {
+  assert.deepEqual(parseCommandLine(['token', '--name', 'ci', '--scopes', 'plants:read']), { name: 'token', entry: { name: 'ci', scopes: ['plants:read'] } })
+  assert.deepEqual(parseCommandLine(['token', '--scopes=plants:write, webhooks,plants:write', '--name=batch.job']),
+    { name: 'token', entry: { name: 'batch.job', scopes: ['plants:write', 'webhooks'] } })
+  const cases: Array<[string[], string]> = [
+    [['token', '--name', 'ci'], 'token: --name and --scopes go together (plant-store token --name ci --scopes plants:read)'],
+    [['token', '--scopes', 'webhooks'], 'token: --name and --scopes go together (plant-store token --name ci --scopes plants:read)'],
+    [['token', '--name'], 'token: --name needs a value'],
+    [['token', '--name=', '--scopes', 'webhooks'], 'token: --name needs a value'],
+    [['token', '--name', 'c i', '--scopes', 'webhooks'], 'token: a name is 1 to 64 of A-Z a-z 0-9 . _ -'],
+    [['token', '--name', 'ci', '--scopes', 'plants:read,admin'], 'token: unknown scope "admin" (known: plants:read, plants:write, webhooks)'],
+    [['token', '--name', 'ci', '--scope', 'webhooks'], 'token: unexpected argument "--scope"']
+  ]
+  for (const [args, message] of cases) assert.throws(() => parseCommandLine(args), { message }, args.join(' '))
+  assert.match(USAGE, /token --name <name> --scopes <scope>\[,<scope>…\]/)
+})

@@ -7,7 +7,9 @@ import { Writable } from 'node:stream'
 import { test } from 'node:test'
 import Database from 'better-sqlite3'
 import { newToken, runBackup, runCheck, runRestore, runToken, type Output } from '../../src/commands.js'
+import { loadConfig } from '../../src/load-config.js'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
+import { tokenDigest } from '../../src/tokens.js'
 import { TOKEN } from '../helpers/app.js'
 
 function capture (): Output & { stdout: () => string, stderr: () => string, bytes: () => Buffer } {
@@ -34,6 +36,20 @@ test('token prints a new 43-character base64url token (32 random bytes) each tim
   assert.equal(runToken(output), 0)
   assert.match(output.stdout(), /^[A-Za-z0-9_-]{43}\n$/)
   assert.notEqual(newToken(), newToken())
+})
+
+test('token with an entry prints the token once, then the API_TOKENS_FILE line holding only its digest', () => {
+  const output = capture()
+  assert.equal(runToken(output, { name: 'ci', scopes: ['plants:read', 'webhooks'] }), 0)
+  const [token = '', line = '', ...rest] = output.stdout().split('\n')
+  assert.match(token, /^[A-Za-z0-9_-]{43}$/)
+  assert.equal(line, `ci plants:read,webhooks sha256:${tokenDigest(token)}`)
+  assert.deepEqual(rest, [''])
+  assert.equal(output.stderr(), 'plant-store token: the token above is shown only once; add this line to API_TOKENS_FILE and restart:\n')
+  // The line is what API_TOKENS_FILE reads.
+  const file = join(tempDir(), 'tokens')
+  writeFileSync(file, `${line}\n`)
+  assert.deepEqual(loadConfig({ API_TOKENS_FILE: file }).namedTokens, [{ name: 'ci', scopes: ['plants:read', 'webhooks'], digest: tokenDigest(token) }])
 })
 
 test('check: 0 for a good configuration and database (or one not created yet), 1 with the reason otherwise', async () => {

@@ -9,6 +9,7 @@ import { plantsErrorResponses, SHARED_ERRORS, withEtag } from './shared.js'
 /** `POST /plants`: creates a plant, with the id the client chose or the next one. */
 const createPlantRoute: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/plants', {
+    config: { scope: 'plants:write' },
     schema: {
       operationId: 'createPlant',
       summary: 'Create a plant',
@@ -37,9 +38,9 @@ const createPlantRoute: FastifyPluginAsyncTypebox = async (app) => {
       ...(tag !== undefined && { tag })
     }
     const key = request.headers['idempotency-key']
-    // Keys are per caller: the auth hook has identified it (this route is never reached without).
-    const caller = request.tokenDigest
-    if (key !== undefined && caller === undefined) throw new Error('an authenticated request without a token digest')
+    // Keys are per principal: the auth hook has identified it (this route is never reached without).
+    const caller = request.principal?.id
+    if (key !== undefined && caller === undefined) throw new Error('an authenticated request without a principal')
     const result = await app.store.create(plant, key === undefined || caller === undefined ? undefined : idempotencyKey(caller, key, plant), app.eventOrigin(request))
     if (result.replayed) void reply.header('idempotent-replayed', 'true')
     void reply.code(201).header('location', `/plants/${result.plant.id}`)

@@ -7,6 +7,7 @@ import { plantsErrorResponses, SHARED_ERRORS, WRITE_CONDITIONS, writeCondition }
 /** `DELETE /plants/{id}`: 204 with an empty body. */
 const deletePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
   app.delete('/plants/:id', {
+    config: { scope: 'plants:write' },
     schema: {
       operationId: 'deletePlant',
       summary: 'Delete a plant',

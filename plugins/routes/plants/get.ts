@@ -10,6 +10,7 @@ import { plantResponse, plantsErrorResponses, SHARED_ERRORS } from './shared.js'
 /** `GET /plants/{id}`: one plant with its ETag; 304 when the client's copy is current. */
 const getPlantRoute: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/plants/:id', {
+    config: { scope: 'plants:read' },
     schema: {
       operationId: 'getPlant',
       summary: 'Get a plant',

@@ -14,6 +14,7 @@ function nextPageUrl (limit: number, tag: string | undefined, lastId: bigint): s
 /** `GET /plants`: a page of plants in id order, keyset-paginated. */
 const listPlantsRoute: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/plants', {
+    config: { scope: 'plants:read' },
     schema: {
       operationId: 'listPlants',
       summary: 'List plants',

@@ -7,6 +7,7 @@ import { plantResponse, plantsErrorResponses, SHARED_ERRORS, withEtag, WRITE_CON
 /** `PUT /plants/{id}`: replaces a plant's name and tag. */
 const replacePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
   app.put('/plants/:id', {
+    config: { scope: 'plants:write' },
     schema: {
       operationId: 'replacePlant',
       summary: 'Replace a plant',

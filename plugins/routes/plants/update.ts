@@ -9,6 +9,7 @@ import { plantResponse, plantsErrorResponses, SHARED_ERRORS, withEtag, WRITE_CON
 /** `PATCH /plants/{id}`: a JSON merge patch (RFC 7396) of a plant. */
 const updatePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
   app.patch('/plants/:id', {
+    config: { scope: 'plants:write' },
     schema: {
       operationId: 'updatePlant',
       summary: 'Update a plant',

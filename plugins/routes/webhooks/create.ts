@@ -7,6 +7,7 @@ import { ownerOf, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
 /** `POST /webhooks`: subscribes a URL to plant events. */
 const createWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/webhooks', {
+    config: { scope: 'webhooks' },
     schema: {
       operationId: 'createWebhook',
       summary: 'Create a webhook subscription',

@@ -6,6 +6,7 @@ import { ownerOf, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
 /** `DELETE /webhooks/{id}`: 204 with an empty body. */
 const deleteWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
   app.delete('/webhooks/:id', {
+    config: { scope: 'webhooks' },
     schema: {
       operationId: 'deleteWebhook',
       summary: 'Delete a webhook subscription',

@@ -5,6 +5,7 @@ import { ownerOf, WEBHOOK_ERRORS, webhookResponse, webhooksErrorResponses } from
 /** `GET /webhooks/{id}`: one of the token's subscriptions. */
 const getWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/webhooks/:id', {
+    config: { scope: 'webhooks' },
     schema: {
       operationId: 'getWebhook',
       summary: 'Get a webhook subscription',

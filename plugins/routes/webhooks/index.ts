@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify'
+import { requireScope } from '../../app/auth.js'
 import createWebhookRoute from './create.js'
 import deleteWebhookRoute from './delete.js'
 import getWebhookRoute from './get.js'
@@ -14,6 +15,7 @@ import updateWebhookRoute from './update.js'
  */
 const webhooksRoutes: FastifyPluginAsync = async (app) => {
   app.addHook('onRequest', app.authenticate)
+  app.addHook('onRoute', requireScope)
   await app.register(listWebhooksRoute)
   await app.register(getWebhookRoute)
   await app.register(createWebhookRoute)

@@ -9,6 +9,7 @@ import { ownerOf, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
 /** `GET /webhooks/{id}/deliveries`: a subscription's recent deliveries, newest first. */
 const listWebhookDeliveriesRoute: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/webhooks/:id/deliveries', {
+    config: { scope: 'webhooks' },
     schema: {
       operationId: 'listWebhookDeliveries',
       summary: 'List webhook deliveries',

@@ -9,6 +9,7 @@ import { ownerOf, webhooksErrorResponses } from './shared.js'
 /** `GET /webhooks`: a page of the token's subscriptions in id order, keyset-paginated. */
 const listWebhooksRoute: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/webhooks', {
+    config: { scope: 'webhooks' },
     schema: {
       operationId: 'listWebhooks',
       summary: 'List webhook subscriptions',

@@ -6,6 +6,7 @@ import { ownerOf, webhooksErrorResponses } from './shared.js'
 /** `POST /webhooks/{id}/deliveries/{deliveryId}/retry`: attempts a delivery again now. */
 const retryWebhookDeliveryRoute: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/webhooks/:id/deliveries/:deliveryId/retry', {
+    config: { scope: 'webhooks' },
     schema: {
       operationId: 'retryWebhookDelivery',
       summary: 'Retry a webhook delivery',

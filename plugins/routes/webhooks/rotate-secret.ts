@@ -5,6 +5,7 @@ import { ownerOf, WEBHOOK_ERRORS, webhookResponse, webhooksErrorResponses } from
 /** `POST /webhooks/{id}/rotate-secret`: a new signing secret. */
 const rotateWebhookSecretRoute: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/webhooks/:id/rotate-secret', {
+    config: { scope: 'webhooks' },
     schema: {
       operationId: 'rotateWebhookSecret',
       summary: 'Rotate a webhook secret',

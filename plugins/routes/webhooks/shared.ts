@@ -20,11 +20,11 @@ export const webhooksErrorResponses = authenticatedErrorResponses
 export const webhookResponse = (description: string) => ref(WebhookSchema, { description })
 
 /**
- * Whose subscriptions a request addresses: its token's digest. The auth hook has identified the
- * caller (these routes are never reached without), so a missing digest is a bug, not a 401.
+ * Whose subscriptions a request addresses: its principal's id. The auth hook has identified the
+ * caller (these routes are never reached without), so a missing principal is a bug, not a 401.
  */
 export function ownerOf (request: FastifyRequest): string {
-  const owner = request.tokenDigest
-  if (owner === undefined) throw new Error('an authenticated request without a token digest')
+  const owner = request.principal?.id
+  if (owner === undefined) throw new Error('an authenticated request without a principal')
   return owner
 }

@@ -7,6 +7,7 @@ import { ownerOf, WEBHOOK_ERRORS, webhookResponse, webhooksErrorResponses } from
 /** `PATCH /webhooks/{id}`: a JSON merge patch (RFC 7396) of a subscription. */
 const updateWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
   app.patch('/webhooks/:id', {
+    config: { scope: 'webhooks' },
     schema: {
       operationId: 'updateWebhook',
       summary: 'Update a webhook subscription',

@@ -55,7 +55,7 @@ test('errors carry the request id too: a 404, a 401 and a 400', async (t) => {
   }
 })
 
-test('one access line per request at info, with method, route template, status, duration, request id and the token digest prefix, never the token', async (t) => {
+test('one access line per request at info, with method, route template, status, duration, request id and the principal (a plain token: its digest prefix), never the token', async (t) => {
   const { app, lines } = await appWithLog(t)
   const created = await app.inject({ method: 'POST', url: '/plants', headers: { ...AUTH, 'x-request-id': 'create-1' }, payload: { name: 'Fern' } })
   assert.equal(created.statusCode, 201)
@@ -70,10 +70,10 @@ test('one access line per request at info, with method, route template, status, 
     assert.ok((durationMs as number) >= 0)
     return rest
   }
-  const prefix = tokenDigest(TOKEN).slice(0, 12)
+  const principal = `sha256:${tokenDigest(TOKEN).slice(0, 12)}`
   assert.deepEqual(access.map(strip), [
-    { level: 30, reqId: 'create-1', method: 'POST', route: '/plants', url: '/plants', statusCode: 201, ip: '127.0.0.1', tokenDigest: prefix, msg: 'request completed' },
-    { level: 30, reqId: 'read-1', method: 'GET', route: '/plants/:id', url: '/plants/1?x=1', statusCode: 200, ip: '127.0.0.1', tokenDigest: prefix, msg: 'request completed' },
+    { level: 30, reqId: 'create-1', method: 'POST', route: '/plants', url: '/plants', statusCode: 201, ip: '127.0.0.1', principal, msg: 'request completed' },
+    { level: 30, reqId: 'read-1', method: 'GET', route: '/plants/:id', url: '/plants/1?x=1', statusCode: 200, ip: '127.0.0.1', principal, msg: 'request completed' },
     { level: 30, reqId: 'lost-1', method: 'GET', route: 'unmatched', url: '/nowhere/42', statusCode: 404, ip: '127.0.0.1', msg: 'request completed' },
     { level: 30, reqId: 'denied-1', method: 'GET', route: '/plants', url: '/plants', statusCode: 401, ip: '127.0.0.1', msg: 'request completed' }
   ])
@@ -108,7 +108,7 @@ test('at warn a completed request writes no access line; a response stream that 
   assert.deepEqual(lines(), [])
 
   // Fastify reports a failed response stream (the client went away mid-answer) to the controller.
-  const request = { method: 'GET', url: '/plants/1', ip: '127.0.0.1', tokenDigest: undefined, routeOptions: { url: '/plants/:id' }, log: app.log.child({ reqId: 'gone-1' }) }
+  const request = { method: 'GET', url: '/plants/1', ip: '127.0.0.1', principal: undefined, routeOptions: { url: '/plants/:id' }, log: app.log.child({ reqId: 'gone-1' }) }
   new AccessLog().requestCompleted(new Error('socket hang up'), request as unknown as FastifyRequest, { statusCode: 200, elapsedTime: 1.234 } as unknown as FastifyReply)
   assert.deepEqual(lines().map(({ level, reqId, msg, statusCode, route }) => ({ level, reqId, msg, statusCode, route })), [
     { level: 40, reqId: 'gone-1', msg: 'request errored', statusCode: 200, route: '/plants/:id' }

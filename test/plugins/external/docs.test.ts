@@ -35,8 +35,14 @@ test('the document names Plant and Error, and makes bearerAuth the default secur
   })
   assert.equal(document.components.schemas.Plant.properties.id.type, 'integer')
   assert.equal(document.components.schemas.Plant.properties.id.format, 'int64')
-  assert.deepEqual(document.components.securitySchemes.bearerAuth, {
-    type: 'http', scheme: 'bearer', description: 'A token from API_TOKENS or API_TOKENS_FILE'
+  assert.deepEqual(document.components.securitySchemes, {
+    bearerAuth: {
+      type: 'http',
+      scheme: 'bearer',
+      description: 'A token from API_TOKENS (every scope) or API_TOKENS_FILE (its scopes). Each operation lists the scope it needs: ' +
+        '`plants:read` (list and get plants), `plants:write` (create, replace, update and delete plants), ' +
+        '`webhooks` (manage the caller\'s own webhook subscriptions). A token without it is answered 403.'
+    }
   })
   assert.deepEqual(document.security, [{ bearerAuth: [] }])
   assert.deepEqual(document.paths['/health'].get.security, [])
@@ -48,13 +54,13 @@ test('DELETE /plants/{id} is documented with an int64 integer path id and every 
   const operation: Operation = document.paths['/plants/{id}'].delete
   assert.equal(operation.operationId, 'deletePlant')
   assert.ok((operation.description ?? '').length > 0)
-  assert.equal(operation.security, undefined, 'inherits the default bearerAuth requirement')
+  assert.deepEqual(operation.security, [{ bearerAuth: ['plants:write'] }], 'the scope the route declares')
   const id = operation.parameters?.find((parameter) => parameter.name === 'id')
   assert.equal(id?.in, 'path')
   assert.equal(id?.schema.type, 'integer')
   assert.equal(id?.schema.format, 'int64')
   assert.deepEqual(operation.responses['204']?.content, undefined)
-  for (const status of ['400', '401', '404', '4XX', '5XX']) {
+  for (const status of ['400', '401', '403', '404', '4XX', '5XX']) {
     assert.equal(operation.responses[status]?.content?.['application/json']?.schema.$ref, '#/components/schemas/Error', status)
   }
 })
@@ -70,4 +76,54 @@ test('GET /docs serves Swagger UI, wired to the document', async (t) => {
   assert.match(init.body, /persistAuthorization/)
   const json = await app.inject({ method: 'GET', url: '/docs/json' })
   assert.deepEqual(json.json().components.securitySchemes.bearerAuth.scheme, 'bearer')
+})
+
+test('each operation documents the scope it needs; with OIDC_ISSUER an openIdConnect scheme offers the same scopes', async (t) => {
+  const scopesOf = (document: { paths: Record<string, Record<string, Operation>> }) => Object.fromEntries(Object.values(document.paths)
+    .flatMap((item) => Object.values(item)).map((operation) => [operation.operationId, operation.security]))
+  const plain = (await (await buildTestApp(t)).inject({ url: '/openapi.json' })).json()
+  const expected = (schemes: string[]) => {
+    const requirement = (scope: string) => schemes.map((scheme) => ({ [scheme]: [scope] }))
+    return {
+      listPlants: requirement('plants:read'),
+      headPlants: requirement('plants:read'),
+      getPlant: requirement('plants:read'),
+      headPlant: requirement('plants:read'),
+      createPlant: requirement('plants:write'),
+      replacePlant: requirement('plants:write'),
+      updatePlant: requirement('plants:write'),
+      deletePlant: requirement('plants:write'),
+      listWebhooks: requirement('webhooks'),
+      headWebhooks: requirement('webhooks'),
+      getWebhook: requirement('webhooks'),
+      headWebhook: requirement('webhooks'),
+      createWebhook: requirement('webhooks'),
+      updateWebhook: requirement('webhooks'),
+      deleteWebhook: requirement('webhooks'),
+      rotateWebhookSecret: requirement('webhooks'),
+      listWebhookDeliveries: requirement('webhooks'),
+      headWebhookDeliveries: requirement('webhooks'),
+      retryWebhookDelivery: requirement('webhooks'),
+      getHealth: [],
+      headHealth: [],
+      getLiveness: [],
+      headLiveness: [],
+      getReadiness: [],
+      headReadiness: []
+    }
+  }
+  assert.deepEqual(scopesOf(plain), expected(['bearerAuth']))
+
+  const oidc = (await (await buildTestApp(t, { OIDC_ISSUER: 'https://login.example.com/realms/plants', OIDC_AUDIENCE: 'https://plants.example.com' }))
+    .inject({ url: '/openapi.json' })).json()
+  assert.deepEqual(scopesOf(oidc), expected(['bearerAuth', 'openIdConnect']))
+  assert.deepEqual(oidc.security, [{ bearerAuth: [] }, { openIdConnect: [] }])
+  assert.deepEqual(oidc.components.securitySchemes.openIdConnect, {
+    type: 'openIdConnect',
+    openIdConnectUrl: 'https://login.example.com/realms/plants/.well-known/openid-configuration',
+    description: 'JWT access tokens of https://login.example.com/realms/plants for the audience https://plants.example.com, with the scopes in ' +
+      '`scope` or `scp`: `plants:read` (list and get plants), `plants:write` (create, replace, update and delete plants), ' +
+      '`webhooks` (manage the caller\'s own webhook subscriptions).'
+  })
+  assert.match(oidc.components.securitySchemes.bearerAuth.description, /, or a JWT access token of the OpenID provider\./)
 })

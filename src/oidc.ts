@@ -1,0 +1,210 @@
+import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from 'jose'
+import { authUnavailable, invalidToken, ServiceError } from './errors.js'
+import type { OidcConfig } from './load-config.js'
+import { isScope, type Principal, type Scope } from './scopes.js'
+import { tokenDigest } from './tokens.js'
+
+/** The signature algorithms accepted: asymmetric only, so a public key can never serve as an HMAC secret. */
+export const ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'] as const
+
+/** One fetch of the discovery document or the key set may take this long. */
+const FETCH_TIMEOUT_MS = 5000
+/** Cached keys are refetched in the background this long after the last fetch, so a key the provider dropped stops working. */
+export const KEYS_MAX_AGE_MS = 10 * 60_000
+
+/** Verified tokens remembered until they expire; past this many, the oldest is forgotten first. */
+export const VERIFIED_CACHE_SIZE = 10_000
+
+/** Whether a bearer token has a JWS compact serialization's shape (three base64url parts), so is worth verifying as a JWT. */
+export const looksLikeJwt = (token: string): boolean => /^[\w-]+\.[\w-]+\.[\w-]*$/.test(token)
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null
+
+async function fetchJson (url: string): Promise<unknown> {
+  const response = await fetch(url, { redirect: 'error', signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), headers: { accept: 'application/json' } })
+  if (response.status !== 200) throw new Error(`${url} answered ${response.status}`)
+  return await response.json()
+}
+
+/**
+ * The provider's signing keys, found through discovery and cached. jose's createRemoteJWKSet was
+ * not enough here: its cooldown counts from the last *successful* fetch, so while the provider is
+ * down every token with an unknown `kid` (and every token at all before a first fetch) becomes a
+ * request to it; and once its cache is older than its maximum age it refetches before answering,
+ * so a provider outage fails every request although the cached keys still fit. Here every fetch,
+ * successful or not, starts the cooldown; cached keys keep working while the provider is down and
+ * are refreshed in the background. Key selection and the crypto stay jose's (createLocalJWKSet).
+ */
+export class ProviderKeys {
+  readonly #issuer: string
+  readonly #cooldownMs: number
+  readonly #onFailure: (err: unknown) => void
+  readonly #now: () => number
+  #jwksUri: string | undefined
+  #keys: JWTVerifyGetKey | undefined
+  #fetchedAt = -Infinity
+  #attemptedAt = -Infinity
+  #failed = false
+  #pending: Promise<void> | undefined
+
+  constructor (issuer: string, cooldownMs: number, onFailure: (err: unknown) => void, now: () => number = Date.now) {
+    this.#issuer = issuer
+    this.#cooldownMs = cooldownMs
+    this.#onFailure = onFailure
+    this.#now = now
+  }
+
+  #coolingDown (): boolean {
+    return this.#now() - this.#attemptedAt < this.#cooldownMs
+  }
+
+  async #load (): Promise<void> {
+    this.#attemptedAt = this.#now()
+    if (this.#jwksUri === undefined) {
+      const discovery = await fetchJson(`${this.#issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`)
+      // OpenID Connect Discovery §4.3: the document must name the issuer it was fetched for.
+      if (!isObject(discovery) || discovery.issuer !== this.#issuer) throw new Error('the discovery document names another issuer')
+      if (typeof discovery.jwks_uri !== 'string') throw new Error('the discovery document has no jwks_uri')
+      this.#jwksUri = discovery.jwks_uri
+    }
+    const keys = createLocalJWKSet(await fetchJson(this.#jwksUri) as JSONWebKeySet)
+    this.#keys = keys
+    this.#fetchedAt = this.#now()
+  }
+
+  /** Fetches the key set, or joins the fetch under way; a failure is reported once and becomes 'auth-unavailable'. */
+  #refresh (): Promise<void> {
+    if (this.#pending !== undefined) return this.#pending
+    const pending = this.#load().then(
+      () => { this.#failed = false },
+      (err: unknown) => {
+        this.#failed = true
+        this.#onFailure(err)
+        throw authUnavailable(err)
+      }
+    ).finally(() => { this.#pending = undefined })
+    this.#pending = pending
+    return pending
+  }
+
+  /** jose's key resolver: the cached key for the token's header, refetching the set at most once per cooldown. */
+  readonly getKey: JWTVerifyGetKey = async (header, token) => {
+    if (this.#keys === undefined) {
+      if (this.#pending === undefined && this.#coolingDown()) throw authUnavailable()
+      await this.#refresh()
+    } else if (this.#now() - this.#fetchedAt >= KEYS_MAX_AGE_MS && !this.#coolingDown()) {
+      this.#refresh().catch(() => {})
+    }
+    try {
+      return await (this.#keys as JWTVerifyGetKey)(header, token)
+    } catch (err) {
+      if (!isJoseError(err, 'ERR_JWKS_NO_MATCHING_KEY')) throw err
+      // A `kid` not in the cache: perhaps the provider rotated its keys. One fetch per cooldown, whoever asks.
+      if (this.#pending !== undefined || !this.#coolingDown()) {
+        await this.#refresh()
+        return await (this.#keys as JWTVerifyGetKey)(header, token)
+      }
+      if (this.#failed) throw authUnavailable(err)
+      throw err
+    }
+  }
+}
+
+const isJoseError = (err: unknown, code: string): boolean => isObject(err) && err.code === code
+
+/** What failed, in words for the client, from jose's error; undefined for anything that is not a token's fault. */
+function failedCheck (err: unknown): string | undefined {
+  if (!isObject(err) || typeof err.code !== 'string') return undefined
+  switch (err.code) {
+    case 'ERR_JOSE_ALG_NOT_ALLOWED': return `its algorithm is not accepted (only ${ALGORITHMS.join(', ')})`
+    case 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED': return 'its signature does not verify'
+    case 'ERR_JWT_EXPIRED': return 'it has expired (exp)'
+    case 'ERR_JWKS_NO_MATCHING_KEY': return 'no key of the provider\'s key set matches it (kid)'
+    case 'ERR_JWKS_MULTIPLE_MATCHING_KEYS': return 'several keys of the provider\'s key set match it (kid)'
+    case 'ERR_JWT_CLAIM_VALIDATION_FAILED':
+      switch (err.claim) {
+        case 'iss': return 'it was issued by another issuer (iss)'
+        case 'aud': return 'it is meant for another audience (aud)'
+        case 'nbf': return 'it is not valid yet (nbf)'
+        case 'iat': return 'it was issued in the future (iat)'
+        case 'exp': return 'it has no expiry (exp)'
+        default: return `its ${String(err.claim)} claim does not hold`
+      }
+    case 'ERR_JWS_INVALID':
+    case 'ERR_JWT_INVALID':
+    case 'ERR_JOSE_NOT_SUPPORTED':
+    case 'ERR_JWK_INVALID':
+      return 'it is not a well-formed signed JWT'
+    default: return undefined
+  }
+}
+
+/** The scopes a token grants: `scope` (space-separated, RFC 9068) or `scp` (an array, as some providers send); unknown ones are ignored. */
+function scopesOf (payload: JWTPayload): Set<Scope> {
+  const { scope, scp } = payload
+  const names = typeof scope === 'string'
+    ? scope.split(' ')
+    : Array.isArray(scp) ? scp.filter((name): name is string => typeof name === 'string') : typeof scp === 'string' ? scp.split(' ') : []
+  return new Set(names.filter(isScope))
+}
+
+/**
+ * Verifies JWT access tokens of one OpenID provider: signature by one of its keys with an accepted
+ * algorithm, issuer, audience, and lifetime within the clock skew. Refusals are 'invalid-token'
+ * errors naming the check; a key set that cannot be fetched is 'auth-unavailable'.
+ *
+ * A signature check costs more CPU than the rest of a read, and a client sends the same token
+ * until it expires: a verified token's principal is remembered (by the token's digest, not the
+ * token) until its `exp`, so it is verified once. Refusals are not remembered.
+ */
+export class OidcVerifier {
+  readonly #config: OidcConfig
+  readonly #now: () => number
+  readonly #verified = new Map<string, { principal: Principal, expiresAt: number }>()
+  readonly keys: ProviderKeys
+
+  constructor (config: OidcConfig, onKeysFailure: (err: unknown) => void, now: () => number = Date.now) {
+    this.#config = config
+    this.#now = now
+    this.keys = new ProviderKeys(config.issuer, config.jwksCooldownMs, onKeysFailure)
+  }
+
+  async verify (token: string): Promise<Principal> {
+    const digest = tokenDigest(token)
+    const known = this.#verified.get(digest)
+    if (known !== undefined) {
+      if (this.#now() < known.expiresAt) return known.principal
+      this.#verified.delete(digest)
+    }
+    const verified = await this.#check(token)
+    if (this.#verified.size >= VERIFIED_CACHE_SIZE) {
+      const oldest = this.#verified.keys().next()
+      if (oldest.done !== true) this.#verified.delete(oldest.value)
+    }
+    this.#verified.set(digest, verified)
+    return verified.principal
+  }
+
+  async #check (token: string): Promise<{ principal: Principal, expiresAt: number }> {
+    let payload: JWTPayload
+    try {
+      ({ payload } = await jwtVerify(token, this.keys.getKey, {
+        issuer: this.#config.issuer,
+        audience: this.#config.audience,
+        algorithms: [...ALGORITHMS],
+        clockTolerance: this.#config.clockSkewMs / 1000,
+        requiredClaims: ['exp']
+      }))
+    } catch (err) {
+      if (err instanceof ServiceError) throw err
+      const check = failedCheck(err)
+      if (check === undefined) throw err
+      throw invalidToken(check)
+    }
+    if (typeof payload.sub !== 'string' || payload.sub === '') throw invalidToken('it has no subject (sub)')
+    const client = typeof payload.client_id === 'string' ? payload.client_id : typeof payload.azp === 'string' ? payload.azp : undefined
+    const principal: Principal = { id: `jwt:${payload.sub}`, name: payload.sub, scopes: scopesOf(payload), ...(client !== undefined && { client }) }
+    // jwtVerify required `exp`.
+    return { principal, expiresAt: Number(payload.exp) * 1000 }
+  }
+}

@@ -1,0 +1,80 @@
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import assert from 'node:assert/strict'
+import type { FastifyInstance } from 'fastify'
+import { newToken } from '../../src/commands.js'
+import { SCOPES, type Scope } from '../../src/scopes.js'
+import { tokenDigest } from '../../src/tokens.js'
+
+/** A named API_TOKENS_FILE entry made as `plant-store token --name … --scopes …` makes it, with its token. */
+export interface ScopedToken { name: string, scopes: readonly Scope[], token: string }
+
+export const scopedToken = (name: string, scopes: readonly Scope[]): ScopedToken => ({ name, scopes, token: newToken() })
+
+/** Writes an API_TOKENS_FILE of named entries (digests only); returns its path. */
+export function tokensFile (entries: readonly ScopedToken[], extraLines: readonly string[] = []): string {
+  const dir = mkdtempSync(join(tmpdir(), 'plant-store-scopes-'))
+  const file = join(dir, 'tokens')
+  writeFileSync(file, [...entries.map(({ name, scopes, token }) => `${name} ${scopes.join(',')} sha256:${tokenDigest(token)}`), ...extraLines, ''].join('\n'))
+  return file
+}
+
+/** The scope each operation needs, as issue 32 lists it (independent of the routes' own declarations). */
+export function neededScope (method: string, path: string): Scope {
+  if (path.startsWith('/webhooks')) return 'webhooks'
+  return method === 'get' || method === 'head' ? 'plants:read' : 'plants:write'
+}
+
+export interface Operation { method: string, path: string, operationId: string }
+
+/** Every operation the OpenAPI document lists behind a token (HEAD included): a new one joins the matrix by itself. */
+export async function authenticatedOperations (app: FastifyInstance): Promise<Operation[]> {
+  const res = await app.inject({ url: '/openapi.json' })
+  const paths = res.json<{ paths: Record<string, Record<string, { operationId: string, security?: unknown[] }>> }>().paths
+  return Object.entries(paths).flatMap(([path, operations]) => Object.entries(operations)
+    .filter(([, operation]) => operation.security === undefined || operation.security.length > 0)
+    .map(([method, operation]) => ({ method, path, operationId: operation.operationId })))
+    .filter(({ path }) => !path.startsWith('/health'))
+}
+
+/**
+ * A request for the operation whose answer does not depend on the store's contents: path
+ * parameters that fail validation (400), a body that fails validation (400), or a plain list (200).
+ * Validation runs after the auth hook, so the status tells whether the token got through.
+ */
+export function probe ({ method, path }: Operation): { request: { method: string, url: string, payload?: object }, status: number } {
+  const url = path.replace(/\{[^}]+\}/g, 'x')
+  const hasBody = method === 'post' || method === 'put' || method === 'patch'
+  const status = url !== path || hasBody ? 400 : 200
+  return { request: { method: method.toUpperCase(), url, ...(hasBody && { payload: {} }) }, status }
+}
+
+/** A caller of the scope matrix: the scopes it was granted and its Authorization header. */
+export interface Caller { label: string, scopes: readonly Scope[], authorization: string }
+
+/**
+ * The scope matrix: every authenticated operation with every caller. A caller with the operation's
+ * scope gets the operation's answer; any other gets 403 with the RFC 6750 challenge naming it.
+ */
+export async function assertScopeMatrix (app: FastifyInstance, callers: readonly Caller[]): Promise<void> {
+  const operations = await authenticatedOperations(app)
+  assert.equal(operations.length, 19, 'the 14 operations and the HEAD of each of the 5 GETs')
+  for (const operation of operations) {
+    const needed = neededScope(operation.method, operation.path)
+    const { request, status } = probe(operation)
+    const label = `${operation.operationId} (${needed})`
+    for (const caller of callers) {
+      const res = await app.inject({ ...request, headers: { authorization: caller.authorization } })
+      if (caller.scopes.includes(needed)) {
+        assert.equal(res.statusCode, status, `${label} with ${caller.label}`)
+        continue
+      }
+      assert.equal(res.statusCode, 403, `${label} with ${caller.label}`)
+      assert.equal(res.headers['www-authenticate'], `Bearer error="insufficient_scope", scope="${needed}"`, label)
+      if (request.method !== 'HEAD') assert.deepEqual(res.json(), { error: 403, message: `This token lacks the scope ${needed}, which this operation needs` }, label)
+    }
+  }
+}
+
+export { SCOPES }

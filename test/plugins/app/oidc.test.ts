@@ -1,0 +1,172 @@
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { test } from 'node:test'
+import { importJWK, SignJWT, type JWTPayload } from 'jose'
+import type { FastifyInstance } from 'fastify'
+import { buildTestApp, captureLog } from '../../helpers/app.js'
+import { AUDIENCE, signingKey, startProvider, type SigningKey, type TestProvider } from '../../helpers/oidc-provider.js'
+import { assertScopeMatrix } from '../../helpers/scoped-tokens.js'
+import type { Cleanup } from '../../helpers/cleanup.js'
+
+const INVALID = 'Bearer error="invalid_token"'
+
+async function provider (t: Cleanup, keys?: SigningKey[]): Promise<{ provider: TestProvider, key: SigningKey }> {
+  const key = keys?.[0] ?? await signingKey('key-1')
+  const started = await startProvider(keys ?? [key])
+  t.after(started.stop)
+  return { provider: started, key }
+}
+
+const oidcEnv = (provider: TestProvider, env: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv =>
+  ({ API_TOKENS: undefined, OIDC_ISSUER: provider.issuer, OIDC_AUDIENCE: AUDIENCE, ...env })
+
+/** A token signed with `key` (the provider's, or any other), with the claims the provider would put, changed by `claims`. */
+async function forge (key: SigningKey, provider: TestProvider, claims: JWTPayload = {}, header: Record<string, unknown> = {}): Promise<string> {
+  const now = Math.floor(Date.now() / 1000)
+  return await new SignJWT({ sub: 'forger', client_id: 'forger', scope: 'plants:read', iss: provider.issuer, aud: AUDIENCE, iat: now, exp: now + 300, ...claims })
+    .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt', ...header })
+    .sign(await importJWK(key.privateJwk, key.alg))
+}
+
+const b64 = (value: object): string => Buffer.from(JSON.stringify(value)).toString('base64url')
+
+async function read (app: FastifyInstance, token: string) {
+  return await app.inject({ url: '/plants', headers: { authorization: `Bearer ${token}` } })
+}
+
+function assertInvalid (res: Awaited<ReturnType<typeof read>>, check: string, token: string): void {
+  assert.equal(res.statusCode, 401, check)
+  assert.equal(res.headers['www-authenticate'], INVALID, check)
+  assert.deepEqual(res.json(), { error: 401, message: `Invalid token: ${check}` })
+  assert.ok(!res.body.includes(token.split('.')[1] ?? token), 'the token is never echoed')
+}
+
+test('scope matrix, JWT access tokens from a real provider: each client\'s scopes, every operation', async (t) => {
+  const { provider: op } = await provider(t)
+  const app = await buildTestApp(t, oidcEnv(op))
+  await assertScopeMatrix(app, [
+    { label: 'reader', scopes: ['plants:read'], authorization: `Bearer ${await op.token('reader')}` },
+    { label: 'writer', scopes: ['plants:write'], authorization: `Bearer ${await op.token('writer')}` },
+    { label: 'integrator', scopes: ['webhooks'], authorization: `Bearer ${await op.token('integrator')}` },
+    { label: 'admin', scopes: ['plants:read', 'plants:write', 'webhooks'], authorization: `Bearer ${await op.token('admin')}` },
+    // A token with fewer scopes than its client may have.
+    { label: 'admin asking plants:read only', scopes: ['plants:read'], authorization: `Bearer ${await op.token('admin', 'plants:read')}` }
+  ])
+  // Discovery and the key set were fetched once for all of it.
+  assert.equal(op.jwksRequests(), 1)
+})
+
+test('a JWT caller is its subject: in the access log with its client, owning its webhooks; opaque tokens work beside it', async (t) => {
+  const { provider: op } = await provider(t)
+  const log = captureLog()
+  const app = await buildTestApp(t, { ...oidcEnv(op), API_TOKENS: 'opaque-token-0123456789abcdef0123456789', LOG_LEVEL: 'info', WEBHOOK_ALLOW_PRIVATE_URLS: '0' }, { logStream: log.stream })
+  const token = await op.token('integrator')
+  const created = await app.inject({ method: 'POST', url: '/webhooks', headers: { authorization: `Bearer ${token}` }, payload: { url: 'https://93.184.216.34/hooks' } })
+  assert.equal(created.statusCode, 201)
+  const id = created.json<{ id: number }>().id
+  assert.equal((await app.inject({ url: `/webhooks/${id}`, headers: { authorization: `Bearer ${await op.token('admin')}` } })).statusCode, 404, 'another subject')
+  assert.equal((await app.inject({ url: `/webhooks/${id}`, headers: { authorization: `Bearer ${await op.token('integrator')}` } })).statusCode, 200, 'a new token, the same subject')
+  assert.equal((await app.inject({ url: '/plants', headers: { authorization: 'Bearer opaque-token-0123456789abcdef0123456789' } })).statusCode, 200)
+  const lines = log.text().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === 'request completed')
+  assert.deepEqual(lines.slice(0, 3).map(({ principal, client, statusCode }) => ({ principal, client, statusCode })), [
+    { principal: 'integrator', client: 'integrator', statusCode: 201 },
+    { principal: 'admin', client: 'admin', statusCode: 404 },
+    { principal: 'integrator', client: 'integrator', statusCode: 200 }
+  ])
+  assert.ok(!log.text().includes(token))
+})
+
+test('every refusal is a 401 with error="invalid_token" and a message naming the failed check, never the token', async (t) => {
+  const key = await signingKey('key-1')
+  const { provider: op } = await provider(t, [key])
+  const app = await buildTestApp(t, oidcEnv(op))
+  const now = Math.floor(Date.now() / 1000)
+  const stranger = await signingKey('key-1')
+  const hmacSecret = new TextEncoder().encode(JSON.stringify({ ...key.privateJwk, d: undefined }))
+  const hs256 = await new SignJWT({ sub: 'x', iss: op.issuer, aud: AUDIENCE, exp: now + 300, scope: 'plants:read' })
+    .setProtectedHeader({ alg: 'HS256', kid: key.kid }).sign(hmacSecret)
+  const none = `${b64({ alg: 'none', kid: key.kid })}.${b64({ sub: 'x', iss: op.issuer, aud: AUDIENCE, exp: now + 300, scope: 'plants:read' })}.`
+  const cases: Array<[string, string]> = [
+    [none, 'its algorithm is not accepted (only RS256, PS256, ES256, EdDSA)'],
+    [hs256, 'its algorithm is not accepted (only RS256, PS256, ES256, EdDSA)'],
+    [await forge(key, op, { iss: 'https://elsewhere.example' }), 'it was issued by another issuer (iss)'],
+    [await forge(key, op, { aud: 'https://other-api.example' }), 'it is meant for another audience (aud)'],
+    [await forge(key, op, { exp: now - 60 }), 'it has expired (exp)'],
+    [await forge(key, op, { nbf: now + 60 }), 'it is not valid yet (nbf)'],
+    [await forge(key, op, { exp: undefined } as unknown as JWTPayload), 'it has no expiry (exp)'],
+    [await forge(stranger, op), 'its signature does not verify'],
+    [await forge(key, op, { sub: undefined } as unknown as JWTPayload), 'it has no subject (sub)'],
+    [await forge(key, op, {}, { kid: 'unknown-kid' }), 'no key of the provider\'s key set matches it (kid)'],
+    ['bm90IGpzb24.e30.c2ln', 'it is not a well-formed signed JWT']
+  ]
+  for (const [token, check] of cases) assertInvalid(await read(app, token), check, token)
+  // Within the clock skew (30 s by default), a just-expired or almost-valid token is still accepted.
+  assert.equal((await read(app, await forge(key, op, { exp: now - 10 }))).statusCode, 200)
+  assert.equal((await read(app, await forge(key, op, { nbf: now + 10 }))).statusCode, 200)
+  // Scopes also come as an `scp` array.
+  const scp = await forge(key, op, { scope: undefined, scp: ['plants:write', 'unknown'] })
+  assert.equal((await read(app, scp)).statusCode, 403)
+  assert.equal((await app.inject({ method: 'DELETE', url: '/plants/1', headers: { authorization: `Bearer ${scp}` } })).statusCode, 404)
+  // Without OIDC_ISSUER a JWT is just an unknown token.
+  const plain = await buildTestApp(t)
+  const res = await read(plain, await op.token('reader'))
+  assert.equal(res.statusCode, 401)
+  assert.equal(res.headers['www-authenticate'], 'Bearer')
+})
+
+test('key rotation at the provider while the service runs: a token with the new kid makes the service fetch the key set again', async (t) => {
+  const old = await signingKey('key-old')
+  const { provider: op } = await provider(t, [old])
+  const app = await buildTestApp(t, oidcEnv(op, { OIDC_JWKS_COOLDOWN_MS: '0' }))
+  const before = await op.token('reader')
+  assert.equal((await read(app, before)).statusCode, 200)
+  assert.equal(op.jwksRequests(), 1)
+
+  const rotated = await signingKey('key-new', 'RS256')
+  await op.restart([rotated, old])
+  const after = await op.token('reader')
+  assert.equal((await read(app, after)).statusCode, 200)
+  assert.equal(op.jwksRequests(), 2, 'one fetch for the unknown kid')
+  assert.equal((await read(app, before)).statusCode, 200, 'the old key is still published: its tokens still verify')
+  assert.equal(op.jwksRequests(), 2)
+})
+
+test('the provider down: cached keys keep verifying; without a fitting cached key, 503 with Retry-After in the Error shape', async (t) => {
+  const key = await signingKey('key-1')
+  const { provider: op } = await provider(t, [key])
+  const warm = await buildTestApp(t, oidcEnv(op, { OIDC_JWKS_COOLDOWN_MS: '0' }))
+  const cold = await buildTestApp(t, oidcEnv(op, { OIDC_JWKS_COOLDOWN_MS: '0' }))
+  const token = await op.token('reader')
+  assert.equal((await read(warm, token)).statusCode, 200)
+  await op.stop()
+
+  assert.equal((await read(warm, token)).statusCode, 200, 'the cached key fits')
+  for (const [app, probe] of [[cold, token], [warm, await forge(await signingKey('key-2'), op)]] as const) {
+    const res = await read(app, probe)
+    assert.equal(res.statusCode, 503)
+    assert.equal(res.headers['retry-after'], '5')
+    assert.equal(res.headers['www-authenticate'], undefined)
+    assert.deepEqual(res.json(), { error: 503, message: 'The identity provider\'s signing keys cannot be fetched, retry shortly' })
+  }
+  // The provider back: the cold instance fetches and verifies.
+  await op.restart([key])
+  assert.equal((await read(cold, token)).statusCode, 200)
+})
+
+test('a flood of unknown kids costs the provider one key-set request per cooldown, not one per token', async (t) => {
+  const key = await signingKey('key-1')
+  const { provider: op } = await provider(t, [key])
+  const app = await buildTestApp(t, oidcEnv(op, { OIDC_JWKS_COOLDOWN_MS: '600000' }))
+  assert.equal((await read(app, await op.token('reader'))).statusCode, 200)
+  assert.equal(op.jwksRequests(), 1)
+  const flood = await Promise.all(Array.from({ length: 50 }, async () => await forge(key, op, {}, { kid: randomBytes(8).toString('hex') })))
+  const answers = await Promise.all(flood.map(async (token) => (await read(app, token)).statusCode))
+  assert.deepEqual([...new Set(answers)], [401])
+  assert.equal(op.jwksRequests(), 1, 'within the cooldown, no refetch at all')
+
+  // A fresh instance, whose first request is the flood: one fetch serves them all.
+  const fresh = await buildTestApp(t, oidcEnv(op, { OIDC_JWKS_COOLDOWN_MS: '600000' }))
+  const firsts = await Promise.all(flood.map(async (token) => (await read(fresh, token)).statusCode))
+  assert.deepEqual([...new Set(firsts)], [401])
+  assert.equal(op.jwksRequests(), 2)
+})

@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { loadConfig } from '../../src/load-config.js'
+import { tokenDigest } from '../../src/tokens.js'
+import { assertConfigRefused } from '../helpers/config.js'
+
+const DIGEST = tokenDigest('a-token-0123456789abcdef0123456789abcdef')
+
+function file (text: string): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'plant-store-tokens-')), 'tokens')
+  writeFileSync(path, text)
+  return path
+}
+
+test('API_TOKENS_FILE: named entries (name, scopes, digest) beside plain tokens, comments and blank lines', () => {
+  const config = loadConfig({
+    API_TOKENS_FILE: file(`# the dashboard reads\ndashboard plants:read sha256:${DIGEST.toUpperCase()}\n\nplain-token-0123456789abcdef0123456789\n` +
+      `  batch   plants:write,plants:read,plants:write   sha256:${tokenDigest('b')}  \r\n`)
+  })
+  assert.deepEqual(config.tokens, ['plain-token-0123456789abcdef0123456789'])
+  assert.deepEqual(config.namedTokens, [
+    { name: 'dashboard', scopes: ['plants:read'], digest: DIGEST },
+    { name: 'batch', scopes: ['plants:write', 'plants:read'], digest: tokenDigest('b') }
+  ])
+  assert.equal(config.tokenGenerated, false, 'named entries alone are tokens enough')
+  assert.equal(loadConfig({ API_TOKENS_FILE: file(`a webhooks sha256:${DIGEST}\n`) }).tokenGenerated, false)
+})
+
+test('API_TOKENS_FILE: a malformed named entry stops the start, naming its line and never a token', () => {
+  assertConfigRefused([
+    [{ API_TOKENS_FILE: file('ci plants:read\n') }, /API_TOKENS_FILE line 1: a named entry is "<name> <scope>\[,<scope>…\] sha256:<hex digest>"/],
+    [{ API_TOKENS_FILE: file(`\nci plants:read sha256:${DIGEST} extra\n`) }, /API_TOKENS_FILE line 2: a named entry is/],
+    [{ API_TOKENS_FILE: file(`c/i plants:read sha256:${DIGEST}\n`) }, /line 1: a name is 1 to 64 of A-Z a-z 0-9 \. _ -/],
+    [{ API_TOKENS_FILE: file(`ci plants:delete sha256:${DIGEST}\n`) }, /line 1: unknown scope "plants:delete" \(known: plants:read, plants:write, webhooks\)/],
+    [{ API_TOKENS_FILE: file(`ci plants:read ${DIGEST}\n`) }, /line 1: the third field is sha256: and the token's 64 hex digit SHA-256/],
+    [{ API_TOKENS_FILE: file(`ci plants:read sha256:${DIGEST.slice(1)}\n`) }, /line 1: the third field is sha256:/],
+    [{ API_TOKENS_FILE: file(`ci plants:read sha256:${DIGEST}\nci webhooks sha256:${tokenDigest('other')}\n`) }, /line 2: the name ci is used twice/],
+    [{ API_TOKENS_FILE: file(`ci plants:read sha256:${DIGEST}\ncd webhooks sha256:${DIGEST}\n`) }, /line 2: the same token digest as the entry ci/]
+  ])
+})
+
+test('OIDC_ISSUER and OIDC_AUDIENCE: both or neither; https (http on loopback only); skew and cooldown default to 30 s', () => {
+  assert.equal(loadConfig({}).oidc, undefined)
+  const config = loadConfig({ OIDC_ISSUER: 'https://login.example.com/realms/plants', OIDC_AUDIENCE: 'https://plants.example.com' })
+  assert.deepEqual(config.oidc, { issuer: 'https://login.example.com/realms/plants', audience: 'https://plants.example.com', clockSkewMs: 30_000, jwksCooldownMs: 30_000 })
+  assert.equal(config.tokenGenerated, false, 'JWTs alone: no token is made up')
+  assert.deepEqual(config.tokens, [])
+  assert.deepEqual(loadConfig({ OIDC_ISSUER: 'http://127.0.0.1:4000', OIDC_AUDIENCE: 'plants', OIDC_CLOCK_SKEW_MS: '0', OIDC_JWKS_COOLDOWN_MS: '1000' }).oidc,
+    { issuer: 'http://127.0.0.1:4000', audience: 'plants', clockSkewMs: 0, jwksCooldownMs: 1000 })
+  assert.equal(loadConfig({ OIDC_ISSUER: 'http://localhost:4000/', OIDC_AUDIENCE: 'plants' }).oidc?.issuer, 'http://localhost:4000/', 'kept exactly as tokens name it')
+  assertConfigRefused([
+    [{ OIDC_AUDIENCE: 'plants' }, /OIDC_AUDIENCE is set but OIDC_ISSUER is not/],
+    [{ OIDC_ISSUER: 'https://login.example.com' }, /OIDC_AUDIENCE must be set with OIDC_ISSUER/],
+    [{ OIDC_ISSUER: 'login.example.com', OIDC_AUDIENCE: 'plants' }, /OIDC_ISSUER must be an absolute https URL/],
+    [{ OIDC_ISSUER: 'http://login.example.com', OIDC_AUDIENCE: 'plants' }, /http only on loopback/],
+    [{ OIDC_ISSUER: 'https://user:pw@login.example.com', OIDC_AUDIENCE: 'plants' }, /without credentials, query or fragment/],
+    [{ OIDC_ISSUER: 'https://login.example.com?x=1', OIDC_AUDIENCE: 'plants' }, /without credentials, query or fragment/],
+    [{ OIDC_ISSUER: 'https://login.example.com', OIDC_AUDIENCE: 'plants', OIDC_CLOCK_SKEW_MS: '-1' }, /OIDC_CLOCK_SKEW_MS must be >= 0/],
+    [{ OIDC_ISSUER: 'https://login.example.com', OIDC_AUDIENCE: 'plants', OIDC_JWKS_COOLDOWN_MS: 'often' }, /OIDC_JWKS_COOLDOWN_MS must be integer/]
+  ])
+})

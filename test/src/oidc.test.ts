@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict'
+import { createServer } from 'node:http'
+import { once } from 'node:events'
+import type { AddressInfo } from 'node:net'
+import { test } from 'node:test'
+import { decodeJwt, decodeProtectedHeader } from 'jose'
+import { isServiceError } from '../../src/errors.js'
+import { KEYS_MAX_AGE_MS, looksLikeJwt, OidcVerifier, ProviderKeys } from '../../src/oidc.js'
+import { AUDIENCE, signingKey, startProvider } from '../helpers/oidc-provider.js'
+
+test('looksLikeJwt: three base64url parts (the last may be empty); anything else is an opaque token', () => {
+  for (const token of ['a.b.c', 'eyJh-_.e30.', 'x.y.z_-']) assert.equal(looksLikeJwt(token), true, token)
+  for (const token of ['abc', 'a.b', 'a.b.c.d', 'a..c', 'a+b.c.d', 'test-token-0123456789abcdef0123456789']) assert.equal(looksLikeJwt(token), false, token)
+})
+
+test('ProviderKeys: one fetch per cooldown whether it succeeds or fails; stale keys refresh in the background and keep serving', async (t) => {
+  const key = await signingKey('key-1')
+  const op = await startProvider([key])
+  t.after(op.stop)
+  const token = await op.token('reader')
+  const header = decodeProtectedHeader(token) as Parameters<ProviderKeys['getKey']>[0]
+  let now = 1_000_000
+  const failures: unknown[] = []
+  const keys = new ProviderKeys(op.issuer, 30_000, (err) => failures.push(err), () => now)
+  const unavailable = (err: unknown) => isServiceError(err, 'auth-unavailable')
+
+  await op.stop()
+  await assert.rejects(async () => await keys.getKey(header, { payload: '', signature: '' }), unavailable)
+  assert.equal(failures.length, 1)
+  // Within the cooldown of the failed attempt: refused at once, nothing fetched.
+  await op.restart([key])
+  await assert.rejects(async () => await keys.getKey(header, { payload: '', signature: '' }), unavailable)
+  assert.equal(failures.length, 1)
+  assert.equal(op.jwksRequests(), 0)
+
+  now += 30_000
+  assert.ok(await keys.getKey(header, { payload: '', signature: '' }))
+  assert.equal(op.jwksRequests(), 1)
+  // An unknown kid within the cooldown of a successful fetch: no fetch, the token simply has no key.
+  await assert.rejects(async () => await keys.getKey({ ...header, kid: 'other' }, { payload: '', signature: '' }), { code: 'ERR_JWKS_NO_MATCHING_KEY' })
+  assert.equal(op.jwksRequests(), 1)
+
+  // Stale keys: served at once while a background fetch runs; a failed one leaves them in place.
+  now += KEYS_MAX_AGE_MS
+  await op.stop()
+  assert.ok(await keys.getKey(header, { payload: '', signature: '' }))
+  while (failures.length < 2) await new Promise((resolve) => setTimeout(resolve, 10))
+  // Once that attempt has failed, an unknown kid is a 503: the provider could not be asked.
+  await assert.rejects(async () => await keys.getKey({ ...header, kid: 'other' }, { payload: '', signature: '' }), unavailable)
+  assert.equal(failures.length, 2)
+})
+
+test('ProviderKeys: a discovery document of another issuer, or without jwks_uri, is a failure', async (t) => {
+  let document: object = {}
+  const server = createServer((_req, res) => { res.setHeader('content-type', 'application/json'); res.end(JSON.stringify(document)) })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.after(() => server.close())
+  const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  const failures: Error[] = []
+  const header = { alg: 'ES256', kid: 'k' }
+  for (const [served, message] of [[{ issuer: 'https://elsewhere.example', jwks_uri: `${issuer}/jwks` }, 'the discovery document names another issuer'],
+    [{ issuer }, 'the discovery document has no jwks_uri']] as const) {
+    document = served
+    const keys = new ProviderKeys(issuer, 0, (err) => failures.push(err as Error))
+    await assert.rejects(async () => await keys.getKey(header, { payload: '', signature: '' }), (err: unknown) => isServiceError(err, 'auth-unavailable'))
+    assert.equal(failures.at(-1)?.message, message)
+  }
+})
+
+test('OidcVerifier remembers a verified token until its exp (verified once), and never a refusal', async (t) => {
+  const key = await signingKey('key-1')
+  const op = await startProvider([key])
+  t.after(op.stop)
+  let now = Date.now()
+  const verifier = new OidcVerifier({ issuer: op.issuer, audience: AUDIENCE, clockSkewMs: 30_000, jwksCooldownMs: 30_000 }, () => {}, () => now)
+  const token = await op.token('reader')
+  const first = await verifier.verify(token)
+  assert.deepEqual({ ...first, scopes: [...first.scopes] }, { id: 'jwt:reader', name: 'reader', client: 'reader', scopes: ['plants:read'] })
+  assert.equal(await verifier.verify(token), first, 'the same principal: not verified again')
+  now = (decodeJwt(token).exp ?? 0) * 1000
+  const again = await verifier.verify(token)
+  assert.notEqual(again, first, 'at its exp it is verified again (jose, on the real clock, still accepts it within the skew)')
+  assert.deepEqual(again, first)
+  const forged = `${token.slice(0, token.lastIndexOf('.'))}.AAAA`
+  for (let i = 0; i < 2; i++) await assert.rejects(verifier.verify(forged), { code: 'invalid-token' })
+})
