@@ -44,12 +44,7 @@ export function parseJsonBody (bytes: Uint8Array, mediaType: string): unknown {
   return value
 }
 
-/**
- * A member named `id` whose number has a fraction or an exponent (`1.0`, `1e3`): an id is an exact
- * int64, and JSON.parse would round `9007199254740991.4` onto another one. In valid JSON without
- * \u escapes, `"id"` after `{` or `,` (and before `:`) can only be a member name: a quote inside a
- * string is escaped.
- */
+/** An `id` written with a fraction or exponent: JSON.parse would round it onto another id. Without \u escapes `"id"` there is a member name. */
 const INEXACT_ID = /[{,]\s*"id"\s*:\s*-?\d+[.eE]/
 
 /** How many times `char` occurs in `text`. */
@@ -60,14 +55,9 @@ function occurrences (text: string, char: string): number {
 }
 
 /**
- * Whether a text without \u escapes may break I-JSON, from one walk of the parsed value (no second
- * parse):
- * - a member named twice in an object, which JSON.parse silently resolves to the last one. In JSON
- *   text every member has one colon outside strings, and colons appear nowhere else but inside
- *   strings: the text's colons are the value's members plus its strings' colons (names and values)
- *   exactly when no member was dropped as a repeat;
- * - an `id` member that is a number, and written with a fraction or exponent (INEXACT_ID; the
- *   parsed number cannot tell `1.0` from `1`).
+ * Whether a text without \u escapes may break I-JSON, from one walk of the parsed value: its colons
+ * equal the members plus the colons inside strings exactly when no member was dropped as a repeat;
+ * and a numeric `id` needs INEXACT_ID's look at the text.
  */
 function needsStrictScan (text: string, value: unknown): boolean {
   if (!isObject(value)) return false
@@ -111,11 +101,7 @@ interface Scope {
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
 
-/**
- * The exact check of a text JSON.parse has accepted (so it is valid JSON): the first member name
- * repeated in an object, or `id` member written with a fraction or exponent, as a message naming
- * where; undefined when the text is I-JSON.
- */
+/** The exact check of valid JSON text: a message naming the first repeated member or inexact id, else undefined. */
 function strictJsonProblem (text: string): string | undefined {
   const scopes: Scope[] = []
   const open = (names: Set<string> | undefined): void => {

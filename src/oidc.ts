@@ -27,13 +27,10 @@ async function fetchJson (url: string): Promise<unknown> {
 }
 
 /**
- * The provider's signing keys, found through discovery and cached. jose's createRemoteJWKSet was
- * not enough here: its cooldown counts from the last *successful* fetch, so while the provider is
- * down every token with an unknown `kid` (and every token at all before a first fetch) becomes a
- * request to it; and once its cache is older than its maximum age it refetches before answering,
- * so a provider outage fails every request although the cached keys still fit. Here every fetch,
- * successful or not, starts the cooldown; cached keys keep working while the provider is down and
- * are refreshed in the background. Key selection and the crypto stay jose's (createLocalJWKSet).
+ * The provider's keys, found through discovery and cached. Not jose's createRemoteJWKSet: its
+ * cooldown counts from the last successful fetch (a down provider gets a request per unknown
+ * `kid`), and a stale cache refetches before answering (an outage fails keys that still fit).
+ * Here every fetch starts the cooldown; key selection and crypto stay jose's (createLocalJWKSet).
  */
 export class ProviderKeys {
   readonly #issuer: string
@@ -149,13 +146,9 @@ function scopesOf (payload: JWTPayload): Set<Scope> {
 }
 
 /**
- * Verifies JWT access tokens of one OpenID provider: signature by one of its keys with an accepted
- * algorithm, issuer, audience, and lifetime within the clock skew. Refusals are 'invalid-token'
- * errors naming the check; a key set that cannot be fetched is 'auth-unavailable'.
- *
- * A signature check costs more CPU than the rest of a read, and a client sends the same token
- * until it expires: a verified token's principal is remembered (by the token's digest, not the
- * token) until its `exp`, so it is verified once. Refusals are not remembered.
+ * Verifies one provider's JWT access tokens; refusals are 'invalid-token' errors naming the check.
+ * A signature check is dear and clients reuse a token until it expires, so a verified token's
+ * principal is remembered by its digest until `exp`; refusals are not.
  */
 export class OidcVerifier {
   readonly #config: OidcConfig

@@ -7,18 +7,11 @@ import { bearerToken, TokenSet } from '../../src/tokens.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /**
-     * onRequest hook that lets a request through only with a valid `Authorization: Bearer` token
-     * that has the scope the route declares (`config.scope`).
-     */
+    /** Lets a request through only with a valid bearer token that has the route's `config.scope`. */
     authenticate: onRequestHookHandler
   }
   interface FastifyRequest {
-    /**
-     * Who calls, when the bearer token is valid, else undefined. Worked out once per request,
-     * before rate limiting: auth, the rate-limit key, the access log, idempotency scopes and
-     * webhook ownership all read this one value.
-     */
+    /** Who calls (valid token), worked out once: auth, rate limits, logs, idempotency and webhooks read it. */
     principal: Principal | undefined
     /** Why a JWT was refused (or could not be checked), for the auth hook to answer with. */
     authFailure: Error | undefined
@@ -30,13 +23,9 @@ declare module 'fastify' {
 }
 
 /**
- * Bearer-token authentication and scopes. Each request's `Authorization` header is read once, by
- * `bearerToken`, and matched by TokenSet (API_TOKENS, API_TOKENS_FILE), whose comparison leaks
- * neither the token's length nor which token matched; with OIDC_ISSUER, a token shaped like a JWT
- * that matches none is verified as the provider's access token (jose, loaded only then).
- * `@fastify/bearer-auth` (with the same reading of the header) answers missing and unknown tokens;
- * the routes' hook then checks the route's scope. Failures go to the error handler, so they leave
- * in the Error shape with `WWW-Authenticate` (401, 403) or `Retry-After` (503).
+ * The header is read once (`bearerToken`) and matched by TokenSet in constant time; with OIDC_ISSUER
+ * a JWT-shaped token that matches none is verified with jose (loaded only then). Failures leave
+ * through the error handler, in the Error shape.
  */
 export default fp(async function authPlugin (app) {
   const tokens = new TokenSet(app.config.tokens, app.config.namedTokens)

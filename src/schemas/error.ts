@@ -14,11 +14,7 @@ export type ErrorBody = Static<typeof ErrorSchema>
 
 type ErrorRef = TUnsafe<ErrorBody>
 
-/**
- * The headers an error status carries, as plugins/app/error-handler.ts sends them: WWW-Authenticate
- * on every 401, Accept-Encoding on a 415 a content coding caused, Retry-After on a 429 (under 4XX)
- * and on a 503 of load shedding.
- */
+/** The headers an error status carries, as plugins/app/error-handler.ts sends them. */
 const STATUS_HEADERS: Readonly<Record<string, Record<string, unknown>>> = {
   401: wwwAuthenticateHeader,
   403: wwwAuthenticateHeader,
@@ -26,10 +22,7 @@ const STATUS_HEADERS: Readonly<Record<string, Record<string, unknown>>> = {
   503: retryAfterHeader
 }
 
-/**
- * The response schemas for the error statuses a route can answer, `4xx`/`5xx` included, so the
- * serializer enforces the Error shape on every path out of the route and the OpenAPI lists them.
- */
+/** Error responses for a route's statuses and `4xx`/`5xx`, so the serializer enforces the shape everywhere. */
 export function errorResponses<const S extends number> (statuses: Record<S, string>): Record<S | '4xx' | '5xx', ErrorRef> {
   const responses: Record<string, ErrorRef> = {}
   // Each with its own example (Swagger UI's "Example Value"): the status and its description.
@@ -42,9 +35,6 @@ export function errorResponses<const S extends number> (statuses: Record<S, stri
   return responses as Record<S | '4xx' | '5xx', ErrorRef>
 }
 
-/**
- * The error responses of a route behind the bearer-auth hook: its own statuses, the 401 and 403
- * every such route can answer, and `4xx`/`5xx`.
- */
+/** The same, behind bearer auth: with the 401 and 403 every such route can answer. */
 export const authenticatedErrorResponses = <const S extends number>(statuses: Record<S, string>) =>
   errorResponses({ ...statuses, 401: 'Missing or invalid bearer token', 403: 'The token lacks the scope this operation needs' })

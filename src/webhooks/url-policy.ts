@@ -75,10 +75,7 @@ export function nonPublicRange (address: string): string | undefined {
   return undefined
 }
 
-/**
- * The host's addresses. Why a name does not resolve (no such name, a DNS failure, a lookup cut
- * short) stays in the cause, for the log: the message says only that it does not.
- */
+/** The host's addresses; why a name does not resolve stays in the cause, for the log only. */
 async function resolveHost (host: string, resolve: Resolver): Promise<readonly ResolvedAddress[]> {
   const family = isIP(host)
   if (family !== 0) return [{ address: host, family: family === 6 ? 6 : 4 }]
@@ -128,11 +125,7 @@ function withTimeout (resolve: Resolver, timeoutMs: number): Resolver {
   }
 }
 
-/**
- * The check at creation (or when the URL changes): a valid URL whose host resolves to allowed
- * addresses within `timeoutMs` (a lookup that takes longer is answered like a host that does not
- * resolve: the request never waits on a slow resolver for longer than a delivery would).
- */
+/** The check at creation or a URL change; a lookup slower than `timeoutMs` counts as unresolvable. */
 export async function checkWebhookUrl (raw: string, policy: AddressPolicy, { timeoutMs }: { timeoutMs: number }): Promise<void> {
   const url = parseWebhookUrl(raw)
   await resolveWebhookTarget(url, { ...policy, resolve: withTimeout(policy.resolve, timeoutMs) })
