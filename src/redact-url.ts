@@ -4,7 +4,6 @@ const CREDENTIAL_NAME = /token|key|secret|passw|pwd|auth|credential|session|sign
 /** What a credential's value becomes in logs and traces. */
 export const REDACTED = '[redacted]'
 
-
 export function redactQuery (query: string): string {
   return query.split('&').map((part) => {
     const equals = part.indexOf('=')
