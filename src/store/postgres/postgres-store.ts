@@ -99,9 +99,16 @@ const SQL = {
               SELECT n FROM drawn`,
   // $2 null keeps the name; $4 false keeps the tag. updated_at strictly increases, even within one millisecond.
   // Times are epoch milliseconds from the service's clock (Date.now()), as in the SQLite store.
-  update: `UPDATE plants SET name = coalesce($2, name), tag = CASE WHEN $4::boolean THEN $3 ELSE tag END,
-                             updated_at = greatest($5, updated_at + 1)
-           WHERE id = $1 RETURNING ${PLANT}`,
+  // A write that changes nothing changes nothing (same updatedAt, so the same ETag, and no event):
+  // the row is then answered as it is, locked, with `changed` false.
+  update: `WITH current AS (SELECT ${PLANT} FROM plants WHERE id = $1 FOR UPDATE),
+                changed AS (
+                  UPDATE plants SET name = coalesce($2, name), tag = CASE WHEN $4::boolean THEN $3 ELSE tag END,
+                                    updated_at = greatest($5, updated_at + 1)
+                  WHERE id = $1 AND (name <> coalesce($2, name) OR ($4::boolean AND tag IS DISTINCT FROM $3))
+                  RETURNING ${PLANT})
+           SELECT ${PLANT}, true AS changed FROM changed
+           UNION ALL SELECT ${PLANT}, false AS changed FROM current WHERE NOT EXISTS (SELECT 1 FROM changed)`,
   delete: `DELETE FROM plants WHERE id = $1 RETURNING ${PLANT}`,
   // Same-key creates queue behind each other, so exactly one of them creates.
   lockKey: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
@@ -296,8 +303,9 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
         const { rows: [current] } = await run<PlantRow>(client, 'lockRow', [id])
         writableRow(id, current, ifMatch)
       }
-      const { rows: [row] } = await run<PlantRow>(client, statement, values)
+      const { rows: [row] } = await run<PlantRow & { changed?: boolean }>(client, statement, values)
       const changed = toPlant(writableRow(id, row, undefined))
+      if (row?.changed === false) return changed
       deliveries = await emit(client, statement === 'delete' ? 'plant.deleted' : 'plant.updated', changed, now, origin)
       return changed
     })
