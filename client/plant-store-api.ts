@@ -155,7 +155,7 @@ export interface paths {
         put?: never;
         /**
          * Create a webhook subscription
-         * @description Subscribes a URL to plant events (every event type unless `events` narrows them) and answers 201 with the subscription, its signing `secret` included, and `Location: /webhooks/{id}`. The URL must be an absolute http or https URL of at most 2048 characters without credentials, whose host is (or resolves to) public addresses only. The subscription belongs to the token that creates it.
+         * @description Subscribes a URL to plant events (every event type unless `events` narrows them) and answers 201 with the subscription, its signing `secret` included (the only answer besides `GET /webhooks/{id}/secret` and a rotation that carries it), and `Location: /webhooks/{id}`. The URL must be an absolute http or https URL of at most 2048 characters without credentials, whose host is (or resolves to) public addresses only. The subscription belongs to the token that creates it.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -177,7 +177,7 @@ export interface paths {
         };
         /**
          * Get a webhook subscription
-         * @description The subscription with this id, with its signing `secret`, when this token owns it; else 404.
+         * @description The subscription with this id, when this token owns it; else 404. Its signing secret is not in it: `GET /webhooks/{id}/secret` answers that.
          */
         get: operations["getWebhook"];
         put?: never;
@@ -255,12 +255,36 @@ export interface paths {
         put?: never;
         /**
          * Rotate a webhook secret
-         * @description Gives the subscription a new signing secret and answers with the subscription carrying it. For the next 24 hours every delivery is signed with both the new and the previous secret (two `v1,` signatures), so the receiver can switch over without losing an event; rotating again within that time drops the oldest secret.
+         * @description Gives the subscription a new signing secret (the body's `secret`, or a random one without it) and answers with the subscription carrying it. Every secret a rotation replaces keeps signing deliveries for 24 hours after it was replaced (one more `v1,` signature each), so receivers can switch over without losing an event: two rotations within a day give three signatures. At most 10 replaced secrets sign at once.
          */
         post: operations["rotateWebhookSecret"];
         delete?: never;
         options?: never;
         head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a webhook secret
+         * @description The current signing secret of the subscription with this id, when this token owns it; else 404. The subscription's other answers (GET, list, PATCH) leave it out.
+         */
+        get: operations["getWebhookSecret"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * Get a webhook secret: headers only
+         * @description What `getWebhookSecret` answers, status and headers, without the body (HTTP HEAD).
+         */
+        head: operations["headWebhookSecret"];
         patch?: never;
         trace?: never;
     };
@@ -583,7 +607,21 @@ export interface components {
             type: "plant.updated";
         };
         /**
-         * @description A webhook subscription, as the token that owns it sees it
+         * @description What a rotation sets: a secret of the integrator's, or (absent, or no body at all) a random one
+         * @example {
+         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k="
+         *     }
+         * @example {}
+         */
+        RotateWebhookSecret: {
+            /**
+             * @description The new secret, when the integrator chooses it (e.g. one migrated from another provider): `whsec_` and 24 to 64 bytes in base64; a random one when absent
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=
+             */
+            secret?: string;
+        };
+        /**
+         * @description A webhook subscription, as the token that owns it sees it (its secret: `GET /webhooks/{id}/secret`)
          * @example {
          *       "id": 1,
          *       "url": "https://receiver.example.com/hooks",
@@ -594,7 +632,6 @@ export interface components {
          *       ],
          *       "description": "Sync to the shop front",
          *       "disabled": false,
-         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=",
          *       "createdAt": "2026-01-02T03:04:05.678Z",
          *       "updatedAt": "2026-01-02T03:04:05.678Z"
          *     }
@@ -631,11 +668,6 @@ export interface components {
              * @example 1
              */
             id: number;
-            /**
-             * @description The signing secret (Standard Webhooks): `whsec_` and 32 random bytes in base64. Verify each delivery's `webhook-signature` with it. Shown to the token that owns the subscription only; never logged
-             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=
-             */
-            secret: string;
             /**
              * Format: date-time
              * @description When the subscription was last changed
@@ -747,7 +779,6 @@ export interface components {
          *         ],
          *         "description": "Sync to the shop front",
          *         "disabled": false,
-         *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=",
          *         "createdAt": "2026-01-02T03:04:05.678Z",
          *         "updatedAt": "2026-01-02T03:04:05.678Z"
          *       }
@@ -788,6 +819,86 @@ export interface components {
              * @example https://receiver.example.com/hooks
              */
             url?: string;
+        };
+        /**
+         * @description A subscription's current signing secret
+         * @example {
+         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k="
+         *     }
+         */
+        WebhookSecret: {
+            /**
+             * @description The signing secret (Standard Webhooks): `whsec_` and 24 to 64 bytes in base64 (32 random bytes unless the integrator supplied one). Verify each delivery's `webhook-signature` with it. Shown to the token that owns the subscription only, and only at creation, by rotation and by `GET /webhooks/{id}/secret`; never logged
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=
+             */
+            secret: string;
+        };
+        /**
+         * @description A webhook subscription with its signing secret: the answer to its creation and to a rotation
+         * @example {
+         *       "id": 1,
+         *       "url": "https://receiver.example.com/hooks",
+         *       "events": [
+         *         "plant.created",
+         *         "plant.updated",
+         *         "plant.deleted"
+         *       ],
+         *       "description": "Sync to the shop front",
+         *       "disabled": false,
+         *       "createdAt": "2026-01-02T03:04:05.678Z",
+         *       "updatedAt": "2026-01-02T03:04:05.678Z",
+         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k="
+         *     }
+         */
+        WebhookWithSecret: {
+            /**
+             * Format: date-time
+             * @description When the subscription was created; never changes
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            createdAt: string;
+            /**
+             * @description What the subscription is for
+             * @example Sync to the shop front
+             */
+            description?: string;
+            /**
+             * @description A disabled subscription gets no new deliveries and its pending ones wait. The service disables it when its receiver answers 410 Gone or its deliveries keep failing (WEBHOOK_DISABLE_AFTER_MS); a PATCH with `"disabled": false` enables it again
+             * @example false
+             */
+            disabled: boolean;
+            /**
+             * @description The event types delivered, in a fixed order, each once
+             * @example [
+             *       "plant.created",
+             *       "plant.updated",
+             *       "plant.deleted"
+             *     ]
+             */
+            events: ("plant.created" | "plant.updated" | "plant.deleted")[];
+            /**
+             * Format: int64
+             * @description The subscription identifier (signed 64-bit)
+             * @example 1
+             */
+            id: number;
+            /**
+             * @description The signing secret (Standard Webhooks): `whsec_` and 24 to 64 bytes in base64 (32 random bytes unless the integrator supplied one). Verify each delivery's `webhook-signature` with it. Shown to the token that owns the subscription only, and only at creation, by rotation and by `GET /webhooks/{id}/secret`; never logged
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=
+             */
+            secret: string;
+            /**
+             * Format: date-time
+             * @description When the subscription was last changed
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            updatedAt: string;
+            /**
+             * Format: uri
+             * @description Where events are POSTed
+             * @example https://receiver.example.com/hooks
+             */
+            url: string;
         };
     };
     responses: never;
@@ -2658,7 +2769,6 @@ export interface operations {
                      *         ],
                      *         "description": "Sync to the shop front",
                      *         "disabled": false,
-                     *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=",
                      *         "createdAt": "2026-01-02T03:04:05.678Z",
                      *         "updatedAt": "2026-01-02T03:04:05.678Z"
                      *       }
@@ -2807,12 +2917,12 @@ export interface operations {
                      *       ],
                      *       "description": "Sync to the shop front",
                      *       "disabled": false,
-                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=",
                      *       "createdAt": "2026-01-02T03:04:05.678Z",
-                     *       "updatedAt": "2026-01-02T03:04:05.678Z"
+                     *       "updatedAt": "2026-01-02T03:04:05.678Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k="
                      *     }
                      */
-                    "application/json": components["schemas"]["Webhook"];
+                    "application/json": components["schemas"]["WebhookWithSecret"];
                 };
             };
             /** @description The body is not a valid NewWebhook (the message names the field), or: The URL is not an absolute http or https URL of at most 2048 characters without credentials, its host does not resolve, or it is (or resolves to) a non-public address (loopback, private, link-local, …) */
@@ -3078,7 +3188,6 @@ export interface operations {
                      *       ],
                      *       "description": "Sync to the shop front",
                      *       "disabled": false,
-                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=",
                      *       "createdAt": "2026-01-02T03:04:05.678Z",
                      *       "updatedAt": "2026-01-02T03:04:05.678Z"
                      *     }
@@ -3500,7 +3609,6 @@ export interface operations {
                      *       ],
                      *       "description": "Sync to the shop front",
                      *       "disabled": false,
-                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=",
                      *       "createdAt": "2026-01-02T03:04:05.678Z",
                      *       "updatedAt": "2026-01-02T03:04:05.678Z"
                      *     }
@@ -4087,7 +4195,16 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k="
+                 *     }
+                 */
+                "application/json": components["schemas"]["RotateWebhookSecret"];
+            };
+        };
         responses: {
             /** @description Client error */
             "4XX": {
@@ -4158,15 +4275,15 @@ export interface operations {
                      *       ],
                      *       "description": "Sync to the shop front",
                      *       "disabled": false,
-                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=",
                      *       "createdAt": "2026-01-02T03:04:05.678Z",
-                     *       "updatedAt": "2026-01-02T03:04:05.678Z"
+                     *       "updatedAt": "2026-01-02T03:04:05.678Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k="
                      *     }
                      */
-                    "application/json": components["schemas"]["Webhook"];
+                    "application/json": components["schemas"]["WebhookWithSecret"];
                 };
             };
-            /** @description The id is not a signed 64-bit integer, or the request has a body */
+            /** @description The id is not a signed 64-bit integer, or the body is not a RotateWebhookSecret (a secret not `whsec_` and 24 to 64 bytes in base64) */
             400: {
                 headers: {
                     /** @description Requests allowed per window for this caller (when rate limiting is on) */
@@ -4181,7 +4298,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 400,
-                     *       "message": "The id is not a signed 64-bit integer, or the request has a body"
+                     *       "message": "The id is not a signed 64-bit integer, or the body is not a RotateWebhookSecret (a secret not `whsec_` and 24 to 64 bytes in base64)"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -4230,6 +4347,299 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["Error"];
                 };
+            };
+            /** @description The body is too large */
+            413: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 413,
+                     *       "message": "The body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    /** @description When the body's Content-Encoding was refused: `identity`, no content coding is accepted */
+                    "Accept-Encoding"?: "identity";
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "The body is not JSON"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription id
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The current secret */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k="
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookSecret"];
+                };
+            };
+            /** @description The id is not a signed 64-bit integer */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 400,
+                     *       "message": "The id is not a signed 64-bit integer"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This token has no subscription with this id (another token's subscriptions are not found either) */
+            404: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 404,
+                     *       "message": "This token has no subscription with this id (another token's subscriptions are not found either)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    headWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription id
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The current secret */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The id is not a signed 64-bit integer */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description This token has no subscription with this id (another token's subscriptions are not found either) */
+            404: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

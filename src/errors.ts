@@ -42,6 +42,8 @@ export type ErrorCode =
   | 'invalid-events'
   /** A webhook description that is too long. */
   | 'invalid-description'
+  /** A webhook secret supplied for a rotation that is not `whsec_` and 24 to 64 bytes in base64. */
+  | 'invalid-secret'
   /** A delivery of a disabled subscription: not retried until the subscription is enabled. */
   | 'subscription-disabled'
   /** The path exists, but not with this method (MethodNotAllowedError carries the methods it has). */

@@ -33,6 +33,7 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   'url-unresolvable': 400,
   'invalid-events': 400,
   'invalid-description': 400,
+  'invalid-secret': 400,
   'subscription-disabled': 409,
   'method-not-allowed': 405,
   'method-not-implemented': 501,

@@ -50,34 +50,67 @@ const WEBHOOK_EXAMPLE = {
   events: [...WEBHOOK_EVENT_TYPES],
   description: 'Sync to the shop front',
   disabled: false,
-  secret: SECRET_EXAMPLE,
   createdAt: TIME_EXAMPLE,
   updatedAt: TIME_EXAMPLE
 }
 
-export const WebhookSchema = Type.Object(
-  {
-    id: int64IdSchema('The subscription identifier (signed 64-bit)'),
-    url: Type.String({ format: 'uri', description: 'Where events are POSTed', examples: [URL_EXAMPLE] }),
-    events: Type.Array(EventTypeSchema, { description: 'The event types delivered, in a fixed order, each once', examples: [[...WEBHOOK_EVENT_TYPES]] }),
-    description: Type.Optional(Type.String({ ...descriptionOptions, description: 'What the subscription is for' })),
-    disabled: Type.Boolean({
-      description: 'A disabled subscription gets no new deliveries and its pending ones wait. The service disables it when its ' +
-        'receiver answers 410 Gone or its deliveries keep failing (WEBHOOK_DISABLE_AFTER_MS); a PATCH with `"disabled": false` enables it again',
-      examples: [false]
-    }),
-    secret: Type.String({
-      pattern: '^whsec_[A-Za-z0-9+/]{43}=$',
-      description: 'The signing secret (Standard Webhooks): `whsec_` and 32 random bytes in base64. Verify each delivery\'s ' +
-        '`webhook-signature` with it. Shown to the token that owns the subscription only; never logged',
-      examples: [SECRET_EXAMPLE]
-    }),
-    createdAt: Type.String({ format: 'date-time', description: 'When the subscription was created; never changes', examples: [TIME_EXAMPLE] }),
-    updatedAt: Type.String({ format: 'date-time', description: 'When the subscription was last changed', examples: [TIME_EXAMPLE] })
-  },
-  { $id: 'Webhook', additionalProperties: false, description: 'A webhook subscription, as the token that owns it sees it', examples: [WEBHOOK_EXAMPLE] }
-)
+/** `whsec_` and 24 to 64 bytes in base64 (Standard Webhooks); the service checks the decoded length. */
+const SECRET_PATTERN = '^whsec_[A-Za-z0-9+/]{32,88}={0,2}$'
+
+const secretSchema = (description: string) => Type.String({ pattern: SECRET_PATTERN, description, examples: [SECRET_EXAMPLE] })
+
+const SECRET_DESCRIPTION = 'The signing secret (Standard Webhooks): `whsec_` and 24 to 64 bytes in base64 (32 random ' +
+  'bytes unless the integrator supplied one). Verify each delivery\'s `webhook-signature` with it. Shown to the token that ' +
+  'owns the subscription only, and only at creation, by rotation and by `GET /webhooks/{id}/secret`; never logged'
+
+const webhookProperties = {
+  id: int64IdSchema('The subscription identifier (signed 64-bit)'),
+  url: Type.String({ format: 'uri', description: 'Where events are POSTed', examples: [URL_EXAMPLE] }),
+  events: Type.Array(EventTypeSchema, { description: 'The event types delivered, in a fixed order, each once', examples: [[...WEBHOOK_EVENT_TYPES]] }),
+  description: Type.Optional(Type.String({ ...descriptionOptions, description: 'What the subscription is for' })),
+  disabled: Type.Boolean({
+    description: 'A disabled subscription gets no new deliveries and its pending ones wait. The service disables it when its ' +
+      'receiver answers 410 Gone or its deliveries keep failing (WEBHOOK_DISABLE_AFTER_MS); a PATCH with `"disabled": false` enables it again',
+    examples: [false]
+  }),
+  createdAt: Type.String({ format: 'date-time', description: 'When the subscription was created; never changes', examples: [TIME_EXAMPLE] }),
+  updatedAt: Type.String({ format: 'date-time', description: 'When the subscription was last changed', examples: [TIME_EXAMPLE] })
+}
+
+export const WebhookSchema = Type.Object(webhookProperties, {
+  $id: 'Webhook',
+  additionalProperties: false,
+  description: 'A webhook subscription, as the token that owns it sees it (its secret: `GET /webhooks/{id}/secret`)',
+  examples: [WEBHOOK_EXAMPLE]
+})
 export type Webhook = Static<typeof WebhookSchema>
+
+export const WebhookWithSecretSchema = Type.Object({ ...webhookProperties, secret: secretSchema(SECRET_DESCRIPTION) }, {
+  $id: 'WebhookWithSecret',
+  additionalProperties: false,
+  description: 'A webhook subscription with its signing secret: the answer to its creation and to a rotation',
+  examples: [{ ...WEBHOOK_EXAMPLE, secret: SECRET_EXAMPLE }]
+})
+
+export const WebhookSecretSchema = Type.Object({ secret: secretSchema(SECRET_DESCRIPTION) }, {
+  $id: 'WebhookSecret',
+  additionalProperties: false,
+  description: 'A subscription\'s current signing secret',
+  examples: [{ secret: SECRET_EXAMPLE }]
+})
+
+export const RotateWebhookSecretSchema = Type.Object(
+  {
+    secret: Type.Optional(secretSchema('The new secret, when the integrator chooses it (e.g. one migrated from another ' +
+      'provider): `whsec_` and 24 to 64 bytes in base64; a random one when absent'))
+  },
+  {
+    $id: 'RotateWebhookSecret',
+    additionalProperties: false,
+    description: 'What a rotation sets: a secret of the integrator\'s, or (absent, or no body at all) a random one',
+    examples: [{ secret: SECRET_EXAMPLE }, {}]
+  }
+)
 
 export const WebhookListSchema = Type.Array(ref(WebhookSchema), {
   $id: 'WebhookList',

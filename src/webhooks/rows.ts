@@ -63,9 +63,32 @@ export function toDelivery (row: DeliveryRow): WebhookDelivery {
   return delivery
 }
 
-/** The secrets an attempt signs with: the current one, and the replaced one until it expires. */
-export function activeSecrets (secret: string, previous: string | null, previousUntil: Int | null, now: number): string[] {
-  return previous !== null && previousUntil !== null && Number(previousUntil) > now ? [secret, previous] : [secret]
+/** Secrets a rotation replaced, newest first, each with when it stops signing (epoch ms). */
+export type PreviousSecrets = Array<[secret: string, until: number]>
+
+/** At most this many replaced secrets keep signing: each costs every delivery a signature. */
+export const MAX_PREVIOUS_SECRETS = 10
+
+/** The previous_secrets column (a JSON array of [secret, until]); anything else reads as none. */
+export function parsePreviousSecrets (json: string): PreviousSecrets {
+  const parsed: unknown = JSON.parse(json)
+  if (!Array.isArray(parsed)) return []
+  return parsed.filter((entry): entry is [string, number] =>
+    Array.isArray(entry) && typeof entry[0] === 'string' && typeof entry[1] === 'number')
+}
+
+/**
+ * What a rotation leaves: the replaced `current` secret honoured until `until`, then the earlier
+ * ones still honoured at `now` (each until its own expiry), at most MAX_PREVIOUS_SECRETS.
+ */
+export function afterRotation (current: string, until: number, previousJson: string, now: number): string {
+  const kept = parsePreviousSecrets(previousJson).filter(([, expires]) => expires > now)
+  return JSON.stringify([[current, until], ...kept].slice(0, MAX_PREVIOUS_SECRETS))
+}
+
+/** The secrets an attempt signs with: the current one, then every replaced one not yet expired. */
+export function activeSecrets (secret: string, previousJson: string, now: number): string[] {
+  return [secret, ...parsePreviousSecrets(previousJson).filter(([, until]) => until > now).map(([previous]) => previous)]
 }
 
 /** How long a recorded error may be: enough to tell what happened, never a receiver's essay. */
@@ -79,8 +102,7 @@ export interface ClaimRow {
   attempts: Int
   url: string
   secret: string
-  previous_secret: string | null
-  previous_secret_until: Int | null
+  previous_secrets: string
   request_id: string | null
   traceparent: string | null
 }
@@ -95,7 +117,7 @@ export function toClaimed (row: ClaimRow, now: number): ClaimedDelivery {
     payload: row.payload,
     attempts: Number(row.attempts),
     url: row.url,
-    secrets: activeSecrets(row.secret, row.previous_secret, row.previous_secret_until, now),
+    secrets: activeSecrets(row.secret, row.previous_secrets, now),
     origin: toOrigin(row)
   }
 }

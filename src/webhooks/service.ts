@@ -9,6 +9,14 @@ import type {
 import { checkWebhookUrl, type AddressPolicy } from './url-policy.js'
 
 export const MAX_DESCRIPTION_LENGTH = 500
+/** The bounds Standard Webhooks (and Svix) set for a secret's key. */
+export const MIN_SECRET_BYTES = 24
+export const MAX_SECRET_BYTES = 64
+
+/** A subscription as GET, list and PATCH answer it: the secret only comes from creation, rotation and GET …/secret. */
+export type WebhookView = Omit<WebhookSubscription, 'secret'>
+
+const withoutSecret = ({ secret: _secret, ...view }: WebhookSubscription): WebhookView => view
 
 /** Whose subscriptions: the hex SHA-256 of the bearer token (the same as an idempotency scope). */
 export const webhookOwner = (token: string): string => tokenDigest(token)
@@ -54,6 +62,15 @@ function checkDescription (description: string | null | undefined): void {
   }
 }
 
+/** A secret as Standard Webhooks has it: `whsec_` and 24 to 64 bytes in (canonical) base64. */
+export function checkSecret (secret: string): void {
+  const encoded = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : undefined
+  const bytes = encoded === undefined ? undefined : Buffer.from(encoded, 'base64')
+  if (bytes === undefined || bytes.toString('base64') !== encoded || bytes.length < MIN_SECRET_BYTES || bytes.length > MAX_SECRET_BYTES) {
+    throw new ServiceError('invalid-secret', `A secret is whsec_ and ${MIN_SECRET_BYTES} to ${MAX_SECRET_BYTES} random bytes in base64`)
+  }
+}
+
 const notFound = (what: string): ServiceError => new ServiceError('not-found', `${what} not found`)
 
 /**
@@ -88,15 +105,16 @@ export class WebhookService {
     }, this.#now())
   }
 
-  async listSubscriptions (owner: string, query: SubscriptionQuery): Promise<SubscriptionPage> {
-    return await this.#store.listSubscriptions(owner, query)
+  async listSubscriptions (owner: string, query: SubscriptionQuery): Promise<SubscriptionPage<WebhookView>> {
+    const page = await this.#store.listSubscriptions(owner, query)
+    return { subscriptions: page.subscriptions.map(withoutSecret), hasMore: page.hasMore }
   }
 
-  async getSubscription (owner: string, id: bigint): Promise<WebhookSubscription> {
-    return await this.#store.getSubscription(owner, id) ?? this.#missing(id)
+  async getSubscription (owner: string, id: bigint): Promise<WebhookView> {
+    return withoutSecret(await this.#store.getSubscription(owner, id) ?? this.#missing(id))
   }
 
-  async updateSubscription (owner: string, id: bigint, patch: SubscriptionPatch): Promise<WebhookSubscription> {
+  async updateSubscription (owner: string, id: bigint, patch: SubscriptionPatch): Promise<WebhookView> {
     const changes: SubscriptionChanges = {}
     if (patch.events !== undefined) changes.events = normalizeEvents(patch.events)
     if (patch.description !== undefined) {
@@ -110,20 +128,27 @@ export class WebhookService {
       if (patch.url !== current.url) await checkWebhookUrl(patch.url, this.#policy)
       changes.url = patch.url
     }
-    return await this.#store.updateSubscription(owner, id, changes, this.#now()) ?? this.#missing(id)
+    return withoutSecret(await this.#store.updateSubscription(owner, id, changes, this.#now()) ?? this.#missing(id))
   }
 
   async deleteSubscription (owner: string, id: bigint): Promise<void> {
     if (!await this.#store.deleteSubscription(owner, id)) this.#missing(id)
   }
 
+  /** The subscription's current signing secret. */
+  async getSecret (owner: string, id: bigint): Promise<{ secret: string }> {
+    return { secret: (await this.#store.getSubscription(owner, id) ?? this.#missing(id)).secret }
+  }
+
   /**
-   * A new secret; for the next 24 hours every delivery is signed with both, so receivers can switch
-   * over without losing an event. Rotating again within that time drops the oldest secret.
+   * A new secret (`secret`, when the integrator supplies one, else a random one); every secret it
+   * replaces keeps signing deliveries for 24 hours after its replacement, so receivers can switch
+   * over without losing an event, however often it is rotated.
    */
-  async rotateSecret (owner: string, id: bigint): Promise<WebhookSubscription> {
+  async rotateSecret (owner: string, id: bigint, secret?: string): Promise<WebhookSubscription> {
+    if (secret !== undefined) checkSecret(secret)
     const now = this.#now()
-    return await this.#store.rotateSecret(owner, id, newWebhookSecret(), now + PREVIOUS_SECRET_TTL_MS, now) ?? this.#missing(id)
+    return await this.#store.rotateSecret(owner, id, secret ?? newWebhookSecret(), now + PREVIOUS_SECRET_TTL_MS, now) ?? this.#missing(id)
   }
 
   async listDeliveries (owner: string, subscriptionId: bigint, query: DeliveryQuery): Promise<DeliveryPage> {

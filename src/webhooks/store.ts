@@ -57,8 +57,8 @@ export interface SubscriptionQuery {
   after?: bigint
 }
 
-export interface SubscriptionPage {
-  subscriptions: WebhookSubscription[]
+export interface SubscriptionPage<S = WebhookSubscription> {
+  subscriptions: S[]
   hasMore: boolean
 }
 
@@ -102,7 +102,7 @@ export interface ClaimedDelivery {
   /** Attempts made before this one. */
   attempts: number
   url: string
-  /** The current secret, then the one a rotation replaced while it is still honoured. */
+  /** The current secret, then those rotations replaced while they are still honoured, newest first. */
   secrets: string[]
   /** The write that caused the event. */
   origin: EventOrigin
@@ -153,7 +153,10 @@ export interface WebhookStore {
   updateSubscription: (owner: string, id: bigint, changes: SubscriptionChanges, now: number) => Promise<WebhookSubscription | undefined>
   /** Deletes the subscription with its deliveries. */
   deleteSubscription: (owner: string, id: bigint) => Promise<boolean>
-  /** Makes `secret` the current one; the one it replaces is honoured until `previousUntil`. */
+  /**
+   * Makes `secret` the current one; the one it replaces is honoured until `previousUntil`, and the
+   * ones replaced before still until their own time (at most MAX_PREVIOUS_SECRETS of them).
+   */
   rotateSecret: (owner: string, id: bigint, secret: string, previousUntil: number, now: number) => Promise<WebhookSubscription | undefined>
   /**
    * Newest first, every committed event included (events still in the outbox are fanned out

@@ -6,6 +6,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { Webhook } from 'standardwebhooks'
 import { AUTH, buildTestApp, TOKEN } from '../helpers/app.js'
 import { OTHER_TOKEN, PUBLIC_RECEIVER } from '../helpers/webhooks.js'
+import { SECRET_EXAMPLE } from '../../src/schemas/webhook.js'
 
 /**
  * Walks the served OpenAPI document: every operation declares every status it can answer (and
@@ -106,7 +107,8 @@ test('every operation is described: operationId, summary, description, tags, and
   const all = operations(doc)
   assert.deepEqual(all.map(({ operation }) => operation.operationId).sort(),
     ['createPlant', 'createWebhook', 'deletePlant', 'deleteWebhook', 'getHealth', 'getLiveness', 'getPlant', 'getReadiness', 'getWebhook',
-      'headHealth', 'headLiveness', 'headPlant', 'headPlants', 'headReadiness', 'headWebhook', 'headWebhookDeliveries', 'headWebhooks',
+      'getWebhookSecret', 'headHealth', 'headLiveness', 'headPlant', 'headPlants', 'headReadiness', 'headWebhook', 'headWebhookDeliveries',
+      'headWebhookSecret', 'headWebhooks',
       'listPlants', 'listWebhookDeliveries', 'listWebhooks', 'replacePlant', 'retryWebhookDelivery', 'rotateWebhookSecret', 'updatePlant', 'updateWebhook'])
   for (const { path, method, operation } of all) {
     const id = operation.operationId
@@ -283,6 +285,15 @@ test('every declared status is answered, every answer is declared, and every ans
   await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: '/webhooks/x/rotate-secret', headers: AUTH })
   await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: `${hookUrl}/rotate-secret` })
   await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: `${hookUrl}/rotate-secret`, headers: other })
+  await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: `${hookUrl}/rotate-secret`, headers: AUTH, payload: { secret: SECRET_EXAMPLE } })
+  await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: `${hookUrl}/rotate-secret`, headers: json, payload: huge })
+  await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: `${hookUrl}/rotate-secret`, headers: { ...AUTH, 'content-type': 'text/plain' }, payload: 'x' })
+  for (const method of ['GET', 'HEAD'] as const) {
+    await call('/webhooks/{id}/secret', { method, url: `${hookUrl}/secret`, headers: AUTH })
+    await call('/webhooks/{id}/secret', { method, url: '/webhooks/x/secret', headers: AUTH })
+    await call('/webhooks/{id}/secret', { method, url: `${hookUrl}/secret` })
+    await call('/webhooks/{id}/secret', { method, url: `${hookUrl}/secret`, headers: other })
+  }
   await call('/plants', { method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'Ivy' } })
   for (const method of ['GET', 'HEAD'] as const) {
     await call('/webhooks/{id}/deliveries', { method, url: `${hookUrl}/deliveries`, headers: AUTH })
@@ -315,7 +326,7 @@ test('the webhooks section documents each event: a signed POST of { type, timest
   const app = await buildTestApp(t)
   const doc = await app.inject({ url: '/openapi.json' }).then((res) => res.json<OpenApi & { webhooks: Record<string, Record<string, Operation>> }>())
   assert.deepEqual(Object.keys(doc.webhooks), ['plant.created', 'plant.updated', 'plant.deleted'])
-  const secretExample = (doc.components.schemas.Webhook as { properties: { secret: { examples: string[] } } }).properties.secret.examples[0]
+  const secretExample = (doc.components.schemas.WebhookSecret as { properties: { secret: { examples: string[] } } }).properties.secret.examples[0]
   assert.ok(secretExample !== undefined)
   for (const [type, item] of Object.entries(doc.webhooks)) {
     assert.deepEqual(Object.keys(item), ['post'])

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import createWebhookRoute from './create.js'
 import deleteWebhookRoute from './delete.js'
 import getWebhookRoute from './get.js'
+import getWebhookSecretRoute from './get-secret.js'
 import listWebhookDeliveriesRoute from './list-deliveries.js'
 import listWebhooksRoute from './list.js'
 import retryWebhookDeliveryRoute from './retry-delivery.js'
@@ -19,6 +20,7 @@ const webhooksRoutes: FastifyPluginAsync = async (app) => {
   await app.register(createWebhookRoute)
   await app.register(updateWebhookRoute)
   await app.register(deleteWebhookRoute)
+  await app.register(getWebhookSecretRoute)
   await app.register(rotateWebhookSecretRoute)
   await app.register(listWebhookDeliveriesRoute)
   await app.register(retryWebhookDeliveryRoute)

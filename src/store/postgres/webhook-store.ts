@@ -2,7 +2,7 @@ import pg from 'pg'
 import { pgTypes } from './types.js'
 import { buildEventMessage, eventPayloadAroundId, newMessageId, type EventOrigin, type PlantEvent, type WebhookEventType } from '../../webhooks/events.js'
 import type { Plant } from '../../schemas/plant.js'
-import { toClaimed, toDelivery, toSubscription, truncateError, type ClaimRow, type DeliveryRow, type SubscriptionRow } from '../../webhooks/rows.js'
+import { afterRotation, toClaimed, toDelivery, toSubscription, truncateError, type ClaimRow, type DeliveryRow, type SubscriptionRow } from '../../webhooks/rows.js'
 import type {
   Backlog, ClaimRequest, CompletionResult, DeliveryCompletion, DeliveryPage, DeliveryQuery,
   NewSubscriptionRecord, RetryResult, SubscriptionChanges, SubscriptionPage, SubscriptionQuery,
@@ -12,7 +12,7 @@ import { StoreOpenError } from '../../errors.js'
 import { inTransaction, parsePostgresUrl, statementBounds, withServerSettings } from './connection.js'
 
 /** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
-export const WEBHOOK_SCHEMA_VERSION = 6
+export const WEBHOOK_SCHEMA_VERSION = 7
 
 /** The NOTIFY channel; the payload is the writer's schema, so schemas sharing a database tell their events apart. */
 export const WEBHOOK_CHANNEL = 'plant_store_webhooks'
@@ -107,8 +107,8 @@ const SQL = {
                                               THEN NULL ELSE failing_since END,
                          updated_at = greatest($8, updated_at + 1)
                        WHERE owner = $1 AND id = $2 RETURNING ${SUBSCRIPTION}`,
-  rotateSecret: `UPDATE webhook_subscriptions SET previous_secret = secret, previous_secret_until = $4, secret = $3,
-                   updated_at = greatest($5, updated_at + 1)
+  lockSecrets: 'SELECT secret, previous_secrets FROM webhook_subscriptions WHERE owner = $1 AND id = $2 FOR UPDATE',
+  rotateSecret: `UPDATE webhook_subscriptions SET previous_secrets = $4, secret = $3, updated_at = greatest($5, updated_at + 1)
                  WHERE owner = $1 AND id = $2 RETURNING ${SUBSCRIPTION}`,
   // Its deliveries go with it (ON DELETE CASCADE).
   deleteSubscription: 'DELETE FROM webhook_subscriptions WHERE owner = $1 AND id = $2',
@@ -148,7 +148,7 @@ const SQL = {
           FROM due, webhook_subscriptions s
           WHERE w.id = due.id AND s.id = w.subscription_id
           RETURNING w.id, w.subscription_id, w.message_id, w.event_type, w.payload, w.attempts,
-                    s.url, s.secret, s.previous_secret, s.previous_secret_until, w.request_id, w.traceparent`,
+                    s.url, s.secret, s.previous_secrets, w.request_id, w.traceparent`,
   leasedSubscription: 'SELECT subscription_id FROM webhook_deliveries WHERE id = $1 AND lease = $2',
   // A success in one round trip (the common case, under load once per event): the delivery is
   // finished while its lease is held, and its subscription's failing streak (if any) ends. The
@@ -395,8 +395,13 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     },
 
     async rotateSecret (owner: string, id: bigint, secret: string, previousUntil: number, now: number) {
-      const { rows: [row] } = await run<PgSubscriptionRow>(pool, 'rotateSecret', [owner, id, secret, previousUntil, now])
-      return row === undefined ? undefined : toSubscription(row)
+      return await inTransaction(pool, async (client) => {
+        const { rows: [current] } = await run<{ secret: string, previous_secrets: string }>(client, 'lockSecrets', [owner, id])
+        if (current === undefined) return undefined
+        const previous = afterRotation(current.secret, previousUntil, current.previous_secrets, now)
+        const { rows: [row] } = await run<PgSubscriptionRow>(client, 'rotateSecret', [owner, id, secret, previous, now])
+        return row === undefined ? undefined : toSubscription(row)
+      })
     },
 
     async listDeliveries (owner: string, subscriptionId: bigint, { limit, before }: DeliveryQuery): Promise<DeliveryPage | undefined> {

@@ -110,7 +110,12 @@ export const migrations: readonly string[] = [
      request_id       TEXT,
      traceparent      TEXT
    ) STRICT;
-   ALTER TABLE webhook_subscriptions ADD COLUMN first_event_id INTEGER NOT NULL DEFAULT 0;`
+   ALTER TABLE webhook_subscriptions ADD COLUMN first_event_id INTEGER NOT NULL DEFAULT 0;`,
+  // 8: every secret a rotation replaced keeps signing until its own expiry: a JSON array of
+  // [secret, until] pairs, newest first. previous_secret(_until) stay for instances not yet upgraded.
+  `ALTER TABLE webhook_subscriptions ADD COLUMN previous_secrets TEXT NOT NULL DEFAULT '[]';
+   UPDATE webhook_subscriptions SET previous_secrets = json_array(json_array(previous_secret, previous_secret_until))
+   WHERE previous_secret IS NOT NULL AND previous_secret_until IS NOT NULL;`
 ]
 
 /** Marks a file as a plant-store database ('PLNT'), so a foreign SQLite file is never migrated. */

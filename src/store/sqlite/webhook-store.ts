@@ -2,7 +2,7 @@ import Database from 'better-sqlite3'
 import type { Plant } from '../../schemas/plant.js'
 import { eventPayload, newMessageId, type PlantEvent, type WebhookEventType } from '../../webhooks/events.js'
 import {
-  toClaimed, toDelivery, toSubscription, truncateError, type ClaimRow, type DeliveryRow, type SubscriptionRow
+  afterRotation, toClaimed, toDelivery, toSubscription, truncateError, type ClaimRow, type DeliveryRow, type SubscriptionRow
 } from '../../webhooks/rows.js'
 import type {
   Backlog, ClaimedDelivery, ClaimRequest, CompletionResult, DeliveryCompletion, DeliveryPage, DeliveryQuery,
@@ -13,7 +13,7 @@ import { StoreOpenError } from '../../errors.js'
 import { boundLimit, configureConnection } from './connection.js'
 
 /** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
-export const WEBHOOK_SCHEMA_VERSION = 7
+export const WEBHOOK_SCHEMA_VERSION = 8
 
 /**
  * Runs a write transaction; the plant store's group commit in the service, so webhook writes are as
@@ -55,8 +55,7 @@ interface SqliteSubscriptionRow {
   description: string | null
   disabled: bigint
   secret: string
-  previous_secret: string | null
-  previous_secret_until: bigint | null
+  previous_secrets: string
   failing_since: bigint | null
   created_at: bigint
   updated_at: bigint
@@ -166,9 +165,8 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
       `UPDATE webhook_subscriptions SET url = @url, events = @events, description = @description, disabled = @disabled,
          failing_since = CASE WHEN @reset THEN NULL ELSE failing_since END, updated_at = max(@now, updated_at + 1)
        WHERE owner = @owner AND id = @id RETURNING *`),
-    rotateSecret: db.prepare<[{ owner: string, id: bigint, secret: string, until: number, now: number }], SqliteSubscriptionRow>(
-      `UPDATE webhook_subscriptions SET previous_secret = secret, previous_secret_until = @until, secret = @secret,
-         updated_at = max(@now, updated_at + 1)
+    rotateSecret: db.prepare<[{ owner: string, id: bigint, secret: string, previous: string, now: number }], SqliteSubscriptionRow>(
+      `UPDATE webhook_subscriptions SET previous_secrets = @previous, secret = @secret, updated_at = max(@now, updated_at + 1)
        WHERE owner = @owner AND id = @id RETURNING *`),
     deleteDeliveriesOf: db.prepare<[bigint], unknown>('DELETE FROM webhook_deliveries WHERE subscription_id = ?'),
     deleteSubscription: db.prepare<[string, bigint], unknown>('DELETE FROM webhook_subscriptions WHERE owner = ? AND id = ?'),
@@ -199,7 +197,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     // left out in JavaScript: a json_each() filter cost more than the probes (twice the claim).
     dueCandidates: db.prepare<[{ now: number, limit: number, cap: number }], ClaimRow>(
       `SELECT d.id, d.subscription_id, d.message_id, d.event_type, d.payload, d.attempts,
-              s.url, s.secret, s.previous_secret, s.previous_secret_until, d.request_id, d.traceparent
+              s.url, s.secret, s.previous_secrets, d.request_id, d.traceparent
        FROM webhook_subscriptions s
        CROSS JOIN webhook_deliveries d ON d.id IN (
          SELECT x.id FROM webhook_deliveries x
@@ -394,7 +392,12 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     },
 
     async rotateSecret (owner: string, id: bigint, secret: string, previousUntil: number, now: number) {
-      const row = await run(() => statements.rotateSecret.get({ owner, id, secret, until: previousUntil, now }))
+      const row = await run(() => {
+        const current = statements.getSubscription.get(owner, id)
+        if (current === undefined) return undefined
+        const previous = afterRotation(current.secret, previousUntil, current.previous_secrets, now)
+        return statements.rotateSecret.get({ owner, id, secret, previous, now })
+      })
       return row === undefined ? undefined : subscription(row)
     },
 

@@ -405,6 +405,31 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       assert.deepEqual(await store.retryDelivery(ALICE, 1n, 1n, T0 + 200), { status: 'subscription-disabled' })
     })
 
+    test('rotated secrets: every replaced one signs until its own expiry, newest first, at most 10', async (t) => {
+      const store = await fresh(t)
+      const { secret: first } = await store.createSubscription(record(), T0)
+      const second = 'whsec_c2Vjb25kIHNlY3JldCBmb3IgdGVzdHMgb25seSEh'
+      const third = 'whsec_dGhpcmQgc2VjcmV0IGZvciB0ZXN0cyBvbmx5ISEh'
+      await store.rotateSecret(ALICE, 1n, second, T0 + 1000, T0)
+      await store.rotateSecret(ALICE, 1n, third, T0 + 1500, T0 + 500)
+      await store.enqueue(created(1n), T0)
+      const signing = async (now: number, lease: string): Promise<string[] | undefined> => {
+        const [claimed] = await store.claimDue(claimRequest({ lease, now }))
+        await store.releaseDeliveries(lease, [claimed?.id ?? 0n])
+        return claimed?.secrets
+      }
+      assert.deepEqual(await signing(T0 + 999, 'a'), [third, second, first])
+      assert.deepEqual(await signing(T0 + 1000, 'b'), [third, second])
+      assert.deepEqual(await signing(T0 + 1500, 'c'), [third])
+      // A rotation after the first expired keeps only what still signs.
+      await store.rotateSecret(ALICE, 1n, first, T0 + 3000, T0 + 1200)
+      assert.deepEqual(await signing(T0 + 1200, 'd'), [first, third, second])
+      for (let i = 0; i < 12; i++) await store.rotateSecret(ALICE, 1n, `whsec_${String(i).padStart(44, 'A')}`, T0 + 5000, T0 + 1300)
+      const many = await signing(T0 + 1300, 'e')
+      assert.equal(many?.length, 11)
+      assert.deepEqual(many?.slice(0, 2), ['whsec_' + '11'.padStart(44, 'A'), 'whsec_' + '10'.padStart(44, 'A')])
+    })
+
     test('rotated secrets: both sign until the old one expires', async (t) => {
       const store = await fresh(t)
       const { secret: old } = await store.createSubscription(record(), T0)

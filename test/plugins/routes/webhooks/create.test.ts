@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import { AUTH, captureLog } from '../../../helpers/app.js'
 import { assertError, JSON_TYPE } from '../../../helpers/plants.js'
 import { until } from '../../../helpers/webhook-receiver.js'
-import { buildWebhooksApp, deliveriesWhen, PUBLIC_RECEIVER, SECRET, type WebhookBody } from '../../../helpers/webhooks.js'
+import { buildWebhooksApp, deliveriesWhen, PUBLIC_RECEIVER, SECRET, viewOf, type WebhookBody } from '../../../helpers/webhooks.js'
 
 const post = (payload: unknown, headers: Record<string, string> = AUTH) =>
   ({ method: 'POST' as const, url: '/webhooks', headers, payload: payload as Record<string, unknown> })
@@ -36,7 +36,8 @@ test('a subscription with only a URL: 201, Location, every event type, enabled, 
   assert.equal(new Date(body.createdAt).toISOString(), body.createdAt)
   assert.equal(body.updatedAt, body.createdAt)
   // What the Location names is the subscription.
-  assert.deepEqual((await app.inject({ url: '/webhooks/1', headers: AUTH })).json(), body)
+  assert.deepEqual((await app.inject({ url: '/webhooks/1', headers: AUTH })).json(), viewOf(body))
+  assert.deepEqual((await app.inject({ url: '/webhooks/1/secret', headers: AUTH })).json(), { secret: body.secret })
 })
 
 test('events are normalised (the canonical order, each once); description and disabled are kept; each subscription has its own id and secret', async (t) => {
