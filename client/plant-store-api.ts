@@ -155,7 +155,7 @@ export interface paths {
         put?: never;
         /**
          * Create a webhook subscription
-         * @description Subscribes a URL to plant events (every event type unless `events` narrows them) and answers 201 with the subscription, its signing `secret` included (the only answer besides `GET /webhooks/{id}/secret` and a rotation that carries it), and `Location: /webhooks/{id}`. The URL must be an absolute http or https URL of at most 2048 characters without credentials, whose host is (or resolves to) public addresses only. The subscription belongs to the token that creates it.
+         * @description Subscribes a URL to plant events (every event type unless `events` narrows them) and answers 201 with the subscription, its signing `secret` included (the only answer besides `GET /webhooks/{id}/secret` and a rotation that carries it), and `Location: /webhooks/{id}`. The URL must be an absolute http or https URL of at most 2048 characters without credentials, whose host is (or resolves to) public addresses only. The subscription belongs to the token that creates it; a token may have at most WEBHOOK_MAX_SUBSCRIPTIONS (25 by default), and creating one more is a 409 until one is deleted.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -2964,6 +2964,27 @@ export interface operations {
                      * @example {
                      *       "error": 401,
                      *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This token already has WEBHOOK_MAX_SUBSCRIPTIONS subscriptions (25 by default): delete one first */
+            409: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 409,
+                     *       "message": "This token already has WEBHOOK_MAX_SUBSCRIPTIONS subscriptions (25 by default): delete one first"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];

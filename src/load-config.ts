@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_SUBSCRIPTIONS } from './webhooks/limits.js'
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
@@ -69,6 +70,12 @@ const EnvSchema = Type.Object({
   WEBHOOK_RETENTION_MS: Type.Integer({ minimum: 1, maximum: MAX_WEBHOOK_MS, default: DEFAULT_RETENTION_MS }),
   WEBHOOK_POLL_INTERVAL_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: DEFAULT_POLL_INTERVAL_MS }),
   WEBHOOK_BUSY_INTERVAL_MS: Type.Integer({ minimum: 1, maximum: 60_000, default: DEFAULT_BUSY_INTERVAL_MS }),
+  WEBHOOK_MAX_SUBSCRIPTIONS: Type.Integer({
+    minimum: 1,
+    maximum: 100_000,
+    default: DEFAULT_MAX_SUBSCRIPTIONS,
+    description: 'The most webhook subscriptions one token may have; creating one more is a 409.'
+  }),
   WEBHOOK_ALLOW_PRIVATE_URLS: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '0' })
 })
 
@@ -150,6 +157,8 @@ export interface WebhookConfig {
   pollIntervalMs: number
   /** While the API saturates the event loop, attempts start at least this far apart (one at a time). */
   busyIntervalMs: number
+  /** The most subscriptions one owner (token) may have. */
+  maxSubscriptions: number
   /** Loopback, private, link-local ... receivers allowed (local development and tests only). */
   allowPrivate: boolean
 }
@@ -236,6 +245,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
       retentionMs: parsed.WEBHOOK_RETENTION_MS,
       pollIntervalMs: parsed.WEBHOOK_POLL_INTERVAL_MS,
       busyIntervalMs: parsed.WEBHOOK_BUSY_INTERVAL_MS,
+      maxSubscriptions: parsed.WEBHOOK_MAX_SUBSCRIPTIONS,
       allowPrivate: parsed.WEBHOOK_ALLOW_PRIVATE_URLS === '1'
     },
     version: PACKAGE_VERSION

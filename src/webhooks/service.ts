@@ -1,5 +1,6 @@
 import { tokenDigest } from '../tokens.js'
 import { ServiceError } from '../errors.js'
+import { DEFAULT_MAX_SUBSCRIPTIONS } from './limits.js'
 import { isWebhookEventType, WEBHOOK_EVENT_TYPES, type WebhookEventType } from './events.js'
 import { newWebhookSecret, PREVIOUS_SECRET_TTL_MS } from './signing.js'
 import type {
@@ -41,6 +42,8 @@ export interface WebhookServiceOptions {
   store: WebhookStore
   policy: AddressPolicy
   now?: () => number
+  /** The most subscriptions one owner may have (WEBHOOK_MAX_SUBSCRIPTIONS). */
+  maxSubscriptions?: number
   /** Told when a delivery was made due now (a retry): the dispatcher's wake. */
   onDue?: () => void
 }
@@ -83,12 +86,14 @@ export class WebhookService {
   readonly #policy: AddressPolicy
   readonly #now: () => number
   readonly #onDue: () => void
+  readonly #maxSubscriptions: number
 
   constructor (options: WebhookServiceOptions) {
     this.#store = options.store
     this.#policy = options.policy
     this.#now = options.now ?? Date.now
     this.#onDue = options.onDue ?? (() => {})
+    this.#maxSubscriptions = options.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS
   }
 
   async createSubscription (owner: string, input: NewSubscriptionInput): Promise<WebhookSubscription> {
@@ -102,7 +107,7 @@ export class WebhookService {
       ...(input.description !== undefined && { description: input.description }),
       disabled: input.disabled ?? false,
       secret: newWebhookSecret()
-    }, this.#now())
+    }, this.#now(), this.#maxSubscriptions)
   }
 
   async listSubscriptions (owner: string, query: SubscriptionQuery): Promise<SubscriptionPage<WebhookView>> {

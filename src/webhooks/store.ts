@@ -146,7 +146,11 @@ export interface CompletionResult {
  * Times passed in are epoch milliseconds from the service's clock.
  */
 export interface WebhookStore {
-  createSubscription: (record: NewSubscriptionRecord, now: number) => Promise<WebhookSubscription>
+  /**
+   * Rejects with `subscription-limit` when the owner already has `maxPerOwner` subscriptions
+   * (checked atomically with the insert: concurrent creates cannot pass it together).
+   */
+  createSubscription: (record: NewSubscriptionRecord, now: number, maxPerOwner?: number) => Promise<WebhookSubscription>
   listSubscriptions: (owner: string, query: SubscriptionQuery) => Promise<SubscriptionPage>
   getSubscription: (owner: string, id: bigint) => Promise<WebhookSubscription | undefined>
   /** Re-enabling, or a new URL, forgets how long the subscription has been failing. */

@@ -265,6 +265,8 @@ test('every declared status is answered, every answer is declared, and every ans
   await call('/webhooks', { method: 'POST', url: '/webhooks', payload: { url: PUBLIC_RECEIVER } })
   await call('/webhooks', { method: 'POST', url: '/webhooks', headers: json, payload: huge })
   await call('/webhooks', { method: 'POST', url: '/webhooks', headers: { ...AUTH, 'content-type': 'text/plain' }, payload: PUBLIC_RECEIVER })
+  for (let i = 0; i < 25; i++) await app.inject({ method: 'POST', url: '/webhooks', headers: other, payload: { url: PUBLIC_RECEIVER } })
+  await call('/webhooks', { method: 'POST', url: '/webhooks', headers: other, payload: { url: PUBLIC_RECEIVER } })
   const hookUrl = String(hook.headers.location)
   for (const method of ['GET', 'HEAD'] as const) {
     await call('/webhooks', { method, url: '/webhooks?limit=1', headers: AUTH })

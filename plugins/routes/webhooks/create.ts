@@ -14,7 +14,8 @@ const createWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
         'the subscription, its signing `secret` included (the only answer besides `GET /webhooks/{id}/secret` and a rotation ' +
         'that carries it), and `Location: /webhooks/{id}`. The URL must be an absolute ' +
         'http or https URL of at most 2048 characters without credentials, whose host is (or resolves to) public ' +
-        'addresses only. The subscription belongs to the token that creates it.',
+        'addresses only. The subscription belongs to the token that creates it; a token may have at most ' +
+        'WEBHOOK_MAX_SUBSCRIPTIONS (25 by default), and creating one more is a 409 until one is deleted.',
       tags: ['webhooks'],
       body: ref(NewWebhookSchema),
       response: {
@@ -22,6 +23,7 @@ const createWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
         ...webhooksErrorResponses({
           400: `The body is not a valid NewWebhook (the message names the field), or: ${WEBHOOK_ERRORS.badUrl}`,
           413: WEBHOOK_ERRORS.tooLarge,
+          409: 'This token already has WEBHOOK_MAX_SUBSCRIPTIONS subscriptions (25 by default): delete one first',
           415: 'The body is not JSON'
         })
       }

@@ -8,7 +8,7 @@ import type {
   NewSubscriptionRecord, RetryResult, SubscriptionChanges, SubscriptionPage, SubscriptionQuery,
   WebhookStore, WebhookSubscription
 } from '../../webhooks/store.js'
-import { StoreOpenError } from '../../errors.js'
+import { StoreOpenError, subscriptionLimit } from '../../errors.js'
 import { inTransaction, parsePostgresUrl, statementBounds, withServerSettings } from './connection.js'
 
 /** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
@@ -95,6 +95,9 @@ const SQL = {
                        VALUES ($1, $2, $3, $4, $5, $6, $7, $7,
                                (SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM webhook_events_id_seq))
                        RETURNING ${SUBSCRIPTION}`,
+  // Creates for one owner queue behind each other until commit, so the count below holds.
+  lockOwner: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 33))',
+  countSubscriptions: 'SELECT count(*)::integer AS n FROM webhook_subscriptions WHERE owner = $1',
   getSubscription: `SELECT ${SUBSCRIPTION} FROM webhook_subscriptions WHERE owner = $1 AND id = $2`,
   listSubscriptions: `SELECT ${SUBSCRIPTION} FROM webhook_subscriptions WHERE owner = $1 AND id > $2 ORDER BY id LIMIT $3`,
   // A merge patch in one statement: null keeps a field ($5 says whether to set the description).
@@ -364,10 +367,19 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
   let closed = false
 
   return {
-    async createSubscription ({ owner, url, events, description, disabled, secret }: NewSubscriptionRecord, now: number) {
-      const { rows: [row] } = await run<PgSubscriptionRow>(pool, 'insertSubscription',
-        [owner, url, [...events], description ?? null, disabled, secret, now])
-      return toSubscription(row as PgSubscriptionRow)
+    async createSubscription ({ owner, url, events, description, disabled, secret }: NewSubscriptionRecord, now: number, maxPerOwner?: number) {
+      const insert = async (db: Queryable): Promise<WebhookSubscription> => {
+        const { rows: [row] } = await run<PgSubscriptionRow>(db, 'insertSubscription',
+          [owner, url, [...events], description ?? null, disabled, secret, now])
+        return toSubscription(row as PgSubscriptionRow)
+      }
+      if (maxPerOwner === undefined) return await insert(pool)
+      return await inTransaction(pool, async (client) => {
+        await run(client, 'lockOwner', [owner])
+        const { rows: [count] } = await run<{ n: number }>(client, 'countSubscriptions', [owner])
+        if ((count?.n ?? 0) >= maxPerOwner) throw subscriptionLimit(maxPerOwner)
+        return await insert(client)
+      })
     },
 
     async listSubscriptions (owner: string, { limit, after }: SubscriptionQuery): Promise<SubscriptionPage> {

@@ -9,7 +9,7 @@ import type {
   NewSubscriptionRecord, RetryResult, SubscriptionChanges, SubscriptionPage, SubscriptionQuery,
   WebhookStore, WebhookSubscription
 } from '../../webhooks/store.js'
-import { StoreOpenError } from '../../errors.js'
+import { StoreOpenError, subscriptionLimit } from '../../errors.js'
 import { boundLimit, configureConnection } from './connection.js'
 
 /** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
@@ -157,6 +157,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
       `INSERT INTO webhook_subscriptions (owner, url, events, description, disabled, secret, created_at, updated_at, first_event_id)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM sqlite_sequence WHERE name = 'webhook_events'))
        RETURNING *`),
+    countSubscriptions: db.prepare<[string], bigint>('SELECT count(*) FROM webhook_subscriptions WHERE owner = ?').pluck(),
     getSubscription: db.prepare<[string, bigint], SqliteSubscriptionRow>('SELECT * FROM webhook_subscriptions WHERE owner = ? AND id = ?'),
     listSubscriptions: db.prepare<[string, bigint, number], SqliteSubscriptionRow>(
       `SELECT * FROM webhook_subscriptions WHERE owner = ? AND id > ? ORDER BY id LIMIT ${boundLimit()}`),
@@ -365,10 +366,12 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
   }
 
   return {
-    async createSubscription (record: NewSubscriptionRecord, now: number) {
+    async createSubscription (record: NewSubscriptionRecord, now: number, maxPerOwner?: number) {
       const { owner, url, events, description, disabled, secret } = record
-      const row = await runChange(() => statements.insertSubscription.get(
-        owner, url, events.join(' '), description ?? null, Number(disabled), secret, now, now) as SqliteSubscriptionRow)
+      const row = await runChange(() => {
+        if (maxPerOwner !== undefined && Number(statements.countSubscriptions.get(owner)) >= maxPerOwner) throw subscriptionLimit(maxPerOwner)
+        return statements.insertSubscription.get(owner, url, events.join(' '), description ?? null, Number(disabled), secret, now, now) as SqliteSubscriptionRow
+      })
       return subscription(row)
     },
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { ServiceError } from '../../../src/errors.js'
 import { describe, test, type TestContext } from 'node:test'
 import type { Plant } from '../../../src/schemas/plant.js'
 import { isoTime } from '../../../src/store/iso-time.js'
@@ -73,6 +74,29 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       assert.equal(await store.getSubscription(BOB, 1n), undefined, "another owner's subscription is not found")
       assert.equal(await store.getSubscription(ALICE, 3n), undefined)
       assert.equal(await store.getSubscription(ALICE, 99n), undefined)
+    })
+
+    test('at most maxPerOwner subscriptions per owner, also when two instances create at once; a delete makes room', async (t) => {
+      const database = await openDatabase(t)
+      const [a, b] = [await database.open(), await database.open()]
+      const outcomes = await Promise.allSettled(Array.from({ length: 8 }, async (_, i) => await (i % 2 === 0 ? a : b).createSubscription(record(), T0, 3)))
+      assert.equal(outcomes.filter((outcome) => outcome.status === 'fulfilled').length, 3)
+      for (const outcome of outcomes) {
+        if (outcome.status === 'rejected') {
+          assert.ok(outcome.reason instanceof ServiceError)
+          assert.equal(outcome.reason.code, 'subscription-limit')
+          assert.equal(outcome.reason.message, 'This token already has 3 webhook subscriptions, the most allowed: delete one first')
+        }
+      }
+      assert.equal((await a.listSubscriptions(ALICE, { limit: 100 })).subscriptions.length, 3)
+      // Another owner has a limit of its own; without a limit, none applies.
+      assert.equal((await b.createSubscription(record({ owner: BOB }), T0, 1)).url, record().url)
+      await a.createSubscription(record(), T0)
+      const [first] = (await a.listSubscriptions(ALICE, { limit: 1 })).subscriptions
+      assert.ok(await a.deleteSubscription(ALICE, first?.id ?? 0n))
+      await assert.rejects(a.createSubscription(record(), T0, 3), ServiceError)
+      assert.ok(await a.deleteSubscription(ALICE, 2n))
+      assert.ok(await b.createSubscription(record(), T0, 4))
     })
 
     test('list: by id, keyset cursor, limit and hasMore, only the owner\'s', async (t) => {
