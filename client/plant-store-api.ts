@@ -209,7 +209,7 @@ export interface paths {
         };
         /**
          * List webhook deliveries
-         * @description The deliveries of the subscription with this id, newest first, at most `limit` of them, each with the outcome of its latest attempt. When older ones follow, a `Link: <…>; rel="next"` header gives the next page (keyset pagination on `before`). Finished deliveries are kept for WEBHOOK_RETENTION_MS (7 days by default).
+         * @description The deliveries of the subscription with this id, newest first, at most `limit` of them, each with the outcome of its latest attempt. When older ones follow, a `Link: <…>; rel="next"` header gives the next page (keyset pagination on `before`; the filters carry over). `status` and `eventType` narrow the list. `GET /webhooks/{id}/deliveries/{deliveryId}` has one delivery with its event and every attempt. Finished deliveries are kept for WEBHOOK_RETENTION_MS (7 days by default).
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -221,6 +221,30 @@ export interface paths {
          * @description What `listWebhookDeliveries` answers, status and headers, without the body (HTTP HEAD).
          */
         head: operations["headWebhookDeliveries"];
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/deliveries/{deliveryId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a webhook delivery
+         * @description The delivery with this id of the subscription with this id: its status, its event as every attempt sent it (`webhookId`, `eventType`, the exact `payload`), and every attempt so far, oldest first, each with when it started, how long it took, the status code or the error, and the first 1 KiB of the answer's body.
+         */
+        get: operations["getWebhookDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * Get a webhook delivery: headers only
+         * @description What `getWebhookDelivery` answers, status and headers, without the body (HTTP HEAD).
+         */
+        head: operations["headWebhookDelivery"];
         patch?: never;
         trace?: never;
     };
@@ -748,6 +772,148 @@ export interface components {
              * @example pending
              */
             status: "pending" | "succeeded" | "failed";
+        };
+        /**
+         * @description One attempt of a delivery
+         * @example {
+         *       "at": "2026-01-02T03:04:05.678Z",
+         *       "durationMs": 182,
+         *       "statusCode": 503,
+         *       "error": "the receiver answered 503",
+         *       "responseBody": "{\"error\":\"try later\"}"
+         *     }
+         */
+        WebhookDeliveryAttempt: {
+            /**
+             * Format: date-time
+             * @description When the attempt started
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            at: string;
+            /**
+             * Format: int32
+             * @description How long it took, to the answer's end (or its failure)
+             * @example 182
+             */
+            durationMs: number;
+            /**
+             * @description Why the attempt did not succeed (no answer, or not a 2xx)
+             * @example the receiver answered 503
+             */
+            error?: string;
+            /**
+             * @description The first 1 KiB of the answer's body (as UTF-8), when it answered
+             * @example {"error":"try later"}
+             */
+            responseBody?: string;
+            /**
+             * Format: int32
+             * @description The receiver's status code, when it answered
+             * @example 503
+             */
+            statusCode?: number;
+        };
+        /**
+         * @description One delivery with its event as sent and every attempt
+         * @example {
+         *       "id": 7,
+         *       "eventType": "plant.created",
+         *       "status": "pending",
+         *       "attempts": 1,
+         *       "lastAttemptAt": "2026-01-02T03:04:05.678Z",
+         *       "lastStatusCode": 503,
+         *       "lastError": "the receiver answered 503",
+         *       "nextAttemptAt": "2026-01-02T03:04:10.678Z",
+         *       "createdAt": "2026-01-02T03:04:05.678Z",
+         *       "webhookId": "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W",
+         *       "payload": "{\"type\":\"plant.created\",\"timestamp\":\"2026-01-02T03:04:05.678Z\",\"data\":{\"id\":1,\"name\":\"Monstera\",\"createdAt\":\"2026-01-02T03:04:05.678Z\",\"updatedAt\":\"2026-01-02T03:04:05.678Z\"}}",
+         *       "attemptLog": [
+         *         {
+         *           "at": "2026-01-02T03:04:05.678Z",
+         *           "durationMs": 182,
+         *           "statusCode": 503,
+         *           "error": "the receiver answered 503",
+         *           "responseBody": "{\"error\":\"try later\"}"
+         *         }
+         *       ]
+         *     }
+         */
+        WebhookDeliveryDetail: {
+            /**
+             * @description Every attempt so far, oldest first
+             * @example [
+             *       {
+             *         "at": "2026-01-02T03:04:05.678Z",
+             *         "durationMs": 182,
+             *         "statusCode": 503,
+             *         "error": "the receiver answered 503",
+             *         "responseBody": "{\"error\":\"try later\"}"
+             *       }
+             *     ]
+             */
+            attemptLog: components["schemas"]["WebhookDeliveryAttempt"][];
+            /**
+             * Format: int32
+             * @description Attempts made so far
+             * @example 1
+             */
+            attempts: number;
+            /**
+             * Format: date-time
+             * @description When the event happened and the delivery was created
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            createdAt: string;
+            /**
+             * @description An event type
+             * @example plant.created
+             * @enum {string}
+             */
+            eventType: "plant.created" | "plant.updated" | "plant.deleted";
+            /**
+             * Format: int64
+             * @description The delivery identifier (signed 64-bit)
+             * @example 1
+             */
+            id: number;
+            /**
+             * Format: date-time
+             * @description When the latest attempt was made
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            lastAttemptAt?: string;
+            /**
+             * @description Why the latest attempt did not succeed
+             * @example the receiver answered 503
+             */
+            lastError?: string;
+            /**
+             * Format: int32
+             * @description The receiver's status code for the latest attempt, when it answered
+             * @example 503
+             */
+            lastStatusCode?: number;
+            /**
+             * Format: date-time
+             * @description When the next attempt is due (pending deliveries only)
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            nextAttemptAt?: string;
+            /**
+             * @description The body every attempt sent, byte for byte (JSON text: `{ type, timestamp, data }`)
+             * @example {"type":"plant.created","timestamp":"2026-01-02T03:04:05.678Z","data":{"id":1,"name":"Monstera","createdAt":"2026-01-02T03:04:05.678Z","updatedAt":"2026-01-02T03:04:05.678Z"}}
+             */
+            payload: string;
+            /**
+             * @description `pending`: an attempt is due (at `nextAttemptAt`); `succeeded`: the receiver answered 2xx; `failed`: the retries are spent, or the receiver answered 410 Gone
+             * @example pending
+             */
+            status: "pending" | "succeeded" | "failed";
+            /**
+             * @description The event's `webhook-id` header, the same on every attempt
+             * @example msg_2KWPBgLlAfxdpx2AI54pPJ85f4W
+             */
+            webhookId: string;
         };
         /**
          * @description Deliveries, newest first
@@ -3753,8 +3919,12 @@ export interface operations {
             query?: {
                 /** @description Cursor: only deliveries with a smaller id (older ones) */
                 before?: number;
+                /** @description Only deliveries of this event type */
+                eventType?: "plant.created" | "plant.updated" | "plant.deleted";
                 /** @description How many deliveries to return at most (1 to 100, canonical decimal) */
                 limit?: number;
+                /** @description Only deliveries with this status */
+                status?: "pending" | "succeeded" | "failed";
             };
             header?: never;
             path: {
@@ -3846,7 +4016,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDeliveryList"];
                 };
             };
-            /** @description The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, before not an int64) */
+            /** @description The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, before not an int64, an unknown status or event type) */
             400: {
                 headers: {
                     /** @description Requests allowed per window for this caller (when rate limiting is on) */
@@ -3861,7 +4031,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 400,
-                     *       "message": "The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, before not an int64)"
+                     *       "message": "The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, before not an int64, an unknown status or event type)"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3918,8 +4088,12 @@ export interface operations {
             query?: {
                 /** @description Cursor: only deliveries with a smaller id (older ones) */
                 before?: number;
+                /** @description Only deliveries of this event type */
+                eventType?: "plant.created" | "plant.updated" | "plant.deleted";
                 /** @description How many deliveries to return at most (1 to 100, canonical decimal) */
                 limit?: number;
+                /** @description Only deliveries with this status */
+                status?: "pending" | "succeeded" | "failed";
             };
             header?: never;
             path: {
@@ -3978,7 +4152,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, before not an int64) */
+            /** @description The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, before not an int64, an unknown status or event type) */
             400: {
                 headers: {
                     /** @description Requests allowed per window for this caller (when rate limiting is on) */
@@ -4007,6 +4181,284 @@ export interface operations {
                 content?: never;
             };
             /** @description This token has no subscription with this id (another token's subscriptions are not found either) */
+            404: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    getWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The delivery id
+                 * @example 1
+                 */
+                deliveryId: number;
+                /**
+                 * @description The subscription id
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The delivery */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 7,
+                     *       "eventType": "plant.created",
+                     *       "status": "pending",
+                     *       "attempts": 1,
+                     *       "lastAttemptAt": "2026-01-02T03:04:05.678Z",
+                     *       "lastStatusCode": 503,
+                     *       "lastError": "the receiver answered 503",
+                     *       "nextAttemptAt": "2026-01-02T03:04:10.678Z",
+                     *       "createdAt": "2026-01-02T03:04:05.678Z",
+                     *       "webhookId": "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W",
+                     *       "payload": "{\"type\":\"plant.created\",\"timestamp\":\"2026-01-02T03:04:05.678Z\",\"data\":{\"id\":1,\"name\":\"Monstera\",\"createdAt\":\"2026-01-02T03:04:05.678Z\",\"updatedAt\":\"2026-01-02T03:04:05.678Z\"}}",
+                     *       "attemptLog": [
+                     *         {
+                     *           "at": "2026-01-02T03:04:05.678Z",
+                     *           "durationMs": 182,
+                     *           "statusCode": 503,
+                     *           "error": "the receiver answered 503",
+                     *           "responseBody": "{\"error\":\"try later\"}"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDeliveryDetail"];
+                };
+            };
+            /** @description An id is not a signed 64-bit integer */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 400,
+                     *       "message": "An id is not a signed 64-bit integer"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This token has no subscription with this id, or the subscription has no delivery with this id */
+            404: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 404,
+                     *       "message": "This token has no subscription with this id, or the subscription has no delivery with this id"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    headWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The delivery id
+                 * @example 1
+                 */
+                deliveryId: number;
+                /**
+                 * @description The subscription id
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The delivery */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An id is not a signed 64-bit integer */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description This token has no subscription with this id, or the subscription has no delivery with this id */
             404: {
                 headers: {
                     /** @description Requests allowed per window for this caller (when rate limiting is on) */

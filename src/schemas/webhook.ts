@@ -179,6 +179,45 @@ export const WebhookDeliverySchema = Type.Object(
   { $id: 'WebhookDelivery', additionalProperties: false, description: 'One event on its way to one subscription, with its latest attempt', examples: [DELIVERY_EXAMPLE] }
 )
 
+const ATTEMPT_EXAMPLE = {
+  at: TIME_EXAMPLE,
+  durationMs: 182,
+  statusCode: 503,
+  error: 'the receiver answered 503',
+  responseBody: '{"error":"try later"}'
+}
+
+export const WebhookDeliveryAttemptSchema = Type.Object(
+  {
+    at: Type.String({ format: 'date-time', description: 'When the attempt started', examples: [TIME_EXAMPLE] }),
+    durationMs: Type.Integer({ format: 'int32', minimum: 0, description: 'How long it took, to the answer\'s end (or its failure)', examples: [182] }),
+    statusCode: Type.Optional(Type.Integer({ format: 'int32', description: 'The receiver\'s status code, when it answered', examples: [503] })),
+    error: Type.Optional(Type.String({ description: 'Why the attempt did not succeed (no answer, or not a 2xx)', examples: ['the receiver answered 503'] })),
+    responseBody: Type.Optional(Type.String({ description: 'The first 1 KiB of the answer\'s body (as UTF-8), when it answered', examples: ['{"error":"try later"}'] }))
+  },
+  { $id: 'WebhookDeliveryAttempt', additionalProperties: false, description: 'One attempt of a delivery', examples: [ATTEMPT_EXAMPLE] }
+)
+
+export const WebhookDeliveryDetailSchema = Type.Object(
+  {
+    ...WebhookDeliverySchema.properties,
+    webhookId: Type.String({ description: 'The event\'s `webhook-id` header, the same on every attempt', examples: ['msg_2KWPBgLlAfxdpx2AI54pPJ85f4W'] }),
+    payload: Type.String({ description: 'The body every attempt sent, byte for byte (JSON text: `{ type, timestamp, data }`)', examples: ['{"type":"plant.created","timestamp":"2026-01-02T03:04:05.678Z","data":{"id":1,"name":"Monstera","createdAt":"2026-01-02T03:04:05.678Z","updatedAt":"2026-01-02T03:04:05.678Z"}}'] }),
+    attemptLog: Type.Array(ref(WebhookDeliveryAttemptSchema), { description: 'Every attempt so far, oldest first', examples: [[ATTEMPT_EXAMPLE]] })
+  },
+  {
+    $id: 'WebhookDeliveryDetail',
+    additionalProperties: false,
+    description: 'One delivery with its event as sent and every attempt',
+    examples: [{
+      ...DELIVERY_EXAMPLE,
+      webhookId: 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W',
+      payload: '{"type":"plant.created","timestamp":"2026-01-02T03:04:05.678Z","data":{"id":1,"name":"Monstera","createdAt":"2026-01-02T03:04:05.678Z","updatedAt":"2026-01-02T03:04:05.678Z"}}',
+      attemptLog: [ATTEMPT_EXAMPLE]
+    }]
+  }
+)
+
 export const WebhookDeliveryListSchema = Type.Array(ref(WebhookDeliverySchema), {
   $id: 'WebhookDeliveryList',
   description: 'Deliveries, newest first',
@@ -203,7 +242,13 @@ export const WebhookListQuerySchema = Type.Object(
 export const WebhookDeliveryListQuerySchema = Type.Object(
   {
     limit: listLimitSchema('deliveries'),
-    before: cursorSchema('Cursor: only deliveries with a smaller id (older ones)')
+    before: cursorSchema('Cursor: only deliveries with a smaller id (older ones)'),
+    status: Type.Optional(Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')], {
+      description: 'Only deliveries with this status', examples: ['failed']
+    })),
+    eventType: Type.Optional(Type.Unsafe<WebhookEventType>({
+      type: 'string', enum: [...WEBHOOK_EVENT_TYPES], description: 'Only deliveries of this event type', examples: ['plant.updated']
+    }))
   },
   { additionalProperties: false }
 )

@@ -3,8 +3,10 @@ import * as https from 'node:https'
 import { isServiceError } from '../errors.js'
 import { parseWebhookUrl, pinnedLookup, resolveWebhookTarget, type AddressPolicy, type ResolvedAddress } from './url-policy.js'
 
-/** How much of a receiver's answer is read (then discarded): its status is all that counts. */
+/** How much of a receiver's answer is read: its status is what counts. */
 export const MAX_RESPONSE_BYTES = 4096
+/** How much of the answer's body is kept with the attempt, for its owner to inspect. */
+export const KEPT_RESPONSE_BYTES = 1024
 
 export interface AttemptRequest {
   url: string
@@ -33,7 +35,7 @@ export type AttemptFailure = 'timeout' | 'connection' | 'invalid-url' | 'url-not
 
 /** What one attempt came to: an answer (any status), or no answer and why. */
 export type AttemptResult =
-  | { kind: 'response', statusCode: number }
+  | { kind: 'response', statusCode: number, /** The first KEPT_RESPONSE_BYTES of the body (UTF-8). */ body: string }
   | { kind: 'error', reason: AttemptFailure, message: string }
 
 const defaultRequest: RequestFunction = (url, options) =>
@@ -156,6 +158,9 @@ async function send (
   return await new Promise((resolve) => {
     let statusCode: number | undefined
     let settled = false
+    const kept: Buffer[] = []
+    let keptBytes = 0
+    const answerBody = (): string => Buffer.concat(kept).subarray(0, KEPT_RESPONSE_BYTES).toString('utf8')
     const settle = (result: AttemptResult, keepConnection = false): void => {
       if (settled) return
       settled = true
@@ -164,7 +169,7 @@ async function send (
       // over the limit, an error, the time running out) closes it.
       if (!keepConnection) req.destroy()
     }
-    const answered = (): void => { settle({ kind: 'response', statusCode: statusCode as number }) }
+    const answered = (): void => { settle({ kind: 'response', statusCode: statusCode as number, body: answerBody() }) }
     const req = (options.request ?? defaultRequest)(url, {
       method: 'POST',
       headers: { ...headers, 'content-length': Buffer.byteLength(body) },
@@ -177,10 +182,14 @@ async function send (
       statusCode = res.statusCode ?? 0
       let read = 0
       res.on('data', (chunk: Buffer) => {
+        if (keptBytes < KEPT_RESPONSE_BYTES) {
+          kept.push(chunk)
+          keptBytes += chunk.length
+        }
         read += chunk.length
         if (read >= maxBytes) answered()
       })
-      res.on('end', () => { settle({ kind: 'response', statusCode: statusCode as number }, true) })
+      res.on('end', () => { settle({ kind: 'response', statusCode: statusCode as number, body: answerBody() }, true) })
       // The status is in: a body cut short (or a stop, or the time running out) changes nothing.
       res.on('error', answered)
       res.on('close', answered)

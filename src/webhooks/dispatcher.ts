@@ -381,7 +381,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     // The wait before a retry runs from the end of this attempt: counted from its start, an attempt
     // that took its whole time limit (a receiver that never answers) would be retried at once.
     const outcome = verdict({ ...(statusCode !== undefined && { statusCode }), attempts, attemptedAt: this.#now() }, this.#schedule, this.#jitter, this.#random)
-    const completion = this.#completion(delivery, lease, attemptedAt, result, outcome)
+    const completion = this.#completion(delivery, lease, attemptedAt, result, outcome, durationMs)
     let recorded = false
     try {
       const done = await this.#store.completeDelivery(completion)
@@ -447,14 +447,15 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     }
   }
 
-  #completion (delivery: ClaimedDelivery, lease: string, attemptedAt: number, result: AttemptResult, outcome: AttemptVerdict): DeliveryCompletion {
+  #completion (delivery: ClaimedDelivery, lease: string, attemptedAt: number, result: AttemptResult, outcome: AttemptVerdict, durationMs: number): DeliveryCompletion {
     const status: DeliveryStatus = outcome.status === 'succeeded' ? 'succeeded' : outcome.status === 'retry' ? 'pending' : 'failed'
     const error = describeFailure(result)
     return {
       id: delivery.id,
       lease,
       attemptedAt,
-      ...(result.kind === 'response' && { statusCode: result.statusCode }),
+      durationMs,
+      ...(result.kind === 'response' && { statusCode: result.statusCode, responseBody: result.body }),
       ...(error !== undefined && { error }),
       status,
       ...(outcome.status === 'retry' && { nextAttemptAt: outcome.nextAttemptAt }),

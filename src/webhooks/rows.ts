@@ -1,6 +1,6 @@
 import { isoTime } from '../store/iso-time.js'
 import { isWebhookEventType, type EventOrigin, type WebhookEventType } from './events.js'
-import type { ClaimedDelivery, DeliveryStatus, WebhookDelivery, WebhookSubscription } from './store.js'
+import type { ClaimedDelivery, DeliveryAttempt, DeliveryDetail, DeliveryStatus, WebhookDelivery, WebhookSubscription } from './store.js'
 
 /** Integers as the drivers hand them over: bigint (SQLite safe integers, int8) or number (int4). */
 type Int = bigint | number
@@ -84,6 +84,32 @@ export function parsePreviousSecrets (json: string): PreviousSecrets {
 export function afterRotation (current: string, until: number, previousJson: string, now: number): string {
   const kept = parsePreviousSecrets(previousJson).filter(([, expires]) => expires > now)
   return JSON.stringify([[current, until], ...kept].slice(0, MAX_PREVIOUS_SECRETS))
+}
+
+/** A delivery row with its event, as getDelivery reads it. */
+export interface DeliveryDetailRow extends DeliveryRow {
+  message_id: string
+  payload: string
+}
+
+export interface AttemptRow {
+  at: Int
+  duration_ms: Int
+  status_code: Int | null
+  error: string | null
+  response_body: string | null
+}
+
+export function toDeliveryDetail (row: DeliveryDetailRow, attempts: readonly AttemptRow[]): DeliveryDetail {
+  return { ...toDelivery(row), webhookId: row.message_id, payload: row.payload, attemptLog: attempts.map(toAttempt) }
+}
+
+function toAttempt (row: AttemptRow): DeliveryAttempt {
+  const attempt: DeliveryAttempt = { at: time(row.at), durationMs: Number(row.duration_ms) }
+  if (row.status_code !== null) attempt.statusCode = Number(row.status_code)
+  if (row.error !== null) attempt.error = row.error
+  if (row.response_body !== null) attempt.responseBody = row.response_body
+  return attempt
 }
 
 /** The secrets an attempt signs with: the current one, then every replaced one not yet expired. */

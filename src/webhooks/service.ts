@@ -4,7 +4,7 @@ import { DEFAULT_MAX_SUBSCRIPTIONS } from './limits.js'
 import { isWebhookEventType, WEBHOOK_EVENT_TYPES, type WebhookEventType } from './events.js'
 import { newWebhookSecret, PREVIOUS_SECRET_TTL_MS } from './signing.js'
 import type {
-  DeliveryPage, DeliveryQuery, SubscriptionChanges, SubscriptionPage, SubscriptionQuery, WebhookDelivery,
+  DeliveryDetail, DeliveryPage, DeliveryQuery, SubscriptionChanges, SubscriptionPage, SubscriptionQuery, WebhookDelivery,
   WebhookStore, WebhookSubscription
 } from './store.js'
 import { checkWebhookUrl, type AddressPolicy } from './url-policy.js'
@@ -158,6 +158,13 @@ export class WebhookService {
 
   async listDeliveries (owner: string, subscriptionId: bigint, query: DeliveryQuery): Promise<DeliveryPage> {
     return await this.#store.listDeliveries(owner, subscriptionId, query) ?? this.#missing(subscriptionId)
+  }
+
+  /** One delivery with its event as sent and every attempt. */
+  async getDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint): Promise<DeliveryDetail> {
+    const delivery = await this.#store.getDelivery(owner, subscriptionId, deliveryId)
+    if (delivery === undefined) throw notFound(`Delivery ${deliveryId} of webhook subscription ${subscriptionId}`)
+    return delivery
   }
 
   /** Attempts the delivery again now (one more attempt for a failed one); the dispatcher is woken. */

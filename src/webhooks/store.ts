@@ -32,6 +32,27 @@ export interface WebhookDelivery {
   createdAt: string
 }
 
+/** One attempt of a delivery, as its owner inspects it. */
+export interface DeliveryAttempt {
+  at: string
+  durationMs: number
+  /** The receiver's status code, when it answered. */
+  statusCode?: number
+  /** Why there was no answer, or why the answer was a failure. */
+  error?: string
+  /** The first KEPT_RESPONSE_BYTES of the answer's body, when it answered. */
+  responseBody?: string
+}
+
+/** A delivery with its event as sent and every attempt, oldest first. */
+export interface DeliveryDetail extends WebhookDelivery {
+  /** The `webhook-id` header of every attempt (the message id). */
+  webhookId: string
+  /** The body every attempt sent, byte for byte. */
+  payload: string
+  attemptLog: DeliveryAttempt[]
+}
+
 /** What the store keeps for a new subscription (validated and given a secret by the service). */
 export interface NewSubscriptionRecord {
   /** Whose it is: the hex SHA-256 of the token that created it. */
@@ -66,6 +87,8 @@ export interface DeliveryQuery {
   limit: number
   /** Only deliveries whose id is smaller (newest first, so the cursor walks back in time). */
   before?: bigint
+  status?: DeliveryStatus
+  eventType?: WebhookEventType
 }
 
 export interface DeliveryPage {
@@ -112,8 +135,12 @@ export interface DeliveryCompletion {
   id: bigint
   lease: string
   attemptedAt: number
+  /** How long the attempt took (0 when absent). */
+  durationMs?: number
   statusCode?: number
   error?: string
+  /** The start of the answer's body, kept with the attempt. */
+  responseBody?: string
   /** pending again (with nextAttemptAt), or finished. */
   status: DeliveryStatus
   nextAttemptAt?: number
@@ -167,6 +194,8 @@ export interface WebhookStore {
    * first); undefined when the subscription is not the owner's.
    */
   listDeliveries: (owner: string, subscriptionId: bigint, query: DeliveryQuery) => Promise<DeliveryPage | undefined>
+  /** One delivery with its event and attempts; undefined when not the owner's subscription's. */
+  getDelivery: (owner: string, subscriptionId: bigint, deliveryId: bigint) => Promise<DeliveryDetail | undefined>
   /** Makes the delivery pending and due now (one more attempt for a failed one). */
   retryDelivery: (owner: string, subscriptionId: bigint, deliveryId: bigint, now: number) => Promise<RetryResult>
 

@@ -107,8 +107,8 @@ test('every operation is described: operationId, summary, description, tags, and
   const all = operations(doc)
   assert.deepEqual(all.map(({ operation }) => operation.operationId).sort(),
     ['createPlant', 'createWebhook', 'deletePlant', 'deleteWebhook', 'getHealth', 'getLiveness', 'getPlant', 'getReadiness', 'getWebhook',
-      'getWebhookSecret', 'headHealth', 'headLiveness', 'headPlant', 'headPlants', 'headReadiness', 'headWebhook', 'headWebhookDeliveries',
-      'headWebhookSecret', 'headWebhooks',
+      'getWebhookDelivery', 'getWebhookSecret', 'headHealth', 'headLiveness', 'headPlant', 'headPlants', 'headReadiness', 'headWebhook', 'headWebhookDeliveries',
+      'headWebhookDelivery', 'headWebhookSecret', 'headWebhooks',
       'listPlants', 'listWebhookDeliveries', 'listWebhooks', 'replacePlant', 'retryWebhookDelivery', 'rotateWebhookSecret', 'updatePlant', 'updateWebhook'])
   for (const { path, method, operation } of all) {
     const id = operation.operationId
@@ -306,6 +306,14 @@ test('every declared status is answered, every answer is declared, and every ans
   const deliveries = await app.inject({ url: `${hookUrl}/deliveries`, headers: AUTH })
   const retryUrl = `${hookUrl}/deliveries/${String(deliveries.json<Array<{ id: number }>>()[0]?.id)}/retry`
   const retryPath = '/webhooks/{id}/deliveries/{deliveryId}/retry'
+  const deliveryUrl = retryUrl.slice(0, -'/retry'.length)
+  for (const method of ['GET', 'HEAD'] as const) {
+    await call('/webhooks/{id}/deliveries/{deliveryId}', { method, url: deliveryUrl, headers: AUTH })
+    await call('/webhooks/{id}/deliveries/{deliveryId}', { method, url: `${hookUrl}/deliveries/x`, headers: AUTH })
+    await call('/webhooks/{id}/deliveries/{deliveryId}', { method, url: deliveryUrl })
+    await call('/webhooks/{id}/deliveries/{deliveryId}', { method, url: deliveryUrl, headers: other })
+    await call('/webhooks/{id}/deliveries', { method, url: `${hookUrl}/deliveries?status=failed&eventType=plant.created`, headers: AUTH })
+  }
   await call(retryPath, { method: 'POST', url: retryUrl, headers: AUTH })
   await call(retryPath, { method: 'POST', url: `${hookUrl}/deliveries/x/retry`, headers: AUTH })
   await call(retryPath, { method: 'POST', url: retryUrl })

@@ -3,6 +3,7 @@ import createWebhookRoute from './create.js'
 import deleteWebhookRoute from './delete.js'
 import getWebhookRoute from './get.js'
 import getWebhookSecretRoute from './get-secret.js'
+import getWebhookDeliveryRoute from './get-delivery.js'
 import listWebhookDeliveriesRoute from './list-deliveries.js'
 import listWebhooksRoute from './list.js'
 import retryWebhookDeliveryRoute from './retry-delivery.js'
@@ -23,6 +24,7 @@ const webhooksRoutes: FastifyPluginAsync = async (app) => {
   await app.register(getWebhookSecretRoute)
   await app.register(rotateWebhookSecretRoute)
   await app.register(listWebhookDeliveriesRoute)
+  await app.register(getWebhookDeliveryRoute)
   await app.register(retryWebhookDeliveryRoute)
 }
 

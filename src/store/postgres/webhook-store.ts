@@ -2,7 +2,10 @@ import pg from 'pg'
 import { pgTypes } from './types.js'
 import { buildEventMessage, eventPayloadAroundId, newMessageId, type EventOrigin, type PlantEvent, type WebhookEventType } from '../../webhooks/events.js'
 import type { Plant } from '../../schemas/plant.js'
-import { afterRotation, toClaimed, toDelivery, toSubscription, truncateError, type ClaimRow, type DeliveryRow, type SubscriptionRow } from '../../webhooks/rows.js'
+import {
+  afterRotation, toClaimed, toDelivery, toDeliveryDetail, toSubscription, truncateError, type AttemptRow, type ClaimRow,
+  type DeliveryDetailRow, type DeliveryRow, type SubscriptionRow
+} from '../../webhooks/rows.js'
 import type {
   Backlog, ClaimRequest, CompletionResult, DeliveryCompletion, DeliveryPage, DeliveryQuery,
   NewSubscriptionRecord, RetryResult, SubscriptionChanges, SubscriptionPage, SubscriptionQuery,
@@ -12,7 +15,7 @@ import { StoreOpenError, subscriptionLimit } from '../../errors.js'
 import { inTransaction, parsePostgresUrl, statementBounds, withServerSettings } from './connection.js'
 
 /** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
-export const WEBHOOK_SCHEMA_VERSION = 7
+export const WEBHOOK_SCHEMA_VERSION = 8
 
 /** The NOTIFY channel; the payload is the writer's schema, so schemas sharing a database tell their events apart. */
 export const WEBHOOK_CHANNEL = 'plant_store_webhooks'
@@ -115,7 +118,15 @@ const SQL = {
                  WHERE owner = $1 AND id = $2 RETURNING ${SUBSCRIPTION}`,
   // Its deliveries go with it (ON DELETE CASCADE).
   deleteSubscription: 'DELETE FROM webhook_subscriptions WHERE owner = $1 AND id = $2',
-  listDeliveries: `SELECT ${DELIVERY} FROM webhook_deliveries WHERE subscription_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3`,
+  listDeliveries: `SELECT ${DELIVERY} FROM webhook_deliveries
+                   WHERE subscription_id = $1 AND id < $2 AND ($4::text IS NULL OR status = $4) AND ($5::text IS NULL OR event_type = $5)
+                   ORDER BY id DESC LIMIT $3`,
+  getDelivery: `SELECT ${DELIVERY.split(', ').map((column) => `d.${column}`).join(', ')}, d.message_id, d.payload
+                FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
+                WHERE s.owner = $1 AND s.id = $2 AND d.id = $3`,
+  attemptsOf: 'SELECT at, duration_ms, status_code, error, response_body FROM webhook_attempts WHERE delivery_id = $1 ORDER BY id',
+  recordAttempt: `INSERT INTO webhook_attempts (delivery_id, at, duration_ms, status_code, error, response_body)
+                  VALUES ($1, $2, $3, $4, $5, $6)`,
   findDelivery: `SELECT s.disabled FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
                  WHERE s.owner = $1 AND s.id = $2 AND d.id = $3`,
   retryDelivery: `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $3
@@ -163,7 +174,10 @@ const SQL = {
               WHERE id = $1 AND lease = $2 RETURNING subscription_id),
             healthy AS (
               UPDATE webhook_subscriptions s SET failing_since = NULL FROM done
-              WHERE s.id = done.subscription_id AND s.failing_since IS NOT NULL)
+              WHERE s.id = done.subscription_id AND s.failing_since IS NOT NULL),
+            logged AS (
+              INSERT INTO webhook_attempts (delivery_id, at, duration_ms, status_code, response_body)
+              SELECT $1, $3, $5, $4, $6 FROM done)
             SELECT count(*)::integer AS recorded FROM done`,
   // The subscription is locked before the delivery, in the order a delete cascades: no deadlock.
   lockSubscription: 'SELECT disabled, failing_since FROM webhook_subscriptions WHERE id = $1 FOR NO KEY UPDATE',
@@ -266,7 +280,8 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
   async function complete (done: DeliveryCompletion): Promise<CompletionResult> {
     const notRecorded = { recorded: false, subscriptionDisabled: false }
     if (done.status === 'succeeded') {
-      const { rows: [row] } = await run<{ recorded: number }>(bookkeeping, 'succeed', [done.id, done.lease, done.attemptedAt, done.statusCode ?? null])
+      const { rows: [row] } = await run<{ recorded: number }>(bookkeeping, 'succeed',
+        [done.id, done.lease, done.attemptedAt, done.statusCode ?? null, Math.round(done.durationMs ?? 0), done.responseBody ?? null])
       return { recorded: row?.recorded === 1, subscriptionDisabled: false }
     }
     const { rows: [leased] } = await run<{ subscription_id: bigint }>(bookkeeping, 'leasedSubscription', [done.id, done.lease])
@@ -279,6 +294,7 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       // The lease is checked again now that the row cannot change under us.
       const { rowCount } = await run(client, 'finish', [done.id, done.lease, done.status, next, done.attemptedAt, done.statusCode ?? null, error])
       if (rowCount !== 1 || health === undefined) return notRecorded
+      await run(client, 'recordAttempt', [done.id, done.attemptedAt, Math.round(done.durationMs ?? 0), done.statusCode ?? null, error, done.responseBody ?? null])
       const failingSince = health.failing_since === null ? done.attemptedAt : Number(health.failing_since)
       const disable = done.disableSubscription || failingSince <= done.failingDisableBefore
       await run(client, 'failedAttempt', [subscriptionId, done.attemptedAt, disable])
@@ -416,13 +432,20 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       })
     },
 
-    async listDeliveries (owner: string, subscriptionId: bigint, { limit, before }: DeliveryQuery): Promise<DeliveryPage | undefined> {
+    async listDeliveries (owner: string, subscriptionId: bigint, { limit, before, status, eventType }: DeliveryQuery): Promise<DeliveryPage | undefined> {
       const { rows: [owned] } = await run(pool, 'getSubscription', [owner, subscriptionId])
       if (owned === undefined) return undefined
       // Every event committed so far is listed as the deliveries it becomes.
       while (await fanOut(FAN_OUT_ALL_BATCH, pool) === FAN_OUT_ALL_BATCH);
-      const { rows } = await run<DeliveryRow>(pool, 'listDeliveries', [subscriptionId, before ?? MAX_ID, limit + 1])
+      const { rows } = await run<DeliveryRow>(pool, 'listDeliveries', [subscriptionId, before ?? MAX_ID, limit + 1, status ?? null, eventType ?? null])
       return { deliveries: rows.slice(0, limit).map(toDelivery), hasMore: rows.length > limit }
+    },
+
+    async getDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint) {
+      const { rows: [row] } = await run<DeliveryDetailRow>(pool, 'getDelivery', [owner, subscriptionId, deliveryId])
+      if (row === undefined) return undefined
+      const { rows: attempts } = await run<AttemptRow>(pool, 'attemptsOf', [deliveryId])
+      return toDeliveryDetail(row, attempts)
     },
 
     async retryDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint, now: number): Promise<RetryResult> {

@@ -2,7 +2,8 @@ import Database from 'better-sqlite3'
 import type { Plant } from '../../schemas/plant.js'
 import { eventPayload, newMessageId, type PlantEvent, type WebhookEventType } from '../../webhooks/events.js'
 import {
-  afterRotation, toClaimed, toDelivery, toSubscription, truncateError, type ClaimRow, type DeliveryRow, type SubscriptionRow
+  afterRotation, toClaimed, toDelivery, toDeliveryDetail, toSubscription, truncateError, type AttemptRow, type ClaimRow,
+  type DeliveryDetailRow, type DeliveryRow, type SubscriptionRow
 } from '../../webhooks/rows.js'
 import type {
   Backlog, ClaimedDelivery, ClaimRequest, CompletionResult, DeliveryCompletion, DeliveryPage, DeliveryQuery,
@@ -13,7 +14,7 @@ import { StoreOpenError, subscriptionLimit } from '../../errors.js'
 import { boundLimit, configureConnection } from './connection.js'
 
 /** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
-export const WEBHOOK_SCHEMA_VERSION = 8
+export const WEBHOOK_SCHEMA_VERSION = 9
 
 /**
  * Runs a write transaction; the plant store's group commit in the service, so webhook writes are as
@@ -171,8 +172,19 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
        WHERE owner = @owner AND id = @id RETURNING *`),
     deleteDeliveriesOf: db.prepare<[bigint], unknown>('DELETE FROM webhook_deliveries WHERE subscription_id = ?'),
     deleteSubscription: db.prepare<[string, bigint], unknown>('DELETE FROM webhook_subscriptions WHERE owner = ? AND id = ?'),
-    listDeliveries: db.prepare<[bigint, bigint, number], DeliveryRow>(
-      `SELECT ${DELIVERY} FROM webhook_deliveries WHERE subscription_id = ? AND id < ? ORDER BY id DESC LIMIT ${boundLimit()}`),
+    listDeliveries: db.prepare<[{ subscription: bigint, before: bigint, status: string | null, type: string | null, limit: number }], DeliveryRow>(
+      `SELECT ${DELIVERY} FROM webhook_deliveries
+       WHERE subscription_id = @subscription AND id < @before AND (@status IS NULL OR status = @status) AND (@type IS NULL OR event_type = @type)
+       ORDER BY id DESC LIMIT ${boundLimit('limit')}`),
+    getDelivery: db.prepare<[string, bigint, bigint], DeliveryDetailRow>(
+      `SELECT ${DELIVERY.split(', ').map((column) => `d.${column}`).join(', ')}, d.message_id, d.payload
+       FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
+       WHERE s.owner = ? AND s.id = ? AND d.id = ?`),
+    attemptsOf: db.prepare<[bigint], AttemptRow>(
+      'SELECT at, duration_ms, status_code, error, response_body FROM webhook_attempts WHERE delivery_id = ? ORDER BY id'),
+    recordAttempt: db.prepare<[{ id: bigint, at: number, duration: number, code: number | null, error: string | null, body: string | null }], unknown>(
+      `INSERT INTO webhook_attempts (delivery_id, at, duration_ms, status_code, error, response_body)
+       VALUES (@id, @at, @duration, @code, @error, @body)`),
     findDelivery: db.prepare<[string, bigint, bigint], { disabled: bigint }>(
       `SELECT s.disabled FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
        WHERE s.owner = ? AND s.id = ? AND d.id = ?`),
@@ -351,6 +363,14 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
       error: done.error === undefined ? null : truncateError(done.error)
     })
     if (finished === undefined) return { recorded: false, subscriptionDisabled: false }
+    statements.recordAttempt.run({
+      id: done.id,
+      at: done.attemptedAt,
+      duration: Math.round(done.durationMs ?? 0),
+      code: done.statusCode ?? null,
+      error: done.error === undefined ? null : truncateError(done.error),
+      body: done.responseBody ?? null
+    })
     const subscriptionId = finished.subscription_id
     if (done.status === 'succeeded') {
       statements.succeeded.run(subscriptionId)
@@ -404,11 +424,18 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
       return row === undefined ? undefined : subscription(row)
     },
 
-    async listDeliveries (owner: string, subscriptionId: bigint, { limit, before }: DeliveryQuery): Promise<DeliveryPage | undefined> {
+    async listDeliveries (owner: string, subscriptionId: bigint, { limit, before, status, eventType }: DeliveryQuery): Promise<DeliveryPage | undefined> {
       if (statements.getSubscription.get(owner, subscriptionId) === undefined) return await durable(undefined)
       await fanOutAll()
-      const rows = statements.listDeliveries.all(subscriptionId, before ?? MAX_ID, limit + 1)
+      const rows = statements.listDeliveries.all({
+        subscription: subscriptionId, before: before ?? MAX_ID, status: status ?? null, type: eventType ?? null, limit: limit + 1
+      })
       return await durable({ deliveries: rows.slice(0, limit).map(toDelivery), hasMore: rows.length > limit })
+    },
+
+    async getDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint) {
+      const row = statements.getDelivery.get(owner, subscriptionId, deliveryId)
+      return await durable(row === undefined ? undefined : toDeliveryDetail(row, statements.attemptsOf.all(deliveryId)))
     },
 
     async retryDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint, now: number) {

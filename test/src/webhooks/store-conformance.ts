@@ -5,7 +5,7 @@ import type { Plant } from '../../../src/schemas/plant.js'
 import { isoTime } from '../../../src/store/iso-time.js'
 import type { PlantEvent } from '../../../src/webhooks/events.js'
 import { WEBHOOK_EVENT_TYPES } from '../../../src/webhooks/events.js'
-import type { ClaimRequest, NewSubscriptionRecord, WebhookStore } from '../../../src/webhooks/store.js'
+import type { ClaimRequest, DeliveryQuery, NewSubscriptionRecord, WebhookStore } from '../../../src/webhooks/store.js'
 
 /** A fresh, migrated database for one test; everything is cleaned up when the test ends. */
 export interface WebhookTestDatabase {
@@ -203,6 +203,53 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       assert.deepEqual(await store.backlog(), { pending: 1, oldestCreatedAt: T0 + 20 })
       await store.updateSubscription(ALICE, 1n, { disabled: true }, T0 + 40)
       assert.deepEqual(await store.backlog(), { pending: 0, oldestCreatedAt: undefined }, 'a disabled subscription waits for nothing')
+    })
+
+    test('getDelivery: the event as sent and every recorded attempt, oldest first; listDeliveries filters by status and type', async (t) => {
+      const store = await fresh(t)
+      await store.createSubscription(record(), T0)
+      await store.createSubscription(record({ owner: BOB }), T0)
+      await store.enqueue(created(1n), T0)
+      await store.enqueue({ type: 'plant.deleted', plant: plant(1n) }, T0 + 1)
+      const claimed = await store.claimDue(claimRequest({ now: T0 + 10 }))
+      const first = claimed.find((delivery) => delivery.subscriptionId === 1n && delivery.eventType === 'plant.created')
+      assert.ok(first !== undefined)
+      const base = { id: first.id, lease: 'instance-a:1', disableSubscription: false, failingDisableBefore: T0 - 1 }
+      await store.completeDelivery({ ...base, attemptedAt: T0 + 10, durationMs: 12.6, status: 'pending', nextAttemptAt: T0 + 20, statusCode: 503, error: 'the receiver answered 503', responseBody: 'busy' })
+      await store.claimDue(claimRequest({ lease: 'instance-a:2', now: T0 + 20 }))
+      await store.completeDelivery({ ...base, lease: 'instance-a:2', attemptedAt: T0 + 20, status: 'pending', nextAttemptAt: T0 + 30, error: 'timeout: no answer within 5 ms' })
+      await store.claimDue(claimRequest({ lease: 'instance-a:3', now: T0 + 30 }))
+      await store.completeDelivery({ ...base, lease: 'instance-a:3', attemptedAt: T0 + 30, durationMs: 3, status: 'succeeded', statusCode: 200, responseBody: '' })
+      const detail = await store.getDelivery(ALICE, 1n, first.id)
+      assert.deepEqual(detail, {
+        id: first.id,
+        eventType: 'plant.created',
+        status: 'succeeded',
+        attempts: 3,
+        lastAttemptAt: isoTime(T0 + 30),
+        lastStatusCode: 200,
+        createdAt: isoTime(T0),
+        webhookId: first.messageId,
+        payload: first.payload,
+        attemptLog: [
+          { at: isoTime(T0 + 10), durationMs: 13, statusCode: 503, error: 'the receiver answered 503', responseBody: 'busy' },
+          { at: isoTime(T0 + 20), durationMs: 0, error: 'timeout: no answer within 5 ms' },
+          { at: isoTime(T0 + 30), durationMs: 3, statusCode: 200, responseBody: '' }
+        ]
+      })
+      assert.equal(await store.getDelivery(BOB, 1n, first.id), undefined, 'another owner\'s')
+      assert.equal(await store.getDelivery(ALICE, 2n, first.id), undefined, 'another subscription\'s')
+      assert.equal(await store.getDelivery(ALICE, 1n, 999n), undefined)
+      const list = async (query: Partial<DeliveryQuery>): Promise<string[] | undefined> =>
+        (await store.listDeliveries(ALICE, 1n, { limit: 10, ...query }))?.deliveries.map((delivery) => `${delivery.eventType} ${delivery.status}`)
+      assert.deepEqual(await list({}), ['plant.deleted pending', 'plant.created succeeded'])
+      assert.deepEqual(await list({ status: 'succeeded' }), ['plant.created succeeded'])
+      assert.deepEqual(await list({ status: 'pending', eventType: 'plant.deleted' }), ['plant.deleted pending'])
+      assert.deepEqual(await list({ status: 'failed' }), [])
+      assert.deepEqual(await list({ eventType: 'plant.created' }), ['plant.created succeeded'])
+      // Its attempts go with the delivery.
+      assert.ok(await store.deleteSubscription(ALICE, 1n))
+      assert.equal(await store.getDelivery(ALICE, 1n, first.id), undefined)
     })
 
     test('the transactional enqueue commits with the caller\'s transaction, or not at all', async (t) => {
