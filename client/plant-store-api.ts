@@ -268,6 +268,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks/{id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Recover failed webhook deliveries
+         * @description Makes every failed delivery of the subscription created at `since` or later pending and due now (one more attempt each, as a retry does) and answers 202 with how many: after an outage of the receiver, this resends what it missed. The attempts happen in the background; a disabled subscription's wait until it is enabled.
+         */
+        post: operations["recoverWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks/{id}/rotate-secret": {
         parameters: {
             query?: never;
@@ -309,6 +329,50 @@ export interface paths {
          * @description What `getWebhookSecret` answers, status and headers, without the body (HTTP HEAD).
          */
         head: operations["headWebhookSecret"];
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event
+         * @description Sends a `webhook.test` event (`{ type, timestamp, data: { subscriptionId } }`), signed with the subscription's current secret like any delivery, to its URL now, whether it is enabled or not, and answers with the attempt's outcome once it is over (at most WEBHOOK_TIMEOUT_MS). Nothing is stored or retried.
+         */
+        post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/event-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook event types
+         * @description Every event type a receiver can get, with what it means and the JSON Schema of its body: the plant events a subscription asks for in `events`, and `webhook.test` (sent by `POST /webhooks/{id}/test` only).
+         */
+        get: operations["listWebhookEventTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * List webhook event types: headers only
+         * @description What `listWebhookEventTypes` answers, status and headers, without the body (HTTP HEAD).
+         */
+        head: operations["headWebhookEventTypes"];
         patch?: never;
         trace?: never;
     };
@@ -631,6 +695,20 @@ export interface components {
             type: "plant.updated";
         };
         /**
+         * @description Which failed deliveries to attempt again
+         * @example {
+         *       "since": "2026-01-02T03:04:05.678Z"
+         *     }
+         */
+        RecoverWebhook: {
+            /**
+             * Format: date-time
+             * @description Re-queue the failed deliveries created at this time (RFC 3339) or later
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            since: string;
+        };
+        /**
          * @description What a rotation sets: a secret of the integrator's, or (absent, or no body at all) a random one
          * @example {
          *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k="
@@ -933,6 +1011,34 @@ export interface components {
          */
         WebhookDeliveryList: components["schemas"]["WebhookDelivery"][];
         /**
+         * @description Every event type a receiver can get: the plant events a subscription asks for, and `webhook.test`
+         * @example [
+         *       {
+         *         "type": "webhook.test",
+         *         "description": "A test",
+         *         "schema": {
+         *           "type": "object"
+         *         }
+         *       }
+         *     ]
+         */
+        WebhookEventTypeList: {
+            /**
+             * @description What it means
+             * @example A plant was created; `data` is the plant
+             */
+            description: string;
+            /** @description The JSON Schema of its body (self-contained) */
+            schema: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description The event type
+             * @example plant.created
+             */
+            type: string;
+        }[];
+        /**
          * @description Webhook subscriptions ordered by id
          * @example [
          *       {
@@ -987,6 +1093,19 @@ export interface components {
             url?: string;
         };
         /**
+         * @description What a recovery re-queued
+         * @example {
+         *       "recovered": 3
+         *     }
+         */
+        WebhookRecovery: {
+            /**
+             * @description How many failed deliveries are due again now
+             * @example 3
+             */
+            recovered: number;
+        };
+        /**
          * @description A subscription's current signing secret
          * @example {
          *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k="
@@ -998,6 +1117,57 @@ export interface components {
              * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=
              */
             secret: string;
+        };
+        /**
+         * @description The outcome of a test event's one attempt
+         * @example {
+         *       "webhookId": "msg_2KWPBgLlAfxdpx2AI54pPJ",
+         *       "succeeded": true,
+         *       "at": "2026-01-02T03:04:05.678Z",
+         *       "durationMs": 41,
+         *       "statusCode": 204,
+         *       "responseBody": ""
+         *     }
+         */
+        WebhookTestResult: {
+            /**
+             * Format: date-time
+             * @description When it was sent
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            at: string;
+            /**
+             * Format: int32
+             * @description How long the attempt took
+             * @example 41
+             */
+            durationMs: number;
+            /**
+             * @description Why the attempt did not succeed
+             * @example the receiver answered 500
+             */
+            error?: string;
+            /**
+             * @description The first 1 KiB of the answer's body, when it answered
+             * @example
+             */
+            responseBody?: string;
+            /**
+             * Format: int32
+             * @description The receiver's status code, when it answered
+             * @example 204
+             */
+            statusCode?: number;
+            /**
+             * @description The receiver answered 2xx
+             * @example true
+             */
+            succeeded: boolean;
+            /**
+             * @description The test event's `webhook-id`
+             * @example msg_2KWPBgLlAfxdpx2AI54pPJ
+             */
+            webhookId: string;
         };
         /**
          * @description A webhook subscription with its signing secret: the answer to its creation and to a rotation
@@ -4655,6 +4825,207 @@ export interface operations {
             };
         };
     };
+    recoverWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription id
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "since": "2026-01-02T03:04:05.678Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RecoverWebhook"];
+            };
+        };
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The failed deliveries since then are due now */
+            202: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "recovered": 3
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookRecovery"];
+                };
+            };
+            /** @description The id is not a signed 64-bit integer, or the body is not a RecoverWebhook (since not an RFC 3339 date-time) */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 400,
+                     *       "message": "The id is not a signed 64-bit integer, or the body is not a RecoverWebhook (since not an RFC 3339 date-time)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This token has no subscription with this id (another token's subscriptions are not found either) */
+            404: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 404,
+                     *       "message": "This token has no subscription with this id (another token's subscriptions are not found either)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is too large */
+            413: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 413,
+                     *       "message": "The body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    /** @description When the body's Content-Encoding was refused: `identity`, no content coding is accepted */
+                    "Accept-Encoding"?: "identity";
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "The body is not JSON"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     rotateWebhookSecret: {
         parameters: {
             query?: never;
@@ -5110,6 +5481,334 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription id
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The attempt was made: `succeeded` says whether the receiver answered 2xx */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "webhookId": "msg_2KWPBgLlAfxdpx2AI54pPJ",
+                     *       "succeeded": true,
+                     *       "at": "2026-01-02T03:04:05.678Z",
+                     *       "durationMs": 41,
+                     *       "statusCode": 204,
+                     *       "responseBody": ""
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookTestResult"];
+                };
+            };
+            /** @description The id is not a signed 64-bit integer, or the request has a body */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 400,
+                     *       "message": "The id is not a signed 64-bit integer, or the request has a body"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This token has no subscription with this id (another token's subscriptions are not found either) */
+            404: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 404,
+                     *       "message": "This token has no subscription with this id (another token's subscriptions are not found either)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhookEventTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The event types */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "type": "webhook.test",
+                     *         "description": "A test",
+                     *         "schema": {
+                     *           "type": "object"
+                     *         }
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["WebhookEventTypeList"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    headWebhookEventTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The event types */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use: a bearer token */
+                    "WWW-Authenticate": "Bearer";
                     [name: string]: unknown;
                 };
                 content?: never;

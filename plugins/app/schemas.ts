@@ -5,7 +5,7 @@ import { int64Format } from '../../src/schemas/int64.js'
 import { ErrorSchema } from '../../src/schemas/error.js'
 import { NewPlantSchema, PlantListSchema, PlantPatchSchema, PlantSchema, PlantUpdateSchema } from '../../src/schemas/plant.js'
 import {
-  NewWebhookSchema, RotateWebhookSecretSchema, WebhookDeliveryAttemptSchema, WebhookDeliveryDetailSchema, WebhookDeliveryListSchema, WebhookDeliverySchema, WebhookListSchema, WebhookPatchSchema, WebhookSchema, WebhookSecretSchema, WebhookWithSecretSchema
+  NewWebhookSchema, RecoverWebhookSchema, RotateWebhookSecretSchema, WebhookEventTypeListSchema, WebhookRecoverySchema, WebhookTestResultSchema, WebhookDeliveryAttemptSchema, WebhookDeliveryDetailSchema, WebhookDeliveryListSchema, WebhookDeliverySchema, WebhookListSchema, WebhookPatchSchema, WebhookSchema, WebhookSecretSchema, WebhookWithSecretSchema
 } from '../../src/schemas/webhook.js'
 import { WEBHOOK_EVENT_SCHEMAS } from '../../src/schemas/webhook-events.js'
 
@@ -30,6 +30,10 @@ export default fp(async function schemasPlugin (app) {
   app.addSchema(WebhookDeliverySchema)
   app.addSchema(WebhookDeliveryAttemptSchema)
   app.addSchema(WebhookDeliveryDetailSchema)
+  app.addSchema(RecoverWebhookSchema)
+  app.addSchema(WebhookRecoverySchema)
+  app.addSchema(WebhookTestResultSchema)
+  app.addSchema(WebhookEventTypeListSchema)
   app.addSchema(WebhookDeliveryListSchema)
   // Only the OpenAPI `webhooks` section refers to these: the bodies receivers get.
   for (const schema of WEBHOOK_EVENT_SCHEMAS) app.addSchema(schema)

@@ -94,7 +94,13 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
 
   if (app.metrics !== undefined) webhookMetrics(app.metrics, dispatcher, store.webhooks)
 
-  app.decorate('webhooks', new WebhookService({ store: store.webhooks, policy, maxSubscriptions: settings.maxSubscriptions, onDue: () => { dispatcher.wake() } }))
+  app.decorate('webhooks', new WebhookService({
+    store: store.webhooks,
+    policy,
+    maxSubscriptions: settings.maxSubscriptions,
+    sendTest: async (subscription) => await dispatcher.sendTest(subscription),
+    onDue: () => { dispatcher.wake() }
+  }))
 
   const { tracing } = app
   app.decorate('eventOrigin', tracing === undefined

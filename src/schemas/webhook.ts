@@ -252,3 +252,46 @@ export const WebhookDeliveryListQuerySchema = Type.Object(
   },
   { additionalProperties: false }
 )
+
+export const RecoverWebhookSchema = Type.Object(
+  {
+    since: Type.String({ format: 'date-time', description: 'Re-queue the failed deliveries created at this time (RFC 3339) or later', examples: [TIME_EXAMPLE] })
+  },
+  { $id: 'RecoverWebhook', additionalProperties: false, description: 'Which failed deliveries to attempt again', examples: [{ since: TIME_EXAMPLE }] }
+)
+
+export const WebhookRecoverySchema = Type.Object(
+  { recovered: Type.Integer({ minimum: 0, description: 'How many failed deliveries are due again now', examples: [3] }) },
+  { $id: 'WebhookRecovery', additionalProperties: false, description: 'What a recovery re-queued', examples: [{ recovered: 3 }] }
+)
+
+const TEST_EXAMPLE = { webhookId: 'msg_2KWPBgLlAfxdpx2AI54pPJ', succeeded: true, at: TIME_EXAMPLE, durationMs: 41, statusCode: 204, responseBody: '' }
+
+export const WebhookTestResultSchema = Type.Object(
+  {
+    webhookId: Type.String({ description: 'The test event\'s `webhook-id`', examples: [TEST_EXAMPLE.webhookId] }),
+    succeeded: Type.Boolean({ description: 'The receiver answered 2xx', examples: [true] }),
+    at: Type.String({ format: 'date-time', description: 'When it was sent', examples: [TIME_EXAMPLE] }),
+    durationMs: Type.Integer({ format: 'int32', minimum: 0, description: 'How long the attempt took', examples: [41] }),
+    statusCode: Type.Optional(Type.Integer({ format: 'int32', description: 'The receiver\'s status code, when it answered', examples: [204] })),
+    error: Type.Optional(Type.String({ description: 'Why the attempt did not succeed', examples: ['the receiver answered 500'] })),
+    responseBody: Type.Optional(Type.String({ description: 'The first 1 KiB of the answer\'s body, when it answered', examples: [''] }))
+  },
+  { $id: 'WebhookTestResult', additionalProperties: false, description: 'The outcome of a test event\'s one attempt', examples: [TEST_EXAMPLE] }
+)
+
+export const WebhookEventTypeListSchema = Type.Array(
+  Type.Object(
+    {
+      type: Type.String({ description: 'The event type', examples: ['plant.created'] }),
+      description: Type.String({ description: 'What it means', examples: ['A plant was created; `data` is the plant'] }),
+      schema: Type.Record(Type.String(), Type.Unknown(), { description: 'The JSON Schema of its body (self-contained)' })
+    },
+    { additionalProperties: false }
+  ),
+  {
+    $id: 'WebhookEventTypeList',
+    description: 'Every event type a receiver can get: the plant events a subscription asks for, and `webhook.test`',
+    examples: [[{ type: 'webhook.test', description: 'A test', schema: { type: 'object' } }]]
+  }
+)

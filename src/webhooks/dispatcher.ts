@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { EventEmitter, setMaxListeners } from 'node:events'
 import { performance } from 'node:perf_hooks'
 import { attemptDelivery, createConnectionPool, type AttemptRequest, type AttemptResult, type RequestFunction } from './deliver.js'
-import type { WebhookEventType } from './events.js'
+import { newMessageId, testEventPayload, type WebhookEventType } from './events.js'
 import { DEFAULT_JITTER, DEFAULT_RETRY_SCHEDULE_MS, verdict, type AttemptVerdict } from './schedule.js'
 import { signatureHeader } from './signing.js'
 import type { ClaimedDelivery, DeliveryCompletion, DeliveryStatus, WebhookStore } from './store.js'
@@ -70,6 +70,19 @@ export interface DispatcherOptions {
   apiBusy?: () => boolean
   /** While apiBusy, attempts start at least this many milliseconds apart (DEFAULT_BUSY_INTERVAL_MS). */
   busyIntervalMs?: number
+}
+
+/** What a test event's one attempt came to. */
+export interface TestAttempt {
+  webhookId: string
+  /** The receiver answered 2xx. */
+  succeeded: boolean
+  /** When it was sent (epoch ms). */
+  at: number
+  durationMs: number
+  statusCode?: number
+  error?: string
+  responseBody?: string
 }
 
 /** An attempt as tracing sees it. */
@@ -409,6 +422,37 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     }
     trace?.end(event)
     this.#emit('attempt', event)
+  }
+
+  /**
+   * Sends a signed `webhook.test` event to the subscription now, outside the outbox (nothing is
+   * stored or retried), and resolves with the attempt's outcome.
+   */
+  async sendTest (subscription: { id: bigint, url: string, secret: string }): Promise<TestAttempt> {
+    const attemptedAt = this.#now()
+    const messageId = newMessageId()
+    const started = performance.now()
+    const result = await this.#send({
+      id: 0n,
+      subscriptionId: subscription.id,
+      messageId,
+      // Not sent: the body carries the type.
+      eventType: 'plant.created',
+      payload: testEventPayload(subscription.id, attemptedAt),
+      attempts: 0,
+      url: subscription.url,
+      secrets: [subscription.secret],
+      origin: {}
+    }, attemptedAt, undefined)
+    const error = describeFailure(result)
+    return {
+      webhookId: messageId,
+      succeeded: error === undefined,
+      at: attemptedAt,
+      durationMs: Math.round(performance.now() - started),
+      ...(result.kind === 'response' && { statusCode: result.statusCode, responseBody: result.body }),
+      ...(error !== undefined && { error })
+    }
   }
 
   async #send (delivery: ClaimedDelivery, attemptedAt: number, extraHeaders: Record<string, string> | undefined): Promise<AttemptResult> {

@@ -1,5 +1,6 @@
 import { tokenDigest } from '../tokens.js'
 import { ServiceError } from '../errors.js'
+import type { TestAttempt } from './dispatcher.js'
 import { DEFAULT_MAX_SUBSCRIPTIONS } from './limits.js'
 import { isWebhookEventType, WEBHOOK_EVENT_TYPES, type WebhookEventType } from './events.js'
 import { newWebhookSecret, PREVIOUS_SECRET_TTL_MS } from './signing.js'
@@ -44,6 +45,8 @@ export interface WebhookServiceOptions {
   now?: () => number
   /** The most subscriptions one owner may have (WEBHOOK_MAX_SUBSCRIPTIONS). */
   maxSubscriptions?: number
+  /** Sends a test event to a subscription now (the dispatcher's sendTest). */
+  sendTest?: (subscription: WebhookSubscription) => Promise<TestAttempt>
   /** Told when a delivery was made due now (a retry): the dispatcher's wake. */
   onDue?: () => void
 }
@@ -87,6 +90,7 @@ export class WebhookService {
   readonly #now: () => number
   readonly #onDue: () => void
   readonly #maxSubscriptions: number
+  readonly #sendTest: ((subscription: WebhookSubscription) => Promise<TestAttempt>) | undefined
 
   constructor (options: WebhookServiceOptions) {
     this.#store = options.store
@@ -94,6 +98,7 @@ export class WebhookService {
     this.#now = options.now ?? Date.now
     this.#onDue = options.onDue ?? (() => {})
     this.#maxSubscriptions = options.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS
+    this.#sendTest = options.sendTest
   }
 
   async createSubscription (owner: string, input: NewSubscriptionInput): Promise<WebhookSubscription> {
@@ -158,6 +163,20 @@ export class WebhookService {
 
   async listDeliveries (owner: string, subscriptionId: bigint, query: DeliveryQuery): Promise<DeliveryPage> {
     return await this.#store.listDeliveries(owner, subscriptionId, query) ?? this.#missing(subscriptionId)
+  }
+
+  /** Re-queues the subscription's failed deliveries created at `since` or later; resolves with how many. */
+  async recoverDeliveries (owner: string, subscriptionId: bigint, since: number): Promise<{ recovered: number }> {
+    const recovered = await this.#store.recoverDeliveries(owner, subscriptionId, since, this.#now()) ?? this.#missing(subscriptionId)
+    if (recovered > 0) this.#onDue()
+    return { recovered }
+  }
+
+  /** Sends a signed `webhook.test` event to the subscription now; resolves with the attempt's outcome. */
+  async sendTest (owner: string, id: bigint): Promise<TestAttempt> {
+    const subscription = await this.#store.getSubscription(owner, id) ?? this.#missing(id)
+    if (this.#sendTest === undefined) throw new Error('no test sender configured')
+    return await this.#sendTest(subscription)
   }
 
   /** One delivery with its event as sent and every attempt. */

@@ -196,6 +196,11 @@ export interface WebhookStore {
   listDeliveries: (owner: string, subscriptionId: bigint, query: DeliveryQuery) => Promise<DeliveryPage | undefined>
   /** One delivery with its event and attempts; undefined when not the owner's subscription's. */
   getDelivery: (owner: string, subscriptionId: bigint, deliveryId: bigint) => Promise<DeliveryDetail | undefined>
+  /**
+   * Makes the subscription's failed deliveries created at `since` or later pending and due at `now`
+   * (one more attempt each); resolves with how many, or undefined when not the owner's subscription.
+   */
+  recoverDeliveries: (owner: string, subscriptionId: bigint, since: number, now: number) => Promise<number | undefined>
   /** Makes the delivery pending and due now (one more attempt for a failed one). */
   retryDelivery: (owner: string, subscriptionId: bigint, deliveryId: bigint, now: number) => Promise<RetryResult>
 

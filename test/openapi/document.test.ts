@@ -109,7 +109,8 @@ test('every operation is described: operationId, summary, description, tags, and
     ['createPlant', 'createWebhook', 'deletePlant', 'deleteWebhook', 'getHealth', 'getLiveness', 'getPlant', 'getReadiness', 'getWebhook',
       'getWebhookDelivery', 'getWebhookSecret', 'headHealth', 'headLiveness', 'headPlant', 'headPlants', 'headReadiness', 'headWebhook', 'headWebhookDeliveries',
       'headWebhookDelivery', 'headWebhookSecret', 'headWebhooks',
-      'listPlants', 'listWebhookDeliveries', 'listWebhooks', 'replacePlant', 'retryWebhookDelivery', 'rotateWebhookSecret', 'updatePlant', 'updateWebhook'])
+      'headWebhookEventTypes', 'listPlants', 'listWebhookDeliveries', 'listWebhookEventTypes', 'listWebhooks', 'recoverWebhook', 'replacePlant',
+      'retryWebhookDelivery', 'rotateWebhookSecret', 'testWebhook', 'updatePlant', 'updateWebhook'].sort())
   for (const { path, method, operation } of all) {
     const id = operation.operationId
     assert.ok(operation.summary && operation.description, `${id} has a summary and a description`)
@@ -318,6 +319,21 @@ test('every declared status is answered, every answer is declared, and every ans
   await call(retryPath, { method: 'POST', url: `${hookUrl}/deliveries/x/retry`, headers: AUTH })
   await call(retryPath, { method: 'POST', url: retryUrl })
   await call(retryPath, { method: 'POST', url: retryUrl, headers: other })
+  const since = { since: '2026-01-01T00:00:00Z' }
+  await call('/webhooks/{id}/recover', { method: 'POST', url: `${hookUrl}/recover`, headers: AUTH, payload: since })
+  await call('/webhooks/{id}/recover', { method: 'POST', url: `${hookUrl}/recover`, headers: AUTH, payload: { since: 'now' } })
+  await call('/webhooks/{id}/recover', { method: 'POST', url: `${hookUrl}/recover`, payload: since })
+  await call('/webhooks/{id}/recover', { method: 'POST', url: `${hookUrl}/recover`, headers: other, payload: since })
+  await call('/webhooks/{id}/recover', { method: 'POST', url: `${hookUrl}/recover`, headers: json, payload: huge })
+  await call('/webhooks/{id}/recover', { method: 'POST', url: `${hookUrl}/recover`, headers: { ...AUTH, 'content-type': 'text/plain' }, payload: 'x' })
+  await call('/webhooks/{id}/test', { method: 'POST', url: `${hookUrl}/test`, headers: AUTH })
+  await call('/webhooks/{id}/test', { method: 'POST', url: '/webhooks/x/test', headers: AUTH })
+  await call('/webhooks/{id}/test', { method: 'POST', url: `${hookUrl}/test` })
+  await call('/webhooks/{id}/test', { method: 'POST', url: `${hookUrl}/test`, headers: other })
+  for (const method of ['GET', 'HEAD'] as const) {
+    await call('/webhooks/event-types', { method, url: '/webhooks/event-types', headers: AUTH })
+    await call('/webhooks/event-types', { method, url: '/webhooks/event-types' })
+  }
   await call('/webhooks/{id}', { method: 'PATCH', url: hookUrl, headers: AUTH, payload: { disabled: true } })
   await call(retryPath, { method: 'POST', url: retryUrl, headers: AUTH })
   await call('/webhooks/{id}', { method: 'DELETE', url: hookUrl, headers: AUTH })

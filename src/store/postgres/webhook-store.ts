@@ -129,6 +129,9 @@ const SQL = {
                   VALUES ($1, $2, $3, $4, $5, $6)`,
   findDelivery: `SELECT s.disabled FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
                  WHERE s.owner = $1 AND s.id = $2 AND d.id = $3`,
+  recover: `UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = $4
+            FROM webhook_subscriptions s
+            WHERE s.owner = $1 AND s.id = $2 AND d.subscription_id = s.id AND d.status = 'failed' AND d.created_at >= $3`,
   retryDelivery: `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $3
                   WHERE id = $1 AND subscription_id = $2 RETURNING ${DELIVERY}`,
   enqueue: ENQUEUE_SQL,
@@ -446,6 +449,13 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       if (row === undefined) return undefined
       const { rows: attempts } = await run<AttemptRow>(pool, 'attemptsOf', [deliveryId])
       return toDeliveryDetail(row, attempts)
+    },
+
+    async recoverDeliveries (owner: string, subscriptionId: bigint, since: number, now: number) {
+      const { rows: [owned] } = await run(pool, 'getSubscription', [owner, subscriptionId])
+      if (owned === undefined) return undefined
+      const { rowCount } = await run(pool, 'recover', [owner, subscriptionId, since, now])
+      return rowCount ?? 0
     },
 
     async retryDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint, now: number): Promise<RetryResult> {

@@ -188,6 +188,8 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     findDelivery: db.prepare<[string, bigint, bigint], { disabled: bigint }>(
       `SELECT s.disabled FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
        WHERE s.owner = ? AND s.id = ? AND d.id = ?`),
+    recover: db.prepare<[number, bigint, number], unknown>(
+      'UPDATE webhook_deliveries SET status = \'pending\', next_attempt_at = ? WHERE subscription_id = ? AND status = \'failed\' AND created_at >= ?'),
     retryDelivery: db.prepare<[number, bigint], DeliveryRow>(
       `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ? WHERE id = ? RETURNING ${DELIVERY}`),
     receiverCount: db.prepare<[{ eventId: bigint, type: string }], bigint>(
@@ -436,6 +438,12 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     async getDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint) {
       const row = statements.getDelivery.get(owner, subscriptionId, deliveryId)
       return await durable(row === undefined ? undefined : toDeliveryDetail(row, statements.attemptsOf.all(deliveryId)))
+    },
+
+    async recoverDeliveries (owner: string, subscriptionId: bigint, since: number, now: number) {
+      return await run(() => statements.getSubscription.get(owner, subscriptionId) === undefined
+        ? undefined
+        : statements.recover.run(now, subscriptionId, since).changes)
     },
 
     async retryDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint, now: number) {

@@ -252,6 +252,25 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       assert.equal(await store.getDelivery(ALICE, 1n, first.id), undefined)
     })
 
+    test('recoverDeliveries: the owner\'s failed deliveries created since then are pending and due now; nothing else changes', async (t) => {
+      const store = await fresh(t)
+      await store.createSubscription(record(), T0)
+      await store.createSubscription(record(), T0)
+      for (let i = 1; i <= 3; i++) await store.enqueue(created(BigInt(i), T0 + i), T0 + i * 100)
+      const claimed = await store.claimDue(claimRequest({ now: T0 + 1000, limit: 10 }))
+      assert.equal(claimed.length, 6)
+      for (const delivery of claimed) {
+        const status = delivery.payload.includes('"id":3') ? 'succeeded' : 'failed'
+        await store.completeDelivery({ id: delivery.id, lease: 'instance-a:1', attemptedAt: T0 + 1000, status, disableSubscription: false, failingDisableBefore: T0 - 1 })
+      }
+      assert.equal(await store.recoverDeliveries(BOB, 1n, T0, T0 + 2000), undefined)
+      assert.equal(await store.recoverDeliveries(ALICE, 1n, T0 + 200, T0 + 2000), 1, 'the second event\'s only: the first is older, the third succeeded')
+      const list = (await store.listDeliveries(ALICE, 1n, { limit: 10 }))?.deliveries.map((delivery) => [delivery.status, delivery.nextAttemptAt])
+      assert.deepEqual(list, [['succeeded', undefined], ['pending', isoTime(T0 + 2000)], ['failed', undefined]])
+      assert.deepEqual((await store.listDeliveries(ALICE, 2n, { status: 'failed', limit: 10 }))?.deliveries.length, 2, 'another subscription\'s stay failed')
+      assert.equal(await store.recoverDeliveries(ALICE, 1n, T0, T0 + 2000), 1)
+    })
+
     test('the transactional enqueue commits with the caller\'s transaction, or not at all', async (t) => {
       const database = await openDatabase(t)
       const store = await database.open()
