@@ -172,6 +172,15 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   #claimAgain = false
   readonly #inFlight = new Set<Promise<void>>()
   readonly #perSubscriptionInFlight = new Map<bigint, number>()
+  readonly #perOwnerInFlight = new Map<string, number>()
+  /**
+   * The most attempts of one owner in flight at once while several owners have subscriptions: half
+   * the slots (at least one), so however many slow receivers or how long a backlog one owner has,
+   * another owner's delivery finds a slot (no attempt can be preempted). A sole owner has them all.
+   */
+  readonly #perOwnerShare: number
+  /** Owners with an enabled subscription, as last counted (every poll). */
+  #owners = 1
   /** Aborted when a stop's grace period is over: attempts still running give their deliveries back. */
   readonly #abandon = new AbortController()
   /** Kept-alive connections to receivers, closed when the dispatcher stops. */
@@ -190,6 +199,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     this.#policy = options.policy
     this.#concurrency = positive(options.concurrency ?? DEFAULT_CONCURRENCY, 'concurrency')
     this.#perSubscription = positive(options.perSubscription ?? DEFAULT_PER_SUBSCRIPTION, 'perSubscription')
+    this.#perOwnerShare = Math.max(1, Math.ceil(this.#concurrency / 2))
     this.#timeoutMs = positive(options.timeoutMs ?? DEFAULT_TIMEOUT_MS, 'timeoutMs')
     this.#schedule = options.schedule ?? DEFAULT_RETRY_SCHEDULE_MS
     this.#jitter = options.jitter ?? DEFAULT_JITTER
@@ -222,12 +232,16 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   async start (): Promise<void> {
     if (this.#state !== 'idle') throw new Error('a dispatcher starts once')
     this.#state = 'running'
-    this.#pollTimer = setInterval(() => { this.wake() }, this.#pollIntervalMs)
+    this.#pollTimer = setInterval(() => {
+      this.#countOwners()
+      this.wake()
+    }, this.#pollIntervalMs)
     this.#pollTimer.unref()
     this.#pruneTimer = setInterval(() => { this.#prune() }, this.#pruneIntervalMs)
     this.#pruneTimer.unref()
     this.#starting = this.#listen()
     await this.#starting
+    this.#countOwners()
     this.#prune()
     this.wake()
   }
@@ -320,10 +334,11 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     const skipSubscriptions = [...this.#perSubscriptionInFlight]
       .filter(([, count]) => count >= this.#perSubscription)
       .map(([id]) => id)
+    const skipOwners = [...this.#perOwnerInFlight].filter(([, count]) => count >= this.#perOwner).map(([owner]) => owner)
     let claimed: ClaimedDelivery[]
     try {
       claimed = await this.#store.claimDue({
-        lease, now: this.#now(), leaseMs: this.#leaseMs, limit: free, perSubscription: this.#perSubscription, skipSubscriptions
+        lease, now: this.#now(), leaseMs: this.#leaseMs, limit: free, perSubscription: this.#perSubscription, skipSubscriptions, skipOwners
       })
     } catch (error) {
       this.#emit('store-error', { operation: 'claim', error })
@@ -333,13 +348,23 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     const unwanted: bigint[] = []
     for (const delivery of claimed) {
       if (this.#state === 'running' && this.#inFlight.size < allowed &&
-          (this.#perSubscriptionInFlight.get(delivery.subscriptionId) ?? 0) < this.#perSubscription) {
+          (this.#perSubscriptionInFlight.get(delivery.subscriptionId) ?? 0) < this.#perSubscription &&
+          (this.#perOwnerInFlight.get(delivery.owner) ?? 0) < this.#perOwner) {
         this.#begin(delivery, lease)
       } else {
         unwanted.push(delivery.id)
       }
     }
     await this.#release(lease, unwanted)
+  }
+
+  get #perOwner (): number {
+    return this.#owners > 1 ? this.#perOwnerShare : this.#concurrency
+  }
+
+  /** Counts the owners anew; a failure keeps the last count (the claim reports the store's state). */
+  #countOwners (): void {
+    this.#store.activeOwners().then((owners) => { this.#owners = owners }, () => {})
   }
 
   /** Wakes the dispatcher in `ms` (once, however often asked meanwhile). */
@@ -353,14 +378,14 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   }
 
   #begin (delivery: ClaimedDelivery, lease: string): void {
-    const { subscriptionId } = delivery
+    const { subscriptionId, owner } = delivery
     this.#lastStart = performance.now()
-    this.#perSubscriptionInFlight.set(subscriptionId, (this.#perSubscriptionInFlight.get(subscriptionId) ?? 0) + 1)
+    count(this.#perSubscriptionInFlight, subscriptionId, 1)
+    count(this.#perOwnerInFlight, owner, 1)
     const attempt = this.#attempt(delivery, lease).finally(() => {
       this.#inFlight.delete(attempt)
-      const left = (this.#perSubscriptionInFlight.get(subscriptionId) ?? 1) - 1
-      if (left > 0) this.#perSubscriptionInFlight.set(subscriptionId, left)
-      else this.#perSubscriptionInFlight.delete(subscriptionId)
+      count(this.#perSubscriptionInFlight, subscriptionId, -1)
+      count(this.#perOwnerInFlight, owner, -1)
       // A slot is free: more may be due.
       this.wake()
     })
@@ -435,6 +460,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     const result = await this.#send({
       id: 0n,
       subscriptionId: subscription.id,
+      owner: '',
       messageId,
       // Not sent: the body carries the type.
       eventType: 'plant.created',
@@ -535,6 +561,13 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
       process.emitWarning(`a webhook dispatcher '${event}' listener threw: ${err instanceof Error ? err.message : String(err)}`)
     }
   }
+}
+
+/** Adds `by` to the count of `key`, forgetting it at 0. */
+function count<K> (counts: Map<K, number>, key: K, by: number): void {
+  const next = (counts.get(key) ?? 0) + by
+  if (next > 0) counts.set(key, next)
+  else counts.delete(key)
 }
 
 /** Why an attempt did not succeed, in words; undefined for a 2xx. */

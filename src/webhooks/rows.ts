@@ -122,6 +122,7 @@ export function activeSecrets (secret: string, previousJson: string, now: number
 export interface ClaimRow {
   id: bigint
   subscription_id: bigint
+  owner: string
   message_id: string
   event_type: string
   payload: string
@@ -138,6 +139,7 @@ export function toClaimed (row: ClaimRow, now: number): ClaimedDelivery {
   return {
     id: row.id,
     subscriptionId: row.subscription_id,
+    owner: row.owner,
     messageId: row.message_id,
     eventType: row.event_type as WebhookEventType,
     payload: row.payload,

@@ -113,12 +113,16 @@ export interface ClaimRequest {
   perSubscription: number
   /** Subscriptions to pass over: this dispatcher already has as many in flight as it allows. */
   skipSubscriptions: readonly bigint[]
+  /** Owners to pass over: this dispatcher already has as many of theirs in flight as it allows one owner. */
+  skipOwners?: readonly string[]
 }
 
 /** A claimed delivery with everything one attempt needs. */
 export interface ClaimedDelivery {
   id: bigint
   subscriptionId: bigint
+  /** Whose subscription: delivery slots are shared fairly between owners. */
+  owner: string
   messageId: string
   eventType: WebhookEventType
   payload: string
@@ -212,7 +216,8 @@ export interface WebhookStore {
    */
   enqueue: (event: PlantEvent, now: number) => Promise<number>
   /**
-   * Due deliveries of enabled subscriptions, oldest due first, now leased to `request.lease`. When
+   * Due deliveries of enabled subscriptions, now leased to `request.lease`, in a fair order: round
+   * robin between owners, and within an owner between its subscriptions, the oldest due first. When
    * fewer are due than asked for, the oldest events of the outbox are fanned out into deliveries
    * first: events wait as single rows until a dispatcher needs them.
    */
@@ -232,6 +237,8 @@ export interface WebhookStore {
    * subscription; resolves with how many. Pending deliveries of enabled subscriptions are kept.
    */
   pruneDeliveries: (before: number) => Promise<number>
+  /** How many owners have an enabled subscription: the dispatcher shares its slots between them. */
+  activeOwners: () => Promise<number>
   /** The backlog, for metrics (queue depth, age of the oldest). */
   backlog: () => Promise<Backlog>
   /**

@@ -100,6 +100,7 @@ const SQL = {
                        RETURNING ${SUBSCRIPTION}`,
   // Creates for one owner queue behind each other until commit, so the count below holds.
   lockOwner: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 33))',
+  activeOwners: 'SELECT count(DISTINCT owner)::integer AS n FROM webhook_subscriptions WHERE NOT disabled',
   countSubscriptions: 'SELECT count(*)::integer AS n FROM webhook_subscriptions WHERE owner = $1',
   getSubscription: `SELECT ${SUBSCRIPTION} FROM webhook_subscriptions WHERE owner = $1 AND id = $2`,
   listSubscriptions: `SELECT ${SUBSCRIPTION} FROM webhook_subscriptions WHERE owner = $1 AND id > $2 ORDER BY id LIMIT $3`,
@@ -151,20 +152,25 @@ const SQL = {
   // overall: one subscription's backlog cannot fill a claim while others wait. SKIP LOCKED: rows
   // another instance is claiming this instant are passed over, never waited for, never taken twice;
   // a lease that ran out (its instance died) makes a delivery due again.
-  claim: `WITH due AS (
-            SELECT d.id FROM webhook_subscriptions s
+  // Fairness, as on SQLite: round robin between owners, then between an owner's subscriptions.
+  claim: `WITH candidates AS (
+            SELECT d.id, d.next_attempt_at, s.owner,
+                   row_number() OVER (PARTITION BY s.id ORDER BY d.next_attempt_at, d.id) AS rs
+            FROM webhook_subscriptions s
             CROSS JOIN LATERAL (
               SELECT x.id, x.next_attempt_at FROM webhook_deliveries x
               WHERE x.subscription_id = s.id AND x.status = 'pending' AND x.next_attempt_at <= $2
                 AND (x.lease_until IS NULL OR x.lease_until <= $2)
               ORDER BY x.next_attempt_at, x.id LIMIT $5
               FOR UPDATE SKIP LOCKED) d
-            WHERE NOT s.disabled AND s.id <> ALL ($6::bigint[])
-            ORDER BY d.next_attempt_at, d.id LIMIT $4)
+            WHERE NOT s.disabled AND s.id <> ALL ($6::bigint[]) AND s.owner <> ALL ($7::text[])),
+          ranked AS (
+            SELECT id, next_attempt_at, row_number() OVER (PARTITION BY owner ORDER BY rs, next_attempt_at, id) AS ro FROM candidates),
+          due AS (SELECT id FROM ranked ORDER BY ro, next_attempt_at, id LIMIT $4)
           UPDATE webhook_deliveries w SET lease = $1, lease_until = $3
           FROM due, webhook_subscriptions s
           WHERE w.id = due.id AND s.id = w.subscription_id
-          RETURNING w.id, w.subscription_id, w.message_id, w.event_type, w.payload, w.attempts,
+          RETURNING w.id, w.subscription_id, s.owner, w.message_id, w.event_type, w.payload, w.attempts,
                     s.url, s.secret, s.previous_secrets, w.request_id, w.traceparent`,
   leasedSubscription: 'SELECT subscription_id FROM webhook_deliveries WHERE id = $1 AND lease = $2',
   // A success in one round trip (the common case, under load once per event): the delivery is
@@ -470,7 +476,7 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       return await enqueueOn(pool, event, now, true)
     },
 
-    async claimDue ({ lease, now, leaseMs, limit, perSubscription, skipSubscriptions }: ClaimRequest) {
+    async claimDue ({ lease, now, leaseMs, limit, perSubscription, skipSubscriptions, skipOwners = [] }: ClaimRequest) {
       // Waiting events become deliveries first, as many as the claim can take: a round trip that
       // finds nothing costs little, and a new event reaches its receiver after two round trips, not
       // three (a claim, a fan-out when it fell short, a claim again). No more than that: while the
@@ -479,7 +485,7 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       // of create throughput in the benchmark), where the outbox should hold them as cheap rows.
       await fanOut(limit)
       const { rows } = await run<ClaimRow>(bookkeeping, 'claim',
-        [lease, now, now + leaseMs, limit, perSubscription, skipSubscriptions.map(String)])
+        [lease, now, now + leaseMs, limit, perSubscription, skipSubscriptions.map(String), [...skipOwners]])
       return rows.map((row) => toClaimed(row, now))
     },
 
@@ -499,6 +505,11 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     },
 
     listen,
+
+    async activeOwners () {
+      const { rows: [row] } = await run<{ n: number }>(bookkeeping, 'activeOwners')
+      return row?.n ?? 0
+    },
 
     async backlog (): Promise<Backlog> {
       const { rows: [row] } = await run<{ pending: number, oldest: bigint | null }>(pool, 'backlog')

@@ -158,6 +158,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
       `INSERT INTO webhook_subscriptions (owner, url, events, description, disabled, secret, created_at, updated_at, first_event_id)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM sqlite_sequence WHERE name = 'webhook_events'))
        RETURNING *`),
+    activeOwners: db.prepare<[], bigint>('SELECT count(DISTINCT owner) FROM webhook_subscriptions WHERE disabled = 0').pluck(),
     countSubscriptions: db.prepare<[string], bigint>('SELECT count(*) FROM webhook_subscriptions WHERE owner = ?').pluck(),
     getSubscription: db.prepare<[string, bigint], SqliteSubscriptionRow>('SELECT * FROM webhook_subscriptions WHERE owner = ? AND id = ?'),
     listSubscriptions: db.prepare<[string, bigint, number], SqliteSubscriptionRow>(
@@ -210,17 +211,24 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     // keeps subscriptions the outer loop (SQLite does not reorder it): a few index probes each,
     // instead of a scan of every delivery kept. Subscriptions at their limit in this process are
     // left out in JavaScript: a json_each() filter cost more than the probes (twice the claim).
+    // Fairness: `rs` numbers each subscription's candidates, `ro` interleaves an owner's
+    // subscriptions (round robin), and the order interleaves owners: the first of every owner, then
+    // the second of every owner, … so one owner's backlog never fills a claim while others wait.
     dueCandidates: db.prepare<[{ now: number, limit: number, cap: number }], ClaimRow>(
-      `SELECT d.id, d.subscription_id, d.message_id, d.event_type, d.payload, d.attempts,
-              s.url, s.secret, s.previous_secrets, d.request_id, d.traceparent
-       FROM webhook_subscriptions s
-       CROSS JOIN webhook_deliveries d ON d.id IN (
-         SELECT x.id FROM webhook_deliveries x
-         WHERE x.subscription_id = s.id AND x.status = 'pending' AND x.next_attempt_at <= @now
-           AND (x.lease_until IS NULL OR x.lease_until <= @now)
-         ORDER BY x.next_attempt_at, x.id LIMIT ${boundLimit('cap')})
-       WHERE s.disabled = 0
-       ORDER BY d.next_attempt_at, d.id LIMIT ${boundLimit('limit')}`),
+      `SELECT id, subscription_id, owner, message_id, event_type, payload, attempts, url, secret, previous_secrets, request_id, traceparent
+       FROM (
+         SELECT *, row_number() OVER (PARTITION BY owner ORDER BY rs, next_attempt_at, id) AS ro FROM (
+           SELECT d.id, d.subscription_id, s.owner, d.message_id, d.event_type, d.payload, d.attempts,
+                  s.url, s.secret, s.previous_secrets, d.request_id, d.traceparent, d.next_attempt_at,
+                  row_number() OVER (PARTITION BY s.id ORDER BY d.next_attempt_at, d.id) AS rs
+           FROM webhook_subscriptions s
+           CROSS JOIN webhook_deliveries d ON d.id IN (
+             SELECT x.id FROM webhook_deliveries x
+             WHERE x.subscription_id = s.id AND x.status = 'pending' AND x.next_attempt_at <= @now
+               AND (x.lease_until IS NULL OR x.lease_until <= @now)
+             ORDER BY x.next_attempt_at, x.id LIMIT ${boundLimit('cap')})
+           WHERE s.disabled = 0))
+       ORDER BY ro, next_attempt_at, id LIMIT ${boundLimit('limit')}`),
     lease: db.prepare<[string, number, bigint], unknown>('UPDATE webhook_deliveries SET lease = ?, lease_until = ? WHERE id = ?'),
     // Reads first: a claim or a prune with nothing to do must not cost a write transaction (and,
     // under full sync, an fdatasync) every poll interval of an idle service.
@@ -336,11 +344,15 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
   }
 
   /** `anyDue`: whether a delivery was due just before (when not, events are fanned out first). */
-  const claim = ({ lease, now, leaseMs, limit, perSubscription, skipSubscriptions }: ClaimRequest, anyDue: boolean): ClaimedDelivery[] => {
+  const claim = ({ lease, now, leaseMs, limit, perSubscription, skipSubscriptions, skipOwners = [] }: ClaimRequest, anyDue: boolean): ClaimedDelivery[] => {
     const skip = new Set(skipSubscriptions)
+    const skipOwner = new Set(skipOwners)
+    // Skipped owners' candidates are left out here, after the limit: without a bound on how many
+    // they are, every candidate is read then (one per subscription and perSubscription at most).
+    const candidates = skipOwner.size > 0 ? Number.MAX_SAFE_INTEGER : limit + perSubscription * skip.size
     // Inside the write transaction: nothing can lease these rows between the read and the update.
-    const due = (): ClaimRow[] => statements.dueCandidates.all({ now, cap: perSubscription, limit: limit + perSubscription * skip.size })
-      .filter((row) => !skip.has(row.subscription_id))
+    const due = (): ClaimRow[] => statements.dueCandidates.all({ now, cap: perSubscription, limit: candidates })
+      .filter((row) => !skip.has(row.subscription_id) && !skipOwner.has(row.owner))
     // Events become deliveries as the dispatcher needs them: only when what is due falls short of
     // the claim. While requests saturate the loop (one attempt at a time), that is one event per
     // attempt, and the rest waits in the outbox as the cheap rows the writes left.
@@ -488,6 +500,10 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     },
 
     ...(options.listen !== undefined && { listen: options.listen }),
+
+    async activeOwners () {
+      return Number(statements.activeOwners.get())
+    },
 
     async backlog (): Promise<Backlog> {
       // Deliveries, and the deliveries that events not yet fanned out will become.

@@ -5,7 +5,7 @@ import type { Plant } from '../../../src/schemas/plant.js'
 import { isoTime } from '../../../src/store/iso-time.js'
 import type { PlantEvent } from '../../../src/webhooks/events.js'
 import { WEBHOOK_EVENT_TYPES } from '../../../src/webhooks/events.js'
-import type { ClaimRequest, DeliveryQuery, NewSubscriptionRecord, WebhookStore } from '../../../src/webhooks/store.js'
+import type { ClaimedDelivery, ClaimRequest, DeliveryQuery, NewSubscriptionRecord, WebhookStore } from '../../../src/webhooks/store.js'
 
 /** A fresh, migrated database for one test; everything is cleaned up when the test ends. */
 export interface WebhookTestDatabase {
@@ -269,6 +269,22 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       assert.deepEqual(list, [['succeeded', undefined], ['pending', isoTime(T0 + 2000)], ['failed', undefined]])
       assert.deepEqual((await store.listDeliveries(ALICE, 2n, { status: 'failed', limit: 10 }))?.deliveries.length, 2, 'another subscription\'s stay failed')
       assert.equal(await store.recoverDeliveries(ALICE, 1n, T0, T0 + 2000), 1)
+    })
+
+    test('claim order is fair: round robin between owners, then between an owner\'s subscriptions; skipped owners get none', async (t) => {
+      const store = await fresh(t)
+      // Alice's three subscriptions have the oldest backlog; Bob's one delivery is the newest.
+      for (let i = 0; i < 3; i++) await store.createSubscription(record({ events: ['plant.created'] }), T0)
+      await store.createSubscription(record({ owner: BOB, events: ['plant.deleted'] }), T0)
+      for (let i = 1; i <= 4; i++) await store.enqueue(created(BigInt(i), T0 + i), T0 + i)
+      await store.enqueue({ type: 'plant.deleted', plant: plant(9n), occurredAt: T0 + 10 }, T0 + 10)
+      // Which are claimed is the fair order's first `limit`; in which order they come back is free.
+      const order = (claimed: ClaimedDelivery[]): string[] => claimed.map((delivery) => `${delivery.owner === BOB ? 'bob' : 'alice'}:${delivery.subscriptionId}`).sort()
+      const first = await store.claimDue(claimRequest({ now: T0 + 100, limit: 5, perSubscription: 4 }))
+      assert.deepEqual(order(first), ['alice:1', 'alice:1', 'alice:2', 'alice:3', 'bob:4'], 'not the five oldest: those are all Alice\'s')
+      await store.releaseDeliveries('instance-a:1', first.map((delivery) => delivery.id))
+      const withoutAlice = await store.claimDue(claimRequest({ lease: 'instance-a:2', now: T0 + 100, limit: 5, perSubscription: 4, skipOwners: [ALICE] }))
+      assert.deepEqual(order(withoutAlice), ['bob:4'])
     })
 
     test('the transactional enqueue commits with the caller\'s transaction, or not at all', async (t) => {
