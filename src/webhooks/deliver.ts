@@ -43,6 +43,10 @@ const defaultRequest: RequestFunction = (url, options) =>
 
 /** How long an idle kept-alive connection to a receiver stays open. */
 const IDLE_CONNECTION_MS = 4000
+/** Connections open at once to one receiver (origin and checked address); more attempts queue for one. */
+export const MAX_SOCKETS_PER_TARGET = 32
+/** Idle connections kept per receiver. */
+const MAX_FREE_SOCKETS_PER_TARGET = 8
 /** Receivers (checked addresses) with connections kept at once; the least recently used go first. */
 const MAX_POOLED_TARGETS = 256
 
@@ -70,7 +74,13 @@ export function createConnectionPool (): ConnectionPool {
         // Most recently used last: a Map keeps insertion order.
         agents.delete(key)
       } else {
-        const settings = { keepAlive: true, timeout: IDLE_CONNECTION_MS, scheduling: 'lifo' as const }
+        const settings = {
+          keepAlive: true,
+          timeout: IDLE_CONNECTION_MS,
+          scheduling: 'lifo' as const,
+          maxSockets: MAX_SOCKETS_PER_TARGET,
+          maxFreeSockets: MAX_FREE_SOCKETS_PER_TARGET
+        }
         agent = url.protocol === 'https:' ? new https.Agent(settings) : new http.Agent(settings)
         const [oldest] = agents
         if (agents.size >= MAX_POOLED_TARGETS && oldest !== undefined) {

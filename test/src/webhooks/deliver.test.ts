@@ -3,7 +3,7 @@ import { createServer, request as httpRequest, type ClientRequest } from 'node:h
 import type { AddressInfo } from 'node:net'
 import { createServer as createTlsServer } from 'node:tls'
 import { describe, test } from 'node:test'
-import { attemptDelivery, createConnectionPool, type AttemptRequest, type RequestFunction } from '../../../src/webhooks/deliver.js'
+import { attemptDelivery, createConnectionPool, MAX_SOCKETS_PER_TARGET, type AttemptRequest, type RequestFunction } from '../../../src/webhooks/deliver.js'
 import { checkWebhookUrl, type AddressPolicy, type ResolvedAddress } from '../../../src/webhooks/url-policy.js'
 import { startReceiver } from '../../helpers/webhook-receiver.js'
 
@@ -244,6 +244,17 @@ describe('kept-alive connections (the dispatcher\'s pool)', () => {
     assert.equal(receiver.connections(), 1)
     for (let i = 0; i < 2; i++) await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 2000 })
     assert.equal(receiver.connections(), 3)
+  })
+
+  test('connections to one receiver are bounded: attempts beyond MAX_SOCKETS_PER_TARGET wait for one', async (t) => {
+    const receiver = await countingReceiver(t)
+    const pool = createConnectionPool()
+    t.after(() => { pool.close() })
+    const attempts = Array.from({ length: MAX_SOCKETS_PER_TARGET + 8 }, async () =>
+      await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 5000, pool }))
+    for (const result of await Promise.all(attempts)) assert.deepEqual(result, { kind: 'response', statusCode: 204, body: '' })
+    assert.equal(receiver.requests(), MAX_SOCKETS_PER_TARGET + 8)
+    assert.equal(receiver.connections(), MAX_SOCKETS_PER_TARGET)
   })
 
   test('a pooled connection the receiver dropped is not a failure: the attempt is sent again on a fresh one', async (t) => {
