@@ -17,6 +17,10 @@ export const DEFAULT_DISABLE_AFTER_MS = 5 * 24 * 3_600_000
 export const DEFAULT_RETENTION_MS = 7 * 24 * 3_600_000
 export const DEFAULT_PRUNE_INTERVAL_MS = 3_600_000
 export const DEFAULT_STOP_GRACE_MS = 10_000
+/** A lease's length where the store renews leases (PostgreSQL): how long a dead instance's claims outlive it. */
+export const HEARTBEAT_LEASE_MS = 10_000
+/** How often a live instance renews the leases of its attempts in flight: well within HEARTBEAT_LEASE_MS. */
+export const HEARTBEAT_INTERVAL_MS = 3_000
 /**
  * While the API is busy, attempts start at least this far apart: at most 10 a second
  * (WEBHOOK_BUSY_INTERVAL_MS). An attempt (claim, fan-out, signed request, completion) costs the
@@ -117,7 +121,7 @@ export interface DispatcherEvents {
   'subscription-disabled': [{ subscriptionId: bigint, reason: 'gone' | 'failing' }]
   pruned: [{ deleted: number }]
   /** The database failed; the dispatcher carries on (unrecorded attempts come due again when their lease runs out). */
-  'store-error': [{ operation: 'claim' | 'complete' | 'release' | 'prune', error: unknown }]
+  'store-error': [{ operation: 'claim' | 'complete' | 'release' | 'renew' | 'prune', error: unknown }]
 }
 
 type State = 'idle' | 'running' | 'stopping' | 'stopped'
@@ -147,6 +151,11 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   readonly #schedule: readonly number[]
   readonly #jitter: number
   readonly #leaseMs: number
+  /** Whether the store renews leases (see HEARTBEAT_LEASE_MS). */
+  readonly #heartbeat: boolean
+  #heartbeatTimer: NodeJS.Timeout | undefined
+  /** The lease each attempt in flight holds, by delivery id (the heartbeat renews them). */
+  readonly #leases = new Map<bigint, string>()
   readonly #pollIntervalMs: number
   readonly #disableAfterMs: number
   readonly #retentionMs: number
@@ -203,9 +212,12 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     this.#timeoutMs = positive(options.timeoutMs ?? DEFAULT_TIMEOUT_MS, 'timeoutMs')
     this.#schedule = options.schedule ?? DEFAULT_RETRY_SCHEDULE_MS
     this.#jitter = options.jitter ?? DEFAULT_JITTER
-    // Completing takes a moment after the attempt's own time limit: leave a wide margin.
-    this.#leaseMs = positive(options.leaseMs ?? this.#timeoutMs + 60_000, 'leaseMs')
-    if (this.#leaseMs <= this.#timeoutMs) throw new RangeError('leaseMs must exceed timeoutMs')
+    this.#heartbeat = this.#store.renewLeases !== undefined
+    // Renewed leases only need to outlast a missed heartbeat or two; without renewal, completing
+    // takes a moment after the attempt's own time limit: leave a wide margin.
+    this.#leaseMs = positive(options.leaseMs ?? (this.#heartbeat ? HEARTBEAT_LEASE_MS : this.#timeoutMs + 60_000), 'leaseMs')
+    if (!this.#heartbeat && this.#leaseMs <= this.#timeoutMs) throw new RangeError('leaseMs must exceed timeoutMs')
+    if (this.#heartbeat && this.#leaseMs <= HEARTBEAT_INTERVAL_MS) throw new RangeError('leaseMs must exceed the heartbeat interval')
     this.#pollIntervalMs = positive(options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS, 'pollIntervalMs')
     this.#disableAfterMs = positive(options.disableAfterMs ?? DEFAULT_DISABLE_AFTER_MS, 'disableAfterMs')
     this.#retentionMs = positive(options.retentionMs ?? DEFAULT_RETENTION_MS, 'retentionMs')
@@ -239,6 +251,10 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     this.#pollTimer.unref()
     this.#pruneTimer = setInterval(() => { this.#prune() }, this.#pruneIntervalMs)
     this.#pruneTimer.unref()
+    if (this.#heartbeat) {
+      this.#heartbeatTimer = setInterval(() => { this.#renew() }, HEARTBEAT_INTERVAL_MS)
+      this.#heartbeatTimer.unref()
+    }
     this.#starting = this.#listen()
     await this.#starting
     this.#countOwners()
@@ -279,6 +295,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     this.#state = 'stopping'
     clearInterval(this.#pollTimer)
     clearInterval(this.#pruneTimer)
+    clearInterval(this.#heartbeatTimer)
     clearTimeout(this.#paceTimer)
     if (wasRunning) {
       await this.#starting?.catch(() => {})
@@ -382,8 +399,10 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     this.#lastStart = performance.now()
     count(this.#perSubscriptionInFlight, subscriptionId, 1)
     count(this.#perOwnerInFlight, owner, 1)
+    this.#leases.set(delivery.id, lease)
     const attempt = this.#attempt(delivery, lease).finally(() => {
       this.#inFlight.delete(attempt)
+      this.#leases.delete(delivery.id)
       count(this.#perSubscriptionInFlight, subscriptionId, -1)
       count(this.#perOwnerInFlight, owner, -1)
       // A slot is free: more may be due.
@@ -542,6 +561,15 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
       // Not given back: they come due again when the lease runs out.
       this.#emit('store-error', { operation: 'release', error })
     }
+  }
+
+  /** Extends the leases of the attempts in flight; a failure is reported, and the next beat tries again. */
+  #renew (): void {
+    if (this.#leases.size === 0) return
+    const leases = [...this.#leases].map(([id, lease]) => ({ id, lease }))
+    this.#store.renewLeases?.(leases, this.#now() + this.#leaseMs).catch((error: unknown) => {
+      this.#emit('store-error', { operation: 'renew', error })
+    })
   }
 
   #prune (): void {

@@ -226,6 +226,13 @@ export interface WebhookStore {
   /** Gives claimed deliveries back untouched (no attempt counted), due as they were. */
   releaseDeliveries: (lease: string, ids: readonly bigint[]) => Promise<void>
   /**
+   * Extends the leases of deliveries still being attempted to `until` (each only while its lease is
+   * the one given): the heartbeat of a live instance, so a dead one's claims lapse within one lease
+   * (seconds) instead of outlasting the longest attempt. Where several instances share the store
+   * (PostgreSQL); absent on SQLite.
+   */
+  renewLeases?: (leases: ReadonlyArray<{ id: bigint, lease: string }>, until: number) => Promise<void>
+  /**
    * Gives back every leased delivery, due as it was: for a store only one process uses at a time
    * (SQLite), where a lease found at start-up belongs to a process that died mid-attempt (killed,
    * crashed) and would otherwise hold its deliveries until the lease ran out (a minute or more).

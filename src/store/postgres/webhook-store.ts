@@ -196,6 +196,9 @@ const SQL = {
   failedAttempt: `UPDATE webhook_subscriptions SET failing_since = coalesce(failing_since, $2), disabled = disabled OR $3,
                     updated_at = CASE WHEN $3 AND NOT disabled THEN greatest($2, updated_at + 1) ELSE updated_at END
                   WHERE id = $1`,
+  renew: `UPDATE webhook_deliveries w SET lease_until = $3
+          FROM unnest($1::bigint[], $2::text[]) AS r (id, lease)
+          WHERE w.id = r.id AND w.lease = r.lease`,
   release: 'UPDATE webhook_deliveries SET lease = NULL, lease_until = NULL WHERE lease = $1 AND id = ANY ($2::bigint[])',
   prune: `DELETE FROM webhook_deliveries WHERE id IN (
             SELECT id FROM webhook_deliveries
@@ -490,6 +493,10 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     },
 
     completeDelivery: complete,
+
+    async renewLeases (leases: ReadonlyArray<{ id: bigint, lease: string }>, until: number) {
+      if (leases.length > 0) await run(bookkeeping, 'renew', [leases.map(({ id }) => String(id)), leases.map(({ lease }) => lease), until])
+    },
 
     async releaseDeliveries (lease: string, ids: readonly bigint[]) {
       if (ids.length > 0) await run(bookkeeping, 'release', [lease, ids.map(String)])

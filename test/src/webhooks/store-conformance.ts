@@ -287,6 +287,24 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       assert.deepEqual(order(withoutAlice), ['bob:4'])
     })
 
+    test('renewLeases (where instances share the store): only the lease held is extended, and the delivery stays claimed until then', async (t) => {
+      const store = await fresh(t)
+      if (store.renewLeases === undefined) {
+        t.skip('one process per store: no leases to renew')
+        return
+      }
+      await store.createSubscription(record(), T0)
+      await store.enqueue(created(1n), T0)
+      await store.enqueue(created(2n), T0)
+      const claimed = await store.claimDue(claimRequest({ now: T0, leaseMs: 1000 }))
+      assert.equal(claimed.length, 2)
+      const [kept, other] = claimed as [ClaimedDelivery, ClaimedDelivery]
+      await store.renewLeases([{ id: kept.id, lease: 'instance-a:1' }, { id: other.id, lease: 'someone-else:1' }], T0 + 5000)
+      const later = await store.claimDue(claimRequest({ lease: 'instance-b:1', now: T0 + 2000 }))
+      assert.deepEqual(later.map((delivery) => delivery.id), [other.id], 'the lease not held was not extended')
+      assert.deepEqual((await store.claimDue(claimRequest({ lease: 'instance-b:2', now: T0 + 5000 }))).map((delivery) => delivery.id), [kept.id])
+    })
+
     test('the transactional enqueue commits with the caller\'s transaction, or not at all', async (t) => {
       const database = await openDatabase(t)
       const store = await database.open()
