@@ -155,7 +155,7 @@ export interface paths {
         put?: never;
         /**
          * Create a webhook subscription
-         * @description Subscribes a URL to plant events (every event type unless `events` narrows them) and answers 201 with the subscription, its signing `secret` included, and `Location: /webhooks/{id}`. The URL must be an absolute http or https URL of at most 2048 characters without credentials, whose host is (or resolves to) public addresses only. The subscription belongs to the token that creates it.
+         * @description Subscribes a URL to plant events (every event type unless `events` narrows them) and answers 201 with the subscription, its signing `secret` included (the only answer besides `GET /webhooks/{id}/secret` and a rotation that carries it), and `Location: /webhooks/{id}`. The URL must be an absolute http or https URL of at most 2048 characters without credentials, whose host is (or resolves to) public addresses only. The subscription belongs to the token that creates it; a token may have at most WEBHOOK_MAX_SUBSCRIPTIONS (25 by default), and creating one more is a 409 until one is deleted.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -177,7 +177,7 @@ export interface paths {
         };
         /**
          * Get a webhook subscription
-         * @description The subscription with this id, with its signing `secret`, when this token owns it; else 404.
+         * @description The subscription with this id, when this token owns it; else 404. Its signing secret is not in it: `GET /webhooks/{id}/secret` answers that.
          */
         get: operations["getWebhook"];
         put?: never;
@@ -209,7 +209,7 @@ export interface paths {
         };
         /**
          * List webhook deliveries
-         * @description The deliveries of the subscription with this id, newest first, at most `limit` of them, each with the outcome of its latest attempt. When older ones follow, a `Link: <…>; rel="next"` header gives the next page (keyset pagination on `before`). Finished deliveries are kept for WEBHOOK_RETENTION_MS (7 days by default).
+         * @description The deliveries of the subscription with this id, newest first, at most `limit` of them, each with the outcome of its latest attempt. When older ones follow, a `Link: <…>; rel="next"` header gives the next page (keyset pagination on `before`; the filters carry over). `status` and `eventType` narrow the list. `GET /webhooks/{id}/deliveries/{deliveryId}` has one delivery with its event and every attempt. Finished deliveries are kept for WEBHOOK_RETENTION_MS (7 days by default).
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -221,6 +221,30 @@ export interface paths {
          * @description What `listWebhookDeliveries` answers, status and headers, without the body (HTTP HEAD).
          */
         head: operations["headWebhookDeliveries"];
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/deliveries/{deliveryId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a webhook delivery
+         * @description The delivery with this id of the subscription with this id: its status, its event as every attempt sent it (`webhookId`, `eventType`, the exact `payload`), and every attempt so far, oldest first, each with when it started, how long it took, the status code or the error, and the first 1 KiB of the answer's body.
+         */
+        get: operations["getWebhookDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * Get a webhook delivery: headers only
+         * @description What `getWebhookDelivery` answers, status and headers, without the body (HTTP HEAD).
+         */
+        head: operations["headWebhookDelivery"];
         patch?: never;
         trace?: never;
     };
@@ -244,6 +268,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks/{id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Recover failed webhook deliveries
+         * @description Makes every failed delivery of the subscription created at `since` or later pending and due now (one more attempt each, as a retry does) and answers 202 with how many: after an outage of the receiver, this resends what it missed. The attempts happen in the background; a disabled subscription's wait until it is enabled.
+         */
+        post: operations["recoverWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks/{id}/rotate-secret": {
         parameters: {
             query?: never;
@@ -255,12 +299,80 @@ export interface paths {
         put?: never;
         /**
          * Rotate a webhook secret
-         * @description Gives the subscription a new signing secret and answers with the subscription carrying it. For the next 24 hours every delivery is signed with both the new and the previous secret (two `v1,` signatures), so the receiver can switch over without losing an event; rotating again within that time drops the oldest secret.
+         * @description Gives the subscription a new signing secret (the body's `secret`, or a random one without it) and answers with the subscription carrying it. Every secret a rotation replaces keeps signing deliveries for 24 hours after it was replaced (one more `v1,` signature each), so receivers can switch over without losing an event: two rotations within a day give three signatures. At most 10 replaced secrets sign at once.
          */
         post: operations["rotateWebhookSecret"];
         delete?: never;
         options?: never;
         head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a webhook secret
+         * @description The current signing secret of the subscription with this id, when this token owns it; else 404. The subscription's other answers (GET, list, PATCH) leave it out.
+         */
+        get: operations["getWebhookSecret"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * Get a webhook secret: headers only
+         * @description What `getWebhookSecret` answers, status and headers, without the body (HTTP HEAD).
+         */
+        head: operations["headWebhookSecret"];
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event
+         * @description Sends a `webhook.test` event (`{ type, timestamp, data: { subscriptionId } }`), signed with the subscription's current secret like any delivery, to its URL now, whether it is enabled or not, and answers with the attempt's outcome once it is over (at most WEBHOOK_TIMEOUT_MS). Nothing is stored or retried.
+         */
+        post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/event-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List webhook event types
+         * @description Every event type a receiver can get, with what it means and the JSON Schema of its body: the plant events a subscription asks for in `events`, and `webhook.test` (sent by `POST /webhooks/{id}/test` only).
+         */
+        get: operations["listWebhookEventTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * List webhook event types: headers only
+         * @description What `listWebhookEventTypes` answers, status and headers, without the body (HTTP HEAD).
+         */
+        head: operations["headWebhookEventTypes"];
         patch?: never;
         trace?: never;
     };
@@ -583,7 +695,35 @@ export interface components {
             type: "plant.updated";
         };
         /**
-         * @description A webhook subscription, as the token that owns it sees it
+         * @description Which failed deliveries to attempt again
+         * @example {
+         *       "since": "2026-01-02T03:04:05.678Z"
+         *     }
+         */
+        RecoverWebhook: {
+            /**
+             * Format: date-time
+             * @description Re-queue the failed deliveries created at this time (RFC 3339) or later
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            since: string;
+        };
+        /**
+         * @description What a rotation sets: a secret of the integrator's, or (absent, or no body at all) a random one
+         * @example {
+         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k="
+         *     }
+         * @example {}
+         */
+        RotateWebhookSecret: {
+            /**
+             * @description The new secret, when the integrator chooses it (e.g. one migrated from another provider): `whsec_` and 24 to 64 bytes in base64; a random one when absent
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=
+             */
+            secret?: string;
+        };
+        /**
+         * @description A webhook subscription, as the token that owns it sees it (its secret: `GET /webhooks/{id}/secret`)
          * @example {
          *       "id": 1,
          *       "url": "https://receiver.example.com/hooks",
@@ -594,7 +734,6 @@ export interface components {
          *       ],
          *       "description": "Sync to the shop front",
          *       "disabled": false,
-         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=",
          *       "createdAt": "2026-01-02T03:04:05.678Z",
          *       "updatedAt": "2026-01-02T03:04:05.678Z"
          *     }
@@ -631,11 +770,6 @@ export interface components {
              * @example 1
              */
             id: number;
-            /**
-             * @description The signing secret (Standard Webhooks): `whsec_` and 32 random bytes in base64. Verify each delivery's `webhook-signature` with it. Shown to the token that owns the subscription only; never logged
-             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=
-             */
-            secret: string;
             /**
              * Format: date-time
              * @description When the subscription was last changed
@@ -718,6 +852,148 @@ export interface components {
             status: "pending" | "succeeded" | "failed";
         };
         /**
+         * @description One attempt of a delivery
+         * @example {
+         *       "at": "2026-01-02T03:04:05.678Z",
+         *       "durationMs": 182,
+         *       "statusCode": 503,
+         *       "error": "the receiver answered 503",
+         *       "responseBody": "{\"error\":\"try later\"}"
+         *     }
+         */
+        WebhookDeliveryAttempt: {
+            /**
+             * Format: date-time
+             * @description When the attempt started
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            at: string;
+            /**
+             * Format: int32
+             * @description How long it took, to the answer's end (or its failure)
+             * @example 182
+             */
+            durationMs: number;
+            /**
+             * @description Why the attempt did not succeed (no answer, or not a 2xx)
+             * @example the receiver answered 503
+             */
+            error?: string;
+            /**
+             * @description The first 1 KiB of the answer's body (as UTF-8), when it answered
+             * @example {"error":"try later"}
+             */
+            responseBody?: string;
+            /**
+             * Format: int32
+             * @description The receiver's status code, when it answered
+             * @example 503
+             */
+            statusCode?: number;
+        };
+        /**
+         * @description One delivery with its event as sent and every attempt
+         * @example {
+         *       "id": 7,
+         *       "eventType": "plant.created",
+         *       "status": "pending",
+         *       "attempts": 1,
+         *       "lastAttemptAt": "2026-01-02T03:04:05.678Z",
+         *       "lastStatusCode": 503,
+         *       "lastError": "the receiver answered 503",
+         *       "nextAttemptAt": "2026-01-02T03:04:10.678Z",
+         *       "createdAt": "2026-01-02T03:04:05.678Z",
+         *       "webhookId": "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W",
+         *       "payload": "{\"type\":\"plant.created\",\"timestamp\":\"2026-01-02T03:04:05.678Z\",\"data\":{\"id\":1,\"name\":\"Monstera\",\"createdAt\":\"2026-01-02T03:04:05.678Z\",\"updatedAt\":\"2026-01-02T03:04:05.678Z\"}}",
+         *       "attemptLog": [
+         *         {
+         *           "at": "2026-01-02T03:04:05.678Z",
+         *           "durationMs": 182,
+         *           "statusCode": 503,
+         *           "error": "the receiver answered 503",
+         *           "responseBody": "{\"error\":\"try later\"}"
+         *         }
+         *       ]
+         *     }
+         */
+        WebhookDeliveryDetail: {
+            /**
+             * @description Every attempt so far, oldest first
+             * @example [
+             *       {
+             *         "at": "2026-01-02T03:04:05.678Z",
+             *         "durationMs": 182,
+             *         "statusCode": 503,
+             *         "error": "the receiver answered 503",
+             *         "responseBody": "{\"error\":\"try later\"}"
+             *       }
+             *     ]
+             */
+            attemptLog: components["schemas"]["WebhookDeliveryAttempt"][];
+            /**
+             * Format: int32
+             * @description Attempts made so far
+             * @example 1
+             */
+            attempts: number;
+            /**
+             * Format: date-time
+             * @description When the event happened and the delivery was created
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            createdAt: string;
+            /**
+             * @description An event type
+             * @example plant.created
+             * @enum {string}
+             */
+            eventType: "plant.created" | "plant.updated" | "plant.deleted";
+            /**
+             * Format: int64
+             * @description The delivery identifier (signed 64-bit)
+             * @example 1
+             */
+            id: number;
+            /**
+             * Format: date-time
+             * @description When the latest attempt was made
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            lastAttemptAt?: string;
+            /**
+             * @description Why the latest attempt did not succeed
+             * @example the receiver answered 503
+             */
+            lastError?: string;
+            /**
+             * Format: int32
+             * @description The receiver's status code for the latest attempt, when it answered
+             * @example 503
+             */
+            lastStatusCode?: number;
+            /**
+             * Format: date-time
+             * @description When the next attempt is due (pending deliveries only)
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            nextAttemptAt?: string;
+            /**
+             * @description The body every attempt sent, byte for byte (JSON text: `{ type, timestamp, data }`)
+             * @example {"type":"plant.created","timestamp":"2026-01-02T03:04:05.678Z","data":{"id":1,"name":"Monstera","createdAt":"2026-01-02T03:04:05.678Z","updatedAt":"2026-01-02T03:04:05.678Z"}}
+             */
+            payload: string;
+            /**
+             * @description `pending`: an attempt is due (at `nextAttemptAt`); `succeeded`: the receiver answered 2xx; `failed`: the retries are spent, or the receiver answered 410 Gone
+             * @example pending
+             */
+            status: "pending" | "succeeded" | "failed";
+            /**
+             * @description The event's `webhook-id` header, the same on every attempt
+             * @example msg_2KWPBgLlAfxdpx2AI54pPJ85f4W
+             */
+            webhookId: string;
+        };
+        /**
          * @description Deliveries, newest first
          * @example [
          *       {
@@ -735,6 +1011,34 @@ export interface components {
          */
         WebhookDeliveryList: components["schemas"]["WebhookDelivery"][];
         /**
+         * @description Every event type a receiver can get: the plant events a subscription asks for, and `webhook.test`
+         * @example [
+         *       {
+         *         "type": "webhook.test",
+         *         "description": "A test",
+         *         "schema": {
+         *           "type": "object"
+         *         }
+         *       }
+         *     ]
+         */
+        WebhookEventTypeList: {
+            /**
+             * @description What it means
+             * @example A plant was created; `data` is the plant
+             */
+            description: string;
+            /** @description The JSON Schema of its body (self-contained) */
+            schema: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description The event type
+             * @example plant.created
+             */
+            type: string;
+        }[];
+        /**
          * @description Webhook subscriptions ordered by id
          * @example [
          *       {
@@ -747,7 +1051,6 @@ export interface components {
          *         ],
          *         "description": "Sync to the shop front",
          *         "disabled": false,
-         *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=",
          *         "createdAt": "2026-01-02T03:04:05.678Z",
          *         "updatedAt": "2026-01-02T03:04:05.678Z"
          *       }
@@ -788,6 +1091,150 @@ export interface components {
              * @example https://receiver.example.com/hooks
              */
             url?: string;
+        };
+        /**
+         * @description What a recovery re-queued
+         * @example {
+         *       "recovered": 3
+         *     }
+         */
+        WebhookRecovery: {
+            /**
+             * @description How many failed deliveries are due again now
+             * @example 3
+             */
+            recovered: number;
+        };
+        /**
+         * @description A subscription's current signing secret
+         * @example {
+         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k="
+         *     }
+         */
+        WebhookSecret: {
+            /**
+             * @description The signing secret (Standard Webhooks): `whsec_` and 24 to 64 bytes in base64 (32 random bytes unless the integrator supplied one). Verify each delivery's `webhook-signature` with it. Shown to the token that owns the subscription only, and only at creation, by rotation and by `GET /webhooks/{id}/secret`; never logged
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=
+             */
+            secret: string;
+        };
+        /**
+         * @description The outcome of a test event's one attempt
+         * @example {
+         *       "webhookId": "msg_2KWPBgLlAfxdpx2AI54pPJ",
+         *       "succeeded": true,
+         *       "at": "2026-01-02T03:04:05.678Z",
+         *       "durationMs": 41,
+         *       "statusCode": 204,
+         *       "responseBody": ""
+         *     }
+         */
+        WebhookTestResult: {
+            /**
+             * Format: date-time
+             * @description When it was sent
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            at: string;
+            /**
+             * Format: int32
+             * @description How long the attempt took
+             * @example 41
+             */
+            durationMs: number;
+            /**
+             * @description Why the attempt did not succeed
+             * @example the receiver answered 500
+             */
+            error?: string;
+            /**
+             * @description The first 1 KiB of the answer's body, when it answered
+             * @example
+             */
+            responseBody?: string;
+            /**
+             * Format: int32
+             * @description The receiver's status code, when it answered
+             * @example 204
+             */
+            statusCode?: number;
+            /**
+             * @description The receiver answered 2xx
+             * @example true
+             */
+            succeeded: boolean;
+            /**
+             * @description The test event's `webhook-id`
+             * @example msg_2KWPBgLlAfxdpx2AI54pPJ
+             */
+            webhookId: string;
+        };
+        /**
+         * @description A webhook subscription with its signing secret: the answer to its creation and to a rotation
+         * @example {
+         *       "id": 1,
+         *       "url": "https://receiver.example.com/hooks",
+         *       "events": [
+         *         "plant.created",
+         *         "plant.updated",
+         *         "plant.deleted"
+         *       ],
+         *       "description": "Sync to the shop front",
+         *       "disabled": false,
+         *       "createdAt": "2026-01-02T03:04:05.678Z",
+         *       "updatedAt": "2026-01-02T03:04:05.678Z",
+         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k="
+         *     }
+         */
+        WebhookWithSecret: {
+            /**
+             * Format: date-time
+             * @description When the subscription was created; never changes
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            createdAt: string;
+            /**
+             * @description What the subscription is for
+             * @example Sync to the shop front
+             */
+            description?: string;
+            /**
+             * @description A disabled subscription gets no new deliveries and its pending ones wait. The service disables it when its receiver answers 410 Gone or its deliveries keep failing (WEBHOOK_DISABLE_AFTER_MS); a PATCH with `"disabled": false` enables it again
+             * @example false
+             */
+            disabled: boolean;
+            /**
+             * @description The event types delivered, in a fixed order, each once
+             * @example [
+             *       "plant.created",
+             *       "plant.updated",
+             *       "plant.deleted"
+             *     ]
+             */
+            events: ("plant.created" | "plant.updated" | "plant.deleted")[];
+            /**
+             * Format: int64
+             * @description The subscription identifier (signed 64-bit)
+             * @example 1
+             */
+            id: number;
+            /**
+             * @description The signing secret (Standard Webhooks): `whsec_` and 24 to 64 bytes in base64 (32 random bytes unless the integrator supplied one). Verify each delivery's `webhook-signature` with it. Shown to the token that owns the subscription only, and only at creation, by rotation and by `GET /webhooks/{id}/secret`; never logged
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=
+             */
+            secret: string;
+            /**
+             * Format: date-time
+             * @description When the subscription was last changed
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            updatedAt: string;
+            /**
+             * Format: uri
+             * @description Where events are POSTed
+             * @example https://receiver.example.com/hooks
+             */
+            url: string;
         };
     };
     responses: never;
@@ -2826,7 +3273,6 @@ export interface operations {
                      *         ],
                      *         "description": "Sync to the shop front",
                      *         "disabled": false,
-                     *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=",
                      *         "createdAt": "2026-01-02T03:04:05.678Z",
                      *         "updatedAt": "2026-01-02T03:04:05.678Z"
                      *       }
@@ -2998,12 +3444,12 @@ export interface operations {
                      *       ],
                      *       "description": "Sync to the shop front",
                      *       "disabled": false,
-                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=",
                      *       "createdAt": "2026-01-02T03:04:05.678Z",
-                     *       "updatedAt": "2026-01-02T03:04:05.678Z"
+                     *       "updatedAt": "2026-01-02T03:04:05.678Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k="
                      *     }
                      */
-                    "application/json": components["schemas"]["Webhook"];
+                    "application/json": components["schemas"]["WebhookWithSecret"];
                 };
             };
             /** @description The body is not a valid NewWebhook (the message names the field), or: The URL is not an absolute http or https URL of at most 2048 characters without credentials, its host does not resolve (within WEBHOOK_TIMEOUT_MS), or it is (or resolves to) a non-public address (loopback, private, link-local, …); the message never says what a host name resolves to */
@@ -3068,6 +3514,27 @@ export interface operations {
                      * @example {
                      *       "error": 403,
                      *       "message": "The token lacks the scope this operation needs"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This token already has WEBHOOK_MAX_SUBSCRIPTIONS subscriptions (25 by default): delete one first */
+            409: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 409,
+                     *       "message": "This token already has WEBHOOK_MAX_SUBSCRIPTIONS subscriptions (25 by default): delete one first"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -3307,7 +3774,6 @@ export interface operations {
                      *       ],
                      *       "description": "Sync to the shop front",
                      *       "disabled": false,
-                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=",
                      *       "createdAt": "2026-01-02T03:04:05.678Z",
                      *       "updatedAt": "2026-01-02T03:04:05.678Z"
                      *     }
@@ -3790,7 +4256,6 @@ export interface operations {
                      *       ],
                      *       "description": "Sync to the shop front",
                      *       "disabled": false,
-                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=",
                      *       "createdAt": "2026-01-02T03:04:05.678Z",
                      *       "updatedAt": "2026-01-02T03:04:05.678Z"
                      *     }
@@ -3937,8 +4402,12 @@ export interface operations {
             query?: {
                 /** @description Cursor: only deliveries with a smaller id (older ones) */
                 before?: number;
+                /** @description Only deliveries of this event type */
+                eventType?: "plant.created" | "plant.updated" | "plant.deleted";
                 /** @description How many deliveries to return at most (1 to 100, canonical decimal) */
                 limit?: number;
+                /** @description Only deliveries with this status */
+                status?: "pending" | "succeeded" | "failed";
             };
             header?: never;
             path: {
@@ -4030,7 +4499,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDeliveryList"];
                 };
             };
-            /** @description The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, before not an int64), or a name or value is not percent-encoded UTF-8 */
+            /** @description The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, before not an int64, an unknown status or event type), or a name or value is not percent-encoded UTF-8 */
             400: {
                 headers: {
                     /** @description Requests allowed per window for this caller (when rate limiting is on) */
@@ -4045,7 +4514,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 400,
-                     *       "message": "The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, before not an int64), or a name or value is not percent-encoded UTF-8"
+                     *       "message": "The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, before not an int64, an unknown status or event type), or a name or value is not percent-encoded UTF-8"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -4125,8 +4594,12 @@ export interface operations {
             query?: {
                 /** @description Cursor: only deliveries with a smaller id (older ones) */
                 before?: number;
+                /** @description Only deliveries of this event type */
+                eventType?: "plant.created" | "plant.updated" | "plant.deleted";
                 /** @description How many deliveries to return at most (1 to 100, canonical decimal) */
                 limit?: number;
+                /** @description Only deliveries with this status */
+                status?: "pending" | "succeeded" | "failed";
             };
             header?: never;
             path: {
@@ -4185,7 +4658,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, before not an int64), or a name or value is not percent-encoded UTF-8 */
+            /** @description The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, before not an int64, an unknown status or event type), or a name or value is not percent-encoded UTF-8 */
             400: {
                 headers: {
                     /** @description Requests allowed per window for this caller (when rate limiting is on) */
@@ -4229,6 +4702,322 @@ export interface operations {
                 content?: never;
             };
             /** @description This token has no subscription with this id (another token's subscriptions are not found either) */
+            404: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    getWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The delivery id
+                 * @example 1
+                 */
+                deliveryId: number;
+                /**
+                 * @description The subscription id
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The delivery */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 7,
+                     *       "eventType": "plant.created",
+                     *       "status": "pending",
+                     *       "attempts": 1,
+                     *       "lastAttemptAt": "2026-01-02T03:04:05.678Z",
+                     *       "lastStatusCode": 503,
+                     *       "lastError": "the receiver answered 503",
+                     *       "nextAttemptAt": "2026-01-02T03:04:10.678Z",
+                     *       "createdAt": "2026-01-02T03:04:05.678Z",
+                     *       "webhookId": "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W",
+                     *       "payload": "{\"type\":\"plant.created\",\"timestamp\":\"2026-01-02T03:04:05.678Z\",\"data\":{\"id\":1,\"name\":\"Monstera\",\"createdAt\":\"2026-01-02T03:04:05.678Z\",\"updatedAt\":\"2026-01-02T03:04:05.678Z\"}}",
+                     *       "attemptLog": [
+                     *         {
+                     *           "at": "2026-01-02T03:04:05.678Z",
+                     *           "durationMs": 182,
+                     *           "statusCode": 503,
+                     *           "error": "the receiver answered 503",
+                     *           "responseBody": "{\"error\":\"try later\"}"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDeliveryDetail"];
+                };
+            };
+            /** @description An id is not a signed 64-bit integer */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 400,
+                     *       "message": "An id is not a signed 64-bit integer"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 403,
+                     *       "message": "The token lacks the scope this operation needs"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This token has no subscription with this id, or the subscription has no delivery with this id */
+            404: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 404,
+                     *       "message": "This token has no subscription with this id, or the subscription has no delivery with this id"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    headWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The delivery id
+                 * @example 1
+                 */
+                deliveryId: number;
+                /**
+                 * @description The subscription id
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The delivery */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An id is not a signed 64-bit integer */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description This token has no subscription with this id, or the subscription has no delivery with this id */
             404: {
                 headers: {
                     /** @description Requests allowed per window for this caller (when rate limiting is on) */
@@ -4448,6 +5237,230 @@ export interface operations {
             };
         };
     };
+    recoverWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription id
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "since": "2026-01-02T03:04:05.678Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RecoverWebhook"];
+            };
+        };
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The failed deliveries since then are due now */
+            202: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "recovered": 3
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookRecovery"];
+                };
+            };
+            /** @description The id is not a signed 64-bit integer, or the body is not a RecoverWebhook (since not an RFC 3339 date-time) */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 400,
+                     *       "message": "The id is not a signed 64-bit integer, or the body is not a RecoverWebhook (since not an RFC 3339 date-time)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 403,
+                     *       "message": "The token lacks the scope this operation needs"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This token has no subscription with this id (another token's subscriptions are not found either) */
+            404: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 404,
+                     *       "message": "This token has no subscription with this id (another token's subscriptions are not found either)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is too large */
+            413: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 413,
+                     *       "message": "The body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    /** @description When the body's Content-Encoding was refused: `identity`, no content coding is accepted */
+                    "Accept-Encoding"?: "identity";
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "The body is not JSON"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     rotateWebhookSecret: {
         parameters: {
             query?: never;
@@ -4461,7 +5474,16 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k="
+                 *     }
+                 */
+                "application/json": components["schemas"]["RotateWebhookSecret"];
+            };
+        };
         responses: {
             /** @description Client error */
             "4XX": {
@@ -4532,12 +5554,519 @@ export interface operations {
                      *       ],
                      *       "description": "Sync to the shop front",
                      *       "disabled": false,
-                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k=",
                      *       "createdAt": "2026-01-02T03:04:05.678Z",
-                     *       "updatedAt": "2026-01-02T03:04:05.678Z"
+                     *       "updatedAt": "2026-01-02T03:04:05.678Z",
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k="
                      *     }
                      */
-                    "application/json": components["schemas"]["Webhook"];
+                    "application/json": components["schemas"]["WebhookWithSecret"];
+                };
+            };
+            /** @description The id is not a signed 64-bit integer, or the body is not a RotateWebhookSecret (a secret not `whsec_` and 24 to 64 bytes in base64) */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 400,
+                     *       "message": "The id is not a signed 64-bit integer, or the body is not a RotateWebhookSecret (a secret not `whsec_` and 24 to 64 bytes in base64)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 403,
+                     *       "message": "The token lacks the scope this operation needs"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This token has no subscription with this id (another token's subscriptions are not found either) */
+            404: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 404,
+                     *       "message": "This token has no subscription with this id (another token's subscriptions are not found either)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is too large */
+            413: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 413,
+                     *       "message": "The body is too large"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    /** @description When the body's Content-Encoding was refused: `identity`, no content coding is accepted */
+                    "Accept-Encoding"?: "identity";
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "The body is not JSON"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription id
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The current secret */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k="
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookSecret"];
+                };
+            };
+            /** @description The id is not a signed 64-bit integer */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 400,
+                     *       "message": "The id is not a signed 64-bit integer"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 403,
+                     *       "message": "The token lacks the scope this operation needs"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description This token has no subscription with this id (another token's subscriptions are not found either) */
+            404: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 404,
+                     *       "message": "This token has no subscription with this id (another token's subscriptions are not found either)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    headWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription id
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The current secret */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The id is not a signed 64-bit integer */
+            400: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description This token has no subscription with this id (another token's subscriptions are not found either) */
+            404: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    testWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The subscription id
+                 * @example 1
+                 */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The attempt was made: `succeeded` says whether the receiver answered 2xx */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "webhookId": "msg_2KWPBgLlAfxdpx2AI54pPJ",
+                     *       "succeeded": true,
+                     *       "at": "2026-01-02T03:04:05.678Z",
+                     *       "durationMs": 41,
+                     *       "statusCode": 204,
+                     *       "responseBody": ""
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookTestResult"];
                 };
             };
             /** @description The id is not a signed 64-bit integer, or the request has a body */
@@ -4627,6 +6156,219 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["Error"];
                 };
+            };
+        };
+    };
+    listWebhookEventTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 415,
+                     *       "message": "Unsupported Media Type"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 500,
+                     *       "message": "Internal Server Error"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The event types */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "type": "webhook.test",
+                     *         "description": "A test",
+                     *         "schema": {
+                     *           "type": "object"
+                     *         }
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["WebhookEventTypeList"];
+                };
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 401,
+                     *       "message": "Missing or invalid bearer token"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 403,
+                     *       "message": "The token lacks the scope this operation needs"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    headWebhookEventTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Client error */
+            "4XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Server error */
+            "5XX": {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The event types */
+            200: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or invalid bearer token */
+            401: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The token lacks the scope this operation needs */
+            403: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
+                    "WWW-Authenticate": string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

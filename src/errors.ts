@@ -22,6 +22,11 @@ export type ErrorCode =
   | 'url-unresolvable'
   | 'invalid-events'
   | 'invalid-description'
+  /** A webhook secret supplied for a rotation that is not `whsec_` and 24 to 64 bytes in base64. */
+  | 'invalid-secret'
+  /** The owner already has as many webhook subscriptions as WEBHOOK_MAX_SUBSCRIPTIONS allows. */
+  | 'subscription-limit'
+  /** A delivery of a disabled subscription: not retried until the subscription is enabled. */
   | 'subscription-disabled'
   | 'method-not-allowed'
   | 'method-not-implemented'
@@ -64,6 +69,8 @@ export const storageFull = (cause: unknown): ServiceError =>
   new ServiceError('storage-full', 'The database storage is full; nothing was written', { cause })
 export const idsExhausted = (): ServiceError =>
   new ServiceError('ids-exhausted', 'No id up to 2^53 - 1 is left for the server to assign; create the plant with a chosen id')
+export const subscriptionLimit = (max: number): ServiceError =>
+  new ServiceError('subscription-limit', `This token already has ${max} webhook subscriptions, the most allowed: delete one first`)
 export const invalidHeader = (message: string): ServiceError => new ServiceError('invalid-header', message)
 export const invalidQuery = (message: string): ServiceError => new ServiceError('invalid-query', message)
 export const shuttingDown = (): ServiceError =>

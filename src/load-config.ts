@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_SUBSCRIPTIONS } from './webhooks/limits.js'
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
@@ -105,6 +106,12 @@ export const EnvSchema = Type.Object({
   WEBHOOK_RETENTION_MS: Type.Integer({ minimum: 1, maximum: MAX_WEBHOOK_MS, default: DEFAULT_RETENTION_MS, description: 'Finished delivery records are deleted after this many milliseconds.' }),
   WEBHOOK_POLL_INTERVAL_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: DEFAULT_POLL_INTERVAL_MS, description: 'How often due deliveries (retries, other instances\' events) are looked for; new events wake the dispatcher at once.' }),
   WEBHOOK_BUSY_INTERVAL_MS: Type.Integer({ minimum: 1, maximum: 60_000, default: DEFAULT_BUSY_INTERVAL_MS, description: 'While requests saturate the event loop, delivery attempts start at least this many milliseconds apart, one at a time.' }),
+  WEBHOOK_MAX_SUBSCRIPTIONS: Type.Integer({
+    minimum: 1,
+    maximum: 100_000,
+    default: DEFAULT_MAX_SUBSCRIPTIONS,
+    description: 'The most webhook subscriptions one token may have; creating one more is a 409.'
+  }),
   WEBHOOK_ALLOW_PRIVATE_URLS: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '0', description: '`1`: subscriptions may point at loopback, private, link-local and other non-public addresses (local development and tests only).' }),
   // OpenID Connect access tokens (docs/configuration.md).
   OIDC_ISSUER: Type.Optional(Type.String({
@@ -199,6 +206,9 @@ export interface WebhookConfig {
   retentionMs: number
   pollIntervalMs: number
   busyIntervalMs: number
+  /** The most subscriptions one owner (token) may have. */
+  maxSubscriptions: number
+  /** Loopback, private, link-local ... receivers allowed (local development and tests only). */
   allowPrivate: boolean
 }
 
@@ -287,6 +297,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
       retentionMs: parsed.WEBHOOK_RETENTION_MS,
       pollIntervalMs: parsed.WEBHOOK_POLL_INTERVAL_MS,
       busyIntervalMs: parsed.WEBHOOK_BUSY_INTERVAL_MS,
+      maxSubscriptions: parsed.WEBHOOK_MAX_SUBSCRIPTIONS,
       allowPrivate: parsed.WEBHOOK_ALLOW_PRIVATE_URLS === '1'
     },
     version: PACKAGE_VERSION

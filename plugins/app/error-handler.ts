@@ -30,6 +30,9 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   'url-unresolvable': 400,
   'invalid-events': 400,
   'invalid-description': 400,
+  'invalid-secret': 400,
+  // The request is fine; the token's subscriptions as they are now refuse it (delete one, retry).
+  'subscription-limit': 409,
   'subscription-disabled': 409,
   'method-not-allowed': 405,
   'method-not-implemented': 501,

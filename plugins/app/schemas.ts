@@ -5,7 +5,7 @@ import { int64Format } from '../../src/schemas/int64.js'
 import { ErrorSchema } from '../../src/schemas/error.js'
 import { NewPlantSchema, PlantListSchema, PlantPatchSchema, PlantSchema, PlantUpdateSchema } from '../../src/schemas/plant.js'
 import {
-  NewWebhookSchema, WebhookDeliveryListSchema, WebhookDeliverySchema, WebhookListSchema, WebhookPatchSchema, WebhookSchema
+  NewWebhookSchema, RecoverWebhookSchema, RotateWebhookSecretSchema, WebhookEventTypeListSchema, WebhookRecoverySchema, WebhookTestResultSchema, WebhookDeliveryAttemptSchema, WebhookDeliveryDetailSchema, WebhookDeliveryListSchema, WebhookDeliverySchema, WebhookListSchema, WebhookPatchSchema, WebhookSchema, WebhookSecretSchema, WebhookWithSecretSchema
 } from '../../src/schemas/webhook.js'
 import { WEBHOOK_EVENT_SCHEMAS } from '../../src/schemas/webhook-events.js'
 
@@ -21,10 +21,19 @@ export default fp(async function schemasPlugin (app) {
   app.addSchema(PlantUpdateSchema)
   app.addSchema(PlantPatchSchema)
   app.addSchema(WebhookSchema)
+  app.addSchema(WebhookWithSecretSchema)
+  app.addSchema(WebhookSecretSchema)
+  app.addSchema(RotateWebhookSecretSchema)
   app.addSchema(WebhookListSchema)
   app.addSchema(NewWebhookSchema)
   app.addSchema(WebhookPatchSchema)
   app.addSchema(WebhookDeliverySchema)
+  app.addSchema(WebhookDeliveryAttemptSchema)
+  app.addSchema(WebhookDeliveryDetailSchema)
+  app.addSchema(RecoverWebhookSchema)
+  app.addSchema(WebhookRecoverySchema)
+  app.addSchema(WebhookTestResultSchema)
+  app.addSchema(WebhookEventTypeListSchema)
   app.addSchema(WebhookDeliveryListSchema)
   // Only the OpenAPI `webhooks` section refers to these: the bodies receivers get.
   for (const schema of WEBHOOK_EVENT_SCHEMAS) app.addSchema(schema)

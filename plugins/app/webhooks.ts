@@ -87,7 +87,12 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
   if (app.metrics !== undefined) webhookMetrics(app.metrics, dispatcher, store.webhooks)
 
   app.decorate('webhooks', new WebhookService({
-    store: store.webhooks, policy, lookupTimeoutMs: settings.timeoutMs, onDue: () => { dispatcher.wake() }
+    store: store.webhooks,
+    policy,
+    lookupTimeoutMs: settings.timeoutMs,
+    maxSubscriptions: settings.maxSubscriptions,
+    sendTest: async (subscription) => await dispatcher.sendTest(subscription),
+    onDue: () => { dispatcher.wake() }
   }))
 
   const { tracing } = app

@@ -1,6 +1,6 @@
 import type { OpenAPIV3_2 as OpenApi } from '@fastify/swagger'
 import { Type, type TObject } from '@sinclair/typebox'
-import { eventPayload, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js'
+import { EVENT_DESCRIPTIONS, eventPayload, TEST_EVENT_TYPE, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js'
 import { signatureHeader } from '../webhooks/signing.js'
 import { PLANT_EXAMPLE, PlantSchema } from './plant.js'
 import { ref } from './ref.js'
@@ -14,9 +14,9 @@ import { SECRET_EXAMPLE } from './webhook.js'
  */
 
 const EVENTS: Record<WebhookEventType, { id: string, what: string }> = {
-  'plant.created': { id: 'PlantCreatedEvent', what: 'A plant was created; `data` is the plant' },
-  'plant.updated': { id: 'PlantUpdatedEvent', what: 'A plant was replaced or updated; `data` is the plant after the change' },
-  'plant.deleted': { id: 'PlantDeletedEvent', what: 'A plant was deleted; `data` is the plant as it was' }
+  'plant.created': { id: 'PlantCreatedEvent', what: EVENT_DESCRIPTIONS['plant.created'] },
+  'plant.updated': { id: 'PlantUpdatedEvent', what: EVENT_DESCRIPTIONS['plant.updated'] },
+  'plant.deleted': { id: 'PlantDeletedEvent', what: EVENT_DESCRIPTIONS['plant.deleted'] }
 }
 
 const EXAMPLE_MESSAGE_ID = 'msg_2KWPBgLlAfxdpx2AI54pPJ'
@@ -93,3 +93,38 @@ function eventOperation (type: WebhookEventType): OpenApi.PathItemObject {
 /** The OpenAPI `webhooks` section: one entry per event type. */
 export const webhookEventsDocument = (): Record<string, OpenApi.PathItemObject> =>
   Object.fromEntries(WEBHOOK_EVENT_TYPES.map((type) => [type, eventOperation(type)]))
+
+/** One entry of the event type catalog (GET /webhooks/event-types). */
+export interface EventTypeEntry {
+  type: string
+  description: string
+  /** The JSON Schema of the event's body, self-contained. */
+  schema: Record<string, unknown>
+}
+
+const bodySchema = (type: string, data: Record<string, unknown>): Record<string, unknown> => ({
+  type: 'object',
+  required: ['type', 'timestamp', 'data'],
+  additionalProperties: false,
+  properties: {
+    type: { const: type },
+    timestamp: { type: 'string', format: 'date-time', description: 'When the event happened' },
+    data
+  }
+})
+
+/** Every event type a receiver can get, with what it means and its body's schema (JSON, without `$id`s). */
+export function eventTypeCatalog (): EventTypeEntry[] {
+  const { $id: _id, examples: _examples, ...plant } = JSON.parse(JSON.stringify(PlantSchema)) as Record<string, unknown>
+  const subscriptionIdSchema = { type: 'integer', description: 'The subscription tested' }
+  return [
+    ...WEBHOOK_EVENT_TYPES.map((type) => ({ type, description: EVENT_DESCRIPTIONS[type], schema: bodySchema(type, plant) })),
+    {
+      type: TEST_EVENT_TYPE,
+      description: EVENT_DESCRIPTIONS[TEST_EVENT_TYPE],
+      schema: bodySchema(TEST_EVENT_TYPE, {
+        type: 'object', required: ['subscriptionId'], additionalProperties: false, properties: { subscriptionId: subscriptionIdSchema }
+      })
+    }
+  ]
+}

@@ -3,8 +3,10 @@ import * as https from 'node:https'
 import { isServiceError } from '../errors.js'
 import { parseWebhookUrl, pinnedLookup, resolveWebhookTarget, type AddressPolicy, type ResolvedAddress } from './url-policy.js'
 
-/** Only the status counts: the rest of a receiver's answer is discarded. */
+/** How much of a receiver's answer is read: its status is what counts. */
 export const MAX_RESPONSE_BYTES = 4096
+/** How much of the answer's body is kept with the attempt, for its owner to inspect. */
+export const KEPT_RESPONSE_BYTES = 1024
 
 export interface AttemptRequest {
   url: string
@@ -28,13 +30,18 @@ export interface AttemptOptions {
 export type AttemptFailure = 'timeout' | 'connection' | 'invalid-url' | 'url-not-allowed' | 'url-unresolvable' | 'aborted' | 'internal'
 
 export type AttemptResult =
-  | { kind: 'response', statusCode: number }
+  | { kind: 'response', statusCode: number, /** The first KEPT_RESPONSE_BYTES of the body (UTF-8). */ body: string }
   | { kind: 'error', reason: AttemptFailure, message: string }
 
 const defaultRequest: RequestFunction = (url, options) =>
   url.protocol === 'https:' ? https.request(url, options) : http.request(url, options)
 
 const IDLE_CONNECTION_MS = 4000
+/** Connections open at once to one receiver (origin and checked address); more attempts queue for one. */
+export const MAX_SOCKETS_PER_TARGET = 32
+/** Idle connections kept per receiver. */
+const MAX_FREE_SOCKETS_PER_TARGET = 8
+/** Receivers (checked addresses) with connections kept at once; the least recently used go first. */
 const MAX_POOLED_TARGETS = 256
 
 export interface ConnectionPool {
@@ -55,7 +62,13 @@ export function createConnectionPool (): ConnectionPool {
       if (agent !== undefined) {
         agents.delete(key)
       } else {
-        const settings = { keepAlive: true, timeout: IDLE_CONNECTION_MS, scheduling: 'lifo' as const }
+        const settings = {
+          keepAlive: true,
+          timeout: IDLE_CONNECTION_MS,
+          scheduling: 'lifo' as const,
+          maxSockets: MAX_SOCKETS_PER_TARGET,
+          maxFreeSockets: MAX_FREE_SOCKETS_PER_TARGET
+        }
         agent = url.protocol === 'https:' ? new https.Agent(settings) : new http.Agent(settings)
         const [oldest] = agents
         if (agents.size >= MAX_POOLED_TARGETS && oldest !== undefined) {
@@ -140,6 +153,9 @@ async function send (
   return await new Promise((resolve) => {
     let statusCode: number | undefined
     let settled = false
+    const kept: Buffer[] = []
+    let keptBytes = 0
+    const answerBody = (): string => Buffer.concat(kept).subarray(0, KEPT_RESPONSE_BYTES).toString('utf8')
     const settle = (result: AttemptResult, keepConnection = false): void => {
       if (settled) return
       settled = true
@@ -147,7 +163,7 @@ async function send (
       // Only an answer read to its end leaves its connection to the pool.
       if (!keepConnection) req.destroy()
     }
-    const answered = (): void => { settle({ kind: 'response', statusCode: statusCode as number }) }
+    const answered = (): void => { settle({ kind: 'response', statusCode: statusCode as number, body: answerBody() }) }
     const req = (options.request ?? defaultRequest)(url, {
       method: 'POST',
       headers: { ...headers, 'content-length': Buffer.byteLength(body) },
@@ -159,10 +175,14 @@ async function send (
       statusCode = res.statusCode ?? 0
       let read = 0
       res.on('data', (chunk: Buffer) => {
+        if (keptBytes < KEPT_RESPONSE_BYTES) {
+          kept.push(chunk)
+          keptBytes += chunk.length
+        }
         read += chunk.length
         if (read >= maxBytes) answered()
       })
-      res.on('end', () => { settle({ kind: 'response', statusCode: statusCode as number }, true) })
+      res.on('end', () => { settle({ kind: 'response', statusCode: statusCode as number, body: answerBody() }, true) })
       // The status is in: a body cut short changes nothing.
       res.on('error', answered)
       res.on('close', answered)

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { EventEmitter, setMaxListeners } from 'node:events'
 import { performance } from 'node:perf_hooks'
 import { attemptDelivery, createConnectionPool, type AttemptRequest, type AttemptResult, type RequestFunction } from './deliver.js'
-import type { WebhookEventType } from './events.js'
+import { newMessageId, testEventPayload, type WebhookEventType } from './events.js'
 import { DEFAULT_JITTER, DEFAULT_RETRY_SCHEDULE_MS, verdict, type AttemptVerdict } from './schedule.js'
 import { signatureHeader } from './signing.js'
 import type { ClaimedDelivery, DeliveryCompletion, DeliveryStatus, WebhookStore } from './store.js'
@@ -17,6 +17,10 @@ export const DEFAULT_DISABLE_AFTER_MS = 5 * 24 * 3_600_000
 export const DEFAULT_RETENTION_MS = 7 * 24 * 3_600_000
 export const DEFAULT_PRUNE_INTERVAL_MS = 3_600_000
 export const DEFAULT_STOP_GRACE_MS = 10_000
+/** A lease's length where the store renews leases (PostgreSQL): how long a dead instance's claims outlive it. */
+export const HEARTBEAT_LEASE_MS = 10_000
+/** How often a live instance renews the leases of its attempts in flight: well within HEARTBEAT_LEASE_MS. */
+export const HEARTBEAT_INTERVAL_MS = 3_000
 // Busy-API pacing of attempts: see docs/performance.md#what-the-measurements-decided.
 export const DEFAULT_BUSY_INTERVAL_MS = 100
 
@@ -48,6 +52,17 @@ export interface DispatcherOptions {
   busyIntervalMs?: number
 }
 
+export interface TestAttempt {
+  webhookId: string
+  succeeded: boolean
+  at: number
+  durationMs: number
+  statusCode?: number
+  error?: string
+  responseBody?: string
+}
+
+/** An attempt as tracing sees it. */
 export interface AttemptTrace {
   headers: Record<string, string>
   end: (attempt: AttemptEvent) => void
@@ -74,7 +89,7 @@ export interface DispatcherEvents {
   'subscription-disabled': [{ subscriptionId: bigint, reason: 'gone' | 'failing' }]
   pruned: [{ deleted: number }]
   /** The dispatcher carries on: unrecorded attempts come due again when their lease runs out. */
-  'store-error': [{ operation: 'claim' | 'complete' | 'release' | 'prune', error: unknown }]
+  'store-error': [{ operation: 'claim' | 'complete' | 'release' | 'renew' | 'prune', error: unknown }]
 }
 
 type State = 'idle' | 'running' | 'stopping' | 'stopped'
@@ -98,6 +113,11 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   readonly #schedule: readonly number[]
   readonly #jitter: number
   readonly #leaseMs: number
+  /** Whether the store renews leases (see HEARTBEAT_LEASE_MS). */
+  readonly #heartbeat: boolean
+  #heartbeatTimer: NodeJS.Timeout | undefined
+  /** The lease each attempt in flight holds, by delivery id (the heartbeat renews them). */
+  readonly #leases = new Map<bigint, string>()
   readonly #pollIntervalMs: number
   readonly #disableAfterMs: number
   readonly #retentionMs: number
@@ -120,6 +140,10 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   #claimAgain = false
   readonly #inFlight = new Set<Promise<void>>()
   readonly #perSubscriptionInFlight = new Map<bigint, number>()
+  readonly #perOwnerInFlight = new Map<string, number>()
+  /** While several owners have subscriptions, one holds at most half the slots: attempts cannot be preempted. */
+  readonly #perOwnerShare: number
+  #owners = 1
   /** Aborted when a stop's grace period is over: attempts still running give their deliveries back. */
   readonly #abandon = new AbortController()
   readonly #connections = createConnectionPool()
@@ -136,12 +160,15 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     this.#policy = options.policy
     this.#concurrency = positive(options.concurrency ?? DEFAULT_CONCURRENCY, 'concurrency')
     this.#perSubscription = positive(options.perSubscription ?? DEFAULT_PER_SUBSCRIPTION, 'perSubscription')
+    this.#perOwnerShare = Math.max(1, Math.ceil(this.#concurrency / 2))
     this.#timeoutMs = positive(options.timeoutMs ?? DEFAULT_TIMEOUT_MS, 'timeoutMs')
     this.#schedule = options.schedule ?? DEFAULT_RETRY_SCHEDULE_MS
     this.#jitter = options.jitter ?? DEFAULT_JITTER
-    // Completing takes a moment after the attempt's own time limit: leave a wide margin.
-    this.#leaseMs = positive(options.leaseMs ?? this.#timeoutMs + 60_000, 'leaseMs')
-    if (this.#leaseMs <= this.#timeoutMs) throw new RangeError('leaseMs must exceed timeoutMs')
+    this.#heartbeat = this.#store.renewLeases !== undefined
+    // Renewed leases outlast a missed beat or two; unrenewed ones need a wide margin past the attempt.
+    this.#leaseMs = positive(options.leaseMs ?? (this.#heartbeat ? HEARTBEAT_LEASE_MS : this.#timeoutMs + 60_000), 'leaseMs')
+    if (!this.#heartbeat && this.#leaseMs <= this.#timeoutMs) throw new RangeError('leaseMs must exceed timeoutMs')
+    if (this.#heartbeat && this.#leaseMs <= HEARTBEAT_INTERVAL_MS) throw new RangeError('leaseMs must exceed the heartbeat interval')
     this.#pollIntervalMs = positive(options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS, 'pollIntervalMs')
     this.#disableAfterMs = positive(options.disableAfterMs ?? DEFAULT_DISABLE_AFTER_MS, 'disableAfterMs')
     this.#retentionMs = positive(options.retentionMs ?? DEFAULT_RETENTION_MS, 'retentionMs')
@@ -166,12 +193,20 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   async start (): Promise<void> {
     if (this.#state !== 'idle') throw new Error('a dispatcher starts once')
     this.#state = 'running'
-    this.#pollTimer = setInterval(() => { this.wake() }, this.#pollIntervalMs)
+    this.#pollTimer = setInterval(() => {
+      this.#countOwners()
+      this.wake()
+    }, this.#pollIntervalMs)
     this.#pollTimer.unref()
     this.#pruneTimer = setInterval(() => { this.#prune() }, this.#pruneIntervalMs)
     this.#pruneTimer.unref()
+    if (this.#heartbeat) {
+      this.#heartbeatTimer = setInterval(() => { this.#renew() }, HEARTBEAT_INTERVAL_MS)
+      this.#heartbeatTimer.unref()
+    }
     this.#starting = this.#listen()
     await this.#starting
+    this.#countOwners()
     this.#prune()
     this.wake()
   }
@@ -208,6 +243,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     this.#state = 'stopping'
     clearInterval(this.#pollTimer)
     clearInterval(this.#pruneTimer)
+    clearInterval(this.#heartbeatTimer)
     clearTimeout(this.#paceTimer)
     if (wasRunning) {
       await this.#starting?.catch(() => {})
@@ -253,10 +289,11 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     const skipSubscriptions = [...this.#perSubscriptionInFlight]
       .filter(([, count]) => count >= this.#perSubscription)
       .map(([id]) => id)
+    const skipOwners = [...this.#perOwnerInFlight].filter(([, count]) => count >= this.#perOwner).map(([owner]) => owner)
     let claimed: ClaimedDelivery[]
     try {
       claimed = await this.#store.claimDue({
-        lease, now: this.#now(), leaseMs: this.#leaseMs, limit: free, perSubscription: this.#perSubscription, skipSubscriptions
+        lease, now: this.#now(), leaseMs: this.#leaseMs, limit: free, perSubscription: this.#perSubscription, skipSubscriptions, skipOwners
       })
     } catch (error) {
       this.#emit('store-error', { operation: 'claim', error })
@@ -266,7 +303,8 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     const unwanted: bigint[] = []
     for (const delivery of claimed) {
       if (this.#state === 'running' && this.#inFlight.size < allowed &&
-          (this.#perSubscriptionInFlight.get(delivery.subscriptionId) ?? 0) < this.#perSubscription) {
+          (this.#perSubscriptionInFlight.get(delivery.subscriptionId) ?? 0) < this.#perSubscription &&
+          (this.#perOwnerInFlight.get(delivery.owner) ?? 0) < this.#perOwner) {
         this.#begin(delivery, lease)
       } else {
         unwanted.push(delivery.id)
@@ -275,6 +313,15 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     await this.#release(lease, unwanted)
   }
 
+  get #perOwner (): number {
+    return this.#owners > 1 ? this.#perOwnerShare : this.#concurrency
+  }
+
+  #countOwners (): void {
+    this.#store.activeOwners().then((owners) => { this.#owners = owners }, () => {})
+  }
+
+  /** Wakes the dispatcher in `ms` (once, however often asked meanwhile). */
   #wakeIn (ms: number): void {
     if (this.#paceTimer !== undefined) return
     this.#paceTimer = setTimeout(() => {
@@ -285,14 +332,16 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   }
 
   #begin (delivery: ClaimedDelivery, lease: string): void {
-    const { subscriptionId } = delivery
+    const { subscriptionId, owner } = delivery
     this.#lastStart = performance.now()
-    this.#perSubscriptionInFlight.set(subscriptionId, (this.#perSubscriptionInFlight.get(subscriptionId) ?? 0) + 1)
+    count(this.#perSubscriptionInFlight, subscriptionId, 1)
+    count(this.#perOwnerInFlight, owner, 1)
+    this.#leases.set(delivery.id, lease)
     const attempt = this.#attempt(delivery, lease).finally(() => {
       this.#inFlight.delete(attempt)
-      const left = (this.#perSubscriptionInFlight.get(subscriptionId) ?? 1) - 1
-      if (left > 0) this.#perSubscriptionInFlight.set(subscriptionId, left)
-      else this.#perSubscriptionInFlight.delete(subscriptionId)
+      this.#leases.delete(delivery.id)
+      count(this.#perSubscriptionInFlight, subscriptionId, -1)
+      count(this.#perOwnerInFlight, owner, -1)
       this.wake()
     })
     this.#inFlight.add(attempt)
@@ -323,7 +372,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     const statusCode = result.kind === 'response' ? result.statusCode : undefined
     // The retry wait runs from the attempt's end, or one that timed out would be retried at once.
     const outcome = verdict({ ...(statusCode !== undefined && { statusCode }), attempts, attemptedAt: this.#now() }, this.#schedule, this.#jitter, this.#random)
-    const completion = this.#completion(delivery, lease, attemptedAt, result, outcome)
+    const completion = this.#completion(delivery, lease, attemptedAt, result, outcome, durationMs)
     let recorded = false
     try {
       const done = await this.#store.completeDelivery(completion)
@@ -351,6 +400,34 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     }
     trace?.end(event)
     this.#emit('attempt', event)
+  }
+
+  /** A signed `webhook.test` now, outside the outbox (nothing stored or retried); resolves with the outcome. */
+  async sendTest (subscription: { id: bigint, url: string, secret: string }): Promise<TestAttempt> {
+    const attemptedAt = this.#now()
+    const messageId = newMessageId()
+    const started = performance.now()
+    const result = await this.#send({
+      id: 0n,
+      subscriptionId: subscription.id,
+      owner: '',
+      messageId,
+      eventType: 'plant.created',
+      payload: testEventPayload(subscription.id, attemptedAt),
+      attempts: 0,
+      url: subscription.url,
+      secrets: [subscription.secret],
+      origin: {}
+    }, attemptedAt, undefined)
+    const error = describeFailure(result)
+    return {
+      webhookId: messageId,
+      succeeded: error === undefined,
+      at: attemptedAt,
+      durationMs: Math.round(performance.now() - started),
+      ...(result.kind === 'response' && { statusCode: result.statusCode, responseBody: result.body }),
+      ...(error !== undefined && { error })
+    }
   }
 
   async #send (delivery: ClaimedDelivery, attemptedAt: number, extraHeaders: Record<string, string> | undefined): Promise<AttemptResult> {
@@ -388,14 +465,15 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     }
   }
 
-  #completion (delivery: ClaimedDelivery, lease: string, attemptedAt: number, result: AttemptResult, outcome: AttemptVerdict): DeliveryCompletion {
+  #completion (delivery: ClaimedDelivery, lease: string, attemptedAt: number, result: AttemptResult, outcome: AttemptVerdict, durationMs: number): DeliveryCompletion {
     const status: DeliveryStatus = outcome.status === 'succeeded' ? 'succeeded' : outcome.status === 'retry' ? 'pending' : 'failed'
     const error = describeFailure(result)
     return {
       id: delivery.id,
       lease,
       attemptedAt,
-      ...(result.kind === 'response' && { statusCode: result.statusCode }),
+      durationMs,
+      ...(result.kind === 'response' && { statusCode: result.statusCode, responseBody: result.body }),
       ...(error !== undefined && { error }),
       status,
       ...(outcome.status === 'retry' && { nextAttemptAt: outcome.nextAttemptAt }),
@@ -412,6 +490,15 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
       // Not given back: they come due again when the lease runs out.
       this.#emit('store-error', { operation: 'release', error })
     }
+  }
+
+  /** Extends the leases of the attempts in flight; a failure is reported, and the next beat tries again. */
+  #renew (): void {
+    if (this.#leases.size === 0) return
+    const leases = [...this.#leases].map(([id, lease]) => ({ id, lease }))
+    this.#store.renewLeases?.(leases, this.#now() + this.#leaseMs).catch((error: unknown) => {
+      this.#emit('store-error', { operation: 'renew', error })
+    })
   }
 
   #prune (): void {
@@ -432,6 +519,13 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   }
 }
 
+function count<K> (counts: Map<K, number>, key: K, by: number): void {
+  const next = (counts.get(key) ?? 0) + by
+  if (next > 0) counts.set(key, next)
+  else counts.delete(key)
+}
+
+/** Why an attempt did not succeed, in words; undefined for a 2xx. */
 export function describeFailure (result: AttemptResult): string | undefined {
   if (result.kind === 'error') return `${result.reason}: ${result.message}`
   const status = result.statusCode

@@ -6,6 +6,21 @@ import { isoTime } from '../store/iso-time.js'
 export const WEBHOOK_EVENT_TYPES = ['plant.created', 'plant.updated', 'plant.deleted'] as const
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
 
+/** The event `POST /webhooks/{id}/test` sends; no subscription asks for it, every one can get it. */
+export const TEST_EVENT_TYPE = 'webhook.test'
+
+/** What each event type means, for the catalog (GET /webhooks/event-types) and the OpenAPI document. */
+export const EVENT_DESCRIPTIONS: Record<WebhookEventType | typeof TEST_EVENT_TYPE, string> = {
+  'plant.created': 'A plant was created; `data` is the plant',
+  'plant.updated': 'A plant was replaced or updated; `data` is the plant after the change',
+  'plant.deleted': 'A plant was deleted; `data` is the plant as it was',
+  'webhook.test': 'A test, sent by `POST /webhooks/{id}/test` to that subscription only; `data` names it'
+}
+
+/** The body of a test event. */
+export const testEventPayload = (subscriptionId: bigint, now: number): string =>
+  `{"type":"${TEST_EVENT_TYPE}","timestamp":${JSON.stringify(isoTime(now))},"data":{"subscriptionId":${subscriptionId.toString()}}}`
+
 export const isWebhookEventType = (value: string): value is WebhookEventType =>
   (WEBHOOK_EVENT_TYPES as readonly string[]).includes(value)
 

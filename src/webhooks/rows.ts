@@ -1,6 +1,6 @@
 import { isoTime } from '../store/iso-time.js'
 import { isWebhookEventType, type EventOrigin, type WebhookEventType } from './events.js'
-import type { ClaimedDelivery, DeliveryStatus, WebhookDelivery, WebhookSubscription } from './store.js'
+import type { ClaimedDelivery, DeliveryAttempt, DeliveryDetail, DeliveryStatus, WebhookDelivery, WebhookSubscription } from './store.js'
 
 /** Integers as the drivers hand them over: bigint (SQLite safe integers, int8) or number (int4). */
 type Int = bigint | number
@@ -63,9 +63,58 @@ export function toDelivery (row: DeliveryRow): WebhookDelivery {
   return delivery
 }
 
-/** The secrets an attempt signs with: the current one, and the replaced one until it expires. */
-export function activeSecrets (secret: string, previous: string | null, previousUntil: Int | null, now: number): string[] {
-  return previous !== null && previousUntil !== null && Number(previousUntil) > now ? [secret, previous] : [secret]
+/** Secrets a rotation replaced, newest first, each with when it stops signing (epoch ms). */
+export type PreviousSecrets = Array<[secret: string, until: number]>
+
+/** At most this many replaced secrets keep signing: each costs every delivery a signature. */
+export const MAX_PREVIOUS_SECRETS = 10
+
+/** The previous_secrets column (a JSON array of [secret, until]); anything else reads as none. */
+export function parsePreviousSecrets (json: string): PreviousSecrets {
+  const parsed: unknown = JSON.parse(json)
+  if (!Array.isArray(parsed)) return []
+  return parsed.filter((entry): entry is [string, number] =>
+    Array.isArray(entry) && typeof entry[0] === 'string' && typeof entry[1] === 'number')
+}
+
+/**
+ * What a rotation leaves: the replaced `current` secret honoured until `until`, then the earlier
+ * ones still honoured at `now` (each until its own expiry), at most MAX_PREVIOUS_SECRETS.
+ */
+export function afterRotation (current: string, until: number, previousJson: string, now: number): string {
+  const kept = parsePreviousSecrets(previousJson).filter(([, expires]) => expires > now)
+  return JSON.stringify([[current, until], ...kept].slice(0, MAX_PREVIOUS_SECRETS))
+}
+
+/** A delivery row with its event, as getDelivery reads it. */
+export interface DeliveryDetailRow extends DeliveryRow {
+  message_id: string
+  payload: string
+}
+
+export interface AttemptRow {
+  at: Int
+  duration_ms: Int
+  status_code: Int | null
+  error: string | null
+  response_body: string | null
+}
+
+export function toDeliveryDetail (row: DeliveryDetailRow, attempts: readonly AttemptRow[]): DeliveryDetail {
+  return { ...toDelivery(row), webhookId: row.message_id, payload: row.payload, attemptLog: attempts.map(toAttempt) }
+}
+
+function toAttempt (row: AttemptRow): DeliveryAttempt {
+  const attempt: DeliveryAttempt = { at: time(row.at), durationMs: Number(row.duration_ms) }
+  if (row.status_code !== null) attempt.statusCode = Number(row.status_code)
+  if (row.error !== null) attempt.error = row.error
+  if (row.response_body !== null) attempt.responseBody = row.response_body
+  return attempt
+}
+
+/** The secrets an attempt signs with: the current one, then every replaced one not yet expired. */
+export function activeSecrets (secret: string, previousJson: string, now: number): string[] {
+  return [secret, ...parsePreviousSecrets(previousJson).filter(([, until]) => until > now).map(([previous]) => previous)]
 }
 
 /** How long a recorded error may be: enough to tell what happened, never a receiver's essay. */
@@ -73,14 +122,14 @@ export function activeSecrets (secret: string, previous: string | null, previous
 export interface ClaimRow {
   id: bigint
   subscription_id: bigint
+  owner: string
   message_id: string
   event_type: string
   payload: string
   attempts: Int
   url: string
   secret: string
-  previous_secret: string | null
-  previous_secret_until: Int | null
+  previous_secrets: string
   request_id: string | null
   traceparent: string | null
 }
@@ -90,12 +139,13 @@ export function toClaimed (row: ClaimRow, now: number): ClaimedDelivery {
   return {
     id: row.id,
     subscriptionId: row.subscription_id,
+    owner: row.owner,
     messageId: row.message_id,
     eventType: row.event_type as WebhookEventType,
     payload: row.payload,
     attempts: Number(row.attempts),
     url: row.url,
-    secrets: activeSecrets(row.secret, row.previous_secret, row.previous_secret_until, now),
+    secrets: activeSecrets(row.secret, row.previous_secrets, now),
     origin: toOrigin(row)
   }
 }

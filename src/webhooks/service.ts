@@ -1,14 +1,24 @@
 import { tokenDigest } from '../tokens.js'
 import { ServiceError } from '../errors.js'
+import type { TestAttempt } from './dispatcher.js'
+import { DEFAULT_MAX_SUBSCRIPTIONS } from './limits.js'
 import { isWebhookEventType, WEBHOOK_EVENT_TYPES, type WebhookEventType } from './events.js'
 import { newWebhookSecret, PREVIOUS_SECRET_TTL_MS } from './signing.js'
 import type {
-  DeliveryPage, DeliveryQuery, SubscriptionChanges, SubscriptionPage, SubscriptionQuery, WebhookDelivery,
+  DeliveryDetail, DeliveryPage, DeliveryQuery, SubscriptionChanges, SubscriptionPage, SubscriptionQuery, WebhookDelivery,
   WebhookStore, WebhookSubscription
 } from './store.js'
 import { checkWebhookUrl, type AddressPolicy } from './url-policy.js'
 
 export const MAX_DESCRIPTION_LENGTH = 500
+/** The bounds Standard Webhooks (and Svix) set for a secret's key. */
+export const MIN_SECRET_BYTES = 24
+export const MAX_SECRET_BYTES = 64
+
+/** A subscription as GET, list and PATCH answer it: the secret only comes from creation, rotation and GET …/secret. */
+export type WebhookView = Omit<WebhookSubscription, 'secret'>
+
+const withoutSecret = ({ secret: _secret, ...view }: WebhookSubscription): WebhookView => view
 
 /** Whose subscriptions a plain API_TOKENS token has: its principal id, the hex SHA-256 of the token (the same as its idempotency scope). */
 export const webhookOwner = (token: string): string => tokenDigest(token)
@@ -35,6 +45,10 @@ export interface WebhookServiceOptions {
   /** How long the check of a URL waits for its host's addresses (WEBHOOK_TIMEOUT_MS, as a delivery would). */
   lookupTimeoutMs: number
   now?: () => number
+  /** The most subscriptions one owner may have (WEBHOOK_MAX_SUBSCRIPTIONS). */
+  maxSubscriptions?: number
+  /** Sends a test event to a subscription now (the dispatcher's sendTest). */
+  sendTest?: (subscription: WebhookSubscription) => Promise<TestAttempt>
   /** Told when a delivery was made due now (a retry): the dispatcher's wake. */
   onDue?: () => void
 }
@@ -56,6 +70,15 @@ function checkDescription (description: string | null | undefined): void {
   }
 }
 
+/** A secret as Standard Webhooks has it: `whsec_` and 24 to 64 bytes in (canonical) base64. */
+export function checkSecret (secret: string): void {
+  const encoded = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : undefined
+  const bytes = encoded === undefined ? undefined : Buffer.from(encoded, 'base64')
+  if (bytes === undefined || bytes.toString('base64') !== encoded || bytes.length < MIN_SECRET_BYTES || bytes.length > MAX_SECRET_BYTES) {
+    throw new ServiceError('invalid-secret', `A secret is whsec_ and ${MIN_SECRET_BYTES} to ${MAX_SECRET_BYTES} random bytes in base64`)
+  }
+}
+
 const notFound = (what: string): ServiceError => new ServiceError('not-found', `${what} not found`)
 
 /**
@@ -69,6 +92,8 @@ export class WebhookService {
   readonly #lookup: { timeoutMs: number }
   readonly #now: () => number
   readonly #onDue: () => void
+  readonly #maxSubscriptions: number
+  readonly #sendTest: ((subscription: WebhookSubscription) => Promise<TestAttempt>) | undefined
 
   constructor (options: WebhookServiceOptions) {
     this.#store = options.store
@@ -76,6 +101,8 @@ export class WebhookService {
     this.#lookup = { timeoutMs: options.lookupTimeoutMs }
     this.#now = options.now ?? Date.now
     this.#onDue = options.onDue ?? (() => {})
+    this.#maxSubscriptions = options.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS
+    this.#sendTest = options.sendTest
   }
 
   async createSubscription (owner: string, input: NewSubscriptionInput): Promise<WebhookSubscription> {
@@ -89,18 +116,19 @@ export class WebhookService {
       ...(input.description !== undefined && { description: input.description }),
       disabled: input.disabled ?? false,
       secret: newWebhookSecret()
-    }, this.#now())
+    }, this.#now(), this.#maxSubscriptions)
   }
 
-  async listSubscriptions (owner: string, query: SubscriptionQuery): Promise<SubscriptionPage> {
-    return await this.#store.listSubscriptions(owner, query)
+  async listSubscriptions (owner: string, query: SubscriptionQuery): Promise<SubscriptionPage<WebhookView>> {
+    const page = await this.#store.listSubscriptions(owner, query)
+    return { subscriptions: page.subscriptions.map(withoutSecret), hasMore: page.hasMore }
   }
 
-  async getSubscription (owner: string, id: bigint): Promise<WebhookSubscription> {
-    return await this.#store.getSubscription(owner, id) ?? this.#missing(id)
+  async getSubscription (owner: string, id: bigint): Promise<WebhookView> {
+    return withoutSecret(await this.#store.getSubscription(owner, id) ?? this.#missing(id))
   }
 
-  async updateSubscription (owner: string, id: bigint, patch: SubscriptionPatch): Promise<WebhookSubscription> {
+  async updateSubscription (owner: string, id: bigint, patch: SubscriptionPatch): Promise<WebhookView> {
     const changes: SubscriptionChanges = {}
     if (patch.events !== undefined) changes.events = normalizeEvents(patch.events)
     if (patch.description !== undefined) {
@@ -114,24 +142,50 @@ export class WebhookService {
       if (patch.url !== current.url) await checkWebhookUrl(patch.url, this.#policy, this.#lookup)
       changes.url = patch.url
     }
-    return await this.#store.updateSubscription(owner, id, changes, this.#now()) ?? this.#missing(id)
+    return withoutSecret(await this.#store.updateSubscription(owner, id, changes, this.#now()) ?? this.#missing(id))
   }
 
   async deleteSubscription (owner: string, id: bigint): Promise<void> {
     if (!await this.#store.deleteSubscription(owner, id)) this.#missing(id)
   }
 
+  async getSecret (owner: string, id: bigint): Promise<{ secret: string }> {
+    return { secret: (await this.#store.getSubscription(owner, id) ?? this.#missing(id)).secret }
+  }
+
   /**
-   * A new secret; for the next 24 hours every delivery is signed with both, so receivers can switch
-   * over without losing an event. Rotating again within that time drops the oldest secret.
+   * A new secret (`secret`, when the integrator supplies one, else a random one); every secret it
+   * replaces keeps signing deliveries for 24 hours after its replacement, so receivers can switch
+   * over without losing an event, however often it is rotated.
    */
-  async rotateSecret (owner: string, id: bigint): Promise<WebhookSubscription> {
+  async rotateSecret (owner: string, id: bigint, secret?: string): Promise<WebhookSubscription> {
+    if (secret !== undefined) checkSecret(secret)
     const now = this.#now()
-    return await this.#store.rotateSecret(owner, id, newWebhookSecret(), now + PREVIOUS_SECRET_TTL_MS, now) ?? this.#missing(id)
+    return await this.#store.rotateSecret(owner, id, secret ?? newWebhookSecret(), now + PREVIOUS_SECRET_TTL_MS, now) ?? this.#missing(id)
   }
 
   async listDeliveries (owner: string, subscriptionId: bigint, query: DeliveryQuery): Promise<DeliveryPage> {
     return await this.#store.listDeliveries(owner, subscriptionId, query) ?? this.#missing(subscriptionId)
+  }
+
+  /** Re-queues the subscription's failed deliveries created at `since` or later; resolves with how many. */
+  async recoverDeliveries (owner: string, subscriptionId: bigint, since: number): Promise<{ recovered: number }> {
+    const recovered = await this.#store.recoverDeliveries(owner, subscriptionId, since, this.#now()) ?? this.#missing(subscriptionId)
+    if (recovered > 0) this.#onDue()
+    return { recovered }
+  }
+
+  /** Sends a signed `webhook.test` event to the subscription now; resolves with the attempt's outcome. */
+  async sendTest (owner: string, id: bigint): Promise<TestAttempt> {
+    const subscription = await this.#store.getSubscription(owner, id) ?? this.#missing(id)
+    if (this.#sendTest === undefined) throw new Error('no test sender configured')
+    return await this.#sendTest(subscription)
+  }
+
+  async getDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint): Promise<DeliveryDetail> {
+    const delivery = await this.#store.getDelivery(owner, subscriptionId, deliveryId)
+    if (delivery === undefined) throw notFound(`Delivery ${deliveryId} of webhook subscription ${subscriptionId}`)
+    return delivery
   }
 
   /** Attempts the delivery again now (one more attempt for a failed one); the dispatcher is woken. */

@@ -26,6 +26,24 @@ export interface WebhookDelivery {
   createdAt: string
 }
 
+export interface DeliveryAttempt {
+  at: string
+  durationMs: number
+  statusCode?: number
+  error?: string
+  /** The first KEPT_RESPONSE_BYTES of the answer's body, when it answered. */
+  responseBody?: string
+}
+
+/** A delivery with its event as sent and every attempt, oldest first. */
+export interface DeliveryDetail extends WebhookDelivery {
+  webhookId: string
+  /** The body every attempt sent, byte for byte. */
+  payload: string
+  attemptLog: DeliveryAttempt[]
+}
+
+/** What the store keeps for a new subscription (validated and given a secret by the service). */
 export interface NewSubscriptionRecord {
   /** The hex SHA-256 of the token that created it. */
   owner: string
@@ -49,8 +67,8 @@ export interface SubscriptionQuery {
   after?: bigint
 }
 
-export interface SubscriptionPage {
-  subscriptions: WebhookSubscription[]
+export interface SubscriptionPage<S = WebhookSubscription> {
+  subscriptions: S[]
   hasMore: boolean
 }
 
@@ -58,6 +76,8 @@ export interface DeliveryQuery {
   limit: number
   /** Newest first, so the cursor walks back in time. */
   before?: bigint
+  status?: DeliveryStatus
+  eventType?: WebhookEventType
 }
 
 export interface DeliveryPage {
@@ -78,17 +98,21 @@ export interface ClaimRequest {
   limit: number
   perSubscription: number
   skipSubscriptions: readonly bigint[]
+  /** Owners to pass over: this dispatcher already has as many of theirs in flight as it allows one owner. */
+  skipOwners?: readonly string[]
 }
 
 export interface ClaimedDelivery {
   id: bigint
   subscriptionId: bigint
+  /** Whose subscription: delivery slots are shared fairly between owners. */
+  owner: string
   messageId: string
   eventType: WebhookEventType
   payload: string
   attempts: number
   url: string
-  /** The current secret, then the one a rotation replaced while it is still honoured. */
+  /** The current secret, then those rotations replaced while they are still honoured, newest first. */
   secrets: string[]
   origin: EventOrigin
 }
@@ -97,8 +121,11 @@ export interface DeliveryCompletion {
   id: bigint
   lease: string
   attemptedAt: number
+  durationMs?: number
   statusCode?: number
   error?: string
+  responseBody?: string
+  /** pending again (with nextAttemptAt), or finished. */
   status: DeliveryStatus
   nextAttemptAt?: number
   disableSubscription: boolean
@@ -118,26 +145,41 @@ export interface CompletionResult {
 
 /** Webhook persistence, the same contract on SQLite and PostgreSQL; every subscription operation is scoped by owner. */
 export interface WebhookStore {
-  createSubscription: (record: NewSubscriptionRecord, now: number) => Promise<WebhookSubscription>
+  /** Rejects with `subscription-limit` at `maxPerOwner`, checked atomically with the insert. */
+  createSubscription: (record: NewSubscriptionRecord, now: number, maxPerOwner?: number) => Promise<WebhookSubscription>
   listSubscriptions: (owner: string, query: SubscriptionQuery) => Promise<SubscriptionPage>
   getSubscription: (owner: string, id: bigint) => Promise<WebhookSubscription | undefined>
   updateSubscription: (owner: string, id: bigint, changes: SubscriptionChanges, now: number) => Promise<WebhookSubscription | undefined>
   deleteSubscription: (owner: string, id: bigint) => Promise<boolean>
+  /** The replaced secret signs until `previousUntil`; earlier ones until their own time (MAX_PREVIOUS_SECRETS). */
   rotateSecret: (owner: string, id: bigint, secret: string, previousUntil: number, now: number) => Promise<WebhookSubscription | undefined>
   /** Events still in the outbox are fanned out first. */
   listDeliveries: (owner: string, subscriptionId: bigint, query: DeliveryQuery) => Promise<DeliveryPage | undefined>
+  /** One delivery with its event and attempts; undefined when not the owner's subscription's. */
+  getDelivery: (owner: string, subscriptionId: bigint, deliveryId: bigint) => Promise<DeliveryDetail | undefined>
+  /** Failed deliveries created at `since` or later become due at `now`; how many, or undefined when not the owner's. */
+  recoverDeliveries: (owner: string, subscriptionId: bigint, since: number, now: number) => Promise<number | undefined>
+  /** Makes the delivery pending and due now (one more attempt for a failed one). */
   retryDelivery: (owner: string, subscriptionId: bigint, deliveryId: bigint, now: number) => Promise<RetryResult>
 
   /** The plant writes use each store's transactional enqueue instead; a subscription gets only later events. */
   enqueue: (event: PlantEvent, now: number) => Promise<number>
-  /** Events wait in the outbox as single rows until a claim falls short and fans them out. */
+  /**
+   * Due deliveries leased to `request.lease`, round robin between owners, then between an owner's
+   * subscriptions; events wait in the outbox as single rows until a claim falls short and fans them out.
+   */
   claimDue: (request: ClaimRequest) => Promise<ClaimedDelivery[]>
   completeDelivery: (completion: DeliveryCompletion) => Promise<CompletionResult>
   releaseDeliveries: (lease: string, ids: readonly bigint[]) => Promise<void>
+  /** PostgreSQL's heartbeat: extends live attempts' leases, so a dead instance's claims lapse within one lease. */
+  renewLeases?: (leases: ReadonlyArray<{ id: bigint, lease: string }>, until: number) => Promise<void>
   /** SQLite only: a lease found at start-up belongs to a process that died mid-attempt. */
   releaseOrphanedLeases?: () => Promise<number>
   /** Pending deliveries of enabled subscriptions are kept. */
   pruneDeliveries: (before: number) => Promise<number>
+  /** How many owners have an enabled subscription: the dispatcher shares its slots between them. */
+  activeOwners: () => Promise<number>
+  /** The backlog, for metrics (queue depth, age of the oldest). */
   backlog: () => Promise<Backlog>
   /** Optional: SQLite has one process, whose writers call the dispatcher's wake(). */
   listen?: (wake: () => void) => Promise<() => Promise<void>>

@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { tempDatabaseFile } from '../helpers/cleanup.js'
+import { scratchDatabaseUrl, TEST_DATABASE_URL } from '../helpers/postgres.js'
 import { startServer } from '../helpers/server-process.js'
 import { startReceiver, until, verifyWebhook } from '../helpers/webhook-receiver.js'
 import { callOk, deliveries, subscribe, untilDeliveries, type EventBody } from '../helpers/webhook-http.js'
@@ -108,4 +109,30 @@ test('SIGTERM during a delivery slower than SHUTDOWN_GRACE_MS: the attempt is gi
   const [delivery] = await untilDeliveries(again.baseUrl, subscription.id, 'delivered after the restart', (all) => all[0]?.status === 'succeeded')
   // The abandoned attempt never counted: it was released, not recorded as a failure.
   assert.deepEqual([delivery?.attempts, delivery?.lastStatusCode], [1, 204])
+})
+
+test('PostgreSQL, SIGKILL with attempts in flight: the dead instance\'s claims lapse within seconds, and every event is delivered within 15 s of the restart', { timeout: 90_000, skip: TEST_DATABASE_URL === undefined && 'no TEST_DATABASE_URL' }, async (t) => {
+  const env = { DATABASE_URL: scratchDatabaseUrl(t).url, WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_POLL_INTERVAL_MS: '100', WEBHOOK_RETRY_SCHEDULE: RETRY_EVERY_300_MS }
+  // A receiver that never answers: when the process dies, its attempts are in flight, their deliveries claimed.
+  const hanging = await startReceiver(t)
+  hanging.respond(() => {})
+  const port = hanging.port
+  const first = await startServer(t, { env })
+  const subscription = await subscribe(first.baseUrl, `http://127.0.0.1:${port}/hook`)
+  const created: number[] = []
+  for (let i = 0; i < 12; i++) created.push((await callOk<{ id: number }>(201, first.baseUrl, 'POST', '/plants', { name: `plant ${i}` })).id)
+  await hanging.waitFor(2)
+  first.child.kill('SIGKILL')
+  assert.equal(await first.exited, null, 'killed by the signal')
+  await hanging.close()
+
+  const receiver = await startReceiver(t, port)
+  const restarted = performance.now()
+  await startServer(t, { env })
+  const distinct = (): Set<string> => new Set(receiver.requests.map((request) => String(request.headers['webhook-id'])))
+  // Without a heartbeat, the claimed deliveries would wait for a lease of WEBHOOK_TIMEOUT_MS + 60 s.
+  await until(`all ${created.length} events delivered`, () => distinct().size >= created.length, 15_000)
+  t.diagnostic(`${created.length} events delivered ${(performance.now() - restarted).toFixed(0)} ms after the restart began`)
+  const delivered = receiver.requests.map((request) => (verifyWebhook(subscription.secret, request) as EventBody).data.id as number)
+  assert.deepEqual([...new Set(delivered)].sort((a, b) => a - b), created.sort((a, b) => a - b))
 })

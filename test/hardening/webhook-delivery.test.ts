@@ -176,7 +176,7 @@ test('a receiver that never answers: the attempt ends at WEBHOOK_TIMEOUT_MS, and
   assert.ok(gap >= 800, `the retry came ${gap.toFixed(0)} ms after the first attempt began`)
 })
 
-test('writes that are refused or replayed emit nothing: 400, 404, 409, 412, 422 and an idempotent replay', { timeout: 30_000 }, async (t) => {
+test('writes that are refused, replayed or change nothing emit nothing: 400, 404, 409, 412, 422, a replay, PATCH {}, an identical PUT', { timeout: 30_000 }, async (t) => {
   const { base, receiver, subscription } = await setup(t)
   const plant = await callOk<{ id: number }>(201, base, 'POST', '/plants', { id: 5, name: 'chosen' })
   const refused: Array<[number, string, string, unknown?, Record<string, string>?]> = [
@@ -195,6 +195,12 @@ test('writes that are refused or replayed emit nothing: 400, 404, 409, 412, 422 
   const replay = await call(base, 'POST', '/plants', { name: 'once' }, once)
   assert.deepEqual([replay.status, replay.body, replay.headers.get('idempotent-replayed')], [201, first.body, 'true'])
   await callOk(422, base, 'POST', '/plants', { name: 'another body' }, once)
+  // Writes that change nothing: 200 with the plant, the same ETag, no event.
+  const unchanged = await call(base, 'GET', `/plants/${plant.id}`)
+  for (const [method, body] of [['PATCH', {}], ['PUT', { name: 'chosen' }], ['PATCH', { name: 'chosen', tag: null }]] as const) {
+    const answer = await call(base, method, `/plants/${plant.id}`, body)
+    assert.deepEqual([answer.status, answer.body, answer.headers.get('etag')], [200, unchanged.body, unchanged.headers.get('etag')])
+  }
   // The last write: once it is delivered, whatever the refusals had emitted would be there too.
   await callOk(201, base, 'POST', '/plants', { name: 'last' })
 
@@ -216,7 +222,8 @@ test('after a secret rotation every delivery carries two signatures: receivers w
   const rotated = await callOk<WebhookBody>(200, base, 'POST', `/webhooks/${subscription.id}/rotate-secret`)
   assert.match(rotated.secret, /^whsec_/)
   assert.notEqual(rotated.secret, subscription.secret)
-  assert.equal((await callOk<WebhookBody>(200, base, 'GET', `/webhooks/${subscription.id}`)).secret, rotated.secret)
+  assert.deepEqual(await callOk(200, base, 'GET', `/webhooks/${subscription.id}/secret`), { secret: rotated.secret })
+  assert.equal('secret' in await callOk<object>(200, base, 'GET', `/webhooks/${subscription.id}`), false)
 
   await callOk(201, base, 'POST', '/plants', { name: 'after' })
   const [, after] = await receiver.waitFor(2) as [ReceivedRequest, ReceivedRequest]

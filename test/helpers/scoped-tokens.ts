@@ -59,7 +59,7 @@ export interface Caller { label: string, scopes: readonly Scope[], authorization
  */
 export async function assertScopeMatrix (app: FastifyInstance, callers: readonly Caller[]): Promise<void> {
   const operations = await authenticatedOperations(app)
-  assert.equal(operations.length, 19, 'the 14 operations and the HEAD of each of the 5 GETs')
+  assert.equal(operations.length, 27, 'the 19 operations and the HEAD of each of the 8 GETs')
   for (const operation of operations) {
     const needed = neededScope(operation.method, operation.path)
     const { request, status } = probe(operation)

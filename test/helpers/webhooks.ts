@@ -50,3 +50,9 @@ export async function deliveriesWhen (app: FastifyInstance, id: number, done: (d
   })
   return deliveries
 }
+
+/** A subscription as GET, list and PATCH answer it: without the secret. */
+export type WebhookViewBody = Omit<WebhookBody, 'secret'>
+
+/** What GET answers for a subscription that creation (or a rotation) answered with `body`. */
+export const viewOf = ({ secret: _secret, ...view }: WebhookBody): WebhookViewBody => view

@@ -7,6 +7,7 @@ import { Webhook } from 'standardwebhooks'
 import { AUTH, buildTestApp, TOKEN } from '../helpers/app.js'
 import { scopedToken, tokensFile } from '../helpers/scoped-tokens.js'
 import { OTHER_TOKEN, PUBLIC_RECEIVER } from '../helpers/webhooks.js'
+import { SECRET_EXAMPLE } from '../../src/schemas/webhook.js'
 
 /**
  * Walks the served OpenAPI document: every operation declares every status it can answer (and
@@ -107,8 +108,10 @@ test('every operation is described: operationId, summary, description, tags, and
   const all = operations(doc)
   assert.deepEqual(all.map(({ operation }) => operation.operationId).sort(),
     ['createPlant', 'createWebhook', 'deletePlant', 'deleteWebhook', 'getHealth', 'getLiveness', 'getPlant', 'getReadiness', 'getWebhook',
-      'headHealth', 'headLiveness', 'headPlant', 'headPlants', 'headReadiness', 'headWebhook', 'headWebhookDeliveries', 'headWebhooks',
-      'listPlants', 'listWebhookDeliveries', 'listWebhooks', 'replacePlant', 'retryWebhookDelivery', 'rotateWebhookSecret', 'updatePlant', 'updateWebhook'])
+      'getWebhookDelivery', 'getWebhookSecret', 'headHealth', 'headLiveness', 'headPlant', 'headPlants', 'headReadiness', 'headWebhook', 'headWebhookDeliveries',
+      'headWebhookDelivery', 'headWebhookSecret', 'headWebhooks',
+      'headWebhookEventTypes', 'listPlants', 'listWebhookDeliveries', 'listWebhookEventTypes', 'listWebhooks', 'recoverWebhook', 'replacePlant',
+      'retryWebhookDelivery', 'rotateWebhookSecret', 'testWebhook', 'updatePlant', 'updateWebhook'].sort())
   for (const { path, method, operation } of all) {
     const id = operation.operationId
     assert.ok(operation.summary && operation.description, `${id} has a summary and a description`)
@@ -269,6 +272,8 @@ test('every declared status is answered, every answer is declared, and every ans
   await call('/webhooks', { method: 'POST', url: '/webhooks', payload: { url: PUBLIC_RECEIVER } })
   await call('/webhooks', { method: 'POST', url: '/webhooks', headers: json, payload: huge })
   await call('/webhooks', { method: 'POST', url: '/webhooks', headers: { ...AUTH, 'content-type': 'text/plain' }, payload: PUBLIC_RECEIVER })
+  for (let i = 0; i < 25; i++) await app.inject({ method: 'POST', url: '/webhooks', headers: other, payload: { url: PUBLIC_RECEIVER } })
+  await call('/webhooks', { method: 'POST', url: '/webhooks', headers: other, payload: { url: PUBLIC_RECEIVER } })
   const hookUrl = String(hook.headers.location)
   for (const method of ['GET', 'HEAD'] as const) {
     await call('/webhooks', { method, url: '/webhooks?limit=1', headers: AUTH })
@@ -289,6 +294,15 @@ test('every declared status is answered, every answer is declared, and every ans
   await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: '/webhooks/x/rotate-secret', headers: AUTH })
   await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: `${hookUrl}/rotate-secret` })
   await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: `${hookUrl}/rotate-secret`, headers: other })
+  await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: `${hookUrl}/rotate-secret`, headers: AUTH, payload: { secret: SECRET_EXAMPLE } })
+  await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: `${hookUrl}/rotate-secret`, headers: json, payload: huge })
+  await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: `${hookUrl}/rotate-secret`, headers: { ...AUTH, 'content-type': 'text/plain' }, payload: 'x' })
+  for (const method of ['GET', 'HEAD'] as const) {
+    await call('/webhooks/{id}/secret', { method, url: `${hookUrl}/secret`, headers: AUTH })
+    await call('/webhooks/{id}/secret', { method, url: '/webhooks/x/secret', headers: AUTH })
+    await call('/webhooks/{id}/secret', { method, url: `${hookUrl}/secret` })
+    await call('/webhooks/{id}/secret', { method, url: `${hookUrl}/secret`, headers: other })
+  }
   await call('/plants', { method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'Ivy' } })
   for (const method of ['GET', 'HEAD'] as const) {
     await call('/webhooks/{id}/deliveries', { method, url: `${hookUrl}/deliveries`, headers: AUTH })
@@ -299,10 +313,33 @@ test('every declared status is answered, every answer is declared, and every ans
   const deliveries = await app.inject({ url: `${hookUrl}/deliveries`, headers: AUTH })
   const retryUrl = `${hookUrl}/deliveries/${String(deliveries.json<Array<{ id: number }>>()[0]?.id)}/retry`
   const retryPath = '/webhooks/{id}/deliveries/{deliveryId}/retry'
+  const deliveryUrl = retryUrl.slice(0, -'/retry'.length)
+  for (const method of ['GET', 'HEAD'] as const) {
+    await call('/webhooks/{id}/deliveries/{deliveryId}', { method, url: deliveryUrl, headers: AUTH })
+    await call('/webhooks/{id}/deliveries/{deliveryId}', { method, url: `${hookUrl}/deliveries/x`, headers: AUTH })
+    await call('/webhooks/{id}/deliveries/{deliveryId}', { method, url: deliveryUrl })
+    await call('/webhooks/{id}/deliveries/{deliveryId}', { method, url: deliveryUrl, headers: other })
+    await call('/webhooks/{id}/deliveries', { method, url: `${hookUrl}/deliveries?status=failed&eventType=plant.created`, headers: AUTH })
+  }
   await call(retryPath, { method: 'POST', url: retryUrl, headers: AUTH })
   await call(retryPath, { method: 'POST', url: `${hookUrl}/deliveries/x/retry`, headers: AUTH })
   await call(retryPath, { method: 'POST', url: retryUrl })
   await call(retryPath, { method: 'POST', url: retryUrl, headers: other })
+  const since = { since: '2026-01-01T00:00:00Z' }
+  await call('/webhooks/{id}/recover', { method: 'POST', url: `${hookUrl}/recover`, headers: AUTH, payload: since })
+  await call('/webhooks/{id}/recover', { method: 'POST', url: `${hookUrl}/recover`, headers: AUTH, payload: { since: 'now' } })
+  await call('/webhooks/{id}/recover', { method: 'POST', url: `${hookUrl}/recover`, payload: since })
+  await call('/webhooks/{id}/recover', { method: 'POST', url: `${hookUrl}/recover`, headers: other, payload: since })
+  await call('/webhooks/{id}/recover', { method: 'POST', url: `${hookUrl}/recover`, headers: json, payload: huge })
+  await call('/webhooks/{id}/recover', { method: 'POST', url: `${hookUrl}/recover`, headers: { ...AUTH, 'content-type': 'text/plain' }, payload: 'x' })
+  await call('/webhooks/{id}/test', { method: 'POST', url: `${hookUrl}/test`, headers: AUTH })
+  await call('/webhooks/{id}/test', { method: 'POST', url: '/webhooks/x/test', headers: AUTH })
+  await call('/webhooks/{id}/test', { method: 'POST', url: `${hookUrl}/test` })
+  await call('/webhooks/{id}/test', { method: 'POST', url: `${hookUrl}/test`, headers: other })
+  for (const method of ['GET', 'HEAD'] as const) {
+    await call('/webhooks/event-types', { method, url: '/webhooks/event-types', headers: AUTH })
+    await call('/webhooks/event-types', { method, url: '/webhooks/event-types' })
+  }
   await call('/webhooks/{id}', { method: 'PATCH', url: hookUrl, headers: AUTH, payload: { disabled: true } })
   await call(retryPath, { method: 'POST', url: retryUrl, headers: AUTH })
   await call('/webhooks/{id}', { method: 'DELETE', url: hookUrl, headers: AUTH })
@@ -328,7 +365,7 @@ test('the webhooks section documents each event: a signed POST of { type, timest
   const app = await buildTestApp(t)
   const doc = await app.inject({ url: '/openapi.json' }).then((res) => res.json<OpenApi & { webhooks: Record<string, Record<string, Operation>> }>())
   assert.deepEqual(Object.keys(doc.webhooks), ['plant.created', 'plant.updated', 'plant.deleted'])
-  const secretExample = (doc.components.schemas.Webhook as { properties: { secret: { examples: string[] } } }).properties.secret.examples[0]
+  const secretExample = (doc.components.schemas.WebhookSecret as { properties: { secret: { examples: string[] } } }).properties.secret.examples[0]
   assert.ok(secretExample !== undefined)
   for (const [type, item] of Object.entries(doc.webhooks)) {
     assert.deepEqual(Object.keys(item), ['post'])

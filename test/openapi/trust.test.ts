@@ -60,7 +60,9 @@ test('HEAD /plants/{id}, HEAD /plants and HEAD /health are documented: headPlant
     'PATCH /plants/{id}', 'POST /plants', 'PUT /plants/{id}',
     'DELETE /webhooks/{id}', 'GET /webhooks', 'GET /webhooks/{id}', 'GET /webhooks/{id}/deliveries', 'HEAD /webhooks', 'HEAD /webhooks/{id}',
     'HEAD /webhooks/{id}/deliveries', 'PATCH /webhooks/{id}', 'POST /webhooks', 'POST /webhooks/{id}/deliveries/{deliveryId}/retry',
-    'POST /webhooks/{id}/rotate-secret'
+    'POST /webhooks/{id}/rotate-secret', 'GET /webhooks/{id}/secret', 'HEAD /webhooks/{id}/secret',
+    'GET /webhooks/{id}/deliveries/{deliveryId}', 'HEAD /webhooks/{id}/deliveries/{deliveryId}', 'POST /webhooks/{id}/recover',
+    'POST /webhooks/{id}/test', 'GET /webhooks/event-types', 'HEAD /webhooks/event-types'
   ].sort())
 })
 
@@ -89,7 +91,7 @@ test('headers that are always sent are required: ETag on plant answers and 304, 
       assert.deepEqual(responses['403']?.headers?.['WWW-Authenticate'], response.headers?.['WWW-Authenticate'], operationId)
     }
   }
-  assert.equal(unauthorized, 19, 'every plants and webhooks operation, HEAD included')
+  assert.equal(unauthorized, 27, 'every plants and webhooks operation, HEAD included')
   // Optional ones stay optional: they are not on every answer.
   assert.deepEqual(requiredHeaders(operation(document, '/plants', 'get').responses['200']), [])
   assert.equal(operation(document, '/plants', 'get').responses['200']?.headers?.Link?.required, undefined)
@@ -105,7 +107,9 @@ test('servers: `/` (relative to the document) by default; PUBLIC_URL makes it ab
   assert.deepEqual(behindProxy.servers, [{ url: 'https://api.example.com/plants', description: 'This service' }])
   // The server URL's path is not stripped from the routes' (it would turn /plants/{id} into /{id}).
   assert.deepEqual(Object.keys(behindProxy.paths).sort(), ['/health', '/health/live', '/health/ready', '/plants', '/plants/{id}', '/webhooks',
-    '/webhooks/{id}', '/webhooks/{id}/deliveries', '/webhooks/{id}/deliveries/{deliveryId}/retry', '/webhooks/{id}/rotate-secret'])
+    '/webhooks/{id}', '/webhooks/{id}/deliveries', '/webhooks/{id}/deliveries/{deliveryId}/retry', '/webhooks/{id}/rotate-secret',
+    '/webhooks/{id}/secret', '/webhooks/{id}/deliveries/{deliveryId}', '/webhooks/{id}/recover', '/webhooks/{id}/test',
+    '/webhooks/event-types'].sort())
 })
 
 test('with CORS_ORIGINS set, a browser may read every response header the document declares, and only those', async (t) => {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { webhookLocationHeader } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
-import { NewWebhookSchema, WebhookSchema } from '../../../src/schemas/webhook.js'
+import { NewWebhookSchema, WebhookWithSecretSchema } from '../../../src/schemas/webhook.js'
 import { ownerOf, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
 
 /** `POST /webhooks`: subscribes a URL to plant events. */
@@ -12,16 +12,19 @@ const createWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
       operationId: 'createWebhook',
       summary: 'Create a webhook subscription',
       description: 'Subscribes a URL to plant events (every event type unless `events` narrows them) and answers 201 with ' +
-        'the subscription, its signing `secret` included, and `Location: /webhooks/{id}`. The URL must be an absolute ' +
+        'the subscription, its signing `secret` included (the only answer besides `GET /webhooks/{id}/secret` and a rotation ' +
+        'that carries it), and `Location: /webhooks/{id}`. The URL must be an absolute ' +
         'http or https URL of at most 2048 characters without credentials, whose host is (or resolves to) public ' +
-        'addresses only. The subscription belongs to the token that creates it.',
+        'addresses only. The subscription belongs to the token that creates it; a token may have at most ' +
+        'WEBHOOK_MAX_SUBSCRIPTIONS (25 by default), and creating one more is a 409 until one is deleted.',
       tags: ['webhooks'],
       body: ref(NewWebhookSchema),
       response: {
-        201: ref(WebhookSchema, { description: 'The subscription was created', headers: webhookLocationHeader }),
+        201: ref(WebhookWithSecretSchema, { description: 'The subscription was created', headers: webhookLocationHeader }),
         ...webhooksErrorResponses({
           400: `The body is not a valid NewWebhook (the message names the field), or: ${WEBHOOK_ERRORS.badUrl}`,
           413: WEBHOOK_ERRORS.tooLarge,
+          409: 'This token already has WEBHOOK_MAX_SUBSCRIPTIONS subscriptions (25 by default): delete one first',
           415: 'The body is not JSON'
         })
       }

@@ -9,7 +9,8 @@ const getWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       operationId: 'getWebhook',
       summary: 'Get a webhook subscription',
-      description: 'The subscription with this id, with its signing `secret`, when this token owns it; else 404.',
+      description: 'The subscription with this id, when this token owns it; else 404. Its signing secret is not in it: ' +
+        '`GET /webhooks/{id}/secret` answers that.',
       tags: ['webhooks'],
       params: WebhookParamsSchema,
       response: {

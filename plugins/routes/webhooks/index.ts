@@ -2,11 +2,16 @@ import type { FastifyPluginAsync } from 'fastify'
 import { requireScope } from '../../app/auth.js'
 import createWebhookRoute from './create.js'
 import deleteWebhookRoute from './delete.js'
+import listWebhookEventTypesRoute from './event-types.js'
 import getWebhookRoute from './get.js'
+import getWebhookSecretRoute from './get-secret.js'
+import getWebhookDeliveryRoute from './get-delivery.js'
 import listWebhookDeliveriesRoute from './list-deliveries.js'
 import listWebhooksRoute from './list.js'
+import recoverWebhookRoute from './recover.js'
 import retryWebhookDeliveryRoute from './retry-delivery.js'
 import rotateWebhookSecretRoute from './rotate-secret.js'
+import testWebhookRoute from './send-test.js'
 import updateWebhookRoute from './update.js'
 
 /**
@@ -21,9 +26,14 @@ const webhooksRoutes: FastifyPluginAsync = async (app) => {
   await app.register(createWebhookRoute)
   await app.register(updateWebhookRoute)
   await app.register(deleteWebhookRoute)
+  await app.register(getWebhookSecretRoute)
   await app.register(rotateWebhookSecretRoute)
   await app.register(listWebhookDeliveriesRoute)
+  await app.register(getWebhookDeliveryRoute)
   await app.register(retryWebhookDeliveryRoute)
+  await app.register(recoverWebhookRoute)
+  await app.register(testWebhookRoute)
+  await app.register(listWebhookEventTypesRoute)
 }
 
 export default webhooksRoutes

@@ -15,7 +15,8 @@ const listWebhookDeliveriesRoute: FastifyPluginAsyncTypebox = async (app) => {
       summary: 'List webhook deliveries',
       description: 'The deliveries of the subscription with this id, newest first, at most `limit` of them, each with the ' +
         'outcome of its latest attempt. When older ones follow, a `Link: <…>; rel="next"` header gives the next page ' +
-        '(keyset pagination on `before`). Finished deliveries are kept for WEBHOOK_RETENTION_MS (7 days by default).',
+        '(keyset pagination on `before`; the filters carry over). `status` and `eventType` narrow the list. ' +
+        '`GET /webhooks/{id}/deliveries/{deliveryId}` has one delivery with its event and every attempt. Finished deliveries are kept for WEBHOOK_RETENTION_MS (7 days by default).',
       tags: ['webhooks'],
       params: WebhookParamsSchema,
       querystring: WebhookDeliveryListQuerySchema,
@@ -23,7 +24,7 @@ const listWebhookDeliveriesRoute: FastifyPluginAsyncTypebox = async (app) => {
         200: ref(WebhookDeliveryListSchema, { description: 'A page of deliveries, newest first', headers: deliveryLinkHeader }),
         ...webhooksErrorResponses({
           400: 'The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside 1..100 or ' +
-            'not a canonical integer, before not an int64), or a name or value is not percent-encoded UTF-8',
+            'not a canonical integer, before not an int64, an unknown status or event type), or a name or value is not percent-encoded UTF-8',
           404: WEBHOOK_ERRORS.notFound
         })
       }
@@ -31,13 +32,18 @@ const listWebhookDeliveriesRoute: FastifyPluginAsyncTypebox = async (app) => {
     preValidation: canonicalLimit
   }, async (request, reply) => {
     const { id } = request.params
-    const { limit = LIST_LIMIT_DEFAULT, before } = request.query
+    const { limit = LIST_LIMIT_DEFAULT, before, status, eventType } = request.query
     const { deliveries, hasMore } = await app.webhooks.listDeliveries(ownerOf(request), BigInt(id), {
       limit,
-      ...(before !== undefined && { before: BigInt(before) })
+      ...(before !== undefined && { before: BigInt(before) }),
+      ...(status !== undefined && { status }),
+      ...(eventType !== undefined && { eventType })
     })
     const last = deliveries.at(-1)
-    if (hasMore && last !== undefined) linkNextPage(reply, `/webhooks/${id}/deliveries?limit=${limit}&before=${last.id}`)
+    if (hasMore && last !== undefined) {
+      const filters = `${status === undefined ? '' : `&status=${status}`}${eventType === undefined ? '' : `&eventType=${eventType}`}`
+      linkNextPage(reply, `/webhooks/${id}/deliveries?limit=${limit}${filters}&before=${last.id}`)
+    }
     return deliveries
   })
 }

@@ -16,7 +16,7 @@ export const WEBHOOK_ERRORS = {
 /** The error responses of a webhooks route: every route here sits behind the bearer-auth hook. */
 export const webhooksErrorResponses = authenticatedErrorResponses
 
-/** A subscription response (with its secret: only its owner ever gets one). */
+/** A subscription response, without its secret. */
 export const webhookResponse = (description: string) => ref(WebhookSchema, { description })
 
 /**

@@ -85,5 +85,21 @@ export const migrations: readonly string[] = [
      request_id  text,
      traceparent text
    );
-   ALTER TABLE webhook_subscriptions ADD COLUMN first_event_id bigint NOT NULL DEFAULT 0;`
+   ALTER TABLE webhook_subscriptions ADD COLUMN first_event_id bigint NOT NULL DEFAULT 0;`,
+  // 7: every secret a rotation replaced keeps signing until its own expiry: a JSON array of
+  // [secret, until] pairs, newest first. previous_secret(_until) stay for instances not yet upgraded.
+  `ALTER TABLE webhook_subscriptions ADD COLUMN previous_secrets text NOT NULL DEFAULT '[]';
+   UPDATE webhook_subscriptions SET previous_secrets = json_build_array(json_build_array(previous_secret, previous_secret_until))::text
+   WHERE previous_secret IS NOT NULL AND previous_secret_until IS NOT NULL;`,
+  // 8: every attempt of a delivery, for its owner to inspect; gone with the delivery.
+  `CREATE TABLE webhook_attempts (
+     id            bigserial PRIMARY KEY,
+     delivery_id   bigint  NOT NULL REFERENCES webhook_deliveries (id) ON DELETE CASCADE,
+     at            bigint  NOT NULL,
+     duration_ms   integer NOT NULL,
+     status_code   integer,
+     error         text,
+     response_body text
+   );
+   CREATE INDEX webhook_attempts_delivery_id ON webhook_attempts (delivery_id, id);`
 ]

@@ -77,10 +77,15 @@ const SQL = {
                 FROM free, plants_id_seq, generate_series(1, free.id - 1 - (CASE WHEN is_called THEN last_value ELSE last_value - 1 END))),
               forgotten AS (DELETE FROM chosen_ids USING free WHERE chosen_ids.id < free.id)
               SELECT n FROM drawn`,
-  // updated_at strictly increases, even within one millisecond.
-  update: `UPDATE plants SET name = coalesce($2, name), tag = CASE WHEN $4::boolean THEN $3 ELSE tag END,
-                             updated_at = greatest($5, updated_at + 1)
-           WHERE id = $1 RETURNING ${PLANT}`,
+  // updated_at strictly increases; a write that changes nothing keeps the row as it is (same ETag, no event).
+  update: `WITH current AS (SELECT ${PLANT} FROM plants WHERE id = $1 FOR UPDATE),
+                changed AS (
+                  UPDATE plants SET name = coalesce($2, name), tag = CASE WHEN $4::boolean THEN $3 ELSE tag END,
+                                    updated_at = greatest($5, updated_at + 1)
+                  WHERE id = $1 AND (name <> coalesce($2, name) OR ($4::boolean AND tag IS DISTINCT FROM $3))
+                  RETURNING ${PLANT})
+           SELECT ${PLANT}, true AS changed FROM changed
+           UNION ALL SELECT ${PLANT}, false AS changed FROM current WHERE NOT EXISTS (SELECT 1 FROM changed)`,
   delete: `DELETE FROM plants WHERE id = $1 RETURNING ${PLANT}`,
   // Same-key creates queue behind each other, so exactly one of them creates.
   lockKey: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
@@ -239,8 +244,9 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
         const { rows: [current] } = await run<PlantRow>(client, 'lockRow', [id])
         writableRow(id, current, ifMatch)
       }
-      const { rows: [row] } = await run<PlantRow>(client, statement, values)
+      const { rows: [row] } = await run<PlantRow & { changed?: boolean }>(client, statement, values)
       const changed = toPlant(writableRow(id, row, undefined))
+      if (row?.changed === false) return changed
       deliveries = await emit(client, statement === 'delete' ? 'plant.deleted' : 'plant.updated', changed, now, origin)
       return changed
     })

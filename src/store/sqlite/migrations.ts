@@ -89,7 +89,26 @@ export const migrations: readonly string[] = [
      request_id       TEXT,
      traceparent      TEXT
    ) STRICT;
-   ALTER TABLE webhook_subscriptions ADD COLUMN first_event_id INTEGER NOT NULL DEFAULT 0;`
+   ALTER TABLE webhook_subscriptions ADD COLUMN first_event_id INTEGER NOT NULL DEFAULT 0;`,
+  // 8: every secret a rotation replaced keeps signing until its own expiry: a JSON array of
+  // [secret, until] pairs, newest first. previous_secret(_until) stay for instances not yet upgraded.
+  `ALTER TABLE webhook_subscriptions ADD COLUMN previous_secrets TEXT NOT NULL DEFAULT '[]';
+   UPDATE webhook_subscriptions SET previous_secrets = json_array(json_array(previous_secret, previous_secret_until))
+   WHERE previous_secret IS NOT NULL AND previous_secret_until IS NOT NULL;`,
+  // 9: every attempt of a delivery, for its owner to inspect; gone with the delivery (the trigger
+  // covers connections without foreign_keys=ON, as deleteSubscription does by hand).
+  `CREATE TABLE webhook_attempts (
+     id            INTEGER PRIMARY KEY,
+     delivery_id   INTEGER NOT NULL REFERENCES webhook_deliveries (id) ON DELETE CASCADE,
+     at            INTEGER NOT NULL,
+     duration_ms   INTEGER NOT NULL,
+     status_code   INTEGER,
+     error         TEXT,
+     response_body TEXT
+   ) STRICT;
+   CREATE INDEX webhook_attempts_delivery_id ON webhook_attempts (delivery_id, id);
+   CREATE TRIGGER webhook_attempts_cascade AFTER DELETE ON webhook_deliveries
+   BEGIN DELETE FROM webhook_attempts WHERE delivery_id = old.id; END;`
 ]
 
 /** 'PLNT', so a foreign SQLite file is never migrated. */

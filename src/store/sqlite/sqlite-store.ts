@@ -135,7 +135,10 @@ export function createSqliteStore (options: SqliteStoreOptions): PlantStore {
   }
 
   const write = db.transaction((id: bigint, next: (row: PlantRow) => { name: string, tag: string | null }, ifMatch?: IfMatch, origin?: EventOrigin): Plant => {
-    const { name, tag } = next(writableRow(id, statements.get.get(id), ifMatch))
+    const current = writableRow(id, statements.get.get(id), ifMatch)
+    const { name, tag } = next(current)
+    // A write that changes nothing changes nothing: same updatedAt (so the same ETag), no event.
+    if (name === current.name && tag === current.tag) return toPlant(current)
     const now = Date.now()
     return emit('plant.updated', toPlant(statements.update.get(name, tag, now, id) as PlantRow), now, origin)
   })

@@ -2,17 +2,19 @@ import Database from 'better-sqlite3'
 import type { Plant } from '../../schemas/plant.js'
 import { eventPayload, newMessageId, type PlantEvent, type WebhookEventType } from '../../webhooks/events.js'
 import {
-  toClaimed, toDelivery, toSubscription, truncateError, type ClaimRow, type DeliveryRow, type SubscriptionRow
+  afterRotation, toClaimed, toDelivery, toDeliveryDetail, toSubscription, truncateError, type AttemptRow, type ClaimRow,
+  type DeliveryDetailRow, type DeliveryRow, type SubscriptionRow
 } from '../../webhooks/rows.js'
 import type {
   Backlog, ClaimedDelivery, ClaimRequest, CompletionResult, DeliveryCompletion, DeliveryPage, DeliveryQuery,
   NewSubscriptionRecord, RetryResult, SubscriptionChanges, SubscriptionPage, SubscriptionQuery,
   WebhookStore, WebhookSubscription
 } from '../../webhooks/store.js'
-import { StoreOpenError } from '../../errors.js'
+import { StoreOpenError, subscriptionLimit } from '../../errors.js'
 import { boundLimit, configureConnection } from './connection.js'
 
-export const WEBHOOK_SCHEMA_VERSION = 7
+/** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
+export const WEBHOOK_SCHEMA_VERSION = 9
 
 /** Runs a write transaction; `awaitSync: false` answers once committed, without waiting for the flush. */
 export type SqliteWriteRunner = <T>(transaction: Database.Transaction<() => T>, options?: { awaitSync?: boolean }) => Promise<T>
@@ -37,8 +39,7 @@ interface SqliteSubscriptionRow {
   description: string | null
   disabled: bigint
   secret: string
-  previous_secret: string | null
-  previous_secret_until: bigint | null
+  previous_secrets: string
   failing_since: bigint | null
   created_at: bigint
   updated_at: bigint
@@ -125,6 +126,8 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
       `INSERT INTO webhook_subscriptions (owner, url, events, description, disabled, secret, created_at, updated_at, first_event_id)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM sqlite_sequence WHERE name = 'webhook_events'))
        RETURNING *`),
+    activeOwners: db.prepare<[], bigint>('SELECT count(DISTINCT owner) FROM webhook_subscriptions WHERE disabled = 0').pluck(),
+    countSubscriptions: db.prepare<[string], bigint>('SELECT count(*) FROM webhook_subscriptions WHERE owner = ?').pluck(),
     getSubscription: db.prepare<[string, bigint], SqliteSubscriptionRow>('SELECT * FROM webhook_subscriptions WHERE owner = ? AND id = ?'),
     listSubscriptions: db.prepare<[string, bigint, number], SqliteSubscriptionRow>(
       `SELECT * FROM webhook_subscriptions WHERE owner = ? AND id > ? ORDER BY id LIMIT ${boundLimit()}`),
@@ -133,17 +136,29 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
       `UPDATE webhook_subscriptions SET url = @url, events = @events, description = @description, disabled = @disabled,
          failing_since = CASE WHEN @reset THEN NULL ELSE failing_since END, updated_at = max(@now, updated_at + 1)
        WHERE owner = @owner AND id = @id RETURNING *`),
-    rotateSecret: db.prepare<[{ owner: string, id: bigint, secret: string, until: number, now: number }], SqliteSubscriptionRow>(
-      `UPDATE webhook_subscriptions SET previous_secret = secret, previous_secret_until = @until, secret = @secret,
-         updated_at = max(@now, updated_at + 1)
+    rotateSecret: db.prepare<[{ owner: string, id: bigint, secret: string, previous: string, now: number }], SqliteSubscriptionRow>(
+      `UPDATE webhook_subscriptions SET previous_secrets = @previous, secret = @secret, updated_at = max(@now, updated_at + 1)
        WHERE owner = @owner AND id = @id RETURNING *`),
     deleteDeliveriesOf: db.prepare<[bigint], unknown>('DELETE FROM webhook_deliveries WHERE subscription_id = ?'),
     deleteSubscription: db.prepare<[string, bigint], unknown>('DELETE FROM webhook_subscriptions WHERE owner = ? AND id = ?'),
-    listDeliveries: db.prepare<[bigint, bigint, number], DeliveryRow>(
-      `SELECT ${DELIVERY} FROM webhook_deliveries WHERE subscription_id = ? AND id < ? ORDER BY id DESC LIMIT ${boundLimit()}`),
+    listDeliveries: db.prepare<[{ subscription: bigint, before: bigint, status: string | null, type: string | null, limit: number }], DeliveryRow>(
+      `SELECT ${DELIVERY} FROM webhook_deliveries
+       WHERE subscription_id = @subscription AND id < @before AND (@status IS NULL OR status = @status) AND (@type IS NULL OR event_type = @type)
+       ORDER BY id DESC LIMIT ${boundLimit('limit')}`),
+    getDelivery: db.prepare<[string, bigint, bigint], DeliveryDetailRow>(
+      `SELECT ${DELIVERY.split(', ').map((column) => `d.${column}`).join(', ')}, d.message_id, d.payload
+       FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
+       WHERE s.owner = ? AND s.id = ? AND d.id = ?`),
+    attemptsOf: db.prepare<[bigint], AttemptRow>(
+      'SELECT at, duration_ms, status_code, error, response_body FROM webhook_attempts WHERE delivery_id = ? ORDER BY id'),
+    recordAttempt: db.prepare<[{ id: bigint, at: number, duration: number, code: number | null, error: string | null, body: string | null }], unknown>(
+      `INSERT INTO webhook_attempts (delivery_id, at, duration_ms, status_code, error, response_body)
+       VALUES (@id, @at, @duration, @code, @error, @body)`),
     findDelivery: db.prepare<[string, bigint, bigint], { disabled: bigint }>(
       `SELECT s.disabled FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
        WHERE s.owner = ? AND s.id = ? AND d.id = ?`),
+    recover: db.prepare<[number, bigint, number], unknown>(
+      'UPDATE webhook_deliveries SET status = \'pending\', next_attempt_at = ? WHERE subscription_id = ? AND status = \'failed\' AND created_at >= ?'),
     retryDelivery: db.prepare<[number, bigint], DeliveryRow>(
       `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ? WHERE id = ? RETURNING ${DELIVERY}`),
     receiverCount: db.prepare<[{ eventId: bigint, type: string }], bigint>(
@@ -158,20 +173,21 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     eventBacklog: db.prepare<[], { pending: bigint, oldest: bigint | null }>(
       `SELECT count(*) AS pending, min(e.created_at) AS oldest
        FROM webhook_events e JOIN webhook_subscriptions s ON ${receives('e.id', 'e.event_type')}`),
-    // Per subscription its oldest due deliveries first, so one backlog cannot fill a claim. CROSS JOIN
-    // keeps subscriptions the outer loop (SQLite does not reorder it): index probes, not a scan.
-    // Subscriptions at their limit are left out in JavaScript: see docs/performance.md#what-the-measurements-decided.
     dueCandidates: db.prepare<[{ now: number, limit: number, cap: number }], ClaimRow>(
-      `SELECT d.id, d.subscription_id, d.message_id, d.event_type, d.payload, d.attempts,
-              s.url, s.secret, s.previous_secret, s.previous_secret_until, d.request_id, d.traceparent
-       FROM webhook_subscriptions s
-       CROSS JOIN webhook_deliveries d ON d.id IN (
-         SELECT x.id FROM webhook_deliveries x
-         WHERE x.subscription_id = s.id AND x.status = 'pending' AND x.next_attempt_at <= @now
-           AND (x.lease_until IS NULL OR x.lease_until <= @now)
-         ORDER BY x.next_attempt_at, x.id LIMIT ${boundLimit('cap')})
-       WHERE s.disabled = 0
-       ORDER BY d.next_attempt_at, d.id LIMIT ${boundLimit('limit')}`),
+      `SELECT id, subscription_id, owner, message_id, event_type, payload, attempts, url, secret, previous_secrets, request_id, traceparent
+       FROM (
+         SELECT *, row_number() OVER (PARTITION BY owner ORDER BY rs, next_attempt_at, id) AS ro FROM (
+           SELECT d.id, d.subscription_id, s.owner, d.message_id, d.event_type, d.payload, d.attempts,
+                  s.url, s.secret, s.previous_secrets, d.request_id, d.traceparent, d.next_attempt_at,
+                  row_number() OVER (PARTITION BY s.id ORDER BY d.next_attempt_at, d.id) AS rs
+           FROM webhook_subscriptions s
+           CROSS JOIN webhook_deliveries d ON d.id IN (
+             SELECT x.id FROM webhook_deliveries x
+             WHERE x.subscription_id = s.id AND x.status = 'pending' AND x.next_attempt_at <= @now
+               AND (x.lease_until IS NULL OR x.lease_until <= @now)
+             ORDER BY x.next_attempt_at, x.id LIMIT ${boundLimit('cap')})
+           WHERE s.disabled = 0))
+       ORDER BY ro, next_attempt_at, id LIMIT ${boundLimit('limit')}`),
     lease: db.prepare<[string, number, bigint], unknown>('UPDATE webhook_deliveries SET lease = ?, lease_until = ? WHERE id = ?'),
     // Reads first: an idle service must not pay a write transaction (and an fdatasync) every poll.
     anyDue: db.prepare<[{ now: number }], bigint>(
@@ -273,10 +289,17 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     while (statements.anyEvents.get() === 1n) await runBookkeeping(() => fanOut(FAN_OUT_ALL_BATCH))
   }
 
-  const claim = ({ lease, now, leaseMs, limit, perSubscription, skipSubscriptions }: ClaimRequest, anyDue: boolean): ClaimedDelivery[] => {
+  // Per subscription its oldest due deliveries, round robin between owners, then an owner's
+  // subscriptions. CROSS JOIN keeps subscriptions the outer loop: index probes, not a scan.
+  // Subscriptions at their limit are left out in JavaScript: see docs/performance.md#what-the-measurements-decided.
+  /** `anyDue`: whether a delivery was due just before (when not, events are fanned out first). */
+  const claim = ({ lease, now, leaseMs, limit, perSubscription, skipSubscriptions, skipOwners = [] }: ClaimRequest, anyDue: boolean): ClaimedDelivery[] => {
     const skip = new Set(skipSubscriptions)
-    const due = (): ClaimRow[] => statements.dueCandidates.all({ now, cap: perSubscription, limit: limit + perSubscription * skip.size })
-      .filter((row) => !skip.has(row.subscription_id))
+    const skipOwner = new Set(skipOwners)
+    // Skipped owners are filtered after the limit, so every candidate is read then.
+    const candidates = skipOwner.size > 0 ? Number.MAX_SAFE_INTEGER : limit + perSubscription * skip.size
+    const due = (): ClaimRow[] => statements.dueCandidates.all({ now, cap: perSubscription, limit: candidates })
+      .filter((row) => !skip.has(row.subscription_id) && !skipOwner.has(row.owner))
     // Events become deliveries only when what is due falls short of the claim; the rest stays cheap
     // rows in the outbox: see docs/performance.md#what-the-measurements-decided.
     const fanOutSome = (): number => fanOut(Math.max(FAN_OUT_BATCH, limit))
@@ -300,6 +323,14 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
       error: done.error === undefined ? null : truncateError(done.error)
     })
     if (finished === undefined) return { recorded: false, subscriptionDisabled: false }
+    statements.recordAttempt.run({
+      id: done.id,
+      at: done.attemptedAt,
+      duration: Math.round(done.durationMs ?? 0),
+      code: done.statusCode ?? null,
+      error: done.error === undefined ? null : truncateError(done.error),
+      body: done.responseBody ?? null
+    })
     const subscriptionId = finished.subscription_id
     if (done.status === 'succeeded') {
       statements.succeeded.run(subscriptionId)
@@ -315,10 +346,12 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
   }
 
   return {
-    async createSubscription (record: NewSubscriptionRecord, now: number) {
+    async createSubscription (record: NewSubscriptionRecord, now: number, maxPerOwner?: number) {
       const { owner, url, events, description, disabled, secret } = record
-      const row = await runChange(() => statements.insertSubscription.get(
-        owner, url, events.join(' '), description ?? null, Number(disabled), secret, now, now) as SqliteSubscriptionRow)
+      const row = await runChange(() => {
+        if (maxPerOwner !== undefined && Number(statements.countSubscriptions.get(owner)) >= maxPerOwner) throw subscriptionLimit(maxPerOwner)
+        return statements.insertSubscription.get(owner, url, events.join(' '), description ?? null, Number(disabled), secret, now, now) as SqliteSubscriptionRow
+      })
       return subscription(row)
     },
 
@@ -341,15 +374,33 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     },
 
     async rotateSecret (owner: string, id: bigint, secret: string, previousUntil: number, now: number) {
-      const row = await run(() => statements.rotateSecret.get({ owner, id, secret, until: previousUntil, now }))
+      const row = await run(() => {
+        const current = statements.getSubscription.get(owner, id)
+        if (current === undefined) return undefined
+        const previous = afterRotation(current.secret, previousUntil, current.previous_secrets, now)
+        return statements.rotateSecret.get({ owner, id, secret, previous, now })
+      })
       return row === undefined ? undefined : subscription(row)
     },
 
-    async listDeliveries (owner: string, subscriptionId: bigint, { limit, before }: DeliveryQuery): Promise<DeliveryPage | undefined> {
+    async listDeliveries (owner: string, subscriptionId: bigint, { limit, before, status, eventType }: DeliveryQuery): Promise<DeliveryPage | undefined> {
       if (statements.getSubscription.get(owner, subscriptionId) === undefined) return await durable(undefined)
       await fanOutAll()
-      const rows = statements.listDeliveries.all(subscriptionId, before ?? MAX_ID, limit + 1)
+      const rows = statements.listDeliveries.all({
+        subscription: subscriptionId, before: before ?? MAX_ID, status: status ?? null, type: eventType ?? null, limit: limit + 1
+      })
       return await durable({ deliveries: rows.slice(0, limit).map(toDelivery), hasMore: rows.length > limit })
+    },
+
+    async getDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint) {
+      const row = statements.getDelivery.get(owner, subscriptionId, deliveryId)
+      return await durable(row === undefined ? undefined : toDeliveryDetail(row, statements.attemptsOf.all(deliveryId)))
+    },
+
+    async recoverDeliveries (owner: string, subscriptionId: bigint, since: number, now: number) {
+      return await run(() => statements.getSubscription.get(owner, subscriptionId) === undefined
+        ? undefined
+        : statements.recover.run(now, subscriptionId, since).changes)
     },
 
     async retryDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint, now: number) {
@@ -392,6 +443,10 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     },
 
     ...(options.listen !== undefined && { listen: options.listen }),
+
+    async activeOwners () {
+      return Number(statements.activeOwners.get())
+    },
 
     async backlog (): Promise<Backlog> {
       const deliveries = statements.backlog.get() as { pending: bigint, oldest: bigint | null }

@@ -457,6 +457,33 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
         assert.deepEqual(deleted, updated, 'a deleted plant is sent as it was')
       })
 
+      test('a write that changes nothing keeps updatedAt (so the ETag) and writes no event', async (t) => {
+        const store = await fresh(t)
+        const id = await subscribe(store)
+        const { plant } = await store.create({ name: 'Monstera', tag: 'tropical' })
+        const untagged = (await store.create({ name: 'Fern' })).plant
+        assert.deepEqual(await store.update(plant.id, {}), plant)
+        assert.deepEqual(await store.update(plant.id, { name: 'Monstera', tag: 'tropical' }), plant)
+        assert.deepEqual(await store.update(plant.id, { name: 'Monstera' }, [plantEtag(plant)]), plant)
+        assert.deepEqual(await store.replace(plant.id, { name: 'Monstera', tag: 'tropical' }, '*'), plant)
+        assert.deepEqual(await store.replace(untagged.id, { name: 'Fern' }), untagged)
+        assert.deepEqual(await store.update(untagged.id, { tag: null }), untagged)
+        assert.deepEqual(await store.get(plant.id), plant)
+        await rejectsWith(store.update(plant.id, {}, ['"stale"']), 'precondition-failed')
+        await rejectsWith(store.update(404n, {}), 'not-found')
+        // A change of case, or a tag cleared, is a change.
+        const renamed = await store.update(plant.id, { name: 'monstera' })
+        assert.ok(renamed.updatedAt > plant.updatedAt)
+        const cleared = await store.replace(plant.id, { name: 'monstera' })
+        assert.equal('tag' in cleared, false)
+        assert.deepEqual(await outbox(store, id), [
+          { type: 'plant.created', data: asJson(plant) },
+          { type: 'plant.created', data: asJson(untagged) },
+          { type: 'plant.updated', data: asJson(renamed) },
+          { type: 'plant.updated', data: asJson(cleared) }
+        ])
+      })
+
       test('a create with a server-assigned id and no key writes its event with the id it was given, also past a chosen id it had to skip', async (t) => {
         const store = await fresh(t)
         const id = await subscribe(store)

@@ -116,7 +116,7 @@ if (TEST_DATABASE_URL !== undefined) {
       const tables = await adminQuery<{ table_name: string }>(
         'SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name', [schema])
       assert.deepEqual(tables.map((row) => row.table_name),
-        ['chosen_ids', 'idempotency_keys', 'plant_store_migrations', 'plants', 'webhook_deliveries', 'webhook_events', 'webhook_subscriptions'])
+        ['chosen_ids', 'idempotency_keys', 'plant_store_migrations', 'plants', 'webhook_attempts', 'webhook_deliveries', 'webhook_events', 'webhook_subscriptions'])
     })
 
     test('a generated id that runs into a row the sequence did not know of moves past it', async (t) => {

@@ -13,6 +13,7 @@ test('webhook defaults: 10 s timeout, the Standard Webhooks schedule, 10 at once
     retentionMs: 7 * 86_400_000,
     pollIntervalMs: 1000,
     busyIntervalMs: 100,
+    maxSubscriptions: 25,
     allowPrivate: false
   })
 })
@@ -27,6 +28,7 @@ test('every WEBHOOK_* variable is read', () => {
     WEBHOOK_RETENTION_MS: '3600000',
     WEBHOOK_POLL_INTERVAL_MS: '250',
     WEBHOOK_BUSY_INTERVAL_MS: '20',
+    WEBHOOK_MAX_SUBSCRIPTIONS: '3',
     WEBHOOK_ALLOW_PRIVATE_URLS: '1'
   }).webhooks, {
     timeoutMs: 2500,
@@ -37,6 +39,7 @@ test('every WEBHOOK_* variable is read', () => {
     retentionMs: 3_600_000,
     pollIntervalMs: 250,
     busyIntervalMs: 20,
+    maxSubscriptions: 3,
     allowPrivate: true
   })
   assert.deepEqual(loadConfig({ WEBHOOK_RETRY_SCHEDULE: 'none' }).webhooks.schedule, [])
@@ -52,6 +55,7 @@ test('bad webhook values stop the start with the variable named', () => {
     WEBHOOK_RETENTION_MS: '99999999999999',
     WEBHOOK_POLL_INTERVAL_MS: '5',
     WEBHOOK_BUSY_INTERVAL_MS: '0',
+    WEBHOOK_MAX_SUBSCRIPTIONS: '0',
     WEBHOOK_ALLOW_PRIVATE_URLS: 'yes',
     WEBHOOK_RETRY_SCHEDULE: '1000,,2000'
   }

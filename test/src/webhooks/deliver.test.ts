@@ -3,7 +3,7 @@ import { createServer, request as httpRequest, type ClientRequest } from 'node:h
 import type { AddressInfo } from 'node:net'
 import { createServer as createTlsServer } from 'node:tls'
 import { describe, test } from 'node:test'
-import { attemptDelivery, createConnectionPool, type AttemptRequest, type RequestFunction } from '../../../src/webhooks/deliver.js'
+import { attemptDelivery, createConnectionPool, MAX_SOCKETS_PER_TARGET, type AttemptRequest, type RequestFunction } from '../../../src/webhooks/deliver.js'
 import { checkWebhookUrl, type AddressPolicy, type ResolvedAddress } from '../../../src/webhooks/url-policy.js'
 import { startReceiver } from '../../helpers/webhook-receiver.js'
 
@@ -48,7 +48,7 @@ describe('one delivery attempt', () => {
   test('POSTs the body with the headers given; a 2xx answer is a response with its status', async (t) => {
     const receiver = await startReceiver(t)
     const result = await attemptDelivery(message(`${receiver.origin}/hooks?x=1`), { policy: loopbackOnly, timeoutMs: 2000 })
-    assert.deepEqual(result, { kind: 'response', statusCode: 204 })
+    assert.deepEqual(result, { kind: 'response', statusCode: 204, body: '' })
     const [request] = receiver.requests
     assert.equal(request?.method, 'POST')
     assert.equal(request?.url, '/hooks?x=1')
@@ -63,7 +63,7 @@ describe('one delivery attempt', () => {
     const receiver = await startReceiver(t)
     for (const status of [500, 410, 404, 429]) {
       receiver.respond((_request, res) => { res.writeHead(status).end('nope') })
-      assert.deepEqual(await attemptDelivery(message(receiver.origin), { policy: loopbackOnly, timeoutMs: 2000 }), { kind: 'response', statusCode: status })
+      assert.deepEqual(await attemptDelivery(message(receiver.origin), { policy: loopbackOnly, timeoutMs: 2000 }), { kind: 'response', statusCode: status, body: 'nope' })
     }
   })
 
@@ -73,7 +73,7 @@ describe('one delivery attempt', () => {
       if (request.url === '/start') res.writeHead(307, { location: `${receiver.origin}/elsewhere` }).end()
       else res.writeHead(200).end()
     })
-    assert.deepEqual(await attemptDelivery(message(`${receiver.origin}/start`), { policy: loopbackOnly, timeoutMs: 2000 }), { kind: 'response', statusCode: 307 })
+    assert.deepEqual(await attemptDelivery(message(`${receiver.origin}/start`), { policy: loopbackOnly, timeoutMs: 2000 }), { kind: 'response', statusCode: 307, body: '' })
     await new Promise((resolve) => setTimeout(resolve, 50))
     assert.deepEqual(receiver.requests.map((request) => request.url), ['/start'])
   })
@@ -119,7 +119,7 @@ describe('one delivery attempt', () => {
       pump()
     })
     const result = await attemptDelivery(message(receiver.origin), { policy: loopbackOnly, timeoutMs: 5000, maxResponseBytes: 4096 })
-    assert.deepEqual(result, { kind: 'response', statusCode: 200 })
+    assert.deepEqual(result, { kind: 'response', statusCode: 200, body: 'x'.repeat(1024) }, 'the first KiB kept')
     await new Promise((resolve) => setTimeout(resolve, 50))
     assert.equal(closedEarly, true, 'the connection was closed long before the body ended')
   })
@@ -129,7 +129,7 @@ describe('one delivery attempt', () => {
     // .invalid never resolves through DNS: only the pinned address can have been used.
     const policy = resolving(true, ['127.0.0.1'])
     const result = await attemptDelivery(message(`http://receiver.invalid:${receiver.port}/hook`), { policy, timeoutMs: 2000 })
-    assert.deepEqual(result, { kind: 'response', statusCode: 204 })
+    assert.deepEqual(result, { kind: 'response', statusCode: 204, body: '' })
     assert.deepEqual(policy.calls, ['receiver.invalid'], 'resolved once, by the policy, not again by http')
     assert.equal(receiver.requests[0]?.headers.host, `receiver.invalid:${receiver.port}`)
     assert.equal(receiver.requests[0]?.localAddress, '127.0.0.1')
@@ -239,19 +239,30 @@ describe('kept-alive connections (the dispatcher\'s pool)', () => {
     const pool = createConnectionPool()
     t.after(() => { pool.close() })
     for (let i = 0; i < 3; i++) {
-      assert.deepEqual(await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 2000, pool }), { kind: 'response', statusCode: 204 })
+      assert.deepEqual(await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 2000, pool }), { kind: 'response', statusCode: 204, body: '' })
     }
     assert.equal(receiver.connections(), 1)
     for (let i = 0; i < 2; i++) await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 2000 })
     assert.equal(receiver.connections(), 3)
   })
 
+  test('connections to one receiver are bounded: attempts beyond MAX_SOCKETS_PER_TARGET wait for one', async (t) => {
+    const receiver = await countingReceiver(t)
+    const pool = createConnectionPool()
+    t.after(() => { pool.close() })
+    const attempts = Array.from({ length: MAX_SOCKETS_PER_TARGET + 8 }, async () =>
+      await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 5000, pool }))
+    for (const result of await Promise.all(attempts)) assert.deepEqual(result, { kind: 'response', statusCode: 204, body: '' })
+    assert.equal(receiver.requests(), MAX_SOCKETS_PER_TARGET + 8)
+    assert.equal(receiver.connections(), MAX_SOCKETS_PER_TARGET)
+  })
+
   test('a pooled connection the receiver dropped is not a failure: the attempt is sent again on a fresh one', async (t) => {
     const receiver = await countingReceiver(t, true)
     const pool = createConnectionPool()
     t.after(() => { pool.close() })
-    assert.deepEqual(await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 2000, pool }), { kind: 'response', statusCode: 204 })
-    assert.deepEqual(await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 2000, pool }), { kind: 'response', statusCode: 204 })
+    assert.deepEqual(await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 2000, pool }), { kind: 'response', statusCode: 204, body: '' })
+    assert.deepEqual(await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 2000, pool }), { kind: 'response', statusCode: 204, body: '' })
     assert.equal(receiver.requests(), 3, 'the second attempt met the dropped connection, then went through on a new one')
     assert.equal(receiver.connections(), 2)
   })

@@ -135,6 +135,22 @@ describe('webhook service', () => {
     assert.deepEqual(tomorrow?.secrets, [rotated.secret])
   })
 
+  test('secrets: only creation, rotation and getSecret carry one; a supplied secret is checked', async (t) => {
+    const { service } = await setup(t)
+    const created = await service.createSubscription(ALICE, { url: 'https://hooks.example.com/' })
+    assert.equal('secret' in await service.getSubscription(ALICE, created.id), false)
+    assert.equal('secret' in await service.updateSubscription(ALICE, created.id, { description: 'd' }), false)
+    assert.equal((await service.listSubscriptions(ALICE, { limit: 10 })).subscriptions.some((s) => 'secret' in s), false)
+    assert.deepEqual(await service.getSecret(ALICE, created.id), { secret: created.secret })
+    await rejectsWithCode(service.getSecret(BOB, created.id), 'not-found')
+    const mine = `whsec_${Buffer.alloc(40, 3).toString('base64')}`
+    assert.equal((await service.rotateSecret(ALICE, created.id, mine)).secret, mine)
+    for (const bad of ['whsec_', mine.slice(6), `whsec_${Buffer.alloc(16).toString('base64')}`, `whsec_${Buffer.alloc(65).toString('base64')}`, `${mine}x`]) {
+      await rejectsWithCode(service.rotateSecret(ALICE, created.id, bad), 'invalid-secret')
+    }
+    assert.deepEqual(await service.getSecret(ALICE, created.id), { secret: mine })
+  })
+
   test('retry: wakes the dispatcher; refused for a disabled subscription or an unknown delivery', async (t) => {
     const { service, store, woken } = await setup(t)
     const { id } = await service.createSubscription(ALICE, { url: 'https://hooks.example.com/' })

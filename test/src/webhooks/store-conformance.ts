@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
+import { ServiceError } from '../../../src/errors.js'
 import { describe, test, type TestContext } from 'node:test'
 import type { Plant } from '../../../src/schemas/plant.js'
 import { isoTime } from '../../../src/store/iso-time.js'
 import type { PlantEvent } from '../../../src/webhooks/events.js'
 import { WEBHOOK_EVENT_TYPES } from '../../../src/webhooks/events.js'
-import type { ClaimRequest, NewSubscriptionRecord, WebhookStore } from '../../../src/webhooks/store.js'
+import type { ClaimedDelivery, ClaimRequest, DeliveryQuery, NewSubscriptionRecord, WebhookStore } from '../../../src/webhooks/store.js'
 
 /** A fresh, migrated database for one test; everything is cleaned up when the test ends. */
 export interface WebhookTestDatabase {
@@ -73,6 +74,29 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       assert.equal(await store.getSubscription(BOB, 1n), undefined, "another owner's subscription is not found")
       assert.equal(await store.getSubscription(ALICE, 3n), undefined)
       assert.equal(await store.getSubscription(ALICE, 99n), undefined)
+    })
+
+    test('at most maxPerOwner subscriptions per owner, also when two instances create at once; a delete makes room', async (t) => {
+      const database = await openDatabase(t)
+      const [a, b] = [await database.open(), await database.open()]
+      const outcomes = await Promise.allSettled(Array.from({ length: 8 }, async (_, i) => await (i % 2 === 0 ? a : b).createSubscription(record(), T0, 3)))
+      assert.equal(outcomes.filter((outcome) => outcome.status === 'fulfilled').length, 3)
+      for (const outcome of outcomes) {
+        if (outcome.status === 'rejected') {
+          assert.ok(outcome.reason instanceof ServiceError)
+          assert.equal(outcome.reason.code, 'subscription-limit')
+          assert.equal(outcome.reason.message, 'This token already has 3 webhook subscriptions, the most allowed: delete one first')
+        }
+      }
+      assert.equal((await a.listSubscriptions(ALICE, { limit: 100 })).subscriptions.length, 3)
+      // Another owner has a limit of its own; without a limit, none applies.
+      assert.equal((await b.createSubscription(record({ owner: BOB }), T0, 1)).url, record().url)
+      await a.createSubscription(record(), T0)
+      const [first] = (await a.listSubscriptions(ALICE, { limit: 1 })).subscriptions
+      assert.ok(await a.deleteSubscription(ALICE, first?.id ?? 0n))
+      await assert.rejects(a.createSubscription(record(), T0, 3), ServiceError)
+      assert.ok(await a.deleteSubscription(ALICE, 2n))
+      assert.ok(await b.createSubscription(record(), T0, 4))
     })
 
     test('list: by id, keyset cursor, limit and hasMore, only the owner\'s', async (t) => {
@@ -179,6 +203,106 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       assert.deepEqual(await store.backlog(), { pending: 1, oldestCreatedAt: T0 + 20 })
       await store.updateSubscription(ALICE, 1n, { disabled: true }, T0 + 40)
       assert.deepEqual(await store.backlog(), { pending: 0, oldestCreatedAt: undefined }, 'a disabled subscription waits for nothing')
+    })
+
+    test('getDelivery: the event as sent and every recorded attempt, oldest first; listDeliveries filters by status and type', async (t) => {
+      const store = await fresh(t)
+      await store.createSubscription(record(), T0)
+      await store.createSubscription(record({ owner: BOB }), T0)
+      await store.enqueue(created(1n), T0)
+      await store.enqueue({ type: 'plant.deleted', plant: plant(1n) }, T0 + 1)
+      const claimed = await store.claimDue(claimRequest({ now: T0 + 10 }))
+      const first = claimed.find((delivery) => delivery.subscriptionId === 1n && delivery.eventType === 'plant.created')
+      assert.ok(first !== undefined)
+      const base = { id: first.id, lease: 'instance-a:1', disableSubscription: false, failingDisableBefore: T0 - 1 }
+      await store.completeDelivery({ ...base, attemptedAt: T0 + 10, durationMs: 12.6, status: 'pending', nextAttemptAt: T0 + 20, statusCode: 503, error: 'the receiver answered 503', responseBody: 'busy' })
+      await store.claimDue(claimRequest({ lease: 'instance-a:2', now: T0 + 20 }))
+      await store.completeDelivery({ ...base, lease: 'instance-a:2', attemptedAt: T0 + 20, status: 'pending', nextAttemptAt: T0 + 30, error: 'timeout: no answer within 5 ms' })
+      await store.claimDue(claimRequest({ lease: 'instance-a:3', now: T0 + 30 }))
+      await store.completeDelivery({ ...base, lease: 'instance-a:3', attemptedAt: T0 + 30, durationMs: 3, status: 'succeeded', statusCode: 200, responseBody: '' })
+      const detail = await store.getDelivery(ALICE, 1n, first.id)
+      assert.deepEqual(detail, {
+        id: first.id,
+        eventType: 'plant.created',
+        status: 'succeeded',
+        attempts: 3,
+        lastAttemptAt: isoTime(T0 + 30),
+        lastStatusCode: 200,
+        createdAt: isoTime(T0),
+        webhookId: first.messageId,
+        payload: first.payload,
+        attemptLog: [
+          { at: isoTime(T0 + 10), durationMs: 13, statusCode: 503, error: 'the receiver answered 503', responseBody: 'busy' },
+          { at: isoTime(T0 + 20), durationMs: 0, error: 'timeout: no answer within 5 ms' },
+          { at: isoTime(T0 + 30), durationMs: 3, statusCode: 200, responseBody: '' }
+        ]
+      })
+      assert.equal(await store.getDelivery(BOB, 1n, first.id), undefined, 'another owner\'s')
+      assert.equal(await store.getDelivery(ALICE, 2n, first.id), undefined, 'another subscription\'s')
+      assert.equal(await store.getDelivery(ALICE, 1n, 999n), undefined)
+      const list = async (query: Partial<DeliveryQuery>): Promise<string[] | undefined> =>
+        (await store.listDeliveries(ALICE, 1n, { limit: 10, ...query }))?.deliveries.map((delivery) => `${delivery.eventType} ${delivery.status}`)
+      assert.deepEqual(await list({}), ['plant.deleted pending', 'plant.created succeeded'])
+      assert.deepEqual(await list({ status: 'succeeded' }), ['plant.created succeeded'])
+      assert.deepEqual(await list({ status: 'pending', eventType: 'plant.deleted' }), ['plant.deleted pending'])
+      assert.deepEqual(await list({ status: 'failed' }), [])
+      assert.deepEqual(await list({ eventType: 'plant.created' }), ['plant.created succeeded'])
+      // Its attempts go with the delivery.
+      assert.ok(await store.deleteSubscription(ALICE, 1n))
+      assert.equal(await store.getDelivery(ALICE, 1n, first.id), undefined)
+    })
+
+    test('recoverDeliveries: the owner\'s failed deliveries created since then are pending and due now; nothing else changes', async (t) => {
+      const store = await fresh(t)
+      await store.createSubscription(record(), T0)
+      await store.createSubscription(record(), T0)
+      for (let i = 1; i <= 3; i++) await store.enqueue(created(BigInt(i), T0 + i), T0 + i * 100)
+      const claimed = await store.claimDue(claimRequest({ now: T0 + 1000, limit: 10 }))
+      assert.equal(claimed.length, 6)
+      for (const delivery of claimed) {
+        const status = delivery.payload.includes('"id":3') ? 'succeeded' : 'failed'
+        await store.completeDelivery({ id: delivery.id, lease: 'instance-a:1', attemptedAt: T0 + 1000, status, disableSubscription: false, failingDisableBefore: T0 - 1 })
+      }
+      assert.equal(await store.recoverDeliveries(BOB, 1n, T0, T0 + 2000), undefined)
+      assert.equal(await store.recoverDeliveries(ALICE, 1n, T0 + 200, T0 + 2000), 1, 'the second event\'s only: the first is older, the third succeeded')
+      const list = (await store.listDeliveries(ALICE, 1n, { limit: 10 }))?.deliveries.map((delivery) => [delivery.status, delivery.nextAttemptAt])
+      assert.deepEqual(list, [['succeeded', undefined], ['pending', isoTime(T0 + 2000)], ['failed', undefined]])
+      assert.deepEqual((await store.listDeliveries(ALICE, 2n, { status: 'failed', limit: 10 }))?.deliveries.length, 2, 'another subscription\'s stay failed')
+      assert.equal(await store.recoverDeliveries(ALICE, 1n, T0, T0 + 2000), 1)
+    })
+
+    test('claim order is fair: round robin between owners, then between an owner\'s subscriptions; skipped owners get none', async (t) => {
+      const store = await fresh(t)
+      // Alice's three subscriptions have the oldest backlog; Bob's one delivery is the newest.
+      for (let i = 0; i < 3; i++) await store.createSubscription(record({ events: ['plant.created'] }), T0)
+      await store.createSubscription(record({ owner: BOB, events: ['plant.deleted'] }), T0)
+      for (let i = 1; i <= 4; i++) await store.enqueue(created(BigInt(i), T0 + i), T0 + i)
+      await store.enqueue({ type: 'plant.deleted', plant: plant(9n), occurredAt: T0 + 10 }, T0 + 10)
+      // Which are claimed is the fair order's first `limit`; in which order they come back is free.
+      const order = (claimed: ClaimedDelivery[]): string[] => claimed.map((delivery) => `${delivery.owner === BOB ? 'bob' : 'alice'}:${delivery.subscriptionId}`).sort()
+      const first = await store.claimDue(claimRequest({ now: T0 + 100, limit: 5, perSubscription: 4 }))
+      assert.deepEqual(order(first), ['alice:1', 'alice:1', 'alice:2', 'alice:3', 'bob:4'], 'not the five oldest: those are all Alice\'s')
+      await store.releaseDeliveries('instance-a:1', first.map((delivery) => delivery.id))
+      const withoutAlice = await store.claimDue(claimRequest({ lease: 'instance-a:2', now: T0 + 100, limit: 5, perSubscription: 4, skipOwners: [ALICE] }))
+      assert.deepEqual(order(withoutAlice), ['bob:4'])
+    })
+
+    test('renewLeases (where instances share the store): only the lease held is extended, and the delivery stays claimed until then', async (t) => {
+      const store = await fresh(t)
+      if (store.renewLeases === undefined) {
+        t.skip('one process per store: no leases to renew')
+        return
+      }
+      await store.createSubscription(record(), T0)
+      await store.enqueue(created(1n), T0)
+      await store.enqueue(created(2n), T0)
+      const claimed = await store.claimDue(claimRequest({ now: T0, leaseMs: 1000 }))
+      assert.equal(claimed.length, 2)
+      const [kept, other] = claimed as [ClaimedDelivery, ClaimedDelivery]
+      await store.renewLeases([{ id: kept.id, lease: 'instance-a:1' }, { id: other.id, lease: 'someone-else:1' }], T0 + 5000)
+      const later = await store.claimDue(claimRequest({ lease: 'instance-b:1', now: T0 + 2000 }))
+      assert.deepEqual(later.map((delivery) => delivery.id), [other.id], 'the lease not held was not extended')
+      assert.deepEqual((await store.claimDue(claimRequest({ lease: 'instance-b:2', now: T0 + 5000 }))).map((delivery) => delivery.id), [kept.id])
     })
 
     test('the transactional enqueue commits with the caller\'s transaction, or not at all', async (t) => {
@@ -403,6 +527,31 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       assert.deepEqual((await store.claimDue(claimRequest({ lease: 'instance-a:2', now: T0 + 100 }))).map((d) => d.id), [1n])
       await store.updateSubscription(ALICE, 1n, { disabled: true }, T0)
       assert.deepEqual(await store.retryDelivery(ALICE, 1n, 1n, T0 + 200), { status: 'subscription-disabled' })
+    })
+
+    test('rotated secrets: every replaced one signs until its own expiry, newest first, at most 10', async (t) => {
+      const store = await fresh(t)
+      const { secret: first } = await store.createSubscription(record(), T0)
+      const second = 'whsec_c2Vjb25kIHNlY3JldCBmb3IgdGVzdHMgb25seSEh'
+      const third = 'whsec_dGhpcmQgc2VjcmV0IGZvciB0ZXN0cyBvbmx5ISEh'
+      await store.rotateSecret(ALICE, 1n, second, T0 + 1000, T0)
+      await store.rotateSecret(ALICE, 1n, third, T0 + 1500, T0 + 500)
+      await store.enqueue(created(1n), T0)
+      const signing = async (now: number, lease: string): Promise<string[] | undefined> => {
+        const [claimed] = await store.claimDue(claimRequest({ lease, now }))
+        await store.releaseDeliveries(lease, [claimed?.id ?? 0n])
+        return claimed?.secrets
+      }
+      assert.deepEqual(await signing(T0 + 999, 'a'), [third, second, first])
+      assert.deepEqual(await signing(T0 + 1000, 'b'), [third, second])
+      assert.deepEqual(await signing(T0 + 1500, 'c'), [third])
+      // A rotation after the first expired keeps only what still signs.
+      await store.rotateSecret(ALICE, 1n, first, T0 + 3000, T0 + 1200)
+      assert.deepEqual(await signing(T0 + 1200, 'd'), [first, third, second])
+      for (let i = 0; i < 12; i++) await store.rotateSecret(ALICE, 1n, `whsec_${String(i).padStart(44, 'A')}`, T0 + 5000, T0 + 1300)
+      const many = await signing(T0 + 1300, 'e')
+      assert.equal(many?.length, 11)
+      assert.deepEqual(many?.slice(0, 2), ['whsec_' + '11'.padStart(44, 'A'), 'whsec_' + '10'.padStart(44, 'A')])
     })
 
     test('rotated secrets: both sign until the old one expires', async (t) => {

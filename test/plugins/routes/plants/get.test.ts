@@ -70,10 +70,10 @@ test('ids: 404 for a valid absent id (int64 max included), 400 for anything that
   }
 })
 
-test('the ETag changes with every write and matches what the write answered', async (t) => {
+test('the ETag changes with every write that changes the plant and matches what the write answered', async (t) => {
   const app = await buildTestApp(t)
   const { etag: first } = await createPlant(app, { name: 'Fern' })
-  const put = await app.inject({ method: 'PUT', url: '/plants/1', headers: AUTH, payload: { name: 'Fern' } })
+  const put = await app.inject({ method: 'PUT', url: '/plants/1', headers: AUTH, payload: { name: 'Fern 2' } })
   assert.notEqual(put.headers.etag, first)
   const get = await app.inject({ url: '/plants/1', headers: AUTH })
   assert.equal(get.headers.etag, put.headers.etag)

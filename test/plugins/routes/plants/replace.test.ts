@@ -36,12 +36,21 @@ test('updatedAt strictly increases on every write, even within one millisecond',
   t.mock.method(Date, 'now', () => Date.parse(plant.updatedAt))
   let last = plant.updatedAt
   for (let i = 0; i < 3; i++) {
-    const res = await app.inject(put(1, { name: 'Fern' }))
+    const res = await app.inject(put(1, { name: `Fern ${i}` }))
     const { updatedAt, createdAt } = res.json<PlantBody>()
     assert.ok(updatedAt > last, `${updatedAt} > ${last}`)
     assert.equal(createdAt, plant.createdAt)
     last = updatedAt
   }
+})
+
+test('a PUT of identical content changes nothing: the same plant, updatedAt and ETag', async (t) => {
+  const app = await buildTestApp(t)
+  const { plant, etag } = await createPlant(app, { name: 'Fern', tag: 'green' })
+  const res = await app.inject(put(1, { name: ' Fern', tag: 'green' }))
+  assert.equal(res.statusCode, 200)
+  assert.equal(res.headers.etag, etag)
+  assert.deepEqual(res.json<PlantBody>(), plant)
 })
 
 test('PUT name boundaries: 0 and 101 characters after trimming are 400s, 1 and 100 are stored trimmed', async (t) => {

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import { AUTH, captureLog } from '../../../helpers/app.js'
 import { assertError, JSON_TYPE } from '../../../helpers/plants.js'
 import { until } from '../../../helpers/webhook-receiver.js'
-import { buildWebhooksApp, deliveriesWhen, PUBLIC_RECEIVER, SECRET, type WebhookBody } from '../../../helpers/webhooks.js'
+import { buildWebhooksApp, deliveriesWhen, OTHER_AUTH, PUBLIC_RECEIVER, SECRET, viewOf, type WebhookBody } from '../../../helpers/webhooks.js'
 import type { ResolvedAddress } from '../../../../src/webhooks/url-policy.js'
 
 const post = (payload: unknown, headers: Record<string, string> = AUTH) =>
@@ -37,7 +37,8 @@ test('a subscription with only a URL: 201, Location, every event type, enabled, 
   assert.equal(new Date(body.createdAt).toISOString(), body.createdAt)
   assert.equal(body.updatedAt, body.createdAt)
   // What the Location names is the subscription.
-  assert.deepEqual((await app.inject({ url: '/webhooks/1', headers: AUTH })).json(), body)
+  assert.deepEqual((await app.inject({ url: '/webhooks/1', headers: AUTH })).json(), viewOf(body))
+  assert.deepEqual((await app.inject({ url: '/webhooks/1/secret', headers: AUTH })).json(), { secret: body.secret })
 })
 
 test('events are normalised (the canonical order, each once); description and disabled are kept; each subscription has its own id and secret', async (t) => {
@@ -155,6 +156,20 @@ test('an unknown field (a secret or an id included) is a 400 that names it; desc
   assert.deepEqual(await listOf(app), [])
   const longest = await app.inject(post({ url: PUBLIC_RECEIVER, description: 'd'.repeat(500) }))
   assert.equal(longest.statusCode, 201)
+})
+
+test('at most WEBHOOK_MAX_SUBSCRIPTIONS per token (25 by default): one more is a 409 until one is deleted', async (t) => {
+  const app = await buildWebhooksApp(t, { WEBHOOK_MAX_SUBSCRIPTIONS: '2' })
+  for (let i = 0; i < 2; i++) assert.equal((await app.inject(post({ url: PUBLIC_RECEIVER }))).statusCode, 201)
+  const refused = await app.inject(post({ url: PUBLIC_RECEIVER }))
+  assertError(refused, 409, 'This token already has 2 webhook subscriptions, the most allowed: delete one first')
+  assert.equal(refused.headers['content-type'], JSON_TYPE)
+  assert.equal((await app.inject(post({ url: PUBLIC_RECEIVER }, OTHER_AUTH))).statusCode, 201, 'each token has a limit of its own')
+  assert.equal((await app.inject({ method: 'DELETE', url: '/webhooks/1', headers: AUTH })).statusCode, 204)
+  assert.equal((await app.inject(post({ url: PUBLIC_RECEIVER }))).statusCode, 201)
+  const byDefault = await buildWebhooksApp(t)
+  for (let i = 0; i < 25; i++) assert.equal((await byDefault.inject(post({ url: PUBLIC_RECEIVER }))).statusCode, 201)
+  assertError(await byDefault.inject(post({ url: PUBLIC_RECEIVER })), 409, 'This token already has 25 webhook subscriptions, the most allowed: delete one first')
 })
 
 test('without a valid token: 401 and nothing is created', async (t) => {

@@ -4,13 +4,18 @@ import { AUTH } from '../../../helpers/app.js'
 import { assertError, JSON_TYPE } from '../../../helpers/plants.js'
 import { buildWebhooksApp, createWebhook, OTHER_AUTH } from '../../../helpers/webhooks.js'
 
-test('GET /webhooks/{id}: the subscription as created, secret included; HEAD: the same without a body', async (t) => {
+test('GET /webhooks/{id}: the subscription as created without its secret, which GET …/secret answers; HEAD: the same without a body', async (t) => {
   const app = await buildWebhooksApp(t)
   const created = await createWebhook(app, { url: 'https://93.184.216.34/x', events: ['plant.updated'], description: 'd' })
   const res = await app.inject({ url: '/webhooks/1', headers: AUTH })
   assert.equal(res.statusCode, 200)
   assert.equal(res.headers['content-type'], JSON_TYPE)
-  assert.deepEqual(res.json(), created)
+  const { secret, ...view } = created
+  assert.deepEqual(res.json(), view)
+  const shown = await app.inject({ url: '/webhooks/1/secret', headers: AUTH })
+  assert.equal(shown.statusCode, 200)
+  assert.equal(shown.headers['content-type'], JSON_TYPE)
+  assert.deepEqual(shown.json(), { secret })
   const head = await app.inject({ method: 'HEAD', url: '/webhooks/1', headers: AUTH })
   assert.equal(head.statusCode, 200)
   assert.equal(head.body, '')

@@ -3,13 +3,13 @@ import { test } from 'node:test'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { AUTH } from '../../../helpers/app.js'
 import { assertError, JSON_TYPE, nextLink } from '../../../helpers/plants.js'
-import { buildWebhooksApp, createWebhook, OTHER_AUTH, PUBLIC_RECEIVER, type WebhookBody } from '../../../helpers/webhooks.js'
+import { buildWebhooksApp, createWebhook, OTHER_AUTH, PUBLIC_RECEIVER, viewOf, type WebhookViewBody } from '../../../helpers/webhooks.js'
 
 const list = (app: FastifyInstance, query: string, headers: Record<string, string> = AUTH) => app.inject({ url: `/webhooks${query}`, headers })
 
-async function seed (app: FastifyInstance, count: number, headers: Record<string, string> = AUTH): Promise<WebhookBody[]> {
-  const created: WebhookBody[] = []
-  for (let i = 0; i < count; i++) created.push(await createWebhook(app, { url: `${PUBLIC_RECEIVER}/${i}` }, headers))
+async function seed (app: FastifyInstance, count: number, headers: Record<string, string> = AUTH): Promise<WebhookViewBody[]> {
+  const created: WebhookViewBody[] = []
+  for (let i = 0; i < count; i++) created.push(viewOf(await createWebhook(app, { url: `${PUBLIC_RECEIVER}/${i}` }, headers)))
   return created
 }
 
@@ -22,7 +22,7 @@ test('no subscriptions: [] and no Link', async (t) => {
   assert.equal(res.headers.link, undefined)
 })
 
-test('subscriptions in id order, secrets included; limit defaults to 20, and Link pages on after', async (t) => {
+test('subscriptions in id order, without their secrets; limit defaults to 20, and Link pages on after', async (t) => {
   const app = await buildWebhooksApp(t)
   const created = await seed(app, 21)
   const first = await list(app, '')
@@ -49,9 +49,9 @@ test('limit=2 walks the list page by page through Link', async (t) => {
 
 test('another token\'s subscriptions are never listed, and paging skips them', async (t) => {
   const app = await buildWebhooksApp(t)
-  const mine = await createWebhook(app)
-  const theirs = await createWebhook(app, { url: PUBLIC_RECEIVER }, OTHER_AUTH)
-  const mine2 = await createWebhook(app)
+  const mine = viewOf(await createWebhook(app))
+  const theirs = viewOf(await createWebhook(app, { url: PUBLIC_RECEIVER }, OTHER_AUTH))
+  const mine2 = viewOf(await createWebhook(app))
   assert.deepEqual([mine.id, theirs.id, mine2.id], [1, 2, 3])
   assert.deepEqual((await list(app, '')).json(), [mine, mine2])
   assert.deepEqual((await list(app, '', OTHER_AUTH)).json(), [theirs])

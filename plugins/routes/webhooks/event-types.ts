@@ -1,0 +1,26 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { ref } from '../../../src/schemas/ref.js'
+import { WebhookEventTypeListSchema } from '../../../src/schemas/webhook.js'
+import { eventTypeCatalog } from '../../../src/schemas/webhook-events.js'
+import { webhooksErrorResponses } from './shared.js'
+
+/** `GET /webhooks/event-types`: the event type catalog. */
+const listWebhookEventTypesRoute: FastifyPluginAsyncTypebox = async (app) => {
+  const catalog = eventTypeCatalog()
+  app.get('/webhooks/event-types', {
+    config: { scope: 'webhooks' },
+    schema: {
+      operationId: 'listWebhookEventTypes',
+      summary: 'List webhook event types',
+      description: 'Every event type a receiver can get, with what it means and the JSON Schema of its body: the plant ' +
+        'events a subscription asks for in `events`, and `webhook.test` (sent by `POST /webhooks/{id}/test` only).',
+      tags: ['webhooks'],
+      response: {
+        200: ref(WebhookEventTypeListSchema, { description: 'The event types' }),
+        ...webhooksErrorResponses({})
+      }
+    }
+  }, async () => catalog)
+}
+
+export default listWebhookEventTypesRoute

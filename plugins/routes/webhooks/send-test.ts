@@ -1,0 +1,30 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { isoTime } from '../../../src/store/iso-time.js'
+import { ref } from '../../../src/schemas/ref.js'
+import { WebhookParamsSchema, WebhookTestResultSchema } from '../../../src/schemas/webhook.js'
+import { ownerOf, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
+
+/** `POST /webhooks/{id}/test`: a signed test event, sent now, and how it went. */
+const testWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
+  app.post('/webhooks/:id/test', {
+    config: { scope: 'webhooks' },
+    schema: {
+      operationId: 'testWebhook',
+      summary: 'Send a test event',
+      description: 'Sends a `webhook.test` event (`{ type, timestamp, data: { subscriptionId } }`), signed with the ' +
+        'subscription\'s current secret like any delivery, to its URL now, whether it is enabled or not, and answers with ' +
+        'the attempt\'s outcome once it is over (at most WEBHOOK_TIMEOUT_MS). Nothing is stored or retried.',
+      tags: ['webhooks'],
+      params: WebhookParamsSchema,
+      response: {
+        200: ref(WebhookTestResultSchema, { description: 'The attempt was made: `succeeded` says whether the receiver answered 2xx' }),
+        ...webhooksErrorResponses({ 400: `${WEBHOOK_ERRORS.badId}, or the request has a body`, 404: WEBHOOK_ERRORS.notFound })
+      }
+    }
+  }, async (request) => {
+    const { at, ...attempt } = await app.webhooks.sendTest(ownerOf(request), BigInt(request.params.id))
+    return { ...attempt, at: isoTime(at) }
+  })
+}
+
+export default testWebhookRoute
