@@ -63,7 +63,7 @@ test('Portman\'s contract and variation tests, made from the served OpenAPI docu
   // - the server runs under the offline guard too: a connection anywhere but loopback would be
   //   refused before a socket is opened, and fail the test (its stderr is checked below).
   // WEBHOOK_ALLOW_PRIVATE_URLS stays unset: the default address policy is the one under test.
-  // So the retry request cannot find a delivery: it is pinned as a 404 (the 202 is covered by
+  // So the retry and the read of a delivery find none: both are pinned as 404s (the 202 is covered by
   // test/plugins/routes/webhooks/retry-delivery.test.ts, where the test network rule holds it).
   const server = await startServer(t, { env: { WEBHOOK_ALLOW_PRIVATE_URLS: undefined }, nodeArgs: ['--import', GUARD] })
 
@@ -93,10 +93,13 @@ test('Portman\'s contract and variation tests, made from the served OpenAPI docu
   // plants flow, then every unauthorized variation and the read after each delete.
   const unauthorized = (requests: string[]): string[] =>
     requests.flatMap((request) => [`${request}[Without a token]`, `${request}[With a wrong token]`])
-  const webhookRequests = ['POST Create a webhook subscription', 'GET Get a webhook subscription', 'HEAD Get a webhook subscription: headers only',
+  const webhookRequests = ['GET List webhook event types', 'HEAD List webhook event types: headers only',
+    'POST Create a webhook subscription', 'GET Get a webhook subscription', 'HEAD Get a webhook subscription: headers only',
     'GET List webhook subscriptions', 'HEAD List webhook subscriptions: headers only', 'PATCH Update a webhook subscription',
-    'POST Rotate a webhook secret', 'GET List webhook deliveries', 'HEAD List webhook deliveries: headers only', 'POST Retry a webhook delivery',
-    'DELETE Delete a webhook subscription']
+    'POST Rotate a webhook secret', 'GET Get a webhook secret', 'HEAD Get a webhook secret: headers only',
+    'GET List webhook deliveries', 'HEAD List webhook deliveries: headers only', 'POST Retry a webhook delivery',
+    'GET Get a webhook delivery', 'HEAD Get a webhook delivery: headers only', 'POST Recover failed webhook deliveries',
+    'DELETE Delete a webhook subscription', 'POST Send a test event']
   const plantRequests = ['POST Create a plant', 'GET Get a plant', 'HEAD Get a plant: headers only', 'GET List plants', 'HEAD List plants: headers only',
     'PUT Replace a plant', 'PATCH Update a plant', 'DELETE Delete a plant']
   const executed = summary.run.executions.map((execution) => `${execution.request.method} ${execution.item.name}`)
@@ -117,11 +120,12 @@ test('Portman\'s contract and variation tests, made from the served OpenAPI docu
   const statuses = summary.run.executions.map((execution) => (execution.response as { code?: number } | undefined)?.code)
   assert.deepEqual(statuses, [
     ...Array<number>(6).fill(200),
-    // The retry finds no delivery (see above): 404.
-    201, 200, 200, 200, 200, 200, 200, 200, 200, 404, 204,
+    // The retry and the delivery's read find no delivery (see above): 404. The test event is sent
+    // after the subscription's DELETE (a 404), so nothing ever connects to its public address.
+    200, 200, 201, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 404, 404, 404, 202, 204, 404,
     201, 200, 200, 200, 200, 200, 200, 204,
     ...Array<number>(16).fill(401), 404,
-    ...Array<number>(22).fill(401), 404
+    ...Array<number>(38).fill(401), 404
   ])
   const { assertions } = summary.run.stats
   assert.equal(assertions.failed, 0)
