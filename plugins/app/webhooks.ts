@@ -92,7 +92,8 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
     lookupTimeoutMs: settings.timeoutMs,
     maxSubscriptions: settings.maxSubscriptions,
     sendTest: async (subscription) => await dispatcher.sendTest(subscription),
-    onDue: () => { dispatcher.wake() }
+    onDue: () => { dispatcher.wake() },
+    onSubscriptionsChanged: async () => { await dispatcher.countOwners() }
   }))
 
   const { tracing } = app

@@ -317,6 +317,15 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     return this.#owners > 1 ? this.#perOwnerShare : this.#concurrency
   }
 
+  /** Recounts the owners now: a subscription changed, and the next claim must share slots by the new count. */
+  async countOwners (): Promise<void> {
+    try {
+      this.#owners = await this.#store.activeOwners()
+    } catch {
+      // The last count stands; the next poll counts again.
+    }
+  }
+
   #countOwners (): void {
     this.#store.activeOwners().then((owners) => { this.#owners = owners }, () => {})
   }

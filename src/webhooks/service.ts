@@ -51,6 +51,8 @@ export interface WebhookServiceOptions {
   sendTest?: (subscription: WebhookSubscription) => Promise<TestAttempt>
   /** Told when a delivery was made due now (a retry): the dispatcher's wake. */
   onDue?: () => void
+  /** Awaited after a subscription changed: the dispatcher recounts owners before the next write's event. */
+  onSubscriptionsChanged?: () => Promise<void>
 }
 
 /** The event types asked for, each once, in the canonical order. Throws 'invalid-events'. */
@@ -92,6 +94,7 @@ export class WebhookService {
   readonly #lookup: { timeoutMs: number }
   readonly #now: () => number
   readonly #onDue: () => void
+  readonly #onSubscriptionsChanged: () => Promise<void>
   readonly #maxSubscriptions: number
   readonly #sendTest: ((subscription: WebhookSubscription) => Promise<TestAttempt>) | undefined
 
@@ -101,6 +104,7 @@ export class WebhookService {
     this.#lookup = { timeoutMs: options.lookupTimeoutMs }
     this.#now = options.now ?? Date.now
     this.#onDue = options.onDue ?? (() => {})
+    this.#onSubscriptionsChanged = options.onSubscriptionsChanged ?? (async () => {})
     this.#maxSubscriptions = options.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS
     this.#sendTest = options.sendTest
   }
@@ -109,7 +113,7 @@ export class WebhookService {
     const events = normalizeEvents(input.events)
     checkDescription(input.description)
     await checkWebhookUrl(input.url, this.#policy, this.#lookup)
-    return await this.#store.createSubscription({
+    const created = await this.#store.createSubscription({
       owner,
       url: input.url,
       events,
@@ -117,6 +121,8 @@ export class WebhookService {
       disabled: input.disabled ?? false,
       secret: newWebhookSecret()
     }, this.#now(), this.#maxSubscriptions)
+    await this.#onSubscriptionsChanged()
+    return created
   }
 
   async listSubscriptions (owner: string, query: SubscriptionQuery): Promise<SubscriptionPage<WebhookView>> {
@@ -142,11 +148,14 @@ export class WebhookService {
       if (patch.url !== current.url) await checkWebhookUrl(patch.url, this.#policy, this.#lookup)
       changes.url = patch.url
     }
-    return withoutSecret(await this.#store.updateSubscription(owner, id, changes, this.#now()) ?? this.#missing(id))
+    const updated = await this.#store.updateSubscription(owner, id, changes, this.#now()) ?? this.#missing(id)
+    await this.#onSubscriptionsChanged()
+    return withoutSecret(updated)
   }
 
   async deleteSubscription (owner: string, id: bigint): Promise<void> {
     if (!await this.#store.deleteSubscription(owner, id)) this.#missing(id)
+    await this.#onSubscriptionsChanged()
   }
 
   async getSecret (owner: string, id: bigint): Promise<{ secret: string }> {
