@@ -1,20 +1,9 @@
 import assert from 'node:assert/strict'
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { test } from 'node:test'
-import { fileURLToPath } from 'node:url'
-import { chromium, type Locator, type Page } from 'playwright-core'
+import type { Locator } from 'playwright-core'
 import { TOKEN } from '../helpers/app.js'
+import { launchChromium, screenshot } from '../helpers/chromium.js'
 import { startServer } from '../helpers/server-process.js'
-
-// Run with `npm run test:e2e` (needs Debian's Chromium: `apt-get install chromium`).
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
-const SCREENSHOTS = fileURLToPath(new URL('../../../test-results/e2e/', import.meta.url))
-
-async function screenshot (page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
-}
 
 /** Swagger UI starts in "Try it out" mode here (tryItOutEnabled); switch it on if it is not. */
 async function tryItOut (operation: Locator): Promise<void> {
@@ -25,32 +14,8 @@ async function tryItOut (operation: Locator): Promise<void> {
 test('Swagger UI: the webhooks section shows the three events; authorize, create and delete a plant with "Try it out" (201, 204), then 401 without a token', { timeout: 120_000 }, async (t) => {
   const server = await startServer(t)
   const origin = new URL(server.baseUrl).origin
-  mkdirSync(SCREENSHOTS, { recursive: true })
 
-  const userDataDir = mkdtempSync(join(tmpdir(), 'plant-store-chromium-'))
-  const browser = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic',
-      '--no-first-run', '--disable-component-update', '--disable-sync'
-    ]
-  })
-  t.after(async () => {
-    await browser.close()
-    rmSync(userDataDir, { recursive: true, force: true })
-  })
-
-  // Every request the page makes is recorded; anything leaving the service is refused and reported.
-  const requested: string[] = []
-  await browser.route('**/*', async (route) => {
-    const url = route.request().url()
-    requested.push(url)
-    if (new URL(url).origin === origin) await route.continue()
-    else await route.abort('blockedbyclient')
-  })
-
-  const page = browser.pages()[0] ?? await browser.newPage()
+  const { page, requested } = await launchChromium(t, new Set([origin]))
   await page.goto(`${server.baseUrl}/docs`)
   const deleteOp = page.locator('#operations-plants-deletePlant')
   await deleteOp.waitFor()
