@@ -194,7 +194,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     if (this.#state !== 'idle') throw new Error('a dispatcher starts once')
     this.#state = 'running'
     this.#pollTimer = setInterval(() => {
-      this.#countOwners()
+      void this.countOwners()
       this.wake()
     }, this.#pollIntervalMs)
     this.#pollTimer.unref()
@@ -206,7 +206,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     }
     this.#starting = this.#listen()
     await this.#starting
-    this.#countOwners()
+    void this.countOwners()
     this.#prune()
     this.wake()
   }
@@ -324,10 +324,6 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     } catch {
       // The last count stands; the next poll counts again.
     }
-  }
-
-  #countOwners (): void {
-    this.#store.activeOwners().then((owners) => { this.#owners = owners }, () => {})
   }
 
   /** Wakes the dispatcher in `ms` (once, however often asked meanwhile). */
