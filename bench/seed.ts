@@ -1,12 +1,12 @@
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/load-config.js'
-import type { PlantStore } from '../src/store/store.js'
+import type { Store } from '../src/store/store.js'
 import { tokenDigest } from '../src/tokens.js'
 import { WEBHOOK_EVENT_TYPES } from '../src/webhooks/events.js'
 import { newWebhookSecret } from '../src/webhooks/signing.js'
 
 /**
- * Fills a database through the PlantStore contract, so any backend `databaseUrl` names is seeded
+ * Fills a database through the store contract, so any backend `databaseUrl` names is seeded
  * alike (the benchmarks' set-up, never part of what they measure): `count` plants named `Plant <n>`,
  * tagged indoor and outdoor in turn; with `subscriptionUrl`, then one subscription of `token`'s to
  * every event, so it receives the workload's events only. Resolves with the plants' ids in order.
@@ -17,11 +17,11 @@ export async function seed (databaseUrl: string, token: string, count: number, s
   }))
   try {
     await app.ready()
-    const store: PlantStore = app.store
+    const store: Store = app.store
     const ids: bigint[] = []
     for (let start = 0; start < count; start += 1000) {
       const chunk = Array.from({ length: Math.min(1000, count - start) }, (_, i) =>
-        store.create({ name: `Plant ${start + i}`, tag: (start + i) % 2 === 0 ? 'indoor' : 'outdoor' }))
+        store.plants.create({ name: `Plant ${start + i}`, tag: (start + i) % 2 === 0 ? 'indoor' : 'outdoor' }))
       for (const { plant } of await Promise.all(chunk)) ids.push(plant.id)
     }
     if (subscriptionUrl !== undefined) {

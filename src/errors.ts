@@ -54,12 +54,13 @@ export class ServiceError extends Error {
   }
 }
 
-export const plantNotFound = (id: bigint): ServiceError => new ServiceError('not-found', `Plant ${id} not found`)
-export const plantIdTaken = (id: bigint): ServiceError => new ServiceError('conflict', `Plant ${id} already exists`)
-export const plantPreconditionFailed = (id: bigint): ServiceError =>
-  new ServiceError('precondition-failed', `Plant ${id} does not match If-Match: it has changed or is gone; GET it again`)
-export const plantNoneMatchFailed = (id: bigint): ServiceError =>
-  new ServiceError('precondition-failed', `Plant ${id} matches If-None-Match: it exists, and its current ETag is listed (or *)`)
+/** The write rules of every resource: messages name it by its title (`Plant 3 not found`). */
+export const notFound = (resource: { title: string }, id: bigint): ServiceError => new ServiceError('not-found', `${resource.title} ${id} not found`)
+export const idTaken = (resource: { title: string }, id: bigint): ServiceError => new ServiceError('conflict', `${resource.title} ${id} already exists`)
+export const preconditionFailed = (resource: { title: string }, id: bigint): ServiceError =>
+  new ServiceError('precondition-failed', `${resource.title} ${id} does not match If-Match: it has changed or is gone; GET it again`)
+export const noneMatchFailed = (resource: { title: string }, id: bigint): ServiceError =>
+  new ServiceError('precondition-failed', `${resource.title} ${id} matches If-None-Match: it exists, and its current ETag is listed (or *)`)
 export const idempotencyKeyReused = (): ServiceError =>
   new ServiceError('idempotency-key-reused', 'This Idempotency-Key was already used with a different request body')
 /** The cause is kept for the log; the client sees only that the database is unavailable. */
@@ -67,8 +68,8 @@ export const databaseUnavailable = (cause: unknown): ServiceError =>
   new ServiceError('unavailable', 'The database is unavailable, retry shortly', { cause })
 export const storageFull = (cause: unknown): ServiceError =>
   new ServiceError('storage-full', 'The database storage is full; nothing was written', { cause })
-export const idsExhausted = (): ServiceError =>
-  new ServiceError('ids-exhausted', 'No id up to 2^53 - 1 is left for the server to assign; create the plant with a chosen id')
+export const idsExhausted = (resource: { title: string }): ServiceError =>
+  new ServiceError('ids-exhausted', `No id up to 2^53 - 1 is left for the server to assign; create the ${resource.title.toLowerCase()} with a chosen id`)
 export const subscriptionLimit = (max: number): ServiceError =>
   new ServiceError('subscription-limit', `This token already has ${max} webhook subscriptions, the most allowed: delete one first`)
 export const invalidHeader = (message: string): ServiceError => new ServiceError('invalid-header', message)

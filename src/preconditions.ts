@@ -1,6 +1,5 @@
-import { plantEtag } from './etag.js'
-import { invalidHeader, plantNoneMatchFailed, plantPreconditionFailed } from './errors.js'
-import type { Plant } from './schemas/plant.js'
+import { invalidHeader, noneMatchFailed, preconditionFailed } from './errors.js'
+import type { Resource } from './resource.js'
 import type { IfMatch } from './store/store.js'
 
 /** RFC 9110 §8.8.3. */
@@ -50,20 +49,21 @@ export function ifMatchForStore (condition: EntityTagCondition | undefined): IfM
 }
 
 /**
- * RFC 9110 §13.2.2. With If-None-Match the plant is read once and the write tied to its ETag, so a
+ * RFC 9110 §13.2.2. With If-None-Match the resource is read once and the write tied to its ETag, so a
  * write that slips in between makes this one a 412, never a lost update.
  */
-export async function writePrecondition (
+export async function writePrecondition<T> (
+  resource: Resource<T>,
   id: bigint,
   ifMatch: EntityTagCondition | undefined,
   ifNoneMatch: EntityTagCondition | undefined,
-  read: (id: bigint) => Promise<Plant | undefined>
+  read: (id: bigint) => Promise<T | undefined>
 ): Promise<IfMatch | undefined> {
   if (ifNoneMatch === undefined) return ifMatchForStore(ifMatch)
-  const plant = await read(id)
-  if (plant === undefined) return ifMatchForStore(ifMatch)
-  const etag = plantEtag(plant)
-  if (matchFails(ifMatch, etag)) throw plantPreconditionFailed(id)
-  if (noneMatchFails(ifNoneMatch, etag)) throw plantNoneMatchFailed(id)
+  const current = await read(id)
+  if (current === undefined) return ifMatchForStore(ifMatch)
+  const etag = resource.etag(current)
+  if (matchFails(ifMatch, etag)) throw preconditionFailed(resource, id)
+  if (noneMatchFails(ifNoneMatch, etag)) throw noneMatchFailed(resource, id)
   return [etag]
 }

@@ -2,11 +2,11 @@ import fp from 'fastify-plugin'
 import { instrumentStore, type OperationObserver } from '../../src/store/instrumented.js'
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
-import type { PlantStore } from '../../src/store/store.js'
+import type { Store } from '../../src/store/store.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    store: PlantStore
+    store: Store
   }
 }
 

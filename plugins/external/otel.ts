@@ -159,7 +159,7 @@ export default fp(async function otelPlugin (app) {
         attributes: { 'db.system.name': storeKind, 'db.operation.name': operation }
       })
       return (error) => {
-        // A missing plant or a failed If-Match is an answer, not a failure of the operation.
+        // A missing resource or a failed If-Match is an answer, not a failure of the operation.
         const failed = error !== undefined && !(error instanceof ServiceError && error.code !== 'unavailable')
         if (failed) span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) })
         span.end()

@@ -1,6 +1,6 @@
 import type { OpenAPIV3_2 as OpenApi } from '@fastify/swagger'
 import { Type, type TObject } from '@sinclair/typebox'
-import { EVENT_DESCRIPTIONS, eventPayload, TEST_EVENT_TYPE, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js'
+import { EVENT_DESCRIPTIONS, eventPayload, plantJson, TEST_EVENT_TYPE, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js'
 import { signatureHeader } from '../webhooks/signing.js'
 import { PLANT_EXAMPLE, PlantSchema } from './plant.js'
 import { ref } from './ref.js'
@@ -25,7 +25,7 @@ const EXAMPLE_SECONDS = Math.floor(Date.parse(EXAMPLE_TIME) / 1000)
 
 /** The exact body the service sends for the example plant. */
 const examplePayload = (type: WebhookEventType): string =>
-  eventPayload(type, { ...PLANT_EXAMPLE, id: BigInt(PLANT_EXAMPLE.id) }, Date.parse(EXAMPLE_TIME))
+  eventPayload(type, plantJson({ ...PLANT_EXAMPLE, id: BigInt(PLANT_EXAMPLE.id) }), Date.parse(EXAMPLE_TIME))
 
 const eventSchema = (type: WebhookEventType): TObject => Type.Object(
   {

@@ -1,8 +1,25 @@
-import type { PlantStore } from './store.js'
+import type { Store } from './store.js'
 
-/** The store operations that are timed and traced, by the names metrics and spans use. */
-export const STORE_OPERATIONS = ['ping', 'list', 'get', 'create', 'replace', 'update', 'delete'] as const
-export type StoreOperation = (typeof STORE_OPERATIONS)[number]
+/**
+ * The operations that are timed and traced, per repository: metrics and spans name each
+ * `<repository>.<operation>` (`plants.get`). The dispatcher's own calls (claims, completions) are
+ * not among them: they run whether or not anyone asks, and have metrics of their own.
+ */
+export const INSTRUMENTED = {
+  plants: ['list', 'get', 'create', 'replace', 'update', 'delete'],
+  webhooks: [
+    'createSubscription', 'listSubscriptions', 'getSubscription', 'updateSubscription', 'deleteSubscription',
+    'rotateSecret', 'listDeliveries', 'getDelivery', 'recoverDeliveries', 'retryDelivery'
+  ]
+} as const satisfies { [R in keyof Omit<Store, 'ping' | 'close'>]: ReadonlyArray<keyof Store[R]> }
+
+type Instrumented = typeof INSTRUMENTED
+export type StoreOperation = 'ping' | { [R in keyof Instrumented]: `${R}.${Instrumented[R][number]}` }[keyof Instrumented]
+
+export const STORE_OPERATIONS: readonly StoreOperation[] = [
+  'ping',
+  ...Object.entries(INSTRUMENTED).flatMap(([repository, operations]) => operations.map((operation) => `${repository}.${operation}` as StoreOperation))
+]
 
 /**
  * Told when a store operation starts; calls the function it returns once the operation has settled
@@ -10,11 +27,37 @@ export type StoreOperation = (typeof STORE_OPERATIONS)[number]
  */
 export type OperationObserver = (operation: StoreOperation) => (error: unknown) => void
 
+type AsyncFunction = (...args: never[]) => Promise<unknown>
+
+function observed<F extends AsyncFunction> (start: OperationObserver, operation: StoreOperation, run: F): F {
+  return (async (...args: Parameters<F>) => {
+    const end = start(operation)
+    try {
+      const result = await run(...args)
+      end(undefined)
+      return result
+    } catch (error) {
+      end(error)
+      throw error
+    }
+  }) as F
+}
+
+/** The repository with its listed operations observed; the rest (the dispatcher's) are its own. */
+function instrumentRepository<R extends object> (name: string, repository: R, operations: ReadonlyArray<keyof R>, start: OperationObserver): R {
+  const wrapped: R = Object.create(repository)
+  for (const key of operations) {
+    const run = repository[key]
+    if (typeof run === 'function') wrapped[key] = observed(start, `${name}.${String(key)}` as StoreOperation, (run as AsyncFunction).bind(repository)) as R[keyof R]
+  }
+  return wrapped
+}
+
 /**
- * The same store, with every operation reported to the observers. Used only when metrics or
+ * The same store, with every listed operation reported to the observers. Used only when metrics or
  * tracing are configured: without them the routes call the bare store, at no cost.
  */
-export function instrumentStore (store: PlantStore, observers: readonly OperationObserver[]): PlantStore {
+export function instrumentStore (store: Store, observers: readonly OperationObserver[]): Store {
   if (observers.length === 0) return store
   // One observer (metrics or tracing alone, the usual case) is called directly: this runs on every
   // request, and an array of end callbacks per call would be garbage for nothing.
@@ -25,27 +68,10 @@ export function instrumentStore (store: PlantStore, observers: readonly Operatio
         const ends = observers.map((observer) => observer(operation))
         return (error) => { for (const end of ends) end(error) }
       }
-  const observe = <A extends unknown[], R>(operation: StoreOperation, run: (...args: A) => Promise<R>) =>
-    async (...args: A): Promise<R> => {
-      const end = start(operation)
-      try {
-        const result = await run(...args)
-        end(undefined)
-        return result
-      } catch (error) {
-        end(error)
-        throw error
-      }
-    }
   return {
-    ping: observe('ping', () => store.ping()),
-    list: observe('list', (query: Parameters<PlantStore['list']>[0]) => store.list(query)),
-    get: observe('get', (id: bigint) => store.get(id)),
-    create: observe('create', (...args: Parameters<PlantStore['create']>) => store.create(...args)),
-    replace: observe('replace', (...args: Parameters<PlantStore['replace']>) => store.replace(...args)),
-    update: observe('update', (...args: Parameters<PlantStore['update']>) => store.update(...args)),
-    delete: observe('delete', (...args: Parameters<PlantStore['delete']>) => store.delete(...args)),
-    webhooks: store.webhooks,
-    close: () => store.close()
+    plants: instrumentRepository('plants', store.plants, INSTRUMENTED.plants, start),
+    webhooks: instrumentRepository('webhooks', store.webhooks, INSTRUMENTED.webhooks, start),
+    ping: observed(start, 'ping', async () => { await store.ping() }),
+    close: async () => { await store.close() }
   }
 }

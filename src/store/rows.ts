@@ -1,8 +1,5 @@
 import type { Plant } from '../schemas/plant.js'
-import { plantEtag } from '../etag.js'
-import { plantNotFound, plantPreconditionFailed } from '../errors.js'
 import { isoTime } from './iso-time.js'
-import type { IfMatch } from './store.js'
 
 export interface PlantRow {
   id: bigint
@@ -37,10 +34,3 @@ export const columnsToPlant = (columns: PlantColumns): Plant => plantOf(columns[
 
 export const rememberedPlant = (row: IdempotencyRow): Plant =>
   toPlant({ id: row.plant_id, name: row.name, tag: row.tag, created_at: row.created_at, updated_at: row.updated_at })
-
-/** With If-Match, a missing plant fails the precondition (RFC 9110 §13.1.1). */
-export function writableRow<R extends PlantRow | undefined> (id: bigint, row: R, ifMatch: IfMatch | undefined): NonNullable<R> {
-  if (row === undefined || row === null) throw ifMatch === undefined ? plantNotFound(id) : plantPreconditionFailed(id)
-  if (ifMatch !== undefined && ifMatch !== '*' && !ifMatch.includes(plantEtag(toPlant(row)))) throw plantPreconditionFailed(id)
-  return row as NonNullable<R>
-}

@@ -30,21 +30,41 @@ export interface EventOrigin {
   traceparent?: string
 }
 
-export interface PlantEvent {
+/** What an event is about: a resource (`plant`) and its id. */
+export interface EventSubject {
+  resource: string
+  id: bigint
+}
+
+/**
+ * An event as a repository writes it to the outbox, in the same transaction as its change: its
+ * type, its subject and `data`, the JSON of the representation the payload carries.
+ */
+export interface ResourceEvent {
   origin?: EventOrigin
   type: WebhookEventType
-  /** For `plant.deleted`, as it was when deleted. */
-  plant: Plant
+  subject: EventSubject
+  data: string
   occurredAt?: number
 }
 
-/** The exact bytes every attempt sends and signs. */
+/** For `plant.deleted`, `plant` as it was when deleted. */
+export const plantEvent = (type: WebhookEventType, plant: Plant, occurredAt?: number, origin?: EventOrigin): ResourceEvent => ({
+  type,
+  subject: { resource: 'plant', id: plant.id },
+  data: plantJson(plant),
+  ...(occurredAt !== undefined && { occurredAt }),
+  ...(origin !== undefined && { origin })
+})
+
+/** An outbox row, the same on every store: the exact bytes every attempt sends and signs. */
 export interface EventMessage {
   requestId: string | null
   traceparent: string | null
   /** The `webhook-id`: the same on every attempt and for every subscription. */
   messageId: string
   type: WebhookEventType
+  subject: EventSubject
   payload: string
 }
 
@@ -76,9 +96,8 @@ function plantJsonAfterId (plant: Omit<Plant, 'id'>): string {
 }
 
 /** The Standard Webhooks body: `{ type, timestamp (RFC 3339), data }`. */
-export function eventPayload (type: WebhookEventType, plant: Plant, occurredAt: number): string {
-  const { before, after } = eventPayloadAroundId(type, plant, occurredAt)
-  return before + plant.id.toString() + after
+export function eventPayload (type: WebhookEventType, data: string, occurredAt: number): string {
+  return `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(isoTime(occurredAt))},"data":${data}}`
 }
 
 /** For PostgreSQL's one-statement create, so the body is still made here, never a second way in SQL. */
@@ -90,12 +109,13 @@ export function eventPayloadAroundId (type: WebhookEventType, plant: Omit<Plant,
 }
 
 /** Built once, at enqueue time: retries resend these bytes unchanged. */
-export function buildEventMessage (event: PlantEvent, now: number): EventMessage {
+export function buildEventMessage (event: ResourceEvent, now: number): EventMessage {
   return {
     messageId: newMessageId(),
     type: event.type,
+    subject: event.subject,
     requestId: event.origin?.requestId ?? null,
     traceparent: event.origin?.traceparent ?? null,
-    payload: eventPayload(event.type, event.plant, event.occurredAt ?? now)
+    payload: eventPayload(event.type, event.data, event.occurredAt ?? now)
   }
 }

@@ -1,4 +1,4 @@
-import type { EventOrigin, PlantEvent, WebhookEventType } from './events.js'
+import type { EventOrigin, ResourceEvent, WebhookEventType } from './events.js'
 
 export interface WebhookSubscription {
   /** int64, far below 2^53 - 1, so JSON carries it exactly. */
@@ -162,8 +162,8 @@ export interface WebhookStore {
   /** Makes the delivery pending and due now (one more attempt for a failed one). */
   retryDelivery: (owner: string, subscriptionId: bigint, deliveryId: bigint, now: number) => Promise<RetryResult>
 
-  /** The plant writes use each store's transactional enqueue instead; a subscription gets only later events. */
-  enqueue: (event: PlantEvent, now: number) => Promise<number>
+  /** Repositories' writes use each store's transactional outbox instead; a subscription gets only later events. */
+  enqueue: (event: ResourceEvent, now: number) => Promise<number>
   /**
    * Due deliveries leased to `request.lease`, round robin between owners, then between an owner's
    * subscriptions; events wait in the outbox as single rows until a claim falls short and fans them out.

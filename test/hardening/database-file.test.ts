@@ -11,16 +11,16 @@ import { expectStartFailure } from '../helpers/server-process.js'
 test('a database at schema version 1 is migrated at start-up, its plants kept', async (t) => {
   const file = tempDatabaseFile(t, 'plant-store-file-')
   const old = new Database(file)
-  old.exec(migrations[0] ?? '')
+  old.exec(String(migrations[0]))
   old.pragma(`application_id = ${APPLICATION_ID}`)
   old.pragma('user_version = 1')
   old.prepare('INSERT INTO plants (id, name, tag, created_at, updated_at) VALUES (7, \'Fern\', NULL, 0, 0)').run()
   old.close()
 
   const store = createSqliteStore({ filename: file })
-  assert.equal((await store.get(7n))?.name, 'Fern')
+  assert.equal((await store.plants.get(7n))?.name, 'Fern')
   // Version 2's table is there: an idempotent create works.
-  const created = await store.create({ name: 'Ivy' }, { scope: 's', key: 'k', fingerprint: 'f' })
+  const created = await store.plants.create({ name: 'Ivy' }, { scope: 's', key: 'k', fingerprint: 'f' })
   assert.equal(created.plant.id, 8n)
   await store.close()
   const db = new Database(file, { readonly: true })
@@ -65,7 +65,7 @@ test('a plant-store database from a newer version is refused and left untouched'
 test('a corrupt plant-store database is refused and left untouched', async (t) => {
   const file = tempDatabaseFile(t, 'plant-store-file-')
   const store = createSqliteStore({ filename: file })
-  for (let i = 0; i < 500; i++) await store.create({ name: `Plant ${i} ${'x'.repeat(40)}` })
+  for (let i = 0; i < 500; i++) await store.plants.create({ name: `Plant ${i} ${'x'.repeat(40)}` })
   await store.close()
   // Garbage over the third page (a b-tree page of the plants table): the header still says SQLite.
   const fd = openSync(file, 'r+')

@@ -106,13 +106,13 @@ const request = fc.record({
 })
 
 async function snapshot (app: FastifyInstance): Promise<string> {
-  const page = await app.store.list({ limit: 1000 })
+  const page = await app.store.plants.list({ limit: 1000 })
   return JSON.stringify(page.plants, (_key, value: unknown) => typeof value === 'bigint' ? String(value) : value)
 }
 
 async function seededApp (t: Cleanup): Promise<FastifyInstance> {
   const app = await buildTestApp(t, { RATE_LIMIT_MAX: '0' })
-  for (const id of [1n, 2n, 3n, 9007199254740993n]) await app.store.create({ id, name: `Plant ${id}`, tag: 'seed' })
+  for (const id of [1n, 2n, 3n, 9007199254740993n]) await app.store.plants.create({ id, name: `Plant ${id}`, tag: 'seed' })
   return app
 }
 

@@ -8,7 +8,7 @@ import type { Cleanup } from '../helpers/cleanup.js'
 test('a body over BODY_LIMIT (16 KiB by default) is refused with 413 in the Error shape', async (t) => {
   const app = await buildTestApp(t)
   assert.equal(app.config.bodyLimit, 16 * 1024)
-  await app.store.create({ id: 1n, name: 'Fern' })
+  await app.store.plants.create({ id: 1n, name: 'Fern' })
   for (const [method, url] of [['POST', '/plants'], ['PUT', '/plants/1'], ['PATCH', '/plants/1'], ['DELETE', '/plants/1']] as const) {
     const res = await app.inject({
       method,
@@ -20,7 +20,7 @@ test('a body over BODY_LIMIT (16 KiB by default) is refused with 413 in the Erro
     assert.equal(res.headers['content-type'], 'application/json; charset=utf-8')
     assert.deepEqual(res.json(), { error: 413, message: 'Request body is too large' })
   }
-  assert.equal((await app.store.get(1n))?.name, 'Fern')
+  assert.equal((await app.store.plants.get(1n))?.name, 'Fern')
 
   const small = await buildTestApp(t, { BODY_LIMIT: '10' })
   const refused = await small.inject({ method: 'DELETE', url: '/plants/1', headers: { ...AUTH, 'content-type': 'application/json' }, payload: '{"a":"12345678"}' })
@@ -91,7 +91,7 @@ test('an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS', { ti
 
 test('a connection serves at most MAX_REQUESTS_PER_SOCKET requests; a request past it is not run', { timeout: 10_000 }, async (t) => {
   const { app, port } = await listen(t, { MAX_REQUESTS_PER_SOCKET: '2' })
-  for (const id of [1n, 2n, 3n]) await app.store.create({ id, name: 'Fern' })
+  for (const id of [1n, 2n, 3n]) await app.store.plants.create({ id, name: 'Fern' })
   const socket = await open(port)
   t.after(() => { socket.destroy() })
   const closed = untilClosed(socket)
@@ -103,6 +103,6 @@ test('a connection serves at most MAX_REQUESTS_PER_SOCKET requests; a request pa
   assert.equal(responses.length, 2)
   assert.match(responses[0] ?? '', /^HTTP\/1\.1 204 [^]*\r\nConnection: keep-alive\r\n/i)
   assert.match(responses[1] ?? '', /^HTTP\/1\.1 204 [^]*\r\nConnection: close\r\n/i)
-  assert.equal(await app.store.get(2n), undefined)
-  assert.ok(await app.store.get(3n), 'the request past the limit was not run')
+  assert.equal(await app.store.plants.get(2n), undefined)
+  assert.ok(await app.store.plants.get(3n), 'the request past the limit was not run')
 })

@@ -20,7 +20,7 @@ test('tokens and the Authorization header never reach the log, error bodies or t
   const log = captureLog()
   const wrongToken = 'wrong-token-0123456789abcdef0123456789'
   const app = await buildTestApp(t, { DATABASE_URL: ':memory:', LOG_LEVEL: 'trace' }, { logStream: log.stream })
-  await app.store.create({ id: 1n, name: 'Fern' })
+  await app.store.plants.create({ id: 1n, name: 'Fern' })
 
   const bodies: string[] = []
   const send = async (headers: Record<string, string>, url = '/plants/1'): Promise<number> => {
@@ -33,7 +33,7 @@ test('tokens and the Authorization header never reach the log, error bodies or t
   assert.equal(await send({ authorization: `Basic ${TOKEN}` }), 401)
   assert.equal(await send({ authorization: TOKEN }), 401)
   // A crash inside a request: logged as a 500 with its error, still without the token.
-  app.store.delete = async () => { throw new Error('SQLITE_IOERR: disk I/O error') }
+  app.store.plants.delete = async () => { throw new Error('SQLITE_IOERR: disk I/O error') }
   assert.equal(await send(AUTH, '/plants/2'), 500)
   const openapi = (await app.inject({ method: 'GET', url: '/openapi.json' })).body
 

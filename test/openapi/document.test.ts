@@ -228,7 +228,7 @@ test('every declared status is answered, every answer is declared, and every ans
   await call('/plants', { method: 'HEAD', url: '/plants?limit=1', headers: AUTH })
   await call('/plants', { method: 'HEAD', url: '/plants?limit=0', headers: AUTH })
   await call('/plants', { method: 'HEAD', url: '/plants' })
-  const list = t.mock.method(app.store, 'list', async () => { throw new Error('SQLITE_CORRUPT at /secret/path') })
+  const list = t.mock.method(app.store.plants, 'list', async () => { throw new Error('SQLITE_CORRUPT at /secret/path') })
   const failed = await call('/plants', { url: '/plants', headers: AUTH })
   assert.deepEqual(failed.json(), { error: 500, message: 'Internal Server Error' })
   list.mock.restore()

@@ -25,7 +25,7 @@ const tempDir = (): string => mkdtempSync(join(tmpdir(), 'plant-store-commands-'
 /** A plant-store database file holding `names`, closed. */
 async function database (file: string, names: string[]): Promise<void> {
   const store = createSqliteStore({ filename: file, synchronous: 'normal' })
-  for (const name of names) await store.create({ name })
+  for (const name of names) await store.plants.create({ name })
   await store.close()
 }
 
@@ -249,7 +249,7 @@ test('files: a new database, its WAL and shared-memory files, and backups are re
   const dir = tempDir()
   const file = join(dir, 'plants.db')
   const store = createSqliteStore({ filename: file, synchronous: 'normal', checkpoint: false })
-  await store.create({ name: 'Fern' })
+  await store.plants.create({ name: 'Fern' })
   const mode = (path: string): string => (statSync(path).mode & 0o777).toString(8)
   assert.deepEqual([mode(file), mode(`${file}-wal`), mode(`${file}-shm`)], ['600', '600', '600'])
   const backup = join(dir, 'plants.bak')

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { plantEtag } from '../../../src/etag.js'
-import { plantNotFound, plantPreconditionFailed } from '../../../src/errors.js'
+import { notFound, preconditionFailed } from '../../../src/errors.js'
 import { matchFails, noneMatchFails, parseEntityTags } from '../../../src/preconditions.js'
 import { etagHeader, ReadConditionsHeaderSchema } from '../../../src/schemas/headers.js'
 import { PlantParamsSchema } from '../../../src/schemas/plant.js'
+import { PLANT } from '../../../src/store/plants.js'
 import { plantResponse, plantsErrorResponses, SHARED_ERRORS } from './shared.js'
 
 /** `GET /plants/{id}`: one plant with its ETag; 304 when the client's copy is current. */
@@ -37,11 +37,11 @@ const getPlantRoute: FastifyPluginAsyncTypebox = async (app) => {
     const ifNoneMatch = parseEntityTags('If-None-Match', request.headers['if-none-match'])
     // A missing plant is a 404 whatever the conditions: RFC 9110 §13.2.1 has preconditions ignored
     // when the answer without them would not be a 2xx.
-    const plant = await app.store.get(id)
-    if (plant === undefined) throw plantNotFound(id)
-    const etag = plantEtag(plant)
+    const plant = await app.store.plants.get(id)
+    if (plant === undefined) throw notFound(PLANT, id)
+    const etag = PLANT.etag(plant)
     // RFC 9110 §13.2.2: If-Match first (412), then If-None-Match (304).
-    if (matchFails(ifMatch, etag)) throw plantPreconditionFailed(id)
+    if (matchFails(ifMatch, etag)) throw preconditionFailed(PLANT, id)
     void reply.header('etag', etag)
     if (noneMatchFails(ifNoneMatch, etag)) return reply.code(304).send()
     return plant

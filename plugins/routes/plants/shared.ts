@@ -1,11 +1,11 @@
 import type { FastifyReply } from 'fastify'
-import { plantEtag } from '../../../src/etag.js'
 import { parseEntityTags, writePrecondition } from '../../../src/preconditions.js'
 import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
 import { etagHeader } from '../../../src/schemas/headers.js'
 import { PlantSchema, type Plant } from '../../../src/schemas/plant.js'
 import { ref } from '../../../src/schemas/ref.js'
-import type { IfMatch, PlantStore } from '../../../src/store/store.js'
+import { PLANT } from '../../../src/store/plants.js'
+import type { IfMatch, PlantRepository } from '../../../src/store/store.js'
 
 /** How every write treats If-Match and If-None-Match, said once in each write's description. */
 export const WRITE_CONDITIONS = 'With `If-Match`, only when the plant\'s current ETag is listed (or `*`); with `If-None-Match`, only ' +
@@ -26,13 +26,13 @@ export const plantResponse = (description: string) => ref(PlantSchema, { descrip
 
 /** Sets the plant's ETag on the reply and hands the plant back for sending. */
 export function withEtag (reply: FastifyReply, plant: Plant): Plant {
-  void reply.header('etag', plantEtag(plant))
+  void reply.header('etag', PLANT.etag(plant))
   return plant
 }
 
 /** The store precondition of a write to plant `id`, from its If-Match and If-None-Match headers (400 when malformed). */
-export async function writeCondition (store: PlantStore, id: bigint, headers: { 'if-match'?: string, 'if-none-match'?: string }): Promise<IfMatch | undefined> {
+export async function writeCondition (plants: PlantRepository, id: bigint, headers: { 'if-match'?: string, 'if-none-match'?: string }): Promise<IfMatch | undefined> {
   const ifMatch = parseEntityTags('If-Match', headers['if-match'])
   const ifNoneMatch = parseEntityTags('If-None-Match', headers['if-none-match'])
-  return await writePrecondition(id, ifMatch, ifNoneMatch, async (plantId) => await store.get(plantId))
+  return await writePrecondition(PLANT, id, ifMatch, ifNoneMatch, async (plantId) => await plants.get(plantId))
 }

@@ -101,5 +101,9 @@ export const migrations: readonly string[] = [
      error         text,
      response_body text
    );
-   CREATE INDEX webhook_attempts_delivery_id ON webhook_attempts (delivery_id, id);`
+   CREATE INDEX webhook_attempts_delivery_id ON webhook_attempts (delivery_id, id);`,
+  // 9: one outbox shape on every store: an event row holds its subject (resource and id) beside its
+  // type and payload. Nullable while instances of the previous release may still write events.
+  `ALTER TABLE webhook_events ADD COLUMN subject_type text, ADD COLUMN subject_id bigint;
+   UPDATE webhook_events SET subject_type = split_part(event_type, '.', 1), subject_id = (payload::json -> 'data' ->> 'id')::bigint;`
 ]

@@ -1,6 +1,6 @@
 import pg from 'pg'
 import { pgTypes } from './types.js'
-import { buildEventMessage, eventPayloadAroundId, newMessageId, type EventOrigin, type PlantEvent, type WebhookEventType } from '../../webhooks/events.js'
+import { buildEventMessage, eventPayloadAroundId, newMessageId, type EventOrigin, type ResourceEvent, type WebhookEventType } from '../../webhooks/events.js'
 import type { Plant } from '../../schemas/plant.js'
 import {
   afterRotation, toClaimed, toDelivery, toDeliveryDetail, toSubscription, truncateError, type AttemptRow, type ClaimRow,
@@ -11,11 +11,12 @@ import type {
   NewSubscriptionRecord, RetryResult, SubscriptionChanges, SubscriptionPage, SubscriptionQuery,
   WebhookStore, WebhookSubscription
 } from '../../webhooks/store.js'
-import { StoreOpenError, subscriptionLimit } from '../../errors.js'
+import { subscriptionLimit } from '../../errors.js'
+import { checkWebhookSchema, DELIVERY_COLUMNS, FAN_OUT_ALL_BATCH, inBatches, MAX_ID, PRUNE_BATCH, receives as sharedReceives } from '../webhook-rules.js'
 import { inTransaction, parsePostgresUrl, statementBounds, withServerSettings } from './connection.js'
 
 /** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
-export const WEBHOOK_SCHEMA_VERSION = 8
+export const WEBHOOK_SCHEMA_VERSION = 9
 
 /** The NOTIFY channel; the payload is the writer's schema, so schemas sharing a database tell their events apart. */
 export const WEBHOOK_CHANNEL = 'plant_store_webhooks'
@@ -32,38 +33,34 @@ export interface PostgresWebhookStoreOptions {
 
 /** Named columns, never `*`: a prepared statement keeps its result shape when a later migration adds one. */
 const SUBSCRIPTION = 'id, url, events, description, disabled, secret, created_at, updated_at'
-const DELIVERY = 'id, event_type, status, attempts, last_attempt_at, last_status_code, last_error, next_attempt_at, created_at'
-const MAX_ID = 9223372036854775807n
-const PRUNE_BATCH = 1000
-const FAN_OUT_ALL_BATCH = 1000
+const DELIVERY = DELIVERY_COLUMNS
 
 /** The outbox write as CTEs; the event's row is written only when some enabled subscription asked for its type. */
-const eventCtes = (p: number, payload: string, from: string): string => `
+const eventCtes = (p: number, payload: string, subjectId: string, from: string): string => `
   receivers AS (
     SELECT count(*)::integer AS n FROM webhook_subscriptions WHERE NOT disabled AND $${p + 1} = ANY (events)),
   inserted AS (
-    INSERT INTO webhook_events (message_id, event_type, payload, created_at, request_id, traceparent)
-    SELECT $${p}, $${p + 1}, ${payload}, $${p + 3}, $${p + 4}, $${p + 5} FROM ${from} WHERE n > 0)`
+    INSERT INTO webhook_events (message_id, event_type, subject_type, subject_id, payload, created_at, request_id, traceparent)
+    SELECT $${p}, $${p + 1}, $${p + 8}, ${subjectId}, ${payload}, $${p + 3}, $${p + 4}, $${p + 5} FROM ${from} WHERE n > 0)`
 
 const notifyColumn = (n: number): string =>
   `CASE WHEN n > 0 AND $${n}::boolean THEN pg_notify('${WEBHOOK_CHANNEL}', current_schema()) END AS notified`
 
-const ENQUEUE_SQL = `WITH ${eventCtes(1, '$3', 'receivers')}
-  SELECT n AS deliveries, ${notifyColumn(7)} FROM receivers`
+const ENQUEUE_SQL = `WITH ${eventCtes(1, '$3', '$7::bigint', 'receivers')}
+  SELECT n AS deliveries, ${notifyColumn(8)} FROM receivers`
 
 /** A plant write and its event in one statement: one round trip, atomic without a transaction. */
 export const plantWriteWithEventSql = (plantWrite: string, columns: string, p: number): string =>
-  `WITH plant AS (${plantWrite}),${eventCtes(p, `$${p + 2} || plant.id::text || $${p + 6}`, 'plant, receivers')}
+  `WITH plant AS (${plantWrite}),${eventCtes(p, `$${p + 2} || plant.id::text || $${p + 6}`, 'plant.id', 'plant, receivers')}
   SELECT ${columns}, n AS deliveries, ${notifyColumn(p + 7)} FROM plant, receivers`
 
 export function postgresEventValues (plant: Omit<Plant, 'id'>, now: number, origin: EventOrigin | undefined, notify: boolean): unknown[] {
   const type: WebhookEventType = 'plant.created'
   const { before, after } = eventPayloadAroundId(type, plant, now)
-  return [newMessageId(), type, before, now, origin?.requestId ?? null, origin?.traceparent ?? null, after, notify]
+  return [newMessageId(), type, before, now, origin?.requestId ?? null, origin?.traceparent ?? null, after, notify, 'plant']
 }
 
-const receives = (eventId: string, type: string): string =>
-  `NOT s.disabled AND s.first_event_id <= ${eventId} AND ${type} = ANY (s.events)`
+const receives = (eventId: string, type: string): string => sharedReceives(eventId, `${type} = ANY (s.events)`, 'NOT s.disabled')
 
 const SQL = {
   schemaVersion: 'SELECT max(version) AS version FROM plant_store_migrations',
@@ -188,13 +185,14 @@ async function run<R extends pg.QueryResultRow = pg.QueryResultRow> (db: Queryab
  * Writes an event to the outbox inside the plant write's own transaction, so the change and its
  * event commit (or roll back) together. Resolves with how many deliveries it will become.
  */
-export async function enqueuePostgresEvent (client: pg.ClientBase, event: PlantEvent, now: number = Date.now(), notify = true): Promise<number> {
+export async function enqueuePostgresEvent (client: pg.ClientBase, event: ResourceEvent, now: number = Date.now(), notify = true): Promise<number> {
   return await enqueueOn(client, event, now, notify)
 }
 
-async function enqueueOn (db: Queryable, event: PlantEvent, now: number, notify: boolean): Promise<number> {
-  const { messageId, type, payload, requestId, traceparent } = buildEventMessage(event, now)
-  const { rows: [row] } = await run<{ deliveries: number }>(db, 'enqueue', [messageId, type, payload, now, requestId, traceparent, notify])
+async function enqueueOn (db: Queryable, event: ResourceEvent, now: number, notify: boolean): Promise<number> {
+  const { messageId, type, subject, payload, requestId, traceparent } = buildEventMessage(event, now)
+  const { rows: [row] } = await run<{ deliveries: number }>(db, 'enqueue',
+    [messageId, type, payload, now, requestId, traceparent, String(subject.id), notify, subject.resource])
   return row?.deliveries ?? 0
 }
 
@@ -209,9 +207,7 @@ async function checkSchema (pool: pg.Pool): Promise<void> {
   } catch (err) {
     if ((err as { code?: unknown }).code !== '42P01') throw err
   }
-  if (version < WEBHOOK_SCHEMA_VERSION) {
-    throw new StoreOpenError(`the database schema (version ${version}) has no webhook tables yet: open the plant store on it first`)
-  }
+  checkWebhookSchema(version, WEBHOOK_SCHEMA_VERSION)
 }
 
 export async function createPostgresWebhookStore (options: PostgresWebhookStoreOptions): Promise<WebhookStore> {
@@ -417,7 +413,7 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       return row === undefined ? { status: 'not-found' } : { status: 'ok', delivery: toDelivery(row) }
     },
 
-    async enqueue (event: PlantEvent, now: number) {
+    async enqueue (event: ResourceEvent, now: number) {
       return await enqueueOn(pool, event, now, true)
     },
 
@@ -447,12 +443,7 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     },
 
     async pruneDeliveries (before: number) {
-      let total = 0
-      for (;;) {
-        const { rowCount } = await run(bookkeeping, 'prune', [before, PRUNE_BATCH])
-        total += rowCount ?? 0
-        if ((rowCount ?? 0) < PRUNE_BATCH) return total
-      }
+      return await inBatches(async () => (await run(bookkeeping, 'prune', [before, PRUNE_BATCH])).rowCount ?? 0)
     },
 
     listen,

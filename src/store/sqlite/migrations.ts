@@ -1,5 +1,32 @@
+import type Database from 'better-sqlite3'
+import { eventPayload, plantJson, type WebhookEventType } from '../../webhooks/events.js'
+
+/** SQL, or for a step SQL cannot say exactly, a function run in the migration's transaction. */
+export type Migration = string | ((db: Database.Database) => void)
+
+/**
+ * 10: one outbox shape on every store: an event row holds its type, its subject (resource and id)
+ * and its payload as sent. Rows written before carry the plant's fields; their payload is made
+ * here by the code that made it at fan-out, so the bytes are those the release would have sent.
+ */
+function outboxRowsHoldTheirPayload (db: Database.Database): void {
+  db.exec(`ALTER TABLE webhook_events ADD COLUMN subject_type TEXT;
+           ALTER TABLE webhook_events ADD COLUMN subject_id INTEGER;
+           ALTER TABLE webhook_events ADD COLUMN payload TEXT NOT NULL DEFAULT ''`)
+  const fill = db.prepare<[string, bigint], unknown>("UPDATE webhook_events SET subject_type = 'plant', subject_id = plant_id, payload = ? WHERE id = ?")
+  const rows = db.prepare<[], { id: bigint, event_type: string, plant_id: bigint, name: string, tag: string | null, plant_created_at: string, plant_updated_at: string, occurred_at: bigint }>(
+    'SELECT id, event_type, plant_id, name, tag, plant_created_at, plant_updated_at, occurred_at FROM webhook_events').safeIntegers(true)
+  for (const row of rows.all()) {
+    const plant = { id: row.plant_id, name: row.name, ...(row.tag !== null && { tag: row.tag }), createdAt: row.plant_created_at, updatedAt: row.plant_updated_at }
+    fill.run(eventPayload(row.event_type as WebhookEventType, plantJson(plant), Number(row.occurred_at)), row.id)
+  }
+  for (const column of ['plant_id', 'name', 'tag', 'plant_created_at', 'plant_updated_at', 'occurred_at']) {
+    db.exec(`ALTER TABLE webhook_events DROP COLUMN ${column}`)
+  }
+}
+
 /** Append only: a released step is never edited, a change is a new step. */
-export const migrations: readonly string[] = [
+export const migrations: readonly Migration[] = [
   // 1: AUTOINCREMENT so a deleted id is never handed out again (caches and ETags stay honest).
   `CREATE TABLE plants (
      id         INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -108,8 +135,15 @@ export const migrations: readonly string[] = [
    ) STRICT;
    CREATE INDEX webhook_attempts_delivery_id ON webhook_attempts (delivery_id, id);
    CREATE TRIGGER webhook_attempts_cascade AFTER DELETE ON webhook_deliveries
-   BEGIN DELETE FROM webhook_attempts WHERE delivery_id = old.id; END;`
+   BEGIN DELETE FROM webhook_attempts WHERE delivery_id = old.id; END;`,
+  outboxRowsHoldTheirPayload
 ]
+
+export function applyMigration (db: Database.Database, step: number): void {
+  const migration = migrations[step]
+  if (typeof migration === 'function') migration(db)
+  else if (migration !== undefined) db.exec(migration)
+}
 
 /** 'PLNT', so a foreign SQLite file is never migrated. */
 export const APPLICATION_ID = 0x504c4e54

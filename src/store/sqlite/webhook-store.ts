@@ -1,6 +1,5 @@
 import Database from 'better-sqlite3'
-import type { Plant } from '../../schemas/plant.js'
-import { eventPayload, newMessageId, type PlantEvent, type WebhookEventType } from '../../webhooks/events.js'
+import type { ResourceEvent } from '../../webhooks/events.js'
 import {
   afterRotation, toClaimed, toDelivery, toDeliveryDetail, toSubscription, truncateError, type AttemptRow, type ClaimRow,
   type DeliveryDetailRow, type DeliveryRow, type SubscriptionRow
@@ -10,11 +9,13 @@ import type {
   NewSubscriptionRecord, RetryResult, SubscriptionChanges, SubscriptionPage, SubscriptionQuery,
   WebhookStore, WebhookSubscription
 } from '../../webhooks/store.js'
-import { StoreOpenError, subscriptionLimit } from '../../errors.js'
+import { subscriptionLimit } from '../../errors.js'
+import { checkWebhookSchema, DELIVERY_COLUMNS, FAN_OUT_ALL_BATCH, inBatches, MAX_ID, PRUNE_BATCH, receives as sharedReceives } from '../webhook-rules.js'
 import { boundLimit, configureConnection } from './connection.js'
+import { enqueueSqliteEvent } from './outbox.js'
 
 /** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
-export const WEBHOOK_SCHEMA_VERSION = 9
+export const WEBHOOK_SCHEMA_VERSION = 10
 
 /** Runs a write transaction; `awaitSync: false` answers once committed, without waiting for the flush. */
 export type SqliteWriteRunner = <T>(transaction: Database.Transaction<() => T>, options?: { awaitSync?: boolean }) => Promise<T>
@@ -45,10 +46,6 @@ interface SqliteSubscriptionRow {
   updated_at: bigint
 }
 
-const MAX_ID = 9223372036854775807n
-/** Prune in slices: one long DELETE would hold the write lock (and the plant writes) up. */
-const PRUNE_BATCH = 1000
-
 const normalize = (row: SqliteSubscriptionRow): SubscriptionRow => ({
   ...row,
   events: row.events.split(' ').filter((name) => name !== ''),
@@ -57,51 +54,12 @@ const normalize = (row: SqliteSubscriptionRow): SubscriptionRow => ({
 
 const subscription = (row: SqliteSubscriptionRow): WebhookSubscription => toSubscription(normalize(row))
 
-const DELIVERY = 'id, event_type, status, attempts, last_attempt_at, last_status_code, last_error, next_attempt_at, created_at'
+const DELIVERY = DELIVERY_COLUMNS
 
 const receives = (eventId: string, type: string): string =>
-  `s.disabled = 0 AND s.first_event_id <= ${eventId} AND instr(' ' || s.events || ' ', ' ' || ${type} || ' ') > 0`
-
-interface EventRow {
-  id: bigint
-  message_id: string
-  event_type: string
-  plant_id: bigint
-  name: string
-  tag: string | null
-  plant_created_at: string
-  plant_updated_at: string
-  occurred_at: bigint
-  created_at: bigint
-  request_id: string | null
-  traceparent: string | null
-}
-
-type EventValues = [string, string, bigint, string, string | null, string, string, number, number, string | null, string | null]
-
-const INSERT_EVENT_SQL = `
-  INSERT INTO webhook_events (message_id, event_type, plant_id, name, tag, plant_created_at, plant_updated_at, occurred_at, created_at, request_id, traceparent)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-
-const eventStatements = new WeakMap<Database.Database, Database.Statement<EventValues>>()
-
-/**
- * Writes the event to the outbox inside the plant write's own transaction, so the change and its
- * event commit (or roll back) together. The body is made when the dispatcher fans the event out.
- */
-export function enqueueSqliteEvent (db: Database.Database, event: PlantEvent, now: number = Date.now()): bigint {
-  let statement = eventStatements.get(db)
-  if (statement === undefined) {
-    statement = db.prepare<EventValues>(INSERT_EVENT_SQL)
-    eventStatements.set(db, statement)
-  }
-  const { plant, origin } = event
-  return statement.run(newMessageId(), event.type, plant.id, plant.name, plant.tag ?? null, plant.createdAt, plant.updatedAt,
-    event.occurredAt ?? now, now, origin?.requestId ?? null, origin?.traceparent ?? null).lastInsertRowid as bigint
-}
+  sharedReceives(eventId, `instr(' ' || s.events || ' ', ' ' || ${type} || ' ') > 0`, 's.disabled = 0')
 
 const FAN_OUT_BATCH = 64
-const FAN_OUT_ALL_BATCH = 1000
 
 /** A connection of its own to a database the plant store has already migrated. */
 export function openSqliteWebhookDatabase (filename: string): Database.Database {
@@ -109,10 +67,7 @@ export function openSqliteWebhookDatabase (filename: string): Database.Database 
 }
 
 function checkSchema (db: Database.Database): void {
-  const version = Number(db.pragma('user_version', { simple: true }))
-  if (version < WEBHOOK_SCHEMA_VERSION) {
-    throw new StoreOpenError(`the database schema (version ${version}) has no webhook tables yet: open the plant store on it first`)
-  }
+  checkWebhookSchema(Number(db.pragma('user_version', { simple: true })), WEBHOOK_SCHEMA_VERSION)
 }
 
 export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): WebhookStore {
@@ -164,11 +119,13 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     receiverCount: db.prepare<[{ eventId: bigint, type: string }], bigint>(
       `SELECT count(*) FROM webhook_subscriptions s WHERE ${receives('@eventId', '@type')}`).pluck(),
     anyEvents: db.prepare<[], bigint>('SELECT EXISTS (SELECT 1 FROM webhook_events)').pluck(),
-    nextEvents: db.prepare<[number], EventRow>(`SELECT * FROM webhook_events ORDER BY id LIMIT ${boundLimit()}`),
-    fanOut: db.prepare<[{ eventId: bigint, messageId: string, type: string, payload: string, createdAt: bigint, requestId: string | null, traceparent: string | null }], unknown>(
+    nextEvents: db.prepare<[number], { events: bigint, last: bigint | null }>(
+      `SELECT count(*) AS events, max(id) AS last FROM (SELECT id FROM webhook_events ORDER BY id LIMIT ${boundLimit()})`),
+    fanOut: db.prepare<[bigint], unknown>(
       `INSERT INTO webhook_deliveries (subscription_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at, request_id, traceparent)
-       SELECT s.id, @messageId, @type, @payload, 'pending', 0, @createdAt, @createdAt, @requestId, @traceparent
-       FROM webhook_subscriptions s WHERE ${receives('@eventId', '@type')}`),
+       SELECT s.id, e.message_id, e.event_type, e.payload, 'pending', 0, e.created_at, e.created_at, e.request_id, e.traceparent
+       FROM webhook_events e JOIN webhook_subscriptions s ON ${receives('e.id', 'e.event_type')}
+       WHERE e.id <= ? ORDER BY e.id, s.id`),
     deleteEvents: db.prepare<[bigint], unknown>('DELETE FROM webhook_events WHERE id <= ?'),
     eventBacklog: db.prepare<[], { pending: bigint, oldest: bigint | null }>(
       `SELECT count(*) AS pending, min(e.created_at) AS oldest
@@ -258,31 +215,13 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     return { status: 'ok', delivery: toDelivery(statements.retryDelivery.get(now, deliveryId) as DeliveryRow) }
   }
 
-  /** Each body is made here, from the plant's fields as the event recorded them: the same bytes every time. */
+  /** The oldest `limit` events become deliveries, in event order, each body as the write made it. */
   const fanOut = (limit: number): number => {
-    const events = statements.nextEvents.all(limit)
-    for (const event of events) {
-      const type = event.event_type as WebhookEventType
-      const plant: Plant = {
-        id: event.plant_id,
-        name: event.name,
-        ...(event.tag !== null && { tag: event.tag }),
-        createdAt: event.plant_created_at,
-        updatedAt: event.plant_updated_at
-      }
-      statements.fanOut.run({
-        eventId: event.id,
-        messageId: event.message_id,
-        type,
-        payload: eventPayload(type, plant, Number(event.occurred_at)),
-        createdAt: event.created_at,
-        requestId: event.request_id,
-        traceparent: event.traceparent
-      })
-    }
-    const last = events.at(-1)
-    if (last !== undefined) statements.deleteEvents.run(last.id)
-    return events.length
+    const { events, last } = statements.nextEvents.get(limit) as { events: bigint, last: bigint | null }
+    if (last === null) return 0
+    statements.fanOut.run(last)
+    statements.deleteEvents.run(last)
+    return Number(events)
   }
 
   const fanOutAll = async (): Promise<void> => {
@@ -407,7 +346,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
       return await run(() => retry(owner, subscriptionId, deliveryId, now))
     },
 
-    async enqueue (event: PlantEvent, now: number) {
+    async enqueue (event: ResourceEvent, now: number) {
       return await run(() => Number(statements.receiverCount.get({ eventId: enqueueSqliteEvent(db, event, now), type: event.type })))
     },
 
@@ -434,12 +373,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
 
     async pruneDeliveries (before: number) {
       if (statements.anyPrunable.get(before) === 0n) return 0
-      let total = 0
-      for (;;) {
-        const deleted = await run(() => statements.prune.run(before, PRUNE_BATCH).changes)
-        total += deleted
-        if (deleted < PRUNE_BATCH) return total
-      }
+      return await inBatches(async () => await run(() => statements.prune.run(before, PRUNE_BATCH).changes))
     },
 
     ...(options.listen !== undefined && { listen: options.listen }),

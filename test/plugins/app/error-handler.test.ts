@@ -45,7 +45,7 @@ test('body parser failures are in the Error shape: malformed JSON, empty JSON, 4
 
 test('an unexpected failure is a generic 500: no stack, SQL text or file path leaves the service', async (t) => {
   const app = await buildTestApp(t)
-  app.store.delete = async () => {
+  app.store.plants.delete = async () => {
     const error = new Error('SQLITE_CORRUPT: database disk image is malformed: DELETE FROM plants WHERE id = ? (/var/lib/plants.db)')
     Object.assign(error, { code: 'SQLITE_CORRUPT', statusCode: 502 })
     throw error

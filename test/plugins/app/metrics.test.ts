@@ -145,23 +145,27 @@ test('store operations are timed by operation and outcome', async (t) => {
   await app.inject({ url: '/plants/1', headers: AUTH })
   await app.inject({ url: '/plants', headers: AUTH })
   await app.inject({ method: 'DELETE', url: '/plants/9', headers: AUTH })
+  await app.inject({ url: '/webhooks', headers: AUTH })
   const text = await scrape(app)
   const count = (operation: string, outcome: string): number | undefined =>
     sample(text, 'plantstore_store_operation_duration_seconds_count', { operation, outcome })
-  assert.equal(count('create', 'ok'), 1)
-  assert.equal(count('get', 'ok'), 1)
-  assert.equal(count('list', 'ok'), 1)
-  assert.equal(count('delete', 'error'), 1)
-  assert.equal(count('update', 'ok') ?? 0, 0)
+  assert.equal(count('plants.create', 'ok'), 1)
+  assert.equal(count('plants.get', 'ok'), 1)
+  assert.equal(count('plants.list', 'ok'), 1)
+  assert.equal(count('plants.delete', 'error'), 1)
+  assert.equal(count('plants.update', 'ok'), 0)
+  assert.equal(count('webhooks.listSubscriptions', 'ok'), 1)
+  // The old, unprefixed names are gone.
+  assert.equal(count('create', 'ok'), undefined)
 })
 
 test('SQLite group commit: batch sizes and WAL fdatasync durations (SQLITE_SYNCHRONOUS=full on a file)', async (t) => {
   const file = join(mkdtempSync(join(tmpdir(), 'plant-store-metrics-')), 'plants.db')
   const app = await buildTestApp(t, { METRICS_PORT: '0', DATABASE_URL: file, SQLITE_SYNCHRONOUS: 'full' })
   // Ten creates in one event-loop turn share one transaction.
-  const burst = await Promise.all(Array.from({ length: 10 }, (_, i) => app.store.create({ name: `p${i}` })))
+  const burst = await Promise.all(Array.from({ length: 10 }, (_, i) => app.store.plants.create({ name: `p${i}` })))
   assert.equal(burst.length, 10)
-  await app.store.create({ name: 'alone' })
+  await app.store.plants.create({ name: 'alone' })
   const text = await scrape(app)
   assert.equal(sample(text, 'plantstore_sqlite_group_commit_batch_size_count'), 2)
   assert.equal(sample(text, 'plantstore_sqlite_group_commit_batch_size_sum'), 11)
@@ -174,7 +178,7 @@ test('SQLite group commit: batch sizes and WAL fdatasync durations (SQLITE_SYNCH
 test('SQLite WAL checkpoints are timed by the thread that ran them', async (t) => {
   const file = join(mkdtempSync(join(tmpdir(), 'plant-store-metrics-')), 'plants.db')
   const app = await buildTestApp(t, { METRICS_PORT: '0', DATABASE_URL: file, SQLITE_SYNCHRONOUS: 'normal' })
-  await app.store.create({ name: 'Fern' })
+  await app.store.plants.create({ name: 'Fern' })
   // The checkpoint thread looks at the WAL every 100 ms.
   let text = await scrape(app)
   for (let waited = 0; (sample(text, 'plantstore_sqlite_wal_checkpoint_duration_seconds_count', { thread: 'worker' }) ?? 0) === 0 && waited < 5000; waited += 50) {

@@ -85,7 +85,7 @@ test('one access line per request at info, with method, route template, status, 
 
 test('every log line written for a request carries its id: a failing request\'s error line and its access line', async (t) => {
   const { app, lines } = await appWithLog(t)
-  t.mock.method(app.store, 'get', async () => { throw new Error('boom') })
+  t.mock.method(app.store.plants, 'get', async () => { throw new Error('boom') })
   const res = await app.inject({ url: '/plants/1', headers: { ...AUTH, 'x-request-id': 'fails-1' } })
   assert.equal(res.statusCode, 500)
   const mine = lines().filter((line) => line.reqId === 'fails-1')

@@ -20,12 +20,12 @@ for (const database of apiTestDatabases) {
 
     test('DELETE matches ids exactly: beyond 2^53 and int64 max', async (t) => {
       const app = await buildTestApp(t, database.env(t))
-      await app.store.create({ id: 9007199254740992n, name: 'two to the 53' })
-      await app.store.create({ id: 9007199254740993n, name: 'one more' })
-      await app.store.create({ id: 9223372036854775807n, name: 'int64 max' })
+      await app.store.plants.create({ id: 9007199254740992n, name: 'two to the 53' })
+      await app.store.plants.create({ id: 9007199254740993n, name: 'one more' })
+      await app.store.plants.create({ id: 9223372036854775807n, name: 'int64 max' })
       assert.equal((await app.inject({ method: 'DELETE', url: '/plants/9007199254740993', headers: AUTH })).statusCode, 204)
-      assert.equal(await app.store.get(9007199254740993n), undefined)
-      assert.equal((await app.store.get(9007199254740992n))?.name, 'two to the 53')
+      assert.equal(await app.store.plants.get(9007199254740993n), undefined)
+      assert.equal((await app.store.plants.get(9007199254740992n))?.name, 'two to the 53')
       assert.equal((await app.inject({ method: 'DELETE', url: '/plants/9223372036854775807', headers: AUTH })).statusCode, 204)
       const again = await app.inject({ method: 'DELETE', url: '/plants/9223372036854775807', headers: AUTH })
       assert.equal(again.statusCode, 404)
@@ -34,7 +34,7 @@ for (const database of apiTestDatabases) {
 
     test('concurrent deletes of one plant give exactly one 204; the rest are 404', async (t) => {
       const app = await buildTestApp(t, database.env(t))
-      const { plant } = await app.store.create({ name: 'Contested' })
+      const { plant } = await app.store.plants.create({ name: 'Contested' })
       const responses = await Promise.all(Array.from({ length: 30 }, () =>
         app.inject({ method: 'DELETE', url: `/plants/${plant.id}`, headers: AUTH })))
       const statuses = responses.map((res) => res.statusCode)
@@ -43,8 +43,8 @@ for (const database of apiTestDatabases) {
     })
     test('ids are exact: int64 max and 2^53 + 1 in GET, list and DELETE; POST takes chosen ids up to 2^53 - 1', async (t) => {
       const app = await buildTestApp(t, database.env(t))
-      await app.store.create({ id: BigInt(MAX), name: 'max' })
-      await app.store.create({ id: 9007199254740993n, name: '2^53+1' })
+      await app.store.plants.create({ id: BigInt(MAX), name: 'max' })
+      await app.store.plants.create({ id: 9007199254740993n, name: '2^53+1' })
       const read = await app.inject({ url: `/plants/${MAX}`, headers: AUTH })
       assert.match(read.body, new RegExp(`^\\{"id":${MAX},"name":"max",`))
       const list = await app.inject({ url: '/plants', headers: AUTH })

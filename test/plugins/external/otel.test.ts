@@ -38,12 +38,12 @@ test('in-process: the traced app exports its request and store spans when it clo
   await app.close()
 
   const names = receiver.spans.map((span) => span.name).sort()
-  assert.deepEqual(names, ['DELETE /plants/:id', 'GET /fails', 'GET /outgoing-headers', 'POST /plants', 'store.create', 'store.delete'])
+  assert.deepEqual(names, ['DELETE /plants/:id', 'GET /fails', 'GET /outgoing-headers', 'POST /plants', 'store.plants.create', 'store.plants.delete'])
   // A 5xx is the server's error (status ERROR, with the error's message); a 404 is not (unset).
   const status = (name: string): unknown => receiver.spans.find((span) => span.name === name)?.status ?? {}
   assert.deepEqual(status('GET /fails'), { code: 2, message: 'broken on purpose' })
   assert.equal((status('DELETE /plants/:id') as { code?: number }).code ?? 0, 0)
-  const deleted = receiver.spans.find((span) => span.name === 'store.delete')
+  const deleted = receiver.spans.find((span) => span.name === 'store.plants.delete')
   // A missing plant is an answer (404), not a failed operation.
   assert.notEqual(deleted?.status?.code, 2)
 })

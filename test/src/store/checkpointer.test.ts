@@ -95,7 +95,7 @@ test('under steady writes the WAL starts over every catchUpPages or so, instead 
   // WAL of 3,400-6,600 pages here; this one restarts it every few hundred, with room for a slow machine).
   let left = 40_000
   await Promise.all(Array.from({ length: 32 }, async () => {
-    while (left-- > 0) await store.create({ name: 'Monstera', tag: 'tropical' })
+    while (left-- > 0) await store.plants.create({ name: 'Monstera', tag: 'tropical' })
   }))
   const pages = statSync(`${file}-wal`).size / 4096
   assert.ok(largest >= catchUpPages, `the WAL reached catchUpPages (largest seen: ${largest} frames)`)
@@ -131,7 +131,7 @@ test('a closed store leaves no WAL behind: the thread\'s connection is closed be
   const file = tempDatabaseFile({ after })
   const { onCheckpoint, found } = nextReport((report) => report.thread === 'worker')
   const store = createSqliteStore({ filename: file, synchronous: 'normal', checkpoint: { intervalMs: 10, onCheckpoint } })
-  for (let i = 0; i < 20; i++) await store.create({ name: `plant ${i}` })
+  for (let i = 0; i < 20; i++) await store.plants.create({ name: `plant ${i}` })
   await found
   await store.close()
   assert.equal(existsSync(`${file}-wal`), false)

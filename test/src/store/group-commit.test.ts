@@ -8,11 +8,11 @@ import { plantEtag } from '../../../src/etag.js'
 import { createGroupCommit } from '../../../src/store/sqlite/group-commit.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
 import { ServiceError } from '../../../src/errors.js'
-import type { PlantStore } from '../../../src/store/store.js'
+import type { Store } from '../../../src/store/store.js'
 import type { Cleanup } from '../../helpers/cleanup.js'
 
 /** A fresh store that records the size of every committed write transaction. */
-function storeWithCommits (t: Cleanup, filename = ':memory:'): { store: PlantStore, commits: number[] } {
+function storeWithCommits (t: Cleanup, filename = ':memory:'): { store: Store, commits: number[] } {
   const commits: number[] = []
   const store = createSqliteStore({ filename, onCommit: (writes) => commits.push(writes) })
   t.after(() => store.close())
@@ -20,7 +20,7 @@ function storeWithCommits (t: Cleanup, filename = ':memory:'): { store: PlantSto
 }
 
 /** A store on a fresh file under `full`, recording each commit and each sync; every WAL flush is held until the test releases it. */
-function fullStoreWithEvents (t: Cleanup): { store: PlantStore, events: string[], held: Array<() => void> } {
+function fullStoreWithEvents (t: Cleanup): { store: Store, events: string[], held: Array<() => void> } {
   const events: string[] = []
   // Each held flush runs the real fdatasync once released: the test decides when a flush is under
   // way and in which order flushes return, whatever the disk's speed.
@@ -48,15 +48,15 @@ async function until (condition: () => boolean): Promise<void> {
 
 test('writes queued in the same turn commit in one transaction, results in request order', async (t) => {
   const { store, commits } = storeWithCommits(t)
-  const created = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((name) => store.create({ name })))
+  const created = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((name) => store.plants.create({ name })))
   assert.deepEqual(created.map(({ plant }) => [plant.id, plant.name]), [[1n, 'a'], [2n, 'b'], [3n, 'c'], [4n, 'd'], [5n, 'e']])
   assert.deepEqual(commits, [5])
 
   // A later turn is a new transaction: creates, replaces, updates and deletes share it.
   const [replaced, updated, deleted] = await Promise.all([
-    store.replace(1n, { name: 'A' }),
-    store.update(2n, { tag: 'green' }),
-    store.delete(3n)
+    store.plants.replace(1n, { name: 'A' }),
+    store.plants.update(2n, { tag: 'green' }),
+    store.plants.delete(3n)
   ])
   assert.equal(replaced.name, 'A')
   assert.equal(updated.tag, 'green')
@@ -67,28 +67,28 @@ test('writes queued in the same turn commit in one transaction, results in reque
 test('a conflicting create fails alone: its neighbours in the batch are committed', async (t) => {
   const { store, commits } = storeWithCommits(t)
   const results = await Promise.allSettled([
-    store.create({ id: 10n, name: 'first' }),
-    store.create({ id: 10n, name: 'duplicate' }),
-    store.create({ id: 11n, name: 'after' })
+    store.plants.create({ id: 10n, name: 'first' }),
+    store.plants.create({ id: 10n, name: 'duplicate' }),
+    store.plants.create({ id: 11n, name: 'after' })
   ])
   assert.deepEqual(commits, [1 + 1 + 1])
   assert.equal(results[0]?.status, 'fulfilled')
   assert.equal(results[1]?.status, 'rejected')
   assert.ok(results[1]?.status === 'rejected' && results[1].reason instanceof ServiceError && results[1].reason.code === 'conflict')
   assert.equal(results[2]?.status, 'fulfilled')
-  assert.equal((await store.get(10n))?.name, 'first')
-  assert.equal((await store.get(11n))?.name, 'after')
+  assert.equal((await store.plants.get(10n))?.name, 'first')
+  assert.equal((await store.plants.get(11n))?.name, 'after')
 })
 
 test('a failed precondition changes nothing and does not stop the other writes of its batch', async (t) => {
   const { store } = storeWithCommits(t)
-  const { plant } = await store.create({ name: 'kept', tag: 'x' })
-  const { plant: other } = await store.create({ name: 'other' })
+  const { plant } = await store.plants.create({ name: 'kept', tag: 'x' })
+  const { plant: other } = await store.plants.create({ name: 'other' })
   const [stale, staleDelete, fresh, removed] = await Promise.allSettled([
-    store.update(plant.id, { name: 'changed' }, ['"not-the-etag"']),
-    store.delete(plant.id, ['"not-the-etag"']),
-    store.update(other.id, { name: 'renamed' }, [plantEtag(other)]),
-    store.delete(other.id)
+    store.plants.update(plant.id, { name: 'changed' }, ['"not-the-etag"']),
+    store.plants.delete(plant.id, ['"not-the-etag"']),
+    store.plants.update(other.id, { name: 'renamed' }, [plantEtag(other)]),
+    store.plants.delete(other.id)
   ])
   const refused = (outcome: PromiseSettledResult<unknown>): boolean =>
     outcome.status === 'rejected' && outcome.reason instanceof ServiceError && outcome.reason.code === 'precondition-failed'
@@ -96,14 +96,14 @@ test('a failed precondition changes nothing and does not stop the other writes o
   assert.ok(refused(staleDelete))
   assert.ok(fresh.status === 'fulfilled' && fresh.value.name === 'renamed')
   assert.ok(removed.status === 'fulfilled' && removed.value.id === other.id)
-  assert.deepEqual(await store.get(plant.id), plant)
-  assert.equal(await store.get(other.id), undefined)
+  assert.deepEqual(await store.plants.get(plant.id), plant)
+  assert.equal(await store.plants.get(other.id), undefined)
 })
 
 test('the same id deleted twice in one batch: deleted once, then not-found', async (t) => {
   const { store, commits } = storeWithCommits(t)
-  const { plant } = await store.create({ name: 'once' })
-  const outcomes = await Promise.allSettled([store.delete(plant.id), store.delete(plant.id), store.delete(plant.id + 1n)])
+  const { plant } = await store.plants.create({ name: 'once' })
+  const outcomes = await Promise.allSettled([store.plants.delete(plant.id), store.plants.delete(plant.id), store.plants.delete(plant.id + 1n)])
   assert.deepEqual(outcomes.map((outcome) => outcome.status === 'fulfilled' ? outcome.value.id : (outcome.reason as ServiceError).code),
     [plant.id, 'not-found', 'not-found'])
   assert.deepEqual(commits, [1, 3])
@@ -113,10 +113,10 @@ test('idempotency keys keep their meaning inside a batch', async (t) => {
   const { store, commits } = storeWithCommits(t)
   const key = { scope: 'client', key: 'k1', fingerprint: 'body-1' }
   const results = await Promise.allSettled([
-    store.create({ name: 'fern' }, key),
-    store.create({ name: 'fern' }, key),
-    store.create({ name: 'other body' }, { ...key, fingerprint: 'body-2' }),
-    store.create({ name: 'no key' })
+    store.plants.create({ name: 'fern' }, key),
+    store.plants.create({ name: 'fern' }, key),
+    store.plants.create({ name: 'other body' }, { ...key, fingerprint: 'body-2' }),
+    store.plants.create({ name: 'no key' })
   ])
   assert.deepEqual(commits, [4])
   const [first, replay, reuse, plain] = results
@@ -126,7 +126,7 @@ test('idempotency keys keep their meaning inside a batch', async (t) => {
   assert.ok(reuse?.status === 'rejected' && reuse.reason instanceof ServiceError && reuse.reason.code === 'idempotency-key-reused')
   assert.ok(plain?.status === 'fulfilled' && plain.value.plant.id === first.value.plant.id + 1n)
   // Only the two creates that made a plant made one.
-  assert.deepEqual((await store.list({ limit: 10 })).plants.map((plant) => plant.name), ['fern', 'no key'])
+  assert.deepEqual((await store.plants.list({ limit: 10 })).plants.map((plant) => plant.name), ['fern', 'no key'])
 })
 
 test('a write resolves only after its COMMIT: another connection already sees it', async (t) => {
@@ -136,11 +136,11 @@ test('a write resolves only after its COMMIT: another connection already sees it
   t.after(async () => { reader.close() })
   const count = (): number => Number(reader.prepare('SELECT count(*) FROM plants').pluck().get())
 
-  const pending = Promise.all([store.create({ name: 'a' }), store.create({ name: 'b' })])
+  const pending = Promise.all([store.plants.create({ name: 'a' }), store.plants.create({ name: 'b' })])
   // Queued, not yet committed: neither this connection nor the store's own reads see them.
   assert.equal(count(), 0)
   assert.deepEqual(commits, [])
-  assert.deepEqual((await store.list({ limit: 10 })).plants, [])
+  assert.deepEqual((await store.plants.list({ limit: 10 })).plants, [])
   await pending
   assert.deepEqual(commits, [2])
   assert.equal(count(), 2)
@@ -149,22 +149,22 @@ test('a write resolves only after its COMMIT: another connection already sees it
 test('closing the store commits the writes still queued', async () => {
   const file = join(mkdtempSync(join(tmpdir(), 'plant-store-group-')), 'plants.db')
   const store = createSqliteStore({ filename: file })
-  const pending = store.create({ name: 'queued' })
+  const pending = store.plants.create({ name: 'queued' })
   await store.close()
   assert.equal((await pending).plant.name, 'queued')
   const reopened = createSqliteStore({ filename: file })
-  assert.equal((await reopened.get(1n))?.name, 'queued')
+  assert.equal((await reopened.plants.get(1n))?.name, 'queued')
   await reopened.close()
 })
 
 test('under full, writes are answered after one fdatasync of the WAL; reads that saw them wait for it too', async (t) => {
   const { store, events, held } = fullStoreWithEvents(t)
 
-  const writes = Promise.all([store.create({ name: 'a' }), store.create({ name: 'b' })])
+  const writes = Promise.all([store.plants.create({ name: 'a' }), store.plants.create({ name: 'b' })])
     .then((created) => { events.push('writes answered'); return created })
   await until(() => held.length === 1)
   // Committed, its flush under way: neither the writes nor a read that sees them are answered.
-  const read = store.get(1n).then((plant) => { events.push('read answered'); return plant })
+  const read = store.plants.get(1n).then((plant) => { events.push('read answered'); return plant })
   await new Promise((resolve) => setTimeout(resolve, 20))
   assert.deepEqual(events, ['commit 2'])
   held.shift()?.()
@@ -173,7 +173,7 @@ test('under full, writes are answered after one fdatasync of the WAL; reads that
   assert.deepEqual(events, ['commit 2', 'sync', 'writes answered', 'read answered'])
 
   // With nothing waiting for the disk, a read answers at once, without another sync.
-  assert.equal((await store.get(2n))?.name, 'b')
+  assert.equal((await store.plants.get(2n))?.name, 'b')
   assert.deepEqual(events.slice(4), [])
   assert.equal(held.length, 0)
 })
@@ -223,7 +223,7 @@ test('under full, a claim hands out a delivery only once its event is on disk; o
   }, Date.now()))
   // The plant and its event are committed; their flush is held.
   let created = false
-  const create = store.create({ name: 'a' }).then((result) => { created = true; return result })
+  const create = store.plants.create({ name: 'a' }).then((result) => { created = true; return result })
   await until(() => held.length > 0)
   const now = Date.now()
   let claimedYet = false
@@ -254,7 +254,7 @@ test('under normal, a write is answered after its COMMIT, without an fsync', asy
   let syncs = 0
   const store = createSqliteStore({ filename: file, synchronous: 'normal', onSync: () => { syncs++ } })
   t.after(() => store.close())
-  await Promise.all([store.create({ name: 'a' }), store.delete(1n)])
+  await Promise.all([store.plants.create({ name: 'a' }), store.plants.delete(1n)])
   assert.equal(syncs, 0)
 })
 
@@ -276,9 +276,9 @@ test('once a sync of the WAL fails, nothing more is acknowledged: writes, reads 
 test('under full, a burst committed while a sync runs is made durable too; answers keep their order', async (t) => {
   const { store, events, held } = fullStoreWithEvents(t)
 
-  const first = store.create({ name: 'first' }).then(() => events.push('first answered'))
+  const first = store.plants.create({ name: 'first' }).then(() => events.push('first answered'))
   await until(() => held.length === 1)
-  const second = store.create({ name: 'second' }).then(() => events.push('second answered'))
+  const second = store.plants.create({ name: 'second' }).then(() => events.push('second answered'))
   // The second burst commits while the first flush runs, and starts a flush of its own.
   await until(() => held.length === 2)
   assert.deepEqual(events, ['commit 1', 'commit 1'])

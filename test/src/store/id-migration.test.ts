@@ -8,7 +8,7 @@ import { migrations as postgresMigrations } from '../../../src/store/postgres/mi
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { APPLICATION_ID, migrations as sqliteMigrations } from '../../../src/store/sqlite/migrations.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
-import { MAX_ASSIGNED_ID, type PlantStore } from '../../../src/store/store.js'
+import { MAX_ASSIGNED_ID, type Store } from '../../../src/store/store.js'
 import type { Cleanup } from '../../helpers/cleanup.js'
 import { adminQuery, scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
 
@@ -20,9 +20,9 @@ import { adminQuery, scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers
  */
 const MAX = MAX_ASSIGNED_ID
 
-async function generatedIds (store: PlantStore, count: number): Promise<bigint[]> {
+async function generatedIds (store: Store, count: number): Promise<bigint[]> {
   const ids: bigint[] = []
-  for (let i = 0; i < count; i++) ids.push((await store.create({ name: `generated ${i}` })).plant.id)
+  for (let i = 0; i < count; i++) ids.push((await store.plants.create({ name: `generated ${i}` })).plant.id)
   return ids
 }
 
@@ -63,7 +63,7 @@ describe('upgrading the id sequence (schema version 2 to the latest)', () => {
     const store = createSqliteStore({ filename: file })
     t.after(() => store.close())
     assert.deepEqual(await generatedIds(store, 2), [101n, 102n])
-    assert.equal((await store.get(MAX + 2n))?.name, 'generated beyond', 'rows beyond the range are kept as they are')
+    assert.equal((await store.plants.get(MAX + 2n))?.name, 'generated beyond', 'rows beyond the range are kept as they are')
   })
 })
 
@@ -103,7 +103,7 @@ if (TEST_DATABASE_URL !== undefined) {
       const store = await createPostgresStore({ url })
       t.after(() => store.close())
       assert.deepEqual(await generatedIds(store, 2), [101n, 102n])
-      assert.equal((await store.get(MAX + 2n))?.name, 'generated beyond', 'rows beyond the range are kept as they are')
+      assert.equal((await store.plants.get(MAX + 2n))?.name, 'generated beyond', 'rows beyond the range are kept as they are')
     })
   })
 }

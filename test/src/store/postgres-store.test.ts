@@ -6,7 +6,7 @@ import { migrations } from '../../../src/store/postgres/migrations.js'
 import { isConnectionError, isPostgresUrl, parsePostgresUrl, postgresFailure, withServerSettings } from '../../../src/store/postgres/connection.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { StoreOpenError } from '../../../src/errors.js'
-import type { PlantStore } from '../../../src/store/store.js'
+import type { Store } from '../../../src/store/store.js'
 import {
   adminQuery, scratchDatabaseUrl, terminateSessions, TEST_DATABASE_URL, withApplicationName
 } from '../../helpers/postgres.js'
@@ -125,8 +125,8 @@ if (TEST_DATABASE_URL !== undefined) {
       t.after(() => store.close())
       // Rows written behind the store's back (a restore, a manual insert) leave the sequence behind.
       await adminQuery(`INSERT INTO ${schema}.plants (id, name, created_at, updated_at) VALUES (1, 'restored', 0, 0), (2, 'restored', 0, 0)`)
-      assert.equal((await store.create({ name: 'generated' })).plant.id, 3n)
-      assert.equal((await store.create({ name: 'next' })).plant.id, 4n)
+      assert.equal((await store.plants.create({ name: 'generated' })).plant.id, 3n)
+      assert.equal((await store.plants.create({ name: 'next' })).plant.id, 4n)
     })
 
     test('a schema newer than this code stops the start with StoreOpenError', async (t) => {
@@ -155,7 +155,7 @@ if (TEST_DATABASE_URL !== undefined) {
       const idleErrorSeen = new Promise<Error>((resolve) => { idleError = resolve })
       const store = await createPostgresStore({ url: viaProxy(url, proxy.port), poolMax: 3, connectTimeoutMs: 2000, onIdleError: (err) => { idleError(err) } })
       t.after(() => store.close())
-      const { plant } = await store.create({ name: 'survivor' })
+      const { plant } = await store.plants.create({ name: 'survivor' })
 
       await proxy.down()
       // The pooled connection the proxy cut is reported, not thrown (an unhandled 'error' would end this process).
@@ -166,31 +166,31 @@ if (TEST_DATABASE_URL !== undefined) {
         return true
       }
       await assert.rejects(store.ping(), unavailable)
-      await assert.rejects(store.get(plant.id), unavailable)
-      await assert.rejects(store.create({ name: 'lost' }), unavailable)
-      await assert.rejects(store.delete(plant.id, ['"etag"']), unavailable)
+      await assert.rejects(store.plants.get(plant.id), unavailable)
+      await assert.rejects(store.plants.create({ name: 'lost' }), unavailable)
+      await assert.rejects(store.plants.delete(plant.id, ['"etag"']), unavailable)
 
       await proxy.up()
       await store.ping()
-      assert.deepEqual(await store.get(plant.id), plant)
-      assert.equal((await store.list({ limit: 10 })).plants.length, 1, 'the failed create left nothing behind')
+      assert.deepEqual(await store.plants.get(plant.id), plant)
+      assert.equal((await store.plants.list({ limit: 10 })).plants.length, 1, 'the failed create left nothing behind')
     })
 
     test('terminated sessions: each call either succeeds or is unavailable, and the store recovers', async (t) => {
       const { url } = scratchDatabaseUrl(t)
       const name = `plant-store-test-${randomBytes(6).toString('hex')}`
-      const store: PlantStore = await createPostgresStore({ url: withApplicationName(url, name), poolMax: 3, onIdleError: () => {} })
+      const store: Store = await createPostgresStore({ url: withApplicationName(url, name), poolMax: 3, onIdleError: () => {} })
       t.after(() => store.close())
-      const { plant } = await store.create({ name: 'survivor' })
+      const { plant } = await store.plants.create({ name: 'survivor' })
       await Promise.all([store.ping(), store.ping(), store.ping()])
 
       assert.ok(await terminateSessions(name) >= 1)
-      const outcomes = await Promise.allSettled([store.ping(), store.get(plant.id), store.list({ limit: 1 })])
+      const outcomes = await Promise.allSettled([store.ping(), store.plants.get(plant.id), store.plants.list({ limit: 1 })])
       for (const outcome of outcomes) {
         if (outcome.status === 'rejected') assert.equal((outcome.reason as { code?: string }).code, 'unavailable', String(outcome.reason))
       }
       await store.ping()
-      assert.deepEqual(await store.get(plant.id), plant)
+      assert.deepEqual(await store.plants.get(plant.id), plant)
     })
   })
 }

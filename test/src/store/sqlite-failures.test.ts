@@ -7,7 +7,7 @@ import Database from 'better-sqlite3'
 import { ServiceError, type ErrorCode } from '../../../src/errors.js'
 import { FILE_CHECK_INTERVAL_MS, sqliteFailure } from '../../../src/store/sqlite/failures.js'
 import { createSqliteStore, type SqliteSynchronous } from '../../../src/store/sqlite/sqlite-store.js'
-import type { PlantStore } from '../../../src/store/store.js'
+import type { Store } from '../../../src/store/store.js'
 import { limitFileSize, smallDisk } from '../../helpers/faults.js'
 import { tempDatabaseFile } from '../../helpers/cleanup.js'
 import { settled } from './conformance.js'
@@ -15,7 +15,7 @@ import { settled } from './conformance.js'
 interface Logged { level: 'error' | 'info', message: string, code?: unknown }
 
 /** A store on `filename` whose state changes are recorded in `logged`; closed when the test ends. */
-function openStore (t: TestContext, filename: string, synchronous: SqliteSynchronous = 'full'): { store: PlantStore, logged: Logged[] } {
+function openStore (t: TestContext, filename: string, synchronous: SqliteSynchronous = 'full'): { store: Store, logged: Logged[] } {
   const logged: Logged[] = []
   const store = createSqliteStore({
     filename,
@@ -72,17 +72,17 @@ for (const [how, replace] of [
   test(`a database file ${how} while open: nothing more is acknowledged, reads and ping fail, logged once`, async (t) => {
     const file = tempFile(t)
     const { store, logged } = openStore(t, file)
-    const { plant } = await store.create({ name: 'before' })
+    const { plant } = await store.plants.create({ name: 'before' })
     replace(file, t)
     // Writes and reads look at most every FILE_CHECK_INTERVAL_MS: the next look after that is due.
     await sleep(FILE_CHECK_INTERVAL_MS + 5)
     // Writes of the same batch all fail: none of them is acknowledged into the file that is gone.
-    const writes = await Promise.all([store.create({ name: 'lost' }), store.update(plant.id, { name: 'lost' }), store.delete(plant.id)].map(settled))
+    const writes = await Promise.all([store.plants.create({ name: 'lost' }), store.plants.update(plant.id, { name: 'lost' }), store.plants.delete(plant.id)].map(settled))
     assert.deepEqual(writes, ['unavailable', 'unavailable', 'unavailable'])
     assert.equal(await settled(store.ping()), 'unavailable')
-    assert.equal(await settled(store.get(plant.id)), 'unavailable')
-    assert.equal(await settled(store.list({ limit: 1 })), 'unavailable')
-    assert.equal(await settled(store.create({ name: 'later' })), 'unavailable', 'it stays so: a restart opens the path afresh')
+    assert.equal(await settled(store.plants.get(plant.id)), 'unavailable')
+    assert.equal(await settled(store.plants.list({ limit: 1 })), 'unavailable')
+    assert.equal(await settled(store.plants.create({ name: 'later' })), 'unavailable', 'it stays so: a restart opens the path afresh')
     assert.deepEqual(logged.map(({ level, message }) => [level, message]),
       [['error', 'the database file was deleted or replaced: writes, reads and /health answer 503 until a restart']])
   })
@@ -91,23 +91,23 @@ for (const [how, replace] of [
 test('a read notices a deleted file by itself', async (t) => {
   const file = tempFile(t)
   const { store } = openStore(t, file)
-  await store.create({ name: 'before' })
+  await store.plants.create({ name: 'before' })
   rmSync(file)
   await sleep(FILE_CHECK_INTERVAL_MS + 5)
-  assert.equal(await settled(store.get(1n)), 'unavailable')
+  assert.equal(await settled(store.plants.get(1n)), 'unavailable')
 })
 
 test('/health looks at the file every time', async (t) => {
   const file = tempFile(t)
   const { store } = openStore(t, file)
-  await store.create({ name: 'before' })
+  await store.plants.create({ name: 'before' })
   rmSync(file)
   assert.equal(await settled(store.ping()), 'unavailable')
 })
 
 test(':memory: has no file to lose', async (t) => {
   const { store } = openStore(t, ':memory:')
-  await store.create({ name: 'in memory' })
+  await store.plants.create({ name: 'in memory' })
   await store.ping()
 })
 
@@ -125,18 +125,18 @@ for (const synchronous of ['full', 'normal'] as const) {
     let refused: ErrorCode | 'ok' = 'ok'
     for (let i = 0; i < 1000 && refused === 'ok'; i++) {
       const name = `plant ${i} ${'x'.repeat(80)}`
-      refused = await settled(store.create({ name }).then(() => { acknowledged.push(name) }))
+      refused = await settled(store.plants.create({ name }).then(() => { acknowledged.push(name) }))
     }
     assert.equal(refused, 'storage-full')
     // A whole batch fails with the transaction SQLite rolled back, not only the write that hit the wall.
-    assert.deepEqual(await Promise.all([store.create({ name: 'a' }), store.create({ name: 'b' })].map(settled)), ['storage-full', 'storage-full'])
+    assert.deepEqual(await Promise.all([store.plants.create({ name: 'a' }), store.plants.create({ name: 'b' })].map(settled)), ['storage-full', 'storage-full'])
     assert.equal(await settled(store.ping()), 'storage-full')
     assert.equal(await settled(store.ping()), 'storage-full', 'still full: the probe write does not fit either')
-    assert.equal((await store.list({ limit: 100 })).plants.length, acknowledged.length, 'reads go on')
+    assert.equal((await store.plants.list({ limit: 100 })).plants.length, acknowledged.length, 'reads go on')
 
     disk.free()
     await store.ping()
-    const { plant } = await store.create({ name: 'after' })
+    const { plant } = await store.plants.create({ name: 'after' })
     acknowledged.push(plant.name)
     assert.deepEqual(logged.map(({ level, message, code }) => [level, message, code]),
       [['error', 'database writes fail', 'storage-full'], ['info', 'database writes work again', 'storage-full']])
@@ -144,7 +144,7 @@ for (const synchronous of ['full', 'normal'] as const) {
     await store.close()
     const reopened = createSqliteStore({ filename: file })
     t.after(() => reopened.close())
-    assert.deepEqual((await reopened.list({ limit: 100 })).plants.map((p) => p.name), acknowledged)
+    assert.deepEqual((await reopened.plants.list({ limit: 100 })).plants.map((p) => p.name), acknowledged)
     const check = new Database(file, { readonly: true })
     assert.equal(check.pragma('integrity_check', { simple: true }), 'ok')
     check.close()
@@ -160,7 +160,7 @@ test('closing on a full disk keeps the WAL (the checkpoint fails, logged): every
   const file = join(disk.dir, 'plants.db')
   const { store, logged } = openStore(t, file, 'normal')
   const acknowledged: bigint[] = []
-  for (let i = 0; i < 50; i++) acknowledged.push((await store.create({ name: `plant ${i} ${'x'.repeat(80)}` })).plant.id)
+  for (let i = 0; i < 50; i++) acknowledged.push((await store.plants.create({ name: `plant ${i} ${'x'.repeat(80)}` })).plant.id)
   // The WAL holds them; folding it into the main file needs room the disk no longer has.
   disk.fill(4 * 1024)
   await store.close()
@@ -169,39 +169,39 @@ test('closing on a full disk keeps the WAL (the checkpoint fails, logged): every
   disk.free()
   const reopened = createSqliteStore({ filename: file })
   t.after(() => reopened.close())
-  assert.deepEqual((await reopened.list({ limit: 100 })).plants.map((plant) => plant.id), acknowledged)
+  assert.deepEqual((await reopened.plants.list({ limit: 100 })).plants.map((plant) => plant.id), acknowledged)
 })
 
 test('I/O errors (writes past a file size limit): unavailable, ping fails, and it recovers by itself', async (t) => {
   const file = tempFile(t)
   const { store, logged } = openStore(t, file)
-  for (let i = 0; i < 3; i++) await store.create({ name: `plant ${i}` })
+  for (let i = 0; i < 3; i++) await store.plants.create({ name: `plant ${i}` })
   // Every write beyond the WAL's current end now fails with EFBIG (SQLITE_IOERR_WRITE).
   const lift = limitFileSize(t, 4096)
   if (lift === undefined) {
     t.skip('prlimit (util-linux) is not available')
     return
   }
-  const refused = await store.create({ name: 'refused' }).then(() => undefined, (err: unknown) => err)
+  const refused = await store.plants.create({ name: 'refused' }).then(() => undefined, (err: unknown) => err)
   lift()
   assert.ok(refused instanceof ServiceError)
   assert.equal(refused.code, 'unavailable')
   assert.equal((refused.cause as { code?: string }).code, 'SQLITE_IOERR_WRITE')
   assert.equal(await settled(store.ping()), 'ok', 'the limit is gone: the probe write succeeds')
-  assert.equal((await store.create({ name: 'after' })).plant.id, 4n)
+  assert.equal((await store.plants.create({ name: 'after' })).plant.id, 4n)
   assert.deepEqual(logged.map(({ level, code }) => [level, code]), [['error', 'unavailable'], ['info', 'unavailable']])
 })
 
 test('I/O errors: ping fails while they last', async (t) => {
   const file = tempFile(t)
   const { store } = openStore(t, file)
-  await store.create({ name: 'plant' })
+  await store.plants.create({ name: 'plant' })
   const lift = limitFileSize(t, 4096)
   if (lift === undefined) {
     t.skip('prlimit (util-linux) is not available')
     return
   }
-  const outcomes = [await settled(store.create({ name: 'refused' })), await settled(store.ping()), await settled(store.ping())]
+  const outcomes = [await settled(store.plants.create({ name: 'refused' })), await settled(store.ping()), await settled(store.ping())]
   lift()
   assert.deepEqual(outcomes, ['unavailable', 'unavailable', 'unavailable'])
   await store.ping()

@@ -34,22 +34,22 @@ test('a new file is created (with its folder), in WAL mode, at the latest schema
 test('plants survive closing and reopening the file, ids as exact bigints', async () => {
   const file = tempFile()
   const first = createSqliteStore({ filename: file })
-  await first.create({ id: 9223372036854775807n, name: 'max' })
-  const { plant } = await first.create({ id: 9007199254740993n, name: 'beyond 2^53', tag: 'big' })
+  await first.plants.create({ id: 9223372036854775807n, name: 'max' })
+  const { plant } = await first.plants.create({ id: 9007199254740993n, name: 'beyond 2^53', tag: 'big' })
   await first.close()
 
   const second = createSqliteStore({ filename: file })
-  assert.deepEqual(await second.get(9007199254740993n), plant)
-  assert.equal((await second.get(9223372036854775807n))?.id, 9223372036854775807n)
+  assert.deepEqual(await second.plants.get(9007199254740993n), plant)
+  assert.equal((await second.plants.get(9223372036854775807n))?.id, 9223372036854775807n)
   await second.close()
 })
 
 test('deleted ids are never handed out again', async () => {
   const store = createSqliteStore({ filename: ':memory:' })
-  const { plant: first } = await store.create({ name: 'a' })
-  const { plant: second } = await store.create({ name: 'b' })
-  assert.deepEqual(await store.delete(second.id), second)
-  const { plant: third } = await store.create({ name: 'c' })
+  const { plant: first } = await store.plants.create({ name: 'a' })
+  const { plant: second } = await store.plants.create({ name: 'b' })
+  assert.deepEqual(await store.plants.delete(second.id), second)
+  const { plant: third } = await store.plants.create({ name: 'c' })
   assert.equal(third.id, second.id + 1n)
   assert.equal(first.id, 1n)
   await store.close()
@@ -57,8 +57,8 @@ test('deleted ids are never handed out again', async () => {
 
 test('a delete of the same id answers the plant once, then not-found', async () => {
   const store = createSqliteStore({ filename: ':memory:' })
-  const { plant } = await store.create({ name: 'a' })
-  const [first, second] = await Promise.allSettled([store.delete(plant.id), store.delete(plant.id)])
+  const { plant } = await store.plants.create({ name: 'a' })
+  const [first, second] = await Promise.allSettled([store.plants.delete(plant.id), store.plants.delete(plant.id)])
   assert.deepEqual(first, { status: 'fulfilled', value: plant })
   assert.ok(second?.status === 'rejected' && second.reason instanceof ServiceError && second.reason.code === 'not-found')
   await store.close()
@@ -69,13 +69,13 @@ test('a subscription another connection to the file enabled is seen by the next 
   const store = createSqliteStore({ filename: file, synchronous: 'normal' })
   t.after(() => store.close())
   // A write first: the store now knows that no subscription is enabled.
-  await store.create({ name: 'before' })
+  await store.plants.create({ name: 'before' })
   const other = createSqliteWebhookStore({ db: openSqliteWebhookDatabase(file), ownsDb: true })
   t.after(() => other.close())
   const { id } = await other.createSubscription({
     owner: 'o', url: 'https://receiver.example/hooks', events: ['plant.created'], disabled: false, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'
   }, Date.now())
-  await store.create({ name: 'after' })
+  await store.plants.create({ name: 'after' })
   const page = await store.webhooks.listDeliveries('o', id, { limit: 10 })
   assert.equal(page?.deliveries.length, 1)
 })

@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs'
 import { describe, test, type TestContext } from 'node:test'
 import { Webhook } from 'standardwebhooks'
 import { WebhookDispatcher, type AttemptEvent, type DispatcherOptions } from '../../../src/webhooks/dispatcher.js'
-import type { PlantEvent } from '../../../src/webhooks/events.js'
+import { plantEvent, type WebhookEventType } from '../../../src/webhooks/events.js'
+import type { Plant } from '../../../src/schemas/plant.js'
 import { WebhookService } from '../../../src/webhooks/service.js'
 import type { WebhookDelivery, WebhookStore, WebhookSubscription } from '../../../src/webhooks/store.js'
 import type { AddressPolicy } from '../../../src/webhooks/url-policy.js'
@@ -27,7 +28,7 @@ interface Fixture {
   attempts: AttemptEvent[]
   subscribe: (path?: string, events?: string[]) => Promise<WebhookSubscription>
   /** Enqueues a plant event the way a plant write will (in its own transaction here), then wakes the dispatcher. */
-  publish: (event?: Partial<PlantEvent>) => Promise<number>
+  publish: (event?: { type?: WebhookEventType, plant?: Plant }) => Promise<number>
   deliveries: (subscriptionId: bigint) => Promise<WebhookDelivery[]>
   newDispatcher: (options?: Partial<DispatcherOptions>) => WebhookDispatcher
 }
@@ -57,7 +58,7 @@ async function setup (t: TestContext, options: Partial<DispatcherOptions> = {}):
     attempts,
     subscribe: async (path = '/hooks', events) => await service.createSubscription(OWNER, { url: `${receiver.origin}${path}`, ...(events !== undefined && { events }) }),
     publish: async (event = {}) => {
-      const count = await store.enqueue({ type: 'plant.created', plant: plant(++plantId), ...event }, Date.now())
+      const count = await store.enqueue(plantEvent(event.type ?? 'plant.created', event.plant ?? plant(++plantId)), Date.now())
       dispatcher.wake()
       return count
     },

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { buildEventMessage, eventPayload, eventPayloadAroundId, isWebhookEventType, newMessageId, plantJson } from '../../../src/webhooks/events.js'
+import { buildEventMessage, eventPayload, eventPayloadAroundId, isWebhookEventType, newMessageId, plantEvent, plantJson } from '../../../src/webhooks/events.js'
 
 const PLANT = { id: 9223372036854775807n, name: 'Mon"stera\n', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-02T00:00:00.000Z' }
 
@@ -11,7 +11,7 @@ test('a plant is JSON with its int64 id exact (no rounding beyond 2^53), strings
 })
 
 test('the body is { type, timestamp (RFC 3339), data }', () => {
-  const body = JSON.parse(eventPayload('plant.updated', { ...PLANT, id: 7n, tag: 'green' }, Date.UTC(2026, 0, 2, 3, 4, 5, 678))) as unknown
+  const body = JSON.parse(eventPayload('plant.updated', plantJson({ ...PLANT, id: 7n, tag: 'green' }), Date.UTC(2026, 0, 2, 3, 4, 5, 678))) as unknown
   assert.deepEqual(body, {
     type: 'plant.updated',
     timestamp: '2026-01-02T03:04:05.678Z',
@@ -35,9 +35,9 @@ test('the body around the id, joined with an id, is the body of the plant with t
 
 test('a message takes its timestamp from when the change happened, else from now; each has its own id', () => {
   const at = Date.UTC(2026, 0, 1)
-  const first = buildEventMessage({ type: 'plant.deleted', plant: { ...PLANT, id: 1n }, occurredAt: at }, at + 5000)
+  const first = buildEventMessage(plantEvent('plant.deleted', { ...PLANT, id: 1n }, at), at + 5000)
   assert.match(first.payload, /"timestamp":"2026-01-01T00:00:00.000Z"/)
-  const second = buildEventMessage({ type: 'plant.deleted', plant: { ...PLANT, id: 1n } }, at + 5000)
+  const second = buildEventMessage(plantEvent('plant.deleted', { ...PLANT, id: 1n }), at + 5000)
   assert.match(second.payload, /"timestamp":"2026-01-01T00:00:05.000Z"/)
   assert.notEqual(first.messageId, second.messageId)
   assert.match(newMessageId(), /^msg_[A-Za-z0-9_-]{22}$/)

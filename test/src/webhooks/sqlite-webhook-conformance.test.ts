@@ -1,10 +1,12 @@
+import { plantEvent } from '../../../src/webhooks/events.js'
 import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
-import { enqueueSqliteEvent, openSqliteWebhookDatabase } from '../../../src/store/sqlite/webhook-store.js'
+import { enqueueSqliteEvent } from '../../../src/store/sqlite/outbox.js'
+import { openSqliteWebhookDatabase } from '../../../src/store/sqlite/webhook-store.js'
 import { newWebhookSecret } from '../../../src/webhooks/signing.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
 import { sqliteWebhookDatabase } from '../../helpers/sqlite-webhooks.js'
@@ -53,7 +55,7 @@ test("SQLite (one process per file): releaseOrphanedLeases gives back a dead pro
   const now = Date.now()
   await store.createSubscription({ owner: 'owner', url: 'http://127.0.0.1:9/hook', events: ['plant.created'], disabled: false, secret: newWebhookSecret() }, now)
   const at = new Date(now).toISOString()
-  assert.equal(await store.enqueue({ type: 'plant.created', plant: { id: 1n, name: 'fern', createdAt: at, updatedAt: at } }, now), 1)
+  assert.equal(await store.enqueue(plantEvent('plant.created', { id: 1n, name: 'fern', createdAt: at, updatedAt: at }), now), 1)
   const claim = { now, leaseMs: 60_000, limit: 10, perSubscription: 10, skipSubscriptions: [] }
   const [dead] = await store.claimDue({ ...claim, lease: 'killed:1' })
   assert.ok(dead !== undefined)

@@ -3,7 +3,8 @@ import { ServiceError } from '../../../src/errors.js'
 import { describe, test, type TestContext } from 'node:test'
 import type { Plant } from '../../../src/schemas/plant.js'
 import { isoTime } from '../../../src/store/iso-time.js'
-import type { PlantEvent } from '../../../src/webhooks/events.js'
+import { plantEvent } from '../../../src/webhooks/events.js'
+import type { ResourceEvent } from '../../../src/webhooks/events.js'
 import { WEBHOOK_EVENT_TYPES } from '../../../src/webhooks/events.js'
 import type { ClaimedDelivery, ClaimRequest, DeliveryQuery, NewSubscriptionRecord, WebhookStore } from '../../../src/webhooks/store.js'
 
@@ -15,7 +16,7 @@ export interface WebhookTestDatabase {
    * Enqueues through the store's transactional enqueue function inside a transaction of the
    * caller's (as the plant writes will), then commits or rolls back; resolves with its count.
    */
-  enqueueInTransaction: (event: PlantEvent, now: number, commit: boolean) => Promise<number>
+  enqueueInTransaction: (event: ResourceEvent, now: number, commit: boolean) => Promise<number>
 }
 
 export type OpenWebhookDatabase = (t: TestContext) => Promise<WebhookTestDatabase>
@@ -27,7 +28,7 @@ const BOB = 'b'.repeat(64)
 export const plant = (id: bigint, name = 'Monstera'): Plant =>
   ({ id, name, tag: 'tropical', createdAt: isoTime(T0), updatedAt: isoTime(T0) })
 
-const created = (id: bigint, occurredAt = T0): PlantEvent => ({ type: 'plant.created', plant: plant(id), occurredAt })
+const created = (id: bigint, occurredAt = T0): ResourceEvent => plantEvent('plant.created', plant(id), occurredAt)
 
 const record = (overrides: Partial<NewSubscriptionRecord> = {}): NewSubscriptionRecord => ({
   owner: ALICE,
@@ -161,8 +162,8 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
         '{"id":9007199254740993,"name":"Monstera","tag":"tropical","createdAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-01T00:00:00.000Z"}}')
       assert.equal(a.eventType, 'plant.created')
       assert.equal(a.attempts, 0)
-      assert.equal(await store.enqueue({ type: 'plant.deleted', plant: plant(1n) }, T0), 2, 'subscriptions 1 and 2 (3 is disabled, 4 did not ask)')
-      assert.equal(await store.enqueue({ type: 'plant.updated', plant: plant(1n) }, T0), 2)
+      assert.equal(await store.enqueue(plantEvent('plant.deleted', plant(1n)), T0), 2, 'subscriptions 1 and 2 (3 is disabled, 4 did not ask)')
+      assert.equal(await store.enqueue(plantEvent('plant.updated', plant(1n)), T0), 2)
     })
 
     test('a subscription receives the events committed after it was created, none from before', async (t) => {
@@ -210,7 +211,7 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       await store.createSubscription(record(), T0)
       await store.createSubscription(record({ owner: BOB }), T0)
       await store.enqueue(created(1n), T0)
-      await store.enqueue({ type: 'plant.deleted', plant: plant(1n) }, T0 + 1)
+      await store.enqueue(plantEvent('plant.deleted', plant(1n)), T0 + 1)
       const claimed = await store.claimDue(claimRequest({ now: T0 + 10 }))
       const first = claimed.find((delivery) => delivery.subscriptionId === 1n && delivery.eventType === 'plant.created')
       assert.ok(first !== undefined)
@@ -277,7 +278,7 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       for (let i = 0; i < 3; i++) await store.createSubscription(record({ events: ['plant.created'] }), T0)
       await store.createSubscription(record({ owner: BOB, events: ['plant.deleted'] }), T0)
       for (let i = 1; i <= 4; i++) await store.enqueue(created(BigInt(i), T0 + i), T0 + i)
-      await store.enqueue({ type: 'plant.deleted', plant: plant(9n), occurredAt: T0 + 10 }, T0 + 10)
+      await store.enqueue(plantEvent('plant.deleted', plant(9n), T0 + 10), T0 + 10)
       // Which are claimed is the fair order's first `limit`; in which order they come back is free.
       const order = (claimed: ClaimedDelivery[]): string[] => claimed.map((delivery) => `${delivery.owner === BOB ? 'bob' : 'alice'}:${delivery.subscriptionId}`).sort()
       const first = await store.claimDue(claimRequest({ now: T0 + 100, limit: 5, perSubscription: 4 }))

@@ -55,10 +55,10 @@ for (const database of apiTestDatabases) {
       test(`${write.method} with If-None-Match is tied to the ETag it judged: a write slipping in between makes it a 412`, async (t) => {
         const app = await buildTestApp(t, database.env(t))
         const { plant } = await createPlant(app, { name: 'Fern', tag: 'green' })
-        const read = app.store.get.bind(app.store)
-        t.mock.method(app.store, 'get', async (id: bigint): Promise<Plant | undefined> => {
+        const read = app.store.plants.get.bind(app.store)
+        t.mock.method(app.store.plants, 'get', async (id: bigint): Promise<Plant | undefined> => {
           const seen = await read(id)
-          await app.store.update(id, { name: 'Changed meanwhile' })
+          await app.store.plants.update(id, { name: 'Changed meanwhile' })
           return seen
         })
         assertError(await app.inject(write.request(plant.id, { 'if-none-match': '"other"' })), 412, MATCH_FAILED(plant.id))

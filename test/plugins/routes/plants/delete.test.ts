@@ -39,10 +39,10 @@ test('DELETE accepts every canonical int64, the extremes included', async (t) =>
 
 test('DELETE answers 400 for every id that is not a canonical int64, and deletes nothing a lenient reading would match', async (t) => {
   const app = await buildTestApp(t)
-  await app.store.create({ id: 1000n, name: 'would match 1e3' })
-  await app.store.create({ id: 16n, name: 'would match 0x10' })
-  await app.store.create({ id: 5n, name: 'would match +5' })
-  await app.store.create({ id: 12n, name: 'would match 00012' })
+  await app.store.plants.create({ id: 1000n, name: 'would match 1e3' })
+  await app.store.plants.create({ id: 16n, name: 'would match 0x10' })
+  await app.store.plants.create({ id: 5n, name: 'would match +5' })
+  await app.store.plants.create({ id: 12n, name: 'would match 00012' })
   const invalid = [
     '9223372036854775808', '-9223372036854775809', '99999999999999999999', '1.5', 'abc', '1e3', '0x10',
     '%2B5', '00012', '%205', '1.0', '-0', '', '%20', '5%20', '1_000', '１'
@@ -52,5 +52,5 @@ test('DELETE answers 400 for every id that is not a canonical int64, and deletes
     assert.equal(res.statusCode, 400, `id ${JSON.stringify(id)}`)
     assertError(res, 400, 'params/id must match format "int64"')
   }
-  for (const id of [1000n, 16n, 5n, 12n]) assert.notEqual(await app.store.get(id), undefined)
+  for (const id of [1000n, 16n, 5n, 12n]) assert.notEqual(await app.store.plants.get(id), undefined)
 })

@@ -4,7 +4,8 @@ import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { AUTH, buildTestApp, TOKEN } from '../../../helpers/app.js'
 import { assertError, type PlantBody } from '../../../helpers/plants.js'
-import { IDEMPOTENCY_TTL_MS } from '../../../../src/store/store.js'
+import { IDEMPOTENCY_TTL_MS } from '../../../../src/store/rules.js'
+import { } from '../../../../src/store/store.js'
 
 const OTHER_TOKEN = 'other-token-abcdefghijklmnopqrstuvwxyz'
 
@@ -79,7 +80,7 @@ test('keys belong to a token: the same key under another token is another reques
 
 test('the store gets a hash of the token as the scope, never the token, and a hash of the body', async (t) => {
   const app = await buildTestApp(t)
-  const spy = t.mock.method(app.store, 'create')
+  const spy = t.mock.method(app.store.plants, 'create')
   await create(app, { name: 'Fern' }, 'key-1')
   const idempotency = spy.mock.calls[0]?.arguments[1]
   assert.ok(idempotency)

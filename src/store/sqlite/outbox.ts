@@ -1,0 +1,66 @@
+import type Database from 'better-sqlite3'
+import { buildEventMessage, type EventMessage, type ResourceEvent } from '../../webhooks/events.js'
+
+type EventValues = [string, string, string, bigint, string, number, string | null, string | null]
+
+const INSERT_EVENT_SQL = `
+  INSERT INTO webhook_events (message_id, event_type, subject_type, subject_id, payload, created_at, request_id, traceparent)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+
+const insertStatements = new WeakMap<Database.Database, Database.Statement<EventValues>>()
+
+/** Writes one outbox row in the caller's transaction; its id. */
+export function insertSqliteEvent (db: Database.Database, message: EventMessage, now: number): bigint {
+  let statement = insertStatements.get(db)
+  if (statement === undefined) {
+    statement = db.prepare<EventValues>(INSERT_EVENT_SQL)
+    insertStatements.set(db, statement)
+  }
+  const { messageId, type, subject, payload, requestId, traceparent } = message
+  return statement.run(messageId, type, subject.resource, subject.id, payload, now, requestId, traceparent).lastInsertRowid as bigint
+}
+
+/** Writes the event to the outbox in the caller's transaction (the change and its event commit together); its id. */
+export function enqueueSqliteEvent (db: Database.Database, event: ResourceEvent, now: number = Date.now()): bigint {
+  return insertSqliteEvent(db, buildEventMessage(event, now), now)
+}
+
+/** The transactional outbox every repository of a SQLite store writes its events to. */
+export interface SqliteOutbox {
+  /** In the write's own transaction: the event commits and rolls back with the change. */
+  emit: (event: ResourceEvent, now: number) => void
+  /** Subscriptions changed, or a batch rolled back what was read of them. */
+  forget: () => void
+  /** Whether events were written since the last call: the dispatchers are woken after the commit. */
+  takeWritten: () => boolean
+}
+
+/**
+ * Skips the event of a write whose type no enabled subscription asked for. The types asked for are
+ * remembered until subscriptions change, another connection commits (data_version) or a batch fails.
+ */
+export function createSqliteOutbox (db: Database.Database): SqliteOutbox {
+  const enabledEvents = db.prepare<[], string>('SELECT DISTINCT events FROM webhook_subscriptions WHERE disabled = 0').pluck()
+  const dataVersion = db.prepare<[], bigint>('PRAGMA data_version').pluck()
+  let wanted: Set<string> | undefined
+  let wantedVersion: bigint | undefined
+  let written = false
+  return {
+    emit (event, now) {
+      const version = dataVersion.get() as bigint
+      if (wanted === undefined || version !== wantedVersion) {
+        wanted = new Set(enabledEvents.all().flatMap((events) => events.split(' ')))
+        wantedVersion = version
+      }
+      if (!wanted.has(event.type)) return
+      enqueueSqliteEvent(db, event, now)
+      written = true
+    },
+    forget () { wanted = undefined },
+    takeWritten () {
+      const was = written
+      written = false
+      return was
+    }
+  }
+}
