@@ -44,18 +44,23 @@ export interface GroupCommit {
 /** A burst committed while one sync runs starts its own, so an answer waits about one flush, not two. */
 const MAX_SYNCS_IN_FLIGHT = 3
 
+function openWal (file: string): number {
+  const fd = openSync(file, 'r')
+  // The WAL's directory entry must be durable too, once (SQLite's FULL does the same).
+  const directory = openSync(dirname(file), 'r')
+  try {
+    fsyncSync(directory)
+  } finally {
+    closeSync(directory)
+  }
+  return fd
+}
+
 /**
- * Group commit: writes of one event-loop turn share a transaction, committed in `setImmediate`;
- * one `fdatasync` of the WAL on libuv's pool covers every commit before it, so disk latency
- * overlaps CPU work (SQLite itself runs at NORMAL). Once a sync has failed nothing is acknowledged:
- * the page cache's state is unknown.
+ * Which commits are durable: one `fdatasync` of the WAL on libuv's pool covers every commit before
+ * it started. Without a WAL file to sync (normal, `:memory:`) a commit is durable once committed.
  */
-export function createGroupCommit (db: Database.Database, options: GroupCommitOptions = {}): GroupCommit {
-  const { walFile, onCommit, onSync, verify } = options
-  const flushWal = options.fdatasync ?? fdatasync
-  const report = options.report ?? ((error: unknown) => error)
-  let queue: PendingWrite[] = []
-  let scheduled = false
+function createDurability ({ walFile, onSync, fdatasync: flushWal = fdatasync }: GroupCommitOptions) {
   let committed = 0
   let synced = 0
   let syncsInFlight = 0
@@ -64,32 +69,6 @@ export function createGroupCommit (db: Database.Database, options: GroupCommitOp
   let waiters: DurabilityWaiter[] = []
   let failure: { reason: unknown } | undefined
   let walFd: number | undefined
-
-  const runBatch = db.transaction((writes: readonly PendingWrite[]): Outcome[] => {
-    const outcomes: Outcome[] = []
-    for (const write of writes) {
-      try {
-        outcomes.push({ ok: true, value: write.run() })
-      } catch (error) {
-        // An error SQLite answers by rolling back the whole transaction fails the batch; others were undone at their savepoint.
-        if (!db.inTransaction) throw error
-        outcomes.push({ ok: false, error })
-      }
-    }
-    return outcomes
-  })
-
-  const openWal = (file: string): number => {
-    const fd = openSync(file, 'r')
-    // The WAL's directory entry must be durable too, once (SQLite's FULL does the same).
-    const directory = openSync(dirname(file), 'r')
-    try {
-      fsyncSync(directory)
-    } finally {
-      closeSync(directory)
-    }
-    return fd
-  }
 
   const settleWaiters = (): void => {
     const ready = failure === undefined ? waiters.filter((waiter) => waiter.commit <= synced) : waiters
@@ -135,6 +114,53 @@ export function createGroupCommit (db: Database.Database, options: GroupCommitOp
     }
   }
 
+  return {
+    failure: () => failure,
+    /** Counts a commit; its number. */
+    committed: (): number => {
+      committed++
+      if (walFile === undefined) synced = committed
+      return committed
+    },
+    allDurable: () => failure === undefined && synced >= committed,
+    whenDurable,
+    whenAllDurable: (release: () => void, fail: (reason: unknown) => void) => { whenDurable(committed, release, fail) },
+    close: async () => {
+      // eslint-disable-next-line no-unmodified-loop-condition
+      while (syncsInFlight > 0) await new Promise<void>((resolve) => { afterSync.push(resolve) })
+      if (walFd !== undefined) closeSync(walFd)
+      walFd = undefined
+    }
+  }
+}
+
+/**
+ * Group commit: writes of one event-loop turn share a transaction, committed in `setImmediate`;
+ * one `fdatasync` of the WAL covers every commit before it, so disk latency overlaps CPU work
+ * (SQLite itself runs at NORMAL). Once a sync has failed nothing is acknowledged: the page cache's
+ * state is unknown.
+ */
+export function createGroupCommit (db: Database.Database, options: GroupCommitOptions = {}): GroupCommit {
+  const { onCommit, verify } = options
+  const report = options.report ?? ((error: unknown) => error)
+  const durability = createDurability(options)
+  let queue: PendingWrite[] = []
+  let scheduled = false
+
+  const runBatch = db.transaction((writes: readonly PendingWrite[]): Outcome[] => {
+    const outcomes: Outcome[] = []
+    for (const write of writes) {
+      try {
+        outcomes.push({ ok: true, value: write.run() })
+      } catch (error) {
+        // An error SQLite answers by rolling back the whole transaction fails the batch; others were undone at their savepoint.
+        if (!db.inTransaction) throw error
+        outcomes.push({ ok: false, error })
+      }
+    }
+    return outcomes
+  })
+
   const flush = (): void => {
     scheduled = false
     const writes = queue
@@ -147,8 +173,7 @@ export function createGroupCommit (db: Database.Database, options: GroupCommitOp
       for (const write of writes) write.reject(report(error))
       return
     }
-    const commit = ++committed
-    if (walFile === undefined) synced = commit
+    const commit = durability.committed()
     try {
       verify?.()
     } catch (error) {
@@ -162,13 +187,14 @@ export function createGroupCommit (db: Database.Database, options: GroupCommitOp
       else write.reject(report(outcome.error))
     }
     writes.forEach((write, index) => { if (!write.awaitSync) settle(write, index) })
-    whenDurable(commit, () => {
+    durability.whenDurable(commit, () => {
       writes.forEach((write, index) => { if (write.awaitSync) settle(write, index) })
     }, (reason) => { for (const write of writes) write.reject(report(reason)) })
   }
 
   return {
     enqueue: <T>(run: () => T, { awaitSync = true }: { awaitSync?: boolean } = {}) => new Promise<T>((resolve, reject) => {
+      const failure = durability.failure()
       if (failure !== undefined) {
         reject(report(failure.reason))
         return
@@ -181,16 +207,13 @@ export function createGroupCommit (db: Database.Database, options: GroupCommitOp
     }),
 
     afterDurable: <T>(value: T) => {
-      if (failure === undefined && synced >= committed) return value
-      return new Promise<T>((resolve, reject) => { whenDurable(committed, () => resolve(value), (reason) => { reject(report(reason)) }) })
+      if (durability.allDurable()) return value
+      return new Promise<T>((resolve, reject) => { durability.whenAllDurable(() => resolve(value), (reason) => { reject(report(reason)) }) })
     },
 
     close: async () => {
       flush()
-      // eslint-disable-next-line no-unmodified-loop-condition
-      while (syncsInFlight > 0) await new Promise<void>((resolve) => { afterSync.push(resolve) })
-      if (walFd !== undefined) closeSync(walFd)
-      walFd = undefined
+      await durability.close()
     }
   }
 }
