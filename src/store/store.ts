@@ -40,6 +40,3 @@ export interface Store {
   /** Closes every repository: stop the webhook dispatcher first. */
   close(): Promise<void>
 }
-
-/** The repositories of a store, by the names metrics and spans prefix their operations with. */
-export type RepositoryName = 'plants' | 'webhooks'

@@ -151,9 +151,9 @@ export function createSqliteStore (options: SqliteStoreOptions): Store {
   const checkpointer = options.filename !== ':memory:' && options.checkpoint !== false
     ? startCheckpointer(db, options.filename, { ...options.checkpoint, ...(options.log !== undefined && { log: options.log }) })
     : undefined
-  const context: SqliteRepositoryContext = { db, write: async (run) => await writes.enqueue(run), read, outbox }
+  const context: SqliteRepositoryContext = { db, write: (run) => writes.enqueue(run), read, outbox }
   return {
-    plants: createSqlitePlants({ ...context, write: (run) => writes.enqueue(run) }),
+    plants: createSqlitePlants(context),
     // Webhook writes share the group commit: as durable as plant writes.
     webhooks: createSqliteWebhookStore({
       db,
