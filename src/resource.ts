@@ -1,13 +1,9 @@
 import { sha256 } from './digest.js'
 
-/**
- * What the resource-neutral rules need to know of a resource: how messages name it and how its
- * representation is tagged. Each resource declares one (src/store/plants.ts: `PLANT`).
- */
+/** What the resource-neutral write rules know of a resource (`PLANT` in src/store/plants.ts). */
 export interface Resource<T> {
   /** As messages name one: `Plant 3 not found`. */
   readonly title: string
-  /** A strong ETag of the representation: it changes whenever anything a client can see changes. */
   readonly etag: (representation: T) => string
 }
 

@@ -1,10 +1,6 @@
 import type { Store } from './store.js'
 
-/**
- * The operations that are timed and traced, per repository: metrics and spans name each
- * `<repository>.<operation>` (`plants.get`). The dispatcher's own calls (claims, completions) are
- * not among them: they run whether or not anyone asks, and have metrics of their own.
- */
+/** Timed and traced as `<repository>.<operation>`; the dispatcher's own calls have metrics of their own. */
 export const INSTRUMENTED = {
   plants: ['list', 'get', 'create', 'replace', 'update', 'delete'],
   webhooks: [
@@ -43,7 +39,6 @@ function observed<F extends AsyncFunction> (start: OperationObserver, operation:
   }) as F
 }
 
-/** The repository with its listed operations observed; the rest (the dispatcher's) are its own. */
 function instrumentRepository<R extends object> (name: string, repository: R, operations: ReadonlyArray<keyof R>, start: OperationObserver): R {
   const wrapped: R = Object.create(repository)
   for (const key of operations) {

@@ -28,13 +28,9 @@ export interface StoreLog {
   info: (details: object, message: string) => void
 }
 
-/**
- * A store: one repository per resource over one database, and what concerns the database as a
- * whole. A store knows nothing of HTTP. Adding a resource adds a repository here (docs/architecture.md).
- */
+/** One repository per resource over one database; a store knows nothing of HTTP (docs/architecture.md). */
 export interface Store {
   readonly plants: PlantRepository
-  /** Subscriptions, deliveries and the event outbox every repository's writes fill. */
   readonly webhooks: WebhookStore
   ping(): Promise<void>
   /** Closes every repository: stop the webhook dispatcher first. */

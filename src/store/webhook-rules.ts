@@ -1,10 +1,6 @@
 import { StoreOpenError } from '../errors.js'
 import type { DeliveryCompletion } from '../webhooks/store.js'
 
-/**
- * The webhook decisions both stores share, made here once; each dialect module holds only its SQL.
- */
-
 /** int64's largest: the cursor of a first delivery page, which walks back from the newest. */
 export const MAX_ID = 9223372036854775807n
 
@@ -14,13 +10,9 @@ export const PRUNE_BATCH = 1000
 /** Events a delivery listing fans out per round before it reads: it shows every event written before it. */
 export const FAN_OUT_ALL_BATCH = 1000
 
-/** What a delivery listing shows of each. */
 export const DELIVERY_COLUMNS = 'id, event_type, status, attempts, last_attempt_at, last_status_code, last_error, next_attempt_at, created_at'
 
-/**
- * Which subscriptions receive an event: enabled ones created before it that asked for its type
- * (`wants`, the dialect's test of `type` against the subscription's event list).
- */
+/** Enabled subscriptions created before the event that asked for its type (`wants`: the dialect's test). */
 export const receives = (eventId: string, wants: string, enabled: string): string =>
   `${enabled} AND s.first_event_id <= ${eventId} AND ${wants}`
 
@@ -34,7 +26,6 @@ export function checkWebhookSchema (version: number, required: number): void {
   }
 }
 
-/** Deletes in batches until a batch comes back short; how many in all. */
 export async function inBatches (deleteBatch: () => Promise<number>): Promise<number> {
   let total = 0
   for (;;) {

@@ -9,7 +9,6 @@ const INSERT_EVENT_SQL = `
 
 const insertStatements = new WeakMap<Database.Database, Database.Statement<EventValues>>()
 
-/** Writes one outbox row in the caller's transaction; its id. */
 export function insertSqliteEvent (db: Database.Database, message: EventMessage, now: number): bigint {
   let statement = insertStatements.get(db)
   if (statement === undefined) {
@@ -35,10 +34,7 @@ export interface SqliteOutbox {
   takeWritten: () => boolean
 }
 
-/**
- * Skips the event of a write whose type no enabled subscription asked for. The types asked for are
- * remembered until subscriptions change, another connection commits (data_version) or a batch fails.
- */
+/** Skips events no enabled subscription asked for; what they ask is re-read after any change (data_version). */
 export function createSqliteOutbox (db: Database.Database): SqliteOutbox {
   const enabledEvents = db.prepare<[], string>('SELECT DISTINCT events FROM webhook_subscriptions WHERE disabled = 0').pluck()
   const dataVersion = db.prepare<[], bigint>('PRAGMA data_version').pluck()
