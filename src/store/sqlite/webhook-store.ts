@@ -1,18 +1,11 @@
 import Database from 'better-sqlite3'
 import type { ResourceEvent } from '../../webhooks/events.js'
-import {
-  afterRotation, toClaimed, toDelivery, toDeliveryDetail, toSubscription, truncateError, type AttemptRow, type ClaimRow,
-  type DeliveryDetailRow, type DeliveryRow, type SubscriptionRow
-} from '../../webhooks/rows.js'
-import type {
-  Backlog, ClaimedDelivery, ClaimRequest, CompletionResult, DeliveryCompletion, DeliveryPage, DeliveryQuery,
-  NewSubscriptionRecord, RetryResult, SubscriptionChanges, SubscriptionPage, SubscriptionQuery,
-  WebhookStore, WebhookSubscription
-} from '../../webhooks/store.js'
-import { subscriptionLimit } from '../../errors.js'
-import { checkWebhookSchema, DELIVERY_COLUMNS, FAN_OUT_ALL_BATCH, inBatches, MAX_ID, PRUNE_BATCH, receives as sharedReceives } from '../webhook-rules.js'
+import { toClaimed, truncateError, type ClaimRow } from '../../webhooks/rows.js'
+import type { Backlog, ClaimedDelivery, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore } from '../../webhooks/store.js'
+import { checkWebhookSchema, FAN_OUT_ALL_BATCH, inBatches, PRUNE_BATCH, receives as sharedReceives } from '../webhook-rules.js'
 import { boundLimit, configureConnection } from './connection.js'
 import { enqueueSqliteEvent } from './outbox.js'
+import { sqliteDeliveryLog, sqliteSubscriptions, type SqliteWebhookContext } from './subscriptions.js'
 
 /** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
 export const WEBHOOK_SCHEMA_VERSION = 10
@@ -31,30 +24,6 @@ export interface SqliteWebhookStoreOptions {
   /** Called inside the write's transaction when subscriptions change: the plant store then re-checks whether any is enabled. */
   onSubscriptionsChanged?: () => void
 }
-
-interface SqliteSubscriptionRow {
-  id: bigint
-  owner: string
-  url: string
-  events: string
-  description: string | null
-  disabled: bigint
-  secret: string
-  previous_secrets: string
-  failing_since: bigint | null
-  created_at: bigint
-  updated_at: bigint
-}
-
-const normalize = (row: SqliteSubscriptionRow): SubscriptionRow => ({
-  ...row,
-  events: row.events.split(' ').filter((name) => name !== ''),
-  disabled: row.disabled === 1n
-})
-
-const subscription = (row: SqliteSubscriptionRow): WebhookSubscription => toSubscription(normalize(row))
-
-const DELIVERY = DELIVERY_COLUMNS
 
 const receives = (eventId: string, type: string): string =>
   sharedReceives(eventId, `instr(' ' || s.events || ' ', ' ' || ${type} || ' ') > 0`, 's.disabled = 0')
@@ -77,45 +46,10 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
   const durable = options.afterDurable ?? (<T>(value: T): T => value)
 
   const statements = {
-    insertSubscription: db.prepare<[string, string, string, string | null, number, string, number, number], SqliteSubscriptionRow>(
-      `INSERT INTO webhook_subscriptions (owner, url, events, description, disabled, secret, created_at, updated_at, first_event_id)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(seq), 0) + 1 FROM sqlite_sequence WHERE name = 'webhook_events'))
-       RETURNING *`),
     activeOwners: db.prepare<[], bigint>('SELECT count(DISTINCT owner) FROM webhook_subscriptions WHERE disabled = 0').pluck(),
-    countSubscriptions: db.prepare<[string], bigint>('SELECT count(*) FROM webhook_subscriptions WHERE owner = ?').pluck(),
-    getSubscription: db.prepare<[string, bigint], SqliteSubscriptionRow>('SELECT * FROM webhook_subscriptions WHERE owner = ? AND id = ?'),
-    listSubscriptions: db.prepare<[string, bigint, number], SqliteSubscriptionRow>(
-      `SELECT * FROM webhook_subscriptions WHERE owner = ? AND id > ? ORDER BY id LIMIT ${boundLimit()}`),
-    // updated_at strictly increases, even for two changes within one millisecond (as for plants).
-    updateSubscription: db.prepare<[{ owner: string, id: bigint, url: string, events: string, description: string | null, disabled: number, reset: number, now: number }], SqliteSubscriptionRow>(
-      `UPDATE webhook_subscriptions SET url = @url, events = @events, description = @description, disabled = @disabled,
-         failing_since = CASE WHEN @reset THEN NULL ELSE failing_since END, updated_at = max(@now, updated_at + 1)
-       WHERE owner = @owner AND id = @id RETURNING *`),
-    rotateSecret: db.prepare<[{ owner: string, id: bigint, secret: string, previous: string, now: number }], SqliteSubscriptionRow>(
-      `UPDATE webhook_subscriptions SET previous_secrets = @previous, secret = @secret, updated_at = max(@now, updated_at + 1)
-       WHERE owner = @owner AND id = @id RETURNING *`),
-    deleteDeliveriesOf: db.prepare<[bigint], unknown>('DELETE FROM webhook_deliveries WHERE subscription_id = ?'),
-    deleteSubscription: db.prepare<[string, bigint], unknown>('DELETE FROM webhook_subscriptions WHERE owner = ? AND id = ?'),
-    listDeliveries: db.prepare<[{ subscription: bigint, before: bigint, status: string | null, type: string | null, limit: number }], DeliveryRow>(
-      `SELECT ${DELIVERY} FROM webhook_deliveries
-       WHERE subscription_id = @subscription AND id < @before AND (@status IS NULL OR status = @status) AND (@type IS NULL OR event_type = @type)
-       ORDER BY id DESC LIMIT ${boundLimit('limit')}`),
-    getDelivery: db.prepare<[string, bigint, bigint], DeliveryDetailRow>(
-      `SELECT ${DELIVERY.split(', ').map((column) => `d.${column}`).join(', ')}, d.message_id, d.payload
-       FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
-       WHERE s.owner = ? AND s.id = ? AND d.id = ?`),
-    attemptsOf: db.prepare<[bigint], AttemptRow>(
-      'SELECT at, duration_ms, status_code, error, response_body FROM webhook_attempts WHERE delivery_id = ? ORDER BY id'),
     recordAttempt: db.prepare<[{ id: bigint, at: number, duration: number, code: number | null, error: string | null, body: string | null }], unknown>(
       `INSERT INTO webhook_attempts (delivery_id, at, duration_ms, status_code, error, response_body)
        VALUES (@id, @at, @duration, @code, @error, @body)`),
-    findDelivery: db.prepare<[string, bigint, bigint], { disabled: bigint }>(
-      `SELECT s.disabled FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
-       WHERE s.owner = ? AND s.id = ? AND d.id = ?`),
-    recover: db.prepare<[number, bigint, number], unknown>(
-      'UPDATE webhook_deliveries SET status = \'pending\', next_attempt_at = ? WHERE subscription_id = ? AND status = \'failed\' AND created_at >= ?'),
-    retryDelivery: db.prepare<[number, bigint], DeliveryRow>(
-      `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ? WHERE id = ? RETURNING ${DELIVERY}`),
     receiverCount: db.prepare<[{ eventId: bigint, type: string }], bigint>(
       `SELECT count(*) FROM webhook_subscriptions s WHERE ${receives('@eventId', '@type')}`).pluck(),
     anyEvents: db.prepare<[], bigint>('SELECT EXISTS (SELECT 1 FROM webhook_events)').pluck(),
@@ -187,34 +121,6 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     return fn()
   })
 
-  const update = (owner: string, id: bigint, changes: SubscriptionChanges, now: number): WebhookSubscription | undefined => {
-    const row = statements.getSubscription.get(owner, id)
-    if (row === undefined) return undefined
-    const url = changes.url ?? row.url
-    const disabled = changes.disabled ?? row.disabled === 1n
-    // Failures before a new URL or a re-enable say nothing about what comes next.
-    const reset = url !== row.url || (row.disabled === 1n && !disabled)
-    const events = changes.events === undefined ? row.events : changes.events.join(' ')
-    const description = changes.description === undefined ? row.description : changes.description
-    const updated = statements.updateSubscription.get({ owner, id, url, events, description, disabled: Number(disabled), reset: Number(reset), now })
-    return updated === undefined ? undefined : subscription(updated)
-  }
-
-  const remove = (owner: string, id: bigint): boolean => {
-    if (statements.getSubscription.get(owner, id) === undefined) return false
-    // Explicitly as well as by the foreign key: a connection without foreign_keys=ON leaves none behind.
-    statements.deleteDeliveriesOf.run(id)
-    statements.deleteSubscription.run(owner, id)
-    return true
-  }
-
-  const retry = (owner: string, subscriptionId: bigint, deliveryId: bigint, now: number): RetryResult => {
-    const found = statements.findDelivery.get(owner, subscriptionId, deliveryId)
-    if (found === undefined) return { status: 'not-found' }
-    if (found.disabled === 1n) return { status: 'subscription-disabled' }
-    return { status: 'ok', delivery: toDelivery(statements.retryDelivery.get(now, deliveryId) as DeliveryRow) }
-  }
-
   /** The oldest `limit` events become deliveries, in event order, each body as the write made it. */
   const fanOut = (limit: number): number => {
     const { events, last } = statements.nextEvents.get(limit) as { events: bigint, last: bigint | null }
@@ -284,67 +190,10 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     return { recorded: true, subscriptionDisabled: disable && health.disabled === 0n }
   }
 
+  const context: SqliteWebhookContext = { db, run, runChange, durable }
   return {
-    async createSubscription (record: NewSubscriptionRecord, now: number, maxPerOwner?: number) {
-      const { owner, url, events, description, disabled, secret } = record
-      const row = await runChange(() => {
-        if (maxPerOwner !== undefined && Number(statements.countSubscriptions.get(owner)) >= maxPerOwner) throw subscriptionLimit(maxPerOwner)
-        return statements.insertSubscription.get(owner, url, events.join(' '), description ?? null, Number(disabled), secret, now, now) as SqliteSubscriptionRow
-      })
-      return subscription(row)
-    },
-
-    async listSubscriptions (owner: string, { limit, after }: SubscriptionQuery): Promise<SubscriptionPage> {
-      const rows = statements.listSubscriptions.all(owner, after ?? 0n, limit + 1)
-      return await durable({ subscriptions: rows.slice(0, limit).map(subscription), hasMore: rows.length > limit })
-    },
-
-    async getSubscription (owner: string, id: bigint) {
-      const row = statements.getSubscription.get(owner, id)
-      return await durable(row === undefined ? undefined : subscription(row))
-    },
-
-    async updateSubscription (owner: string, id: bigint, changes: SubscriptionChanges, now: number) {
-      return await runChange(() => update(owner, id, changes, now))
-    },
-
-    async deleteSubscription (owner: string, id: bigint) {
-      return await runChange(() => remove(owner, id))
-    },
-
-    async rotateSecret (owner: string, id: bigint, secret: string, previousUntil: number, now: number) {
-      const row = await run(() => {
-        const current = statements.getSubscription.get(owner, id)
-        if (current === undefined) return undefined
-        const previous = afterRotation(current.secret, previousUntil, current.previous_secrets, now)
-        return statements.rotateSecret.get({ owner, id, secret, previous, now })
-      })
-      return row === undefined ? undefined : subscription(row)
-    },
-
-    async listDeliveries (owner: string, subscriptionId: bigint, { limit, before, status, eventType }: DeliveryQuery): Promise<DeliveryPage | undefined> {
-      if (statements.getSubscription.get(owner, subscriptionId) === undefined) return await durable(undefined)
-      await fanOutAll()
-      const rows = statements.listDeliveries.all({
-        subscription: subscriptionId, before: before ?? MAX_ID, status: status ?? null, type: eventType ?? null, limit: limit + 1
-      })
-      return await durable({ deliveries: rows.slice(0, limit).map(toDelivery), hasMore: rows.length > limit })
-    },
-
-    async getDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint) {
-      const row = statements.getDelivery.get(owner, subscriptionId, deliveryId)
-      return await durable(row === undefined ? undefined : toDeliveryDetail(row, statements.attemptsOf.all(deliveryId)))
-    },
-
-    async recoverDeliveries (owner: string, subscriptionId: bigint, since: number, now: number) {
-      return await run(() => statements.getSubscription.get(owner, subscriptionId) === undefined
-        ? undefined
-        : statements.recover.run(now, subscriptionId, since).changes)
-    },
-
-    async retryDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint, now: number) {
-      return await run(() => retry(owner, subscriptionId, deliveryId, now))
-    },
+    ...sqliteSubscriptions(context),
+    ...sqliteDeliveryLog(context, fanOutAll),
 
     async enqueue (event: ResourceEvent, now: number) {
       return await run(() => Number(statements.receiverCount.get({ eventId: enqueueSqliteEvent(db, event, now), type: event.type })))
