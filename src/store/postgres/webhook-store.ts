@@ -2,18 +2,11 @@ import pg from 'pg'
 import { pgTypes } from './types.js'
 import { buildEventMessage, eventPayloadAroundId, newMessageId, type EventOrigin, type ResourceEvent, type WebhookEventType } from '../../webhooks/events.js'
 import type { Plant } from '../../schemas/plant.js'
-import {
-  afterRotation, toClaimed, toDelivery, toDeliveryDetail, toSubscription, truncateError, type AttemptRow, type ClaimRow,
-  type DeliveryDetailRow, type DeliveryRow, type SubscriptionRow
-} from '../../webhooks/rows.js'
-import type {
-  Backlog, ClaimRequest, CompletionResult, DeliveryCompletion, DeliveryPage, DeliveryQuery,
-  NewSubscriptionRecord, RetryResult, SubscriptionChanges, SubscriptionPage, SubscriptionQuery,
-  WebhookStore, WebhookSubscription
-} from '../../webhooks/store.js'
-import { subscriptionLimit } from '../../errors.js'
-import { checkWebhookSchema, DELIVERY_COLUMNS, FAN_OUT_ALL_BATCH, inBatches, MAX_ID, PRUNE_BATCH, receives as sharedReceives } from '../webhook-rules.js'
+import { toClaimed, truncateError, type ClaimRow } from '../../webhooks/rows.js'
+import type { Backlog, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore } from '../../webhooks/store.js'
+import { checkWebhookSchema, FAN_OUT_ALL_BATCH, inBatches, PRUNE_BATCH, receives as sharedReceives } from '../webhook-rules.js'
 import { inTransaction, parsePostgresUrl, statementBounds, withServerSettings } from './connection.js'
+import { postgresDeliveryLog, postgresSubscriptions } from './subscriptions.js'
 
 /** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
 export const WEBHOOK_SCHEMA_VERSION = 9
@@ -30,10 +23,6 @@ export interface PostgresWebhookStoreOptions {
   /** Failures of idle pooled connections and of the listener; neither crashes the process. */
   onError?: (err: Error) => void
 }
-
-/** Named columns, never `*`: a prepared statement keeps its result shape when a later migration adds one. */
-const SUBSCRIPTION = 'id, url, events, description, disabled, secret, created_at, updated_at'
-const DELIVERY = DELIVERY_COLUMNS
 
 /** The outbox write as CTEs; the event's row is written only when some enabled subscription asked for its type. */
 const eventCtes = (p: number, payload: string, subjectId: string, from: string): string => `
@@ -64,47 +53,9 @@ const receives = (eventId: string, type: string): string => sharedReceives(event
 
 const SQL = {
   schemaVersion: 'SELECT max(version) AS version FROM plant_store_migrations',
-  // A subscription receives the events numbered after the last one handed out when it was created.
-  insertSubscription: `INSERT INTO webhook_subscriptions (owner, url, events, description, disabled, secret, created_at, updated_at, first_event_id)
-                       VALUES ($1, $2, $3, $4, $5, $6, $7, $7,
-                               (SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM webhook_events_id_seq))
-                       RETURNING ${SUBSCRIPTION}`,
-  // Creates for one owner queue behind each other until commit, so the count below holds.
-  lockOwner: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 33))',
   activeOwners: 'SELECT count(DISTINCT owner)::integer AS n FROM webhook_subscriptions WHERE NOT disabled',
-  countSubscriptions: 'SELECT count(*)::integer AS n FROM webhook_subscriptions WHERE owner = $1',
-  getSubscription: `SELECT ${SUBSCRIPTION} FROM webhook_subscriptions WHERE owner = $1 AND id = $2`,
-  listSubscriptions: `SELECT ${SUBSCRIPTION} FROM webhook_subscriptions WHERE owner = $1 AND id > $2 ORDER BY id LIMIT $3`,
-  // A new URL or a re-enable forgets past failures. updated_at strictly increases, as for plants.
-  updateSubscription: `UPDATE webhook_subscriptions SET
-                         url = coalesce($3, url), events = coalesce($4, events),
-                         description = CASE WHEN $5::boolean THEN $6 ELSE description END,
-                         disabled = coalesce($7, disabled),
-                         failing_since = CASE WHEN coalesce($3, url) <> url OR (disabled AND NOT coalesce($7, disabled))
-                                              THEN NULL ELSE failing_since END,
-                         updated_at = greatest($8, updated_at + 1)
-                       WHERE owner = $1 AND id = $2 RETURNING ${SUBSCRIPTION}`,
-  lockSecrets: 'SELECT secret, previous_secrets FROM webhook_subscriptions WHERE owner = $1 AND id = $2 FOR UPDATE',
-  rotateSecret: `UPDATE webhook_subscriptions SET previous_secrets = $4, secret = $3, updated_at = greatest($5, updated_at + 1)
-                 WHERE owner = $1 AND id = $2 RETURNING ${SUBSCRIPTION}`,
-  // Its deliveries go with it (ON DELETE CASCADE).
-  deleteSubscription: 'DELETE FROM webhook_subscriptions WHERE owner = $1 AND id = $2',
-  listDeliveries: `SELECT ${DELIVERY} FROM webhook_deliveries
-                   WHERE subscription_id = $1 AND id < $2 AND ($4::text IS NULL OR status = $4) AND ($5::text IS NULL OR event_type = $5)
-                   ORDER BY id DESC LIMIT $3`,
-  getDelivery: `SELECT ${DELIVERY.split(', ').map((column) => `d.${column}`).join(', ')}, d.message_id, d.payload
-                FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
-                WHERE s.owner = $1 AND s.id = $2 AND d.id = $3`,
-  attemptsOf: 'SELECT at, duration_ms, status_code, error, response_body FROM webhook_attempts WHERE delivery_id = $1 ORDER BY id',
   recordAttempt: `INSERT INTO webhook_attempts (delivery_id, at, duration_ms, status_code, error, response_body)
                   VALUES ($1, $2, $3, $4, $5, $6)`,
-  findDelivery: `SELECT s.disabled FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
-                 WHERE s.owner = $1 AND s.id = $2 AND d.id = $3`,
-  recover: `UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = $4
-            FROM webhook_subscriptions s
-            WHERE s.owner = $1 AND s.id = $2 AND d.subscription_id = s.id AND d.status = 'failed' AND d.created_at >= $3`,
-  retryDelivery: `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $3
-                  WHERE id = $1 AND subscription_id = $2 RETURNING ${DELIVERY}`,
   enqueue: ENQUEUE_SQL,
   // SKIP LOCKED: two instances never take the same event.
   fanOut: `WITH taken AS (
@@ -194,10 +145,6 @@ async function enqueueOn (db: Queryable, event: ResourceEvent, now: number, noti
   const { rows: [row] } = await run<{ deliveries: number }>(db, 'enqueue',
     [messageId, type, payload, now, requestId, traceparent, String(subject.id), notify, subject.resource])
   return row?.deliveries ?? 0
-}
-
-interface PgSubscriptionRow extends SubscriptionRow {
-  events: string[]
 }
 
 async function checkSchema (pool: pg.Pool): Promise<void> {
@@ -335,83 +282,8 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
   let closed = false
 
   return {
-    async createSubscription ({ owner, url, events, description, disabled, secret }: NewSubscriptionRecord, now: number, maxPerOwner?: number) {
-      const insert = async (db: Queryable): Promise<WebhookSubscription> => {
-        const { rows: [row] } = await run<PgSubscriptionRow>(db, 'insertSubscription',
-          [owner, url, [...events], description ?? null, disabled, secret, now])
-        return toSubscription(row as PgSubscriptionRow)
-      }
-      if (maxPerOwner === undefined) return await insert(pool)
-      return await inTransaction(pool, async (client) => {
-        await run(client, 'lockOwner', [owner])
-        const { rows: [count] } = await run<{ n: number }>(client, 'countSubscriptions', [owner])
-        if ((count?.n ?? 0) >= maxPerOwner) throw subscriptionLimit(maxPerOwner)
-        return await insert(client)
-      })
-    },
-
-    async listSubscriptions (owner: string, { limit, after }: SubscriptionQuery): Promise<SubscriptionPage> {
-      const { rows } = await run<PgSubscriptionRow>(pool, 'listSubscriptions', [owner, after ?? 0n, limit + 1])
-      return { subscriptions: rows.slice(0, limit).map(toSubscription), hasMore: rows.length > limit }
-    },
-
-    async getSubscription (owner: string, id: bigint) {
-      const { rows: [row] } = await run<PgSubscriptionRow>(pool, 'getSubscription', [owner, id])
-      return row === undefined ? undefined : toSubscription(row)
-    },
-
-    async updateSubscription (owner: string, id: bigint, changes: SubscriptionChanges, now: number): Promise<WebhookSubscription | undefined> {
-      const { rows: [row] } = await run<PgSubscriptionRow>(pool, 'updateSubscription', [
-        owner, id, changes.url ?? null, changes.events === undefined ? null : [...changes.events],
-        changes.description !== undefined, changes.description ?? null, changes.disabled ?? null, now
-      ])
-      return row === undefined ? undefined : toSubscription(row)
-    },
-
-    async deleteSubscription (owner: string, id: bigint) {
-      const { rowCount } = await run(pool, 'deleteSubscription', [owner, id])
-      return rowCount === 1
-    },
-
-    async rotateSecret (owner: string, id: bigint, secret: string, previousUntil: number, now: number) {
-      return await inTransaction(pool, async (client) => {
-        const { rows: [current] } = await run<{ secret: string, previous_secrets: string }>(client, 'lockSecrets', [owner, id])
-        if (current === undefined) return undefined
-        const previous = afterRotation(current.secret, previousUntil, current.previous_secrets, now)
-        const { rows: [row] } = await run<PgSubscriptionRow>(client, 'rotateSecret', [owner, id, secret, previous, now])
-        return row === undefined ? undefined : toSubscription(row)
-      })
-    },
-
-    async listDeliveries (owner: string, subscriptionId: bigint, { limit, before, status, eventType }: DeliveryQuery): Promise<DeliveryPage | undefined> {
-      const { rows: [owned] } = await run(pool, 'getSubscription', [owner, subscriptionId])
-      if (owned === undefined) return undefined
-      while (await fanOut(FAN_OUT_ALL_BATCH, pool) === FAN_OUT_ALL_BATCH);
-      const { rows } = await run<DeliveryRow>(pool, 'listDeliveries', [subscriptionId, before ?? MAX_ID, limit + 1, status ?? null, eventType ?? null])
-      return { deliveries: rows.slice(0, limit).map(toDelivery), hasMore: rows.length > limit }
-    },
-
-    async getDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint) {
-      const { rows: [row] } = await run<DeliveryDetailRow>(pool, 'getDelivery', [owner, subscriptionId, deliveryId])
-      if (row === undefined) return undefined
-      const { rows: attempts } = await run<AttemptRow>(pool, 'attemptsOf', [deliveryId])
-      return toDeliveryDetail(row, attempts)
-    },
-
-    async recoverDeliveries (owner: string, subscriptionId: bigint, since: number, now: number) {
-      const { rows: [owned] } = await run(pool, 'getSubscription', [owner, subscriptionId])
-      if (owned === undefined) return undefined
-      const { rowCount } = await run(pool, 'recover', [owner, subscriptionId, since, now])
-      return rowCount ?? 0
-    },
-
-    async retryDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint, now: number): Promise<RetryResult> {
-      const { rows: [found] } = await run<{ disabled: boolean }>(pool, 'findDelivery', [owner, subscriptionId, deliveryId])
-      if (found === undefined) return { status: 'not-found' }
-      if (found.disabled) return { status: 'subscription-disabled' }
-      const { rows: [row] } = await run<DeliveryRow>(pool, 'retryDelivery', [deliveryId, subscriptionId, now])
-      return row === undefined ? { status: 'not-found' } : { status: 'ok', delivery: toDelivery(row) }
-    },
+    ...postgresSubscriptions(pool),
+    ...postgresDeliveryLog(pool, async () => { while (await fanOut(FAN_OUT_ALL_BATCH, pool) === FAN_OUT_ALL_BATCH); }),
 
     async enqueue (event: ResourceEvent, now: number) {
       return await enqueueOn(pool, event, now, true)
