@@ -1,6 +1,11 @@
+import pg from 'pg'
+import { parsePostgresUrl } from '../../../src/store/postgres/connection.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
+import { enqueuePostgresEvent } from '../../../src/store/postgres/webhook-store.js'
+import { cleanupStack } from '../../helpers/cleanup.js'
 import { adminQuery, scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
 import { setIdSequence } from '../../helpers/id-sequence.js'
+import { webhookStoreConformance } from '../webhooks/store-conformance.js'
 import { storeConformance } from './conformance.js'
 
 // CI sets TEST_DATABASE_URL (see .ci/run); without it there is no PostgreSQL to run against.
@@ -17,6 +22,31 @@ if (TEST_DATABASE_URL !== undefined) {
         await adminQuery(`UPDATE ${schema}.idempotency_keys SET created_at = created_at - $1`, [ms])
       },
       setIdSequence: async (last) => { await setIdSequence(url, last) }
+    }
+  })
+
+  // The webhooks repository of the same store; several stores on one schema stand for several instances.
+  webhookStoreConformance('PostgreSQL', async (t) => {
+    const cleanup = cleanupStack(t)
+    const { url } = scratchDatabaseUrl(cleanup)
+    return {
+      open: async () => {
+        const store = await createPostgresStore({ url, poolMax: 2 })
+        cleanup.after(() => store.close())
+        return store.webhooks
+      },
+      enqueueInTransaction: async (event, now, commit) => {
+        const client = new pg.Client({ connectionString: parsePostgresUrl(url).connectionString })
+        await client.connect()
+        try {
+          await client.query('BEGIN')
+          const count = await enqueuePostgresEvent(client, event, now)
+          await client.query(commit ? 'COMMIT' : 'ROLLBACK')
+          return count
+        } finally {
+          await client.end()
+        }
+      }
     }
   })
 }

@@ -5,45 +5,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
-import { enqueueSqliteEvent } from '../../../src/store/sqlite/outbox.js'
-import { openSqliteWebhookDatabase } from '../../../src/store/sqlite/webhook-store.js'
 import { newWebhookSecret } from '../../../src/webhooks/signing.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
-import { sqliteWebhookDatabase } from '../../helpers/sqlite-webhooks.js'
-import { webhookStoreConformance } from './store-conformance.js'
-
-// A file rather than :memory:, so several connections (instances) can open one database.
-webhookStoreConformance('SQLite', async (t) => {
-  const cleanup = cleanupStack(t)
-  const { filename, openWebhookStore } = sqliteWebhookDatabase(cleanup, 'plant-store-webhooks-')
-  return {
-    open: async () => {
-      return openWebhookStore()
-    },
-    enqueueInTransaction: async (event, now, commit) => {
-      const db = openSqliteWebhookDatabase(filename)
-      try {
-        // What the event fans out to, counted inside the transaction that wrote it.
-        const receivers = db.prepare<[string], bigint>(
-          'SELECT count(*) FROM webhook_events e JOIN webhook_subscriptions s ON s.disabled = 0 AND s.first_event_id <= e.id AND instr(s.events, ?) > 0').pluck()
-        let count = 0
-        const write = db.transaction(() => {
-          enqueueSqliteEvent(db, event, now)
-          count = Number(receivers.get(event.type))
-          if (!commit) throw new Error('roll back')
-        })
-        try {
-          write.immediate()
-        } catch (err) {
-          if (commit) throw err
-        }
-        return count
-      } finally {
-        db.close()
-      }
-    }
-  }
-})
 
 test("SQLite (one process per file): releaseOrphanedLeases gives back a dead process's leased deliveries, due as they were", async (t) => {
   const cleanup = cleanupStack(t)
