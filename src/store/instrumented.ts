@@ -39,13 +39,13 @@ function observed<F extends AsyncFunction> (start: OperationObserver, operation:
   }) as F
 }
 
-function instrumentRepository<R extends object> (name: string, repository: R, operations: ReadonlyArray<keyof R>, start: OperationObserver): R {
-  const wrapped: R = Object.create(repository)
+function instrumentRepository<R extends object> (name: string, repository: R, operations: readonly string[], start: OperationObserver): R {
+  const wrapped: Record<string, unknown> = Object.create(repository)
   for (const key of operations) {
-    const run = repository[key]
-    if (typeof run === 'function') wrapped[key] = observed(start, `${name}.${String(key)}` as StoreOperation, (run as AsyncFunction).bind(repository)) as R[keyof R]
+    const run = (repository as Record<string, unknown>)[key]
+    if (typeof run === 'function') wrapped[key] = observed(start, `${name}.${key}` as StoreOperation, (run as AsyncFunction).bind(repository))
   }
-  return wrapped
+  return wrapped as R
 }
 
 /**
@@ -63,9 +63,11 @@ export function instrumentStore (store: Store, observers: readonly OperationObse
         const ends = observers.map((observer) => observer(operation))
         return (error) => { for (const end of ends) end(error) }
       }
+  const repositories = Object.fromEntries(Object.entries(INSTRUMENTED).map(([name, operations]) =>
+    [name, instrumentRepository(name, store[name as keyof typeof INSTRUMENTED], operations, start)]))
   return {
-    plants: instrumentRepository('plants', store.plants, INSTRUMENTED.plants, start),
-    webhooks: instrumentRepository('webhooks', store.webhooks, INSTRUMENTED.webhooks, start),
+    ...store,
+    ...repositories,
     ping: observed(start, 'ping', async () => { await store.ping() }),
     close: async () => { await store.close() }
   }
