@@ -153,6 +153,21 @@ const SQL = {
               INSERT INTO webhook_attempts (delivery_id, at, duration_ms, status_code, response_body)
               SELECT $1, $3, $5, $4, $6 FROM done)
             SELECT count(*)::integer AS recorded FROM done`,
+  // Many successes in one round trip; a completion whose lease is gone matches no row and writes nothing.
+  succeedMany: `WITH input AS (
+                  SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::integer[], $5::integer[], $6::text[])
+                    AS i (id, lease, at, code, duration, body)),
+                done AS (
+                  UPDATE webhook_deliveries d SET status = 'succeeded', attempts = attempts + 1, next_attempt_at = NULL,
+                    lease = NULL, lease_until = NULL, last_attempt_at = i.at, last_status_code = i.code, last_error = NULL
+                  FROM input i WHERE d.id = i.id AND d.lease = i.lease RETURNING d.id, d.subscription_id),
+                healthy AS (
+                  UPDATE webhook_subscriptions s SET failing_since = NULL
+                  WHERE s.id IN (SELECT subscription_id FROM done) AND s.failing_since IS NOT NULL),
+                logged AS (
+                  INSERT INTO webhook_attempts (delivery_id, at, duration_ms, status_code, response_body)
+                  SELECT i.id, i.at, i.duration, i.code, i.body FROM input i JOIN done ON done.id = i.id ORDER BY i.id)
+                SELECT id FROM done`,
   // The subscription is locked before the delivery, in the order a delete cascades: no deadlock.
   lockSubscription: 'SELECT disabled, failing_since FROM webhook_subscriptions WHERE id = $1 FOR NO KEY UPDATE',
   finish: `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, next_attempt_at = $4,
@@ -265,6 +280,27 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       await run(client, 'failedAttempt', [subscriptionId, done.attemptedAt, disable])
       return { recorded: true, subscriptionDisabled: disable && !health.disabled }
     })
+  }
+
+  async function completeMany (completions: readonly DeliveryCompletion[]): Promise<CompletionResult[]> {
+    const results = new Array<CompletionResult | undefined>(completions.length)
+    const succeeded = completions.filter((done) => done.status === 'succeeded')
+    if (succeeded.length > 0) {
+      const { rows } = await run<{ id: bigint }>(bookkeeping, 'succeedMany', [
+        succeeded.map(({ id }) => String(id)), succeeded.map(({ lease }) => lease), succeeded.map(({ attemptedAt }) => attemptedAt),
+        succeeded.map(({ statusCode }) => statusCode ?? null), succeeded.map(({ durationMs }) => Math.round(durationMs ?? 0)),
+        succeeded.map(({ responseBody }) => responseBody ?? null)
+      ])
+      const recorded = new Set(rows.map(({ id }) => id))
+      completions.forEach((done, i) => {
+        if (done.status === 'succeeded') results[i] = { recorded: recorded.has(done.id), subscriptionDisabled: false }
+      })
+    }
+    // Failures take the transaction that applies the disable rule, one at a time: a fast receiver mostly succeeds.
+    for (const [i, done] of completions.entries()) {
+      if (done.status !== 'succeeded') results[i] = await complete(done)
+    }
+    return results as CompletionResult[]
   }
 
   /** LISTENs on a connection of its own, re-made after a pause when lost; wakes once per (re)connection. */
@@ -437,6 +473,8 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     },
 
     completeDelivery: complete,
+
+    completeDeliveries: completeMany,
 
     async renewLeases (leases: ReadonlyArray<{ id: bigint, lease: string }>, until: number) {
       if (leases.length > 0) await run(bookkeeping, 'renew', [leases.map(({ id }) => String(id)), leases.map(({ lease }) => lease), until])

@@ -423,6 +423,18 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
       return await runBookkeeping(() => complete(completion))
     },
 
+    async completeDeliveries (completions: readonly DeliveryCompletion[]) {
+      if (completions.length === 0) return []
+      return await runBookkeeping(() => {
+        const results = new Array<CompletionResult>(completions.length)
+        // Successes first, as on PostgreSQL: a success in the batch never leaves its subscription disabled.
+        for (const succeeded of [true, false]) {
+          completions.forEach((done, i) => { if ((done.status === 'succeeded') === succeeded) results[i] = complete(done) })
+        }
+        return results
+      })
+    },
+
     async releaseDeliveries (lease: string, ids: readonly bigint[]) {
       if (ids.length > 0) await runBookkeeping(() => statements.release.run(lease, JSON.stringify(ids.map(Number))))
     },
