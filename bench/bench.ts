@@ -611,8 +611,9 @@ async function main (): Promise<void> {
         method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: CREATE_BODY
       })
       const answered = performance.timeOrigin + performance.now()
-      const id = /"id":(\d+)/.exec(await response.text())?.[1]
-      if (response.status !== 201 || id === undefined) throw new Error(`a latency probe's create answered ${response.status}`)
+      const text = await response.text()
+      const id = /"id":(\d+)/.exec(text)?.[1]
+      if (response.status !== 201 || id === undefined) throw new Error(`a latency probe's create answered ${response.status}: ${text}`)
       for (;;) {
         const arrival = await fetch(`${receiver.url}/arrival?plant=${id}`)
         if (arrival.status === 200) {

@@ -23,6 +23,8 @@ export const HEARTBEAT_LEASE_MS = 10_000
 export const HEARTBEAT_INTERVAL_MS = 3_000
 // Busy-API pacing of attempts: see docs/performance.md#what-the-measurements-decided.
 export const DEFAULT_BUSY_INTERVAL_MS = 100
+/** An answer this fast earns its subscription one more attempt in flight: see #allowance. */
+export const DEFAULT_FAST_ATTEMPT_MS = 100
 /** Completions written in one round trip at most: bounds a statement's size. */
 const COMPLETION_BATCH = 100
 
@@ -52,6 +54,8 @@ export interface DispatcherOptions {
   /** True while the API needs the CPU (src/webhooks/api-load.ts): deliveries then yield to requests. */
   apiBusy?: () => boolean
   busyIntervalMs?: number
+  /** A 2xx answered within this many ms earns its subscription one more attempt in flight (up to concurrency). */
+  fastAttemptMs?: number
 }
 
 export interface TestAttempt {
@@ -146,6 +150,13 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   #claimAgain = false
   readonly #inFlight = new Set<Promise<void>>()
   readonly #perSubscriptionInFlight = new Map<bigint, number>()
+  /**
+   * Attempts a subscription may have in flight when more than perSubscription: each fast 2xx adds
+   * one, up to concurrency; any other outcome takes it back to perSubscription. Slots held only
+   * briefly starve no one, and a receiver that slows down holds them for one timeout at most.
+   */
+  readonly #allowance = new Map<bigint, number>()
+  readonly #fastAttemptMs: number
   readonly #perOwnerInFlight = new Map<string, number>()
   /** While several owners have subscriptions, one holds at most half the slots: attempts cannot be preempted. */
   readonly #perOwnerShare: number
@@ -188,6 +199,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     this.#traceAttempt = options.traceAttempt
     this.#apiBusy = options.apiBusy
     this.#busyIntervalMs = positive(options.busyIntervalMs ?? DEFAULT_BUSY_INTERVAL_MS, 'busyIntervalMs')
+    this.#fastAttemptMs = positive(options.fastAttemptMs ?? DEFAULT_FAST_ATTEMPT_MS, 'fastAttemptMs')
     // Every attempt in flight listens to it: more than the default 10 is expected, not a leak.
     setMaxListeners(this.#concurrency + 10, this.#abandon.signal)
   }
@@ -292,13 +304,14 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     }
     const lease = `${this.#instanceId}:${++this.#claims}`
     const skipSubscriptions = [...this.#perSubscriptionInFlight]
-      .filter(([, count]) => count >= this.#perSubscription)
+      .filter(([id, count]) => count >= this.#allowed(id))
       .map(([id]) => id)
+    const perSubscription = Math.max(this.#perSubscription, ...this.#allowance.values())
     const skipOwners = [...this.#perOwnerInFlight].filter(([, count]) => count >= this.#perOwner).map(([owner]) => owner)
     let claimed: ClaimedDelivery[]
     try {
       claimed = await this.#store.claimDue({
-        lease, now: this.#now(), leaseMs: this.#leaseMs, limit: free, perSubscription: this.#perSubscription, skipSubscriptions, skipOwners
+        lease, now: this.#now(), leaseMs: this.#leaseMs, limit: free, perSubscription, skipSubscriptions, skipOwners
       })
     } catch (error) {
       this.#emit('store-error', { operation: 'claim', error })
@@ -308,7 +321,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     const unwanted: bigint[] = []
     for (const delivery of claimed) {
       if (this.#state === 'running' && this.#free(busy) > 0 &&
-          (this.#perSubscriptionInFlight.get(delivery.subscriptionId) ?? 0) < this.#perSubscription &&
+          (this.#perSubscriptionInFlight.get(delivery.subscriptionId) ?? 0) < this.#allowed(delivery.subscriptionId) &&
           (this.#perOwnerInFlight.get(delivery.owner) ?? 0) < this.#perOwner) {
         this.#begin(delivery, lease)
       } else {
@@ -324,6 +337,10 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
    */
   #free (busy: boolean): number {
     return busy ? 1 - this.#inFlight.size : Math.min(this.#concurrency - this.#sending, 2 * this.#concurrency - this.#inFlight.size)
+  }
+
+  #allowed (subscriptionId: bigint): number {
+    return this.#allowance.get(subscriptionId) ?? this.#perSubscription
   }
 
   get #perOwner (): number {
@@ -396,9 +413,14 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
       })
       return
     }
-    sent()
     const attempts = delivery.attempts + 1
     const statusCode = result.kind === 'response' ? result.statusCode : undefined
+    if (statusCode !== undefined && statusCode >= 200 && statusCode < 300 && durationMs <= this.#fastAttemptMs) {
+      this.#allowance.set(delivery.subscriptionId, Math.min(this.#allowed(delivery.subscriptionId) + 1, Math.max(this.#concurrency, this.#perSubscription)))
+    } else {
+      this.#allowance.delete(delivery.subscriptionId)
+    }
+    sent()
     // The retry wait runs from the attempt's end, or one that timed out would be retried at once.
     const outcome = verdict({ ...(statusCode !== undefined && { statusCode }), attempts, attemptedAt: this.#now() }, this.#schedule, this.#jitter, this.#random)
     const completion = this.#completion(delivery, lease, attemptedAt, result, outcome, durationMs)
