@@ -143,6 +143,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   #state: State = 'idle'
   readonly #completions: Array<{ completion: DeliveryCompletion, resolve: (result: CompletionResult) => void, reject: (error: unknown) => void }> = []
   #flushing = false
+  #wakeSoonPending = false
   #claims = 0
   /** Attempts whose request has not ended yet (the rest of #inFlight are writing their completion). */
   #sending = 0
@@ -356,6 +357,16 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     }
   }
 
+  /** Wakes the dispatcher once the answers read in this turn are all in: one claim fills their slots. */
+  #wakeSoon (): void {
+    if (this.#wakeSoonPending) return
+    this.#wakeSoonPending = true
+    setImmediate(() => {
+      this.#wakeSoonPending = false
+      this.wake()
+    })
+  }
+
   /** Wakes the dispatcher in `ms` (once, however often asked meanwhile). */
   #wakeIn (ms: number): void {
     if (this.#paceTimer !== undefined) return
@@ -380,7 +391,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
       this.#sending--
       count(this.#perSubscriptionInFlight, subscriptionId, -1)
       count(this.#perOwnerInFlight, owner, -1)
-      this.wake()
+      this.#wakeSoon()
     }
     const attempt = this.#attempt(delivery, lease, sent).finally(() => {
       sent()
