@@ -377,6 +377,8 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
   let closed = false
   /** Whether the last claim fell short: the next fans out before it claims. */
   let fanOutFirst = true
+  /** Full claims of due deliveries (retries) never keep new events waiting longer than FAN_OUT_AHEAD claims. */
+  let claimsSinceFanOut = 0
 
   return {
     async createSubscription ({ owner, url, events, description, disabled, secret }: NewSubscriptionRecord, now: number, maxPerOwner?: number) {
@@ -473,12 +475,17 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       const claim = async (count: number): Promise<ClaimRow[]> => (await run<ClaimRow>(bookkeeping, 'claim',
         [lease, now, now + leaseMs, count, perSubscription, skipSubscriptions.map(String), [...skipOwners]])).rows
       let rows: ClaimRow[]
-      if (fanOutFirst) {
+      if (fanOutFirst || claimsSinceFanOut >= FAN_OUT_AHEAD) {
+        claimsSinceFanOut = 0
         await fanOut(limit * FAN_OUT_AHEAD)
         rows = await claim(limit)
       } else {
+        claimsSinceFanOut++
         rows = await claim(limit)
-        if (rows.length < limit && await fanOut(limit * FAN_OUT_AHEAD) > 0) rows.push(...await claim(limit - rows.length))
+        if (rows.length < limit && await fanOut(limit * FAN_OUT_AHEAD) > 0) {
+          claimsSinceFanOut = 0
+          rows.push(...await claim(limit - rows.length))
+        }
       }
       fanOutFirst = rows.length < limit
       return rows.map((row) => toClaimed(row, now))
