@@ -5,7 +5,7 @@ import { attemptDelivery, createConnectionPool, type AttemptRequest, type Attemp
 import { newMessageId, testEventPayload, type WebhookEventType } from './events.js'
 import { DEFAULT_JITTER, DEFAULT_RETRY_SCHEDULE_MS, verdict, type AttemptVerdict } from './schedule.js'
 import { signatureHeader } from './signing.js'
-import type { ClaimedDelivery, DeliveryCompletion, DeliveryStatus, WebhookStore } from './store.js'
+import type { ClaimedDelivery, CompletionResult, DeliveryCompletion, DeliveryStatus, WebhookStore } from './store.js'
 import type { AddressPolicy } from './url-policy.js'
 import { USER_AGENT } from './user-agent.js'
 
@@ -23,6 +23,10 @@ export const HEARTBEAT_LEASE_MS = 10_000
 export const HEARTBEAT_INTERVAL_MS = 3_000
 // Busy-API pacing of attempts: see docs/performance.md#what-the-measurements-decided.
 export const DEFAULT_BUSY_INTERVAL_MS = 100
+/** An answer this fast earns its subscription one more attempt in flight: see #allowance. */
+export const DEFAULT_FAST_ATTEMPT_MS = 100
+/** Completions written in one round trip at most: bounds a statement's size. */
+const COMPLETION_BATCH = 100
 
 export interface DispatcherOptions {
   store: WebhookStore
@@ -50,6 +54,8 @@ export interface DispatcherOptions {
   /** True while the API needs the CPU (src/webhooks/api-load.ts): deliveries then yield to requests. */
   apiBusy?: () => boolean
   busyIntervalMs?: number
+  /** A 2xx answered within this many ms earns its subscription one more attempt in flight (up to concurrency). */
+  fastAttemptMs?: number
 }
 
 export interface TestAttempt {
@@ -135,11 +141,23 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   #paceTimer: NodeJS.Timeout | undefined
 
   #state: State = 'idle'
+  readonly #completions: Array<{ completion: DeliveryCompletion, resolve: (result: CompletionResult) => void, reject: (error: unknown) => void }> = []
+  #flushing = false
+  #wakeSoonPending = false
   #claims = 0
+  /** Attempts whose request has not ended yet (the rest of #inFlight are writing their completion). */
+  #sending = 0
   #claiming: Promise<void> | undefined
   #claimAgain = false
   readonly #inFlight = new Set<Promise<void>>()
   readonly #perSubscriptionInFlight = new Map<bigint, number>()
+  /**
+   * Attempts a subscription may have in flight when more than perSubscription: each fast 2xx adds
+   * one, up to concurrency; any other outcome takes it back to perSubscription. Slots held only
+   * briefly starve no one, and a receiver that slows down holds them for one timeout at most.
+   */
+  readonly #allowance = new Map<bigint, number>()
+  readonly #fastAttemptMs: number
   readonly #perOwnerInFlight = new Map<string, number>()
   /** While several owners have subscriptions, one holds at most half the slots: attempts cannot be preempted. */
   readonly #perOwnerShare: number
@@ -182,6 +200,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     this.#traceAttempt = options.traceAttempt
     this.#apiBusy = options.apiBusy
     this.#busyIntervalMs = positive(options.busyIntervalMs ?? DEFAULT_BUSY_INTERVAL_MS, 'busyIntervalMs')
+    this.#fastAttemptMs = positive(options.fastAttemptMs ?? DEFAULT_FAST_ATTEMPT_MS, 'fastAttemptMs')
     // Every attempt in flight listens to it: more than the default 10 is expected, not a leak.
     setMaxListeners(this.#concurrency + 10, this.#abandon.signal)
   }
@@ -275,8 +294,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   // While the API is busy, one attempt at a time, paced: see docs/performance.md#what-the-measurements-decided.
   async #claimOnce (): Promise<void> {
     const busy = this.#apiBusy?.() === true
-    const allowed = busy ? 1 : this.#concurrency
-    const free = allowed - this.#inFlight.size
+    const free = this.#free(busy)
     if (free <= 0) return
     if (busy) {
       const wait = this.#lastStart + this.#busyIntervalMs - performance.now()
@@ -287,13 +305,14 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     }
     const lease = `${this.#instanceId}:${++this.#claims}`
     const skipSubscriptions = [...this.#perSubscriptionInFlight]
-      .filter(([, count]) => count >= this.#perSubscription)
+      .filter(([id, count]) => count >= this.#allowed(id))
       .map(([id]) => id)
+    const perSubscription = Math.max(this.#perSubscription, ...this.#allowance.values())
     const skipOwners = [...this.#perOwnerInFlight].filter(([, count]) => count >= this.#perOwner).map(([owner]) => owner)
     let claimed: ClaimedDelivery[]
     try {
       claimed = await this.#store.claimDue({
-        lease, now: this.#now(), leaseMs: this.#leaseMs, limit: free, perSubscription: this.#perSubscription, skipSubscriptions, skipOwners
+        lease, now: this.#now(), leaseMs: this.#leaseMs, limit: free, perSubscription, skipSubscriptions, skipOwners
       })
     } catch (error) {
       this.#emit('store-error', { operation: 'claim', error })
@@ -302,8 +321,8 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     // Slots may have been taken meanwhile (or a stop begun): what cannot start now goes back.
     const unwanted: bigint[] = []
     for (const delivery of claimed) {
-      if (this.#state === 'running' && this.#inFlight.size < allowed &&
-          (this.#perSubscriptionInFlight.get(delivery.subscriptionId) ?? 0) < this.#perSubscription &&
+      if (this.#state === 'running' && this.#free(busy) > 0 &&
+          (this.#perSubscriptionInFlight.get(delivery.subscriptionId) ?? 0) < this.#allowed(delivery.subscriptionId) &&
           (this.#perOwnerInFlight.get(delivery.owner) ?? 0) < this.#perOwner) {
         this.#begin(delivery, lease)
       } else {
@@ -311,6 +330,18 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
       }
     }
     await this.#release(lease, unwanted)
+  }
+
+  /**
+   * A slot is free again once its request has ended: the completion is written meanwhile, with others
+   * (at most `concurrency` waiting). While the API is busy, one attempt at a time, completion included.
+   */
+  #free (busy: boolean): number {
+    return busy ? 1 - this.#inFlight.size : Math.min(this.#concurrency - this.#sending, 2 * this.#concurrency - this.#inFlight.size)
+  }
+
+  #allowed (subscriptionId: bigint): number {
+    return this.#allowance.get(subscriptionId) ?? this.#perSubscription
   }
 
   get #perOwner (): number {
@@ -324,6 +355,16 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     } catch {
       // The last count stands; the next poll counts again.
     }
+  }
+
+  /** Wakes the dispatcher once the answers read in this turn are all in: one claim fills their slots. */
+  #wakeSoon (): void {
+    if (this.#wakeSoonPending) return
+    this.#wakeSoonPending = true
+    setImmediate(() => {
+      this.#wakeSoonPending = false
+      this.wake()
+    })
   }
 
   /** Wakes the dispatcher in `ms` (once, however often asked meanwhile). */
@@ -342,17 +383,27 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     count(this.#perSubscriptionInFlight, subscriptionId, 1)
     count(this.#perOwnerInFlight, owner, 1)
     this.#leases.set(delivery.id, lease)
-    const attempt = this.#attempt(delivery, lease).finally(() => {
-      this.#inFlight.delete(attempt)
-      this.#leases.delete(delivery.id)
+    this.#sending++
+    let sending = true
+    const sent = (): void => {
+      if (!sending) return
+      sending = false
+      this.#sending--
       count(this.#perSubscriptionInFlight, subscriptionId, -1)
       count(this.#perOwnerInFlight, owner, -1)
+      this.#wakeSoon()
+    }
+    const attempt = this.#attempt(delivery, lease, sent).finally(() => {
+      sent()
+      this.#inFlight.delete(attempt)
+      this.#leases.delete(delivery.id)
       this.wake()
     })
     this.#inFlight.add(attempt)
   }
 
-  async #attempt (delivery: ClaimedDelivery, lease: string): Promise<void> {
+  /** `sent`: called when the request is over, so the next one can start while this one's completion is written. */
+  async #attempt (delivery: ClaimedDelivery, lease: string, sent: () => void): Promise<void> {
     const attemptedAt = this.#now()
     const started = performance.now()
     const trace = this.#traceAttempt?.(delivery)
@@ -375,12 +426,18 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     }
     const attempts = delivery.attempts + 1
     const statusCode = result.kind === 'response' ? result.statusCode : undefined
+    if (statusCode !== undefined && statusCode >= 200 && statusCode < 300 && durationMs <= this.#fastAttemptMs) {
+      this.#allowance.set(delivery.subscriptionId, Math.min(this.#allowed(delivery.subscriptionId) + 1, Math.max(this.#concurrency, this.#perSubscription)))
+    } else {
+      this.#allowance.delete(delivery.subscriptionId)
+    }
+    sent()
     // The retry wait runs from the attempt's end, or one that timed out would be retried at once.
     const outcome = verdict({ ...(statusCode !== undefined && { statusCode }), attempts, attemptedAt: this.#now() }, this.#schedule, this.#jitter, this.#random)
     const completion = this.#completion(delivery, lease, attemptedAt, result, outcome, durationMs)
     let recorded = false
     try {
-      const done = await this.#store.completeDelivery(completion)
+      const done = await this.#complete(completion)
       recorded = done.recorded
       if (done.subscriptionDisabled) {
         this.#emit('subscription-disabled', { subscriptionId: delivery.subscriptionId, reason: outcome.status === 'gone' ? 'gone' : 'failing' })
@@ -405,6 +462,32 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     }
     trace?.end(event)
     this.#emit('attempt', event)
+  }
+
+  /**
+   * Where the store takes several at once, completions that come in while one batch is written go
+   * together in the next: one round trip for many attempts, without waiting for a timer.
+   */
+  async #complete (completion: DeliveryCompletion): Promise<CompletionResult> {
+    if (this.#store.completeDeliveries === undefined) return await this.#store.completeDelivery(completion)
+    return await new Promise((resolve, reject) => {
+      this.#completions.push({ completion, resolve, reject })
+      if (this.#completions.length === 1 && !this.#flushing) setImmediate(() => { void this.#flush() })
+    })
+  }
+
+  async #flush (): Promise<void> {
+    this.#flushing = true
+    while (this.#completions.length > 0) {
+      const batch = this.#completions.splice(0, COMPLETION_BATCH)
+      try {
+        const results = await (this.#store.completeDeliveries as NonNullable<WebhookStore['completeDeliveries']>)(batch.map(({ completion }) => completion))
+        batch.forEach(({ resolve }, i) => { resolve(results[i] ?? { recorded: false, subscriptionDisabled: false }) })
+      } catch (error) {
+        batch.forEach(({ reject }) => { reject(error) })
+      }
+    }
+    this.#flushing = false
   }
 
   /** A signed `webhook.test` now, outside the outbox (nothing stored or retried); resolves with the outcome. */

@@ -170,6 +170,8 @@ export interface WebhookStore {
    */
   claimDue: (request: ClaimRequest) => Promise<ClaimedDelivery[]>
   completeDelivery: (completion: DeliveryCompletion) => Promise<CompletionResult>
+  /** Completions of distinct deliveries, each as completeDelivery would (successes first); results in their order. */
+  completeDeliveries?: (completions: readonly DeliveryCompletion[]) => Promise<CompletionResult[]>
   releaseDeliveries: (lease: string, ids: readonly bigint[]) => Promise<void>
   /** PostgreSQL's heartbeat: extends live attempts' leases, so a dead instance's claims lapse within one lease. */
   renewLeases?: (leases: ReadonlyArray<{ id: bigint, lease: string }>, until: number) => Promise<void>

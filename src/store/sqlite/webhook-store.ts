@@ -2,7 +2,7 @@ import Database from 'better-sqlite3'
 import type { ResourceEvent } from '../../webhooks/events.js'
 import { toClaimed, truncateError, type ClaimRow } from '../../webhooks/rows.js'
 import type { Backlog, ClaimedDelivery, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore } from '../../webhooks/store.js'
-import { checkWebhookSchema, FAN_OUT_ALL_BATCH, inBatches, PRUNE_BATCH, receives as sharedReceives } from '../webhook-rules.js'
+import { checkWebhookSchema, disablesSubscription, FAN_OUT_ALL_BATCH, inBatches, PRUNE_BATCH, receives as sharedReceives } from '../webhook-rules.js'
 import { boundLimit, configureConnection } from './connection.js'
 import { enqueueSqliteEvent } from './outbox.js'
 import { sqliteDeliveryLog, sqliteSubscriptions, type SqliteWebhookContext } from './subscriptions.js'
@@ -183,8 +183,7 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     }
     const health = statements.subscriptionHealth.get(subscriptionId)
     if (health === undefined) return { recorded: true, subscriptionDisabled: false }
-    const failingSince = health.failing_since === null ? done.attemptedAt : Number(health.failing_since)
-    const disable = done.disableSubscription || failingSince <= done.failingDisableBefore
+    const disable = disablesSubscription(done, health.failing_since === null ? null : Number(health.failing_since))
     statements.failedAttempt.run({ id: subscriptionId, at: done.attemptedAt, disable: Number(disable) })
     if (disable) changed()
     return { recorded: true, subscriptionDisabled: disable && health.disabled === 0n }
@@ -209,6 +208,18 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
 
     async completeDelivery (completion: DeliveryCompletion) {
       return await runBookkeeping(() => complete(completion))
+    },
+
+    async completeDeliveries (completions: readonly DeliveryCompletion[]) {
+      if (completions.length === 0) return []
+      return await runBookkeeping(() => {
+        const results = new Array<CompletionResult>(completions.length)
+        // Successes first, as on PostgreSQL: a success in the batch never leaves its subscription disabled.
+        for (const succeeded of [true, false]) {
+          completions.forEach((done, i) => { if ((done.status === 'succeeded') === succeeded) results[i] = complete(done) })
+        }
+        return results
+      })
     },
 
     async releaseDeliveries (lease: string, ids: readonly bigint[]) {

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
+import { request as httpRequest } from 'node:http'
 import { describe, test, type TestContext } from 'node:test'
 import { Webhook } from 'standardwebhooks'
 import { WebhookDispatcher, type AttemptEvent, type DispatcherOptions } from '../../../src/webhooks/dispatcher.js'
 import { plantEvent, type WebhookEventType } from '../../../src/webhooks/events.js'
 import type { Plant } from '../../../src/schemas/plant.js'
 import { WebhookService } from '../../../src/webhooks/service.js'
-import type { WebhookDelivery, WebhookStore, WebhookSubscription } from '../../../src/webhooks/store.js'
+import type { DeliveryCompletion, WebhookDelivery, WebhookStore, WebhookSubscription } from '../../../src/webhooks/store.js'
 import type { AddressPolicy } from '../../../src/webhooks/url-policy.js'
 import { USER_AGENT } from '../../../src/webhooks/user-agent.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
@@ -339,6 +340,111 @@ describe('webhook dispatcher', () => {
     for (const answer of hanging.splice(0)) answer()
     await until('the slow one moves on', () => receiver.requests.filter((r) => r.url === '/slow').length >= 2)
     for (const answer of hanging.splice(0)) answer()
+  })
+
+  /** The store, with every completeDeliveries call logged (the ids, in order) and held while `hold` is set. */
+  function batching (store: WebhookStore): { store: WebhookStore, batches: bigint[][], claims: string[], hold: (gate: Promise<void> | undefined) => void } {
+    const batches: bigint[][] = []
+    const claims: string[] = []
+    let gate: Promise<void> | undefined
+    const completeDeliveries = store.completeDeliveries
+    assert.ok(completeDeliveries !== undefined)
+    return {
+      store: {
+        ...store,
+        claimDue: async (request) => {
+          const claimed = await store.claimDue(request)
+          if (claimed.length > 0) claims.push(request.lease)
+          return claimed
+        },
+        completeDeliveries: async (completions: readonly DeliveryCompletion[]) => {
+          batches.push(completions.map(({ id }) => id))
+          await gate
+          return await completeDeliveries(completions)
+        }
+      },
+      batches,
+      claims,
+      hold: (next) => { gate = next }
+    }
+  }
+
+  test('completions that come in while a batch is written go in the next one; a lost lease fails only its own', async (t) => {
+    const { store, subscribe, publish, receiver, deliveries, attempts, newDispatcher } = await setup(t)
+    const wrapped = batching(store)
+    const subscription = await subscribe()
+    const answers = new Map<string, () => void>()
+    receiver.respond((request, res) => { answers.set(/"data":\{"id":(\d+)/.exec(request.body)?.[1] ?? '', () => { res.writeHead(204).end() }) })
+    // Counts answers read to their end: what follows until the completion is queued takes no I/O.
+    let answered = 0
+    const request = (url: URL, options: Parameters<typeof httpRequest>[1]): ReturnType<typeof httpRequest> => {
+      const req = httpRequest(url, options)
+      req.on('response', (res) => { res.on('end', () => { answered++ }) })
+      return req
+    }
+    for (let i = 0; i < 3; i++) await publish()
+    const dispatcher = newDispatcher({ store: wrapped.store, concurrency: 3, perSubscription: 3, pollIntervalMs: 60_000, request })
+    await dispatcher.start()
+    await receiver.waitFor(3)
+    const [lease] = wrapped.claims
+    assert.ok(lease !== undefined)
+    // Its lease runs out and another instance takes delivery 3 over while it is in flight here.
+    await store.releaseDeliveries(lease, [3n])
+    assert.deepEqual((await store.claimDue({ lease: 'other:1', now: Date.now(), leaseMs: 60_000, limit: 10, perSubscription: 10, skipSubscriptions: [] })).map(({ id }) => id), [3n])
+    let open = (): void => {}
+    wrapped.hold(new Promise((resolve) => { open = resolve }))
+    answers.get('1')?.()
+    await until('the first batch is being written', () => wrapped.batches.length === 1)
+    answers.get('2')?.()
+    answers.get('3')?.()
+    await until('both answers are read', () => answered === 3)
+    open()
+    await until('every attempt is reported', () => attempts.length === 3)
+    assert.deepEqual(wrapped.batches.map((batch) => [...batch].sort()), [[1n], [2n, 3n]])
+    assert.deepEqual(attempts.map(({ deliveryId, recorded }) => [deliveryId, recorded]).sort(), [[1n, true], [2n, true], [3n, false]])
+    assert.deepEqual((await deliveries(subscription.id)).map(({ id, status, attempts }) => [id, status, attempts]),
+      [[3n, 'pending', 0], [2n, 'succeeded', 1], [1n, 'succeeded', 1]])
+  })
+
+  test('a slot is free once its request has ended: the next attempt starts while the completion is written', async (t) => {
+    const { store, subscribe, publish, receiver, deliveries, attempts, newDispatcher } = await setup(t)
+    const wrapped = batching(store)
+    const subscription = await subscribe()
+    let open = (): void => {}
+    wrapped.hold(new Promise((resolve) => { open = resolve }))
+    const dispatcher = newDispatcher({ store: wrapped.store, concurrency: 1, perSubscription: 1 })
+    await dispatcher.start()
+    await publish()
+    await publish()
+    await receiver.waitFor(2)
+    assert.deepEqual(attempts, [], 'the first completion is still held')
+    open()
+    await until('both recorded', () => attempts.length === 2 && dispatcher.inFlight === 0)
+    assert.deepEqual((await deliveries(subscription.id)).map(({ status }) => status), ['succeeded', 'succeeded'])
+  })
+
+  test('each fast 2xx earns its subscription one more attempt in flight, up to concurrency; a failure takes it back to perSubscription', async (t) => {
+    const { subscribe, publish, receiver, attempts, newDispatcher } = await setup(t)
+    const held: Array<(status: number) => void> = []
+    let answerAtOnce = 3
+    receiver.respond((_request, res) => {
+      if (answerAtOnce-- > 0) res.writeHead(204).end()
+      else held.push((status) => { res.writeHead(status).end() })
+    })
+    await subscribe()
+    const dispatcher = newDispatcher({ concurrency: 4, perSubscription: 1, fastAttemptMs: 60_000, schedule: [60_000] })
+    await dispatcher.start()
+    for (let i = 0; i < 3; i++) await publish()
+    await until('three recorded', () => attempts.length === 3)
+    for (let i = 0; i < 5; i++) await publish()
+    await receiver.waitFor(7)
+    assert.equal(held.length, 4, 'four in flight at once: one, and one more for each fast 2xx, up to concurrency')
+    for (const answer of held.splice(0)) answer(503)
+    await receiver.waitFor(8)
+    await until('the failures recorded', () => attempts.length === 7 && dispatcher.inFlight === 1)
+    assert.equal(held.length, 1)
+    held.shift()?.(204)
+    await until('the last recorded', () => attempts.length === 8)
   })
 
   test('stop lets attempts in flight finish within the grace period, and claims nothing more', async (t) => {

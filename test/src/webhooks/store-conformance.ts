@@ -419,6 +419,46 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       }, 'no status code without an answer; no next attempt')
     })
 
+    test('completeDeliveries: each as completeDelivery would, in one call; a lost lease writes nothing for that one only', async (t) => {
+      const store = await fresh(t)
+      assert.ok(store.completeDeliveries !== undefined)
+      assert.deepEqual(await store.completeDeliveries([]), [])
+      await store.createSubscription(record(), T0)
+      await store.createSubscription(record(), T0)
+      for (let i = 1; i <= 3; i++) await store.enqueue(created(BigInt(i)), T0)
+      const claimed = await store.claimDue(claimRequest())
+      const ids = (subscriptionId: bigint): bigint[] => claimed.filter((d) => d.subscriptionId === subscriptionId).map((d) => d.id).sort()
+      const [a, b, c] = ids(1n)
+      const [d, e, f] = ids(2n)
+      assert.ok(a !== undefined && b !== undefined && c !== undefined && d !== undefined && e !== undefined && f !== undefined)
+      const base = { lease: 'instance-a:1', attemptedAt: T0 + 5, durationMs: 2, disableSubscription: false, failingDisableBefore: T0 - 1000 }
+      const gone = { ...base, status: 'failed' as const, statusCode: 410, disableSubscription: true }
+      assert.deepEqual(await store.completeDeliveries([
+        { ...base, id: a, status: 'succeeded', statusCode: 204, responseBody: 'ok' },
+        { ...base, id: b, lease: 'someone-else', status: 'succeeded', statusCode: 200 },
+        { ...base, id: c, status: 'pending', statusCode: 503, error: 'the receiver answered 503', nextAttemptAt: T0 + 5000 },
+        { ...gone, id: d },
+        { ...gone, id: e }
+      ]), [
+        { recorded: true, subscriptionDisabled: false },
+        { recorded: false, subscriptionDisabled: false },
+        { recorded: true, subscriptionDisabled: false },
+        { recorded: true, subscriptionDisabled: true },
+        { recorded: true, subscriptionDisabled: false }
+      ])
+      const states = async (subscriptionId: bigint): Promise<string[] | undefined> =>
+        (await store.listDeliveries(ALICE, subscriptionId, { limit: 10 }))?.deliveries.map((delivery) => `${delivery.id} ${delivery.status} ${delivery.attempts}`)
+      assert.deepEqual(await states(1n), [`${c} pending 1`, `${b} pending 0`, `${a} succeeded 1`])
+      assert.deepEqual(await states(2n), [`${f} pending 0`, `${e} failed 1`, `${d} failed 1`])
+      assert.deepEqual((await store.getDelivery(ALICE, 1n, a))?.attemptLog, [{ at: isoTime(T0 + 5), durationMs: 2, statusCode: 204, responseBody: 'ok' }])
+      assert.deepEqual((await store.getDelivery(ALICE, 1n, b))?.attemptLog, [], 'the lost lease wrote nothing')
+      assert.equal((await store.getSubscription(ALICE, 2n))?.disabled, true)
+      assert.deepEqual(await store.completeDeliveries([{ ...base, id: a, status: 'succeeded', statusCode: 204 }]),
+        [{ recorded: false, subscriptionDisabled: false }], 'a completed delivery holds no lease any more')
+      const [again] = await store.claimDue(claimRequest({ lease: 'instance-a:2', now: T0 + 5000 }))
+      assert.deepEqual([again?.id, again?.attempts], [c, 1])
+    })
+
     test('a very long error is cut short', async (t) => {
       const store = await fresh(t)
       await store.createSubscription(record(), T0)
