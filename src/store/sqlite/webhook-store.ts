@@ -1,5 +1,4 @@
 import Database from 'better-sqlite3'
-import type { ResourceEvent } from '../../webhooks/events.js'
 import { toClaimed, truncateError, type ClaimRow } from '../../webhooks/rows.js'
 import type { Backlog, ClaimedDelivery, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore } from '../../webhooks/store.js'
 import { checkWebhookSchema, disablesSubscription, FAN_OUT_ALL_BATCH, inBatches, PRUNE_BATCH, receives as sharedReceives } from '../webhook-rules.js'
@@ -39,17 +38,8 @@ function checkSchema (db: Database.Database): void {
   checkWebhookSchema(Number(db.pragma('user_version', { simple: true })), WEBHOOK_SCHEMA_VERSION)
 }
 
-export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): WebhookStore {
-  const { db } = options
-  checkSchema(db)
-  const write: SqliteWriteRunner = options.write ?? (async (transaction) => transaction.immediate())
-  const durable = options.afterDurable ?? (<T>(value: T): T => value)
-
-  const statements = {
-    activeOwners: db.prepare<[], bigint>('SELECT count(DISTINCT owner) FROM webhook_subscriptions WHERE disabled = 0').pluck(),
-    recordAttempt: db.prepare<[{ id: bigint, at: number, duration: number, code: number | null, error: string | null, body: string | null }], unknown>(
-      `INSERT INTO webhook_attempts (delivery_id, at, duration_ms, status_code, error, response_body)
-       VALUES (@id, @at, @duration, @code, @error, @body)`),
+function outboxStatements (db: Database.Database) {
+  return {
     receiverCount: db.prepare<[{ eventId: bigint, type: string }], bigint>(
       `SELECT count(*) FROM webhook_subscriptions s WHERE ${receives('@eventId', '@type')}`).pluck(),
     anyEvents: db.prepare<[], bigint>('SELECT EXISTS (SELECT 1 FROM webhook_events)').pluck(),
@@ -63,7 +53,14 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     deleteEvents: db.prepare<[bigint], unknown>('DELETE FROM webhook_events WHERE id <= ?'),
     eventBacklog: db.prepare<[], { pending: bigint, oldest: bigint | null }>(
       `SELECT count(*) AS pending, min(e.created_at) AS oldest
-       FROM webhook_events e JOIN webhook_subscriptions s ON ${receives('e.id', 'e.event_type')}`),
+       FROM webhook_events e JOIN webhook_subscriptions s ON ${receives('e.id', 'e.event_type')}`)
+  }
+}
+
+function claimStatements (db: Database.Database) {
+  return {
+    // Per subscription its oldest due deliveries, round robin between owners, then an owner's
+    // subscriptions. CROSS JOIN keeps subscriptions the outer loop: index probes, not a scan.
     dueCandidates: db.prepare<[{ now: number, limit: number, cap: number }], ClaimRow>(
       `SELECT id, subscription_id, owner, message_id, event_type, payload, attempts, url, secret, previous_secrets, request_id, traceparent
        FROM (
@@ -85,11 +82,21 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
       `SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= @now
                       AND (lease_until IS NULL OR lease_until <= @now))`).pluck(),
     anyLeased: db.prepare<[], bigint>('SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE lease IS NOT NULL)').pluck(),
-    anyPrunable: db.prepare<[number], bigint>('SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE created_at < ?)').pluck(),
+    releaseAll: db.prepare<[], unknown>('UPDATE webhook_deliveries SET lease = NULL, lease_until = NULL WHERE lease IS NOT NULL'),
+    release: db.prepare<[string, string], unknown>(
+      'UPDATE webhook_deliveries SET lease = NULL, lease_until = NULL WHERE lease = ? AND id IN (SELECT value FROM json_each(?))')
+  }
+}
+
+function completionStatements (db: Database.Database) {
+  return {
     finish: db.prepare<[{ id: bigint, lease: string, status: string, next: number | null, at: number, code: number | null, error: string | null }], { subscription_id: bigint }>(
       `UPDATE webhook_deliveries SET status = @status, attempts = attempts + 1, next_attempt_at = @next,
          lease = NULL, lease_until = NULL, last_attempt_at = @at, last_status_code = @code, last_error = @error
        WHERE id = @id AND lease = @lease RETURNING subscription_id`),
+    recordAttempt: db.prepare<[{ id: bigint, at: number, duration: number, code: number | null, error: string | null, body: string | null }], unknown>(
+      `INSERT INTO webhook_attempts (delivery_id, at, duration_ms, status_code, error, response_body)
+       VALUES (@id, @at, @duration, @code, @error, @body)`),
     subscriptionHealth: db.prepare<[bigint], { disabled: bigint, failing_since: bigint | null }>(
       'SELECT disabled, failing_since FROM webhook_subscriptions WHERE id = ?'),
     succeeded: db.prepare<[bigint], unknown>(
@@ -98,30 +105,28 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
       `UPDATE webhook_subscriptions SET failing_since = coalesce(failing_since, @at),
          disabled = CASE WHEN @disable THEN 1 ELSE disabled END,
          updated_at = CASE WHEN @disable AND disabled = 0 THEN max(@at, updated_at + 1) ELSE updated_at END
-       WHERE id = @id`),
-    releaseAll: db.prepare<[], unknown>('UPDATE webhook_deliveries SET lease = NULL, lease_until = NULL WHERE lease IS NOT NULL'),
-    release: db.prepare<[string, string], unknown>(
-      'UPDATE webhook_deliveries SET lease = NULL, lease_until = NULL WHERE lease = ? AND id IN (SELECT value FROM json_each(?))'),
-    backlog: db.prepare<[], { pending: bigint, oldest: bigint | null }>(
-      `SELECT count(*) AS pending, min(d.created_at) AS oldest FROM webhook_deliveries d
-       JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE d.status = 'pending' AND s.disabled = 0`),
+       WHERE id = @id`)
+  }
+}
+
+function upkeepStatements (db: Database.Database) {
+  return {
+    activeOwners: db.prepare<[], bigint>('SELECT count(DISTINCT owner) FROM webhook_subscriptions WHERE disabled = 0').pluck(),
+    anyPrunable: db.prepare<[number], bigint>('SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE created_at < ?)').pluck(),
     prune: db.prepare<[number, number], unknown>(
       `DELETE FROM webhook_deliveries WHERE id IN (
          SELECT id FROM webhook_deliveries
          WHERE created_at < ? AND (status <> 'pending' OR subscription_id IN (SELECT id FROM webhook_subscriptions WHERE disabled = 1))
-         LIMIT ${boundLimit()})`)
+         LIMIT ${boundLimit()})`),
+    backlog: db.prepare<[], { pending: bigint, oldest: bigint | null }>(
+      `SELECT count(*) AS pending, min(d.created_at) AS oldest FROM webhook_deliveries d
+       JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE d.status = 'pending' AND s.disabled = 0`)
   }
+}
 
-  const run = async <T>(fn: () => T): Promise<T> => await write(db.transaction(fn))
-  // The dispatcher's bookkeeping is not waited for on disk: a crash can only make a delivery go again.
-  const runBookkeeping = async <T>(fn: () => T): Promise<T> => await write(db.transaction(fn), { awaitSync: false })
-  const changed = options.onSubscriptionsChanged ?? (() => {})
-  const runChange = async <T>(fn: () => T): Promise<T> => await run(() => {
-    changed()
-    return fn()
-  })
-
-  /** The oldest `limit` events become deliveries, in event order, each body as the write made it. */
+/** The outbox's side of the dispatcher: events become deliveries, oldest first, each body as its write made it. */
+function sqliteFanOut (db: Database.Database, runBookkeeping: <T>(fn: () => T) => Promise<T>) {
+  const statements = outboxStatements(db)
   const fanOut = (limit: number): number => {
     const { events, last } = statements.nextEvents.get(limit) as { events: bigint, last: bigint | null }
     if (last === null) return 0
@@ -129,16 +134,21 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     statements.deleteEvents.run(last)
     return Number(events)
   }
-
-  const fanOutAll = async (): Promise<void> => {
-    while (statements.anyEvents.get() === 1n) await runBookkeeping(() => fanOut(FAN_OUT_ALL_BATCH))
+  return {
+    statements,
+    fanOut,
+    fanOutAll: async (): Promise<void> => {
+      while (statements.anyEvents.get() === 1n) await runBookkeeping(() => fanOut(FAN_OUT_ALL_BATCH))
+    }
   }
+}
 
-  // Per subscription its oldest due deliveries, round robin between owners, then an owner's
-  // subscriptions. CROSS JOIN keeps subscriptions the outer loop: index probes, not a scan.
-  // Subscriptions at their limit are left out in JavaScript: see docs/performance.md#what-the-measurements-decided.
-  /** `anyDue`: whether a delivery was due just before (when not, events are fanned out first). */
-  const claim = ({ lease, now, leaseMs, limit, perSubscription, skipSubscriptions, skipOwners = [] }: ClaimRequest, anyDue: boolean): ClaimedDelivery[] => {
+/**
+ * Leases due deliveries; `anyDue`: whether one was due just before (when not, events are fanned out
+ * first). Subscriptions at their limit are left out in JavaScript: see docs/performance.md#what-the-measurements-decided.
+ */
+function claimer (statements: ReturnType<typeof claimStatements>, fanOut: (limit: number) => number) {
+  return ({ lease, now, leaseMs, limit, perSubscription, skipSubscriptions, skipOwners = [] }: ClaimRequest, anyDue: boolean): ClaimedDelivery[] => {
     const skip = new Set(skipSubscriptions)
     const skipOwner = new Set(skipOwners)
     // Skipped owners are filtered after the limit, so every candidate is read then.
@@ -156,26 +166,18 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
       return toClaimed(row, now)
     })
   }
+}
 
-  const complete = (done: DeliveryCompletion): CompletionResult => {
-    const finished = statements.finish.get({
-      id: done.id,
-      lease: done.lease,
-      status: done.status,
-      next: done.status === 'pending' ? done.nextAttemptAt ?? done.attemptedAt : null,
-      at: done.attemptedAt,
-      code: done.statusCode ?? null,
-      error: done.error === undefined ? null : truncateError(done.error)
-    })
+/** Records an attempt if its lease still holds, and the subscription's health after it. */
+function completer (db: Database.Database, changed: () => void) {
+  const statements = completionStatements(db)
+  return (done: DeliveryCompletion): CompletionResult => {
+    const error = done.error === undefined ? null : truncateError(done.error)
+    const code = done.statusCode ?? null
+    const next = done.status === 'pending' ? done.nextAttemptAt ?? done.attemptedAt : null
+    const finished = statements.finish.get({ id: done.id, lease: done.lease, status: done.status, next, at: done.attemptedAt, code, error })
     if (finished === undefined) return { recorded: false, subscriptionDisabled: false }
-    statements.recordAttempt.run({
-      id: done.id,
-      at: done.attemptedAt,
-      duration: Math.round(done.durationMs ?? 0),
-      code: done.statusCode ?? null,
-      error: done.error === undefined ? null : truncateError(done.error),
-      body: done.responseBody ?? null
-    })
+    statements.recordAttempt.run({ id: done.id, at: done.attemptedAt, duration: Math.round(done.durationMs ?? 0), code, error, body: done.responseBody ?? null })
     const subscriptionId = finished.subscription_id
     if (done.status === 'succeeded') {
       statements.succeeded.run(subscriptionId)
@@ -188,29 +190,28 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     if (disable) changed()
     return { recorded: true, subscriptionDisabled: disable && health.disabled === 0n }
   }
+}
 
-  const context: SqliteWebhookContext = { db, run, runChange, durable }
+type DispatchOperations = Omit<WebhookStore, keyof ReturnType<typeof sqliteSubscriptions> | keyof ReturnType<typeof sqliteDeliveryLog> | 'listen' | 'close'>
+
+/** What the dispatcher asks of the store: the outbox, claims, completions, leases and upkeep. */
+function sqliteDispatch (context: SqliteWebhookContext & { runBookkeeping: <T>(fn: () => T) => Promise<T>, changed: () => void }, outbox: ReturnType<typeof sqliteFanOut>): DispatchOperations {
+  const { db, run, runBookkeeping, durable } = context
+  const claims = claimStatements(db)
+  const upkeep = upkeepStatements(db)
+  const claim = claimer(claims, outbox.fanOut)
+  const complete = completer(db, context.changed)
   return {
-    ...sqliteSubscriptions(context),
-    ...sqliteDeliveryLog(context, fanOutAll),
-
-    async enqueue (event: ResourceEvent, now: number) {
-      return await run(() => Number(statements.receiverCount.get({ eventId: enqueueSqliteEvent(db, event, now), type: event.type })))
-    },
-
-    async claimDue (request: ClaimRequest) {
-      const anyDue = statements.anyDue.get({ now: request.now }) === 1n
-      if (!anyDue && statements.anyEvents.get() === 0n) return []
+    enqueue: async (event, now) => await run(() => Number(outbox.statements.receiverCount.get({ eventId: enqueueSqliteEvent(db, event, now), type: event.type }))),
+    async claimDue (request) {
+      const anyDue = claims.anyDue.get({ now: request.now }) === 1n
+      if (!anyDue && outbox.statements.anyEvents.get() === 0n) return []
       const claimed = await runBookkeeping(() => claim(request, anyDue))
       // Nothing is sent before its event is on disk: the fanned-out events may not be flushed yet.
       return claimed.length === 0 ? claimed : await durable(claimed)
     },
-
-    async completeDelivery (completion: DeliveryCompletion) {
-      return await runBookkeeping(() => complete(completion))
-    },
-
-    async completeDeliveries (completions: readonly DeliveryCompletion[]) {
+    completeDelivery: async (completion) => await runBookkeeping(() => complete(completion)),
+    async completeDeliveries (completions) {
       if (completions.length === 0) return []
       return await runBookkeeping(() => {
         const results = new Array<CompletionResult>(completions.length)
@@ -221,34 +222,46 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
         return results
       })
     },
-
-    async releaseDeliveries (lease: string, ids: readonly bigint[]) {
-      if (ids.length > 0) await runBookkeeping(() => statements.release.run(lease, JSON.stringify(ids.map(Number))))
+    async releaseDeliveries (lease, ids) {
+      if (ids.length > 0) await runBookkeeping(() => claims.release.run(lease, JSON.stringify(ids.map(Number))))
     },
-
     async releaseOrphanedLeases () {
-      if (statements.anyLeased.get() === 0n) return 0
-      return await run(() => statements.releaseAll.run().changes)
+      if (claims.anyLeased.get() === 0n) return 0
+      return await run(() => claims.releaseAll.run().changes)
     },
-
-    async pruneDeliveries (before: number) {
-      if (statements.anyPrunable.get(before) === 0n) return 0
-      return await inBatches(async () => await run(() => statements.prune.run(before, PRUNE_BATCH).changes))
+    async pruneDeliveries (before) {
+      if (upkeep.anyPrunable.get(before) === 0n) return 0
+      return await inBatches(async () => await run(() => upkeep.prune.run(before, PRUNE_BATCH).changes))
     },
-
-    ...(options.listen !== undefined && { listen: options.listen }),
-
-    async activeOwners () {
-      return Number(statements.activeOwners.get())
-    },
-
+    activeOwners: async () => Number(upkeep.activeOwners.get()),
     async backlog (): Promise<Backlog> {
-      const deliveries = statements.backlog.get() as { pending: bigint, oldest: bigint | null }
-      const events = statements.eventBacklog.get() as { pending: bigint, oldest: bigint | null }
+      const deliveries = upkeep.backlog.get() as { pending: bigint, oldest: bigint | null }
+      const events = outbox.statements.eventBacklog.get() as { pending: bigint, oldest: bigint | null }
       const oldest = [deliveries.oldest, events.oldest].filter((at) => at !== null).map(Number)
       return { pending: Number(deliveries.pending + events.pending), oldestCreatedAt: oldest.length === 0 ? undefined : Math.min(...oldest) }
-    },
+    }
+  }
+}
 
+export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): WebhookStore {
+  const { db } = options
+  checkSchema(db)
+  const write: SqliteWriteRunner = options.write ?? (async (transaction) => transaction.immediate())
+  const run = async <T>(fn: () => T): Promise<T> => await write(db.transaction(fn))
+  // The dispatcher's bookkeeping is not waited for on disk: a crash can only make a delivery go again.
+  const runBookkeeping = async <T>(fn: () => T): Promise<T> => await write(db.transaction(fn), { awaitSync: false })
+  const changed = options.onSubscriptionsChanged ?? (() => {})
+  const runChange = async <T>(fn: () => T): Promise<T> => await run(() => {
+    changed()
+    return fn()
+  })
+  const context: SqliteWebhookContext = { db, run, runChange, durable: options.afterDurable ?? (<T>(value: T): T => value) }
+  const outbox = sqliteFanOut(db, runBookkeeping)
+  return {
+    ...sqliteSubscriptions(context),
+    ...sqliteDeliveryLog(context, outbox.fanOutAll),
+    ...sqliteDispatch({ ...context, runBookkeeping, changed }, outbox),
+    ...(options.listen !== undefined && { listen: options.listen }),
     async close () {
       if (options.ownsDb === true && db.open) db.close()
     }
