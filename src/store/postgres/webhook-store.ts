@@ -175,11 +175,11 @@ async function checkSchema (pool: pg.Pool): Promise<void> {
   checkWebhookSchema(version, WEBHOOK_SCHEMA_VERSION)
 }
 
-export async function createPostgresWebhookStore (options: PostgresWebhookStoreOptions): Promise<WebhookStore> {
-  const target = parsePostgresUrl(options.url)
-  const poolOf = (connectionString: string): pg.Pool => {
+/** The API's pool, and the dispatcher's bookkeeping pool with asynchronous commit. */
+function openPools (options: PostgresWebhookStoreOptions, connectionString: string): { pool: pg.Pool, bookkeeping: pg.Pool, end: () => Promise<void> } {
+  const poolOf = (target: string): pg.Pool => {
     const made = new pg.Pool({
-      connectionString,
+      connectionString: target,
       application_name: 'plant-store',
       max: options.poolMax ?? 4,
       connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
@@ -191,65 +191,16 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     made.on('error', (err) => { options.onError?.(err) })
     return made
   }
-  const pool = poolOf(target.connectionString)
-  // Dispatcher bookkeeping with asynchronous commit: a crash can only cause a delivery sent again with
-  // the same webhook-id (at least once). See docs/performance.md#what-the-measurements-decided.
-  const bookkeeping = poolOf(withServerSettings(target.connectionString, { synchronous_commit: 'off' }))
-  const endPools = async (): Promise<void> => { await Promise.all([pool.end(), bookkeeping.end()]) }
-  try {
-    await checkSchema(pool)
-  } catch (err) {
-    await endPools()
-    throw err
-  }
-  const listeners = new Set<() => Promise<void>>()
+  const pool = poolOf(connectionString)
+  // A crash can only cause a delivery sent again with the same webhook-id (at least once).
+  // See docs/performance.md#what-the-measurements-decided.
+  const bookkeeping = poolOf(withServerSettings(connectionString, { synchronous_commit: 'off' }))
+  return { pool, bookkeeping, end: async () => { await Promise.all([pool.end(), bookkeeping.end()]) } }
+}
 
-  async function complete (done: DeliveryCompletion): Promise<CompletionResult> {
-    const notRecorded = { recorded: false, subscriptionDisabled: false }
-    if (done.status === 'succeeded') {
-      const { rows: [row] } = await run<{ recorded: number }>(bookkeeping, 'succeed',
-        [done.id, done.lease, done.attemptedAt, done.statusCode ?? null, Math.round(done.durationMs ?? 0), done.responseBody ?? null])
-      return { recorded: row?.recorded === 1, subscriptionDisabled: false }
-    }
-    const { rows: [leased] } = await run<{ subscription_id: bigint }>(bookkeeping, 'leasedSubscription', [done.id, done.lease])
-    if (leased === undefined) return notRecorded
-    const subscriptionId = leased.subscription_id
-    return await inTransaction(bookkeeping, async (client) => {
-      const { rows: [health] } = await run<{ disabled: boolean, failing_since: bigint | null }>(client, 'lockSubscription', [subscriptionId])
-      const next = done.status === 'pending' ? done.nextAttemptAt ?? done.attemptedAt : null
-      const error = done.error === undefined ? null : truncateError(done.error)
-      const { rowCount } = await run(client, 'finish', [done.id, done.lease, done.status, next, done.attemptedAt, done.statusCode ?? null, error])
-      if (rowCount !== 1 || health === undefined) return notRecorded
-      await run(client, 'recordAttempt', [done.id, done.attemptedAt, Math.round(done.durationMs ?? 0), done.statusCode ?? null, error, done.responseBody ?? null])
-      const disable = disablesSubscription(done, health.failing_since === null ? null : Number(health.failing_since))
-      await run(client, 'failedAttempt', [subscriptionId, done.attemptedAt, disable])
-      return { recorded: true, subscriptionDisabled: disable && !health.disabled }
-    })
-  }
-
-  async function completeMany (completions: readonly DeliveryCompletion[]): Promise<CompletionResult[]> {
-    const results = new Array<CompletionResult | undefined>(completions.length)
-    const succeeded = completions.filter((done) => done.status === 'succeeded')
-    if (succeeded.length > 0) {
-      const { rows } = await run<{ id: bigint }>(bookkeeping, 'succeedMany', [
-        succeeded.map(({ id }) => String(id)), succeeded.map(({ lease }) => lease), succeeded.map(({ attemptedAt }) => attemptedAt),
-        succeeded.map(({ statusCode }) => statusCode ?? null), succeeded.map(({ durationMs }) => Math.round(durationMs ?? 0)),
-        succeeded.map(({ responseBody }) => responseBody ?? null)
-      ])
-      const recorded = new Set(rows.map(({ id }) => id))
-      completions.forEach((done, i) => {
-        if (done.status === 'succeeded') results[i] = { recorded: recorded.has(done.id), subscriptionDisabled: false }
-      })
-    }
-    // Failures take the transaction that applies the disable rule, one at a time: a fast receiver mostly succeeds.
-    for (const [i, done] of completions.entries()) {
-      if (done.status !== 'succeeded') results[i] = await complete(done)
-    }
-    return results as CompletionResult[]
-  }
-
-  /** LISTENs on a connection of its own, re-made after a pause when lost; wakes once per (re)connection. */
-  async function listen (wake: () => void): Promise<() => Promise<void>> {
+/** LISTENs on a connection of its own, re-made after a pause when lost; wakes once per (re)connection. */
+function listener (connectionString: string, onError: ((err: Error) => void) | undefined, listeners: Set<() => Promise<void>>) {
+  return async function listen (wake: () => void): Promise<() => Promise<void>> {
     let client: pg.Client | undefined
     let stopped = false
     let retryTimer: NodeJS.Timeout | undefined
@@ -259,7 +210,7 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       retryTimer = setTimeout(() => {
         retryTimer = undefined
         connect().catch((err: unknown) => {
-          options.onError?.(err as Error)
+          onError?.(err as Error)
           reconnectLater()
         })
       }, retryMs)
@@ -267,12 +218,8 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       retryMs = Math.min(retryMs * 2, 10_000)
     }
     const connect = async (): Promise<void> => {
-      const next = new pg.Client({
-        connectionString: target.connectionString,
-        application_name: 'plant-store',
-        types: pgTypes
-      })
-      next.on('error', (err) => { options.onError?.(err) })
+      const next = new pg.Client({ connectionString, application_name: 'plant-store', types: pgTypes })
+      next.on('error', (err) => { onError?.(err) })
       next.on('end', () => {
         if (client === next) client = undefined
         reconnectLater()
@@ -296,7 +243,7 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       wake()
     }
     await connect().catch((err: unknown) => {
-      options.onError?.(err as Error)
+      onError?.(err as Error)
       reconnectLater()
     })
     const unsubscribe = async (): Promise<void> => {
@@ -310,29 +257,72 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     listeners.add(unsubscribe)
     return unsubscribe
   }
+}
 
-  /** A listing fans out on the durable pool: it never shows a delivery a crash could take back. */
-  async function fanOut (limit: number, db: pg.Pool = bookkeeping): Promise<number> {
-    const { rows: [row] } = await run<{ events: number }>(db, 'fanOut', [limit])
-    return row?.events ?? 0
+/** Records attempts if their leases still hold, with each subscription's health after them. */
+function postgresCompletions (bookkeeping: pg.Pool): Pick<WebhookStore, 'completeDelivery' | 'completeDeliveries'> {
+  const notRecorded = { recorded: false, subscriptionDisabled: false }
+  async function fail (done: DeliveryCompletion): Promise<CompletionResult> {
+    const { rows: [leased] } = await run<{ subscription_id: bigint }>(bookkeeping, 'leasedSubscription', [done.id, done.lease])
+    if (leased === undefined) return notRecorded
+    const subscriptionId = leased.subscription_id
+    return await inTransaction(bookkeeping, async (client) => {
+      const { rows: [health] } = await run<{ disabled: boolean, failing_since: bigint | null }>(client, 'lockSubscription', [subscriptionId])
+      const next = done.status === 'pending' ? done.nextAttemptAt ?? done.attemptedAt : null
+      const error = done.error === undefined ? null : truncateError(done.error)
+      const { rowCount } = await run(client, 'finish', [done.id, done.lease, done.status, next, done.attemptedAt, done.statusCode ?? null, error])
+      if (rowCount !== 1 || health === undefined) return notRecorded
+      await run(client, 'recordAttempt', [done.id, done.attemptedAt, Math.round(done.durationMs ?? 0), done.statusCode ?? null, error, done.responseBody ?? null])
+      const disable = disablesSubscription(done, health.failing_since === null ? null : Number(health.failing_since))
+      await run(client, 'failedAttempt', [subscriptionId, done.attemptedAt, disable])
+      return { recorded: true, subscriptionDisabled: disable && !health.disabled }
+    })
   }
+  async function complete (done: DeliveryCompletion): Promise<CompletionResult> {
+    if (done.status !== 'succeeded') return await fail(done)
+    const { rows: [row] } = await run<{ recorded: number }>(bookkeeping, 'succeed',
+      [done.id, done.lease, done.attemptedAt, done.statusCode ?? null, Math.round(done.durationMs ?? 0), done.responseBody ?? null])
+    return { recorded: row?.recorded === 1, subscriptionDisabled: false }
+  }
+  async function completeMany (completions: readonly DeliveryCompletion[]): Promise<CompletionResult[]> {
+    const results = new Array<CompletionResult | undefined>(completions.length)
+    const succeeded = completions.filter((done) => done.status === 'succeeded')
+    if (succeeded.length > 0) {
+      const { rows } = await run<{ id: bigint }>(bookkeeping, 'succeedMany', [
+        succeeded.map(({ id }) => String(id)), succeeded.map(({ lease }) => lease), succeeded.map(({ attemptedAt }) => attemptedAt),
+        succeeded.map(({ statusCode }) => statusCode ?? null), succeeded.map(({ durationMs }) => Math.round(durationMs ?? 0)),
+        succeeded.map(({ responseBody }) => responseBody ?? null)
+      ])
+      const recorded = new Set(rows.map(({ id }) => id))
+      completions.forEach((done, i) => {
+        if (done.status === 'succeeded') results[i] = { recorded: recorded.has(done.id), subscriptionDisabled: false }
+      })
+    }
+    // Failures take the transaction that applies the disable rule, one at a time: a fast receiver mostly succeeds.
+    for (const [i, done] of completions.entries()) {
+      if (done.status !== 'succeeded') results[i] = await fail(done)
+    }
+    return results as CompletionResult[]
+  }
+  return { completeDelivery: complete, completeDeliveries: completeMany }
+}
 
-  let closed = false
+/** A listing fans out on the durable pool (`db`): it never shows a delivery a crash could take back. */
+async function fanOut (db: pg.Pool, limit: number): Promise<number> {
+  const { rows: [row] } = await run<{ events: number }>(db, 'fanOut', [limit])
+  return row?.events ?? 0
+}
+
+/**
+ * Per subscription its oldest due deliveries, round robin between owners, then an owner's
+ * subscriptions. SKIP LOCKED: rows another instance is claiming are passed over, never taken twice.
+ */
+function postgresClaims (bookkeeping: pg.Pool): Pick<WebhookStore, 'claimDue'> {
   /** Whether the last claim fell short: the next fans out before it claims. */
   let fanOutFirst = true
   /** Full claims of due deliveries (retries) never keep new events waiting longer than FAN_OUT_AHEAD claims. */
   let claimsSinceFanOut = 0
-
   return {
-    ...postgresSubscriptions(pool),
-    ...postgresDeliveryLog(pool, async () => { while (await fanOut(FAN_OUT_ALL_BATCH, pool) === FAN_OUT_ALL_BATCH); }),
-
-    async enqueue (event: ResourceEvent, now: number) {
-      return await enqueueOn(pool, event, now, true)
-    },
-
-    // Per subscription its oldest due deliveries, round robin between owners, then an owner's subscriptions.
-    // SKIP LOCKED: rows another instance is claiming are passed over, never taken twice.
     async claimDue ({ lease, now, leaseMs, limit, perSubscription, skipSubscriptions, skipOwners = [] }: ClaimRequest) {
       // After a claim that fell short, waiting events become deliveries first: a new event reaches
       // its receiver after two round trips, not three. FAN_OUT_AHEAD claims' worth, so while claims
@@ -345,53 +335,64 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
       let rows: ClaimRow[]
       if (fanOutFirst || claimsSinceFanOut >= FAN_OUT_AHEAD) {
         claimsSinceFanOut = 0
-        await fanOut(limit * FAN_OUT_AHEAD)
+        await fanOut(bookkeeping, limit * FAN_OUT_AHEAD)
         rows = await claim(limit)
       } else {
         claimsSinceFanOut++
         rows = await claim(limit)
-        if (rows.length < limit && await fanOut(limit * FAN_OUT_AHEAD) > 0) {
+        if (rows.length < limit && await fanOut(bookkeeping, limit * FAN_OUT_AHEAD) > 0) {
           claimsSinceFanOut = 0
           rows.push(...await claim(limit - rows.length))
         }
       }
       fanOutFirst = rows.length < limit
       return rows.map((row) => toClaimed(row, now))
-    },
+    }
+  }
+}
 
-    completeDelivery: complete,
-
-    completeDeliveries: completeMany,
-
-    async renewLeases (leases: ReadonlyArray<{ id: bigint, lease: string }>, until: number) {
+/** Leases, pruning and what metrics read. */
+function postgresUpkeep (pool: pg.Pool, bookkeeping: pg.Pool): Pick<WebhookStore, 'renewLeases' | 'releaseDeliveries' | 'pruneDeliveries' | 'activeOwners' | 'backlog'> {
+  return {
+    async renewLeases (leases, until) {
       if (leases.length > 0) await run(bookkeeping, 'renew', [leases.map(({ id }) => String(id)), leases.map(({ lease }) => lease), until])
     },
-
-    async releaseDeliveries (lease: string, ids: readonly bigint[]) {
+    async releaseDeliveries (lease, ids) {
       if (ids.length > 0) await run(bookkeeping, 'release', [lease, ids.map(String)])
     },
-
-    async pruneDeliveries (before: number) {
-      return await inBatches(async () => (await run(bookkeeping, 'prune', [before, PRUNE_BATCH])).rowCount ?? 0)
-    },
-
-    listen,
-
-    async activeOwners () {
-      const { rows: [row] } = await run<{ n: number }>(bookkeeping, 'activeOwners')
-      return row?.n ?? 0
-    },
-
+    pruneDeliveries: async (before) => await inBatches(async () => (await run(bookkeeping, 'prune', [before, PRUNE_BATCH])).rowCount ?? 0),
+    activeOwners: async () => (await run<{ n: number }>(bookkeeping, 'activeOwners')).rows[0]?.n ?? 0,
     async backlog (): Promise<Backlog> {
       const { rows: [row] } = await run<{ pending: number, oldest: bigint | null }>(pool, 'backlog')
       return { pending: row?.pending ?? 0, oldestCreatedAt: row?.oldest == null ? undefined : Number(row.oldest) }
-    },
+    }
+  }
+}
 
+export async function createPostgresWebhookStore (options: PostgresWebhookStoreOptions): Promise<WebhookStore> {
+  const target = parsePostgresUrl(options.url)
+  const { pool, bookkeeping, end } = openPools(options, target.connectionString)
+  try {
+    await checkSchema(pool)
+  } catch (err) {
+    await end()
+    throw err
+  }
+  const listeners = new Set<() => Promise<void>>()
+  let closed = false
+  return {
+    ...postgresSubscriptions(pool),
+    ...postgresDeliveryLog(pool, async () => { while (await fanOut(pool, FAN_OUT_ALL_BATCH) === FAN_OUT_ALL_BATCH); }),
+    enqueue: async (event, now) => await enqueueOn(pool, event, now, true),
+    ...postgresClaims(bookkeeping),
+    ...postgresCompletions(bookkeeping),
+    ...postgresUpkeep(pool, bookkeeping),
+    listen: listener(target.connectionString, options.onError, listeners),
     async close () {
       if (closed) return
       closed = true
       await Promise.all([...listeners].map(async (unsubscribe) => { await unsubscribe() }))
-      await endPools()
+      await end()
     }
   }
 }
