@@ -307,7 +307,8 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     const skipSubscriptions = [...this.#perSubscriptionInFlight]
       .filter(([id, count]) => count >= this.#allowed(id))
       .map(([id]) => id)
-    const perSubscription = Math.max(this.#perSubscription, ...this.#allowance.values())
+    let perSubscription = this.#perSubscription
+    for (const allowed of this.#allowance.values()) perSubscription = Math.max(perSubscription, allowed)
     const skipOwners = [...this.#perOwnerInFlight].filter(([, count]) => count >= this.#perOwner).map(([owner]) => owner)
     let claimed: ClaimedDelivery[]
     try {
