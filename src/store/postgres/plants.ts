@@ -8,20 +8,10 @@ import { rememberedPlant, toPlant, type IdempotencyRow, type PlantRow } from '..
 import { drawFreeId, idempotencyCutoff, replayOf, writableRow } from '../rules.js'
 import { MAX_ASSIGNED_ID, type IdempotencyKey, type IfMatch } from '../store.js'
 import { inTransaction } from './connection.js'
+import type { PostgresRepositoryContext } from './repository.js'
 import { enqueuePostgresEvent, plantWriteWithEventSql, postgresEventValues } from './webhook-store.js'
 
 type Queryable = pg.Pool | pg.PoolClient
-
-/** What a repository of a PostgreSQL store is given by the store that opened the database. */
-export interface PostgresRepositoryContext {
-  pool: pg.Pool
-  /** Maps a driver's failure to the ServiceError a client may see. */
-  guard: <T>(work: () => Promise<T>) => Promise<T>
-  /** Whether this write's event should NOTIFY other instances (at most one per interval). */
-  claimNotify: (now: number) => boolean
-  /** After the commit: wakes this process's dispatchers when the write made deliveries. */
-  afterCommit: <T>(result: T, deliveries: number) => T
-}
 
 const SEQUENCE_LIMIT_EXCEEDED = '2200H'
 
@@ -89,7 +79,8 @@ const SQL = {
 } as const
 
 async function run<R extends pg.QueryResultRow = pg.QueryResultRow> (db: Queryable, statement: keyof typeof SQL, values: unknown[] = []): Promise<pg.QueryResult<R>> {
-  return await db.query<R>({ name: `plant-store-${statement}`, text: SQL[statement], values })
+  // Named per repository: one name with two texts on a pooled connection fails.
+  return await db.query<R>({ name: `plant-store-plants-${statement}`, text: SQL[statement], values })
 }
 
 /** A server-assigned id, drawn past the taken ones; past 2^53 - 1 `ids-exhausted`. */

@@ -7,17 +7,7 @@ import { columnsToPlant, PLANT_COLUMNS, rememberedPlant, toPlant, type Idempoten
 import { idempotencyCutoff, replayOf, writableRow } from '../rules.js'
 import { MAX_ASSIGNED_ID, type IdempotencyKey, type IfMatch } from '../store.js'
 import { boundLimit } from './connection.js'
-import type { SqliteOutbox } from './outbox.js'
-
-/** What a repository of a SQLite store is given by the store that opened the database. */
-export interface SqliteRepositoryContext {
-  db: Database.Database
-  /** Runs `write` in the group commit: answered once committed and, with full sync, on disk. */
-  write: <T>(write: () => T) => Promise<T>
-  /** Runs a read; its answer waits until what it may show is durable. */
-  read: <T>(read: () => T) => T | Promise<T>
-  outbox: SqliteOutbox
-}
+import type { SqliteRepositoryContext } from './repository.js'
 
 function plantStatements (db: Database.Database) {
   return {
