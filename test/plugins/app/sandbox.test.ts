@@ -1,0 +1,119 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import type { FastifyInstance } from 'fastify'
+import { JSON_TYPE } from '../../helpers/plants.js'
+import { PUBLIC_RECEIVER } from '../../helpers/webhooks.js'
+import { AUTH_A, AUTH_B, buildSandboxApp, sandboxDatabases } from '../../helpers/sandbox.js'
+
+const SEED_NAMES = ['Monstera', 'Snake plant', 'Fiddle-leaf fig', 'Pothos', 'Aloe vera']
+
+const names = async (app: FastifyInstance, auth: Record<string, string>): Promise<string[]> => {
+  const res = await app.inject({ url: '/plants?limit=100', headers: auth })
+  assert.equal(res.statusCode, 200, res.body)
+  return res.json<Array<{ name: string }>>().map((plant) => plant.name)
+}
+
+for (const database of sandboxDatabases) {
+  describe(`sandbox on ${database.name}`, () => {
+    test('any token of 16 to 256 URL-safe characters is a tenant; shorter, longer or other characters are 401 with WWW-Authenticate', async (t) => {
+      const app = await buildSandboxApp(t, database)
+      for (const token of ['a'.repeat(16), 'Z9._~-'.repeat(40).slice(0, 256)]) {
+        const res = await app.inject({ url: '/plants/1', headers: { authorization: `Bearer ${token}` } })
+        assert.equal(res.statusCode, 200, res.body)
+      }
+      for (const token of ['a'.repeat(15), 'a'.repeat(257), 'abcdefghijklmnop+', 'abcdefghijklmnop/', 'abcdefghijklmnop=']) {
+        const res = await app.inject({ url: '/plants', headers: { authorization: `Bearer ${token}` } })
+        assert.equal(res.statusCode, 401, token)
+        assert.equal(res.headers['www-authenticate'], 'Bearer')
+        assert.equal(res.json<{ error: number }>().error, 401)
+      }
+      const none = await app.inject({ url: '/plants' })
+      assert.equal(none.statusCode, 401)
+      assert.equal(none.headers['www-authenticate'], 'Bearer')
+    })
+
+    test('a new tenant starts with the built-in example plants, ids from 1; each tenant has its own', async (t) => {
+      const app = await buildSandboxApp(t, database)
+      const res = await app.inject({ url: '/plants/1', headers: AUTH_A })
+      assert.equal(res.statusCode, 200)
+      assert.equal(res.headers['content-type'], JSON_TYPE)
+      assert.deepEqual({ ...res.json<Record<string, unknown>>(), createdAt: '', updatedAt: '' }, { id: 1, name: 'Monstera', tag: 'tropical', createdAt: '', updatedAt: '' })
+      assert.deepEqual(await names(app, AUTH_A), SEED_NAMES)
+      const created = await app.inject({ method: 'POST', url: '/plants', headers: AUTH_A, payload: { name: 'Only in A' } })
+      assert.equal(created.statusCode, 201)
+      assert.equal(created.json<{ id: number }>().id, 6)
+      assert.deepEqual(await names(app, AUTH_B), SEED_NAMES)
+      const inB = await app.inject({ method: 'POST', url: '/plants', headers: AUTH_B, payload: { name: 'Only in B' } })
+      assert.equal(inB.json<{ id: number }>().id, 6)
+      assert.deepEqual(await names(app, AUTH_A), [...SEED_NAMES, 'Only in A'])
+    })
+
+    test('isolation: every plant operation of one tenant leaves the other untouched, and the other\'s plants are 404', async (t) => {
+      const app = await buildSandboxApp(t, database, { SANDBOX_SEED: 'none' })
+      const a = await app.inject({ method: 'POST', url: '/plants', headers: AUTH_A, payload: { id: 42, name: 'A plant' } })
+      assert.equal(a.statusCode, 201)
+      for (const [method, payload] of [['GET'], ['PUT', { name: 'x' }], ['PATCH', { name: 'x' }], ['DELETE']] as const) {
+        const res = await app.inject({ method, url: '/plants/42', headers: AUTH_B, ...(payload === undefined ? {} : { payload }) })
+        assert.equal(res.statusCode, 404, `${method}: ${res.body}`)
+        assert.deepEqual(res.json(), { error: 404, message: 'Plant 42 not found' })
+      }
+      assert.deepEqual(await names(app, AUTH_B), [])
+      // B may take the same id: ids are per tenant.
+      assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH_B, payload: { id: 42, name: 'B plant' } })).statusCode, 201)
+      assert.equal((await app.inject({ method: 'DELETE', url: '/plants/42', headers: AUTH_B })).statusCode, 204)
+      assert.deepEqual((await app.inject({ url: '/plants/42', headers: AUTH_A })).json<{ name: string }>().name, 'A plant')
+    })
+
+    test('isolation of idempotency keys: the same key in two tenants makes two plants', async (t) => {
+      const app = await buildSandboxApp(t, database, { SANDBOX_SEED: 'none' })
+      const create = async (auth: Record<string, string>, name: string) =>
+        await app.inject({ method: 'POST', url: '/plants', headers: { ...auth, 'idempotency-key': 'same-key' }, payload: { name } })
+      const a = await create(AUTH_A, 'A')
+      const b = await create(AUTH_B, 'B')
+      assert.deepEqual([a.statusCode, b.statusCode], [201, 201])
+      assert.equal(b.headers['idempotent-replayed'], undefined)
+      assert.deepEqual([a.json<{ name: string }>().name, b.json<{ name: string }>().name], ['A', 'B'])
+      const again = await create(AUTH_A, 'A')
+      assert.equal(again.headers['idempotent-replayed'], 'true')
+      assert.equal(again.body, a.body)
+      // The same key with another body is the reuse error in A, still a fresh create in neither.
+      assert.equal((await create(AUTH_A, 'other')).statusCode, 422)
+    })
+
+    test('isolation of webhook subscriptions: another tenant\'s are 404 and never listed', async (t) => {
+      const app = await buildSandboxApp(t, database)
+      const created = await app.inject({ method: 'POST', url: '/webhooks', headers: AUTH_A, payload: { url: PUBLIC_RECEIVER } })
+      assert.equal(created.statusCode, 201, created.body)
+      assert.equal(created.headers.location, '/webhooks/1')
+      for (const [method, url, payload] of [
+        ['GET', '/webhooks/1'], ['GET', '/webhooks/1/secret'], ['PATCH', '/webhooks/1', { description: 'x' }], ['DELETE', '/webhooks/1'],
+        ['POST', '/webhooks/1/rotate-secret'], ['GET', '/webhooks/1/deliveries'], ['POST', '/webhooks/1/test']
+      ] as const) {
+        const res = await app.inject({ method, url, headers: AUTH_B, ...(payload !== undefined && { payload }) })
+        assert.equal(res.statusCode, 404, `${method} ${url}: ${res.body}`)
+      }
+      assert.deepEqual((await app.inject({ url: '/webhooks', headers: AUTH_B })).json(), [])
+      const inB = await app.inject({ method: 'POST', url: '/webhooks', headers: AUTH_B, payload: { url: PUBLIC_RECEIVER } })
+      assert.equal(inB.headers.location, '/webhooks/1')
+      assert.equal((await app.inject({ url: '/webhooks', headers: AUTH_A })).json<unknown[]>().length, 1)
+    })
+
+    test('quotas: SANDBOX_MAX_PLANTS and SANDBOX_MAX_SUBSCRIPTIONS per tenant, then 409 in the Error shape', async (t) => {
+      const app = await buildSandboxApp(t, database, { SANDBOX_MAX_PLANTS: '7', SANDBOX_MAX_SUBSCRIPTIONS: '2' })
+      const results = await Promise.all([1, 2, 3, 4].map(async (i) => await app.inject({ method: 'POST', url: '/plants', headers: AUTH_A, payload: { name: `p${i}` } })))
+      assert.deepEqual(results.map((res) => res.statusCode).sort(), [201, 201, 409, 409])
+      const refused = results.find((res) => res.statusCode === 409)
+      assert.equal(refused?.headers['content-type'], JSON_TYPE)
+      assert.deepEqual(refused?.json(), { error: 409, message: 'This sandbox token already has 7 plants, the most allowed: delete one first' })
+      // Another tenant is not counted against; a delete makes room.
+      assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH_B, payload: { name: 'b' } })).statusCode, 201)
+      assert.equal((await app.inject({ method: 'DELETE', url: '/plants/1', headers: AUTH_A })).statusCode, 204)
+      assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH_A, payload: { name: 'again' } })).statusCode, 201)
+      for (const expected of [201, 201, 409]) {
+        const res = await app.inject({ method: 'POST', url: '/webhooks', headers: AUTH_A, payload: { url: PUBLIC_RECEIVER } })
+        assert.equal(res.statusCode, expected, res.body)
+      }
+      assert.equal((await app.inject({ method: 'POST', url: '/webhooks', headers: AUTH_B, payload: { url: PUBLIC_RECEIVER } })).statusCode, 201)
+    })
+  })
+}
