@@ -1,9 +1,15 @@
 import assert from 'node:assert/strict'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
+import { tenantSchema } from '../../../src/sandbox/postgres-tenants.js'
+import { tenantDirectory } from '../../../src/sandbox/sqlite-tenants.js'
+import { tokenDigest } from '../../../src/tokens.js'
 import { JSON_TYPE } from '../../helpers/plants.js'
 import { PUBLIC_RECEIVER } from '../../helpers/webhooks.js'
-import { AUTH_A, AUTH_B, buildSandboxApp, sandboxDatabases } from '../../helpers/sandbox.js'
+import { AUTH_A, AUTH_B, buildSandboxApp, existingSchemas, manualClock, sandboxDatabases } from '../../helpers/sandbox.js'
 
 const SEED_NAMES = ['Monstera', 'Snake plant', 'Fiddle-leaf fig', 'Pothos', 'Aloe vera']
 
@@ -114,6 +120,99 @@ for (const database of sandboxDatabases) {
         assert.equal(res.statusCode, expected, res.body)
       }
       assert.equal((await app.inject({ method: 'POST', url: '/webhooks', headers: AUTH_B, payload: { url: PUBLIC_RECEIVER } })).statusCode, 201)
+    })
+  })
+}
+
+const keyOf = (auth: { authorization: string }): string => tokenDigest(auth.authorization.slice('Bearer '.length))
+
+/** Whether the tenant's data exists: its file (SQLite) or its schema (PostgreSQL). */
+async function tenantDataExists (app: FastifyInstance, auth: { authorization: string }): Promise<boolean> {
+  const url = app.config.databaseUrl
+  if (url.startsWith('postgres')) {
+    const schema = tenantSchema(new URL(url).searchParams.get('schema') ?? undefined, keyOf(auth))
+    return (await existingSchemas([schema])).length === 1
+  }
+  return existsSync(join(tenantDirectory(url), `${keyOf(auth)}.db`))
+}
+
+const registryOf = (app: FastifyInstance) => {
+  const registry = app.sandbox?.registry
+  assert.ok(registry !== undefined)
+  return registry
+}
+
+for (const database of sandboxDatabases) {
+  describe(`sandbox lifecycle on ${database.name}`, () => {
+    test('a tenant idle for SANDBOX_TTL_MS is deleted by the sweep with all its data; the token then starts afresh', async (t) => {
+      const clock = manualClock()
+      const app = await buildSandboxApp(t, database, { SANDBOX_TTL_MS: '60000' }, { sandboxNow: clock.now })
+      assert.equal((await app.inject({ method: 'DELETE', url: '/plants/1', headers: AUTH_A })).statusCode, 204)
+      assert.equal((await app.inject({ method: 'POST', url: '/webhooks', headers: AUTH_A, payload: { url: PUBLIC_RECEIVER } })).statusCode, 201)
+      assert.equal((await app.inject({ url: '/plants/1', headers: AUTH_B })).statusCode, 200)
+      assert.equal(await tenantDataExists(app, AUTH_A), true)
+      const registry = registryOf(app)
+      clock.advance(30_000)
+      await registry.sweep()
+      assert.equal(await registry.count(), 2, 'not yet expired')
+      // B is used meanwhile: only A expires.
+      assert.equal((await app.inject({ url: '/plants/2', headers: AUTH_B })).statusCode, 200)
+      clock.advance(30_001)
+      await registry.sweep()
+      assert.equal(await registry.count(), 1)
+      assert.equal(await tenantDataExists(app, AUTH_A), false)
+      assert.equal(await tenantDataExists(app, AUTH_B), true)
+      assert.deepEqual(await names(app, AUTH_A), SEED_NAMES)
+      assert.deepEqual((await app.inject({ url: '/webhooks', headers: AUTH_A })).json(), [])
+    })
+
+    test('at SANDBOX_MAX_TENANTS a new tenant replaces the least recently used idle one; with every tenant in use it is 503 with Retry-After', async (t) => {
+      const clock = manualClock()
+      const app = await buildSandboxApp(t, database, { SANDBOX_MAX_TENANTS: '2', SANDBOX_TTL_MS: '3600000' }, { sandboxNow: clock.now })
+      const registry = registryOf(app)
+      assert.equal((await app.inject({ method: 'DELETE', url: '/plants/1', headers: AUTH_A })).statusCode, 204)
+      clock.advance(1000)
+      assert.equal((await app.inject({ method: 'DELETE', url: '/plants/2', headers: AUTH_B })).statusCode, 204)
+      // Other instances' uses show once recorded: a shared store counts a tenant idle a minute after its last use.
+      clock.advance(61_000)
+      const C = { authorization: 'Bearer sandbox-visitor-c-0123456789' }
+      assert.equal((await app.inject({ url: '/plants/1', headers: C })).statusCode, 200)
+      assert.equal(await registry.count(), 2)
+      assert.equal(await tenantDataExists(app, AUTH_A), false)
+      assert.equal((await app.inject({ url: '/plants/2', headers: AUTH_B })).statusCode, 404, 'B kept its data')
+      const held = [await registry.acquire(keyOf(AUTH_B)), await registry.acquire(keyOf(C))]
+      clock.advance(61_000)
+      const refused = await app.inject({ url: '/plants', headers: AUTH_A })
+      assert.equal(refused.statusCode, 503)
+      assert.equal(refused.headers['retry-after'], '60')
+      assert.deepEqual(refused.json(), { error: 503, message: 'The sandbox holds as many tenants as it may and all are in use: retry later' })
+      for (const lease of held) lease.release()
+      assert.equal((await app.inject({ url: '/plants', headers: AUTH_A })).statusCode, 200)
+      assert.equal(await registry.count(), 2)
+    })
+
+    test('open stores are capped by SANDBOX_OPEN_TENANTS; a closed tenant keeps its data', async (t) => {
+      const app = await buildSandboxApp(t, database, { SANDBOX_OPEN_TENANTS: '2', SANDBOX_SEED: 'none' })
+      const registry = registryOf(app)
+      const tokens = [0, 1, 2, 3].map((i) => ({ authorization: `Bearer sandbox-visitor-${i}-0123456789` }))
+      for (const auth of tokens) {
+        assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: auth, payload: { name: auth.authorization } })).statusCode, 201)
+        assert.ok(registry.openCount <= 2, `${registry.openCount} open`)
+      }
+      for (const auth of tokens) assert.deepEqual(await names(app, auth), [auth.authorization])
+      assert.ok(registry.openCount <= 2)
+      assert.equal(await registry.count(), 4)
+    })
+
+    test('SANDBOX_SEED names a JSON file of plants', async (t) => {
+      const dir = mkdtempSync(join(tmpdir(), 'plant-store-seed-'))
+      t.after(() => { rmSync(dir, { recursive: true, force: true }) })
+      const file = join(dir, 'seed.json')
+      writeFileSync(file, JSON.stringify([{ name: 'Cactus', tag: 'desert' }, { name: ' Fern ' }]))
+      const app = await buildSandboxApp(t, database, { SANDBOX_SEED: file })
+      const res = await app.inject({ url: '/plants', headers: AUTH_A })
+      assert.deepEqual(res.json<Array<Record<string, unknown>>>().map(({ id, name, tag }) => ({ id, name, tag })),
+        [{ id: 1, name: 'Cactus', tag: 'desert' }, { id: 2, name: 'Fern', tag: undefined }])
     })
   })
 }
