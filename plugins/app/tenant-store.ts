@@ -8,6 +8,7 @@ import type { Store } from '../../src/store/store.js'
 import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js'
 import { WebhookService } from '../../src/webhooks/service.js'
 import { defaultAddressPolicy } from '../../src/webhooks/url-policy.js'
+import { METRIC_PREFIX, type ServiceMetrics } from './metrics.js'
 import type { WebhooksPluginOptions } from './webhooks.js'
 
 /** What a request works on: the app's store and webhooks, or in a sandbox its tenant's. */
@@ -73,6 +74,7 @@ export default fp<TenantStoreOptions>(async function tenantStorePlugin (app, opt
     log: app.log
   })
   app.decorate('sandbox', { registry })
+  if (app.metrics !== undefined) tenantMetrics(app.metrics, registry)
 
   app.addHook('preHandler', function openTenant (request, reply, done) {
     const key = request.principal?.id
@@ -95,6 +97,22 @@ export default fp<TenantStoreOptions>(async function tenantStorePlugin (app, opt
   app.addHook('onReady', async () => { registry.start() })
   app.addHook('onClose', async () => { await registry.close() })
 }, { name: 'tenant-store', dependencies: ['config', 'store', 'webhooks', 'auth', 'tracing', 'metrics'] })
+
+/** Two gauges, never a series per tenant. */
+function tenantMetrics ({ client, registry: metrics }: ServiceMetrics, registry: TenantRegistry<SandboxTenant>): void {
+  metrics.registerMetric(new client.Gauge({
+    name: `${METRIC_PREFIX}sandbox_tenants`,
+    help: 'Sandbox tenants kept (every instance on the database reports the same count)',
+    registers: [],
+    async collect () { this.set(await registry.count().catch(() => Number.NaN)) }
+  }))
+  metrics.registerMetric(new client.Gauge({
+    name: `${METRIC_PREFIX}sandbox_open_tenants`,
+    help: 'Sandbox tenants whose store this instance has open (at most SANDBOX_OPEN_TENANTS while idle)',
+    registers: [],
+    collect () { this.set(registry.openCount) }
+  }))
+}
 
 async function openBackend (app: FastifyInstance): Promise<TenantBackend> {
   const { config, metrics } = app

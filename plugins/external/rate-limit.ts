@@ -35,7 +35,7 @@ export default fp(async function rateLimitPlugin (app) {
   // A sandbox mints tenants for any token: one address cycling tokens is limited as well.
   const perAddress = app.config.sandbox === undefined || app.config.sandbox.ratePerAddress === 0
     ? undefined
-    : app.rateLimit({ max: app.config.sandbox.ratePerAddress, timeWindow: windowMs, keyGenerator: (request) => `address:${request.ip}` })
+    : app.createRateLimit({ max: app.config.sandbox.ratePerAddress, timeWindow: windowMs, keyGenerator: (request) => `address:${request.ip}` })
   // The callback form: an async hook around the limiter's own promise would add one more per request.
   app.addHook('onRequest', function applyRateLimit (request, reply, done) {
     if (request.routeOptions.config.rateLimit === false) {
@@ -46,7 +46,13 @@ export default fp(async function rateLimitPlugin (app) {
       limit.call(app, request, reply).then(() => { done() }, done)
       return
     }
-    perAddress.call(app, request, reply).then(async () => { await limit.call(app, request, reply) }).then(() => { done() }, done)
+    perAddress(request).then(async (verdict) => {
+      if (!verdict.isAllowed && verdict.isExceeded) {
+        void reply.header('retry-after', String(verdict.ttlInSeconds))
+        throw rateLimited(`${verdict.ttlInSeconds} seconds`)
+      }
+      await limit.call(app, request, reply)
+    }).then(() => { done() }, done)
   })
 }, { name: 'rate-limit', dependencies: ['config', 'errors', 'auth'] })
 
