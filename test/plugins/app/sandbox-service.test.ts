@@ -96,3 +96,16 @@ for (const database of sandboxDatabases) {
     })
   })
 }
+
+for (const database of sandboxDatabases) {
+  test(`metrics on ${database.name}: the tenant count and the open stores, no series per tenant`, async (t) => {
+    const app = await buildSandboxApp(t, database, { METRICS_PORT: '0' })
+    for (const auth of [AUTH_A, AUTH_B]) assert.equal((await app.inject({ url: '/plants/1', headers: auth })).statusCode, 200)
+    const address = app.metrics?.address()
+    assert.ok(address !== undefined)
+    const text = await (await fetch(`http://127.0.0.1:${address.port}/metrics`)).text()
+    assert.match(text, /^plantstore_sandbox_tenants 2$/m)
+    assert.match(text, /^plantstore_sandbox_open_tenants 2$/m)
+    assert.doesNotMatch(text, /tenant="/)
+  })
+}
