@@ -30,6 +30,8 @@ export type ErrorCode =
   | 'plant-limit'
   /** A sandbox at SANDBOX_MAX_TENANTS whose tenants are all in use: a new one cannot be made yet. */
   | 'sandbox-full'
+  /** Every tenant store this sandbox instance may open is in use: retry shortly. */
+  | 'sandbox-busy'
   /** A delivery of a disabled subscription: not retried until the subscription is enabled. */
   | 'subscription-disabled'
   | 'method-not-allowed'

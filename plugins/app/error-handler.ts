@@ -37,6 +37,7 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   'subscription-disabled': 409,
   'plant-limit': 409,
   'sandbox-full': 503,
+  'sandbox-busy': 503,
   'method-not-allowed': 405,
   'method-not-implemented': 501,
   'invalid-body': 400,
@@ -57,6 +58,7 @@ function refusalHeaders (error: unknown, status: number): Record<string, string>
   if (error instanceof ServiceError && error.code === 'unsupported-content-encoding') return { 'accept-encoding': 'identity' }
   if (error instanceof ServiceError && (error.code === 'unavailable' || error.code === 'auth-unavailable')) return { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_S) }
   if (error instanceof ServiceError && error.code === 'sandbox-full') return { 'retry-after': String(SANDBOX_FULL_RETRY_AFTER_S) }
+  if (error instanceof ServiceError && error.code === 'sandbox-busy') return { 'retry-after': '1' }
   return {}
 }
 

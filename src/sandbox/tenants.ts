@@ -49,6 +49,12 @@ interface Entry<T> {
 /** Seconds a caller refused for a full sandbox is asked to wait. */
 export const SANDBOX_FULL_RETRY_AFTER_S = 60
 
+/** How long a request waits for one of the SANDBOX_OPEN_TENANTS stores to be free before a 503. */
+export const OPEN_WAIT_MS = 5000
+
+export const sandboxBusy = (): ServiceError =>
+  new ServiceError('sandbox-busy', 'Every sandbox store this instance may open is in use: retry shortly')
+
 export const sandboxFull = (): ServiceError =>
   new ServiceError('sandbox-full', 'The sandbox holds as many tenants as it may and all are in use: retry later')
 
@@ -64,6 +70,8 @@ export class TenantRegistry<T> {
   readonly #now: () => number
   readonly #open = new Map<string, Entry<T>>()
   readonly #locks = new Map<string, Promise<unknown>>()
+  readonly #waiters = new Set<() => void>()
+  #opening = 0
   /** How often a use is written to the registry, and how long a handle stays open unused. */
   readonly touchIntervalMs: number
   readonly sweepIntervalMs: number
@@ -96,7 +104,16 @@ export class TenantRegistry<T> {
     if (this.#closed) throw new ServiceError('shutting-down', 'The service is shutting down, retry on another instance')
     let entry = this.#open.get(key)
     while (entry === undefined) {
-      await this.#withKey(key, async () => { if (!this.#open.has(key)) await this.#openEntry(key) })
+      await this.#withKey(key, async () => {
+        if (this.#open.has(key)) return
+        await this.#waitForRoom()
+        this.#opening++
+        try {
+          await this.#openEntry(key)
+        } finally {
+          this.#opening--
+        }
+      })
       entry = this.#open.get(key)
     }
     const now = this.#now()
@@ -114,6 +131,7 @@ export class TenantRegistry<T> {
         if (released) return
         released = true
         held.refs--
+        if (held.refs === 0) this.#wakeWaiter()
         this.#trim()
       }
     }
@@ -196,6 +214,38 @@ export class TenantRegistry<T> {
     })
   }
 
+  /**
+   * Opens wait while SANDBOX_OPEN_TENANTS stores are open and in use (an idle one is closed to make
+   * room), so file handles, connections and memory stay bounded however many tenants call at once.
+   */
+  async #waitForRoom (): Promise<void> {
+    if (!this.#backend.persistent) return
+    const deadline = Date.now() + OPEN_WAIT_MS
+    while (this.#open.size + this.#opening >= this.#options.openTenants) {
+      const idle = [...this.#open.values()].find((entry) => entry.refs === 0)
+      if (idle !== undefined) {
+        await this.#withKey(idle.key, async () => { if (idle.refs === 0) await this.#close(idle) })
+        continue
+      }
+      const wait = deadline - Date.now()
+      if (wait <= 0) throw sandboxBusy()
+      await new Promise<void>((resolve) => {
+        const wake = (): void => {
+          clearTimeout(timer)
+          this.#waiters.delete(wake)
+          resolve()
+        }
+        const timer = setTimeout(wake, wait)
+        this.#waiters.add(wake)
+      })
+    }
+  }
+
+  #wakeWaiter (): void {
+    const [first] = this.#waiters
+    first?.()
+  }
+
   /** Closes handles past the open cap, least recently used first, that no request holds. */
   #trim (): void {
     if (!this.#backend.persistent) return
@@ -213,6 +263,7 @@ export class TenantRegistry<T> {
   async #close (entry: Entry<T>, record = true): Promise<void> {
     if (this.#open.get(entry.key) !== entry) return
     this.#open.delete(entry.key)
+    this.#wakeWaiter()
     if (record && entry.lastUsed > entry.touchedAt) await this.#backend.touch(entry.key, entry.lastUsed).catch(() => false)
     await this.#options.stop(entry.tenant)
   }

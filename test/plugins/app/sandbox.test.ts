@@ -204,6 +204,21 @@ for (const database of sandboxDatabases) {
       assert.equal(await registry.count(), 4)
     })
 
+    test('with every open store in use, a request of another tenant waits until one is free', async (t) => {
+      const app = await buildSandboxApp(t, database, { SANDBOX_OPEN_TENANTS: '1' })
+      const registry = registryOf(app)
+      const held = await registry.acquire(keyOf(AUTH_A))
+      let answered = false
+      const waiting = app.inject({ url: '/plants/1', headers: AUTH_B }).then((res) => { answered = true; return res })
+      // B's store cannot open while A's is held: B's request is still pending after A's tenant served others.
+      assert.equal((await app.inject({ url: '/plants/2', headers: AUTH_A })).statusCode, 200)
+      assert.equal(answered, false)
+      assert.equal(registry.openCount, 1)
+      held.release()
+      assert.equal((await waiting).statusCode, 200)
+      assert.equal(registry.openCount, 1)
+    })
+
     test('SANDBOX_SEED names a JSON file of plants', async (t) => {
       const dir = mkdtempSync(join(tmpdir(), 'plant-store-seed-'))
       t.after(() => { rmSync(dir, { recursive: true, force: true }) })
