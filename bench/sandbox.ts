@@ -50,7 +50,8 @@ function allocated (dir: string): { bytes: number, tenantFiles: number } {
   return { bytes, tenantFiles }
 }
 
-const SETTINGS = { API_TOKENS: undefined, SANDBOX: '1', SANDBOX_SEED: 'none', RATE_LIMIT_MAX: '0', SANDBOX_RATE_LIMIT_PER_ADDRESS: '0', ...SERVER_ENV }
+// SQLITE_SYNCHRONOUS=normal, as docs/operations.md advises for a sandbox: its data is disposable, an fsync per write is not.
+const SETTINGS = { API_TOKENS: undefined, SANDBOX: '1', SANDBOX_SEED: 'none', SQLITE_SYNCHRONOUS: 'normal', RATE_LIMIT_MAX: '0', SANDBOX_RATE_LIMIT_PER_ADDRESS: '0', ...SERVER_ENV }
 
 export async function runSandboxBench (options: SandboxBenchOptions): Promise<SandboxBenchResult> {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-sandbox-bench-'))

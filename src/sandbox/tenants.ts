@@ -30,6 +30,8 @@ export interface TenantRegistryOptions<T> {
   stop: (tenant: T) => Promise<void>
   now?: () => number
   log?: StoreLog
+  /** How long an open waits for a free store (OPEN_WAIT_MS by default). */
+  openWaitMs?: number
 }
 
 export interface TenantLease<T> {
@@ -220,7 +222,7 @@ export class TenantRegistry<T> {
    */
   async #waitForRoom (): Promise<void> {
     if (!this.#backend.persistent) return
-    const deadline = Date.now() + OPEN_WAIT_MS
+    const deadline = Date.now() + (this.#options.openWaitMs ?? OPEN_WAIT_MS)
     while (this.#open.size + this.#opening >= this.#options.openTenants) {
       const idle = [...this.#open.values()].find((entry) => entry.refs === 0)
       if (idle !== undefined) {

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict'
 import { describe, test, type TestContext } from 'node:test'
-import { tenantSchema } from '../../src/sandbox/postgres-tenants.js'
 import { tokenDigest } from '../../src/tokens.js'
 import { cleanupStack } from '../helpers/cleanup.js'
 import { adminQuery, TEST_DATABASE_URL } from '../helpers/postgres.js'
@@ -52,6 +51,7 @@ if (TEST_DATABASE_URL !== undefined) {
       const created = await fetch(`${a}/plants`, { method: 'POST', headers: { ...AUTH_A, 'content-type': 'application/json' }, body: '{"name":"kept?"}' })
       assert.equal(created.status, 201)
       assert.deepEqual(await ids(b, AUTH_A), [...SEED_IDS, 6])
+      const { tenantSchema } = await import('../../src/sandbox/postgres-tenants.js')
       const tenant = tenantSchema(schema, tokenDigest(TOKEN_A))
       await until('the idle tenant is deleted', async () => (await existingSchemas([tenant])).length === 0, 20_000)
       assert.deepEqual(await ids(b, AUTH_A), SEED_IDS)

@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
-import { tenantSchema } from '../../../src/sandbox/postgres-tenants.js'
 import { tenantDirectory } from '../../../src/sandbox/sqlite-tenants.js'
 import { tokenDigest } from '../../../src/tokens.js'
 import { JSON_TYPE } from '../../helpers/plants.js'
@@ -130,6 +129,8 @@ const keyOf = (auth: { authorization: string }): string => tokenDigest(auth.auth
 async function tenantDataExists (app: FastifyInstance, auth: { authorization: string }): Promise<boolean> {
   const url = app.config.databaseUrl
   if (url.startsWith('postgres')) {
+    // Loaded only on PostgreSQL, as the app loads it: without TEST_DATABASE_URL it is not measured.
+    const { tenantSchema } = await import('../../../src/sandbox/postgres-tenants.js')
     const schema = tenantSchema(new URL(url).searchParams.get('schema') ?? undefined, keyOf(auth))
     return (await existingSchemas([schema])).length === 1
   }
