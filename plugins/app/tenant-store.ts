@@ -76,6 +76,8 @@ export default fp<TenantStoreOptions>(async function tenantStorePlugin (app, opt
   app.decorate('sandbox', { registry })
   if (app.metrics !== undefined) tenantMetrics(app.metrics, registry)
 
+  // The response's end releases it, or the socket's close for a request that ends without one.
+  const releases = new WeakMap<FastifyRequest, () => void>()
   app.addHook('preHandler', function openTenant (request, reply, done) {
     const key = request.principal?.id
     if (key === undefined || request.routeOptions.config.scope === undefined) {
@@ -84,14 +86,15 @@ export default fp<TenantStoreOptions>(async function tenantStorePlugin (app, opt
     }
     registry.acquire(key).then((lease) => {
       request.tenant = lease.tenant
-      reply.raw.once('close', lease.release)
-      app.log.debug({ open: registry.openCount }, 'sandbox tenant acquired')
+      releases.set(request, lease.release)
+      // A client gone while its tenant opened: no close event is left to come.
+      if (reply.raw.closed) lease.release()
+      else reply.raw.once('close', lease.release)
       done()
     }, done)
   })
-  app.addHook('onResponse', function releaseTenant (request, reply, done) {
-    // The socket's close releases it too; a release is counted once.
-    if (request.tenant !== null) reply.raw.emit('close')
+  app.addHook('onResponse', function releaseTenant (request, _reply, done) {
+    releases.get(request)?.()
     done()
   })
   app.addHook('onReady', async () => { registry.start() })

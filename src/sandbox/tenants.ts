@@ -93,6 +93,11 @@ export class TenantRegistry<T> {
     return this.#open.size
   }
 
+  /** Requests waiting for a store to be free. */
+  get waiting (): number {
+    return this.#waiters.size
+  }
+
   async count (): Promise<number> {
     return await this.#backend.count()
   }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
@@ -7,6 +8,7 @@ import type { FastifyInstance } from 'fastify'
 import { tenantDirectory } from '../../../src/sandbox/sqlite-tenants.js'
 import { tokenDigest } from '../../../src/tokens.js'
 import { JSON_TYPE } from '../../helpers/plants.js'
+import { until } from '../../helpers/webhook-receiver.js'
 import { PUBLIC_RECEIVER } from '../../helpers/webhooks.js'
 import { AUTH_A, AUTH_B, buildSandboxApp, existingSchemas, manualClock, sandboxDatabases } from '../../helpers/sandbox.js'
 
@@ -218,6 +220,23 @@ for (const database of sandboxDatabases) {
       held.release()
       assert.equal((await waiting).statusCode, 200)
       assert.equal(registry.openCount, 1)
+    })
+
+    test('a client gone while its tenant waited to open does not keep the tenant\'s store', async (t) => {
+      const app = await buildSandboxApp(t, database, { SANDBOX_OPEN_TENANTS: '1' })
+      const registry = registryOf(app)
+      const address = await app.listen({ host: '127.0.0.1', port: 0 })
+      const held = await registry.acquire(keyOf(AUTH_A))
+      const gone = request(`${address}/plants/1`, { headers: AUTH_B, agent: false })
+      gone.on('error', () => {})
+      gone.end()
+      await until('B waits for a store', () => registry.waiting === 1)
+      gone.destroy()
+      await until('the server saw B go', async () => await new Promise<boolean>((resolve) => { app.server.getConnections((_err, count) => { resolve(count === 0) }) }))
+      held.release()
+      // C needs B's store closed: a B store kept by the gone request would make C wait, then 503.
+      const C = { authorization: 'Bearer sandbox-visitor-c-0123456789' }
+      assert.equal((await app.inject({ url: '/plants/1', headers: C })).statusCode, 200)
     })
 
     test('SANDBOX_SEED names a JSON file of plants', async (t) => {
