@@ -44,7 +44,8 @@ function allocated (dir: string): { bytes: number, tenantFiles: number } {
   let bytes = 0
   let tenantFiles = 0
   for (const name of readdirSync(dir)) {
-    bytes += statSync(join(dir, name)).blocks * 512
+    // The sweep may delete a file between the listing and its stat.
+    bytes += (statSync(join(dir, name), { throwIfNoEntry: false })?.blocks ?? 0) * 512
     if (/^[0-9a-f]{64}\.db$/.test(name)) tenantFiles++
   }
   return { bytes, tenantFiles }
