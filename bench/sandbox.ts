@@ -28,8 +28,10 @@ export interface SandboxBenchOptions {
 export interface SandboxBenchResult {
   tenants: number
   plantsWritten: number
-  /** Writes not answered 201. */
+  /** Writes not answered 201 in the end. */
   failures: number
+  /** 503s retried after their Retry-After, as a client should (every open store was in use). */
+  retries: number
   /** The server's peak resident memory over the whole run (VmHWM), MB. */
   peakRssMb: number | null
   /** Allocated bytes of the tenant folder after the server stopped (every store checkpointed and closed). */
@@ -67,13 +69,20 @@ export async function runSandboxBench (options: SandboxBenchOptions): Promise<Sa
     let next = 0
     let failures = 0
     let written = 0
+    let retries = 0
     const run = randomBytes(4).toString('hex')
     const worker = async (): Promise<void> => {
       for (let tenant = next++; tenant < options.tenants; tenant = next++) {
         const headers = { authorization: `Bearer bench-${run}-tenant-${tenant}`, 'content-type': 'application/json' }
         for (let plant = 0; plant < options.plantsPerTenant; plant++) {
-          const res = await fetch(`${server.baseUrl}/plants`, { method: 'POST', headers, body: JSON.stringify({ name: `plant ${plant}`, tag: 'bench' }) })
+          let res = await fetch(`${server.baseUrl}/plants`, { method: 'POST', headers, body: JSON.stringify({ name: `plant ${plant}`, tag: 'bench' }) })
           await res.arrayBuffer()
+          while (res.status === 503 && retries < options.tenants * options.plantsPerTenant) {
+            retries++
+            await sleep(Number(res.headers.get('retry-after') ?? '1') * 1000)
+            res = await fetch(`${server.baseUrl}/plants`, { method: 'POST', headers, body: JSON.stringify({ name: `plant ${plant}`, tag: 'bench' }) })
+            await res.arrayBuffer()
+          }
           if (res.status === 201) written++
           else failures++
         }
@@ -94,7 +103,7 @@ export async function runSandboxBench (options: SandboxBenchOptions): Promise<Sa
       left = allocated(tenantDirectory(databaseUrl)).tenantFiles
     }
     await sweeper.stop()
-    return { tenants: options.tenants, plantsWritten: written, failures, peakRssMb: peak, diskBytes: bytes, tenantFiles, filesAfterExpiry: left, seconds }
+    return { tenants: options.tenants, plantsWritten: written, failures, retries, peakRssMb: peak, diskBytes: bytes, tenantFiles, filesAfterExpiry: left, seconds }
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
@@ -107,7 +116,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const mb = (bytes: number): string => (bytes / 1024 / 1024).toFixed(1)
   process.stdout.write(
     `sandbox: ${result.tenants} tenants x ${options.plantsPerTenant} plants, ${options.concurrency} tenants at once, SQLite\n` +
-    `  plants written: ${result.plantsWritten} (failures: ${result.failures}) in ${result.seconds.toFixed(1)} s\n` +
+    `  plants written: ${result.plantsWritten} (failures: ${result.failures}; 503s retried after Retry-After: ${result.retries}) in ${result.seconds.toFixed(1)} s\n` +
     `  peak RSS of the server: ${result.peakRssMb?.toFixed(1) ?? 'n/a'} MB\n` +
     `  disk: ${mb(result.diskBytes)} MB for ${result.tenantFiles} tenant files (${(result.diskBytes / Math.max(1, result.tenantFiles) / 1024).toFixed(1)} KB each)\n` +
     `  tenant files left after an expiry sweep: ${result.filesAfterExpiry}\n`)

@@ -129,7 +129,7 @@ async function openBackend (app: FastifyInstance): Promise<TenantBackend> {
     })
   }
   const { createSqliteTenants } = await import('../../src/sandbox/sqlite-tenants.js')
-  return createSqliteTenants({
+  return await createSqliteTenants({
     databaseUrl: config.databaseUrl,
     store: {
       synchronous: config.sqliteSynchronous,

@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, rmSync } from 'node:fs'
+import { constants, copyFileSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { createOwnerOnly } from '../store/sqlite/connection.js'
@@ -20,7 +20,7 @@ const KEY = /^[0-9a-f]{64}$/
  * One file per tenant (`<key>.db`) in one folder, and a small registry database there
  * (`registry.db`). One process owns the folder, as it owns DATABASE_URL's file.
  */
-export function createSqliteTenants (options: SqliteTenantOptions): TenantBackend {
+export async function createSqliteTenants (options: SqliteTenantOptions): Promise<TenantBackend> {
   const memory = options.databaseUrl === ':memory:'
   const dir = tenantDirectory(options.databaseUrl)
   const registryFile = join(dir, 'registry.db')
@@ -50,6 +50,13 @@ export function createSqliteTenants (options: SqliteTenantOptions): TenantBacken
     return join(dir, `${key}.db`)
   }
   if (!memory) removeOrphans(dir, (key) => sql.exists.get(key) !== undefined)
+  // A new tenant's file is a copy of an empty, migrated one, made anew at each start: a copy costs
+  // far less than running every migration once per tenant.
+  const template = join(dir, 'template.db')
+  if (!memory) {
+    for (const suffix of ['', '-wal', '-shm']) rmSync(`${template}${suffix}`, { force: true })
+    await createSqliteStore({ ...options.store, filename: template, checkpoint: false }).close()
+  }
 
   return {
     persistent: !memory,
@@ -60,7 +67,12 @@ export function createSqliteTenants (options: SqliteTenantOptions): TenantBacken
       sql.touch.run(now, key)
       return false
     },
-    open: async (key) => createSqliteStore({ ...options.store, filename: memory ? ':memory:' : fileOf(key), checkpoint: false }),
+    open: async (key) => {
+      if (memory) return createSqliteStore({ ...options.store, filename: ':memory:', checkpoint: false })
+      const file = fileOf(key)
+      if (!existsSync(file)) copyFileSync(template, file, constants.COPYFILE_EXCL)
+      return createSqliteStore({ ...options.store, filename: file, checkpoint: false })
+    },
     count: async () => sql.count.get() ?? 0,
     leastRecentlyUsed: async (before, limit) => sql.lru.all(before, limit),
     remove: async (key, before) => {

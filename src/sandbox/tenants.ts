@@ -46,7 +46,15 @@ interface Entry<T> {
   refs: number
   lastUsed: number
   touchedAt: number
+  /** performance.now() when its last request ended. */
+  idleSince: number
 }
+
+/**
+ * How long a store whose last request just ended is kept for its tenant's next one before a
+ * waiting tenant may take its place: a client's requests in a row then share one open.
+ */
+export const KEEP_IDLE_MS = 250
 
 /** Seconds a caller refused for a full sandbox is asked to wait. */
 export const SANDBOX_FULL_RETRY_AFTER_S = 60
@@ -138,7 +146,10 @@ export class TenantRegistry<T> {
         if (released) return
         released = true
         held.refs--
-        if (held.refs === 0) this.#wakeWaiter()
+        if (held.refs === 0) {
+          held.idleSince = performance.now()
+          this.#wakeWaiter()
+        }
         this.#trim()
       }
     }
@@ -191,7 +202,7 @@ export class TenantRegistry<T> {
       await store.close()
       throw err
     }
-    this.#open.set(key, { key, tenant, refs: 0, lastUsed: now, touchedAt: now })
+    this.#open.set(key, { key, tenant, refs: 0, lastUsed: now, touchedAt: now, idleSince: performance.now() })
   }
 
   /** Deletes up to `count` of the least recently used tenants nobody uses; resolves with how many. */
@@ -229,13 +240,22 @@ export class TenantRegistry<T> {
     if (!this.#backend.persistent) return
     const deadline = Date.now() + (this.#options.openWaitMs ?? OPEN_WAIT_MS)
     while (this.#open.size + this.#opening >= this.#options.openTenants) {
-      const idle = [...this.#open.values()].find((entry) => entry.refs === 0)
+      const clock = performance.now()
+      let kept = Infinity
+      // Past the deadline a store kept for its tenant's next request is taken all the same.
+      const late = Date.now() >= deadline
+      const idle = [...this.#open.values()].find((entry) => {
+        if (entry.refs > 0) return false
+        const left = entry.idleSince + KEEP_IDLE_MS - clock
+        kept = Math.min(kept, left)
+        return left <= 0 || late
+      })
       if (idle !== undefined) {
         await this.#withKey(idle.key, async () => { if (idle.refs === 0) await this.#close(idle) })
         continue
       }
-      const wait = deadline - Date.now()
-      if (wait <= 0) throw sandboxBusy()
+      if (late) throw sandboxBusy()
+      const wait = Math.min(deadline - Date.now(), Math.max(1, kept))
       await new Promise<void>((resolve) => {
         const wake = (): void => {
           clearTimeout(timer)
