@@ -30,7 +30,7 @@ export interface SandboxBenchResult {
   plantsWritten: number
   /** Writes not answered 201 in the end. */
   failures: number
-  /** 503s retried after their Retry-After, as a client should (every open store was in use). */
+  /** 503s (every open store in use) and failed connections, retried after their Retry-After. */
   retries: number
   /** The server's peak resident memory over the whole run (VmHWM), MB. */
   peakRssMb: number | null
@@ -58,6 +58,7 @@ const SETTINGS = { API_TOKENS: undefined, SANDBOX: '1', SANDBOX_SEED: 'none', SQ
 
 export async function runSandboxBench (options: SandboxBenchOptions): Promise<SandboxBenchResult> {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-sandbox-bench-'))
+  const running: Array<{ stop: () => Promise<number | null> }> = []
   try {
     const databaseUrl = join(dir, 'plants.db')
     const server = await startServer(undefined, {
@@ -65,25 +66,36 @@ export async function runSandboxBench (options: SandboxBenchOptions): Promise<Sa
       nodeArgs: SERVER_NODE_FLAGS,
       logFile: join(dir, 'server.log')
     })
+    running.push(server)
     const started = performance.now()
     let next = 0
     let failures = 0
     let written = 0
     let retries = 0
     const run = randomBytes(4).toString('hex')
+    /** The status, or 0 when the connection failed (the client's own limits under thousands of sockets). */
+    const post = async (headers: Record<string, string>, body: string): Promise<{ status: number, retryAfter: number }> => {
+      try {
+        const res = await fetch(`${server.baseUrl}/plants`, { method: 'POST', headers, body })
+        await res.arrayBuffer()
+        return { status: res.status, retryAfter: Number(res.headers.get('retry-after') ?? '1') }
+      } catch {
+        return { status: 0, retryAfter: 1 }
+      }
+    }
     const worker = async (): Promise<void> => {
       for (let tenant = next++; tenant < options.tenants; tenant = next++) {
         const headers = { authorization: `Bearer bench-${run}-tenant-${tenant}`, 'content-type': 'application/json' }
         for (let plant = 0; plant < options.plantsPerTenant; plant++) {
-          let res = await fetch(`${server.baseUrl}/plants`, { method: 'POST', headers, body: JSON.stringify({ name: `plant ${plant}`, tag: 'bench' }) })
-          await res.arrayBuffer()
-          while (res.status === 503 && retries < options.tenants * options.plantsPerTenant) {
+          const body = JSON.stringify({ name: `plant ${plant}`, tag: 'bench' })
+          let answer = await post(headers, body)
+          // A 503 (every open store in use) or a failed connection is retried after Retry-After, as a client should.
+          for (let attempt = 0; (answer.status === 503 || answer.status === 0) && attempt < 20; attempt++) {
             retries++
-            await sleep(Number(res.headers.get('retry-after') ?? '1') * 1000)
-            res = await fetch(`${server.baseUrl}/plants`, { method: 'POST', headers, body: JSON.stringify({ name: `plant ${plant}`, tag: 'bench' }) })
-            await res.arrayBuffer()
+            await sleep(answer.retryAfter * 1000)
+            answer = await post(headers, body)
           }
-          if (res.status === 201) written++
+          if (answer.status === 201) written++
           else failures++
         }
       }
@@ -97,6 +109,7 @@ export async function runSandboxBench (options: SandboxBenchOptions): Promise<Sa
     // The same folder with a TTL the tenants have all outlived: the sweep deletes every file.
     await sleep(1000)
     const sweeper = await startServer(undefined, { env: { ...SETTINGS, DATABASE_URL: databaseUrl, SANDBOX_TTL_MS: '1000' }, logFile: join(dir, 'sweeper.log') })
+    running.push(sweeper)
     let left = tenantFiles
     for (let waited = 0; waited < 300_000 && left > 0; waited += 250) {
       await sleep(250)
@@ -105,6 +118,7 @@ export async function runSandboxBench (options: SandboxBenchOptions): Promise<Sa
     await sweeper.stop()
     return { tenants: options.tenants, plantsWritten: written, failures, retries, peakRssMb: peak, diskBytes: bytes, tenantFiles, filesAfterExpiry: left, seconds }
   } finally {
+    for (const server of running) await server.stop()
     rmSync(dir, { recursive: true, force: true })
   }
 }
@@ -116,7 +130,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const mb = (bytes: number): string => (bytes / 1024 / 1024).toFixed(1)
   process.stdout.write(
     `sandbox: ${result.tenants} tenants x ${options.plantsPerTenant} plants, ${options.concurrency} tenants at once, SQLite\n` +
-    `  plants written: ${result.plantsWritten} (failures: ${result.failures}; 503s retried after Retry-After: ${result.retries}) in ${result.seconds.toFixed(1)} s\n` +
+    `  plants written: ${result.plantsWritten} (failures: ${result.failures}; retried 503s and failed connections: ${result.retries}) in ${result.seconds.toFixed(1)} s\n` +
     `  peak RSS of the server: ${result.peakRssMb?.toFixed(1) ?? 'n/a'} MB\n` +
     `  disk: ${mb(result.diskBytes)} MB for ${result.tenantFiles} tenant files (${(result.diskBytes / Math.max(1, result.tenantFiles) / 1024).toFixed(1)} KB each)\n` +
     `  tenant files left after an expiry sweep: ${result.filesAfterExpiry}\n`)
