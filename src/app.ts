@@ -18,6 +18,7 @@ import requestsPlugin from '../plugins/app/requests.js'
 import requestIdPlugin, { AccessLog, requestId } from '../plugins/app/request-log.js'
 import schemasPlugin, { ajvOptions, validatorWithoutBodyCoercion } from '../plugins/app/schemas.js'
 import storePlugin from '../plugins/app/store.js'
+import tenantStorePlugin from '../plugins/app/tenant-store.js'
 import underPressurePlugin from '../plugins/external/under-pressure.js'
 import webhooksPlugin from '../plugins/app/webhooks.js'
 import webhooksRoutes from '../plugins/routes/webhooks/index.js'
@@ -33,6 +34,8 @@ export interface BuildOptions {
   webhookLoad?: ApiLoadOptions
   /** Resolves webhook hosts at creation and delivery (tests answer from a table: no DNS). */
   webhookResolve?: Resolver
+  /** The sandbox's clock for tenant use and expiry (tests move it instead of waiting). */
+  sandboxNow?: () => number
 }
 
 /** Hop 0 is the socket's peer. */
@@ -112,6 +115,11 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   })
   await app.register(authPlugin)
   await app.register(rateLimitPlugin)
+  await app.register(tenantStorePlugin, {
+    ...(options.webhookRequest !== undefined && { request: options.webhookRequest }),
+    ...(options.webhookResolve !== undefined && { resolve: options.webhookResolve }),
+    ...(options.sandboxNow !== undefined && { now: options.sandboxNow })
+  })
   await app.register(requestsPlugin)
   await app.register(docsPlugin)
   await app.register(healthRoutes)

@@ -26,6 +26,12 @@ export type ErrorCode =
   | 'invalid-secret'
   /** The owner already has as many webhook subscriptions as WEBHOOK_MAX_SUBSCRIPTIONS allows. */
   | 'subscription-limit'
+  /** A sandbox tenant already holds SANDBOX_MAX_PLANTS plants. */
+  | 'plant-limit'
+  /** A sandbox at SANDBOX_MAX_TENANTS whose tenants are all in use: a new one cannot be made yet. */
+  | 'sandbox-full'
+  /** Every tenant store this sandbox instance may open is in use: retry shortly. */
+  | 'sandbox-busy'
   /** A delivery of a disabled subscription: not retried until the subscription is enabled. */
   | 'subscription-disabled'
   | 'method-not-allowed'

@@ -15,6 +15,8 @@ import {
 } from './webhooks/dispatcher.js'
 import { DEFAULT_RETRY_SCHEDULE_MS } from './webhooks/schedule.js'
 import type { NamedToken } from './tokens.js'
+import { loadSeed } from './sandbox/seed.js'
+import type { NewPlant } from './store/plants.js'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
@@ -113,6 +115,16 @@ export const EnvSchema = Type.Object({
     description: 'The most webhook subscriptions one token may have; creating one more is a 409.'
   }),
   WEBHOOK_ALLOW_PRIVATE_URLS: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '0', description: '`1`: subscriptions may point at loopback, private, link-local and other non-public addresses (local development and tests only).' }),
+  // Public sandbox (docs/operations.md#running-a-public-sandbox).
+  SANDBOX: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '0', description: '`1`: a public sandbox: any bearer token of 16 to 256 URL-safe characters is a tenant with its own plants and subscriptions (no API_TOKENS, API_TOKENS_FILE or OIDC_ISSUER then).' }),
+  SANDBOX_SEED: Type.Optional(Type.String({ minLength: 1, description: 'Sandbox: the plants a new tenant starts with, a JSON file of `[{"name": …, "tag": …}]`, or `none`; unset: a small built-in set.' })),
+  SANDBOX_MAX_PLANTS: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 100, description: 'Sandbox: the most plants one tenant may hold; creating one more is a 409.' }),
+  SANDBOX_MAX_SUBSCRIPTIONS: Type.Integer({ minimum: 1, maximum: 1000, default: 5, description: 'Sandbox: the most webhook subscriptions one tenant may have; creating one more is a 409.' }),
+  SANDBOX_MAX_TENANTS: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 10_000, description: 'Sandbox: the most tenants kept; a new one deletes the least recently used idle tenant, or is a 503 with Retry-After when every tenant is in use.' }),
+  SANDBOX_OPEN_TENANTS: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, description: 'Sandbox: tenant stores kept open per instance (least recently used closed first); unset: 100 on SQLite, 8 on PostgreSQL (each holds up to 3 connections).' })),
+  SANDBOX_TTL_MS: Type.Integer({ minimum: 1000, maximum: 365 * 24 * 3_600_000, default: 24 * 3_600_000, description: 'Sandbox: a tenant unused for this many milliseconds is deleted with all its data (checked at least every half of it, and every minute).' }),
+  SANDBOX_RATE_LIMIT_PER_ADDRESS: Type.Integer({ minimum: 0, default: 3000, description: 'Sandbox: requests per RATE_LIMIT_WINDOW per client address, whatever tokens it uses (RATE_LIMIT_MAX is the limit per tenant); 0: none.' }),
+  SANDBOX_WEBHOOK_ATTEMPTS_PER_MINUTE: Type.Integer({ minimum: 1, maximum: 60_000, default: 30, description: 'Sandbox: the most webhook delivery attempts per minute per tenant, one at a time.' }),
   // OpenID Connect access tokens (docs/configuration.md).
   OIDC_ISSUER: Type.Optional(Type.String({
     minLength: 1,
@@ -184,7 +196,22 @@ export interface Config {
    */
   trustProxy: false | number | string[]
   webhooks: WebhookConfig
+  /** SANDBOX=1: every valid-looking token is a tenant of its own. */
+  sandbox?: SandboxConfig
   version: string
+}
+
+/** The public sandbox (the SANDBOX_* settings). */
+export interface SandboxConfig {
+  /** What a new tenant starts with (SANDBOX_SEED, read and checked at load). */
+  seed: ReadonlyArray<Omit<NewPlant, 'id'>>
+  maxPlants: number
+  maxSubscriptions: number
+  maxTenants: number
+  openTenants: number
+  ttlMs: number
+  ratePerAddress: number
+  webhookAttemptsPerMinute: number
 }
 
 /** Where JWT access tokens come from and how they are checked (the OIDC_* settings). */
@@ -235,7 +262,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   const file = readTokensFile(parsed.API_TOKENS_FILE)
   const tokens = [...splitTokens(parsed.API_TOKENS, ','), ...file.plain]
   const oidc = parseOidc(parsed)
-  const tokenGenerated = tokens.length === 0 && file.named.length === 0 && oidc === undefined
+  const sandbox = parseSandbox(parsed, tokens.length + file.named.length > 0 || oidc !== undefined)
+  const tokenGenerated = sandbox === undefined && tokens.length === 0 && file.named.length === 0 && oidc === undefined
   if (tokenGenerated) tokens.push(randomBytes(32).toString('base64url'))
   if (parsed.ALLOW_WEAK_TOKENS !== '1' && tokens.some((token) => token.length < MIN_TOKEN_LENGTH)) {
     throw new ConfigError(`invalid configuration: every API token needs at least ${MIN_TOKEN_LENGTH} characters (set ALLOW_WEAK_TOKENS=1 for local trials only)`)
@@ -300,7 +328,28 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
       maxSubscriptions: parsed.WEBHOOK_MAX_SUBSCRIPTIONS,
       allowPrivate: parsed.WEBHOOK_ALLOW_PRIVATE_URLS === '1'
     },
+    ...(sandbox !== undefined && { sandbox }),
     version: PACKAGE_VERSION
+  }
+}
+
+/** Anyone may call a sandbox: it has no tokens of its own, and its webhooks never reach private addresses. */
+function parseSandbox (parsed: Env, hasCredentials: boolean): SandboxConfig | undefined {
+  if (parsed.SANDBOX !== '1') return undefined
+  if (hasCredentials) throw new ConfigError('invalid configuration: SANDBOX=1 accepts any token: unset API_TOKENS, API_TOKENS_FILE and OIDC_ISSUER')
+  if (parsed.WEBHOOK_ALLOW_PRIVATE_URLS === '1') {
+    throw new ConfigError('invalid configuration: WEBHOOK_ALLOW_PRIVATE_URLS=1 is refused with SANDBOX=1: a public sandbox must not reach private addresses')
+  }
+  const seed = parsed.SANDBOX_SEED?.trim()
+  return {
+    seed: loadSeed(seed === '' ? undefined : seed, parsed.SANDBOX_MAX_PLANTS),
+    maxPlants: parsed.SANDBOX_MAX_PLANTS,
+    maxSubscriptions: parsed.SANDBOX_MAX_SUBSCRIPTIONS,
+    maxTenants: parsed.SANDBOX_MAX_TENANTS,
+    openTenants: parsed.SANDBOX_OPEN_TENANTS ?? (isPostgresUrl(parsed.DATABASE_URL) ? 8 : 100),
+    ttlMs: parsed.SANDBOX_TTL_MS,
+    ratePerAddress: parsed.SANDBOX_RATE_LIMIT_PER_ADDRESS,
+    webhookAttemptsPerMinute: parsed.SANDBOX_WEBHOOK_ATTEMPTS_PER_MINUTE
   }
 }
 

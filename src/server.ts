@@ -94,6 +94,9 @@ async function serve (): Promise<void> {
     `  API docs (Swagger UI): ${base}/docs\n` +
     `  OpenAPI document:      ${base}/openapi.json\n` +
     (metrics === undefined ? '' : `  Prometheus metrics:    ${url(metrics.address, metrics, metrics.port)}/metrics\n`) +
+    (config.sandbox === undefined
+      ? ''
+      : `  SANDBOX=1: a public sandbox. Any bearer token of 16-256 URL-safe characters is a tenant of its own;\n    tenants unused for ${config.sandbox.ttlMs} ms are deleted, at most ${config.sandbox.maxTenants} are kept.\n`) +
     (config.tokenGenerated
       ? `  No API_TOKENS set: this run accepts the bearer token\n    ${config.tokens[0]}\n`
       : '') +

@@ -3,6 +3,7 @@ import type { onRequestHookHandler, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { insufficientScope } from '../../src/errors.js'
 import type { Principal, Scope } from '../../src/scopes.js'
+import { sandboxPrincipal } from '../../src/sandbox/principal.js'
 import { bearerToken, TokenSet } from '../../src/tokens.js'
 
 declare module 'fastify' {
@@ -29,6 +30,7 @@ declare module 'fastify' {
  */
 export default fp(async function authPlugin (app) {
   const tokens = new TokenSet(app.config.tokens, app.config.namedTokens)
+  const sandbox = app.config.sandbox !== undefined
   const oidc = app.config.oidc === undefined
     ? undefined
     : await (async (config) => {
@@ -45,7 +47,7 @@ export default fp(async function authPlugin (app) {
       done()
       return
     }
-    request.principal = tokens.match(token)
+    request.principal = sandbox ? sandboxPrincipal(token) : tokens.match(token)
     if (request.principal !== undefined || oidc === undefined || !oidc.looksLikeJwt(token)) {
       done()
       return

@@ -2,6 +2,7 @@ import type { Socket } from 'node:net'
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError, HTTPMethods } from 'fastify'
 import fp from 'fastify-plugin'
+import { SANDBOX_FULL_RETRY_AFTER_S } from '../../src/sandbox/tenants.js'
 import {
   AuthError, expectationFailed, LOAD_SHEDDING_CODES, MethodNotAllowedError, methodNotImplemented, routeNotFound, ServiceError, type ErrorCode
 } from '../../src/errors.js'
@@ -34,6 +35,9 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   // The request is fine; the token's subscriptions as they are now refuse it (delete one, retry).
   'subscription-limit': 409,
   'subscription-disabled': 409,
+  'plant-limit': 409,
+  'sandbox-full': 503,
+  'sandbox-busy': 503,
   'method-not-allowed': 405,
   'method-not-implemented': 501,
   'invalid-body': 400,
@@ -53,6 +57,8 @@ function refusalHeaders (error: unknown, status: number): Record<string, string>
   if (error instanceof MethodNotAllowedError) return { allow: error.allowed.join(', ') }
   if (error instanceof ServiceError && error.code === 'unsupported-content-encoding') return { 'accept-encoding': 'identity' }
   if (error instanceof ServiceError && (error.code === 'unavailable' || error.code === 'auth-unavailable')) return { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_S) }
+  if (error instanceof ServiceError && error.code === 'sandbox-full') return { 'retry-after': String(SANDBOX_FULL_RETRY_AFTER_S) }
+  if (error instanceof ServiceError && error.code === 'sandbox-busy') return { 'retry-after': '1' }
   return {}
 }
 

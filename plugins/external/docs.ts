@@ -2,6 +2,7 @@ import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
 import { documentSecurityHeaders } from './helmet.js'
+import type { SandboxConfig } from '../../src/load-config.js'
 import { SCOPE_DESCRIPTIONS, SCOPES } from '../../src/scopes.js'
 import { rateLimitHeaders } from '../../src/schemas/headers.js'
 import { webhookEventsDocument } from '../../src/schemas/webhook-events.js'
@@ -135,14 +136,25 @@ const DOCS_CONTENT_SECURITY_POLICY = "default-src 'self'; base-uri 'self'; font-
   "frame-ancestors 'self'; img-src 'self' data: validator.swagger.io; object-src 'none'; script-src 'self'; " +
   "script-src-attr 'none'; style-src 'self' https:"
 
+/** What a visitor of a sandbox's Swagger UI reads first; the document is unchanged without SANDBOX. */
+function sandboxNote ({ maxPlants, maxSubscriptions, ttlMs }: SandboxConfig): string {
+  const hours = Math.round(ttlMs / 360_000) / 10
+  return 'This service runs as a public sandbox: authorize with any token of 16 to 256 URL-safe characters ' +
+    '(A-Z a-z 0-9 . _ ~ -), make one up. Each token has plants of its own, starting with a few examples (ids from 1), ' +
+    `at most ${maxPlants} plants and ${maxSubscriptions} webhook subscriptions (to public addresses only); a token unused ` +
+    `for ${hours} hours is deleted with its data. Never put anything private here. `
+}
+
 export default fp(async function docsPlugin (app) {
-  const { oidc } = app.config
+  const { oidc, sandbox } = app.config
   const scopeList = SCOPES.map((scope) => `\`${scope}\` (${SCOPE_DESCRIPTIONS[scope].toLowerCase()})`).join(', ')
   const securitySchemes = {
     bearerAuth: {
       type: 'http' as const,
       scheme: 'bearer',
-      description: `A token from API_TOKENS (every scope) or API_TOKENS_FILE (its scopes)${oidc === undefined ? '' : ', or a JWT access token of the OpenID provider'}. ` +
+      description: sandbox !== undefined
+        ? `Any token of 16 to 256 URL-safe characters: each token is a sandbox tenant of its own, with every scope: ${scopeList}.`
+        : `A token from API_TOKENS (every scope) or API_TOKENS_FILE (its scopes)${oidc === undefined ? '' : ', or a JWT access token of the OpenID provider'}. ` +
         `Each operation lists the scope it needs: ${scopeList}. A token without it is answered 403.`
     },
     // Swagger UI's Authorize then obtains a token from the provider (client credentials).
@@ -161,7 +173,8 @@ export default fp(async function docsPlugin (app) {
       info: {
         title: 'Plant Store',
         version: '1.0.0',
-        description: 'A store of plants, each addressed by a signed 64-bit id. Every operation needs a bearer token. ' +
+        description: (sandbox === undefined ? '' : sandboxNote(sandbox)) +
+          'A store of plants, each addressed by a signed 64-bit id. Every operation needs a bearer token. ' +
           'Request bodies are I-JSON (RFC 7493): UTF-8, each member name once per object; query strings are percent-encoded UTF-8.',
         license: { name: 'MIT', identifier: 'MIT' }
       },
@@ -180,7 +193,7 @@ export default fp(async function docsPlugin (app) {
       // What receivers get: one POST per event type (OpenAPI 3.1 `webhooks`).
       webhooks: webhookEventsDocument(),
       // Relative by default; PUBLIC_URL makes it absolute for tools that read the document from a file.
-      servers: [{ url: app.config.publicUrl ?? '/', description: 'This service' }]
+      servers: [{ url: app.config.publicUrl ?? '/', description: sandbox === undefined ? 'This service' : 'This service, a public sandbox (any token; data deleted when unused)' }]
     },
     stripBasePath: false,
     exposeHeadRoutes: true,

@@ -32,13 +32,27 @@ export default fp(async function rateLimitPlugin (app) {
   })
 
   const limit = app.rateLimit()
+  // A sandbox mints tenants for any token: one address cycling tokens is limited as well.
+  const perAddress = app.config.sandbox === undefined || app.config.sandbox.ratePerAddress === 0
+    ? undefined
+    : app.createRateLimit({ max: app.config.sandbox.ratePerAddress, timeWindow: windowMs, keyGenerator: (request) => `address:${request.ip}` })
   // The callback form: an async hook around the limiter's own promise would add one more per request.
   app.addHook('onRequest', function applyRateLimit (request, reply, done) {
     if (request.routeOptions.config.rateLimit === false) {
       done()
       return
     }
-    limit.call(app, request, reply).then(() => { done() }, done)
+    if (perAddress === undefined) {
+      limit.call(app, request, reply).then(() => { done() }, done)
+      return
+    }
+    perAddress(request).then(async (verdict) => {
+      if (!verdict.isAllowed && verdict.isExceeded) {
+        void reply.header('retry-after', String(verdict.ttlInSeconds))
+        throw rateLimited(`${verdict.ttlInSeconds} seconds`)
+      }
+      await limit.call(app, request, reply)
+    }).then(() => { done() }, done)
   })
 }, { name: 'rate-limit', dependencies: ['config', 'errors', 'auth'] })
 

@@ -24,6 +24,11 @@ const StatusOk = Type.Object({ status: Type.Literal('ok') }, { examples: [{ stat
  *   Error shape with Retry-After; from SIGTERM on it answers 503 at once while in-flight work drains.
  */
 const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  // A sandbox says so; without SANDBOX the body (and the document) stay as they were.
+  const sandbox = app.config.sandbox !== undefined
+  const healthy = sandbox
+    ? Type.Object({ status: Type.Literal('ok'), mode: Type.Literal('sandbox') }, { description: 'The service and its database answer; it runs as a public sandbox', examples: [{ status: 'ok', mode: 'sandbox' }] })
+    : Type.Object({ status: Type.Literal('ok') }, { description: 'The service and its database answer', examples: [{ status: 'ok' }] })
   app.get('/health', {
     schema: {
       operationId: 'getHealth',
@@ -32,7 +37,7 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       tags: ['service'],
       security: [],
       response: {
-        200: Type.Object({ status: Type.Literal('ok') }, { description: 'The service and its database answer', examples: [{ status: 'ok' }] }),
+        200: healthy,
         ...errorResponses({ 503: 'The database does not answer or cannot store writes, or the service is overloaded (with Retry-After)' })
       }
     },
@@ -47,7 +52,7 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       void reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S))
       return reply.code(503).send(errorBody(503, full ? 'The database storage is full' : 'The database does not answer'))
     }
-    return { status: 'ok' as const }
+    return sandbox ? { status: 'ok' as const, mode: 'sandbox' as const } : { status: 'ok' as const }
   })
 
   // Probes run whatever the load (under-pressure lets them through: ready reports the pressure

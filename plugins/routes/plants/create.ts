@@ -41,7 +41,7 @@ const createPlantRoute: FastifyPluginAsyncTypebox = async (app) => {
     // Keys are per principal: the auth hook has identified it (this route is never reached without).
     const caller = request.principal?.id
     if (key !== undefined && caller === undefined) throw new Error('an authenticated request without a principal')
-    const result = await app.store.plants.create(plant, key === undefined || caller === undefined ? undefined : idempotencyKey(caller, key, [plant.id, plant.name, plant.tag]), app.eventOrigin(request))
+    const result = await request.store.plants.create(plant, key === undefined || caller === undefined ? undefined : idempotencyKey(caller, key, [plant.id, plant.name, plant.tag]), app.eventOrigin(request))
     if (result.replayed) void reply.header('idempotent-replayed', 'true')
     void reply.code(201).header('location', `/plants/${result.plant.id}`)
     return withEtag(reply, result.plant)

@@ -27,8 +27,8 @@ const deletePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request, reply) => {
     // The int64 format has already checked the id, so BigInt() is exact and cannot throw.
     const id = BigInt(request.params.id)
-    const condition = await writeCondition(app.store.plants, id, request.headers)
-    await app.store.plants.delete(id, condition, app.eventOrigin(request))
+    const condition = await writeCondition(request.store.plants, id, request.headers)
+    await request.store.plants.delete(id, condition, app.eventOrigin(request))
     return reply.code(204).send(null)
   })
 }

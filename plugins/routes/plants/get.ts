@@ -37,7 +37,7 @@ const getPlantRoute: FastifyPluginAsyncTypebox = async (app) => {
     const ifNoneMatch = parseEntityTags('If-None-Match', request.headers['if-none-match'])
     // A missing plant is a 404 whatever the conditions: RFC 9110 §13.2.1 has preconditions ignored
     // when the answer without them would not be a 2xx.
-    const plant = await app.store.plants.get(id)
+    const plant = await request.store.plants.get(id)
     if (plant === undefined) throw notFound(PLANT, id)
     const etag = PLANT.etag(plant)
     // RFC 9110 §13.2.2: If-Match first (412), then If-None-Match (304).

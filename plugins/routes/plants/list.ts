@@ -33,7 +33,7 @@ const listPlantsRoute: FastifyPluginAsyncTypebox = async (app) => {
     preValidation: canonicalLimit
   }, async (request, reply) => {
     const { limit = LIST_LIMIT_DEFAULT, after, tag } = request.query
-    const { plants, hasMore } = await app.store.plants.list({
+    const { plants, hasMore } = await request.store.plants.list({
       limit,
       ...(after !== undefined && { after: BigInt(after) }),
       ...(tag !== undefined && { tag })

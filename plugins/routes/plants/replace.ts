@@ -30,9 +30,9 @@ const replacePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
     }
   }, async (request, reply) => {
     const id = BigInt(request.params.id)
-    const condition = await writeCondition(app.store.plants, id, request.headers)
+    const condition = await writeCondition(request.store.plants, id, request.headers)
     const { name, tag } = request.body
-    return withEtag(reply, await app.store.plants.replace(id, { name: name.trim(), ...(tag !== undefined && { tag }) }, condition, app.eventOrigin(request)))
+    return withEtag(reply, await request.store.plants.replace(id, { name: name.trim(), ...(tag !== undefined && { tag }) }, condition, app.eventOrigin(request)))
   })
 }
 

@@ -35,13 +35,13 @@ const updatePlantRoute: FastifyPluginAsyncTypebox = async (app) => {
     }
   }, async (request, reply) => {
     const id = BigInt(request.params.id)
-    const condition = await writeCondition(app.store.plants, id, request.headers)
+    const condition = await writeCondition(request.store.plants, id, request.headers)
     const { name, tag } = request.body
     const changes: PlantChanges = {
       ...(name !== undefined && { name: name.trim() }),
       ...(tag !== undefined && { tag })
     }
-    return withEtag(reply, await app.store.plants.update(id, changes, condition, app.eventOrigin(request)))
+    return withEtag(reply, await request.store.plants.update(id, changes, condition, app.eventOrigin(request)))
   })
 }
 

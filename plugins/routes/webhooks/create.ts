@@ -30,7 +30,7 @@ const createWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
       }
     }
   }, async (request, reply) => {
-    const subscription = await app.webhooks.createSubscription(ownerOf(request), request.body)
+    const subscription = await request.webhooks.createSubscription(ownerOf(request), request.body)
     void reply.code(201).header('location', `/webhooks/${subscription.id}`)
     return subscription
   })

@@ -20,7 +20,7 @@ const deleteWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
       }
     }
   }, async (request, reply) => {
-    await app.webhooks.deleteSubscription(ownerOf(request), BigInt(request.params.id))
+    await request.webhooks.deleteSubscription(ownerOf(request), BigInt(request.params.id))
     return reply.code(204).send(null)
   })
 }

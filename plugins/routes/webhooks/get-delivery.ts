@@ -25,7 +25,7 @@ const getWebhookDeliveryRoute: FastifyPluginAsyncTypebox = async (app) => {
     }
   }, async (request) => {
     const { id, deliveryId } = request.params
-    return await app.webhooks.getDelivery(ownerOf(request), BigInt(id), BigInt(deliveryId))
+    return await request.webhooks.getDelivery(ownerOf(request), BigInt(id), BigInt(deliveryId))
   })
 }
 

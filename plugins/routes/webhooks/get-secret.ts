@@ -19,7 +19,7 @@ const getWebhookSecretRoute: FastifyPluginAsyncTypebox = async (app) => {
         ...webhooksErrorResponses({ 400: WEBHOOK_ERRORS.badId, 404: WEBHOOK_ERRORS.notFound })
       }
     }
-  }, async (request) => await app.webhooks.getSecret(ownerOf(request), BigInt(request.params.id)))
+  }, async (request) => await request.webhooks.getSecret(ownerOf(request), BigInt(request.params.id)))
 }
 
 export default getWebhookSecretRoute

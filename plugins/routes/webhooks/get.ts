@@ -18,7 +18,7 @@ const getWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
         ...webhooksErrorResponses({ 400: WEBHOOK_ERRORS.badId, 404: WEBHOOK_ERRORS.notFound })
       }
     }
-  }, async (request) => await app.webhooks.getSubscription(ownerOf(request), BigInt(request.params.id)))
+  }, async (request) => await request.webhooks.getSubscription(ownerOf(request), BigInt(request.params.id)))
 }
 
 export default getWebhookRoute

@@ -33,7 +33,7 @@ const listWebhookDeliveriesRoute: FastifyPluginAsyncTypebox = async (app) => {
   }, async (request, reply) => {
     const { id } = request.params
     const { limit = LIST_LIMIT_DEFAULT, before, status, eventType } = request.query
-    const { deliveries, hasMore } = await app.webhooks.listDeliveries(ownerOf(request), BigInt(id), {
+    const { deliveries, hasMore } = await request.webhooks.listDeliveries(ownerOf(request), BigInt(id), {
       limit,
       ...(before !== undefined && { before: BigInt(before) }),
       ...(status !== undefined && { status }),

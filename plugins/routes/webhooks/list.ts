@@ -27,7 +27,7 @@ const listWebhooksRoute: FastifyPluginAsyncTypebox = async (app) => {
     preValidation: canonicalLimit
   }, async (request, reply) => {
     const { limit = LIST_LIMIT_DEFAULT, after } = request.query
-    const { subscriptions, hasMore } = await app.webhooks.listSubscriptions(ownerOf(request), {
+    const { subscriptions, hasMore } = await request.webhooks.listSubscriptions(ownerOf(request), {
       limit,
       ...(after !== undefined && { after: BigInt(after) })
     })

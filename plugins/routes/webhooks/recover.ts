@@ -27,7 +27,7 @@ const recoverWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
       }
     }
   }, async (request, reply) => {
-    const recovery = await app.webhooks.recoverDeliveries(ownerOf(request), BigInt(request.params.id), Date.parse(request.body.since))
+    const recovery = await request.webhooks.recoverDeliveries(ownerOf(request), BigInt(request.params.id), Date.parse(request.body.since))
     return reply.code(202).send(recovery)
   })
 }

@@ -26,7 +26,7 @@ const retryWebhookDeliveryRoute: FastifyPluginAsyncTypebox = async (app) => {
     }
   }, async (request, reply) => {
     const { id, deliveryId } = request.params
-    const delivery = await app.webhooks.retryDelivery(ownerOf(request), BigInt(id), BigInt(deliveryId))
+    const delivery = await request.webhooks.retryDelivery(ownerOf(request), BigInt(id), BigInt(deliveryId))
     return reply.code(202).send(delivery)
   })
 }

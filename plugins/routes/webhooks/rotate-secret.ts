@@ -29,7 +29,7 @@ const rotateWebhookSecretRoute: FastifyPluginAsyncTypebox = async (app) => {
     },
     // No body at all rotates to a random secret, as before the body existed.
     preValidation: async (request) => { request.body ??= {} }
-  }, async (request) => await app.webhooks.rotateSecret(ownerOf(request), BigInt(request.params.id), request.body?.secret))
+  }, async (request) => await request.webhooks.rotateSecret(ownerOf(request), BigInt(request.params.id), request.body?.secret))
 }
 
 export default rotateWebhookSecretRoute

@@ -22,7 +22,7 @@ const testWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
       }
     }
   }, async (request) => {
-    const { at, ...attempt } = await app.webhooks.sendTest(ownerOf(request), BigInt(request.params.id))
+    const { at, ...attempt } = await request.webhooks.sendTest(ownerOf(request), BigInt(request.params.id))
     return { ...attempt, at: isoTime(at) }
   })
 }

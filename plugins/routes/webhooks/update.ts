@@ -30,7 +30,7 @@ const updateWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
         })
       }
     }
-  }, async (request) => await app.webhooks.updateSubscription(ownerOf(request), BigInt(request.params.id), request.body))
+  }, async (request) => await request.webhooks.updateSubscription(ownerOf(request), BigInt(request.params.id), request.body))
 }
 
 export default updateWebhookRoute

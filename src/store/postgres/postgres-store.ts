@@ -22,6 +22,10 @@ export interface PostgresStoreOptions {
   onIdleError?: (err: Error) => void
   startup?: StartupRetry
   notifyIntervalMs?: number
+  /** Max connections of each of the webhook store's two pools (4 by default). */
+  webhookPoolMax?: number
+  /** `false`: no LISTEN connection; only this process's own writes wake the dispatcher (it polls for the rest). */
+  listen?: boolean
 }
 
 /** Several instances starting together queue on an advisory lock, so each step runs exactly once. */
@@ -105,10 +109,11 @@ async function openWebhooks (options: PostgresStoreOptions, statementTimeoutMs: 
   const remote = await createPostgresWebhookStore({
     url: options.url,
     statementTimeoutMs,
+    ...(options.webhookPoolMax !== undefined && { poolMax: options.webhookPoolMax }),
     ...(options.connectTimeoutMs !== undefined && { connectTimeoutMs: options.connectTimeoutMs }),
     ...(options.onIdleError !== undefined && { onError: options.onIdleError })
   })
-  const listenRemote = remote.listen
+  const listenRemote = options.listen === false ? undefined : remote.listen
   return {
     ...remote,
     listen: async (wake) => {

@@ -1,0 +1,188 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { limitPlants } from '../../src/sandbox/quota.js'
+import { TenantRegistry, type TenantBackend } from '../../src/sandbox/tenants.js'
+import { instrumentStore, type OperationObserver } from '../../src/store/instrumented.js'
+import { isPostgresUrl } from '../../src/store/postgres/connection.js'
+import type { Store } from '../../src/store/store.js'
+import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js'
+import { WebhookService } from '../../src/webhooks/service.js'
+import { defaultAddressPolicy } from '../../src/webhooks/url-policy.js'
+import { METRIC_PREFIX, type ServiceMetrics } from './metrics.js'
+import type { WebhooksPluginOptions } from './webhooks.js'
+
+/** What a request works on: the app's store and webhooks, or in a sandbox its tenant's. */
+export interface Tenant {
+  store: Store
+  webhooks: WebhookService
+}
+
+export interface SandboxTenant extends Tenant {
+  dispatcher: WebhookDispatcher
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** SANDBOX=1 only: the tenants of this instance. */
+    sandbox: { registry: TenantRegistry<SandboxTenant> } | undefined
+  }
+  interface FastifyRequest {
+    /** The request's store: routes use it, never `app.store`, so a sandbox tenant sees only its own. */
+    readonly store: Store
+    /** The request's webhook service (see `store`). */
+    readonly webhooks: WebhookService
+    /** The sandbox tenant the request holds, released when its response is done. */
+    tenant: Tenant | null
+  }
+}
+
+export interface TenantStoreOptions extends WebhooksPluginOptions {
+  /** The sandbox's clock (tests move it instead of waiting). */
+  now?: () => number
+}
+
+/**
+ * `request.store` and `request.webhooks`. Without SANDBOX they are the app's; with it, each
+ * authenticated request opens (or finds open) its token's tenant before its handler runs.
+ */
+export default fp<TenantStoreOptions>(async function tenantStorePlugin (app, options) {
+  const sandbox = app.config.sandbox
+  app.decorateRequest('tenant', null)
+  if (sandbox === undefined) {
+    const { store, webhooks } = app
+    app.decorate('sandbox', undefined)
+    app.decorateRequest('store', { getter: () => store })
+    app.decorateRequest('webhooks', { getter: () => webhooks })
+    return
+  }
+  const outside = (): never => { throw new Error('a sandbox request reached a tenant\'s store without a tenant') }
+  app.decorateRequest('store', { getter (this: FastifyRequest) { return this.tenant?.store ?? outside() } })
+  app.decorateRequest('webhooks', { getter (this: FastifyRequest) { return this.tenant?.webhooks ?? outside() } })
+
+  const backend = await openBackend(app)
+  const registry = new TenantRegistry<SandboxTenant>({
+    backend,
+    maxTenants: sandbox.maxTenants,
+    openTenants: sandbox.openTenants,
+    ttlMs: sandbox.ttlMs,
+    start: async (key, store, created) => await startTenant(app, options, key, store, created),
+    stop: async (tenant) => {
+      await tenant.dispatcher.stop(app.config.shutdownGraceMs)
+      await tenant.store.close()
+    },
+    ...(options.now !== undefined && { now: options.now }),
+    log: app.log
+  })
+  app.decorate('sandbox', { registry })
+  if (app.metrics !== undefined) tenantMetrics(app.metrics, registry)
+
+  // The response's end releases it, or the socket's close for a request that ends without one.
+  const releases = new WeakMap<FastifyRequest, () => void>()
+  app.addHook('preHandler', function openTenant (request, reply, done) {
+    const key = request.principal?.id
+    if (key === undefined || request.routeOptions.config.scope === undefined) {
+      done()
+      return
+    }
+    registry.acquire(key).then((lease) => {
+      request.tenant = lease.tenant
+      releases.set(request, lease.release)
+      // A client gone while its tenant opened: no close event is left to come.
+      if (reply.raw.closed) lease.release()
+      else reply.raw.once('close', lease.release)
+      done()
+    }, done)
+  })
+  app.addHook('onResponse', function releaseTenant (request, _reply, done) {
+    releases.get(request)?.()
+    done()
+  })
+  app.addHook('onReady', async () => { registry.start() })
+  app.addHook('onClose', async () => { await registry.close() })
+}, { name: 'tenant-store', dependencies: ['config', 'store', 'webhooks', 'auth', 'tracing', 'metrics'] })
+
+/** Two gauges, never a series per tenant. */
+function tenantMetrics ({ client, registry: metrics }: ServiceMetrics, registry: TenantRegistry<SandboxTenant>): void {
+  metrics.registerMetric(new client.Gauge({
+    name: `${METRIC_PREFIX}sandbox_tenants`,
+    help: 'Sandbox tenants kept (every instance on the database reports the same count)',
+    registers: [],
+    async collect () { this.set(await registry.count().catch(() => Number.NaN)) }
+  }))
+  metrics.registerMetric(new client.Gauge({
+    name: `${METRIC_PREFIX}sandbox_open_tenants`,
+    help: 'Sandbox tenants whose store this instance has open (at most SANDBOX_OPEN_TENANTS while idle)',
+    registers: [],
+    collect () { this.set(registry.openCount) }
+  }))
+}
+
+async function openBackend (app: FastifyInstance): Promise<TenantBackend> {
+  const { config, metrics } = app
+  if (isPostgresUrl(config.databaseUrl)) {
+    const { createPostgresTenants } = await import('../../src/sandbox/postgres-tenants.js')
+    return await createPostgresTenants({
+      url: config.databaseUrl,
+      connectTimeoutMs: config.pgConnectTimeoutMs,
+      statementTimeoutMs: config.pgStatementTimeoutMs,
+      onIdleError: (err) => { app.log.warn({ err }, 'an idle sandbox database connection failed; it is replaced on next use') }
+    })
+  }
+  const { createSqliteTenants } = await import('../../src/sandbox/sqlite-tenants.js')
+  return await createSqliteTenants({
+    databaseUrl: config.databaseUrl,
+    store: {
+      synchronous: config.sqliteSynchronous,
+      log: app.log,
+      ...(metrics !== undefined && { onCommit: metrics.groupCommit, onSync: metrics.walSync })
+    }
+  })
+}
+
+/** A tenant's store behind its quotas, its webhook service, and a dispatcher of its own paced to the tenant's rate. */
+async function startTenant (app: FastifyInstance, options: WebhooksPluginOptions, key: string, opened: Store, created: boolean): Promise<SandboxTenant> {
+  const { config, metrics, tracing } = app
+  const sandbox = config.sandbox
+  if (sandbox === undefined) throw new Error('not a sandbox')
+  const observers = [metrics?.storeOperation, tracing?.storeOperation].filter((observer): observer is OperationObserver => observer !== undefined)
+  const instrumented = instrumentStore(opened, observers)
+  const store: Store = { ...instrumented, plants: limitPlants(instrumented.plants, sandbox.maxPlants) }
+  if (created) for (const plant of sandbox.seed) await opened.plants.create(plant)
+  const settings = config.webhooks
+  // SANDBOX=1 refuses WEBHOOK_ALLOW_PRIVATE_URLS at load: only public receivers.
+  const policy = { ...defaultAddressPolicy(false), ...(options.resolve !== undefined && { resolve: options.resolve }) }
+  const log = app.log.child({ tenant: key.slice(0, 12) })
+  const dispatcher = new WebhookDispatcher({
+    store: opened.webhooks,
+    policy,
+    timeoutMs: settings.timeoutMs,
+    schedule: settings.schedule,
+    concurrency: 1,
+    perSubscription: 1,
+    disableAfterMs: settings.disableAfterMs,
+    retentionMs: settings.retentionMs,
+    pollIntervalMs: settings.pollIntervalMs,
+    // Always paced: at most SANDBOX_WEBHOOK_ATTEMPTS_PER_MINUTE attempts, one at a time.
+    apiBusy: () => true,
+    busyIntervalMs: Math.ceil(60_000 / sandbox.webhookAttemptsPerMinute),
+    ...(options.request !== undefined && { request: options.request })
+  })
+  dispatcher.on('attempt', (attempt) => {
+    const details = { webhook: { subscriptionId: String(attempt.subscriptionId), deliveryId: String(attempt.deliveryId), status: attempt.status, ...(attempt.statusCode !== undefined && { statusCode: attempt.statusCode }) } }
+    if (attempt.status === 'succeeded') log.info(details, 'webhook delivered')
+    else log.warn(details, 'webhook delivery failed')
+  })
+  dispatcher.on('store-error', ({ operation, error }) => { log.error({ err: error, webhook: { operation } }, 'webhook dispatcher: the database failed; deliveries wait and are retried') })
+  const webhooks = new WebhookService({
+    store: instrumented.webhooks,
+    policy,
+    lookupTimeoutMs: settings.timeoutMs,
+    maxSubscriptions: sandbox.maxSubscriptions,
+    sendTest: async (subscription) => await dispatcher.sendTest(subscription),
+    onDue: () => { dispatcher.wake() },
+    onSubscriptionsChanged: async () => { await dispatcher.countOwners() }
+  })
+  await opened.webhooks.releaseOrphanedLeases?.()
+  await dispatcher.start()
+  return { store, webhooks, dispatcher }
+}

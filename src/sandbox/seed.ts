@@ -1,0 +1,38 @@
+import { readFileSync } from 'node:fs'
+import { ConfigError } from '../errors.js'
+import type { NewPlant } from '../store/plants.js'
+
+/** What a new tenant starts with unless SANDBOX_SEED says otherwise: ids 1 to 5, as the docs' examples use them. */
+export const BUILT_IN_SEED: ReadonlyArray<Omit<NewPlant, 'id'>> = [
+  { name: 'Monstera', tag: 'tropical' },
+  { name: 'Snake plant', tag: 'succulent' },
+  { name: 'Fiddle-leaf fig', tag: 'tropical' },
+  { name: 'Pothos', tag: 'trailing' },
+  { name: 'Aloe vera', tag: 'succulent' }
+]
+
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u
+
+/** The plants SANDBOX_SEED names (`none`, a JSON file, unset: the built-in set), checked as a create would check them. */
+export function loadSeed (seed: string | undefined, maxPlants: number): Array<Omit<NewPlant, 'id'>> {
+  if (seed === undefined) return BUILT_IN_SEED.slice(0, maxPlants)
+  if (seed === 'none') return []
+  const problem = (what: string) => new ConfigError(`invalid configuration: SANDBOX_SEED ${what}`)
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(readFileSync(seed, 'utf8'))
+  } catch (err) {
+    throw problem(`cannot be read as JSON (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}: ${seed})`)
+  }
+  if (!Array.isArray(parsed)) throw problem('must hold a JSON array of {"name": …, "tag": …} objects')
+  if (parsed.length > maxPlants) throw problem(`holds ${parsed.length} plants, more than SANDBOX_MAX_PLANTS (${maxPlants})`)
+  return parsed.map((entry: unknown, index) => {
+    const { name, tag, ...rest } = (typeof entry === 'object' && entry !== null ? entry : {}) as Record<string, unknown>
+    const text = (value: unknown, max: number): value is string => typeof value === 'string' && value.length <= max && !value.includes('\u0000') && !LONE_SURROGATE.test(value)
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry) || Object.keys(rest).length > 0 ||
+        !text(name, 100) || name.trim() === '' || (tag !== undefined && (!text(tag, 50) || tag === ''))) {
+      throw problem(`entry ${index}: a plant is {"name": 1 to 100 characters, "tag": optional, 1 to 50 characters}`)
+    }
+    return { name: name.trim(), ...(tag !== undefined && { tag }) }
+  })
+}

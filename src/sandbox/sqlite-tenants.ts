@@ -1,0 +1,93 @@
+import { constants, copyFileSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import { createOwnerOnly } from '../store/sqlite/connection.js'
+import { createSqliteStore, type SqliteStoreOptions } from '../store/sqlite/sqlite-store.js'
+import type { TenantBackend } from './tenants.js'
+
+/** The folder of a SQLite sandbox's tenant files, next to DATABASE_URL's file. */
+export const tenantDirectory = (databaseUrl: string): string => `${databaseUrl}.tenants`
+
+export interface SqliteTenantOptions {
+  /** DATABASE_URL: `:memory:` keeps every tenant in memory (and open), for tests and trials. */
+  databaseUrl: string
+  store?: Omit<SqliteStoreOptions, 'filename' | 'checkpoint'>
+}
+
+const KEY = /^[0-9a-f]{64}$/
+
+/**
+ * One file per tenant (`<key>.db`) in one folder, and a small registry database there
+ * (`registry.db`). One process owns the folder, as it owns DATABASE_URL's file.
+ */
+export async function createSqliteTenants (options: SqliteTenantOptions): Promise<TenantBackend> {
+  const memory = options.databaseUrl === ':memory:'
+  const dir = tenantDirectory(options.databaseUrl)
+  const registryFile = join(dir, 'registry.db')
+  if (!memory) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    createOwnerOnly(registryFile)
+  }
+  const db = new Database(memory ? ':memory:' : registryFile)
+  db.pragma('journal_mode = WAL')
+  // A lost last-use time after a power loss only makes a tenant live longer.
+  db.pragma('synchronous = NORMAL')
+  db.exec(`CREATE TABLE IF NOT EXISTS tenants (
+    key          TEXT    PRIMARY KEY,
+    created_at   INTEGER NOT NULL,
+    last_used_at INTEGER NOT NULL) STRICT`)
+  db.exec('CREATE INDEX IF NOT EXISTS tenants_last_used ON tenants (last_used_at)')
+  const sql = {
+    exists: db.prepare<[string], unknown>('SELECT 1 FROM tenants WHERE key = ?').pluck(),
+    insert: db.prepare<[string, number, number]>('INSERT INTO tenants (key, created_at, last_used_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING'),
+    touch: db.prepare<[number, string]>('UPDATE tenants SET last_used_at = max(last_used_at, ?) WHERE key = ?'),
+    count: db.prepare<[], number>('SELECT count(*) FROM tenants').pluck(),
+    lru: db.prepare<[number, number], string>('SELECT key FROM tenants WHERE last_used_at < ? ORDER BY last_used_at, key LIMIT ?').pluck(),
+    remove: db.prepare<[string, number]>('DELETE FROM tenants WHERE key = ? AND last_used_at < ?')
+  }
+  const fileOf = (key: string): string => {
+    if (!KEY.test(key)) throw new Error('a tenant key is a hex SHA-256')
+    return join(dir, `${key}.db`)
+  }
+  if (!memory) removeOrphans(dir, (key) => sql.exists.get(key) !== undefined)
+  // A new tenant's file is a copy of an empty, migrated one, made anew at each start: a copy costs
+  // far less than running every migration once per tenant.
+  const template = join(dir, 'template.db')
+  if (!memory) {
+    for (const suffix of ['', '-wal', '-shm']) rmSync(`${template}${suffix}`, { force: true })
+    await createSqliteStore({ ...options.store, filename: template, checkpoint: false }).close()
+  }
+
+  return {
+    persistent: !memory,
+    shared: false,
+    exists: async (key) => sql.exists.get(key) !== undefined,
+    touch: async (key, now) => {
+      if (sql.insert.run(key, now, now).changes === 1) return true
+      sql.touch.run(now, key)
+      return false
+    },
+    open: async (key) => {
+      if (memory) return createSqliteStore({ ...options.store, filename: ':memory:', checkpoint: false })
+      const file = fileOf(key)
+      if (!existsSync(file)) copyFileSync(template, file, constants.COPYFILE_EXCL)
+      return createSqliteStore({ ...options.store, filename: file, checkpoint: false })
+    },
+    count: async () => sql.count.get() ?? 0,
+    leastRecentlyUsed: async (before, limit) => sql.lru.all(before, limit),
+    remove: async (key, before) => {
+      if (sql.remove.run(key, before).changes === 0) return false
+      if (!memory) for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(`${fileOf(key)}${suffix}`, { force: true })
+      return true
+    },
+    close: async () => { db.close() }
+  }
+}
+
+/** Files a crash left without a registry row (created, never recorded) are deleted at start. */
+function removeOrphans (dir: string, known: (key: string) => boolean): void {
+  for (const name of readdirSync(dir)) {
+    const key = /^([0-9a-f]{64})\.db(-wal|-shm|-journal)?$/.exec(name)?.[1]
+    if (key !== undefined && !known(key)) rmSync(join(dir, name), { force: true })
+  }
+}

@@ -1,0 +1,316 @@
+import { ServiceError } from '../errors.js'
+import type { Store, StoreLog } from '../store/store.js'
+
+/** Where tenants live: one store each, and a registry of when each was created and last used. */
+export interface TenantBackend {
+  /** False when closing a tenant's store would lose its data (`:memory:`): such tenants stay open. */
+  readonly persistent: boolean
+  /** True when other instances share the tenants (PostgreSQL): their uses count as recent only once recorded. */
+  readonly shared: boolean
+  exists: (key: string) => Promise<boolean>
+  /** Records a use at `now`; resolves true when this call created the tenant. */
+  touch: (key: string, now: number) => Promise<boolean>
+  open: (key: string) => Promise<Store>
+  count: () => Promise<number>
+  /** Up to `limit` tenants last used before `before`, least recently used first. */
+  leastRecentlyUsed: (before: number, limit: number) => Promise<string[]>
+  /** Deletes the tenant with all its data if it was still last used before `before`; true when it did. */
+  remove: (key: string, before: number) => Promise<boolean>
+  close: () => Promise<void>
+}
+
+export interface TenantRegistryOptions<T> {
+  backend: TenantBackend
+  maxTenants: number
+  openTenants: number
+  ttlMs: number
+  /** What requests use, from a tenant's freshly opened store; `created`: a new tenant (seed it). */
+  start: (key: string, store: Store, created: boolean) => Promise<T>
+  /** Stops what `start` started and closes the store. */
+  stop: (tenant: T) => Promise<void>
+  now?: () => number
+  log?: StoreLog
+  /** How long an open waits for a free store (OPEN_WAIT_MS by default). */
+  openWaitMs?: number
+}
+
+export interface TenantLease<T> {
+  tenant: T
+  /** Once per lease: the tenant may be closed again when no lease holds it. */
+  release: () => void
+}
+
+interface Entry<T> {
+  key: string
+  tenant: T
+  refs: number
+  lastUsed: number
+  touchedAt: number
+  /** performance.now() when its last request ended. */
+  idleSince: number
+}
+
+/**
+ * How long a store whose last request just ended is kept for its tenant's next one before a
+ * waiting tenant may take its place: a client's requests in a row then share one open.
+ */
+export const KEEP_IDLE_MS = 250
+
+/** Seconds a caller refused for a full sandbox is asked to wait. */
+export const SANDBOX_FULL_RETRY_AFTER_S = 60
+
+/** How long a request waits for one of the SANDBOX_OPEN_TENANTS stores to be free before a 503. */
+export const OPEN_WAIT_MS = 5000
+
+export const sandboxBusy = (): ServiceError =>
+  new ServiceError('sandbox-busy', 'Every sandbox store this instance may open is in use: retry shortly')
+
+export const sandboxFull = (): ServiceError =>
+  new ServiceError('sandbox-full', 'The sandbox holds as many tenants as it may and all are in use: retry later')
+
+/**
+ * The open tenants of this instance, least recently used first, each closed only when no request
+ * holds it (reference counts); opens, closes and deletes of one tenant run one at a time. The
+ * sweep deletes tenants idle past the TTL, closes handles idle for a quarter of it (so a shared
+ * database never deletes a tenant another instance still has open), and records uses.
+ */
+export class TenantRegistry<T> {
+  readonly #options: TenantRegistryOptions<T>
+  readonly #backend: TenantBackend
+  readonly #now: () => number
+  readonly #open = new Map<string, Entry<T>>()
+  readonly #locks = new Map<string, Promise<unknown>>()
+  readonly #waiters = new Set<() => void>()
+  #opening = 0
+  /** How often a use is written to the registry, and how long a handle stays open unused. */
+  readonly touchIntervalMs: number
+  readonly sweepIntervalMs: number
+  #timer: NodeJS.Timeout | undefined
+  #sweeping: Promise<void> | undefined
+  #closed = false
+
+  constructor (options: TenantRegistryOptions<T>) {
+    this.#options = options
+    this.#backend = options.backend
+    this.#now = options.now ?? Date.now
+    this.touchIntervalMs = Math.max(1, Math.min(60_000, Math.floor(options.ttlMs / 4)))
+    this.sweepIntervalMs = this.touchIntervalMs
+  }
+
+  get openCount (): number {
+    return this.#open.size
+  }
+
+  /** Requests waiting for a store to be free. */
+  get waiting (): number {
+    return this.#waiters.size
+  }
+
+  async count (): Promise<number> {
+    return await this.#backend.count()
+  }
+
+  start (): void {
+    this.#timer = setInterval(() => { this.sweep().catch((err: unknown) => { this.#options.log?.error({ err }, 'sandbox: the sweep failed; it runs again') }) }, this.sweepIntervalMs)
+    this.#timer.unref()
+  }
+
+  async acquire (key: string): Promise<TenantLease<T>> {
+    if (this.#closed) throw new ServiceError('shutting-down', 'The service is shutting down, retry on another instance')
+    let entry = this.#open.get(key)
+    while (entry === undefined) {
+      await this.#withKey(key, async () => {
+        if (this.#open.has(key)) return
+        await this.#waitForRoom()
+        this.#opening++
+        try {
+          await this.#openEntry(key)
+        } finally {
+          this.#opening--
+        }
+      })
+      entry = this.#open.get(key)
+    }
+    const now = this.#now()
+    entry.refs++
+    entry.lastUsed = Math.max(entry.lastUsed, now)
+    this.#open.delete(key)
+    this.#open.set(key, entry)
+    if (now - entry.touchedAt >= this.touchIntervalMs) this.#touch(entry)
+    this.#trim()
+    let released = false
+    const held = entry
+    return {
+      tenant: entry.tenant,
+      release: () => {
+        if (released) return
+        released = true
+        held.refs--
+        if (held.refs === 0) {
+          held.idleSince = performance.now()
+          this.#wakeWaiter()
+        }
+        this.#trim()
+      }
+    }
+  }
+
+  /** Deletes expired tenants, closes idle handles, records uses, keeps the tenant cap. */
+  async sweep (now = this.#now()): Promise<void> {
+    const run = async (): Promise<void> => {
+      for (const entry of [...this.#open.values()]) {
+        if (entry.lastUsed > entry.touchedAt) this.#touch(entry)
+        if (entry.refs === 0 && this.#backend.persistent && now - entry.lastUsed >= this.touchIntervalMs) {
+          await this.#withKey(entry.key, async () => { if (entry.refs === 0) await this.#close(entry) })
+        }
+      }
+      const cutoff = now - this.#options.ttlMs
+      for (;;) {
+        const expired = await this.#backend.leastRecentlyUsed(cutoff, 100)
+        let removed = 0
+        for (const key of expired) if (await this.#remove(key, cutoff)) removed++
+        if (removed === 0) break
+      }
+      const excess = await this.#backend.count() - this.#options.maxTenants
+      if (excess > 0) await this.#evict(excess, now)
+    }
+    this.#sweeping ??= run().finally(() => { this.#sweeping = undefined })
+    await this.#sweeping
+  }
+
+  async close (): Promise<void> {
+    this.#closed = true
+    clearInterval(this.#timer)
+    await this.#sweeping?.catch(() => {})
+    await Promise.all([...this.#locks.values()].map(async (lock) => { await lock.catch(() => {}) }))
+    for (const entry of [...this.#open.values()]) await this.#close(entry)
+    await this.#backend.close()
+  }
+
+  async #openEntry (key: string): Promise<void> {
+    const now = this.#now()
+    if (!await this.#backend.exists(key)) {
+      const excess = await this.#backend.count() + 1 - this.#options.maxTenants
+      if (excess > 0 && await this.#evict(excess, now) < excess) throw sandboxFull()
+    }
+    const created = await this.#backend.touch(key, now)
+    const store = await this.#backend.open(key)
+    let tenant: T
+    try {
+      tenant = await this.#options.start(key, store, created)
+    } catch (err) {
+      await store.close()
+      throw err
+    }
+    this.#open.set(key, { key, tenant, refs: 0, lastUsed: now, touchedAt: now, idleSince: performance.now() })
+  }
+
+  /** Deletes up to `count` of the least recently used tenants nobody uses; resolves with how many. */
+  async #evict (count: number, now: number): Promise<number> {
+    // Elsewhere a use shows only once recorded: a shared tenant counts as idle after a touch interval.
+    const before = this.#backend.shared ? now - this.touchIntervalMs : now + 1
+    const candidates = await this.#backend.leastRecentlyUsed(before, count + this.#open.size)
+    let evicted = 0
+    for (const key of candidates) {
+      if (evicted >= count) break
+      if ((this.#open.get(key)?.refs ?? 0) > 0) continue
+      if (await this.#remove(key, before)) evicted++
+    }
+    return evicted
+  }
+
+  async #remove (key: string, before: number): Promise<boolean> {
+    return await this.#withKey(key, async () => {
+      const entry = this.#open.get(key)
+      if (entry !== undefined) {
+        if (entry.refs > 0 || entry.lastUsed >= before) return false
+        await this.#close(entry, false)
+      }
+      const removed = await this.#backend.remove(key, before)
+      if (removed) this.#options.log?.info({ tenant: key.slice(0, 12) }, 'sandbox: tenant deleted')
+      return removed
+    })
+  }
+
+  /**
+   * Opens wait while SANDBOX_OPEN_TENANTS stores are open and in use (an idle one is closed to make
+   * room), so file handles, connections and memory stay bounded however many tenants call at once.
+   */
+  async #waitForRoom (): Promise<void> {
+    if (!this.#backend.persistent) return
+    const deadline = Date.now() + (this.#options.openWaitMs ?? OPEN_WAIT_MS)
+    while (this.#open.size + this.#opening >= this.#options.openTenants) {
+      const clock = performance.now()
+      let kept = Infinity
+      // Past the deadline a store kept for its tenant's next request is taken all the same.
+      const late = Date.now() >= deadline
+      const idle = [...this.#open.values()].find((entry) => {
+        if (entry.refs > 0) return false
+        const left = entry.idleSince + KEEP_IDLE_MS - clock
+        kept = Math.min(kept, left)
+        return left <= 0 || late
+      })
+      if (idle !== undefined) {
+        await this.#withKey(idle.key, async () => { if (idle.refs === 0) await this.#close(idle) })
+        continue
+      }
+      if (late) throw sandboxBusy()
+      const wait = Math.min(deadline - Date.now(), Math.max(1, kept))
+      await new Promise<void>((resolve) => {
+        const wake = (): void => {
+          clearTimeout(timer)
+          this.#waiters.delete(wake)
+          resolve()
+        }
+        const timer = setTimeout(wake, wait)
+        this.#waiters.add(wake)
+      })
+    }
+  }
+
+  #wakeWaiter (): void {
+    const [first] = this.#waiters
+    first?.()
+  }
+
+  /** Closes handles past the open cap, least recently used first, that no request holds. */
+  #trim (): void {
+    if (!this.#backend.persistent) return
+    let over = this.#open.size - this.#options.openTenants
+    for (const entry of this.#open.values()) {
+      if (over <= 0) break
+      if (entry.refs > 0) continue
+      over--
+      void this.#withKey(entry.key, async () => { if (this.#open.get(entry.key) === entry && entry.refs === 0) await this.#close(entry) }).catch((err: unknown) => {
+        this.#options.log?.error({ err }, 'sandbox: a tenant could not be closed')
+      })
+    }
+  }
+
+  async #close (entry: Entry<T>, record = true): Promise<void> {
+    if (this.#open.get(entry.key) !== entry) return
+    this.#open.delete(entry.key)
+    this.#wakeWaiter()
+    if (record && entry.lastUsed > entry.touchedAt) await this.#backend.touch(entry.key, entry.lastUsed).catch(() => false)
+    await this.#options.stop(entry.tenant)
+  }
+
+  #touch (entry: Entry<T>): void {
+    entry.touchedAt = entry.lastUsed
+    this.#backend.touch(entry.key, entry.lastUsed).catch((err: unknown) => {
+      this.#options.log?.error({ err }, 'sandbox: a tenant\'s use could not be recorded')
+    })
+  }
+
+  async #withKey<R> (key: string, work: () => Promise<R>): Promise<R> {
+    const previous = this.#locks.get(key) ?? Promise.resolve()
+    const next = previous.catch(() => {}).then(work)
+    const settled = next.catch(() => {})
+    this.#locks.set(key, settled)
+    try {
+      return await next
+    } finally {
+      if (this.#locks.get(key) === settled) this.#locks.delete(key)
+    }
+  }
+}

@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { isServiceError } from '../../../src/errors.js'
+import { TenantRegistry, type TenantBackend } from '../../../src/sandbox/tenants.js'
+import type { Store } from '../../../src/store/store.js'
+
+/** Tenants in a Map, each store a stub that counts its closes. */
+function fakeBackend (persistent: boolean): TenantBackend & { closes: string[] } {
+  const rows = new Map<string, number>()
+  const closes: string[] = []
+  return {
+    persistent,
+    shared: false,
+    closes,
+    exists: async (key) => rows.has(key),
+    touch: async (key, now) => { const created = !rows.has(key); rows.set(key, Math.max(rows.get(key) ?? 0, now)); return created },
+    open: async (key) => ({ close: async () => { closes.push(key) } }) as unknown as Store,
+    count: async () => rows.size,
+    leastRecentlyUsed: async (before, limit) => [...rows].filter(([, at]) => at < before).sort((a, b) => a[1] - b[1]).slice(0, limit).map(([key]) => key),
+    remove: async (key, before) => (rows.get(key) ?? Infinity) < before && rows.delete(key),
+    close: async () => {}
+  }
+}
+
+const registryOn = (backend: TenantBackend, options: { openTenants?: number, openWaitMs?: number, start?: (key: string) => Promise<string> } = {}) =>
+  new TenantRegistry<string>({
+    backend,
+    maxTenants: 100,
+    openTenants: options.openTenants ?? 10,
+    ttlMs: 60_000,
+    start: options.start ?? (async (key) => key),
+    stop: async () => {},
+    ...(options.openWaitMs !== undefined && { openWaitMs: options.openWaitMs })
+  })
+
+test('with every open store held past the wait, a new tenant is refused with sandbox-busy', async () => {
+  const registry = registryOn(fakeBackend(true), { openTenants: 1, openWaitMs: 1 })
+  const held = await registry.acquire('a')
+  await assert.rejects(registry.acquire('b'), (err: unknown) => isServiceError(err, 'sandbox-busy'))
+  held.release()
+  held.release()
+  assert.equal((await registry.acquire('b')).tenant, 'b')
+  await registry.close()
+})
+
+test('in-memory tenants are never closed to make room: closing would lose them', async () => {
+  const backend = fakeBackend(false)
+  const registry = registryOn(backend, { openTenants: 1 })
+  for (const key of ['a', 'b', 'c']) (await registry.acquire(key)).release()
+  await registry.sweep(Date.now() + 30_000)
+  assert.equal(registry.openCount, 3)
+  assert.deepEqual(backend.closes, [])
+  await registry.close()
+})
+
+test('a tenant whose start fails is not kept: its store is closed, the next request tries again', async () => {
+  const backend = fakeBackend(true)
+  let fail = true
+  const registry = registryOn(backend, { start: async (key) => { if (fail) throw new Error('seed failed'); return key } })
+  await assert.rejects(registry.acquire('a'), /seed failed/)
+  assert.deepEqual(backend.closes, ['a'])
+  fail = false
+  assert.equal((await registry.acquire('a')).tenant, 'a')
+  await registry.close()
+  await assert.rejects(registry.acquire('a'), (err: unknown) => isServiceError(err, 'shutting-down'))
+})
