@@ -1,3 +1,4 @@
+import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { instrumentStore, type OperationObserver } from '../../src/store/instrumented.js'
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
@@ -10,9 +11,15 @@ declare module 'fastify' {
   }
 }
 
+/** The store observed by metrics and tracing, where they are on; else the bare store. */
+export function instrumented (app: FastifyInstance, store: Store): Store {
+  const observers = [app.metrics?.storeOperation, app.tracing?.storeOperation].filter((observer): observer is OperationObserver => observer !== undefined)
+  return instrumentStore(store, observers)
+}
+
 /** Opens the store named by DATABASE_URL; with metrics or tracing off the routes get the bare store. */
 export default fp(async function storePlugin (app) {
-  const { config, metrics, tracing } = app
+  const { config, metrics } = app
   const store = isPostgresUrl(config.databaseUrl)
     // Loaded only when used: see docs/performance.md#what-the-measurements-decided.
     ? await (await import('../../src/store/postgres/postgres-store.js')).createPostgresStore({
@@ -38,7 +45,6 @@ export default fp(async function storePlugin (app) {
         checkpoint: { onCheckpoint: (report) => { metrics.walCheckpoint(report.thread, report.durationMs) } }
       })
     })
-  const observers = [metrics?.storeOperation, tracing?.storeOperation].filter((observer): observer is OperationObserver => observer !== undefined)
-  app.decorate('store', instrumentStore(store, observers))
+  app.decorate('store', instrumented(app, store))
   app.addHook('onClose', async () => { await store.close() })
 }, { name: 'store', dependencies: ['config', 'metrics', 'tracing'] })

@@ -2,14 +2,14 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { limitPlants } from '../../src/sandbox/quota.js'
 import { TenantRegistry, type TenantBackend } from '../../src/sandbox/tenants.js'
-import { instrumentStore, type OperationObserver } from '../../src/store/instrumented.js'
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
 import type { Store } from '../../src/store/store.js'
 import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js'
 import { WebhookService } from '../../src/webhooks/service.js'
 import { defaultAddressPolicy } from '../../src/webhooks/url-policy.js'
 import { METRIC_PREFIX, type ServiceMetrics } from './metrics.js'
-import type { WebhooksPluginOptions } from './webhooks.js'
+import { instrumented } from './store.js'
+import { webhookDelivery, type WebhooksPluginOptions } from './webhooks.js'
 
 /** What a request works on: the app's store and webhooks, or in a sandbox its tenant's. */
 export interface Tenant {
@@ -141,46 +141,35 @@ async function openBackend (app: FastifyInstance): Promise<TenantBackend> {
 
 /** A tenant's store behind its quotas, its webhook service, and a dispatcher of its own paced to the tenant's rate. */
 async function startTenant (app: FastifyInstance, options: WebhooksPluginOptions, key: string, opened: Store, created: boolean): Promise<SandboxTenant> {
-  const { config, metrics, tracing } = app
+  const { config, tracing } = app
   const sandbox = config.sandbox
   if (sandbox === undefined) throw new Error('not a sandbox')
-  const observers = [metrics?.storeOperation, tracing?.storeOperation].filter((observer): observer is OperationObserver => observer !== undefined)
-  const instrumented = instrumentStore(opened, observers)
-  const store: Store = { ...instrumented, plants: limitPlants(instrumented.plants, sandbox.maxPlants) }
+  const observed = instrumented(app, opened)
+  const store: Store = { ...observed, plants: limitPlants(observed.plants, sandbox.maxPlants) }
   if (created) for (const plant of sandbox.seed) await opened.plants.create(plant)
   const settings = config.webhooks
   // SANDBOX=1 refuses WEBHOOK_ALLOW_PRIVATE_URLS at load: only public receivers.
   const policy = { ...defaultAddressPolicy(false), ...(options.resolve !== undefined && { resolve: options.resolve }) }
-  const log = app.log.child({ tenant: key.slice(0, 12) })
-  const dispatcher = new WebhookDispatcher({
+  const { dispatcher, service: webhooks } = webhookDelivery(app.log.child({ tenant: key.slice(0, 12) }), {
     store: opened.webhooks,
-    policy,
-    timeoutMs: settings.timeoutMs,
-    schedule: settings.schedule,
-    concurrency: 1,
-    perSubscription: 1,
-    disableAfterMs: settings.disableAfterMs,
-    retentionMs: settings.retentionMs,
-    pollIntervalMs: settings.pollIntervalMs,
-    // Always paced: at most SANDBOX_WEBHOOK_ATTEMPTS_PER_MINUTE attempts, one at a time.
-    apiBusy: () => true,
-    busyIntervalMs: Math.ceil(60_000 / sandbox.webhookAttemptsPerMinute),
-    ...(options.request !== undefined && { request: options.request })
-  })
-  dispatcher.on('attempt', (attempt) => {
-    const details = { webhook: { subscriptionId: String(attempt.subscriptionId), deliveryId: String(attempt.deliveryId), status: attempt.status, ...(attempt.statusCode !== undefined && { statusCode: attempt.statusCode }) } }
-    if (attempt.status === 'succeeded') log.info(details, 'webhook delivered')
-    else log.warn(details, 'webhook delivery failed')
-  })
-  dispatcher.on('store-error', ({ operation, error }) => { log.error({ err: error, webhook: { operation } }, 'webhook dispatcher: the database failed; deliveries wait and are retried') })
-  const webhooks = new WebhookService({
-    store: instrumented.webhooks,
-    policy,
-    lookupTimeoutMs: settings.timeoutMs,
+    serviceStore: observed.webhooks,
     maxSubscriptions: sandbox.maxSubscriptions,
-    sendTest: async (subscription) => await dispatcher.sendTest(subscription),
-    onDue: () => { dispatcher.wake() },
-    onSubscriptionsChanged: async () => { await dispatcher.countOwners() }
+    lookupTimeoutMs: settings.timeoutMs,
+    dispatcher: {
+      policy,
+      timeoutMs: settings.timeoutMs,
+      schedule: settings.schedule,
+      concurrency: 1,
+      perSubscription: 1,
+      disableAfterMs: settings.disableAfterMs,
+      retentionMs: settings.retentionMs,
+      pollIntervalMs: settings.pollIntervalMs,
+      // Always paced: at most SANDBOX_WEBHOOK_ATTEMPTS_PER_MINUTE attempts, one at a time.
+      apiBusy: () => true,
+      busyIntervalMs: Math.ceil(60_000 / sandbox.webhookAttemptsPerMinute),
+      ...(options.request !== undefined && { request: options.request }),
+      ...(tracing !== undefined && { traceAttempt: tracing.webhookAttempt })
+    }
   })
   await opened.webhooks.releaseOrphanedLeases?.()
   await dispatcher.start()

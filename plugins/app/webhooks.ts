@@ -1,9 +1,9 @@
-import type { FastifyRequest } from 'fastify'
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiLoadMonitor, type ApiLoadOptions } from '../../src/webhooks/api-load.js'
 import type { EventOrigin } from '../../src/webhooks/events.js'
 import type { RequestFunction } from '../../src/webhooks/deliver.js'
-import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js'
+import { WebhookDispatcher, type DispatcherOptions } from '../../src/webhooks/dispatcher.js'
 import type { Backlog, WebhookStore } from '../../src/webhooks/store.js'
 import { METRIC_PREFIX, type ServiceMetrics } from './metrics.js'
 import { WebhookService } from '../../src/webhooks/service.js'
@@ -40,61 +40,27 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
     load.countRequest()
     done()
   })
-  const dispatcher = new WebhookDispatcher({
+  const { dispatcher, service } = webhookDelivery(log, {
     store: store.webhooks,
-    policy,
-    timeoutMs: settings.timeoutMs,
-    schedule: settings.schedule,
-    concurrency: settings.concurrency,
-    perSubscription: settings.perSubscription,
-    disableAfterMs: settings.disableAfterMs,
-    retentionMs: settings.retentionMs,
-    pollIntervalMs: settings.pollIntervalMs,
-    busyIntervalMs: settings.busyIntervalMs,
-    apiBusy: () => load.busy,
-    ...(options.request !== undefined && { request: options.request }),
-    ...(app.tracing !== undefined && { traceAttempt: app.tracing.webhookAttempt })
-  })
-
-  dispatcher.on('attempt', (attempt) => {
-    const details = {
-      ...(attempt.requestId !== undefined && { reqId: attempt.requestId }),
-      webhook: {
-        subscriptionId: String(attempt.subscriptionId),
-        deliveryId: String(attempt.deliveryId),
-        messageId: attempt.messageId,
-        eventType: attempt.eventType,
-        attempt: attempt.attempt,
-        status: attempt.status,
-        ...(attempt.statusCode !== undefined && { statusCode: attempt.statusCode }),
-        ...(attempt.error !== undefined && { error: attempt.error }),
-        ...(attempt.nextAttemptAt !== undefined && { nextAttemptAt: new Date(attempt.nextAttemptAt).toISOString() }),
-        durationMs: Math.round(attempt.durationMs * 10) / 10
-      }
-    }
-    if (attempt.status === 'succeeded') log.info(details, 'webhook delivered')
-    else log.warn(details, attempt.status === 'failed' ? 'webhook delivery failed for good' : 'webhook delivery failed; retrying later')
-  })
-  dispatcher.on('subscription-disabled', ({ subscriptionId, reason }) => {
-    log.warn({ webhook: { subscriptionId: String(subscriptionId), reason } },
-      reason === 'gone' ? 'webhook subscription disabled: its receiver answered 410 Gone' : 'webhook subscription disabled: its deliveries kept failing')
-  })
-  dispatcher.on('pruned', ({ deleted }) => { log.info({ webhook: { deleted } }, 'old webhook deliveries pruned') })
-  dispatcher.on('store-error', ({ operation, error }) => {
-    log.error({ err: error, webhook: { operation } }, 'webhook dispatcher: the database failed; deliveries wait and are retried')
-  })
-
-  if (app.metrics !== undefined) webhookMetrics(app.metrics, dispatcher, store.webhooks)
-
-  app.decorate('webhooks', new WebhookService({
-    store: store.webhooks,
-    policy,
-    lookupTimeoutMs: settings.timeoutMs,
     maxSubscriptions: settings.maxSubscriptions,
-    sendTest: async (subscription) => await dispatcher.sendTest(subscription),
-    onDue: () => { dispatcher.wake() },
-    onSubscriptionsChanged: async () => { await dispatcher.countOwners() }
-  }))
+    lookupTimeoutMs: settings.timeoutMs,
+    dispatcher: {
+      policy,
+      timeoutMs: settings.timeoutMs,
+      schedule: settings.schedule,
+      concurrency: settings.concurrency,
+      perSubscription: settings.perSubscription,
+      disableAfterMs: settings.disableAfterMs,
+      retentionMs: settings.retentionMs,
+      pollIntervalMs: settings.pollIntervalMs,
+      busyIntervalMs: settings.busyIntervalMs,
+      apiBusy: () => load.busy,
+      ...(options.request !== undefined && { request: options.request }),
+      ...(app.tracing !== undefined && { traceAttempt: app.tracing.webhookAttempt })
+    }
+  })
+  if (app.metrics !== undefined) webhookMetrics(app.metrics, dispatcher, store.webhooks)
+  app.decorate('webhooks', service)
 
   const { tracing } = app
   app.decorate('eventOrigin', tracing === undefined
@@ -126,6 +92,58 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
     load.stop()
   })
 }, { name: 'webhooks', dependencies: ['config', 'store', 'tracing', 'metrics'] })
+
+/**
+ * A store's webhook service and the dispatcher that delivers its outbox, logged alike: the app's,
+ * and in a sandbox each tenant's. `serviceStore` is what the API calls (instrumented), the
+ * dispatcher's own calls go to `store`.
+ */
+export function webhookDelivery (log: FastifyBaseLogger, wiring: {
+  store: WebhookStore
+  serviceStore?: WebhookStore
+  maxSubscriptions: number
+  lookupTimeoutMs: number
+  dispatcher: Omit<DispatcherOptions, 'store'>
+}): { dispatcher: WebhookDispatcher, service: WebhookService } {
+  const dispatcher = new WebhookDispatcher({ store: wiring.store, ...wiring.dispatcher })
+  dispatcher.on('attempt', (attempt) => {
+    const details = {
+      ...(attempt.requestId !== undefined && { reqId: attempt.requestId }),
+      webhook: {
+        subscriptionId: String(attempt.subscriptionId),
+        deliveryId: String(attempt.deliveryId),
+        messageId: attempt.messageId,
+        eventType: attempt.eventType,
+        attempt: attempt.attempt,
+        status: attempt.status,
+        ...(attempt.statusCode !== undefined && { statusCode: attempt.statusCode }),
+        ...(attempt.error !== undefined && { error: attempt.error }),
+        ...(attempt.nextAttemptAt !== undefined && { nextAttemptAt: new Date(attempt.nextAttemptAt).toISOString() }),
+        durationMs: Math.round(attempt.durationMs * 10) / 10
+      }
+    }
+    if (attempt.status === 'succeeded') log.info(details, 'webhook delivered')
+    else log.warn(details, attempt.status === 'failed' ? 'webhook delivery failed for good' : 'webhook delivery failed; retrying later')
+  })
+  dispatcher.on('subscription-disabled', ({ subscriptionId, reason }) => {
+    log.warn({ webhook: { subscriptionId: String(subscriptionId), reason } },
+      reason === 'gone' ? 'webhook subscription disabled: its receiver answered 410 Gone' : 'webhook subscription disabled: its deliveries kept failing')
+  })
+  dispatcher.on('pruned', ({ deleted }) => { log.info({ webhook: { deleted } }, 'old webhook deliveries pruned') })
+  dispatcher.on('store-error', ({ operation, error }) => {
+    log.error({ err: error, webhook: { operation } }, 'webhook dispatcher: the database failed; deliveries wait and are retried')
+  })
+  const service = new WebhookService({
+    store: wiring.serviceStore ?? wiring.store,
+    policy: wiring.dispatcher.policy,
+    lookupTimeoutMs: wiring.lookupTimeoutMs,
+    maxSubscriptions: wiring.maxSubscriptions,
+    sendTest: async (subscription) => await dispatcher.sendTest(subscription),
+    onDue: () => { dispatcher.wake() },
+    onSubscriptionsChanged: async () => { await dispatcher.countOwners() }
+  })
+  return { dispatcher, service }
+}
 
 /** The backlog gauges read the database at each scrape: every instance reports the shared backlog. */
 function webhookMetrics ({ client, registry }: ServiceMetrics, dispatcher: WebhookDispatcher, store: WebhookStore): void {
