@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { copyFileSync, mkdtempSync } from 'node:fs'
+import { mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
@@ -8,13 +8,14 @@ import { migrations as postgresMigrations } from '../../../src/store/postgres/mi
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { migrations } from '../../../src/store/sqlite/migrations.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
+import type { Store } from '../../../src/store/store.js'
 import { WebhookDispatcher } from '../../../src/webhooks/dispatcher.js'
-import { cleanupStack } from '../../helpers/cleanup.js'
+import { cleanupStack, type Cleanup } from '../../helpers/cleanup.js'
 import { adminQuery, scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
-import { startReceiver, until, verifyWebhook } from '../../helpers/webhook-receiver.js'
+import { startReceiver, until, verifyWebhook, type WebhookReceiver } from '../../helpers/webhook-receiver.js'
 
 /**
- * test/fixtures/release-1.0.0-outbox.db was written by the release before the outbox held payloads
+ * test/fixtures/release-1.0.0-outbox.sql is the dump of a database written by the release before the outbox held payloads
  * (schema version 9): a subscription, then four plant writes whose events wait in the outbox as
  * plant columns. The bodies below are what that release's code made of those rows at fan-out.
  */
@@ -26,10 +27,23 @@ const RELEASE_BODIES: ReadonlyArray<[messageId: string, body: string]> = [
   ['msg_XSxKVJMcX08L5ViJojd4Dw', '{"type":"plant.deleted","timestamp":"2026-11-26T04:09:44.373Z","data":{"id":2,"name":"Fern \\"Ü\u2028\\"","createdAt":"2026-11-26T04:09:44.363Z","updatedAt":"2026-11-26T04:09:44.363Z"}}']
 ]
 
+/** The release's database, rebuilt from its dump (a SQL text file, so no database file is tracked). */
 function releaseFile (): string {
   const file = join(mkdtempSync(join(tmpdir(), 'plant-store-outbox-')), 'plants.db')
-  copyFileSync(new URL('../../../../test/fixtures/release-1.0.0-outbox.db', import.meta.url), file)
+  const db = new Database(file)
+  db.exec(readFileSync(new URL('../../../../test/fixtures/release-1.0.0-outbox.sql', import.meta.url), 'utf8'))
+  db.close()
   return file
+}
+
+/** Points the release's subscription at a loopback receiver and starts a dispatcher on the store. */
+async function deliverTo (cleanup: Cleanup, store: Store): Promise<WebhookReceiver> {
+  const receiver = await startReceiver(cleanup)
+  assert.ok(await store.webhooks.updateSubscription(OWNER, 1n, { url: `${receiver.origin}/hook` }, Date.now()))
+  const dispatcher = new WebhookDispatcher({ store: store.webhooks, policy: { allowPrivate: true, resolve: async () => { throw new Error('no DNS in this test') } }, pollIntervalMs: 20, jitter: 0 })
+  cleanup.after(async () => { await dispatcher.stop(0) })
+  await dispatcher.start()
+  return receiver
 }
 
 test('SQLite: a file of the previous release keeps its pending events, with the bytes that release would have sent', async (t) => {
@@ -54,11 +68,7 @@ test('SQLite: a file of the previous release keeps its pending events, with the 
     ['id', 'message_id', 'event_type', 'created_at', 'request_id', 'traceparent', 'subject_type', 'subject_id', 'payload'])
 
   // Delivered as that release would have: same webhook-ids, same bodies, and the request id kept.
-  const receiver = await startReceiver(cleanup)
-  assert.ok(await store.webhooks.updateSubscription(OWNER, 1n, { url: `${receiver.origin}/hook` }, Date.now()))
-  const dispatcher = new WebhookDispatcher({ store: store.webhooks, policy: { allowPrivate: true, resolve: async () => { throw new Error('no DNS in this test') } }, pollIntervalMs: 20, jitter: 0 })
-  cleanup.after(async () => { await dispatcher.stop(0) })
-  await dispatcher.start()
+  const receiver = await deliverTo(cleanup, store)
   await until('the four pending events delivered', () => receiver.requests.length === 4)
   assert.deepEqual(receiver.requests.map((request) => [request.headers['webhook-id'], request.body]), RELEASE_BODIES)
   const { secret } = await store.webhooks.getSubscription(OWNER, 1n) ?? assert.fail('subscription')
@@ -88,11 +98,7 @@ if (TEST_DATABASE_URL !== undefined) {
     const rows = await adminQuery(`SELECT subject_type, subject_id::text, payload FROM ${schema}.webhook_events`)
     assert.deepEqual(rows, [{ subject_type: 'plant', subject_id: '1', payload: body }])
 
-    const receiver = await startReceiver(cleanup)
-    assert.ok(await store.webhooks.updateSubscription(OWNER, 1n, { url: `${receiver.origin}/hook` }, Date.now()))
-    const dispatcher = new WebhookDispatcher({ store: store.webhooks, policy: { allowPrivate: true, resolve: async () => { throw new Error('no DNS in this test') } }, pollIntervalMs: 20, jitter: 0 })
-    cleanup.after(async () => { await dispatcher.stop(0) })
-    await dispatcher.start()
+    const receiver = await deliverTo(cleanup, store)
     await until('the pending event delivered', () => receiver.requests.length === 1)
     assert.deepEqual(receiver.requests.map((request) => [request.headers['webhook-id'], request.body]), [[messageId, body]])
   })
