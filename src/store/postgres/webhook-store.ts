@@ -192,9 +192,10 @@ function openPools (options: PostgresWebhookStoreOptions, connectionString: stri
     return made
   }
   const pool = poolOf(connectionString)
-  // A crash can only cause a delivery sent again with the same webhook-id (at least once).
-  // See docs/performance.md#what-the-measurements-decided.
-  const bookkeeping = poolOf(withServerSettings(connectionString, { synchronous_commit: 'off' }))
+  // A crash can only cause a delivery sent again with the same webhook-id (at least once). Plans
+  // are made per execution: a generic plan made while the queue tables were small seq-scans them
+  // once they are large (until an ANALYZE). See docs/performance.md#what-the-measurements-decided.
+  const bookkeeping = poolOf(withServerSettings(connectionString, { synchronous_commit: 'off', plan_cache_mode: 'force_custom_plan' }))
   return { pool, bookkeeping, end: async () => { await Promise.all([pool.end(), bookkeeping.end()]) } }
 }
 
