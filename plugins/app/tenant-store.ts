@@ -123,6 +123,7 @@ async function openBackend (app: FastifyInstance): Promise<TenantBackend> {
     const { createPostgresTenants } = await import('../../src/sandbox/postgres-tenants.js')
     return await createPostgresTenants({
       url: config.databaseUrl,
+      poolMax: config.pgPoolMax,
       connectTimeoutMs: config.pgConnectTimeoutMs,
       statementTimeoutMs: config.pgStatementTimeoutMs,
       onIdleError: (err) => { app.log.warn({ err }, 'an idle sandbox database connection failed; it is replaced on next use') }

@@ -10,7 +10,8 @@ export interface TenantBackend {
   exists: (key: string) => Promise<boolean>
   /** Records a use at `now`; resolves true when this call created the tenant. */
   touch: (key: string, now: number) => Promise<boolean>
-  open: (key: string) => Promise<Store>
+  /** `created`: the tenant is new (its touch made it), so its files or schema are made here. */
+  open: (key: string, created: boolean) => Promise<Store>
   count: () => Promise<number>
   /** Up to `limit` tenants last used before `before`, least recently used first. */
   leastRecentlyUsed: (before: number, limit: number) => Promise<string[]>
@@ -210,7 +211,7 @@ export class TenantRegistry<T> {
       if (excess > 0 && await this.#evict(excess, now) < excess) throw sandboxFull()
     }
     const created = await this.#backend.touch(key, now)
-    const store = await this.#backend.open(key)
+    const store = await this.#backend.open(key, created)
     let tenant: T
     try {
       tenant = await this.#options.start(key, store, created)

@@ -22,6 +22,10 @@ export interface PostgresWebhookStoreOptions {
   statementTimeoutMs?: number
   /** Failures of idle pooled connections and of the listener; neither crashes the process. */
   onError?: (err: Error) => void
+  /** The caller's pools (see PostgresStoreOptions.pools): never ended by the store. */
+  pools?: { pool: pg.Pool, bookkeeping: pg.Pool }
+  /** `false`: the caller has checked the schema's version. */
+  checkSchema?: false
 }
 
 /** A claim that fans out takes up this many times its limit of events. */
@@ -374,9 +378,11 @@ function postgresUpkeep (pool: pg.Pool, bookkeeping: pg.Pool): Pick<WebhookStore
 
 export async function createPostgresWebhookStore (options: PostgresWebhookStoreOptions): Promise<WebhookStore> {
   const target = parsePostgresUrl(options.url)
-  const { pool, bookkeeping, end } = openPools(options, target.connectionString)
+  const { pool, bookkeeping, end } = options.pools === undefined
+    ? openPools(options, target.connectionString)
+    : { ...options.pools, end: async () => {} }
   try {
-    await checkSchema(pool)
+    if (options.checkSchema !== false) await checkSchema(pool)
   } catch (err) {
     await end()
     throw err
