@@ -64,6 +64,7 @@ export default fp<TenantStoreOptions>(async function tenantStorePlugin (app, opt
     backend,
     maxTenants: sandbox.maxTenants,
     openTenants: sandbox.openTenants,
+    openWaitMs: sandbox.openWaitMs,
     ttlMs: sandbox.ttlMs,
     start: async (key, store, created) => await startTenant(app, options, key, store, created),
     stop: async (tenant) => {

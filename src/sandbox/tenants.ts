@@ -31,7 +31,7 @@ export interface TenantRegistryOptions<T> {
   stop: (tenant: T) => Promise<void>
   now?: () => number
   log?: StoreLog
-  /** How long an open waits for a free store (OPEN_WAIT_MS by default). */
+  /** How long an open waits for a free store (SANDBOX_OPEN_WAIT_MS; OPEN_WAIT_MS by default). */
   openWaitMs?: number
 }
 
@@ -67,8 +67,8 @@ export const KEEP_IDLE_MS = 250
 /** Seconds a caller refused for a full sandbox is asked to wait. */
 export const SANDBOX_FULL_RETRY_AFTER_S = 60
 
-/** How long a request waits for one of the SANDBOX_OPEN_TENANTS stores to be free before a 503. */
-export const OPEN_WAIT_MS = 5000
+/** SANDBOX_OPEN_WAIT_MS's default: how long a request waits for one of the SANDBOX_OPEN_TENANTS stores before a 503. */
+export const OPEN_WAIT_MS = 30_000
 
 export const sandboxBusy = (): ServiceError =>
   new ServiceError('sandbox-busy', 'Every sandbox store this instance may open is in use: retry shortly')
@@ -255,7 +255,7 @@ export class TenantRegistry<T> {
    * Resolves holding a place for one more open store (`#opening`): at once while fewer than
    * SANDBOX_OPEN_TENANTS stores are open or opening, else in turn, first come first served, as
    * stores close or an idle one is closed to make room. File handles, connections and memory stay
-   * bounded however many tenants call at once; a wait past OPEN_WAIT_MS is a 503 sandbox-busy.
+   * bounded however many tenants call at once; a wait past SANDBOX_OPEN_WAIT_MS is a 503 sandbox-busy.
    */
   async #waitForRoom (): Promise<void> {
     if (!this.#backend.persistent || (this.#queue.length === 0 && this.#room())) {

@@ -18,6 +18,7 @@ test('SANDBOX unset: no sandbox; SANDBOX=1: the defaults, and no token is made u
     maxSubscriptions: 5,
     maxTenants: 10_000,
     openTenants: 100,
+    openWaitMs: 30_000,
     ttlMs: 86_400_000,
     ratePerAddress: 3000,
     webhookAttemptsPerMinute: 30
