@@ -152,9 +152,8 @@ async function startTenant (app: FastifyInstance, options: WebhooksPluginOptions
   const settings = config.webhooks
   // SANDBOX=1 refuses WEBHOOK_ALLOW_PRIVATE_URLS at load: only public receivers.
   const policy = { ...defaultAddressPolicy(false), ...(options.resolve !== undefined && { resolve: options.resolve }) }
-  // The dispatcher starts once there is something for it: a tenant that never subscribes (most)
-  // pays no claims, polls or prune. A write whose event some subscription receives starts it (the
-  // store's listeners are told after the commit), as does a subscription's change or a retry.
+  // Started once there is something to deliver: a write with an event (the store's listeners are
+  // told after its commit), a subscription's change or a retry. Most tenants never subscribe.
   let starting: Promise<void> | undefined
   let stopped = false
   const startDispatcher = async (): Promise<void> => {

@@ -11,28 +11,22 @@ import type { TenantBackend } from './tenants.js'
 export interface PostgresTenantOptions {
   /** DATABASE_URL: its schema holds the registry; each tenant gets a schema of its own beside it. */
   url: string
-  /** Connections the tenants share (PG_POOL_MAX), for the API and for the dispatchers' bookkeeping each. */
+  /** PG_POOL_MAX: the tenants share this many connections, and as many for dispatcher bookkeeping. */
   poolMax?: number
   connectTimeoutMs?: number
   statementTimeoutMs?: number
   onIdleError?: (err: Error) => void
 }
 
-/**
- * A shared connection serves at most this many checkouts before it is replaced: a PostgreSQL
- * backend keeps the catalog entries of every schema it has used, so one that served every tenant
- * would grow without bound.
- */
+/** Then a shared connection is replaced: a backend caches the catalog of every schema it has used. */
 const SHARED_CONNECTION_USES = 2000
 
 const SEARCH_PATH = Symbol('search path')
 type SharedClient = pg.PoolClient & { [SEARCH_PATH]?: string }
 
 /**
- * A tenant's view of a shared pool: each connection it checks out is set to the tenant's schema
- * first (one statement, only when the last user was another tenant). A connection whose setting
- * failed is dropped, never reused, so no statement runs on another tenant's schema. Prepared
- * statements are parsed again by PostgreSQL when search_path changes. `end` leaves the pool open.
+ * A tenant's view of a shared pool: a connection last used by another tenant is set to this one's
+ * schema first, or dropped if that fails. PostgreSQL parses prepared statements again when search_path changes.
  */
 function schemaPool (shared: pg.Pool, schema: string): pg.Pool {
   const connect = async (): Promise<pg.PoolClient> => {
@@ -65,10 +59,7 @@ function schemaPool (shared: pg.Pool, schema: string): pg.Pool {
   return view as unknown as pg.Pool
 }
 
-/**
- * A new tenant's schema in one round trip: every migration in one transaction, under the lock the
- * migrator takes, so an instance migrating the same schema at once waits for it (or it for that one).
- */
+/** A new tenant's schema in one round trip: every migration, one transaction, under the migrator's lock. */
 function createSchemaSql (schema: string): string {
   return [
     `SELECT pg_advisory_xact_lock(hashtextextended('plant-store migrations ${schema}', 0))`,
@@ -135,7 +126,6 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
     return made
   }
   const shared = sharedPool(target.connectionString)
-  // The dispatchers' bookkeeping, as a store's own (see openPools in webhook-store.ts).
   const bookkeeping = sharedPool(withServerSettings(target.connectionString, { synchronous_commit: 'off' }))
   const schemaOf = (key: string): string => tenantSchema(target.schema, key)
   const tenantUrl = (key: string): string => {
@@ -161,7 +151,6 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
         url: tenantUrl(key),
         pools: { pool: schemaPool(shared, schema), bookkeeping: schemaPool(bookkeeping, schema) },
         listen: false,
-        // Otherwise the migrator makes the schema or brings it up to date (its own connection, under its lock).
         ...(current && { migrate: false }),
         ...(options.connectTimeoutMs !== undefined && { connectTimeoutMs: options.connectTimeoutMs }),
         ...(options.statementTimeoutMs !== undefined && { statementTimeoutMs: options.statementTimeoutMs })

@@ -71,7 +71,6 @@ export async function createSqliteTenants (options: SqliteTenantOptions): Promis
       if (memory) return createSqliteStore({ ...options.store, filename: ':memory:', checkpoint: false })
       const file = fileOf(key)
       if (!existsSync(file)) copyFileSync(template, file, constants.COPYFILE_EXCL)
-      // Only this process writes the folder: a tenant's file is a copy of the template or was made so.
       return createSqliteStore({ ...options.store, filename: file, checkpoint: false, preflight: false, prepareOnUse: true, exclusive: true })
     },
     count: async () => sql.count.get() ?? 0,

@@ -252,10 +252,8 @@ export class TenantRegistry<T> {
   }
 
   /**
-   * Resolves holding a place for one more open store (`#opening`): at once while fewer than
-   * SANDBOX_OPEN_TENANTS stores are open or opening, else in turn, first come first served, as
-   * stores close or an idle one is closed to make room. File handles, connections and memory stay
-   * bounded however many tenants call at once; a wait past SANDBOX_OPEN_WAIT_MS is a 503 sandbox-busy.
+   * Resolves holding a place under SANDBOX_OPEN_TENANTS (`#opening`): at once, or in turn, first come
+   * first served; past SANDBOX_OPEN_WAIT_MS a 503 sandbox-busy.
    */
   async #waitForRoom (): Promise<void> {
     if (!this.#backend.persistent || (this.#queue.length === 0 && this.#room())) {
@@ -274,9 +272,8 @@ export class TenantRegistry<T> {
   }
 
   /**
-   * Gives waiting opens their place in turn: a free one, or that of the longest idle store, closed
-   * for it. A store idle for less than KEEP_IDLE_MS is kept for its tenant's next request (a
-   * client's requests in a row then share one open) unless the first waiter's wait is over.
+   * Gives the first waiters a free place or that of the longest idle store, closed for them; a store
+   * idle for less than KEEP_IDLE_MS is kept for its tenant unless the first waiter's wait is over.
    */
   #pump (): void {
     const clock = performance.now()
@@ -340,7 +337,6 @@ export class TenantRegistry<T> {
     await this.#stop(entry, record)
   }
 
-  /** Takes an entry out of the open ones: its tenant's next request opens it again, after the stop. */
   #detach (entry: Entry<T>): void {
     this.#open.delete(entry.key)
     this.#idle.delete(entry.key)

@@ -26,10 +26,7 @@ export interface PostgresStoreOptions {
   webhookPoolMax?: number
   /** `false`: no LISTEN connection; only this process's own writes wake the dispatcher (it polls for the rest). */
   listen?: boolean
-  /**
-   * Pools the caller owns (a sandbox's, shared between its tenants): `pool` for the API, `bookkeeping`
-   * (synchronous_commit off) for the dispatcher. The store never ends them.
-   */
+  /** Pools the caller owns and ends (a sandbox's): `bookkeeping` has synchronous_commit off, for the dispatcher. */
   pools?: { pool: pg.Pool, bookkeeping: pg.Pool }
   /** `false`: the caller has made sure the schema is this code's (no migration, no schema check). */
   migrate?: false

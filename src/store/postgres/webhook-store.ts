@@ -24,7 +24,7 @@ export interface PostgresWebhookStoreOptions {
   onError?: (err: Error) => void
   /** The caller's pools (see PostgresStoreOptions.pools): never ended by the store. */
   pools?: { pool: pg.Pool, bookkeeping: pg.Pool }
-  /** `false`: the caller has checked the schema's version. */
+  /** `false`: the caller has checked the schema. */
   checkSchema?: false
 }
 

@@ -3,7 +3,7 @@ import type Database from 'better-sqlite3'
 type Statement = Database.Statement<unknown[], unknown>
 type Modifier = (statement: Statement) => void
 
-/** A statement compiled at its first run: what it costs in memory is paid only by the statements a connection uses. */
+/** A statement compiled at its first run. */
 class StatementOnUse {
   readonly #db: Database.Database
   readonly source: string
@@ -46,11 +46,7 @@ class StatementOnUse {
   safeIntegers (toggle?: boolean): this { return this.#modify((statement) => { statement.safeIntegers(toggle ?? true) }) }
 }
 
-/**
- * The connection with `prepare` deferred to each statement's first run; everything else is the
- * connection's own. A sandbox tenant's store opens and closes often and runs a handful of its
- * statements: compiling all of them at each open would cost most of its memory and time.
- */
+/** The connection with `prepare` deferred to each statement's first run: for stores opened often that run few statements. */
 export function prepareOnUse (db: Database.Database): Database.Database {
   const prepare = (source: string): Statement => new StatementOnUse(db, source) as unknown as Statement
   const bound = new Map<PropertyKey, unknown>()

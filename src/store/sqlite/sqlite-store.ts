@@ -44,7 +44,6 @@ function openDatabase (filename: string, exclusive: boolean): Database.Database 
     createOwnerOnly(filename)
   }
   const db = new Database(filename)
-  // Before the first read: the locking mode decides how the WAL is opened.
   if (exclusive) db.pragma('locking_mode = EXCLUSIVE')
   return configureConnection(db)
 }
