@@ -92,7 +92,7 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
   const pool = new pg.Pool({
     connectionString: target.connectionString,
     application_name: 'plant-store sandbox',
-    max: 2,
+    max: 4,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
     ...statementBounds(options.statementTimeoutMs ?? 5000)
   })

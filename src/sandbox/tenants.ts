@@ -64,6 +64,9 @@ interface Waiter {
  */
 export const KEEP_IDLE_MS = 250
 
+/** Expired tenants deleted at once: PostgreSQL drops a schema per transaction. */
+const SWEEP_PARALLEL = 4
+
 /** Seconds a caller refused for a full sandbox is asked to wait. */
 export const SANDBOX_FULL_RETRY_AFTER_S = 60
 
@@ -183,7 +186,10 @@ export class TenantRegistry<T> {
       for (;;) {
         const expired = await this.#backend.leastRecentlyUsed(cutoff, 100)
         let removed = 0
-        for (const key of expired) if (await this.#remove(key, cutoff)) removed++
+        const next = expired.values()
+        await Promise.all(Array.from({ length: SWEEP_PARALLEL }, async () => {
+          for (const key of next) if (await this.#remove(key, cutoff)) removed++
+        }))
         if (removed === 0) break
       }
       const excess = await this.#backend.count() - this.#options.maxTenants
