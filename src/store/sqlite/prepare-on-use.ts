@@ -3,7 +3,6 @@ import type Database from 'better-sqlite3'
 type Statement = Database.Statement<unknown[], unknown>
 type Modifier = (statement: Statement) => void
 
-/** A statement compiled at its first run. */
 class StatementOnUse {
   readonly #db: Database.Database
   readonly source: string
