@@ -38,6 +38,10 @@ export interface SandboxBenchResult {
   plantsWritten: number
   /** Writes not answered 201 in the end. */
   failures: number
+  /** Their last answers: status (0: no connection) and message, with how many. */
+  failedAnswers: Record<string, number>
+  /** The server's error log lines (LOG_LEVEL=error), the first few. */
+  serverErrors: string[]
   /** 503s (every open store in use) and failed connections, retried after their Retry-After. */
   retries: number
   /** The server's peak resident memory over the whole run (VmHWM), MB. */
@@ -69,7 +73,7 @@ function allocated (dir: string): { bytes: number, tenantFiles: number } {
 }
 
 // SQLITE_SYNCHRONOUS=normal, as docs/operations.md advises for a sandbox: its data is disposable, an fsync per write is not.
-const SETTINGS = { API_TOKENS: undefined, SANDBOX: '1', SANDBOX_SEED: 'none', SQLITE_SYNCHRONOUS: 'normal', RATE_LIMIT_MAX: '0', SANDBOX_RATE_LIMIT_PER_ADDRESS: '0', ...SERVER_ENV }
+const SETTINGS = { API_TOKENS: undefined, LOG_LEVEL: 'error', SANDBOX: '1', SANDBOX_SEED: 'none', SQLITE_SYNCHRONOUS: 'normal', RATE_LIMIT_MAX: '0', SANDBOX_RATE_LIMIT_PER_ADDRESS: '0', ...SERVER_ENV }
 
 /** Where the sandbox keeps its tenants, and how the run counts and measures them. */
 interface SandboxPlace {
@@ -148,13 +152,15 @@ export async function runSandboxBench (options: SandboxBenchOptions): Promise<Sa
     let retries = 0
     const run = randomBytes(4).toString('hex')
     /** The status, or 0 when the connection failed (the client's own limits under thousands of sockets). */
-    const post = async (headers: Record<string, string>, body: string): Promise<{ status: number, retryAfter: number }> => {
+    const failedAnswers: Record<string, number> = {}
+    const post = async (headers: Record<string, string>, body: string): Promise<{ status: number, retryAfter: number, message: string }> => {
       try {
         const res = await fetch(`${server.baseUrl}/plants`, { method: 'POST', headers, body })
-        await res.arrayBuffer()
-        return { status: res.status, retryAfter: Number(res.headers.get('retry-after') ?? '1') }
-      } catch {
-        return { status: 0, retryAfter: 1 }
+        const text = await res.text()
+        const message = res.status === 201 ? '' : String((JSON.parse(text) as { message?: unknown }).message)
+        return { status: res.status, retryAfter: Number(res.headers.get('retry-after') ?? '1'), message }
+      } catch (err) {
+        return { status: 0, retryAfter: 1, message: (err as Error).message }
       }
     }
     const worker = async (): Promise<void> => {
@@ -169,8 +175,13 @@ export async function runSandboxBench (options: SandboxBenchOptions): Promise<Sa
             await sleep(answer.retryAfter * 1000)
             answer = await post(headers, body)
           }
-          if (answer.status === 201) written++
-          else failures++
+          if (answer.status === 201) {
+            written++
+          } else {
+            failures++
+            const what = `${answer.status} ${answer.message}`
+            failedAnswers[what] = (failedAnswers[what] ?? 0) + 1
+          }
         }
       }
     }
@@ -178,6 +189,7 @@ export async function runSandboxBench (options: SandboxBenchOptions): Promise<Sa
     const seconds = (performance.now() - started) / 1000
     const peak = peakRssMb(server.child.pid ?? -1)
     await server.stop()
+    const serverErrors = server.stdout().split('\n').filter((line) => line.startsWith('{')).slice(0, 5)
     const disk = await place.disk()
     const stored = await place.count()
 
@@ -198,6 +210,8 @@ export async function runSandboxBench (options: SandboxBenchOptions): Promise<Sa
       tenants: options.tenants,
       plantsWritten: written,
       failures,
+      failedAnswers,
+      serverErrors,
       retries,
       peakRssMb: peak,
       diskBytes: disk.bytes,
@@ -233,5 +247,6 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     `  peak RSS of the server: ${result.peakRssMb?.toFixed(1) ?? 'n/a'} MB\n` +
     `  disk: ${mb(result.diskBytes)} MB for ${result.tenantsStored} ${what} (${(result.diskBytes / Math.max(1, result.tenantsStored) / 1024).toFixed(1)} KB each)` +
     `${result.databaseGrowthBytes === undefined ? '' : `; pg_database_size grew ${mb(result.databaseGrowthBytes)} MB`}\n` +
-    `  ${what} left after an expiry sweep: ${result.tenantsAfterExpiry} (${result.expirySeconds.toFixed(1)} s after the restart)\n`)
+    `  ${what} left after an expiry sweep: ${result.tenantsAfterExpiry} (${result.expirySeconds.toFixed(1)} s after the restart)\n` +
+    (result.failures === 0 ? '' : `  failed answers: ${JSON.stringify(result.failedAnswers)}\n  server errors:\n${result.serverErrors.join('\n')}\n`))
 }

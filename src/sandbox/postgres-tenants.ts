@@ -1,7 +1,7 @@
 import pg from 'pg'
 import { sha256 } from '../digest.js'
 import { StoreOpenError } from '../errors.js'
-import { isConnectionError, parsePostgresUrl, statementBounds, withServerSettings } from '../store/postgres/connection.js'
+import { isConnectionError, parsePostgresUrl, postgresFailure, statementBounds, withServerSettings } from '../store/postgres/connection.js'
 import { migrations } from '../store/postgres/migrations.js'
 import { createPostgresStore } from '../store/postgres/postgres-store.js'
 import { pgTypes } from '../store/postgres/types.js'
@@ -20,6 +20,9 @@ export interface PostgresTenantOptions {
 
 /** Then a shared connection is replaced: a backend caches the catalog of every schema it has used. */
 const SHARED_CONNECTION_USES = 2000
+
+/** New schemas made at once: their DDL is PostgreSQL's CPU, and more would only hold pooled connections requests need. */
+const CREATIONS_AT_ONCE = 2
 
 const SEARCH_PATH = Symbol('search path')
 type SharedClient = pg.PoolClient & { [SEARCH_PATH]?: string }
@@ -128,6 +131,7 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
   const shared = sharedPool(target.connectionString)
   const bookkeeping = sharedPool(withServerSettings(target.connectionString, { synchronous_commit: 'off' }))
   const schemaOf = (key: string): string => tenantSchema(target.schema, key)
+  const creations = inTurn(CREATIONS_AT_ONCE)
   const tenantUrl = (key: string): string => {
     const url = new URL(options.url)
     url.searchParams.set('schema', schemaOf(key))
@@ -146,7 +150,12 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
     },
     open: async (key, created) => {
       const schema = schemaOf(key)
-      const current = created ? await createSchema(schema) : await schemaIsCurrent(schema)
+      let current: boolean
+      try {
+        current = created ? await creations.run(async () => await createSchema(schema)) : await schemaIsCurrent(schema)
+      } catch (err) {
+        throw postgresFailure(err) ?? err
+      }
       return await createPostgresStore({
         url: tenantUrl(key),
         pools: { pool: schemaPool(shared, schema), bookkeeping: schemaPool(bookkeeping, schema) },
@@ -202,5 +211,24 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
     }
     if (version > migrations.length) throw new StoreOpenError(newerSchemaProblem(version, migrations.length))
     return version === migrations.length
+  }
+}
+
+/** Runs at most `limit` tasks at once, the others in the order they came. */
+function inTurn (limit: number): { run: <T>(task: () => Promise<T>) => Promise<T> } {
+  let running = 0
+  const waiting: Array<() => void> = []
+  return {
+    async run (task) {
+      if (running >= limit) await new Promise<void>((resolve) => { waiting.push(resolve) })
+      else running++
+      try {
+        return await task()
+      } finally {
+        const next = waiting.shift()
+        if (next === undefined) running--
+        else next()
+      }
+    }
   }
 }
