@@ -96,6 +96,8 @@ function sqlitePlace (dir: string): SandboxPlace {
   }
 }
 
+const CATALOGS = ['pg_attribute', 'pg_depend', 'pg_class', 'pg_index', 'pg_constraint', 'pg_type', 'pg_attrdef', 'pg_sequence', 'pg_namespace', 'pg_trigger', 'pg_shdepend']
+
 async function postgresPlace (server: string): Promise<SandboxPlace> {
   const schema = `plant_store_scale_${randomBytes(6).toString('hex')}`
   const url = new URL(server)
@@ -126,6 +128,9 @@ async function postgresPlace (server: string): Promise<SandboxPlace> {
         const names = (await client.query<{ nspname: string }>(tenantSchemas).catch(() => ({ rows: [] }))).rows.map((row) => row.nspname)
         for (const name of new Set([...seen, ...names])) await client.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`)
         await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+        // Thousands of schemas made and dropped leave the catalogs full of dead rows: every later
+        // DDL on this database (the next tests') would wade through them until autovacuum came by.
+        await client.query(`VACUUM ${CATALOGS.map((table) => `pg_catalog.${table}`).join(', ')}`)
       } finally {
         await client.end()
       }
