@@ -16,6 +16,7 @@ import {
 import { DEFAULT_RETRY_SCHEDULE_MS } from './webhooks/schedule.js'
 import type { NamedToken } from './tokens.js'
 import { loadSeed } from './sandbox/seed.js'
+import { OPEN_WAIT_MS } from './sandbox/tenants.js'
 import type { NewPlant } from './store/plants.js'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -121,7 +122,8 @@ export const EnvSchema = Type.Object({
   SANDBOX_MAX_PLANTS: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 100, description: 'Sandbox: the most plants one tenant may hold; creating one more is a 409.' }),
   SANDBOX_MAX_SUBSCRIPTIONS: Type.Integer({ minimum: 1, maximum: 1000, default: 5, description: 'Sandbox: the most webhook subscriptions one tenant may have; creating one more is a 409.' }),
   SANDBOX_MAX_TENANTS: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 10_000, description: 'Sandbox: the most tenants kept; a new one deletes the least recently used idle tenant, or is a 503 with Retry-After when every tenant is in use.' }),
-  SANDBOX_OPEN_TENANTS: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, description: 'Sandbox: tenant stores kept open per instance (least recently used closed first); unset: 100 on SQLite, 8 on PostgreSQL (each holds up to 3 connections).' })),
+  SANDBOX_OPEN_TENANTS: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, description: 'Sandbox: tenant stores kept open per instance (least recently used closed first); unset: 200 (on SQLite each costs about 0.5 MB under load; on PostgreSQL they share PG_POOL_MAX connections).' })),
+  SANDBOX_OPEN_WAIT_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: OPEN_WAIT_MS, description: 'Sandbox: how long a request waits, in turn with others, for one of the SANDBOX_OPEN_TENANTS stores to be free before it is answered 503 with Retry-After.' }),
   SANDBOX_TTL_MS: Type.Integer({ minimum: 1000, maximum: 365 * 24 * 3_600_000, default: 24 * 3_600_000, description: 'Sandbox: a tenant unused for this many milliseconds is deleted with all its data (checked at least every half of it, and every minute).' }),
   SANDBOX_RATE_LIMIT_PER_ADDRESS: Type.Integer({ minimum: 0, default: 3000, description: 'Sandbox: requests per RATE_LIMIT_WINDOW per client address, whatever tokens it uses (RATE_LIMIT_MAX is the limit per tenant); 0: none.' }),
   SANDBOX_WEBHOOK_ATTEMPTS_PER_MINUTE: Type.Integer({ minimum: 1, maximum: 60_000, default: 30, description: 'Sandbox: the most webhook delivery attempts per minute per tenant, one at a time.' }),
@@ -209,6 +211,7 @@ export interface SandboxConfig {
   maxSubscriptions: number
   maxTenants: number
   openTenants: number
+  openWaitMs: number
   ttlMs: number
   ratePerAddress: number
   webhookAttemptsPerMinute: number
@@ -346,7 +349,8 @@ function parseSandbox (parsed: Env, hasCredentials: boolean): SandboxConfig | un
     maxPlants: parsed.SANDBOX_MAX_PLANTS,
     maxSubscriptions: parsed.SANDBOX_MAX_SUBSCRIPTIONS,
     maxTenants: parsed.SANDBOX_MAX_TENANTS,
-    openTenants: parsed.SANDBOX_OPEN_TENANTS ?? (isPostgresUrl(parsed.DATABASE_URL) ? 8 : 100),
+    openTenants: parsed.SANDBOX_OPEN_TENANTS ?? 200,
+    openWaitMs: parsed.SANDBOX_OPEN_WAIT_MS,
     ttlMs: parsed.SANDBOX_TTL_MS,
     ratePerAddress: parsed.SANDBOX_RATE_LIMIT_PER_ADDRESS,
     webhookAttemptsPerMinute: parsed.SANDBOX_WEBHOOK_ATTEMPTS_PER_MINUTE

@@ -4,7 +4,6 @@ import { limitPlants } from '../../src/sandbox/quota.js'
 import { TenantRegistry, type TenantBackend } from '../../src/sandbox/tenants.js'
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
 import type { Store } from '../../src/store/store.js'
-import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js'
 import { WebhookService } from '../../src/webhooks/service.js'
 import { defaultAddressPolicy } from '../../src/webhooks/url-policy.js'
 import { METRIC_PREFIX, type ServiceMetrics } from './metrics.js'
@@ -18,7 +17,8 @@ export interface Tenant {
 }
 
 export interface SandboxTenant extends Tenant {
-  dispatcher: WebhookDispatcher
+  /** Stops its dispatcher (started or not); the store is closed after. */
+  stop: () => Promise<void>
 }
 
 declare module 'fastify' {
@@ -64,10 +64,11 @@ export default fp<TenantStoreOptions>(async function tenantStorePlugin (app, opt
     backend,
     maxTenants: sandbox.maxTenants,
     openTenants: sandbox.openTenants,
+    openWaitMs: sandbox.openWaitMs,
     ttlMs: sandbox.ttlMs,
     start: async (key, store, created) => await startTenant(app, options, key, store, created),
     stop: async (tenant) => {
-      await tenant.dispatcher.stop(app.config.shutdownGraceMs)
+      await tenant.stop()
       await tenant.store.close()
     },
     ...(options.now !== undefined && { now: options.now }),
@@ -123,6 +124,7 @@ async function openBackend (app: FastifyInstance): Promise<TenantBackend> {
     const { createPostgresTenants } = await import('../../src/sandbox/postgres-tenants.js')
     return await createPostgresTenants({
       url: config.databaseUrl,
+      poolMax: config.pgPoolMax,
       connectTimeoutMs: config.pgConnectTimeoutMs,
       statementTimeoutMs: config.pgStatementTimeoutMs,
       onIdleError: (err) => { app.log.warn({ err }, 'an idle sandbox database connection failed; it is replaced on next use') }
@@ -150,7 +152,21 @@ async function startTenant (app: FastifyInstance, options: WebhooksPluginOptions
   const settings = config.webhooks
   // SANDBOX=1 refuses WEBHOOK_ALLOW_PRIVATE_URLS at load: only public receivers.
   const policy = { ...defaultAddressPolicy(false), ...(options.resolve !== undefined && { resolve: options.resolve }) }
+  // Started once there is something to deliver: a write with an event (the store's listeners are
+  // told after its commit), a subscription's change or a retry. Most tenants never subscribe.
+  let starting: Promise<void> | undefined
+  let stopped = false
+  const startDispatcher = async (): Promise<void> => {
+    await (starting ??= (async () => {
+      await opened.webhooks.releaseOrphanedLeases?.()
+      if (!stopped) await dispatcher.start()
+    })())
+  }
+  const startInBackground = (): void => {
+    startDispatcher().catch((err: unknown) => { app.log.error({ err }, 'sandbox: a tenant\'s webhook dispatcher could not start') })
+  }
   const { dispatcher, service: webhooks } = webhookDelivery(app.log.child({ tenant: key.slice(0, 12) }), {
+    beforeUse: startDispatcher,
     store: opened.webhooks,
     serviceStore: observed.webhooks,
     maxSubscriptions: sandbox.maxSubscriptions,
@@ -171,7 +187,16 @@ async function startTenant (app: FastifyInstance, options: WebhooksPluginOptions
       ...(tracing !== undefined && { traceAttempt: tracing.webhookAttempt })
     }
   })
-  await opened.webhooks.releaseOrphanedLeases?.()
-  await dispatcher.start()
-  return { store, webhooks, dispatcher }
+  const unlisten = await opened.webhooks.listen?.(startInBackground)
+  if (opened.webhooks.empty === undefined || !await opened.webhooks.empty()) await startDispatcher()
+  return {
+    store,
+    webhooks,
+    stop: async () => {
+      stopped = true
+      await starting?.catch(() => {})
+      await unlisten?.()
+      await dispatcher.stop(app.config.shutdownGraceMs)
+    }
+  }
 }

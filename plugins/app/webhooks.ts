@@ -104,6 +104,8 @@ export function webhookDelivery (log: FastifyBaseLogger, wiring: {
   maxSubscriptions: number
   lookupTimeoutMs: number
   dispatcher: Omit<DispatcherOptions, 'store'>
+  /** Runs before the dispatcher is asked to act (a sandbox tenant's starts it then). */
+  beforeUse?: () => Promise<void>
 }): { dispatcher: WebhookDispatcher, service: WebhookService } {
   const dispatcher = new WebhookDispatcher({ store: wiring.store, ...wiring.dispatcher })
   dispatcher.on('attempt', (attempt) => {
@@ -139,8 +141,14 @@ export function webhookDelivery (log: FastifyBaseLogger, wiring: {
     lookupTimeoutMs: wiring.lookupTimeoutMs,
     maxSubscriptions: wiring.maxSubscriptions,
     sendTest: async (subscription) => await dispatcher.sendTest(subscription),
-    onDue: () => { dispatcher.wake() },
-    onSubscriptionsChanged: async () => { await dispatcher.countOwners() }
+    onDue: () => {
+      if (wiring.beforeUse === undefined) dispatcher.wake()
+      else void wiring.beforeUse().then(() => { dispatcher.wake() }, () => {})
+    },
+    onSubscriptionsChanged: async () => {
+      await wiring.beforeUse?.()
+      await dispatcher.countOwners()
+    }
   })
   return { dispatcher, service }
 }

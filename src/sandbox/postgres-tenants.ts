@@ -1,15 +1,77 @@
 import pg from 'pg'
 import { sha256 } from '../digest.js'
-import { parsePostgresUrl, statementBounds } from '../store/postgres/connection.js'
+import { StoreOpenError } from '../errors.js'
+import { isConnectionError, parsePostgresUrl, postgresFailure, statementBounds, withServerSettings } from '../store/postgres/connection.js'
+import { migrations } from '../store/postgres/migrations.js'
 import { createPostgresStore } from '../store/postgres/postgres-store.js'
+import { pgTypes } from '../store/postgres/types.js'
+import { newerSchemaProblem } from '../store/store.js'
 import type { TenantBackend } from './tenants.js'
 
 export interface PostgresTenantOptions {
   /** DATABASE_URL: its schema holds the registry; each tenant gets a schema of its own beside it. */
   url: string
+  /** PG_POOL_MAX: the tenants share this many connections, and as many for dispatcher bookkeeping. */
+  poolMax?: number
   connectTimeoutMs?: number
   statementTimeoutMs?: number
   onIdleError?: (err: Error) => void
+}
+
+/** Then a shared connection is replaced: a backend caches the catalog of every schema it has used. */
+const SHARED_CONNECTION_USES = 2000
+
+/** New schemas made at once: their DDL is PostgreSQL's CPU, and more would only hold pooled connections requests need. */
+const CREATIONS_AT_ONCE = 2
+
+const SEARCH_PATH = Symbol('search path')
+type SharedClient = pg.PoolClient & { [SEARCH_PATH]?: string }
+
+/**
+ * A tenant's view of a shared pool: a connection last used by another tenant is set to this one's
+ * schema first, or dropped if that fails. PostgreSQL parses prepared statements again when search_path changes.
+ */
+function schemaPool (shared: pg.Pool, schema: string): pg.Pool {
+  const connect = async (): Promise<pg.PoolClient> => {
+    const client: SharedClient = await shared.connect()
+    if (client[SEARCH_PATH] !== schema) {
+      delete client[SEARCH_PATH]
+      try {
+        await client.query(`SET search_path TO ${schema}`)
+      } catch (err) {
+        client.release(err instanceof Error ? err : true)
+        throw err
+      }
+      client[SEARCH_PATH] = schema
+    }
+    return client
+  }
+  const query = async (...args: unknown[]): Promise<unknown> => {
+    const client = await connect()
+    let broken: Error | undefined
+    try {
+      return await (client.query as (...values: unknown[]) => Promise<unknown>).apply(client, args)
+    } catch (err) {
+      if (isConnectionError(err)) broken = err as Error
+      throw err
+    } finally {
+      client.release(broken)
+    }
+  }
+  const view = { connect, query, end: async () => {}, on: () => view }
+  return view as unknown as pg.Pool
+}
+
+/** A new tenant's schema in one round trip: every migration, one transaction, under the migrator's lock. */
+function createSchemaSql (schema: string): string {
+  return [
+    `SELECT pg_advisory_xact_lock(hashtextextended('plant-store migrations ${schema}', 0))`,
+    `CREATE SCHEMA ${schema}`,
+    `SELECT set_config('search_path', '${schema}', true)`,
+    'CREATE TABLE plant_store_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
+    ...migrations,
+    `INSERT INTO plant_store_migrations (version) SELECT generate_series(1, ${migrations.length})`
+  ].join(';\n')
 }
 
 /** A tenant's schema: a digest of DATABASE_URL's schema and the tenant key, so two sandboxes on one database never share one. */
@@ -33,7 +95,7 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
   const pool = new pg.Pool({
     connectionString: target.connectionString,
     application_name: 'plant-store sandbox',
-    max: 2,
+    max: 4,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
     ...statementBounds(options.statementTimeoutMs ?? 5000)
   })
@@ -53,7 +115,23 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
     throw err
   }
   client.release()
+  const sharedPool = (connectionString: string): pg.Pool => {
+    const made = new pg.Pool({
+      connectionString,
+      application_name: 'plant-store sandbox',
+      max: options.poolMax ?? 10,
+      maxUses: SHARED_CONNECTION_USES,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+      ...statementBounds(options.statementTimeoutMs ?? 5000),
+      types: pgTypes
+    })
+    made.on('error', (err) => { options.onIdleError?.(err) })
+    return made
+  }
+  const shared = sharedPool(target.connectionString)
+  const bookkeeping = sharedPool(withServerSettings(target.connectionString, { synchronous_commit: 'off' }))
   const schemaOf = (key: string): string => tenantSchema(target.schema, key)
+  const creations = inTurn(CREATIONS_AT_ONCE)
   const tenantUrl = (key: string): string => {
     const url = new URL(options.url)
     url.searchParams.set('schema', schemaOf(key))
@@ -70,15 +148,23 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
          RETURNING (xmax = 0) AS inserted`, [key, schemaOf(key), now])
       return rows[0]?.inserted === true
     },
-    open: async (key) => await createPostgresStore({
-      url: tenantUrl(key),
-      poolMax: 1,
-      webhookPoolMax: 1,
-      listen: false,
-      ...(options.connectTimeoutMs !== undefined && { connectTimeoutMs: options.connectTimeoutMs }),
-      ...(options.statementTimeoutMs !== undefined && { statementTimeoutMs: options.statementTimeoutMs }),
-      ...(options.onIdleError !== undefined && { onIdleError: options.onIdleError })
-    }),
+    open: async (key, created) => {
+      const schema = schemaOf(key)
+      let current: boolean
+      try {
+        current = created ? await creations.run(async () => await createSchema(schema)) : await schemaIsCurrent(schema)
+      } catch (err) {
+        throw postgresFailure(err) ?? err
+      }
+      return await createPostgresStore({
+        url: tenantUrl(key),
+        pools: { pool: schemaPool(shared, schema), bookkeeping: schemaPool(bookkeeping, schema) },
+        listen: false,
+        ...(current && { migrate: false }),
+        ...(options.connectTimeoutMs !== undefined && { connectTimeoutMs: options.connectTimeoutMs }),
+        ...(options.statementTimeoutMs !== undefined && { statementTimeoutMs: options.statementTimeoutMs })
+      })
+    },
     count: async () => Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM sandbox_tenants')).rows[0]?.n ?? 0),
     leastRecentlyUsed: async (before, limit) =>
       (await pool.query<{ key: string }>('SELECT key FROM sandbox_tenants WHERE last_used_at < $1 ORDER BY last_used_at, key LIMIT $2', [before, limit])).rows.map((row) => row.key),
@@ -100,6 +186,49 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
         remover.release(broken)
       }
     },
-    close: async () => { await pool.end() }
+    close: async () => { await Promise.all([pool.end(), shared.end(), bookkeeping.end()]) }
+  }
+
+  /** True when made; false when it could not be (another instance made it meanwhile): the migrator then looks. */
+  async function createSchema (schema: string): Promise<boolean> {
+    try {
+      await shared.query(createSchemaSql(schema))
+      return true
+    } catch (err) {
+      if (isConnectionError(err)) throw err
+      return false
+    }
+  }
+
+  /** Whether the schema is this code's version (no migration to run); a newer one is refused. */
+  async function schemaIsCurrent (schema: string): Promise<boolean> {
+    let version: number
+    try {
+      version = (await shared.query<{ version: number | null }>(`SELECT max(version) AS version FROM ${schema}.plant_store_migrations`)).rows[0]?.version ?? 0
+    } catch (err) {
+      if (isConnectionError(err)) throw err
+      return false
+    }
+    if (version > migrations.length) throw new StoreOpenError(newerSchemaProblem(version, migrations.length))
+    return version === migrations.length
+  }
+}
+
+/** Runs at most `limit` tasks at once, the others in the order they came. */
+function inTurn (limit: number): { run: <T>(task: () => Promise<T>) => Promise<T> } {
+  let running = 0
+  const waiting: Array<() => void> = []
+  return {
+    async run (task) {
+      if (running >= limit) await new Promise<void>((resolve) => { waiting.push(resolve) })
+      else running++
+      try {
+        return await task()
+      } finally {
+        const next = waiting.shift()
+        if (next === undefined) running--
+        else next()
+      }
+    }
   }
 }

@@ -71,7 +71,7 @@ export async function createSqliteTenants (options: SqliteTenantOptions): Promis
       if (memory) return createSqliteStore({ ...options.store, filename: ':memory:', checkpoint: false })
       const file = fileOf(key)
       if (!existsSync(file)) copyFileSync(template, file, constants.COPYFILE_EXCL)
-      return createSqliteStore({ ...options.store, filename: file, checkpoint: false })
+      return createSqliteStore({ ...options.store, filename: file, checkpoint: false, preflight: false, prepareOnUse: true, exclusive: true })
     },
     count: async () => sql.count.get() ?? 0,
     leastRecentlyUsed: async (before, limit) => sql.lru.all(before, limit),

@@ -10,7 +10,8 @@ export interface TenantBackend {
   exists: (key: string) => Promise<boolean>
   /** Records a use at `now`; resolves true when this call created the tenant. */
   touch: (key: string, now: number) => Promise<boolean>
-  open: (key: string) => Promise<Store>
+  /** `created`: the tenant is new (its touch made it), so its files or schema are made here. */
+  open: (key: string, created: boolean) => Promise<Store>
   count: () => Promise<number>
   /** Up to `limit` tenants last used before `before`, least recently used first. */
   leastRecentlyUsed: (before: number, limit: number) => Promise<string[]>
@@ -30,7 +31,7 @@ export interface TenantRegistryOptions<T> {
   stop: (tenant: T) => Promise<void>
   now?: () => number
   log?: StoreLog
-  /** How long an open waits for a free store (OPEN_WAIT_MS by default). */
+  /** How long an open waits for a free store (SANDBOX_OPEN_WAIT_MS; OPEN_WAIT_MS by default). */
   openWaitMs?: number
 }
 
@@ -50,17 +51,27 @@ interface Entry<T> {
   idleSince: number
 }
 
+/** An open waiting for a store: served first come, first served. */
+interface Waiter {
+  deadline: number
+  grant: () => void
+  refuse: (err: Error) => void
+}
+
 /**
  * How long a store whose last request just ended is kept for its tenant's next one before a
  * waiting tenant may take its place: a client's requests in a row then share one open.
  */
 export const KEEP_IDLE_MS = 250
 
+/** Expired tenants deleted at once: PostgreSQL drops a schema per transaction. */
+const SWEEP_PARALLEL = 4
+
 /** Seconds a caller refused for a full sandbox is asked to wait. */
 export const SANDBOX_FULL_RETRY_AFTER_S = 60
 
-/** How long a request waits for one of the SANDBOX_OPEN_TENANTS stores to be free before a 503. */
-export const OPEN_WAIT_MS = 5000
+/** SANDBOX_OPEN_WAIT_MS's default: how long a request waits for one of the SANDBOX_OPEN_TENANTS stores before a 503. */
+export const OPEN_WAIT_MS = 30_000
 
 export const sandboxBusy = (): ServiceError =>
   new ServiceError('sandbox-busy', 'Every sandbox store this instance may open is in use: retry shortly')
@@ -80,8 +91,13 @@ export class TenantRegistry<T> {
   readonly #now: () => number
   readonly #open = new Map<string, Entry<T>>()
   readonly #locks = new Map<string, Promise<unknown>>()
-  readonly #waiters = new Set<() => void>()
+  /** Open entries no request holds, longest idle first. */
+  readonly #idle = new Map<string, Entry<T>>()
+  readonly #queue: Waiter[] = []
+  /** Stores being opened: each holds a place under SANDBOX_OPEN_TENANTS. */
   #opening = 0
+  #pumpTimer: NodeJS.Timeout | undefined
+  #pumpAt = Infinity
   /** How often a use is written to the registry, and how long a handle stays open unused. */
   readonly touchIntervalMs: number
   readonly sweepIntervalMs: number
@@ -103,7 +119,7 @@ export class TenantRegistry<T> {
 
   /** Requests waiting for a store to be free. */
   get waiting (): number {
-    return this.#waiters.size
+    return this.#queue.length
   }
 
   async count (): Promise<number> {
@@ -122,17 +138,18 @@ export class TenantRegistry<T> {
       await this.#withKey(key, async () => {
         if (this.#open.has(key)) return
         await this.#waitForRoom()
-        this.#opening++
         try {
           await this.#openEntry(key)
         } finally {
           this.#opening--
+          this.#pump()
         }
       })
       entry = this.#open.get(key)
     }
     const now = this.#now()
     entry.refs++
+    this.#idle.delete(key)
     entry.lastUsed = Math.max(entry.lastUsed, now)
     this.#open.delete(key)
     this.#open.set(key, entry)
@@ -146,9 +163,10 @@ export class TenantRegistry<T> {
         if (released) return
         released = true
         held.refs--
-        if (held.refs === 0) {
+        if (held.refs === 0 && this.#open.get(held.key) === held) {
           held.idleSince = performance.now()
-          this.#wakeWaiter()
+          this.#idle.set(held.key, held)
+          this.#pump()
         }
         this.#trim()
       }
@@ -168,7 +186,10 @@ export class TenantRegistry<T> {
       for (;;) {
         const expired = await this.#backend.leastRecentlyUsed(cutoff, 100)
         let removed = 0
-        for (const key of expired) if (await this.#remove(key, cutoff)) removed++
+        const next = expired.values()
+        await Promise.all(Array.from({ length: SWEEP_PARALLEL }, async () => {
+          for (const key of next) if (await this.#remove(key, cutoff)) removed++
+        }))
         if (removed === 0) break
       }
       const excess = await this.#backend.count() - this.#options.maxTenants
@@ -181,6 +202,8 @@ export class TenantRegistry<T> {
   async close (): Promise<void> {
     this.#closed = true
     clearInterval(this.#timer)
+    clearTimeout(this.#pumpTimer)
+    for (const waiter of this.#queue.splice(0)) waiter.refuse(new ServiceError('shutting-down', 'The service is shutting down, retry on another instance'))
     await this.#sweeping?.catch(() => {})
     await Promise.all([...this.#locks.values()].map(async (lock) => { await lock.catch(() => {}) }))
     for (const entry of [...this.#open.values()]) await this.#close(entry)
@@ -194,7 +217,7 @@ export class TenantRegistry<T> {
       if (excess > 0 && await this.#evict(excess, now) < excess) throw sandboxFull()
     }
     const created = await this.#backend.touch(key, now)
-    const store = await this.#backend.open(key)
+    const store = await this.#backend.open(key, created)
     let tenant: T
     try {
       tenant = await this.#options.start(key, store, created)
@@ -202,7 +225,9 @@ export class TenantRegistry<T> {
       await store.close()
       throw err
     }
-    this.#open.set(key, { key, tenant, refs: 0, lastUsed: now, touchedAt: now, idleSince: performance.now() })
+    const entry = { key, tenant, refs: 0, lastUsed: now, touchedAt: now, idleSince: performance.now() }
+    this.#open.set(key, entry)
+    this.#idle.set(key, entry)
   }
 
   /** Deletes up to `count` of the least recently used tenants nobody uses; resolves with how many. */
@@ -233,44 +258,68 @@ export class TenantRegistry<T> {
   }
 
   /**
-   * Opens wait while SANDBOX_OPEN_TENANTS stores are open and in use (an idle one is closed to make
-   * room), so file handles, connections and memory stay bounded however many tenants call at once.
+   * Resolves holding a place under SANDBOX_OPEN_TENANTS (`#opening`): at once, or in turn, first come
+   * first served; past SANDBOX_OPEN_WAIT_MS a 503 sandbox-busy.
    */
   async #waitForRoom (): Promise<void> {
-    if (!this.#backend.persistent) return
-    const deadline = Date.now() + (this.#options.openWaitMs ?? OPEN_WAIT_MS)
-    while (this.#open.size + this.#opening >= this.#options.openTenants) {
-      const clock = performance.now()
-      let kept = Infinity
-      // Past the deadline a store kept for its tenant's next request is taken all the same.
-      const late = Date.now() >= deadline
-      const idle = [...this.#open.values()].find((entry) => {
-        if (entry.refs > 0) return false
-        const left = entry.idleSince + KEEP_IDLE_MS - clock
-        kept = Math.min(kept, left)
-        return left <= 0 || late
-      })
-      if (idle !== undefined) {
-        await this.#withKey(idle.key, async () => { if (idle.refs === 0) await this.#close(idle) })
-        continue
-      }
-      if (late) throw sandboxBusy()
-      const wait = Math.min(deadline - Date.now(), Math.max(1, kept))
-      await new Promise<void>((resolve) => {
-        const wake = (): void => {
-          clearTimeout(timer)
-          this.#waiters.delete(wake)
-          resolve()
+    if (!this.#backend.persistent || (this.#queue.length === 0 && this.#room())) {
+      this.#opening++
+      return
+    }
+    await new Promise<void>((resolve, reject) => {
+      const waiter = { deadline: performance.now() + (this.#options.openWaitMs ?? OPEN_WAIT_MS), grant: resolve, refuse: reject }
+      this.#queue.push(waiter)
+      this.#pump()
+    })
+  }
+
+  #room (): boolean {
+    return this.#open.size + this.#opening < this.#options.openTenants
+  }
+
+  /**
+   * Gives the first waiters a free place or that of the longest idle store, closed for them; a store
+   * idle for less than KEEP_IDLE_MS is kept for its tenant unless the first waiter's wait is over.
+   */
+  #pump (): void {
+    const clock = performance.now()
+    while (this.#queue.length > 0) {
+      const first = this.#queue[0] as Waiter
+      const late = clock >= first.deadline
+      if (!this.#room()) {
+        const [idle] = this.#idle.values()
+        if (idle === undefined || (!late && idle.idleSince + KEEP_IDLE_MS > clock)) {
+          if (late) {
+            this.#queue.shift()
+            first.refuse(sandboxBusy())
+            continue
+          }
+          const next = idle === undefined ? first.deadline : Math.min(first.deadline, idle.idleSince + KEEP_IDLE_MS)
+          this.#pumpIn(next - clock)
+          return
         }
-        const timer = setTimeout(wake, wait)
-        this.#waiters.add(wake)
-      })
+        this.#detach(idle)
+        void this.#withKey(idle.key, async () => { await this.#stop(idle) }).catch((err: unknown) => {
+          this.#options.log?.error({ err }, 'sandbox: a tenant could not be closed')
+        })
+      }
+      this.#queue.shift()
+      this.#opening++
+      first.grant()
     }
   }
 
-  #wakeWaiter (): void {
-    const [first] = this.#waiters
-    first?.()
+  /** One timer for the next moment the queue can move without a release: a kept store's end, or a wait's. */
+  #pumpIn (ms: number): void {
+    const at = performance.now() + ms
+    if (this.#pumpTimer !== undefined && this.#pumpAt <= at) return
+    clearTimeout(this.#pumpTimer)
+    this.#pumpAt = at
+    this.#pumpTimer = setTimeout(() => {
+      this.#pumpTimer = undefined
+      this.#pumpAt = Infinity
+      this.#pump()
+    }, Math.max(1, Math.ceil(ms)))
   }
 
   /** Closes handles past the open cap, least recently used first, that no request holds. */
@@ -289,8 +338,17 @@ export class TenantRegistry<T> {
 
   async #close (entry: Entry<T>, record = true): Promise<void> {
     if (this.#open.get(entry.key) !== entry) return
+    this.#detach(entry)
+    this.#pump()
+    await this.#stop(entry, record)
+  }
+
+  #detach (entry: Entry<T>): void {
     this.#open.delete(entry.key)
-    this.#wakeWaiter()
+    this.#idle.delete(entry.key)
+  }
+
+  async #stop (entry: Entry<T>, record = true): Promise<void> {
     if (record && entry.lastUsed > entry.touchedAt) await this.#backend.touch(entry.key, entry.lastUsed).catch(() => false)
     await this.#options.stop(entry.tenant)
   }

@@ -183,6 +183,8 @@ export interface WebhookStore {
   activeOwners: () => Promise<number>
   /** The backlog, for metrics (queue depth, age of the oldest). */
   backlog: () => Promise<Backlog>
+  /** True while no subscription, delivery or outbox event exists: a dispatcher has nothing to do yet. */
+  empty?: () => Promise<boolean>
   /** Optional: SQLite has one process, whose writers call the dispatcher's wake(). */
   listen?: (wake: () => void) => Promise<() => Promise<void>>
   close: () => Promise<void>

@@ -17,12 +17,13 @@ test('SANDBOX unset: no sandbox; SANDBOX=1: the defaults, and no token is made u
     maxPlants: 100,
     maxSubscriptions: 5,
     maxTenants: 10_000,
-    openTenants: 100,
+    openTenants: 200,
+    openWaitMs: 30_000,
     ttlMs: 86_400_000,
     ratePerAddress: 3000,
     webhookAttemptsPerMinute: 30
   })
-  assert.equal(loadConfig({ SANDBOX: '1', DATABASE_URL: 'postgres://127.0.0.1/x' }).sandbox?.openTenants, 8)
+  assert.equal(loadConfig({ SANDBOX: '1', DATABASE_URL: 'postgres://127.0.0.1/x' }).sandbox?.openTenants, 200)
   assert.deepEqual(loadConfig({ SANDBOX: '1', SANDBOX_SEED: 'none' }).sandbox?.seed, [])
   assert.deepEqual(loadConfig({ SANDBOX: '1', SANDBOX_MAX_PLANTS: '2' }).sandbox?.seed, BUILT_IN_SEED.slice(0, 2))
 })

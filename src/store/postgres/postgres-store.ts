@@ -26,6 +26,10 @@ export interface PostgresStoreOptions {
   webhookPoolMax?: number
   /** `false`: no LISTEN connection; only this process's own writes wake the dispatcher (it polls for the rest). */
   listen?: boolean
+  /** Pools the caller owns and ends (a sandbox's): `bookkeeping` has synchronous_commit off, for the dispatcher. */
+  pools?: { pool: pg.Pool, bookkeeping: pg.Pool }
+  /** `false`: the caller has made sure the schema is this code's (no migration, no schema check). */
+  migrate?: false
 }
 
 /** Several instances starting together queue on an advisory lock, so each step runs exactly once. */
@@ -109,6 +113,8 @@ async function openWebhooks (options: PostgresStoreOptions, statementTimeoutMs: 
   const remote = await createPostgresWebhookStore({
     url: options.url,
     statementTimeoutMs,
+    ...(options.pools !== undefined && { pools: options.pools }),
+    ...(options.migrate === false && { checkSchema: false }),
     ...(options.webhookPoolMax !== undefined && { poolMax: options.webhookPoolMax }),
     ...(options.connectTimeoutMs !== undefined && { connectTimeoutMs: options.connectTimeoutMs }),
     ...(options.onIdleError !== undefined && { onError: options.onIdleError })
@@ -135,18 +141,19 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     application_name: 'plant-store',
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000
   }
-  await migrateWhenReachable(options, connection, target)
+  if (options.migrate !== false) await migrateWhenReachable(options, connection, target)
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000
-  const pool = new pg.Pool({ ...connection, max: options.poolMax ?? 10, ...statementBounds(statementTimeoutMs), types: pgTypes })
+  const owned = options.pools === undefined
+  const pool = options.pools?.pool ?? new pg.Pool({ ...connection, max: options.poolMax ?? 10, ...statementBounds(statementTimeoutMs), types: pgTypes })
   // An idle connection the server dropped is an 'error' event: without a listener it kills the process.
-  pool.on('error', (err) => { options.onIdleError?.(err) })
+  if (owned) pool.on('error', (err) => { options.onIdleError?.(err) })
   const wakers = new Set<() => void>()
   const context = repositoryContext(pool, options.notifyIntervalMs ?? NOTIFY_INTERVAL_MS, wakers)
   let webhooks: WebhookStore
   try {
     webhooks = await openWebhooks(options, statementTimeoutMs, wakers)
   } catch (err) {
-    await pool.end()
+    if (owned) await pool.end()
     throw postgresFailure(err) ?? err
   }
   let closed = false
@@ -160,7 +167,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
       if (closed) return
       closed = true
       await webhooks.close()
-      await pool.end()
+      if (owned) await pool.end()
     }
   }
 }

@@ -22,6 +22,10 @@ export interface PostgresWebhookStoreOptions {
   statementTimeoutMs?: number
   /** Failures of idle pooled connections and of the listener; neither crashes the process. */
   onError?: (err: Error) => void
+  /** The caller's pools (see PostgresStoreOptions.pools): never ended by the store. */
+  pools?: { pool: pg.Pool, bookkeeping: pg.Pool }
+  /** `false`: the caller has checked the schema. */
+  checkSchema?: false
 }
 
 /** A claim that fans out takes up this many times its limit of events. */
@@ -57,6 +61,8 @@ const receives = (eventId: string, type: string): string => sharedReceives(event
 const SQL = {
   schemaVersion: 'SELECT max(version) AS version FROM plant_store_migrations',
   activeOwners: 'SELECT count(DISTINCT owner)::integer AS n FROM webhook_subscriptions WHERE NOT disabled',
+  empty: `SELECT NOT EXISTS (SELECT 1 FROM webhook_subscriptions) AND NOT EXISTS (SELECT 1 FROM webhook_deliveries)
+            AND NOT EXISTS (SELECT 1 FROM webhook_events) AS empty`,
   recordAttempt: `INSERT INTO webhook_attempts (delivery_id, at, duration_ms, status_code, error, response_body)
                   VALUES ($1, $2, $3, $4, $5, $6)`,
   enqueue: ENQUEUE_SQL,
@@ -353,7 +359,7 @@ function postgresClaims (bookkeeping: pg.Pool): Pick<WebhookStore, 'claimDue'> {
 }
 
 /** Leases, pruning and what metrics read. */
-function postgresUpkeep (pool: pg.Pool, bookkeeping: pg.Pool): Pick<WebhookStore, 'renewLeases' | 'releaseDeliveries' | 'pruneDeliveries' | 'activeOwners' | 'backlog'> {
+function postgresUpkeep (pool: pg.Pool, bookkeeping: pg.Pool): Pick<WebhookStore, 'renewLeases' | 'releaseDeliveries' | 'pruneDeliveries' | 'activeOwners' | 'backlog' | 'empty'> {
   return {
     async renewLeases (leases, until) {
       if (leases.length > 0) await run(bookkeeping, 'renew', [leases.map(({ id }) => String(id)), leases.map(({ lease }) => lease), until])
@@ -363,6 +369,7 @@ function postgresUpkeep (pool: pg.Pool, bookkeeping: pg.Pool): Pick<WebhookStore
     },
     pruneDeliveries: async (before) => await inBatches(async () => (await run(bookkeeping, 'prune', [before, PRUNE_BATCH])).rowCount ?? 0),
     activeOwners: async () => (await run<{ n: number }>(bookkeeping, 'activeOwners')).rows[0]?.n ?? 0,
+    empty: async () => (await run<{ empty: boolean }>(pool, 'empty')).rows[0]?.empty === true,
     async backlog (): Promise<Backlog> {
       const { rows: [row] } = await run<{ pending: number, oldest: bigint | null }>(pool, 'backlog')
       return { pending: row?.pending ?? 0, oldestCreatedAt: row?.oldest == null ? undefined : Number(row.oldest) }
@@ -372,9 +379,11 @@ function postgresUpkeep (pool: pg.Pool, bookkeeping: pg.Pool): Pick<WebhookStore
 
 export async function createPostgresWebhookStore (options: PostgresWebhookStoreOptions): Promise<WebhookStore> {
   const target = parsePostgresUrl(options.url)
-  const { pool, bookkeeping, end } = openPools(options, target.connectionString)
+  const { pool, bookkeeping, end } = options.pools === undefined
+    ? openPools(options, target.connectionString)
+    : { ...options.pools, end: async () => {} }
   try {
-    await checkSchema(pool)
+    if (options.checkSchema !== false) await checkSchema(pool)
   } catch (err) {
     await end()
     throw err

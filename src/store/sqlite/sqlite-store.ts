@@ -9,6 +9,7 @@ import { createFileCheck, sqliteFailure } from './failures.js'
 import { createGroupCommit, type GroupCommitOptions } from './group-commit.js'
 import { APPLICATION_ID, applyMigration, migrations } from './migrations.js'
 import { createSqliteOutbox, type SqliteOutbox } from './outbox.js'
+import { prepareOnUse } from './prepare-on-use.js'
 import { createSqlitePlants } from './plants.js'
 import type { SqliteRepositoryContext } from './repository.js'
 import { identityProblem, inspectDatabaseFile, readIdentity } from './preflight.js'
@@ -26,17 +27,25 @@ export interface SqliteStoreOptions {
   fdatasync?: GroupCommitOptions['fdatasync']
   /** `false` leaves WAL checkpoints to SQLite, on the event loop. */
   checkpoint?: Omit<CheckpointerOptions, 'log'> | false
+  /** `false`: no read-only look before opening; only for files this process made (a sandbox tenant's). */
+  preflight?: false
+  /** Compiles each statement at its first run (see prepare-on-use.ts): for stores opened often and used little. */
+  prepareOnUse?: boolean
+  /** The only connection to the file ever: the WAL's index then lives in memory, no -shm file is made at each open. */
+  exclusive?: boolean
 }
 
 /** Room for a few dozen plants' WAL frames: a write of one page can fit where a failed one left space. */
 const PROBE_BYTES = 64 * 1024
 
-function openDatabase (filename: string): Database.Database {
+function openDatabase (filename: string, exclusive: boolean): Database.Database {
   if (filename !== ':memory:') {
     mkdirSync(dirname(filename), { recursive: true })
     createOwnerOnly(filename)
   }
-  return configureConnection(new Database(filename))
+  const db = new Database(filename)
+  if (exclusive) db.pragma('locking_mode = EXCLUSIVE')
+  return configureConnection(db)
 }
 
 function migrate (db: Database.Database): void {
@@ -136,15 +145,16 @@ async function closeDatabase (db: Database.Database, options: SqliteStoreOptions
 
 /** The embedded store: one file, one process, its repositories sharing one connection and one group commit. */
 export function createSqliteStore (options: SqliteStoreOptions): Store {
-  const problem = inspectDatabaseFile(options.filename)
+  const problem = options.preflight === false ? undefined : inspectDatabaseFile(options.filename)
   if (problem !== undefined) throw new StoreOpenError(problem)
-  const db = openDatabase(options.filename)
+  const connection = openDatabase(options.filename, options.exclusive === true)
   try {
-    migrate(db)
+    migrate(connection)
   } catch (err) {
-    db.close()
+    connection.close()
     throw err
   }
+  const db = options.prepareOnUse === true ? prepareOnUse(connection) : connection
   const outbox = createSqliteOutbox(db)
   const wakers = new Set<() => void>()
   const opened = openWrites(db, options, outbox, () => { for (const wake of wakers) wake() })

@@ -118,6 +118,9 @@ function upkeepStatements (db: Database.Database) {
          SELECT id FROM webhook_deliveries
          WHERE created_at < ? AND (status <> 'pending' OR subscription_id IN (SELECT id FROM webhook_subscriptions WHERE disabled = 1))
          LIMIT ${boundLimit()})`),
+    empty: db.prepare<[], bigint>(
+      `SELECT NOT EXISTS (SELECT 1 FROM webhook_subscriptions) AND NOT EXISTS (SELECT 1 FROM webhook_deliveries)
+         AND NOT EXISTS (SELECT 1 FROM webhook_events)`).pluck(),
     backlog: db.prepare<[], { pending: bigint, oldest: bigint | null }>(
       `SELECT count(*) AS pending, min(d.created_at) AS oldest FROM webhook_deliveries d
        JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE d.status = 'pending' AND s.disabled = 0`)
@@ -234,6 +237,7 @@ function sqliteDispatch (context: SqliteWebhookContext & { runBookkeeping: <T>(f
       return await inBatches(async () => await run(() => upkeep.prune.run(before, PRUNE_BATCH).changes))
     },
     activeOwners: async () => Number(upkeep.activeOwners.get()),
+    empty: async () => upkeep.empty.get() === 1n,
     async backlog (): Promise<Backlog> {
       const deliveries = upkeep.backlog.get() as { pending: bigint, oldest: bigint | null }
       const events = outbox.statements.eventBacklog.get() as { pending: bigint, oldest: bigint | null }

@@ -79,6 +79,24 @@ for (const database of sandboxDatabases) {
       assert.deepEqual(connections, [])
     })
 
+    test('a tenant without webhooks starts no dispatcher; once subscribed, and after its store was closed and opened again, its events are delivered', async (t) => {
+      const connections: string[] = []
+      const request: RequestFunction = (url, options) => { connections.push(url.hostname); return loopbackOnlyRequest(url, options) }
+      const app = await buildSandboxApp(t, database, { SANDBOX_OPEN_TENANTS: '1', SANDBOX_SEED: 'none' }, { webhookRequest: request })
+      assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH_A, payload: { name: 'before' } })).statusCode, 201)
+      assert.equal((await app.inject({ method: 'POST', url: '/webhooks', headers: AUTH_A, payload: { url: 'https://93.184.216.34/hooks', events: ['plant.created'] } })).statusCode, 201)
+      // B takes the only store: A's is closed, and opened again by A's next request.
+      assert.equal((await app.inject({ url: '/plants', headers: AUTH_B })).statusCode, 200)
+      assert.equal(app.sandbox?.registry.openCount, 1)
+      assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH_A, payload: { name: 'after' } })).statusCode, 201)
+      let deliveries: DeliveryBody[] = []
+      await until('the delivery was attempted', async () => {
+        deliveries = (await app.inject({ url: '/webhooks/1/deliveries', headers: AUTH_A })).json<DeliveryBody[]>()
+        return deliveries.length === 1 && (deliveries[0]?.attempts ?? 0) > 0
+      })
+      assert.deepEqual(connections, ['93.184.216.34'])
+    })
+
     test('deliveries are paced per tenant: SANDBOX_WEBHOOK_ATTEMPTS_PER_MINUTE, one at a time', async (t) => {
       const connections: string[] = []
       const request: RequestFunction = (url, options) => { connections.push(url.hostname); return loopbackOnlyRequest(url, options) }

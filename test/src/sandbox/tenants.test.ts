@@ -64,3 +64,34 @@ test('a tenant whose start fails is not kept: its store is closed, the next requ
   await registry.close()
   await assert.rejects(registry.acquire('a'), (err: unknown) => isServiceError(err, 'shutting-down'))
 })
+
+test('opens waiting for a store are served in the order they came, each taking the place of the store idle longest', async () => {
+  const registry = registryOn(fakeBackend(true), { openTenants: 1 })
+  const held = await registry.acquire('a')
+  const served: string[] = []
+  const waiting = ['b', 'c', 'd'].map((key) => registry.acquire(key).then((lease) => { served.push(key); return lease }))
+  while (registry.waiting < 3) await new Promise((resolve) => setImmediate(resolve))
+  held.release()
+  for (const [i, lease] of waiting.entries()) {
+    const { tenant, release } = await lease
+    assert.deepEqual(served, ['b', 'c', 'd'].slice(0, i + 1))
+    assert.equal(registry.openCount, 1)
+    release()
+    assert.equal(tenant, ['b', 'c', 'd'][i])
+  }
+  assert.equal(registry.waiting, 0)
+  await registry.close()
+})
+
+test('a request arriving while others wait queues behind them, even for a place that has just become free', async () => {
+  const registry = registryOn(fakeBackend(true), { openTenants: 1 })
+  const held = await registry.acquire('a')
+  const order: string[] = []
+  const first = registry.acquire('b').then((lease) => { order.push('b'); return lease })
+  held.release()
+  const second = registry.acquire('c').then((lease) => { order.push('c'); return lease })
+  ;(await first).release()
+  ;(await second).release()
+  assert.deepEqual(order, ['b', 'c'])
+  await registry.close()
+})
