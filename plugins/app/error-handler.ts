@@ -214,12 +214,14 @@ function answerBelowFastify (app: FastifyInstance): void {
   })
 }
 
+const QUIET_REFUSALS: ReadonlySet<ErrorCode> = new Set(['not-ready', 'auth-unavailable', 'sandbox-busy', 'sandbox-full'])
+
 /** Every failure once Fastify has routed the request leaves here as `{ error, message }`. */
 export default fp(async function errorHandlerPlugin (app) {
   app.setErrorHandler(function handleError (error, request, reply) {
     const body = toErrorBody(error)
-    // Load shedding and not-ready 503s come in floods when the service is busiest: debug, no stack.
-    if (error instanceof ServiceError && (LOAD_SHEDDING_CODES.has(error.code) || error.code === 'not-ready' || error.code === 'auth-unavailable')) request.log.debug({ reason: body.message }, 'request refused')
+    // Load shedding, not-ready and a full sandbox's 503s come in floods when the service is busiest: debug, no stack.
+    if (error instanceof ServiceError && (LOAD_SHEDDING_CODES.has(error.code) || QUIET_REFUSALS.has(error.code))) request.log.debug({ reason: body.message }, 'request refused')
     else if (body.error >= 500) request.log.error({ err: error }, 'request failed')
     return reply.code(body.error).headers(refusalHeaders(error, body.error)).send(body)
   })

@@ -7,6 +7,7 @@ import { describe, test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { tenantDirectory } from '../../../src/sandbox/sqlite-tenants.js'
 import { tokenDigest } from '../../../src/tokens.js'
+import { captureLog } from '../../helpers/app.js'
 import { JSON_TYPE } from '../../helpers/plants.js'
 import { until } from '../../helpers/webhook-receiver.js'
 import { PUBLIC_RECEIVER } from '../../helpers/webhooks.js'
@@ -171,7 +172,8 @@ for (const database of sandboxDatabases) {
 
     test('at SANDBOX_MAX_TENANTS a new tenant replaces the least recently used idle one; with every tenant in use it is 503 with Retry-After', async (t) => {
       const clock = manualClock()
-      const app = await buildSandboxApp(t, database, { SANDBOX_MAX_TENANTS: '2', SANDBOX_TTL_MS: '3600000' }, { sandboxNow: clock.now })
+      const log = captureLog()
+      const app = await buildSandboxApp(t, database, { SANDBOX_MAX_TENANTS: '2', SANDBOX_TTL_MS: '3600000', LOG_LEVEL: 'debug' }, { sandboxNow: clock.now, logStream: log.stream })
       const registry = registryOf(app)
       assert.equal((await app.inject({ method: 'DELETE', url: '/plants/1', headers: AUTH_A })).statusCode, 204)
       clock.advance(1000)
@@ -189,6 +191,9 @@ for (const database of sandboxDatabases) {
       assert.equal(refused.statusCode, 503)
       assert.equal(refused.headers['retry-after'], '60')
       assert.deepEqual(refused.json(), { error: 503, message: 'The sandbox holds as many tenants as it may and all are in use: retry later' })
+      // Expected back-pressure, not a failure: logged at debug, never as an error with a stack.
+      const refusals = log.text().split('\n').filter((line) => line.includes('retry later')).map((line) => JSON.parse(line) as { level: number, msg: string })
+      assert.deepEqual(refusals.map(({ level, msg }) => [level, msg]), [[20, 'request refused']])
       for (const lease of held) lease.release()
       assert.equal((await app.inject({ url: '/plants', headers: AUTH_A })).statusCode, 200)
       assert.equal(await registry.count(), 2)
