@@ -82,6 +82,12 @@ export const invalidHeader = (message: string): ServiceError => new ServiceError
 export const invalidQuery = (message: string): ServiceError => new ServiceError('invalid-query', message)
 export const shuttingDown = (): ServiceError =>
   new ServiceError('shutting-down', 'The service is shutting down, retry on another instance')
+export const sandboxBusy = (): ServiceError =>
+  new ServiceError('sandbox-busy', 'Every sandbox store this instance may open is in use: retry shortly')
+export const sandboxFull = (): ServiceError =>
+  new ServiceError('sandbox-full', 'The sandbox holds as many tenants as it may and all are in use: retry later')
+export const plantLimit = (max: number): ServiceError =>
+  new ServiceError('plant-limit', `This sandbox token already has ${max} plants, the most allowed: delete one first`)
 export const connectionSpent = (): ServiceError =>
   new ServiceError('connection-spent', 'This connection has served its requests, retry on a new one')
 export const rateLimited = (after: string): ServiceError => new ServiceError('rate-limited', `Rate limit exceeded, retry in ${after}`)

@@ -1,11 +1,9 @@
 import pg from 'pg'
 import { sha256 } from '../digest.js'
-import { StoreOpenError } from '../errors.js'
-import { isConnectionError, parsePostgresUrl, postgresFailure, statementBounds, withServerSettings } from '../store/postgres/connection.js'
+import { inTransaction, isConnectionError, parsePostgresUrl, postgresFailure, statementBounds, withServerSettings } from '../store/postgres/connection.js'
 import { migrations } from '../store/postgres/migrations.js'
-import { createPostgresStore } from '../store/postgres/postgres-store.js'
+import { createPostgresStore, isCurrentVersion, migrationLock, MIGRATIONS_TABLE } from '../store/postgres/postgres-store.js'
 import { pgTypes } from '../store/postgres/types.js'
-import { newerSchemaProblem } from '../store/store.js'
 import type { TenantBackend } from './tenants.js'
 
 export interface PostgresTenantOptions {
@@ -65,10 +63,10 @@ function schemaPool (shared: pg.Pool, schema: string): pg.Pool {
 /** A new tenant's schema in one round trip: every migration, one transaction, under the migrator's lock. */
 function createSchemaSql (schema: string): string {
   return [
-    `SELECT pg_advisory_xact_lock(hashtextextended('plant-store migrations ${schema}', 0))`,
+    `SELECT pg_advisory_xact_lock(hashtextextended('${migrationLock(schema)}', 0))`,
     `CREATE SCHEMA ${schema}`,
     `SELECT set_config('search_path', '${schema}', true)`,
-    'CREATE TABLE plant_store_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
+    MIGRATIONS_TABLE,
     ...migrations,
     `INSERT INTO plant_store_migrations (version) SELECT generate_series(1, ${migrations.length})`
   ].join(';\n')
@@ -100,21 +98,17 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
     ...statementBounds(options.statementTimeoutMs ?? 5000)
   })
   pool.on('error', (err) => { options.onIdleError?.(err) })
-  const client = await pool.connect()
   try {
-    await client.query('BEGIN')
-    await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 34))', [`plant-store sandbox ${target.schema ?? ''}`])
-    if (target.schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${target.schema}`)
-    await client.query(REGISTRY)
-    await client.query('CREATE INDEX IF NOT EXISTS sandbox_tenants_last_used ON sandbox_tenants (last_used_at)')
-    await client.query('COMMIT')
+    await inTransaction(pool, async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 34))', [`plant-store sandbox ${target.schema ?? ''}`])
+      if (target.schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${target.schema}`)
+      await client.query(REGISTRY)
+      await client.query('CREATE INDEX IF NOT EXISTS sandbox_tenants_last_used ON sandbox_tenants (last_used_at)')
+    })
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => {})
-    client.release()
     await pool.end()
     throw err
   }
-  client.release()
   const sharedPool = (connectionString: string): pg.Pool => {
     const made = new pg.Pool({
       connectionString,
@@ -168,24 +162,14 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
     count: async () => Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM sandbox_tenants')).rows[0]?.n ?? 0),
     leastRecentlyUsed: async (before, limit) =>
       (await pool.query<{ key: string }>('SELECT key FROM sandbox_tenants WHERE last_used_at < $1 ORDER BY last_used_at, key LIMIT $2', [before, limit])).rows.map((row) => row.key),
-    remove: async (key, before) => {
-      const remover = await pool.connect()
-      let broken: Error | undefined
-      try {
-        await remover.query('BEGIN')
-        const { rows } = await remover.query<{ schema_name: string }>('DELETE FROM sandbox_tenants WHERE key = $1 AND last_used_at < $2 RETURNING schema_name', [key, before])
-        const schema = rows[0]?.schema_name
-        if (schema !== undefined && !/^sbx_[0-9a-f]{40}$/.test(schema)) throw new Error(`sandbox_tenants names an unexpected schema for ${key}`)
-        if (schema !== undefined) await remover.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
-        await remover.query('COMMIT')
-        return schema !== undefined
-      } catch (err) {
-        await remover.query('ROLLBACK').catch((rollbackErr: unknown) => { broken = rollbackErr as Error })
-        throw err
-      } finally {
-        remover.release(broken)
-      }
-    },
+    remove: async (key, before) => await inTransaction(pool, async (remover) => {
+      const { rows } = await remover.query<{ schema_name: string }>('DELETE FROM sandbox_tenants WHERE key = $1 AND last_used_at < $2 RETURNING schema_name', [key, before])
+      const schema = rows[0]?.schema_name
+      if (schema === undefined) return false
+      if (!/^sbx_[0-9a-f]{40}$/.test(schema)) throw new Error(`sandbox_tenants names an unexpected schema for ${key}`)
+      await remover.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+      return true
+    }),
     close: async () => { await Promise.all([pool.end(), shared.end(), bookkeeping.end()]) }
   }
 
@@ -209,8 +193,7 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
       if (isConnectionError(err)) throw err
       return false
     }
-    if (version > migrations.length) throw new StoreOpenError(newerSchemaProblem(version, migrations.length))
-    return version === migrations.length
+    return isCurrentVersion(version)
   }
 }
 

@@ -1,8 +1,5 @@
-import { ServiceError } from '../errors.js'
+import { plantLimit } from '../errors.js'
 import type { PlantRepository } from '../store/plants.js'
-
-export const plantLimit = (max: number): ServiceError =>
-  new ServiceError('plant-limit', `This sandbox token already has ${max} plants, the most allowed: delete one first`)
 
 const PAGE = 1000
 

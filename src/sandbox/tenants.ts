@@ -1,4 +1,4 @@
-import { ServiceError } from '../errors.js'
+import { sandboxBusy, sandboxFull, shuttingDown } from '../errors.js'
 import type { Store, StoreLog } from '../store/store.js'
 
 /** Where tenants live: one store each, and a registry of when each was created and last used. */
@@ -73,12 +73,6 @@ export const SANDBOX_FULL_RETRY_AFTER_S = 60
 /** SANDBOX_OPEN_WAIT_MS's default: how long a request waits for one of the SANDBOX_OPEN_TENANTS stores before a 503. */
 export const OPEN_WAIT_MS = 30_000
 
-export const sandboxBusy = (): ServiceError =>
-  new ServiceError('sandbox-busy', 'Every sandbox store this instance may open is in use: retry shortly')
-
-export const sandboxFull = (): ServiceError =>
-  new ServiceError('sandbox-full', 'The sandbox holds as many tenants as it may and all are in use: retry later')
-
 /**
  * The open tenants of this instance, least recently used first, each closed only when no request
  * holds it (reference counts); opens, closes and deletes of one tenant run one at a time. The
@@ -132,7 +126,7 @@ export class TenantRegistry<T> {
   }
 
   async acquire (key: string): Promise<TenantLease<T>> {
-    if (this.#closed) throw new ServiceError('shutting-down', 'The service is shutting down, retry on another instance')
+    if (this.#closed) throw shuttingDown()
     let entry = this.#open.get(key)
     while (entry === undefined) {
       await this.#withKey(key, async () => {
@@ -154,7 +148,6 @@ export class TenantRegistry<T> {
     this.#open.delete(key)
     this.#open.set(key, entry)
     if (now - entry.touchedAt >= this.touchIntervalMs) this.#touch(entry)
-    this.#trim()
     let released = false
     const held = entry
     return {
@@ -168,7 +161,6 @@ export class TenantRegistry<T> {
           this.#idle.set(held.key, held)
           this.#pump()
         }
-        this.#trim()
       }
     }
   }
@@ -203,7 +195,7 @@ export class TenantRegistry<T> {
     this.#closed = true
     clearInterval(this.#timer)
     clearTimeout(this.#pumpTimer)
-    for (const waiter of this.#queue.splice(0)) waiter.refuse(new ServiceError('shutting-down', 'The service is shutting down, retry on another instance'))
+    for (const waiter of this.#queue.splice(0)) waiter.refuse(shuttingDown())
     await this.#sweeping?.catch(() => {})
     await Promise.all([...this.#locks.values()].map(async (lock) => { await lock.catch(() => {}) }))
     for (const entry of [...this.#open.values()]) await this.#close(entry)
@@ -320,20 +312,6 @@ export class TenantRegistry<T> {
       this.#pumpAt = Infinity
       this.#pump()
     }, Math.max(1, Math.ceil(ms)))
-  }
-
-  /** Closes handles past the open cap, least recently used first, that no request holds. */
-  #trim (): void {
-    if (!this.#backend.persistent) return
-    let over = this.#open.size - this.#options.openTenants
-    for (const entry of this.#open.values()) {
-      if (over <= 0) break
-      if (entry.refs > 0) continue
-      over--
-      void this.#withKey(entry.key, async () => { if (this.#open.get(entry.key) === entry && entry.refs === 0) await this.#close(entry) }).catch((err: unknown) => {
-        this.#options.log?.error({ err }, 'sandbox: a tenant could not be closed')
-      })
-    }
   }
 
   async #close (entry: Entry<T>, record = true): Promise<void> {

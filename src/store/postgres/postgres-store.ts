@@ -32,21 +32,30 @@ export interface PostgresStoreOptions {
   migrate?: false
 }
 
+/** Whoever migrates a schema holds this advisory lock (of a session, or of a transaction). */
+export const migrationLock = (schema: string | undefined): string => `plant-store migrations ${schema ?? ''}`
+
+export const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS plant_store_migrations (
+  version    integer     PRIMARY KEY,
+  applied_at timestamptz NOT NULL DEFAULT now())`
+
+/** Whether a schema at `version` is this code's; one that a newer release migrated is refused, never touched. */
+export function isCurrentVersion (version: number): boolean {
+  if (version > migrations.length) throw new StoreOpenError(newerSchemaProblem(version, migrations.length))
+  return version === migrations.length
+}
+
 /** Several instances starting together queue on an advisory lock, so each step runs exactly once. */
 async function migrate (client: pg.Client, target: PostgresTarget): Promise<void> {
-  const lockName = `plant-store migrations ${target.schema ?? ''}`
+  const lockName = migrationLock(target.schema)
   try {
     await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [lockName])
     try {
       if (target.schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${target.schema}`)
-      await client.query(`CREATE TABLE IF NOT EXISTS plant_store_migrations (
-        version    integer     PRIMARY KEY,
-        applied_at timestamptz NOT NULL DEFAULT now())`)
+      await client.query(MIGRATIONS_TABLE)
       const { rows } = await client.query<{ version: number | null }>('SELECT max(version) AS version FROM plant_store_migrations')
       const version = rows[0]?.version ?? 0
-      if (version > migrations.length) {
-        throw new StoreOpenError(newerSchemaProblem(version, migrations.length))
-      }
+      isCurrentVersion(version)
       for (let step = version; step < migrations.length; step++) {
         await client.query('BEGIN')
         try {

@@ -95,3 +95,10 @@ test('a request arriving while others wait queues behind them, even for a place 
   assert.deepEqual(order, ['b', 'c'])
   await registry.close()
 })
+
+test('the sweep runs every quarter of SANDBOX_TTL_MS, at most a minute apart (the issue: at least every half TTL and every minute)', () => {
+  const every = (ttlMs: number): number => new TenantRegistry<string>({
+    backend: fakeBackend(true), maxTenants: 1, openTenants: 1, ttlMs, start: async (key) => key, stop: async () => {}
+  }).sweepIntervalMs
+  assert.deepEqual([every(24 * 3_600_000), every(240_000), every(10_000), every(1000)], [60_000, 60_000, 2500, 250])
+})
