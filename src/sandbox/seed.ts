@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs'
+import { Ajv } from 'ajv'
 import { ConfigError } from '../errors.js'
+import { PlantUpdateSchema } from '../schemas/plant.js'
 import type { NewPlant } from '../store/plants.js'
 
 /** What a new tenant starts with unless SANDBOX_SEED says otherwise: ids 1 to 5, as the docs' examples use them. */
@@ -10,8 +12,6 @@ export const BUILT_IN_SEED: ReadonlyArray<Omit<NewPlant, 'id'>> = [
   { name: 'Pothos', tag: 'trailing' },
   { name: 'Aloe vera', tag: 'succulent' }
 ]
-
-const LONE_SURROGATE = /[\uD800-\uDFFF]/u
 
 /** The plants SANDBOX_SEED names (`none`, a JSON file, unset: the built-in set), checked as a create would check them. */
 export function loadSeed (seed: string | undefined, maxPlants: number): Array<Omit<NewPlant, 'id'>> {
@@ -26,13 +26,10 @@ export function loadSeed (seed: string | undefined, maxPlants: number): Array<Om
   }
   if (!Array.isArray(parsed)) throw problem('must hold a JSON array of {"name": …, "tag": …} objects')
   if (parsed.length > maxPlants) throw problem(`holds ${parsed.length} plants, more than SANDBOX_MAX_PLANTS (${maxPlants})`)
+  // A seed plant is what a PUT may send (a name and an optional tag): the API's own schema checks it.
+  const isPlant = new Ajv().compile<{ name: string, tag?: string }>(PlantUpdateSchema)
   return parsed.map((entry: unknown, index) => {
-    const { name, tag, ...rest } = (typeof entry === 'object' && entry !== null ? entry : {}) as Record<string, unknown>
-    const text = (value: unknown, max: number): value is string => typeof value === 'string' && value.length <= max && !value.includes('\u0000') && !LONE_SURROGATE.test(value)
-    if (typeof entry !== 'object' || entry === null || Array.isArray(entry) || Object.keys(rest).length > 0 ||
-        !text(name, 100) || name.trim() === '' || (tag !== undefined && (!text(tag, 50) || tag === ''))) {
-      throw problem(`entry ${index}: a plant is {"name": 1 to 100 characters, "tag": optional, 1 to 50 characters}`)
-    }
-    return { name: name.trim(), ...(tag !== undefined && { tag }) }
+    if (!isPlant(entry)) throw problem(`entry ${index}: a plant is {"name": 1 to 100 characters, "tag": optional, 1 to 50 characters}`)
+    return { name: entry.name.trim(), ...(entry.tag !== undefined && { tag: entry.tag }) }
   })
 }

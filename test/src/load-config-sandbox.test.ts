@@ -48,6 +48,7 @@ test('SANDBOX=1 refuses tokens of its own, private webhook receivers, and bad SA
     [{ ...sandbox, SANDBOX_SEED: file('empty-name.json', '[{"name":" "}]') }, /SANDBOX_SEED entry 0: a plant is/],
     [{ ...sandbox, SANDBOX_SEED: file('extra.json', '[{"name":"a","id":3}]') }, /SANDBOX_SEED entry 0/],
     [{ ...sandbox, SANDBOX_SEED: file('nul.json', '[{"name":"a\\u0000"}]') }, /SANDBOX_SEED entry 0/],
+    [{ ...sandbox, SANDBOX_SEED: file('surrogate.json', '[{"name":"a","tag":"b\\ud800"}]') }, /SANDBOX_SEED entry 0/],
     [{ ...sandbox, SANDBOX_MAX_PLANTS: '1', SANDBOX_SEED: file('two.json', '[{"name":"a"},{"name":"b","tag":"t"}]') }, /holds 2 plants, more than SANDBOX_MAX_PLANTS \(1\)/]
   ])
 })
