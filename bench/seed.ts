@@ -22,7 +22,7 @@ export async function seed (databaseUrl: string, token: string, count: number, s
     for (let start = 0; start < count; start += 1000) {
       const chunk = Array.from({ length: Math.min(1000, count - start) }, (_, i) =>
         store.plants.create({ name: `Plant ${start + i}`, tag: (start + i) % 2 === 0 ? 'indoor' : 'outdoor' }))
-      for (const { plant } of await Promise.all(chunk)) ids.push(plant.id)
+      for (const { item } of await Promise.all(chunk)) ids.push(item.id)
     }
     if (subscriptionUrl !== undefined) {
       await store.webhooks.createSubscription({

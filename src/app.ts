@@ -12,8 +12,8 @@ import healthRoutes from '../plugins/routes/health.js'
 import helmetPlugin from '../plugins/external/helmet.js'
 import metricsPlugin from '../plugins/app/metrics.js'
 import otelPlugin from '../plugins/external/otel.js'
-import plantsRoutes from '../plugins/routes/plants/index.js'
 import rateLimitPlugin from '../plugins/external/rate-limit.js'
+import resourceRoutes from '../plugins/routes/resources/index.js'
 import requestsPlugin from '../plugins/app/requests.js'
 import requestIdPlugin, { AccessLog, requestId } from '../plugins/app/request-log.js'
 import schemasPlugin, { ajvOptions, validatorWithoutBodyCoercion } from '../plugins/app/schemas.js'
@@ -27,6 +27,7 @@ import type { RequestFunction } from './webhooks/deliver.js'
 import type { Resolver } from './webhooks/url-policy.js'
 import type { Config } from './load-config.js'
 import { redactUrl } from './redact-url.js'
+import { RESOURCES } from './resources/index.js'
 
 export interface BuildOptions {
   logStream?: { write (line: string): void }
@@ -123,7 +124,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(requestsPlugin)
   await app.register(docsPlugin)
   await app.register(healthRoutes)
-  await app.register(plantsRoutes)
+  for (const resource of RESOURCES) await app.register(resourceRoutes, { resource })
   await app.register(webhooksRoutes)
   return app
 }

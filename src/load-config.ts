@@ -17,7 +17,7 @@ import { DEFAULT_RETRY_SCHEDULE_MS } from './webhooks/schedule.js'
 import type { NamedToken } from './tokens.js'
 import { loadSeed } from './sandbox/seed.js'
 import { OPEN_WAIT_MS } from './sandbox/tenants.js'
-import type { NewPlant } from './store/plants.js'
+import type { NewPlant } from './resources/plants.js'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]

@@ -1,17 +1,22 @@
-/** What a token may do: read plants, change plants, manage its own webhooks. */
-export const SCOPES = ['plants:read', 'plants:write', 'webhooks'] as const
-export type Scope = (typeof SCOPES)[number]
+import { RESOURCES, type AnyResource } from './resources/index.js'
+
+/** What a token may do: read or change each resource (`plants:read`, `plants:write`), manage its own webhooks. */
+export type Scope = `${AnyResource['collection']}:${'read' | 'write'}` | 'webhooks'
+
+/** What each scope grants, as the OpenAPI document and the docs say it. */
+export const SCOPE_DESCRIPTIONS = Object.fromEntries([
+  ...RESOURCES.flatMap((resource) => [
+    [`${resource.collection}:read`, resource.texts.scopes.read],
+    [`${resource.collection}:write`, resource.texts.scopes.write]
+  ]),
+  ['webhooks', 'Manage the caller\'s own webhook subscriptions']
+]) as Readonly<Record<Scope, string>>
+
+export const SCOPES = Object.keys(SCOPE_DESCRIPTIONS) as readonly Scope[]
 
 export const ALL_SCOPES: ReadonlySet<Scope> = new Set(SCOPES)
 
 export const isScope = (text: string): text is Scope => (SCOPES as readonly string[]).includes(text)
-
-/** What each scope grants, as the OpenAPI document and the docs say it. */
-export const SCOPE_DESCRIPTIONS: Readonly<Record<Scope, string>> = {
-  'plants:read': 'List and get plants',
-  'plants:write': 'Create, replace, update and delete plants',
-  webhooks: 'Manage the caller\'s own webhook subscriptions'
-}
 
 /**
  * Who is calling, once authenticated. `id` is what stored data is keyed by (idempotency scopes,

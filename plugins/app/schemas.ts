@@ -3,7 +3,7 @@ import type { FastifySchemaCompiler, FastifyServerOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { int64Format } from '../../src/schemas/int64.js'
 import { ErrorSchema } from '../../src/schemas/error.js'
-import { NewPlantSchema, PlantListSchema, PlantPatchSchema, PlantSchema, PlantUpdateSchema } from '../../src/schemas/plant.js'
+import { RESOURCES } from '../../src/resources/index.js'
 import {
   NewWebhookSchema, RecoverWebhookSchema, RotateWebhookSecretSchema, WebhookEventTypeListSchema, WebhookRecoverySchema, WebhookTestResultSchema, WebhookDeliveryAttemptSchema, WebhookDeliveryDetailSchema, WebhookDeliveryListSchema, WebhookDeliverySchema, WebhookListSchema, WebhookPatchSchema, WebhookSchema, WebhookSecretSchema, WebhookWithSecretSchema
 } from '../../src/schemas/webhook.js'
@@ -15,11 +15,9 @@ import { WEBHOOK_EVENT_SCHEMAS } from '../../src/schemas/webhook-events.js'
  */
 export default fp(async function schemasPlugin (app) {
   app.addSchema(ErrorSchema)
-  app.addSchema(PlantSchema)
-  app.addSchema(PlantListSchema)
-  app.addSchema(NewPlantSchema)
-  app.addSchema(PlantUpdateSchema)
-  app.addSchema(PlantPatchSchema)
+  for (const { schemas } of RESOURCES) {
+    for (const schema of [schemas.representation, schemas.list, schemas.create, schemas.replace, schemas.patch]) app.addSchema(schema)
+  }
   app.addSchema(WebhookSchema)
   app.addSchema(WebhookWithSecretSchema)
   app.addSchema(WebhookSecretSchema)

@@ -3,9 +3,11 @@ import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
 import { documentSecurityHeaders } from './helmet.js'
 import type { SandboxConfig } from '../../src/load-config.js'
+import { RESOURCES } from '../../src/resources/index.js'
 import { SCOPE_DESCRIPTIONS, SCOPES } from '../../src/scopes.js'
 import { rateLimitHeaders } from '../../src/schemas/headers.js'
 import { webhookEventsDocument } from '../../src/schemas/webhook-events.js'
+import { WEBHOOK_EVENT_TYPES } from '../../src/webhooks/events.js'
 
 type Transform = NonNullable<FastifyDynamicSwaggerOptions['transform']>
 type JsonObject = Record<string, unknown>
@@ -179,12 +181,12 @@ export default fp(async function docsPlugin (app) {
         license: { name: 'MIT', identifier: 'MIT' }
       },
       tags: [
-        { name: 'plants', description: 'The plants resource' },
+        ...RESOURCES.map((resource) => ({ name: resource.collection, description: resource.texts.tag })),
         {
           name: 'webhooks',
-          description: 'Webhook subscriptions: the service POSTs every plant change (`plant.created`, `plant.updated`, ' +
-            '`plant.deleted`) to the URLs a token subscribed, signed as Standard Webhooks specifies. Each token sees and ' +
-            'manages its own subscriptions only. The events themselves are described under `webhooks`.'
+          description: `Webhook subscriptions: the service POSTs every ${RESOURCES.map((resource) => resource.name).join(' and ')} change ` +
+            `(${WEBHOOK_EVENT_TYPES.map((type) => `\`${type}\``).join(', ')}) to the URLs a token subscribed, signed as Standard Webhooks ` +
+            'specifies. Each token sees and manages its own subscriptions only. The events themselves are described under `webhooks`.'
         },
         { name: 'service', description: 'Health and documentation' }
       ],

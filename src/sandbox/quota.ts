@@ -1,5 +1,5 @@
 import { plantLimit } from '../errors.js'
-import type { PlantRepository } from '../store/plants.js'
+import type { PlantRepository } from '../resources/plants.js'
 
 const PAGE = 1000
 
@@ -8,8 +8,8 @@ async function countUpTo (plants: PlantRepository, max: number): Promise<number>
   let after: bigint | undefined
   for (;;) {
     const page = await plants.list({ limit: Math.min(PAGE, max + 1 - count), ...(after !== undefined && { after }) })
-    count += page.plants.length
-    const last = page.plants.at(-1)
+    count += page.items.length
+    const last = page.items.at(-1)
     if (!page.hasMore || last === undefined || count > max) return count
     after = last.id
   }

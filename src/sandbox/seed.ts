@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { Ajv } from 'ajv'
 import { ConfigError } from '../errors.js'
 import { PlantUpdateSchema } from '../schemas/plant.js'
-import type { NewPlant } from '../store/plants.js'
+import type { NewPlant } from '../resources/plants.js'
 
 /** What a new tenant starts with unless SANDBOX_SEED says otherwise: ids 1 to 5, as the docs' examples use them. */
 export const BUILT_IN_SEED: ReadonlyArray<Omit<NewPlant, 'id'>> = [

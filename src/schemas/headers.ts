@@ -47,16 +47,17 @@ type ResponseHeaders = Record<string, ResponseHeader>
 
 const SECONDS = '^[0-9]+$'
 
-export const etagHeader = {
-  ETag: { type: 'string', required: true, description: 'The strong entity tag of the plant, for If-Match and If-None-Match' }
-} satisfies ResponseHeaders
+/** A resource's answers: its ETag, and a create's Location (`name`: `plant`, `collection`: `plants`). */
+export const etagHeaderOf = (name: string) => ({
+  ETag: { type: 'string', required: true, description: `The strong entity tag of the ${name}, for If-Match and If-None-Match` }
+}) satisfies ResponseHeaders
 const locationOf = (description: string) => ({
   Location: { type: 'string', required: true, format: 'uri-reference', description }
 }) satisfies ResponseHeaders
 const nextLinkOf = (description: string) => ({ Link: { type: 'string', description } }) satisfies ResponseHeaders
 
-export const locationHeader = locationOf('The new plant: `/plants/{id}`')
-export const linkHeader = nextLinkOf('When more plants follow: `</plants?limit=…&after=…>; rel="next"`')
+export const resourceLocationHeader = (name: string, collection: string) => locationOf(`The new ${name}: \`/${collection}/{id}\``)
+export const resourceLinkHeader = (collection: string) => nextLinkOf(`When more ${collection} follow: \`</${collection}?limit=…&after=…>; rel="next"\``)
 export const webhookLocationHeader = locationOf('The new subscription: `/webhooks/{id}`')
 export const webhookLinkHeader = nextLinkOf('When more subscriptions follow: `</webhooks?limit=…&after=…>; rel="next"`')
 export const deliveryLinkHeader = nextLinkOf('When older deliveries follow: `</webhooks/{id}/deliveries?limit=…&before=…>; rel="next"`')
@@ -88,9 +89,9 @@ export const rateLimitHeaders = {
 
 /** The CORS plugin exposes exactly these: a browser's script may read only exposed headers. */
 export const DOCUMENTED_RESPONSE_HEADERS: readonly string[] = Object.keys({
-  ...etagHeader,
-  ...locationHeader,
-  ...linkHeader,
+  ETag: undefined,
+  Location: undefined,
+  Link: undefined,
   ...replayedHeader,
   ...wwwAuthenticateHeader,
   ...acceptEncodingHeader,

@@ -1,8 +1,9 @@
 import type { OpenAPIV3_2 as OpenApi } from '@fastify/swagger'
 import { Type, type TObject } from '@sinclair/typebox'
-import { EVENT_DESCRIPTIONS, eventPayload, plantJson, TEST_EVENT_TYPE, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js'
+import type { ResourceDefinition } from '../resource.js'
+import { RESOURCES } from '../resources/index.js'
+import { EVENT_DESCRIPTIONS, eventPayload, TEST_EVENT_TYPE, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js'
 import { signatureHeader } from '../webhooks/signing.js'
-import { PLANT_EXAMPLE, PlantSchema } from './plant.js'
 import { ref } from './ref.js'
 import { SECRET_EXAMPLE } from './webhook.js'
 
@@ -13,25 +14,29 @@ import { SECRET_EXAMPLE } from './webhook.js'
  * secret of the Webhook schema.
  */
 
-const EVENTS: Record<WebhookEventType, { id: string, what: string }> = {
-  'plant.created': { id: 'PlantCreatedEvent', what: EVENT_DESCRIPTIONS['plant.created'] },
-  'plant.updated': { id: 'PlantUpdatedEvent', what: EVENT_DESCRIPTIONS['plant.updated'] },
-  'plant.deleted': { id: 'PlantDeletedEvent', what: EVENT_DESCRIPTIONS['plant.deleted'] }
-}
+/** Each event type's resource, and the `$id` of its body schema (`PlantCreatedEvent`). */
+const EVENTS = Object.fromEntries(RESOURCES.flatMap((resource) => (['created', 'updated', 'deleted'] as const).map((change) => {
+  const type: WebhookEventType = `${resource.name}.${change}`
+  const id = `${resource.title}${change[0]?.toUpperCase() ?? ''}${change.slice(1)}Event`
+  return [type, { id, what: EVENT_DESCRIPTIONS[type], resource: resource as ResourceDefinition }]
+}))) as Record<WebhookEventType, { id: string, what: string, resource: ResourceDefinition }>
 
 const EXAMPLE_MESSAGE_ID = 'msg_2KWPBgLlAfxdpx2AI54pPJ'
-const EXAMPLE_TIME = PLANT_EXAMPLE.updatedAt
+/** One time for every example, so a document's examples agree with each other. */
+const EXAMPLE_TIME = '2026-01-02T03:04:05.678Z'
 const EXAMPLE_SECONDS = Math.floor(Date.parse(EXAMPLE_TIME) / 1000)
 
-/** The exact body the service sends for the example plant. */
-const examplePayload = (type: WebhookEventType): string =>
-  eventPayload(type, plantJson({ ...PLANT_EXAMPLE, id: BigInt(PLANT_EXAMPLE.id) }), Date.parse(EXAMPLE_TIME))
+/** The exact body the service sends for the resource's example. */
+function examplePayload (type: WebhookEventType): string {
+  const { resource } = EVENTS[type]
+  return eventPayload(type, resource.json({ ...resource.example, id: BigInt(resource.example.id) }), Date.parse(EXAMPLE_TIME))
+}
 
 const eventSchema = (type: WebhookEventType): TObject => Type.Object(
   {
     type: Type.Literal(type, { description: 'The event type', examples: [type] }),
     timestamp: Type.String({ format: 'date-time', description: 'When the change happened', examples: [EXAMPLE_TIME] }),
-    data: ref(PlantSchema)
+    data: ref(EVENTS[type].resource.schemas.representation)
   },
   {
     $id: EVENTS[type].id,
@@ -115,10 +120,13 @@ const bodySchema = (type: string, data: Record<string, unknown>): Record<string,
 
 /** Every event type a receiver can get, with what it means and its body's schema (JSON, without `$id`s). */
 export function eventTypeCatalog (): EventTypeEntry[] {
-  const { $id: _id, examples: _examples, ...plant } = JSON.parse(JSON.stringify(PlantSchema)) as Record<string, unknown>
+  const dataSchema = (type: WebhookEventType): Record<string, unknown> => {
+    const { $id: _id, examples: _examples, ...data } = JSON.parse(JSON.stringify(EVENTS[type].resource.schemas.representation)) as Record<string, unknown>
+    return data
+  }
   const subscriptionIdSchema = { type: 'integer', description: 'The subscription tested' }
   return [
-    ...WEBHOOK_EVENT_TYPES.map((type) => ({ type, description: EVENT_DESCRIPTIONS[type], schema: bodySchema(type, plant) })),
+    ...WEBHOOK_EVENT_TYPES.map((type) => ({ type, description: EVENT_DESCRIPTIONS[type], schema: bodySchema(type, dataSchema(type)) })),
     {
       type: TEST_EVENT_TYPE,
       description: EVENT_DESCRIPTIONS[TEST_EVENT_TYPE],

@@ -1,16 +1,20 @@
+import { REPOSITORY_OPERATIONS } from '../resource.js'
+import { RESOURCES, type AnyResource } from '../resources/index.js'
+import type { WebhookStore } from '../webhooks/store.js'
 import type { Store } from './store.js'
 
-/** Timed and traced as `<repository>.<operation>`; the dispatcher's own calls have metrics of their own. */
-export const INSTRUMENTED = {
-  plants: ['list', 'get', 'create', 'replace', 'update', 'delete'],
-  webhooks: [
-    'createSubscription', 'listSubscriptions', 'getSubscription', 'updateSubscription', 'deleteSubscription',
-    'rotateSecret', 'listDeliveries', 'getDelivery', 'recoverDeliveries', 'retryDelivery'
-  ]
-} as const satisfies { [R in keyof Omit<Store, 'ping' | 'close'>]: ReadonlyArray<keyof Store[R]> }
+const WEBHOOK_OPERATIONS = [
+  'createSubscription', 'listSubscriptions', 'getSubscription', 'updateSubscription', 'deleteSubscription',
+  'rotateSecret', 'listDeliveries', 'getDelivery', 'recoverDeliveries', 'retryDelivery'
+] as const satisfies ReadonlyArray<keyof WebhookStore>
 
-type Instrumented = typeof INSTRUMENTED
-export type StoreOperation = 'ping' | { [R in keyof Instrumented]: `${R}.${Instrumented[R][number]}` }[keyof Instrumented]
+/** Timed and traced as `<repository>.<operation>`; the dispatcher's own calls have metrics of their own. */
+export const INSTRUMENTED: Readonly<Record<string, readonly string[]>> = {
+  ...Object.fromEntries(RESOURCES.map((resource) => [resource.collection, REPOSITORY_OPERATIONS])),
+  webhooks: WEBHOOK_OPERATIONS
+}
+
+export type StoreOperation = 'ping' | `${AnyResource['collection']}.${(typeof REPOSITORY_OPERATIONS)[number]}` | `webhooks.${(typeof WEBHOOK_OPERATIONS)[number]}`
 
 export const STORE_OPERATIONS: readonly StoreOperation[] = [
   'ping',
@@ -64,7 +68,7 @@ export function instrumentStore (store: Store, observers: readonly OperationObse
         return (error) => { for (const end of ends) end(error) }
       }
   const repositories = Object.fromEntries(Object.entries(INSTRUMENTED).map(([name, operations]) =>
-    [name, instrumentRepository(name, store[name as keyof typeof INSTRUMENTED], operations, start)]))
+    [name, instrumentRepository(name, store[name as keyof Store] as object, operations, start)]))
   return {
     ...store,
     ...repositories,

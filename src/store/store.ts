@@ -1,7 +1,5 @@
+import type { Repositories } from '../resources/index.js'
 import type { WebhookStore } from '../webhooks/store.js'
-import type { PlantRepository } from './plants.js'
-
-export type { CreateResult, ListPage, ListQuery, NewPlant, PlantChanges, PlantRepository } from './plants.js'
 
 /**
  * 2^53 - 1, the largest integer a JavaScript client holds exactly; past it a create without an id
@@ -28,9 +26,8 @@ export interface StoreLog {
   info: (details: object, message: string) => void
 }
 
-/** One repository per resource over one database; a store knows nothing of HTTP (docs/architecture.md). */
-export interface Store {
-  readonly plants: PlantRepository
+/** One repository per resource (src/resources/) over one database; a store knows nothing of HTTP (docs/architecture.md). */
+export type Store = Repositories & {
   readonly webhooks: WebhookStore
   ping(): Promise<void>
   /** Closes every repository: stop the webhook dispatcher first. */

@@ -1,21 +1,22 @@
 import { randomFillSync } from 'node:crypto'
-import type { Plant } from '../schemas/plant.js'
+import { RESOURCES, type AnyResource } from '../resources/index.js'
 import { isoTime } from '../store/iso-time.js'
 
-/** A new subscription gets all of them. */
-export const WEBHOOK_EVENT_TYPES = ['plant.created', 'plant.updated', 'plant.deleted'] as const
-export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
+const CHANGES = ['created', 'updated', 'deleted'] as const
+
+/** Each resource's `<name>.created`, `.updated` and `.deleted`; a new subscription gets all of them. */
+export type WebhookEventType = `${AnyResource['name']}.${(typeof CHANGES)[number]}`
+export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = RESOURCES.flatMap((resource) =>
+  CHANGES.map((change): WebhookEventType => `${resource.name}.${change}`))
 
 /** The event `POST /webhooks/{id}/test` sends; no subscription asks for it, every one can get it. */
 export const TEST_EVENT_TYPE = 'webhook.test'
 
 /** What each event type means, for the catalog (GET /webhooks/event-types) and the OpenAPI document. */
-export const EVENT_DESCRIPTIONS: Record<WebhookEventType | typeof TEST_EVENT_TYPE, string> = {
-  'plant.created': 'A plant was created; `data` is the plant',
-  'plant.updated': 'A plant was replaced or updated; `data` is the plant after the change',
-  'plant.deleted': 'A plant was deleted; `data` is the plant as it was',
-  'webhook.test': 'A test, sent by `POST /webhooks/{id}/test` to that subscription only; `data` names it'
-}
+export const EVENT_DESCRIPTIONS = Object.fromEntries([
+  ...RESOURCES.flatMap((resource) => CHANGES.map((change) => [`${resource.name}.${change}`, resource.texts.events[change]])),
+  [TEST_EVENT_TYPE, 'A test, sent by `POST /webhooks/{id}/test` to that subscription only; `data` names it']
+]) as Readonly<Record<WebhookEventType | typeof TEST_EVENT_TYPE, string>>
 
 /** The body of a test event. */
 export const testEventPayload = (subscriptionId: bigint, now: number): string =>
@@ -30,7 +31,7 @@ export interface EventOrigin {
   traceparent?: string
 }
 
-/** What an event is about: a resource (`plant`) and its id. */
+/** What an event is about: a resource (its name, `plant`) and its id. */
 export interface EventSubject {
   resource: string
   id: bigint
@@ -48,14 +49,18 @@ export interface ResourceEvent {
   occurredAt?: number
 }
 
-/** For `plant.deleted`, `plant` as it was when deleted. */
-export const plantEvent = (type: WebhookEventType, plant: Plant, occurredAt?: number, origin?: EventOrigin): ResourceEvent => ({
-  type,
-  subject: { resource: 'plant', id: plant.id },
-  data: plantJson(plant),
-  ...(occurredAt !== undefined && { occurredAt }),
-  ...(origin !== undefined && { origin })
-})
+/** The event of a write to `item`; for a `.deleted`, `item` as it was when deleted. */
+export function resourceEvent<T extends { id: bigint }> (
+  resource: { name: string, json: (item: T) => string }, type: WebhookEventType, item: T, occurredAt?: number, origin?: EventOrigin
+): ResourceEvent {
+  return {
+    type,
+    subject: { resource: resource.name, id: item.id },
+    data: resource.json(item),
+    ...(occurredAt !== undefined && { occurredAt }),
+    ...(origin !== undefined && { origin })
+  }
+}
 
 /** An outbox row, the same on every store: the exact bytes every attempt sends and signs. */
 export interface EventMessage {
@@ -84,27 +89,16 @@ export function newMessageId (): string {
   return `msg_${id}`
 }
 
-/** Field by field: a bigint id, which JSON.stringify refuses, must reach the receiver as the API's JSON integer. */
-export function plantJson (plant: Plant): string {
-  return `{"id":${plant.id.toString()}${plantJsonAfterId(plant)}`
-}
-
-function plantJsonAfterId (plant: Omit<Plant, 'id'>): string {
-  const tag = plant.tag === undefined ? '' : `,"tag":${JSON.stringify(plant.tag)}`
-  return `,"name":${JSON.stringify(plant.name)}${tag},` +
-    `"createdAt":${JSON.stringify(plant.createdAt)},"updatedAt":${JSON.stringify(plant.updatedAt)}}`
-}
-
 /** The Standard Webhooks body: `{ type, timestamp (RFC 3339), data }`. */
 export function eventPayload (type: WebhookEventType, data: string, occurredAt: number): string {
   return `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(isoTime(occurredAt))},"data":${data}}`
 }
 
 /** For PostgreSQL's one-statement create, so the body is still made here, never a second way in SQL. */
-export function eventPayloadAroundId (type: WebhookEventType, plant: Omit<Plant, 'id'>, occurredAt: number): { before: string, after: string } {
+export function eventPayloadAroundId (type: WebhookEventType, dataAfterId: string, occurredAt: number): { before: string, after: string } {
   return {
     before: `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(isoTime(occurredAt))},"data":{"id":`,
-    after: `${plantJsonAfterId(plant)}}`
+    after: `${dataAfterId}}`
   }
 }
 

@@ -21,7 +21,7 @@ test('a database at schema version 1 is migrated at start-up, its plants kept', 
   assert.equal((await store.plants.get(7n))?.name, 'Fern')
   // Version 2's table is there: an idempotent create works.
   const created = await store.plants.create({ name: 'Ivy' }, { scope: 's', key: 'k', fingerprint: 'f' })
-  assert.equal(created.plant.id, 8n)
+  assert.equal(created.item.id, 8n)
   await store.close()
   const db = new Database(file, { readonly: true })
   assert.equal(db.pragma('user_version', { simple: true }), migrations.length)

@@ -107,7 +107,7 @@ const request = fc.record({
 
 async function snapshot (app: FastifyInstance): Promise<string> {
   const page = await app.store.plants.list({ limit: 1000 })
-  return JSON.stringify(page.plants, (_key, value: unknown) => typeof value === 'bigint' ? String(value) : value)
+  return JSON.stringify(page.items, (_key, value: unknown) => typeof value === 'bigint' ? String(value) : value)
 }
 
 async function seededApp (t: Cleanup): Promise<FastifyInstance> {

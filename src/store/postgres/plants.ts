@@ -1,15 +1,16 @@
 import type pg from 'pg'
 import { idsExhausted, idTaken } from '../../errors.js'
 import type { Plant } from '../../schemas/plant.js'
-import { plantEvent, type EventOrigin } from '../../webhooks/events.js'
-import { PLANT, type CreateResult, type NewPlant, type PlantRepository } from '../plants.js'
+import { resourceEvent, type EventOrigin } from '../../webhooks/events.js'
+import type { CreateResult } from '../../resource.js'
+import { PLANTS, plantJsonAfterId, type NewPlant, type PlantRepository } from '../../resources/plants.js'
 import { isoTime } from '../iso-time.js'
 import { rememberedPlant, toPlant, type IdempotencyRow, type PlantRow } from '../rows.js'
 import { drawFreeId, idempotencyCutoff, replayOf, writableRow } from '../rules.js'
 import { MAX_ASSIGNED_ID, type IdempotencyKey, type IfMatch } from '../store.js'
 import { inTransaction } from './connection.js'
 import type { PostgresRepositoryContext } from './repository.js'
-import { enqueuePostgresEvent, plantWriteWithEventSql, postgresEventValues } from './webhook-store.js'
+import { enqueuePostgresEvent, writeWithEventSql, postgresEventValues } from './webhook-store.js'
 
 type Queryable = pg.Pool | pg.PoolClient
 
@@ -41,7 +42,7 @@ const SQL = {
                    ON CONFLICT (id) DO NOTHING)
                  SELECT ${PLANT_COLUMNS} FROM plant`,
   insertGenerated: INSERT_GENERATED,
-  createGenerated: plantWriteWithEventSql(INSERT_GENERATED, PLANT_COLUMNS, 4),
+  createGenerated: writeWithEventSql(INSERT_GENERATED, PLANT_COLUMNS, 4),
   // Draw the sequence past the run of taken ids with nextval: setval could move it back under a
   // concurrent draw and hand out an id twice.
   skipTaken: `WITH RECURSIVE walk (id) AS (
@@ -88,7 +89,7 @@ async function withGeneratedId<T> (attempt: () => Promise<T | undefined>, db: Qu
   try {
     return await drawFreeId(attempt, async () => await run(db, 'skipTaken'))
   } catch (err) {
-    if ((err as { code?: unknown }).code === SEQUENCE_LIMIT_EXCEEDED) throw idsExhausted(PLANT)
+    if ((err as { code?: unknown }).code === SEQUENCE_LIMIT_EXCEEDED) throw idsExhausted(PLANTS)
     throw err
   }
 }
@@ -98,38 +99,38 @@ async function insertRow (db: Queryable, { id, name, tag }: NewPlant, now: numbe
     return await withGeneratedId(async () => (await run<PlantRow>(db, 'insertGenerated', [name, tag ?? null, now])).rows[0], db)
   }
   const { rows: [row] } = await run<PlantRow>(db, 'insertChosen', [id, name, tag ?? null, now])
-  if (row === undefined) throw idTaken(PLANT, id)
+  if (row === undefined) throw idTaken(PLANTS, id)
   return row
 }
 
 /** A keyed or chosen-id create: a transaction, with the key's lock, the replay rule and the event. */
-async function createInTransaction (context: PostgresRepositoryContext, plant: NewPlant, key: IdempotencyKey | undefined, origin: EventOrigin | undefined): Promise<CreateResult> {
+async function createInTransaction (context: PostgresRepositoryContext, plant: NewPlant, key: IdempotencyKey | undefined, origin: EventOrigin | undefined): Promise<CreateResult<Plant>> {
   const now = Date.now()
   let deliveries = 0
-  const result = await inTransaction(context.pool, async (client): Promise<CreateResult> => {
+  const result = await inTransaction(context.pool, async (client): Promise<CreateResult<Plant>> => {
     if (key !== undefined) {
       await run(client, 'lockKey', [`${key.scope}\n${key.key}`])
       const { rows: [earlier] } = await run<IdempotencyRow>(client, 'findKey', [key.scope, key.key, idempotencyCutoff(now)])
       const replayed = replayOf(earlier, key, rememberedPlant)
-      if (replayed !== undefined) return { plant: replayed, replayed: true }
+      if (replayed !== undefined) return { item: replayed, replayed: true }
       await run(client, 'expireKeys', [idempotencyCutoff(now)])
     }
     const row = await insertRow(client, plant, now)
     if (key !== undefined) await run(client, 'saveKey', [key.scope, key.key, key.fingerprint, row.id, row.name, row.tag, row.created_at, row.updated_at])
     const created = toPlant(row)
-    deliveries = await enqueuePostgresEvent(client, plantEvent('plant.created', created, now, origin), now, context.claimNotify(now))
-    return { plant: created, replayed: false }
+    deliveries = await enqueuePostgresEvent(client, resourceEvent(PLANTS, 'plant.created', created, now, origin), now, context.claimNotify(now))
+    return { item: created, replayed: false }
   })
   return context.afterCommit(result, deliveries)
 }
 
 /** The usual create, without key or chosen id: the plant and its event in one statement, one round trip. */
-async function createGenerated ({ pool, claimNotify, afterCommit }: PostgresRepositoryContext, { name, tag }: NewPlant, origin: EventOrigin | undefined): Promise<CreateResult> {
+async function createGenerated ({ pool, claimNotify, afterCommit }: PostgresRepositoryContext, { name, tag }: NewPlant, origin: EventOrigin | undefined): Promise<CreateResult<Plant>> {
   const now = Date.now()
   const at = isoTime(now)
-  const event = postgresEventValues({ name, ...(tag !== undefined && { tag }), createdAt: at, updatedAt: at }, now, origin, claimNotify(now))
+  const event = postgresEventValues(`${PLANTS.name}.created`, PLANTS.name, plantJsonAfterId({ name, ...(tag !== undefined && { tag }), createdAt: at, updatedAt: at }), now, origin, claimNotify(now))
   const row = await withGeneratedId(async () => (await run<PlantRow & { deliveries: number }>(pool, 'createGenerated', [name, tag ?? null, now, ...event])).rows[0], pool)
-  return afterCommit({ plant: toPlant(row), replayed: false }, row.deliveries)
+  return afterCommit({ item: toPlant(row), replayed: false }, row.deliveries)
 }
 
 /** An update or delete with its precondition and event, in one transaction. */
@@ -137,11 +138,11 @@ async function writeRow (context: PostgresRepositoryContext, id: bigint, stateme
   const now = Date.now()
   let deliveries = 0
   const plant = await inTransaction(context.pool, async (client) => {
-    if (ifMatch !== undefined) writableRow(PLANT, id, (await run<PlantRow>(client, 'lockRow', [id])).rows[0], ifMatch, toPlant)
+    if (ifMatch !== undefined) writableRow(PLANTS, id, (await run<PlantRow>(client, 'lockRow', [id])).rows[0], ifMatch, toPlant)
     const { rows: [row] } = await run<PlantRow & { changed?: boolean }>(client, statement, values(now))
-    const changed = toPlant(writableRow(PLANT, id, row, undefined, toPlant))
+    const changed = toPlant(writableRow(PLANTS, id, row, undefined, toPlant))
     if (row?.changed === false) return changed
-    const event = plantEvent(statement === 'delete' ? 'plant.deleted' : 'plant.updated', changed, now, origin)
+    const event = resourceEvent(PLANTS, statement === 'delete' ? 'plant.deleted' : 'plant.updated', changed, now, origin)
     deliveries = await enqueuePostgresEvent(client, event, now, context.claimNotify(now))
     return changed
   })
@@ -156,7 +157,7 @@ export function createPostgresPlants (context: PostgresRepositoryContext): Plant
       const { rows } = await guard(async () => tag === undefined
         ? await run<PlantRow>(pool, 'list', [after ?? 0n, limit + 1])
         : await run<PlantRow>(pool, 'listByTag', [after ?? 0n, limit + 1, tag]))
-      return { plants: rows.slice(0, limit).map(toPlant), hasMore: rows.length > limit }
+      return { items: rows.slice(0, limit).map(toPlant), hasMore: rows.length > limit }
     },
     async get (id) {
       const { rows: [row] } = await guard(async () => await run<PlantRow>(pool, 'get', [id]))

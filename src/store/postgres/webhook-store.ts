@@ -1,7 +1,6 @@
 import pg from 'pg'
 import { pgTypes } from './types.js'
 import { buildEventMessage, eventPayloadAroundId, newMessageId, type EventOrigin, type ResourceEvent, type WebhookEventType } from '../../webhooks/events.js'
-import type { Plant } from '../../schemas/plant.js'
 import { toClaimed, truncateError, type ClaimRow } from '../../webhooks/rows.js'
 import type { Backlog, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore } from '../../webhooks/store.js'
 import { checkWebhookSchema, disablesSubscription, FAN_OUT_ALL_BATCH, inBatches, PRUNE_BATCH, receives as sharedReceives } from '../webhook-rules.js'
@@ -45,15 +44,15 @@ const notifyColumn = (n: number): string =>
 const ENQUEUE_SQL = `WITH ${eventCtes(1, '$3', '$7::bigint', 'receivers')}
   SELECT n AS deliveries, ${notifyColumn(8)} FROM receivers`
 
-/** A plant write and its event in one statement: one round trip, atomic without a transaction. */
-export const plantWriteWithEventSql = (plantWrite: string, columns: string, p: number): string =>
-  `WITH plant AS (${plantWrite}),${eventCtes(p, `$${p + 2} || plant.id::text || $${p + 6}`, 'plant.id', 'plant, receivers')}
-  SELECT ${columns}, n AS deliveries, ${notifyColumn(p + 7)} FROM plant, receivers`
+/** A write and its event in one statement: one round trip, atomic without a transaction. */
+export const writeWithEventSql = (write: string, columns: string, p: number): string =>
+  `WITH written AS (${write}),${eventCtes(p, `$${p + 2} || written.id::text || $${p + 6}`, 'written.id', 'written, receivers')}
+  SELECT ${columns}, n AS deliveries, ${notifyColumn(p + 7)} FROM written, receivers`
 
-export function postgresEventValues (plant: Omit<Plant, 'id'>, now: number, origin: EventOrigin | undefined, notify: boolean): unknown[] {
-  const type: WebhookEventType = 'plant.created'
-  const { before, after } = eventPayloadAroundId(type, plant, now)
-  return [newMessageId(), type, before, now, origin?.requestId ?? null, origin?.traceparent ?? null, after, notify, 'plant']
+/** The values of `writeWithEventSql`'s event: its data is the written row's JSON, around the id the statement draws. */
+export function postgresEventValues (type: WebhookEventType, subject: string, dataAfterId: string, now: number, origin: EventOrigin | undefined, notify: boolean): unknown[] {
+  const { before, after } = eventPayloadAroundId(type, dataAfterId, now)
+  return [newMessageId(), type, before, now, origin?.requestId ?? null, origin?.traceparent ?? null, after, notify, subject]
 }
 
 const receives = (eventId: string, type: string): string => sharedReceives(eventId, `${type} = ANY (s.events)`, 'NOT s.disabled')
@@ -157,7 +156,7 @@ async function run<R extends pg.QueryResultRow = pg.QueryResultRow> (db: Queryab
 }
 
 /**
- * Writes an event to the outbox inside the plant write's own transaction, so the change and its
+ * Writes an event to the outbox inside the write's own transaction, so the change and its
  * event commit (or roll back) together. Resolves with how many deliveries it will become.
  */
 export async function enqueuePostgresEvent (client: pg.ClientBase, event: ResourceEvent, now: number = Date.now(), notify = true): Promise<number> {

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3'
-import { eventPayload, plantJson, type WebhookEventType } from '../../webhooks/events.js'
+import { plantJson } from '../../resources/plants.js'
+import { eventPayload, type WebhookEventType } from '../../webhooks/events.js'
 
 /** SQL, or for a step SQL cannot say exactly, a function run in the migration's transaction. */
 export type Migration = string | ((db: Database.Database) => void)

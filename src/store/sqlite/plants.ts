@@ -1,8 +1,9 @@
 import type Database from 'better-sqlite3'
 import { idsExhausted, idTaken } from '../../errors.js'
 import type { Plant } from '../../schemas/plant.js'
-import { plantEvent, type EventOrigin, type WebhookEventType } from '../../webhooks/events.js'
-import { PLANT, type CreateResult, type NewPlant, type PlantRepository } from '../plants.js'
+import { resourceEvent, type EventOrigin, type WebhookEventType } from '../../webhooks/events.js'
+import type { CreateResult } from '../../resource.js'
+import { PLANTS, type NewPlant, type PlantRepository } from '../../resources/plants.js'
 import { columnsToPlant, PLANT_COLUMNS, rememberedPlant, toPlant, type IdempotencyRow, type PlantColumns, type PlantRow } from '../rows.js'
 import { idempotencyCutoff, replayOf, writableRow } from '../rules.js'
 import { MAX_ASSIGNED_ID, type IdempotencyKey, type IfMatch } from '../store.js'
@@ -57,7 +58,7 @@ function plantInserter (db: Database.Database, insert: ReturnType<typeof plantSt
   return ({ id, name, tag }: NewPlant, now: number): PlantRow => {
     if (id === undefined) {
       const { last, next } = ids.nextId.get() as { last: bigint, next: bigint }
-      if (next > MAX_ASSIGNED_ID) throw idsExhausted(PLANT)
+      if (next > MAX_ASSIGNED_ID) throw idsExhausted(PLANTS)
       // AUTOINCREMENT itself moves sqlite_sequence up to an inserted id above it: to `next`.
       const row = insert.get(next, name, tag ?? null, now, now) as PlantRow
       if (next > last + 1n) ids.forgetChosen.run(next)
@@ -68,7 +69,7 @@ function plantInserter (db: Database.Database, insert: ReturnType<typeof plantSt
     try {
       row = insert.get(id, name, tag ?? null, now, now) as PlantRow
     } catch (err) {
-      if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw idTaken(PLANT, id)
+      if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw idTaken(PLANTS, id)
       throw err
     }
     if (id > last) {
@@ -86,22 +87,22 @@ function plantWrites ({ db, outbox }: SqliteRepositoryContext) {
   const statements = plantStatements(db)
   const insertRow = plantInserter(db, statements.insert)
   const emit = (type: WebhookEventType, plant: Plant, now: number, origin: EventOrigin | undefined): Plant => {
-    outbox.emit(plantEvent(type, plant, now, origin), now)
+    outbox.emit(resourceEvent(PLANTS, type, plant, now, origin), now)
     return plant
   }
-  const current = (id: bigint, ifMatch: IfMatch | undefined): PlantRow => writableRow(PLANT, id, statements.get.get(id), ifMatch, toPlant)
+  const current = (id: bigint, ifMatch: IfMatch | undefined): PlantRow => writableRow(PLANTS, id, statements.get.get(id), ifMatch, toPlant)
   return {
     statements,
-    create: db.transaction((plant: NewPlant, key: IdempotencyKey | undefined, origin: EventOrigin | undefined): CreateResult => {
+    create: db.transaction((plant: NewPlant, key: IdempotencyKey | undefined, origin: EventOrigin | undefined): CreateResult<Plant> => {
       const now = Date.now()
       if (key !== undefined) {
         const replayed = replayOf(statements.findKey.get(key.scope, key.key, idempotencyCutoff(now)), key, rememberedPlant)
-        if (replayed !== undefined) return { plant: replayed, replayed: true }
+        if (replayed !== undefined) return { item: replayed, replayed: true }
         statements.expireKeys.run(idempotencyCutoff(now))
       }
       const row = insertRow(plant, now)
       if (key !== undefined) statements.saveKey.run(key.scope, key.key, key.fingerprint, row.id, row.name, row.tag, row.created_at, row.updated_at)
-      return { plant: emit('plant.created', toPlant(row), now, origin), replayed: false }
+      return { item: emit('plant.created', toPlant(row), now, origin), replayed: false }
     }),
     change: db.transaction((id: bigint, next: NextValues, ifMatch: IfMatch | undefined, origin: EventOrigin | undefined): Plant => {
       const row = current(id, ifMatch)
@@ -113,7 +114,7 @@ function plantWrites ({ db, outbox }: SqliteRepositoryContext) {
     }),
     remove: db.transaction((id: bigint, ifMatch: IfMatch | undefined, origin: EventOrigin | undefined): Plant => {
       if (ifMatch !== undefined) current(id, ifMatch)
-      return emit('plant.deleted', toPlant(writableRow(PLANT, id, statements.delete.get(id), undefined, toPlant)), Date.now(), origin)
+      return emit('plant.deleted', toPlant(writableRow(PLANTS, id, statements.delete.get(id), undefined, toPlant)), Date.now(), origin)
     })
   }
 }
@@ -130,7 +131,7 @@ export function createSqlitePlants (context: SqliteRepositoryContext): PlantRepo
           : statements.listByTag.all(tag, after ?? 0n, limit + 1)
         const plants: Plant[] = []
         for (let i = 0; i < rows.length && i < limit; i++) plants.push(columnsToPlant(rows[i] as PlantColumns))
-        return { plants, hasMore: rows.length > limit }
+        return { items: plants, hasMore: rows.length > limit }
       })
     },
     async get (id) {

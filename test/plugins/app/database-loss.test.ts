@@ -18,8 +18,8 @@ if (TEST_DATABASE_URL !== undefined) {
       const url = new URL(scratchDatabaseUrl(t).url)
       url.port = String(proxy.port)
       const app = await buildTestApp(t, { DATABASE_URL: url.toString(), PG_CONNECT_TIMEOUT_MS: '2000' })
-      const { plant } = await app.store.plants.create({ name: 'survivor' })
-      const { plant: doomed } = await app.store.plants.create({ name: 'doomed' })
+      const { item: plant } = await app.store.plants.create({ name: 'survivor' })
+      const { item: doomed } = await app.store.plants.create({ name: 'doomed' })
 
       await proxy.down()
       const health = await app.inject({ method: 'GET', url: '/health' })
@@ -40,7 +40,7 @@ if (TEST_DATABASE_URL !== undefined) {
     test('terminated sessions: each answer is a success or a 503, and the next ones succeed', async (t) => {
       const name = `plant-store-test-${randomBytes(6).toString('hex')}`
       const app = await buildTestApp(t, { DATABASE_URL: withApplicationName(scratchDatabaseUrl(t).url, name) })
-      const plants = await Promise.all(Array.from({ length: 3 }, async (_, i) => (await app.store.plants.create({ name: `p${i}` })).plant))
+      const plants = await Promise.all(Array.from({ length: 3 }, async (_, i) => (await app.store.plants.create({ name: `p${i}` })).item))
 
       assert.ok(await terminateSessions(name) >= 1)
       const answers = await Promise.all([

@@ -43,7 +43,7 @@ test('a plain API_TOKENS token keeps the principal stored before scopes: its dig
   const keyed = await app.store.plants.create({ name: 'Fern' }, idempotencyKey(webhookOwner(TOKEN), 'k-1', [undefined, 'Fern', undefined]), { requestId: 'r-1' })
   const replayed = await app.inject({ method: 'POST', url: '/plants', headers: { ...AUTH, 'idempotency-key': 'k-1' }, payload: { name: 'Fern' } })
   assert.equal(replayed.headers['idempotent-replayed'], 'true')
-  assert.equal(replayed.json<{ id: number }>().id, Number(keyed.plant.id))
+  assert.equal(replayed.json<{ id: number }>().id, Number(keyed.item.id))
 })
 
 test('the access log and the rate limit go by the principal: a named token\'s name, never the token', async (t) => {

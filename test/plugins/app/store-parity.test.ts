@@ -34,7 +34,7 @@ for (const database of apiTestDatabases) {
 
     test('concurrent deletes of one plant give exactly one 204; the rest are 404', async (t) => {
       const app = await buildTestApp(t, database.env(t))
-      const { plant } = await app.store.plants.create({ name: 'Contested' })
+      const { item: plant } = await app.store.plants.create({ name: 'Contested' })
       const responses = await Promise.all(Array.from({ length: 30 }, () =>
         app.inject({ method: 'DELETE', url: `/plants/${plant.id}`, headers: AUTH })))
       const statuses = responses.map((res) => res.statusCode)

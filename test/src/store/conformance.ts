@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test, type TestContext } from 'node:test'
-import { plantEtag } from '../../../src/etag.js'
+import { plantEtag } from '../../../src/resources/plants.js'
 import { ServiceError, type ErrorCode } from '../../../src/errors.js'
 import type { Plant } from '../../../src/schemas/plant.js'
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../../../src/webhooks/events.js'
@@ -56,8 +56,8 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
 
     test('generated ids start at 1 and ascend; get returns exactly what create returned', async (t) => {
       const store = await fresh(t)
-      const { plant: first, replayed } = await store.plants.create({ name: 'Monstera', tag: 'tropical' })
-      const { plant: second } = await store.plants.create({ name: 'Fern' })
+      const { item: first, replayed } = await store.plants.create({ name: 'Monstera', tag: 'tropical' })
+      const { item: second } = await store.plants.create({ name: 'Fern' })
       assert.equal(replayed, false)
       assert.equal(first.id, 1n)
       assert.equal(second.id, 2n)
@@ -74,17 +74,17 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
     test('chosen ids are kept exactly, beyond 2^53 and at both int64 extremes', async (t) => {
       const store = await fresh(t)
       for (const id of [MAX, 9007199254740993n, 9007199254740992n, -9223372036854775808n, 0n]) {
-        const { plant } = await store.plants.create({ id, name: `plant ${id}` })
+        const { item: plant } = await store.plants.create({ id, name: `plant ${id}` })
         assert.equal(plant.id, id)
         assert.deepEqual(await store.plants.get(id), plant)
       }
-      const { plants } = await store.plants.list({ limit: 10 })
+      const { items: plants } = await store.plants.list({ limit: 10 })
       assert.deepEqual(plants.map((plant) => plant.id), [9007199254740992n, 9007199254740993n, MAX])
     })
 
     test('a taken id is a conflict and changes nothing', async (t) => {
       const store = await fresh(t)
-      const { plant } = await store.plants.create({ id: 7n, name: 'first' })
+      const { item: plant } = await store.plants.create({ id: 7n, name: 'first' })
       const err = await rejectsWith(store.plants.create({ id: 7n, name: 'second' }), 'conflict')
       assert.equal(err.message, 'Plant 7 already exists')
       assert.deepEqual(await store.plants.get(7n), plant)
@@ -92,7 +92,7 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
 
     test('generated ids skip chosen ones without being pushed up by them, and never repeat an id that existed', async (t) => {
       const store = await fresh(t)
-      const generated = async (): Promise<bigint> => (await store.plants.create({ name: 'generated' })).plant.id
+      const generated = async (): Promise<bigint> => (await store.plants.create({ name: 'generated' })).item.id
       await store.plants.create({ id: 2n, name: 'chosen' })
       assert.equal(await generated(), 1n)
       assert.equal(await generated(), 3n, 'skips the chosen 2')
@@ -106,8 +106,8 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       assert.equal(await generated(), 8n, 'not pushed up to 100')
       await rejectsWith(store.plants.create({ id: 4n, name: 'taken' }), 'conflict')
       // A chosen id may be one that was deleted (the client asks for it explicitly).
-      assert.equal((await store.plants.create({ id: 3n, name: 'back' })).plant.id, 3n)
-      assert.equal((await store.plants.create({ id: 5n, name: 'back' })).plant.id, 5n)
+      assert.equal((await store.plants.create({ id: 3n, name: 'back' })).item.id, 3n)
+      assert.equal((await store.plants.create({ id: 5n, name: 'back' })).item.id, 5n)
       for (let i = 9n; i < 100n; i++) assert.equal(await generated(), i)
       assert.equal(await generated(), 101n)
     })
@@ -116,10 +116,10 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       const store = await fresh(t)
       for (const id of [MAX_ASSIGNED_ID, MAX_ASSIGNED_ID + 1n, MAX, -1n]) await store.plants.create({ id, name: `chosen ${id}` })
       const ids: bigint[] = []
-      for (let i = 0; i < 3; i++) ids.push((await store.plants.create({ name: `generated ${i}` })).plant.id)
+      for (let i = 0; i < 3; i++) ids.push((await store.plants.create({ name: `generated ${i}` })).item.id)
       assert.deepEqual(ids, [1n, 2n, 3n])
       await store.plants.delete(MAX_ASSIGNED_ID)
-      assert.equal((await store.plants.create({ name: 'after the delete' })).plant.id, 4n)
+      assert.equal((await store.plants.create({ name: 'after the delete' })).item.id, 4n)
     })
 
     test('once every id up to 2^53 - 1 is used, a create without an id is refused; chosen ids still work', async (t) => {
@@ -129,13 +129,13 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       await database.setIdSequence(MAX_ASSIGNED_ID - 3n)
       await store.plants.create({ id: MAX_ASSIGNED_ID - 1n, name: 'chosen, then deleted' })
       await store.plants.delete(MAX_ASSIGNED_ID - 1n)
-      assert.equal((await store.plants.create({ name: 'the last one left' })).plant.id, MAX_ASSIGNED_ID - 2n)
+      assert.equal((await store.plants.create({ name: 'the last one left' })).item.id, MAX_ASSIGNED_ID - 2n)
       const refused = await rejectsWith(store.plants.create({ name: 'one too many' }), 'ids-exhausted')
       assert.equal(refused.message, 'No id up to 2^53 - 1 is left for the server to assign; create the plant with a chosen id')
       await rejectsWith(store.plants.create({ name: 'with a key' }, KEY), 'ids-exhausted')
-      assert.equal((await store.plants.create({ id: 7n, name: 'chosen' })).plant.id, 7n)
+      assert.equal((await store.plants.create({ id: 7n, name: 'chosen' })).item.id, 7n)
       await rejectsWith(store.plants.create({ name: 'still none' }), 'ids-exhausted')
-      const { plants } = await store.plants.list({ limit: 10 })
+      const { items: plants } = await store.plants.list({ limit: 10 })
       assert.deepEqual(plants.map((plant) => plant.id), [7n, MAX_ASSIGNED_ID - 2n, MAX_ASSIGNED_ID])
       // The refused idempotent create left its key unused.
       assert.equal((await store.plants.create({ id: 8n, name: 'with a key' }, KEY)).replayed, false)
@@ -159,11 +159,11 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       for (const text of texts) {
         // The first 50 characters (code points: a surrogate pair is never split).
         const tag = [...text].slice(0, 50).join('')
-        const { plant } = await store.plants.create({ name: text, tag })
+        const { item: plant } = await store.plants.create({ name: text, tag })
         const read = await store.plants.get(plant.id)
         assert.equal(read?.name, text)
         assert.equal(read?.tag, tag)
-        const { plants } = await store.plants.list({ limit: 1, after: plant.id - 1n, tag })
+        const { items: plants } = await store.plants.list({ limit: 1, after: plant.id - 1n, tag })
         assert.deepEqual(plants, [plant], JSON.stringify(text))
         const updated = await store.plants.update(plant.id, { name: `${text}!`, tag: text })
         assert.deepEqual(await store.plants.get(plant.id), updated)
@@ -177,7 +177,7 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       for (let i = 1; i <= 5; i++) await store.plants.create({ name: `p${i}`, ...(i % 2 === 1 ? { tag: 'odd' } : {}) })
       await store.plants.create({ id: MAX, name: 'last', tag: 'odd' })
 
-      const ids = (page: { plants: Array<{ id: bigint }> }): bigint[] => page.plants.map((plant) => plant.id)
+      const ids = (page: { items: Array<{ id: bigint }> }): bigint[] => page.items.map((plant) => plant.id)
       const first = await store.plants.list({ limit: 2 })
       assert.deepEqual(ids(first), [1n, 2n])
       assert.equal(first.hasMore, true)
@@ -187,19 +187,19 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       const last = await store.plants.list({ limit: 2, after: 4n })
       assert.deepEqual(ids(last), [5n, MAX])
       assert.equal(last.hasMore, false, 'an exactly full last page has no more')
-      assert.deepEqual(await store.plants.list({ limit: 2, after: MAX }), { plants: [], hasMore: false })
+      assert.deepEqual(await store.plants.list({ limit: 2, after: MAX }), { items: [], hasMore: false })
 
       const odd = await store.plants.list({ limit: 3, tag: 'odd' })
       assert.deepEqual(ids(odd), [1n, 3n, 5n])
       assert.equal(odd.hasMore, true)
       assert.deepEqual(ids(await store.plants.list({ limit: 3, tag: 'odd', after: 5n })), [MAX])
-      assert.deepEqual(await store.plants.list({ limit: 3, tag: 'none' }), { plants: [], hasMore: false })
-      assert.deepEqual((await store.plants.list({ limit: 1 })).plants[0], await store.plants.get(1n))
+      assert.deepEqual(await store.plants.list({ limit: 3, tag: 'none' }), { items: [], hasMore: false })
+      assert.deepEqual((await store.plants.list({ limit: 1 })).items[0], await store.plants.get(1n))
     })
 
     test('replace sets name and tag (a missing tag clears it); createdAt stays, updatedAt moves on', async (t) => {
       const store = await fresh(t)
-      const { plant } = await store.plants.create({ name: 'old', tag: 'x' })
+      const { item: plant } = await store.plants.create({ name: 'old', tag: 'x' })
       const replaced = await store.plants.replace(plant.id, { name: 'new' })
       assert.equal(replaced.name, 'new')
       assert.equal('tag' in replaced, false)
@@ -211,7 +211,7 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
 
     test('update changes only what it is given; tag null clears the tag', async (t) => {
       const store = await fresh(t)
-      const { plant } = await store.plants.create({ name: 'name', tag: 'tag' })
+      const { item: plant } = await store.plants.create({ name: 'name', tag: 'tag' })
       const renamed = await store.plants.update(plant.id, { name: 'renamed' })
       assert.equal(renamed.name, 'renamed')
       assert.equal(renamed.tag, 'tag')
@@ -227,7 +227,7 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
 
     test('updatedAt strictly increases with every write, even within one millisecond', async (t) => {
       const store = await fresh(t)
-      const { plant } = await store.plants.create({ name: 'busy' })
+      const { item: plant } = await store.plants.create({ name: 'busy' })
       let previous = plant
       for (let i = 0; i < 20; i++) {
         const updated = await store.plants.update(plant.id, { name: `busy ${i}` })
@@ -239,7 +239,7 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
 
     test('ifMatch: a write goes ahead only when the current ETag is listed', async (t) => {
       const store = await fresh(t)
-      const { plant } = await store.plants.create({ name: 'guarded' })
+      const { item: plant } = await store.plants.create({ name: 'guarded' })
       const etag = plantEtag(plant)
       const refused = await rejectsWith(store.plants.update(plant.id, { name: 'x' }, ['"stale"']), 'precondition-failed')
       assert.equal(refused.message, `Plant ${plant.id} does not match If-Match: it has changed or is gone; GET it again`)
@@ -261,7 +261,7 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
 
     test('ifMatch *: any current plant', async (t) => {
       const store = await fresh(t)
-      const { plant } = await store.plants.create({ name: 'any' })
+      const { item: plant } = await store.plants.create({ name: 'any' })
       const updated = await store.plants.update(plant.id, { name: 'any at all' }, '*')
       assert.equal(updated.name, 'any at all')
       assert.equal((await store.plants.replace(plant.id, { name: 'again' }, '*')).name, 'again')
@@ -271,11 +271,11 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
 
     test('delete answers the plant as it was once, then not-found', async (t) => {
       const store = await fresh(t)
-      const { plant } = await store.plants.create({ name: 'short-lived', tag: 'brief' })
+      const { item: plant } = await store.plants.create({ name: 'short-lived', tag: 'brief' })
       assert.deepEqual(await store.plants.delete(plant.id), plant)
       assert.equal(await store.plants.get(plant.id), undefined)
       await rejectsWith(store.plants.delete(plant.id), 'not-found')
-      assert.deepEqual(await store.plants.list({ limit: 10 }), { plants: [], hasMore: false })
+      assert.deepEqual(await store.plants.list({ limit: 10 }), { items: [], hasMore: false })
     })
 
     test('idempotency key: a retry gets the first plant back and creates nothing', async (t) => {
@@ -283,13 +283,13 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       const first = await store.plants.create({ name: 'once' }, KEY)
       assert.equal(first.replayed, false)
       const retry = await store.plants.create({ name: 'once' }, KEY)
-      assert.deepEqual(retry, { plant: first.plant, replayed: true })
-      assert.equal((await store.plants.list({ limit: 10 })).plants.length, 1)
+      assert.deepEqual(retry, { item: first.item, replayed: true })
+      assert.equal((await store.plants.list({ limit: 10 })).items.length, 1)
       // The answer is the plant as first created, even after it changed or went away.
-      await store.plants.update(first.plant.id, { name: 'changed' })
-      assert.deepEqual(await store.plants.create({ name: 'once' }, KEY), { plant: first.plant, replayed: true })
-      await store.plants.delete(first.plant.id)
-      assert.deepEqual(await store.plants.create({ name: 'once' }, KEY), { plant: first.plant, replayed: true })
+      await store.plants.update(first.item.id, { name: 'changed' })
+      assert.deepEqual(await store.plants.create({ name: 'once' }, KEY), { item: first.item, replayed: true })
+      await store.plants.delete(first.item.id)
+      assert.deepEqual(await store.plants.create({ name: 'once' }, KEY), { item: first.item, replayed: true })
     })
 
     test('idempotency key: another body is refused; keys are per scope', async (t) => {
@@ -298,8 +298,8 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       await rejectsWith(store.plants.create({ name: 'other' }, { ...KEY, fingerprint: 'body-2' }), 'idempotency-key-reused')
       const other = await store.plants.create({ name: 'once' }, { ...KEY, scope: 'client-b' })
       assert.equal(other.replayed, false)
-      assert.equal(other.plant.id, 2n)
-      assert.equal((await store.plants.list({ limit: 10 })).plants.length, 2)
+      assert.equal(other.item.id, 2n)
+      assert.equal((await store.plants.list({ limit: 10 })).items.length, 2)
     })
 
     test('idempotency key: a create that failed on a taken id leaves the key unused', async (t) => {
@@ -309,7 +309,7 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       assert.equal((await store.plants.delete(9n)).id, 9n)
       const created = await store.plants.create({ id: 9n, name: 'mine' }, KEY)
       assert.equal(created.replayed, false)
-      assert.equal(created.plant.name, 'mine')
+      assert.equal(created.item.name, 'mine')
     })
 
     test('idempotency key: forgotten after 24 hours, then usable for another body', async (t) => {
@@ -318,18 +318,18 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       const first = await store.plants.create({ name: 'once' }, KEY)
       await database.ageIdempotencyKeys(IDEMPOTENCY_TTL_MS - 60_000)
       const before = await store.plants.create({ name: 'once' }, KEY)
-      assert.deepEqual([before.replayed, before.plant.id], [true, first.plant.id], 'still remembered just before')
+      assert.deepEqual([before.replayed, before.item.id], [true, first.item.id], 'still remembered just before')
       await database.ageIdempotencyKeys(60_000)
       const second = await store.plants.create({ name: 'other' }, { ...KEY, fingerprint: 'body-2' })
       assert.equal(second.replayed, false)
-      assert.equal(second.plant.id, 2n)
-      assert.deepEqual(await store.plants.create({ name: 'other' }, { ...KEY, fingerprint: 'body-2' }), { plant: second.plant, replayed: true })
+      assert.equal(second.item.id, 2n)
+      assert.deepEqual(await store.plants.create({ name: 'other' }, { ...KEY, fingerprint: 'body-2' }), { item: second.item, replayed: true })
     })
 
     test('concurrent deletes of one id from two instances: exactly one deleted', async (t) => {
       const { open } = await openDatabase(t)
       const stores = [await open(), await open()]
-      const ids = [(await stores[0]!.plants.create({ name: 'a' })).plant.id, (await stores[1]!.plants.create({ name: 'b' })).plant.id]
+      const ids = [(await stores[0]!.plants.create({ name: 'a' })).item.id, (await stores[1]!.plants.create({ name: 'b' })).item.id]
       const results = await Promise.all(ids.flatMap((id) =>
         Array.from({ length: 10 }, async (_, i) => ({ id, result: await settled(stores[i % 2]!.plants.delete(id)) }))))
       for (const id of ids) {
@@ -355,7 +355,7 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       const stores = [await open(), await open()]
       for (const id of [1n, 2n, 3n, 5n, 8n, 9n, 10n]) await stores[0]!.plants.create({ id, name: `chosen ${id}` })
       await stores[1]!.plants.delete(9n)
-      const created = await Promise.all(Array.from({ length: 10 }, async (_, i) => (await stores[i % 2]!.plants.create({ name: `generated ${i}` })).plant.id))
+      const created = await Promise.all(Array.from({ length: 10 }, async (_, i) => (await stores[i % 2]!.plants.create({ name: `generated ${i}` })).item.id))
       // Which free ids exactly may depend on the interleaving (a PostgreSQL sequence may leave gaps).
       assert.equal(new Set(created).size, 10)
       for (const id of created) assert.ok(id >= 4n && id <= 40n && ![5n, 8n, 9n, 10n].includes(id), `id ${id}`)
@@ -369,9 +369,9 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
         i % 5 === 0
           ? stores[i % 2]!.plants.create({ id: 10000n - BigInt(i) * 100n, name: `chosen ${i}` })
           : stores[i % 2]!.plants.create({ name: `generated ${i}` })))
-      const ids = new Set(created.map((c) => c.plant.id))
+      const ids = new Set(created.map((c) => c.item.id))
       assert.equal(ids.size, 20)
-      assert.equal((await stores[0]!.plants.list({ limit: 100 })).plants.length, 20)
+      assert.equal((await stores[0]!.plants.list({ limit: 100 })).items.length, 20)
     })
 
     test('concurrent creates with one idempotency key: one plant, every answer the same', async (t) => {
@@ -379,14 +379,14 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       const stores = [await open(), await open()]
       const results = await Promise.all(Array.from({ length: 10 }, (_, i) => stores[i % 2]!.plants.create({ name: 'once' }, KEY)))
       assert.equal(results.filter((r) => !r.replayed).length, 1)
-      for (const result of results) assert.deepEqual(result.plant, results[0]!.plant)
-      assert.equal((await stores[1]!.plants.list({ limit: 10 })).plants.length, 1)
+      for (const result of results) assert.deepEqual(result.item, results[0]!.item)
+      assert.equal((await stores[1]!.plants.list({ limit: 10 })).items.length, 1)
     })
 
     test('concurrent conditional writes with one ETag: exactly one goes ahead', async (t) => {
       const { open } = await openDatabase(t)
       const stores = [await open(), await open()]
-      const { plant } = await stores[0]!.plants.create({ name: 'contested' })
+      const { item: plant } = await stores[0]!.plants.create({ name: 'contested' })
       const etag = plantEtag(plant)
       const results = await Promise.all(Array.from({ length: 10 }, async (_, i) =>
         await settled(stores[i % 2]!.plants.update(plant.id, { name: `writer ${i}` }, [etag]))))
@@ -397,7 +397,7 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
     test('a write through one instance is visible through another at once', async (t) => {
       const { open } = await openDatabase(t)
       const [a, b] = [await open(), await open()]
-      const { plant } = await a.plants.create({ name: 'shared' })
+      const { item: plant } = await a.plants.create({ name: 'shared' })
       assert.deepEqual(await b.plants.get(plant.id), plant)
       const updated = await b.plants.update(plant.id, { tag: 'seen' })
       assert.deepEqual(await a.plants.get(plant.id), updated)
@@ -408,17 +408,17 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
     test('reopening keeps every plant and the id sequence', async (t) => {
       const { open } = await openDatabase(t)
       const first = await open()
-      const { plant } = await first.plants.create({ id: MAX - 1n, name: 'near max', tag: 'big' })
+      const { item: plant } = await first.plants.create({ id: MAX - 1n, name: 'near max', tag: 'big' })
       await first.plants.delete(plant.id)
       await first.plants.create({ name: 'one' })
       await first.plants.create({ id: 3n, name: 'chosen ahead' })
       await first.plants.delete(3n)
-      await first.plants.delete((await first.plants.create({ name: 'two' })).plant.id)
+      await first.plants.delete((await first.plants.create({ name: 'two' })).item.id)
       await first.close()
       const second = await open()
       assert.equal(await second.plants.get(plant.id), undefined)
       await rejectsWith(second.plants.create({ id: 1n, name: 'a' }), 'conflict')
-      assert.equal((await second.plants.create({ name: 'after' })).plant.id, 4n, 'neither the deleted 2 nor the deleted chosen 3')
+      assert.equal((await second.plants.create({ name: 'after' })).item.id, 4n, 'neither the deleted 2 nor the deleted chosen 3')
     })
 
     describe('events: every change writes its deliveries in its own transaction', () => {
@@ -439,7 +439,7 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       test('created, updated (replace and update) and deleted, each with the plant as written; refusals and replays write none', async (t) => {
         const store = await fresh(t)
         const id = await subscribe(store)
-        const { plant: created } = await store.plants.create({ name: 'Monstera', tag: 'tropical' }, KEY)
+        const { item: created } = await store.plants.create({ name: 'Monstera', tag: 'tropical' }, KEY)
         await store.plants.create({ name: 'Monstera', tag: 'tropical' }, KEY)
         await rejectsWith(store.plants.create({ name: 'other body' }, { ...KEY, fingerprint: 'body-2' }), 'idempotency-key-reused')
         await rejectsWith(store.plants.create({ id: created.id, name: 'taken' }), 'conflict')
@@ -461,8 +461,8 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       test('a write that changes nothing keeps updatedAt (so the ETag) and writes no event', async (t) => {
         const store = await fresh(t)
         const id = await subscribe(store)
-        const { plant } = await store.plants.create({ name: 'Monstera', tag: 'tropical' })
-        const untagged = (await store.plants.create({ name: 'Fern' })).plant
+        const { item: plant } = await store.plants.create({ name: 'Monstera', tag: 'tropical' })
+        const untagged = (await store.plants.create({ name: 'Fern' })).item
         assert.deepEqual(await store.plants.update(plant.id, {}), plant)
         assert.deepEqual(await store.plants.update(plant.id, { name: 'Monstera', tag: 'tropical' }), plant)
         assert.deepEqual(await store.plants.update(plant.id, { name: 'Monstera' }, [plantEtag(plant)]), plant)
@@ -488,9 +488,9 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       test('a create with a server-assigned id and no key writes its event with the id it was given, also past a chosen id it had to skip', async (t) => {
         const store = await fresh(t)
         const id = await subscribe(store)
-        const { plant: first } = await store.plants.create({ name: 'Monstera', tag: 'tropical' })
-        const { plant: chosen } = await store.plants.create({ id: first.id + 1n, name: 'chosen' })
-        const { plant: skipped } = await store.plants.create({ name: 'Fern' })
+        const { item: first } = await store.plants.create({ name: 'Monstera', tag: 'tropical' })
+        const { item: chosen } = await store.plants.create({ id: first.id + 1n, name: 'chosen' })
+        const { item: skipped } = await store.plants.create({ name: 'Fern' })
         assert.equal(skipped.id, first.id + 2n, 'the id after the chosen one')
         assert.deepEqual(await outbox(store, id), [
           { type: 'plant.created', data: asJson(first) },
@@ -504,7 +504,7 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
         const all = await subscribe(store)
         const deletions = await subscribe(store, ['plant.deleted'])
         const disabled = await subscribe(store, [...WEBHOOK_EVENT_TYPES], true)
-        const { plant } = await store.plants.create({ name: 'a' })
+        const { item: plant } = await store.plants.create({ name: 'a' })
         await store.plants.delete(plant.id)
         const page = await store.webhooks.listDeliveries('owner-a', all, { limit: 10 })
         assert.deepEqual(page?.deliveries.map((delivery) => delivery.eventType), ['plant.deleted', 'plant.created'])

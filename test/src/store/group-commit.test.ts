@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import Database from 'better-sqlite3'
-import { plantEtag } from '../../../src/etag.js'
+import { plantEtag } from '../../../src/resources/plants.js'
 import { createGroupCommit } from '../../../src/store/sqlite/group-commit.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
 import { ServiceError } from '../../../src/errors.js'
@@ -49,7 +49,7 @@ async function until (condition: () => boolean): Promise<void> {
 test('writes queued in the same turn commit in one transaction, results in request order', async (t) => {
   const { store, commits } = storeWithCommits(t)
   const created = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((name) => store.plants.create({ name })))
-  assert.deepEqual(created.map(({ plant }) => [plant.id, plant.name]), [[1n, 'a'], [2n, 'b'], [3n, 'c'], [4n, 'd'], [5n, 'e']])
+  assert.deepEqual(created.map(({ item: plant }) => [plant.id, plant.name]), [[1n, 'a'], [2n, 'b'], [3n, 'c'], [4n, 'd'], [5n, 'e']])
   assert.deepEqual(commits, [5])
 
   // A later turn is a new transaction: creates, replaces, updates and deletes share it.
@@ -82,8 +82,8 @@ test('a conflicting create fails alone: its neighbours in the batch are committe
 
 test('a failed precondition changes nothing and does not stop the other writes of its batch', async (t) => {
   const { store } = storeWithCommits(t)
-  const { plant } = await store.plants.create({ name: 'kept', tag: 'x' })
-  const { plant: other } = await store.plants.create({ name: 'other' })
+  const { item: plant } = await store.plants.create({ name: 'kept', tag: 'x' })
+  const { item: other } = await store.plants.create({ name: 'other' })
   const [stale, staleDelete, fresh, removed] = await Promise.allSettled([
     store.plants.update(plant.id, { name: 'changed' }, ['"not-the-etag"']),
     store.plants.delete(plant.id, ['"not-the-etag"']),
@@ -102,7 +102,7 @@ test('a failed precondition changes nothing and does not stop the other writes o
 
 test('the same id deleted twice in one batch: deleted once, then not-found', async (t) => {
   const { store, commits } = storeWithCommits(t)
-  const { plant } = await store.plants.create({ name: 'once' })
+  const { item: plant } = await store.plants.create({ name: 'once' })
   const outcomes = await Promise.allSettled([store.plants.delete(plant.id), store.plants.delete(plant.id), store.plants.delete(plant.id + 1n)])
   assert.deepEqual(outcomes.map((outcome) => outcome.status === 'fulfilled' ? outcome.value.id : (outcome.reason as ServiceError).code),
     [plant.id, 'not-found', 'not-found'])
@@ -122,11 +122,11 @@ test('idempotency keys keep their meaning inside a batch', async (t) => {
   const [first, replay, reuse, plain] = results
   assert.ok(first?.status === 'fulfilled' && !first.value.replayed)
   assert.ok(replay?.status === 'fulfilled' && replay.value.replayed)
-  assert.deepEqual(replay.value.plant, first.value.plant)
+  assert.deepEqual(replay.value.item, first.value.item)
   assert.ok(reuse?.status === 'rejected' && reuse.reason instanceof ServiceError && reuse.reason.code === 'idempotency-key-reused')
-  assert.ok(plain?.status === 'fulfilled' && plain.value.plant.id === first.value.plant.id + 1n)
+  assert.ok(plain?.status === 'fulfilled' && plain.value.item.id === first.value.item.id + 1n)
   // Only the two creates that made a plant made one.
-  assert.deepEqual((await store.plants.list({ limit: 10 })).plants.map((plant) => plant.name), ['fern', 'no key'])
+  assert.deepEqual((await store.plants.list({ limit: 10 })).items.map((plant) => plant.name), ['fern', 'no key'])
 })
 
 test('a write resolves only after its COMMIT: another connection already sees it', async (t) => {
@@ -140,7 +140,7 @@ test('a write resolves only after its COMMIT: another connection already sees it
   // Queued, not yet committed: neither this connection nor the store's own reads see them.
   assert.equal(count(), 0)
   assert.deepEqual(commits, [])
-  assert.deepEqual((await store.plants.list({ limit: 10 })).plants, [])
+  assert.deepEqual((await store.plants.list({ limit: 10 })).items, [])
   await pending
   assert.deepEqual(commits, [2])
   assert.equal(count(), 2)
@@ -151,7 +151,7 @@ test('closing the store commits the writes still queued', async () => {
   const store = createSqliteStore({ filename: file })
   const pending = store.plants.create({ name: 'queued' })
   await store.close()
-  assert.equal((await pending).plant.name, 'queued')
+  assert.equal((await pending).item.name, 'queued')
   const reopened = createSqliteStore({ filename: file })
   assert.equal((await reopened.plants.get(1n))?.name, 'queued')
   await reopened.close()
@@ -169,7 +169,7 @@ test('under full, writes are answered after one fdatasync of the WAL; reads that
   assert.deepEqual(events, ['commit 2'])
   held.shift()?.()
   const [[first], plant] = await Promise.all([writes, read])
-  assert.deepEqual(plant, first?.plant)
+  assert.deepEqual(plant, first?.item)
   assert.deepEqual(events, ['commit 2', 'sync', 'writes answered', 'read answered'])
 
   // With nothing waiting for the disk, a read answers at once, without another sync.

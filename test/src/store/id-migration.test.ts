@@ -22,7 +22,7 @@ const MAX = MAX_ASSIGNED_ID
 
 async function generatedIds (store: Store, count: number): Promise<bigint[]> {
   const ids: bigint[] = []
-  for (let i = 0; i < count; i++) ids.push((await store.plants.create({ name: `generated ${i}` })).plant.id)
+  for (let i = 0; i < count; i++) ids.push((await store.plants.create({ name: `generated ${i}` })).item.id)
   return ids
 }
 

@@ -12,7 +12,7 @@ test('no observer: the bare store itself; observers: each told when every operat
     return (error) => { events.push(`${name} ${operation} ${error === undefined ? 'ok' : (error as Error).message}`) }
   }
   const observed = instrumentStore(store, [observer('metrics'), observer('tracing')])
-  const { plant } = await observed.plants.create({ name: 'Fern' })
+  const { item: plant } = await observed.plants.create({ name: 'Fern' })
   await observed.plants.update(plant.id, { tag: 'green' })
   await observed.plants.replace(plant.id, { name: 'Fern' })
   await observed.plants.list({ limit: 1 })

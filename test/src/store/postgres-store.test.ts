@@ -125,8 +125,8 @@ if (TEST_DATABASE_URL !== undefined) {
       t.after(() => store.close())
       // Rows written behind the store's back (a restore, a manual insert) leave the sequence behind.
       await adminQuery(`INSERT INTO ${schema}.plants (id, name, created_at, updated_at) VALUES (1, 'restored', 0, 0), (2, 'restored', 0, 0)`)
-      assert.equal((await store.plants.create({ name: 'generated' })).plant.id, 3n)
-      assert.equal((await store.plants.create({ name: 'next' })).plant.id, 4n)
+      assert.equal((await store.plants.create({ name: 'generated' })).item.id, 3n)
+      assert.equal((await store.plants.create({ name: 'next' })).item.id, 4n)
     })
 
     test('a schema newer than this code stops the start with StoreOpenError', async (t) => {
@@ -155,7 +155,7 @@ if (TEST_DATABASE_URL !== undefined) {
       const idleErrorSeen = new Promise<Error>((resolve) => { idleError = resolve })
       const store = await createPostgresStore({ url: viaProxy(url, proxy.port), poolMax: 3, connectTimeoutMs: 2000, onIdleError: (err) => { idleError(err) } })
       t.after(() => store.close())
-      const { plant } = await store.plants.create({ name: 'survivor' })
+      const { item: plant } = await store.plants.create({ name: 'survivor' })
 
       await proxy.down()
       // The pooled connection the proxy cut is reported, not thrown (an unhandled 'error' would end this process).
@@ -173,7 +173,7 @@ if (TEST_DATABASE_URL !== undefined) {
       await proxy.up()
       await store.ping()
       assert.deepEqual(await store.plants.get(plant.id), plant)
-      assert.equal((await store.plants.list({ limit: 10 })).plants.length, 1, 'the failed create left nothing behind')
+      assert.equal((await store.plants.list({ limit: 10 })).items.length, 1, 'the failed create left nothing behind')
     })
 
     test('terminated sessions: each call either succeeds or is unavailable, and the store recovers', async (t) => {
@@ -181,7 +181,7 @@ if (TEST_DATABASE_URL !== undefined) {
       const name = `plant-store-test-${randomBytes(6).toString('hex')}`
       const store: Store = await createPostgresStore({ url: withApplicationName(url, name), poolMax: 3, onIdleError: () => {} })
       t.after(() => store.close())
-      const { plant } = await store.plants.create({ name: 'survivor' })
+      const { item: plant } = await store.plants.create({ name: 'survivor' })
       await Promise.all([store.ping(), store.ping(), store.ping()])
 
       assert.ok(await terminateSessions(name) >= 1)

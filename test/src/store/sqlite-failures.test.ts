@@ -72,7 +72,7 @@ for (const [how, replace] of [
   test(`a database file ${how} while open: nothing more is acknowledged, reads and ping fail, logged once`, async (t) => {
     const file = tempFile(t)
     const { store, logged } = openStore(t, file)
-    const { plant } = await store.plants.create({ name: 'before' })
+    const { item: plant } = await store.plants.create({ name: 'before' })
     replace(file, t)
     // Writes and reads look at most every FILE_CHECK_INTERVAL_MS: the next look after that is due.
     await sleep(FILE_CHECK_INTERVAL_MS + 5)
@@ -132,11 +132,11 @@ for (const synchronous of ['full', 'normal'] as const) {
     assert.deepEqual(await Promise.all([store.plants.create({ name: 'a' }), store.plants.create({ name: 'b' })].map(settled)), ['storage-full', 'storage-full'])
     assert.equal(await settled(store.ping()), 'storage-full')
     assert.equal(await settled(store.ping()), 'storage-full', 'still full: the probe write does not fit either')
-    assert.equal((await store.plants.list({ limit: 100 })).plants.length, acknowledged.length, 'reads go on')
+    assert.equal((await store.plants.list({ limit: 100 })).items.length, acknowledged.length, 'reads go on')
 
     disk.free()
     await store.ping()
-    const { plant } = await store.plants.create({ name: 'after' })
+    const { item: plant } = await store.plants.create({ name: 'after' })
     acknowledged.push(plant.name)
     assert.deepEqual(logged.map(({ level, message, code }) => [level, message, code]),
       [['error', 'database writes fail', 'storage-full'], ['info', 'database writes work again', 'storage-full']])
@@ -144,7 +144,7 @@ for (const synchronous of ['full', 'normal'] as const) {
     await store.close()
     const reopened = createSqliteStore({ filename: file })
     t.after(() => reopened.close())
-    assert.deepEqual((await reopened.plants.list({ limit: 100 })).plants.map((p) => p.name), acknowledged)
+    assert.deepEqual((await reopened.plants.list({ limit: 100 })).items.map((p) => p.name), acknowledged)
     const check = new Database(file, { readonly: true })
     assert.equal(check.pragma('integrity_check', { simple: true }), 'ok')
     check.close()
@@ -160,7 +160,7 @@ test('closing on a full disk keeps the WAL (the checkpoint fails, logged): every
   const file = join(disk.dir, 'plants.db')
   const { store, logged } = openStore(t, file, 'normal')
   const acknowledged: bigint[] = []
-  for (let i = 0; i < 50; i++) acknowledged.push((await store.plants.create({ name: `plant ${i} ${'x'.repeat(80)}` })).plant.id)
+  for (let i = 0; i < 50; i++) acknowledged.push((await store.plants.create({ name: `plant ${i} ${'x'.repeat(80)}` })).item.id)
   // The WAL holds them; folding it into the main file needs room the disk no longer has.
   disk.fill(4 * 1024)
   await store.close()
@@ -169,7 +169,7 @@ test('closing on a full disk keeps the WAL (the checkpoint fails, logged): every
   disk.free()
   const reopened = createSqliteStore({ filename: file })
   t.after(() => reopened.close())
-  assert.deepEqual((await reopened.plants.list({ limit: 100 })).plants.map((plant) => plant.id), acknowledged)
+  assert.deepEqual((await reopened.plants.list({ limit: 100 })).items.map((plant) => plant.id), acknowledged)
 })
 
 test('I/O errors (writes past a file size limit): unavailable, ping fails, and it recovers by itself', async (t) => {
@@ -188,7 +188,7 @@ test('I/O errors (writes past a file size limit): unavailable, ping fails, and i
   assert.equal(refused.code, 'unavailable')
   assert.equal((refused.cause as { code?: string }).code, 'SQLITE_IOERR_WRITE')
   assert.equal(await settled(store.ping()), 'ok', 'the limit is gone: the probe write succeeds')
-  assert.equal((await store.plants.create({ name: 'after' })).plant.id, 4n)
+  assert.equal((await store.plants.create({ name: 'after' })).item.id, 4n)
   assert.deepEqual(logged.map(({ level, code }) => [level, code]), [['error', 'unavailable'], ['info', 'unavailable']])
 })
 

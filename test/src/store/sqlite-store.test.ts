@@ -35,7 +35,7 @@ test('plants survive closing and reopening the file, ids as exact bigints', asyn
   const file = tempFile()
   const first = createSqliteStore({ filename: file })
   await first.plants.create({ id: 9223372036854775807n, name: 'max' })
-  const { plant } = await first.plants.create({ id: 9007199254740993n, name: 'beyond 2^53', tag: 'big' })
+  const { item: plant } = await first.plants.create({ id: 9007199254740993n, name: 'beyond 2^53', tag: 'big' })
   await first.close()
 
   const second = createSqliteStore({ filename: file })
@@ -46,10 +46,10 @@ test('plants survive closing and reopening the file, ids as exact bigints', asyn
 
 test('deleted ids are never handed out again', async () => {
   const store = createSqliteStore({ filename: ':memory:' })
-  const { plant: first } = await store.plants.create({ name: 'a' })
-  const { plant: second } = await store.plants.create({ name: 'b' })
+  const { item: first } = await store.plants.create({ name: 'a' })
+  const { item: second } = await store.plants.create({ name: 'b' })
   assert.deepEqual(await store.plants.delete(second.id), second)
-  const { plant: third } = await store.plants.create({ name: 'c' })
+  const { item: third } = await store.plants.create({ name: 'c' })
   assert.equal(third.id, second.id + 1n)
   assert.equal(first.id, 1n)
   await store.close()
@@ -57,7 +57,7 @@ test('deleted ids are never handed out again', async () => {
 
 test('a delete of the same id answers the plant once, then not-found', async () => {
   const store = createSqliteStore({ filename: ':memory:' })
-  const { plant } = await store.plants.create({ name: 'a' })
+  const { item: plant } = await store.plants.create({ name: 'a' })
   const [first, second] = await Promise.allSettled([store.plants.delete(plant.id), store.plants.delete(plant.id)])
   assert.deepEqual(first, { status: 'fulfilled', value: plant })
   assert.ok(second?.status === 'rejected' && second.reason instanceof ServiceError && second.reason.code === 'not-found')

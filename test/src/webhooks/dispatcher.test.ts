@@ -4,7 +4,8 @@ import { request as httpRequest } from 'node:http'
 import { describe, test, type TestContext } from 'node:test'
 import { Webhook } from 'standardwebhooks'
 import { WebhookDispatcher, type AttemptEvent, type DispatcherOptions } from '../../../src/webhooks/dispatcher.js'
-import { plantEvent, type WebhookEventType } from '../../../src/webhooks/events.js'
+import { PLANTS } from '../../../src/resources/plants.js'
+import { resourceEvent, type WebhookEventType } from '../../../src/webhooks/events.js'
 import type { Plant } from '../../../src/schemas/plant.js'
 import { WebhookService } from '../../../src/webhooks/service.js'
 import type { DeliveryCompletion, WebhookDelivery, WebhookStore, WebhookSubscription } from '../../../src/webhooks/store.js'
@@ -59,7 +60,7 @@ async function setup (t: TestContext, options: Partial<DispatcherOptions> = {}):
     attempts,
     subscribe: async (path = '/hooks', events) => await service.createSubscription(OWNER, { url: `${receiver.origin}${path}`, ...(events !== undefined && { events }) }),
     publish: async (event = {}) => {
-      const count = await store.enqueue(plantEvent(event.type ?? 'plant.created', event.plant ?? plant(++plantId)), Date.now())
+      const count = await store.enqueue(resourceEvent(PLANTS, event.type ?? 'plant.created', event.plant ?? plant(++plantId)), Date.now())
       dispatcher.wake()
       return count
     },

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { buildEventMessage, eventPayload, eventPayloadAroundId, isWebhookEventType, newMessageId, plantEvent, plantJson } from '../../../src/webhooks/events.js'
+import { PLANTS, plantJson, plantJsonAfterId } from '../../../src/resources/plants.js'
+import { buildEventMessage, eventPayload, eventPayloadAroundId, isWebhookEventType, newMessageId, resourceEvent } from '../../../src/webhooks/events.js'
 
 const PLANT = { id: 9223372036854775807n, name: 'Mon"stera\n', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-02T00:00:00.000Z' }
 
@@ -23,7 +24,7 @@ test('the body around the id, joined with an id, is the body of the plant with t
   const at = Date.UTC(2026, 0, 2, 3, 4, 5, 678)
   for (const plant of [PLANT, { ...PLANT, tag: 'gr"een' }]) {
     const { id: _id, ...withoutId } = plant
-    const { before, after } = eventPayloadAroundId('plant.created', withoutId, at)
+    const { before, after } = eventPayloadAroundId('plant.created', plantJsonAfterId(withoutId), at)
     for (const id of [1n, 9007199254740993n]) {
       const body = before + id.toString() + after
       assert.deepEqual(JSON.parse(body.replace(/"id":(\d+)/, '"id":"$1"')), {
@@ -35,9 +36,9 @@ test('the body around the id, joined with an id, is the body of the plant with t
 
 test('a message takes its timestamp from when the change happened, else from now; each has its own id', () => {
   const at = Date.UTC(2026, 0, 1)
-  const first = buildEventMessage(plantEvent('plant.deleted', { ...PLANT, id: 1n }, at), at + 5000)
+  const first = buildEventMessage(resourceEvent(PLANTS, 'plant.deleted', { ...PLANT, id: 1n }, at), at + 5000)
   assert.match(first.payload, /"timestamp":"2026-01-01T00:00:00.000Z"/)
-  const second = buildEventMessage(plantEvent('plant.deleted', { ...PLANT, id: 1n }), at + 5000)
+  const second = buildEventMessage(resourceEvent(PLANTS, 'plant.deleted', { ...PLANT, id: 1n }), at + 5000)
   assert.match(second.payload, /"timestamp":"2026-01-01T00:00:05.000Z"/)
   assert.notEqual(first.messageId, second.messageId)
   assert.match(newMessageId(), /^msg_[A-Za-z0-9_-]{22}$/)

@@ -6,7 +6,8 @@ import { parsePostgresUrl } from '../../../src/store/postgres/connection.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { createPostgresWebhookStore, enqueuePostgresEvent, WEBHOOK_CHANNEL } from '../../../src/store/postgres/webhook-store.js'
 import { WebhookDispatcher, type DispatcherOptions } from '../../../src/webhooks/dispatcher.js'
-import { plantEvent } from '../../../src/webhooks/events.js'
+import { PLANTS } from '../../../src/resources/plants.js'
+import { resourceEvent } from '../../../src/webhooks/events.js'
 import type { ResourceEvent } from '../../../src/webhooks/events.js'
 import { WebhookService } from '../../../src/webhooks/service.js'
 import type { WebhookStore, WebhookSubscription } from '../../../src/webhooks/store.js'
@@ -82,7 +83,7 @@ if (TEST_DATABASE_URL !== undefined) {
       a.on('attempt', () => { byInstance.a++ })
       b.on('attempt', () => { byInstance.b++ })
       await Promise.all([a.start(), b.start()])
-      for (let i = 1; i <= 50; i++) await publish(plantEvent('plant.created', plant(BigInt(i))))
+      for (let i = 1; i <= 50; i++) await publish(resourceEvent(PLANTS, 'plant.created', plant(BigInt(i))))
       await receiver.waitFor(200, 20_000)
       await until('every delivery recorded', async () => {
         for (const { id } of subscriptions) {
@@ -115,9 +116,9 @@ if (TEST_DATABASE_URL !== undefined) {
       const idle = dispatcher(store, { pollIntervalMs: 60_000 })
       await idle.start()
       await new Promise((resolve) => setTimeout(resolve, 50))
-      assert.equal(await publish(plantEvent('plant.deleted', plant(1n)), false), 1)
+      assert.equal(await publish(resourceEvent(PLANTS, 'plant.deleted', plant(1n)), false), 1)
       const started = Date.now()
-      assert.equal(await publish(plantEvent('plant.created', plant(2n))), 1)
+      assert.equal(await publish(resourceEvent(PLANTS, 'plant.created', plant(2n))), 1)
       const [request] = await receiver.waitFor(1, 2000)
       assert.ok(Date.now() - started < 1000, `delivered ${Date.now() - started} ms after the commit`)
       assert.match(request?.body ?? '', /^\{"type":"plant\.created",/)
@@ -146,9 +147,9 @@ if (TEST_DATABASE_URL !== undefined) {
       await until('the listener is connected', () => wakes === 1)
 
       const created = await Promise.all(Array.from({ length: 6 }, async (_, i) => await plants.plants.create({ name: `plant ${i}` })))
-      const renamed = await plants.plants.update(created[0]?.plant.id ?? 0n, { name: 'renamed' })
+      const renamed = await plants.plants.update(created[0]?.item.id ?? 0n, { name: 'renamed' })
       assert.equal(renamed.name, 'renamed')
-      await plants.plants.delete(created[1]?.plant.id ?? 0n)
+      await plants.plants.delete(created[1]?.item.id ?? 0n)
       // Six creates and a delete wrote deliveries (an update is not subscribed to): one wake each, at
       // once after its commit; and the one notification, which this store's own listener hears too.
       assert.ok(wakes >= 1 + 7, `woken ${wakes} times`)
@@ -166,9 +167,9 @@ if (TEST_DATABASE_URL !== undefined) {
       const idle = dispatcher(store, { pollIntervalMs: 60_000 })
       await idle.start()
       assert.ok(await terminateSessions(applicationName) >= 1, 'the listener was cut off')
-      await publish(plantEvent('plant.created', plant(1n)))
+      await publish(resourceEvent(PLANTS, 'plant.created', plant(1n)))
       await receiver.waitFor(1, 5000)
-      await publish(plantEvent('plant.updated', plant(1n)))
+      await publish(resourceEvent(PLANTS, 'plant.updated', plant(1n)))
       await receiver.waitFor(2, 2000)
     })
   })

@@ -1,0 +1,52 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { idempotencyKey } from '../../../src/idempotency.js'
+import { etagHeaderOf, IdempotencyKeyHeaderSchema, replayedHeader, resourceLocationHeader } from '../../../src/schemas/headers.js'
+import { ref } from '../../../src/schemas/ref.js'
+import { aOne, operationId, repositoryOf, resourceErrorResponses, sharedErrors, withEtag, scopeOf, type ResourceRouteOptions } from './shared.js'
+
+/** `POST /plants`: creates one, with the id the client chose or the next one. */
+const createRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app, { resource }) => {
+  const { collection, name, texts } = resource
+  app.post(`/${collection}`, {
+    config: { scope: scopeOf(resource, 'write') },
+    schema: {
+      operationId: operationId('create', name),
+      summary: `Create ${aOne(resource)}`,
+      description: texts.create.description,
+      tags: [collection],
+      headers: IdempotencyKeyHeaderSchema,
+      body: ref(resource.schemas.create),
+      response: {
+        201: ref(resource.schemas.representation, {
+          description: `The ${name} was created`,
+          headers: { ...resourceLocationHeader(name, collection), ...etagHeaderOf(name), ...replayedHeader }
+        }),
+        ...resourceErrorResponses({
+          400: texts.create.badRequest,
+          409: `${capitalizedA(resource)} already has this id`,
+          413: sharedErrors(resource).tooLarge,
+          415: 'The body is not JSON',
+          422: 'This Idempotency-Key was already used with a different body'
+        })
+      }
+    }
+  }, async (request, reply) => {
+    const item = resource.fromCreate(request.body)
+    const key = request.headers['idempotency-key']
+    // Keys are per principal: the auth hook has identified it (this route is never reached without).
+    const caller = request.principal?.id
+    if (key !== undefined && caller === undefined) throw new Error('an authenticated request without a principal')
+    const idempotency = key === undefined || caller === undefined ? undefined : idempotencyKey(caller, key, resource.idempotencyFields(item))
+    const result = await repositoryOf(request, resource).create(item, idempotency, app.eventOrigin(request))
+    if (result.replayed) void reply.header('idempotent-replayed', 'true')
+    void reply.code(201).header('location', `/${collection}/${result.item.id}`)
+    return withEtag(reply, resource, result.item)
+  })
+}
+
+const capitalizedA = (resource: Parameters<typeof aOne>[0]): string => {
+  const one = aOne(resource)
+  return `${one.charAt(0).toUpperCase()}${one.slice(1)}`
+}
+
+export default createRoute

@@ -1,0 +1,41 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { WriteConditionsHeaderSchema } from '../../../src/schemas/headers.js'
+import { ref } from '../../../src/schemas/ref.js'
+import {
+  aOne, itemResponse, operationId, repositoryOf, resourceErrorResponses, sharedErrors, withEtag, writeCondition, writeConditions, scopeOf, type ResourceRouteOptions
+} from './shared.js'
+
+/** `PUT /plants/{id}`: replaces what a client may set of one; never creates one. */
+const replaceRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app, { resource }) => {
+  const { collection, name, schemas } = resource
+  const errors = sharedErrors(resource)
+  app.put(`/${collection}/:id`, {
+    config: { scope: scopeOf(resource, 'write') },
+    schema: {
+      operationId: operationId('replace', name),
+      summary: `Replace ${aOne(resource)}`,
+      description: `${resource.texts.replace.description} ${writeConditions(resource)}`,
+      tags: [collection],
+      params: schemas.params,
+      headers: WriteConditionsHeaderSchema,
+      body: ref(schemas.replace),
+      response: {
+        200: itemResponse(resource, `The ${name} as replaced`),
+        ...resourceErrorResponses({
+          400: `The id is not a signed 64-bit integer, the body is not a valid ${schemas.replace.$id ?? ''} (the message names the field), or If-Match or If-None-Match is malformed`,
+          404: errors.notFound,
+          412: errors.stale,
+          413: errors.tooLarge,
+          415: 'The body is not JSON'
+        })
+      }
+    }
+  }, async (request, reply) => {
+    const id = BigInt(request.params.id)
+    const repository = repositoryOf(request, resource)
+    const condition = await writeCondition(repository, resource, id, request.headers)
+    return withEtag(reply, resource, await repository.replace(id, resource.fromReplace(request.body), condition, app.eventOrigin(request)))
+  })
+}
+
+export default replaceRoute
