@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { TSchema } from '@sinclair/typebox'
 import { EnvSchema } from '../src/load-config.js'
+import { SCOPE_DESCRIPTIONS, SCOPES } from '../src/scopes.js'
 
 /** Where the generated parts live; `npm run gen:docs` rewrites them, a test checks they are current. */
 export const CONFIGURATION_PAGE = fileURLToPath(new URL('../../docs/configuration.md', import.meta.url))
@@ -9,6 +10,8 @@ export const ENV_EXAMPLE = fileURLToPath(new URL('../../.env.example', import.me
 
 const START = '<!-- generated from EnvSchema (npm run gen:docs): do not edit by hand -->'
 const END = '<!-- end of generated table -->'
+const SCOPES_START = '<!-- generated from the scopes and the served document (npm run gen:docs): do not edit by hand -->'
+const SCOPES_END = '<!-- end of generated scope table -->'
 
 interface Setting { name: string, defaultValue: string | undefined, description: string }
 
@@ -36,12 +39,30 @@ export function configurationTable (): string {
   return ['| variable | default | meaning |', '| --- | --- | --- |', ...settings().map(tableRow)].join('\n')
 }
 
-/** The configuration page with its generated table replaced by the current one. */
-export function configurationPage (current: string): string {
-  const start = current.indexOf(START)
-  const end = current.indexOf(END)
+type OpenApiPaths = Record<string, Record<string, { operationId?: string, security?: Array<Record<string, string[]>> }>>
+
+/** Each scope, what it grants, and the operations of the served document that need it (HEADs said once). */
+export function scopeTable (document: { paths?: unknown }): string {
+  const operations = Object.values(document.paths as OpenApiPaths).flatMap((methods) => Object.entries(methods))
+  const rows = SCOPES.map((scope) => {
+    const needing = operations.filter(([, operation]) => operation.security?.some((requirement) => Object.values(requirement).some((scopes) => scopes.includes(scope))))
+    const named = needing.filter(([method]) => method !== 'head').map(([, operation]) => `\`${operation.operationId ?? '?'}\``)
+    const heads = needing.some(([method]) => method === 'head') ? ' (and their HEADs)' : ''
+    return `| \`${scope}\` | ${cell(SCOPE_DESCRIPTIONS[scope])} | ${named.join(', ')}${heads} |`
+  })
+  return ['| scope | grants | operations |', '| --- | --- | --- |', ...rows].join('\n')
+}
+
+function replaceBetween (page: string, startMarker: string, endMarker: string, content: string): string {
+  const start = page.indexOf(startMarker)
+  const end = page.indexOf(endMarker)
   if (start === -1 || end < start) throw new Error(`${CONFIGURATION_PAGE} lacks the generated table's markers`)
-  return `${current.slice(0, start)}${START}\n${configurationTable()}\n${current.slice(end)}`
+  return `${page.slice(0, start)}${startMarker}\n${content}\n${page.slice(end)}`
+}
+
+/** The configuration page with its generated tables (settings, and scopes from the served document) replaced by the current ones. */
+export function configurationPage (current: string, document: { paths?: unknown }): string {
+  return replaceBetween(replaceBetween(current, START, END, configurationTable()), SCOPES_START, SCOPES_END, scopeTable(document))
 }
 
 /** Strips the Markdown of a description for a shell comment. */

@@ -1,14 +1,32 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { test } from 'node:test'
-import { configurationPage, ENV_EXAMPLE, envExample, readConfigurationPage, settings, tableRow } from '../../scripts/config-docs.js'
+import { configurationPage, ENV_EXAMPLE, envExample, readConfigurationPage, scopeTable, settings, tableRow } from '../../scripts/config-docs.js'
+import { servedOpenApiDocument } from '../../scripts/openapi-document.js'
 import { loadConfig } from '../../src/load-config.js'
 import { codeBlockUnder, readMarkdown } from './markdown.js'
 
-test('docs/configuration.md holds the table generated from EnvSchema (npm run gen:docs)', () => {
+test('docs/configuration.md holds the tables generated from EnvSchema and the served document (npm run gen:docs)', async () => {
   const page = readConfigurationPage()
-  assert.equal(page, configurationPage(page), 'stale: run npm run gen:docs')
+  assert.equal(page, configurationPage(page, await servedOpenApiDocument()), 'stale: run npm run gen:docs')
   for (const { name } of settings()) assert.match(page, new RegExp(`^\\| \`${name}\` \\|`, 'm'))
+  assert.match(page, /^\| `plants:read` \| List and get plants \| `listPlants`, `getPlant` \(and their HEADs\) \|$/m)
+})
+
+test('the scope table lists each scope\'s operations from the document\'s security requirements', () => {
+  const document = {
+    paths: {
+      '/a': { get: { operationId: 'listA', security: [{ bearerAuth: ['plants:read'] }] }, head: { operationId: 'headA', security: [{ bearerAuth: ['plants:read'] }] } },
+      '/b': { post: { operationId: 'makeB', security: [{ bearerAuth: ['webhooks'] }] } },
+      '/health': { get: { operationId: 'health', security: [] } }
+    }
+  }
+  const rows = scopeTable(document).split('\n')
+  assert.deepEqual(rows.slice(2), [
+    '| `plants:read` | List and get plants | `listA` (and their HEADs) |',
+    '| `plants:write` | Create, replace, update and delete plants |  |',
+    '| `webhooks` | Manage the caller\'s own webhook subscriptions | `makeB` |'
+  ])
 })
 
 test('.env.example lists every setting at its default (npm run gen:docs)', () => {
@@ -33,6 +51,6 @@ test('a generated row shows the default, or — when there is none, and escapes 
   assert.equal(tableRow({ name: 'A', defaultValue: '1', description: 'x | y' }), '| `A` | `1` | x \\| y |')
   assert.equal(tableRow({ name: 'B', defaultValue: undefined, description: 'z' }), '| `B` | — | z |')
   assert.equal(tableRow({ name: 'C', defaultValue: '', description: 'z' }), '| `C` | (empty) | z |')
-  assert.throws(() => configurationPage('no markers'), /markers/)
+  assert.throws(() => configurationPage('no markers', { paths: {} }), /markers/)
   assert.ok(codeBlockUnder('## X\n```sh\nls\n```\n', '## X') === 'ls\n')
 })
