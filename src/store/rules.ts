@@ -1,5 +1,5 @@
 import { idempotencyKeyReused, notFound, preconditionFailed } from '../errors.js'
-import type { Resource } from '../resource.js'
+import type { CreateResult, Resource } from '../resource.js'
 import type { IdempotencyKey, IfMatch } from './store.js'
 
 /** With If-Match, a missing row fails the precondition (RFC 9110 §13.1.1). */
@@ -14,14 +14,52 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000
 /** Keys created at or before this time are expired. */
 export const idempotencyCutoff = (now: number): number => now - IDEMPOTENCY_TTL_MS
 
-/**
- * A keyed create finds its unexpired key; when found, this replays or refuses; else the store
- * expires old keys, inserts and saves the key with what it created.
- */
-export function replayOf<Row extends { fingerprint: string }, T> (earlier: Row | undefined, key: IdempotencyKey, remembered: (row: Row) => T): T | undefined {
+function replayOf<Row extends { fingerprint: string }, T> (earlier: Row | undefined, key: IdempotencyKey, remembered: (row: Row) => T): T | undefined {
   if (earlier === undefined) return undefined
   if (earlier.fingerprint !== key.fingerprint) throw idempotencyKeyReused()
   return remembered(earlier)
+}
+
+/** A step's answer: SQLite's steps run synchronously inside its transaction, PostgreSQL's are awaited. */
+export type MaybeAsync<T> = T | Promise<T>
+
+const then = <A, B>(value: MaybeAsync<A>, next: (value: A) => MaybeAsync<B>): MaybeAsync<B> =>
+  value instanceof Promise ? value.then(next) : next(value)
+
+/** A create's steps in the dialect's own transaction; `created` writes the event and makes the representation. */
+export interface CreateSteps<Earlier extends { fingerprint: string }, Row, T> {
+  /** The key's unexpired row (PostgreSQL locks the key first, so same-key creates queue). */
+  findKey: (key: IdempotencyKey, cutoff: number) => MaybeAsync<Earlier | undefined>
+  remembered: (earlier: Earlier) => T
+  expireKeys: (cutoff: number) => MaybeAsync<unknown>
+  insert: () => MaybeAsync<Row>
+  saveKey: (key: IdempotencyKey, row: Row) => MaybeAsync<unknown>
+  created: (row: Row) => MaybeAsync<T>
+}
+
+/**
+ * How every create treats an Idempotency-Key: an unexpired key with the same fingerprint replays
+ * what it created, with another is refused; else old keys expire, the row is inserted and the key
+ * saved with it, all in the create's transaction.
+ */
+export function createOnce<Earlier extends { fingerprint: string }, Row, T> (
+  key: IdempotencyKey | undefined, now: number, steps: CreateSteps<Earlier, Row, T>
+): MaybeAsync<CreateResult<T>> {
+  const insert = (): MaybeAsync<CreateResult<T>> => then(steps.insert(), (row) =>
+    then(key === undefined ? undefined : steps.saveKey(key, row), () =>
+      then(steps.created(row), (item) => ({ item, replayed: false }))))
+  if (key === undefined) return insert()
+  const cutoff = idempotencyCutoff(now)
+  return then(steps.findKey(key, cutoff), (earlier) => {
+    const replayed = replayOf(earlier, key, steps.remembered)
+    return replayed !== undefined ? { item: replayed, replayed: true } : then(steps.expireKeys(cutoff), insert)
+  })
+}
+
+/** For SQLite's synchronous transactions: a step that returned a promise would have run outside it. */
+export function settled<T> (value: MaybeAsync<T>): T {
+  if (value instanceof Promise) throw new Error('a synchronous store step returned a promise')
+  return value
 }
 
 /** Draws a server-assigned id: each failed attempt moves the sequence past the taken ids it met, so this ends within a round or two. */

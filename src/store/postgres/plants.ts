@@ -6,7 +6,7 @@ import type { CreateResult } from '../../resource.js'
 import { PLANTS, plantJsonAfterId, type NewPlant, type PlantRepository } from '../../resources/plants.js'
 import { isoTime } from '../iso-time.js'
 import { rememberedPlant, toPlant, type IdempotencyRow, type PlantRow } from '../rows.js'
-import { drawFreeId, idempotencyCutoff, replayOf, writableRow } from '../rules.js'
+import { createOnce, drawFreeId, writableRow } from '../rules.js'
 import { MAX_ASSIGNED_ID, type IdempotencyKey, type IfMatch } from '../store.js'
 import { inTransaction } from './connection.js'
 import type { PostgresRepositoryContext } from './repository.js'
@@ -107,20 +107,21 @@ async function insertRow (db: Queryable, { id, name, tag }: NewPlant, now: numbe
 async function createInTransaction (context: PostgresRepositoryContext, plant: NewPlant, key: IdempotencyKey | undefined, origin: EventOrigin | undefined): Promise<CreateResult<Plant>> {
   const now = Date.now()
   let deliveries = 0
-  const result = await inTransaction(context.pool, async (client): Promise<CreateResult<Plant>> => {
-    if (key !== undefined) {
-      await run(client, 'lockKey', [`${key.scope}\n${key.key}`])
-      const { rows: [earlier] } = await run<IdempotencyRow>(client, 'findKey', [key.scope, key.key, idempotencyCutoff(now)])
-      const replayed = replayOf(earlier, key, rememberedPlant)
-      if (replayed !== undefined) return { item: replayed, replayed: true }
-      await run(client, 'expireKeys', [idempotencyCutoff(now)])
+  const result = await inTransaction(context.pool, async (client) => await createOnce(key, now, {
+    findKey: async ({ scope, key }, cutoff) => {
+      await run(client, 'lockKey', [`${scope}\n${key}`])
+      return (await run<IdempotencyRow>(client, 'findKey', [scope, key, cutoff])).rows[0]
+    },
+    remembered: rememberedPlant,
+    expireKeys: async (cutoff) => await run(client, 'expireKeys', [cutoff]),
+    insert: async () => await insertRow(client, plant, now),
+    saveKey: async ({ scope, key, fingerprint }, row) => await run(client, 'saveKey', [scope, key, fingerprint, row.id, row.name, row.tag, row.created_at, row.updated_at]),
+    created: async (row) => {
+      const created = toPlant(row)
+      deliveries = await enqueuePostgresEvent(client, resourceEvent(PLANTS, 'plant.created', created, now, origin), now, context.claimNotify(now))
+      return created
     }
-    const row = await insertRow(client, plant, now)
-    if (key !== undefined) await run(client, 'saveKey', [key.scope, key.key, key.fingerprint, row.id, row.name, row.tag, row.created_at, row.updated_at])
-    const created = toPlant(row)
-    deliveries = await enqueuePostgresEvent(client, resourceEvent(PLANTS, 'plant.created', created, now, origin), now, context.claimNotify(now))
-    return { item: created, replayed: false }
-  })
+  }))
   return context.afterCommit(result, deliveries)
 }
 

@@ -5,7 +5,7 @@ import { resourceEvent, type EventOrigin, type WebhookEventType } from '../../we
 import type { CreateResult } from '../../resource.js'
 import { PLANTS, type NewPlant, type PlantRepository } from '../../resources/plants.js'
 import { columnsToPlant, PLANT_COLUMNS, rememberedPlant, toPlant, type IdempotencyRow, type PlantColumns, type PlantRow } from '../rows.js'
-import { idempotencyCutoff, replayOf, writableRow } from '../rules.js'
+import { createOnce, settled, writableRow } from '../rules.js'
 import { MAX_ASSIGNED_ID, type IdempotencyKey, type IfMatch } from '../store.js'
 import { boundLimit } from './connection.js'
 import type { SqliteRepositoryContext } from './repository.js'
@@ -95,14 +95,14 @@ function plantWrites ({ db, outbox }: SqliteRepositoryContext) {
     statements,
     create: db.transaction((plant: NewPlant, key: IdempotencyKey | undefined, origin: EventOrigin | undefined): CreateResult<Plant> => {
       const now = Date.now()
-      if (key !== undefined) {
-        const replayed = replayOf(statements.findKey.get(key.scope, key.key, idempotencyCutoff(now)), key, rememberedPlant)
-        if (replayed !== undefined) return { item: replayed, replayed: true }
-        statements.expireKeys.run(idempotencyCutoff(now))
-      }
-      const row = insertRow(plant, now)
-      if (key !== undefined) statements.saveKey.run(key.scope, key.key, key.fingerprint, row.id, row.name, row.tag, row.created_at, row.updated_at)
-      return { item: emit('plant.created', toPlant(row), now, origin), replayed: false }
+      return settled(createOnce(key, now, {
+        findKey: ({ scope, key }, cutoff) => statements.findKey.get(scope, key, cutoff),
+        remembered: rememberedPlant,
+        expireKeys: (cutoff) => statements.expireKeys.run(cutoff),
+        insert: () => insertRow(plant, now),
+        saveKey: ({ scope, key, fingerprint }, row) => statements.saveKey.run(scope, key, fingerprint, row.id, row.name, row.tag, row.created_at, row.updated_at),
+        created: (row) => emit('plant.created', toPlant(row), now, origin)
+      }))
     }),
     change: db.transaction((id: bigint, next: NextValues, ifMatch: IfMatch | undefined, origin: EventOrigin | undefined): Plant => {
       const row = current(id, ifMatch)
