@@ -16,10 +16,8 @@ export function strongEtag (fields: readonly string[]): string {
   return `"${sha256(fields.join('\n'), 'base64url').slice(0, 22)}"`
 }
 
-/** The types of one resource's repository: its representation, and what each write takes. */
 export interface ResourceTypes {
   item: { id: bigint }
-  /** A create; `id` is the one the client chose, when it chose one. */
   create: { id?: bigint }
   replace: object
   changes: object
@@ -37,10 +35,7 @@ export interface CreateResult<T> {
   replayed: boolean
 }
 
-/**
- * A resource's repository, the same contract on every store. It rejects with a ServiceError code,
- * never an HTTP status; every write also writes its event in its own transaction.
- */
+/** The same contract on every store: rejects with a ServiceError code, never an HTTP status; each write writes its event in its transaction. */
 export interface Repository<R extends ResourceTypes> {
   list(query: R['query']): Promise<ListPage<R['item']>>
   get(id: bigint): Promise<R['item'] | undefined>
@@ -53,21 +48,18 @@ export interface Repository<R extends ResourceTypes> {
 /** The operations every repository has: metrics and spans name them `<collection>.<operation>`. */
 export const REPOSITORY_OPERATIONS = ['list', 'get', 'create', 'replace', 'update', 'delete'] as const satisfies ReadonlyArray<keyof Repository<ResourceTypes>>
 
-/** Each schema with the `$id` it is registered and documented under (`Plant`, `PlantList`, `NewPlant`, …). */
 export interface ResourceSchemas {
   representation: TObject
   list: TArray
   create: TObject
   replace: TObject
   patch: TObject
-  /** `{ id }`: a canonical int64 decimal string. */
   params: TObject<{ id: TString }>
   listQuery: TObject
 }
 
-/** What the OpenAPI document says of a resource's operations where it cannot be said the same way for every resource. */
+/** What the document says of a resource that cannot be said the same way for every resource. */
 export interface ResourceTexts {
-  /** `The plants resource`-like tag description. */
   readonly tag: string
   readonly list: { readonly description: string, readonly badRequest: string }
   readonly create: { readonly description: string, readonly badRequest: string }
@@ -78,10 +70,8 @@ export interface ResourceTexts {
 }
 
 /**
- * One resource, declared once (src/resources/): its routes, scopes, shared schemas, OpenAPI tag,
- * event types, store operations and write rules follow from this; its repositories are the
- * stores' own, a module per dialect. Functions are methods (checked bivariantly), so any
- * definition is a plain `ResourceDefinition` to code that serves every resource alike.
+ * One resource, declared once (src/resources/). Functions are methods (checked bivariantly), so any
+ * definition is a plain `ResourceDefinition` to the code that serves every resource alike.
  */
 export interface ResourceDefinition<
   C extends string = string,
@@ -95,14 +85,12 @@ export interface ResourceDefinition<
   readonly name: N
   readonly schemas: S
   readonly texts: ResourceTexts
-  /** The representation the documents' examples show (ids as JSON numbers). */
   readonly example: Omit<R['item'], 'id'> & { id: number }
   /** The representation as events carry it: field by field, so a bigint id is a JSON integer. */
   json(item: R['item']): string
   fromCreate(body: Static<S['create']>): R['create']
   fromReplace(body: Static<S['replace']>): R['replace']
   fromPatch(body: Static<S['patch']>): R['changes']
-  /** A create's fields in a fixed order, for its Idempotency-Key fingerprint. */
   idempotencyFields(item: R['create']): CreateFields
   /** A list request's query, as the repository takes it (`limit` filled in, `after` a bigint). */
   fromListQuery(query: Static<S['listQuery']>): R['query']
@@ -110,5 +98,4 @@ export interface ResourceDefinition<
   filterQuery(query: R['query']): string
 }
 
-/** The repository type a definition declares. */
 export type RepositoryOf<D> = D extends ResourceDefinition<string, string, infer R, ResourceSchemas> ? Repository<R> : never

@@ -26,7 +26,6 @@ const EXAMPLE_MESSAGE_ID = 'msg_2KWPBgLlAfxdpx2AI54pPJ'
 const EXAMPLE_TIME = '2026-01-02T03:04:05.678Z'
 const EXAMPLE_SECONDS = Math.floor(Date.parse(EXAMPLE_TIME) / 1000)
 
-/** The exact body the service sends for the resource's example. */
 function examplePayload (type: WebhookEventType): string {
   const { resource } = EVENTS[type]
   return eventPayload(type, resource.json({ ...resource.example, id: BigInt(resource.example.id) }), Date.parse(EXAMPLE_TIME))

@@ -37,11 +37,7 @@ export interface CreateSteps<Earlier extends { fingerprint: string }, Row, T> {
   created: (row: Row) => MaybeAsync<T>
 }
 
-/**
- * How every create treats an Idempotency-Key: an unexpired key with the same fingerprint replays
- * what it created, with another is refused; else old keys expire, the row is inserted and the key
- * saved with it, all in the create's transaction.
- */
+/** An unexpired key with the same fingerprint replays what it created, with another is refused. */
 export function createOnce<Earlier extends { fingerprint: string }, Row, T> (
   key: IdempotencyKey | undefined, now: number, steps: CreateSteps<Earlier, Row, T>
 ): MaybeAsync<CreateResult<T>> {

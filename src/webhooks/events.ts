@@ -18,7 +18,6 @@ export const EVENT_DESCRIPTIONS = Object.fromEntries([
   [TEST_EVENT_TYPE, 'A test, sent by `POST /webhooks/{id}/test` to that subscription only; `data` names it']
 ]) as Readonly<Record<WebhookEventType | typeof TEST_EVENT_TYPE, string>>
 
-/** The body of a test event. */
 export const testEventPayload = (subscriptionId: bigint, now: number): string =>
   `{"type":"${TEST_EVENT_TYPE}","timestamp":${JSON.stringify(isoTime(now))},"data":{"subscriptionId":${subscriptionId.toString()}}}`
 

@@ -8,7 +8,6 @@ import { ref } from '../../../src/schemas/ref.js'
 import type { Scope } from '../../../src/scopes.js'
 import type { IfMatch } from '../../../src/store/store.js'
 
-/** What a resource's routes are registered with. */
 export interface ResourceRouteOptions {
   resource: ResourceDefinition
 }
@@ -17,7 +16,6 @@ export interface ResourceRouteOptions {
 export const repositoryOf = (request: FastifyRequest, resource: ResourceDefinition): Repository<ResourceTypes> =>
   request.store[resource.collection as AnyResource['collection']]
 
-/** `plants:read`, `plants:write`: src/scopes.ts makes them from the same list. */
 export const scopeOf = ({ collection }: ResourceDefinition, access: 'read' | 'write'): Scope => `${collection}:${access}` as Scope
 
 /** `a plant`, `an order`: as summaries name one. */
@@ -25,7 +23,6 @@ export const aOne = ({ name }: ResourceDefinition): string => `${/^[aeiou]/.test
 
 const capitalized = (text: string): string => `${text.charAt(0).toUpperCase()}${text.slice(1)}`
 
-/** `listPlants`, `getPlant`: the operation ids. */
 export const operationId = (verb: string, noun: string): string => `${verb}${capitalized(noun)}`
 
 /** How every write treats If-Match and If-None-Match, said once in each write's description. */
@@ -33,21 +30,17 @@ export const writeConditions = ({ name }: ResourceDefinition): string =>
   `With \`If-Match\`, only when the ${name}'s current ETag is listed (or \`*\`); with \`If-None-Match\`, only ` +
   `when it is not (\`*\`: only if there is no ${name}, so a 412 on an existing one); else 412 and nothing changes.`
 
-/** Error answers several routes of a resource share, described once. */
 export const sharedErrors = ({ name }: ResourceDefinition) => ({
   notFound: `No ${name} has this id`,
   stale: `If-Match does not match the ${name}'s current ETag (or the ${name} is gone), or If-None-Match does`,
   tooLarge: 'The body is too large'
 })
 
-/** The error responses of a resource's route: every route here sits behind the bearer-auth hook. */
 export const resourceErrorResponses = authenticatedErrorResponses
 
-/** A representation's response, documented with the ETag header every such response carries. */
 export const itemResponse = (resource: ResourceDefinition, description: string) =>
   ref(resource.schemas.representation, { description, headers: etagHeaderOf(resource.name) })
 
-/** Sets the representation's ETag on the reply and hands it back for sending. */
 export function withEtag<T extends { id: bigint }> (reply: FastifyReply, resource: ResourceDefinition, item: T): T {
   void reply.header('etag', resource.etag(item))
   return item
