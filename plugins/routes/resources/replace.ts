@@ -2,13 +2,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { WriteConditionsHeaderSchema } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
 import {
-  aOne, itemResponse, operationId, repositoryOf, resourceErrorResponses, sharedErrors, withEtag, writeCondition, writeConditions, scopeOf, type ResourceRouteOptions
+  aOne, bodyWriteErrors, itemResponse, operationId, repositoryOf, withEtag, writeCondition, writeConditions, scopeOf, type ResourceRouteOptions
 } from './shared.js'
 
 /** `PUT /plants/{id}`: replaces what a client may set of one; never creates one. */
 const replaceRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app, { resource }) => {
   const { collection, name, schemas } = resource
-  const errors = sharedErrors(resource)
   app.put(`/${collection}/:id`, {
     config: { scope: scopeOf(resource, 'write') },
     schema: {
@@ -21,13 +20,7 @@ const replaceRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app
       body: ref(schemas.replace),
       response: {
         200: itemResponse(resource, `The ${name} as replaced`),
-        ...resourceErrorResponses({
-          400: `The id is not a signed 64-bit integer, the body is not a valid ${schemas.replace.$id ?? ''} (the message names the field), or If-Match or If-None-Match is malformed`,
-          404: errors.notFound,
-          412: errors.stale,
-          413: errors.tooLarge,
-          415: 'The body is not JSON'
-        })
+        ...bodyWriteErrors(resource, schemas.replace.$id ?? '', 'The body is not JSON')
       }
     }
   }, async (request, reply) => {

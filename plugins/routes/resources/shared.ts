@@ -38,6 +38,18 @@ export const sharedErrors = ({ name }: ResourceDefinition) => ({
 
 export const resourceErrorResponses = authenticatedErrorResponses
 
+/** The errors of a write with a body to `/{collection}/{id}` (PUT, PATCH): `body` names its schema, `notJson` says what 415 means. */
+export const bodyWriteErrors = (resource: ResourceDefinition, body: string, notJson: string) => {
+  const errors = sharedErrors(resource)
+  return resourceErrorResponses({
+    400: `The id is not a signed 64-bit integer, the body is not a valid ${body} (the message names the field), or If-Match or If-None-Match is malformed`,
+    404: errors.notFound,
+    412: errors.stale,
+    413: errors.tooLarge,
+    415: notJson
+  })
+}
+
 export const itemResponse = (resource: ResourceDefinition, description: string) =>
   ref(resource.schemas.representation, { description, headers: etagHeaderOf(resource.name) })
 
