@@ -2,7 +2,7 @@ import type { OpenAPIV3_2 as OpenApi } from '@fastify/swagger'
 import { Type, type TObject } from '@sinclair/typebox'
 import type { ResourceDefinition } from '../resource.js'
 import { RESOURCES } from '../resources/index.js'
-import { EVENT_DESCRIPTIONS, eventPayload, TEST_EVENT_TYPE, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js'
+import { EVENT_DESCRIPTIONS, eventPayload, RESOURCE_CHANGES, TEST_EVENT_TYPE, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js'
 import { signatureHeader } from '../webhooks/signing.js'
 import { ref } from './ref.js'
 import { SECRET_EXAMPLE } from './webhook.js'
@@ -15,7 +15,7 @@ import { SECRET_EXAMPLE } from './webhook.js'
  */
 
 /** Each event type's resource, and the `$id` of its body schema (`PlantCreatedEvent`). */
-const EVENTS = Object.fromEntries(RESOURCES.flatMap((resource) => (['created', 'updated', 'deleted'] as const).map((change) => {
+const EVENTS = Object.fromEntries(RESOURCES.flatMap((resource) => RESOURCE_CHANGES.map((change) => {
   const type: WebhookEventType = `${resource.name}.${change}`
   const id = `${resource.title}${change[0]?.toUpperCase() ?? ''}${change.slice(1)}Event`
   return [type, { id, what: EVENT_DESCRIPTIONS[type], resource: resource as ResourceDefinition }]

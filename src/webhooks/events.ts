@@ -2,19 +2,19 @@ import { randomFillSync } from 'node:crypto'
 import { RESOURCES, type AnyResource } from '../resources/index.js'
 import { isoTime } from '../store/iso-time.js'
 
-const CHANGES = ['created', 'updated', 'deleted'] as const
+export const RESOURCE_CHANGES = ['created', 'updated', 'deleted'] as const
 
 /** Each resource's `<name>.created`, `.updated` and `.deleted`; a new subscription gets all of them. */
-export type WebhookEventType = `${AnyResource['name']}.${(typeof CHANGES)[number]}`
+export type WebhookEventType = `${AnyResource['name']}.${(typeof RESOURCE_CHANGES)[number]}`
 export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = RESOURCES.flatMap((resource) =>
-  CHANGES.map((change): WebhookEventType => `${resource.name}.${change}`))
+  RESOURCE_CHANGES.map((change): WebhookEventType => `${resource.name}.${change}`))
 
 /** The event `POST /webhooks/{id}/test` sends; no subscription asks for it, every one can get it. */
 export const TEST_EVENT_TYPE = 'webhook.test'
 
 /** What each event type means, for the catalog (GET /webhooks/event-types) and the OpenAPI document. */
 export const EVENT_DESCRIPTIONS = Object.fromEntries([
-  ...RESOURCES.flatMap((resource) => CHANGES.map((change) => [`${resource.name}.${change}`, resource.texts.events[change]])),
+  ...RESOURCES.flatMap((resource) => RESOURCE_CHANGES.map((change) => [`${resource.name}.${change}`, resource.texts.events[change]])),
   [TEST_EVENT_TYPE, 'A test, sent by `POST /webhooks/{id}/test` to that subscription only; `data` names it']
 ]) as Readonly<Record<WebhookEventType | typeof TEST_EVENT_TYPE, string>>
 
@@ -48,12 +48,14 @@ export interface ResourceEvent {
   occurredAt?: number
 }
 
-/** The event of a write to `item`; for a `.deleted`, `item` as it was when deleted. */
+export type ResourceChange = (typeof RESOURCE_CHANGES)[number]
+
+/** The event of a `change` to `item` (`plant.created`, …); for a delete, `item` as it was. */
 export function resourceEvent<T extends { id: bigint }> (
-  resource: { name: string, json: (item: T) => string }, type: WebhookEventType, item: T, occurredAt?: number, origin?: EventOrigin
+  resource: { name: AnyResource['name'], json: (item: T) => string }, change: ResourceChange, item: T, occurredAt?: number, origin?: EventOrigin
 ): ResourceEvent {
   return {
-    type,
+    type: `${resource.name}.${change}`,
     subject: { resource: resource.name, id: item.id },
     data: resource.json(item),
     ...(occurredAt !== undefined && { occurredAt }),

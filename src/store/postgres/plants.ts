@@ -118,7 +118,7 @@ async function createInTransaction (context: PostgresRepositoryContext, plant: N
     saveKey: async ({ scope, key, fingerprint }, row) => await run(client, 'saveKey', [scope, key, fingerprint, row.id, row.name, row.tag, row.created_at, row.updated_at]),
     created: async (row) => {
       const created = toPlant(row)
-      deliveries = await enqueuePostgresEvent(client, resourceEvent(PLANTS, 'plant.created', created, now, origin), now, context.claimNotify(now))
+      deliveries = await enqueuePostgresEvent(client, resourceEvent(PLANTS, 'created', created, now, origin), now, context.claimNotify(now))
       return created
     }
   }))
@@ -143,7 +143,7 @@ async function writeRow (context: PostgresRepositoryContext, id: bigint, stateme
     const { rows: [row] } = await run<PlantRow & { changed?: boolean }>(client, statement, values(now))
     const changed = toPlant(writableRow(PLANTS, id, row, undefined, toPlant))
     if (row?.changed === false) return changed
-    const event = resourceEvent(PLANTS, statement === 'delete' ? 'plant.deleted' : 'plant.updated', changed, now, origin)
+    const event = resourceEvent(PLANTS, statement === 'delete' ? 'deleted' : 'updated', changed, now, origin)
     deliveries = await enqueuePostgresEvent(client, event, now, context.claimNotify(now))
     return changed
   })

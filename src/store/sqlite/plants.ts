@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3'
 import { idsExhausted, idTaken } from '../../errors.js'
 import type { Plant } from '../../schemas/plant.js'
-import { resourceEvent, type EventOrigin, type WebhookEventType } from '../../webhooks/events.js'
+import { resourceEvent, type EventOrigin, type ResourceChange } from '../../webhooks/events.js'
 import type { CreateResult } from '../../resource.js'
 import { PLANTS, type NewPlant, type PlantRepository } from '../../resources/plants.js'
 import { columnsToPlant, PLANT_COLUMNS, rememberedPlant, toPlant, type IdempotencyRow, type PlantColumns, type PlantRow } from '../rows.js'
@@ -86,8 +86,8 @@ type NextValues = (row: PlantRow) => { name: string, tag: string | null }
 function plantWrites ({ db, outbox }: SqliteRepositoryContext) {
   const statements = plantStatements(db)
   const insertRow = plantInserter(db, statements.insert)
-  const emit = (type: WebhookEventType, plant: Plant, now: number, origin: EventOrigin | undefined): Plant => {
-    outbox.emit(resourceEvent(PLANTS, type, plant, now, origin), now)
+  const emit = (change: ResourceChange, plant: Plant, now: number, origin: EventOrigin | undefined): Plant => {
+    outbox.emit(resourceEvent(PLANTS, change, plant, now, origin), now)
     return plant
   }
   const current = (id: bigint, ifMatch: IfMatch | undefined): PlantRow => writableRow(PLANTS, id, statements.get.get(id), ifMatch, toPlant)
@@ -101,7 +101,7 @@ function plantWrites ({ db, outbox }: SqliteRepositoryContext) {
         expireKeys: (cutoff) => statements.expireKeys.run(cutoff),
         insert: () => insertRow(plant, now),
         saveKey: ({ scope, key, fingerprint }, row) => statements.saveKey.run(scope, key, fingerprint, row.id, row.name, row.tag, row.created_at, row.updated_at),
-        created: (row) => emit('plant.created', toPlant(row), now, origin)
+        created: (row) => emit('created', toPlant(row), now, origin)
       }))
     }),
     change: db.transaction((id: bigint, next: NextValues, ifMatch: IfMatch | undefined, origin: EventOrigin | undefined): Plant => {
@@ -110,11 +110,11 @@ function plantWrites ({ db, outbox }: SqliteRepositoryContext) {
       // A write that changes nothing changes nothing: same updatedAt (so the same ETag), no event.
       if (name === row.name && tag === row.tag) return toPlant(row)
       const now = Date.now()
-      return emit('plant.updated', toPlant(statements.update.get(name, tag, now, id) as PlantRow), now, origin)
+      return emit('updated', toPlant(statements.update.get(name, tag, now, id) as PlantRow), now, origin)
     }),
     remove: db.transaction((id: bigint, ifMatch: IfMatch | undefined, origin: EventOrigin | undefined): Plant => {
       if (ifMatch !== undefined) current(id, ifMatch)
-      return emit('plant.deleted', toPlant(writableRow(PLANTS, id, statements.delete.get(id), undefined, toPlant)), Date.now(), origin)
+      return emit('deleted', toPlant(writableRow(PLANTS, id, statements.delete.get(id), undefined, toPlant)), Date.now(), origin)
     })
   }
 }

@@ -36,9 +36,9 @@ test('the body around the id, joined with an id, is the body of the plant with t
 
 test('a message takes its timestamp from when the change happened, else from now; each has its own id', () => {
   const at = Date.UTC(2026, 0, 1)
-  const first = buildEventMessage(resourceEvent(PLANTS, 'plant.deleted', { ...PLANT, id: 1n }, at), at + 5000)
+  const first = buildEventMessage(resourceEvent(PLANTS, 'deleted', { ...PLANT, id: 1n }, at), at + 5000)
   assert.match(first.payload, /"timestamp":"2026-01-01T00:00:00.000Z"/)
-  const second = buildEventMessage(resourceEvent(PLANTS, 'plant.deleted', { ...PLANT, id: 1n }), at + 5000)
+  const second = buildEventMessage(resourceEvent(PLANTS, 'deleted', { ...PLANT, id: 1n }), at + 5000)
   assert.match(second.payload, /"timestamp":"2026-01-01T00:00:05.000Z"/)
   assert.notEqual(first.messageId, second.messageId)
   assert.match(newMessageId(), /^msg_[A-Za-z0-9_-]{22}$/)

@@ -128,7 +128,7 @@ describe('webhook service', () => {
     const { id, secret } = await service.createSubscription(ALICE, { url: 'https://hooks.example.com/' })
     const rotated = await service.rotateSecret(ALICE, id)
     assert.notEqual(rotated.secret, secret)
-    await store.enqueue(resourceEvent(PLANTS, 'plant.created', plant(1n)), Date.now())
+    await store.enqueue(resourceEvent(PLANTS, 'created', plant(1n)), Date.now())
     const claim = { lease: 'l', leaseMs: 1000, limit: 1, perSubscription: 1, skipSubscriptions: [] }
     const [now] = await store.claimDue({ ...claim, now: Date.now() })
     assert.deepEqual(now?.secrets, [rotated.secret, secret])
@@ -156,7 +156,7 @@ describe('webhook service', () => {
   test('retry: wakes the dispatcher; refused for a disabled subscription or an unknown delivery', async (t) => {
     const { service, store, woken } = await setup(t)
     const { id } = await service.createSubscription(ALICE, { url: 'https://hooks.example.com/' })
-    await store.enqueue(resourceEvent(PLANTS, 'plant.created', plant(1n)), Date.now())
+    await store.enqueue(resourceEvent(PLANTS, 'created', plant(1n)), Date.now())
     const [delivery] = (await service.listDeliveries(ALICE, id, { limit: 10 })).deliveries
     assert.equal((await service.retryDelivery(ALICE, id, delivery?.id ?? 0n)).status, 'pending')
     assert.equal(woken(), 1)

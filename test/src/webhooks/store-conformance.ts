@@ -29,7 +29,7 @@ const BOB = 'b'.repeat(64)
 export const plant = (id: bigint, name = 'Monstera'): Plant =>
   ({ id, name, tag: 'tropical', createdAt: isoTime(T0), updatedAt: isoTime(T0) })
 
-const created = (id: bigint, occurredAt = T0): ResourceEvent => resourceEvent(PLANTS, 'plant.created', plant(id), occurredAt)
+const created = (id: bigint, occurredAt = T0): ResourceEvent => resourceEvent(PLANTS, 'created', plant(id), occurredAt)
 
 const record = (overrides: Partial<NewSubscriptionRecord> = {}): NewSubscriptionRecord => ({
   owner: ALICE,
@@ -163,8 +163,8 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
         '{"id":9007199254740993,"name":"Monstera","tag":"tropical","createdAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-01T00:00:00.000Z"}}')
       assert.equal(a.eventType, 'plant.created')
       assert.equal(a.attempts, 0)
-      assert.equal(await store.enqueue(resourceEvent(PLANTS, 'plant.deleted', plant(1n)), T0), 2, 'subscriptions 1 and 2 (3 is disabled, 4 did not ask)')
-      assert.equal(await store.enqueue(resourceEvent(PLANTS, 'plant.updated', plant(1n)), T0), 2)
+      assert.equal(await store.enqueue(resourceEvent(PLANTS, 'deleted', plant(1n)), T0), 2, 'subscriptions 1 and 2 (3 is disabled, 4 did not ask)')
+      assert.equal(await store.enqueue(resourceEvent(PLANTS, 'updated', plant(1n)), T0), 2)
     })
 
     test('a subscription receives the events committed after it was created, none from before', async (t) => {
@@ -212,7 +212,7 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       await store.createSubscription(record(), T0)
       await store.createSubscription(record({ owner: BOB }), T0)
       await store.enqueue(created(1n), T0)
-      await store.enqueue(resourceEvent(PLANTS, 'plant.deleted', plant(1n)), T0 + 1)
+      await store.enqueue(resourceEvent(PLANTS, 'deleted', plant(1n)), T0 + 1)
       const claimed = await store.claimDue(claimRequest({ now: T0 + 10 }))
       const first = claimed.find((delivery) => delivery.subscriptionId === 1n && delivery.eventType === 'plant.created')
       assert.ok(first !== undefined)
@@ -279,7 +279,7 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       for (let i = 0; i < 3; i++) await store.createSubscription(record({ events: ['plant.created'] }), T0)
       await store.createSubscription(record({ owner: BOB, events: ['plant.deleted'] }), T0)
       for (let i = 1; i <= 4; i++) await store.enqueue(created(BigInt(i), T0 + i), T0 + i)
-      await store.enqueue(resourceEvent(PLANTS, 'plant.deleted', plant(9n), T0 + 10), T0 + 10)
+      await store.enqueue(resourceEvent(PLANTS, 'deleted', plant(9n), T0 + 10), T0 + 10)
       // Which are claimed is the fair order's first `limit`; in which order they come back is free.
       const order = (claimed: ClaimedDelivery[]): string[] => claimed.map((delivery) => `${delivery.owner === BOB ? 'bob' : 'alice'}:${delivery.subscriptionId}`).sort()
       const first = await store.claimDue(claimRequest({ now: T0 + 100, limit: 5, perSubscription: 4 }))

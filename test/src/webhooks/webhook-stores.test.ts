@@ -53,7 +53,7 @@ test('SQLite: writes go through the given runner (the group commit), reads throu
   const { id } = await store.createSubscription(record, 1000)
   await store.getSubscription(record.owner, id)
   await store.listSubscriptions(record.owner, { limit: 1 })
-  await store.enqueue(resourceEvent(PLANTS, 'plant.created', plant(1n)), 1000)
+  await store.enqueue(resourceEvent(PLANTS, 'created', plant(1n)), 1000)
   await store.listDeliveries(record.owner, id, { limit: 1 })
   // The listing first fans the waiting event out (a write), then reads.
   assert.deepEqual(log, ['write', 'read', 'read', 'write', 'write', 'read'])
@@ -73,7 +73,7 @@ test('SQLite: enqueueSqliteEvent joins the transaction of a plant write on the s
   const insertPlant = db.prepare("INSERT INTO plants (name, tag, created_at, updated_at) VALUES ('Fern', NULL, 1, 1)")
   const createWithEvent = db.transaction((fail: boolean) => {
     insertPlant.run()
-    enqueueSqliteEvent(db, resourceEvent(PLANTS, 'plant.created', plant(1n)))
+    enqueueSqliteEvent(db, resourceEvent(PLANTS, 'created', plant(1n)))
     if (fail) throw new Error('the plant write failed after its event was enqueued')
   })
   assert.throws(() => createWithEvent(true), /plant write failed/)
@@ -138,13 +138,13 @@ async function fanOutOnlyWhenShort (t: TestContext, open: (t: TestContext) => Pr
   const now = Date.now()
   const claim = { now, leaseMs: 60_000, limit: 1, perSubscription: 10, skipSubscriptions: [] }
   await store.createSubscription(record, now)
-  await store.enqueue(resourceEvent(PLANTS, 'plant.created', plant(1n)), now)
+  await store.enqueue(resourceEvent(PLANTS, 'created', plant(1n)), now)
   const [first] = await store.claimDue({ ...claim, lease: 'a:1' })
   assert.match(first?.payload ?? '', /"id":1,/)
   assert.deepEqual(await waiting(), [], 'nothing was due: the event was fanned out')
   // The first delivery fails and is due again at once; a second event arrives.
   await store.completeDelivery({ id: first?.id ?? 0n, lease: 'a:1', attemptedAt: now, status: 'pending', nextAttemptAt: now, statusCode: 500, disableSubscription: false, failingDisableBefore: 0 })
-  await store.enqueue(resourceEvent(PLANTS, 'plant.created', plant(2n)), now)
+  await store.enqueue(resourceEvent(PLANTS, 'created', plant(2n)), now)
   const [retry] = await store.claimDue({ ...claim, lease: 'a:2' })
   assert.equal(retry?.id, first?.id, 'the due retry fills the claim')
   assert.deepEqual(await waiting(), ['plant.created'], 'so the new event still waits in the outbox')
