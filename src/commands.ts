@@ -69,13 +69,13 @@ export async function runBackup (file: string, env: NodeJS.ProcessEnv, output: O
         output.err('plant-store backup: stdout is a terminal; redirect it to a file or a pipe (plant-store backup - > plants.bak)\n')
         return 1
       }
-      const { plants, pages } = await backupDatabaseTo(database, output.data)
+      const { contents, pages } = await backupDatabaseTo(database, output.data)
       // stdout carries the database: the report goes to stderr.
-      output.err(`plant-store backup: ${database} → stdout: ${plants} plants, ${pages} pages, integrity_check ok\n`)
+      output.err(`plant-store backup: ${database} → stdout: ${contents}, ${pages} pages, integrity_check ok\n`)
       return 0
     }
-    const { plants, pages } = await backupDatabase(database, file)
-    output.out(`plant-store backup: ${database} → ${file}: ${plants} plants, ${pages} pages, integrity_check ok\n`)
+    const { contents, pages } = await backupDatabase(database, file)
+    output.out(`plant-store backup: ${database} → ${file}: ${contents}, ${pages} pages, integrity_check ok\n`)
     return 0
   } catch (err) {
     if (!(err instanceof BackupError)) throw err
@@ -89,8 +89,8 @@ export function runRestore (file: string, env: NodeJS.ProcessEnv, output: Output
   const database = config === undefined ? undefined : sqliteFile(config, 'restore', output)
   if (database === undefined) return 1
   try {
-    const { plants, kept } = restoreDatabase(file, database, options)
-    output.out(`plant-store restore: ${file} → ${database}: ${plants} plants, integrity_check ok; start the server again\n`)
+    const { contents, kept } = restoreDatabase(file, database, options)
+    output.out(`plant-store restore: ${file} → ${database}: ${contents}, integrity_check ok; start the server again\n`)
     if (kept !== undefined) output.out(`plant-store restore: the database it replaced is kept as ${kept}\n`)
     return 0
   } catch (err) {

@@ -27,7 +27,7 @@ export type ErrorCode =
   /** The owner already has as many webhook subscriptions as WEBHOOK_MAX_SUBSCRIPTIONS allows. */
   | 'subscription-limit'
   /** A sandbox tenant already holds SANDBOX_MAX_PLANTS plants. */
-  | 'plant-limit'
+  | 'collection-limit'
   /** A sandbox at SANDBOX_MAX_TENANTS whose tenants are all in use: a new one cannot be made yet. */
   | 'sandbox-full'
   /** Every tenant store this sandbox instance may open is in use: retry shortly. */
@@ -86,8 +86,8 @@ export const sandboxBusy = (): ServiceError =>
   new ServiceError('sandbox-busy', 'Every sandbox store this instance may open is in use: retry shortly')
 export const sandboxFull = (): ServiceError =>
   new ServiceError('sandbox-full', 'The sandbox holds as many tenants as it may and all are in use: retry later')
-export const plantLimit = (max: number): ServiceError =>
-  new ServiceError('plant-limit', `This sandbox token already has ${max} plants, the most allowed: delete one first`)
+export const collectionLimit = (resource: { collection: string }, max: number): ServiceError =>
+  new ServiceError('collection-limit', `This sandbox token already has ${max} ${resource.collection}, the most allowed: delete one first`)
 export const connectionSpent = (): ServiceError =>
   new ServiceError('connection-spent', 'This connection has served its requests, retry on a new one')
 export const rateLimited = (after: string): ServiceError => new ServiceError('rate-limited', `Rate limit exceeded, retry in ${after}`)

@@ -6,7 +6,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import envSchema from 'env-schema'
 import ipaddr from 'ipaddr.js'
 import { ConfigError } from './errors.js'
-import { isScope, type Scope } from './scopes.js'
+import { isScope, SCOPES, type Scope } from './scopes.js'
 import { isPostgresUrl, parsePostgresUrl } from './store/postgres/connection.js'
 import { SQLITE_SYNCHRONOUS, type SqliteSynchronous } from './store/sqlite/sqlite-store.js'
 import {
@@ -119,7 +119,7 @@ export const EnvSchema = Type.Object({
   // Public sandbox (docs/operations.md#running-a-public-sandbox).
   SANDBOX: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '0', description: '`1`: a public sandbox: any bearer token of 16 to 256 URL-safe characters is a tenant with its own plants and subscriptions (no API_TOKENS, API_TOKENS_FILE or OIDC_ISSUER then).' }),
   SANDBOX_SEED: Type.Optional(Type.String({ minLength: 1, description: 'Sandbox: the plants a new tenant starts with, a JSON file of `[{"name": …, "tag": …}]`, or `none`; unset: a small built-in set.' })),
-  SANDBOX_MAX_PLANTS: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 100, description: 'Sandbox: the most plants one tenant may hold; creating one more is a 409.' }),
+  SANDBOX_MAX_PLANTS: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 100, description: 'Sandbox: the most plants one tenant may hold (the same cap applies to every resource); creating one more is a 409.' }),
   SANDBOX_MAX_SUBSCRIPTIONS: Type.Integer({ minimum: 1, maximum: 1000, default: 5, description: 'Sandbox: the most webhook subscriptions one tenant may have; creating one more is a 409.' }),
   SANDBOX_MAX_TENANTS: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 10_000, description: 'Sandbox: the most tenants kept; a new one deletes the least recently used idle tenant, or is a 503 with Retry-After when every tenant is in use.' }),
   SANDBOX_OPEN_TENANTS: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, description: 'Sandbox: tenant stores kept open per instance (least recently used closed first); unset: 200 (on SQLite each costs about 0.5 MB under load; on PostgreSQL they share PG_POOL_MAX connections).' })),
@@ -537,7 +537,7 @@ function readTokensFile (path: string | undefined): { plain: string[], named: Na
     if (named.some((entry) => entry.name === name)) throw problem(`the name ${name} is used twice`)
     const scopes = scopeList.split(',')
     const unknown = scopes.find((scope) => !isScope(scope))
-    if (unknown !== undefined) throw problem(`unknown scope ${JSON.stringify(unknown)} (known: plants:read, plants:write, webhooks)`)
+    if (unknown !== undefined) throw problem(`unknown scope ${JSON.stringify(unknown)} (known: ${SCOPES.join(', ')})`)
     const digest = DIGEST.exec(digestField)?.[1]?.toLowerCase()
     if (digest === undefined) throw problem('the third field is sha256: and the token\'s 64 hex digit SHA-256')
     if (named.some((entry) => entry.digest === digest)) throw problem(`the same token digest as the entry ${named.find((entry) => entry.digest === digest)?.name ?? ''}`)

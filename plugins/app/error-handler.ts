@@ -35,7 +35,7 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   // The request is fine; the token's subscriptions as they are now refuse it (delete one, retry).
   'subscription-limit': 409,
   'subscription-disabled': 409,
-  'plant-limit': 409,
+  'collection-limit': 409,
   'sandbox-full': 503,
   'sandbox-busy': 503,
   'method-not-allowed': 405,

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { limitPlants } from '../../src/sandbox/quota.js'
+import { RESOURCES } from '../../src/resources/index.js'
+import { limitCreates } from '../../src/sandbox/quota.js'
 import { TenantRegistry, type TenantBackend } from '../../src/sandbox/tenants.js'
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
 import type { Store } from '../../src/store/store.js'
@@ -147,7 +148,8 @@ async function startTenant (app: FastifyInstance, options: WebhooksPluginOptions
   const sandbox = config.sandbox
   if (sandbox === undefined) throw new Error('not a sandbox')
   const observed = instrumented(app, opened)
-  const store: Store = { ...observed, plants: limitPlants(observed.plants, sandbox.maxPlants) }
+  const limited = RESOURCES.map((resource) => [resource.collection, limitCreates(observed[resource.collection], resource, sandbox.maxPlants)])
+  const store: Store = { ...observed, ...Object.fromEntries(limited) }
   if (created) for (const plant of sandbox.seed) await opened.plants.create(plant)
   const settings = config.webhooks
   // SANDBOX=1 refuses WEBHOOK_ALLOW_PRIVATE_URLS at load: only public receivers.

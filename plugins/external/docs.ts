@@ -7,7 +7,7 @@ import { RESOURCES } from '../../src/resources/index.js'
 import { SCOPE_DESCRIPTIONS, SCOPES } from '../../src/scopes.js'
 import { rateLimitHeaders } from '../../src/schemas/headers.js'
 import { webhookEventsDocument } from '../../src/schemas/webhook-events.js'
-import { WEBHOOK_EVENT_TYPES } from '../../src/webhooks/events.js'
+import { EVENT_SUBJECTS, WEBHOOK_EVENT_TYPES } from '../../src/webhooks/events.js'
 
 type Transform = NonNullable<FastifyDynamicSwaggerOptions['transform']>
 type JsonObject = Record<string, unknown>
@@ -184,7 +184,7 @@ export default fp(async function docsPlugin (app) {
         ...RESOURCES.map((resource) => ({ name: resource.collection, description: resource.texts.tag })),
         {
           name: 'webhooks',
-          description: `Webhook subscriptions: the service POSTs every ${RESOURCES.map((resource) => resource.name).join(' and ')} change ` +
+          description: `Webhook subscriptions: the service POSTs every ${EVENT_SUBJECTS} change ` +
             `(${WEBHOOK_EVENT_TYPES.map((type) => `\`${type}\``).join(', ')}) to the URLs a token subscribed, signed as Standard Webhooks ` +
             'specifies. Each token sees and manages its own subscriptions only. The events themselves are described under `webhooks`.'
         },

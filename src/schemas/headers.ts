@@ -5,18 +5,18 @@ const ETAG_EXAMPLE = '"3q2-7w4QWm6uR5m0o5ZxBA"'
 
 const entityTags = (description: string) => Type.Optional(Type.String({ description, examples: [ETAG_EXAMPLE] }))
 
-/** RFC 9110 §13.2.2: If-Match first, then If-None-Match. */
-export const ReadConditionsHeaderSchema = Type.Object({
-  'if-match': entityTags('Answer only if the plant\'s current ETag is one of these (strong comparison: a weak tag never ' +
+/** RFC 9110 §13.2.2: If-Match first, then If-None-Match (`name`: `plant`). */
+export const readConditionsHeaders = (name: string) => Type.Object({
+  'if-match': entityTags(`Answer only if the ${name}'s current ETag is one of these (strong comparison: a weak tag never ` +
     'matches), or `*`; else 412'),
-  'if-none-match': entityTags('Answer 304 Not Modified when the plant\'s current ETag is one of these (weak comparison), or `*`')
+  'if-none-match': entityTags(`Answer 304 Not Modified when the ${name}'s current ETag is one of these (weak comparison), or \`*\``)
 })
 
-export const WriteConditionsHeaderSchema = Type.Object({
-  'if-match': entityTags('Write only if the plant\'s current ETag is one of these (strong comparison), or `*` for any ' +
-    'current plant; else 412'),
-  'if-none-match': entityTags('Write only if the plant\'s current ETag is none of these (weak comparison); else 412. ' +
-    '`*` means "only if there is no such plant": on an existing plant it is a 412, on a missing one the write goes ' +
+export const writeConditionsHeaders = (name: string) => Type.Object({
+  'if-match': entityTags(`Write only if the ${name}'s current ETag is one of these (strong comparison), or \`*\` for any ` +
+    `current ${name}; else 412`),
+  'if-none-match': entityTags(`Write only if the ${name}'s current ETag is none of these (weak comparison); else 412. ` +
+    `\`*\` means "only if there is no such ${name}": on an existing ${name} it is a 412, on a missing one the write goes ` +
     'on as usual (404: writes here never create)')
 })
 

@@ -1,30 +1,15 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { int64IdSchema, int64StringSchema } from './int64.js'
 import { cursorSchema, listLimitSchema } from './paging.js'
-import { describedPattern } from './pattern-messages.js'
 import { ref } from './ref.js'
+import { STORABLE_TEXT, STORABLE_TEXT_RULE, trimmedTextSchema } from './text.js'
 
 export const PlantParamsSchema = Type.Object({ id: int64StringSchema() }, { additionalProperties: false })
 
 const NAME_MAX_LENGTH = 100
 const TAG_MAX_LENGTH = 50
 
-/**
- * No NUL (PostgreSQL cannot store it) and no lone surrogates (no UTF-8 form). Ajv compiles with the
- * `u` flag, so a surrogate pair is one character and the class matches only lone surrogates.
- */
-export const STORABLE_TEXT = describedPattern('^[^\\u0000\\uD800-\\uDFFF]*$',
-  'must not contain NUL (U+0000) or unpaired UTF-16 surrogates (U+D800 to U+DFFF)')
-export const STORABLE_TEXT_RULE = 'no NUL (U+0000) or unpaired UTF-16 surrogates'
-
-/** `\s` is what String#trim removes; the storable-text rule sits under allOf to keep its own message. */
-const PlantNameInputSchema = Type.String({
-  pattern: describedPattern(`^\\s*\\S(?:[\\s\\S]{0,${NAME_MAX_LENGTH - 2}}\\S)?\\s*$`,
-    `must be 1 to ${NAME_MAX_LENGTH} characters after trimming surrounding white space`),
-  allOf: [{ pattern: STORABLE_TEXT }],
-  description: `The plant name: 1 to ${NAME_MAX_LENGTH} characters after trimming surrounding white space, stored trimmed; ${STORABLE_TEXT_RULE}`,
-  examples: ['Monstera']
-})
+const PlantNameInputSchema = trimmedTextSchema('The plant name', NAME_MAX_LENGTH, 'Monstera')
 
 const tagOptions = {
   minLength: 1,

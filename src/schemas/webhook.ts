@@ -1,10 +1,10 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { MAX_DESCRIPTION_LENGTH } from '../webhooks/service.js'
-import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js'
+import { EVENT_SUBJECTS, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js'
 import { MAX_WEBHOOK_URL_LENGTH } from '../webhooks/url-policy.js'
 import { int64IdSchema, int64StringSchema } from './int64.js'
 import { cursorSchema, listLimitSchema } from './paging.js'
-import { STORABLE_TEXT, STORABLE_TEXT_RULE } from './plant.js'
+import { STORABLE_TEXT, STORABLE_TEXT_RULE } from './text.js'
 import { ref } from './ref.js'
 
 /**
@@ -291,7 +291,7 @@ export const WebhookEventTypeListSchema = Type.Array(
   ),
   {
     $id: 'WebhookEventTypeList',
-    description: 'Every event type a receiver can get: the plant events a subscription asks for, and `webhook.test`',
+    description: `Every event type a receiver can get: the ${EVENT_SUBJECTS} events a subscription asks for, and \`webhook.test\``,
     examples: [[{ type: 'webhook.test', description: 'A test', schema: { type: 'object' } }]]
   }
 )

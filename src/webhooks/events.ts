@@ -9,6 +9,9 @@ export type WebhookEventType = `${AnyResource['name']}.${(typeof RESOURCE_CHANGE
 export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = RESOURCES.flatMap((resource) =>
   RESOURCE_CHANGES.map((change): WebhookEventType => `${resource.name}.${change}`))
 
+/** What the events are about, as the docs name them: `plant` (`plant events`), `plant and pot`. */
+export const EVENT_SUBJECTS = RESOURCES.map((resource) => resource.name).join(' and ')
+
 /** The event `POST /webhooks/{id}/test` sends; no subscription asks for it, every one can get it. */
 export const TEST_EVENT_TYPE = 'webhook.test'
 

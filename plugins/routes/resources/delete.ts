@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { WriteConditionsHeaderSchema } from '../../../src/schemas/headers.js'
+import { writeConditionsHeaders } from '../../../src/schemas/headers.js'
 import { aOne, operationId, repositoryOf, resourceErrorResponses, sharedErrors, writeCondition, writeConditions, scopeOf, type ResourceRouteOptions } from './shared.js'
 
 /** `DELETE /plants/{id}`: 204 with an empty body. */
@@ -15,7 +15,7 @@ const deleteRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app,
       description: `Deletes the ${name} with this id. Answers 204 with an empty body. ${writeConditions(resource)}`,
       tags: [collection],
       params: resource.schemas.params,
-      headers: WriteConditionsHeaderSchema,
+      headers: writeConditionsHeaders(name),
       response: {
         204: Type.Null({ description: `The ${name} was deleted` }),
         ...resourceErrorResponses({

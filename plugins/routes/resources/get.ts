@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { notFound, preconditionFailed } from '../../../src/errors.js'
 import { matchFails, noneMatchFails, parseEntityTags } from '../../../src/preconditions.js'
-import { etagHeaderOf, ReadConditionsHeaderSchema } from '../../../src/schemas/headers.js'
+import { etagHeaderOf, readConditionsHeaders } from '../../../src/schemas/headers.js'
 import { aOne, itemResponse, operationId, repositoryOf, resourceErrorResponses, sharedErrors, scopeOf, type ResourceRouteOptions } from './shared.js'
 
 /** `GET /plants/{id}`: one representation with its ETag; 304 when the client's copy is current. */
@@ -18,7 +18,7 @@ const getRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app, { 
         `answers 304 Not Modified with no body. A missing ${name} is a 404 whatever the conditions.`,
       tags: [collection],
       params: resource.schemas.params,
-      headers: ReadConditionsHeaderSchema,
+      headers: readConditionsHeaders(name),
       response: {
         200: itemResponse(resource, `The ${name}`),
         // No body at all (not even `null`), so the reply sends no Content-Type either.

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { WriteConditionsHeaderSchema } from '../../../src/schemas/headers.js'
+import { writeConditionsHeaders } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
 import {
   aOne, bodyWriteErrors, itemResponse, operationId, repositoryOf, withEtag, writeCondition, writeConditions, scopeOf, type ResourceRouteOptions
@@ -16,7 +16,7 @@ const replaceRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app
       description: `${resource.texts.replace.description} ${writeConditions(resource)}`,
       tags: [collection],
       params: schemas.params,
-      headers: WriteConditionsHeaderSchema,
+      headers: writeConditionsHeaders(name),
       body: ref(schemas.replace),
       response: {
         200: itemResponse(resource, `The ${name} as replaced`),

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { MERGE_PATCH } from '../../../src/json-body.js'
-import { WriteConditionsHeaderSchema } from '../../../src/schemas/headers.js'
+import { writeConditionsHeaders } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
 import {
   aOne, bodyWriteErrors, itemResponse, operationId, repositoryOf, withEtag, writeCondition, writeConditions, scopeOf, type ResourceRouteOptions
@@ -19,7 +19,7 @@ const updateRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app,
       // Only these routes read merge patches (plugins/app/requests.ts reads what `consumes` lists).
       consumes: [MERGE_PATCH, 'application/json'],
       params: schemas.params,
-      headers: WriteConditionsHeaderSchema,
+      headers: writeConditionsHeaders(name),
       body: ref(schemas.patch),
       response: {
         200: itemResponse(resource, `The ${name} as updated`),

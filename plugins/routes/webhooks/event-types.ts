@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ref } from '../../../src/schemas/ref.js'
 import { WebhookEventTypeListSchema } from '../../../src/schemas/webhook.js'
 import { eventTypeCatalog } from '../../../src/schemas/webhook-events.js'
+import { EVENT_SUBJECTS } from '../../../src/webhooks/events.js'
 import { webhooksErrorResponses } from './shared.js'
 
 /** `GET /webhooks/event-types`: the event type catalog. */
@@ -12,7 +13,7 @@ const listWebhookEventTypesRoute: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       operationId: 'listWebhookEventTypes',
       summary: 'List webhook event types',
-      description: 'Every event type a receiver can get, with what it means and the JSON Schema of its body: the plant ' +
+      description: `Every event type a receiver can get, with what it means and the JSON Schema of its body: the ${EVENT_SUBJECTS} ` +
         'events a subscription asks for in `events`, and `webhook.test` (sent by `POST /webhooks/{id}/test` only).',
       tags: ['webhooks'],
       response: {

@@ -3,9 +3,10 @@ import { idsExhausted, idTaken } from '../../errors.js'
 import type { Plant } from '../../schemas/plant.js'
 import { resourceEvent, type EventOrigin } from '../../webhooks/events.js'
 import type { CreateResult } from '../../resource.js'
-import { PLANTS, plantJsonAfterId, type NewPlant, type PlantRepository } from '../../resources/plants.js'
+import {
+  PLANT_COLUMNS, PLANTS, plantJsonAfterId, rememberedPlant, toPlant, type IdempotencyRow, type NewPlant, type PlantRepository, type PlantRow
+} from '../../resources/plants.js'
 import { isoTime } from '../iso-time.js'
-import { rememberedPlant, toPlant, type IdempotencyRow, type PlantRow } from '../rows.js'
 import { createOnce, drawFreeId, writableRow } from '../rules.js'
 import { MAX_ASSIGNED_ID, type IdempotencyKey, type IfMatch } from '../store.js'
 import { inTransaction } from './connection.js'
@@ -15,8 +16,6 @@ import { enqueuePostgresEvent, writeWithEventSql, postgresEventValues } from './
 type Queryable = pg.Pool | pg.PoolClient
 
 const SEQUENCE_LIMIT_EXCEEDED = '2200H'
-
-const PLANT_COLUMNS = 'id, name, tag, created_at, updated_at'
 
 /** nextval fails (2200H) past MAXVALUE 2^53 - 1 instead of going on. */
 const INSERT_GENERATED = `INSERT INTO plants (id, name, tag, created_at, updated_at)

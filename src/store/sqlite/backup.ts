@@ -3,6 +3,7 @@ import { chmodSync, closeSync, copyFileSync, createReadStream, existsSync, fsync
 import { pipeline } from 'node:stream/promises'
 import { basename, dirname, join, resolve } from 'node:path'
 import Database from 'better-sqlite3'
+import { RESOURCES } from '../../resources/index.js'
 import { createOwnerOnly } from './connection.js'
 import { identityProblem, readIdentity } from './preflight.js'
 
@@ -11,7 +12,8 @@ export class BackupError extends Error {
 }
 
 export interface BackupResult {
-  plants: number
+  /** What the copy holds, as the command prints it: `3 plants` (a count per resource's table). */
+  contents: string
   pages: number
 }
 
@@ -46,16 +48,16 @@ function syncFile (file: string): void {
 const besides = (file: string, purpose: string): string =>
   join(dirname(file), `.${basename(file)}.${purpose}-${randomBytes(6).toString('hex')}`)
 
-function verify (file: string): { plants: number, pages: number } {
+function verify (file: string): BackupResult {
   let db: Database.Database | undefined
   try {
-    db = new Database(file, { fileMustExist: true })
+    const opened = db = new Database(file, { fileMustExist: true })
     const problems = db.prepare('PRAGMA integrity_check').pluck().all() as string[]
     if (problems.length !== 1 || problems[0] !== 'ok') throw new BackupError(`integrity_check failed: ${problems.slice(0, 3).join('; ')}`)
     const problem = identityProblem(readIdentity(db))
     if (problem !== undefined) throw new BackupError(problem)
     return {
-      plants: Number(db.prepare('SELECT count(*) FROM plants').pluck().get()),
+      contents: RESOURCES.map(({ collection }) => `${Number(opened.prepare(`SELECT count(*) FROM ${collection}`).pluck().get())} ${collection}`).join(', '),
       pages: Number(db.pragma('page_count', { simple: true }))
     }
   } catch (err) {

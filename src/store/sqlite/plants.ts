@@ -3,8 +3,9 @@ import { idsExhausted, idTaken } from '../../errors.js'
 import type { Plant } from '../../schemas/plant.js'
 import { resourceEvent, type EventOrigin, type ResourceChange } from '../../webhooks/events.js'
 import type { CreateResult } from '../../resource.js'
-import { PLANTS, type NewPlant, type PlantRepository } from '../../resources/plants.js'
-import { columnsToPlant, PLANT_COLUMNS, rememberedPlant, toPlant, type IdempotencyRow, type PlantColumns, type PlantRow } from '../rows.js'
+import {
+  columnsToPlant, PLANT_COLUMNS, PLANTS, rememberedPlant, toPlant, type IdempotencyRow, type NewPlant, type PlantColumns, type PlantRepository, type PlantRow
+} from '../../resources/plants.js'
 import { createOnce, settled, writableRow } from '../rules.js'
 import { MAX_ASSIGNED_ID, type IdempotencyKey, type IfMatch } from '../store.js'
 import { boundLimit } from './connection.js'
