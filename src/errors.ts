@@ -26,7 +26,7 @@ export type ErrorCode =
   | 'invalid-secret'
   /** The owner already has as many webhook subscriptions as WEBHOOK_MAX_SUBSCRIPTIONS allows. */
   | 'subscription-limit'
-  /** A sandbox tenant already holds SANDBOX_MAX_PLANTS plants. */
+  /** A sandbox tenant already holds SANDBOX_MAX_PLANTS of a resource (plants, …). */
   | 'collection-limit'
   /** A sandbox at SANDBOX_MAX_TENANTS whose tenants are all in use: a new one cannot be made yet. */
   | 'sandbox-full'
