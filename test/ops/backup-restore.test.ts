@@ -76,15 +76,20 @@ async function until (done: () => boolean): Promise<void> {
   }
 }
 
-test('backup under write load holds every plant acknowledged before it started; restore is refused while the server runs, then brings them back', { timeout: 120_000 }, async () => {
+test('backup under write load holds every plant acknowledged before it started; restore is refused while the server runs, then brings them back', { timeout: 120_000 }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-backup-'))
   const database = join(dir, 'plants.db')
   const backup = join(dir, 'plants.bak')
-  const server = await startServer(undefined, { env: { DATABASE_URL: database, SQLITE_SYNCHRONOUS: 'full' } })
+  // With `t`, a failed assertion still stops the servers and the writers: nothing keeps the file running.
+  const server = await startServer(t, { env: { DATABASE_URL: database, SQLITE_SYNCHRONOUS: 'full' } })
 
   const agent = new Agent({ keepAlive: true, maxSockets: 8 })
   const acknowledged: string[] = []
   let writing = true
+  t.after(() => {
+    writing = false
+    agent.destroy()
+  })
   let sequence = 0
   const writer = async (): Promise<void> => {
     // `writing` is cleared by the test while the writers wait for their requests.
@@ -135,7 +140,7 @@ test('backup under write load holds every plant acknowledged before it started; 
   assert.equal(existsSync(`${database}-wal`), false)
 
   // The server starts on the restored database and serves exactly the backup's plants.
-  const again = await startServer(undefined, { env: { DATABASE_URL: database } })
+  const again = await startServer(t, { env: { DATABASE_URL: database } })
   const served = new Set<string>()
   for (let after = '0'; ;) {
     const page = await (await fetch(`${again.baseUrl}/plants?limit=100&after=${after}`, { headers: AUTH })).json() as Array<{ id: number }>
