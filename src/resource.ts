@@ -31,7 +31,6 @@ export interface ListPage<T> {
 
 export interface CreateResult<T> {
   item: T
-  /** True when an idempotency key matched an earlier create: `item` is that first result. */
   replayed: boolean
 }
 
@@ -45,7 +44,6 @@ export interface Repository<R extends ResourceTypes> {
   delete(id: bigint, ifMatch?: IfMatch, origin?: EventOrigin): Promise<R['item']>
 }
 
-/** The operations every repository has: metrics and spans name them `<collection>.<operation>`. */
 export const REPOSITORY_OPERATIONS = ['list', 'get', 'create', 'replace', 'update', 'delete'] as const satisfies ReadonlyArray<keyof Repository<ResourceTypes>>
 
 export interface ResourceSchemas {
@@ -92,7 +90,6 @@ export interface ResourceDefinition<
   fromReplace(body: Static<S['replace']>): R['replace']
   fromPatch(body: Static<S['patch']>): R['changes']
   idempotencyFields(item: R['create']): CreateFields
-  /** A list request's query, as the repository takes it (`limit` filled in, `after` a bigint). */
   fromListQuery(query: Static<S['listQuery']>): R['query']
   /** The next page's query string after `limit` and `after`: the same filters (`&tag=…`), encoded. */
   filterQuery(query: R['query']): string

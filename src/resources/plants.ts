@@ -34,7 +34,6 @@ export interface PlantTypes {
 
 export type PlantRepository = Repository<PlantTypes>
 
-/** A plant as both stores read it: ids and times (epoch milliseconds) as bigints. */
 export interface PlantRow {
   id: bigint
   name: string
@@ -93,7 +92,6 @@ interface PlantSchemas {
   listQuery: typeof PlantListQuerySchema
 }
 
-/** The plants resource. */
 export const PLANTS: ResourceDefinition<'plants', 'plant', PlantTypes, PlantSchemas> = {
   collection: 'plants',
   name: 'plant',

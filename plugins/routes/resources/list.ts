@@ -25,7 +25,6 @@ const listRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app, {
     const query = resource.fromListQuery(request.query)
     const { items, hasMore } = await repositoryOf(request, resource).list(query)
     const last = items.at(-1)
-    // The next page: the same limit and filters, after the last id of this one.
     if (hasMore && last !== undefined) linkNextPage(reply, `/${collection}?limit=${query.limit}&after=${last.id}${resource.filterQuery(query)}`)
     return items
   })

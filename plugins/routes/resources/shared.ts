@@ -12,7 +12,6 @@ export interface ResourceRouteOptions {
   resource: ResourceDefinition
 }
 
-/** The caller's store's repository of `resource` (the app's, or in a sandbox the tenant's). */
 export const repositoryOf = (request: FastifyRequest, resource: ResourceDefinition): Repository<ResourceTypes> =>
   request.store[resource.collection as AnyResource['collection']]
 
@@ -58,7 +57,6 @@ export function withEtag<T extends { id: bigint }> (reply: FastifyReply, resourc
   return item
 }
 
-/** The store precondition of a write to `id`, from its If-Match and If-None-Match headers (400 when malformed). */
 export async function writeCondition (
   repository: Repository<ResourceTypes>, resource: ResourceDefinition, id: bigint, headers: { 'if-match'?: string, 'if-none-match'?: string }
 ): Promise<IfMatch | undefined> {
