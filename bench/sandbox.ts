@@ -138,6 +138,9 @@ async function postgresPlace (server: string): Promise<SandboxPlace> {
   }
 }
 
+/** Tries of one write after its first 503 before it counts as failed. */
+const RETRIES = 60
+
 export async function runSandboxBench (options: SandboxBenchOptions): Promise<SandboxBenchResult> {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-sandbox-bench-'))
   const running: Array<{ stop: () => Promise<number | null> }> = []
@@ -174,8 +177,10 @@ export async function runSandboxBench (options: SandboxBenchOptions): Promise<Sa
         for (let plant = 0; plant < options.plantsPerTenant; plant++) {
           const body = JSON.stringify({ name: `plant ${plant}`, tag: 'bench' })
           let answer = await post(headers, body)
-          // A 503 (every open store in use) or a failed connection is retried after Retry-After, as a client should.
-          for (let attempt = 0; (answer.status === 503 || answer.status === 0) && attempt < 20; attempt++) {
+          // A 503 (every open store in use) or a failed connection is retried after Retry-After, as a
+          // client should. The budget is a client's patience, not a speed check: on a slower machine
+          // a write can be refused 20 times in a row at 30 s waits (SANDBOX_OPEN_WAIT_MS) and land later.
+          for (let attempt = 0; (answer.status === 503 || answer.status === 0) && attempt < RETRIES; attempt++) {
             retries++
             await sleep(answer.retryAfter * 1000)
             answer = await post(headers, body)
