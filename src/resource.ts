@@ -38,7 +38,8 @@ export interface CreateResult<T> {
 export interface Repository<R extends ResourceTypes> {
   list(query: R['query']): Promise<ListPage<R['item']>>
   get(id: bigint): Promise<R['item'] | undefined>
-  create(item: R['create'], idempotency?: IdempotencyKey, origin?: EventOrigin): Promise<CreateResult<R['item']>>
+  /** `admit` runs inside the create once it is known not to be a replay, before it writes: it throws to refuse (a sandbox's cap). */
+  create(item: R['create'], idempotency?: IdempotencyKey, origin?: EventOrigin, admit?: () => void): Promise<CreateResult<R['item']>>
   replace(id: bigint, item: R['replace'], ifMatch?: IfMatch, origin?: EventOrigin): Promise<R['item']>
   update(id: bigint, changes: R['changes'], ifMatch?: IfMatch, origin?: EventOrigin): Promise<R['item']>
   delete(id: bigint, ifMatch?: IfMatch, origin?: EventOrigin): Promise<R['item']>

@@ -27,8 +27,9 @@ export function limitCreates<R extends Repository<ResourceTypes>> (repository: R
     get: async (id) => await repository.get(id),
     create: async (item, idempotency, origin) => {
       const turn = queue.then(async () => {
-        if (await countUpTo(repository, max) >= max) throw collectionLimit(resource, max)
-        return await repository.create(item, idempotency, origin)
+        // At the cap a keyed create may still replay one that landed: the store refuses only a new one.
+        const full = await countUpTo(repository, max) >= max
+        return await repository.create(item, idempotency, origin, full ? () => { throw collectionLimit(resource, max) } : undefined)
       })
       queue = turn.catch(() => {})
       return await turn

@@ -37,18 +37,26 @@ export interface CreateSteps<Earlier extends { fingerprint: string }, Row, T> {
   created: (row: Row) => MaybeAsync<T>
 }
 
-/** An unexpired key with the same fingerprint replays what it created, with another is refused. */
+/**
+ * An unexpired key with the same fingerprint replays what it created, with another is refused.
+ * `admit` (the caller's, see Repository.create) runs once the create is known to be new.
+ */
 export function createOnce<Earlier extends { fingerprint: string }, Row, T> (
-  key: IdempotencyKey | undefined, now: number, steps: CreateSteps<Earlier, Row, T>
+  key: IdempotencyKey | undefined, now: number, steps: CreateSteps<Earlier, Row, T>, admit?: () => void
 ): MaybeAsync<CreateResult<T>> {
   const insert = (): MaybeAsync<CreateResult<T>> => then(steps.insert(), (row) =>
     then(key === undefined ? undefined : steps.saveKey(key, row), () =>
       then(steps.created(row), (item) => ({ item, replayed: false }))))
-  if (key === undefined) return insert()
+  if (key === undefined) {
+    admit?.()
+    return insert()
+  }
   const cutoff = idempotencyCutoff(now)
   return then(steps.findKey(key, cutoff), (earlier) => {
     const replayed = replayOf(earlier, key, steps.remembered)
-    return replayed !== undefined ? { item: replayed, replayed: true } : then(steps.expireKeys(cutoff), insert)
+    if (replayed !== undefined) return { item: replayed, replayed: true }
+    admit?.()
+    return then(steps.expireKeys(cutoff), insert)
   })
 }
 

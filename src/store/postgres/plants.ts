@@ -103,7 +103,9 @@ async function insertRow (db: Queryable, { id, name, tag }: NewPlant, now: numbe
 }
 
 /** A keyed or chosen-id create: a transaction, with the key's lock, the replay rule and the event. */
-async function createInTransaction (context: PostgresRepositoryContext, plant: NewPlant, key: IdempotencyKey | undefined, origin: EventOrigin | undefined): Promise<CreateResult<Plant>> {
+async function createInTransaction (
+  context: PostgresRepositoryContext, plant: NewPlant, key: IdempotencyKey | undefined, origin: EventOrigin | undefined, admit: (() => void) | undefined
+): Promise<CreateResult<Plant>> {
   const now = Date.now()
   let deliveries = 0
   const result = await inTransaction(context.pool, async (client) => await createOnce(key, now, {
@@ -120,7 +122,7 @@ async function createInTransaction (context: PostgresRepositoryContext, plant: N
       deliveries = await enqueuePostgresEvent(client, resourceEvent(PLANTS, 'created', created, now, origin), now, context.claimNotify(now))
       return created
     }
-  }))
+  }, admit))
   return context.afterCommit(result, deliveries)
 }
 
@@ -163,10 +165,12 @@ export function createPostgresPlants (context: PostgresRepositoryContext): Plant
       const { rows: [row] } = await guard(async () => await run<PlantRow>(pool, 'get', [id]))
       return row === undefined ? undefined : toPlant(row)
     },
-    async create (plant, key, origin) {
+    async create (plant, key, origin, admit) {
+      // Without a key nothing can be replayed: admit before the one-statement create.
+      if (key === undefined && plant.id === undefined) admit?.()
       return await guard(async () => key === undefined && plant.id === undefined
         ? await createGenerated(context, plant, origin)
-        : await createInTransaction(context, plant, key, origin))
+        : await createInTransaction(context, plant, key, origin, admit))
     },
     async replace (id, { name, tag }, ifMatch, origin) {
       return await guard(async () => await writeRow(context, id, 'update', (now) => [id, name, tag ?? null, true, now], ifMatch, origin))

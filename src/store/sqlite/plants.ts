@@ -94,7 +94,7 @@ function plantWrites ({ db, outbox }: SqliteRepositoryContext) {
   const current = (id: bigint, ifMatch: IfMatch | undefined): PlantRow => writableRow(PLANTS, id, statements.get.get(id), ifMatch, toPlant)
   return {
     statements,
-    create: db.transaction((plant: NewPlant, key: IdempotencyKey | undefined, origin: EventOrigin | undefined): CreateResult<Plant> => {
+    create: db.transaction((plant: NewPlant, key: IdempotencyKey | undefined, origin: EventOrigin | undefined, admit: (() => void) | undefined): CreateResult<Plant> => {
       const now = Date.now()
       return settled(createOnce(key, now, {
         findKey: ({ scope, key }, cutoff) => statements.findKey.get(scope, key, cutoff),
@@ -103,7 +103,7 @@ function plantWrites ({ db, outbox }: SqliteRepositoryContext) {
         insert: () => insertRow(plant, now),
         saveKey: ({ scope, key, fingerprint }, row) => statements.saveKey.run(scope, key, fingerprint, row.id, row.name, row.tag, row.created_at, row.updated_at),
         created: (row) => emit('created', toPlant(row), now, origin)
-      }))
+      }, admit))
     }),
     change: db.transaction((id: bigint, next: NextValues, ifMatch: IfMatch | undefined, origin: EventOrigin | undefined): Plant => {
       const row = current(id, ifMatch)
@@ -142,7 +142,7 @@ export function createSqlitePlants (context: SqliteRepositoryContext): PlantRepo
       })
     },
     // Not async: the group commit's promise is the answer, without one more around it.
-    create: (plant, key, origin) => write(() => create(plant, key, origin)),
+    create: (plant, key, origin, admit) => write(() => create(plant, key, origin, admit)),
     replace: (id, { name, tag }, ifMatch, origin) => write(() => change(id, () => ({ name, tag: tag ?? null }), ifMatch, origin)),
     update: (id, changes, ifMatch, origin) => write(() => change(id, (row) => ({
       name: changes.name ?? row.name,

@@ -117,6 +117,17 @@ for (const database of sandboxDatabases) {
       assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH_B, payload: { name: 'b' } })).statusCode, 201)
       assert.equal((await app.inject({ method: 'DELETE', url: '/plants/1', headers: AUTH_A })).statusCode, 204)
       assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH_A, payload: { name: 'again' } })).statusCode, 201)
+      // At the cap again: a keyed create that landed (its answer lost, say) is replayed; a new key is refused.
+      assert.equal((await app.inject({ method: 'DELETE', url: '/plants/2', headers: AUTH_A })).statusCode, 204)
+      const keyed = { ...AUTH_A, 'idempotency-key': 'k' }
+      const landed = await app.inject({ method: 'POST', url: '/plants', headers: keyed, payload: { name: 'last' } })
+      assert.equal(landed.statusCode, 201)
+      const replayed = await app.inject({ method: 'POST', url: '/plants', headers: keyed, payload: { name: 'last' } })
+      assert.equal(replayed.statusCode, 201, replayed.body)
+      assert.equal(replayed.headers['idempotent-replayed'], 'true')
+      assert.deepEqual(replayed.json(), landed.json())
+      const another = await app.inject({ method: 'POST', url: '/plants', headers: { ...AUTH_A, 'idempotency-key': 'k2' }, payload: { name: 'more' } })
+      assert.deepEqual(another.json(), { error: 409, message: 'This sandbox token already has 7 plants, the most allowed: delete one first' })
       for (const expected of [201, 201, 409]) {
         const res = await app.inject({ method: 'POST', url: '/webhooks', headers: AUTH_A, payload: { url: PUBLIC_RECEIVER } })
         assert.equal(res.statusCode, expected, res.body)

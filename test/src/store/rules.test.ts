@@ -43,6 +43,22 @@ test('a key seen with the same body replays what it created; with another body i
   assert.equal(other.calls.length, 1)
 })
 
+test('admit runs only for a new create, before anything is written; a replay is not asked, a refusal writes nothing', () => {
+  const refuse = (): void => { throw new Error('full') }
+  const replay = recorded({ fingerprint: 'body-1', item: 'first' })
+  assert.deepEqual(settled(createOnce(KEY, NOW, replay.steps, refuse)), { item: 'first', replayed: true })
+  const keyed = recorded()
+  assert.throws(() => createOnce(KEY, NOW, keyed.steps, refuse), /full/)
+  assert.deepEqual(keyed.calls.map((call) => call.split(' ')[0]), ['find'])
+  const bare = recorded()
+  assert.throws(() => createOnce(undefined, NOW, bare.steps, refuse), /full/)
+  assert.deepEqual(bare.calls, [])
+  const admitted = recorded()
+  const order: string[] = []
+  settled(createOnce(KEY, NOW, { ...admitted.steps, expireKeys: (cutoff) => { order.push('expire'); return admitted.steps.expireKeys(cutoff) } }, () => { order.push('admit') }))
+  assert.deepEqual(order, ['admit', 'expire'])
+})
+
 test('asynchronous steps run in the same order, each after the last has settled', async () => {
   const { calls, steps } = recorded(undefined, async (value) => await new Promise((resolve) => setImmediate(() => resolve(value))))
   const result = createOnce(KEY, NOW, steps)
