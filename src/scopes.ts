@@ -3,11 +3,14 @@ import { RESOURCES, type AnyResource } from './resources/index.js'
 /** What a token may do: read or change each resource (`plants:read`, `plants:write`), manage its own webhooks. */
 export type Scope = `${AnyResource['collection']}:${'read' | 'write'}` | 'webhooks'
 
+/** `plants:read`, `plants:write`: a resource's scopes, as routes declare them and tokens carry them. */
+export const resourceScope = ({ collection }: { collection: string }, access: 'read' | 'write'): Scope => `${collection}:${access}` as Scope
+
 /** What each scope grants, as the OpenAPI document and the docs say it. */
 export const SCOPE_DESCRIPTIONS = Object.fromEntries([
   ...RESOURCES.flatMap((resource) => [
-    [`${resource.collection}:read`, resource.texts.scopes.read],
-    [`${resource.collection}:write`, resource.texts.scopes.write]
+    [resourceScope(resource, 'read'), resource.texts.scopes.read],
+    [resourceScope(resource, 'write'), resource.texts.scopes.write]
   ]),
   ['webhooks', 'Manage the caller\'s own webhook subscriptions']
 ]) as Readonly<Record<Scope, string>>

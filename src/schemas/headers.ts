@@ -89,9 +89,9 @@ export const rateLimitHeaders = {
 
 /** The CORS plugin exposes exactly these: a browser's script may read only exposed headers. */
 export const DOCUMENTED_RESPONSE_HEADERS: readonly string[] = Object.keys({
-  ETag: undefined,
-  Location: undefined,
-  Link: undefined,
+  ...etagHeaderOf(''),
+  ...resourceLocationHeader('', ''),
+  ...resourceLinkHeader(''),
   ...replayedHeader,
   ...wwwAuthenticateHeader,
   ...acceptEncodingHeader,

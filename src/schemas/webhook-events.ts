@@ -1,8 +1,7 @@
 import type { OpenAPIV3_2 as OpenApi } from '@fastify/swagger'
 import { Type, type TObject } from '@sinclair/typebox'
 import type { ResourceDefinition } from '../resource.js'
-import { RESOURCES } from '../resources/index.js'
-import { EVENT_DESCRIPTIONS, eventPayload, RESOURCE_CHANGES, TEST_EVENT_TYPE, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js'
+import { EVENT_DESCRIPTIONS, eventPayload, RESOURCE_EVENTS, TEST_EVENT_TYPE, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js'
 import { signatureHeader } from '../webhooks/signing.js'
 import { ref } from './ref.js'
 import { SECRET_EXAMPLE } from './webhook.js'
@@ -15,11 +14,9 @@ import { SECRET_EXAMPLE } from './webhook.js'
  */
 
 /** Each event type's resource, and the `$id` of its body schema (`PlantCreatedEvent`). */
-const EVENTS = Object.fromEntries(RESOURCES.flatMap((resource) => RESOURCE_CHANGES.map((change) => {
-  const type: WebhookEventType = `${resource.name}.${change}`
-  const id = `${resource.title}${change[0]?.toUpperCase() ?? ''}${change.slice(1)}Event`
-  return [type, { id, what: EVENT_DESCRIPTIONS[type], resource: resource as ResourceDefinition }]
-}))) as Record<WebhookEventType, { id: string, what: string, resource: ResourceDefinition }>
+const EVENTS = Object.fromEntries(RESOURCE_EVENTS.map(({ type, resource, change }) =>
+  [type, { id: `${resource.title}${change.charAt(0).toUpperCase()}${change.slice(1)}Event`, what: EVENT_DESCRIPTIONS[type], resource: resource as ResourceDefinition }]
+)) as Record<WebhookEventType, { id: string, what: string, resource: ResourceDefinition }>
 
 const EXAMPLE_MESSAGE_ID = 'msg_2KWPBgLlAfxdpx2AI54pPJ'
 /** One time for every example, so a document's examples agree with each other. */

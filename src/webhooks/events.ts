@@ -1,13 +1,19 @@
 import { randomFillSync } from 'node:crypto'
+import type { ResourceDefinition } from '../resource.js'
 import { RESOURCES, type AnyResource } from '../resources/index.js'
 import { isoTime } from '../store/iso-time.js'
 
 export const RESOURCE_CHANGES = ['created', 'updated', 'deleted'] as const
+export type ResourceChange = (typeof RESOURCE_CHANGES)[number]
 
 /** Each resource's `<name>.created`, `.updated` and `.deleted`; a new subscription gets all of them. */
 export type WebhookEventType = `${AnyResource['name']}.${(typeof RESOURCE_CHANGES)[number]}`
-export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = RESOURCES.flatMap((resource) =>
-  RESOURCE_CHANGES.map((change): WebhookEventType => `${resource.name}.${change}`))
+export const eventType = (resource: { name: AnyResource['name'] }, change: ResourceChange): WebhookEventType => `${resource.name}.${change}`
+
+/** Every resource event type with what it is made of: the one list the types, descriptions and body schemas follow. */
+export const RESOURCE_EVENTS = RESOURCES.flatMap((resource: ResourceDefinition<string, AnyResource['name']>) =>
+  RESOURCE_CHANGES.map((change) => ({ type: eventType(resource, change), resource, change })))
+export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = RESOURCE_EVENTS.map(({ type }) => type)
 
 /** What the events are about, as the docs name them: `plant` (`plant events`), `plant and pot`. */
 export const EVENT_SUBJECTS = RESOURCES.map((resource) => resource.name).join(' and ')
@@ -17,7 +23,7 @@ export const TEST_EVENT_TYPE = 'webhook.test'
 
 /** What each event type means, for the catalog (GET /webhooks/event-types) and the OpenAPI document. */
 export const EVENT_DESCRIPTIONS = Object.fromEntries([
-  ...RESOURCES.flatMap((resource) => RESOURCE_CHANGES.map((change) => [`${resource.name}.${change}`, resource.texts.events[change]])),
+  ...RESOURCE_EVENTS.map(({ type, resource, change }) => [type, resource.texts.events[change]]),
   [TEST_EVENT_TYPE, 'A test, sent by `POST /webhooks/{id}/test` to that subscription only; `data` names it']
 ]) as Readonly<Record<WebhookEventType | typeof TEST_EVENT_TYPE, string>>
 
@@ -51,14 +57,12 @@ export interface ResourceEvent {
   occurredAt?: number
 }
 
-export type ResourceChange = (typeof RESOURCE_CHANGES)[number]
-
 /** The event of a `change` to `item` (`plant.created`, …); for a delete, `item` as it was. */
 export function resourceEvent<T extends { id: bigint }> (
   resource: { name: AnyResource['name'], json: (item: T) => string }, change: ResourceChange, item: T, occurredAt?: number, origin?: EventOrigin
 ): ResourceEvent {
   return {
-    type: `${resource.name}.${change}`,
+    type: eventType(resource, change),
     subject: { resource: resource.name, id: item.id },
     data: resource.json(item),
     ...(occurredAt !== undefined && { occurredAt }),

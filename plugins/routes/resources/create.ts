@@ -2,13 +2,15 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { idempotencyKey } from '../../../src/idempotency.js'
 import { etagHeaderOf, IdempotencyKeyHeaderSchema, replayedHeader, resourceLocationHeader } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
-import { aOne, operationId, repositoryOf, resourceErrorResponses, sharedErrors, withEtag, scopeOf, type ResourceRouteOptions } from './shared.js'
+import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
+import { resourceScope } from '../../../src/scopes.js'
+import { aOne, capitalized, operationId, repositoryOf, sharedErrors, withEtag, type ResourceRouteOptions } from './shared.js'
 
 /** `POST /plants`: creates one, with the id the client chose or the next one. */
 const createRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app, { resource }) => {
   const { collection, name, texts } = resource
   app.post(`/${collection}`, {
-    config: { scope: scopeOf(resource, 'write') },
+    config: { scope: resourceScope(resource, 'write') },
     schema: {
       operationId: operationId('create', name),
       summary: `Create ${aOne(resource)}`,
@@ -21,9 +23,9 @@ const createRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app,
           description: `The ${name} was created`,
           headers: { ...resourceLocationHeader(name, collection), ...etagHeaderOf(name), ...replayedHeader }
         }),
-        ...resourceErrorResponses({
+        ...authenticatedErrorResponses({
           400: texts.create.badRequest,
-          409: `${capitalizedA(resource)} already has this id`,
+          409: `${capitalized(aOne(resource))} already has this id`,
           413: sharedErrors(resource).tooLarge,
           415: 'The body is not JSON',
           422: 'This Idempotency-Key was already used with a different body'
@@ -42,11 +44,6 @@ const createRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app,
     void reply.code(201).header('location', `/${collection}/${result.item.id}`)
     return withEtag(reply, resource, result.item)
   })
-}
-
-const capitalizedA = (resource: Parameters<typeof aOne>[0]): string => {
-  const one = aOne(resource)
-  return `${one.charAt(0).toUpperCase()}${one.slice(1)}`
 }
 
 export default createRoute

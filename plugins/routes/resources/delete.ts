@@ -1,14 +1,16 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { writeConditionsHeaders } from '../../../src/schemas/headers.js'
-import { aOne, operationId, repositoryOf, resourceErrorResponses, sharedErrors, writeCondition, writeConditions, scopeOf, type ResourceRouteOptions } from './shared.js'
+import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
+import { resourceScope } from '../../../src/scopes.js'
+import { aOne, operationId, repositoryOf, sharedErrors, writeCondition, writeConditions, type ResourceRouteOptions } from './shared.js'
 
 /** `DELETE /plants/{id}`: 204 with an empty body. */
 const deleteRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app, { resource }) => {
   const { collection, name } = resource
   const errors = sharedErrors(resource)
   app.delete(`/${collection}/:id`, {
-    config: { scope: scopeOf(resource, 'write') },
+    config: { scope: resourceScope(resource, 'write') },
     schema: {
       operationId: operationId('delete', name),
       summary: `Delete ${aOne(resource)}`,
@@ -18,7 +20,7 @@ const deleteRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app,
       headers: writeConditionsHeaders(name),
       response: {
         204: Type.Null({ description: `The ${name} was deleted` }),
-        ...resourceErrorResponses({
+        ...authenticatedErrorResponses({
           400: 'The id is not a signed 64-bit integer, or If-Match or If-None-Match is malformed',
           404: errors.notFound,
           412: errors.stale

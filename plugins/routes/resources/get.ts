@@ -3,13 +3,15 @@ import { Type } from '@sinclair/typebox'
 import { notFound, preconditionFailed } from '../../../src/errors.js'
 import { matchFails, noneMatchFails, parseEntityTags } from '../../../src/preconditions.js'
 import { etagHeaderOf, readConditionsHeaders } from '../../../src/schemas/headers.js'
-import { aOne, itemResponse, operationId, repositoryOf, resourceErrorResponses, sharedErrors, scopeOf, type ResourceRouteOptions } from './shared.js'
+import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
+import { resourceScope } from '../../../src/scopes.js'
+import { aOne, itemResponse, operationId, repositoryOf, sharedErrors, type ResourceRouteOptions } from './shared.js'
 
 /** `GET /plants/{id}`: one representation with its ETag; 304 when the client's copy is current. */
 const getRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app, { resource }) => {
   const { collection, name } = resource
   app.get(`/${collection}/:id`, {
-    config: { scope: scopeOf(resource, 'read') },
+    config: { scope: resourceScope(resource, 'read') },
     schema: {
       operationId: operationId('get', name),
       summary: `Get ${aOne(resource)}`,
@@ -23,7 +25,7 @@ const getRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app, { 
         200: itemResponse(resource, `The ${name}`),
         // No body at all (not even `null`), so the reply sends no Content-Type either.
         304: Type.Unsafe<undefined>({ type: 'null', description: 'Not modified: the copy named by If-None-Match is current', headers: etagHeaderOf(name) }),
-        ...resourceErrorResponses({
+        ...authenticatedErrorResponses({
           400: 'The id is not a signed 64-bit integer, or If-Match or If-None-Match is malformed',
           404: sharedErrors(resource).notFound,
           412: `If-Match does not match the ${name}'s current ETag`

@@ -2,13 +2,15 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { resourceLinkHeader } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
 import { canonicalLimit, linkNextPage } from '../paging.js'
-import { operationId, repositoryOf, resourceErrorResponses, scopeOf, type ResourceRouteOptions } from './shared.js'
+import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
+import { resourceScope } from '../../../src/scopes.js'
+import { operationId, repositoryOf, type ResourceRouteOptions } from './shared.js'
 
 /** `GET /plants`: a page in id order, keyset-paginated. */
 const listRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app, { resource }) => {
   const { collection, texts } = resource
   app.get(`/${collection}`, {
-    config: { scope: scopeOf(resource, 'read') },
+    config: { scope: resourceScope(resource, 'read') },
     schema: {
       operationId: operationId('list', collection),
       summary: `List ${collection}`,
@@ -17,7 +19,7 @@ const listRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app, {
       querystring: resource.schemas.listQuery,
       response: {
         200: ref(resource.schemas.list, { description: `A page of ${collection}, ordered by id`, headers: resourceLinkHeader(collection) }),
-        ...resourceErrorResponses({ 400: texts.list.badRequest })
+        ...authenticatedErrorResponses({ 400: texts.list.badRequest })
       }
     },
     preValidation: canonicalLimit

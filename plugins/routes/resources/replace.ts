@@ -1,15 +1,16 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { writeConditionsHeaders } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
+import { resourceScope } from '../../../src/scopes.js'
 import {
-  aOne, bodyWriteErrors, itemResponse, operationId, repositoryOf, withEtag, writeCondition, writeConditions, scopeOf, type ResourceRouteOptions
+  aOne, bodyWriteErrors, itemResponse, operationId, repositoryOf, withEtag, writeCondition, writeConditions, type ResourceRouteOptions
 } from './shared.js'
 
 /** `PUT /plants/{id}`: replaces what a client may set of one; never creates one. */
 const replaceRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app, { resource }) => {
   const { collection, name, schemas } = resource
   app.put(`/${collection}/:id`, {
-    config: { scope: scopeOf(resource, 'write') },
+    config: { scope: resourceScope(resource, 'write') },
     schema: {
       operationId: operationId('replace', name),
       summary: `Replace ${aOne(resource)}`,

@@ -5,7 +5,6 @@ import type { AnyResource } from '../../../src/resources/index.js'
 import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
 import { etagHeaderOf } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
-import type { Scope } from '../../../src/scopes.js'
 import type { IfMatch } from '../../../src/store/store.js'
 
 export interface ResourceRouteOptions {
@@ -15,12 +14,10 @@ export interface ResourceRouteOptions {
 export const repositoryOf = (request: FastifyRequest, resource: ResourceDefinition): Repository<ResourceTypes> =>
   request.store[resource.collection as AnyResource['collection']]
 
-export const scopeOf = ({ collection }: ResourceDefinition, access: 'read' | 'write'): Scope => `${collection}:${access}` as Scope
-
 /** `a plant`, `an order`: as summaries name one. */
 export const aOne = ({ name }: ResourceDefinition): string => `${/^[aeiou]/.test(name) ? 'an' : 'a'} ${name}`
 
-const capitalized = (text: string): string => `${text.charAt(0).toUpperCase()}${text.slice(1)}`
+export const capitalized = (text: string): string => `${text.charAt(0).toUpperCase()}${text.slice(1)}`
 
 export const operationId = (verb: string, noun: string): string => `${verb}${capitalized(noun)}`
 
@@ -35,12 +32,10 @@ export const sharedErrors = ({ name }: ResourceDefinition) => ({
   tooLarge: 'The body is too large'
 })
 
-export const resourceErrorResponses = authenticatedErrorResponses
-
 /** The errors of a write with a body to `/{collection}/{id}` (PUT, PATCH): `body` names its schema, `notJson` says what 415 means. */
 export const bodyWriteErrors = (resource: ResourceDefinition, body: string, notJson: string) => {
   const errors = sharedErrors(resource)
-  return resourceErrorResponses({
+  return authenticatedErrorResponses({
     400: `The id is not a signed 64-bit integer, the body is not a valid ${body} (the message names the field), or If-Match or If-None-Match is malformed`,
     404: errors.notFound,
     412: errors.stale,

@@ -2,15 +2,16 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { MERGE_PATCH } from '../../../src/json-body.js'
 import { writeConditionsHeaders } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
+import { resourceScope } from '../../../src/scopes.js'
 import {
-  aOne, bodyWriteErrors, itemResponse, operationId, repositoryOf, withEtag, writeCondition, writeConditions, scopeOf, type ResourceRouteOptions
+  aOne, bodyWriteErrors, itemResponse, operationId, repositoryOf, withEtag, writeCondition, writeConditions, type ResourceRouteOptions
 } from './shared.js'
 
 /** `PATCH /plants/{id}`: a JSON merge patch (RFC 7396). */
 const updateRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app, { resource }) => {
   const { collection, name, schemas } = resource
   app.patch(`/${collection}/:id`, {
-    config: { scope: scopeOf(resource, 'write') },
+    config: { scope: resourceScope(resource, 'write') },
     schema: {
       operationId: operationId('update', name),
       summary: `Update ${aOne(resource)}`,

@@ -130,7 +130,7 @@ async function createInTransaction (
 async function createGenerated ({ pool, claimNotify, afterCommit }: PostgresRepositoryContext, { name, tag }: NewPlant, origin: EventOrigin | undefined): Promise<CreateResult<Plant>> {
   const now = Date.now()
   const at = isoTime(now)
-  const event = postgresEventValues(`${PLANTS.name}.created`, PLANTS.name, plantJsonAfterId({ name, ...(tag !== undefined && { tag }), createdAt: at, updatedAt: at }), now, origin, claimNotify(now))
+  const event = postgresEventValues(PLANTS, 'created', plantJsonAfterId({ name, ...(tag !== undefined && { tag }), createdAt: at, updatedAt: at }), now, origin, claimNotify(now))
   const row = await withGeneratedId(async () => (await run<PlantRow & { deliveries: number }>(pool, 'createGenerated', [name, tag ?? null, now, ...event])).rows[0], pool)
   return afterCommit({ item: toPlant(row), replayed: false }, row.deliveries)
 }

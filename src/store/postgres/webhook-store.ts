@@ -1,6 +1,7 @@
 import pg from 'pg'
 import { pgTypes } from './types.js'
-import { buildEventMessage, eventPayloadAroundId, newMessageId, type EventOrigin, type ResourceEvent, type WebhookEventType } from '../../webhooks/events.js'
+import type { AnyResource } from '../../resources/index.js'
+import { buildEventMessage, eventPayloadAroundId, eventType, newMessageId, type EventOrigin, type ResourceChange, type ResourceEvent } from '../../webhooks/events.js'
 import { toClaimed, truncateError, type ClaimRow } from '../../webhooks/rows.js'
 import type { Backlog, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore } from '../../webhooks/store.js'
 import { checkWebhookSchema, disablesSubscription, FAN_OUT_ALL_BATCH, inBatches, PRUNE_BATCH, receives as sharedReceives } from '../webhook-rules.js'
@@ -50,9 +51,12 @@ export const writeWithEventSql = (write: string, columns: string, p: number): st
   SELECT ${columns}, n AS deliveries, ${notifyColumn(p + 7)} FROM written, receivers`
 
 /** The values of `writeWithEventSql`'s event: its data is the written row's JSON, around the id the statement draws. */
-export function postgresEventValues (type: WebhookEventType, subject: string, dataAfterId: string, now: number, origin: EventOrigin | undefined, notify: boolean): unknown[] {
+export function postgresEventValues (
+  resource: { name: AnyResource['name'] }, change: ResourceChange, dataAfterId: string, now: number, origin: EventOrigin | undefined, notify: boolean
+): unknown[] {
+  const type = eventType(resource, change)
   const { before, after } = eventPayloadAroundId(type, dataAfterId, now)
-  return [newMessageId(), type, before, now, origin?.requestId ?? null, origin?.traceparent ?? null, after, notify, subject]
+  return [newMessageId(), type, before, now, origin?.requestId ?? null, origin?.traceparent ?? null, after, notify, resource.name]
 }
 
 const receives = (eventId: string, type: string): string => sharedReceives(eventId, `${type} = ANY (s.events)`, 'NOT s.disabled')
