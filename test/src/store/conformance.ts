@@ -292,6 +292,22 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       assert.deepEqual(await store.plants.create({ name: 'once' }, KEY), { item: first.item, replayed: true })
     })
 
+    test('admit: asked only of a new create, before it writes; a refusal leaves no plant and no key, a replay passes', async (t) => {
+      const store = await fresh(t)
+      const refuse = (): void => { throw new ServiceError('collection-limit', 'full') }
+      const first = await store.plants.create({ name: 'once' }, KEY)
+      assert.deepEqual(await store.plants.create({ name: 'once' }, KEY, undefined, refuse), { item: first.item, replayed: true })
+      // Each way a create can run on each store: keyed, with a chosen id, and the plain one.
+      await rejectsWith(store.plants.create({ name: 'new' }, { ...KEY, key: 'key-2' }, undefined, refuse), 'collection-limit')
+      await rejectsWith(store.plants.create({ id: 50n, name: 'chosen' }, undefined, undefined, refuse), 'collection-limit')
+      await rejectsWith(store.plants.create({ name: 'plain' }, undefined, undefined, refuse), 'collection-limit')
+      assert.deepEqual((await store.plants.list({ limit: 10 })).items, [first.item])
+      // The refused key was not saved: with room, it creates.
+      const later = await store.plants.create({ name: 'new' }, { ...KEY, key: 'key-2' }, undefined, () => {})
+      assert.equal(later.replayed, false)
+      assert.equal(later.item.id, 2n)
+    })
+
     test('idempotency key: another body is refused; keys are per scope', async (t) => {
       const store = await fresh(t)
       await store.plants.create({ name: 'once' }, KEY)
