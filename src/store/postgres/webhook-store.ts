@@ -156,7 +156,7 @@ const SQL = {
 type Queryable = pg.Pool | pg.PoolClient | pg.ClientBase
 
 async function run<R extends pg.QueryResultRow = pg.QueryResultRow> (db: Queryable, statement: keyof typeof SQL, values: unknown[] = []): Promise<pg.QueryResult<R>> {
-  return await db.query<R>({ name: `plant-store-webhooks-${statement}`, text: SQL[statement], values })
+  return await db.query<R>(SQL[statement], values)
 }
 
 /**
