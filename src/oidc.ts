@@ -3,6 +3,7 @@ import { authUnavailable, invalidToken, ServiceError } from './errors.js'
 import type { OidcConfig } from './load-config.js'
 import { isScope, type Principal, type Scope } from './scopes.js'
 import { tokenDigest } from './tokens.js'
+import { jwtPrincipalId } from './principal-id.js'
 
 /** The signature algorithms accepted: asymmetric only, so a public key can never serve as an HMAC secret. */
 export const ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'] as const
@@ -196,7 +197,7 @@ export class OidcVerifier {
     }
     if (typeof payload.sub !== 'string' || payload.sub === '') throw invalidToken('it has no subject (sub)')
     const client = typeof payload.client_id === 'string' ? payload.client_id : typeof payload.azp === 'string' ? payload.azp : undefined
-    const principal: Principal = { id: `jwt:${payload.sub}`, name: payload.sub, scopes: scopesOf(payload), ...(client !== undefined && { client }) }
+    const principal: Principal = { id: jwtPrincipalId(payload.sub), name: payload.sub, scopes: scopesOf(payload), ...(client !== undefined && { client }) }
     // jwtVerify required `exp`.
     return { principal, expiresAt: Number(payload.exp) * 1000 }
   }
