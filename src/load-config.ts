@@ -146,8 +146,9 @@ export const EnvSchema = Type.Object({
     minimum: 0,
     maximum: 3_600_000,
     default: 30_000,
-    description: 'The least time between two fetches of the provider\'s key set (a token with an unknown `kid` triggers one), in milliseconds.'
-  })
+    description: 'The least time between two fetches of the provider\'s key set (a token with an unknown `kid`, or a signature that fails under a cached `kid`, triggers one), in milliseconds; after a failed fetch, at most 5 s.'
+  }),
+  OIDC_REQUIRE_AT_JWT: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '1', description: '`0` also accepts JWTs whose `typ` header is not `at+jwt` (RFC 9068), for providers that issue access tokens as plain `JWT`; an ID token of the same provider then passes too.' })
 })
 
 type Env = Static<typeof EnvSchema>
@@ -224,6 +225,8 @@ export interface OidcConfig {
   audience: string
   clockSkewMs: number
   jwksCooldownMs: number
+  /** Only `typ: at+jwt` (RFC 9068), unless OIDC_REQUIRE_AT_JWT=0. */
+  requireAtJwt: boolean
 }
 
 /** How webhooks are delivered (the WEBHOOK_* settings). */
@@ -595,5 +598,5 @@ function parseOidc (parsed: Env): OidcConfig | undefined {
   }
   const audience = parsed.OIDC_AUDIENCE?.trim() ?? ''
   if (audience === '') throw new ConfigError('invalid configuration: OIDC_AUDIENCE must be set with OIDC_ISSUER (the audience tokens are issued for, e.g. https://plants.example.com)')
-  return { issuer, audience, clockSkewMs: parsed.OIDC_CLOCK_SKEW_MS, jwksCooldownMs: parsed.OIDC_JWKS_COOLDOWN_MS }
+  return { issuer, audience, clockSkewMs: parsed.OIDC_CLOCK_SKEW_MS, jwksCooldownMs: parsed.OIDC_JWKS_COOLDOWN_MS, requireAtJwt: parsed.OIDC_REQUIRE_AT_JWT === '1' }
 }

@@ -71,11 +71,11 @@ test('a plain token that is also a named API_TOKENS_FILE entry stops the start, 
 test('OIDC_ISSUER and OIDC_AUDIENCE: both or neither; https (http on loopback only); skew and cooldown default to 30 s', () => {
   assert.equal(loadConfig({}).oidc, undefined)
   const config = loadConfig({ OIDC_ISSUER: 'https://login.example.com/realms/plants', OIDC_AUDIENCE: 'https://plants.example.com' })
-  assert.deepEqual(config.oidc, { issuer: 'https://login.example.com/realms/plants', audience: 'https://plants.example.com', clockSkewMs: 30_000, jwksCooldownMs: 30_000 })
+  assert.deepEqual(config.oidc, { issuer: 'https://login.example.com/realms/plants', audience: 'https://plants.example.com', clockSkewMs: 30_000, jwksCooldownMs: 30_000, requireAtJwt: true })
   assert.equal(config.tokenGenerated, false, 'JWTs alone: no token is made up')
   assert.deepEqual(config.tokens, [])
-  assert.deepEqual(loadConfig({ OIDC_ISSUER: 'http://127.0.0.1:4000', OIDC_AUDIENCE: 'plants', OIDC_CLOCK_SKEW_MS: '0', OIDC_JWKS_COOLDOWN_MS: '1000' }).oidc,
-    { issuer: 'http://127.0.0.1:4000', audience: 'plants', clockSkewMs: 0, jwksCooldownMs: 1000 })
+  assert.deepEqual(loadConfig({ OIDC_ISSUER: 'http://127.0.0.1:4000', OIDC_AUDIENCE: 'plants', OIDC_CLOCK_SKEW_MS: '0', OIDC_JWKS_COOLDOWN_MS: '1000', OIDC_REQUIRE_AT_JWT: '0' }).oidc,
+    { issuer: 'http://127.0.0.1:4000', audience: 'plants', clockSkewMs: 0, jwksCooldownMs: 1000, requireAtJwt: false })
   assert.equal(loadConfig({ OIDC_ISSUER: 'http://localhost:4000/', OIDC_AUDIENCE: 'plants' }).oidc?.issuer, 'http://localhost:4000/', 'kept exactly as tokens name it')
   assertConfigRefused([
     [{ OIDC_AUDIENCE: 'plants' }, /OIDC_AUDIENCE is set but OIDC_ISSUER is not/],
