@@ -5562,7 +5562,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookWithSecret"];
                 };
             };
-            /** @description The id is not a signed 64-bit integer, or the body is not a RotateWebhookSecret (a secret not `whsec_` and 24 to 64 bytes in base64) */
+            /** @description The id is not a signed 64-bit integer, or the body is not a RotateWebhookSecret (a secret not `whsec_` and 24 to 64 bytes in base64, or one byte repeated) */
             400: {
                 headers: {
                     /** @description Requests allowed per window for this caller (when rate limiting is on) */
@@ -5577,7 +5577,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 400,
-                     *       "message": "The id is not a signed 64-bit integer, or the body is not a RotateWebhookSecret (a secret not `whsec_` and 24 to 64 bytes in base64)"
+                     *       "message": "The id is not a signed 64-bit integer, or the body is not a RotateWebhookSecret (a secret not `whsec_` and 24 to 64 bytes in base64, or one byte repeated)"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
