@@ -343,6 +343,10 @@ function parseSandbox (parsed: Env, hasCredentials: boolean): SandboxConfig | un
   if (parsed.WEBHOOK_ALLOW_PRIVATE_URLS === '1') {
     throw new ConfigError('invalid configuration: WEBHOOK_ALLOW_PRIVATE_URLS=1 is refused with SANDBOX=1: a public sandbox must not reach private addresses')
   }
+  // In memory no tenant could be closed without losing it: SANDBOX_OPEN_TENANTS would bound nothing.
+  if (parsed.DATABASE_URL === ':memory:') {
+    throw new ConfigError('invalid configuration: DATABASE_URL=:memory: is refused with SANDBOX=1: every tenant would stay in memory, beyond SANDBOX_OPEN_TENANTS; give a file path or a postgres:// URL')
+  }
   const seed = parsed.SANDBOX_SEED?.trim()
   return {
     seed: loadSeed(seed === '' ? undefined : seed, parsed.SANDBOX_MAX_PLANTS),

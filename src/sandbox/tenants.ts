@@ -3,8 +3,6 @@ import type { Store, StoreLog } from '../store/store.js'
 
 /** Where tenants live: one store each, and a registry of when each was created and last used. */
 export interface TenantBackend {
-  /** False when closing a tenant's store would lose its data (`:memory:`): such tenants stay open. */
-  readonly persistent: boolean
   /** True when other instances share the tenants (PostgreSQL): their uses count as recent only once recorded. */
   readonly shared: boolean
   exists: (key: string) => Promise<boolean>
@@ -170,7 +168,7 @@ export class TenantRegistry<T> {
     const run = async (): Promise<void> => {
       for (const entry of [...this.#open.values()]) {
         if (entry.lastUsed > entry.touchedAt) this.#touch(entry)
-        if (entry.refs === 0 && this.#backend.persistent && now - entry.lastUsed >= this.touchIntervalMs) {
+        if (entry.refs === 0 && now - entry.lastUsed >= this.touchIntervalMs) {
           await this.#withKey(entry.key, async () => { if (entry.refs === 0) await this.#close(entry) })
         }
       }
@@ -254,7 +252,7 @@ export class TenantRegistry<T> {
    * first served; past SANDBOX_OPEN_WAIT_MS a 503 sandbox-busy.
    */
   async #waitForRoom (): Promise<void> {
-    if (!this.#backend.persistent || (this.#queue.length === 0 && this.#room())) {
+    if (this.#queue.length === 0 && this.#room()) {
       this.#opening++
       return
     }
