@@ -54,7 +54,6 @@ export async function createSqliteTenants (options: SqliteTenantOptions): Promis
   await createSqliteStore({ ...options.store, filename: template, checkpoint: false }).close()
 
   return {
-    shared: false,
     exists: async (key) => sql.exists.get(key) !== undefined,
     touch: async (key, now) => {
       if (sql.insert.run(key, now, now).changes === 1) return true

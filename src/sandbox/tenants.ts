@@ -3,8 +3,6 @@ import type { Store, StoreLog } from '../store/store.js'
 
 /** Where tenants live: one store each, and a registry of when each was created and last used. */
 export interface TenantBackend {
-  /** True when other instances share the tenants (PostgreSQL): their uses count as recent only once recorded. */
-  readonly shared: boolean
   exists: (key: string) => Promise<boolean>
   /** Records a use at `now`; resolves true when this call created the tenant. */
   touch: (key: string, now: number) => Promise<boolean>
@@ -220,10 +218,13 @@ export class TenantRegistry<T> {
     this.#idle.set(key, entry)
   }
 
-  /** Deletes up to `count` of the least recently used tenants nobody uses; resolves with how many. */
+  /**
+   * Deletes up to `count` of the least recently used tenants unused for a touch interval (a minute,
+   * or a quarter of the TTL); resolves with how many. The registry may lag a use by that interval
+   * (here and on other instances): this instance's open entries are judged by their own last use.
+   */
   async #evict (count: number, now: number): Promise<number> {
-    // Elsewhere a use shows only once recorded: a shared tenant counts as idle after a touch interval.
-    const before = this.#backend.shared ? now - this.touchIntervalMs : now + 1
+    const before = now - this.touchIntervalMs
     const candidates = await this.#backend.leastRecentlyUsed(before, count + this.#open.size)
     let evicted = 0
     for (const key of candidates) {

@@ -9,7 +9,6 @@ function fakeBackend (): TenantBackend & { closes: string[] } {
   const rows = new Map<string, number>()
   const closes: string[] = []
   return {
-    shared: false,
     closes,
     exists: async (key) => rows.has(key),
     touch: async (key, now) => { const created = !rows.has(key); rows.set(key, Math.max(rows.get(key) ?? 0, now)); return created },
