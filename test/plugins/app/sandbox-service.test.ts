@@ -118,6 +118,29 @@ for (const database of sandboxDatabases) {
       assert.deepEqual(deliveries.map((delivery) => delivery.attempts).sort(), [0, 0, 1])
       assert.deepEqual(connections, ['93.184.216.34'])
     })
+
+    test('test events take the same pace: one test event, then 503 + Retry-After within the minute, with or after a delivery', async (t) => {
+      const connections: string[] = []
+      const request: RequestFunction = (url, options) => { connections.push(url.hostname); return loopbackOnlyRequest(url, options) }
+      const app = await buildSandboxApp(t, database, { SANDBOX_WEBHOOK_ATTEMPTS_PER_MINUTE: '1', SANDBOX_SEED: 'none' }, { webhookRequest: request })
+      const subscribe = async (auth: Record<string, string>) =>
+        assert.equal((await app.inject({ method: 'POST', url: '/webhooks', headers: auth, payload: { url: 'https://93.184.216.34/hooks' } })).statusCode, 201)
+      const sendTest = async (auth: Record<string, string>) => await app.inject({ method: 'POST', url: '/webhooks/1/test', headers: auth })
+      await subscribe(AUTH_A)
+      assert.equal((await sendTest(AUTH_A)).statusCode, 200)
+      for (let i = 0; i < 3; i++) {
+        const refused = await sendTest(AUTH_A)
+        assert.equal(refused.statusCode, 503, refused.body)
+        assert.ok(Number(refused.headers['retry-after']) >= 59 && Number(refused.headers['retry-after']) <= 60, String(refused.headers['retry-after']))
+      }
+      assert.equal(connections.length, 1)
+      // B's first attempt is a delivery: its test event waits for the next minute too.
+      await subscribe(AUTH_B)
+      assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH_B, payload: { name: 'b' } })).statusCode, 201)
+      await until('B\'s delivery was attempted', () => connections.length === 2)
+      assert.equal((await sendTest(AUTH_B)).statusCode, 503)
+      assert.equal(connections.length, 2)
+    })
   })
 }
 
