@@ -473,7 +473,7 @@ export interface components {
              * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example Monstera
              */
-            name: string & unknown;
+            name: string;
             /**
              * @description A free-form tag, 1 to 50 characters; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example tropical
@@ -639,7 +639,7 @@ export interface components {
              * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example Monstera
              */
-            name?: string & unknown;
+            name?: string;
             /**
              * @description A free-form tag, 1 to 50 characters; no NUL (U+0000) or unpaired UTF-16 surrogates; null clears it
              * @example tropical
@@ -658,7 +658,7 @@ export interface components {
              * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example Monstera
              */
-            name: string & unknown;
+            name: string;
             /**
              * @description A free-form tag, 1 to 50 characters; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example tropical
