@@ -69,7 +69,15 @@ export async function runBackup (file: string, env: NodeJS.ProcessEnv, output: O
         output.err('plant-store backup: stdout is a terminal; redirect it to a file or a pipe (plant-store backup - > plants.bak)\n')
         return 1
       }
-      const { contents, pages } = await backupDatabaseTo(database, output.data)
+      let result
+      try {
+        result = await backupDatabaseTo(database, output.data)
+      } catch (err) {
+        // The reader went away (`backup - | head`): as a closed pipe ends any command, without a word.
+        if ((err as { code?: unknown }).code === 'EPIPE') return 1
+        throw err
+      }
+      const { contents, pages } = result
       // stdout carries the database: the report goes to stderr.
       output.err(`plant-store backup: ${database} → stdout: ${contents}, ${pages} pages, integrity_check ok\n`)
       return 0

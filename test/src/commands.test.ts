@@ -67,7 +67,7 @@ test('check: 0 for a good configuration and database (or one not created yet), 1
 
   output = capture()
   assert.equal(await runCheck({ ...env(good), PORT: 'eighty' }, output), 1)
-  assert.equal(output.stderr(), 'plant-store: invalid configuration: env/PORT must be integer\n')
+  assert.equal(output.stderr(), 'plant-store: invalid configuration: PORT must be integer\n')
 
   const foreign = join(dir, 'foreign.db')
   const other = new Database(foreign)
@@ -107,6 +107,10 @@ test('backup and restore refuse what they cannot do, saying why', async () => {
   await expectFailure((o) => runRestore(join(dir, 'nothing.bak'), env(file), o),
     `plant-store restore: the backup ${join(dir, 'nothing.bak')} does not exist\n`)
   await expectFailure((o) => runRestore(file, env(file), o), 'plant-store restore: the backup is the database itself\n')
+  await expectFailure((o) => runRestore(dir, env(file), o, { force: true }),
+    `plant-store restore: the backup ${dir} is a directory, not a backup file (plant-store backup writes one)\n`)
+  await expectFailure((o) => runRestore(file, env(dir), o, { force: true }),
+    `plant-store restore: the database ${dir} (DATABASE_URL) is a directory, not a database file\n`)
 
   const garbage = join(dir, 'garbage.bak')
   writeFileSync(garbage, 'x'.repeat(8192))
@@ -188,7 +192,7 @@ test('restore refuses an existing database without --force, and leaves it as it 
   const fresh = join(dir, 'fresh.db')
   const restored = capture()
   assert.equal(runRestore(backup, env(fresh), restored), 0)
-  assert.equal(restored.stdout(), `plant-store restore: ${backup} → ${fresh}: 1 plants, integrity_check ok; start the server again\n`)
+  assert.equal(restored.stdout(), `plant-store restore: ${backup} → ${fresh}: 1 plant, integrity_check ok; start the server again\n`)
 })
 
 test('backup - writes the consistent copy to stdout and its report to stderr, and leaves no file behind', async () => {
@@ -262,4 +266,11 @@ test('files: a new database, its WAL and shared-memory files, and backups are re
   const restored = join(dir, 'restored.db')
   assert.equal(runRestore(backup, env(restored), capture()), 0)
   assert.equal(mode(restored), '600')
+})
+
+test('check refuses what serve refuses: a PostgreSQL schema of PostgreSQL\'s own (one validation for both)', async () => {
+  const output = capture()
+  assert.equal(await runCheck({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/test?schema=pg_catalog', API_TOKENS: TOKEN }, output), 1)
+  assert.equal(output.stderr(), 'plant-store: invalid configuration: DATABASE_URL schema pg_catalog is PostgreSQL\'s own (pg_… and information_schema are reserved): choose another name\n')
+  assert.equal(output.stdout(), '')
 })

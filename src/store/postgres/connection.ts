@@ -28,6 +28,10 @@ export function parsePostgresUrl (url: string): PostgresTarget {
   if (!SCHEMA_NAME.test(schema)) {
     throw new Error('DATABASE_URL schema must be a lower-case SQL name (a-z, 0-9, _; at most 63 characters)')
   }
+  // PostgreSQL's own: CREATE SCHEMA refuses pg_ names, and its catalogs refuse our tables.
+  if (schema.startsWith('pg_') || schema === 'information_schema') {
+    throw new Error(`DATABASE_URL schema ${schema} is PostgreSQL's own (pg_… and information_schema are reserved): choose another name`)
+  }
   parsed.searchParams.delete('schema')
   return { connectionString: withServerSettings(parsed.toString(), { search_path: schema }), schema }
 }

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto'
-import { chmodSync, closeSync, copyFileSync, createReadStream, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync } from 'node:fs'
+import { chmodSync, closeSync, copyFileSync, createReadStream, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, statSync } from 'node:fs'
 import { pipeline } from 'node:stream/promises'
 import { basename, dirname, join, resolve } from 'node:path'
 import Database from 'better-sqlite3'
+import { countOf } from '../../human.js'
 import { RESOURCES } from '../../resources/index.js'
 import { createOwnerOnly } from './connection.js'
 import { identityProblem, readIdentity } from './preflight.js'
@@ -12,7 +13,7 @@ export class BackupError extends Error {
 }
 
 export interface BackupResult {
-  /** What the copy holds, as the command prints it: `3 plants` (a count per resource's table). */
+  /** What the copy holds, as the command prints it: `3 plants`, `1 plant` (a count per resource's table). */
   contents: string
   pages: number
 }
@@ -57,7 +58,8 @@ function verify (file: string): BackupResult {
     const problem = identityProblem(readIdentity(db))
     if (problem !== undefined) throw new BackupError(problem)
     return {
-      contents: RESOURCES.map(({ collection }) => `${Number(opened.prepare(`SELECT count(*) FROM ${collection}`).pluck().get())} ${collection}`).join(', '),
+      contents: RESOURCES.map(({ collection, name }) =>
+        countOf(Number(opened.prepare(`SELECT count(*) FROM ${collection}`).pluck().get()), name, collection)).join(', '),
       pages: Number(db.pragma('page_count', { simple: true }))
     }
   } catch (err) {
@@ -134,6 +136,10 @@ function lockIdleDatabase (file: string): Database.Database | undefined {
  */
 export function restoreDatabase (source: string, target: string, options: { force?: boolean, now?: Date } = {}): RestoreResult {
   if (!existsSync(source)) throw new BackupError(`the backup ${source} does not exist`)
+  if (statSync(source).isDirectory()) throw new BackupError(`the backup ${source} is a directory, not a backup file (plant-store backup writes one)`)
+  if (statSync(target, { throwIfNoEntry: false })?.isDirectory() === true) {
+    throw new BackupError(`the database ${target} (DATABASE_URL) is a directory, not a database file`)
+  }
   if (resolve(source) === resolve(target)) throw new BackupError('the backup is the database itself')
   if (existsSync(target) && options.force !== true) {
     throw new BackupError(`the database ${target} exists; run restore with --force to replace it (the old file is kept beside it)`)
