@@ -6,7 +6,7 @@ import Database from 'better-sqlite3'
 import { countOf } from '../../human.js'
 import { RESOURCES } from '../../resources/index.js'
 import { createOwnerOnly } from './connection.js'
-import { identityProblem, readIdentity } from './preflight.js'
+import { identityProblem, lockIdle, readIdentity } from './preflight.js'
 
 export class BackupError extends Error {
   override name = 'BackupError'
@@ -112,22 +112,15 @@ export async function backupDatabaseTo (source: string, out: NodeJS.WritableStre
   }
 }
 
-/** SQLite's own exclusive lock: a running server prevents it, and a crashed one leaves no stale lock. */
 function lockIdleDatabase (file: string): Database.Database | undefined {
-  if (!existsSync(file)) return undefined
-  const db = new Database(file, { fileMustExist: true, timeout: 0 })
+  let lock
   try {
-    db.pragma('locking_mode = EXCLUSIVE')
-    // In exclusive locking mode the lock this takes is kept after COMMIT, until close.
-    db.exec('BEGIN EXCLUSIVE; COMMIT')
-    return db
+    lock = lockIdle(file)
   } catch (err) {
-    db.close()
-    if ((err as { code?: unknown }).code === 'SQLITE_BUSY') {
-      throw new BackupError(`${file} is in use (a plant-store server is running on it?): stop it first, then restore`)
-    }
     throw new BackupError(`${file} cannot be opened (${String((err as { code?: unknown }).code ?? (err as Error).message)})`)
   }
+  if (lock === 'busy') throw new BackupError(`${file} is in use (a plant-store server is running on it?): stop it first, then restore`)
+  return lock
 }
 
 /**
