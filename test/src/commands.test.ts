@@ -11,6 +11,7 @@ import { loadConfig } from '../../src/load-config.js'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
 import { tokenDigest } from '../../src/tokens.js'
 import { TOKEN } from '../helpers/app.js'
+import { AUDIENCE, signingKey, startProvider } from '../helpers/oidc-provider.js'
 
 function capture (): Output & { stdout: () => string, stderr: () => string, bytes: () => Buffer } {
   let out = ''
@@ -273,4 +274,20 @@ test('check refuses what serve refuses: a PostgreSQL schema of PostgreSQL\'s own
   assert.equal(await runCheck({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/test?schema=pg_catalog', API_TOKENS: TOKEN }, output), 1)
   assert.equal(output.stderr(), 'plant-store: invalid configuration: DATABASE_URL schema pg_catalog is PostgreSQL\'s own (pg_… and information_schema are reserved): choose another name\n')
   assert.equal(output.stdout(), '')
+})
+
+test('check looks at OIDC_ISSUER: the provider\'s discovery document and key set, named; a provider down fails it', async (t) => {
+  const file = join(tempDir(), 'plants.db')
+  const op = await startProvider([await signingKey('check-a'), await signingKey('check-b')])
+  t.after(op.stop)
+  const settings = { DATABASE_URL: file, OIDC_ISSUER: op.issuer, OIDC_AUDIENCE: AUDIENCE }
+  let output = capture()
+  assert.equal(await runCheck(settings, output), 0, output.stderr())
+  assert.equal(output.stdout(), `plant-store check: configuration ok\nplant-store check: database ${file} does not exist yet; the first start creates it\n` +
+    `plant-store check: the OpenID provider ${op.issuer} answers: discovery document and 2 keys\n`)
+
+  await op.stop()
+  output = capture()
+  assert.equal(await runCheck(settings, output), 1)
+  assert.match(output.stderr(), new RegExp(`^plant-store check: the OpenID provider ${op.issuer.replace(/[.]/g, '\\.')}: fetch failed \\(.*ECONNREFUSED.*\\)\nplant-store check: failed: the OpenID provider\n$`))
 })

@@ -36,6 +36,21 @@ export function parsePostgresUrl (url: string): PostgresTarget {
   return { connectionString: withServerSettings(parsed.toString(), { search_path: schema }), schema }
 }
 
+/**
+ * DATABASE_URL as messages may name it: host, port, database and schema, never the user's password
+ * (nor the query's other parameters, which may hold one).
+ */
+export function postgresName (url: string): string {
+  try {
+    const parsed = new URL(url)
+    const schema = parsed.searchParams.get('schema')
+    const host = parsed.host === '' ? parsed.searchParams.get('host') ?? 'localhost' : parsed.host
+    return `${parsed.protocol}//${host}${parsed.pathname}${schema === null ? '' : ` (schema ${schema})`}`
+  } catch {
+    return 'DATABASE_URL'
+  }
+}
+
 /** In the URL, not the driver's `options` setting: a URL's `options` would replace that setting whole. */
 export function withServerSettings (connectionString: string, settings: Readonly<Record<string, string | number>>): string {
   const parsed = new URL(connectionString)
