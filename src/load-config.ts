@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { Type, type Static } from '@sinclair/typebox'
+import type { ErrorObject } from 'ajv'
 import envSchema from 'env-schema'
 import ipaddr from 'ipaddr.js'
 import { ConfigError } from './errors.js'
@@ -248,13 +249,33 @@ export interface WebhookConfig {
 /** Shorter bearer tokens are guessable in principle; refused unless ALLOW_WEAK_TOKENS=1. */
 const MIN_TOKEN_LENGTH = 32
 
+/**
+ * The settings this service reads, from `env` only. An empty value is unset, for every setting
+ * (`PORT=` in an env file, as .env.example leaves each line): the default applies.
+ */
+function settingsOf (env: NodeJS.ProcessEnv): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] =>
+    Object.hasOwn(EnvSchema.properties, entry[0]) && entry[1] !== undefined && entry[1] !== ''))
+}
+
+/** `PORT must be <= 65535`: each problem names the setting as the docs do; an enum's message lists its values. */
+function settingProblems (err: Error & { errors?: ErrorObject[] }): string {
+  if (err.errors === undefined) return err.message
+  return err.errors.map((error) => {
+    const name = error.instancePath.replace(/^\//, '')
+    const allowed = (error.params as { allowedValues?: unknown }).allowedValues
+    const values = error.keyword === 'enum' && Array.isArray(allowed) ? ` (${allowed.join(', ')})` : ''
+    return `${name} ${error.message ?? 'is invalid'}${values}`
+  }).join(', ')
+}
+
 /** Reads and validates the configuration; throws ConfigError with a message for whoever starts the service. */
 export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   let parsed: Env
   try {
-    parsed = envSchema<Env>({ schema: EnvSchema, data: { ...env }, dotenv: false })
+    parsed = envSchema<Env>({ schema: EnvSchema, data: settingsOf(env), env: false, dotenv: false })
   } catch (err) {
-    throw new ConfigError(`invalid configuration: ${(err as Error).message}`)
+    throw new ConfigError(`invalid configuration: ${settingProblems(err as Error & { errors?: ErrorObject[] })}`)
   }
 
   if (isPostgresUrl(parsed.DATABASE_URL)) {

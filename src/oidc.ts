@@ -33,6 +33,27 @@ async function fetchJson (url: string): Promise<unknown> {
   return await response.json()
 }
 
+/** The provider's key set URL, from its discovery document. */
+async function discoverKeySet (issuer: string): Promise<string> {
+  const discovery = await fetchJson(`${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`)
+  // OpenID Connect Discovery §4.3: the document must name the issuer it was fetched for.
+  if (!isObject(discovery) || discovery.issuer !== issuer) throw new Error('the discovery document names another issuer')
+  if (typeof discovery.jwks_uri !== 'string') throw new Error('the discovery document has no jwks_uri')
+  return discovery.jwks_uri
+}
+
+/**
+ * What `plant-store check` looks at, as the first token would: the discovery document, then the
+ * key set it names, which must hold a key. Resolves with the number of keys; rejects saying what failed.
+ */
+export async function checkProvider (issuer: string): Promise<number> {
+  const set = await fetchJson(await discoverKeySet(issuer))
+  const keys = isObject(set) && Array.isArray(set.keys) ? set.keys.length : 0
+  createLocalJWKSet(set as JSONWebKeySet)
+  if (keys === 0) throw new Error('its key set holds no key')
+  return keys
+}
+
 /**
  * The provider's keys, found through discovery and cached. Not jose's createRemoteJWKSet: its
  * cooldown counts from the last successful fetch (a down provider gets a request per unknown
@@ -76,13 +97,7 @@ export class ProviderKeys {
 
   async #load (): Promise<void> {
     this.#attemptedAt = this.#now()
-    if (this.#jwksUri === undefined) {
-      const discovery = await fetchJson(`${this.#issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`)
-      // OpenID Connect Discovery §4.3: the document must name the issuer it was fetched for.
-      if (!isObject(discovery) || discovery.issuer !== this.#issuer) throw new Error('the discovery document names another issuer')
-      if (typeof discovery.jwks_uri !== 'string') throw new Error('the discovery document has no jwks_uri')
-      this.#jwksUri = discovery.jwks_uri
-    }
+    this.#jwksUri ??= await discoverKeySet(this.#issuer)
     const keys = createLocalJWKSet(await fetchJson(this.#jwksUri) as JSONWebKeySet)
     this.#keys = keys
     this.#fetchedAt = this.#now()
