@@ -44,6 +44,8 @@ export interface ServerOptions {
    * not available.
    */
   logFile?: string
+  /** Runs the server as this user id (the test runs as root): what a container's unprivileged user meets. */
+  uid?: number
   /** Runs this instead of `node <nodeArgs> build/src/server.js` (e.g. `npm start`, in `cwd`), with the same settings. */
   command?: { file: string, args: readonly string[], cwd: string }
 }
@@ -87,8 +89,9 @@ async function launch (options: ServerOptions): Promise<Launched> {
 
   const settings: Record<string, string | undefined> = {
     PATH: process.env.PATH,
-    // A coverage tool that sets it in the parent sees the servers too.
-    NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE,
+    // A coverage tool that sets it in the parent sees the servers too; not one run as another user,
+    // who may not write the coverage folder (and would say so on stderr).
+    NODE_V8_COVERAGE: options.uid === undefined ? process.env.NODE_V8_COVERAGE : undefined,
     HOST: '127.0.0.1',
     PORT: '0',
     API_TOKENS: TOKEN,
@@ -110,7 +113,7 @@ async function launch (options: ServerOptions): Promise<Launched> {
   const waiters = new Set<{ matches: (line: LogLine) => boolean, resolve: (line: LogLine) => void }>()
   const { logFile } = options
   if (logFile === undefined) {
-    child = spawn(file, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+    child = spawn(file, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'], ...(options.uid !== undefined && { uid: options.uid, gid: options.uid }) })
     let pending = ''
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
