@@ -129,8 +129,6 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
     return url.toString()
   }
   return failuresMapped({
-    persistent: true,
-    shared: true,
     exists: async (key) => (await pool.query('SELECT 1 FROM sandbox_tenants WHERE key = $1', [key])).rowCount === 1,
     touch: async (key, now) => {
       const { rows } = await pool.query<{ inserted: boolean }>(

@@ -28,8 +28,27 @@ export function parsePostgresUrl (url: string): PostgresTarget {
   if (!SCHEMA_NAME.test(schema)) {
     throw new Error('DATABASE_URL schema must be a lower-case SQL name (a-z, 0-9, _; at most 63 characters)')
   }
+  // PostgreSQL's own: CREATE SCHEMA refuses pg_ names, and its catalogs refuse our tables.
+  if (schema.startsWith('pg_') || schema === 'information_schema') {
+    throw new Error(`DATABASE_URL schema ${schema} is PostgreSQL's own (pg_… and information_schema are reserved): choose another name`)
+  }
   parsed.searchParams.delete('schema')
   return { connectionString: withServerSettings(parsed.toString(), { search_path: schema }), schema }
+}
+
+/**
+ * DATABASE_URL as messages may name it: host, port, database and schema, never the user's password
+ * (nor the query's other parameters, which may hold one).
+ */
+export function postgresName (url: string): string {
+  try {
+    const parsed = new URL(url)
+    const schema = parsed.searchParams.get('schema')
+    const host = parsed.host === '' ? parsed.searchParams.get('host') ?? 'localhost' : parsed.host
+    return `${parsed.protocol}//${host}${parsed.pathname}${schema === null ? '' : ` (schema ${schema})`}`
+  } catch {
+    return 'DATABASE_URL'
+  }
 }
 
 /** In the URL, not the driver's `options` setting: a URL's `options` would replace that setting whole. */
