@@ -31,7 +31,8 @@ export interface Pgbouncer {
   stop: () => Promise<void>
 }
 
-async function freePort (): Promise<number> {
+/** A loopback port nobody listens on now. */
+export async function freePort (): Promise<number> {
   const server = createServer()
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)

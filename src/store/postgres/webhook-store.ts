@@ -5,7 +5,7 @@ import { buildEventMessage, eventPayloadAroundId, eventType, newMessageId, type 
 import { attemptTexts, toClaimed, type ClaimRow } from '../../webhooks/rows.js'
 import type { Backlog, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore } from '../../webhooks/store.js'
 import { checkWebhookSchema, disablesSubscription, FAN_OUT_ALL_BATCH, inBatches, PRUNE_BATCH, receives as sharedReceives } from '../webhook-rules.js'
-import { inTransaction, parsePostgresUrl, statementBounds, withServerSettings } from './connection.js'
+import { inTransaction, parsePostgresUrl, statementBounds, survivingDisconnects, withServerSettings } from './connection.js'
 import { postgresDeliveryLog, postgresSubscriptions } from './subscriptions.js'
 
 /** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
@@ -156,7 +156,7 @@ const SQL = {
 type Queryable = pg.Pool | pg.PoolClient | pg.ClientBase
 
 async function run<R extends pg.QueryResultRow = pg.QueryResultRow> (db: Queryable, statement: keyof typeof SQL, values: unknown[] = []): Promise<pg.QueryResult<R>> {
-  return await db.query<R>({ name: `plant-store-webhooks-${statement}`, text: SQL[statement], values })
+  return await db.query<R>(SQL[statement], values)
 }
 
 /**
@@ -186,20 +186,15 @@ async function checkSchema (pool: pg.Pool): Promise<void> {
 
 /** The API's pool, and the dispatcher's bookkeeping pool with asynchronous commit. */
 function openPools (options: PostgresWebhookStoreOptions, connectionString: string): { pool: pg.Pool, bookkeeping: pg.Pool, end: () => Promise<void> } {
-  const poolOf = (target: string): pg.Pool => {
-    const made = new pg.Pool({
-      connectionString: target,
-      application_name: 'plant-store',
-      max: options.poolMax ?? 4,
-      connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-      // A lock wait can never hold the dispatcher (or a shutdown waiting for it) for long.
-      ...statementBounds(options.statementTimeoutMs ?? 5000),
-      types: pgTypes
-    })
-    // An idle connection the server dropped is an 'error' event: without a listener it kills the process.
-    made.on('error', (err) => { options.onError?.(err) })
-    return made
-  }
+  const poolOf = (target: string): pg.Pool => survivingDisconnects(new pg.Pool({
+    connectionString: target,
+    application_name: 'plant-store',
+    max: options.poolMax ?? 4,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+    // A lock wait can never hold the dispatcher (or a shutdown waiting for it) for long.
+    ...statementBounds(options.statementTimeoutMs ?? 5000),
+    types: pgTypes
+  }), options.onError)
   const pool = poolOf(connectionString)
   // A crash can only cause a delivery sent again with the same webhook-id (at least once). Plans
   // are made per execution: a generic plan made while the queue tables were small seq-scans them
