@@ -4,7 +4,7 @@ import fp from 'fastify-plugin'
 import { documentSecurityHeaders } from './helmet.js'
 import type { SandboxConfig } from '../../src/load-config.js'
 import { RESOURCES } from '../../src/resources/index.js'
-import { SCOPE_DESCRIPTIONS, SCOPES } from '../../src/scopes.js'
+import { GRANTED_BY, SCOPE_DESCRIPTIONS, SCOPES, type Scope } from '../../src/scopes.js'
 import { rateLimitHeaders } from '../../src/schemas/headers.js'
 import { webhookEventsDocument } from '../../src/schemas/webhook-events.js'
 import { EVENT_SUBJECTS, WEBHOOK_EVENT_TYPES } from '../../src/webhooks/events.js'
@@ -72,11 +72,12 @@ function documentHead (schema: JsonObject): JsonObject {
 }
 
 /**
- * The security requirement of a route that declares a scope (`config.scope`, what the auth hook
- * checks): that scope under each scheme, so the document and the check come from one place.
+ * The security requirements of a route that declares a scope (`config.scope`, what the auth hook
+ * checks): each scope that grants it (GRANTED_BY: a read scope, or its write scope) under each
+ * scheme, alternatives as OpenAPI lists them, so the document and the check come from one place.
  */
-const securityOf = (scope: string | undefined, schemes: readonly string[]): Record<string, string[]>[] | undefined =>
-  scope === undefined ? undefined : schemes.map((scheme) => ({ [scheme]: [scope] }))
+const securityOf = (scope: Scope | undefined, schemes: readonly string[]): Record<string, string[]>[] | undefined =>
+  scope === undefined ? undefined : schemes.flatMap((scheme) => GRANTED_BY[scope].map((granting) => ({ [scheme]: [granting] })))
 
 const transformWith = (schemes: readonly string[]): Transform => ({ schema, url, route }) => {
   if (!isObject(schema)) return { schema, url }
@@ -157,7 +158,7 @@ export default fp(async function docsPlugin (app) {
       description: sandbox !== undefined
         ? `Any token of 16 to 256 URL-safe characters: each token is a sandbox tenant of its own, with every scope: ${scopeList}.`
         : `A token from API_TOKENS (every scope) or API_TOKENS_FILE (its scopes)${oidc === undefined ? '' : ', or a JWT access token of the OpenID provider'}. ` +
-        `Each operation lists the scope it needs: ${scopeList}. A token without it is answered 403.`
+        `Each operation lists the scopes that grant it (a write scope includes its read scope): ${scopeList}. A token with none of them is answered 403.`
     },
     // Swagger UI's Authorize then obtains a token from the provider (client credentials).
     ...(oidc !== undefined && {
