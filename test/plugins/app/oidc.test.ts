@@ -47,10 +47,11 @@ test('scope matrix, JWT access tokens from a real provider: each client\'s scope
   await assertScopeMatrix(app, [
     { label: 'reader', scopes: ['plants:read'], authorization: `Bearer ${await op.token('reader')}` },
     { label: 'writer', scopes: ['plants:write'], authorization: `Bearer ${await op.token('writer')}` },
-    { label: 'integrator', scopes: ['webhooks'], authorization: `Bearer ${await op.token('integrator')}` },
+    { label: 'integrator', scopes: ['webhooks', 'plants:read'], authorization: `Bearer ${await op.token('integrator')}` },
     { label: 'admin', scopes: ['plants:read', 'plants:write', 'webhooks'], authorization: `Bearer ${await op.token('admin')}` },
     // A token with fewer scopes than its client may have.
-    { label: 'admin asking plants:read only', scopes: ['plants:read'], authorization: `Bearer ${await op.token('admin', 'plants:read')}` }
+    { label: 'admin asking plants:read only', scopes: ['plants:read'], authorization: `Bearer ${await op.token('admin', 'plants:read')}` },
+    { label: 'admin asking webhooks only', scopes: ['webhooks'], authorization: `Bearer ${await op.token('admin', 'webhooks')}` }
   ])
   // Discovery and the key set were fetched once for all of it.
   assert.equal(op.jwksRequests(), 1)
