@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { Type, type Static } from '@sinclair/typebox'
+import type { ErrorObject } from 'ajv'
 import envSchema from 'env-schema'
 import ipaddr from 'ipaddr.js'
 import { ConfigError } from './errors.js'
@@ -121,7 +122,7 @@ export const EnvSchema = Type.Object({
   SANDBOX_SEED: Type.Optional(Type.String({ minLength: 1, description: 'Sandbox: the plants a new tenant starts with, a JSON file of `[{"name": …, "tag": …}]`, or `none`; unset: a small built-in set.' })),
   SANDBOX_MAX_PLANTS: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 100, description: 'Sandbox: the most plants one tenant may hold (the same cap applies to every resource); creating one more is a 409.' }),
   SANDBOX_MAX_SUBSCRIPTIONS: Type.Integer({ minimum: 1, maximum: 1000, default: 5, description: 'Sandbox: the most webhook subscriptions one tenant may have; creating one more is a 409.' }),
-  SANDBOX_MAX_TENANTS: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 10_000, description: 'Sandbox: the most tenants kept; a new one deletes the least recently used idle tenant, or is a 503 with Retry-After when every tenant is in use.' }),
+  SANDBOX_MAX_TENANTS: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 10_000, description: 'Sandbox: the most tenants kept; a new one deletes the least recently used tenant unused for a minute (or a quarter of SANDBOX_TTL_MS), or is a 503 with Retry-After when there is none.' }),
   SANDBOX_OPEN_TENANTS: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, description: 'Sandbox: tenant stores kept open per instance (least recently used closed first); unset: 200 (on SQLite each costs about 0.5 MB under load; on PostgreSQL they share PG_POOL_MAX connections).' })),
   SANDBOX_OPEN_WAIT_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: OPEN_WAIT_MS, description: 'Sandbox: how long a request waits, in turn with others, for one of the SANDBOX_OPEN_TENANTS stores to be free before it is answered 503 with Retry-After.' }),
   SANDBOX_TTL_MS: Type.Integer({ minimum: 1000, maximum: 365 * 24 * 3_600_000, default: 24 * 3_600_000, description: 'Sandbox: a tenant unused for this many milliseconds is deleted with all its data (checked at least every half of it, and every minute).' }),
@@ -248,13 +249,33 @@ export interface WebhookConfig {
 /** Shorter bearer tokens are guessable in principle; refused unless ALLOW_WEAK_TOKENS=1. */
 const MIN_TOKEN_LENGTH = 32
 
+/**
+ * The settings this service reads, from `env` only. An empty value is unset, for every setting
+ * (`PORT=` in an env file, as .env.example leaves each line): the default applies.
+ */
+function settingsOf (env: NodeJS.ProcessEnv): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] =>
+    Object.hasOwn(EnvSchema.properties, entry[0]) && entry[1] !== undefined && entry[1] !== ''))
+}
+
+/** `PORT must be <= 65535`: each problem names the setting as the docs do; an enum's message lists its values. */
+function settingProblems (err: Error & { errors?: ErrorObject[] }): string {
+  if (err.errors === undefined) return err.message
+  return err.errors.map((error) => {
+    const name = error.instancePath.replace(/^\//, '')
+    const allowed = (error.params as { allowedValues?: unknown }).allowedValues
+    const values = error.keyword === 'enum' && Array.isArray(allowed) ? ` (${allowed.join(', ')})` : ''
+    return `${name} ${error.message ?? 'is invalid'}${values}`
+  }).join(', ')
+}
+
 /** Reads and validates the configuration; throws ConfigError with a message for whoever starts the service. */
 export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   let parsed: Env
   try {
-    parsed = envSchema<Env>({ schema: EnvSchema, data: { ...env }, dotenv: false })
+    parsed = envSchema<Env>({ schema: EnvSchema, data: settingsOf(env), env: false, dotenv: false })
   } catch (err) {
-    throw new ConfigError(`invalid configuration: ${(err as Error).message}`)
+    throw new ConfigError(`invalid configuration: ${settingProblems(err as Error & { errors?: ErrorObject[] })}`)
   }
 
   if (isPostgresUrl(parsed.DATABASE_URL)) {
@@ -346,6 +367,10 @@ function parseSandbox (parsed: Env, hasCredentials: boolean): SandboxConfig | un
   if (hasCredentials) throw new ConfigError('invalid configuration: SANDBOX=1 accepts any token: unset API_TOKENS, API_TOKENS_FILE and OIDC_ISSUER')
   if (parsed.WEBHOOK_ALLOW_PRIVATE_URLS === '1') {
     throw new ConfigError('invalid configuration: WEBHOOK_ALLOW_PRIVATE_URLS=1 is refused with SANDBOX=1: a public sandbox must not reach private addresses')
+  }
+  // In memory no tenant could be closed without losing it: SANDBOX_OPEN_TENANTS would bound nothing.
+  if (parsed.DATABASE_URL === ':memory:') {
+    throw new ConfigError('invalid configuration: DATABASE_URL=:memory: is refused with SANDBOX=1: every tenant would stay in memory, beyond SANDBOX_OPEN_TENANTS; give a file path or a postgres:// URL')
   }
   const seed = parsed.SANDBOX_SEED?.trim()
   return {

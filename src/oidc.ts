@@ -3,6 +3,7 @@ import { authUnavailable, invalidToken, ServiceError } from './errors.js'
 import type { OidcConfig } from './load-config.js'
 import { isScope, type Principal, type Scope } from './scopes.js'
 import { tokenDigest } from './tokens.js'
+import { jwtPrincipalId } from './principal-id.js'
 
 /** The signature algorithms accepted: asymmetric only, so a public key can never serve as an HMAC secret. */
 export const ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'] as const
@@ -30,6 +31,27 @@ async function fetchJson (url: string): Promise<unknown> {
   const response = await fetch(url, { redirect: 'error', signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), headers: { accept: 'application/json' } })
   if (response.status !== 200) throw new Error(`${url} answered ${response.status}`)
   return await response.json()
+}
+
+/** The provider's key set URL, from its discovery document. */
+async function discoverKeySet (issuer: string): Promise<string> {
+  const discovery = await fetchJson(`${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`)
+  // OpenID Connect Discovery §4.3: the document must name the issuer it was fetched for.
+  if (!isObject(discovery) || discovery.issuer !== issuer) throw new Error('the discovery document names another issuer')
+  if (typeof discovery.jwks_uri !== 'string') throw new Error('the discovery document has no jwks_uri')
+  return discovery.jwks_uri
+}
+
+/**
+ * What `plant-store check` looks at, as the first token would: the discovery document, then the
+ * key set it names, which must hold a key. Resolves with the number of keys; rejects saying what failed.
+ */
+export async function checkProvider (issuer: string): Promise<number> {
+  const set = await fetchJson(await discoverKeySet(issuer))
+  const keys = isObject(set) && Array.isArray(set.keys) ? set.keys.length : 0
+  createLocalJWKSet(set as JSONWebKeySet)
+  if (keys === 0) throw new Error('its key set holds no key')
+  return keys
 }
 
 /**
@@ -75,13 +97,7 @@ export class ProviderKeys {
 
   async #load (): Promise<void> {
     this.#attemptedAt = this.#now()
-    if (this.#jwksUri === undefined) {
-      const discovery = await fetchJson(`${this.#issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`)
-      // OpenID Connect Discovery §4.3: the document must name the issuer it was fetched for.
-      if (!isObject(discovery) || discovery.issuer !== this.#issuer) throw new Error('the discovery document names another issuer')
-      if (typeof discovery.jwks_uri !== 'string') throw new Error('the discovery document has no jwks_uri')
-      this.#jwksUri = discovery.jwks_uri
-    }
+    this.#jwksUri ??= await discoverKeySet(this.#issuer)
     const keys = createLocalJWKSet(await fetchJson(this.#jwksUri) as JSONWebKeySet)
     this.#keys = keys
     this.#fetchedAt = this.#now()
@@ -247,7 +263,7 @@ export class OidcVerifier {
     }
     if (typeof payload.sub !== 'string' || payload.sub === '') throw invalidToken('it has no subject (sub)')
     const client = typeof payload.client_id === 'string' ? payload.client_id : typeof payload.azp === 'string' ? payload.azp : undefined
-    const principal: Principal = { id: `jwt:${payload.sub}`, name: payload.sub, scopes: scopesOf(payload), ...(client !== undefined && { client }) }
+    const principal: Principal = { id: jwtPrincipalId(payload.sub), name: payload.sub, scopes: scopesOf(payload), ...(client !== undefined && { client }) }
     // jwtVerify required `exp`.
     return { principal, expiresAt: Number(payload.exp) * 1000 }
   }

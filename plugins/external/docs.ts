@@ -71,21 +71,32 @@ function documentHead (schema: JsonObject): JsonObject {
   }
 }
 
+const OPENID_CONNECT = 'openIdConnect'
+
 /**
- * The security requirements of a route that declares a scope (`config.scope`, what the auth hook
- * checks): each scope that grants it (GRANTED_BY: a read scope, or its write scope) under each
- * scheme, alternatives as OpenAPI lists them, so the document and the check come from one place.
+/**
+ * What a route that declares a scope (`config.scope`, what the auth hook checks) needs, so the
+ * document and the check come from one place: each scope that grants it (GRANTED_BY: a read scope,
+ * or its write scope), any one of them. OpenAPI defines scopes for OAuth2 and OpenID Connect
+ * schemes only (linters refuse them under `http`): the bearer scheme's requirement is empty, the
+ * openIdConnect ones list each granting scope (alternatives), and `x-scopes` says them for every
+ * kind of token.
  */
-const securityOf = (scope: Scope | undefined, schemes: readonly string[]): Record<string, string[]>[] | undefined =>
-  scope === undefined ? undefined : schemes.flatMap((scheme) => GRANTED_BY[scope].map((granting) => ({ [scheme]: [granting] })))
+function securityOf (scope: Scope | undefined, schemes: readonly string[]): JsonObject {
+  if (scope === undefined) return {}
+  const granting = GRANTED_BY[scope]
+  return {
+    security: schemes.flatMap((scheme): Array<Record<string, string[]>> => scheme === OPENID_CONNECT ? granting.map((one) => ({ [scheme]: [one] })) : [{ [scheme]: [] }]),
+    'x-scopes': [...granting]
+  }
+}
 
 const transformWith = (schemes: readonly string[]): Transform => ({ schema, url, route }) => {
   if (!isObject(schema)) return { schema, url }
-  const security = securityOf(route.config?.scope, schemes)
   // Copies, never in place: the same schema objects drive validation.
   const documented = {
     ...schema,
-    ...(security !== undefined && { security }),
+    ...securityOf(route.config?.scope, schemes),
     params: documentInt64AsInteger(schema.params),
     querystring: withoutOptionalExamples(documentInt64AsInteger(schema.querystring)),
     headers: withoutOptionalExamples(schema.headers),
@@ -162,7 +173,7 @@ export default fp(async function docsPlugin (app) {
     },
     // Swagger UI's Authorize then obtains a token from the provider (client credentials).
     ...(oidc !== undefined && {
-      openIdConnect: {
+      [OPENID_CONNECT]: {
         type: 'openIdConnect' as const,
         openIdConnectUrl: `${oidc.issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`,
         description: `JWT access tokens of ${oidc.issuer} for the audience ${oidc.audience}, with the scopes in \`scope\` or \`scp\`: ${scopeList}.`
@@ -179,6 +190,8 @@ export default fp(async function docsPlugin (app) {
         description: (sandbox === undefined ? '' : sandboxNote(sandbox)) +
           'A store of plants, each addressed by a signed 64-bit id. Every operation needs a bearer token. ' +
           'Request bodies are I-JSON (RFC 7493): UTF-8, each member name once per object; query strings are percent-encoded UTF-8.',
+        // No public address of its own to give: who runs it is who answers for it.
+        contact: { name: 'The operators of this service' },
         license: { name: 'MIT', identifier: 'MIT' }
       },
       tags: [
@@ -210,8 +223,14 @@ export default fp(async function docsPlugin (app) {
     pages.addHook('onRequest', documentSecurityHeaders)
     await pages.register(swaggerUi, {
       routePrefix: '/docs',
-      // localStorage is readable by any script on this origin and left behind on shared machines: opt-in only.
-      uiConfig: { persistAuthorization: app.config.docs.persistAuthorization, displayOperationId: true, tryItOutEnabled: true },
+      uiConfig: {
+        // localStorage is readable by any script on this origin and left behind on shared machines: opt-in only.
+        persistAuthorization: app.config.docs.persistAuthorization,
+        displayOperationId: true,
+        tryItOutEnabled: true,
+        // Each operation's `x-scopes`, the scope it needs, shows under it.
+        showExtensions: true
+      },
       // With OIDC, Authorize fetches the provider's discovery document and token endpoint from the page.
       staticCSP: oidc === undefined ? DOCS_CONTENT_SECURITY_POLICY : `${DOCS_CONTENT_SECURITY_POLICY}; connect-src 'self' ${new URL(oidc.issuer).origin}`
     })

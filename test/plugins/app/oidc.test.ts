@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { test } from 'node:test'
-import { importJWK, SignJWT, type JWTPayload } from 'jose'
+import { SignJWT, type JWTPayload } from 'jose'
 import type { FastifyInstance } from 'fastify'
 import { buildTestApp, captureLog } from '../../helpers/app.js'
-import { AUDIENCE, signingKey, startProvider, type SigningKey, type TestProvider } from '../../helpers/oidc-provider.js'
+import { AUDIENCE, forge, signingKey, startProvider, type SigningKey, type TestProvider } from '../../helpers/oidc-provider.js'
 import { assertScopeMatrix } from '../../helpers/scoped-tokens.js'
 import type { Cleanup } from '../../helpers/cleanup.js'
 
@@ -19,14 +19,6 @@ async function provider (t: Cleanup, keys?: SigningKey[]): Promise<{ provider: T
 
 const oidcEnv = (provider: TestProvider, env: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv =>
   ({ API_TOKENS: undefined, OIDC_ISSUER: provider.issuer, OIDC_AUDIENCE: AUDIENCE, ...env })
-
-/** A token signed with `key` (the provider's, or any other), with the claims the provider would put, changed by `claims`. */
-async function forge (key: SigningKey, provider: TestProvider, claims: JWTPayload = {}, header: Record<string, unknown> = {}): Promise<string> {
-  const now = Math.floor(Date.now() / 1000)
-  return await new SignJWT({ sub: 'forger', client_id: 'forger', scope: 'plants:read', iss: provider.issuer, aud: AUDIENCE, iat: now, exp: now + 300, ...claims })
-    .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt', ...header })
-    .sign(await importJWK(key.privateJwk, key.alg))
-}
 
 const b64 = (value: object): string => Buffer.from(JSON.stringify(value)).toString('base64url')
 
