@@ -148,7 +148,7 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
       } catch (err) {
         throw postgresFailure(err) ?? err
       }
-      return await createPostgresStore({
+      const store = await createPostgresStore({
         url: tenantUrl(key),
         pools: { pool: schemaPool(shared, schema), bookkeeping: schemaPool(bookkeeping, schema) },
         listen: false,
@@ -156,7 +156,9 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
         ...(options.connectTimeoutMs !== undefined && { connectTimeoutMs: options.connectTimeoutMs }),
         ...(options.statementTimeoutMs !== undefined && { statementTimeoutMs: options.statementTimeoutMs })
       })
+      return { store, created }
     },
+    ping: async () => { await pool.query('SELECT 1') },
     count: async () => Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM sandbox_tenants')).rows[0]?.n ?? 0),
     leastRecentlyUsed: async (before, limit) =>
       (await pool.query<{ key: string }>('SELECT key FROM sandbox_tenants WHERE last_used_at < $1 ORDER BY last_used_at, key LIMIT $2', [before, limit])).rows.map((row) => row.key),
