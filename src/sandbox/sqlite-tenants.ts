@@ -18,6 +18,9 @@ export interface SqliteTenantOptions {
 
 const KEY = /^[0-9a-f]{64}$/
 
+/** A tenant's WAL is checkpointed at, and cut back to, this size (SQLite's default lets it reach 4 MiB). */
+export const TENANT_WAL_BYTES = 256 * 1024
+
 /**
  * One file per tenant (`<key>.db`) in one folder, and a small registry database there
  * (`registry.db`). One process owns the folder, as it owns DATABASE_URL's file.
@@ -88,7 +91,9 @@ export async function createSqliteTenants (options: SqliteTenantOptions): Promis
       const file = fileOf(key)
       const made = !existsSync(file)
       if (made) copyTemplate(file)
-      const store = createSqliteStore({ ...options.store, filename: file, checkpoint: false, preflight: false, prepareOnUse: true, exclusive: true })
+      const store = createSqliteStore({
+        ...options.store, filename: file, checkpoint: false, preflight: false, prepareOnUse: true, exclusive: true, walLimitBytes: TENANT_WAL_BYTES
+      })
       return { store, created: created || made }
     },
     ping: async () => {
