@@ -343,7 +343,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test event
-         * @description Sends a `webhook.test` event (`{ type, timestamp, data: { subscriptionId } }`), signed with the subscription's current secret like any delivery, to its URL now, whether it is enabled or not, and answers with the attempt's outcome once it is over (at most WEBHOOK_TIMEOUT_MS). Nothing is stored or retried.
+         * @description Sends a `webhook.test` event (`{ type, timestamp, data: { subscriptionId } }`), signed like any delivery (with the current secret and every replaced one still honoured), to its URL now, whether it is enabled or not, and answers with the attempt's outcome once it is over (at most WEBHOOK_TIMEOUT_MS). Nothing is stored or retried. It takes a delivery slot and keeps the deliveries' pace: with none free, or its turn more than a second away, a 503 with Retry-After.
          */
         post: operations["testWebhook"];
         delete?: never;
@@ -473,7 +473,7 @@ export interface components {
              * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example Monstera
              */
-            name: string & unknown;
+            name: string;
             /**
              * @description A free-form tag, 1 to 50 characters; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example tropical
@@ -639,7 +639,7 @@ export interface components {
              * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example Monstera
              */
-            name?: string & unknown;
+            name?: string;
             /**
              * @description A free-form tag, 1 to 50 characters; no NUL (U+0000) or unpaired UTF-16 surrogates; null clears it
              * @example tropical
@@ -658,7 +658,7 @@ export interface components {
              * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example Monstera
              */
-            name: string & unknown;
+            name: string;
             /**
              * @description A free-form tag, 1 to 50 characters; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example tropical
@@ -5562,7 +5562,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookWithSecret"];
                 };
             };
-            /** @description The id is not a signed 64-bit integer, or the body is not a RotateWebhookSecret (a secret not `whsec_` and 24 to 64 bytes in base64) */
+            /** @description The id is not a signed 64-bit integer, or the body is not a RotateWebhookSecret (a secret not `whsec_` and 24 to 64 bytes in base64, or one byte repeated) */
             400: {
                 headers: {
                     /** @description Requests allowed per window for this caller (when rate limiting is on) */
@@ -5577,7 +5577,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 400,
-                     *       "message": "The id is not a signed 64-bit integer, or the body is not a RotateWebhookSecret (a secret not `whsec_` and 24 to 64 bytes in base64)"
+                     *       "message": "The id is not a signed 64-bit integer, or the body is not a RotateWebhookSecret (a secret not `whsec_` and 24 to 64 bytes in base64, or one byte repeated)"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -6152,6 +6152,29 @@ export interface operations {
                      * @example {
                      *       "error": 404,
                      *       "message": "This token has no subscription with this id (another token's subscriptions are not found either)"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No delivery slot is free for the test now, or deliveries are paced (with Retry-After) */
+            503: {
+                headers: {
+                    /** @description Requests allowed per window for this caller (when rate limiting is on) */
+                    "RateLimit-Limit"?: string;
+                    /** @description Requests left in the current window (when rate limiting is on) */
+                    "RateLimit-Remaining"?: string;
+                    /** @description Seconds until the window resets (when rate limiting is on) */
+                    "RateLimit-Reset"?: string;
+                    /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": 503,
+                     *       "message": "No delivery slot is free for the test now, or deliveries are paced (with Retry-After)"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];

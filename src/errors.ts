@@ -32,6 +32,8 @@ export type ErrorCode =
   | 'sandbox-full'
   /** Every tenant store this sandbox instance may open is in use: retry shortly. */
   | 'sandbox-busy'
+  /** No webhook delivery slot is free for a test event now (slots and pacing as deliveries): retry after `retryAfterS`. */
+  | 'webhook-busy'
   /** A delivery of a disabled subscription: not retried until the subscription is enabled. */
   | 'subscription-disabled'
   | 'method-not-allowed'
@@ -86,6 +88,16 @@ export const sandboxBusy = (): ServiceError =>
   new ServiceError('sandbox-busy', 'Every sandbox store this instance may open is in use: retry shortly')
 export const sandboxFull = (): ServiceError =>
   new ServiceError('sandbox-full', 'The sandbox holds as many tenants as it may and all are in use: retry later')
+/** A refusal that says when to come back (Retry-After). */
+export class RetryLaterError extends ServiceError {
+  override name = 'RetryLaterError'
+  constructor (code: ErrorCode, message: string, readonly retryAfterS: number) {
+    super(code, message)
+  }
+}
+
+export const webhookBusy = (retryAfterS: number): RetryLaterError => new RetryLaterError('webhook-busy',
+  `No webhook delivery slot is free for a test event (test events are paced as deliveries): retry in ${retryAfterS} s`, retryAfterS)
 export const collectionLimit = (resource: { collection: string }, max: number): ServiceError =>
   new ServiceError('collection-limit', `This sandbox token already has ${max} ${resource.collection}, the most allowed: delete one first`)
 export const connectionSpent = (): ServiceError =>
@@ -130,9 +142,15 @@ export const invalidToken = (check: string): AuthError =>
   new AuthError('invalid-token', `Invalid token: ${check}`, 'Bearer error="invalid_token"')
 export const insufficientScope = (scope: string): AuthError =>
   new AuthError('insufficient-scope', `This token lacks the scope ${scope}, which this operation needs`, `Bearer error="insufficient_scope", scope="${scope}"`)
+/** The key set cannot be fetched; `retryAfterS` is when the next fetch may be tried, so a client that waits that long is served. */
+export class AuthUnavailableError extends ServiceError {
+  constructor (readonly retryAfterS: number, options?: ErrorOptions) {
+    super('auth-unavailable', 'The identity provider\'s signing keys cannot be fetched, retry shortly', options)
+  }
+}
 /** The cause (a network error, a provider's answer) is kept for the log. */
-export const authUnavailable = (cause?: unknown): ServiceError =>
-  new ServiceError('auth-unavailable', 'The identity provider\'s signing keys cannot be fetched, retry shortly', { cause })
+export const authUnavailable = (retryAfterS: number, cause?: unknown): AuthUnavailableError =>
+  new AuthUnavailableError(retryAfterS, { cause })
 
 /** A configuration value that stops the start; the message names the variable. */
 export class ConfigError extends Error {

@@ -15,7 +15,7 @@ import {
   DEFAULT_RETENTION_MS, DEFAULT_TIMEOUT_MS
 } from './webhooks/dispatcher.js'
 import { DEFAULT_RETRY_SCHEDULE_MS } from './webhooks/schedule.js'
-import type { NamedToken } from './tokens.js'
+import { tokenDigest, type NamedToken } from './tokens.js'
 import { loadSeed } from './sandbox/seed.js'
 import { OPEN_WAIT_MS } from './sandbox/tenants.js'
 import type { NewPlant } from './resources/plants.js'
@@ -42,8 +42,8 @@ export const EnvSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000, description: 'TCP port to listen on (0 picks a free one).' }),
   HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address to listen on (`0.0.0.0` for all interfaces).' }),
   DATABASE_URL: Type.String({ minLength: 1, default: 'data/plants.db', description: 'A SQLite file path (its folder is created) or `:memory:`; a `postgres://` or `postgresql://` URL selects PostgreSQL, with `?schema=name` for a schema of its own (see docs/scaling.md).' }),
-  API_TOKENS: Type.Optional(Type.String({ description: 'Accepted bearer tokens, comma-separated, each with every scope. With no token configured and no `OIDC_ISSUER`, one is made up for the run and printed once.' })),
-  API_TOKENS_FILE: Type.Optional(Type.String({ minLength: 1, description: 'A file of accepted bearer tokens (combined with `API_TOKENS`): a plain token a line (every scope), or a named entry `<name> <scopes> sha256:<digest>` (see docs/configuration.md).' })),
+  API_TOKENS: Type.Optional(Type.String({ description: 'Accepted bearer tokens, comma-separated, each with every scope. With no token configured and no `OIDC_ISSUER`, one is made up for the run and printed once; set but holding no token (only commas) stops the start.' })),
+  API_TOKENS_FILE: Type.Optional(Type.String({ minLength: 1, description: 'A file of accepted bearer tokens (combined with `API_TOKENS`): a plain token a line (every scope), or a named entry `<name> <scopes> sha256:<digest>` (see docs/configuration.md). A file without a token, or with a plain token that is also a named entry, stops the start.' })),
   PG_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL: the most connections one instance opens; N instances open up to N times this.' }),
   PG_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000, description: 'PostgreSQL: how long a request waits for a connection before it is answered 503.' }),
   PG_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000, description: 'PostgreSQL: the longest a statement may run or wait for a lock before the request is answered 503.' }),
@@ -122,7 +122,7 @@ export const EnvSchema = Type.Object({
   SANDBOX_SEED: Type.Optional(Type.String({ minLength: 1, description: 'Sandbox: the plants a new tenant starts with, a JSON file of `[{"name": …, "tag": …}]`, or `none`; unset: a small built-in set.' })),
   SANDBOX_MAX_PLANTS: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 100, description: 'Sandbox: the most plants one tenant may hold (the same cap applies to every resource); creating one more is a 409.' }),
   SANDBOX_MAX_SUBSCRIPTIONS: Type.Integer({ minimum: 1, maximum: 1000, default: 5, description: 'Sandbox: the most webhook subscriptions one tenant may have; creating one more is a 409.' }),
-  SANDBOX_MAX_TENANTS: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 10_000, description: 'Sandbox: the most tenants kept; a new one deletes the least recently used idle tenant, or is a 503 with Retry-After when every tenant is in use.' }),
+  SANDBOX_MAX_TENANTS: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 10_000, description: 'Sandbox: the most tenants kept; a new one deletes the least recently used tenant unused for a minute (or a quarter of SANDBOX_TTL_MS), or is a 503 with Retry-After when there is none.' }),
   SANDBOX_OPEN_TENANTS: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, description: 'Sandbox: tenant stores kept open per instance (least recently used closed first); unset: 200 (on SQLite each costs about 0.5 MB under load; on PostgreSQL they share PG_POOL_MAX connections).' })),
   SANDBOX_OPEN_WAIT_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: OPEN_WAIT_MS, description: 'Sandbox: how long a request waits, in turn with others, for one of the SANDBOX_OPEN_TENANTS stores to be free before it is answered 503 with Retry-After.' }),
   SANDBOX_TTL_MS: Type.Integer({ minimum: 1000, maximum: 365 * 24 * 3_600_000, default: 24 * 3_600_000, description: 'Sandbox: a tenant unused for this many milliseconds is deleted with all its data (checked at least every half of it, and every minute).' }),
@@ -147,8 +147,9 @@ export const EnvSchema = Type.Object({
     minimum: 0,
     maximum: 3_600_000,
     default: 30_000,
-    description: 'The least time between two fetches of the provider\'s key set (a token with an unknown `kid` triggers one), in milliseconds.'
-  })
+    description: 'The least time between two fetches of the provider\'s key set (a token with an unknown `kid`, or a signature that fails under a cached `kid`, triggers one), in milliseconds; after a failed fetch, at most 5 s.'
+  }),
+  OIDC_REQUIRE_AT_JWT: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '1', description: '`0` also accepts JWTs whose `typ` header is not `at+jwt` (RFC 9068), for providers that issue access tokens as plain `JWT`; an ID token of the same provider then passes too.' })
 })
 
 type Env = Static<typeof EnvSchema>
@@ -225,6 +226,8 @@ export interface OidcConfig {
   audience: string
   clockSkewMs: number
   jwksCooldownMs: number
+  /** Only `typ: at+jwt` (RFC 9068), unless OIDC_REQUIRE_AT_JWT=0. */
+  requireAtJwt: boolean
 }
 
 /** How webhooks are delivered (the WEBHOOK_* settings). */
@@ -284,7 +287,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   }
 
   const file = readTokensFile(parsed.API_TOKENS_FILE)
-  const tokens = [...splitTokens(parsed.API_TOKENS, ','), ...file.plain]
+  const tokens = [...splitTokens(parsed.API_TOKENS, ',', 'API_TOKENS'), ...file.plain]
+  refuseOverlap(tokens, file.named)
   const oidc = parseOidc(parsed)
   const sandbox = parseSandbox(parsed, tokens.length + file.named.length > 0 || oidc !== undefined)
   const tokenGenerated = sandbox === undefined && tokens.length === 0 && file.named.length === 0 && oidc === undefined
@@ -363,6 +367,10 @@ function parseSandbox (parsed: Env, hasCredentials: boolean): SandboxConfig | un
   if (hasCredentials) throw new ConfigError('invalid configuration: SANDBOX=1 accepts any token: unset API_TOKENS, API_TOKENS_FILE and OIDC_ISSUER')
   if (parsed.WEBHOOK_ALLOW_PRIVATE_URLS === '1') {
     throw new ConfigError('invalid configuration: WEBHOOK_ALLOW_PRIVATE_URLS=1 is refused with SANDBOX=1: a public sandbox must not reach private addresses')
+  }
+  // In memory no tenant could be closed without losing it: SANDBOX_OPEN_TENANTS would bound nothing.
+  if (parsed.DATABASE_URL === ':memory:') {
+    throw new ConfigError('invalid configuration: DATABASE_URL=:memory: is refused with SANDBOX=1: every tenant would stay in memory, beyond SANDBOX_OPEN_TENANTS; give a file path or a postgres:// URL')
   }
   const seed = parsed.SANDBOX_SEED?.trim()
   return {
@@ -511,9 +519,17 @@ function trustsEveryone (ranges: readonly string[]): 'IPv4' | 'IPv6' | undefined
   return undefined
 }
 
-function splitTokens (text: string | undefined, separator: string | RegExp): string[] {
+/**
+ * A setting that is there but names no token (only separators, or a file of comments) is refused
+ * rather than read as unset: unset makes up a token with every scope, and emptying the list is how
+ * a key is revoked.
+ */
+function splitTokens (text: string | undefined, separator: string | RegExp, setting?: string): string[] {
   if (text === undefined) return []
   const tokens = text.split(separator).map((token) => token.trim()).filter((token) => token !== '')
+  if (setting !== undefined && tokens.length === 0 && text.trim() !== '') {
+    throw new ConfigError(`invalid configuration: ${setting} is set but holds no token (unset it to have none)`)
+  }
   for (const token of tokens) {
     // A token travels in an HTTP header: only visible ASCII, as RFC 6750's b64token allows.
     if (!/^[A-Za-z0-9\-._~+/]+=*$/.test(token)) {
@@ -564,7 +580,21 @@ function readTokensFile (path: string | undefined): { plain: string[], named: Na
     if (named.some((entry) => entry.digest === digest)) throw problem(`the same token digest as the entry ${named.find((entry) => entry.digest === digest)?.name ?? ''}`)
     named.push({ name, scopes: [...new Set(scopes as Scope[])], digest })
   })
+  if (plain.length === 0 && named.length === 0) {
+    throw new ConfigError(`invalid configuration: API_TOKENS_FILE holds no token (${path}); with no token nothing can call the API`)
+  }
   return { plain, named }
+}
+
+/** A plain token (every scope) that is also a named entry would get one of the two scope sets silently. */
+function refuseOverlap (plain: readonly string[], named: readonly NamedToken[]): void {
+  for (const token of plain) {
+    const digest = tokenDigest(token)
+    const entry = named.find((candidate) => candidate.digest === digest)
+    if (entry !== undefined) {
+      throw new ConfigError(`invalid configuration: the API_TOKENS_FILE entry ${entry.name} is also given as a plain token (every scope): keep one of the two`)
+    }
+  }
 }
 
 /** Host names an http:// issuer may have: a provider on the same machine (development, tests). */
@@ -593,5 +623,5 @@ function parseOidc (parsed: Env): OidcConfig | undefined {
   }
   const audience = parsed.OIDC_AUDIENCE?.trim() ?? ''
   if (audience === '') throw new ConfigError('invalid configuration: OIDC_AUDIENCE must be set with OIDC_ISSUER (the audience tokens are issued for, e.g. https://plants.example.com)')
-  return { issuer, audience, clockSkewMs: parsed.OIDC_CLOCK_SKEW_MS, jwksCooldownMs: parsed.OIDC_JWKS_COOLDOWN_MS }
+  return { issuer, audience, clockSkewMs: parsed.OIDC_CLOCK_SKEW_MS, jwksCooldownMs: parsed.OIDC_JWKS_COOLDOWN_MS, requireAtJwt: parsed.OIDC_REQUIRE_AT_JWT === '1' }
 }

@@ -48,7 +48,13 @@ export default fp(async function rateLimitPlugin (app) {
     }
     perAddress(request).then(async (verdict) => {
       if (!verdict.isAllowed && verdict.isExceeded) {
-        void reply.header('retry-after', String(verdict.ttlInSeconds))
+        // The headers the plugin's own 429 carries (enableDraftSpec), for this limit.
+        void reply.headers({
+          'ratelimit-limit': verdict.max,
+          'ratelimit-remaining': 0,
+          'ratelimit-reset': verdict.ttlInSeconds,
+          'retry-after': verdict.ttlInSeconds
+        })
         throw rateLimited(`${verdict.ttlInSeconds} seconds`)
       }
       await limit.call(app, request, reply)

@@ -9,7 +9,7 @@ import type { TenantBackend } from './tenants.js'
 export const tenantDirectory = (databaseUrl: string): string => `${databaseUrl}.tenants`
 
 export interface SqliteTenantOptions {
-  /** DATABASE_URL: `:memory:` keeps every tenant in memory (and open), for tests and trials. */
+  /** DATABASE_URL: a file (SANDBOX=1 refuses `:memory:`, whose tenants could never be closed). */
   databaseUrl: string
   store?: Omit<SqliteStoreOptions, 'filename' | 'checkpoint'>
 }
@@ -21,14 +21,11 @@ const KEY = /^[0-9a-f]{64}$/
  * (`registry.db`). One process owns the folder, as it owns DATABASE_URL's file.
  */
 export async function createSqliteTenants (options: SqliteTenantOptions): Promise<TenantBackend> {
-  const memory = options.databaseUrl === ':memory:'
   const dir = tenantDirectory(options.databaseUrl)
   const registryFile = join(dir, 'registry.db')
-  if (!memory) {
-    mkdirSync(dir, { recursive: true, mode: 0o700 })
-    createOwnerOnly(registryFile)
-  }
-  const db = new Database(memory ? ':memory:' : registryFile)
+  mkdirSync(dir, { recursive: true, mode: 0o700 })
+  createOwnerOnly(registryFile)
+  const db = new Database(registryFile)
   db.pragma('journal_mode = WAL')
   // A lost last-use time after a power loss only makes a tenant live longer.
   db.pragma('synchronous = NORMAL')
@@ -49,18 +46,14 @@ export async function createSqliteTenants (options: SqliteTenantOptions): Promis
     if (!KEY.test(key)) throw new Error('a tenant key is a hex SHA-256')
     return join(dir, `${key}.db`)
   }
-  if (!memory) removeOrphans(dir, (key) => sql.exists.get(key) !== undefined)
+  removeOrphans(dir, (key) => sql.exists.get(key) !== undefined)
   // A new tenant's file is a copy of an empty, migrated one, made anew at each start: a copy costs
   // far less than running every migration once per tenant.
   const template = join(dir, 'template.db')
-  if (!memory) {
-    for (const suffix of ['', '-wal', '-shm']) rmSync(`${template}${suffix}`, { force: true })
-    await createSqliteStore({ ...options.store, filename: template, checkpoint: false }).close()
-  }
+  for (const suffix of ['', '-wal', '-shm']) rmSync(`${template}${suffix}`, { force: true })
+  await createSqliteStore({ ...options.store, filename: template, checkpoint: false }).close()
 
   return {
-    persistent: !memory,
-    shared: false,
     exists: async (key) => sql.exists.get(key) !== undefined,
     touch: async (key, now) => {
       if (sql.insert.run(key, now, now).changes === 1) return true
@@ -68,7 +61,6 @@ export async function createSqliteTenants (options: SqliteTenantOptions): Promis
       return false
     },
     open: async (key) => {
-      if (memory) return createSqliteStore({ ...options.store, filename: ':memory:', checkpoint: false })
       const file = fileOf(key)
       if (!existsSync(file)) copyFileSync(template, file, constants.COPYFILE_EXCL)
       return createSqliteStore({ ...options.store, filename: file, checkpoint: false, preflight: false, prepareOnUse: true, exclusive: true })
@@ -77,7 +69,7 @@ export async function createSqliteTenants (options: SqliteTenantOptions): Promis
     leastRecentlyUsed: async (before, limit) => sql.lru.all(before, limit),
     remove: async (key, before) => {
       if (sql.remove.run(key, before).changes === 0) return false
-      if (!memory) for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(`${fileOf(key)}${suffix}`, { force: true })
+      for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(`${fileOf(key)}${suffix}`, { force: true })
       return true
     },
     close: async () => { db.close() }

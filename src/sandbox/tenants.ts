@@ -3,10 +3,6 @@ import type { Store, StoreLog } from '../store/store.js'
 
 /** Where tenants live: one store each, and a registry of when each was created and last used. */
 export interface TenantBackend {
-  /** False when closing a tenant's store would lose its data (`:memory:`): such tenants stay open. */
-  readonly persistent: boolean
-  /** True when other instances share the tenants (PostgreSQL): their uses count as recent only once recorded. */
-  readonly shared: boolean
   exists: (key: string) => Promise<boolean>
   /** Records a use at `now`; resolves true when this call created the tenant. */
   touch: (key: string, now: number) => Promise<boolean>
@@ -170,7 +166,7 @@ export class TenantRegistry<T> {
     const run = async (): Promise<void> => {
       for (const entry of [...this.#open.values()]) {
         if (entry.lastUsed > entry.touchedAt) this.#touch(entry)
-        if (entry.refs === 0 && this.#backend.persistent && now - entry.lastUsed >= this.touchIntervalMs) {
+        if (entry.refs === 0 && now - entry.lastUsed >= this.touchIntervalMs) {
           await this.#withKey(entry.key, async () => { if (entry.refs === 0) await this.#close(entry) })
         }
       }
@@ -222,10 +218,13 @@ export class TenantRegistry<T> {
     this.#idle.set(key, entry)
   }
 
-  /** Deletes up to `count` of the least recently used tenants nobody uses; resolves with how many. */
+  /**
+   * Deletes up to `count` of the least recently used tenants unused for a touch interval (a minute,
+   * or a quarter of the TTL); resolves with how many. The registry may lag a use by that interval
+   * (here and on other instances): this instance's open entries are judged by their own last use.
+   */
   async #evict (count: number, now: number): Promise<number> {
-    // Elsewhere a use shows only once recorded: a shared tenant counts as idle after a touch interval.
-    const before = this.#backend.shared ? now - this.touchIntervalMs : now + 1
+    const before = now - this.touchIntervalMs
     const candidates = await this.#backend.leastRecentlyUsed(before, count + this.#open.size)
     let evicted = 0
     for (const key of candidates) {
@@ -254,7 +253,7 @@ export class TenantRegistry<T> {
    * first served; past SANDBOX_OPEN_WAIT_MS a 503 sandbox-busy.
    */
   async #waitForRoom (): Promise<void> {
-    if (!this.#backend.persistent || (this.#queue.length === 0 && this.#room())) {
+    if (this.#queue.length === 0 && this.#room()) {
       this.#opening++
       return
     }

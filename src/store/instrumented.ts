@@ -5,7 +5,7 @@ import type { Store } from './store.js'
 
 const WEBHOOK_OPERATIONS = [
   'createSubscription', 'listSubscriptions', 'getSubscription', 'updateSubscription', 'deleteSubscription',
-  'rotateSecret', 'listDeliveries', 'getDelivery', 'recoverDeliveries', 'retryDelivery'
+  'rotateSecret', 'signingTarget', 'listDeliveries', 'getDelivery', 'recoverDeliveries', 'retryDelivery'
 ] as const satisfies ReadonlyArray<keyof WebhookStore>
 
 /** Timed and traced as `<repository>.<operation>`; the dispatcher's own calls have metrics of their own. */

@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto'
 import { EventEmitter, setMaxListeners } from 'node:events'
 import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { attemptDelivery, createConnectionPool, type AttemptRequest, type AttemptResult, type RequestFunction } from './deliver.js'
+import { webhookBusy } from '../errors.js'
 import { newMessageId, testEventPayload, type WebhookEventType } from './events.js'
 import { DEFAULT_JITTER, DEFAULT_RETRY_SCHEDULE_MS, verdict, type AttemptVerdict } from './schedule.js'
 import { signatureHeader } from './signing.js'
-import type { ClaimedDelivery, CompletionResult, DeliveryCompletion, DeliveryStatus, WebhookStore } from './store.js'
+import type { ClaimedDelivery, CompletionResult, DeliveryCompletion, DeliveryStatus, SigningTarget, WebhookStore } from './store.js'
 import type { AddressPolicy } from './url-policy.js'
 import { USER_AGENT } from './user-agent.js'
 
@@ -25,6 +27,8 @@ export const HEARTBEAT_INTERVAL_MS = 3_000
 export const DEFAULT_BUSY_INTERVAL_MS = 100
 /** An answer this fast earns its subscription one more attempt in flight: see #allowance. */
 export const DEFAULT_FAST_ATTEMPT_MS = 100
+/** A test event waits this long at most for its turn in the busy pace; longer is a 503 with Retry-After. */
+const TEST_PACE_WAIT_MS = 1000
 /** Completions written in one round trip at most: bounds a statement's size. */
 const COMPLETION_BATCH = 100
 
@@ -57,6 +61,15 @@ export interface DispatcherOptions {
   /** A 2xx answered within this many ms earns its subscription one more attempt in flight (up to concurrency). */
   fastAttemptMs?: number
 }
+
+/** Where a test event goes, whose it is, and the secrets it is signed with (every one a delivery would carry). */
+export interface TestTarget extends SigningTarget {
+  id: bigint
+  owner: string
+}
+
+/** What an attempt sends, signed now: a delivery's, or a test event's. */
+type SignedMessage = Pick<ClaimedDelivery, 'url' | 'payload' | 'messageId' | 'secrets'>
 
 export interface TestAttempt {
   webhookId: string
@@ -297,7 +310,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     const free = this.#free(busy)
     if (free <= 0) return
     if (busy) {
-      const wait = this.#lastStart + this.#busyIntervalMs - performance.now()
+      const wait = this.#paceWait(true)
       if (wait > 0) {
         this.#wakeIn(wait)
         return
@@ -379,11 +392,24 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   }
 
   #begin (delivery: ClaimedDelivery, lease: string): void {
-    const { subscriptionId, owner } = delivery
+    this.#leases.set(delivery.id, lease)
+    void this.#hold(delivery.subscriptionId, delivery.owner, async (sent) => {
+      try {
+        await this.#attempt(delivery, lease, sent)
+      } finally {
+        this.#leases.delete(delivery.id)
+      }
+    })
+  }
+
+  /**
+   * Runs `attempt` in a slot of the subscription and its owner: `sent` (called at the latest when
+   * it ends) frees the slot; until it ends it counts as in flight.
+   */
+  #hold<T> (subscriptionId: bigint, owner: string, attempt: (sent: () => void) => Promise<T>): Promise<T> {
     this.#lastStart = performance.now()
     count(this.#perSubscriptionInFlight, subscriptionId, 1)
     count(this.#perOwnerInFlight, owner, 1)
-    this.#leases.set(delivery.id, lease)
     this.#sending++
     let sending = true
     const sent = (): void => {
@@ -394,13 +420,14 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
       count(this.#perOwnerInFlight, owner, -1)
       this.#wakeSoon()
     }
-    const attempt = this.#attempt(delivery, lease, sent).finally(() => {
+    const running = attempt(sent).finally(() => {
       sent()
-      this.#inFlight.delete(attempt)
-      this.#leases.delete(delivery.id)
+      this.#inFlight.delete(settled)
       this.wake()
     })
-    this.#inFlight.add(attempt)
+    const settled = running.then(() => {}, () => {})
+    this.#inFlight.add(settled)
+    return running
   }
 
   /** `sent`: called when the request is over, so the next one can start while this one's completion is written. */
@@ -470,7 +497,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
    * together in the next: one round trip for many attempts, without waiting for a timer.
    */
   async #complete (completion: DeliveryCompletion): Promise<CompletionResult> {
-    if (this.#store.completeDeliveries === undefined) return await this.#store.completeDelivery(completion)
+    if (this.#store.completeDeliveries === undefined) return await this.#completeAlone(completion)
     return await new Promise((resolve, reject) => {
       this.#completions.push({ completion, resolve, reject })
       if (this.#completions.length === 1 && !this.#flushing) setImmediate(() => { void this.#flush() })
@@ -485,29 +512,61 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
         const results = await (this.#store.completeDeliveries as NonNullable<WebhookStore['completeDeliveries']>)(batch.map(({ completion }) => completion))
         batch.forEach(({ resolve }, i) => { resolve(results[i] ?? { recorded: false, subscriptionDisabled: false }) })
       } catch (error) {
-        batch.forEach(({ reject }) => { reject(error) })
+        this.#emit('store-error', { operation: 'complete', error })
+        // One row the store cannot write must not fail the rest: each is written on its own.
+        await Promise.all(batch.map(async ({ completion, resolve, reject }) => {
+          await this.#completeAlone(completion).then(resolve, reject)
+        }))
       }
     }
     this.#flushing = false
   }
 
-  /** A signed `webhook.test` now, outside the outbox (nothing stored or retried); resolves with the outcome. */
-  async sendTest (subscription: { id: bigint, url: string, secret: string }): Promise<TestAttempt> {
+  /**
+   * A completion the store refuses is written again without the receiver's answer and with a plain
+   * ASCII error: its attempt still counts, so the delivery keeps to its retry schedule.
+   */
+  async #completeAlone (completion: DeliveryCompletion): Promise<CompletionResult> {
+    try {
+      return await this.#store.completeDelivery(completion)
+    } catch (error) {
+      const { responseBody: _dropped, error: message, ...bare } = completion
+      if (_dropped === undefined && message === undefined) throw error
+      this.#emit('store-error', { operation: 'complete', error })
+      return await this.#store.completeDelivery({ ...bare, ...(message !== undefined && { error: message.replace(/[^\x20-\x7e]/g, '?') }) })
+    }
+  }
+
+  /**
+   * A signed `webhook.test` now, outside the outbox (nothing stored or retried), in a delivery's slot
+   * and pace; resolves with the outcome. With no slot free now it is refused (`webhook-busy`), never queued.
+   */
+  async sendTest (target: TestTarget): Promise<TestAttempt> {
+    const deadline = performance.now() + TEST_PACE_WAIT_MS
+    let busy = this.#apiBusy?.() === true
+    for (let wait = this.#paceWait(busy); wait > 0; wait = this.#paceWait(busy)) {
+      if (performance.now() + wait > deadline) throw webhookBusy(Math.ceil(wait / 1000))
+      await sleep(wait)
+      busy = this.#apiBusy?.() === true
+    }
+    if (this.#free(busy) <= 0 || (this.#perSubscriptionInFlight.get(target.id) ?? 0) >= this.#allowed(target.id) ||
+        (this.#perOwnerInFlight.get(target.owner) ?? 0) >= this.#perOwner) {
+      throw webhookBusy(1)
+    }
+    return await this.#hold(target.id, target.owner, async () => await this.#sendTest(target))
+  }
+
+  /** How long until the next attempt may start while the API is busy (always, in a sandbox); 0: now. */
+  #paceWait (busy: boolean): number {
+    return busy ? this.#lastStart + this.#busyIntervalMs - performance.now() : 0
+  }
+
+  async #sendTest (target: TestTarget): Promise<TestAttempt> {
     const attemptedAt = this.#now()
     const messageId = newMessageId()
     const started = performance.now()
-    const result = await this.#send({
-      id: 0n,
-      subscriptionId: subscription.id,
-      owner: '',
-      messageId,
-      eventType: 'plant.created',
-      payload: testEventPayload(subscription.id, attemptedAt),
-      attempts: 0,
-      url: subscription.url,
-      secrets: [subscription.secret],
-      origin: {}
-    }, attemptedAt, undefined)
+    const payload = testEventPayload(target.id, attemptedAt)
+    const result = await this.#send({ messageId, payload, url: target.url, secrets: target.secrets }, attemptedAt, undefined)
     const error = describeFailure(result)
     return {
       webhookId: messageId,
@@ -519,7 +578,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     }
   }
 
-  async #send (delivery: ClaimedDelivery, attemptedAt: number, extraHeaders: Record<string, string> | undefined): Promise<AttemptResult> {
+  async #send (delivery: SignedMessage, attemptedAt: number, extraHeaders: Record<string, string> | undefined): Promise<AttemptResult> {
     let request: AttemptRequest
     try {
       request = this.#signedRequest(delivery, attemptedAt)
@@ -539,7 +598,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   }
 
   /** The Standard Webhooks request: the stored body, signed now with every active secret. */
-  #signedRequest (delivery: ClaimedDelivery, attemptedAt: number): AttemptRequest {
+  #signedRequest (delivery: SignedMessage, attemptedAt: number): AttemptRequest {
     const timestamp = Math.floor(attemptedAt / 1000)
     return {
       url: delivery.url,

@@ -1,6 +1,6 @@
 import { tokenDigest } from '../tokens.js'
 import { ServiceError } from '../errors.js'
-import type { TestAttempt } from './dispatcher.js'
+import type { TestAttempt, TestTarget } from './dispatcher.js'
 import { DEFAULT_MAX_SUBSCRIPTIONS } from './limits.js'
 import { isWebhookEventType, WEBHOOK_EVENT_TYPES, type WebhookEventType } from './events.js'
 import { newWebhookSecret, PREVIOUS_SECRET_TTL_MS } from './signing.js'
@@ -48,7 +48,7 @@ export interface WebhookServiceOptions {
   /** The most subscriptions one owner may have (WEBHOOK_MAX_SUBSCRIPTIONS). */
   maxSubscriptions?: number
   /** Sends a test event to a subscription now (the dispatcher's sendTest). */
-  sendTest?: (subscription: WebhookSubscription) => Promise<TestAttempt>
+  sendTest?: (target: TestTarget) => Promise<TestAttempt>
   /** Told when a delivery was made due now (a retry): the dispatcher's wake. */
   onDue?: () => void
   /** Awaited after a subscription changed: the dispatcher recounts owners before the next write's event. */
@@ -79,6 +79,10 @@ export function checkSecret (secret: string): void {
   if (bytes === undefined || bytes.toString('base64') !== encoded || bytes.length < MIN_SECRET_BYTES || bytes.length > MAX_SECRET_BYTES) {
     throw new ServiceError('invalid-secret', `A secret is whsec_ and ${MIN_SECRET_BYTES} to ${MAX_SECRET_BYTES} random bytes in base64`)
   }
+  // All one byte (whsec_AAAA…) is a placeholder, not a key: anyone could sign with it.
+  if (bytes.every((byte) => byte === bytes[0])) {
+    throw new ServiceError('invalid-secret', 'A secret of one byte repeated has no entropy: give random bytes (or send no secret to get some)')
+  }
 }
 
 const notFound = (what: string): ServiceError => new ServiceError('not-found', `${what} not found`)
@@ -96,7 +100,7 @@ export class WebhookService {
   readonly #onDue: () => void
   readonly #onSubscriptionsChanged: () => Promise<void>
   readonly #maxSubscriptions: number
-  readonly #sendTest: ((subscription: WebhookSubscription) => Promise<TestAttempt>) | undefined
+  readonly #sendTest: ((target: TestTarget) => Promise<TestAttempt>) | undefined
 
   constructor (options: WebhookServiceOptions) {
     this.#store = options.store
@@ -184,11 +188,14 @@ export class WebhookService {
     return { recovered }
   }
 
-  /** Sends a signed `webhook.test` event to the subscription now; resolves with the attempt's outcome. */
+  /**
+   * Sends a signed `webhook.test` event to the subscription now, signed as its deliveries are (with
+   * every secret still honoured); resolves with the attempt's outcome.
+   */
   async sendTest (owner: string, id: bigint): Promise<TestAttempt> {
-    const subscription = await this.#store.getSubscription(owner, id) ?? this.#missing(id)
+    const target = await this.#store.signingTarget(owner, id, this.#now()) ?? this.#missing(id)
     if (this.#sendTest === undefined) throw new Error('no test sender configured')
-    return await this.#sendTest(subscription)
+    return await this.#sendTest({ id, owner, ...target })
   }
 
   async getDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint): Promise<DeliveryDetail> {

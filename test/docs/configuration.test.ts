@@ -17,11 +17,11 @@ test('docs/configuration.md holds the tables generated from EnvSchema and the se
   assert.match(page, /^\| `plants:read` \| List and get plants \| `listPlants`, `getPlant` \(and their HEADs\) \|$/m)
 })
 
-test('the scope table lists each scope\'s operations from the document\'s security requirements', () => {
+test('the scope table lists each scope\'s operations from the document\'s x-scopes', () => {
   const document = {
     paths: {
-      '/a': { get: { operationId: 'listA', security: [{ bearerAuth: ['plants:read'] }] }, head: { operationId: 'headA', security: [{ bearerAuth: ['plants:read'] }] } },
-      '/b': { post: { operationId: 'makeB', security: [{ bearerAuth: ['webhooks'] }] } },
+      '/a': { get: { operationId: 'listA', 'x-scopes': ['plants:read'] }, head: { operationId: 'headA', 'x-scopes': ['plants:read'] } },
+      '/b': { post: { operationId: 'makeB', 'x-scopes': ['webhooks'] } },
       '/health': { get: { operationId: 'health', security: [] } }
     }
   }

@@ -8,6 +8,7 @@ import { AUTH, buildTestApp, TOKEN } from '../helpers/app.js'
 import { scopedToken, tokensFile } from '../helpers/scoped-tokens.js'
 import { OTHER_TOKEN, PUBLIC_RECEIVER } from '../helpers/webhooks.js'
 import { SECRET_EXAMPLE } from '../../src/schemas/webhook.js'
+import { webhookBusy } from '../../src/errors.js'
 
 /**
  * Walks the served OpenAPI document: every operation declares every status it can answer (and
@@ -336,6 +337,9 @@ test('every declared status is answered, every answer is declared, and every ans
   await call('/webhooks/{id}/test', { method: 'POST', url: '/webhooks/x/test', headers: AUTH })
   await call('/webhooks/{id}/test', { method: 'POST', url: `${hookUrl}/test` })
   await call('/webhooks/{id}/test', { method: 'POST', url: `${hookUrl}/test`, headers: other })
+  const busy = t.mock.method(app.webhooks, 'sendTest', async () => { throw webhookBusy(1) })
+  await call('/webhooks/{id}/test', { method: 'POST', url: `${hookUrl}/test`, headers: AUTH })
+  busy.mock.restore()
   for (const method of ['GET', 'HEAD'] as const) {
     await call('/webhooks/event-types', { method, url: '/webhooks/event-types', headers: AUTH })
     await call('/webhooks/event-types', { method, url: '/webhooks/event-types' })

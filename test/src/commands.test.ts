@@ -85,6 +85,21 @@ test('check: 0 for a good configuration and database (or one not created yet), 1
   assert.match(output.stderr(), /the file is not a SQLite database\nplant-store check: failed: the SQLite database\n$/)
 })
 
+test('check: a token setting that holds no token fails, as the start does, never "configuration ok"', async () => {
+  const dir = tempDir()
+  const tokens = join(dir, 'tokens')
+  writeFileSync(tokens, '# the last key was revoked\n')
+  for (const [settings, message] of [
+    [{ API_TOKENS_FILE: tokens }, `plant-store: invalid configuration: API_TOKENS_FILE holds no token (${tokens}); with no token nothing can call the API\n`],
+    [{ API_TOKENS: ' , ' }, 'plant-store: invalid configuration: API_TOKENS is set but holds no token (unset it to have none)\n']
+  ] as const) {
+    const output = capture()
+    assert.equal(await runCheck({ DATABASE_URL: join(dir, 'plants.db'), ...settings }, output), 1)
+    assert.equal(output.stdout(), '')
+    assert.equal(output.stderr(), message)
+  }
+})
+
 test('backup and restore refuse what they cannot do, saying why', async () => {
   const dir = tempDir()
   const file = join(dir, 'plants.db')

@@ -37,6 +37,7 @@ test('SANDBOX=1 refuses tokens of its own, private webhook receivers, and bad SA
     [{ ...sandbox, API_TOKENS: 'x'.repeat(32) }, /SANDBOX=1 accepts any token: unset API_TOKENS, API_TOKENS_FILE and OIDC_ISSUER/],
     [{ ...sandbox, OIDC_ISSUER: 'https://login.example.com', OIDC_AUDIENCE: 'https://plants.example.com' }, /SANDBOX=1 accepts any token/],
     [{ ...sandbox, WEBHOOK_ALLOW_PRIVATE_URLS: '1' }, /WEBHOOK_ALLOW_PRIVATE_URLS=1 is refused with SANDBOX=1/],
+    [{ ...sandbox, DATABASE_URL: ':memory:' }, /DATABASE_URL=:memory: is refused with SANDBOX=1: every tenant would stay in memory, beyond SANDBOX_OPEN_TENANTS/],
     [{ SANDBOX: 'yes' }, /SANDBOX/],
     [{ ...sandbox, SANDBOX_TTL_MS: '999' }, /SANDBOX_TTL_MS/],
     [{ ...sandbox, SANDBOX_MAX_PLANTS: '0' }, /SANDBOX_MAX_PLANTS/],

@@ -104,6 +104,18 @@ export function postgresFailure (err: unknown): ServiceError | undefined {
   return undefined
 }
 
+/**
+ * A server that ends a connection (a restart, a failover, `pg_terminate_backend`, idle_session_timeout)
+ * makes its client emit 'error', idle or checked out between two statements: unheard, that ends the
+ * process. An idle client's error reaches the pool's listener, which reports it; a checked-out one's
+ * fails its holder's next statement, which drops it, so the client's own listener only has to be there.
+ */
+export function survivingDisconnects (pool: pg.Pool, onError?: (err: Error) => void): pg.Pool {
+  pool.on('error', (err) => { onError?.(err) })
+  pool.on('connect', (client) => { client.on('error', () => {}) })
+  return pool
+}
+
 export async function inTransaction<T> (pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect()
   let broken: Error | undefined

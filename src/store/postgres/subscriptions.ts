@@ -1,7 +1,7 @@
 import type pg from 'pg'
 import { subscriptionLimit } from '../../errors.js'
 import {
-  afterRotation, toDelivery, toDeliveryDetail, toSubscription, type AttemptRow, type DeliveryDetailRow, type DeliveryRow, type SubscriptionRow
+  activeSecrets, afterRotation, toDelivery, toDeliveryDetail, toSubscription, type AttemptRow, type DeliveryDetailRow, type DeliveryRow, type SubscriptionRow
 } from '../../webhooks/rows.js'
 import type { WebhookStore, WebhookSubscription } from '../../webhooks/store.js'
 import { DELIVERY_COLUMNS, MAX_ID } from '../webhook-rules.js'
@@ -13,7 +13,7 @@ interface PgSubscriptionRow extends SubscriptionRow {
   events: string[]
 }
 
-/** Named columns, never `*`: a prepared statement keeps its result shape when a later migration adds one. */
+/** Named columns, never `*`: a later migration's column never reaches an older instance's rows. */
 const SUBSCRIPTION = 'id, url, events, description, disabled, secret, created_at, updated_at'
 
 const SQL = {
@@ -37,6 +37,7 @@ const SQL = {
              updated_at = greatest($8, updated_at + 1)
            WHERE owner = $1 AND id = $2 RETURNING ${SUBSCRIPTION}`,
   lockSecrets: 'SELECT secret, previous_secrets FROM webhook_subscriptions WHERE owner = $1 AND id = $2 FOR UPDATE',
+  signingTarget: 'SELECT url, secret, previous_secrets FROM webhook_subscriptions WHERE owner = $1 AND id = $2',
   rotateSecret: `UPDATE webhook_subscriptions SET previous_secrets = $4, secret = $3, updated_at = greatest($5, updated_at + 1)
                  WHERE owner = $1 AND id = $2 RETURNING ${SUBSCRIPTION}`,
   // Its deliveries go with it (ON DELETE CASCADE).
@@ -58,10 +59,10 @@ const SQL = {
 } as const
 
 async function run<R extends pg.QueryResultRow = pg.QueryResultRow> (db: Queryable, statement: keyof typeof SQL, values: unknown[] = []): Promise<pg.QueryResult<R>> {
-  return await db.query<R>({ name: `plant-store-subscriptions-${statement}`, text: SQL[statement], values })
+  return await db.query<R>(SQL[statement], values)
 }
 
-type SubscriptionOperations = Pick<WebhookStore, 'createSubscription' | 'listSubscriptions' | 'getSubscription' | 'updateSubscription' | 'deleteSubscription' | 'rotateSecret'>
+type SubscriptionOperations = Pick<WebhookStore, 'createSubscription' | 'listSubscriptions' | 'getSubscription' | 'updateSubscription' | 'deleteSubscription' | 'rotateSecret' | 'signingTarget'>
 
 /** Subscriptions, each scoped by its owner. */
 export function postgresSubscriptions (pool: pg.Pool): SubscriptionOperations {
@@ -86,6 +87,10 @@ export function postgresSubscriptions (pool: pg.Pool): SubscriptionOperations {
       return { subscriptions: rows.slice(0, limit).map(toSubscription), hasMore: rows.length > limit }
     },
     getSubscription: async (owner, id) => await subscription(pool, 'get', [owner, id]),
+    async signingTarget (owner, id, now) {
+      const { rows: [row] } = await run<{ url: string, secret: string, previous_secrets: string }>(pool, 'signingTarget', [owner, id])
+      return row === undefined ? undefined : { url: row.url, secrets: activeSecrets(row.secret, row.previous_secrets, now) }
+    },
     updateSubscription: async (owner, id, changes, now) => await subscription(pool, 'update', [
       owner, id, changes.url ?? null, changes.events === undefined ? null : [...changes.events],
       changes.description !== undefined, changes.description ?? null, changes.disabled ?? null, now

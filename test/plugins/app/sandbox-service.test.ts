@@ -3,6 +3,7 @@ import { describe, test } from 'node:test'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import type { RequestFunction } from '../../../src/webhooks/deliver.js'
 import type { Resolver } from '../../../src/webhooks/url-policy.js'
+import { cleanupStack } from '../../helpers/cleanup.js'
 import { loopbackOnlyRequest } from '../../helpers/loopback-only.js'
 import { AUTH_A, AUTH_B, buildSandboxApp, sandboxDatabases } from '../../helpers/sandbox.js'
 import { bannerLine, startServer } from '../../helpers/server-process.js'
@@ -27,11 +28,11 @@ test('the sandbox says so: /health, the OpenAPI description, servers and securit
 })
 
 test('the start-up banner says the service runs as a sandbox', async (t) => {
-  const server = await startServer(t, { env: { DATABASE_URL: ':memory:', API_TOKENS: undefined, SANDBOX: '1', SANDBOX_TTL_MS: '60000', LOG_FORMAT: 'pretty' } })
+  const server = await startServer(t, { env: { DATABASE_URL: sqlite.url(cleanupStack(t)), API_TOKENS: undefined, SANDBOX: '1', SANDBOX_TTL_MS: '60000', LOG_FORMAT: 'pretty' } })
   assert.match(server.stderr(), /SANDBOX=1: a public sandbox\. Any bearer token of 16-256 URL-safe characters is a tenant of its own;\n {4}tenants unused for 1 minute are deleted, at most 10000 are kept\.\n/)
   assert.doesNotMatch(server.stderr(), /accepts the bearer token/)
   // Off a terminal, the same in the banner's JSON log line.
-  const json = await startServer(t, { env: { DATABASE_URL: ':memory:', API_TOKENS: undefined, SANDBOX: '1', SANDBOX_TTL_MS: '86400000' } })
+  const json = await startServer(t, { env: { DATABASE_URL: sqlite.url(cleanupStack(t)), API_TOKENS: undefined, SANDBOX: '1', SANDBOX_TTL_MS: '86400000' } })
   assert.deepEqual(bannerLine(json.stdout())?.sandbox, { ttl: '1 day', maxTenants: 10000 })
   assert.equal(bannerLine(json.stdout())?.generatedToken, undefined)
   const res = await fetch(`${server.baseUrl}/plants/1`, { headers: AUTH_A })
@@ -48,7 +49,12 @@ test('rate limits: RATE_LIMIT_MAX per tenant, SANDBOX_RATE_LIMIT_PER_ADDRESS per
   const fresh = { authorization: 'Bearer sandbox-visitor-fresh-0123' }
   const refused = await app.inject({ url: '/plants/1', headers: fresh, remoteAddress: '198.51.100.1' })
   assert.equal(refused.statusCode, 429)
-  assert.match(refused.headers['retry-after'] as string, /^\d+$/)
+  const reset = refused.headers['ratelimit-reset']
+  assert.match(String(reset), /^[1-9]\d*$/)
+  // The headers of every other 429, for the address's limit.
+  assert.deepEqual(
+    { limit: refused.headers['ratelimit-limit'], remaining: refused.headers['ratelimit-remaining'], retryAfter: refused.headers['retry-after'] },
+    { limit: '4', remaining: '0', retryAfter: reset })
   assert.match(refused.json<{ message: string }>().message, /^Rate limit exceeded, retry in \d+ seconds$/)
   assert.equal(await get(fresh, '198.51.100.2'), 200)
 })
@@ -115,6 +121,29 @@ for (const database of sandboxDatabases) {
       // The next attempt may start a minute after the first: the other two wait untried.
       assert.deepEqual(deliveries.map((delivery) => delivery.attempts).sort(), [0, 0, 1])
       assert.deepEqual(connections, ['93.184.216.34'])
+    })
+
+    test('test events take the same pace: one test event, then 503 + Retry-After within the minute, with or after a delivery', async (t) => {
+      const connections: string[] = []
+      const request: RequestFunction = (url, options) => { connections.push(url.hostname); return loopbackOnlyRequest(url, options) }
+      const app = await buildSandboxApp(t, database, { SANDBOX_WEBHOOK_ATTEMPTS_PER_MINUTE: '1', SANDBOX_SEED: 'none' }, { webhookRequest: request })
+      const subscribe = async (auth: Record<string, string>) =>
+        assert.equal((await app.inject({ method: 'POST', url: '/webhooks', headers: auth, payload: { url: 'https://93.184.216.34/hooks' } })).statusCode, 201)
+      const sendTest = async (auth: Record<string, string>) => await app.inject({ method: 'POST', url: '/webhooks/1/test', headers: auth })
+      await subscribe(AUTH_A)
+      assert.equal((await sendTest(AUTH_A)).statusCode, 200)
+      for (let i = 0; i < 3; i++) {
+        const refused = await sendTest(AUTH_A)
+        assert.equal(refused.statusCode, 503, refused.body)
+        assert.ok(Number(refused.headers['retry-after']) >= 59 && Number(refused.headers['retry-after']) <= 60, String(refused.headers['retry-after']))
+      }
+      assert.equal(connections.length, 1)
+      // B's first attempt is a delivery: its test event waits for the next minute too.
+      await subscribe(AUTH_B)
+      assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH_B, payload: { name: 'b' } })).statusCode, 201)
+      await until('B\'s delivery was attempted', () => connections.length === 2)
+      assert.equal((await sendTest(AUTH_B)).statusCode, 503)
+      assert.equal(connections.length, 2)
     })
   })
 }

@@ -189,7 +189,7 @@ for (const database of sandboxDatabases) {
       assert.equal((await app.inject({ method: 'DELETE', url: '/plants/1', headers: AUTH_A })).statusCode, 204)
       clock.advance(1000)
       assert.equal((await app.inject({ method: 'DELETE', url: '/plants/2', headers: AUTH_B })).statusCode, 204)
-      // Other instances' uses show once recorded: a shared store counts a tenant idle a minute after its last use.
+      // A tenant is evicted only once unused for a minute (a quarter of the TTL when shorter).
       clock.advance(61_000)
       const C = { authorization: 'Bearer sandbox-visitor-c-0123456789' }
       assert.equal((await app.inject({ url: '/plants/1', headers: C })).statusCode, 200)
@@ -208,6 +208,28 @@ for (const database of sandboxDatabases) {
       for (const lease of held) lease.release()
       assert.equal((await app.inject({ url: '/plants', headers: AUTH_A })).statusCode, 200)
       assert.equal(await registry.count(), 2)
+    })
+
+    test('a tenant used within the last minute is never evicted: a burst of new tokens gets 503 + Retry-After instead', async (t) => {
+      const clock = manualClock()
+      const app = await buildSandboxApp(t, database, { SANDBOX_MAX_TENANTS: '2', SANDBOX_TTL_MS: '3600000' }, { sandboxNow: clock.now })
+      assert.equal((await app.inject({ method: 'DELETE', url: '/plants/1', headers: AUTH_B })).statusCode, 204)
+      // A is read every 200 ms while newcomers arrive; B was used at the start, within the minute too.
+      for (let i = 0; i < 20; i++) {
+        clock.advance(200)
+        assert.equal((await app.inject({ url: '/plants/2', headers: AUTH_A })).statusCode, 200, `A's read ${i}`)
+        const newcomer = await app.inject({ url: '/plants', headers: { authorization: `Bearer sandbox-newcomer-${i}-0123456789` } })
+        assert.equal(newcomer.statusCode, 503, newcomer.body)
+        assert.equal(newcomer.headers['retry-after'], '60')
+      }
+      assert.equal(await tenantDataExists(app, AUTH_B), true)
+      // A minute after B's last use (A still read meanwhile), B is the one a newcomer replaces.
+      clock.advance(56_000)
+      assert.equal((await app.inject({ url: '/plants/2', headers: AUTH_A })).statusCode, 200)
+      clock.advance(1000)
+      assert.equal((await app.inject({ url: '/plants/1', headers: { authorization: 'Bearer sandbox-newcomer-x-0123456789' } })).statusCode, 200)
+      assert.equal(await tenantDataExists(app, AUTH_B), false)
+      assert.deepEqual(await names(app, AUTH_A), SEED_NAMES)
     })
 
     test('open stores are capped by SANDBOX_OPEN_TENANTS; a closed tenant keeps its data', async (t) => {

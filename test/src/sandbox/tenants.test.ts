@@ -5,12 +5,10 @@ import { TenantRegistry, type TenantBackend } from '../../../src/sandbox/tenants
 import type { Store } from '../../../src/store/store.js'
 
 /** Tenants in a Map, each store a stub that counts its closes. */
-function fakeBackend (persistent: boolean): TenantBackend & { closes: string[] } {
+function fakeBackend (): TenantBackend & { closes: string[] } {
   const rows = new Map<string, number>()
   const closes: string[] = []
   return {
-    persistent,
-    shared: false,
     closes,
     exists: async (key) => rows.has(key),
     touch: async (key, now) => { const created = !rows.has(key); rows.set(key, Math.max(rows.get(key) ?? 0, now)); return created },
@@ -34,7 +32,7 @@ const registryOn = (backend: TenantBackend, options: { openTenants?: number, ope
   })
 
 test('with every open store held past the wait, a new tenant is refused with sandbox-busy', async () => {
-  const registry = registryOn(fakeBackend(true), { openTenants: 1, openWaitMs: 1 })
+  const registry = registryOn(fakeBackend(), { openTenants: 1, openWaitMs: 1 })
   const held = await registry.acquire('a')
   await assert.rejects(registry.acquire('b'), (err: unknown) => isServiceError(err, 'sandbox-busy'))
   held.release()
@@ -43,18 +41,8 @@ test('with every open store held past the wait, a new tenant is refused with san
   await registry.close()
 })
 
-test('in-memory tenants are never closed to make room: closing would lose them', async () => {
-  const backend = fakeBackend(false)
-  const registry = registryOn(backend, { openTenants: 1 })
-  for (const key of ['a', 'b', 'c']) (await registry.acquire(key)).release()
-  await registry.sweep(Date.now() + 30_000)
-  assert.equal(registry.openCount, 3)
-  assert.deepEqual(backend.closes, [])
-  await registry.close()
-})
-
 test('a tenant whose start fails is not kept: its store is closed, the next request tries again', async () => {
-  const backend = fakeBackend(true)
+  const backend = fakeBackend()
   let fail = true
   const registry = registryOn(backend, { start: async (key) => { if (fail) throw new Error('seed failed'); return key } })
   await assert.rejects(registry.acquire('a'), /seed failed/)
@@ -66,7 +54,7 @@ test('a tenant whose start fails is not kept: its store is closed, the next requ
 })
 
 test('opens waiting for a store are served in the order they came, each taking the place of the store idle longest', async () => {
-  const registry = registryOn(fakeBackend(true), { openTenants: 1 })
+  const registry = registryOn(fakeBackend(), { openTenants: 1 })
   const held = await registry.acquire('a')
   const served: string[] = []
   const waiting = ['b', 'c', 'd'].map((key) => registry.acquire(key).then((lease) => { served.push(key); return lease }))
@@ -84,7 +72,7 @@ test('opens waiting for a store are served in the order they came, each taking t
 })
 
 test('a request arriving while others wait queues behind them, even for a place that has just become free', async () => {
-  const registry = registryOn(fakeBackend(true), { openTenants: 1 })
+  const registry = registryOn(fakeBackend(), { openTenants: 1 })
   const held = await registry.acquire('a')
   const order: string[] = []
   const first = registry.acquire('b').then((lease) => { order.push('b'); return lease })
@@ -98,7 +86,7 @@ test('a request arriving while others wait queues behind them, even for a place 
 
 test('the sweep runs every quarter of SANDBOX_TTL_MS, at most a minute apart (the issue: at least every half TTL and every minute)', () => {
   const every = (ttlMs: number): number => new TenantRegistry<string>({
-    backend: fakeBackend(true), maxTenants: 1, openTenants: 1, ttlMs, start: async (key) => key, stop: async () => {}
+    backend: fakeBackend(), maxTenants: 1, openTenants: 1, ttlMs, start: async (key) => key, stop: async () => {}
   }).sweepIntervalMs
   assert.deepEqual([every(24 * 3_600_000), every(240_000), every(10_000), every(1000)], [60_000, 60_000, 2500, 250])
 })
