@@ -5,7 +5,7 @@ import { documentSecurityHeaders } from './helmet.js'
 import type { SandboxConfig } from '../../src/load-config.js'
 import { duration } from '../../src/human.js'
 import { RESOURCES } from '../../src/resources/index.js'
-import { SCOPE_DESCRIPTIONS, SCOPES } from '../../src/scopes.js'
+import { GRANTED_BY, SCOPE_DESCRIPTIONS, SCOPES, type Scope } from '../../src/scopes.js'
 import { rateLimitHeaders } from '../../src/schemas/headers.js'
 import { webhookEventsDocument } from '../../src/schemas/webhook-events.js'
 import { EVENT_SUBJECTS, WEBHOOK_EVENT_TYPES } from '../../src/webhooks/events.js'
@@ -75,16 +75,20 @@ function documentHead (schema: JsonObject): JsonObject {
 const OPENID_CONNECT = 'openIdConnect'
 
 /**
+/**
  * What a route that declares a scope (`config.scope`, what the auth hook checks) needs, so the
- * document and the check come from one place. OpenAPI defines scopes for OAuth2 and OpenID Connect
+ * document and the check come from one place: each scope that grants it (GRANTED_BY: a read scope,
+ * or its write scope), any one of them. OpenAPI defines scopes for OAuth2 and OpenID Connect
  * schemes only (linters refuse them under `http`): the bearer scheme's requirement is empty, the
- * openIdConnect one lists the scope, and `x-scopes` says it for every kind of token.
+ * openIdConnect ones list each granting scope (alternatives), and `x-scopes` says them for every
+ * kind of token.
  */
-function securityOf (scope: string | undefined, schemes: readonly string[]): JsonObject {
+function securityOf (scope: Scope | undefined, schemes: readonly string[]): JsonObject {
   if (scope === undefined) return {}
+  const granting = GRANTED_BY[scope]
   return {
-    security: schemes.map((scheme) => ({ [scheme]: scheme === OPENID_CONNECT ? [scope] : [] })),
-    'x-scopes': [scope]
+    security: schemes.flatMap((scheme): Array<Record<string, string[]>> => scheme === OPENID_CONNECT ? granting.map((one) => ({ [scheme]: [one] })) : [{ [scheme]: [] }]),
+    'x-scopes': [...granting]
   }
 }
 
@@ -165,7 +169,7 @@ export default fp(async function docsPlugin (app) {
       description: sandbox !== undefined
         ? `Any token of 16 to 256 URL-safe characters: each token is a sandbox tenant of its own, with every scope: ${scopeList}.`
         : `A token from API_TOKENS (every scope) or API_TOKENS_FILE (its scopes)${oidc === undefined ? '' : ', or a JWT access token of the OpenID provider'}. ` +
-        `Each operation lists the scope it needs: ${scopeList}. A token without it is answered 403.`
+        `Each operation lists the scopes that grant it (a write scope includes its read scope): ${scopeList}. A token with none of them is answered 403.`
     },
     // Swagger UI's Authorize then obtains a token from the provider (client credentials).
     ...(oidc !== undefined && {
