@@ -3,6 +3,7 @@ import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
 import { documentSecurityHeaders } from './helmet.js'
 import type { SandboxConfig } from '../../src/load-config.js'
+import { duration } from '../../src/human.js'
 import { RESOURCES } from '../../src/resources/index.js'
 import { GRANTED_BY, SCOPE_DESCRIPTIONS, SCOPES, type Scope } from '../../src/scopes.js'
 import { rateLimitHeaders, requestIdHeader } from '../../src/schemas/headers.js'
@@ -166,11 +167,10 @@ const DOCS_CONTENT_SECURITY_POLICY = "default-src 'self'; base-uri 'self'; font-
 
 /** What a visitor of a sandbox's Swagger UI reads first; the document is unchanged without SANDBOX. */
 function sandboxNote ({ maxPlants, maxSubscriptions, ttlMs }: SandboxConfig): string {
-  const hours = Math.round(ttlMs / 360_000) / 10
   return 'This service runs as a public sandbox: authorize with any token of 16 to 256 URL-safe characters ' +
     '(A-Z a-z 0-9 . _ ~ -), make one up. Each token has plants of its own, starting with a few examples (ids from 1), ' +
     `at most ${maxPlants} plants and ${maxSubscriptions} webhook subscriptions (to public addresses only); a token unused ` +
-    `for ${hours} hours is deleted with its data. Never put anything private here. `
+    `for ${duration(ttlMs)} is deleted with its data. Never put anything private here. `
 }
 
 export default fp(async function docsPlugin (app) {
