@@ -6435,6 +6435,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
