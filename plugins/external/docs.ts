@@ -6,7 +6,7 @@ import type { SandboxConfig } from '../../src/load-config.js'
 import { duration } from '../../src/human.js'
 import { RESOURCES } from '../../src/resources/index.js'
 import { GRANTED_BY, SCOPE_DESCRIPTIONS, SCOPES, type Scope } from '../../src/scopes.js'
-import { rateLimitHeaders } from '../../src/schemas/headers.js'
+import { rateLimitHeaders, requestIdHeader } from '../../src/schemas/headers.js'
 import { webhookEventsDocument } from '../../src/schemas/webhook-events.js'
 import { EVENT_SUBJECTS, WEBHOOK_EVENT_TYPES } from '../../src/webhooks/events.js'
 
@@ -75,7 +75,6 @@ function documentHead (schema: JsonObject): JsonObject {
 const OPENID_CONNECT = 'openIdConnect'
 
 /**
-/**
  * What a route that declares a scope (`config.scope`, what the auth hook checks) needs, so the
  * document and the check come from one place: each scope that grants it (GRANTED_BY: a read scope,
  * or its write scope), any one of them. OpenAPI defines scopes for OAuth2 and OpenID Connect
@@ -125,11 +124,26 @@ function hoistRequiredHeaders (document: JsonObject): void {
   }
 }
 
+const REQUEST_ID_HEADER = 'X-Request-Id'
+
+/** Every answer carries X-Request-Id: one header component, referenced by every response. */
+function documentRequestId (document: JsonObject): void {
+  const { type, pattern, description } = requestIdHeader[REQUEST_ID_HEADER]
+  const components = isObject(document.components) ? document.components : {}
+  document.components = { ...components, headers: { [REQUEST_ID_HEADER]: { description, required: true, schema: { type, pattern } } } }
+  const responses = values(document.paths).flatMap(values).flatMap((operation) => (isObject(operation) ? values(operation.responses) : []))
+  for (const response of responses) {
+    if (!isObject(response)) continue
+    response.headers = { ...(isObject(response.headers) ? response.headers : {}), [REQUEST_ID_HEADER]: { $ref: `#/components/headers/${REQUEST_ID_HEADER}` } }
+  }
+}
+
 /** A `$ref` body shows its schema's first example, so examples are written once, on the TypeBox schemas. */
 const finishDocument: TransformObject = (documentObject) => {
   if (!('openapiObject' in documentObject)) return documentObject.swaggerObject
   const document = documentObject.openapiObject
   hoistRequiredHeaders(document as JsonObject)
+  documentRequestId(document as JsonObject)
   const schemas = document.components?.schemas ?? {}
   const mediaTypes = values(document.paths).flatMap(values)
     .flatMap((operation) => (isObject(operation) ? [operation.requestBody, ...values(operation.responses)] : []))
