@@ -473,7 +473,7 @@ export interface components {
              * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example Monstera
              */
-            name: string & unknown;
+            name: string;
             /**
              * @description A free-form tag, 1 to 50 characters; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example tropical
@@ -639,7 +639,7 @@ export interface components {
              * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example Monstera
              */
-            name?: string & unknown;
+            name?: string;
             /**
              * @description A free-form tag, 1 to 50 characters; no NUL (U+0000) or unpaired UTF-16 surrogates; null clears it
              * @example tropical
@@ -658,7 +658,7 @@ export interface components {
              * @description The plant name: 1 to 100 characters after trimming surrounding white space, stored trimmed; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example Monstera
              */
-            name: string & unknown;
+            name: string;
             /**
              * @description A free-form tag, 1 to 50 characters; no NUL (U+0000) or unpaired UTF-16 surrogates
              * @example tropical
@@ -5562,7 +5562,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookWithSecret"];
                 };
             };
-            /** @description The id is not a signed 64-bit integer, or the body is not a RotateWebhookSecret (a secret not `whsec_` and 24 to 64 bytes in base64) */
+            /** @description The id is not a signed 64-bit integer, or the body is not a RotateWebhookSecret (a secret not `whsec_` and 24 to 64 bytes in base64, or one byte repeated) */
             400: {
                 headers: {
                     /** @description Requests allowed per window for this caller (when rate limiting is on) */
@@ -5577,7 +5577,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "error": 400,
-                     *       "message": "The id is not a signed 64-bit integer, or the body is not a RotateWebhookSecret (a secret not `whsec_` and 24 to 64 bytes in base64)"
+                     *       "message": "The id is not a signed 64-bit integer, or the body is not a RotateWebhookSecret (a secret not `whsec_` and 24 to 64 bytes in base64, or one byte repeated)"
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];

@@ -39,13 +39,13 @@ export function configurationTable (): string {
   return ['| variable | default | meaning |', '| --- | --- | --- |', ...settings().map(tableRow)].join('\n')
 }
 
-type OpenApiPaths = Record<string, Record<string, { operationId?: string, security?: Array<Record<string, string[]>> }>>
+type OpenApiPaths = Record<string, Record<string, { operationId?: string, 'x-scopes'?: string[] }>>
 
 /** Each scope, what it grants, and the operations of the served document that need it (HEADs said once). */
 export function scopeTable (document: { paths?: unknown }): string {
   const operations = Object.values(document.paths as OpenApiPaths).flatMap((methods) => Object.entries(methods))
   const rows = SCOPES.map((scope) => {
-    const needing = operations.filter(([, operation]) => operation.security?.some((requirement) => Object.values(requirement).some((scopes) => scopes.includes(scope))))
+    const needing = operations.filter(([, operation]) => operation['x-scopes']?.includes(scope) === true)
     const named = needing.filter(([method]) => method !== 'head').map(([, operation]) => `\`${operation.operationId ?? '?'}\``)
     const heads = needing.some(([method]) => method === 'head') ? ' (and their HEADs)' : ''
     return `| \`${scope}\` | ${cell(SCOPE_DESCRIPTIONS[scope])} | ${named.join(', ')}${heads} |`

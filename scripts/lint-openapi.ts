@@ -1,7 +1,7 @@
 import { checkOpenApiDocument } from './openapi-lint.js'
 import { servedOpenApiDocument } from './openapi-document.js'
 
-// `npm run lint:openapi`: the served document must pass the OpenAPI 3.1 schema and the Redocly rules.
+// `npm run lint:openapi`: the served document must pass the OpenAPI 3.1 schema, the Redocly rules and Spectral's.
 const problems = await checkOpenApiDocument(await servedOpenApiDocument())
 for (const problem of problems) {
   process.stdout.write(`${problem.source} ${problem.rule} ${problem.where}\n  ${problem.message}\n`)

@@ -8,34 +8,54 @@ export type Command =
   /** With `entry`, a named API_TOKENS_FILE entry is printed with the token. */
   | { name: 'token', entry?: { name: string, scopes: Scope[] } }
   | { name: 'check' }
-  | { name: 'help' }
+  /** With `command`, only that command's help (`plant-store backup --help`). */
+  | { name: 'help', command?: CommandName }
   | { name: 'version' }
+
+/** Each command's lines of the usage: `plant-store <command> --help` prints its own. */
+const COMMAND_HELP = {
+  serve: `  serve            run the service (the default): settings come from the environment (docs/configuration.md)
+`,
+  backup: `  backup <file>    write a consistent copy of the SQLite database (DATABASE_URL) to <file> (- for
+                   stdout), while a server keeps serving; the copy is checked with PRAGMA integrity_check
+`,
+  restore: `  restore [--force] <file>
+                   replace the SQLite database with the backup <file> (checked first); an existing
+                   database only with --force, and it is then kept beside it; refused while a
+                   server uses the database: stop it, restore, start it again
+`,
+  token: `  token            print a new random API token (for API_TOKENS or API_TOKENS_FILE)
+  token --name <name> --scopes <scope>[,<scope>…]
+                   print a new token once, and the API_TOKENS_FILE line that grants it those scopes
+                   (${SCOPES.join(', ')}); the line holds only the token's SHA-256
+`,
+  check: `  check            validate the configuration and every dependency it names (the database, Redis,
+                   the OpenID provider) without starting; says which failed; exit 0 when all are fine
+`
+} as const
+
+export type CommandName = keyof typeof COMMAND_HELP
+
+const PG_NOTE = 'PostgreSQL (a postgres:// DATABASE_URL) is backed up and restored with pg_dump and pg_restore (docs/operations.md).\n'
 
 export const USAGE = `Usage: plant-store [command]
 
 Commands:
-  serve            run the service (the default): settings come from the environment (docs/configuration.md)
-  backup <file>    write a consistent copy of the SQLite database (DATABASE_URL) to <file> (- for
-                   stdout), while a server keeps serving; the copy is checked with PRAGMA integrity_check
-  restore [--force] <file>
-                   replace the SQLite database with the backup <file> (checked first); an existing
-                   database only with --force, and it is then kept beside it; refused while a
-                   server uses the database: stop it, restore, start it again
-  token            print a new random API token (for API_TOKENS or API_TOKENS_FILE)
-  token --name <name> --scopes <scope>[,<scope>…]
-                   print a new token once, and the API_TOKENS_FILE line that grants it those scopes
-                   (${SCOPES.join(', ')}); the line holds only the token's SHA-256
-  check            validate the configuration and every dependency it names (the database, Redis)
-                   without starting; says which failed; exit 0 when all are fine
-  help, --help     show this text
+${Object.values(COMMAND_HELP).join('')}  help, --help     show this text (<command> --help: that command's only)
   --version        print the version
 
-PostgreSQL (a postgres:// DATABASE_URL) is backed up and restored with pg_dump and pg_restore (docs/operations.md).
-`
+${PG_NOTE}`
+
+/** `plant-store <command> --help`: that command's lines of the usage. */
+export function commandUsage (command: CommandName): string {
+  const note = command === 'backup' || command === 'restore' ? `\n${PG_NOTE}` : ''
+  return `Usage: plant-store ${command === 'serve' ? '[serve]' : command} …\n\n${COMMAND_HELP[command]}${note}`
+}
 
 /** Reads the command line (without `node` and the script); a misuse is an Error whose message says what is wrong. */
 export function parseCommandLine (args: readonly string[]): Command {
   const [name, ...rest] = args
+  if (isCommandName(name) && rest.some((arg) => arg === '--help' || arg === '-h')) return { name: 'help', command: name }
   const noMore = (command: Command): Command => {
     if (rest.length > 0) throw new Error(`${name ?? ''}: unexpected argument ${JSON.stringify(rest[0])}`)
     return command
@@ -89,4 +109,8 @@ function parseToken (args: readonly string[]): Command {
   const unknown = scopes.find((scope) => !isScope(scope))
   if (unknown !== undefined) throw new Error(`token: unknown scope ${JSON.stringify(unknown)} (known: ${SCOPES.join(', ')})`)
   return { name: 'token', entry: { name, scopes: [...new Set(scopes as Scope[])] } }
+}
+
+function isCommandName (name: string | undefined): name is CommandName {
+  return name !== undefined && Object.hasOwn(COMMAND_HELP, name)
 }

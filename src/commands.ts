@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { ConfigError } from './errors.js'
+import { countOf } from './human.js'
 import type { Scope } from './scopes.js'
 import { tokenDigest } from './tokens.js'
 import { loadConfig, type Config } from './load-config.js'
-import { isPostgresUrl } from './store/postgres/connection.js'
+import { isPostgresUrl, postgresName } from './store/postgres/connection.js'
 import { backupDatabase, backupDatabaseTo, BackupError, restoreDatabase } from './store/sqlite/backup.js'
 import { inspectDatabaseFile } from './store/sqlite/preflight.js'
 
@@ -69,7 +70,15 @@ export async function runBackup (file: string, env: NodeJS.ProcessEnv, output: O
         output.err('plant-store backup: stdout is a terminal; redirect it to a file or a pipe (plant-store backup - > plants.bak)\n')
         return 1
       }
-      const { contents, pages } = await backupDatabaseTo(database, output.data)
+      let result
+      try {
+        result = await backupDatabaseTo(database, output.data)
+      } catch (err) {
+        // The reader went away (`backup - | head`): as a closed pipe ends any command, without a word.
+        if ((err as { code?: unknown }).code === 'EPIPE') return 1
+        throw err
+      }
+      const { contents, pages } = result
       // stdout carries the database: the report goes to stderr.
       output.err(`plant-store backup: ${database} → stdout: ${contents}, ${pages} pages, integrity_check ok\n`)
       return 0
@@ -104,7 +113,7 @@ export function runRestore (file: string, env: NodeJS.ProcessEnv, output: Output
  * Validates the configuration and looks at every dependency it names, without changing anything: a
  * SQLite file is checked as a start would (plant-store's, not newer than this code, quick_check);
  * PostgreSQL must answer and hold no schema newer than this code; Redis (REDIS_URL) must answer a
- * PING. Each is reported; exit code 0 only when every one is fine.
+ * PING; the OpenID provider (OIDC_ISSUER) must serve its discovery document and a key set. Each is reported; exit code 0 only when every one is fine.
  */
 export async function runCheck (env: NodeJS.ProcessEnv, output: Output): Promise<number> {
   const config = readConfig(env, output)
@@ -113,6 +122,7 @@ export async function runCheck (env: NodeJS.ProcessEnv, output: Output): Promise
   const failed: string[] = []
   if (!await checkDatabase(config, output)) failed.push(isPostgresUrl(config.databaseUrl) ? 'PostgreSQL' : 'the SQLite database')
   if (config.redis !== undefined && !await checkRedis(config.redis.url, output)) failed.push('Redis')
+  if (config.oidc !== undefined && !await checkOidc(config.oidc.issuer, output)) failed.push('the OpenID provider')
   if (failed.length === 0) return 0
   output.err(`plant-store check: failed: ${failed.join(', ')}\n`)
   return 1
@@ -122,11 +132,12 @@ async function checkDatabase (config: Config, output: Output): Promise<boolean> 
   if (isPostgresUrl(config.databaseUrl)) {
     const { checkPostgres } = await import('./store/postgres/check.js')
     const problem = await checkPostgres(config.databaseUrl, config.pgConnectTimeoutMs)
+    const name = postgresName(config.databaseUrl)
     if (problem !== undefined) {
-      output.err(`plant-store check: the PostgreSQL database: ${problem}\n`)
+      output.err(`plant-store check: the PostgreSQL database ${name}: ${problem}\n`)
       return false
     }
-    output.out('plant-store check: the PostgreSQL database answers and its schema is usable\n')
+    output.out(`plant-store check: the PostgreSQL database ${name} answers and its schema is usable\n`)
     return true
   }
   if (config.databaseUrl === ':memory:' || !existsSync(config.databaseUrl)) {
@@ -178,5 +189,19 @@ async function checkRedis (url: string, output: Output): Promise<boolean> {
     return false
   } finally {
     redis.disconnect()
+  }
+}
+
+async function checkOidc (issuer: string, output: Output): Promise<boolean> {
+  const { checkProvider } = await import('./oidc.js')
+  try {
+    const keys = await checkProvider(issuer)
+    output.out(`plant-store check: the OpenID provider ${issuer} answers: discovery document and ${countOf(keys, 'key', 'keys')}\n`)
+    return true
+  } catch (err) {
+    const cause = (err as Error).cause
+    const detail = cause instanceof Error ? ` (${cause.message})` : ''
+    output.err(`plant-store check: the OpenID provider ${issuer}: ${(err as Error).message}${detail}\n`)
+    return false
   }
 }

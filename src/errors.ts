@@ -142,9 +142,15 @@ export const invalidToken = (check: string): AuthError =>
   new AuthError('invalid-token', `Invalid token: ${check}`, 'Bearer error="invalid_token"')
 export const insufficientScope = (scope: string): AuthError =>
   new AuthError('insufficient-scope', `This token lacks the scope ${scope}, which this operation needs`, `Bearer error="insufficient_scope", scope="${scope}"`)
+/** The key set cannot be fetched; `retryAfterS` is when the next fetch may be tried, so a client that waits that long is served. */
+export class AuthUnavailableError extends ServiceError {
+  constructor (readonly retryAfterS: number, options?: ErrorOptions) {
+    super('auth-unavailable', 'The identity provider\'s signing keys cannot be fetched, retry shortly', options)
+  }
+}
 /** The cause (a network error, a provider's answer) is kept for the log. */
-export const authUnavailable = (cause?: unknown): ServiceError =>
-  new ServiceError('auth-unavailable', 'The identity provider\'s signing keys cannot be fetched, retry shortly', { cause })
+export const authUnavailable = (retryAfterS: number, cause?: unknown): AuthUnavailableError =>
+  new AuthUnavailableError(retryAfterS, { cause })
 
 /** A configuration value that stops the start; the message names the variable. */
 export class ConfigError extends Error {

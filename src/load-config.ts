@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { Type, type Static } from '@sinclair/typebox'
+import type { ErrorObject } from 'ajv'
 import envSchema from 'env-schema'
 import ipaddr from 'ipaddr.js'
 import { ConfigError } from './errors.js'
@@ -14,7 +15,7 @@ import {
   DEFAULT_RETENTION_MS, DEFAULT_TIMEOUT_MS
 } from './webhooks/dispatcher.js'
 import { DEFAULT_RETRY_SCHEDULE_MS } from './webhooks/schedule.js'
-import type { NamedToken } from './tokens.js'
+import { tokenDigest, type NamedToken } from './tokens.js'
 import { loadSeed } from './sandbox/seed.js'
 import { OPEN_WAIT_MS } from './sandbox/tenants.js'
 import type { NewPlant } from './resources/plants.js'
@@ -41,8 +42,8 @@ export const EnvSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000, description: 'TCP port to listen on (0 picks a free one).' }),
   HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address to listen on (`0.0.0.0` for all interfaces).' }),
   DATABASE_URL: Type.String({ minLength: 1, default: 'data/plants.db', description: 'A SQLite file path (its folder is created) or `:memory:`; a `postgres://` or `postgresql://` URL selects PostgreSQL, with `?schema=name` for a schema of its own (see docs/scaling.md).' }),
-  API_TOKENS: Type.Optional(Type.String({ description: 'Accepted bearer tokens, comma-separated, each with every scope. With no token configured and no `OIDC_ISSUER`, one is made up for the run and printed once.' })),
-  API_TOKENS_FILE: Type.Optional(Type.String({ minLength: 1, description: 'A file of accepted bearer tokens (combined with `API_TOKENS`): a plain token a line (every scope), or a named entry `<name> <scopes> sha256:<digest>` (see docs/configuration.md).' })),
+  API_TOKENS: Type.Optional(Type.String({ description: 'Accepted bearer tokens, comma-separated, each with every scope. With no token configured and no `OIDC_ISSUER`, one is made up for the run and printed once; set but holding no token (only commas) stops the start.' })),
+  API_TOKENS_FILE: Type.Optional(Type.String({ minLength: 1, description: 'A file of accepted bearer tokens (combined with `API_TOKENS`): a plain token a line (every scope), or a named entry `<name> <scopes> sha256:<digest>` (see docs/configuration.md). A file without a token, or with a plain token that is also a named entry, stops the start.' })),
   PG_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL: the most connections one instance opens; N instances open up to N times this.' }),
   PG_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000, description: 'PostgreSQL: how long a request waits for a connection before it is answered 503.' }),
   PG_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000, description: 'PostgreSQL: the longest a statement may run or wait for a lock before the request is answered 503.' }),
@@ -146,8 +147,9 @@ export const EnvSchema = Type.Object({
     minimum: 0,
     maximum: 3_600_000,
     default: 30_000,
-    description: 'The least time between two fetches of the provider\'s key set (a token with an unknown `kid` triggers one), in milliseconds.'
-  })
+    description: 'The least time between two fetches of the provider\'s key set (a token with an unknown `kid`, or a signature that fails under a cached `kid`, triggers one), in milliseconds; after a failed fetch, at most 5 s.'
+  }),
+  OIDC_REQUIRE_AT_JWT: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '1', description: '`0` also accepts JWTs whose `typ` header is not `at+jwt` (RFC 9068), for providers that issue access tokens as plain `JWT`; an ID token of the same provider then passes too.' })
 })
 
 type Env = Static<typeof EnvSchema>
@@ -224,6 +226,8 @@ export interface OidcConfig {
   audience: string
   clockSkewMs: number
   jwksCooldownMs: number
+  /** Only `typ: at+jwt` (RFC 9068), unless OIDC_REQUIRE_AT_JWT=0. */
+  requireAtJwt: boolean
 }
 
 /** How webhooks are delivered (the WEBHOOK_* settings). */
@@ -245,13 +249,33 @@ export interface WebhookConfig {
 /** Shorter bearer tokens are guessable in principle; refused unless ALLOW_WEAK_TOKENS=1. */
 const MIN_TOKEN_LENGTH = 32
 
+/**
+ * The settings this service reads, from `env` only. An empty value is unset, for every setting
+ * (`PORT=` in an env file, as .env.example leaves each line): the default applies.
+ */
+function settingsOf (env: NodeJS.ProcessEnv): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] =>
+    Object.hasOwn(EnvSchema.properties, entry[0]) && entry[1] !== undefined && entry[1] !== ''))
+}
+
+/** `PORT must be <= 65535`: each problem names the setting as the docs do; an enum's message lists its values. */
+function settingProblems (err: Error & { errors?: ErrorObject[] }): string {
+  if (err.errors === undefined) return err.message
+  return err.errors.map((error) => {
+    const name = error.instancePath.replace(/^\//, '')
+    const allowed = (error.params as { allowedValues?: unknown }).allowedValues
+    const values = error.keyword === 'enum' && Array.isArray(allowed) ? ` (${allowed.join(', ')})` : ''
+    return `${name} ${error.message ?? 'is invalid'}${values}`
+  }).join(', ')
+}
+
 /** Reads and validates the configuration; throws ConfigError with a message for whoever starts the service. */
 export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   let parsed: Env
   try {
-    parsed = envSchema<Env>({ schema: EnvSchema, data: { ...env }, dotenv: false })
+    parsed = envSchema<Env>({ schema: EnvSchema, data: settingsOf(env), env: false, dotenv: false })
   } catch (err) {
-    throw new ConfigError(`invalid configuration: ${(err as Error).message}`)
+    throw new ConfigError(`invalid configuration: ${settingProblems(err as Error & { errors?: ErrorObject[] })}`)
   }
 
   if (isPostgresUrl(parsed.DATABASE_URL)) {
@@ -263,7 +287,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   }
 
   const file = readTokensFile(parsed.API_TOKENS_FILE)
-  const tokens = [...splitTokens(parsed.API_TOKENS, ','), ...file.plain]
+  const tokens = [...splitTokens(parsed.API_TOKENS, ',', 'API_TOKENS'), ...file.plain]
+  refuseOverlap(tokens, file.named)
   const oidc = parseOidc(parsed)
   const sandbox = parseSandbox(parsed, tokens.length + file.named.length > 0 || oidc !== undefined)
   const tokenGenerated = sandbox === undefined && tokens.length === 0 && file.named.length === 0 && oidc === undefined
@@ -494,9 +519,17 @@ function trustsEveryone (ranges: readonly string[]): 'IPv4' | 'IPv6' | undefined
   return undefined
 }
 
-function splitTokens (text: string | undefined, separator: string | RegExp): string[] {
+/**
+ * A setting that is there but names no token (only separators, or a file of comments) is refused
+ * rather than read as unset: unset makes up a token with every scope, and emptying the list is how
+ * a key is revoked.
+ */
+function splitTokens (text: string | undefined, separator: string | RegExp, setting?: string): string[] {
   if (text === undefined) return []
   const tokens = text.split(separator).map((token) => token.trim()).filter((token) => token !== '')
+  if (setting !== undefined && tokens.length === 0 && text.trim() !== '') {
+    throw new ConfigError(`invalid configuration: ${setting} is set but holds no token (unset it to have none)`)
+  }
   for (const token of tokens) {
     // A token travels in an HTTP header: only visible ASCII, as RFC 6750's b64token allows.
     if (!/^[A-Za-z0-9\-._~+/]+=*$/.test(token)) {
@@ -547,7 +580,21 @@ function readTokensFile (path: string | undefined): { plain: string[], named: Na
     if (named.some((entry) => entry.digest === digest)) throw problem(`the same token digest as the entry ${named.find((entry) => entry.digest === digest)?.name ?? ''}`)
     named.push({ name, scopes: [...new Set(scopes as Scope[])], digest })
   })
+  if (plain.length === 0 && named.length === 0) {
+    throw new ConfigError(`invalid configuration: API_TOKENS_FILE holds no token (${path}); with no token nothing can call the API`)
+  }
   return { plain, named }
+}
+
+/** A plain token (every scope) that is also a named entry would get one of the two scope sets silently. */
+function refuseOverlap (plain: readonly string[], named: readonly NamedToken[]): void {
+  for (const token of plain) {
+    const digest = tokenDigest(token)
+    const entry = named.find((candidate) => candidate.digest === digest)
+    if (entry !== undefined) {
+      throw new ConfigError(`invalid configuration: the API_TOKENS_FILE entry ${entry.name} is also given as a plain token (every scope): keep one of the two`)
+    }
+  }
 }
 
 /** Host names an http:// issuer may have: a provider on the same machine (development, tests). */
@@ -576,5 +623,5 @@ function parseOidc (parsed: Env): OidcConfig | undefined {
   }
   const audience = parsed.OIDC_AUDIENCE?.trim() ?? ''
   if (audience === '') throw new ConfigError('invalid configuration: OIDC_AUDIENCE must be set with OIDC_ISSUER (the audience tokens are issued for, e.g. https://plants.example.com)')
-  return { issuer, audience, clockSkewMs: parsed.OIDC_CLOCK_SKEW_MS, jwksCooldownMs: parsed.OIDC_JWKS_COOLDOWN_MS }
+  return { issuer, audience, clockSkewMs: parsed.OIDC_CLOCK_SKEW_MS, jwksCooldownMs: parsed.OIDC_JWKS_COOLDOWN_MS, requireAtJwt: parsed.OIDC_REQUIRE_AT_JWT === '1' }
 }

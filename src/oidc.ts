@@ -3,6 +3,7 @@ import { authUnavailable, invalidToken, ServiceError } from './errors.js'
 import type { OidcConfig } from './load-config.js'
 import { isScope, type Principal, type Scope } from './scopes.js'
 import { tokenDigest } from './tokens.js'
+import { jwtPrincipalId } from './principal-id.js'
 
 /** The signature algorithms accepted: asymmetric only, so a public key can never serve as an HMAC secret. */
 export const ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'] as const
@@ -11,6 +12,12 @@ export const ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'] as const
 const FETCH_TIMEOUT_MS = 5000
 /** Cached keys are refetched in the background this long after the last fetch, so a key the provider dropped stops working. */
 export const KEYS_MAX_AGE_MS = 10 * 60_000
+
+/**
+ * After a failed fetch the next one may come this soon (or after OIDC_JWKS_COOLDOWN_MS, when
+ * shorter): the 503's Retry-After is the time left, so a client that obeys it finds a fetch allowed.
+ */
+export const FAILED_FETCH_COOLDOWN_MS = 5000
 
 /** Verified tokens remembered until they expire; past this many, the oldest is forgotten first. */
 export const VERIFIED_CACHE_SIZE = 10_000
@@ -26,11 +33,34 @@ async function fetchJson (url: string): Promise<unknown> {
   return await response.json()
 }
 
+/** The provider's key set URL, from its discovery document. */
+async function discoverKeySet (issuer: string): Promise<string> {
+  const discovery = await fetchJson(`${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`)
+  // OpenID Connect Discovery §4.3: the document must name the issuer it was fetched for.
+  if (!isObject(discovery) || discovery.issuer !== issuer) throw new Error('the discovery document names another issuer')
+  if (typeof discovery.jwks_uri !== 'string') throw new Error('the discovery document has no jwks_uri')
+  return discovery.jwks_uri
+}
+
+/**
+ * What `plant-store check` looks at, as the first token would: the discovery document, then the
+ * key set it names, which must hold a key. Resolves with the number of keys; rejects saying what failed.
+ */
+export async function checkProvider (issuer: string): Promise<number> {
+  const set = await fetchJson(await discoverKeySet(issuer))
+  const keys = isObject(set) && Array.isArray(set.keys) ? set.keys.length : 0
+  createLocalJWKSet(set as JSONWebKeySet)
+  if (keys === 0) throw new Error('its key set holds no key')
+  return keys
+}
+
 /**
  * The provider's keys, found through discovery and cached. Not jose's createRemoteJWKSet: its
  * cooldown counts from the last successful fetch (a down provider gets a request per unknown
  * `kid`), and a stale cache refetches before answering (an outage fails keys that still fit).
- * Here every fetch starts the cooldown; key selection and crypto stay jose's (createLocalJWKSet).
+ * Here every fetch starts the cooldown (a shorter one after a failure, which the 503's Retry-After
+ * states), and a signature that fails under a cached `kid` refetches too (a key replaced under the
+ * same `kid`), which jose's never does; key selection and crypto stay jose's (createLocalJWKSet).
  */
 export class ProviderKeys {
   readonly #issuer: string
@@ -51,19 +81,23 @@ export class ProviderKeys {
     this.#now = now
   }
 
+  /** When the next fetch may start: the cooldown after the last attempt, shorter after a failed one. */
+  #nextFetchAt (): number {
+    return this.#attemptedAt + (this.#failed ? Math.min(this.#cooldownMs, FAILED_FETCH_COOLDOWN_MS) : this.#cooldownMs)
+  }
+
   #coolingDown (): boolean {
-    return this.#now() - this.#attemptedAt < this.#cooldownMs
+    return this.#now() < this.#nextFetchAt()
+  }
+
+  /** A 503 whose Retry-After is the time until a fetch is allowed again (at least a second). */
+  #unavailable (cause?: unknown): ServiceError {
+    return authUnavailable(Math.max(1, Math.ceil((this.#nextFetchAt() - this.#now()) / 1000)), cause)
   }
 
   async #load (): Promise<void> {
     this.#attemptedAt = this.#now()
-    if (this.#jwksUri === undefined) {
-      const discovery = await fetchJson(`${this.#issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`)
-      // OpenID Connect Discovery §4.3: the document must name the issuer it was fetched for.
-      if (!isObject(discovery) || discovery.issuer !== this.#issuer) throw new Error('the discovery document names another issuer')
-      if (typeof discovery.jwks_uri !== 'string') throw new Error('the discovery document has no jwks_uri')
-      this.#jwksUri = discovery.jwks_uri
-    }
+    this.#jwksUri ??= await discoverKeySet(this.#issuer)
     const keys = createLocalJWKSet(await fetchJson(this.#jwksUri) as JSONWebKeySet)
     this.#keys = keys
     this.#fetchedAt = this.#now()
@@ -77,7 +111,7 @@ export class ProviderKeys {
       (err: unknown) => {
         this.#failed = true
         this.#onFailure(err)
-        throw authUnavailable(err)
+        throw this.#unavailable(err)
       }
     ).finally(() => { this.#pending = undefined })
     this.#pending = pending
@@ -87,7 +121,7 @@ export class ProviderKeys {
   /** jose's key resolver: the cached key for the token's header, refetching the set at most once per cooldown. */
   readonly getKey: JWTVerifyGetKey = async (header, token) => {
     if (this.#keys === undefined) {
-      if (this.#pending === undefined && this.#coolingDown()) throw authUnavailable()
+      if (this.#pending === undefined && this.#coolingDown()) throw this.#unavailable()
       await this.#refresh()
     } else if (this.#now() - this.#fetchedAt >= KEYS_MAX_AGE_MS && !this.#coolingDown()) {
       this.#refresh().catch(() => {})
@@ -101,9 +135,19 @@ export class ProviderKeys {
         await this.#refresh()
         return await (this.#keys as JWTVerifyGetKey)(header, token)
       }
-      if (this.#failed) throw authUnavailable(err)
+      if (this.#failed) throw this.#unavailable(err)
       throw err
     }
+  }
+
+  /**
+   * Fetches the key set again when the cooldown allows (or joins a fetch under way): true when it
+   * did, so the caller may verify once more; false within the cooldown.
+   */
+  async refetch (): Promise<boolean> {
+    if (this.#pending === undefined && this.#coolingDown()) return false
+    await this.#refresh()
+    return true
   }
 }
 
@@ -119,12 +163,15 @@ function failedCheck (err: unknown): string | undefined {
     case 'ERR_JWKS_NO_MATCHING_KEY': return 'no key of the provider\'s key set matches it (kid)'
     case 'ERR_JWKS_MULTIPLE_MATCHING_KEYS': return 'several keys of the provider\'s key set match it (kid)'
     case 'ERR_JWT_CLAIM_VALIDATION_FAILED':
+      // jose's reason `invalid`: a time claim that is not a number (`"iat": "soon"`).
+      if (err.reason === 'invalid') return `its ${String(err.claim)} claim is not a number of seconds (NumericDate)`
       switch (err.claim) {
         case 'iss': return 'it was issued by another issuer (iss)'
         case 'aud': return 'it is meant for another audience (aud)'
         case 'nbf': return 'it is not valid yet (nbf)'
         case 'iat': return 'it was issued in the future (iat)'
         case 'exp': return 'it has no expiry (exp)'
+        case 'typ': return 'it is not an access token (its typ header is not at+jwt, RFC 9068)'
         default: return `its ${String(err.claim)} claim does not hold`
       }
     case 'ERR_JWS_INVALID':
@@ -178,25 +225,45 @@ export class OidcVerifier {
     return verified.principal
   }
 
+  async #verifyOnce (token: string): Promise<JWTPayload> {
+    const { payload } = await jwtVerify(token, this.keys.getKey, {
+      issuer: this.#config.issuer,
+      audience: this.#config.audience,
+      algorithms: [...ALGORITHMS],
+      clockTolerance: this.#config.clockSkewMs / 1000,
+      requiredClaims: ['exp'],
+      ...(this.#config.requireAtJwt && { typ: 'at+jwt' })
+    })
+    return payload
+  }
+
+  async #verifySignature (token: string): Promise<JWTPayload> {
+    try {
+      return await this.#verifyOnce(token)
+    } catch (err) {
+      // A key replaced under the same `kid` fails the cached one: refetch (once per cooldown) and verify again.
+      if (!isJoseError(err, 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED') || !await this.keys.refetch()) throw err
+    }
+    return await this.#verifyOnce(token)
+  }
+
   async #check (token: string): Promise<{ principal: Principal, expiresAt: number }> {
     let payload: JWTPayload
     try {
-      ({ payload } = await jwtVerify(token, this.keys.getKey, {
-        issuer: this.#config.issuer,
-        audience: this.#config.audience,
-        algorithms: [...ALGORITHMS],
-        clockTolerance: this.#config.clockSkewMs / 1000,
-        requiredClaims: ['exp']
-      }))
+      payload = await this.#verifySignature(token)
     } catch (err) {
       if (err instanceof ServiceError) throw err
       const check = failedCheck(err)
       if (check === undefined) throw err
       throw invalidToken(check)
     }
+    // jose checks `iat` against the clock only with maxTokenAge; the skew applies to it as to exp and nbf.
+    if (typeof payload.iat === 'number' && payload.iat * 1000 > this.#now() + this.#config.clockSkewMs) {
+      throw invalidToken('it was issued in the future (iat)')
+    }
     if (typeof payload.sub !== 'string' || payload.sub === '') throw invalidToken('it has no subject (sub)')
     const client = typeof payload.client_id === 'string' ? payload.client_id : typeof payload.azp === 'string' ? payload.azp : undefined
-    const principal: Principal = { id: `jwt:${payload.sub}`, name: payload.sub, scopes: scopesOf(payload), ...(client !== undefined && { client }) }
+    const principal: Principal = { id: jwtPrincipalId(payload.sub), name: payload.sub, scopes: scopesOf(payload), ...(client !== undefined && { client }) }
     // jwtVerify required `exp`.
     return { principal, expiresAt: Number(payload.exp) * 1000 }
   }

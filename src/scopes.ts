@@ -27,7 +27,7 @@ export const isScope = (text: string): text is Scope => (SCOPES as readonly stri
  * ever the token.
  */
 export interface Principal {
-  /** Plain API_TOKENS: the token's hex SHA-256 (what data stored before scopes is keyed by); named tokens: `token:<name>`; JWTs: `jwt:<sub>`. */
+  /** Plain API_TOKENS: the token's hex SHA-256 (what data stored before scopes is keyed by); named tokens: `token:<name>`; JWTs: `jwt:<sub>` (a digest when long: principal-id.ts). */
   readonly id: string
   readonly name: string
   readonly scopes: ReadonlySet<Scope>

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import { destination } from 'pino'
 import type { PrettyOptions } from 'pino-pretty'
 import { buildApp } from './app.js'
-import { parseCommandLine, USAGE } from './cli.js'
+import { commandUsage, parseCommandLine, USAGE } from './cli.js'
 import { runBackup, runCheck, runRestore, runToken, type Output } from './commands.js'
 import { ConfigError, StoreOpenError } from './errors.js'
 import { loadConfig, SHUTDOWN_EXIT_MARGIN_MS } from './load-config.js'
@@ -133,7 +133,7 @@ async function main (): Promise<void> {
   }
   switch (command.name) {
     case 'serve': return await serve()
-    case 'help': process.stdout.write(USAGE); return
+    case 'help': process.stdout.write(command.command === undefined ? USAGE : commandUsage(command.command)); return
     case 'version': process.stdout.write(`plant-store ${version()}\n`); return
     case 'token': process.exitCode = runToken(output, command.entry); return
     case 'check': process.exitCode = await runCheck(process.env, output); return

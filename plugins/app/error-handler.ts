@@ -4,8 +4,8 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, Fasti
 import fp from 'fastify-plugin'
 import { SANDBOX_FULL_RETRY_AFTER_S } from '../../src/sandbox/tenants.js'
 import {
-  AuthError, expectationFailed, LOAD_SHEDDING_CODES, MethodNotAllowedError, methodNotImplemented, RetryLaterError, routeNotFound, ServiceError,
-  type ErrorCode
+  AuthError, AuthUnavailableError, expectationFailed, LOAD_SHEDDING_CODES, MethodNotAllowedError, methodNotImplemented,
+  RetryLaterError, routeNotFound, ServiceError, type ErrorCode
 } from '../../src/errors.js'
 import type { ErrorBody } from '../../src/schemas/error.js'
 import { patternMessages } from '../../src/schemas/pattern-messages.js'
@@ -58,7 +58,8 @@ function refusalHeaders (error: unknown, status: number): Record<string, string>
   if (status === 401) return { 'www-authenticate': 'Bearer' }
   if (error instanceof MethodNotAllowedError) return { allow: error.allowed.join(', ') }
   if (error instanceof ServiceError && error.code === 'unsupported-content-encoding') return { 'accept-encoding': 'identity' }
-  if (error instanceof ServiceError && (error.code === 'unavailable' || error.code === 'auth-unavailable')) return { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_S) }
+  if (error instanceof AuthUnavailableError) return { 'retry-after': String(error.retryAfterS) }
+  if (error instanceof ServiceError && error.code === 'unavailable') return { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_S) }
   if (error instanceof ServiceError && error.code === 'sandbox-full') return { 'retry-after': String(SANDBOX_FULL_RETRY_AFTER_S) }
   if (error instanceof ServiceError && error.code === 'sandbox-busy') return { 'retry-after': '1' }
   if (error instanceof RetryLaterError) return { 'retry-after': String(error.retryAfterS) }

@@ -38,6 +38,7 @@ export default fp(async function storePlugin (app) {
     : createSqliteStore({
       filename: config.databaseUrl,
       synchronous: config.sqliteSynchronous,
+      alone: true,
       log: app.log,
       ...(metrics !== undefined && {
         onCommit: metrics.groupCommit,

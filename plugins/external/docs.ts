@@ -71,20 +71,28 @@ function documentHead (schema: JsonObject): JsonObject {
   }
 }
 
+const OPENID_CONNECT = 'openIdConnect'
+
 /**
- * The security requirement of a route that declares a scope (`config.scope`, what the auth hook
- * checks): that scope under each scheme, so the document and the check come from one place.
+ * What a route that declares a scope (`config.scope`, what the auth hook checks) needs, so the
+ * document and the check come from one place. OpenAPI defines scopes for OAuth2 and OpenID Connect
+ * schemes only (linters refuse them under `http`): the bearer scheme's requirement is empty, the
+ * openIdConnect one lists the scope, and `x-scopes` says it for every kind of token.
  */
-const securityOf = (scope: string | undefined, schemes: readonly string[]): Record<string, string[]>[] | undefined =>
-  scope === undefined ? undefined : schemes.map((scheme) => ({ [scheme]: [scope] }))
+function securityOf (scope: string | undefined, schemes: readonly string[]): JsonObject {
+  if (scope === undefined) return {}
+  return {
+    security: schemes.map((scheme) => ({ [scheme]: scheme === OPENID_CONNECT ? [scope] : [] })),
+    'x-scopes': [scope]
+  }
+}
 
 const transformWith = (schemes: readonly string[]): Transform => ({ schema, url, route }) => {
   if (!isObject(schema)) return { schema, url }
-  const security = securityOf(route.config?.scope, schemes)
   // Copies, never in place: the same schema objects drive validation.
   const documented = {
     ...schema,
-    ...(security !== undefined && { security }),
+    ...securityOf(route.config?.scope, schemes),
     params: documentInt64AsInteger(schema.params),
     querystring: withoutOptionalExamples(documentInt64AsInteger(schema.querystring)),
     headers: withoutOptionalExamples(schema.headers),
@@ -161,7 +169,7 @@ export default fp(async function docsPlugin (app) {
     },
     // Swagger UI's Authorize then obtains a token from the provider (client credentials).
     ...(oidc !== undefined && {
-      openIdConnect: {
+      [OPENID_CONNECT]: {
         type: 'openIdConnect' as const,
         openIdConnectUrl: `${oidc.issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`,
         description: `JWT access tokens of ${oidc.issuer} for the audience ${oidc.audience}, with the scopes in \`scope\` or \`scp\`: ${scopeList}.`
@@ -178,6 +186,8 @@ export default fp(async function docsPlugin (app) {
         description: (sandbox === undefined ? '' : sandboxNote(sandbox)) +
           'A store of plants, each addressed by a signed 64-bit id. Every operation needs a bearer token. ' +
           'Request bodies are I-JSON (RFC 7493): UTF-8, each member name once per object; query strings are percent-encoded UTF-8.',
+        // No public address of its own to give: who runs it is who answers for it.
+        contact: { name: 'The operators of this service' },
         license: { name: 'MIT', identifier: 'MIT' }
       },
       tags: [
@@ -209,8 +219,14 @@ export default fp(async function docsPlugin (app) {
     pages.addHook('onRequest', documentSecurityHeaders)
     await pages.register(swaggerUi, {
       routePrefix: '/docs',
-      // localStorage is readable by any script on this origin and left behind on shared machines: opt-in only.
-      uiConfig: { persistAuthorization: app.config.docs.persistAuthorization, displayOperationId: true, tryItOutEnabled: true },
+      uiConfig: {
+        // localStorage is readable by any script on this origin and left behind on shared machines: opt-in only.
+        persistAuthorization: app.config.docs.persistAuthorization,
+        displayOperationId: true,
+        tryItOutEnabled: true,
+        // Each operation's `x-scopes`, the scope it needs, shows under it.
+        showExtensions: true
+      },
       // With OIDC, Authorize fetches the provider's discovery document and token endpoint from the page.
       staticCSP: oidc === undefined ? DOCS_CONTENT_SECURITY_POLICY : `${DOCS_CONTENT_SECURITY_POLICY}; connect-src 'self' ${new URL(oidc.issuer).origin}`
     })

@@ -1,6 +1,6 @@
 import pg from 'pg'
 import { sha256 } from '../digest.js'
-import { inTransaction, isConnectionError, parsePostgresUrl, postgresFailure, statementBounds, withServerSettings } from '../store/postgres/connection.js'
+import { inTransaction, isConnectionError, parsePostgresUrl, postgresFailure, statementBounds, survivingDisconnects, withServerSettings } from '../store/postgres/connection.js'
 import { migrations } from '../store/postgres/migrations.js'
 import { createPostgresStore, isCurrentVersion, migrationLock, MIGRATIONS_TABLE } from '../store/postgres/postgres-store.js'
 import { pgTypes } from '../store/postgres/types.js'
@@ -90,14 +90,13 @@ const REGISTRY = `CREATE TABLE IF NOT EXISTS sandbox_tenants (
  */
 export async function createPostgresTenants (options: PostgresTenantOptions): Promise<TenantBackend> {
   const target = parsePostgresUrl(options.url)
-  const pool = new pg.Pool({
+  const pool = survivingDisconnects(new pg.Pool({
     connectionString: target.connectionString,
     application_name: 'plant-store sandbox',
     max: 4,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
     ...statementBounds(options.statementTimeoutMs ?? 5000)
-  })
-  pool.on('error', (err) => { options.onIdleError?.(err) })
+  }), options.onIdleError)
   try {
     await inTransaction(pool, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 34))', [`plant-store sandbox ${target.schema ?? ''}`])
@@ -110,7 +109,7 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
     throw err
   }
   const sharedPool = (connectionString: string): pg.Pool => {
-    const made = new pg.Pool({
+    return survivingDisconnects(new pg.Pool({
       connectionString,
       application_name: 'plant-store sandbox',
       max: options.poolMax ?? 10,
@@ -118,9 +117,7 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
       connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
       ...statementBounds(options.statementTimeoutMs ?? 5000),
       types: pgTypes
-    })
-    made.on('error', (err) => { options.onIdleError?.(err) })
-    return made
+    }), options.onIdleError)
   }
   const shared = sharedPool(target.connectionString)
   const bookkeeping = sharedPool(withServerSettings(target.connectionString, { synchronous_commit: 'off' }))
@@ -131,7 +128,7 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
     url.searchParams.set('schema', schemaOf(key))
     return url.toString()
   }
-  return {
+  return failuresMapped({
     exists: async (key) => (await pool.query('SELECT 1 FROM sandbox_tenants WHERE key = $1', [key])).rowCount === 1,
     touch: async (key, now) => {
       const { rows } = await pool.query<{ inserted: boolean }>(
@@ -142,12 +139,7 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
     },
     open: async (key, created) => {
       const schema = schemaOf(key)
-      let current: boolean
-      try {
-        current = created ? await creations.run(async () => await createSchema(schema)) : await schemaIsCurrent(schema)
-      } catch (err) {
-        throw postgresFailure(err) ?? err
-      }
+      const current = created ? await creations.run(async () => await createSchema(schema)) : await schemaIsCurrent(schema)
       const store = await createPostgresStore({
         url: tenantUrl(key),
         pools: { pool: schemaPool(shared, schema), bookkeeping: schemaPool(bookkeeping, schema) },
@@ -171,7 +163,7 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
       return true
     }),
     close: async () => { await Promise.all([pool.end(), shared.end(), bookkeeping.end()]) }
-  }
+  })
 
   /** True when made; false when it could not be (another instance made it meanwhile): the migrator then looks. */
   async function createSchema (schema: string): Promise<boolean> {
@@ -194,6 +186,27 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
       return false
     }
     return isCurrentVersion(version)
+  }
+}
+
+/** A lost or refused database is `unavailable` (a 503), whichever of the backend's operations met it. */
+function failuresMapped (backend: TenantBackend): TenantBackend {
+  const mapped = <A extends unknown[], R>(operation: (...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
+    try {
+      return await operation(...args)
+    } catch (err) {
+      throw postgresFailure(err) ?? err
+    }
+  }
+  const { exists, touch, open, count, leastRecentlyUsed, remove } = backend
+  return {
+    ...backend,
+    exists: mapped(exists),
+    touch: mapped(touch),
+    open: mapped(open),
+    count: mapped(count),
+    leastRecentlyUsed: mapped(leastRecentlyUsed),
+    remove: mapped(remove)
   }
 }
 

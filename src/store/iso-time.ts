@@ -32,3 +32,14 @@ export function isoTime (ms: number): string {
   const millis = rest - seconds * 1000
   return `${pad4(year)}-${pad2(month)}-${pad2(day)}T${pad2(hours)}:${pad2(minutes)}:${pad2(seconds)}.${pad3(millis)}Z`
 }
+
+/**
+ * Epoch ms of an RFC 3339 date-time as the `date-time` format accepts it. A leap second (`:60`,
+ * which Date.parse refuses) is the second after `:59`, as POSIX time counts it.
+ */
+export function parseDateTime (text: string): number {
+  const ms = Date.parse(text)
+  if (!Number.isNaN(ms)) return ms
+  const leap = /^(.*[Tt ]\d\d:\d\d:)60(.*)$/.exec(text)
+  return leap === null ? ms : Date.parse(`${leap[1] ?? ''}59${leap[2] ?? ''}`) + 1000
+}

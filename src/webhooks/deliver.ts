@@ -1,6 +1,7 @@
 import * as http from 'node:http'
 import * as https from 'node:https'
 import { isServiceError } from '../errors.js'
+import { storableText } from './rows.js'
 import { parseWebhookUrl, pinnedLookup, resolveWebhookTarget, type AddressPolicy, type ResolvedAddress } from './url-policy.js'
 
 /** How much of a receiver's answer is read: its status is what counts. */
@@ -30,7 +31,7 @@ export interface AttemptOptions {
 export type AttemptFailure = 'timeout' | 'connection' | 'invalid-url' | 'url-not-allowed' | 'url-unresolvable' | 'aborted' | 'internal'
 
 export type AttemptResult =
-  | { kind: 'response', statusCode: number, /** The first KEPT_RESPONSE_BYTES of the body (UTF-8). */ body: string }
+  | { kind: 'response', statusCode: number, /** The first KEPT_RESPONSE_BYTES of the body (UTF-8; zero bytes and bytes that are not UTF-8 as U+FFFD). */ body: string }
   | { kind: 'error', reason: AttemptFailure, message: string }
 
 const defaultRequest: RequestFunction = (url, options) =>
@@ -155,7 +156,7 @@ async function send (
     let settled = false
     const kept: Buffer[] = []
     let keptBytes = 0
-    const answerBody = (): string => Buffer.concat(kept).subarray(0, KEPT_RESPONSE_BYTES).toString('utf8')
+    const answerBody = (): string => storableText(Buffer.concat(kept).subarray(0, KEPT_RESPONSE_BYTES).toString('utf8'))
     const settle = (result: AttemptResult, keepConnection = false): void => {
       if (settled) return
       settled = true

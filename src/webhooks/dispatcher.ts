@@ -497,7 +497,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
    * together in the next: one round trip for many attempts, without waiting for a timer.
    */
   async #complete (completion: DeliveryCompletion): Promise<CompletionResult> {
-    if (this.#store.completeDeliveries === undefined) return await this.#store.completeDelivery(completion)
+    if (this.#store.completeDeliveries === undefined) return await this.#completeAlone(completion)
     return await new Promise((resolve, reject) => {
       this.#completions.push({ completion, resolve, reject })
       if (this.#completions.length === 1 && !this.#flushing) setImmediate(() => { void this.#flush() })
@@ -512,10 +512,29 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
         const results = await (this.#store.completeDeliveries as NonNullable<WebhookStore['completeDeliveries']>)(batch.map(({ completion }) => completion))
         batch.forEach(({ resolve }, i) => { resolve(results[i] ?? { recorded: false, subscriptionDisabled: false }) })
       } catch (error) {
-        batch.forEach(({ reject }) => { reject(error) })
+        this.#emit('store-error', { operation: 'complete', error })
+        // One row the store cannot write must not fail the rest: each is written on its own.
+        await Promise.all(batch.map(async ({ completion, resolve, reject }) => {
+          await this.#completeAlone(completion).then(resolve, reject)
+        }))
       }
     }
     this.#flushing = false
+  }
+
+  /**
+   * A completion the store refuses is written again without the receiver's answer and with a plain
+   * ASCII error: its attempt still counts, so the delivery keeps to its retry schedule.
+   */
+  async #completeAlone (completion: DeliveryCompletion): Promise<CompletionResult> {
+    try {
+      return await this.#store.completeDelivery(completion)
+    } catch (error) {
+      const { responseBody: _dropped, error: message, ...bare } = completion
+      if (_dropped === undefined && message === undefined) throw error
+      this.#emit('store-error', { operation: 'complete', error })
+      return await this.#store.completeDelivery({ ...bare, ...(message !== undefined && { error: message.replace(/[^\x20-\x7e]/g, '?') }) })
+    }
   }
 
   /**

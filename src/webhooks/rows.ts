@@ -162,3 +162,17 @@ export const MAX_ERROR_LENGTH = 500
 
 export const truncateError = (message: string): string =>
   message.length <= MAX_ERROR_LENGTH ? message : `${message.slice(0, MAX_ERROR_LENGTH - 1)}…`
+
+/**
+ * Text every store keeps as given: PostgreSQL's text holds no zero byte, so a zero byte reads as
+ * U+FFFD, as a byte that is not UTF-8 already does once decoded. Both stores then show the same.
+ */
+export const storableText = (text: string): string => text.includes('\0') ? text.replaceAll('\0', '\uFFFD') : text
+
+/** An attempt's error and the receiver's answer, as a store keeps them (null where absent). */
+export function attemptTexts (done: { error?: string, responseBody?: string }): { error: string | null, body: string | null } {
+  return {
+    error: done.error === undefined ? null : truncateError(storableText(done.error)),
+    body: done.responseBody === undefined ? null : storableText(done.responseBody)
+  }
+}

@@ -79,6 +79,10 @@ export function checkSecret (secret: string): void {
   if (bytes === undefined || bytes.toString('base64') !== encoded || bytes.length < MIN_SECRET_BYTES || bytes.length > MAX_SECRET_BYTES) {
     throw new ServiceError('invalid-secret', `A secret is whsec_ and ${MIN_SECRET_BYTES} to ${MAX_SECRET_BYTES} random bytes in base64`)
   }
+  // All one byte (whsec_AAAA…) is a placeholder, not a key: anyone could sign with it.
+  if (bytes.every((byte) => byte === bytes[0])) {
+    throw new ServiceError('invalid-secret', 'A secret of one byte repeated has no entropy: give random bytes (or send no secret to get some)')
+  }
 }
 
 const notFound = (what: string): ServiceError => new ServiceError('not-found', `${what} not found`)

@@ -8,6 +8,7 @@ import { parseAllDocuments } from 'yaml'
 import { SERVER_NODE_FLAGS } from '../../bench/measure.js'
 import { loadConfig, SHUTDOWN_EXIT_MARGIN_MS, type Config } from '../../src/load-config.js'
 import { TOKEN } from '../helpers/app.js'
+import { assertConfigRefused } from '../helpers/config.js'
 
 const REPO = fileURLToPath(new URL('../../..', import.meta.url))
 const read = (path: string): string => readFileSync(join(REPO, path), 'utf8')
@@ -52,9 +53,16 @@ interface Service { kind: 'Service', spec: { selector: Record<string, string>, p
 interface Budget { kind: 'PodDisruptionBudget', spec: { minAvailable?: number, maxUnavailable?: number, selector: { matchLabels: Record<string, string> } } }
 type Manifest = Deployment | Service | Budget | { kind: string }
 
+const KUBERNETES = 'deploy/kubernetes'
+
+/** What `kubectl apply -R -f deploy/kubernetes/` applies: every .yaml, .yml and .json file under it (without -R, fewer). */
+function applied (): string[] {
+  return readdirSync(join(REPO, KUBERNETES), { recursive: true, encoding: 'utf8' })
+    .filter((name) => /\.(ya?ml|json)$/.test(name)).sort().map((name) => join(KUBERNETES, name))
+}
+
 function kubernetes (): Manifest[] {
-  const dir = 'deploy/kubernetes'
-  return readdirSync(join(REPO, dir)).filter((name) => name.endsWith('.yaml')).sort().flatMap((name) => documents(join(dir, name)) as Manifest[])
+  return applied().flatMap((path) => documents(path) as Manifest[])
 }
 const byKind = <T extends Manifest>(manifests: Manifest[], kind: T['kind']): T => {
   const found = manifests.filter((manifest) => manifest.kind === kind)
@@ -151,6 +159,25 @@ test('Kubernetes: the Deployment\'s ports, probes, grace period, security and se
   const budget = byKind<Budget>(manifests, 'PodDisruptionBudget')
   assert.deepEqual(budget.spec.selector.matchLabels, labels)
   assert.equal(budget.spec.minAvailable, 1)
+})
+
+test('Kubernetes: the example Secret is never applied with the folder, and its placeholder is never a working token', () => {
+  const example = `${KUBERNETES}/secret.yaml.example`
+  assert.deepEqual(applied(), ['deployment.yaml', 'pdb.yaml', 'service.yaml'].map((name) => `${KUBERNETES}/${name}`))
+  assert.equal(kubernetes().some((manifest) => manifest.kind === 'Secret'), false, 'apply -f of the folder creates no Secret')
+  const [secret, ...others] = documents(example) as Array<{ kind: string, metadata: { name: string }, stringData: Record<string, string> }>
+  assert.equal(others.length, 0)
+  assert.equal(secret?.kind, 'Secret')
+  // The keys the Deployment reads are the ones the example shows.
+  const refs = byKind<Deployment>(kubernetes(), 'Deployment').spec.template.spec.containers[0]?.env
+    .flatMap((variable) => variable.valueFrom?.secretKeyRef === undefined ? [] : [variable.valueFrom.secretKeyRef]) ?? []
+  for (const ref of refs) assert.equal(ref.name, secret.metadata.name)
+  assert.deepEqual(Object.keys(secret.stringData), refs.map((ref) => ref.key).filter((key) => key !== 'redis-url'))
+  const placeholder = secret.stringData['api-tokens'] ?? ''
+  assertConfigRefused([
+    [{ API_TOKENS: placeholder }, /a token may only hold the characters/],
+    [{ API_TOKENS: placeholder, ALLOW_WEAK_TOKENS: '1' }, /a token may only hold the characters/]
+  ])
 })
 
 interface ComposeService {

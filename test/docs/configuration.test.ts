@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { execFile } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
 import { test } from 'node:test'
 import { configurationPage, ENV_EXAMPLE, envExample, readConfigurationPage, scopeTable, settings, tableRow } from '../../scripts/config-docs.js'
 import { servedOpenApiDocument } from '../../scripts/openapi-document.js'
-import { loadConfig } from '../../src/load-config.js'
+import { SERVER_JS } from '../helpers/server-process.js'
 import { codeBlockUnder, readMarkdown } from './markdown.js'
 
 test('docs/configuration.md holds the tables generated from EnvSchema and the served document (npm run gen:docs)', async () => {
@@ -13,11 +17,11 @@ test('docs/configuration.md holds the tables generated from EnvSchema and the se
   assert.match(page, /^\| `plants:read` \| List and get plants \| `listPlants`, `getPlant` \(and their HEADs\) \|$/m)
 })
 
-test('the scope table lists each scope\'s operations from the document\'s security requirements', () => {
+test('the scope table lists each scope\'s operations from the document\'s x-scopes', () => {
   const document = {
     paths: {
-      '/a': { get: { operationId: 'listA', security: [{ bearerAuth: ['plants:read'] }] }, head: { operationId: 'headA', security: [{ bearerAuth: ['plants:read'] }] } },
-      '/b': { post: { operationId: 'makeB', security: [{ bearerAuth: ['webhooks'] }] } },
+      '/a': { get: { operationId: 'listA', 'x-scopes': ['plants:read'] }, head: { operationId: 'headA', 'x-scopes': ['plants:read'] } },
+      '/b': { post: { operationId: 'makeB', 'x-scopes': ['webhooks'] } },
       '/health': { get: { operationId: 'health', security: [] } }
     }
   }
@@ -31,11 +35,19 @@ test('the scope table lists each scope\'s operations from the document\'s securi
 
 test('.env.example lists every setting at its default (npm run gen:docs)', () => {
   assert.equal(readFileSync(ENV_EXAMPLE, 'utf8'), envExample(), 'stale: run npm run gen:docs')
-  // Uncommented, it is a valid configuration: the defaults load (a value left empty is unset).
-  const env = Object.fromEntries(envExample().split('\n').filter((line) => /^# [A-Z_]+=/.test(line))
-    .map((line) => line.slice(2).split(/=(.*)/s).slice(0, 2) as [string, string]).filter(([, value]) => value !== ''))
-  assert.equal(Object.keys(env).length > 30, true)
-  assert.doesNotThrow(() => loadConfig(env))
+})
+
+test('.env.example, every line uncommented: node --env-file=.env.example server.js check passes (an empty value is unset)', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'plant-store-env-example-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  const uncommented = readFileSync(ENV_EXAMPLE, 'utf8').replace(/^# ([A-Z][A-Z0-9_]*=)/gm, '$1')
+  assert.ok((uncommented.match(/^[A-Z][A-Z0-9_]*=$/gm)?.length ?? 0) >= 10, 'empty values are among them')
+  assert.equal(uncommented.match(/^[A-Z][A-Z0-9_]*=/gm)?.length, settings().length)
+  writeFileSync(join(dir, '.env'), uncommented)
+  // Only PATH from here: the file is the whole configuration (DATABASE_URL's default is relative to cwd).
+  const run = await promisify(execFile)(process.execPath, ['--env-file=.env', SERVER_JS, 'check'], { cwd: dir, env: { PATH: process.env.PATH } })
+  assert.equal(run.stdout, 'plant-store check: configuration ok\nplant-store check: database data/plants.db does not exist yet; the first start creates it\n')
+  assert.equal(run.stderr, '')
 })
 
 test('the README\'s short configuration table is made of the generated rows, defaults included', () => {

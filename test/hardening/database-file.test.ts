@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict'
-import { closeSync, existsSync, openSync, readFileSync, statSync, writeFileSync, writeSync } from 'node:fs'
+import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { test } from 'node:test'
 import Database from 'better-sqlite3'
 import { APPLICATION_ID, migrations } from '../../src/store/sqlite/migrations.js'
 import { StoreOpenError } from '../../src/errors.js'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
 import { tempDatabaseFile } from '../helpers/cleanup.js'
-import { expectStartFailure } from '../helpers/server-process.js'
+import { AUTH } from '../helpers/app.js'
+import { expectStartFailure, startServer } from '../helpers/server-process.js'
 
 test('a database at schema version 1 is migrated at start-up, its plants kept', async (t) => {
   const file = tempDatabaseFile(t, 'plant-store-file-')
@@ -82,4 +85,34 @@ test('the server refuses a foreign file with a clear message and exit code 1', a
   assert.equal(code, 1)
   assert.equal(stderr, `plant-store: cannot use the database ${file}: the file is not a SQLite database; the file was left untouched\n`)
   assert.ok(readFileSync(file).equals(before))
+})
+
+test('a second server on the same SQLite file is refused, naming the file; the first keeps serving', async (t) => {
+  const first = await startServer(t)
+  const { code, stdout, stderr } = await expectStartFailure({ env: { DATABASE_URL: first.databaseUrl } })
+  assert.equal(code, 1)
+  assert.equal(stdout, '')
+  assert.equal(stderr, `plant-store: cannot use the database ${first.databaseUrl}: it is in use by another process (a plant-store server running on it?): ` +
+    'one server per SQLite file; stop the other, or give this one another DATABASE_URL (several instances need PostgreSQL, docs/scaling.md); ' +
+    'the file was left untouched\n')
+  assert.equal((await fetch(`${first.baseUrl}/plants`, { headers: AUTH })).status, 200)
+  // Once the first has stopped, the file is free again.
+  assert.equal(await first.stop(), 0)
+  const next = await startServer(t, { env: { DATABASE_URL: first.databaseUrl } })
+  assert.equal((await fetch(`${next.baseUrl}/plants`, { headers: AUTH })).status, 200)
+})
+
+test('a folder the server may not write: the message says which user must own it (chown), not only EACCES', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'plant-store-eacces-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  chmodSync(dir, 0o755)
+  const data = join(dir, 'data')
+  mkdirSync(data, { mode: 0o555 })
+  // As root (CI, a container) the server runs as nobody against a root-owned folder; otherwise as this user, the folder read-only.
+  const uid = process.getuid?.() === 0 ? 65534 : process.getuid?.()
+  const file = join(data, 'plants.db')
+  const { code, stderr } = await expectStartFailure({ env: { DATABASE_URL: file }, ...(uid === 65534 && { uid }) })
+  assert.equal(code, 1)
+  assert.equal(stderr, `plant-store: cannot use the database ${file}: permission denied (EACCES): the folder ${data} must be writable by ` +
+    `uid ${uid}, the user this process runs as (on the host of a mounted folder: chown ${uid} <that folder>); the file was left untouched\n`)
 })

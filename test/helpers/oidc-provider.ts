@@ -1,7 +1,7 @@
 import { once } from 'node:events'
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { exportJWK, generateKeyPair, type JWK } from 'jose'
+import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK, type JWTPayload } from 'jose'
 import Provider from 'oidc-provider'
 import { SCOPES } from '../../src/scopes.js'
 
@@ -133,4 +133,12 @@ function makeProvider (issuer: string, keys: readonly SigningKey[]): Provider {
       }
     }
   })
+}
+
+/** A token signed with `key` (the provider's, or any other), with the claims the provider would put, changed by `claims`. */
+export async function forge (key: SigningKey, provider: TestProvider, claims: JWTPayload = {}, header: Record<string, unknown> = {}): Promise<string> {
+  const now = Math.floor(Date.now() / 1000)
+  return await new SignJWT({ sub: 'forger', client_id: 'forger', scope: 'plants:read', iss: provider.issuer, aud: AUDIENCE, iat: now, exp: now + 300, ...claims })
+    .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt', ...header })
+    .sign(await importJWK(key.privateJwk, key.alg))
 }

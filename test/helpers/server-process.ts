@@ -44,6 +44,8 @@ export interface ServerOptions {
    * not available.
    */
   logFile?: string
+  /** Runs the server as this user id (the test runs as root): what a container's unprivileged user meets. */
+  uid?: number
   /** Runs this instead of `node <nodeArgs> build/src/server.js` (e.g. `npm start`, in `cwd`), with the same settings. */
   command?: { file: string, args: readonly string[], cwd: string }
 }
@@ -110,7 +112,7 @@ async function launch (options: ServerOptions): Promise<Launched> {
   const waiters = new Set<{ matches: (line: LogLine) => boolean, resolve: (line: LogLine) => void }>()
   const { logFile } = options
   if (logFile === undefined) {
-    child = spawn(file, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+    child = spawn(file, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'], ...(options.uid !== undefined && { uid: options.uid, gid: options.uid }) })
     let pending = ''
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {

@@ -40,10 +40,12 @@ export async function createWebhook (app: FastifyInstance, body: Record<string, 
 }
 
 /** Lists a subscription's deliveries until `done` holds for them (the dispatcher runs in the background). */
-export async function deliveriesWhen (app: FastifyInstance, id: number, done: (deliveries: DeliveryBody[]) => boolean): Promise<DeliveryBody[]> {
+export async function deliveriesWhen (
+  app: FastifyInstance, id: number, done: (deliveries: DeliveryBody[]) => boolean, headers: Record<string, string> = AUTH
+): Promise<DeliveryBody[]> {
   let deliveries: DeliveryBody[] = []
   await until(`the deliveries of subscription ${id} are as expected`, async () => {
-    const res = await app.inject({ url: `/webhooks/${id}/deliveries`, headers: AUTH })
+    const res = await app.inject({ url: `/webhooks/${id}/deliveries`, headers })
     assert.equal(res.statusCode, 200, res.body)
     deliveries = res.json<DeliveryBody[]>()
     return done(deliveries)

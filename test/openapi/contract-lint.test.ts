@@ -31,11 +31,12 @@ test('the lint catches a missing summary, a missing example and an unknown tag',
   const notFound = (deletePlant.responses as Record<string, { content: Record<string, JsonObject> }>)['404']?.content['application/json']
   assert.ok(notFound !== undefined)
   delete notFound.example
-  const rules = (await checkOpenApiDocument(broken)).map((problem) => `${problem.rule} ${problem.where}`).sort()
+  const rules = (await checkOpenApiDocument(broken)).map((problem) => `${problem.source} ${problem.rule} ${problem.where}`).sort()
   assert.deepEqual(rules, [
-    'operation-summary #/paths/~1plants~1{id}/delete/summary',
-    'operation-tag-defined #/paths/~1plants~1{id}/delete/tags/0',
-    'rule/media-type-example #/paths/~1plants~1{id}/delete/responses/404/content/application~1json'
+    'redocly operation-summary #/paths/~1plants~1{id}/delete/summary',
+    'redocly operation-tag-defined #/paths/~1plants~1{id}/delete/tags/0',
+    'redocly rule/media-type-example #/paths/~1plants~1{id}/delete/responses/404/content/application~1json',
+    'spectral operation-tag-defined #/paths/~1plants~1{id}/delete/tags/0'
   ])
 })
 
@@ -92,4 +93,17 @@ test('no optional parameter carries an example (Swagger UI would send it unasked
   const list = operations(document).find(({ where }) => where === 'GET /plants')
   const limit = (list?.operation.parameters as JsonObject[]).find((parameter) => parameter.name === 'limit')
   assert.deepEqual({ required: limit?.required, default: (limit?.schema as JsonObject).default }, { required: false, default: 20 })
+})
+
+test('Spectral (spectral:oas) is part of the lint: a scope under the http bearer scheme and a missing contact are caught', async () => {
+  const broken = structuredClone(await servedOpenApiDocument()) as { info: JsonObject, paths: Record<string, Record<string, JsonObject>> }
+  delete broken.info.contact
+  const deletePlant = broken.paths['/plants/{id}']?.delete
+  assert.ok(deletePlant !== undefined)
+  deletePlant.security = [{ bearerAuth: ['plants:write'] }]
+  const found = (await checkOpenApiDocument(broken)).map(({ source, rule, where, message }) => `${source} ${rule} ${where} ${message}`).sort()
+  assert.deepEqual(found, [
+    'spectral info-contact #/info warning: Info object must have "contact" object.',
+    'spectral oas3-operation-security-defined #/paths/~1plants~1{id}/delete/security/0/bearerAuth/0 warning: "plants:write" must be listed among scopes.'
+  ])
 })

@@ -1,17 +1,15 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { existsSync, mkdtempSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { Agent, request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import Database from 'better-sqlite3'
 import { AUTH, TOKEN } from '../helpers/app.js'
-import { startServer } from '../helpers/server-process.js'
-
-const SERVER_JS = fileURLToPath(new URL('../../src/server.js', import.meta.url))
+import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
+import { SERVER_JS, startServer } from '../helpers/server-process.js'
 
 /** Runs the plant-store executable with these arguments and settings; resolves with its exit code and output. */
 async function plantStore (args: string[], env: Record<string, string> = {}): Promise<{ code: number, stdout: string, stderr: string }> {
@@ -50,7 +48,34 @@ test('plant-store --help, an unknown command, token and check', async () => {
   assert.match(fresh.stdout, /^plant-store check: configuration ok\n/)
   const bad = await plantStore(['check'], { DATABASE_URL: join(dir, 'plants.db'), LOG_LEVEL: 'loud' })
   assert.equal(bad.code, 1)
-  assert.equal(bad.stderr, 'plant-store: invalid configuration: env/LOG_LEVEL must be equal to one of the allowed values\n')
+  assert.equal(bad.stderr, 'plant-store: invalid configuration: LOG_LEVEL must be equal to one of the allowed values (fatal, error, warn, info, debug, trace, silent)\n')
+})
+
+test('<command> --help prints that command\'s help on stdout and exits 0', async () => {
+  for (const command of ['token', 'check', 'backup', 'restore', 'serve']) {
+    const help = await plantStore([command, '--help'])
+    assert.equal(help.code, 0, command)
+    assert.equal(help.stderr, '', command)
+    assert.match(help.stdout, new RegExp(`^Usage: plant-store (\\[serve\\]|${command}) …\n\n {2}${command} `), command)
+  }
+})
+
+test('backup - | head -c 100: the closed pipe ends the backup without a word on stderr', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'plant-store-epipe-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  const database = join(dir, 'plants.db')
+  // Larger than a pipe's buffer, so the backup is still writing when head has gone.
+  const store = createSqliteStore({ filename: database, synchronous: 'normal', checkpoint: false })
+  for (let i = 0; i < 2000; i++) await store.plants.create({ name: `plant ${i} ${'x'.repeat(100)}` })
+  await store.close()
+  const script = `"${process.execPath}" "${SERVER_JS}" backup - 2>"${join(dir, 'stderr')}" | head -c 100 > "${join(dir, 'head')}"`
+  const { stdout } = await promisify(execFile)('bash', ['-c', `${script}; echo "\${PIPESTATUS[0]}"`], {
+    env: { PATH: process.env.PATH, API_TOKENS: TOKEN, DATABASE_URL: database }
+  })
+  assert.equal(readFileSync(join(dir, 'stderr'), 'utf8'), '')
+  assert.equal(readFileSync(join(dir, 'head')).length, 100)
+  assert.equal(stdout, '1\n', 'the backup did not complete: exit 1')
+  assert.deepEqual(readdirSync(dir).sort(), ['head', 'plants.db', 'stderr'], 'no staged copy left')
 })
 
 /** POST /plants; the id when it was acknowledged (201), else undefined (never waits more than 10 s). */

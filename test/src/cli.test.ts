@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { parseCommandLine, USAGE } from '../../src/cli.js'
+import { commandUsage, parseCommandLine, USAGE } from '../../src/cli.js'
 
 test('the command line: serve by default; backup and restore take one file; token, check, help, version', () => {
   assert.deepEqual(parseCommandLine([]), { name: 'serve' })
@@ -30,6 +30,19 @@ test('a misused command line says what is wrong', () => {
     [['--verbose'], 'unknown command "--verbose"']
   ]
   for (const [args, message] of cases) assert.throws(() => parseCommandLine(args), { message }, args.join(' '))
+})
+
+test('<command> --help (or -h): that command\'s help, wherever the option stands', () => {
+  for (const name of ['serve', 'backup', 'restore', 'token', 'check'] as const) {
+    assert.deepEqual(parseCommandLine([name, '--help']), { name: 'help', command: name })
+    assert.deepEqual(parseCommandLine([name, 'x', '-h']), { name: 'help', command: name })
+    assert.ok(USAGE.includes(commandUsage(name).split('\n\n')[1] ?? '-'), name)
+  }
+  assert.deepEqual(parseCommandLine(['restore', '--force', 'a.bak', '--help']), { name: 'help', command: 'restore' })
+  assert.equal(commandUsage('check'), 'Usage: plant-store check …\n\n' +
+    '  check            validate the configuration and every dependency it names (the database, Redis,\n' +
+    '                   the OpenID provider) without starting; says which failed; exit 0 when all are fine\n')
+  assert.match(commandUsage('backup'), /\n\nPostgreSQL \(a postgres:\/\/ DATABASE_URL\) is backed up and restored with pg_dump/)
 })
 
 test('the usage names every command', () => {

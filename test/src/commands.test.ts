@@ -11,6 +11,7 @@ import { loadConfig } from '../../src/load-config.js'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
 import { tokenDigest } from '../../src/tokens.js'
 import { TOKEN } from '../helpers/app.js'
+import { AUDIENCE, signingKey, startProvider } from '../helpers/oidc-provider.js'
 
 function capture (): Output & { stdout: () => string, stderr: () => string, bytes: () => Buffer } {
   let out = ''
@@ -67,7 +68,7 @@ test('check: 0 for a good configuration and database (or one not created yet), 1
 
   output = capture()
   assert.equal(await runCheck({ ...env(good), PORT: 'eighty' }, output), 1)
-  assert.equal(output.stderr(), 'plant-store: invalid configuration: env/PORT must be integer\n')
+  assert.equal(output.stderr(), 'plant-store: invalid configuration: PORT must be integer\n')
 
   const foreign = join(dir, 'foreign.db')
   const other = new Database(foreign)
@@ -82,6 +83,21 @@ test('check: 0 for a good configuration and database (or one not created yet), 1
   output = capture()
   assert.equal(await runCheck(env(text), output), 1)
   assert.match(output.stderr(), /the file is not a SQLite database\nplant-store check: failed: the SQLite database\n$/)
+})
+
+test('check: a token setting that holds no token fails, as the start does, never "configuration ok"', async () => {
+  const dir = tempDir()
+  const tokens = join(dir, 'tokens')
+  writeFileSync(tokens, '# the last key was revoked\n')
+  for (const [settings, message] of [
+    [{ API_TOKENS_FILE: tokens }, `plant-store: invalid configuration: API_TOKENS_FILE holds no token (${tokens}); with no token nothing can call the API\n`],
+    [{ API_TOKENS: ' , ' }, 'plant-store: invalid configuration: API_TOKENS is set but holds no token (unset it to have none)\n']
+  ] as const) {
+    const output = capture()
+    assert.equal(await runCheck({ DATABASE_URL: join(dir, 'plants.db'), ...settings }, output), 1)
+    assert.equal(output.stdout(), '')
+    assert.equal(output.stderr(), message)
+  }
 })
 
 test('backup and restore refuse what they cannot do, saying why', async () => {
@@ -107,6 +123,10 @@ test('backup and restore refuse what they cannot do, saying why', async () => {
   await expectFailure((o) => runRestore(join(dir, 'nothing.bak'), env(file), o),
     `plant-store restore: the backup ${join(dir, 'nothing.bak')} does not exist\n`)
   await expectFailure((o) => runRestore(file, env(file), o), 'plant-store restore: the backup is the database itself\n')
+  await expectFailure((o) => runRestore(dir, env(file), o, { force: true }),
+    `plant-store restore: the backup ${dir} is a directory, not a backup file (plant-store backup writes one)\n`)
+  await expectFailure((o) => runRestore(file, env(dir), o, { force: true }),
+    `plant-store restore: the database ${dir} (DATABASE_URL) is a directory, not a database file\n`)
 
   const garbage = join(dir, 'garbage.bak')
   writeFileSync(garbage, 'x'.repeat(8192))
@@ -188,7 +208,7 @@ test('restore refuses an existing database without --force, and leaves it as it 
   const fresh = join(dir, 'fresh.db')
   const restored = capture()
   assert.equal(runRestore(backup, env(fresh), restored), 0)
-  assert.equal(restored.stdout(), `plant-store restore: ${backup} → ${fresh}: 1 plants, integrity_check ok; start the server again\n`)
+  assert.equal(restored.stdout(), `plant-store restore: ${backup} → ${fresh}: 1 plant, integrity_check ok; start the server again\n`)
 })
 
 test('backup - writes the consistent copy to stdout and its report to stderr, and leaves no file behind', async () => {
@@ -262,4 +282,27 @@ test('files: a new database, its WAL and shared-memory files, and backups are re
   const restored = join(dir, 'restored.db')
   assert.equal(runRestore(backup, env(restored), capture()), 0)
   assert.equal(mode(restored), '600')
+})
+
+test('check refuses what serve refuses: a PostgreSQL schema of PostgreSQL\'s own (one validation for both)', async () => {
+  const output = capture()
+  assert.equal(await runCheck({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/test?schema=pg_catalog', API_TOKENS: TOKEN }, output), 1)
+  assert.equal(output.stderr(), 'plant-store: invalid configuration: DATABASE_URL schema pg_catalog is PostgreSQL\'s own (pg_… and information_schema are reserved): choose another name\n')
+  assert.equal(output.stdout(), '')
+})
+
+test('check looks at OIDC_ISSUER: the provider\'s discovery document and key set, named; a provider down fails it', async (t) => {
+  const file = join(tempDir(), 'plants.db')
+  const op = await startProvider([await signingKey('check-a'), await signingKey('check-b')])
+  t.after(op.stop)
+  const settings = { DATABASE_URL: file, OIDC_ISSUER: op.issuer, OIDC_AUDIENCE: AUDIENCE }
+  let output = capture()
+  assert.equal(await runCheck(settings, output), 0, output.stderr())
+  assert.equal(output.stdout(), `plant-store check: configuration ok\nplant-store check: database ${file} does not exist yet; the first start creates it\n` +
+    `plant-store check: the OpenID provider ${op.issuer} answers: discovery document and 2 keys\n`)
+
+  await op.stop()
+  output = capture()
+  assert.equal(await runCheck(settings, output), 1)
+  assert.match(output.stderr(), new RegExp(`^plant-store check: the OpenID provider ${op.issuer.replace(/[.]/g, '\\.')}: fetch failed \\(.*ECONNREFUSED.*\\)\nplant-store check: failed: the OpenID provider\n$`))
 })

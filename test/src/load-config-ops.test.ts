@@ -94,7 +94,6 @@ test('a bad operations setting stops the start with a message that names it', ()
     [{ METRICS_PORT: '70000' }, /METRICS_PORT must be <= 65535/],
     [{ METRICS_PORT: '3000' }, /METRICS_PORT must differ from PORT/],
     [{ PORT: '8080', METRICS_PORT: '8080' }, /METRICS_PORT must differ from PORT/],
-    [{ METRICS_HOST: '' }, /METRICS_HOST must NOT have fewer than 1 characters/],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, /OTEL_EXPORTER_OTLP_ENDPOINT must be an http:\/\/ or https:\/\/ URL/],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://collector:4317' }, /OTEL_EXPORTER_OTLP_ENDPOINT must be an http:\/\/ or https:\/\/ URL/],
     [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'collector:4318' }, /OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an http:\/\/ or https:\/\/ URL/],

@@ -42,14 +42,40 @@ test('API_TOKENS_FILE: a malformed named entry stops the start, naming its line 
   ])
 })
 
+test('a token setting that is set but holds no token stops the start: no token is made up', () => {
+  assertConfigRefused([
+    [{ API_TOKENS: ' , ' }, /^invalid configuration: API_TOKENS is set but holds no token \(unset it to have none\)$/],
+    [{ API_TOKENS: ',' }, /API_TOKENS is set but holds no token/],
+    [{ API_TOKENS_FILE: file('') }, /^invalid configuration: API_TOKENS_FILE holds no token \(.+\); with no token nothing can call the API$/],
+    [{ API_TOKENS_FILE: file('# revoked: the last key\n\n   \n') }, /API_TOKENS_FILE holds no token/],
+    [{ API_TOKENS: 'a-token-0123456789abcdef0123456789abcdef', API_TOKENS_FILE: file('# none\n') }, /API_TOKENS_FILE holds no token/]
+  ])
+  assert.equal(loadConfig({}).tokenGenerated, true, 'unset (neither setting given) still makes one up for a trial run')
+})
+
+test('a plain token that is also a named API_TOKENS_FILE entry stops the start, naming the entry and never the token', () => {
+  const token = 'a-token-0123456789abcdef0123456789abcdef'
+  const named = `dashboard plants:read sha256:${DIGEST}\n`
+  for (const env of [{ API_TOKENS: `other-token-0123456789abcdef0123456789, ${token}`, API_TOKENS_FILE: file(named) },
+    { API_TOKENS_FILE: file(`${named}${token}\n`) }]) {
+    assert.throws(() => loadConfig(env), (err: unknown) => {
+      assert.ok(err instanceof Error)
+      assert.equal(err.message, 'invalid configuration: the API_TOKENS_FILE entry dashboard is also given as a plain token (every scope): keep one of the two')
+      return true
+    })
+  }
+  assert.deepEqual(loadConfig({ API_TOKENS: 'other-token-0123456789abcdef0123456789', API_TOKENS_FILE: file(named) }).namedTokens,
+    [{ name: 'dashboard', scopes: ['plants:read'], digest: DIGEST }])
+})
+
 test('OIDC_ISSUER and OIDC_AUDIENCE: both or neither; https (http on loopback only); skew and cooldown default to 30 s', () => {
   assert.equal(loadConfig({}).oidc, undefined)
   const config = loadConfig({ OIDC_ISSUER: 'https://login.example.com/realms/plants', OIDC_AUDIENCE: 'https://plants.example.com' })
-  assert.deepEqual(config.oidc, { issuer: 'https://login.example.com/realms/plants', audience: 'https://plants.example.com', clockSkewMs: 30_000, jwksCooldownMs: 30_000 })
+  assert.deepEqual(config.oidc, { issuer: 'https://login.example.com/realms/plants', audience: 'https://plants.example.com', clockSkewMs: 30_000, jwksCooldownMs: 30_000, requireAtJwt: true })
   assert.equal(config.tokenGenerated, false, 'JWTs alone: no token is made up')
   assert.deepEqual(config.tokens, [])
-  assert.deepEqual(loadConfig({ OIDC_ISSUER: 'http://127.0.0.1:4000', OIDC_AUDIENCE: 'plants', OIDC_CLOCK_SKEW_MS: '0', OIDC_JWKS_COOLDOWN_MS: '1000' }).oidc,
-    { issuer: 'http://127.0.0.1:4000', audience: 'plants', clockSkewMs: 0, jwksCooldownMs: 1000 })
+  assert.deepEqual(loadConfig({ OIDC_ISSUER: 'http://127.0.0.1:4000', OIDC_AUDIENCE: 'plants', OIDC_CLOCK_SKEW_MS: '0', OIDC_JWKS_COOLDOWN_MS: '1000', OIDC_REQUIRE_AT_JWT: '0' }).oidc,
+    { issuer: 'http://127.0.0.1:4000', audience: 'plants', clockSkewMs: 0, jwksCooldownMs: 1000, requireAtJwt: false })
   assert.equal(loadConfig({ OIDC_ISSUER: 'http://localhost:4000/', OIDC_AUDIENCE: 'plants' }).oidc?.issuer, 'http://localhost:4000/', 'kept exactly as tokens name it')
   assertConfigRefused([
     [{ OIDC_AUDIENCE: 'plants' }, /OIDC_AUDIENCE is set but OIDC_ISSUER is not/],

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { ConfigError } from '../../src/errors.js'
-import { loadConfig } from '../../src/load-config.js'
+import { EnvSchema, loadConfig } from '../../src/load-config.js'
 import { TOKEN } from '../helpers/app.js'
 import { assertConfigRefused } from '../helpers/config.js'
 
@@ -42,7 +42,8 @@ test('a bad value stops the start with a message that names the variable', () =>
     [{ PORT: '70000' }, /PORT must be <= 65535/],
     [{ LOG_LEVEL: 'verbose' }, /LOG_LEVEL must be equal to one of the allowed values/],
     [{ SQLITE_SYNCHRONOUS: 'off' }, /SQLITE_SYNCHRONOUS must be equal to one of the allowed values/],
-    [{ HOST: '' }, /HOST must NOT have fewer than 1 characters/],
+    [{ PORT: '70000', HOST: ' ' }, /^invalid configuration: PORT must be <= 65535$/],
+    [{ PORT: '-1', LOG_LEVEL: 'x' }, /^invalid configuration: PORT must be >= 0, LOG_LEVEL must be equal to one of the allowed values \(fatal, error, warn, info, debug, trace, silent\)$/],
     [{ API_TOKENS_FILE: '/nonexistent/tokens' }, /API_TOKENS_FILE cannot be read \(ENOENT: \/nonexistent\/tokens\)/],
     [{ API_TOKENS: 'has space inside' }, /a token may only hold the characters/],
     [{ PG_POOL_MAX: '0' }, /PG_POOL_MAX must be >= 1/],
@@ -51,6 +52,8 @@ test('a bad value stops the start with a message that names the variable', () =>
     [{ PG_STATEMENT_TIMEOUT_MS: 'forever' }, /PG_STATEMENT_TIMEOUT_MS must be integer/],
     [{ PG_STATEMENT_TIMEOUT_MS: '600001' }, /PG_STATEMENT_TIMEOUT_MS must be <= 600000/],
     [{ DATABASE_URL: 'postgres://db.example/plants?schema=Bad-Name' }, /DATABASE_URL schema must be a lower-case SQL name/],
+    [{ DATABASE_URL: 'postgres://db.example/plants?schema=pg_catalog' }, /DATABASE_URL schema pg_catalog is PostgreSQL's own \(pg_… and information_schema are reserved\): choose another name$/],
+    [{ DATABASE_URL: 'postgres://db.example/plants?schema=information_schema' }, /DATABASE_URL schema information_schema is PostgreSQL's own/],
     [{ DATABASE_URL: 'postgres://[broken' }, /DATABASE_URL is not a valid postgres:\/\/ URL/],
     [{ BODY_LIMIT: '0' }, /BODY_LIMIT must be >= 1/],
     [{ RATE_LIMIT_MAX: '-1' }, /RATE_LIMIT_MAX must be >= 0/],
@@ -59,6 +62,16 @@ test('a bad value stops the start with a message that names the variable', () =>
     [{ HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '1000' }, /HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS/]
   ]
   assertConfigRefused(cases)
+})
+
+test('an empty value is unset, for every setting: its default applies', () => {
+  const empty = Object.fromEntries(Object.keys(EnvSchema.properties).map((name) => [name, '']))
+  assert.deepEqual(loadConfig({ ...empty, API_TOKENS: TOKEN }), loadConfig({ API_TOKENS: TOKEN }))
+  const config = loadConfig({ PORT: '', HOST: '', METRICS_PORT: '', API_TOKENS_FILE: '', LOG_FORMAT: '' })
+  assert.equal(config.port, 3000)
+  assert.equal(config.host, '127.0.0.1')
+  assert.equal(config.metrics, undefined)
+  assert.equal(config.logFormat, undefined)
 })
 
 test('a bad token never appears in the error message', () => {

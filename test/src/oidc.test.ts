@@ -4,8 +4,8 @@ import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import { decodeJwt, decodeProtectedHeader } from 'jose'
-import { isServiceError } from '../../src/errors.js'
-import { KEYS_MAX_AGE_MS, looksLikeJwt, OidcVerifier, ProviderKeys } from '../../src/oidc.js'
+import { AuthUnavailableError, isServiceError } from '../../src/errors.js'
+import { FAILED_FETCH_COOLDOWN_MS, KEYS_MAX_AGE_MS, looksLikeJwt, OidcVerifier, ProviderKeys } from '../../src/oidc.js'
 import { AUDIENCE, signingKey, startProvider } from '../helpers/oidc-provider.js'
 
 test('looksLikeJwt: three base64url parts (the last may be empty); anything else is an opaque token', () => {
@@ -50,6 +50,34 @@ test('ProviderKeys: one fetch per cooldown whether it succeeds or fails; stale k
   assert.equal(failures.length, 2)
 })
 
+test('ProviderKeys: after a failed fetch, the 503 names the time left until the next fetch may start, and one starts then', async (t) => {
+  const key = await signingKey('key-1')
+  const op = await startProvider([key])
+  t.after(op.stop)
+  const header = decodeProtectedHeader(await op.token('reader')) as Parameters<ProviderKeys['getKey']>[0]
+  const retryAfter = async (keys: ProviderKeys): Promise<number> => {
+    const err: unknown = await (async () => await keys.getKey(header, { payload: '', signature: '' }))().then(() => undefined, (caught: unknown) => caught)
+    assert.ok(err instanceof AuthUnavailableError, String(err))
+    return err.retryAfterS
+  }
+  let now = 1_000_000
+  const keys = new ProviderKeys(op.issuer, 30_000, () => {}, () => now)
+  await op.stop()
+  assert.equal(FAILED_FETCH_COOLDOWN_MS, 5000)
+  assert.equal(await retryAfter(keys), 5, 'the failure cooldown, not the 30 s one')
+  await op.restart([key])
+  now += 4001
+  assert.equal(await retryAfter(keys), 1, 'the time left, rounded up')
+  assert.equal(op.jwksRequests(), 0)
+  now += 999
+  assert.ok(await keys.getKey(header, { payload: '', signature: '' }), 'the provider back: served once Retry-After has passed')
+  assert.equal(op.jwksRequests(), 1)
+  // A cooldown shorter than 5 s is kept after a failure too.
+  const quick = new ProviderKeys(op.issuer, 2000, () => {}, () => now)
+  await op.stop()
+  assert.equal(await retryAfter(quick), 2)
+})
+
 test('ProviderKeys: a discovery document of another issuer, or without jwks_uri, is a failure', async (t) => {
   let document: object = {}
   const server = createServer((_req, res) => { res.setHeader('content-type', 'application/json'); res.end(JSON.stringify(document)) })
@@ -73,7 +101,7 @@ test('OidcVerifier remembers a verified token until its exp (verified once), and
   const op = await startProvider([key])
   t.after(op.stop)
   let now = Date.now()
-  const verifier = new OidcVerifier({ issuer: op.issuer, audience: AUDIENCE, clockSkewMs: 30_000, jwksCooldownMs: 30_000 }, () => {}, () => now)
+  const verifier = new OidcVerifier({ issuer: op.issuer, audience: AUDIENCE, clockSkewMs: 30_000, jwksCooldownMs: 30_000, requireAtJwt: true }, () => {}, () => now)
   const token = await op.token('reader')
   const first = await verifier.verify(token)
   assert.deepEqual({ ...first, scopes: [...first.scopes] }, { id: 'jwt:reader', name: 'reader', client: 'reader', scopes: ['plants:read'] })

@@ -90,12 +90,14 @@ if (TEST_DATABASE_URL !== undefined) {
   })
 
   test('plant-store check on PostgreSQL: 0 when it answers, 1 with the reason (and no password) when not', { timeout: 30_000 }, async (t) => {
-    const { url } = scratchDatabaseUrl(t)
+    const { url, schema } = scratchDatabaseUrl(t)
+    const named = new URL(url)
     let out = ''
     let err = ''
     const output = { out: (text: string) => { out += text }, err: (text: string) => { err += text }, data: process.stdout }
     assert.equal(await runCheck({ DATABASE_URL: url, API_TOKENS: TOKEN }, output), 0)
-    assert.equal(out, 'plant-store check: configuration ok\nplant-store check: the PostgreSQL database answers and its schema is usable\n')
+    assert.equal(out, 'plant-store check: configuration ok\n' +
+      `plant-store check: the PostgreSQL database ${named.protocol}//${named.host}${named.pathname} (schema ${schema}) answers and its schema is usable\n`)
 
     // Once migrated, still fine.
     const app = await buildApp(loadConfig({ DATABASE_URL: url, API_TOKENS: TOKEN, LOG_LEVEL: 'silent' }))
@@ -110,7 +112,7 @@ if (TEST_DATABASE_URL !== undefined) {
     unreachable.password = 's3cret-pw'
     out = ''
     assert.equal(await runCheck({ DATABASE_URL: unreachable.toString(), API_TOKENS: TOKEN, PG_CONNECT_TIMEOUT_MS: '1000' }, output), 1)
-    assert.match(err, /^plant-store check: the PostgreSQL database: it does not answer \(ECONNREFUSED: connect ECONNREFUSED 127\.0\.0\.1:\d+\)\nplant-store check: failed: PostgreSQL\n$/)
+    assert.match(err, /^plant-store check: the PostgreSQL database postgres(ql)?:\/\/127\.0\.0\.1:\d+\/\w+(?: \(schema \w+\))?: it does not answer \(ECONNREFUSED: connect ECONNREFUSED 127\.0\.0\.1:\d+\)\nplant-store check: failed: PostgreSQL\n$/)
     assert.doesNotMatch(err, /s3cret-pw/)
   })
 }

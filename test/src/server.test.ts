@@ -30,7 +30,7 @@ test('configured tokens are not printed', async (t) => {
 test('a bad configuration value stops the start with a clear message and exit code 1', async () => {
   const { code, stderr } = await expectStartFailure({ env: { PORT: 'eighty' } })
   assert.equal(code, 1)
-  assert.equal(stderr, 'plant-store: invalid configuration: env/PORT must be integer\n')
+  assert.equal(stderr, 'plant-store: invalid configuration: PORT must be integer\n')
 })
 
 test('stdout carries JSON lines only (not a terminal, LOG_FORMAT unset): the banner is on stderr', async (t) => {

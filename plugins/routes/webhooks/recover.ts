@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ref } from '../../../src/schemas/ref.js'
+import { parseDateTime } from '../../../src/store/iso-time.js'
 import { RecoverWebhookSchema, WebhookParamsSchema, WebhookRecoverySchema } from '../../../src/schemas/webhook.js'
 import { ownerOf, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
 
@@ -27,7 +28,7 @@ const recoverWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
       }
     }
   }, async (request, reply) => {
-    const recovery = await request.webhooks.recoverDeliveries(ownerOf(request), BigInt(request.params.id), Date.parse(request.body.since))
+    const recovery = await request.webhooks.recoverDeliveries(ownerOf(request), BigInt(request.params.id), parseDateTime(request.body.since))
     return reply.code(202).send(recovery)
   })
 }

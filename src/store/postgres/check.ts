@@ -11,6 +11,8 @@ import { migrations } from './migrations.js'
 export async function checkPostgres (url: string, connectTimeoutMs: number): Promise<string | undefined> {
   const target = parsePostgresUrl(url)
   const client = new pg.Client({ connectionString: target.connectionString, connectionTimeoutMillis: connectTimeoutMs })
+  // A lost connection fails the statement, which says so; unheard, its 'error' would end the process.
+  client.on('error', () => {})
   try {
     await client.connect()
     const { rows: [table] } = await client.query<{ name: string | null }>("SELECT to_regclass('plant_store_migrations')::text AS name")

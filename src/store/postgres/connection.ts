@@ -28,8 +28,27 @@ export function parsePostgresUrl (url: string): PostgresTarget {
   if (!SCHEMA_NAME.test(schema)) {
     throw new Error('DATABASE_URL schema must be a lower-case SQL name (a-z, 0-9, _; at most 63 characters)')
   }
+  // PostgreSQL's own: CREATE SCHEMA refuses pg_ names, and its catalogs refuse our tables.
+  if (schema.startsWith('pg_') || schema === 'information_schema') {
+    throw new Error(`DATABASE_URL schema ${schema} is PostgreSQL's own (pg_… and information_schema are reserved): choose another name`)
+  }
   parsed.searchParams.delete('schema')
   return { connectionString: withServerSettings(parsed.toString(), { search_path: schema }), schema }
+}
+
+/**
+ * DATABASE_URL as messages may name it: host, port, database and schema, never the user's password
+ * (nor the query's other parameters, which may hold one).
+ */
+export function postgresName (url: string): string {
+  try {
+    const parsed = new URL(url)
+    const schema = parsed.searchParams.get('schema')
+    const host = parsed.host === '' ? parsed.searchParams.get('host') ?? 'localhost' : parsed.host
+    return `${parsed.protocol}//${host}${parsed.pathname}${schema === null ? '' : ` (schema ${schema})`}`
+  } catch {
+    return 'DATABASE_URL'
+  }
 }
 
 /** In the URL, not the driver's `options` setting: a URL's `options` would replace that setting whole. */
@@ -83,6 +102,18 @@ export function postgresFailure (err: unknown): ServiceError | undefined {
   if (code === DISK_FULL) return storageFull(err)
   if (UNAVAILABLE_CODES.has(code) || UNAVAILABLE_CLASSES.has(code.slice(0, 2))) return databaseUnavailable(err)
   return undefined
+}
+
+/**
+ * A server that ends a connection (a restart, a failover, `pg_terminate_backend`, idle_session_timeout)
+ * makes its client emit 'error', idle or checked out between two statements: unheard, that ends the
+ * process. An idle client's error reaches the pool's listener, which reports it; a checked-out one's
+ * fails its holder's next statement, which drops it, so the client's own listener only has to be there.
+ */
+export function survivingDisconnects (pool: pg.Pool, onError?: (err: Error) => void): pg.Pool {
+  pool.on('error', (err) => { onError?.(err) })
+  pool.on('connect', (client) => { client.on('error', () => {}) })
+  return pool
 }
 
 export async function inTransaction<T> (pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {

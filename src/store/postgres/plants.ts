@@ -79,8 +79,9 @@ const SQL = {
 } as const
 
 async function run<R extends pg.QueryResultRow = pg.QueryResultRow> (db: Queryable, statement: keyof typeof SQL, values: unknown[] = []): Promise<pg.QueryResult<R>> {
-  // Named per repository: one name with two texts on a pooled connection fails.
-  return await db.query<R>({ name: `plant-store-plants-${statement}`, text: SQL[statement], values })
+  // Unnamed: a named prepared statement lives in a server session, which a transaction pooler
+  // (PgBouncer's pool_mode = transaction) hands to another client after each transaction.
+  return await db.query<R>(SQL[statement], values)
 }
 
 /** A server-assigned id, drawn past the taken ones; past 2^53 - 1 `ids-exhausted`. */

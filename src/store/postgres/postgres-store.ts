@@ -2,7 +2,7 @@ import pg from 'pg'
 import { pgTypes } from './types.js'
 import { StoreOpenError } from '../../errors.js'
 import { newerSchemaProblem, type Store } from '../store.js'
-import { parsePostgresUrl, postgresFailure, statementBounds, type PostgresTarget } from './connection.js'
+import { parsePostgresUrl, postgresFailure, statementBounds, survivingDisconnects, type PostgresTarget } from './connection.js'
 import { migrations } from './migrations.js'
 import { createPostgresPlants } from './plants.js'
 import type { PostgresRepositoryContext } from './repository.js'
@@ -81,6 +81,8 @@ async function migrate (client: pg.Client, target: PostgresTarget): Promise<void
 async function migrateWhenReachable (options: PostgresStoreOptions, connection: pg.ClientConfig, target: PostgresTarget): Promise<void> {
   await retryUntilReachable(async () => {
     const migrator = new pg.Client(connection)
+    // A connection lost mid-migration fails the statement (retried); unheard, its 'error' would end the process.
+    migrator.on('error', () => {})
     try {
       await migrator.connect()
     } catch (err) {
@@ -155,8 +157,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000
   const owned = options.pools === undefined
   const pool = options.pools?.pool ?? new pg.Pool({ ...connection, max: options.poolMax ?? 10, ...statementBounds(statementTimeoutMs), types: pgTypes })
-  // An idle connection the server dropped is an 'error' event: without a listener it kills the process.
-  if (owned) pool.on('error', (err) => { options.onIdleError?.(err) })
+  if (owned) survivingDisconnects(pool, options.onIdleError)
   const wakers = new Set<() => void>()
   const context = repositoryContext(pool, options.notifyIntervalMs ?? NOTIFY_INTERVAL_MS, wakers)
   const trim = postgresTrim(pool)

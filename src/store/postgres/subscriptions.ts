@@ -13,7 +13,7 @@ interface PgSubscriptionRow extends SubscriptionRow {
   events: string[]
 }
 
-/** Named columns, never `*`: a prepared statement keeps its result shape when a later migration adds one. */
+/** Named columns, never `*`: a later migration's column never reaches an older instance's rows. */
 const SUBSCRIPTION = 'id, url, events, description, disabled, secret, created_at, updated_at'
 
 const SQL = {
@@ -59,7 +59,7 @@ const SQL = {
 } as const
 
 async function run<R extends pg.QueryResultRow = pg.QueryResultRow> (db: Queryable, statement: keyof typeof SQL, values: unknown[] = []): Promise<pg.QueryResult<R>> {
-  return await db.query<R>({ name: `plant-store-subscriptions-${statement}`, text: SQL[statement], values })
+  return await db.query<R>(SQL[statement], values)
 }
 
 type SubscriptionOperations = Pick<WebhookStore, 'createSubscription' | 'listSubscriptions' | 'getSubscription' | 'updateSubscription' | 'deleteSubscription' | 'rotateSecret' | 'signingTarget'>

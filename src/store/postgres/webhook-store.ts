@@ -2,10 +2,10 @@ import pg from 'pg'
 import { pgTypes } from './types.js'
 import type { AnyResource } from '../../resources/index.js'
 import { buildEventMessage, eventPayloadAroundId, eventType, newMessageId, type EventOrigin, type ResourceChange, type ResourceEvent } from '../../webhooks/events.js'
-import { toClaimed, truncateError, type ClaimRow } from '../../webhooks/rows.js'
+import { attemptTexts, toClaimed, type ClaimRow } from '../../webhooks/rows.js'
 import type { Backlog, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore } from '../../webhooks/store.js'
 import { checkWebhookSchema, disablesSubscription, FAN_OUT_ALL_BATCH, inBatches, PRUNE_BATCH, receives as sharedReceives } from '../webhook-rules.js'
-import { inTransaction, parsePostgresUrl, statementBounds, withServerSettings } from './connection.js'
+import { inTransaction, parsePostgresUrl, statementBounds, survivingDisconnects, withServerSettings } from './connection.js'
 import { postgresDeliveryLog, postgresSubscriptions } from './subscriptions.js'
 
 /** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
@@ -156,7 +156,7 @@ const SQL = {
 type Queryable = pg.Pool | pg.PoolClient | pg.ClientBase
 
 async function run<R extends pg.QueryResultRow = pg.QueryResultRow> (db: Queryable, statement: keyof typeof SQL, values: unknown[] = []): Promise<pg.QueryResult<R>> {
-  return await db.query<R>({ name: `plant-store-webhooks-${statement}`, text: SQL[statement], values })
+  return await db.query<R>(SQL[statement], values)
 }
 
 /**
@@ -186,20 +186,15 @@ async function checkSchema (pool: pg.Pool): Promise<void> {
 
 /** The API's pool, and the dispatcher's bookkeeping pool with asynchronous commit. */
 function openPools (options: PostgresWebhookStoreOptions, connectionString: string): { pool: pg.Pool, bookkeeping: pg.Pool, end: () => Promise<void> } {
-  const poolOf = (target: string): pg.Pool => {
-    const made = new pg.Pool({
-      connectionString: target,
-      application_name: 'plant-store',
-      max: options.poolMax ?? 4,
-      connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-      // A lock wait can never hold the dispatcher (or a shutdown waiting for it) for long.
-      ...statementBounds(options.statementTimeoutMs ?? 5000),
-      types: pgTypes
-    })
-    // An idle connection the server dropped is an 'error' event: without a listener it kills the process.
-    made.on('error', (err) => { options.onError?.(err) })
-    return made
-  }
+  const poolOf = (target: string): pg.Pool => survivingDisconnects(new pg.Pool({
+    connectionString: target,
+    application_name: 'plant-store',
+    max: options.poolMax ?? 4,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+    // A lock wait can never hold the dispatcher (or a shutdown waiting for it) for long.
+    ...statementBounds(options.statementTimeoutMs ?? 5000),
+    types: pgTypes
+  }), options.onError)
   const pool = poolOf(connectionString)
   // A crash can only cause a delivery sent again with the same webhook-id (at least once). Plans
   // are made per execution: a generic plan made while the queue tables were small seq-scans them
@@ -279,10 +274,10 @@ function postgresCompletions (bookkeeping: pg.Pool): Pick<WebhookStore, 'complet
     return await inTransaction(bookkeeping, async (client) => {
       const { rows: [health] } = await run<{ disabled: boolean, failing_since: bigint | null }>(client, 'lockSubscription', [subscriptionId])
       const next = done.status === 'pending' ? done.nextAttemptAt ?? done.attemptedAt : null
-      const error = done.error === undefined ? null : truncateError(done.error)
+      const { error, body } = attemptTexts(done)
       const { rowCount } = await run(client, 'finish', [done.id, done.lease, done.status, next, done.attemptedAt, done.statusCode ?? null, error])
       if (rowCount !== 1 || health === undefined) return notRecorded
-      await run(client, 'recordAttempt', [done.id, done.attemptedAt, Math.round(done.durationMs ?? 0), done.statusCode ?? null, error, done.responseBody ?? null])
+      await run(client, 'recordAttempt', [done.id, done.attemptedAt, Math.round(done.durationMs ?? 0), done.statusCode ?? null, error, body])
       const disable = disablesSubscription(done, health.failing_since === null ? null : Number(health.failing_since))
       await run(client, 'failedAttempt', [subscriptionId, done.attemptedAt, disable])
       return { recorded: true, subscriptionDisabled: disable && !health.disabled }
@@ -291,7 +286,7 @@ function postgresCompletions (bookkeeping: pg.Pool): Pick<WebhookStore, 'complet
   async function complete (done: DeliveryCompletion): Promise<CompletionResult> {
     if (done.status !== 'succeeded') return await fail(done)
     const { rows: [row] } = await run<{ recorded: number }>(bookkeeping, 'succeed',
-      [done.id, done.lease, done.attemptedAt, done.statusCode ?? null, Math.round(done.durationMs ?? 0), done.responseBody ?? null])
+      [done.id, done.lease, done.attemptedAt, done.statusCode ?? null, Math.round(done.durationMs ?? 0), attemptTexts(done).body])
     return { recorded: row?.recorded === 1, subscriptionDisabled: false }
   }
   async function completeMany (completions: readonly DeliveryCompletion[]): Promise<CompletionResult[]> {
@@ -301,7 +296,7 @@ function postgresCompletions (bookkeeping: pg.Pool): Pick<WebhookStore, 'complet
       const { rows } = await run<{ id: bigint }>(bookkeeping, 'succeedMany', [
         succeeded.map(({ id }) => String(id)), succeeded.map(({ lease }) => lease), succeeded.map(({ attemptedAt }) => attemptedAt),
         succeeded.map(({ statusCode }) => statusCode ?? null), succeeded.map(({ durationMs }) => Math.round(durationMs ?? 0)),
-        succeeded.map(({ responseBody }) => responseBody ?? null)
+        succeeded.map((done) => attemptTexts(done).body)
       ])
       const recorded = new Set(rows.map(({ id }) => id))
       completions.forEach((done, i) => {

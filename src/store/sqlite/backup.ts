@@ -1,18 +1,19 @@
 import { randomBytes } from 'node:crypto'
-import { chmodSync, closeSync, copyFileSync, createReadStream, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync } from 'node:fs'
+import { chmodSync, closeSync, copyFileSync, createReadStream, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, statSync } from 'node:fs'
 import { pipeline } from 'node:stream/promises'
 import { basename, dirname, join, resolve } from 'node:path'
 import Database from 'better-sqlite3'
+import { countOf } from '../../human.js'
 import { RESOURCES } from '../../resources/index.js'
 import { createOwnerOnly } from './connection.js'
-import { identityProblem, readIdentity } from './preflight.js'
+import { identityProblem, lockIdle, readIdentity } from './preflight.js'
 
 export class BackupError extends Error {
   override name = 'BackupError'
 }
 
 export interface BackupResult {
-  /** What the copy holds, as the command prints it: `3 plants` (a count per resource's table). */
+  /** What the copy holds, as the command prints it: `3 plants`, `1 plant` (a count per resource's table). */
   contents: string
   pages: number
 }
@@ -57,7 +58,8 @@ function verify (file: string): BackupResult {
     const problem = identityProblem(readIdentity(db))
     if (problem !== undefined) throw new BackupError(problem)
     return {
-      contents: RESOURCES.map(({ collection }) => `${Number(opened.prepare(`SELECT count(*) FROM ${collection}`).pluck().get())} ${collection}`).join(', '),
+      contents: RESOURCES.map(({ collection, name }) =>
+        countOf(Number(opened.prepare(`SELECT count(*) FROM ${collection}`).pluck().get()), name, collection)).join(', '),
       pages: Number(db.pragma('page_count', { simple: true }))
     }
   } catch (err) {
@@ -110,22 +112,15 @@ export async function backupDatabaseTo (source: string, out: NodeJS.WritableStre
   }
 }
 
-/** SQLite's own exclusive lock: a running server prevents it, and a crashed one leaves no stale lock. */
 function lockIdleDatabase (file: string): Database.Database | undefined {
-  if (!existsSync(file)) return undefined
-  const db = new Database(file, { fileMustExist: true, timeout: 0 })
+  let lock
   try {
-    db.pragma('locking_mode = EXCLUSIVE')
-    // In exclusive locking mode the lock this takes is kept after COMMIT, until close.
-    db.exec('BEGIN EXCLUSIVE; COMMIT')
-    return db
+    lock = lockIdle(file)
   } catch (err) {
-    db.close()
-    if ((err as { code?: unknown }).code === 'SQLITE_BUSY') {
-      throw new BackupError(`${file} is in use (a plant-store server is running on it?): stop it first, then restore`)
-    }
     throw new BackupError(`${file} cannot be opened (${String((err as { code?: unknown }).code ?? (err as Error).message)})`)
   }
+  if (lock === 'busy') throw new BackupError(`${file} is in use (a plant-store server is running on it?): stop it first, then restore`)
+  return lock
 }
 
 /**
@@ -134,6 +129,10 @@ function lockIdleDatabase (file: string): Database.Database | undefined {
  */
 export function restoreDatabase (source: string, target: string, options: { force?: boolean, now?: Date } = {}): RestoreResult {
   if (!existsSync(source)) throw new BackupError(`the backup ${source} does not exist`)
+  if (statSync(source).isDirectory()) throw new BackupError(`the backup ${source} is a directory, not a backup file (plant-store backup writes one)`)
+  if (statSync(target, { throwIfNoEntry: false })?.isDirectory() === true) {
+    throw new BackupError(`the database ${target} (DATABASE_URL) is a directory, not a database file`)
+  }
   if (resolve(source) === resolve(target)) throw new BackupError('the backup is the database itself')
   if (existsSync(target) && options.force !== true) {
     throw new BackupError(`the database ${target} exists; run restore with --force to replace it (the old file is kept beside it)`)

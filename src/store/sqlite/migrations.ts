@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import { MAX_PRINCIPAL_ID_BYTES, jwtPrincipalId } from '../../principal-id.js'
 import { plantJson } from '../../resources/plants.js'
 import { eventPayload, type WebhookEventType } from '../../webhooks/events.js'
 
@@ -23,6 +24,19 @@ function outboxRowsHoldTheirPayload (db: Database.Database): void {
   }
   for (const column of ['plant_id', 'name', 'tag', 'plant_created_at', 'plant_updated_at', 'occurred_at']) {
     db.exec(`ALTER TABLE webhook_events DROP COLUMN ${column}`)
+  }
+}
+
+/**
+ * 11: a JWT principal id longer than MAX_PRINCIPAL_ID_BYTES is its digest form (jwtPrincipalId), so
+ * any sub fits an index row on every store: ids stored before are rewritten by the same function.
+ */
+function longPrincipalIdsAreDigests (db: Database.Database): void {
+  for (const [table, column] of [['webhook_subscriptions', 'owner'], ['idempotency_keys', 'scope']] as const) {
+    const long = db.prepare<[number], string>(
+      `SELECT DISTINCT ${column} FROM ${table} WHERE substr(${column}, 1, 4) = 'jwt:' AND length(CAST(${column} AS BLOB)) > ?`).pluck()
+    const rewrite = db.prepare<[string, string], unknown>(`UPDATE ${table} SET ${column} = ? WHERE ${column} = ?`)
+    for (const id of long.all(MAX_PRINCIPAL_ID_BYTES)) rewrite.run(jwtPrincipalId(id.slice('jwt:'.length)), id)
   }
 }
 
@@ -137,7 +151,8 @@ export const migrations: readonly Migration[] = [
    CREATE INDEX webhook_attempts_delivery_id ON webhook_attempts (delivery_id, id);
    CREATE TRIGGER webhook_attempts_cascade AFTER DELETE ON webhook_deliveries
    BEGIN DELETE FROM webhook_attempts WHERE delivery_id = old.id; END;`,
-  outboxRowsHoldTheirPayload
+  outboxRowsHoldTheirPayload,
+  longPrincipalIdsAreDigests
 ]
 
 export function applyMigration (db: Database.Database, step: number): void {

@@ -1,4 +1,4 @@
-import { statSync } from 'node:fs'
+import { existsSync, statSync } from 'node:fs'
 import Database from 'better-sqlite3'
 import { newerSchemaProblem } from '../store.js'
 import { APPLICATION_ID, migrations } from './migrations.js'
@@ -58,5 +58,25 @@ export function inspectDatabaseFile (filename: string): string | undefined {
     return `the database file cannot be read (${typeof code === 'string' ? code : 'error'})`
   } finally {
     db?.close()
+  }
+}
+
+/**
+ * SQLite's own exclusive lock, held until the connection closes: 'busy' while another process has
+ * the database open (a running server), undefined when there is no file. A crashed server leaves
+ * no stale lock. `restore` holds it; a starting server only takes and drops it, to refuse a file in use.
+ */
+export function lockIdle (file: string): Database.Database | 'busy' | undefined {
+  if (!existsSync(file)) return undefined
+  const db = new Database(file, { fileMustExist: true, timeout: 0 })
+  try {
+    db.pragma('locking_mode = EXCLUSIVE')
+    // In exclusive locking mode the lock this takes is kept after COMMIT, until close.
+    db.exec('BEGIN EXCLUSIVE; COMMIT')
+    return db
+  } catch (err) {
+    db.close()
+    if ((err as { code?: unknown }).code === 'SQLITE_BUSY') return 'busy'
+    throw err
   }
 }

@@ -12,7 +12,7 @@ import { createSqliteOutbox, type SqliteOutbox } from './outbox.js'
 import { prepareOnUse } from './prepare-on-use.js'
 import { createSqlitePlants } from './plants.js'
 import type { SqliteRepositoryContext } from './repository.js'
-import { identityProblem, inspectDatabaseFile, readIdentity } from './preflight.js'
+import { identityProblem, inspectDatabaseFile, lockIdle, readIdentity } from './preflight.js'
 import { createSqliteWebhookStore } from './webhook-store.js'
 import { sqliteTrim } from './trim.js'
 
@@ -30,6 +30,8 @@ export interface SqliteStoreOptions {
   checkpoint?: Omit<CheckpointerOptions, 'log'> | false
   /** `false`: no read-only look before opening; only for files this process made (a sandbox tenant's). */
   preflight?: false
+  /** A server's store: a file another process has open (a second server) is refused. */
+  alone?: true
   /** Compiles each statement at its first run (see prepare-on-use.ts): for stores opened often and used little. */
   prepareOnUse?: boolean
   /** The only connection to the file ever: the WAL's index then lives in memory, no -shm file is made at each open. */
@@ -43,8 +45,14 @@ const PROBE_BYTES = 64 * 1024
 
 function openDatabase (filename: string, exclusive: boolean, walLimitBytes: number | undefined): Database.Database {
   if (filename !== ':memory:') {
-    mkdirSync(dirname(filename), { recursive: true })
-    createOwnerOnly(filename)
+    try {
+      mkdirSync(dirname(filename), { recursive: true })
+      createOwnerOnly(filename)
+    } catch (err) {
+      const code = (err as { code?: unknown }).code
+      if (code !== 'EACCES' && code !== 'EPERM') throw err
+      throw new StoreOpenError(permissionAdvice(filename, String(code)))
+    }
   }
   const db = new Database(filename)
   if (exclusive) db.pragma('locking_mode = EXCLUSIVE')
@@ -55,6 +63,27 @@ function openDatabase (filename: string, exclusive: boolean, walLimitBytes: numb
     db.pragma(`journal_size_limit = ${walLimitBytes}`)
   }
   return db
+}
+
+/**
+ * What to do, said where it happens: a container's host folder is typically root's, while the
+ * service runs as an unprivileged user (the image's is 10001).
+ */
+function permissionAdvice (filename: string, code: string): string {
+  const uid = process.getuid?.()
+  const user = uid === undefined ? 'the user this process runs as' : `uid ${uid}, the user this process runs as`
+  return `permission denied (${code}): the folder ${dirname(filename)} must be writable by ${user}` +
+    (uid === undefined ? '' : ` (on the host of a mounted folder: chown ${uid} <that folder>)`)
+}
+
+/** One process per file (docs/operations.md): a second server on it would go unnoticed otherwise. */
+function refuseFileInUse (filename: string): void {
+  const lock = lockIdle(filename)
+  if (lock === 'busy') {
+    throw new StoreOpenError('it is in use by another process (a plant-store server running on it?): one server per SQLite file; ' +
+      'stop the other, or give this one another DATABASE_URL (several instances need PostgreSQL, docs/scaling.md)')
+  }
+  lock?.close()
 }
 
 function migrate (db: Database.Database): void {
@@ -156,6 +185,7 @@ async function closeDatabase (db: Database.Database, options: SqliteStoreOptions
 export function createSqliteStore (options: SqliteStoreOptions): Store {
   const problem = options.preflight === false ? undefined : inspectDatabaseFile(options.filename)
   if (problem !== undefined) throw new StoreOpenError(problem)
+  if (options.alone === true && options.filename !== ':memory:') refuseFileInUse(options.filename)
   const connection = openDatabase(options.filename, options.exclusive === true, options.walLimitBytes)
   try {
     migrate(connection)

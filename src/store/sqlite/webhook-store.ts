@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3'
-import { toClaimed, truncateError, type ClaimRow } from '../../webhooks/rows.js'
+import { attemptTexts, toClaimed, type ClaimRow } from '../../webhooks/rows.js'
 import type { Backlog, ClaimedDelivery, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore } from '../../webhooks/store.js'
 import { checkWebhookSchema, disablesSubscription, FAN_OUT_ALL_BATCH, inBatches, PRUNE_BATCH, receives as sharedReceives } from '../webhook-rules.js'
 import { boundLimit, configureConnection } from './connection.js'
@@ -175,12 +175,12 @@ function claimer (statements: ReturnType<typeof claimStatements>, fanOut: (limit
 function completer (db: Database.Database, changed: () => void) {
   const statements = completionStatements(db)
   return (done: DeliveryCompletion): CompletionResult => {
-    const error = done.error === undefined ? null : truncateError(done.error)
+    const { error, body } = attemptTexts(done)
     const code = done.statusCode ?? null
     const next = done.status === 'pending' ? done.nextAttemptAt ?? done.attemptedAt : null
     const finished = statements.finish.get({ id: done.id, lease: done.lease, status: done.status, next, at: done.attemptedAt, code, error })
     if (finished === undefined) return { recorded: false, subscriptionDisabled: false }
-    statements.recordAttempt.run({ id: done.id, at: done.attemptedAt, duration: Math.round(done.durationMs ?? 0), code, error, body: done.responseBody ?? null })
+    statements.recordAttempt.run({ id: done.id, at: done.attemptedAt, duration: Math.round(done.durationMs ?? 0), code, error, body })
     const subscriptionId = finished.subscription_id
     if (done.status === 'succeeded') {
       statements.succeeded.run(subscriptionId)

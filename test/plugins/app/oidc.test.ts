@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { test } from 'node:test'
-import { importJWK, SignJWT, type JWTPayload } from 'jose'
+import { SignJWT, type JWTPayload } from 'jose'
 import type { FastifyInstance } from 'fastify'
 import { buildTestApp, captureLog } from '../../helpers/app.js'
-import { AUDIENCE, signingKey, startProvider, type SigningKey, type TestProvider } from '../../helpers/oidc-provider.js'
+import { AUDIENCE, forge, signingKey, startProvider, type SigningKey, type TestProvider } from '../../helpers/oidc-provider.js'
 import { assertScopeMatrix } from '../../helpers/scoped-tokens.js'
 import type { Cleanup } from '../../helpers/cleanup.js'
 
@@ -19,14 +19,6 @@ async function provider (t: Cleanup, keys?: SigningKey[]): Promise<{ provider: T
 
 const oidcEnv = (provider: TestProvider, env: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv =>
   ({ API_TOKENS: undefined, OIDC_ISSUER: provider.issuer, OIDC_AUDIENCE: AUDIENCE, ...env })
-
-/** A token signed with `key` (the provider's, or any other), with the claims the provider would put, changed by `claims`. */
-async function forge (key: SigningKey, provider: TestProvider, claims: JWTPayload = {}, header: Record<string, unknown> = {}): Promise<string> {
-  const now = Math.floor(Date.now() / 1000)
-  return await new SignJWT({ sub: 'forger', client_id: 'forger', scope: 'plants:read', iss: provider.issuer, aud: AUDIENCE, iat: now, exp: now + 300, ...claims })
-    .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt', ...header })
-    .sign(await importJWK(key.privateJwk, key.alg))
-}
 
 const b64 = (value: object): string => Buffer.from(JSON.stringify(value)).toString('base64url')
 
@@ -97,12 +89,24 @@ test('every refusal is a 401 with error="invalid_token" and a message naming the
     [await forge(stranger, op), 'its signature does not verify'],
     [await forge(key, op, { sub: undefined } as unknown as JWTPayload), 'it has no subject (sub)'],
     [await forge(key, op, {}, { kid: 'unknown-kid' }), 'no key of the provider\'s key set matches it (kid)'],
+    [await forge(key, op, { iat: now + 3600 }), 'it was issued in the future (iat)'],
+    [await forge(key, op, { iat: 'soon' } as unknown as JWTPayload), 'its iat claim is not a number of seconds (NumericDate)'],
+    [await forge(key, op, { nbf: String(now) } as unknown as JWTPayload), 'its nbf claim is not a number of seconds (NumericDate)'],
+    [await forge(key, op, {}, { typ: 'JWT' }), 'it is not an access token (its typ header is not at+jwt, RFC 9068)'],
+    [await forge(key, op, {}, { typ: undefined }), 'it is not an access token (its typ header is not at+jwt, RFC 9068)'],
     ['bm90IGpzb24.e30.c2ln', 'it is not a well-formed signed JWT']
   ]
   for (const [token, check] of cases) assertInvalid(await read(app, token), check, token)
   // Within the clock skew (30 s by default), a just-expired or almost-valid token is still accepted.
   assert.equal((await read(app, await forge(key, op, { exp: now - 10 }))).statusCode, 200)
   assert.equal((await read(app, await forge(key, op, { nbf: now + 10 }))).statusCode, 200)
+  assert.equal((await read(app, await forge(key, op, { iat: now + 10 }))).statusCode, 200)
+  assert.equal((await read(app, await forge(key, op, {}, { typ: 'application/at+jwt' }))).statusCode, 200, 'RFC 9068: the media type form')
+  // OIDC_REQUIRE_AT_JWT=0: a provider's plain JWT access tokens pass; every other check still holds.
+  const relaxed = await buildTestApp(t, oidcEnv(op, { OIDC_REQUIRE_AT_JWT: '0' }))
+  assert.equal((await read(relaxed, await forge(key, op, {}, { typ: 'JWT' }))).statusCode, 200)
+  const future = await forge(key, op, { iat: now + 3600 }, { typ: 'JWT' })
+  assertInvalid(await read(relaxed, future), 'it was issued in the future (iat)', future)
   // Scopes also come as an `scp` array.
   const scp = await forge(key, op, { scope: undefined, scp: ['plants:write', 'unknown'] })
   assert.equal((await read(app, scp)).statusCode, 403)
@@ -135,22 +139,40 @@ test('the provider down: cached keys keep verifying; without a fitting cached ke
   const key = await signingKey('key-1')
   const { provider: op } = await provider(t, [key])
   const warm = await buildTestApp(t, oidcEnv(op, { OIDC_JWKS_COOLDOWN_MS: '0' }))
-  const cold = await buildTestApp(t, oidcEnv(op, { OIDC_JWKS_COOLDOWN_MS: '0' }))
+  const cold = await buildTestApp(t, oidcEnv(op))
   const token = await op.token('reader')
   assert.equal((await read(warm, token)).statusCode, 200)
   await op.stop()
 
   assert.equal((await read(warm, token)).statusCode, 200, 'the cached key fits')
-  for (const [app, probe] of [[cold, token], [warm, await forge(await signingKey('key-2'), op)]] as const) {
+  // Retry-After is when the next fetch may start: 5 s after a failed one (OIDC_JWKS_COOLDOWN_MS 30 s), or the shorter cooldown.
+  for (const [app, probe, retryAfter] of [[cold, token, '5'], [warm, await forge(await signingKey('key-2'), op), '1']] as const) {
     const res = await read(app, probe)
     assert.equal(res.statusCode, 503)
-    assert.equal(res.headers['retry-after'], '5')
+    assert.equal(res.headers['retry-after'], retryAfter)
     assert.equal(res.headers['www-authenticate'], undefined)
     assert.deepEqual(res.json(), { error: 503, message: 'The identity provider\'s signing keys cannot be fetched, retry shortly' })
   }
-  // The provider back: the cold instance fetches and verifies.
+  // The provider back: a client that waits what Retry-After said is served by the cold instance.
   await op.restart([key])
+  await new Promise((resolve) => setTimeout(resolve, 5000))
   assert.equal((await read(cold, token)).statusCode, 200)
+})
+
+test('a key replaced at the provider under the same kid: a signature that fails under the cached kid refetches the key set', async (t) => {
+  const old = await signingKey('key-1')
+  const { provider: op } = await provider(t, [old])
+  const app = await buildTestApp(t, oidcEnv(op, { OIDC_JWKS_COOLDOWN_MS: '0' }))
+  const before = await op.token('reader')
+  assert.equal((await read(app, before)).statusCode, 200)
+  assert.equal(op.jwksRequests(), 1)
+
+  await op.restart([await signingKey('key-1')])
+  assert.equal((await read(app, await op.token('reader'))).statusCode, 200, 'the new key under the old kid')
+  assert.equal(op.jwksRequests(), 2, 'one fetch for the failed signature')
+  const replaced = await forge(old, op)
+  assertInvalid(await read(app, replaced), 'its signature does not verify', replaced)
+  assert.equal(op.jwksRequests(), 3, 'the replaced key is gone after one more fetch')
 })
 
 test('a flood of unknown kids costs the provider one key-set request per cooldown, not one per token', async (t) => {
@@ -163,6 +185,11 @@ test('a flood of unknown kids costs the provider one key-set request per cooldow
   const answers = await Promise.all(flood.map(async (token) => (await read(app, token)).statusCode))
   assert.deepEqual([...new Set(answers)], [401])
   assert.equal(op.jwksRequests(), 1, 'within the cooldown, no refetch at all')
+  // Signatures that fail under the cached kid refetch within the same bound.
+  const stranger = await signingKey('key-1')
+  const bad = await Promise.all(Array.from({ length: 20 }, async () => await forge(stranger, op)))
+  assert.deepEqual([...new Set(await Promise.all(bad.map(async (token) => (await read(app, token)).statusCode)))], [401])
+  assert.equal(op.jwksRequests(), 1)
 
   // A fresh instance, whose first request is the flood: one fetch serves them all.
   const fresh = await buildTestApp(t, oidcEnv(op, { OIDC_JWKS_COOLDOWN_MS: '600000' }))

@@ -7,6 +7,7 @@ interface Operation {
   operationId?: string
   description?: string
   security?: unknown[]
+  'x-scopes'?: string[]
   parameters?: Array<{ name: string, in: string, schema: Record<string, unknown> }>
   responses: Record<string, { content?: Record<string, { schema: { $ref?: string } }> }>
 }
@@ -54,7 +55,9 @@ test('DELETE /plants/{id} is documented with an int64 integer path id and every 
   const operation: Operation = document.paths['/plants/{id}'].delete
   assert.equal(operation.operationId, 'deletePlant')
   assert.ok((operation.description ?? '').length > 0)
-  assert.deepEqual(operation.security, [{ bearerAuth: ['plants:write'] }], 'the scope the route declares')
+  // OpenAPI gives scopes to OAuth2 and OpenID Connect schemes only: the bearer scheme's requirement is empty.
+  assert.deepEqual(operation.security, [{ bearerAuth: [] }])
+  assert.deepEqual(operation['x-scopes'], ['plants:write'], 'the scope the route declares')
   const id = operation.parameters?.find((parameter) => parameter.name === 'id')
   assert.equal(id?.in, 'path')
   assert.equal(id?.schema.type, 'integer')
@@ -74,16 +77,20 @@ test('GET /docs serves Swagger UI, wired to the document', async (t) => {
   const init = await app.inject({ method: 'GET', url: '/docs/static/swagger-initializer.js' })
   assert.equal(init.statusCode, 200)
   assert.match(init.body, /persistAuthorization/)
+  assert.match(init.body, /"showExtensions": ?true/, 'each operation shows its x-scopes')
   const json = await app.inject({ method: 'GET', url: '/docs/json' })
   assert.deepEqual(json.json().components.securitySchemes.bearerAuth.scheme, 'bearer')
 })
 
 test('each operation documents the scope it needs; with OIDC_ISSUER an openIdConnect scheme offers the same scopes', async (t) => {
   const scopesOf = (document: { paths: Record<string, Record<string, Operation>> }) => Object.fromEntries(Object.values(document.paths)
-    .flatMap((item) => Object.values(item)).map((operation) => [operation.operationId, operation.security]))
+    .flatMap((item) => Object.values(item)).map((operation) => [operation.operationId, { security: operation.security, scopes: operation['x-scopes'] }]))
   const plain = (await (await buildTestApp(t)).inject({ url: '/openapi.json' })).json()
   const expected = (schemes: string[]) => {
-    const requirement = (scope: string) => schemes.map((scheme) => ({ [scheme]: [scope] }))
+    const requirement = (scope: string) => ({
+      security: schemes.map((scheme) => ({ [scheme]: scheme === 'openIdConnect' ? [scope] : [] })),
+      scopes: [scope]
+    })
     return {
       listPlants: requirement('plants:read'),
       headPlants: requirement('plants:read'),
@@ -112,12 +119,12 @@ test('each operation documents the scope it needs; with OIDC_ISSUER an openIdCon
       testWebhook: requirement('webhooks'),
       listWebhookEventTypes: requirement('webhooks'),
       headWebhookEventTypes: requirement('webhooks'),
-      getHealth: [],
-      headHealth: [],
-      getLiveness: [],
-      headLiveness: [],
-      getReadiness: [],
-      headReadiness: []
+      getHealth: { security: [], scopes: undefined },
+      headHealth: { security: [], scopes: undefined },
+      getLiveness: { security: [], scopes: undefined },
+      headLiveness: { security: [], scopes: undefined },
+      getReadiness: { security: [], scopes: undefined },
+      headReadiness: { security: [], scopes: undefined }
     }
   }
   assert.deepEqual(scopesOf(plain), expected(['bearerAuth']))

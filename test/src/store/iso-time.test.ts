@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { isoTime } from '../../../src/store/iso-time.js'
+import { isoTime, parseDateTime } from '../../../src/store/iso-time.js'
 
 test('isoTime writes exactly what Date#toISOString writes', () => {
   const edges = [
@@ -16,4 +16,18 @@ test('isoTime writes exactly what Date#toISOString writes', () => {
     const ms = Math.round((seed / 2_147_483_648 - 0.5) * 2 * 3e14)
     assert.equal(isoTime(ms), new Date(ms).toISOString())
   }
+})
+
+test('parseDateTime: what Date.parse reads, and a leap second (:60) as the second after :59', () => {
+  const cases: Array<[string, number]> = [
+    ['2016-12-31T23:59:59Z', Date.UTC(2016, 11, 31, 23, 59, 59)],
+    ['2016-12-31t23:59:59.5z', Date.UTC(2016, 11, 31, 23, 59, 59, 500)],
+    ['2016-12-31T23:59:60Z', Date.UTC(2017, 0, 1)],
+    ['2016-12-31T23:59:60.250Z', Date.UTC(2017, 0, 1, 0, 0, 0, 250)],
+    ['2016-12-31 23:59:60z', Date.UTC(2017, 0, 1)],
+    ['2017-01-01T00:59:60+01:00', Date.UTC(2017, 0, 1)],
+    ['2016-12-31T18:59:60-05:00', Date.UTC(2017, 0, 1)]
+  ]
+  for (const [text, ms] of cases) assert.equal(parseDateTime(text), ms, text)
+  assert.ok(Number.isNaN(parseDateTime('yesterday')))
 })

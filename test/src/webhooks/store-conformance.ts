@@ -478,6 +478,35 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       assert.equal(delivery?.lastError?.length, 500)
     })
 
+    test('an answer with zero bytes is kept, each as U+FFFD, alone or in a batch beside other rows', async (t) => {
+      const store = await fresh(t)
+      assert.ok(store.completeDeliveries !== undefined)
+      await store.createSubscription(record(), T0)
+      await store.createSubscription(record({ owner: BOB }), T0)
+      for (let i = 1; i <= 2; i++) await store.enqueue(created(BigInt(i)), T0)
+      const claimed = await store.claimDue(claimRequest())
+      const [a, b] = claimed.filter((d) => d.subscriptionId === 1n).map((d) => d.id).sort()
+      const [c, d] = claimed.filter((d) => d.subscriptionId === 2n).map((d) => d.id).sort()
+      assert.ok(a !== undefined && b !== undefined && c !== undefined && d !== undefined)
+      const base = { lease: 'instance-a:1', attemptedAt: T0 + 5, durationMs: 2, disableSubscription: false, failingDisableBefore: T0 - 1000 }
+      const retry = { status: 'pending' as const, nextAttemptAt: T0 + 5000 }
+      assert.deepEqual(await store.completeDelivery({ ...base, id: a, status: 'succeeded', statusCode: 200, responseBody: 'ok\0zero\0' }),
+        { recorded: true, subscriptionDisabled: false })
+      assert.deepEqual(await store.completeDeliveries([
+        { ...base, id: b, status: 'succeeded', statusCode: 200, responseBody: '\0\uFFFDé' },
+        { ...base, id: c, status: 'succeeded', statusCode: 204, responseBody: 'healthy' },
+        { ...base, id: d, ...retry, statusCode: 500, error: 'the receiver answered 500\0', responseBody: '\0' }
+      ]), [{ recorded: true, subscriptionDisabled: false }, { recorded: true, subscriptionDisabled: false }, { recorded: true, subscriptionDisabled: false }])
+      const log = async (owner: string, subscriptionId: bigint, id: bigint): Promise<unknown> =>
+        (await store.getDelivery(owner, subscriptionId, id))?.attemptLog.map(({ statusCode, error, responseBody }) => ({ statusCode, error, responseBody }))
+      assert.deepEqual(await log(ALICE, 1n, a), [{ statusCode: 200, error: undefined, responseBody: 'ok\uFFFDzero\uFFFD' }])
+      assert.deepEqual(await log(ALICE, 1n, b), [{ statusCode: 200, error: undefined, responseBody: '\uFFFD\uFFFDé' }])
+      assert.deepEqual(await log(BOB, 2n, c), [{ statusCode: 204, error: undefined, responseBody: 'healthy' }])
+      assert.deepEqual(await log(BOB, 2n, d), [{ statusCode: 500, error: 'the receiver answered 500\uFFFD', responseBody: '\uFFFD' }])
+      const [failing] = (await store.listDeliveries(BOB, 2n, { limit: 10, status: 'pending' }))?.deliveries ?? []
+      assert.deepEqual([failing?.attempts, failing?.lastError, failing?.nextAttemptAt], [1, 'the receiver answered 500\uFFFD', isoTime(T0 + 5000)])
+    })
+
     test('410 Gone disables the subscription at once; new events skip it', async (t) => {
       const store = await fresh(t)
       await store.createSubscription(record(), T0)

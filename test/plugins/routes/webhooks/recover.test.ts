@@ -47,3 +47,20 @@ test('recover: another token\'s or a missing subscription is a 404; a bad since 
   assertError(await recover(app, 'x', { since }), 400, 'params/id must match format "int64"')
   assertError(await recover(app, 1, { since }, {}), 401, /authorization/i)
 })
+
+test('recover: a leap second (RFC 3339 :60) is the second after :59, on every store: never a 500', async (t) => {
+  const receiver = await startReceiver(t)
+  receiver.respond((_request, res) => { res.writeHead(503).end() })
+  const app = await buildWebhooksApp(t, { WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_RETRY_SCHEDULE: 'none' })
+  const subscription = await createWebhook(app, { url: `${receiver.origin}/hooks` })
+  await createPlant(app, { name: 'Fern' })
+  await deliveriesWhen(app, subscription.id, ([first]) => first?.status === 'failed')
+  for (const since of ['9998-12-31T23:59:60Z', '9999-01-01T00:59:60.999+01:00']) {
+    const res = await recover(app, subscription.id, { since })
+    assert.equal(res.statusCode, 202, res.body)
+    assert.deepEqual(res.json(), { recovered: 0 }, since)
+  }
+  const res = await recover(app, subscription.id, { since: '2016-12-31T23:59:60Z' })
+  assert.equal(res.statusCode, 202, res.body)
+  assert.deepEqual(res.json(), { recovered: 1 })
+})

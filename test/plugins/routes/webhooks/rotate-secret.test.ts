@@ -10,9 +10,10 @@ const rotate = (app: FastifyInstance, id: number | string, headers: Record<strin
   app.inject({ method: 'POST', url: `/webhooks/${id}/rotate-secret`, headers, ...(payload !== undefined && { payload: payload as Record<string, unknown> }) })
 const secretOf = async (app: FastifyInstance, id: number): Promise<string> =>
   (await app.inject({ url: `/webhooks/${id}/secret`, headers: AUTH })).json<{ secret: string }>().secret
-/** 24 and 64 bytes: the bounds Standard Webhooks sets. */
-const MINE = `whsec_${Buffer.alloc(24, 7).toString('base64')}`
-const LONGEST = `whsec_${Buffer.alloc(64, 9).toString('base64')}`
+/** 24 and 64 bytes: the bounds Standard Webhooks sets (distinct bytes: one byte repeated is refused). */
+const bytes = (count: number): Buffer => Buffer.from(Array.from({ length: count }, (_, i) => (i * 37 + 11) % 256))
+const MINE = `whsec_${bytes(24).toString('base64')}`
+const LONGEST = `whsec_${bytes(64).toString('base64')}`
 
 test('rotate-secret: 200 with the subscription carrying a new whsec_ secret, which GET …/secret shows from then on', async (t) => {
   const app = await buildWebhooksApp(t)
@@ -61,6 +62,20 @@ test('a malformed secret is a 400 and changes nothing', async (t) => {
   }
   assertError(await rotate(app, 1, AUTH, { key: MINE }), 400, "body has unknown property 'key'")
   assert.equal(await secretOf(app, 1), before)
+})
+
+test('a secret without entropy (one byte repeated, all zeros included) is a 400 and changes nothing', async (t) => {
+  const app = await buildWebhooksApp(t)
+  await createWebhook(app)
+  const before = await secretOf(app, 1)
+  for (const repeated of [Buffer.alloc(32), Buffer.alloc(24, 0xff), Buffer.alloc(64, 7)]) {
+    assertError(await rotate(app, 1, AUTH, { secret: `whsec_${repeated.toString('base64')}` }), 400,
+      'A secret of one byte repeated has no entropy: give random bytes (or send no secret to get some)')
+  }
+  assert.equal(await secretOf(app, 1), before)
+  const almost = Buffer.alloc(32)
+  almost[31] = 1
+  assert.equal((await rotate(app, 1, AUTH, { secret: `whsec_${almost.toString('base64')}` })).statusCode, 200, 'two distinct bytes pass')
 })
 
 test('every replaced secret keeps signing for its own 24 hours: two rotations, three signatures (receiver on 127.0.0.1)', async (t) => {

@@ -1,0 +1,17 @@
+import { sha256 } from './digest.js'
+
+/**
+ * A principal id longer than this (UTF-8 bytes) is kept as a digest: ids are keys (webhook owners,
+ * idempotency scopes) and a PostgreSQL index row is bounded. Never changed: the migrations that
+ * rewrote longer ids stored before (PostgreSQL 10, SQLite 11) used this bound.
+ */
+export const MAX_PRINCIPAL_ID_BYTES = 256
+
+/**
+ * A JWT's principal id: `jwt:<sub>`, or where that is too long `jwt-sha256:<hex SHA-256 of sub>`,
+ * which no `jwt:` id can equal. A sub is any string (RFC 7519), so it is bounded here.
+ */
+export function jwtPrincipalId (sub: string): string {
+  const id = `jwt:${sub}`
+  return Buffer.byteLength(id) <= MAX_PRINCIPAL_ID_BYTES ? id : `jwt-sha256:${sha256(sub, 'hex')}`
+}
