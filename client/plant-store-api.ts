@@ -155,7 +155,7 @@ export interface paths {
         put?: never;
         /**
          * Create a webhook subscription
-         * @description Subscribes a URL to plant events (every event type unless `events` narrows them) and answers 201 with the subscription, its signing `secret` included (the only answer besides `GET /webhooks/{id}/secret` and a rotation that carries it), and `Location: /webhooks/{id}`. The URL must be an absolute http or https URL of at most 2048 characters without credentials, whose host is (or resolves to) public addresses only. The subscription belongs to the token that creates it; a token may have at most WEBHOOK_MAX_SUBSCRIPTIONS (25 by default), and creating one more is a 409 until one is deleted.
+         * @description Subscribes a URL to plant events (every event type unless `events` narrows them) and answers 201 with the subscription, its signing `secret` included (the only answer besides `GET /webhooks/{id}/secret` and a rotation that carries it), and `Location: /webhooks/{id}`. The URL must be an absolute http or https URL of at most 2048 characters without credentials, whose host is (or resolves to) public addresses only. The subscription belongs to the token that creates it; a token may have at most WEBHOOK_MAX_SUBSCRIPTIONS (25 by default), and creating one more is a 409 until one is deleted. Subscribing to a resource's events needs its read scope as well (`plants:read`, or `plants:write`, for plant events), since every delivery carries the representation: without it, 403 naming the scope.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -195,7 +195,7 @@ export interface paths {
         head: operations["headWebhook"];
         /**
          * Update a webhook subscription
-         * @description Applies a JSON merge patch (RFC 7396) to the subscription with this id: a field that is absent is kept, `"description": null` removes the description. A new `url` is checked as on create. `"disabled": false` enables a disabled subscription again (its pending deliveries resume). Sent as `application/merge-patch+json` or plain JSON.
+         * @description Applies a JSON merge patch (RFC 7396) to the subscription with this id: a field that is absent is kept, `"description": null` removes the description. A new `url` is checked as on create. `"disabled": false` enables a disabled subscription again (its pending deliveries resume). Sent as `application/merge-patch+json` or plain JSON. A new `events` list is checked as on create: Subscribing to a resource's events needs its read scope as well (`plants:read`, or `plants:write`, for plant events), since every delivery carries the representation: without it, 403 naming the scope.
          */
         patch: operations["updateWebhook"];
         trace?: never;
@@ -343,7 +343,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test event
-         * @description Sends a `webhook.test` event (`{ type, timestamp, data: { subscriptionId } }`), signed like any delivery (with the current secret and every replaced one still honoured), to its URL now, whether it is enabled or not, and answers with the attempt's outcome once it is over (at most WEBHOOK_TIMEOUT_MS). Nothing is stored or retried. It takes a delivery slot and keeps the deliveries' pace: with none free, or its turn more than a second away, a 503 with Retry-After.
+         * @description Sends a `webhook.test` event (`{ type, timestamp, data: { subscriptionId } }`), signed like any delivery (with the current secret and every replaced one still honoured), to its URL now, whether it is enabled or not, and answers with the attempt's outcome once it is over (at most WEBHOOK_TIMEOUT_MS). Nothing is stored or retried. It takes a delivery slot and keeps the deliveries' pace: with none free within a second, a 503 with Retry-After.
          */
         post: operations["testWebhook"];
         delete?: never;

@@ -3,8 +3,9 @@ import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
 import { documentSecurityHeaders } from './helmet.js'
 import type { SandboxConfig } from '../../src/load-config.js'
+import { duration } from '../../src/human.js'
 import { RESOURCES } from '../../src/resources/index.js'
-import { SCOPE_DESCRIPTIONS, SCOPES } from '../../src/scopes.js'
+import { GRANTED_BY, SCOPE_DESCRIPTIONS, SCOPES, type Scope } from '../../src/scopes.js'
 import { rateLimitHeaders, requestIdHeader } from '../../src/schemas/headers.js'
 import { webhookEventsDocument } from '../../src/schemas/webhook-events.js'
 import { EVENT_SUBJECTS, WEBHOOK_EVENT_TYPES } from '../../src/webhooks/events.js'
@@ -73,13 +74,14 @@ function documentHead (schema: JsonObject): JsonObject {
 
 /**
  * What a route that declares a scope (`config.scope`, what the auth hook checks) needs, so the
- * document and the check come from one place. Linters (Spectral's oas3-operation-security-defined)
- * accept scopes in a requirement only when an OAuth2 flow lists them, which neither the bearer
- * nor the OpenID Connect scheme has: each requirement is empty, and `x-scopes` names the scope.
+ * document and the check come from one place: each scope that grants it (GRANTED_BY: a read scope,
+ * or its write scope), any one of them. Linters (Spectral's oas3-operation-security-defined) accept
+ * scopes in a requirement only when an OAuth2 flow lists them, which neither the bearer nor the
+ * OpenID Connect scheme has: each requirement is empty, and `x-scopes` names the granting scopes.
  */
-function securityOf (scope: string | undefined, schemes: readonly string[]): JsonObject {
+function securityOf (scope: Scope | undefined, schemes: readonly string[]): JsonObject {
   if (scope === undefined) return {}
-  return { security: schemes.map((scheme) => ({ [scheme]: [] })), 'x-scopes': [scope] }
+  return { security: schemes.map((scheme) => ({ [scheme]: [] })), 'x-scopes': [...GRANTED_BY[scope]] }
 }
 
 const transformWith = (schemes: readonly string[]): Transform => ({ schema, url, route }) => {
@@ -158,11 +160,10 @@ const DOCS_CONTENT_SECURITY_POLICY = "default-src 'self'; base-uri 'self'; font-
 
 /** What a visitor of a sandbox's Swagger UI reads first; the document is unchanged without SANDBOX. */
 function sandboxNote ({ maxPlants, maxSubscriptions, ttlMs }: SandboxConfig): string {
-  const hours = Math.round(ttlMs / 360_000) / 10
   return 'This service runs as a public sandbox: authorize with any token of 16 to 256 URL-safe characters ' +
     '(A-Z a-z 0-9 . _ ~ -), make one up. Each token has plants of its own, starting with a few examples (ids from 1), ' +
     `at most ${maxPlants} plants and ${maxSubscriptions} webhook subscriptions (to public addresses only); a token unused ` +
-    `for ${hours} hours is deleted with its data. Never put anything private here. `
+    `for ${duration(ttlMs)} is deleted with its data. Never put anything private here. `
 }
 
 export default fp(async function docsPlugin (app) {
@@ -175,7 +176,7 @@ export default fp(async function docsPlugin (app) {
       description: sandbox !== undefined
         ? `Any token of 16 to 256 URL-safe characters: each token is a sandbox tenant of its own, with every scope: ${scopeList}.`
         : `A token from API_TOKENS (every scope) or API_TOKENS_FILE (its scopes)${oidc === undefined ? '' : ', or a JWT access token of the OpenID provider'}. ` +
-        `Each operation lists the scope it needs: ${scopeList}. A token without it is answered 403.`
+        `Each operation lists the scopes that grant it (a write scope includes its read scope): ${scopeList}. A token with none of them is answered 403.`
     },
     // Swagger UI's Authorize then obtains a token from the provider (client credentials).
     ...(oidc !== undefined && {

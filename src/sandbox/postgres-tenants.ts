@@ -140,7 +140,7 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
     open: async (key, created) => {
       const schema = schemaOf(key)
       const current = created ? await creations.run(async () => await createSchema(schema)) : await schemaIsCurrent(schema)
-      return await createPostgresStore({
+      const store = await createPostgresStore({
         url: tenantUrl(key),
         pools: { pool: schemaPool(shared, schema), bookkeeping: schemaPool(bookkeeping, schema) },
         listen: false,
@@ -148,7 +148,9 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
         ...(options.connectTimeoutMs !== undefined && { connectTimeoutMs: options.connectTimeoutMs }),
         ...(options.statementTimeoutMs !== undefined && { statementTimeoutMs: options.statementTimeoutMs })
       })
+      return { store, created }
     },
+    ping: async () => { await pool.query('SELECT 1') },
     count: async () => Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM sandbox_tenants')).rows[0]?.n ?? 0),
     leastRecentlyUsed: async (before, limit) =>
       (await pool.query<{ key: string }>('SELECT key FROM sandbox_tenants WHERE last_used_at < $1 ORDER BY last_used_at, key LIMIT $2', [before, limit])).rows.map((row) => row.key),

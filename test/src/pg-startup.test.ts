@@ -7,7 +7,7 @@ import { StoreOpenError } from '../../src/errors.js'
 import { loadConfig } from '../../src/load-config.js'
 import { TOKEN } from '../helpers/app.js'
 import { scratchDatabaseUrl, TEST_DATABASE_URL } from '../helpers/postgres.js'
-import { expectStartFailure } from '../helpers/server-process.js'
+import { expectStartFailure, fatalMessage } from '../helpers/server-process.js'
 import { startTcpProxy } from '../helpers/tcp-proxy.js'
 
 /** `url` pointed at 127.0.0.1:`port` (the proxy) instead. */
@@ -74,7 +74,7 @@ if (TEST_DATABASE_URL !== undefined) {
     const retries = stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Line)
       .filter((line) => line.msg === 'the database cannot be reached yet; retrying')
     assert.deepEqual(retries.slice(0, 3).map((line) => line.delayMs), [200, 400, 800])
-    assert.match(stderr, /^plant-store: cannot use the PostgreSQL database: the database could not be reached within PG_STARTUP_TIMEOUT_MS \(1500 ms, \d+ attempts\): connect ECONNREFUSED 127\.0\.0\.1:\d+; nothing was changed\n$/)
+    assert.match(fatalMessage(stderr), /^cannot use the PostgreSQL database: the database could not be reached within PG_STARTUP_TIMEOUT_MS \(1500 ms, \d+ attempts\): connect ECONNREFUSED 127\.0\.0\.1:\d+; nothing was changed$/)
   })
 
   test('a failure that waiting cannot fix (no such database) is not retried', { timeout: 30_000 }, async () => {
