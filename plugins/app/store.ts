@@ -24,6 +24,7 @@ export default fp(async function storePlugin (app) {
     // Loaded only when used: see docs/performance.md#what-the-measurements-decided.
     ? await (await import('../../src/store/postgres/postgres-store.js')).createPostgresStore({
       url: config.databaseUrl,
+      ...(config.databaseDirectUrl !== undefined && { directUrl: config.databaseDirectUrl }),
       poolMax: config.pgPoolMax,
       connectTimeoutMs: config.pgConnectTimeoutMs,
       statementTimeoutMs: config.pgStatementTimeoutMs,

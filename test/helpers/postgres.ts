@@ -90,3 +90,18 @@ export async function terminateDatabaseSessions (name: string): Promise<number> 
     'SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name])
   return rows.filter((row) => row.terminated).length
 }
+
+/**
+ * PostgreSQL itself, for what needs a session of its own (LISTEN), when TEST_DATABASE_URL is a
+ * transaction pooler in front of it (.ci/pooled-tests); unset, TEST_DATABASE_URL is that server.
+ */
+export const TEST_DATABASE_DIRECT_URL = process.env.TEST_DATABASE_DIRECT_URL ?? TEST_DATABASE_URL
+
+/** `url` (on TEST_DATABASE_URL's server: its database, schema, application name) reached directly. */
+export function directUrl (url: string): string {
+  if (TEST_DATABASE_DIRECT_URL === undefined) throw new Error('TEST_DATABASE_URL is not set')
+  const direct = new URL(TEST_DATABASE_DIRECT_URL)
+  const parsed = new URL(url)
+  parsed.host = direct.host
+  return parsed.toString()
+}
