@@ -12,9 +12,12 @@ export function withSchema (base: string, schema: string): string {
   return url.toString()
 }
 
-/** One statement on a short-lived admin connection, apart from the app's pool. */
+/**
+ * One statement on a short-lived admin connection to the server itself (never through a pooler,
+ * whose server connections carry the application_name of whichever client used them last).
+ */
 export async function adminQuery<R extends pg.QueryResultRow = pg.QueryResultRow> (text: string, values: unknown[] = []): Promise<R[]> {
-  const client = new pg.Client({ connectionString: requireTestDatabaseUrl() })
+  const client = new pg.Client({ connectionString: directUrl(requireTestDatabaseUrl()) })
   await client.connect()
   try {
     return (await client.query<R>(text, values)).rows
@@ -66,7 +69,7 @@ export function withApplicationName (url: string, name: string): string {
 /** Ends every session of this application_name from an admin connection; returns how many. */
 export async function terminateSessions (applicationName: string): Promise<number> {
   const rows = await adminQuery<{ terminated: boolean }>(
-    'SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity WHERE application_name = $1', [applicationName])
+    'SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()', [applicationName])
   return rows.filter((row) => row.terminated).length
 }
 

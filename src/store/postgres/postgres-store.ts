@@ -97,7 +97,16 @@ async function migrateWhenReachable (options: PostgresStoreOptions, connection: 
       await migrator.end().catch(() => {})
       throw err
     }
-    await migrate(migrator, target)
+    try {
+      await migrate(migrator, target)
+    } catch (err) {
+      // Another instance made the schema at the same moment (seen behind PgBouncer): it is there now.
+      if (!['23505', '42P06'].includes(String((err as { code?: unknown }).code))) throw err
+      const again = new pg.Client(connection)
+      again.on('error', () => {})
+      await again.connect()
+      await migrate(again, target)
+    }
   }, options.startup ?? { timeoutMs: 0 })
 }
 

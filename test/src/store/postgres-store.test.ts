@@ -143,7 +143,7 @@ if (TEST_DATABASE_URL !== undefined) {
       const proxy = await startTcpProxy(serverPort)
       t.after(() => proxy.close())
       await proxy.down()
-      await assert.rejects(createPostgresStore({ url: viaProxy(base, proxy.port) }), (err: unknown) => isConnectionError(err))
+      await assert.rejects(createPostgresStore({ url: viaProxy(base, proxy.port) }), (err: unknown) => err instanceof StoreOpenError && isConnectionError(err.cause))
     })
 
     test('when the database goes away: unavailable errors, idle errors do not crash, and it recovers when it returns', async (t) => {
