@@ -121,6 +121,8 @@ interface Row {
     created: number
     delivered: number
     distinct: number
+    /** The TCP connections the receiver had the deliveries on. */
+    connections: number
     byRunEnd: number
     catchUpS: number
     /** Distinct events the receiver had per second after the run, from its first poll to its last: the idle server draining its backlog. */
@@ -640,7 +642,7 @@ async function main (): Promise<void> {
   /** Waits (up to 60 s) until the receiver has had `created` distinct events; what it had, and how long that took after the run. */
   const catchUp = async (receiver: Child, created: number): Promise<Omit<NonNullable<Row['deliveries']>, 'latency'>> => {
     const started = performance.now()
-    let count = { received: 0, distinct: 0 }
+    let count = { received: 0, distinct: 0, connections: 0 }
     let byRunEnd: number | undefined
     let polled = started
     while (performance.now() - started < 60_000) {
@@ -653,7 +655,7 @@ async function main (): Promise<void> {
     }
     const drainS = (polled - started) / 1000
     const drainPerS = drainS > 0.5 ? (count.distinct - (byRunEnd ?? 0)) / drainS : null
-    return { created, delivered: count.received, distinct: count.distinct, byRunEnd: byRunEnd ?? 0, catchUpS: (performance.now() - started) / 1000, drainPerS }
+    return { created, delivered: count.received, distinct: count.distinct, connections: count.connections, byRunEnd: byRunEnd ?? 0, catchUpS: (performance.now() - started) / 1000, drainPerS }
   }
 
   try {
@@ -800,10 +802,11 @@ function report (rows: Row[], targets: TargetCheck[], options: Options, fsyncMs:
     ...(withVariants ? [fixed(row.ratioToPlain, 2), fixed(row.cpuToPlain, 2)] : [])
   ])
   const deliveries = rows.filter((row) => row.deliveries !== null).map((row) => {
-    const { created, delivered, distinct, byRunEnd, catchUpS, drainPerS, latency } = row.deliveries as NonNullable<Row['deliveries']>
+    const { created, delivered, distinct, connections, byRunEnd, catchUpS, drainPerS, latency } = row.deliveries as NonNullable<Row['deliveries']>
     return `webhook delivery latency, create (${row.sync ?? ''}) ${label(row)}, idle, ${latency.creates} creates one at a time: ` +
       `p50 ${latency.p50Ms.toFixed(2)} ms, p99 ${latency.p99Ms.toFixed(2)} ms from the 201 to the receiver\n` +
       `webhook deliveries, create (${row.sync ?? ''}) ${label(row)}: ${distinct} distinct events in ${delivered} deliveries ` +
+      `on ${connections} connections ` +
       `(${created} 201s counted, up to ${2 * options.connections} more in flight at the ends of warm-up and run); ` +
       `${byRunEnd} delivered while the load ran, the last ${catchUpS.toFixed(1)} s after it ended; ` +
       `idle drain ${drainPerS === null ? 'n/a' : drainPerS.toFixed(0)} deliveries/s for one subscription\n`

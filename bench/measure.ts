@@ -40,9 +40,10 @@ export function peakRssMb (pid: number): number | null {
 
 /**
  * Starts `command` with `args`, its output into `logFile` (a file, not a pipe: draining a pipe
- * would cost the load generator CPU), and resolves once it prints `listening on http://host:port`,
- * with that URL: the reference services, and plant-store under valgrind. A process that exits
- * first, or stays silent for `timeoutMs`, is killed and the start fails with the end of its output.
+ * would cost the load generator CPU), and resolves once it prints `listening on http://host:port`
+ * (plain, or in a JSON log line's msg), with that URL: the reference services, and plant-store
+ * under valgrind. A process that exits first, or stays silent for `timeoutMs`, is killed and the
+ * start fails with the end of its output.
  */
 export async function startListening (command: string, args: readonly string[], env: NodeJS.ProcessEnv, logFile: string,
   timeoutMs: number): Promise<{ child: ChildProcess, url: string }> {
@@ -52,7 +53,7 @@ export async function startListening (command: string, args: readonly string[], 
   let exited = false
   child.once('exit', () => { exited = true })
   for (let waited = 0; waited < timeoutMs; waited += 20) {
-    const url = /listening on (http:\/\/[^\s]+)/.exec(readFileSync(logFile, 'utf8'))?.[1]
+    const url = /listening on (http:\/\/[^\s"]+)/.exec(readFileSync(logFile, 'utf8'))?.[1]
     if (url !== undefined) return { child, url }
     if (exited) break
     await sleep(20)

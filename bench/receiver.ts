@@ -1,10 +1,11 @@
 import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 
 /**
  * The webhook receiver of `npm run bench -- --webhook`: answers every delivery 204 at once, and
- * `GET /count` with how many it has had and how many distinct `webhook-id`s among them (the bench
- * reads it to see whether delivery kept up, and that none came twice).
+ * `GET /count` with how many it has had, how many distinct `webhook-id`s among them (the bench
+ * reads it to see whether delivery kept up, and that none came twice) and on how many TCP
+ * connections the deliveries came (the bench's own polls not counted).
  * Its own process, so the load generator and plant-store do not share its CPU time.
  *
  * For the delivery latency, it also notes when the first ARRIVALS_KEPT deliveries arrived, by the
@@ -13,12 +14,14 @@ import type { AddressInfo } from 'node:net'
  */
 const ARRIVALS_KEPT = 1000
 let received = 0
+let connections = 0
+const deliverySockets = new WeakSet<Socket>()
 const ids = new Set<string>()
 const arrivals = new Map<string, number>()
 const server = createServer((request, response) => {
   const url = new URL(request.url ?? '/', 'http://receiver')
   if (request.method === 'GET' && url.pathname === '/count') {
-    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ received, distinct: ids.size }))
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ received, distinct: ids.size, connections }))
     return
   }
   if (request.method === 'GET' && url.pathname === '/arrival') {
@@ -28,6 +31,10 @@ const server = createServer((request, response) => {
     return
   }
   const id = request.headers['webhook-id']
+  if (!deliverySockets.has(request.socket)) {
+    deliverySockets.add(request.socket)
+    connections++
+  }
   let body = ''
   request.setEncoding('utf8')
   request.on('data', (chunk: string) => { if (arrivals.size < ARRIVALS_KEPT) body += chunk })

@@ -155,7 +155,7 @@ export interface paths {
         put?: never;
         /**
          * Create a webhook subscription
-         * @description Subscribes a URL to plant events (every event type unless `events` narrows them) and answers 201 with the subscription, its signing `secret` included (the only answer besides `GET /webhooks/{id}/secret` and a rotation that carries it), and `Location: /webhooks/{id}`. The URL must be an absolute http or https URL of at most 2048 characters without credentials, whose host is (or resolves to) public addresses only. The subscription belongs to the token that creates it; a token may have at most WEBHOOK_MAX_SUBSCRIPTIONS (25 by default), and creating one more is a 409 until one is deleted.
+         * @description Subscribes a URL to plant events (every event type unless `events` narrows them) and answers 201 with the subscription, its signing `secret` included (the only answer besides `GET /webhooks/{id}/secret` and a rotation that carries it), and `Location: /webhooks/{id}`. The URL must be an absolute http or https URL of at most 2048 characters without credentials, whose host is (or resolves to) public addresses only. The subscription belongs to the token that creates it; a token may have at most WEBHOOK_MAX_SUBSCRIPTIONS (25 by default), and creating one more is a 409 until one is deleted. Subscribing to a resource's events needs its read scope as well (`plants:read`, or `plants:write`, for plant events), since every delivery carries the representation: without it, 403 naming the scope.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -195,7 +195,7 @@ export interface paths {
         head: operations["headWebhook"];
         /**
          * Update a webhook subscription
-         * @description Applies a JSON merge patch (RFC 7396) to the subscription with this id: a field that is absent is kept, `"description": null` removes the description. A new `url` is checked as on create. `"disabled": false` enables a disabled subscription again (its pending deliveries resume). Sent as `application/merge-patch+json` or plain JSON.
+         * @description Applies a JSON merge patch (RFC 7396) to the subscription with this id: a field that is absent is kept, `"description": null` removes the description. A new `url` is checked as on create. `"disabled": false` enables a disabled subscription again (its pending deliveries resume). Sent as `application/merge-patch+json` or plain JSON. A new `events` list is checked as on create: Subscribing to a resource's events needs its read scope as well (`plants:read`, or `plants:write`, for plant events), since every delivery carries the representation: without it, 403 naming the scope.
          */
         patch: operations["updateWebhook"];
         trace?: never;
@@ -432,6 +432,26 @@ export interface webhooks {
          * @description A plant was replaced or updated; `data` is the plant after the change. The service POSTs it to every enabled subscription that asks for `plant.updated`, signed as Standard Webhooks specifies: verify `webhook-signature` with the subscription's secret over `{webhook-id}.{webhook-timestamp}.{body}` (the body exactly as received), and refuse old timestamps. Delivery is at least once: deduplicate on `webhook-id`. Redirects are not followed.
          */
         post: operations["plantUpdatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The `webhook.test` event
+         * @description A test, sent by `POST /webhooks/{id}/test` to that subscription only; `data` names it. The service POSTs it when `POST /webhooks/{id}/test` asks, to that subscription only, enabled or not, signed as Standard Webhooks specifies: verify `webhook-signature` with the subscription's secret over `{webhook-id}.{webhook-timestamp}.{body}` (the body exactly as received), and refuse old timestamps. Delivery is at least once: deduplicate on `webhook-id`. Redirects are not followed.
+         */
+        post: operations["webhookTestEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1119,6 +1139,34 @@ export interface components {
             secret: string;
         };
         /**
+         * @description The body of a `webhook.test` delivery. A test, sent by `POST /webhooks/{id}/test` to that subscription only; `data` names it
+         * @example {
+         *       "type": "webhook.test",
+         *       "timestamp": "2026-01-02T03:04:05.678Z",
+         *       "data": {
+         *         "subscriptionId": 1
+         *       }
+         *     }
+         */
+        WebhookTestEvent: {
+            data: {
+                /** @description The subscription tested */
+                subscriptionId: number;
+            };
+            /**
+             * Format: date-time
+             * @description When the change happened
+             * @example 2026-01-02T03:04:05.678Z
+             */
+            timestamp: string;
+            /**
+             * @description The event type
+             * @example webhook.test
+             * @enum {string}
+             */
+            type: "webhook.test";
+        };
+        /**
          * @description The outcome of a test event's one attempt
          * @example {
          *       "webhookId": "msg_2KWPBgLlAfxdpx2AI54pPJ",
@@ -1240,7 +1288,10 @@ export interface components {
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description The id of this request, in its access log line: the caller's `X-Request-Id` when it was 1 to 128 of `A-Z a-z 0-9 . _ : -`, else a new UUID. Quote it when reporting a problem */
+        "X-Request-Id": string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1259,6 +1310,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1276,6 +1328,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1291,6 +1344,7 @@ export interface operations {
             /** @description The service and its database answer */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1310,6 +1364,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1338,6 +1393,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1347,6 +1403,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1354,6 +1411,7 @@ export interface operations {
             /** @description The service and its database answer */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1363,6 +1421,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1383,6 +1442,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1400,6 +1460,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1415,6 +1476,7 @@ export interface operations {
             /** @description The process answers */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1445,6 +1507,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1454,6 +1517,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1461,6 +1525,7 @@ export interface operations {
             /** @description The process answers */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1481,6 +1546,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1498,6 +1564,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1513,6 +1580,7 @@ export interface operations {
             /** @description Ready for traffic */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1532,6 +1600,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1560,6 +1629,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1569,6 +1639,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1576,6 +1647,7 @@ export interface operations {
             /** @description Ready for traffic */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1585,6 +1657,7 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1618,6 +1691,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1641,6 +1715,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1664,6 +1739,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1690,6 +1766,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1713,6 +1790,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1736,6 +1814,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1783,6 +1862,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1806,6 +1886,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1833,6 +1914,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1857,6 +1939,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1880,6 +1963,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1903,6 +1987,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1924,6 +2009,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1945,6 +2031,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1968,6 +2055,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1989,6 +2077,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2030,6 +2119,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2045,6 +2135,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2060,6 +2151,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2073,6 +2165,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2088,6 +2181,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2103,6 +2197,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2140,6 +2235,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2163,6 +2259,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2186,6 +2283,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2212,6 +2310,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2225,6 +2324,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2248,6 +2348,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2271,6 +2372,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2292,6 +2394,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2313,6 +2416,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2368,6 +2472,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2391,6 +2496,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2414,6 +2520,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2438,6 +2545,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2461,6 +2569,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2484,6 +2593,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2505,6 +2615,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2526,6 +2637,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2547,6 +2659,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2570,6 +2683,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2615,6 +2729,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2638,6 +2753,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2659,6 +2775,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2672,6 +2789,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2695,6 +2813,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2718,6 +2837,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2739,6 +2859,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2760,6 +2881,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2805,6 +2927,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2820,6 +2943,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2835,6 +2959,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2850,6 +2975,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2863,6 +2989,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2878,6 +3005,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2893,6 +3021,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2906,6 +3035,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2919,6 +3049,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2971,6 +3102,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2994,6 +3126,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3017,6 +3150,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3041,6 +3175,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3064,6 +3199,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3087,6 +3223,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3108,6 +3245,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3129,6 +3267,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3150,6 +3289,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3173,6 +3313,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3212,6 +3353,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3235,6 +3377,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3258,6 +3401,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3290,6 +3434,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3313,6 +3458,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3336,6 +3482,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3384,6 +3531,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3407,6 +3555,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3430,6 +3579,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3461,6 +3611,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3484,6 +3635,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3507,6 +3659,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3528,6 +3681,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3549,6 +3703,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3572,6 +3727,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3611,6 +3767,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3626,6 +3783,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3641,6 +3799,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3654,6 +3813,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3669,6 +3829,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3684,6 +3845,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3716,6 +3878,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3739,6 +3902,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3760,6 +3924,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3790,6 +3955,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3813,6 +3979,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3836,6 +4003,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3857,6 +4025,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3897,6 +4066,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3920,6 +4090,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3941,6 +4112,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -3954,6 +4126,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3977,6 +4150,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4000,6 +4174,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4021,6 +4196,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4061,6 +4237,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4076,6 +4253,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4089,6 +4267,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4102,6 +4281,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4117,6 +4297,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4132,6 +4313,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4145,6 +4327,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4198,6 +4381,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4221,6 +4405,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4242,6 +4427,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4272,6 +4458,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4295,6 +4482,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4318,6 +4506,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4339,6 +4528,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4360,6 +4550,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4383,6 +4574,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4432,6 +4624,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4455,6 +4648,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4478,6 +4672,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4508,6 +4703,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4531,6 +4727,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4554,6 +4751,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4575,6 +4773,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4624,6 +4823,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4639,6 +4839,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4654,6 +4855,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4667,6 +4869,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4682,6 +4885,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4697,6 +4901,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4710,6 +4915,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4747,6 +4953,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4770,6 +4977,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4791,6 +4999,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4830,6 +5039,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4853,6 +5063,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4876,6 +5087,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4897,6 +5109,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4942,6 +5155,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4957,6 +5171,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4970,6 +5185,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4983,6 +5199,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4998,6 +5215,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5013,6 +5231,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5026,6 +5245,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5063,6 +5283,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5086,6 +5307,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5107,6 +5329,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5135,6 +5358,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5158,6 +5382,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5181,6 +5406,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5202,6 +5428,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5223,6 +5450,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5272,6 +5500,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5295,6 +5524,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5316,6 +5546,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5336,6 +5567,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5359,6 +5591,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5382,6 +5615,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5403,6 +5637,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5424,6 +5659,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5447,6 +5683,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5496,6 +5733,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5519,6 +5757,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5540,6 +5779,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5571,6 +5811,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5594,6 +5835,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5617,6 +5859,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5638,6 +5881,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5659,6 +5903,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5682,6 +5927,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5722,6 +5968,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5745,6 +5992,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5766,6 +6014,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5786,6 +6035,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5809,6 +6059,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5832,6 +6083,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5853,6 +6105,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5893,6 +6146,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5908,6 +6162,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5921,6 +6176,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5934,6 +6190,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5949,6 +6206,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5964,6 +6222,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5977,6 +6236,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6009,6 +6269,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6032,6 +6293,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6053,6 +6315,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6078,6 +6341,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6101,6 +6365,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6124,6 +6389,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6145,6 +6411,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6202,6 +6469,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6225,6 +6493,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6246,6 +6515,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6274,6 +6544,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6297,6 +6568,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6331,6 +6603,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6346,6 +6619,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6359,6 +6633,7 @@ export interface operations {
                     "RateLimit-Remaining"?: string;
                     /** @description Seconds until the window resets (when rate limiting is on) */
                     "RateLimit-Reset"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6374,6 +6649,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6389,6 +6665,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description The authentication scheme to use, a bearer token; with `error="invalid_token"` when a JWT failed a check, and on a 403 `error="insufficient_scope", scope="<the scope needed>"` (RFC 6750 §3) */
                     "WWW-Authenticate": string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6607,6 +6884,68 @@ export interface operations {
             };
             /** @description Gone: the receiver wants no more events. The delivery fails and the subscription is disabled */
             410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTestEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The message id: the same on every attempt of this event, and for every subscription (deduplicate on it)
+                 * @example msg_2KWPBgLlAfxdpx2AI54pPJ
+                 */
+                "webhook-id": string;
+                /**
+                 * @description Space-separated `v1,<base64 HMAC-SHA256>` signatures: one with the current secret, and for 24 hours after a rotation one with the previous secret too
+                 * @example v1,H8ICIaVRgJ6gP/YC5ly5bdev+IUYCb/LcrqRmktiWLs=
+                 */
+                "webhook-signature": string;
+                /**
+                 * @description When this attempt was signed, in seconds since the Unix epoch
+                 * @example 1767323045
+                 */
+                "webhook-timestamp": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event (Content-Type: application/json) */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "webhook.test",
+                 *       "timestamp": "2026-01-02T03:04:05.678Z",
+                 *       "data": {
+                 *         "subscriptionId": 1
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookTestEvent"];
+            };
+        };
+        responses: {
+            /** @description Acknowledged: the delivery succeeded (the body is ignored). Answer within WEBHOOK_TIMEOUT_MS (10 s by default), then do the work */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged: `POST /webhooks/{id}/test` answers with this outcome; nothing is stored or retried */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged: `POST /webhooks/{id}/test` answers with this outcome; nothing is stored or retried */
+            "5XX": {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,7 +1,8 @@
 /**
  * A plant-store webhook receiver in plain node:http. It verifies every request's signature with
  * the `standardwebhooks` package (401 when it does not verify), handles each event once even when
- * it is delivered again (the `webhook-id` stays the same on every attempt), and prints each event.
+ * it is delivered again (the `webhook-id` stays the same on every attempt), and prints each event
+ * of every type the service sends (typed from the `webhooks` of its OpenAPI document).
  *
  *   npm run build
  *   WEBHOOK_SECRET=whsec_... PORT=4000 node dist/examples/webhook-receiver.js
@@ -16,6 +17,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { Webhook, WebhookVerificationError } from 'standardwebhooks'
+import type { webhooks } from '../client/plant-store-api.js'
 
 export interface ReceiverOptions {
   /** The subscription's `whsec_...` secret. */
@@ -36,14 +38,46 @@ export interface RunningReceiver {
   close: () => Promise<void>
 }
 
-/** A plant-store event: `{ type, timestamp, data }`, data being the plant. */
-interface PlantEvent {
-  type: string
-  timestamp: string
-  data: { id: number, name: string, tag?: string }
+/** Every event the service sends, `{ type, timestamp, data }`, as its OpenAPI document's `webhooks` describe them. */
+type PlantStoreEvent = {
+  [Type in keyof webhooks]: webhooks[Type]['post']['requestBody']['content']['application/json']
+}[keyof webhooks]
+
+/** One line per event; a type this receiver does not know yet (a newer service) is acknowledged all the same. */
+function describe (event: PlantStoreEvent): string {
+  switch (event.type) {
+    case 'plant.created':
+    case 'plant.updated':
+    case 'plant.deleted': {
+      const plant = event.data
+      return `${event.type} #${plant.id} ${plant.name}${plant.tag === undefined ? '' : ` [${plant.tag}]`}`
+    }
+    case 'webhook.test':
+      return `webhook.test for subscription #${event.data.subscriptionId}`
+    default: {
+      // A compile error here names an event type the document lists and this switch does not handle.
+      const unknown: never = event
+      return `${String((unknown as { type?: unknown }).type)}: an event type this receiver does not know`
+    }
+  }
 }
 
-/** The largest body read: plant events are far smaller. */
+/** Standard Webhooks secrets, as the service makes and accepts them: `whsec_` and 24 to 64 bytes in base64. */
+const MIN_SECRET_BYTES = 24
+const MAX_SECRET_BYTES = 64
+
+/** A secret no subscription can have would make every request a 401: refused at the start instead. */
+export function checkSecret (secret: string): void {
+  const encoded = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : ''
+  const bytes = Buffer.from(encoded, 'base64')
+  // Node skips what is not base64: only a canonical encoding reads back the same.
+  if (bytes.toString('base64') !== encoded || bytes.length < MIN_SECRET_BYTES || bytes.length > MAX_SECRET_BYTES) {
+    throw new Error(`WEBHOOK_SECRET is not a subscription's secret: whsec_ and ${MIN_SECRET_BYTES} to ${MAX_SECRET_BYTES} bytes in base64 ` +
+      '(the `secret` of the answer to POST /webhooks, or GET /webhooks/{id}/secret)')
+  }
+}
+
+/** The largest body read: events are far smaller. */
 const MAX_BODY_BYTES = 1024 * 1024
 
 /** The webhook-ids handled so far, oldest first, at most `limit` of them. */
@@ -80,6 +114,7 @@ const header = (req: IncomingMessage, name: string): string => {
 
 /** Starts the receiver; resolves once it listens. */
 export async function startWebhookReceiver (options: ReceiverOptions): Promise<RunningReceiver> {
+  checkSecret(options.secret)
   const webhook = new Webhook(options.secret)
   const seen = new RecentIds(options.remember ?? 10_000)
   const log = options.log ?? console.log
@@ -95,14 +130,14 @@ export async function startWebhookReceiver (options: ReceiverOptions): Promise<R
       return
     }
     const id = header(req, 'webhook-id')
-    let event: PlantEvent
+    let event: PlantStoreEvent
     try {
       // Checks the signature over "id.timestamp.body" and that the timestamp is recent (replays).
       event = webhook.verify(body, {
         'webhook-id': id,
         'webhook-timestamp': header(req, 'webhook-timestamp'),
         'webhook-signature': header(req, 'webhook-signature')
-      }) as PlantEvent
+      }) as PlantStoreEvent
     } catch (err) {
       if (!(err instanceof WebhookVerificationError)) throw err
       log(`refused ${id === '' ? 'a request' : id}: ${err.message}`)
@@ -117,8 +152,7 @@ export async function startWebhookReceiver (options: ReceiverOptions): Promise<R
       return
     }
     seen.add(id)
-    const plant = event.data
-    log(`${event.type} #${plant.id} ${plant.name}${plant.tag === undefined ? '' : ` [${plant.tag}]`} (${id})`)
+    log(`${describe(event)} (${id})`)
     res.writeHead(204).end()
   }
 
@@ -153,6 +187,12 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const secret = process.env.WEBHOOK_SECRET
   if (secret === undefined || secret === '') {
     process.stderr.write('Set WEBHOOK_SECRET to the subscription\'s secret (whsec_..., in the answer to POST /webhooks).\n')
+    process.exit(2)
+  }
+  try {
+    checkSecret(secret)
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n`)
     process.exit(2)
   }
   const receiver = await startWebhookReceiver({

@@ -10,7 +10,7 @@ export const resourceScope = ({ collection }: { collection: string }, access: 'r
 export const SCOPE_DESCRIPTIONS = Object.fromEntries([
   ...RESOURCES.flatMap((resource) => [
     [resourceScope(resource, 'read'), resource.texts.scopes.read],
-    [resourceScope(resource, 'write'), resource.texts.scopes.write]
+    [resourceScope(resource, 'write'), `${resource.texts.scopes.write}; includes \`${resourceScope(resource, 'read')}\``]
   ]),
   ['webhooks', 'Manage the caller\'s own webhook subscriptions']
 ]) as Readonly<Record<Scope, string>>
@@ -20,6 +20,23 @@ export const SCOPES = Object.keys(SCOPE_DESCRIPTIONS) as readonly Scope[]
 export const ALL_SCOPES: ReadonlySet<Scope> = new Set(SCOPES)
 
 export const isScope = (text: string): text is Scope => (SCOPES as readonly string[]).includes(text)
+
+/**
+ * The scopes that grant what `scope` guards: itself, and for a resource's read scope its write
+ * scope too. Write includes read (as GitHub's and Stripe's read-and-write permissions do): every
+ * write answers with the representation, and 200/404/412 tell whether an id exists, so a write-only
+ * token could never be kept from reading.
+ */
+export const GRANTED_BY: Readonly<Record<Scope, readonly Scope[]>> = Object.fromEntries([
+  ...RESOURCES.flatMap((resource) => [
+    [resourceScope(resource, 'read'), [resourceScope(resource, 'read'), resourceScope(resource, 'write')]],
+    [resourceScope(resource, 'write'), [resourceScope(resource, 'write')]]
+  ]),
+  ['webhooks', ['webhooks']]
+]) as Readonly<Record<Scope, readonly Scope[]>>
+
+/** Whether a token holding `held` may do what `needed` guards: the one check routes and webhook subscriptions use. */
+export const grants = (held: ReadonlySet<Scope>, needed: Scope): boolean => GRANTED_BY[needed].some((scope) => held.has(scope))
 
 /**
  * Who is calling, once authenticated. `id` is what stored data is keyed by (idempotency scopes,

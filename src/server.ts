@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs'
+import { hostname } from 'node:os'
 import { destination } from 'pino'
 import type { PrettyOptions } from 'pino-pretty'
 import { buildApp } from './app.js'
 import { commandUsage, parseCommandLine, USAGE } from './cli.js'
 import { runBackup, runCheck, runRestore, runToken, type Output } from './commands.js'
 import { ConfigError, StoreOpenError } from './errors.js'
-import { loadConfig, SHUTDOWN_EXIT_MARGIN_MS } from './load-config.js'
+import { duration } from './human.js'
+import { loadConfig, SHUTDOWN_EXIT_MARGIN_MS, type LogFormat } from './load-config.js'
 import { isPostgresUrl } from './store/postgres/connection.js'
 
 /** A log sink that stops reading must not exhaust memory: pending lines beyond this are dropped. */
@@ -25,14 +27,14 @@ async function serve (): Promise<void> {
     config = loadConfig(process.env)
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err
-    process.stderr.write(`plant-store: ${err.message}\n`)
+    say('fatal', err.message)
     process.exit(1)
   }
 
   // Async log writes (docs/performance.md#what-the-measurements-decided). This process owns the stream:
   // pino's exit-time flush never ends when the reader of stdout has stopped reading.
   const logStream = destination({ dest: 1, sync: false, maxLength: LOG_BUFFER_MAX_BYTES })
-  const pretty = (config.logFormat ?? (process.stdout.isTTY ? 'pretty' : 'json')) === 'pretty'
+  const pretty = !jsonLines(config.logFormat)
   let app
   try {
     app = await buildApp(config, { logStream: pretty ? await prettyLog(logStream) : logStream })
@@ -42,7 +44,7 @@ async function serve (): Promise<void> {
     const where = isPostgresUrl(config.databaseUrl)
       ? `the PostgreSQL database: ${err.message}; nothing was changed`
       : `the database ${config.databaseUrl}: ${err.message}; the file was left untouched`
-    process.stderr.write(`plant-store: cannot use ${where}\n`)
+    say('fatal', `cannot use ${where}`)
     process.exit(1)
   }
 
@@ -64,7 +66,7 @@ async function serve (): Promise<void> {
     // The event loop stays free whatever the log sink does, so this deadline always fires.
     let closed = false
     setTimeout(() => {
-      if (!closed) process.stderr.write('plant-store: shutdown deadline passed before the database was closed\n')
+      if (!closed) say('error', 'shutdown deadline passed before the database was closed')
       exitNow(closed ? 0 : 1)
     }, config.shutdownDelayMs + config.shutdownGraceMs + SHUTDOWN_EXIT_MARGIN_MS)
     app.close().then(
@@ -88,20 +90,72 @@ async function serve (): Promise<void> {
   await app.listen({ port: config.port, host: config.host })
   const base = url(config.host, app.server.address(), config.port)
   const metrics = app.metrics?.address()
-  // Printed once for a person, on stderr: stdout carries the log only (JSON lines for a collector).
-  process.stderr.write(
-    `\nplant-store is listening on ${base}\n` +
-    `  API docs (Swagger UI): ${base}/docs\n` +
-    `  OpenAPI document:      ${base}/openapi.json\n` +
-    (metrics === undefined ? '' : `  Prometheus metrics:    ${url(metrics.address, metrics, metrics.port)}/metrics\n`) +
-    (config.sandbox === undefined
+  const banner: Banner = {
+    url: base,
+    docs: `${base}/docs`,
+    openapi: `${base}/openapi.json`,
+    ...(metrics !== undefined && { metrics: `${url(metrics.address, metrics, metrics.port)}/metrics` }),
+    ...(config.sandbox !== undefined && { sandbox: { ttl: duration(config.sandbox.ttlMs), maxTenants: config.sandbox.maxTenants } }),
+    ...(config.tokenGenerated && { generatedToken: config.tokens[0] })
+  }
+  if (!pretty) {
+    // Node's own warnings (a deprecation in a dependency, say) become log lines instead of plain text on stderr.
+    process.removeAllListeners('warning')
+    process.on('warning', (warning) => { app.log.warn({ err: warning }, `node: ${warning.message}`) })
+  }
+  // Whatever LOG_LEVEL says, as the banner for a person is: it may hold the only token that works.
+  if (pretty) process.stderr.write(bannerText(banner))
+  else logStream.write(`${JSON.stringify({ level: 30, time: Date.now(), pid: process.pid, hostname: hostname(), msg: `plant-store is listening on ${base}`, ...banner })}\n`)
+}
+
+/** What the start-up announces: where to go, and what a person must know before the first request. */
+interface Banner {
+  url: string
+  docs: string
+  openapi: string
+  metrics?: string
+  sandbox?: { ttl: string, maxTenants: number }
+  generatedToken?: string
+}
+
+/** For a person, on stderr: stdout carries the log only. */
+function bannerText ({ url, docs, openapi, metrics, sandbox, generatedToken }: Banner): string {
+  return `\nplant-store is listening on ${url}\n` +
+    `  API docs (Swagger UI): ${docs}\n` +
+    `  OpenAPI document:      ${openapi}\n` +
+    (metrics === undefined ? '' : `  Prometheus metrics:    ${metrics}\n`) +
+    (sandbox === undefined
       ? ''
-      : `  SANDBOX=1: a public sandbox. Any bearer token of 16-256 URL-safe characters is a tenant of its own;\n    tenants unused for ${config.sandbox.ttlMs} ms are deleted, at most ${config.sandbox.maxTenants} are kept.\n`) +
-    (config.tokenGenerated
-      ? `  No API_TOKENS set: this run accepts the bearer token\n    ${config.tokens[0]}\n`
-      : '') +
+      : '  SANDBOX=1: a public sandbox. Any bearer token of 16-256 URL-safe characters is a tenant of its own;\n' +
+        `    tenants unused for ${sandbox.ttl} are deleted, at most ${sandbox.maxTenants} are kept.\n`) +
+    (generatedToken === undefined ? '' : `  No API_TOKENS set: this run accepts the bearer token\n    ${generatedToken}\n`) +
     '\n'
-  )
+}
+
+/**
+ * JSON log lines, or lines for a person: LOG_FORMAT, else JSON off a terminal. Read from the
+ * environment as it is when the configuration could not be loaded (the message saying why is a line too).
+ */
+function jsonLines (format: LogFormat | undefined = rawLogFormat()): boolean {
+  return (format ?? (process.stdout.isTTY ? 'pretty' : 'json')) === 'json'
+}
+
+function rawLogFormat (): LogFormat | undefined {
+  const value = process.env.LOG_FORMAT
+  return value === 'json' || value === 'pretty' ? value : undefined
+}
+
+/**
+ * A message of the process itself (not of a request), on stderr: `plant-store: <message>` for a
+ * person, or a JSON log line as pino writes them, so a collector merging both streams reads only JSON.
+ */
+function say (level: 'fatal' | 'error', message: string): void {
+  if (!jsonLines()) {
+    process.stderr.write(`plant-store: ${message}\n`)
+    return
+  }
+  const line = { level: level === 'fatal' ? 60 : 50, time: Date.now(), pid: process.pid, hostname: hostname(), msg: message }
+  process.stderr.write(`${JSON.stringify(line)}\n`)
 }
 
 /**
@@ -143,6 +197,6 @@ async function main (): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`plant-store: could not start: ${err instanceof Error ? err.message : String(err)}\n`)
+  say('fatal', `could not start: ${err instanceof Error ? err.message : String(err)}`)
   process.exit(1)
 })

@@ -2,7 +2,7 @@ import bearerAuth from '@fastify/bearer-auth'
 import type { onRequestHookHandler, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { insufficientScope } from '../../src/errors.js'
-import type { Principal, Scope } from '../../src/scopes.js'
+import { grants, type Principal, type Scope } from '../../src/scopes.js'
 import { sandboxPrincipal } from '../../src/sandbox/principal.js'
 import { bearerToken, TokenSet } from '../../src/tokens.js'
 
@@ -81,7 +81,7 @@ export default fp(async function authPlugin (app) {
         return
       }
       const needed = request.routeOptions.config.scope
-      if (needed !== undefined && request.principal?.scopes.has(needed) !== true) done(insufficientScope(needed))
+      if (needed !== undefined && (request.principal === undefined || !grants(request.principal.scopes, needed))) done(insufficientScope(needed))
       else done()
     })
   } satisfies onRequestHookHandler)

@@ -7,6 +7,7 @@ import { clientErrorHandler, errorBody } from './error-handler.js'
 import { RequestHistogram, type HistogramSeries } from '../../src/metrics/histogram.js'
 import { routeLabel } from '../../src/route-label.js'
 import { STORE_OPERATIONS, type OperationObserver, type StoreOperation } from '../../src/store/instrumented.js'
+import { isPostgresUrl } from '../../src/store/postgres/connection.js'
 
 type PromClient = typeof import('prom-client')
 
@@ -105,27 +106,8 @@ export default fp(async function metricsPlugin (app) {
     }
   }
 
-  const batchSize = new client.Histogram({
-    name: `${METRIC_PREFIX}sqlite_group_commit_batch_size`,
-    help: 'Writes committed together in one SQLite transaction (and, with full sync, made durable by one fdatasync)',
-    buckets: BATCH_BUCKETS,
-    registers: [registry]
-  })
-  const syncDuration = new client.Histogram({
-    name: `${METRIC_PREFIX}sqlite_wal_fdatasync_duration_seconds`,
-    help: 'Time one fdatasync of the SQLite WAL took (SQLITE_SYNCHRONOUS=full): the floor of every write\'s latency',
-    buckets: SYNC_BUCKETS,
-    registers: [registry]
-  })
-
-  const checkpointDuration = new client.Histogram({
-    name: `${METRIC_PREFIX}sqlite_wal_checkpoint_duration_seconds`,
-    help: 'Time one SQLite WAL checkpoint took, by thread: "worker" runs beside the requests, "loop" held the event loop (the WAL had outgrown the worker\'s checkpoints)',
-    labelNames: ['thread'],
-    buckets: SYNC_BUCKETS,
-    registers: [registry]
-  })
-  const checkpointSeries = { worker: checkpointDuration.labels('worker'), loop: checkpointDuration.labels('loop') }
+  // On PostgreSQL these would only ever be zeros: they are not exported at all.
+  const sqlite = isPostgresUrl(app.config.databaseUrl) ? undefined : sqliteMetrics(client, registry)
 
   const answerError = (response: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void => {
     const json = JSON.stringify(errorBody(status, message))
@@ -170,12 +152,36 @@ export default fp(async function metricsPlugin (app) {
     client,
     registry,
     storeOperation,
-    groupCommit: (writes: number) => { batchSize.observe(writes) },
-    walSync: (ms: number) => { syncDuration.observe(ms / 1000) },
-    walCheckpoint: (thread, ms) => { checkpointSeries[thread].observe(ms / 1000) },
+    groupCommit: (writes: number) => { sqlite?.batchSize.observe(writes) },
+    walSync: (ms: number) => { sqlite?.syncDuration.observe(ms / 1000) },
+    walCheckpoint: (thread, ms) => { sqlite?.checkpoints[thread].observe(ms / 1000) },
     address: () => server.address() as AddressInfo
   })
 }, { name: 'metrics', dependencies: ['config'] })
+
+/** The SQLite store's own series: its group commits, WAL syncs and checkpoints. */
+function sqliteMetrics (client: PromClient, registry: Registry) {
+  const batchSize = new client.Histogram({
+    name: `${METRIC_PREFIX}sqlite_group_commit_batch_size`,
+    help: 'Writes committed together in one SQLite transaction (and, with full sync, made durable by one fdatasync)',
+    buckets: BATCH_BUCKETS,
+    registers: [registry]
+  })
+  const syncDuration = new client.Histogram({
+    name: `${METRIC_PREFIX}sqlite_wal_fdatasync_duration_seconds`,
+    help: 'Time one fdatasync of the SQLite WAL took (SQLITE_SYNCHRONOUS=full): the floor of every write\'s latency',
+    buckets: SYNC_BUCKETS,
+    registers: [registry]
+  })
+  const checkpointDuration = new client.Histogram({
+    name: `${METRIC_PREFIX}sqlite_wal_checkpoint_duration_seconds`,
+    help: 'Time one SQLite WAL checkpoint took, by thread: "worker" runs beside the requests, "loop" held the event loop (the WAL had outgrown the worker\'s checkpoints)',
+    labelNames: ['thread'],
+    buckets: SYNC_BUCKETS,
+    registers: [registry]
+  })
+  return { batchSize, syncDuration, checkpoints: { worker: checkpointDuration.labels('worker'), loop: checkpointDuration.labels('loop') } }
+}
 
 async function listen (server: Server, port: number, host: string): Promise<void> {
   await new Promise<void>((resolve, reject) => {

@@ -5,9 +5,9 @@ import fp from 'fastify-plugin'
 import { levels } from 'pino'
 import { redactUrl } from '../../src/redact-url.js'
 import { routeLabel } from '../../src/route-label.js'
+import { REQUEST_ID_PATTERN } from '../../src/schemas/headers.js'
 
-/** It goes into logs and back out in a header: kept only when this tame. */
-const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+const SANE_REQUEST_ID = new RegExp(REQUEST_ID_PATTERN)
 
 /** The caller's `X-Request-Id` when sane, so one id follows a request through proxies and retries; else a UUID. */
 export function requestId (raw: IncomingMessage): string {

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { RESOURCES } from '../../src/resources/index.js'
 import { limitCreates } from '../../src/sandbox/quota.js'
+import { tenantTrimmer } from '../../src/sandbox/storage.js'
 import { TenantRegistry, type TenantBackend } from '../../src/sandbox/tenants.js'
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
 import type { Store } from '../../src/store/store.js'
@@ -148,7 +149,9 @@ async function startTenant (app: FastifyInstance, options: WebhooksPluginOptions
   const sandbox = config.sandbox
   if (sandbox === undefined) throw new Error('not a sandbox')
   const observed = instrumented(app, opened)
-  const limited = RESOURCES.map((resource) => [resource.collection, limitCreates(observed[resource.collection], resource, sandbox.maxPlants)])
+  const trimmer = tenantTrimmer(opened, app.log)
+  const limited = RESOURCES.map((resource) =>
+    [resource.collection, trimmer.counting(limitCreates(observed[resource.collection], resource, sandbox.maxPlants))])
   const store: Store = { ...observed, ...Object.fromEntries(limited) }
   if (created) for (const plant of sandbox.seed) await opened.plants.create(plant)
   const settings = config.webhooks
@@ -199,6 +202,7 @@ async function startTenant (app: FastifyInstance, options: WebhooksPluginOptions
       await starting?.catch(() => {})
       await unlisten?.()
       await dispatcher.stop(app.config.shutdownGraceMs)
+      await trimmer.flush()
     }
   }
 }

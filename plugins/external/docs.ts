@@ -3,9 +3,10 @@ import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
 import { documentSecurityHeaders } from './helmet.js'
 import type { SandboxConfig } from '../../src/load-config.js'
+import { duration } from '../../src/human.js'
 import { RESOURCES } from '../../src/resources/index.js'
-import { SCOPE_DESCRIPTIONS, SCOPES } from '../../src/scopes.js'
-import { rateLimitHeaders } from '../../src/schemas/headers.js'
+import { GRANTED_BY, SCOPE_DESCRIPTIONS, SCOPES, type Scope } from '../../src/scopes.js'
+import { rateLimitHeaders, requestIdHeader } from '../../src/schemas/headers.js'
 import { webhookEventsDocument } from '../../src/schemas/webhook-events.js'
 import { EVENT_SUBJECTS, WEBHOOK_EVENT_TYPES } from '../../src/webhooks/events.js'
 
@@ -75,15 +76,18 @@ const OPENID_CONNECT = 'openIdConnect'
 
 /**
  * What a route that declares a scope (`config.scope`, what the auth hook checks) needs, so the
- * document and the check come from one place. OpenAPI defines scopes for OAuth2 and OpenID Connect
+ * document and the check come from one place: each scope that grants it (GRANTED_BY: a read scope,
+ * or its write scope), any one of them. OpenAPI defines scopes for OAuth2 and OpenID Connect
  * schemes only (linters refuse them under `http`): the bearer scheme's requirement is empty, the
- * openIdConnect one lists the scope, and `x-scopes` says it for every kind of token.
+ * openIdConnect ones list each granting scope (alternatives), and `x-scopes` says them for every
+ * kind of token.
  */
-function securityOf (scope: string | undefined, schemes: readonly string[]): JsonObject {
+function securityOf (scope: Scope | undefined, schemes: readonly string[]): JsonObject {
   if (scope === undefined) return {}
+  const granting = GRANTED_BY[scope]
   return {
-    security: schemes.map((scheme) => ({ [scheme]: scheme === OPENID_CONNECT ? [scope] : [] })),
-    'x-scopes': [scope]
+    security: schemes.flatMap((scheme): Array<Record<string, string[]>> => scheme === OPENID_CONNECT ? granting.map((one) => ({ [scheme]: [one] })) : [{ [scheme]: [] }]),
+    'x-scopes': [...granting]
   }
 }
 
@@ -120,11 +124,26 @@ function hoistRequiredHeaders (document: JsonObject): void {
   }
 }
 
+const REQUEST_ID_HEADER = 'X-Request-Id'
+
+/** Every answer carries X-Request-Id: one header component, referenced by every response. */
+function documentRequestId (document: JsonObject): void {
+  const { type, pattern, description } = requestIdHeader[REQUEST_ID_HEADER]
+  const components = isObject(document.components) ? document.components : {}
+  document.components = { ...components, headers: { [REQUEST_ID_HEADER]: { description, required: true, schema: { type, pattern } } } }
+  const responses = values(document.paths).flatMap(values).flatMap((operation) => (isObject(operation) ? values(operation.responses) : []))
+  for (const response of responses) {
+    if (!isObject(response)) continue
+    response.headers = { ...(isObject(response.headers) ? response.headers : {}), [REQUEST_ID_HEADER]: { $ref: `#/components/headers/${REQUEST_ID_HEADER}` } }
+  }
+}
+
 /** A `$ref` body shows its schema's first example, so examples are written once, on the TypeBox schemas. */
 const finishDocument: TransformObject = (documentObject) => {
   if (!('openapiObject' in documentObject)) return documentObject.swaggerObject
   const document = documentObject.openapiObject
   hoistRequiredHeaders(document as JsonObject)
+  documentRequestId(document as JsonObject)
   const schemas = document.components?.schemas ?? {}
   const mediaTypes = values(document.paths).flatMap(values)
     .flatMap((operation) => (isObject(operation) ? [operation.requestBody, ...values(operation.responses)] : []))
@@ -148,11 +167,10 @@ const DOCS_CONTENT_SECURITY_POLICY = "default-src 'self'; base-uri 'self'; font-
 
 /** What a visitor of a sandbox's Swagger UI reads first; the document is unchanged without SANDBOX. */
 function sandboxNote ({ maxPlants, maxSubscriptions, ttlMs }: SandboxConfig): string {
-  const hours = Math.round(ttlMs / 360_000) / 10
   return 'This service runs as a public sandbox: authorize with any token of 16 to 256 URL-safe characters ' +
     '(A-Z a-z 0-9 . _ ~ -), make one up. Each token has plants of its own, starting with a few examples (ids from 1), ' +
     `at most ${maxPlants} plants and ${maxSubscriptions} webhook subscriptions (to public addresses only); a token unused ` +
-    `for ${hours} hours is deleted with its data. Never put anything private here. `
+    `for ${duration(ttlMs)} is deleted with its data. Never put anything private here. `
 }
 
 export default fp(async function docsPlugin (app) {
@@ -165,7 +183,7 @@ export default fp(async function docsPlugin (app) {
       description: sandbox !== undefined
         ? `Any token of 16 to 256 URL-safe characters: each token is a sandbox tenant of its own, with every scope: ${scopeList}.`
         : `A token from API_TOKENS (every scope) or API_TOKENS_FILE (its scopes)${oidc === undefined ? '' : ', or a JWT access token of the OpenID provider'}. ` +
-        `Each operation lists the scope it needs: ${scopeList}. A token without it is answered 403.`
+        `Each operation lists the scopes that grant it (a write scope includes its read scope): ${scopeList}. A token with none of them is answered 403.`
     },
     // Swagger UI's Authorize then obtains a token from the provider (client credentials).
     ...(oidc !== undefined && {

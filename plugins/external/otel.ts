@@ -4,7 +4,7 @@ import fp from 'fastify-plugin'
 import type { FastifyOtelRequestContext } from '@fastify/otel'
 import type { SpanStatus } from '@opentelemetry/api'
 import { ServiceError } from '../../src/errors.js'
-import { redactQuery } from '../../src/redact-url.js'
+import { REDACTED, redactQuery, redactUrl } from '../../src/redact-url.js'
 import { STORE_OPERATIONS, type OperationObserver } from '../../src/store/instrumented.js'
 import type { AttemptTrace } from '../../src/webhooks/dispatcher.js'
 import type { ClaimedDelivery } from '../../src/webhooks/store.js'
@@ -39,6 +39,42 @@ function sdkMessage (message: string): string {
   }
 }
 
+const DEFAULT_PORTS: Readonly<Record<string, number>> = { http: 80, https: 443 }
+
+/** What the HTTP conventions want on a server span that @fastify/otel leaves out (it sets method, route, path, status). */
+function serverAttributes (request: FastifyRequest): Record<string, string | number> {
+  const scheme = request.protocol
+  const userAgent = request.headers['user-agent']
+  return {
+    'url.scheme': scheme,
+    // The Host the client asked for (as proxied, with trustProxy), not the listening socket's.
+    'server.address': request.hostname,
+    'server.port': request.port ?? DEFAULT_PORTS[scheme] ?? 0,
+    'client.address': request.ip,
+    ...(userAgent !== undefined && { 'user_agent.original': userAgent })
+  }
+}
+
+/** A webhook attempt's target as the HTTP client conventions name it; credentials in the URL redacted. */
+function clientAttributes (target: string): Record<string, string | number> {
+  let url: URL
+  try {
+    url = new URL(target)
+  } catch {
+    return {}
+  }
+  if (url.username !== '' || url.password !== '') {
+    url.username = REDACTED
+    url.password = REDACTED
+  }
+  const scheme = url.protocol.slice(0, -1)
+  return {
+    'url.full': redactUrl(url.href),
+    'server.address': url.hostname.replace(/^\[(.*)\]$/, '$1'),
+    'server.port': url.port === '' ? DEFAULT_PORTS[scheme] ?? 0 : Number(url.port)
+  }
+}
+
 /**
  * Traces over OTLP as the standard variables say: the SDK picks the exporter by
  * OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL and the exporter reads endpoint, headers and timeout itself.
@@ -52,7 +88,7 @@ export default fp(async function otelPlugin (app) {
     app.decorate('tracing', undefined)
     return
   }
-  const [{ context, diag, DiagLogLevel, propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode }, { NodeSDK }, { FastifyOtelInstrumentation }] = await Promise.all([
+  const [{ context, diag, DiagLogLevel, propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode }, { NodeSDK, resources }, { FastifyOtelInstrumentation }] = await Promise.all([
     import('@opentelemetry/api'),
     import('@opentelemetry/sdk-node'),
     import('@fastify/otel')
@@ -86,6 +122,7 @@ export default fp(async function otelPlugin (app) {
       // (never the raw URL, whose ids would make every span name unique).
       const route = request.routeOptions.url
       span.updateName(route === undefined ? request.method : `${request.method} ${route}`)
+      span.setAttributes(serverAttributes(request))
       // url.path without the query; the query with credentials a client put there redacted.
       const question = request.url.indexOf('?')
       if (question !== -1) {
@@ -111,6 +148,8 @@ export default fp(async function otelPlugin (app) {
   })
   const sdk = new NodeSDK({
     serviceName: settings.serviceName,
+    // The SDK's default resource (telemetry.sdk.*) and the version; OTEL_RESOURCE_ATTRIBUTES, detected after, still overrides it.
+    resource: resources.defaultResource().merge(resources.resourceFromAttributes({ 'service.version': app.config.version })),
     instrumentations: [instrumentation],
     // Traces only: the SDK would otherwise start OTLP metric and log exporters too.
     metricReaders: [],
@@ -173,6 +212,7 @@ export default fp(async function otelPlugin (app) {
         kind: SpanKind.CLIENT,
         attributes: {
           'http.request.method': 'POST',
+          ...clientAttributes(delivery.url),
           'webhook.event_type': delivery.eventType,
           'webhook.message_id': delivery.messageId,
           'webhook.subscription_id': String(delivery.subscriptionId),

@@ -24,6 +24,11 @@ const StatusOk = Type.Object({ status: Type.Literal('ok') }, { examples: [{ stat
  *   Error shape with Retry-After; from SIGTERM on it answers 503 at once while in-flight work drains.
  */
 const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  // A sandbox's new tenants need its registry and room on its disk as well.
+  const ping = async (): Promise<void> => {
+    await app.store.ping()
+    await app.sandbox?.registry.ping()
+  }
   // A sandbox says so; without SANDBOX the body (and the document) stay as they were.
   const sandbox = app.config.sandbox !== undefined
   const healthy = sandbox
@@ -45,7 +50,7 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
     config: { rateLimit: false }
   }, async (request, reply) => {
     try {
-      await app.store.ping()
+      await ping()
     } catch (err) {
       request.log.warn({ err }, 'health check: the database does not answer')
       const full = err instanceof ServiceError && err.code === 'storage-full'
@@ -97,7 +102,7 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (app.draining) throw notReady('the service is shutting down')
     if (app.isUnderPressure()) throw notReady('the service is overloaded')
     try {
-      await app.store.ping()
+      await ping()
     } catch (err) {
       request.log.warn({ err }, 'readiness check: the database does not answer')
       throw notReady('the database does not answer', { cause: err })

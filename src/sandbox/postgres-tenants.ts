@@ -103,7 +103,7 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
     open: async (key, created) => {
       const schema = schemaOf(key)
       const current = created ? await creations.run(async () => await createSchema(schema)) : await schemaIsCurrent(schema)
-      return await createPostgresStore({
+      const store = await createPostgresStore({
         url: tenantUrl(key),
         // The tenant's schema is each transaction's search_path: a pooled connection keeps no
         // tenant's setting for the next one (nor does a transaction pooler's).
@@ -116,7 +116,9 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
         ...(options.connectTimeoutMs !== undefined && { connectTimeoutMs: options.connectTimeoutMs }),
         ...(options.statementTimeoutMs !== undefined && { statementTimeoutMs: options.statementTimeoutMs })
       })
+      return { store, created }
     },
+    ping: async () => { await pool.query('SELECT 1') },
     count: async () => Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM sandbox_tenants')).rows[0]?.n ?? 0),
     leastRecentlyUsed: async (before, limit) =>
       (await pool.query<{ key: string }>('SELECT key FROM sandbox_tenants WHERE last_used_at < $1 ORDER BY last_used_at, key LIMIT $2', [before, limit])).rows.map((row) => row.key),

@@ -1,7 +1,9 @@
 import { constants, copyFileSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
+import { isServiceError } from '../errors.js'
 import { createOwnerOnly } from '../store/sqlite/connection.js'
+import { sqliteFailure } from '../store/sqlite/failures.js'
 import { createSqliteStore, type SqliteStoreOptions } from '../store/sqlite/sqlite-store.js'
 import type { TenantBackend } from './tenants.js'
 
@@ -15,6 +17,9 @@ export interface SqliteTenantOptions {
 }
 
 const KEY = /^[0-9a-f]{64}$/
+
+/** A tenant's WAL is checkpointed at, and cut back to, this size (SQLite's default lets it reach 4 MiB). */
+export const TENANT_WAL_BYTES = 256 * 1024
 
 /**
  * One file per tenant (`<key>.db`) in one folder, and a small registry database there
@@ -53,17 +58,55 @@ export async function createSqliteTenants (options: SqliteTenantOptions): Promis
   for (const suffix of ['', '-wal', '-shm']) rmSync(`${template}${suffix}`, { force: true })
   await createSqliteStore({ ...options.store, filename: template, checkpoint: false }).close()
 
+  // Set when a tenant could not be made for lack of space: the ping then makes the copy a new tenant needs.
+  let full = false
+  const failing = (err: unknown): unknown => {
+    const failure = sqliteFailure(err) ?? err
+    if (isServiceError(failure, 'storage-full')) full = true
+    return failure
+  }
+  const copyTemplate = (file: string): void => {
+    try {
+      copyFileSync(template, file, constants.COPYFILE_EXCL)
+    } catch (err) {
+      // A copy cut short by a full disk must not be opened as the tenant's store later.
+      rmSync(file, { force: true })
+      throw failing(err)
+    }
+  }
+  const ping = db.prepare('SELECT 1').pluck()
+  const probe = join(dir, 'probe.db')
   return {
     exists: async (key) => sql.exists.get(key) !== undefined,
     touch: async (key, now) => {
-      if (sql.insert.run(key, now, now).changes === 1) return true
-      sql.touch.run(now, key)
-      return false
+      try {
+        if (sql.insert.run(key, now, now).changes === 1) return true
+        sql.touch.run(now, key)
+        return false
+      } catch (err) {
+        throw failing(err)
+      }
     },
-    open: async (key) => {
+    open: async (key, created) => {
       const file = fileOf(key)
-      if (!existsSync(file)) copyFileSync(template, file, constants.COPYFILE_EXCL)
-      return createSqliteStore({ ...options.store, filename: file, checkpoint: false, preflight: false, prepareOnUse: true, exclusive: true })
+      const made = !existsSync(file)
+      if (made) copyTemplate(file)
+      const store = createSqliteStore({
+        ...options.store, filename: file, checkpoint: false, preflight: false, prepareOnUse: true, exclusive: true, walLimitBytes: TENANT_WAL_BYTES
+      })
+      return { store, created: created || made }
+    },
+    ping: async () => {
+      try {
+        ping.get()
+      } catch (err) {
+        throw failing(err)
+      }
+      if (!full) return
+      rmSync(probe, { force: true })
+      copyTemplate(probe)
+      rmSync(probe, { force: true })
+      full = false
     },
     count: async () => sql.count.get() ?? 0,
     leastRecentlyUsed: async (before, limit) => sql.lru.all(before, limit),

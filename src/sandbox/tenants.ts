@@ -6,9 +6,15 @@ export interface TenantBackend {
   exists: (key: string) => Promise<boolean>
   /** Records a use at `now`; resolves true when this call created the tenant. */
   touch: (key: string, now: number) => Promise<boolean>
-  /** `created`: the tenant is new (its touch made it), so its files or schema are made here. */
-  open: (key: string, created: boolean) => Promise<Store>
+  /**
+   * `created`: the tenant is new (its touch made it), so its files or schema are made here. Resolves
+   * with its store, and `created` true when its data is new (to be seeded): also when a creation that
+   * failed left a registry row without data.
+   */
+  open: (key: string, created: boolean) => Promise<{ store: Store, created: boolean }>
   count: () => Promise<number>
+  /** Rejects while the registry does not answer, or (SQLite) while a new tenant would not fit on the disk. */
+  ping: () => Promise<void>
   /** Up to `limit` tenants last used before `before`, least recently used first. */
   leastRecentlyUsed: (before: number, limit: number) => Promise<string[]>
   /** Deletes the tenant with all its data if it was still last used before `before`; true when it did. */
@@ -116,6 +122,11 @@ export class TenantRegistry<T> {
     return await this.#backend.count()
   }
 
+  /** For /health: rejects (storage-full, unavailable) while new tenants cannot be made. */
+  async ping (): Promise<void> {
+    await this.#backend.ping()
+  }
+
   start (): void {
     this.#timer = setInterval(() => { this.sweep().catch((err: unknown) => { this.#options.log?.error({ err }, 'sandbox: the sweep failed; it runs again') }) }, this.sweepIntervalMs)
     this.#timer.unref()
@@ -205,12 +216,18 @@ export class TenantRegistry<T> {
       if (excess > 0 && await this.#evict(excess, now) < excess) throw sandboxFull()
     }
     const created = await this.#backend.touch(key, now)
-    const store = await this.#backend.open(key, created)
     let tenant: T
     try {
-      tenant = await this.#options.start(key, store, created)
+      const { store, created: fresh } = await this.#backend.open(key, created)
+      try {
+        tenant = await this.#options.start(key, store, fresh)
+      } catch (err) {
+        await store.close()
+        throw err
+      }
     } catch (err) {
-      await store.close()
+      // A tenant made by this open but not ready (a full disk, say) is undone: the next request makes it whole.
+      if (created) await this.#backend.remove(key, Number.MAX_SAFE_INTEGER).catch(() => false)
       throw err
     }
     const entry = { key, tenant, refs: 0, lastUsed: now, touchedAt: now, idleSince: performance.now() }

@@ -87,6 +87,20 @@ export const rateLimitHeaders = {
   'RateLimit-Reset': { type: 'string', pattern: SECONDS, description: 'Seconds until the window resets (when rate limiting is on)' }
 } satisfies ResponseHeaders
 
+/** A caller's `X-Request-Id` kept as the request's id (it goes into logs and back out in a header): only when this tame. */
+export const REQUEST_ID_PATTERN = '^[A-Za-z0-9._:-]{1,128}$'
+
+/** On every answer of the API (plugins/app/request-log.ts): one component, referenced by every response of the document. */
+export const requestIdHeader = {
+  'X-Request-Id': {
+    type: 'string',
+    required: true,
+    pattern: REQUEST_ID_PATTERN,
+    description: 'The id of this request, in its access log line: the caller\'s `X-Request-Id` ' +
+      'when it was 1 to 128 of `A-Z a-z 0-9 . _ : -`, else a new UUID. Quote it when reporting a problem'
+  }
+} satisfies ResponseHeaders
+
 /** The CORS plugin exposes exactly these: a browser's script may read only exposed headers. */
 export const DOCUMENTED_RESPONSE_HEADERS: readonly string[] = Object.keys({
   ...etagHeaderOf(''),
@@ -96,5 +110,6 @@ export const DOCUMENTED_RESPONSE_HEADERS: readonly string[] = Object.keys({
   ...wwwAuthenticateHeader,
   ...acceptEncodingHeader,
   ...retryAfterHeader,
-  ...rateLimitHeaders
+  ...rateLimitHeaders,
+  ...requestIdHeader
 })

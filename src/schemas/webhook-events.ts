@@ -1,7 +1,9 @@
 import type { OpenAPIV3_2 as OpenApi } from '@fastify/swagger'
-import { Type, type TObject } from '@sinclair/typebox'
+import { Type, type TObject, type TSchema } from '@sinclair/typebox'
 import type { ResourceDefinition } from '../resource.js'
-import { EVENT_DESCRIPTIONS, eventPayload, RESOURCE_EVENTS, TEST_EVENT_TYPE, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js'
+import {
+  EVENT_DESCRIPTIONS, eventPayload, RESOURCE_EVENTS, TEST_EVENT_TYPE, testEventPayload, WEBHOOK_EVENT_TYPES, type WebhookEventType
+} from '../webhooks/events.js'
 import { signatureHeader } from '../webhooks/signing.js'
 import { ref } from './ref.js'
 import { SECRET_EXAMPLE } from './webhook.js'
@@ -28,39 +30,82 @@ function examplePayload (type: WebhookEventType): string {
   return eventPayload(type, resource.json({ ...resource.example, id: BigInt(resource.example.id) }), Date.parse(EXAMPLE_TIME))
 }
 
-const eventSchema = (type: WebhookEventType): TObject => Type.Object(
+/** The `data` of a `webhook.test` event. */
+const testEventData = (): TObject => Type.Object(
+  { subscriptionId: Type.Integer({ description: 'The subscription tested' }) },
+  { additionalProperties: false }
+)
+
+/**
+ * Every event type the service sends, as the document describes it: the resource events a
+ * subscription asks for, and the test event (`schema`: the `$id` of its body schema).
+ */
+interface SentEvent {
+  type: string
+  schema: string
+  what: string
+  data: () => TSchema
+  /** An example body, exactly as sent. */
+  example: string
+  /** Who gets it, and what a failure leads to. */
+  sentTo: string
+  failed: string
+}
+
+const RETRIED = 'Not acknowledged: the delivery is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (±20 %; ' +
+  'WEBHOOK_RETRY_SCHEDULE), then it has failed. A subscription whose deliveries keep failing for WEBHOOK_DISABLE_AFTER_MS (5 days by default) is disabled'
+
+const SENT_EVENTS: readonly SentEvent[] = [
+  ...WEBHOOK_EVENT_TYPES.map((type) => ({
+    type,
+    schema: EVENTS[type].id,
+    what: EVENTS[type].what,
+    data: () => ref(EVENTS[type].resource.schemas.representation),
+    example: examplePayload(type),
+    sentTo: `The service POSTs it to every enabled subscription that asks for \`${type}\``,
+    failed: RETRIED
+  })),
+  {
+    type: TEST_EVENT_TYPE,
+    schema: 'WebhookTestEvent',
+    what: EVENT_DESCRIPTIONS[TEST_EVENT_TYPE],
+    data: testEventData,
+    example: testEventPayload(1n, Date.parse(EXAMPLE_TIME)),
+    sentTo: 'The service POSTs it when `POST /webhooks/{id}/test` asks, to that subscription only, enabled or not',
+    failed: 'Not acknowledged: `POST /webhooks/{id}/test` answers with this outcome; nothing is stored or retried'
+  }
+]
+
+const eventSchema = ({ type, schema, what, data, example }: SentEvent): TObject => Type.Object(
   {
     type: Type.Literal(type, { description: 'The event type', examples: [type] }),
     timestamp: Type.String({ format: 'date-time', description: 'When the change happened', examples: [EXAMPLE_TIME] }),
-    data: ref(EVENTS[type].resource.schemas.representation)
+    data: data()
   },
   {
-    $id: EVENTS[type].id,
+    $id: schema,
     additionalProperties: false,
-    description: `The body of a \`${type}\` delivery. ${EVENTS[type].what}`,
-    examples: [JSON.parse(examplePayload(type)) as unknown]
+    description: `The body of a \`${type}\` delivery. ${what}`,
+    examples: [JSON.parse(example) as unknown]
   }
 )
 
 /** The event body schemas, to register with addSchema (they are named under `components/schemas`). */
-export const WEBHOOK_EVENT_SCHEMAS: readonly TObject[] = WEBHOOK_EVENT_TYPES.map(eventSchema)
+export const WEBHOOK_EVENT_SCHEMAS: readonly TObject[] = SENT_EVENTS.map(eventSchema)
 
 const header = (name: string, description: string, pattern: string, example: string) => ({
   name, in: 'header', required: true, description, schema: { type: 'string' as const, pattern }, example
 })
 
-const RETRIED = 'Not acknowledged: the delivery is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (±20 %; ' +
-  'WEBHOOK_RETRY_SCHEDULE), then it has failed. A subscription whose deliveries keep failing for WEBHOOK_DISABLE_AFTER_MS (5 days by default) is disabled'
-
 /** One `webhooks` entry: the POST a receiver gets for this event type. */
-function eventOperation (type: WebhookEventType): OpenApi.PathItemObject {
-  const payload = examplePayload(type)
+function eventOperation ({ type, schema, what, example, sentTo, failed }: SentEvent): OpenApi.PathItemObject {
   const name = type.replace(/\.(\w)/, (_match, first: string) => first.toUpperCase())
+  const retried = failed === RETRIED
   return {
     post: {
       operationId: `${name}Event`,
       summary: `The \`${type}\` event`,
-      description: `${EVENTS[type].what}. The service POSTs it to every enabled subscription that asks for \`${type}\`, ` +
+      description: `${what}. ${sentTo}, ` +
         'signed as Standard Webhooks specifies: verify `webhook-signature` with the subscription\'s secret over ' +
         '`{webhook-id}.{webhook-timestamp}.{body}` (the body exactly as received), and refuse old timestamps. Delivery is ' +
         'at least once: deduplicate on `webhook-id`. Redirects are not followed.',
@@ -74,26 +119,26 @@ function eventOperation (type: WebhookEventType): OpenApi.PathItemObject {
         header('webhook-signature', 'Space-separated `v1,<base64 HMAC-SHA256>` signatures: one with the current secret, and for 24 hours ' +
           'after a rotation one with the previous secret too',
         '^v1,[A-Za-z0-9+/]+={0,2}( v1,[A-Za-z0-9+/]+={0,2})*$',
-        signatureHeader([SECRET_EXAMPLE], EXAMPLE_MESSAGE_ID, EXAMPLE_SECONDS, payload))
+        signatureHeader([SECRET_EXAMPLE], EXAMPLE_MESSAGE_ID, EXAMPLE_SECONDS, example))
       ],
       requestBody: {
         required: true,
         description: 'The event (Content-Type: application/json)',
-        content: { 'application/json': { schema: { $ref: `#/components/schemas/${EVENTS[type].id}` }, example: JSON.parse(payload) as unknown } }
+        content: { 'application/json': { schema: { $ref: `#/components/schemas/${schema}` }, example: JSON.parse(example) as unknown } }
       },
       responses: {
         '2XX': { description: 'Acknowledged: the delivery succeeded (the body is ignored). Answer within WEBHOOK_TIMEOUT_MS (10 s by default), then do the work' },
-        410: { description: 'Gone: the receiver wants no more events. The delivery fails and the subscription is disabled' },
-        '4XX': { description: RETRIED },
-        '5XX': { description: RETRIED }
+        ...(retried && { 410: { description: 'Gone: the receiver wants no more events. The delivery fails and the subscription is disabled' } }),
+        '4XX': { description: failed },
+        '5XX': { description: failed }
       }
     }
   }
 }
 
-/** The OpenAPI `webhooks` section: one entry per event type. */
+/** The OpenAPI `webhooks` section: one entry per event type the service sends. */
 export const webhookEventsDocument = (): Record<string, OpenApi.PathItemObject> =>
-  Object.fromEntries(WEBHOOK_EVENT_TYPES.map((type) => [type, eventOperation(type)]))
+  Object.fromEntries(SENT_EVENTS.map((event) => [event.type, eventOperation(event)]))
 
 /** One entry of the event type catalog (GET /webhooks/event-types). */
 export interface EventTypeEntry {
@@ -114,21 +159,16 @@ const bodySchema = (type: string, data: Record<string, unknown>): Record<string,
   }
 })
 
+/** A schema as the catalog gives it: JSON, without `$id` and examples. */
+const plainSchema = (schema: TSchema): Record<string, unknown> => {
+  const { $id: _id, examples: _examples, ...data } = JSON.parse(JSON.stringify(schema)) as Record<string, unknown>
+  return data
+}
+
 /** Every event type a receiver can get, with what it means and its body's schema (JSON, without `$id`s). */
 export function eventTypeCatalog (): EventTypeEntry[] {
-  const dataSchema = (type: WebhookEventType): Record<string, unknown> => {
-    const { $id: _id, examples: _examples, ...data } = JSON.parse(JSON.stringify(EVENTS[type].resource.schemas.representation)) as Record<string, unknown>
-    return data
-  }
-  const subscriptionIdSchema = { type: 'integer', description: 'The subscription tested' }
-  return [
-    ...WEBHOOK_EVENT_TYPES.map((type) => ({ type, description: EVENT_DESCRIPTIONS[type], schema: bodySchema(type, dataSchema(type)) })),
-    {
-      type: TEST_EVENT_TYPE,
-      description: EVENT_DESCRIPTIONS[TEST_EVENT_TYPE],
-      schema: bodySchema(TEST_EVENT_TYPE, {
-        type: 'object', required: ['subscriptionId'], additionalProperties: false, properties: { subscriptionId: subscriptionIdSchema }
-      })
-    }
-  ]
+  return SENT_EVENTS.map(({ type, what, data }) => {
+    const schema = type === TEST_EVENT_TYPE ? data() : EVENTS[type as WebhookEventType].resource.schemas.representation
+    return { type, description: what, schema: bodySchema(type, plainSchema(schema)) }
+  })
 }

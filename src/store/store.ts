@@ -1,5 +1,6 @@
 import type { Repositories } from '../resources/index.js'
 import type { WebhookStore } from '../webhooks/store.js'
+import type { StorageLimits } from './trim.js'
 
 /**
  * 2^53 - 1, the largest integer a JavaScript client holds exactly; past it a create without an id
@@ -30,6 +31,8 @@ export interface StoreLog {
 export type Store = Repositories & {
   readonly webhooks: WebhookStore
   ping(): Promise<void>
+  /** Deletes the oldest rows past `limits` (a sandbox tenant's storage bound). */
+  trim(limits: StorageLimits): Promise<void>
   /** Closes every repository: stop the webhook dispatcher first. */
   close(): Promise<void>
 }

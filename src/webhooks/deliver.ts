@@ -40,8 +40,12 @@ const defaultRequest: RequestFunction = (url, options) =>
 const IDLE_CONNECTION_MS = 4000
 /** Connections open at once to one receiver (origin and checked address); more attempts queue for one. */
 export const MAX_SOCKETS_PER_TARGET = 32
-/** Idle connections kept per receiver. */
-const MAX_FREE_SOCKETS_PER_TARGET = 8
+/**
+ * Idle connections kept per receiver: all of them, as a browser does. Fewer would close a burst's
+ * connections as soon as it ends and open them again at the next one; an idle one still closes
+ * after IDLE_CONNECTION_MS.
+ */
+const MAX_FREE_SOCKETS_PER_TARGET = MAX_SOCKETS_PER_TARGET
 /** Receivers (checked addresses) with connections kept at once; the least recently used go first. */
 const MAX_POOLED_TARGETS = 256
 

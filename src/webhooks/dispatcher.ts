@@ -523,17 +523,17 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   }
 
   /**
-   * A completion the store refuses is written again without the receiver's answer and with a plain
-   * ASCII error: its attempt still counts, so the delivery keeps to its retry schedule.
+   * A completion the store refuses is written again without the receiver's answer: its attempt
+   * still counts, so the delivery keeps to its retry schedule.
    */
   async #completeAlone (completion: DeliveryCompletion): Promise<CompletionResult> {
     try {
       return await this.#store.completeDelivery(completion)
     } catch (error) {
-      const { responseBody: _dropped, error: message, ...bare } = completion
-      if (_dropped === undefined && message === undefined) throw error
+      const { responseBody, ...withoutAnswer } = completion
+      if (responseBody === undefined) throw error
       this.#emit('store-error', { operation: 'complete', error })
-      return await this.#store.completeDelivery({ ...bare, ...(message !== undefined && { error: message.replace(/[^\x20-\x7e]/g, '?') }) })
+      return await this.#store.completeDelivery(withoutAnswer)
     }
   }
 

@@ -19,6 +19,14 @@ test('startListening resolves with the URL the process prints, once it prints it
   assert.equal(child.exitCode, null)
 })
 
+test('startListening reads the URL out of a JSON log line too (plant-store off a terminal)', async (t) => {
+  const line = JSON.stringify({ level: 30, msg: 'plant-store is listening on http://127.0.0.1:4321', url: 'http://127.0.0.1:4321' })
+  const script = `console.log(${JSON.stringify(line)}); setTimeout(() => {}, 60_000)`
+  const { child, url } = await startListening(process.execPath, ['-e', script], {}, logFile(t), 10_000)
+  t.after(() => { child.kill('SIGKILL') })
+  assert.equal(url, 'http://127.0.0.1:4321')
+})
+
 test('startListening fails with the end of the output when the process exits before listening', async (t) => {
   const script = 'console.log("cannot open the database"); process.exit(3)'
   await assert.rejects(startListening(process.execPath, ['-e', script], {}, logFile(t), 10_000),

@@ -193,6 +193,23 @@ interface ComposeService {
   profiles?: string[]
 }
 
+test('docs/deployment.md\'s examples work as written: the build tags the image the Deployment names, and the token is shown', () => {
+  const { version } = JSON.parse(read('package.json')) as { version: string }
+  const deployment = byKind<Deployment>(kubernetes(), 'Deployment')
+  const images = deployment.spec.template.spec.containers.map((container) => container.image)
+  assert.deepEqual(images, [`plant-store:${version}`])
+  const page = read('docs/deployment.md')
+  const build = /^docker build (.+) \.$/m.exec(page)?.[1] ?? ''
+  const tags = [...build.matchAll(/-t (\S+)/g)].map((match) => match[1])
+  assert.deepEqual(tags, ['plant-store', `plant-store:${version}`], 'the first build command tags both names')
+  // The token the container accepts is one the user has: made first, printed, then passed and used.
+  const run = page.slice(page.indexOf('TOKEN="$(docker run --rm plant-store token)"'))
+  assert.ok(run.length < page.length, 'the token is made before docker run')
+  assert.match(run, /^TOKEN="\$\(docker run --rm plant-store token\)"\necho "\$TOKEN" .*\ndocker run -d [^]*?-e API_TOKENS="\$TOKEN"[^]*?\ncurl -s \S+ -H "Authorization: Bearer \$TOKEN"/)
+  assert.doesNotMatch(page, /-e API_TOKENS="\$\(/, 'no token the user never sees')
+  assert.match(page, /^export API_TOKENS="\$\(docker run --rm plant-store:local token\)"\necho "\$API_TOKENS" /m)
+})
+
 test('compose.yaml: the service on PostgreSQL and Redis, its ports and stop grace period agree with its configuration; Prometheus behind a profile', () => {
   const [compose] = documents('compose.yaml') as Array<{ services: Record<string, ComposeService> }>
   assert.ok(compose !== undefined)

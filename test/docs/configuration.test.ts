@@ -28,7 +28,7 @@ test('the scope table lists each scope\'s operations from the document\'s x-scop
   const rows = scopeTable(document).split('\n')
   assert.deepEqual(rows.slice(2), [
     '| `plants:read` | List and get plants | `listA` (and their HEADs) |',
-    '| `plants:write` | Create, replace, update and delete plants |  |',
+    '| `plants:write` | Create, replace, update and delete plants; includes `plants:read` |  |',
     '| `webhooks` | Manage the caller\'s own webhook subscriptions | `makeB` |'
   ])
 })

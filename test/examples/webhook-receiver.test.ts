@@ -42,7 +42,7 @@ async function freePort (): Promise<number> {
   return port
 }
 
-test('examples/webhook-receiver.ts verifies, prints and de-duplicates the events of a real server, and refuses a forged signature with 401', { timeout: 60_000 }, async (t) => {
+test('examples/webhook-receiver.ts verifies, prints and de-duplicates the events of a real server, every type the catalog lists, and refuses a forged signature with 401', { timeout: 60_000 }, async (t) => {
   const server = await startServer(t, { env: { WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_POLL_INTERVAL_MS: '100' } })
   const base = server.baseUrl
   // The subscription's secret is what the receiver is started with: subscribe its URL first.
@@ -109,10 +109,37 @@ test('examples/webhook-receiver.ts verifies, prints and de-duplicates the events
   assert.equal(forged.status, 401)
   assert.equal((await untilLines(6))[5], 'refused msg_forged: No matching signature found')
 
+  // The test event carries no plant: `data` names the subscription.
+  const tested = await callOk<{ succeeded: boolean, webhookId: string }>(200, base, 'POST', `/webhooks/${subscription.id}/test`)
+  assert.equal(tested.succeeded, true)
+  assert.equal((await untilLines(7))[6], `webhook.test for subscription #${subscription.id} (${tested.webhookId})`)
+
+  // Every event type the service lists was received and printed.
+  const catalog = await callOk<Array<{ type: string }>>(200, base, 'GET', '/webhooks/event-types')
+  const printedTypes = new Set(lines().slice(1).map((line) => /^([a-z]+\.[a-z]+) /.exec(line)?.[1]).filter((type) => type !== undefined))
+  assert.deepEqual([...printedTypes].sort(), catalog.map(({ type }) => type).sort())
+
   child.kill('SIGTERM')
   assert.equal(await exited, 0)
   assert.equal(stderr, '')
-  assert.equal(lines().length, 6, 'nothing else printed')
+  assert.equal(lines().length, 7, 'nothing else printed')
+})
+
+test('the receiver example refuses a secret that cannot verify anything, saying why', async () => {
+  // Not whsec_, not base64, too short, too long: no subscription has such a secret.
+  for (const secret of ['nope', 'whsec_nope', 'whsec_not base64 at all, not at all!!', `whsec_${Buffer.alloc(23, 1).toString('base64')}`,
+    `whsec_${Buffer.alloc(65, 1).toString('base64')}`]) {
+    await assert.rejects(
+      promisify(execFile)(process.execPath, [EXAMPLE], { env: { PATH: process.env.PATH, WEBHOOK_SECRET: secret, PORT: '0' }, timeout: 10_000 }),
+      (err: { code?: number, stdout?: string, stderr?: string }) => {
+        assert.equal(err.code, 2, secret)
+        assert.equal(err.stdout, '', secret)
+        assert.equal(err.stderr, 'WEBHOOK_SECRET is not a subscription\'s secret: whsec_ and 24 to 64 bytes in base64 ' +
+          '(the `secret` of the answer to POST /webhooks, or GET /webhooks/{id}/secret)\n', secret)
+        return true
+      }
+    )
+  }
 })
 
 test('the receiver example refuses to run without a secret, saying why', async () => {

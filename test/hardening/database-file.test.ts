@@ -9,7 +9,7 @@ import { StoreOpenError } from '../../src/errors.js'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
 import { tempDatabaseFile } from '../helpers/cleanup.js'
 import { AUTH } from '../helpers/app.js'
-import { expectStartFailure, startServer } from '../helpers/server-process.js'
+import { expectStartFailure, fatalMessage, startServer } from '../helpers/server-process.js'
 
 test('a database at schema version 1 is migrated at start-up, its plants kept', async (t) => {
   const file = tempDatabaseFile(t, 'plant-store-file-')
@@ -83,7 +83,7 @@ test('the server refuses a foreign file with a clear message and exit code 1', a
   const before = readFileSync(file)
   const { code, stderr } = await expectStartFailure({ env: { DATABASE_URL: file } })
   assert.equal(code, 1)
-  assert.equal(stderr, `plant-store: cannot use the database ${file}: the file is not a SQLite database; the file was left untouched\n`)
+  assert.equal(fatalMessage(stderr), `cannot use the database ${file}: the file is not a SQLite database; the file was left untouched`)
   assert.ok(readFileSync(file).equals(before))
 })
 
@@ -92,9 +92,9 @@ test('a second server on the same SQLite file is refused, naming the file; the f
   const { code, stdout, stderr } = await expectStartFailure({ env: { DATABASE_URL: first.databaseUrl } })
   assert.equal(code, 1)
   assert.equal(stdout, '')
-  assert.equal(stderr, `plant-store: cannot use the database ${first.databaseUrl}: it is in use by another process (a plant-store server running on it?): ` +
+  assert.equal(fatalMessage(stderr), `cannot use the database ${first.databaseUrl}: it is in use by another process (a plant-store server running on it?): ` +
     'one server per SQLite file; stop the other, or give this one another DATABASE_URL (several instances need PostgreSQL, docs/scaling.md); ' +
-    'the file was left untouched\n')
+    'the file was left untouched')
   assert.equal((await fetch(`${first.baseUrl}/plants`, { headers: AUTH })).status, 200)
   // Once the first has stopped, the file is free again.
   assert.equal(await first.stop(), 0)
@@ -113,6 +113,6 @@ test('a folder the server may not write: the message says which user must own it
   const file = join(data, 'plants.db')
   const { code, stderr } = await expectStartFailure({ env: { DATABASE_URL: file }, ...(uid === 65534 && { uid }) })
   assert.equal(code, 1)
-  assert.equal(stderr, `plant-store: cannot use the database ${file}: permission denied (EACCES): the folder ${data} must be writable by ` +
-    `uid ${uid}, the user this process runs as (on the host of a mounted folder: chown ${uid} <that folder>); the file was left untouched\n`)
+  assert.equal(fatalMessage(stderr), `cannot use the database ${file}: permission denied (EACCES): the folder ${data} must be writable by ` +
+    `uid ${uid}, the user this process runs as (on the host of a mounted folder: chown ${uid} <that folder>); the file was left untouched`)
 })

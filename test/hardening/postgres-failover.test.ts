@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { performance } from 'node:perf_hooks'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import pg from 'pg'
 import { AUTH } from '../helpers/app.js'
 import { cleanupStack } from '../helpers/cleanup.js'
 import { startCluster } from '../helpers/pg-cluster.js'
@@ -13,6 +14,20 @@ import { subscribe, type EventBody } from '../helpers/webhook-http.js'
 import { assertAcknowledgedWrites, startWriteLoad, untilWritesSucceed } from '../helpers/write-load.js'
 
 const CLIENTS = 20
+
+/** Whether the server behind `url` is a standby; false when it cannot be asked. */
+async function inRecovery (url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url })
+  client.on('error', () => {})
+  try {
+    await client.connect()
+    return (await client.query<{ standby: boolean }>('SELECT pg_is_in_recovery() AS standby')).rows[0]?.standby === true
+  } catch {
+    return false
+  } finally {
+    await client.end().catch(() => {})
+  }
+}
 
 /** What an operator promises for a failover (docs/scaling.md#failover): writes again within this of the promotion. */
 const RECOVERY_BOUND_MS = 15_000
@@ -47,9 +62,12 @@ if (TEST_DATABASE_URL !== undefined) {
 
     await sleep(1500)
     await primary.stop('immediate')
+    // Pointed at the standby before its promotion, as a failover tool may: its writes are refused (read-only), 503s.
+    await pooler.repoint('127.0.0.1', standby.port)
+    await until('the pooler reaches the standby', async () => await inRecovery(pooler.url(primary.url())), 10_000)
+    await sleep(1000)
     await standby.promote()
     const promoted = performance.now()
-    await pooler.repoint('127.0.0.1', standby.port)
     await untilWritesSucceed(server.baseUrl, AUTH, RECOVERY_BOUND_MS)
     const recoveryMs = performance.now() - promoted
     assert.ok(recoveryMs < RECOVERY_BOUND_MS, `writes succeeded again ${recoveryMs.toFixed(0)} ms after the promotion`)

@@ -20,7 +20,8 @@ export async function signingKey (kid: string, alg: SigningKey['alg'] = 'ES256')
 export const CLIENTS: Record<string, readonly string[]> = {
   reader: ['plants:read'],
   writer: ['plants:write'],
-  integrator: ['webhooks'],
+  // Subscribing to plant events needs plants:read as well.
+  integrator: ['webhooks', 'plants:read'],
   admin: SCOPES
 }
 

@@ -11,10 +11,33 @@ import type { Cleanup } from './cleanup.js'
 export const SERVER_JS = fileURLToPath(new URL('../../src/server.js', import.meta.url))
 
 /**
- * The server's whole start-up banner (on stderr): `plant-store is listening on http://HOST:PORT`
- * (the base URL, group 1), the lines under it, and the blank line that ends it.
+ * The server's whole start-up banner for a person (LOG_FORMAT=pretty, on stderr): `plant-store is
+ * listening on http://HOST:PORT` (the base URL, group 1), the lines under it, and the blank line that ends it.
  */
 const BANNER = /^plant-store is listening on (http:\/\/\S+)\n(?:.+\n)*\n/m
+
+/** The banner as a JSON log line (off a terminal, LOG_FORMAT unset or json), on stdout: its `url`. */
+const BANNER_LINE = /^\{.*"msg":"plant-store is listening on (http:\/\/[^"]+)".*\}$/m
+
+/** Every line of a stream's output as a JSON log line; throws on a line that is not one (or an unfinished last line). */
+export function logLines (output: string): LogLine[] {
+  const lines = output.split('\n')
+  if (lines.pop() !== '') throw new Error(`the last line is unfinished: ${output}`)
+  return lines.map((line) => JSON.parse(line) as LogLine)
+}
+
+/** The one message a failed start leaves on stderr (a fatal JSON log line off a terminal), as its text. */
+export function fatalMessage (stderr: string): string {
+  const lines = logLines(stderr)
+  if (lines.length !== 1 || lines[0]?.level !== 60) throw new Error(`not one fatal log line: ${stderr}`)
+  return String(lines[0].msg)
+}
+
+/** The banner's fields, from the JSON log line that announces the start (undefined before it, or for a person's banner). */
+export function bannerLine (stdout: string): LogLine | undefined {
+  const line = BANNER_LINE.exec(stdout)?.[0]
+  return line === undefined ? undefined : JSON.parse(line) as LogLine
+}
 
 /** How long a start may take before the server is killed and the start fails. */
 const START_TIMEOUT_MS = 30_000
@@ -52,7 +75,7 @@ export interface ServerOptions {
 
 export interface ServerProcess {
   child: ChildProcess
-  /** E.g. `http://127.0.0.1:41234`, read from the server's own banner. */
+  /** E.g. `http://127.0.0.1:41234`, read from the server's own banner (a JSON log line off a terminal). */
   baseUrl: string
   port: number
   /** The DATABASE_URL it runs on. */
@@ -89,8 +112,9 @@ async function launch (options: ServerOptions): Promise<Launched> {
 
   const settings: Record<string, string | undefined> = {
     PATH: process.env.PATH,
-    // A coverage tool that sets it in the parent sees the servers too.
-    NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE,
+    // A coverage tool that sets it in the parent sees the servers too; not one run as another user,
+    // who may not write the coverage folder (and would say so on stderr).
+    NODE_V8_COVERAGE: options.uid === undefined ? process.env.NODE_V8_COVERAGE : undefined,
     HOST: '127.0.0.1',
     PORT: '0',
     API_TOKENS: TOKEN,
@@ -156,7 +180,7 @@ async function launch (options: ServerOptions): Promise<Launched> {
   const banner = (async () => {
     const deadline = Date.now() + START_TIMEOUT_MS
     while (Date.now() < deadline) {
-      const url = BANNER.exec(readStderr())?.[1]
+      const url = BANNER.exec(readStderr())?.[1] ?? BANNER_LINE.exec(readStdout())?.[1]
       if (url !== undefined) return url
       if (closed) return undefined
       await sleep(20)

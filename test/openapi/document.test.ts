@@ -24,9 +24,10 @@ interface Operation {
   security?: unknown[]
   parameters?: Array<{ name: string, in: string }>
   requestBody?: { content: Record<string, { schema: Json }> }
-  responses: Record<string, { description: string, headers?: Record<string, { schema: Json, required?: boolean }>, content?: Record<string, { schema: Json }> }>
+  responses: Record<string, { description: string, headers?: Record<string, Header | { $ref: string }>, content?: Record<string, { schema: Json }> }>
 }
-interface OpenApi { paths: Record<string, Record<string, Operation>>, components: { schemas: Record<string, Json> } }
+interface Header { schema: Json, required?: boolean }
+interface OpenApi { paths: Record<string, Record<string, Operation>>, components: { schemas: Record<string, Json>, headers: Record<string, Header> } }
 
 /** The schema of each media type (each also carries an example, checked in contract-lint.test.ts). */
 const schemasOf = (content: Record<string, { schema: Json }> | undefined): Record<string, Json> | undefined =>
@@ -34,7 +35,7 @@ const schemasOf = (content: Record<string, { schema: Json }> | undefined): Recor
 
 /** Headers this API defines; each must be documented on the response that carries it. */
 const API_HEADERS = ['etag', 'location', 'link', 'idempotent-replayed', 'www-authenticate', 'accept-encoding', 'retry-after',
-  'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset']
+  'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'x-request-id']
 const METHODS = ['get', 'head', 'put', 'post', 'delete', 'patch']
 
 const pointer = (...parts: string[]) => parts.map((part) => part.replaceAll('~', '~0').replaceAll('/', '~1')).join('/')
@@ -74,13 +75,15 @@ class ResponseChecker {
     if (!this.seen.has(operation.operationId)) this.seen.set(operation.operationId, new Set())
     this.seen.get(operation.operationId)?.add(key)
 
-    // A header the document says is always sent is sent.
-    for (const [name, header] of Object.entries(declared.headers ?? {})) {
+    // A header the document says is always sent is sent (a shared one is a component).
+    const headers = Object.entries(declared.headers ?? {}).map(([name, header]): [string, Header] =>
+      [name, '$ref' in header ? this.doc.components.headers[header.$ref.replace('#/components/headers/', '')] as Header : header])
+    for (const [name, header] of headers) {
       if (header.required === true) assert.ok(res.headers[name.toLowerCase()] !== undefined, `${where} must send ${name}`)
     }
     for (const header of API_HEADERS) {
       if (res.headers[header] === undefined) continue
-      const documented = Object.entries(declared.headers ?? {}).find(([name]) => name.toLowerCase() === header)
+      const documented = headers.find(([name]) => name.toLowerCase() === header)
       assert.ok(documented, `${where} sends ${header} but does not document it`)
       const validate = this.ajv.compile(documented[1].schema)
       assert.ok(validate(res.headers[header]), `${where}: header ${header} ${this.ajv.errorsText(validate.errors)}`)
@@ -365,10 +368,12 @@ test('every declared status is answered, every answer is declared, and every ans
   }
 })
 
-test('the webhooks section documents each event: a signed POST of { type, timestamp, data: Plant }, its webhook-* headers, and what answers mean', async (t) => {
+test('the webhooks section documents every event type GET /webhooks/event-types lists: a signed POST of { type, timestamp, data }, its webhook-* headers, and what answers mean', async (t) => {
   const app = await buildTestApp(t)
   const doc = await app.inject({ url: '/openapi.json' }).then((res) => res.json<OpenApi & { webhooks: Record<string, Record<string, Operation>> }>())
-  assert.deepEqual(Object.keys(doc.webhooks), ['plant.created', 'plant.updated', 'plant.deleted'])
+  const catalog = (await app.inject({ url: '/webhooks/event-types', headers: AUTH })).json<Array<{ type: string }>>()
+  assert.deepEqual(Object.keys(doc.webhooks), catalog.map(({ type }) => type))
+  assert.deepEqual(Object.keys(doc.webhooks), ['plant.created', 'plant.updated', 'plant.deleted', 'webhook.test'])
   const secretExample = (doc.components.schemas.WebhookSecret as { properties: { secret: { examples: string[] } } }).properties.secret.examples[0]
   assert.ok(secretExample !== undefined)
   for (const [type, item] of Object.entries(doc.webhooks)) {
@@ -378,14 +383,17 @@ test('the webhooks section documents each event: a signed POST of { type, timest
     assert.ok(operation.summary && operation.description, type)
     assert.deepEqual(operation.parameters.map((parameter) => [parameter.name, parameter.in, parameter.required]),
       [['webhook-id', 'header', true], ['webhook-timestamp', 'header', true], ['webhook-signature', 'header', true]])
-    assert.deepEqual(Object.keys(operation.responses), ['410', '2XX', '4XX', '5XX'])
+    // A test event is not retried, and a 410 to it disables nothing.
+    assert.deepEqual(Object.keys(operation.responses), type === 'webhook.test' ? ['2XX', '4XX', '5XX'] : ['410', '2XX', '4XX', '5XX'])
     const media = operation.requestBody?.content['application/json'] as { schema: Json, example: unknown } | undefined
     assert.ok(media !== undefined, type)
     const name = String(media.schema.$ref).replace('#/components/schemas/', '')
     const schema = doc.components.schemas[name] as { properties: Record<string, Json>, required: string[] }
     assert.deepEqual(schema.properties.type, { type: 'string', enum: [type], description: 'The event type', examples: [type] })
     assert.equal(schema.properties.timestamp?.format, 'date-time')
-    assert.deepEqual(schema.properties.data, { $ref: '#/components/schemas/Plant' })
+    assert.deepEqual(schema.properties.data, type === 'webhook.test'
+      ? { type: 'object', additionalProperties: false, required: ['subscriptionId'], properties: { subscriptionId: { type: 'integer', description: 'The subscription tested' } } }
+      : { $ref: '#/components/schemas/Plant' })
     assert.deepEqual(schema.required, ['type', 'timestamp', 'data'])
     // The example headers are a real signature of the example body with the example secret.
     const [id, timestamp, signature] = operation.parameters.map((parameter) => parameter.example)

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
 import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 import { SERVER_ENV, SERVER_NODE_FLAGS } from '../../bench/measure.js'
 import { startServer } from '../helpers/server-process.js'
 
@@ -70,4 +72,15 @@ test('SIGTERM to npm start\'s own pid drains and stops the server, and leaves no
   const again = await startServer(t, { command: { file: 'npm', args: ['start', '--silent'], cwd: REPO } })
   assert.equal(statSync(join(REPO, 'dist/src/server.js')).mtimeMs, built)
   assert.equal(await again.stop(), 0)
+})
+
+test('from a clone, npx plant-store runs the package\'s bin (dist/, built by npm start above), as the README says', async () => {
+  assert.match(readFileSync(join(REPO, 'README.md'), 'utf8'), /run it as `npx plant-store …` or\n`node dist\/src\/server\.js …`/)
+  const run = promisify(execFile)
+  // --offline: the package's own bin, never one fetched from the registry.
+  const version = await run('npx', ['--offline', 'plant-store', '--version'], { cwd: REPO })
+  const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string }
+  assert.equal(version.stdout, `plant-store ${pkg.version}\n`)
+  const help = await run('npx', ['--offline', 'plant-store', 'token', '--help'], { cwd: REPO })
+  assert.match(help.stdout, /^Usage: plant-store token …\n\n {2}token {12}print a new random API token/)
 })

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { test } from 'node:test'
 import { AUTH } from '../helpers/app.js'
 import { startOtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js'
@@ -8,13 +9,16 @@ import { startReceiver } from '../helpers/webhook-receiver.js'
 
 const SERVER = 2
 const CLIENT = 3
+const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version
 
 test('traces: a SERVER span per request named by route, a child span per store operation, an incoming traceparent continued; exported over OTLP/HTTP at shutdown', { timeout: 30_000 }, async (t) => {
   const receiver = await startOtlpReceiver()
   t.after(receiver.close)
   const server = await startServer(undefined, { env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_SERVICE_NAME: 'plant-store-test', DATABASE_URL: ':memory:' } })
 
-  const created = await fetch(`${server.baseUrl}/plants`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: '{"name":"Fern"}' })
+  const created = await fetch(`${server.baseUrl}/plants`, {
+    method: 'POST', headers: { ...AUTH, 'content-type': 'application/json', 'user-agent': 'tracing-test/1.0' }, body: '{"name":"Fern"}'
+  })
   assert.equal(created.status, 201)
   const upstreamTrace = '4bf92f3577b34da6a3ce929d0e0e4736'
   const upstreamSpan = '00f067aa0ba902b7'
@@ -42,6 +46,14 @@ test('traces: a SERVER span per request named by route, a child span per store o
   assert.equal(create.attributes['http.request.method'], 'POST')
   assert.equal(create.attributes['http.response.status_code'], 201)
   assert.equal(create.resource['service.name'], 'plant-store-test')
+  assert.equal(create.resource['service.version'], PACKAGE_VERSION)
+  // The HTTP server conventions' required and recommended attributes.
+  const { port } = new URL(server.baseUrl)
+  assert.equal(create.attributes['url.scheme'], 'http')
+  assert.equal(create.attributes['server.address'], '127.0.0.1')
+  assert.equal(create.attributes['server.port'], Number(port))
+  assert.equal(create.attributes['client.address'], '127.0.0.1')
+  assert.equal(create.attributes['user_agent.original'], 'tracing-test/1.0')
   assert.ok(create.parentSpanId === undefined || create.parentSpanId === '', 'a request without traceparent starts a trace')
   const [storeCreate, ...more] = childrenOf(create)
   assert.equal(more.length, 0)
@@ -101,6 +113,9 @@ test('traces: a webhook delivery is a CLIENT span, child of the request that mad
   assert.equal(deliver.parentSpanId, request.spanId)
   assert.equal(deliver.attributes['webhook.event_type'], 'plant.created')
   assert.equal(deliver.attributes['http.response.status_code'], 204)
+  assert.equal(deliver.attributes['url.full'], `${receiver.origin}/hooks`)
+  assert.equal(deliver.attributes['server.address'], '127.0.0.1')
+  assert.equal(deliver.attributes['server.port'], Number(new URL(receiver.origin).port))
   assert.equal(delivery?.headers.traceparent, `00-${deliver.traceId}-${deliver.spanId}-01`, 'the receiver continues the attempt\'s span')
 })
 

@@ -3,7 +3,7 @@ import { createServer, type AddressInfo } from 'node:net'
 import { describe, test, type TestContext } from 'node:test'
 import { AUTH } from '../helpers/app.js'
 import { scratchDatabaseUrl, TEST_DATABASE_URL } from '../helpers/postgres.js'
-import { expectStartFailure, startServer } from '../helpers/server-process.js'
+import { expectStartFailure, fatalMessage, startServer } from '../helpers/server-process.js'
 
 /** Starts a real server process on port 0 and resolves with its base URL; stopped when the test ends. */
 async function startInstance (t: TestContext, databaseUrl: string): Promise<string> {
@@ -110,7 +110,7 @@ test('an instance that cannot reach PostgreSQL at start-up exits 1 with a clear 
   const output = stdout + stderr
   assert.equal(code, 1)
   const reason = `connect ECONNREFUSED 127\\.0\\.0\\.1:${port}; nothing listens there: start PostgreSQL \\(or its pooler\\), or correct the host and port in DATABASE_URL`
-  assert.match(stderr, new RegExp(`^plant-store: cannot use the PostgreSQL database: ${reason}; nothing was changed\n$`))
+  assert.match(fatalMessage(stderr), new RegExp(`^cannot use the PostgreSQL database: ${reason}; nothing was changed$`))
   // The log says it too, as its one line.
   const lines = stdout.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as { msg: string, err?: { message: string, code?: string } })
   assert.deepEqual(lines.map((line) => [line.msg, line.err?.code]), [['cannot use the PostgreSQL database', 'ECONNREFUSED']])

@@ -8,7 +8,7 @@ import { loadConfig } from '../../src/load-config.js'
 import { TOKEN } from '../helpers/app.js'
 import { startPgbouncer } from '../helpers/pgbouncer.js'
 import { directUrl, scratchDatabaseUrl, TEST_DATABASE_URL } from '../helpers/postgres.js'
-import { expectStartFailure } from '../helpers/server-process.js'
+import { expectStartFailure, fatalMessage } from '../helpers/server-process.js'
 import { startTcpProxy } from '../helpers/tcp-proxy.js'
 
 /** `url` pointed at 127.0.0.1:`port` (the proxy) instead. */
@@ -75,7 +75,7 @@ if (TEST_DATABASE_URL !== undefined) {
     const retries = stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Line)
       .filter((line) => line.msg === 'the database cannot be reached yet; retrying')
     assert.deepEqual(retries.slice(0, 3).map((line) => line.delayMs), [200, 400, 800])
-    assert.match(stderr, /^plant-store: cannot use the PostgreSQL database: the database could not be reached within PG_STARTUP_TIMEOUT_MS \(1500 ms, \d+ attempts\): connect ECONNREFUSED 127\.0\.0\.1:\d+; nothing listens there: start PostgreSQL \(or its pooler\), or correct the host and port in DATABASE_URL; nothing was changed\n$/)
+    assert.match(fatalMessage(stderr), /^cannot use the PostgreSQL database: the database could not be reached within PG_STARTUP_TIMEOUT_MS \(1500 ms, \d+ attempts\): connect ECONNREFUSED 127\.0\.0\.1:\d+; nothing listens there: start PostgreSQL \(or its pooler\), or correct the host and port in DATABASE_URL; nothing was changed$/)
   })
 
   test('a failure that waiting cannot fix (no such database) is not retried, and says what to do', { timeout: 30_000 }, async () => {
@@ -138,7 +138,7 @@ if (TEST_DATABASE_URL !== undefined) {
     const reason = 'the server refused: unsupported startup parameter: options (08P01); take that parameter out of DATABASE_URL: ' +
       'a transaction pooler (PgBouncer) accepts almost none (see docs/scaling.md)'
     const { stderr, logged, all } = await startFailureOf({ DATABASE_URL: url.toString() })
-    assert.equal(stderr, `plant-store: cannot use the PostgreSQL database: ${reason}; nothing was changed\n`)
+    assert.equal(fatalMessage(stderr), `cannot use the PostgreSQL database: ${reason}; nothing was changed`)
     // Not waited for: no retry was logged, only the failure.
     assert.deepEqual(logged.map((line) => [line.msg, line.err?.message, line.err?.code]), [['cannot use the PostgreSQL database', reason, '08P01']])
     assert.doesNotMatch(all, /s3cret-pw/)
@@ -149,7 +149,7 @@ if (TEST_DATABASE_URL !== undefined) {
     url.username = 'plant_store_no_such_role'
     url.password = 's3cret-pw'
     const { stderr, logged, all } = await startFailureOf({ DATABASE_URL: url.toString() })
-    assert.match(stderr, /^plant-store: cannot use the PostgreSQL database: the server refused: (role "plant_store_no_such_role" does not exist \(28000\)|password authentication failed for user "plant_store_no_such_role" \(28P01\)); check the user name/)
+    assert.match(fatalMessage(stderr), /^cannot use the PostgreSQL database: the server refused: (role "plant_store_no_such_role" does not exist \(28000\)|password authentication failed for user "plant_store_no_such_role" \(28P01\)); check the user name/)
     assert.deepEqual(logged.map((line) => line.msg), ['cannot use the PostgreSQL database'])
     assert.doesNotMatch(all, /s3cret-pw/)
   })
@@ -158,7 +158,7 @@ if (TEST_DATABASE_URL !== undefined) {
     const url = new URL(databaseUrl)
     url.pathname = '/plant_store_no_such_database'
     const { stderr } = await startFailureOf({ DATABASE_URL: url.toString() })
-    assert.equal(stderr, 'plant-store: cannot use the PostgreSQL database: the server refused: database "plant_store_no_such_database" does not exist (3D000); ' +
-      'create that database (createdb) or correct its name in DATABASE_URL; nothing was changed\n')
+    assert.equal(fatalMessage(stderr), 'cannot use the PostgreSQL database: the server refused: database "plant_store_no_such_database" does not exist (3D000); ' +
+      'create that database (createdb) or correct its name in DATABASE_URL; nothing was changed')
   })
 }

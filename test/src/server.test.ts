@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { expectStartFailure, startServer } from '../helpers/server-process.js'
+import { bannerLine, expectStartFailure, logLines, startServer } from '../helpers/server-process.js'
 
 test('the server prints where it listens, the docs URL and a generated token that works, on stderr; SIGTERM stops it cleanly', async (t) => {
-  const server = await startServer(t, { env: { API_TOKENS: undefined } })
+  const server = await startServer(t, { env: { API_TOKENS: undefined, LOG_FORMAT: 'pretty' } })
   const base = server.baseUrl
   const stderr = server.stderr()
   assert.match(stderr, new RegExp(`API docs \\(Swagger UI\\): ${base}/docs\\n`))
@@ -28,22 +28,42 @@ test('configured tokens are not printed', async (t) => {
 })
 
 test('a bad configuration value stops the start with a clear message and exit code 1', async () => {
-  const { code, stderr } = await expectStartFailure({ env: { PORT: 'eighty' } })
+  const { code, stdout, stderr } = await expectStartFailure({ env: { PORT: 'eighty', LOG_FORMAT: 'pretty' } })
   assert.equal(code, 1)
   assert.equal(stderr, 'plant-store: invalid configuration: PORT must be integer\n')
+  assert.equal(stdout, '')
+  // Off a terminal (LOG_FORMAT unset), the same message is a JSON log line.
+  const json = await expectStartFailure({ env: { PORT: 'eighty' } })
+  assert.equal(json.code, 1)
+  assert.deepEqual(logLines(json.stderr).map(({ level, msg }) => ({ level, msg })), [{ level: 60, msg: 'invalid configuration: PORT must be integer' }])
+  assert.equal(json.stdout, '')
 })
 
-test('stdout carries JSON lines only (not a terminal, LOG_FORMAT unset): the banner is on stderr', async (t) => {
-  const server = await startServer(t, { env: { LOG_LEVEL: 'info', METRICS_PORT: '0' } })
-  assert.equal((await fetch(`${server.baseUrl}/health`)).status, 200)
+test('JSON logs end to end (not a terminal, LOG_FORMAT unset): every line of both streams, from start to exit, is a JSON log line', async (t) => {
+  const server = await startServer(t, { env: { LOG_LEVEL: 'info', METRICS_PORT: '0', API_TOKENS: undefined } })
+  const base = server.baseUrl
+  const banner = bannerLine(server.stdout())
+  assert.ok(banner !== undefined)
+  // The generated token the line announces works (LOG_LEVEL silent would still print it).
+  const res = await fetch(`${base}/plants/1`, { method: 'DELETE', headers: { authorization: `Bearer ${String(banner.generatedToken)}` } })
+  assert.equal(res.status, 404)
   await server.waitForLog((line) => line.msg === 'request completed')
   assert.equal(await server.stop(), 0)
-  const lines = server.stdout().split('\n')
-  assert.equal(lines.pop(), '', 'the last line is complete')
+  const lines = logLines(server.stdout())
   assert.ok(lines.length >= 4, server.stdout())
-  for (const line of lines) assert.equal(typeof (JSON.parse(line) as { msg?: unknown }).msg, 'string', line)
-  assert.match(server.stderr(), /^\nplant-store is listening on http:\/\/127\.0\.0\.1:\d+\n {2}API docs/)
-  assert.match(server.stderr(), /\n {2}Prometheus metrics: {4}http:\/\/127\.0\.0\.1:\d+\/metrics\n/)
+  for (const line of lines) assert.equal(typeof line.msg, 'string', JSON.stringify(line))
+  assert.equal(server.stderr(), '')
+  const { time, pid, hostname, generatedToken, ...fields } = banner
+  assert.deepEqual([typeof time, typeof pid, typeof hostname, typeof generatedToken], ['number', 'number', 'string', 'string'])
+  assert.deepEqual(fields, {
+    level: 30,
+    msg: `plant-store is listening on ${base}`,
+    url: base,
+    docs: `${base}/docs`,
+    openapi: `${base}/openapi.json`,
+    metrics: banner.metrics
+  })
+  assert.match(String(banner.metrics), /^http:\/\/127\.0\.0\.1:\d+\/metrics$/)
 })
 
 test('LOG_FORMAT=pretty writes lines for a person (no JSON); LOG_FORMAT=json is the default off a terminal', async (t) => {

@@ -1,4 +1,8 @@
 import type { FastifyRequest } from 'fastify'
+import { insufficientScope } from '../../../src/errors.js'
+import { RESOURCES } from '../../../src/resources/index.js'
+import { grants, resourceScope } from '../../../src/scopes.js'
+import { scopesForEvents } from '../../../src/webhooks/events.js'
 import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
 import { ref } from '../../../src/schemas/ref.js'
 import { WebhookSchema } from '../../../src/schemas/webhook.js'
@@ -27,4 +31,20 @@ export function ownerOf (request: FastifyRequest): string {
   const owner = request.principal?.id
   if (owner === undefined) throw new Error('an authenticated request without a principal')
   return owner
+}
+
+/** What the create and update routes say of the event list's scopes. */
+export const EVENT_SCOPES_TEXT = 'Subscribing to a resource\'s events needs its read scope as well (' +
+  RESOURCES.map((resource) => `\`${resourceScope(resource, 'read')}\`, or \`${resourceScope(resource, 'write')}\`, for ${resource.name} events`).join('; ') +
+  '), since every delivery carries the representation: without it, 403 naming the scope.'
+
+/**
+ * Subscribing to a resource's events hands its representations to the receiver: the caller needs
+ * the resource's read scope for every event type of `events` (all of them when absent), checked at
+ * creation and on every change of the list.
+ */
+export function checkEventScopes (request: FastifyRequest, events: readonly string[] | undefined): void {
+  const held = request.principal?.scopes ?? new Set()
+  const missing = scopesForEvents(events).find((scope) => !grants(held, scope))
+  if (missing !== undefined) throw insufficientScope(missing)
 }

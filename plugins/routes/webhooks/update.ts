@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { MERGE_PATCH } from '../../../src/json-body.js'
 import { ref } from '../../../src/schemas/ref.js'
 import { WebhookParamsSchema, WebhookPatchSchema } from '../../../src/schemas/webhook.js'
-import { ownerOf, WEBHOOK_ERRORS, webhookResponse, webhooksErrorResponses } from './shared.js'
+import { checkEventScopes, EVENT_SCOPES_TEXT, ownerOf, WEBHOOK_ERRORS, webhookResponse, webhooksErrorResponses } from './shared.js'
 
 /** `PATCH /webhooks/{id}`: a JSON merge patch (RFC 7396) of a subscription. */
 const updateWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
@@ -14,7 +14,7 @@ const updateWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
       description: 'Applies a JSON merge patch (RFC 7396) to the subscription with this id: a field that is absent is ' +
         'kept, `"description": null` removes the description. A new `url` is checked as on create. `"disabled": false` ' +
         'enables a disabled subscription again (its pending deliveries resume). Sent as `application/merge-patch+json` ' +
-        'or plain JSON.',
+        `or plain JSON. A new \`events\` list is checked as on create: ${EVENT_SCOPES_TEXT}`,
       tags: ['webhooks'],
       // Only the PATCH routes read merge patches (plugins/app/requests.ts reads what `consumes` lists).
       consumes: [MERGE_PATCH, 'application/json'],
@@ -30,7 +30,10 @@ const updateWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
         })
       }
     }
-  }, async (request) => await request.webhooks.updateSubscription(ownerOf(request), BigInt(request.params.id), request.body))
+  }, async (request) => {
+    if (request.body.events !== undefined) checkEventScopes(request, request.body.events)
+    return await request.webhooks.updateSubscription(ownerOf(request), BigInt(request.params.id), request.body)
+  })
 }
 
 export default updateWebhookRoute

@@ -123,8 +123,9 @@ export function isConnectionError (err: unknown): boolean {
 }
 
 // Besides a broken connection, a database that cannot serve us right now: resources (53), state
-// (55000, 55006, 55P03), cancels and shutdowns (57), I/O (58), credentials (28), gone (3D000).
-const UNAVAILABLE_CODES = new Set(['55000', '55006', '55P03', '3D000'])
+// (55000, 55006, 55P03), cancels and shutdowns (57), I/O (58), credentials (28), gone (3D000), and
+// read-only (25006): a standby not yet promoted, or a demoted primary, while a failover repoints us.
+const UNAVAILABLE_CODES = new Set(['55000', '55006', '55P03', '3D000', '25006'])
 const UNAVAILABLE_CLASSES = new Set(['53', '57', '58', '28'])
 
 const DISK_FULL = '53100'

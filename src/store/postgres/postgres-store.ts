@@ -9,6 +9,7 @@ import type { PostgresRepositoryContext } from './repository.js'
 import { retryUntilReachable, type StartupRetry } from './startup.js'
 import { createPostgresWebhookStore } from './webhook-store.js'
 import type { WebhookStore } from '../../webhooks/store.js'
+import { postgresTrim } from './trim.js'
 
 /** At most one NOTIFY to other instances' dispatchers per this many milliseconds from one process's writes. */
 export const NOTIFY_INTERVAL_MS = 50
@@ -182,6 +183,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     { schema: target.schema, statementTimeoutMs })
   const wakers = new Set<() => void>()
   const context = repositoryContext(pool, options.notifyIntervalMs ?? NOTIFY_INTERVAL_MS, wakers)
+  const trim = postgresTrim(pool)
   let webhooks: WebhookStore
   try {
     webhooks = await openWebhooks(options, statementTimeoutMs, wakers)
@@ -196,6 +198,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     async ping () {
       await context.guard(async () => { await pool.query('SELECT 1') })
     },
+    trim: async (limits) => { await context.guard(async () => { await trim(limits) }) },
     async close () {
       if (closed) return
       closed = true

@@ -13,6 +13,8 @@ export function sqliteFailure (err: unknown): ServiceError | undefined {
     if (primary !== undefined && UNAVAILABLE.has(primary)) return databaseUnavailable(err)
     return undefined
   }
+  const code = (err as NodeJS.ErrnoException | undefined)?.code
+  if (code === 'ENOSPC' || code === 'EDQUOT') return storageFull(err)
   if (typeof (err as NodeJS.ErrnoException | undefined)?.syscall === 'string') return databaseUnavailable(err)
   return undefined
 }

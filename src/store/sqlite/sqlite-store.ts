@@ -14,6 +14,7 @@ import { createSqlitePlants } from './plants.js'
 import type { SqliteRepositoryContext } from './repository.js'
 import { identityProblem, inspectDatabaseFile, lockIdle, readIdentity } from './preflight.js'
 import { createSqliteWebhookStore } from './webhook-store.js'
+import { sqliteTrim } from './trim.js'
 
 export const SQLITE_SYNCHRONOUS = ['full', 'normal'] as const
 export type SqliteSynchronous = (typeof SQLITE_SYNCHRONOUS)[number]
@@ -35,12 +36,14 @@ export interface SqliteStoreOptions {
   prepareOnUse?: boolean
   /** The only connection to the file ever: the WAL's index then lives in memory, no -shm file is made at each open. */
   exclusive?: boolean
+  /** With `checkpoint: false`: SQLite checkpoints once the WAL holds this many bytes, and cuts it back to them. */
+  walLimitBytes?: number
 }
 
 /** Room for a few dozen plants' WAL frames: a write of one page can fit where a failed one left space. */
 const PROBE_BYTES = 64 * 1024
 
-function openDatabase (filename: string, exclusive: boolean): Database.Database {
+function openDatabase (filename: string, exclusive: boolean, walLimitBytes: number | undefined): Database.Database {
   if (filename !== ':memory:') {
     try {
       mkdirSync(dirname(filename), { recursive: true })
@@ -53,7 +56,13 @@ function openDatabase (filename: string, exclusive: boolean): Database.Database 
   }
   const db = new Database(filename)
   if (exclusive) db.pragma('locking_mode = EXCLUSIVE')
-  return configureConnection(db)
+  configureConnection(db)
+  if (walLimitBytes !== undefined) {
+    // A WAL SQLite has checkpointed is reused, not shrunk, unless journal_size_limit cuts it back.
+    db.pragma(`wal_autocheckpoint = ${Math.max(1, Math.floor(walLimitBytes / Number(db.pragma('page_size', { simple: true }))))}`)
+    db.pragma(`journal_size_limit = ${walLimitBytes}`)
+  }
+  return db
 }
 
 /**
@@ -177,7 +186,7 @@ export function createSqliteStore (options: SqliteStoreOptions): Store {
   const problem = options.preflight === false ? undefined : inspectDatabaseFile(options.filename)
   if (problem !== undefined) throw new StoreOpenError(problem)
   if (options.alone === true && options.filename !== ':memory:') refuseFileInUse(options.filename)
-  const connection = openDatabase(options.filename, options.exclusive === true)
+  const connection = openDatabase(options.filename, options.exclusive === true, options.walLimitBytes)
   try {
     migrate(connection)
   } catch (err) {
@@ -193,6 +202,7 @@ export function createSqliteStore (options: SqliteStoreOptions): Store {
     ? startCheckpointer(db, options.filename, { ...options.checkpoint, ...(options.log !== undefined && { log: options.log }) })
     : undefined
   const context: SqliteRepositoryContext = { db, write: (run) => writes.enqueue(run), read, outbox }
+  const trim = sqliteTrim(db)
   return {
     plants: createSqlitePlants(context),
     // Webhook writes share the group commit: as durable as plant writes.
@@ -207,6 +217,7 @@ export function createSqliteStore (options: SqliteStoreOptions): Store {
       }
     }),
     ping: pingOf(db, opened),
+    trim: async (limits) => { await writes.enqueue(() => { trim(limits) }) },
     close: async () => { await closeDatabase(db, options, writes, checkpointer) }
   }
 }

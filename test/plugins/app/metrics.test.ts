@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { AUTH, buildTestApp } from '../../helpers/app.js'
+import { scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
 
 const metricsUrl = (app: FastifyInstance): string => {
   const address = app.metrics?.address()
@@ -33,6 +34,17 @@ function sample (text: string, name: string, labels: Record<string, string> = {}
     if (wanted.every((pair) => have.includes(pair)) && have.length === wanted.length) return Number(match[3])
   }
   return undefined
+}
+
+/** `promtool check metrics` over a scrape: no complaint (CI installs it: Debian package prometheus). */
+function promtoolCheck (t: { diagnostic: (message: string) => void }, text: string): void {
+  const promtool = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' })
+  if (promtool.error !== undefined) {
+    t.diagnostic('promtool not installed (Debian package prometheus): its check was skipped')
+    return
+  }
+  assert.equal(promtool.status, 0, `${promtool.stdout}${promtool.stderr}`)
+  assert.equal(promtool.stdout + promtool.stderr, '')
 }
 
 test('without METRICS_PORT nothing is measured or served: no app.metrics, and the API port has no /metrics', async (t) => {
@@ -97,13 +109,7 @@ test('promtool\'s rule: no gauge is named _total (that suffix is a counter\'s); 
   assert.deepEqual(gaugesTotal, [])
   // Their by-type breakdowns stay.
   assert.match(text, /^# TYPE nodejs_active_handles gauge$/m)
-  const promtool = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' })
-  if (promtool.error !== undefined) {
-    t.diagnostic('promtool not installed (Debian package prometheus): its check was skipped')
-    return
-  }
-  assert.equal(promtool.status, 0, `${promtool.stdout}${promtool.stderr}`)
-  assert.equal(promtool.stdout + promtool.stderr, '')
+  promtoolCheck(t, text)
 })
 
 test('a method a known path lacks (405) is counted under that path\'s route, not with the unknown paths', async (t) => {
@@ -215,3 +221,15 @@ test('the metrics listener closes with the app', async (t) => {
   await app.close()
   await assert.rejects(fetch(url))
 })
+
+// The store's own series are the running store's: SQLite's group commit and WAL series only on SQLite.
+if (TEST_DATABASE_URL !== undefined) {
+  test('on PostgreSQL no plantstore_sqlite_* series is exported; the store operations are', async (t) => {
+    const app = await buildTestApp(t, { METRICS_PORT: '0', DATABASE_URL: scratchDatabaseUrl(t).url })
+    assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'Fern' } })).statusCode, 201)
+    const text = await scrape(app)
+    assert.deepEqual(text.split('\n').filter((line) => line.includes('plantstore_sqlite_')), [])
+    assert.equal(sample(text, 'plantstore_store_operation_duration_seconds_count', { operation: 'plants.create', outcome: 'ok' }), 1)
+    promtoolCheck(t, text)
+  })
+}

@@ -6,7 +6,7 @@ import type { Resolver } from '../../../src/webhooks/url-policy.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
 import { loopbackOnlyRequest } from '../../helpers/loopback-only.js'
 import { AUTH_A, AUTH_B, buildSandboxApp, sandboxDatabases } from '../../helpers/sandbox.js'
-import { startServer } from '../../helpers/server-process.js'
+import { bannerLine, startServer } from '../../helpers/server-process.js'
 import { until } from '../../helpers/webhook-receiver.js'
 import type { DeliveryBody } from '../../helpers/webhooks.js'
 
@@ -28,9 +28,13 @@ test('the sandbox says so: /health, the OpenAPI description, servers and securit
 })
 
 test('the start-up banner says the service runs as a sandbox', async (t) => {
-  const server = await startServer(t, { env: { DATABASE_URL: sqlite.url(cleanupStack(t)), API_TOKENS: undefined, SANDBOX: '1', SANDBOX_TTL_MS: '60000' } })
-  assert.match(server.stderr(), /SANDBOX=1: a public sandbox\. Any bearer token of 16-256 URL-safe characters is a tenant of its own;\n {4}tenants unused for 60000 ms are deleted, at most 10000 are kept\.\n/)
+  const server = await startServer(t, { env: { DATABASE_URL: sqlite.url(cleanupStack(t)), API_TOKENS: undefined, SANDBOX: '1', SANDBOX_TTL_MS: '60000', LOG_FORMAT: 'pretty' } })
+  assert.match(server.stderr(), /SANDBOX=1: a public sandbox\. Any bearer token of 16-256 URL-safe characters is a tenant of its own;\n {4}tenants unused for 1 minute are deleted, at most 10000 are kept\.\n/)
   assert.doesNotMatch(server.stderr(), /accepts the bearer token/)
+  // Off a terminal, the same in the banner's JSON log line.
+  const json = await startServer(t, { env: { DATABASE_URL: sqlite.url(cleanupStack(t)), API_TOKENS: undefined, SANDBOX: '1', SANDBOX_TTL_MS: '86400000' } })
+  assert.deepEqual(bannerLine(json.stdout())?.sandbox, { ttl: '1 day', maxTenants: 10000 })
+  assert.equal(bannerLine(json.stdout())?.generatedToken, undefined)
   const res = await fetch(`${server.baseUrl}/plants/1`, { headers: AUTH_A })
   assert.equal(res.status, 200)
   assert.equal(await server.stop(), 0)

@@ -8,7 +8,8 @@ import type { FastifyInstance } from 'fastify'
 import { tenantDirectory } from '../../../src/sandbox/sqlite-tenants.js'
 import { tokenDigest } from '../../../src/tokens.js'
 import { captureLog } from '../../helpers/app.js'
-import { JSON_TYPE } from '../../helpers/plants.js'
+import { smallDisk } from '../../helpers/faults.js'
+import { assertError, JSON_TYPE } from '../../helpers/plants.js'
 import { until } from '../../helpers/webhook-receiver.js'
 import { PUBLIC_RECEIVER } from '../../helpers/webhooks.js'
 import { AUTH_A, AUTH_B, buildSandboxApp, existingSchemas, manualClock, sandboxDatabases } from '../../helpers/sandbox.js'
@@ -289,3 +290,28 @@ for (const database of sandboxDatabases) {
     })
   })
 }
+
+test('a full disk in a SQLite sandbox: a new tenant is 507, /health 503, and both recover when space is back', async (t) => {
+  const disk = smallDisk(t, 2 * 1024 * 1024)
+  if (disk === undefined) {
+    t.skip('mounting a tmpfs needs root')
+    return
+  }
+  const [sqlite] = sandboxDatabases
+  assert.ok(sqlite !== undefined)
+  const app = await buildSandboxApp(t, { ...sqlite, url: () => join(disk.dir, 'sandbox.db') })
+  assert.equal((await app.inject({ url: '/plants/1', headers: AUTH_A })).statusCode, 200)
+  disk.fill(16 * 1024)
+  assertError(await app.inject({ url: '/plants', headers: AUTH_B }), 507, 'The database storage is full; nothing was written')
+  const health = await app.inject({ url: '/health' })
+  assertError(health, 503, 'The database storage is full')
+  assert.equal(health.headers['retry-after'], '5')
+  assert.equal((await app.inject({ url: '/health/ready' })).statusCode, 503)
+  assert.equal((await app.inject({ url: '/plants/1', headers: AUTH_A })).statusCode, 200, 'an existing tenant is still read')
+  assert.equal(await tenantDataExists(app, AUTH_B), false, 'no half-made tenant is left')
+
+  disk.free()
+  assert.deepEqual((await app.inject({ url: '/health' })).json(), { status: 'ok', mode: 'sandbox' })
+  assert.equal((await app.inject({ url: '/health/ready' })).statusCode, 200)
+  assert.deepEqual(await names(app, AUTH_B), SEED_NAMES)
+})

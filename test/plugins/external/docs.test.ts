@@ -40,9 +40,9 @@ test('the document names Plant and Error, and makes bearerAuth the default secur
     bearerAuth: {
       type: 'http',
       scheme: 'bearer',
-      description: 'A token from API_TOKENS (every scope) or API_TOKENS_FILE (its scopes). Each operation lists the scope it needs: ' +
-        '`plants:read` (list and get plants), `plants:write` (create, replace, update and delete plants), ' +
-        '`webhooks` (manage the caller\'s own webhook subscriptions). A token without it is answered 403.'
+      description: 'A token from API_TOKENS (every scope) or API_TOKENS_FILE (its scopes). Each operation lists the scopes that grant it ' +
+        '(a write scope includes its read scope): `plants:read` (list and get plants), `plants:write` (create, replace, update and delete ' +
+        'plants; includes `plants:read`), `webhooks` (manage the caller\'s own webhook subscriptions). A token with none of them is answered 403.'
     }
   })
   assert.deepEqual(document.security, [{ bearerAuth: [] }])
@@ -82,20 +82,20 @@ test('GET /docs serves Swagger UI, wired to the document', async (t) => {
   assert.deepEqual(json.json().components.securitySchemes.bearerAuth.scheme, 'bearer')
 })
 
-test('each operation documents the scope it needs; with OIDC_ISSUER an openIdConnect scheme offers the same scopes', async (t) => {
+test('each operation documents the scopes that grant it (a read: plants:read or plants:write); with OIDC_ISSUER an openIdConnect scheme offers the same', async (t) => {
   const scopesOf = (document: { paths: Record<string, Record<string, Operation>> }) => Object.fromEntries(Object.values(document.paths)
     .flatMap((item) => Object.values(item)).map((operation) => [operation.operationId, { security: operation.security, scopes: operation['x-scopes'] }]))
   const plain = (await (await buildTestApp(t)).inject({ url: '/openapi.json' })).json()
   const expected = (schemes: string[]) => {
-    const requirement = (scope: string) => ({
-      security: schemes.map((scheme) => ({ [scheme]: scheme === 'openIdConnect' ? [scope] : [] })),
-      scopes: [scope]
+    const requirement = (...scopes: string[]) => ({
+      security: schemes.flatMap((scheme): Array<Record<string, string[]>> => scheme === 'openIdConnect' ? scopes.map((scope) => ({ [scheme]: [scope] })) : [{ [scheme]: [] }]),
+      scopes
     })
     return {
-      listPlants: requirement('plants:read'),
-      headPlants: requirement('plants:read'),
-      getPlant: requirement('plants:read'),
-      headPlant: requirement('plants:read'),
+      listPlants: requirement('plants:read', 'plants:write'),
+      headPlants: requirement('plants:read', 'plants:write'),
+      getPlant: requirement('plants:read', 'plants:write'),
+      headPlant: requirement('plants:read', 'plants:write'),
       createPlant: requirement('plants:write'),
       replacePlant: requirement('plants:write'),
       updatePlant: requirement('plants:write'),
@@ -137,7 +137,7 @@ test('each operation documents the scope it needs; with OIDC_ISSUER an openIdCon
     type: 'openIdConnect',
     openIdConnectUrl: 'https://login.example.com/realms/plants/.well-known/openid-configuration',
     description: 'JWT access tokens of https://login.example.com/realms/plants for the audience https://plants.example.com, with the scopes in ' +
-      '`scope` or `scp`: `plants:read` (list and get plants), `plants:write` (create, replace, update and delete plants), ' +
+      '`scope` or `scp`: `plants:read` (list and get plants), `plants:write` (create, replace, update and delete plants; includes `plants:read`), ' +
       '`webhooks` (manage the caller\'s own webhook subscriptions).'
   })
   assert.match(oidc.components.securitySchemes.bearerAuth.description, /, or a JWT access token of the OpenID provider\./)

@@ -12,8 +12,9 @@ function fakeBackend (): TenantBackend & { closes: string[] } {
     closes,
     exists: async (key) => rows.has(key),
     touch: async (key, now) => { const created = !rows.has(key); rows.set(key, Math.max(rows.get(key) ?? 0, now)); return created },
-    open: async (key) => ({ close: async () => { closes.push(key) } }) as unknown as Store,
+    open: async (key, created) => ({ store: { close: async () => { closes.push(key) } } as unknown as Store, created }),
     count: async () => rows.size,
+    ping: async () => {},
     leastRecentlyUsed: async (before, limit) => [...rows].filter(([, at]) => at < before).sort((a, b) => a[1] - b[1]).slice(0, limit).map(([key]) => key),
     remove: async (key, before) => (rows.get(key) ?? Infinity) < before && rows.delete(key),
     close: async () => {}

@@ -80,6 +80,7 @@ test('every failure to reach or use the database is unavailable (storage-full wh
     [coded('58030'), 'unavailable'], // I/O error
     [coded('28P01'), 'unavailable'], // password refused
     [coded('3D000'), 'unavailable'], // no such database
+    [coded('25006'), 'unavailable'], // a read-only standby, mid-failover
     [new Error('Query read timeout'), 'unavailable'],
     [coded('42601'), undefined], // syntax error
     [coded('23505'), undefined], // unique violation

@@ -257,6 +257,21 @@ describe('kept-alive connections (the dispatcher\'s pool)', () => {
     assert.equal(receiver.connections(), MAX_SOCKETS_PER_TARGET)
   })
 
+  test('bursts of attempts reuse the connections of the bursts before: ten bursts, never more than MAX_SOCKETS_PER_TARGET connections', async (t) => {
+    const receiver = await countingReceiver(t)
+    const pool = createConnectionPool()
+    t.after(() => { pool.close() })
+    const bursts = 10
+    for (let burst = 0; burst < bursts; burst++) {
+      const attempts = Array.from({ length: MAX_SOCKETS_PER_TARGET }, async () =>
+        await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 5000, pool }))
+      for (const result of await Promise.all(attempts)) assert.deepEqual(result, { kind: 'response', statusCode: 204, body: '' })
+    }
+    assert.equal(receiver.requests(), bursts * MAX_SOCKETS_PER_TARGET)
+    // Idle connections are kept between bursts, not closed and opened again.
+    assert.ok(receiver.connections() <= MAX_SOCKETS_PER_TARGET, `${receiver.connections()} connections`)
+  })
+
   test('a pooled connection the receiver dropped is not a failure: the attempt is sent again on a fresh one', async (t) => {
     const receiver = await countingReceiver(t, true)
     const pool = createConnectionPool()

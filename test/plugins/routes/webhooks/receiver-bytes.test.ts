@@ -20,27 +20,30 @@ const GZIP = gzipSync('{"ok":true}')
 /** What the API shows of an answer: its bytes decoded as UTF-8, a zero byte as U+FFFD like any byte that is not text. */
 const shown = (bytes: Buffer): string => bytes.toString('utf8').replaceAll('\0', '\uFFFD')
 
-const ANSWERS: Record<string, { body: Buffer, headers?: Record<string, string>, shows: string }> = {
+const ANSWERS: Record<string, { status?: number, body: Buffer, headers?: Record<string, string>, shows: string }> = {
   '/zero': { body: Buffer.from('ok\0zero\0'), shows: 'ok\uFFFDzero\uFFFD' },
   '/gzip': { body: GZIP, headers: { 'content-encoding': 'gzip' }, shows: shown(GZIP) },
   '/ff': { body: Buffer.from([0xff, 0xfe, 0x6f, 0x6b, 0xff]), shows: '\uFFFD\uFFFDok\uFFFD' },
   '/healthy': { body: Buffer.from('{"ok":true}'), shows: '{"ok":true}' },
-  '/poison': { body: Buffer.from('poison'), shows: 'poison' }
+  '/poison': { body: Buffer.from('poison'), shows: 'poison' },
+  '/poison-500': { status: 500, body: Buffer.from('poison'), shows: 'poison' }
 }
 
 function answerByPath (receiver: WebhookReceiver): void {
   receiver.respond((request, res) => {
     const answer = ANSWERS[request.url]
     if (answer === undefined) res.writeHead(404).end()
-    else res.writeHead(200, answer.headers).end(answer.body)
+    else res.writeHead(answer.status ?? 200, answer.headers).end(answer.body)
   })
 }
 
 interface AttemptBody { statusCode?: number, error?: string, responseBody?: string }
 
-/** Waits until the subscription has `count` deliveries, all succeeded after one attempt; answers each one's attempt log. */
-async function succeededOnce (app: FastifyInstance, id: number, count: number, headers: Record<string, string>): Promise<AttemptBody[][]> {
-  const list = await deliveriesWhen(app, id, (all) => all.length === count && all.every((d) => d.status === 'succeeded'), headers)
+/** Waits until the subscription has `count` deliveries, all `status` after one attempt; answers each one's attempt log. */
+async function endedOnce (
+  app: FastifyInstance, id: number, count: number, headers: Record<string, string>, status = 'succeeded'
+): Promise<AttemptBody[][]> {
+  const list = await deliveriesWhen(app, id, (all) => all.length === count && all.every((d) => d.status === status), headers)
   assert.deepEqual(list.map((d) => d.attempts), Array(count).fill(1))
   return await Promise.all(list.map(async (delivery) => {
     const res = await app.inject({ url: `/webhooks/${id}/deliveries/${delivery.id}`, headers })
@@ -108,11 +111,11 @@ for (const database of apiTestDatabases) {
       const theirs = await createWebhook(app, { url: `${receiver.origin}/healthy` }, OTHER_AUTH)
       for (const name of ['Fern', 'Ivy']) await createPlant(app, { name })
       for (const [i, subscription] of mine.entries()) {
-        const logs = await succeededOnce(app, subscription.id, 2, AUTH)
+        const logs = await endedOnce(app, subscription.id, 2, AUTH)
         const shows = ANSWERS[paths[i] as string]?.shows
         assert.deepEqual(logs, [[{ statusCode: 200, responseBody: shows }], [{ statusCode: 200, responseBody: shows }]], paths[i])
       }
-      assert.deepEqual(await succeededOnce(app, theirs.id, 2, OTHER_AUTH),
+      assert.deepEqual(await endedOnce(app, theirs.id, 2, OTHER_AUTH),
         [[{ statusCode: 200, responseBody: '{"ok":true}' }], [{ statusCode: 200, responseBody: '{"ok":true}' }]])
       for (const path of [...paths, '/healthy']) sentOnce(receiver, path, 2)
     })
@@ -122,16 +125,18 @@ for (const database of apiTestDatabases) {
       const receiver = await startReceiver(cleanup)
       answerByPath(receiver)
       const { env, refuse } = poisonableDatabase(cleanup, database.name)
-      const app = await buildWebhooksApp(cleanup, { ...env, WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_POLL_INTERVAL_MS: '50' })
+      // No retry: a failed attempt that counts ends its delivery failed, one that does not sends it again.
+      const app = await buildWebhooksApp(cleanup, { ...env, WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_POLL_INTERVAL_MS: '50', WEBHOOK_RETRY_SCHEDULE: 'none' })
       await refuse()
       const poisoned = await createWebhook(app, { url: `${receiver.origin}/poison` })
+      const failing = await createWebhook(app, { url: `${receiver.origin}/poison-500` })
       const healthy = await createWebhook(app, { url: `${receiver.origin}/healthy` }, OTHER_AUTH)
       for (const name of ['Fern', 'Ivy', 'Moss']) await createPlant(app, { name })
       // The refused row is kept without the answer: the attempt counts, on schedule.
-      assert.deepEqual(await succeededOnce(app, poisoned.id, 3, AUTH), Array(3).fill([{ statusCode: 200 }]))
-      assert.deepEqual(await succeededOnce(app, healthy.id, 3, OTHER_AUTH), Array(3).fill([{ statusCode: 200, responseBody: '{"ok":true}' }]))
-      sentOnce(receiver, '/poison', 3)
-      sentOnce(receiver, '/healthy', 3)
+      assert.deepEqual(await endedOnce(app, poisoned.id, 3, AUTH), Array(3).fill([{ statusCode: 200 }]))
+      assert.deepEqual(await endedOnce(app, failing.id, 3, AUTH, 'failed'), Array(3).fill([{ statusCode: 500, error: 'the receiver answered 500' }]))
+      assert.deepEqual(await endedOnce(app, healthy.id, 3, OTHER_AUTH), Array(3).fill([{ statusCode: 200, responseBody: '{"ok":true}' }]))
+      for (const path of ['/poison', '/poison-500', '/healthy']) sentOnce(receiver, path, 3)
     })
   })
 }
