@@ -343,7 +343,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test event
-         * @description Sends a `webhook.test` event (`{ type, timestamp, data: { subscriptionId } }`), signed like any delivery (with the current secret and every replaced one still honoured), to its URL now, whether it is enabled or not, and answers with the attempt's outcome once it is over (at most WEBHOOK_TIMEOUT_MS). Nothing is stored or retried. It takes a delivery slot and keeps the deliveries' pace: with none free, or its turn more than a second away, a 503 with Retry-After.
+         * @description Sends a `webhook.test` event (`{ type, timestamp, data: { subscriptionId } }`), signed like any delivery (with the current secret and every replaced one still honoured), to its URL now, whether it is enabled or not, and answers with the attempt's outcome once it is over (at most WEBHOOK_TIMEOUT_MS). Nothing is stored or retried. It takes a delivery slot and keeps the deliveries' pace: with none free within a second, a 503 with Retry-After.
          */
         post: operations["testWebhook"];
         delete?: never;
@@ -6435,6 +6435,7 @@ export interface operations {
                     "RateLimit-Reset"?: string;
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
                     "Retry-After"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -72,23 +72,16 @@ function documentHead (schema: JsonObject): JsonObject {
   }
 }
 
-const OPENID_CONNECT = 'openIdConnect'
-
 /**
  * What a route that declares a scope (`config.scope`, what the auth hook checks) needs, so the
  * document and the check come from one place: each scope that grants it (GRANTED_BY: a read scope,
- * or its write scope), any one of them. OpenAPI defines scopes for OAuth2 and OpenID Connect
- * schemes only (linters refuse them under `http`): the bearer scheme's requirement is empty, the
- * openIdConnect ones list each granting scope (alternatives), and `x-scopes` says them for every
- * kind of token.
+ * or its write scope), any one of them. Linters (Spectral's oas3-operation-security-defined) accept
+ * scopes in a requirement only when an OAuth2 flow lists them, which neither the bearer nor the
+ * OpenID Connect scheme has: each requirement is empty, and `x-scopes` names the granting scopes.
  */
 function securityOf (scope: Scope | undefined, schemes: readonly string[]): JsonObject {
   if (scope === undefined) return {}
-  const granting = GRANTED_BY[scope]
-  return {
-    security: schemes.flatMap((scheme): Array<Record<string, string[]>> => scheme === OPENID_CONNECT ? granting.map((one) => ({ [scheme]: [one] })) : [{ [scheme]: [] }]),
-    'x-scopes': [...granting]
-  }
+  return { security: schemes.map((scheme) => ({ [scheme]: [] })), 'x-scopes': [...GRANTED_BY[scope]] }
 }
 
 const transformWith = (schemes: readonly string[]): Transform => ({ schema, url, route }) => {
@@ -187,7 +180,7 @@ export default fp(async function docsPlugin (app) {
     },
     // Swagger UI's Authorize then obtains a token from the provider (client credentials).
     ...(oidc !== undefined && {
-      [OPENID_CONNECT]: {
+      openIdConnect: {
         type: 'openIdConnect' as const,
         openIdConnectUrl: `${oidc.issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`,
         description: `JWT access tokens of ${oidc.issuer} for the audience ${oidc.audience}, with the scopes in \`scope\` or \`scp\`: ${scopeList}.`

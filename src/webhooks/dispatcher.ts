@@ -27,8 +27,10 @@ export const HEARTBEAT_INTERVAL_MS = 3_000
 export const DEFAULT_BUSY_INTERVAL_MS = 100
 /** An answer this fast earns its subscription one more attempt in flight: see #allowance. */
 export const DEFAULT_FAST_ATTEMPT_MS = 100
-/** A test event waits this long at most for its turn in the busy pace; longer is a 503 with Retry-After. */
-const TEST_PACE_WAIT_MS = 1000
+/** A test event waits this long at most for a free slot and its turn in the pace; longer is a 503 with Retry-After. */
+const TEST_WAIT_MS = 1000
+/** How often a waiting test event looks for a free slot. */
+const TEST_SLOT_POLL_MS = 20
 /** Completions written in one round trip at most: bounds a statement's size. */
 const COMPLETION_BATCH = 100
 
@@ -542,16 +544,17 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
    * and pace; resolves with the outcome. With no slot free now it is refused (`webhook-busy`), never queued.
    */
   async sendTest (target: TestTarget): Promise<TestAttempt> {
-    const deadline = performance.now() + TEST_PACE_WAIT_MS
-    let busy = this.#apiBusy?.() === true
-    for (let wait = this.#paceWait(busy); wait > 0; wait = this.#paceWait(busy)) {
-      if (performance.now() + wait > deadline) throw webhookBusy(Math.ceil(wait / 1000))
+    const deadline = performance.now() + TEST_WAIT_MS
+    for (;;) {
+      const busy = this.#apiBusy?.() === true
+      const pace = this.#paceWait(busy)
+      const free = this.#free(busy) > 0 && (this.#perSubscriptionInFlight.get(target.id) ?? 0) < this.#allowed(target.id) &&
+        (this.#perOwnerInFlight.get(target.owner) ?? 0) < this.#perOwner
+      if (pace <= 0 && free) break
+      // A slot frees within an attempt's time: looked at again shortly. The pace says when.
+      const wait = pace > 0 ? pace : TEST_SLOT_POLL_MS
+      if (performance.now() + wait > deadline) throw webhookBusy(Math.max(1, Math.ceil(pace / 1000)))
       await sleep(wait)
-      busy = this.#apiBusy?.() === true
-    }
-    if (this.#free(busy) <= 0 || (this.#perSubscriptionInFlight.get(target.id) ?? 0) >= this.#allowed(target.id) ||
-        (this.#perOwnerInFlight.get(target.owner) ?? 0) >= this.#perOwner) {
-      throw webhookBusy(1)
     }
     return await this.#hold(target.id, target.owner, async () => await this.#sendTest(target))
   }

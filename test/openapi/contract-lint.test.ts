@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { checkOpenApiDocument } from '../../scripts/openapi-lint.js'
 import { servedOpenApiDocument } from '../../scripts/openapi-document.js'
+import { buildTestApp } from '../helpers/app.js'
 
 type JsonObject = Record<string, unknown>
 const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -19,6 +20,11 @@ function operations (document: JsonObject): Array<{ where: string, path: string,
 
 test('the served document is valid OpenAPI 3.1 and passes the committed Redocly rules with zero problems', async () => {
   assert.deepEqual(await checkOpenApiDocument(await servedOpenApiDocument()), [])
+})
+
+test('with OIDC_ISSUER (an openIdConnect scheme too) the document passes the same lint with zero problems', async (t) => {
+  const app = await buildTestApp(t, { OIDC_ISSUER: 'https://login.example.com/realms/plants', OIDC_AUDIENCE: 'https://plants.example.com' })
+  assert.deepEqual(await checkOpenApiDocument((await app.inject({ url: '/openapi.json' })).json()), [])
 })
 
 test('the lint catches a missing summary, a missing example and an unknown tag', async () => {

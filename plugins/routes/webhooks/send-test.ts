@@ -14,7 +14,7 @@ const testWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
       description: 'Sends a `webhook.test` event (`{ type, timestamp, data: { subscriptionId } }`), signed like any delivery ' +
         '(with the current secret and every replaced one still honoured), to its URL now, whether it is enabled or not, and ' +
         'answers with the attempt\'s outcome once it is over (at most WEBHOOK_TIMEOUT_MS). Nothing is stored or retried. ' +
-        'It takes a delivery slot and keeps the deliveries\' pace: with none free, or its turn more than a second away, a 503 with Retry-After.',
+        'It takes a delivery slot and keeps the deliveries\' pace: with none free within a second, a 503 with Retry-After.',
       tags: ['webhooks'],
       params: WebhookParamsSchema,
       response: {

@@ -64,7 +64,7 @@ test('test: signed like a delivery, with every secret still honoured: after two 
   assert.equal(String(request.headers['webhook-signature']).split(' ').length, 3)
 })
 
-test('test: sends take the delivery slots (WEBHOOK_SUBSCRIPTION_CONCURRENCY): with none free, 503 + Retry-After, no connection', async (t) => {
+test('test: sends take the delivery slots (WEBHOOK_SUBSCRIPTION_CONCURRENCY): with none free within a second, 503 + Retry-After, no connection', async (t) => {
   const receiver = await startReceiver(t)
   const app = await buildWebhooksApp(t, { WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_CONCURRENCY: '10', WEBHOOK_SUBSCRIPTION_CONCURRENCY: '2' },
     { webhookLoad: { utilization: () => 0 } })
