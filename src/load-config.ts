@@ -44,6 +44,7 @@ export const EnvSchema = Type.Object({
   DATABASE_URL: Type.String({ minLength: 1, default: 'data/plants.db', description: 'A SQLite file path (its folder is created) or `:memory:`; a `postgres://` or `postgresql://` URL selects PostgreSQL, with `?schema=name` for a schema of its own (see docs/scaling.md).' }),
   API_TOKENS: Type.Optional(Type.String({ description: 'Accepted bearer tokens, comma-separated, each with every scope. With no token configured and no `OIDC_ISSUER`, one is made up for the run and printed once; set but holding no token (only commas) stops the start.' })),
   API_TOKENS_FILE: Type.Optional(Type.String({ minLength: 1, description: 'A file of accepted bearer tokens (combined with `API_TOKENS`): a plain token a line (every scope), or a named entry `<name> <scopes> sha256:<digest>` (see docs/configuration.md). A file without a token, or with a plain token that is also a named entry, stops the start.' })),
+  DATABASE_DIRECT_URL: Type.Optional(Type.String({ minLength: 1, description: 'PostgreSQL: a `postgres://` URL of the same database that reaches PostgreSQL itself, when DATABASE_URL is a transaction pooler (PgBouncer); used for migrations and LISTEN (without it the webhook dispatcher polls). See docs/scaling.md.' })),
   PG_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL: the most connections one instance opens; N instances open up to N times this.' }),
   PG_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000, description: 'PostgreSQL: how long a request waits for a connection before it is answered 503.' }),
   PG_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000, description: 'PostgreSQL: the longest a statement may run or wait for a lock before the request is answered 503.' }),
@@ -158,6 +159,8 @@ export interface Config {
   port: number
   host: string
   databaseUrl: string
+  /** DATABASE_DIRECT_URL: PostgreSQL itself when databaseUrl is a transaction pooler (migrations, LISTEN). */
+  databaseDirectUrl?: string
   pgPoolMax: number
   pgConnectTimeoutMs: number
   pgStatementTimeoutMs: number
@@ -285,6 +288,9 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
       throw new ConfigError(`invalid configuration: ${(err as Error).message}`)
     }
   }
+  if (parsed.DATABASE_DIRECT_URL !== undefined && (!isPostgresUrl(parsed.DATABASE_URL) || !isPostgresUrl(parsed.DATABASE_DIRECT_URL))) {
+    throw new ConfigError('invalid configuration: DATABASE_DIRECT_URL must be a postgres:// URL, and DATABASE_URL one too')
+  }
 
   const file = readTokensFile(parsed.API_TOKENS_FILE)
   const tokens = [...splitTokens(parsed.API_TOKENS, ',', 'API_TOKENS'), ...file.plain]
@@ -309,6 +315,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     port: parsed.PORT,
     host: parsed.HOST,
     databaseUrl: parsed.DATABASE_URL,
+    ...(parsed.DATABASE_DIRECT_URL !== undefined && { databaseDirectUrl: parsed.DATABASE_DIRECT_URL }),
     pgPoolMax: parsed.PG_POOL_MAX,
     pgConnectTimeoutMs: parsed.PG_CONNECT_TIMEOUT_MS,
     pgStatementTimeoutMs: parsed.PG_STATEMENT_TIMEOUT_MS,

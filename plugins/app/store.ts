@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import { StoreOpenError } from '../../src/errors.js'
 import { instrumentStore, type OperationObserver } from '../../src/store/instrumented.js'
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
@@ -17,13 +18,14 @@ export function instrumented (app: FastifyInstance, store: Store): Store {
   return instrumentStore(store, observers)
 }
 
-/** Opens the store named by DATABASE_URL; with metrics or tracing off the routes get the bare store. */
-export default fp(async function storePlugin (app) {
-  const { config, metrics } = app
-  const store = isPostgresUrl(config.databaseUrl)
+/** The PostgreSQL store; a start it cannot make is logged with the server's reason before it stops the process. */
+async function openPostgres (app: FastifyInstance): Promise<Store> {
+  const { config } = app
+  try {
     // Loaded only when used: see docs/performance.md#what-the-measurements-decided.
-    ? await (await import('../../src/store/postgres/postgres-store.js')).createPostgresStore({
+    return await (await import('../../src/store/postgres/postgres-store.js')).createPostgresStore({
       url: config.databaseUrl,
+      ...(config.databaseDirectUrl !== undefined && { directUrl: config.databaseDirectUrl }),
       poolMax: config.pgPoolMax,
       connectTimeoutMs: config.pgConnectTimeoutMs,
       statementTimeoutMs: config.pgStatementTimeoutMs,
@@ -35,6 +37,17 @@ export default fp(async function storePlugin (app) {
         }
       }
     })
+  } catch (err) {
+    if (err instanceof StoreOpenError) app.log.error({ err: { message: err.message, code: (err.cause as { code?: unknown } | undefined)?.code } }, 'cannot use the PostgreSQL database')
+    throw err
+  }
+}
+
+/** Opens the store named by DATABASE_URL; with metrics or tracing off the routes get the bare store. */
+export default fp(async function storePlugin (app) {
+  const { config, metrics } = app
+  const store = isPostgresUrl(config.databaseUrl)
+    ? await openPostgres(app)
     : createSqliteStore({
       filename: config.databaseUrl,
       synchronous: config.sqliteSynchronous,

@@ -1,6 +1,6 @@
 import pg from 'pg'
 import { sha256 } from '../digest.js'
-import { inTransaction, isConnectionError, parsePostgresUrl, postgresFailure, statementBounds, survivingDisconnects, withServerSettings } from '../store/postgres/connection.js'
+import { inTransaction, isConnectionError, parsePostgresUrl, postgresFailure, queryTimeout, settledPool, survivingDisconnects } from '../store/postgres/connection.js'
 import { migrations } from '../store/postgres/migrations.js'
 import { createPostgresStore, isCurrentVersion, migrationLock, MIGRATIONS_TABLE } from '../store/postgres/postgres-store.js'
 import { pgTypes } from '../store/postgres/types.js'
@@ -21,44 +21,6 @@ const SHARED_CONNECTION_USES = 2000
 
 /** New schemas made at once: their DDL is PostgreSQL's CPU, and more would only hold pooled connections requests need. */
 const CREATIONS_AT_ONCE = 2
-
-const SEARCH_PATH = Symbol('search path')
-type SharedClient = pg.PoolClient & { [SEARCH_PATH]?: string }
-
-/**
- * A tenant's view of a shared pool: a connection last used by another tenant is set to this one's
- * schema first, or dropped if that fails. PostgreSQL parses prepared statements again when search_path changes.
- */
-function schemaPool (shared: pg.Pool, schema: string): pg.Pool {
-  const connect = async (): Promise<pg.PoolClient> => {
-    const client: SharedClient = await shared.connect()
-    if (client[SEARCH_PATH] !== schema) {
-      delete client[SEARCH_PATH]
-      try {
-        await client.query(`SET search_path TO ${schema}`)
-      } catch (err) {
-        client.release(err instanceof Error ? err : true)
-        throw err
-      }
-      client[SEARCH_PATH] = schema
-    }
-    return client
-  }
-  const query = async (...args: unknown[]): Promise<unknown> => {
-    const client = await connect()
-    let broken: Error | undefined
-    try {
-      return await (client.query as (...values: unknown[]) => Promise<unknown>).apply(client, args)
-    } catch (err) {
-      if (isConnectionError(err)) broken = err as Error
-      throw err
-    } finally {
-      client.release(broken)
-    }
-  }
-  const view = { connect, query, end: async () => {}, on: () => view }
-  return view as unknown as pg.Pool
-}
 
 /** A new tenant's schema in one round trip: every migration, one transaction, under the migrator's lock. */
 function createSchemaSql (schema: string): string {
@@ -90,13 +52,14 @@ const REGISTRY = `CREATE TABLE IF NOT EXISTS sandbox_tenants (
  */
 export async function createPostgresTenants (options: PostgresTenantOptions): Promise<TenantBackend> {
   const target = parsePostgresUrl(options.url)
-  const pool = survivingDisconnects(new pg.Pool({
+  const statementTimeoutMs = options.statementTimeoutMs ?? 5000
+  const pool = settledPool(survivingDisconnects(new pg.Pool({
     connectionString: target.connectionString,
     application_name: 'plant-store sandbox',
     max: 4,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-    ...statementBounds(options.statementTimeoutMs ?? 5000)
-  }), options.onIdleError)
+    ...queryTimeout(statementTimeoutMs)
+  }), options.onIdleError), { schema: target.schema, statementTimeoutMs })
   try {
     await inTransaction(pool, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 34))', [`plant-store sandbox ${target.schema ?? ''}`])
@@ -108,19 +71,19 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
     await pool.end()
     throw err
   }
-  const sharedPool = (connectionString: string): pg.Pool => {
+  const sharedPool = (): pg.Pool => {
     return survivingDisconnects(new pg.Pool({
-      connectionString,
+      connectionString: target.connectionString,
       application_name: 'plant-store sandbox',
       max: options.poolMax ?? 10,
       maxUses: SHARED_CONNECTION_USES,
       connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-      ...statementBounds(options.statementTimeoutMs ?? 5000),
+      ...queryTimeout(statementTimeoutMs),
       types: pgTypes
     }), options.onIdleError)
   }
-  const shared = sharedPool(target.connectionString)
-  const bookkeeping = sharedPool(withServerSettings(target.connectionString, { synchronous_commit: 'off' }))
+  const shared = sharedPool()
+  const bookkeeping = sharedPool()
   const schemaOf = (key: string): string => tenantSchema(target.schema, key)
   const creations = inTurn(CREATIONS_AT_ONCE)
   const tenantUrl = (key: string): string => {
@@ -142,7 +105,12 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
       const current = created ? await creations.run(async () => await createSchema(schema)) : await schemaIsCurrent(schema)
       const store = await createPostgresStore({
         url: tenantUrl(key),
-        pools: { pool: schemaPool(shared, schema), bookkeeping: schemaPool(bookkeeping, schema) },
+        // The tenant's schema is each transaction's search_path: a pooled connection keeps no
+        // tenant's setting for the next one (nor does a transaction pooler's).
+        pools: {
+          pool: settledPool(shared, { schema, statementTimeoutMs }),
+          bookkeeping: settledPool(bookkeeping, { schema, statementTimeoutMs, asynchronousCommit: true })
+        },
         listen: false,
         ...(current && { migrate: false }),
         ...(options.connectTimeoutMs !== undefined && { connectTimeoutMs: options.connectTimeoutMs }),

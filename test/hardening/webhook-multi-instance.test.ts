@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { performance } from 'node:perf_hooks'
 import { test } from 'node:test'
 import { median } from '../../bench/measure.js'
-import { scratchDatabaseUrl, TEST_DATABASE_URL } from '../helpers/postgres.js'
+import { directUrl, scratchDatabaseUrl, TEST_DATABASE_URL } from '../helpers/postgres.js'
 import { startServer } from '../helpers/server-process.js'
 import { startReceiver, until, verifyWebhook } from '../helpers/webhook-receiver.js'
 import { callOk, subscribe, type EventBody } from '../helpers/webhook-http.js'
@@ -10,7 +10,7 @@ import { callOk, subscribe, type EventBody } from '../helpers/webhook-http.js'
 test('two instances on one PostgreSQL database: every event delivered, none twice (prints latency)', { skip: TEST_DATABASE_URL === undefined && 'TEST_DATABASE_URL is not set', timeout: 120_000 }, async (t) => {
   const { url } = scratchDatabaseUrl(t)
   // The default poll (1 s) on purpose: deliveries start on NOTIFY, not on the poll.
-  const env = { DATABASE_URL: url, PG_POOL_MAX: '4', WEBHOOK_ALLOW_PRIVATE_URLS: '1', LOG_LEVEL: 'info' }
+  const env = { DATABASE_URL: url, DATABASE_DIRECT_URL: directUrl(url), PG_POOL_MAX: '4', WEBHOOK_ALLOW_PRIVATE_URLS: '1', LOG_LEVEL: 'info' }
   const [a, b] = await Promise.all([startServer(t, { env }), startServer(t, { env })])
   const receiver = await startReceiver(t)
   const arrivals = new Map<number, number>() // plant id → when its event arrived

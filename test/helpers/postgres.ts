@@ -12,9 +12,12 @@ export function withSchema (base: string, schema: string): string {
   return url.toString()
 }
 
-/** One statement on a short-lived admin connection, apart from the app's pool. */
+/**
+ * One statement on a short-lived admin connection to the server itself (never through a pooler,
+ * whose server connections carry the application_name of whichever client used them last).
+ */
 export async function adminQuery<R extends pg.QueryResultRow = pg.QueryResultRow> (text: string, values: unknown[] = []): Promise<R[]> {
-  const client = new pg.Client({ connectionString: requireTestDatabaseUrl() })
+  const client = new pg.Client({ connectionString: directUrl(requireTestDatabaseUrl()) })
   await client.connect()
   try {
     return (await client.query<R>(text, values)).rows
@@ -66,7 +69,7 @@ export function withApplicationName (url: string, name: string): string {
 /** Ends every session of this application_name from an admin connection; returns how many. */
 export async function terminateSessions (applicationName: string): Promise<number> {
   const rows = await adminQuery<{ terminated: boolean }>(
-    'SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity WHERE application_name = $1', [applicationName])
+    'SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()', [applicationName])
   return rows.filter((row) => row.terminated).length
 }
 
@@ -89,4 +92,19 @@ export async function terminateDatabaseSessions (name: string): Promise<number> 
   const rows = await adminQuery<{ terminated: boolean }>(
     'SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name])
   return rows.filter((row) => row.terminated).length
+}
+
+/**
+ * PostgreSQL itself, for what needs a session of its own (LISTEN), when TEST_DATABASE_URL is a
+ * transaction pooler in front of it (.ci/pooled-tests); unset, TEST_DATABASE_URL is that server.
+ */
+export const TEST_DATABASE_DIRECT_URL = process.env.TEST_DATABASE_DIRECT_URL ?? TEST_DATABASE_URL
+
+/** `url` (on TEST_DATABASE_URL's server: its database, schema, application name) reached directly. */
+export function directUrl (url: string): string {
+  if (TEST_DATABASE_DIRECT_URL === undefined) throw new Error('TEST_DATABASE_URL is not set')
+  const direct = new URL(TEST_DATABASE_DIRECT_URL)
+  const parsed = new URL(url)
+  parsed.host = direct.host
+  return parsed.toString()
 }

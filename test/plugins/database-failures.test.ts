@@ -14,6 +14,7 @@ import { FILE_CHECK_INTERVAL_MS } from '../../src/store/sqlite/failures.js'
 import { AUTH, buildTestApp, TOKEN } from '../helpers/app.js'
 import { limitFileSize, smallDisk } from '../helpers/faults.js'
 import { assertError, createPlant } from '../helpers/plants.js'
+import { until } from '../helpers/webhook-receiver.js'
 import {
   adminQuery, scratchDatabase, scratchDatabaseUrl, terminateDatabaseSessions, TEST_DATABASE_URL, withSchema
 } from '../helpers/postgres.js'
@@ -147,6 +148,8 @@ if (TEST_DATABASE_URL !== undefined) {
       assertUnavailable(await app.inject({ url: '/health' }), 'The database does not answer')
 
       await adminQuery(`ALTER DATABASE ${database.name} ALLOW_CONNECTIONS true`)
+      // A pooler in front (.ci/run's pooled pass) tries a refused login again only after its server_login_retry.
+      await until('the database answers again', async () => (await app.inject({ url: '/health' })).statusCode === 200, 30_000)
       assert.deepEqual((await app.inject({ url: '/health' })).json(), { status: 'ok' })
       assert.equal((await app.inject(post('after'))).statusCode, 201)
       assert.equal((await app.inject({ url: '/plants', headers: AUTH })).json<unknown[]>().length, 2, 'the refused creates left nothing')

@@ -54,6 +54,8 @@ test('a bad value stops the start with a message that names the variable', () =>
     [{ DATABASE_URL: 'postgres://db.example/plants?schema=Bad-Name' }, /DATABASE_URL schema must be a lower-case SQL name/],
     [{ DATABASE_URL: 'postgres://db.example/plants?schema=pg_catalog' }, /DATABASE_URL schema pg_catalog is PostgreSQL's own \(pg_… and information_schema are reserved\): choose another name$/],
     [{ DATABASE_URL: 'postgres://db.example/plants?schema=information_schema' }, /DATABASE_URL schema information_schema is PostgreSQL's own/],
+    [{ DATABASE_URL: 'data/plants.db', DATABASE_DIRECT_URL: 'postgres://db.example/plants' }, /DATABASE_DIRECT_URL must be a postgres:\/\/ URL, and DATABASE_URL one too$/],
+    [{ DATABASE_URL: 'postgres://pooler.example/plants', DATABASE_DIRECT_URL: 'db.example' }, /DATABASE_DIRECT_URL must be a postgres:\/\/ URL/],
     [{ DATABASE_URL: 'postgres://[broken' }, /DATABASE_URL is not a valid postgres:\/\/ URL/],
     [{ BODY_LIMIT: '0' }, /BODY_LIMIT must be >= 1/],
     [{ RATE_LIMIT_MAX: '-1' }, /RATE_LIMIT_MAX must be >= 0/],
@@ -62,6 +64,12 @@ test('a bad value stops the start with a message that names the variable', () =>
     [{ HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '1000' }, /HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS/]
   ]
   assertConfigRefused(cases)
+})
+
+test('DATABASE_DIRECT_URL: PostgreSQL itself beside a pooler\'s DATABASE_URL', () => {
+  const config = loadConfig({ API_TOKENS: TOKEN, DATABASE_URL: 'postgres://app@pooler.example:6432/plants', DATABASE_DIRECT_URL: 'postgres://app@db.example/plants' })
+  assert.equal(config.databaseDirectUrl, 'postgres://app@db.example/plants')
+  assert.equal(loadConfig({ API_TOKENS: TOKEN, DATABASE_URL: 'postgres://app@db.example/plants' }).databaseDirectUrl, undefined)
 })
 
 test('an empty value is unset, for every setting: its default applies', () => {

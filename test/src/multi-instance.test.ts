@@ -106,9 +106,14 @@ test('an instance that cannot reach PostgreSQL at start-up exits 1 with a clear 
   await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
   const { port } = probe.address() as AddressInfo
   await new Promise<void>((resolve) => probe.close(() => resolve()))
-  const { code, stdout, stderr } = await expectStartFailure({ env: { PG_STARTUP_TIMEOUT_MS: '0', DATABASE_URL: `postgres://postgres:s3cret-pw@127.0.0.1:${port}/test` } })
+  const { code, stdout, stderr } = await expectStartFailure({ env: { LOG_LEVEL: 'warn', PG_STARTUP_TIMEOUT_MS: '0', DATABASE_URL: `postgres://postgres:s3cret-pw@127.0.0.1:${port}/test` } })
   const output = stdout + stderr
   assert.equal(code, 1)
-  assert.equal(fatalMessage(stderr), `could not start: connect ECONNREFUSED 127.0.0.1:${port}`)
+  const reason = `connect ECONNREFUSED 127\\.0\\.0\\.1:${port}; nothing listens there: start PostgreSQL \\(or its pooler\\), or correct the host and port in DATABASE_URL`
+  assert.match(fatalMessage(stderr), new RegExp(`^cannot use the PostgreSQL database: ${reason}; nothing was changed$`))
+  // The log says it too, as its one line.
+  const lines = stdout.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as { msg: string, err?: { message: string, code?: string } })
+  assert.deepEqual(lines.map((line) => [line.msg, line.err?.code]), [['cannot use the PostgreSQL database', 'ECONNREFUSED']])
+  assert.match(lines[0]?.err?.message ?? '', new RegExp(`^${reason}$`))
   assert.doesNotMatch(output, /s3cret-pw/)
 })

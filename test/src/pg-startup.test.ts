@@ -6,7 +6,8 @@ import { runCheck } from '../../src/commands.js'
 import { StoreOpenError } from '../../src/errors.js'
 import { loadConfig } from '../../src/load-config.js'
 import { TOKEN } from '../helpers/app.js'
-import { scratchDatabaseUrl, TEST_DATABASE_URL } from '../helpers/postgres.js'
+import { startPgbouncer } from '../helpers/pgbouncer.js'
+import { directUrl, scratchDatabaseUrl, TEST_DATABASE_URL } from '../helpers/postgres.js'
 import { expectStartFailure, fatalMessage } from '../helpers/server-process.js'
 import { startTcpProxy } from '../helpers/tcp-proxy.js'
 
@@ -57,7 +58,7 @@ if (TEST_DATABASE_URL !== undefined) {
       buildApp(loadConfig({ DATABASE_URL: through(databaseUrl, proxy.port), API_TOKENS: TOKEN, LOG_LEVEL: 'silent', PG_STARTUP_TIMEOUT_MS: '1000' })),
       (err: unknown) => {
         assert.ok(err instanceof StoreOpenError)
-        assert.match(err.message, /^the database could not be reached within PG_STARTUP_TIMEOUT_MS \(1000 ms, \d+ attempts\): connect ECONNREFUSED 127\.0\.0\.1:\d+$/)
+        assert.match(err.message, /^the database could not be reached within PG_STARTUP_TIMEOUT_MS \(1000 ms, \d+ attempts\): connect ECONNREFUSED 127\.0\.0\.1:\d+; nothing listens there: start PostgreSQL \(or its pooler\), or correct the host and port in DATABASE_URL$/)
         return true
       })
     assert.ok(Date.now() - started >= 1000)
@@ -74,10 +75,10 @@ if (TEST_DATABASE_URL !== undefined) {
     const retries = stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Line)
       .filter((line) => line.msg === 'the database cannot be reached yet; retrying')
     assert.deepEqual(retries.slice(0, 3).map((line) => line.delayMs), [200, 400, 800])
-    assert.match(fatalMessage(stderr), /^cannot use the PostgreSQL database: the database could not be reached within PG_STARTUP_TIMEOUT_MS \(1500 ms, \d+ attempts\): connect ECONNREFUSED 127\.0\.0\.1:\d+; nothing was changed$/)
+    assert.match(fatalMessage(stderr), /^cannot use the PostgreSQL database: the database could not be reached within PG_STARTUP_TIMEOUT_MS \(1500 ms, \d+ attempts\): connect ECONNREFUSED 127\.0\.0\.1:\d+; nothing listens there: start PostgreSQL \(or its pooler\), or correct the host and port in DATABASE_URL; nothing was changed$/)
   })
 
-  test('a failure that waiting cannot fix (no such database) is not retried', { timeout: 30_000 }, async () => {
+  test('a failure that waiting cannot fix (no such database) is not retried, and says what to do', { timeout: 30_000 }, async () => {
     const missing = new URL(databaseUrl)
     missing.pathname = '/plant_store_no_such_database'
     let log = ''
@@ -85,8 +86,13 @@ if (TEST_DATABASE_URL !== undefined) {
       buildApp(loadConfig({ DATABASE_URL: missing.toString(), API_TOKENS: TOKEN, LOG_LEVEL: 'warn', PG_STARTUP_TIMEOUT_MS: '30000' }), {
         logStream: { write: (line: string) => { log += line } }
       }),
-      { code: '3D000' })
-    assert.equal(log, '')
+      (err: unknown) => {
+        assert.ok(err instanceof StoreOpenError)
+        assert.equal(err.message, 'the server refused: database "plant_store_no_such_database" does not exist (3D000); ' +
+          'create that database (createdb) or correct its name in DATABASE_URL')
+        return true
+      })
+    assert.doesNotMatch(log, /cannot be reached yet/)
   })
 
   test('plant-store check on PostgreSQL: 0 when it answers, 1 with the reason (and no password) when not', { timeout: 30_000 }, async (t) => {
@@ -114,5 +120,45 @@ if (TEST_DATABASE_URL !== undefined) {
     assert.equal(await runCheck({ DATABASE_URL: unreachable.toString(), API_TOKENS: TOKEN, PG_CONNECT_TIMEOUT_MS: '1000' }, output), 1)
     assert.match(err, /^plant-store check: the PostgreSQL database postgres(ql)?:\/\/127\.0\.0\.1:\d+\/\w+(?: \(schema \w+\))?: it does not answer \(ECONNREFUSED: connect ECONNREFUSED 127\.0\.0\.1:\d+\)\nplant-store check: failed: PostgreSQL\n$/)
     assert.doesNotMatch(err, /s3cret-pw/)
+  })
+
+  /** The real server's exit: its stderr line, and its log's lines (JSON on stdout), which must agree. */
+  async function startFailureOf (env: Record<string, string>): Promise<{ stderr: string, logged: Array<{ msg: string, err?: { message?: string, code?: string } }>, all: string }> {
+    const { code, stdout, stderr } = await expectStartFailure({ env: { LOG_LEVEL: 'warn', PG_STARTUP_TIMEOUT_MS: '20000', ...env } })
+    assert.equal(code, 1)
+    const logged = stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { msg: string })
+    return { stderr, logged, all: stdout + stderr }
+  }
+
+  test('the real server behind a pooler that refuses a startup parameter: exits at once with the pooler\'s reason and what to do', { timeout: 60_000 }, async (t) => {
+    const pooler = await startPgbouncer({ backend: directUrl(databaseUrl), poolMode: 'transaction' }, t)
+    const url = new URL(pooler.url(databaseUrl))
+    url.searchParams.set('options', '-c search_path=elsewhere')
+    url.password = 's3cret-pw'
+    const reason = 'the server refused: unsupported startup parameter: options (08P01); take that parameter out of DATABASE_URL: ' +
+      'a transaction pooler (PgBouncer) accepts almost none (see docs/scaling.md)'
+    const { stderr, logged, all } = await startFailureOf({ DATABASE_URL: url.toString() })
+    assert.equal(fatalMessage(stderr), `cannot use the PostgreSQL database: ${reason}; nothing was changed`)
+    // Not waited for: no retry was logged, only the failure.
+    assert.deepEqual(logged.map((line) => [line.msg, line.err?.message, line.err?.code]), [['cannot use the PostgreSQL database', reason, '08P01']])
+    assert.doesNotMatch(all, /s3cret-pw/)
+  })
+
+  test('the real server with a role that does not exist: exits with PostgreSQL\'s reason, never the password', { timeout: 60_000 }, async () => {
+    const url = new URL(databaseUrl)
+    url.username = 'plant_store_no_such_role'
+    url.password = 's3cret-pw'
+    const { stderr, logged, all } = await startFailureOf({ DATABASE_URL: url.toString() })
+    assert.match(fatalMessage(stderr), /^cannot use the PostgreSQL database: the server refused: (role "plant_store_no_such_role" does not exist \(28000\)|password authentication failed for user "plant_store_no_such_role" \(28P01\)); check the user name/)
+    assert.deepEqual(logged.map((line) => line.msg), ['cannot use the PostgreSQL database'])
+    assert.doesNotMatch(all, /s3cret-pw/)
+  })
+
+  test('the real server on a database that does not exist: exits with PostgreSQL\'s reason and what to do', { timeout: 60_000 }, async () => {
+    const url = new URL(databaseUrl)
+    url.pathname = '/plant_store_no_such_database'
+    const { stderr } = await startFailureOf({ DATABASE_URL: url.toString() })
+    assert.equal(fatalMessage(stderr), 'cannot use the PostgreSQL database: the server refused: database "plant_store_no_such_database" does not exist (3D000); ' +
+      'create that database (createdb) or correct its name in DATABASE_URL; nothing was changed')
   })
 }

@@ -15,9 +15,11 @@ export async function checkPostgres (url: string, connectTimeoutMs: number): Pro
   client.on('error', () => {})
   try {
     await client.connect()
-    const { rows: [table] } = await client.query<{ name: string | null }>("SELECT to_regclass('plant_store_migrations')::text AS name")
-    if (table?.name === null || table === undefined) return undefined
-    const { rows: [row] } = await client.query<{ version: number | null }>('SELECT max(version) AS version FROM plant_store_migrations')
+    // Schema-qualified, not a search_path: that would be a session setting (see connection.ts).
+    const table = target.schema === undefined ? 'plant_store_migrations' : `${target.schema}.plant_store_migrations`
+    const { rows: [found] } = await client.query<{ name: string | null }>('SELECT to_regclass($1)::text AS name', [table])
+    if (found?.name === null || found === undefined) return undefined
+    const { rows: [row] } = await client.query<{ version: number | null }>(`SELECT max(version) AS version FROM ${table}`)
     const version = row?.version ?? 0
     return version > migrations.length ? newerSchemaProblem(version, migrations.length) : undefined
   } catch (err) {

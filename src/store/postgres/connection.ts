@@ -7,12 +7,12 @@ export function isPostgresUrl (url: string): boolean {
 }
 
 export interface PostgresTarget {
-  /** The `schema` parameter becomes a `search_path` option. */
+  /** The URL without `schema`: every parameter left is one the driver (or a pooler) understands. */
   connectionString: string
   schema?: string
 }
 
-/** Needs no quoting anywhere: in SQL and in `-c search_path=`. */
+/** Needs no quoting anywhere in SQL. */
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
 
 /** A `?schema=name` parameter lets several services (or test runs) share one database. */
@@ -33,7 +33,7 @@ export function parsePostgresUrl (url: string): PostgresTarget {
     throw new Error(`DATABASE_URL schema ${schema} is PostgreSQL's own (pg_… and information_schema are reserved): choose another name`)
   }
   parsed.searchParams.delete('schema')
-  return { connectionString: withServerSettings(parsed.toString(), { search_path: schema }), schema }
+  return { connectionString: parsed.toString(), schema }
 }
 
 /**
@@ -51,24 +51,59 @@ export function postgresName (url: string): string {
   }
 }
 
-/** In the URL, not the driver's `options` setting: a URL's `options` would replace that setting whole. */
-export function withServerSettings (connectionString: string, settings: Readonly<Record<string, string | number>>): string {
-  const parsed = new URL(connectionString)
-  const added = Object.entries(settings).map(([name, value]) => `-c ${name}=${value}`)
-  const options = parsed.searchParams.get('options')
-  parsed.searchParams.set('options', [...(options === null ? [] : [options]), ...added].join(' '))
-  return parsed.toString()
+/**
+ * What each transaction of a pool sets for itself (`set_config(…, true)`, gone at its end): never
+ * a startup parameter or a session setting, which a transaction pooler (PgBouncer's
+ * pool_mode = transaction) refuses or hands on to other clients.
+ */
+export interface TransactionSettings {
+  /** search_path */
+  schema?: string | undefined
+  /** statement_timeout and lock_timeout */
+  statementTimeoutMs?: number | undefined
+  /** synchronous_commit = off: a crash may lose the last commits (dispatcher bookkeeping only). */
+  asynchronousCommit?: boolean
+}
+
+/** How a transaction on a pool begins: BEGIN and its settings in one round trip (simple protocol). */
+const OPENINGS = new WeakMap<pg.Pool, string>()
+
+/** The values are a checked schema name (SCHEMA_NAME), integers and `off`: nothing to quote. */
+function opening ({ schema, statementTimeoutMs, asynchronousCommit }: TransactionSettings): string {
+  const settings: Array<[string, string]> = [
+    ...(schema === undefined ? [] : [['search_path', schema]] as Array<[string, string]>),
+    ...(statementTimeoutMs === undefined ? [] : [['statement_timeout', String(statementTimeoutMs)], ['lock_timeout', String(statementTimeoutMs)]] as Array<[string, string]>),
+    ...(asynchronousCommit === true ? [['synchronous_commit', 'off']] as Array<[string, string]> : [])
+  ]
+  if (settings.length === 0) return 'BEGIN'
+  return `BEGIN; SELECT ${settings.map(([name, value]) => `set_config('${name}', '${value}', true)`).join(', ')}`
+}
+
+/**
+ * `pool` whose transactions (inTransaction) carry `settings`. A lone statement runs as it is, one
+ * round trip, bounded by the driver's query_timeout; with a schema it runs in a transaction of its
+ * own (three round trips), as its table names resolve through search_path.
+ */
+export function settledPool (pool: pg.Pool, settings: TransactionSettings): pg.Pool {
+  const query = settings.schema === undefined
+    ? pool.query.bind(pool)
+    : async (...args: unknown[]): Promise<unknown> => await inTransaction(view, async (client) =>
+      await (client.query as (...values: unknown[]) => Promise<unknown>).apply(client, args))
+  const view = {
+    connect: async () => await pool.connect(),
+    query,
+    end: async () => { await pool.end() },
+    on: (...args: Parameters<pg.Pool['on']>) => { pool.on(...args); return view }
+  } as unknown as pg.Pool
+  OPENINGS.set(view, opening(settings))
+  return view
 }
 
 const QUERY_TIMEOUT_MARGIN_MS = 1000
 
-/** Bounded in the driver too: a network that goes silent would otherwise hold a caller until TCP gives up. */
-export function statementBounds (statementTimeoutMs: number): Pick<pg.PoolConfig, 'statement_timeout' | 'lock_timeout' | 'query_timeout'> {
-  return {
-    statement_timeout: statementTimeoutMs,
-    lock_timeout: statementTimeoutMs,
-    query_timeout: statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS
-  }
+/** Bounded in the driver: a network that goes silent would otherwise hold a caller until TCP gives up. */
+export function queryTimeout (statementTimeoutMs: number): Pick<pg.PoolConfig, 'query_timeout'> {
+  return { query_timeout: statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS }
 }
 
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'])
@@ -121,7 +156,7 @@ export async function inTransaction<T> (pool: pg.Pool, fn: (client: pg.PoolClien
   const client = await pool.connect()
   let broken: Error | undefined
   try {
-    await client.query('BEGIN')
+    await client.query(OPENINGS.get(pool) ?? 'BEGIN')
     const result = await fn(client)
     await client.query('COMMIT')
     return result

@@ -2,7 +2,7 @@ import pg from 'pg'
 import { pgTypes } from './types.js'
 import { StoreOpenError } from '../../errors.js'
 import { newerSchemaProblem, type Store } from '../store.js'
-import { parsePostgresUrl, postgresFailure, statementBounds, survivingDisconnects, type PostgresTarget } from './connection.js'
+import { parsePostgresUrl, postgresFailure, queryTimeout, settledPool, survivingDisconnects, type PostgresTarget } from './connection.js'
 import { migrations } from './migrations.js'
 import { createPostgresPlants } from './plants.js'
 import type { PostgresRepositoryContext } from './repository.js'
@@ -16,16 +16,22 @@ export const NOTIFY_INTERVAL_MS = 50
 
 export interface PostgresStoreOptions {
   url: string
+  /**
+   * DATABASE_DIRECT_URL: PostgreSQL itself, not a transaction pooler, for what needs a session
+   * (LISTEN; migrations). Without it there is no LISTEN (the dispatcher polls) and migrations run
+   * over `url`, under a transaction-scoped lock.
+   */
+  directUrl?: string
   poolMax?: number
   connectTimeoutMs?: number
-  /** statement_timeout and lock_timeout of every pooled connection, so no request waits for ever. */
+  /** statement_timeout and lock_timeout of every transaction, and the driver's bound on every statement. */
   statementTimeoutMs?: number
   onIdleError?: (err: Error) => void
   startup?: StartupRetry
   notifyIntervalMs?: number
   /** Max connections of each of the webhook store's two pools (4 by default). */
   webhookPoolMax?: number
-  /** `false`: no LISTEN connection; only this process's own writes wake the dispatcher (it polls for the rest). */
+  /** `false`: no LISTEN connection even with `directUrl`; only this process's own writes wake the dispatcher (it polls for the rest). */
   listen?: boolean
   /** Pools the caller owns and ends (a sandbox's): `bookkeeping` has synchronous_commit off, for the dispatcher. */
   pools?: { pool: pg.Pool, bookkeeping: pg.Pool }
@@ -46,30 +52,33 @@ export function isCurrentVersion (version: number): boolean {
   return version === migrations.length
 }
 
-/** Several instances starting together queue on an advisory lock, so each step runs exactly once. */
+/**
+ * Several instances starting together queue on an advisory lock, so each step runs exactly once.
+ * One transaction holds the lock and every step: a transaction pooler keeps a transaction on one
+ * server session (a session lock could be taken on one and released on another), and a failed
+ * step leaves the schema as it was.
+ */
 async function migrate (client: pg.Client, target: PostgresTarget): Promise<void> {
-  const lockName = migrationLock(target.schema)
   try {
-    await client.query('SELECT pg_advisory_lock(hashtextextended($1, 0))', [lockName])
+    await client.query('BEGIN')
     try {
-      if (target.schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${target.schema}`)
+      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [migrationLock(target.schema)])
+      if (target.schema !== undefined) {
+        await client.query(`CREATE SCHEMA IF NOT EXISTS ${target.schema}`)
+        await client.query(`SELECT set_config('search_path', '${target.schema}', true)`)
+      }
       await client.query(MIGRATIONS_TABLE)
       const { rows } = await client.query<{ version: number | null }>('SELECT max(version) AS version FROM plant_store_migrations')
       const version = rows[0]?.version ?? 0
       isCurrentVersion(version)
       for (let step = version; step < migrations.length; step++) {
-        await client.query('BEGIN')
-        try {
-          await client.query(migrations[step] as string)
-          await client.query('INSERT INTO plant_store_migrations (version) VALUES ($1)', [step + 1])
-          await client.query('COMMIT')
-        } catch (err) {
-          await client.query('ROLLBACK')
-          throw err
-        }
+        await client.query(migrations[step] as string)
+        await client.query('INSERT INTO plant_store_migrations (version) VALUES ($1)', [step + 1])
       }
-    } finally {
-      await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [lockName])
+      await client.query('COMMIT')
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {})
+      throw err
     }
   } finally {
     await client.end()
@@ -89,7 +98,16 @@ async function migrateWhenReachable (options: PostgresStoreOptions, connection: 
       await migrator.end().catch(() => {})
       throw err
     }
-    await migrate(migrator, target)
+    try {
+      await migrate(migrator, target)
+    } catch (err) {
+      // Another instance made the schema at the same moment (seen behind PgBouncer): it is there now.
+      if (!['23505', '42P06'].includes(String((err as { code?: unknown }).code))) throw err
+      const again = new pg.Client(connection)
+      again.on('error', () => {})
+      await again.connect()
+      await migrate(again, target)
+    }
   }, options.startup ?? { timeoutMs: 0 })
 }
 
@@ -129,9 +147,10 @@ async function openWebhooks (options: PostgresStoreOptions, statementTimeoutMs: 
     ...(options.migrate === false && { checkSchema: false }),
     ...(options.webhookPoolMax !== undefined && { poolMax: options.webhookPoolMax }),
     ...(options.connectTimeoutMs !== undefined && { connectTimeoutMs: options.connectTimeoutMs }),
-    ...(options.onIdleError !== undefined && { onError: options.onIdleError })
+    ...(options.onIdleError !== undefined && { onError: options.onIdleError }),
+    ...(options.directUrl !== undefined && options.listen !== false && { listenUrl: options.directUrl })
   })
-  const listenRemote = options.listen === false ? undefined : remote.listen
+  const listenRemote = remote.listen
   return {
     ...remote,
     listen: async (wake) => {
@@ -153,11 +172,15 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     application_name: 'plant-store',
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000
   }
-  if (options.migrate !== false) await migrateWhenReachable(options, connection, target)
+  if (options.migrate !== false) {
+    const migrator = options.directUrl === undefined ? connection : { ...connection, connectionString: parsePostgresUrl(options.directUrl).connectionString }
+    await migrateWhenReachable(options, migrator, target)
+  }
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000
   const owned = options.pools === undefined
-  const pool = options.pools?.pool ?? new pg.Pool({ ...connection, max: options.poolMax ?? 10, ...statementBounds(statementTimeoutMs), types: pgTypes })
-  if (owned) survivingDisconnects(pool, options.onIdleError)
+  const pool = options.pools?.pool ?? settledPool(
+    survivingDisconnects(new pg.Pool({ ...connection, max: options.poolMax ?? 10, ...queryTimeout(statementTimeoutMs), types: pgTypes }), options.onIdleError),
+    { schema: target.schema, statementTimeoutMs })
   const wakers = new Set<() => void>()
   const context = repositoryContext(pool, options.notifyIntervalMs ?? NOTIFY_INTERVAL_MS, wakers)
   const trim = postgresTrim(pool)

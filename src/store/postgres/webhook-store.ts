@@ -5,7 +5,7 @@ import { buildEventMessage, eventPayloadAroundId, eventType, newMessageId, type 
 import { attemptTexts, toClaimed, type ClaimRow } from '../../webhooks/rows.js'
 import type { Backlog, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore } from '../../webhooks/store.js'
 import { checkWebhookSchema, disablesSubscription, FAN_OUT_ALL_BATCH, inBatches, PRUNE_BATCH, receives as sharedReceives } from '../webhook-rules.js'
-import { inTransaction, parsePostgresUrl, statementBounds, survivingDisconnects, withServerSettings } from './connection.js'
+import { inTransaction, parsePostgresUrl, queryTimeout, settledPool, survivingDisconnects, type PostgresTarget } from './connection.js'
 import { postgresDeliveryLog, postgresSubscriptions } from './subscriptions.js'
 
 /** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
@@ -26,6 +26,8 @@ export interface PostgresWebhookStoreOptions {
   pools?: { pool: pg.Pool, bookkeeping: pg.Pool }
   /** `false`: the caller has checked the schema. */
   checkSchema?: false
+  /** A direct connection to PostgreSQL (a session, never a transaction pooler) for LISTEN; without it, no `listen`. */
+  listenUrl?: string
 }
 
 /** A claim that fans out takes up this many times its limit of events. */
@@ -185,26 +187,25 @@ async function checkSchema (pool: pg.Pool): Promise<void> {
 }
 
 /** The API's pool, and the dispatcher's bookkeeping pool with asynchronous commit. */
-function openPools (options: PostgresWebhookStoreOptions, connectionString: string): { pool: pg.Pool, bookkeeping: pg.Pool, end: () => Promise<void> } {
-  const poolOf = (target: string): pg.Pool => survivingDisconnects(new pg.Pool({
-    connectionString: target,
+function openPools (options: PostgresWebhookStoreOptions, target: PostgresTarget): { pool: pg.Pool, bookkeeping: pg.Pool, end: () => Promise<void> } {
+  const statementTimeoutMs = options.statementTimeoutMs ?? 5000
+  // A lock wait can never hold the dispatcher (or a shutdown waiting for it) for long.
+  const poolOf = (asynchronousCommit: boolean): pg.Pool => settledPool(survivingDisconnects(new pg.Pool({
+    connectionString: target.connectionString,
     application_name: 'plant-store',
     max: options.poolMax ?? 4,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-    // A lock wait can never hold the dispatcher (or a shutdown waiting for it) for long.
-    ...statementBounds(options.statementTimeoutMs ?? 5000),
+    ...queryTimeout(statementTimeoutMs),
     types: pgTypes
-  }), options.onError)
-  const pool = poolOf(connectionString)
-  // A crash can only cause a delivery sent again with the same webhook-id (at least once). Plans
-  // are made per execution: a generic plan made while the queue tables were small seq-scans them
-  // once they are large (until an ANALYZE). See docs/performance.md#what-the-measurements-decided.
-  const bookkeeping = poolOf(withServerSettings(connectionString, { synchronous_commit: 'off', plan_cache_mode: 'force_custom_plan' }))
+  }), options.onError), { schema: target.schema, statementTimeoutMs, asynchronousCommit })
+  const pool = poolOf(false)
+  // A crash can only cause a delivery sent again with the same webhook-id (at least once).
+  const bookkeeping = poolOf(true)
   return { pool, bookkeeping, end: async () => { await Promise.all([pool.end(), bookkeeping.end()]) } }
 }
 
 /** LISTENs on a connection of its own, re-made after a pause when lost; wakes once per (re)connection. */
-function listener (connectionString: string, onError: ((err: Error) => void) | undefined, listeners: Set<() => Promise<void>>) {
+function listener (connectionString: string, schema: string | undefined, onError: ((err: Error) => void) | undefined, listeners: Set<() => Promise<void>>) {
   return async function listen (wake: () => void): Promise<() => Promise<void>> {
     let client: pg.Client | undefined
     let stopped = false
@@ -231,9 +232,11 @@ function listener (connectionString: string, onError: ((err: Error) => void) | u
       })
       await next.connect()
       try {
-        const { rows: [row] } = await next.query<{ schema: string | null }>('SELECT current_schema() AS schema')
-        const schema = row?.schema ?? null
-        next.on('notification', (message) => { if (message.payload === schema) wake() })
+        // What current_schema() is to the writers: DATABASE_URL's schema, or the server's default.
+        const { rows: [row] } = await next.query<{ schema: string | null }>(
+          'SELECT coalesce($1, current_schema()) AS schema', [schema ?? null])
+        const own = row?.schema ?? null
+        next.on('notification', (message) => { if (message.payload === own) wake() })
         await next.query(`LISTEN ${WEBHOOK_CHANNEL}`)
       } catch (err) {
         await next.end().catch(() => {})
@@ -378,7 +381,7 @@ function postgresUpkeep (pool: pg.Pool, bookkeeping: pg.Pool): Pick<WebhookStore
 export async function createPostgresWebhookStore (options: PostgresWebhookStoreOptions): Promise<WebhookStore> {
   const target = parsePostgresUrl(options.url)
   const { pool, bookkeeping, end } = options.pools === undefined
-    ? openPools(options, target.connectionString)
+    ? openPools(options, target)
     : { ...options.pools, end: async () => {} }
   try {
     if (options.checkSchema !== false) await checkSchema(pool)
@@ -395,7 +398,9 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     ...postgresClaims(bookkeeping),
     ...postgresCompletions(bookkeeping),
     ...postgresUpkeep(pool, bookkeeping),
-    listen: listener(target.connectionString, options.onError, listeners),
+    ...(options.listenUrl !== undefined && {
+      listen: listener(parsePostgresUrl(options.listenUrl).connectionString, target.schema, options.onError, listeners)
+    }),
     async close () {
       if (closed) return
       closed = true

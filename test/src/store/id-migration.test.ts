@@ -71,7 +71,7 @@ if (TEST_DATABASE_URL !== undefined) {
   /** A PostgreSQL schema at version 2 with `write` run in it, as the old code left it. */
   async function postgresVersion2 (t: Cleanup, write: string): Promise<string> {
     const { url, schema } = scratchDatabaseUrl(t)
-    await adminQuery(`CREATE SCHEMA ${schema}; SET search_path TO ${schema};
+    await adminQuery(`CREATE SCHEMA ${schema}; SELECT set_config('search_path', '${schema}', true);
       ${postgresMigrations[0]}; ${postgresMigrations[1]};
       CREATE TABLE plant_store_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
       INSERT INTO plant_store_migrations (version) VALUES (1), (2);

@@ -85,7 +85,7 @@ if (TEST_DATABASE_URL !== undefined) {
     const { url, schema } = scratchDatabaseUrl(t)
     const released = postgresMigrations.slice(0, 8)
     const [messageId, body] = RELEASE_BODIES[2] ?? assert.fail('body')
-    await adminQuery(`CREATE SCHEMA ${schema}; SET search_path TO ${schema};
+    await adminQuery(`CREATE SCHEMA ${schema}; SELECT set_config('search_path', '${schema}', true);
       ${released.join(';\n')};
       CREATE TABLE plant_store_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
       INSERT INTO plant_store_migrations (version) SELECT generate_series(1, ${released.length});

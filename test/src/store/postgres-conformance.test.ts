@@ -28,7 +28,7 @@ if (TEST_DATABASE_URL !== undefined) {
   // The webhooks repository of the same store; several stores on one schema stand for several instances.
   webhookStoreConformance('PostgreSQL', async (t) => {
     const cleanup = cleanupStack(t)
-    const { url } = scratchDatabaseUrl(cleanup)
+    const { url, schema } = scratchDatabaseUrl(cleanup)
     return {
       open: async () => {
         const store = await createPostgresStore({ url, poolMax: 2 })
@@ -39,7 +39,7 @@ if (TEST_DATABASE_URL !== undefined) {
         const client = new pg.Client({ connectionString: parsePostgresUrl(url).connectionString })
         await client.connect()
         try {
-          await client.query('BEGIN')
+          await client.query(`BEGIN; SELECT set_config('search_path', '${schema}', true)`)
           const count = await enqueuePostgresEvent(client, event, now)
           await client.query(commit ? 'COMMIT' : 'ROLLBACK')
           return count

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { describe, test } from 'node:test'
 import pg from 'pg'
 import { migrations } from '../../../src/store/postgres/migrations.js'
-import { isConnectionError, isPostgresUrl, parsePostgresUrl, postgresFailure, withServerSettings } from '../../../src/store/postgres/connection.js'
+import { inTransaction, isConnectionError, isPostgresUrl, parsePostgresUrl, postgresFailure, settledPool } from '../../../src/store/postgres/connection.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { StoreOpenError } from '../../../src/errors.js'
 import type { Store } from '../../../src/store/store.js'
@@ -20,36 +20,35 @@ test('postgres:// and postgresql:// URLs select PostgreSQL; paths and :memory: d
   assert.equal(isPostgresUrl('postgres.db'), false)
 })
 
-test('?schema= becomes a search_path option (kept next to any options the URL had); bad names are refused', () => {
+test('?schema= is taken out of the URL (no startup parameter for it); other parameters stay; bad names are refused', () => {
   assert.deepEqual(parsePostgresUrl('postgres://u@h/db'), { connectionString: 'postgres://u@h/db' })
-  const target = parsePostgresUrl('postgres://u@h:5433/db?schema=plants_1&options=-c%20statement_timeout%3D5s')
-  assert.equal(target.schema, 'plants_1')
-  const url = new URL(target.connectionString)
-  assert.equal(url.searchParams.get('schema'), null)
-  assert.equal(url.searchParams.get('options'), '-c statement_timeout=5s -c search_path=plants_1')
+  const target = parsePostgresUrl('postgres://u@h:5433/db?schema=plants_1&application_name=x')
+  assert.deepEqual(target, { connectionString: 'postgres://u@h:5433/db?application_name=x', schema: 'plants_1' })
   for (const bad of ['Plants', 'a-b', 'x;drop', '1st', '', 'a'.repeat(64)]) {
     assert.throws(() => parsePostgresUrl(`postgres://u@h/db?schema=${encodeURIComponent(bad)}`), /schema must be a lower-case SQL name/, bad)
   }
 })
 
-test('server settings join the URL\'s options, beside a schema\'s search_path', () => {
-  const url = new URL(withServerSettings(parsePostgresUrl('postgres://u@h/db?schema=plants_1').connectionString, { synchronous_commit: 'off', lock_timeout: 300 }))
-  assert.equal(url.searchParams.get('options'), '-c search_path=plants_1 -c synchronous_commit=off -c lock_timeout=300')
-  assert.equal(new URL(withServerSettings('postgres://u@h/db', { synchronous_commit: 'off' })).searchParams.get('options'), '-c synchronous_commit=off')
-})
-
 if (TEST_DATABASE_URL !== undefined) {
-  test('PostgreSQL: a session opened with server settings on a ?schema= URL has them and the schema (the driver\'s own options setting would be replaced by the URL\'s)', async (t) => {
+  test('PostgreSQL: a settled pool\'s transactions and schema statements carry its settings, and its session keeps none of them', async (t) => {
     const { url, schema } = scratchDatabaseUrl(t)
-    const client = new pg.Client({ connectionString: withServerSettings(parsePostgresUrl(url).connectionString, { synchronous_commit: 'off' }) })
-    await client.connect()
-    try {
-      const { rows: [row] } = await client.query<{ commit: string, path: string }>(
-        "SELECT current_setting('synchronous_commit') AS commit, current_setting('search_path') AS path")
-      assert.deepEqual(row, { commit: 'off', path: schema })
-    } finally {
-      await client.end()
-    }
+    await adminQuery(`CREATE SCHEMA ${schema}; CREATE TABLE ${schema}.here (x integer); INSERT INTO ${schema}.here VALUES (7)`)
+    // One connection: what a transaction set would be seen by the next statement, if it leaked.
+    const raw = new pg.Pool({ connectionString: parsePostgresUrl(url).connectionString, max: 1 })
+    t.after(async () => { await raw.end() })
+    const pool = settledPool(raw, { schema, statementTimeoutMs: 1234, asynchronousCommit: true })
+    const settings = "SELECT current_setting('search_path') AS path, current_setting('statement_timeout') AS statement, " +
+      "current_setting('lock_timeout') AS lock, current_setting('synchronous_commit') AS commit"
+    const inside = await inTransaction(pool, async (client) => (await client.query(settings)).rows[0] as unknown)
+    assert.deepEqual(inside, { path: schema, statement: '1234ms', lock: '1234ms', commit: 'off' })
+    assert.deepEqual((await pool.query<{ x: number }>('SELECT x FROM here')).rows, [{ x: 7 }])
+    const { rows: [after] } = await raw.query<Record<string, string>>(settings)
+    assert.ok(after !== undefined)
+    assert.deepEqual([after.path === schema, after.statement, after.lock, after.commit], [false, '0', '0', 'on'])
+    // Without a schema a lone statement is sent as it is, on the session's own settings.
+    const plain = settledPool(raw, { statementTimeoutMs: 1234 })
+    assert.deepEqual((await plain.query(settings)).rows, [after])
+    await assert.rejects(plain.query('SELECT x FROM here'), { code: '42P01' })
   })
 }
 
@@ -145,7 +144,7 @@ if (TEST_DATABASE_URL !== undefined) {
       const proxy = await startTcpProxy(serverPort)
       t.after(() => proxy.close())
       await proxy.down()
-      await assert.rejects(createPostgresStore({ url: viaProxy(base, proxy.port) }), (err: unknown) => isConnectionError(err))
+      await assert.rejects(createPostgresStore({ url: viaProxy(base, proxy.port) }), (err: unknown) => err instanceof StoreOpenError && isConnectionError(err.cause))
     })
 
     test('when the database goes away: unavailable errors, idle errors do not crash, and it recovers when it returns', async (t) => {

@@ -12,7 +12,7 @@ import type { ResourceEvent } from '../../../src/webhooks/events.js'
 import { WebhookService } from '../../../src/webhooks/service.js'
 import type { WebhookStore, WebhookSubscription } from '../../../src/webhooks/store.js'
 import type { AddressPolicy } from '../../../src/webhooks/url-policy.js'
-import { scratchDatabaseUrl, terminateSessions, TEST_DATABASE_URL, withApplicationName } from '../../helpers/postgres.js'
+import { directUrl, scratchDatabaseUrl, terminateSessions, TEST_DATABASE_URL, withApplicationName } from '../../helpers/postgres.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
 import { startReceiver, until, verifyWebhook, type WebhookReceiver } from '../../helpers/webhook-receiver.js'
 import { plant } from './store-conformance.js'
@@ -34,14 +34,13 @@ interface Cluster {
 
 async function cluster (t: TestContext): Promise<Cluster> {
   const cleanup = cleanupStack(t)
-  const { url } = scratchDatabaseUrl(cleanup)
+  const { url, schema } = scratchDatabaseUrl(cleanup)
   const plants = await createPostgresStore({ url, poolMax: 1 })
   cleanup.after(() => plants.close())
   const receiver = await startReceiver(cleanup)
   const openStore = async (applicationName?: string): Promise<WebhookStore> => {
-    const store = await createPostgresWebhookStore({
-      url: applicationName === undefined ? url : withApplicationName(url, applicationName), poolMax: 3, onError: () => {}
-    })
+    const named = applicationName === undefined ? url : withApplicationName(url, applicationName)
+    const store = await createPostgresWebhookStore({ url: named, listenUrl: directUrl(named), poolMax: 3, onError: () => {} })
     cleanup.after(() => store.close())
     return store
   }
@@ -54,7 +53,7 @@ async function cluster (t: TestContext): Promise<Cluster> {
     const client = new pg.Client({ connectionString: parsePostgresUrl(url).connectionString })
     await client.connect()
     try {
-      await client.query('BEGIN')
+      await client.query(`BEGIN; SELECT set_config('search_path', '${schema}', true)`)
       const count = await enqueuePostgresEvent(client, event)
       await client.query(commit ? 'COMMIT' : 'ROLLBACK')
       return count
@@ -129,13 +128,13 @@ if (TEST_DATABASE_URL !== undefined) {
     test('plant writes wake their own process\'s dispatcher after every commit with deliveries, and NOTIFY other instances at most once per interval', async (t) => {
       const cleanup = cleanupStack(t)
       const { url, schema } = scratchDatabaseUrl(cleanup)
-      const plants = await createPostgresStore({ url, notifyIntervalMs: 60_000 })
+      const plants = await createPostgresStore({ url, directUrl: directUrl(url), notifyIntervalMs: 60_000 })
       cleanup.after(() => plants.close())
       const subscription = await new WebhookService({ store: plants.webhooks, policy: loopback, lookupTimeoutMs: 2000 })
         .createSubscription(OWNER, { url: 'http://127.0.0.1:9/hooks', events: ['plant.created', 'plant.deleted'] })
       assert.ok(subscription.id > 0n)
       // Another instance, as PostgreSQL tells it: a LISTEN of its own.
-      const other = new pg.Client({ connectionString: parsePostgresUrl(url).connectionString })
+      const other = new pg.Client({ connectionString: parsePostgresUrl(directUrl(url)).connectionString })
       await other.connect()
       cleanup.after(async () => { await other.end() })
       const notified: string[] = []

@@ -80,14 +80,16 @@ function poisonableDatabase (t: Cleanup, database: string): { env: NodeJS.Proces
       }
     }
   }
-  const { url } = scratchDatabaseUrl(t)
+  const { url, schema } = scratchDatabaseUrl(t)
   return {
     env: { DATABASE_URL: url, PG_POOL_MAX: '4' },
     refuse: async () => {
       const client = new pg.Client({ connectionString: parsePostgresUrl(url).connectionString })
       await client.connect()
       try {
-        await client.query(`CREATE FUNCTION poison () RETURNS trigger LANGUAGE plpgsql AS $$
+        // One implicit transaction: its search_path is the schema's, and no session keeps it.
+        await client.query(`SELECT set_config('search_path', '${schema}', true);
+                            CREATE FUNCTION poison () RETURNS trigger LANGUAGE plpgsql AS $$
                               BEGIN RAISE EXCEPTION 'poisoned answer'; END $$;
                             CREATE TRIGGER poison BEFORE INSERT ON webhook_attempts FOR EACH ROW
                               WHEN (NEW.response_body LIKE '%poison%') EXECUTE FUNCTION poison()`)
