@@ -45,13 +45,13 @@ if (TEST_DATABASE_URL !== undefined) {
     await primary.query('SELECT pg_reload_conf()')
     await until('the standby is synchronous', async () =>
       (await primary.query<{ sync_state: string }>('SELECT sync_state FROM pg_stat_replication'))[0]?.sync_state === 'sync', 10_000)
-    // Session mode; the service's startup parameters are ignored rather than refused (a stock pooler refuses them).
-    // A login to the lost primary that failed is retried after server_login_retry: 15 s by default, 1 s as
-    // docs/scaling.md#failover advises.
+    // Transaction mode with stock settings, as production runs it; no DATABASE_DIRECT_URL (it would name the
+    // lost primary), so the dispatcher polls. A login to the lost primary that failed is retried after
+    // server_login_retry: 15 s by default, 1 s as docs/scaling.md#failover advises.
     const pooler = await startPgbouncer({
       backend: primary.url(),
-      poolMode: 'session',
-      settings: { ignore_startup_parameters: 'statement_timeout,lock_timeout,options', server_login_retry: 1 }
+      poolMode: 'transaction',
+      settings: { server_login_retry: 1 }
     }, cleanup)
     const receiver = await startReceiver(cleanup)
     const server = await startServer(cleanup, {
