@@ -98,3 +98,34 @@ if (TEST_DATABASE_URL !== undefined) {
       `${record.statuses.get(503) ?? 0} answers 503; ${expected.size} events delivered`)
   })
 }
+
+// A COMMIT whose synchronous standby is away waits for it; were that wait cut short with success, the
+// write would be acknowledged while on the primary alone, and a failover would lose it. PostgreSQL's
+// statement_timeout does not end that wait; the driver's bound fails the request (docs/scaling.md#failover).
+if (TEST_DATABASE_URL !== undefined) {
+  test('a write whose synchronous standby is away is never acknowledged: 503, then 201 once the standby is back', { timeout: 120_000 }, async (t) => {
+    const cleanup = cleanupStack(t)
+    const primary = await startCluster(cleanup)
+    const standby = await primary.standby()
+    await primary.query("ALTER SYSTEM SET synchronous_standby_names = '*'")
+    await primary.query('SELECT pg_reload_conf()')
+    await until('the standby is synchronous', async () =>
+      (await primary.query<{ sync_state: string }>('SELECT sync_state FROM pg_stat_replication'))[0]?.sync_state === 'sync', 10_000)
+    const server = await startServer(cleanup, { env: { DATABASE_URL: primary.url(), PG_STATEMENT_TIMEOUT_MS: '300' } })
+    await untilWritesSucceed(server.baseUrl, AUTH, 10_000)
+
+    await standby.stop('fast')
+    const res = await fetch(`${server.baseUrl}/plants`, {
+      method: 'POST',
+      headers: { ...AUTH, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'only on the primary' })
+    })
+    const body = await res.json() as { error: number, message: string }
+    assert.equal(res.status, 503, JSON.stringify(body))
+    assert.equal(body.error, 503)
+
+    await standby.start()
+    await untilWritesSucceed(server.baseUrl, AUTH, RECOVERY_BOUND_MS)
+    assert.equal(await server.stop(), 0, server.stderr())
+  })
+}
