@@ -4,8 +4,8 @@ import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { AUTH } from '../helpers/app.js'
-import { cleanupStack } from '../helpers/cleanup.js'
-import { startCluster } from '../helpers/pg-cluster.js'
+import { cleanupStack, type Cleanup } from '../helpers/cleanup.js'
+import { startCluster, type PgCluster } from '../helpers/pg-cluster.js'
 import { startPgbouncer } from '../helpers/pgbouncer.js'
 import { TEST_DATABASE_URL } from '../helpers/postgres.js'
 import { startServer } from '../helpers/server-process.js'
@@ -29,6 +29,18 @@ async function inRecovery (url: string): Promise<boolean> {
   }
 }
 
+/** A primary and its synchronous streaming standby, both this test's own on loopback. */
+async function synchronousPair (cleanup: Cleanup): Promise<{ primary: PgCluster, standby: PgCluster }> {
+  const primary = await startCluster(cleanup)
+  const standby = await primary.standby()
+  // Only now: the standby copied the primary's settings, and a promoted one must not wait for a standby of its own.
+  await primary.query("ALTER SYSTEM SET synchronous_standby_names = '*'")
+  await primary.query('SELECT pg_reload_conf()')
+  await until('the standby is synchronous', async () =>
+    (await primary.query<{ sync_state: string }>('SELECT sync_state FROM pg_stat_replication'))[0]?.sync_state === 'sync', 10_000)
+  return { primary, standby }
+}
+
 /** What an operator promises for a failover (docs/scaling.md#failover): writes again within this of the promotion. */
 const RECOVERY_BOUND_MS = 15_000
 
@@ -38,13 +50,7 @@ const RECOVERY_BOUND_MS = 15_000
 if (TEST_DATABASE_URL !== undefined) {
   test('failover to a synchronous standby behind PgBouncer: no restart, nothing acknowledged lost, every event delivered', { timeout: 180_000 }, async (t) => {
     const cleanup = cleanupStack(t)
-    const primary = await startCluster(cleanup)
-    const standby = await primary.standby()
-    // Only now: the standby copied the primary's settings, and a promoted one must not wait for a standby of its own.
-    await primary.query("ALTER SYSTEM SET synchronous_standby_names = '*'")
-    await primary.query('SELECT pg_reload_conf()')
-    await until('the standby is synchronous', async () =>
-      (await primary.query<{ sync_state: string }>('SELECT sync_state FROM pg_stat_replication'))[0]?.sync_state === 'sync', 10_000)
+    const { primary, standby } = await synchronousPair(cleanup)
     // Transaction mode with stock settings, as production runs it; no DATABASE_DIRECT_URL (it would name the
     // lost primary), so the dispatcher polls. A login to the lost primary that failed is retried after
     // server_login_retry: 15 s by default, 1 s as docs/scaling.md#failover advises.
@@ -105,12 +111,7 @@ if (TEST_DATABASE_URL !== undefined) {
 if (TEST_DATABASE_URL !== undefined) {
   test('a write whose synchronous standby is away is never acknowledged: 503, then 201 once the standby is back', { timeout: 120_000 }, async (t) => {
     const cleanup = cleanupStack(t)
-    const primary = await startCluster(cleanup)
-    const standby = await primary.standby()
-    await primary.query("ALTER SYSTEM SET synchronous_standby_names = '*'")
-    await primary.query('SELECT pg_reload_conf()')
-    await until('the standby is synchronous', async () =>
-      (await primary.query<{ sync_state: string }>('SELECT sync_state FROM pg_stat_replication'))[0]?.sync_state === 'sync', 10_000)
+    const { primary, standby } = await synchronousPair(cleanup)
     const server = await startServer(cleanup, { env: { DATABASE_URL: primary.url(), PG_STATEMENT_TIMEOUT_MS: '300' } })
     await untilWritesSucceed(server.baseUrl, AUTH, 10_000)
 
