@@ -149,13 +149,32 @@ function rawLogFormat (): LogFormat | undefined {
  * A message of the process itself (not of a request), on stderr: `plant-store: <message>` for a
  * person, or a JSON log line as pino writes them, so a collector merging both streams reads only JSON.
  */
-function say (level: 'fatal' | 'error', message: string): void {
+function say (level: 'fatal' | 'error', message: string, err?: Error): void {
   if (!jsonLines()) {
     process.stderr.write(`plant-store: ${message}\n`)
     return
   }
-  const line = { level: level === 'fatal' ? 60 : 50, time: Date.now(), pid: process.pid, hostname: hostname(), msg: message }
+  const line = {
+    level: level === 'fatal' ? 60 : 50,
+    time: Date.now(),
+    pid: process.pid,
+    hostname: hostname(),
+    msg: message,
+    ...(err !== undefined && { err: { type: err.name, message: err.message, stack: err.stack } })
+  }
   process.stderr.write(`${JSON.stringify(line)}\n`)
+}
+
+/**
+ * A bug that escapes every handler ends the process as it would anyway (exit 1), but as a JSON log
+ * line where a collector reads JSON, not Node's plain stack trace. A person at a terminal keeps Node's.
+ */
+function crashAsLogLine (): void {
+  if (!jsonLines()) return
+  process.on('uncaughtException', (err) => {
+    say('fatal', `crashed: ${err.message}`, err)
+    process.exit(1)
+  })
 }
 
 /**
@@ -186,7 +205,7 @@ async function main (): Promise<void> {
     process.exit(2)
   }
   switch (command.name) {
-    case 'serve': return await serve()
+    case 'serve': crashAsLogLine(); return await serve()
     case 'help': process.stdout.write(command.command === undefined ? USAGE : commandUsage(command.command)); return
     case 'version': process.stdout.write(`plant-store ${version()}\n`); return
     case 'token': process.exitCode = runToken(output, command.entry); return

@@ -66,6 +66,22 @@ test('JSON logs end to end (not a terminal, LOG_FORMAT unset): every line of bot
   assert.match(String(banner.metrics), /^http:\/\/127\.0\.0\.1:\d+\/metrics$/)
 })
 
+test('JSON logs end to end: a crash is one fatal JSON line on stderr, with its stack, and exit 1', async (t) => {
+  // A bug thrown outside every handler, on demand: a signal listener that throws.
+  const crashOnSignal = "data:text/javascript,process.on('SIGUSR2', () => { throw new TypeError('a bug') })"
+  const server = await startServer(t, { nodeArgs: ['--import', crashOnSignal] })
+  server.child.kill('SIGUSR2')
+  assert.equal(await server.exited, 1)
+  for (const line of logLines(server.stdout())) assert.equal(typeof line.msg, 'string', JSON.stringify(line))
+  const [crash, ...more] = logLines(server.stderr())
+  assert.equal(more.length, 0, server.stderr())
+  const { time, pid, hostname, err, ...fields } = crash ?? {}
+  assert.deepEqual([typeof time, typeof pid, typeof hostname], ['number', 'number', 'string'])
+  assert.deepEqual(fields, { level: 60, msg: 'crashed: a bug' })
+  assert.deepEqual({ ...(err as Record<string, unknown>), stack: undefined }, { type: 'TypeError', message: 'a bug', stack: undefined })
+  assert.match(String((err as { stack?: unknown }).stack), /^TypeError: a bug\n {4}at /)
+})
+
 test('LOG_FORMAT=pretty writes lines for a person (no JSON); LOG_FORMAT=json is the default off a terminal', async (t) => {
   const server = await startServer(t, { env: { LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' } })
   assert.equal((await fetch(`${server.baseUrl}/health`)).status, 200)
