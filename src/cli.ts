@@ -36,7 +36,8 @@ const COMMAND_HELP = {
 
 export type CommandName = keyof typeof COMMAND_HELP
 
-const PG_NOTE = 'PostgreSQL (a postgres:// DATABASE_URL) is backed up and restored with pg_dump and pg_restore (docs/operations.md).\n'
+const PG_NOTE = 'PostgreSQL (a postgres:// DATABASE_URL) is backed up and restored with pg_dump and pg_restore ' +
+  '(docs/operations.md).\n'
 
 export const USAGE = `Usage: plant-store [command]
 
@@ -55,7 +56,9 @@ export function commandUsage (command: CommandName): string {
 /** Reads the command line (without `node` and the script); a misuse is an Error whose message says what is wrong. */
 export function parseCommandLine (args: readonly string[]): Command {
   const [name, ...rest] = args
-  if (isCommandName(name) && rest.some((arg) => arg === '--help' || arg === '-h')) return { name: 'help', command: name }
+  if (isCommandName(name) && rest.some((arg) => arg === '--help' || arg === '-h')) {
+    return { name: 'help', command: name }
+  }
   const noMore = (command: Command): Command => {
     if (rest.length > 0) throw new Error(`${name ?? ''}: unexpected argument ${JSON.stringify(rest[0])}`)
     return command

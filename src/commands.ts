@@ -113,7 +113,8 @@ export function runRestore (file: string, env: NodeJS.ProcessEnv, output: Output
  * Validates the configuration and looks at every dependency it names, without changing anything: a
  * SQLite file is checked as a start would (plant-store's, not newer than this code, quick_check);
  * PostgreSQL must answer and hold no schema newer than this code; Redis (REDIS_URL) must answer a
- * PING; the OpenID provider (OIDC_ISSUER) must serve its discovery document and a key set. Each is reported; exit code 0 only when every one is fine.
+ * PING; the OpenID provider (OIDC_ISSUER) must serve its discovery document and a key set. Each is
+ * reported; exit code 0 only when every one is fine.
  */
 export async function runCheck (env: NodeJS.ProcessEnv, output: Output): Promise<number> {
   const config = readConfig(env, output)
@@ -196,7 +197,8 @@ async function checkOidc (issuer: string, output: Output): Promise<boolean> {
   const { checkProvider } = await import('./oidc.js')
   try {
     const keys = await checkProvider(issuer)
-    output.out(`plant-store check: the OpenID provider ${issuer} answers: discovery document and ${countOf(keys, 'key', 'keys')}\n`)
+    output.out(`plant-store check: the OpenID provider ${issuer} answers: discovery document and ` +
+      `${countOf(keys, 'key', 'keys')}\n`)
     return true
   } catch (err) {
     const cause = (err as Error).cause

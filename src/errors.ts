@@ -32,7 +32,10 @@ export type ErrorCode =
   | 'sandbox-full'
   /** Every tenant store this sandbox instance may open is in use: retry shortly. */
   | 'sandbox-busy'
-  /** No webhook delivery slot is free for a test event now (slots and pacing as deliveries): retry after `retryAfterS`. */
+  /**
+   * No webhook delivery slot is free for a test event now (slots and pacing as deliveries): retry
+   * after `retryAfterS`.
+   */
   | 'webhook-busy'
   /** A delivery of a disabled subscription: not retried until the subscription is enabled. */
   | 'subscription-disabled'
@@ -97,7 +100,8 @@ export class RetryLaterError extends ServiceError {
 }
 
 export const webhookBusy = (retryAfterS: number): RetryLaterError => new RetryLaterError('webhook-busy',
-  `No webhook delivery slot is free for a test event (test events are paced as deliveries): retry in ${retryAfterS} s`, retryAfterS)
+  'No webhook delivery slot is free for a test event (test events are paced as deliveries): ' +
+    `retry in ${retryAfterS} s`, retryAfterS)
 export const collectionLimit = (resource: { collection: string }, max: number): ServiceError =>
   new ServiceError('collection-limit', `This sandbox token already has ${max} ${resource.collection}, the most allowed: delete one first`)
 export const connectionSpent = (): ServiceError =>
@@ -142,7 +146,10 @@ export const invalidToken = (check: string): AuthError =>
   new AuthError('invalid-token', `Invalid token: ${check}`, 'Bearer error="invalid_token"')
 export const insufficientScope = (scope: string): AuthError =>
   new AuthError('insufficient-scope', `This token lacks the scope ${scope}, which this operation needs`, `Bearer error="insufficient_scope", scope="${scope}"`)
-/** The key set cannot be fetched; `retryAfterS` is when the next fetch may be tried, so a client that waits that long is served. */
+/**
+ * The key set cannot be fetched; `retryAfterS` is when the next fetch may be tried, so a client that
+ * waits that long is served.
+ */
 export class AuthUnavailableError extends ServiceError {
   constructor (readonly retryAfterS: number, options?: ErrorOptions) {
     super('auth-unavailable', 'The identity provider\'s signing keys cannot be fetched, retry shortly', options)

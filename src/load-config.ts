@@ -42,9 +42,23 @@ export const EnvSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000, description: 'TCP port to listen on (0 picks a free one).' }),
   HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address to listen on (`0.0.0.0` for all interfaces).' }),
   DATABASE_URL: Type.String({ minLength: 1, default: 'data/plants.db', description: 'A SQLite file path (its folder is created) or `:memory:`; a `postgres://` or `postgresql://` URL selects PostgreSQL, with `?schema=name` for a schema of its own (see docs/scaling.md).' }),
-  API_TOKENS: Type.Optional(Type.String({ description: 'Accepted bearer tokens, comma-separated, each with every scope. With no token configured and no `OIDC_ISSUER`, one is made up for the run and printed once; set but holding no token (only commas) stops the start.' })),
-  API_TOKENS_FILE: Type.Optional(Type.String({ minLength: 1, description: 'A file of accepted bearer tokens (combined with `API_TOKENS`): a plain token a line (every scope), or a named entry `<name> <scopes> sha256:<digest>` (see docs/configuration.md). A file without a token, or with a plain token that is also a named entry, stops the start.' })),
-  DATABASE_DIRECT_URL: Type.Optional(Type.String({ minLength: 1, description: 'PostgreSQL: a `postgres://` URL of the same database that reaches PostgreSQL itself, when DATABASE_URL is a transaction pooler (PgBouncer); used for migrations and LISTEN (without it the webhook dispatcher polls). See docs/scaling.md.' })),
+  API_TOKENS: Type.Optional(Type.String({
+    description: 'Accepted bearer tokens, comma-separated, each with every scope. With no token configured and no ' +
+      '`OIDC_ISSUER`, one is made up for the run and printed once; set but holding no token (only commas) stops the ' +
+      'start.'
+  })),
+  API_TOKENS_FILE: Type.Optional(Type.String({
+    minLength: 1,
+    description: 'A file of accepted bearer tokens (combined with `API_TOKENS`): a plain token a line (every scope), ' +
+      'or a named entry `<name> <scopes> sha256:<digest>` (see docs/configuration.md). A file without a token, or ' +
+      'with a plain token that is also a named entry, stops the start.'
+  })),
+  DATABASE_DIRECT_URL: Type.Optional(Type.String({
+    minLength: 1,
+    description: 'PostgreSQL: a `postgres://` URL of the same database that reaches PostgreSQL itself, when ' +
+      'DATABASE_URL is a transaction pooler (PgBouncer); used for migrations and LISTEN (without it the webhook ' +
+      'dispatcher polls). See docs/scaling.md.'
+  })),
   PG_POOL_MAX: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL: the most connections one instance opens; N instances open up to N times this.' }),
   PG_CONNECT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000, description: 'PostgreSQL: how long a request waits for a connection before it is answered 503.' }),
   PG_STATEMENT_TIMEOUT_MS: Type.Integer({ minimum: 100, maximum: 600000, default: 5000, description: 'PostgreSQL: the longest a statement may run or wait for a lock before the request is answered 503.' }),
@@ -123,7 +137,13 @@ export const EnvSchema = Type.Object({
   SANDBOX_SEED: Type.Optional(Type.String({ minLength: 1, description: 'Sandbox: the plants a new tenant starts with, a JSON file of `[{"name": …, "tag": …}]`, or `none`; unset: a small built-in set.' })),
   SANDBOX_MAX_PLANTS: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 100, description: 'Sandbox: the most plants one tenant may hold (the same cap applies to every resource); creating one more is a 409.' }),
   SANDBOX_MAX_SUBSCRIPTIONS: Type.Integer({ minimum: 1, maximum: 1000, default: 5, description: 'Sandbox: the most webhook subscriptions one tenant may have; creating one more is a 409.' }),
-  SANDBOX_MAX_TENANTS: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 10_000, description: 'Sandbox: the most tenants kept; a new one deletes the least recently used tenant unused for a minute (or a quarter of SANDBOX_TTL_MS), or is a 503 with Retry-After when there is none.' }),
+  SANDBOX_MAX_TENANTS: Type.Integer({
+    minimum: 1,
+    maximum: 10_000_000,
+    default: 10_000,
+    description: 'Sandbox: the most tenants kept; a new one deletes the least recently used tenant unused for a ' +
+      'minute (or a quarter of SANDBOX_TTL_MS), or is a 503 with Retry-After when there is none.'
+  }),
   SANDBOX_OPEN_TENANTS: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, description: 'Sandbox: tenant stores kept open per instance (least recently used closed first); unset: 200 (on SQLite each costs about 0.5 MB under load; on PostgreSQL they share PG_POOL_MAX connections).' })),
   SANDBOX_OPEN_WAIT_MS: Type.Integer({ minimum: 0, maximum: 600_000, default: OPEN_WAIT_MS, description: 'Sandbox: how long a request waits, in turn with others, for one of the SANDBOX_OPEN_TENANTS stores to be free before it is answered 503 with Retry-After.' }),
   SANDBOX_TTL_MS: Type.Integer({ minimum: 1000, maximum: 365 * 24 * 3_600_000, default: 24 * 3_600_000, description: 'Sandbox: a tenant unused for this many milliseconds is deleted with all its data (checked at least every half of it, and every minute).' }),
@@ -148,9 +168,16 @@ export const EnvSchema = Type.Object({
     minimum: 0,
     maximum: 3_600_000,
     default: 30_000,
-    description: 'The least time between two fetches of the provider\'s key set (a token with an unknown `kid`, or a signature that fails under a cached `kid`, triggers one), in milliseconds; after a failed fetch, at most 5 s.'
+    description: 'The least time between two fetches of the provider\'s key set (a token with an unknown `kid`, or a ' +
+      'signature that fails under a cached `kid`, triggers one), in milliseconds; after a failed fetch, at most 5 s.'
   }),
-  OIDC_REQUIRE_AT_JWT: Type.Unsafe<'0' | '1'>({ type: 'string', enum: ['0', '1'], default: '1', description: '`0` also accepts JWTs whose `typ` header is not `at+jwt` (RFC 9068), for providers that issue access tokens as plain `JWT`; an ID token of the same provider then passes too.' })
+  OIDC_REQUIRE_AT_JWT: Type.Unsafe<'0' | '1'>({
+    type: 'string',
+    enum: ['0', '1'],
+    default: '1',
+    description: '`0` also accepts JWTs whose `typ` header is not `at+jwt` (RFC 9068), for providers that issue ' +
+      'access tokens as plain `JWT`; an ID token of the same provider then passes too.'
+  })
 })
 
 type Env = Static<typeof EnvSchema>
@@ -288,8 +315,10 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
       throw new ConfigError(`invalid configuration: ${(err as Error).message}`)
     }
   }
-  if (parsed.DATABASE_DIRECT_URL !== undefined && (!isPostgresUrl(parsed.DATABASE_URL) || !isPostgresUrl(parsed.DATABASE_DIRECT_URL))) {
-    throw new ConfigError('invalid configuration: DATABASE_DIRECT_URL must be a postgres:// URL, and DATABASE_URL one too')
+  if (parsed.DATABASE_DIRECT_URL !== undefined &&
+      (!isPostgresUrl(parsed.DATABASE_URL) || !isPostgresUrl(parsed.DATABASE_DIRECT_URL))) {
+    throw new ConfigError(
+      'invalid configuration: DATABASE_DIRECT_URL must be a postgres:// URL, and DATABASE_URL one too')
   }
 
   const file = readTokensFile(parsed.API_TOKENS_FILE)
@@ -377,7 +406,8 @@ function parseSandbox (parsed: Env, hasCredentials: boolean): SandboxConfig | un
   }
   // In memory no tenant could be closed without losing it: SANDBOX_OPEN_TENANTS would bound nothing.
   if (parsed.DATABASE_URL === ':memory:') {
-    throw new ConfigError('invalid configuration: DATABASE_URL=:memory: is refused with SANDBOX=1: every tenant would stay in memory, beyond SANDBOX_OPEN_TENANTS; give a file path or a postgres:// URL')
+    throw new ConfigError('invalid configuration: DATABASE_URL=:memory: is refused with SANDBOX=1: every tenant ' +
+      'would stay in memory, beyond SANDBOX_OPEN_TENANTS; give a file path or a postgres:// URL')
   }
   const seed = parsed.SANDBOX_SEED?.trim()
   return {
@@ -588,7 +618,8 @@ function readTokensFile (path: string | undefined): { plain: string[], named: Na
     named.push({ name, scopes: [...new Set(scopes as Scope[])], digest })
   })
   if (plain.length === 0 && named.length === 0) {
-    throw new ConfigError(`invalid configuration: API_TOKENS_FILE holds no token (${path}); with no token nothing can call the API`)
+    throw new ConfigError(`invalid configuration: API_TOKENS_FILE holds no token (${path}); with no token nothing ` +
+      'can call the API')
   }
   return { plain, named }
 }
@@ -599,7 +630,8 @@ function refuseOverlap (plain: readonly string[], named: readonly NamedToken[]):
     const digest = tokenDigest(token)
     const entry = named.find((candidate) => candidate.digest === digest)
     if (entry !== undefined) {
-      throw new ConfigError(`invalid configuration: the API_TOKENS_FILE entry ${entry.name} is also given as a plain token (every scope): keep one of the two`)
+      throw new ConfigError(`invalid configuration: the API_TOKENS_FILE entry ${entry.name} is also given as a plain ` +
+        'token (every scope): keep one of the two')
     }
   }
 }
@@ -630,5 +662,11 @@ function parseOidc (parsed: Env): OidcConfig | undefined {
   }
   const audience = parsed.OIDC_AUDIENCE?.trim() ?? ''
   if (audience === '') throw new ConfigError('invalid configuration: OIDC_AUDIENCE must be set with OIDC_ISSUER (the audience tokens are issued for, e.g. https://plants.example.com)')
-  return { issuer, audience, clockSkewMs: parsed.OIDC_CLOCK_SKEW_MS, jwksCooldownMs: parsed.OIDC_JWKS_COOLDOWN_MS, requireAtJwt: parsed.OIDC_REQUIRE_AT_JWT === '1' }
+  return {
+    issuer,
+    audience,
+    clockSkewMs: parsed.OIDC_CLOCK_SKEW_MS,
+    jwksCooldownMs: parsed.OIDC_JWKS_COOLDOWN_MS,
+    requireAtJwt: parsed.OIDC_REQUIRE_AT_JWT === '1'
+  }
 }

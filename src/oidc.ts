@@ -37,7 +37,9 @@ async function fetchJson (url: string): Promise<unknown> {
 async function discoverKeySet (issuer: string): Promise<string> {
   const discovery = await fetchJson(`${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`)
   // OpenID Connect Discovery §4.3: the document must name the issuer it was fetched for.
-  if (!isObject(discovery) || discovery.issuer !== issuer) throw new Error('the discovery document names another issuer')
+  if (!isObject(discovery) || discovery.issuer !== issuer) {
+    throw new Error('the discovery document names another issuer')
+  }
   if (typeof discovery.jwks_uri !== 'string') throw new Error('the discovery document has no jwks_uri')
   return discovery.jwks_uri
 }
@@ -263,7 +265,12 @@ export class OidcVerifier {
     }
     if (typeof payload.sub !== 'string' || payload.sub === '') throw invalidToken('it has no subject (sub)')
     const client = typeof payload.client_id === 'string' ? payload.client_id : typeof payload.azp === 'string' ? payload.azp : undefined
-    const principal: Principal = { id: jwtPrincipalId(payload.sub), name: payload.sub, scopes: scopesOf(payload), ...(client !== undefined && { client }) }
+    const principal: Principal = {
+      id: jwtPrincipalId(payload.sub),
+      name: payload.sub,
+      scopes: scopesOf(payload),
+      ...(client !== undefined && { client })
+    }
     // jwtVerify required `exp`.
     return { principal, expiresAt: Number(payload.exp) * 1000 }
   }

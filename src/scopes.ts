@@ -10,7 +10,10 @@ export const resourceScope = ({ collection }: { collection: string }, access: 'r
 export const SCOPE_DESCRIPTIONS = Object.fromEntries([
   ...RESOURCES.flatMap((resource) => [
     [resourceScope(resource, 'read'), resource.texts.scopes.read],
-    [resourceScope(resource, 'write'), `${resource.texts.scopes.write}; includes \`${resourceScope(resource, 'read')}\``]
+    [
+      resourceScope(resource, 'write'),
+      `${resource.texts.scopes.write}; includes \`${resourceScope(resource, 'read')}\``
+    ]
   ]),
   ['webhooks', 'Manage the caller\'s own webhook subscriptions']
 ]) as Readonly<Record<Scope, string>>
@@ -36,7 +39,8 @@ export const GRANTED_BY: Readonly<Record<Scope, readonly Scope[]>> = Object.from
 ]) as Readonly<Record<Scope, readonly Scope[]>>
 
 /** Whether a token holding `held` may do what `needed` guards: the one check routes and webhook subscriptions use. */
-export const grants = (held: ReadonlySet<Scope>, needed: Scope): boolean => GRANTED_BY[needed].some((scope) => held.has(scope))
+export const grants = (held: ReadonlySet<Scope>, needed: Scope): boolean =>
+  GRANTED_BY[needed].some((scope) => held.has(scope))
 
 /**
  * Who is calling, once authenticated. `id` is what stored data is keyed by (idempotency scopes,
@@ -44,7 +48,10 @@ export const grants = (held: ReadonlySet<Scope>, needed: Scope): boolean => GRAN
  * ever the token.
  */
 export interface Principal {
-  /** Plain API_TOKENS: the token's hex SHA-256 (what data stored before scopes is keyed by); named tokens: `token:<name>`; JWTs: `jwt:<sub>` (a digest when long: principal-id.ts). */
+  /**
+   * Plain API_TOKENS: the token's hex SHA-256 (what data stored before scopes is keyed by); named
+   * tokens: `token:<name>`; JWTs: `jwt:<sub>` (a digest when long: principal-id.ts).
+   */
   readonly id: string
   readonly name: string
   readonly scopes: ReadonlySet<Scope>

@@ -95,7 +95,9 @@ async function serve (): Promise<void> {
     docs: `${base}/docs`,
     openapi: `${base}/openapi.json`,
     ...(metrics !== undefined && { metrics: `${url(metrics.address, metrics, metrics.port)}/metrics` }),
-    ...(config.sandbox !== undefined && { sandbox: { ttl: duration(config.sandbox.ttlMs), maxTenants: config.sandbox.maxTenants } }),
+    ...(config.sandbox !== undefined && {
+      sandbox: { ttl: duration(config.sandbox.ttlMs), maxTenants: config.sandbox.maxTenants }
+    }),
     ...(config.tokenGenerated && { generatedToken: config.tokens[0] })
   }
   if (!pretty) {
@@ -104,8 +106,18 @@ async function serve (): Promise<void> {
     process.on('warning', (warning) => { app.log.warn({ err: warning }, `node: ${warning.message}`) })
   }
   // Whatever LOG_LEVEL says, as the banner for a person is: it may hold the only token that works.
-  if (pretty) process.stderr.write(bannerText(banner))
-  else logStream.write(`${JSON.stringify({ level: 30, time: Date.now(), pid: process.pid, hostname: hostname(), msg: `plant-store is listening on ${base}`, ...banner })}\n`)
+  if (pretty) {
+    process.stderr.write(bannerText(banner))
+  } else {
+    logStream.write(`${JSON.stringify({
+      level: 30,
+      time: Date.now(),
+      pid: process.pid,
+      hostname: hostname(),
+      msg: `plant-store is listening on ${base}`,
+      ...banner
+    })}\n`)
+  }
 }
 
 /** What the start-up announces: where to go, and what a person must know before the first request. */
@@ -128,7 +140,9 @@ function bannerText ({ url, docs, openapi, metrics, sandbox, generatedToken }: B
       ? ''
       : '  SANDBOX=1: a public sandbox. Any bearer token of 16-256 URL-safe characters is a tenant of its own;\n' +
         `    tenants unused for ${sandbox.ttl} are deleted, at most ${sandbox.maxTenants} are kept.\n`) +
-    (generatedToken === undefined ? '' : `  No API_TOKENS set: this run accepts the bearer token\n    ${generatedToken}\n`) +
+    (generatedToken === undefined
+      ? ''
+      : `  No API_TOKENS set: this run accepts the bearer token\n    ${generatedToken}\n`) +
     '\n'
 }
 

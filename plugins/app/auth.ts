@@ -81,8 +81,11 @@ export default fp(async function authPlugin (app) {
         return
       }
       const needed = request.routeOptions.config.scope
-      if (needed !== undefined && (request.principal === undefined || !grants(request.principal.scopes, needed))) done(insufficientScope(needed))
-      else done()
+      if (needed !== undefined && (request.principal === undefined || !grants(request.principal.scopes, needed))) {
+        done(insufficientScope(needed))
+      } else {
+        done()
+      }
     })
   } satisfies onRequestHookHandler)
 }, { name: 'auth', dependencies: ['config', 'errors'] })

@@ -59,7 +59,9 @@ function refusalHeaders (error: unknown, status: number): Record<string, string>
   if (error instanceof MethodNotAllowedError) return { allow: error.allowed.join(', ') }
   if (error instanceof ServiceError && error.code === 'unsupported-content-encoding') return { 'accept-encoding': 'identity' }
   if (error instanceof AuthUnavailableError) return { 'retry-after': String(error.retryAfterS) }
-  if (error instanceof ServiceError && error.code === 'unavailable') return { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_S) }
+  if (error instanceof ServiceError && error.code === 'unavailable') {
+    return { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_S) }
+  }
   if (error instanceof ServiceError && error.code === 'sandbox-full') return { 'retry-after': String(SANDBOX_FULL_RETRY_AFTER_S) }
   if (error instanceof ServiceError && error.code === 'sandbox-busy') return { 'retry-after': '1' }
   if (error instanceof RetryLaterError) return { 'retry-after': String(error.retryAfterS) }
@@ -218,7 +220,9 @@ function answerBelowFastify (app: FastifyInstance): void {
   })
 }
 
-const QUIET_REFUSALS: ReadonlySet<ErrorCode> = new Set(['not-ready', 'auth-unavailable', 'sandbox-busy', 'sandbox-full', 'webhook-busy'])
+const QUIET_REFUSALS: ReadonlySet<ErrorCode> = new Set([
+  'not-ready', 'auth-unavailable', 'sandbox-busy', 'sandbox-full', 'webhook-busy'
+])
 
 /** Every failure once Fastify has routed the request leaves here as `{ error, message }`. */
 export default fp(async function errorHandlerPlugin (app) {

@@ -175,12 +175,17 @@ function sqliteMetrics (client: PromClient, registry: Registry) {
   })
   const checkpointDuration = new client.Histogram({
     name: `${METRIC_PREFIX}sqlite_wal_checkpoint_duration_seconds`,
-    help: 'Time one SQLite WAL checkpoint took, by thread: "worker" runs beside the requests, "loop" held the event loop (the WAL had outgrown the worker\'s checkpoints)',
+    help: 'Time one SQLite WAL checkpoint took, by thread: "worker" runs beside the requests, "loop" held the event ' +
+      'loop (the WAL had outgrown the worker\'s checkpoints)',
     labelNames: ['thread'],
     buckets: SYNC_BUCKETS,
     registers: [registry]
   })
-  return { batchSize, syncDuration, checkpoints: { worker: checkpointDuration.labels('worker'), loop: checkpointDuration.labels('loop') } }
+  return {
+    batchSize,
+    syncDuration,
+    checkpoints: { worker: checkpointDuration.labels('worker'), loop: checkpointDuration.labels('loop') }
+  }
 }
 
 async function listen (server: Server, port: number, host: string): Promise<void> {

@@ -38,7 +38,10 @@ async function openPostgres (app: FastifyInstance): Promise<Store> {
       }
     })
   } catch (err) {
-    if (err instanceof StoreOpenError) app.log.error({ err: { message: err.message, code: (err.cause as { code?: unknown } | undefined)?.code } }, 'cannot use the PostgreSQL database')
+    if (err instanceof StoreOpenError) {
+      app.log.error({ err: { message: err.message, code: (err.cause as { code?: unknown } | undefined)?.code } },
+        'cannot use the PostgreSQL database')
+    }
     throw err
   }
 }

@@ -123,11 +123,18 @@ const REQUEST_ID_HEADER = 'X-Request-Id'
 function documentRequestId (document: JsonObject): void {
   const { type, pattern, description } = requestIdHeader[REQUEST_ID_HEADER]
   const components = isObject(document.components) ? document.components : {}
-  document.components = { ...components, headers: { [REQUEST_ID_HEADER]: { description, required: true, schema: { type, pattern } } } }
-  const responses = values(document.paths).flatMap(values).flatMap((operation) => (isObject(operation) ? values(operation.responses) : []))
+  document.components = {
+    ...components,
+    headers: { [REQUEST_ID_HEADER]: { description, required: true, schema: { type, pattern } } }
+  }
+  const responses = values(document.paths).flatMap(values)
+    .flatMap((operation) => (isObject(operation) ? values(operation.responses) : []))
   for (const response of responses) {
     if (!isObject(response)) continue
-    response.headers = { ...(isObject(response.headers) ? response.headers : {}), [REQUEST_ID_HEADER]: { $ref: `#/components/headers/${REQUEST_ID_HEADER}` } }
+    response.headers = {
+      ...(isObject(response.headers) ? response.headers : {}),
+      [REQUEST_ID_HEADER]: { $ref: `#/components/headers/${REQUEST_ID_HEADER}` }
+    }
   }
 }
 
@@ -176,7 +183,8 @@ export default fp(async function docsPlugin (app) {
       description: sandbox !== undefined
         ? `Any token of 16 to 256 URL-safe characters: each token is a sandbox tenant of its own, with every scope: ${scopeList}.`
         : `A token from API_TOKENS (every scope) or API_TOKENS_FILE (its scopes)${oidc === undefined ? '' : ', or a JWT access token of the OpenID provider'}. ` +
-        `Each operation lists the scopes that grant it (a write scope includes its read scope): ${scopeList}. A token with none of them is answered 403.`
+        `Each operation lists the scopes that grant it (a write scope includes its read scope): ${scopeList}. ` +
+        'A token with none of them is answered 403.'
     },
     // Swagger UI's Authorize then obtains a token from the provider (client credentials).
     ...(oidc !== undefined && {

@@ -41,7 +41,10 @@ function sdkMessage (message: string): string {
 
 const DEFAULT_PORTS: Readonly<Record<string, number>> = { http: 80, https: 443 }
 
-/** What the HTTP conventions want on a server span that @fastify/otel leaves out (it sets method, route, path, status). */
+/**
+ * What the HTTP conventions want on a server span that @fastify/otel leaves out (it sets method,
+ * route, path, status).
+ */
 function serverAttributes (request: FastifyRequest): Record<string, string | number> {
   const scheme = request.protocol
   const userAgent = request.headers['user-agent']
@@ -88,7 +91,11 @@ export default fp(async function otelPlugin (app) {
     app.decorate('tracing', undefined)
     return
   }
-  const [{ context, diag, DiagLogLevel, propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode }, { NodeSDK, resources }, { FastifyOtelInstrumentation }] = await Promise.all([
+  const [
+    { context, diag, DiagLogLevel, propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode },
+    { NodeSDK, resources },
+    { FastifyOtelInstrumentation }
+  ] = await Promise.all([
     import('@opentelemetry/api'),
     import('@opentelemetry/sdk-node'),
     import('@fastify/otel')
@@ -148,8 +155,10 @@ export default fp(async function otelPlugin (app) {
   })
   const sdk = new NodeSDK({
     serviceName: settings.serviceName,
-    // The SDK's default resource (telemetry.sdk.*) and the version; OTEL_RESOURCE_ATTRIBUTES, detected after, still overrides it.
-    resource: resources.defaultResource().merge(resources.resourceFromAttributes({ 'service.version': app.config.version })),
+    // The SDK's default resource (telemetry.sdk.*) and the version; OTEL_RESOURCE_ATTRIBUTES, detected
+    // after, still overrides it.
+    resource: resources.defaultResource()
+      .merge(resources.resourceFromAttributes({ 'service.version': app.config.version })),
     instrumentations: [instrumentation],
     // Traces only: the SDK would otherwise start OTLP metric and log exporters too.
     metricReaders: [],

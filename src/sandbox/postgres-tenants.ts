@@ -1,6 +1,8 @@
 import pg from 'pg'
 import { sha256 } from '../digest.js'
-import { inTransaction, isConnectionError, parsePostgresUrl, postgresFailure, queryTimeout, settledPool, survivingDisconnects } from '../store/postgres/connection.js'
+import {
+  inTransaction, isConnectionError, parsePostgresUrl, postgresFailure, queryTimeout, settledPool, survivingDisconnects
+} from '../store/postgres/connection.js'
 import { migrations } from '../store/postgres/migrations.js'
 import { createPostgresStore, isCurrentVersion, migrationLock, MIGRATIONS_TABLE } from '../store/postgres/postgres-store.js'
 import { pgTypes } from '../store/postgres/types.js'
@@ -102,7 +104,9 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
     },
     open: async (key, created) => {
       const schema = schemaOf(key)
-      const current = created ? await creations.run(async () => await createSchema(schema)) : await schemaIsCurrent(schema)
+      const current = created
+        ? await creations.run(async () => await createSchema(schema))
+        : await schemaIsCurrent(schema)
       const store = await createPostgresStore({
         url: tenantUrl(key),
         // The tenant's schema is each transaction's search_path: a pooled connection keeps no

@@ -92,7 +92,13 @@ export async function createSqliteTenants (options: SqliteTenantOptions): Promis
       const made = !existsSync(file)
       if (made) copyTemplate(file)
       const store = createSqliteStore({
-        ...options.store, filename: file, checkpoint: false, preflight: false, prepareOnUse: true, exclusive: true, walLimitBytes: TENANT_WAL_BYTES
+        ...options.store,
+        filename: file,
+        checkpoint: false,
+        preflight: false,
+        prepareOnUse: true,
+        exclusive: true,
+        walLimitBytes: TENANT_WAL_BYTES
       })
       return { store, created: created || made }
     },

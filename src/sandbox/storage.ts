@@ -6,7 +6,9 @@ import type { StorageLimits } from '../store/trim.js'
  * What a sandbox tenant keeps at most of what outlives its plants (docs/operations.md states the
  * size this bounds a tenant to): the last 200 idempotency keys, chosen ids, deliveries and events.
  */
-export const TENANT_STORAGE_LIMITS: Readonly<StorageLimits> = { keys: 200, chosenIds: 200, deliveries: 200, events: 200 }
+export const TENANT_STORAGE_LIMITS: Readonly<StorageLimits> = {
+  keys: 200, chosenIds: 200, deliveries: 200, events: 200
+}
 
 /** Writes between two trims: a tenant holds at most this many rows past each limit. */
 export const TRIM_EVERY_WRITES = 50
@@ -26,7 +28,9 @@ export function tenantTrimmer (store: Pick<Store, 'trim'>, log?: Pick<StoreLog, 
   let untrimmed = 0
   const trim = async (): Promise<void> => {
     untrimmed = 0
-    await store.trim(TENANT_STORAGE_LIMITS).catch((err: unknown) => { log?.error({ err }, 'sandbox: a tenant\'s storage could not be trimmed') })
+    await store.trim(TENANT_STORAGE_LIMITS).catch((err: unknown) => {
+      log?.error({ err }, 'sandbox: a tenant\'s storage could not be trimmed')
+    })
   }
   const written = async <T>(result: T): Promise<T> => {
     if (++untrimmed >= TRIM_EVERY_WRITES) await trim()
@@ -36,9 +40,11 @@ export function tenantTrimmer (store: Pick<Store, 'trim'>, log?: Pick<StoreLog, 
     counting: <R extends Repository<ResourceTypes>>(repository: R): R => ({
       list: async (query) => await repository.list(query),
       get: async (id) => await repository.get(id),
-      create: async (item, idempotency, origin, admit) => await written(await repository.create(item, idempotency, origin, admit)),
+      create: async (item, idempotency, origin, admit) =>
+        await written(await repository.create(item, idempotency, origin, admit)),
       replace: async (id, item, ifMatch, origin) => await written(await repository.replace(id, item, ifMatch, origin)),
-      update: async (id, changes, ifMatch, origin) => await written(await repository.update(id, changes, ifMatch, origin)),
+      update: async (id, changes, ifMatch, origin) =>
+        await written(await repository.update(id, changes, ifMatch, origin)),
       delete: async (id, ifMatch, origin) => await written(await repository.delete(id, ifMatch, origin))
     } satisfies Repository<ResourceTypes> as R),
     flush: async () => { if (untrimmed > 0) await trim() }

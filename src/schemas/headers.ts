@@ -87,10 +87,16 @@ export const rateLimitHeaders = {
   'RateLimit-Reset': { type: 'string', pattern: SECONDS, description: 'Seconds until the window resets (when rate limiting is on)' }
 } satisfies ResponseHeaders
 
-/** A caller's `X-Request-Id` kept as the request's id (it goes into logs and back out in a header): only when this tame. */
+/**
+ * A caller's `X-Request-Id` kept as the request's id (it goes into logs and back out in a header):
+ * only when this tame.
+ */
 export const REQUEST_ID_PATTERN = '^[A-Za-z0-9._:-]{1,128}$'
 
-/** On every answer of the API (plugins/app/request-log.ts): one component, referenced by every response of the document. */
+/**
+ * On every answer of the API (plugins/app/request-log.ts): one component, referenced by every
+ * response of the document.
+ */
 export const requestIdHeader = {
   'X-Request-Id': {
     type: 'string',

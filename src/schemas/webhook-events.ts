@@ -2,7 +2,8 @@ import type { OpenAPIV3_2 as OpenApi } from '@fastify/swagger'
 import { Type, type TObject, type TSchema } from '@sinclair/typebox'
 import type { ResourceDefinition } from '../resource.js'
 import {
-  EVENT_DESCRIPTIONS, eventPayload, RESOURCE_EVENTS, TEST_EVENT_TYPE, testEventPayload, WEBHOOK_EVENT_TYPES, type WebhookEventType
+  EVENT_DESCRIPTIONS, eventPayload, RESOURCE_EVENTS, TEST_EVENT_TYPE, testEventPayload, WEBHOOK_EVENT_TYPES,
+  type WebhookEventType
 } from '../webhooks/events.js'
 import { signatureHeader } from '../webhooks/signing.js'
 import { ref } from './ref.js'
@@ -53,7 +54,8 @@ interface SentEvent {
 }
 
 const RETRIED = 'Not acknowledged: the delivery is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (±20 %; ' +
-  'WEBHOOK_RETRY_SCHEDULE), then it has failed. A subscription whose deliveries keep failing for WEBHOOK_DISABLE_AFTER_MS (5 days by default) is disabled'
+  'WEBHOOK_RETRY_SCHEDULE), then it has failed. A subscription whose deliveries keep failing for ' +
+  'WEBHOOK_DISABLE_AFTER_MS (5 days by default) is disabled'
 
 const SENT_EVENTS: readonly SentEvent[] = [
   ...WEBHOOK_EVENT_TYPES.map((type) => ({
@@ -124,11 +126,20 @@ function eventOperation ({ type, schema, what, example, sentTo, failed }: SentEv
       requestBody: {
         required: true,
         description: 'The event (Content-Type: application/json)',
-        content: { 'application/json': { schema: { $ref: `#/components/schemas/${schema}` }, example: JSON.parse(example) as unknown } }
+        content: {
+          'application/json': {
+            schema: { $ref: `#/components/schemas/${schema}` },
+            example: JSON.parse(example) as unknown
+          }
+        }
       },
       responses: {
         '2XX': { description: 'Acknowledged: the delivery succeeded (the body is ignored). Answer within WEBHOOK_TIMEOUT_MS (10 s by default), then do the work' },
-        ...(retried && { 410: { description: 'Gone: the receiver wants no more events. The delivery fails and the subscription is disabled' } }),
+        ...(retried && {
+          410: {
+            description: 'Gone: the receiver wants no more events. The delivery fails and the subscription is disabled'
+          }
+        }),
         '4XX': { description: failed },
         '5XX': { description: failed }
       }

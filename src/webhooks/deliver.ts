@@ -31,7 +31,12 @@ export interface AttemptOptions {
 export type AttemptFailure = 'timeout' | 'connection' | 'invalid-url' | 'url-not-allowed' | 'url-unresolvable' | 'aborted' | 'internal'
 
 export type AttemptResult =
-  | { kind: 'response', statusCode: number, /** The first KEPT_RESPONSE_BYTES of the body (UTF-8; zero bytes and bytes that are not UTF-8 as U+FFFD). */ body: string }
+  | {
+    kind: 'response'
+    statusCode: number
+    /** The first KEPT_RESPONSE_BYTES of the body (UTF-8; zero bytes and bytes that are not UTF-8 as U+FFFD). */
+    body: string
+  }
   | { kind: 'error', reason: AttemptFailure, message: string }
 
 const defaultRequest: RequestFunction = (url, options) =>

@@ -7,7 +7,9 @@ import { webhookBusy } from '../errors.js'
 import { newMessageId, testEventPayload, type WebhookEventType } from './events.js'
 import { DEFAULT_JITTER, DEFAULT_RETRY_SCHEDULE_MS, verdict, type AttemptVerdict } from './schedule.js'
 import { signatureHeader } from './signing.js'
-import type { ClaimedDelivery, CompletionResult, DeliveryCompletion, DeliveryStatus, SigningTarget, WebhookStore } from './store.js'
+import type {
+  ClaimedDelivery, CompletionResult, DeliveryCompletion, DeliveryStatus, SigningTarget, WebhookStore
+} from './store.js'
 import type { AddressPolicy } from './url-policy.js'
 import { USER_AGENT } from './user-agent.js'
 
@@ -548,7 +550,8 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     for (;;) {
       const busy = this.#apiBusy?.() === true
       const pace = this.#paceWait(busy)
-      const free = this.#free(busy) > 0 && (this.#perSubscriptionInFlight.get(target.id) ?? 0) < this.#allowed(target.id) &&
+      const free = this.#free(busy) > 0 &&
+        (this.#perSubscriptionInFlight.get(target.id) ?? 0) < this.#allowed(target.id) &&
         (this.#perOwnerInFlight.get(target.owner) ?? 0) < this.#perOwner
       if (pace <= 0 && free) break
       // A slot frees within an attempt's time: looked at again shortly. The pace says when.
@@ -569,7 +572,8 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     const messageId = newMessageId()
     const started = performance.now()
     const payload = testEventPayload(target.id, attemptedAt)
-    const result = await this.#send({ messageId, payload, url: target.url, secrets: target.secrets }, attemptedAt, undefined)
+    const result = await this.#send(
+      { messageId, payload, url: target.url, secrets: target.secrets }, attemptedAt, undefined)
     const error = describeFailure(result)
     return {
       webhookId: messageId,
@@ -581,7 +585,9 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     }
   }
 
-  async #send (delivery: SignedMessage, attemptedAt: number, extraHeaders: Record<string, string> | undefined): Promise<AttemptResult> {
+  async #send (
+    delivery: SignedMessage, attemptedAt: number, extraHeaders: Record<string, string> | undefined
+  ): Promise<AttemptResult> {
     let request: AttemptRequest
     try {
       request = this.#signedRequest(delivery, attemptedAt)

@@ -34,11 +34,18 @@ export const testEventPayload = (subscriptionId: bigint, now: number): string =>
 export const isWebhookEventType = (value: string): value is WebhookEventType =>
   (WEBHOOK_EVENT_TYPES as readonly string[]).includes(value)
 
-/** The scope a subscriber needs for each event type: its resource's read scope, since the payload carries the representation. */
-export const EVENT_SCOPES = Object.fromEntries(RESOURCE_EVENTS.map(({ type, resource }) => [type, resourceScope(resource, 'read')])) as
+/**
+ * The scope a subscriber needs for each event type: its resource's read scope, since the payload
+ * carries the representation.
+ */
+export const EVENT_SCOPES = Object.fromEntries(
+  RESOURCE_EVENTS.map(({ type, resource }) => [type, resourceScope(resource, 'read')])) as
   Readonly<Record<WebhookEventType, Scope>>
 
-/** The scopes a subscription to `events` needs (every event type when absent); unknown names are the service's to refuse. */
+/**
+ * The scopes a subscription to `events` needs (every event type when absent); unknown names are the
+ * service's to refuse.
+ */
 export const scopesForEvents = (events: readonly string[] | undefined): Scope[] =>
   [...new Set((events ?? WEBHOOK_EVENT_TYPES).filter(isWebhookEventType).map((type) => EVENT_SCOPES[type]))]
 

@@ -170,7 +170,9 @@ export const truncateError = (message: string): string =>
 export const storableText = (text: string): string => text.includes('\0') ? text.replaceAll('\0', '\uFFFD') : text
 
 /** An attempt's error and the receiver's answer, as a store keeps them (null where absent). */
-export function attemptTexts (done: { error?: string, responseBody?: string }): { error: string | null, body: string | null } {
+export function attemptTexts (
+  done: { error?: string, responseBody?: string }
+): { error: string | null, body: string | null } {
   return {
     error: done.error === undefined ? null : truncateError(storableText(done.error)),
     body: done.responseBody === undefined ? null : storableText(done.responseBody)

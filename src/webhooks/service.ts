@@ -81,7 +81,8 @@ export function checkSecret (secret: string): void {
   }
   // All one byte (whsec_AAAA…) is a placeholder, not a key: anyone could sign with it.
   if (bytes.every((byte) => byte === bytes[0])) {
-    throw new ServiceError('invalid-secret', 'A secret of one byte repeated has no entropy: give random bytes (or send no secret to get some)')
+    throw new ServiceError('invalid-secret',
+      'A secret of one byte repeated has no entropy: give random bytes (or send no secret to get some)')
   }
 }
 

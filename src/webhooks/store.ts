@@ -157,7 +157,10 @@ export interface WebhookStore {
   getSubscription: (owner: string, id: bigint) => Promise<WebhookSubscription | undefined>
   updateSubscription: (owner: string, id: bigint, changes: SubscriptionChanges, now: number) => Promise<WebhookSubscription | undefined>
   deleteSubscription: (owner: string, id: bigint) => Promise<boolean>
-  /** Where a test event goes and the secrets it is signed with at `now`, as a delivery's (see ClaimedDelivery.secrets). */
+  /**
+   * Where a test event goes and the secrets it is signed with at `now`, as a delivery's (see
+   * ClaimedDelivery.secrets).
+   */
   signingTarget: (owner: string, id: bigint, now: number) => Promise<SigningTarget | undefined>
   /** The replaced secret signs until `previousUntil`; earlier ones until their own time (MAX_PREVIOUS_SECRETS). */
   rotateSecret: (owner: string, id: bigint, secret: string, previousUntil: number, now: number) => Promise<WebhookSubscription | undefined>

@@ -17,7 +17,8 @@ const createWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
         'that carries it), and `Location: /webhooks/{id}`. The URL must be an absolute ' +
         'http or https URL of at most 2048 characters without credentials, whose host is (or resolves to) public ' +
         'addresses only. The subscription belongs to the token that creates it; a token may have at most ' +
-        `WEBHOOK_MAX_SUBSCRIPTIONS (25 by default), and creating one more is a 409 until one is deleted. ${EVENT_SCOPES_TEXT}`,
+        'WEBHOOK_MAX_SUBSCRIPTIONS (25 by default), and creating one more is a 409 until one is deleted. ' +
+        EVENT_SCOPES_TEXT,
       tags: ['webhooks'],
       body: ref(NewWebhookSchema),
       response: {

@@ -28,7 +28,8 @@ const recoverWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
       }
     }
   }, async (request, reply) => {
-    const recovery = await request.webhooks.recoverDeliveries(ownerOf(request), BigInt(request.params.id), parseDateTime(request.body.since))
+    const recovery = await request.webhooks.recoverDeliveries(
+      ownerOf(request), BigInt(request.params.id), parseDateTime(request.body.since))
     return reply.code(202).send(recovery)
   })
 }

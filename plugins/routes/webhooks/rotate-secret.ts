@@ -20,7 +20,8 @@ const rotateWebhookSecretRoute: FastifyPluginAsyncTypebox = async (app) => {
       response: {
         200: ref(WebhookWithSecretSchema, { description: 'The subscription with its new secret' }),
         ...webhooksErrorResponses({
-          400: `${WEBHOOK_ERRORS.badId}, or the body is not a RotateWebhookSecret (a secret not \`whsec_\` and 24 to 64 bytes in base64, or one byte repeated)`,
+          400: `${WEBHOOK_ERRORS.badId}, or the body is not a RotateWebhookSecret (a secret not \`whsec_\` and 24 to ` +
+            '64 bytes in base64, or one byte repeated)',
           404: WEBHOOK_ERRORS.notFound,
           413: WEBHOOK_ERRORS.tooLarge,
           415: 'The body is not JSON'

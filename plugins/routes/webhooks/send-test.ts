@@ -11,10 +11,11 @@ const testWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
     schema: {
       operationId: 'testWebhook',
       summary: 'Send a test event',
-      description: 'Sends a `webhook.test` event (`{ type, timestamp, data: { subscriptionId } }`), signed like any delivery ' +
-        '(with the current secret and every replaced one still honoured), to its URL now, whether it is enabled or not, and ' +
-        'answers with the attempt\'s outcome once it is over (at most WEBHOOK_TIMEOUT_MS). Nothing is stored or retried. ' +
-        'It takes a delivery slot and keeps the deliveries\' pace: with none free within a second, a 503 with Retry-After.',
+      description: 'Sends a `webhook.test` event (`{ type, timestamp, data: { subscriptionId } }`), signed like any ' +
+        'delivery (with the current secret and every replaced one still honoured), to its URL now, whether it is ' +
+        'enabled or not, and answers with the attempt\'s outcome once it is over (at most WEBHOOK_TIMEOUT_MS). ' +
+        'Nothing is stored or retried. It takes a delivery slot and keeps the deliveries\' pace: with none free ' +
+        'within a second, a 503 with Retry-After.',
       tags: ['webhooks'],
       params: WebhookParamsSchema,
       response: {

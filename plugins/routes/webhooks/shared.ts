@@ -35,7 +35,9 @@ export function ownerOf (request: FastifyRequest): string {
 
 /** What the create and update routes say of the event list's scopes. */
 export const EVENT_SCOPES_TEXT = 'Subscribing to a resource\'s events needs its read scope as well (' +
-  RESOURCES.map((resource) => `\`${resourceScope(resource, 'read')}\`, or \`${resourceScope(resource, 'write')}\`, for ${resource.name} events`).join('; ') +
+  RESOURCES.map((resource) =>
+    `\`${resourceScope(resource, 'read')}\`, or \`${resourceScope(resource, 'write')}\`, for ${resource.name} events`
+  ).join('; ') +
   '), since every delivery carries the representation: without it, 403 naming the scope.'
 
 /**

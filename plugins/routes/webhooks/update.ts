@@ -2,7 +2,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { MERGE_PATCH } from '../../../src/json-body.js'
 import { ref } from '../../../src/schemas/ref.js'
 import { WebhookParamsSchema, WebhookPatchSchema } from '../../../src/schemas/webhook.js'
-import { checkEventScopes, EVENT_SCOPES_TEXT, ownerOf, WEBHOOK_ERRORS, webhookResponse, webhooksErrorResponses } from './shared.js'
+import {
+  checkEventScopes, EVENT_SCOPES_TEXT, ownerOf, WEBHOOK_ERRORS, webhookResponse, webhooksErrorResponses
+} from './shared.js'
 
 /** `PATCH /webhooks/{id}`: a JSON merge patch (RFC 7396) of a subscription. */
 const updateWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {

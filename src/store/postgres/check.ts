@@ -17,9 +17,11 @@ export async function checkPostgres (url: string, connectTimeoutMs: number): Pro
     await client.connect()
     // Schema-qualified, not a search_path: that would be a session setting (see connection.ts).
     const table = target.schema === undefined ? 'plant_store_migrations' : `${target.schema}.plant_store_migrations`
-    const { rows: [found] } = await client.query<{ name: string | null }>('SELECT to_regclass($1)::text AS name', [table])
+    const { rows: [found] } = await client.query<{ name: string | null }>(
+      'SELECT to_regclass($1)::text AS name', [table])
     if (found?.name === null || found === undefined) return undefined
-    const { rows: [row] } = await client.query<{ version: number | null }>(`SELECT max(version) AS version FROM ${table}`)
+    const { rows: [row] } = await client.query<{ version: number | null }>(
+      `SELECT max(version) AS version FROM ${table}`)
     const version = row?.version ?? 0
     return version > migrations.length ? newerSchemaProblem(version, migrations.length) : undefined
   } catch (err) {

@@ -30,7 +30,8 @@ export function parsePostgresUrl (url: string): PostgresTarget {
   }
   // PostgreSQL's own: CREATE SCHEMA refuses pg_ names, and its catalogs refuse our tables.
   if (schema.startsWith('pg_') || schema === 'information_schema') {
-    throw new Error(`DATABASE_URL schema ${schema} is PostgreSQL's own (pg_… and information_schema are reserved): choose another name`)
+    throw new Error(`DATABASE_URL schema ${schema} is PostgreSQL's own (pg_… and information_schema are reserved): ` +
+      'choose another name')
   }
   parsed.searchParams.delete('schema')
   return { connectionString: parsed.toString(), schema }
@@ -72,7 +73,10 @@ const OPENINGS = new WeakMap<pg.Pool, string>()
 function opening ({ schema, statementTimeoutMs, asynchronousCommit }: TransactionSettings): string {
   const settings: Array<[string, string]> = [
     ...(schema === undefined ? [] : [['search_path', schema]] as Array<[string, string]>),
-    ...(statementTimeoutMs === undefined ? [] : [['statement_timeout', String(statementTimeoutMs)], ['lock_timeout', String(statementTimeoutMs)]] as Array<[string, string]>),
+    ...(statementTimeoutMs === undefined
+      ? []
+      : [['statement_timeout', String(statementTimeoutMs)], ['lock_timeout', String(statementTimeoutMs)]] as
+        Array<[string, string]>),
     ...(asynchronousCommit === true ? [['synchronous_commit', 'off']] as Array<[string, string]> : [])
   ]
   if (settings.length === 0) return 'BEGIN'

@@ -105,7 +105,8 @@ export const migrations: readonly string[] = [
   // 9: one outbox shape on every store: an event row holds its subject (resource and id) beside its
   // type and payload. Nullable while instances of the previous release may still write events.
   `ALTER TABLE webhook_events ADD COLUMN subject_type text, ADD COLUMN subject_id bigint;
-   UPDATE webhook_events SET subject_type = split_part(event_type, '.', 1), subject_id = (payload::json -> 'data' ->> 'id')::bigint;`,
+   UPDATE webhook_events SET subject_type = split_part(event_type, '.', 1),
+     subject_id = (payload::json -> 'data' ->> 'id')::bigint;`,
   // 10: a JWT principal id longer than 256 bytes is `jwt-sha256:<hex SHA-256 of the sub>` (see
   // src/principal-id.ts), so any sub fits an index row: ids stored before are rewritten the same way.
   `UPDATE webhook_subscriptions SET owner = 'jwt-sha256:' || encode(sha256(convert_to(substr(owner, 5), 'UTF8')), 'hex')

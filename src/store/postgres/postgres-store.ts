@@ -2,7 +2,9 @@ import pg from 'pg'
 import { pgTypes } from './types.js'
 import { StoreOpenError } from '../../errors.js'
 import { newerSchemaProblem, type Store } from '../store.js'
-import { parsePostgresUrl, postgresFailure, queryTimeout, settledPool, survivingDisconnects, type PostgresTarget } from './connection.js'
+import {
+  parsePostgresUrl, postgresFailure, queryTimeout, settledPool, survivingDisconnects, type PostgresTarget
+} from './connection.js'
 import { migrations } from './migrations.js'
 import { createPostgresPlants } from './plants.js'
 import type { PostgresRepositoryContext } from './repository.js'
@@ -31,7 +33,10 @@ export interface PostgresStoreOptions {
   notifyIntervalMs?: number
   /** Max connections of each of the webhook store's two pools (4 by default). */
   webhookPoolMax?: number
-  /** `false`: no LISTEN connection even with `directUrl`; only this process's own writes wake the dispatcher (it polls for the rest). */
+  /**
+   * `false`: no LISTEN connection even with `directUrl`; only this process's own writes wake the
+   * dispatcher (it polls for the rest).
+   */
   listen?: boolean
   /** Pools the caller owns and ends (a sandbox's): `bookkeeping` has synchronous_commit off, for the dispatcher. */
   pools?: { pool: pg.Pool, bookkeeping: pg.Pool }
@@ -173,13 +178,17 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000
   }
   if (options.migrate !== false) {
-    const migrator = options.directUrl === undefined ? connection : { ...connection, connectionString: parsePostgresUrl(options.directUrl).connectionString }
+    const migrator = options.directUrl === undefined
+      ? connection
+      : { ...connection, connectionString: parsePostgresUrl(options.directUrl).connectionString }
     await migrateWhenReachable(options, migrator, target)
   }
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000
   const owned = options.pools === undefined
   const pool = options.pools?.pool ?? settledPool(
-    survivingDisconnects(new pg.Pool({ ...connection, max: options.poolMax ?? 10, ...queryTimeout(statementTimeoutMs), types: pgTypes }), options.onIdleError),
+    survivingDisconnects(
+      new pg.Pool({ ...connection, max: options.poolMax ?? 10, ...queryTimeout(statementTimeoutMs), types: pgTypes }),
+      options.onIdleError),
     { schema: target.schema, statementTimeoutMs })
   const wakers = new Set<() => void>()
   const context = repositoryContext(pool, options.notifyIntervalMs ?? NOTIFY_INTERVAL_MS, wakers)

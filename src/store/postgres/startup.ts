@@ -16,18 +16,21 @@ const MAX_DELAY_MS = 5000
 /** What to do about a failure to start, by PostgreSQL's (or the pooler's) SQLSTATE or the socket's error code. */
 const ADVICE: ReadonlyArray<[(code: string, message: string) => boolean, string]> = [
   [(code, message) => code === '08P01' && /unsupported startup parameter/.test(message),
-    'take that parameter out of DATABASE_URL: a transaction pooler (PgBouncer) accepts almost none (see docs/scaling.md)'],
+    'take that parameter out of DATABASE_URL: a transaction pooler (PgBouncer) accepts almost none ' +
+      '(see docs/scaling.md)'],
   [(code) => code === '28P01', 'check the user name and password in DATABASE_URL'],
   [(code) => code === '28000', 'check the user name in DATABASE_URL, and that the server\'s pg_hba.conf lets it in'],
   [(code) => code === '3D000', 'create that database (createdb) or correct its name in DATABASE_URL'],
   [(code) => code === '42501', 'grant that user what it needs (CREATE on the database, or on the schema)'],
-  [(code) => code === 'ECONNREFUSED', 'nothing listens there: start PostgreSQL (or its pooler), or correct the host and port in DATABASE_URL'],
+  [(code) => code === 'ECONNREFUSED',
+    'nothing listens there: start PostgreSQL (or its pooler), or correct the host and port in DATABASE_URL'],
   [(code) => code === 'ENOTFOUND' || code === 'EAI_AGAIN', 'the host name does not resolve: correct it in DATABASE_URL']
 ]
 
 /** A refusal that waiting cannot change, though its code (08P01) is also a broken connection's. */
 const isRefusedParameter = (err: unknown): boolean =>
-  (err as { code?: unknown }).code === '08P01' && err instanceof Error && /unsupported startup parameter/.test(err.message)
+  (err as { code?: unknown }).code === '08P01' && err instanceof Error &&
+    /unsupported startup parameter/.test(err.message)
 
 /**
  * `err` as the start's failure: the server's own reason (its message never holds the password),
@@ -36,7 +39,9 @@ const isRefusedParameter = (err: unknown): boolean =>
 export function startFailure (err: unknown, prefix = ''): unknown {
   if (!(err instanceof Error) || err instanceof StoreOpenError) return err
   const code = (err as { code?: unknown }).code
-  if (typeof code !== 'string') return prefix === '' ? err : new StoreOpenError(`${prefix}${err.message}`, { cause: err })
+  if (typeof code !== 'string') {
+    return prefix === '' ? err : new StoreOpenError(`${prefix}${err.message}`, { cause: err })
+  }
   const advice = ADVICE.find(([matches]) => matches(code, err.message))?.[1]
   const fromServer = typeof (err as { severity?: unknown }).severity === 'string'
   const reason = fromServer ? `the server refused: ${err.message} (${code})` : err.message
@@ -61,7 +66,8 @@ export async function retryUntilReachable<T> (attempt: () => Promise<T>, { timeo
       const delayMs = Math.min(FIRST_DELAY_MS * 2 ** (attempts - 1), MAX_DELAY_MS, Math.max(0, deadline - Date.now()))
       if (delayMs <= 0) {
         if (timeoutMs === 0) throw startFailure(err)
-        throw startFailure(err, `the database could not be reached within PG_STARTUP_TIMEOUT_MS (${timeoutMs} ms, ${attempts} attempts): `)
+        throw startFailure(err,
+          `the database could not be reached within PG_STARTUP_TIMEOUT_MS (${timeoutMs} ms, ${attempts} attempts): `)
       }
       onRetry?.(err as Error, attempts, delayMs)
       await sleep(delayMs)

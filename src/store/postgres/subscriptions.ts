@@ -1,7 +1,8 @@
 import type pg from 'pg'
 import { subscriptionLimit } from '../../errors.js'
 import {
-  activeSecrets, afterRotation, toDelivery, toDeliveryDetail, toSubscription, type AttemptRow, type DeliveryDetailRow, type DeliveryRow, type SubscriptionRow
+  activeSecrets, afterRotation, toDelivery, toDeliveryDetail, toSubscription, type AttemptRow, type DeliveryDetailRow,
+  type DeliveryRow, type SubscriptionRow
 } from '../../webhooks/rows.js'
 import type { WebhookStore, WebhookSubscription } from '../../webhooks/store.js'
 import { DELIVERY_COLUMNS, MAX_ID } from '../webhook-rules.js'
@@ -62,7 +63,8 @@ async function run<R extends pg.QueryResultRow = pg.QueryResultRow> (db: Queryab
   return await db.query<R>(SQL[statement], values)
 }
 
-type SubscriptionOperations = Pick<WebhookStore, 'createSubscription' | 'listSubscriptions' | 'getSubscription' | 'updateSubscription' | 'deleteSubscription' | 'rotateSecret' | 'signingTarget'>
+type SubscriptionOperations = Pick<WebhookStore, 'createSubscription' | 'listSubscriptions' | 'getSubscription' |
+  'updateSubscription' | 'deleteSubscription' | 'rotateSecret' | 'signingTarget'>
 
 /** Subscriptions, each scoped by its owner. */
 export function postgresSubscriptions (pool: pg.Pool): SubscriptionOperations {
@@ -88,8 +90,11 @@ export function postgresSubscriptions (pool: pg.Pool): SubscriptionOperations {
     },
     getSubscription: async (owner, id) => await subscription(pool, 'get', [owner, id]),
     async signingTarget (owner, id, now) {
-      const { rows: [row] } = await run<{ url: string, secret: string, previous_secrets: string }>(pool, 'signingTarget', [owner, id])
-      return row === undefined ? undefined : { url: row.url, secrets: activeSecrets(row.secret, row.previous_secrets, now) }
+      const { rows: [row] } = await run<{ url: string, secret: string, previous_secrets: string }>(
+        pool, 'signingTarget', [owner, id])
+      return row === undefined
+        ? undefined
+        : { url: row.url, secrets: activeSecrets(row.secret, row.previous_secrets, now) }
     },
     updateSubscription: async (owner, id, changes, now) => await subscription(pool, 'update', [
       owner, id, changes.url ?? null, changes.events === undefined ? null : [...changes.events],

@@ -5,7 +5,9 @@ import { buildEventMessage, eventPayloadAroundId, eventType, newMessageId, type 
 import { attemptTexts, toClaimed, type ClaimRow } from '../../webhooks/rows.js'
 import type { Backlog, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore } from '../../webhooks/store.js'
 import { checkWebhookSchema, disablesSubscription, FAN_OUT_ALL_BATCH, inBatches, PRUNE_BATCH, receives as sharedReceives } from '../webhook-rules.js'
-import { inTransaction, parsePostgresUrl, queryTimeout, settledPool, survivingDisconnects, type PostgresTarget } from './connection.js'
+import {
+  inTransaction, parsePostgresUrl, queryTimeout, settledPool, survivingDisconnects, type PostgresTarget
+} from './connection.js'
 import { postgresDeliveryLog, postgresSubscriptions } from './subscriptions.js'
 
 /** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
@@ -187,7 +189,9 @@ async function checkSchema (pool: pg.Pool): Promise<void> {
 }
 
 /** The API's pool, and the dispatcher's bookkeeping pool with asynchronous commit. */
-function openPools (options: PostgresWebhookStoreOptions, target: PostgresTarget): { pool: pg.Pool, bookkeeping: pg.Pool, end: () => Promise<void> } {
+function openPools (
+  options: PostgresWebhookStoreOptions, target: PostgresTarget
+): { pool: pg.Pool, bookkeeping: pg.Pool, end: () => Promise<void> } {
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000
   // A lock wait can never hold the dispatcher (or a shutdown waiting for it) for long.
   const poolOf = (asynchronousCommit: boolean): pg.Pool => settledPool(survivingDisconnects(new pg.Pool({
@@ -205,7 +209,10 @@ function openPools (options: PostgresWebhookStoreOptions, target: PostgresTarget
 }
 
 /** LISTENs on a connection of its own, re-made after a pause when lost; wakes once per (re)connection. */
-function listener (connectionString: string, schema: string | undefined, onError: ((err: Error) => void) | undefined, listeners: Set<() => Promise<void>>) {
+function listener (
+  connectionString: string, schema: string | undefined, onError: ((err: Error) => void) | undefined,
+  listeners: Set<() => Promise<void>>
+) {
   return async function listen (wake: () => void): Promise<() => Promise<void>> {
     let client: pg.Client | undefined
     let stopped = false
@@ -280,7 +287,8 @@ function postgresCompletions (bookkeeping: pg.Pool): Pick<WebhookStore, 'complet
       const { error, body } = attemptTexts(done)
       const { rowCount } = await run(client, 'finish', [done.id, done.lease, done.status, next, done.attemptedAt, done.statusCode ?? null, error])
       if (rowCount !== 1 || health === undefined) return notRecorded
-      await run(client, 'recordAttempt', [done.id, done.attemptedAt, Math.round(done.durationMs ?? 0), done.statusCode ?? null, error, body])
+      await run(client, 'recordAttempt',
+        [done.id, done.attemptedAt, Math.round(done.durationMs ?? 0), done.statusCode ?? null, error, body])
       const disable = disablesSubscription(done, health.failing_since === null ? null : Number(health.failing_since))
       await run(client, 'failedAttempt', [subscriptionId, done.attemptedAt, disable])
       return { recorded: true, subscriptionDisabled: disable && !health.disabled }
@@ -289,7 +297,8 @@ function postgresCompletions (bookkeeping: pg.Pool): Pick<WebhookStore, 'complet
   async function complete (done: DeliveryCompletion): Promise<CompletionResult> {
     if (done.status !== 'succeeded') return await fail(done)
     const { rows: [row] } = await run<{ recorded: number }>(bookkeeping, 'succeed',
-      [done.id, done.lease, done.attemptedAt, done.statusCode ?? null, Math.round(done.durationMs ?? 0), attemptTexts(done).body])
+      [done.id, done.lease, done.attemptedAt, done.statusCode ?? null, Math.round(done.durationMs ?? 0),
+        attemptTexts(done).body])
     return { recorded: row?.recorded === 1, subscriptionDisabled: false }
   }
   async function completeMany (completions: readonly DeliveryCompletion[]): Promise<CompletionResult[]> {

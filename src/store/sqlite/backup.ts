@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto'
-import { chmodSync, closeSync, copyFileSync, createReadStream, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync, statSync } from 'node:fs'
+import {
+  chmodSync, closeSync, copyFileSync, createReadStream, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync,
+  statSync
+} from 'node:fs'
 import { pipeline } from 'node:stream/promises'
 import { basename, dirname, join, resolve } from 'node:path'
 import Database from 'better-sqlite3'
@@ -59,7 +62,8 @@ function verify (file: string): BackupResult {
     if (problem !== undefined) throw new BackupError(problem)
     return {
       contents: RESOURCES.map(({ collection, name }) =>
-        countOf(Number(opened.prepare(`SELECT count(*) FROM ${collection}`).pluck().get()), name, collection)).join(', '),
+        countOf(Number(opened.prepare(`SELECT count(*) FROM ${collection}`).pluck().get()), name, collection)
+      ).join(', '),
       pages: Number(db.pragma('page_count', { simple: true }))
     }
   } catch (err) {
@@ -119,7 +123,9 @@ function lockIdleDatabase (file: string): Database.Database | undefined {
   } catch (err) {
     throw new BackupError(`${file} cannot be opened (${String((err as { code?: unknown }).code ?? (err as Error).message)})`)
   }
-  if (lock === 'busy') throw new BackupError(`${file} is in use (a plant-store server is running on it?): stop it first, then restore`)
+  if (lock === 'busy') {
+    throw new BackupError(`${file} is in use (a plant-store server is running on it?): stop it first, then restore`)
+  }
   return lock
 }
 
@@ -129,7 +135,9 @@ function lockIdleDatabase (file: string): Database.Database | undefined {
  */
 export function restoreDatabase (source: string, target: string, options: { force?: boolean, now?: Date } = {}): RestoreResult {
   if (!existsSync(source)) throw new BackupError(`the backup ${source} does not exist`)
-  if (statSync(source).isDirectory()) throw new BackupError(`the backup ${source} is a directory, not a backup file (plant-store backup writes one)`)
+  if (statSync(source).isDirectory()) {
+    throw new BackupError(`the backup ${source} is a directory, not a backup file (plant-store backup writes one)`)
+  }
   if (statSync(target, { throwIfNoEntry: false })?.isDirectory() === true) {
     throw new BackupError(`the database ${target} (DATABASE_URL) is a directory, not a database file`)
   }

@@ -34,7 +34,8 @@ function outboxRowsHoldTheirPayload (db: Database.Database): void {
 function longPrincipalIdsAreDigests (db: Database.Database): void {
   for (const [table, column] of [['webhook_subscriptions', 'owner'], ['idempotency_keys', 'scope']] as const) {
     const long = db.prepare<[number], string>(
-      `SELECT DISTINCT ${column} FROM ${table} WHERE substr(${column}, 1, 4) = 'jwt:' AND length(CAST(${column} AS BLOB)) > ?`).pluck()
+      `SELECT DISTINCT ${column} FROM ${table} ` +
+        `WHERE substr(${column}, 1, 4) = 'jwt:' AND length(CAST(${column} AS BLOB)) > ?`).pluck()
     const rewrite = db.prepare<[string, string], unknown>(`UPDATE ${table} SET ${column} = ? WHERE ${column} = ?`)
     for (const id of long.all(MAX_PRINCIPAL_ID_BYTES)) rewrite.run(jwtPrincipalId(id.slice('jwt:'.length)), id)
   }

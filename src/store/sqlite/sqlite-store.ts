@@ -59,7 +59,8 @@ function openDatabase (filename: string, exclusive: boolean, walLimitBytes: numb
   configureConnection(db)
   if (walLimitBytes !== undefined) {
     // A WAL SQLite has checkpointed is reused, not shrunk, unless journal_size_limit cuts it back.
-    db.pragma(`wal_autocheckpoint = ${Math.max(1, Math.floor(walLimitBytes / Number(db.pragma('page_size', { simple: true }))))}`)
+    const pageSize = Number(db.pragma('page_size', { simple: true }))
+    db.pragma(`wal_autocheckpoint = ${Math.max(1, Math.floor(walLimitBytes / pageSize))}`)
     db.pragma(`journal_size_limit = ${walLimitBytes}`)
   }
   return db
@@ -80,7 +81,8 @@ function permissionAdvice (filename: string, code: string): string {
 function refuseFileInUse (filename: string): void {
   const lock = lockIdle(filename)
   if (lock === 'busy') {
-    throw new StoreOpenError('it is in use by another process (a plant-store server running on it?): one server per SQLite file; ' +
+    throw new StoreOpenError(
+      'it is in use by another process (a plant-store server running on it?): one server per SQLite file; ' +
       'stop the other, or give this one another DATABASE_URL (several instances need PostgreSQL, docs/scaling.md)')
   }
   lock?.close()

@@ -1,7 +1,8 @@
 import type Database from 'better-sqlite3'
 import { subscriptionLimit } from '../../errors.js'
 import {
-  activeSecrets, afterRotation, toDelivery, toDeliveryDetail, toSubscription, type AttemptRow, type DeliveryDetailRow, type DeliveryRow, type SubscriptionRow
+  activeSecrets, afterRotation, toDelivery, toDeliveryDetail, toSubscription, type AttemptRow, type DeliveryDetailRow,
+  type DeliveryRow, type SubscriptionRow
 } from '../../webhooks/rows.js'
 import type { RetryResult, SubscriptionChanges, WebhookStore, WebhookSubscription } from '../../webhooks/store.js'
 import { DELIVERY_COLUMNS, MAX_ID } from '../webhook-rules.js'
@@ -79,7 +80,8 @@ function updater (statements: ReturnType<typeof subscriptionStatements>) {
   }
 }
 
-type SubscriptionOperations = Pick<WebhookStore, 'createSubscription' | 'listSubscriptions' | 'getSubscription' | 'updateSubscription' | 'deleteSubscription' | 'rotateSecret' | 'signingTarget'>
+type SubscriptionOperations = Pick<WebhookStore, 'createSubscription' | 'listSubscriptions' | 'getSubscription' |
+  'updateSubscription' | 'deleteSubscription' | 'rotateSecret' | 'signingTarget'>
 
 /** Subscriptions, each scoped by its owner. */
 export function sqliteSubscriptions ({ db, run, runChange, durable }: SqliteWebhookContext): SubscriptionOperations {
@@ -102,7 +104,9 @@ export function sqliteSubscriptions ({ db, run, runChange, durable }: SqliteWebh
     },
     async signingTarget (owner, id, now) {
       const row = statements.get.get(owner, id)
-      return await durable(row === undefined ? undefined : { url: row.url, secrets: activeSecrets(row.secret, row.previous_secrets, now) })
+      return await durable(row === undefined
+        ? undefined
+        : { url: row.url, secrets: activeSecrets(row.secret, row.previous_secrets, now) })
     },
     updateSubscription: async (owner, id, changes, now) => await runChange(() => update(owner, id, changes, now)),
     async deleteSubscription (owner, id) {

@@ -180,7 +180,14 @@ function completer (db: Database.Database, changed: () => void) {
     const next = done.status === 'pending' ? done.nextAttemptAt ?? done.attemptedAt : null
     const finished = statements.finish.get({ id: done.id, lease: done.lease, status: done.status, next, at: done.attemptedAt, code, error })
     if (finished === undefined) return { recorded: false, subscriptionDisabled: false }
-    statements.recordAttempt.run({ id: done.id, at: done.attemptedAt, duration: Math.round(done.durationMs ?? 0), code, error, body })
+    statements.recordAttempt.run({
+      id: done.id,
+      at: done.attemptedAt,
+      duration: Math.round(done.durationMs ?? 0),
+      code,
+      error,
+      body
+    })
     const subscriptionId = finished.subscription_id
     if (done.status === 'succeeded') {
       statements.succeeded.run(subscriptionId)
