@@ -42,7 +42,7 @@ export interface SandboxBenchResult {
   failedAnswers: Record<string, number>
   /** The server's error log lines (LOG_LEVEL=error), the first few. */
   serverErrors: string[]
-  /** 503s (every open store in use) and failed connections, retried after their Retry-After. */
+  /** 503s (every open store in use), 408s and failed connections, retried after their Retry-After. */
   retries: number
   /** The server's peak resident memory over the whole run (VmHWM), MB. */
   peakRssMb: number | null
@@ -138,6 +138,9 @@ async function postgresPlace (server: string): Promise<SandboxPlace> {
   }
 }
 
+/** Answers a client repeats: 503, 408, and 0 for a connection that failed. */
+const RETRIED = new Set([503, 408, 0])
+
 /** Tries of one write after its first 503 before it counts as failed. */
 const RETRIES = 60
 
@@ -180,10 +183,12 @@ export async function runSandboxBench (options: SandboxBenchOptions): Promise<Sa
           // (its answer lost with the connection) is answered that first 201, even at the tenant's cap.
           const keyed = { ...headers, 'idempotency-key': `plant-${plant}` }
           let answer = await post(keyed, body)
-          // A 503 (every open store in use) or a failed connection is retried after Retry-After, as a
-          // client should. The budget is a client's patience, not a speed check: on a slower machine
-          // a write can be refused 20 times in a row at 30 s waits (SANDBOX_OPEN_WAIT_MS) and land later.
-          for (let attempt = 0; (answer.status === 503 || answer.status === 0) && attempt < RETRIES; attempt++) {
+          // A 503 (every open store in use), a 408 (the request did not arrive whole within
+          // REQUEST_TIMEOUT_MS, so nothing was done with it; browsers repeat those too) or a failed
+          // connection is retried after Retry-After, as a client should. The budget is a client's
+          // patience, not a speed check: on a slower machine a write can be refused 20 times in a row
+          // at 30 s waits (SANDBOX_OPEN_WAIT_MS) and land later.
+          for (let attempt = 0; RETRIED.has(answer.status) && attempt < RETRIES; attempt++) {
             retries++
             await sleep(answer.retryAfter * 1000)
             answer = await post(keyed, body)
@@ -202,7 +207,10 @@ export async function runSandboxBench (options: SandboxBenchOptions): Promise<Sa
     const seconds = (performance.now() - started) / 1000
     const peak = peakRssMb(server.child.pid ?? -1)
     await server.stop()
-    const serverErrors = server.stdout().split('\n').filter((line) => line.startsWith('{')).slice(0, 5)
+    // Warnings and worse: the banner is a JSON log line too.
+    const serverErrors = server.stdout().split('\n')
+      .filter((line) => line.startsWith('{') && Number((JSON.parse(line) as { level?: unknown }).level) >= 40)
+      .slice(0, 5)
     const disk = await place.disk()
     const stored = await place.count()
 
@@ -256,7 +264,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   process.stdout.write(
     `sandbox: ${result.tenants} tenants x ${options.plantsPerTenant} plants, ${options.concurrency} tenants at once, ${result.store}` +
     `${options.openTenants === undefined ? '' : `, SANDBOX_OPEN_TENANTS=${options.openTenants}`}\n` +
-    `  plants written: ${result.plantsWritten} (failures: ${result.failures}; retried 503s and failed connections: ${result.retries}) in ${result.seconds.toFixed(1)} s\n` +
+    `  plants written: ${result.plantsWritten} (failures: ${result.failures}; retried 503s, 408s and failed connections: ${result.retries}) in ${result.seconds.toFixed(1)} s\n` +
     `  peak RSS of the server: ${result.peakRssMb?.toFixed(1) ?? 'n/a'} MB\n` +
     `  disk: ${mb(result.diskBytes)} MB for ${result.tenantsStored} ${what} (${(result.diskBytes / Math.max(1, result.tenantsStored) / 1024).toFixed(1)} KB each)` +
     `${result.databaseGrowthBytes === undefined ? '' : `; pg_database_size grew ${mb(result.databaseGrowthBytes)} MB`}\n` +
