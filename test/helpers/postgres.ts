@@ -66,10 +66,16 @@ export function withApplicationName (url: string, name: string): string {
   return parsed.toString()
 }
 
-/** Ends every session of this application_name from an admin connection; returns how many. */
-export async function terminateSessions (applicationName: string): Promise<number> {
+/**
+ * Ends every session of this application_name from an admin connection; returns how many. `listening`
+ * ends only those whose last statement was a LISTEN: behind a pooler, the server connections that
+ * last served this name's transactions carry it too, and ending them would fail whoever the pooler
+ * hands them to next, not the connection under test.
+ */
+export async function terminateSessions (applicationName: string, { listening = false } = {}): Promise<number> {
   const rows = await adminQuery<{ terminated: boolean }>(
-    'SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()', [applicationName])
+    'SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()' +
+    (listening ? " AND query LIKE 'LISTEN %'" : ''), [applicationName])
   return rows.filter((row) => row.terminated).length
 }
 

@@ -165,7 +165,7 @@ if (TEST_DATABASE_URL !== undefined) {
       await new WebhookService({ store, policy: loopback, lookupTimeoutMs: 2000 }).createSubscription(OWNER, { url: `${receiver.origin}/hooks` })
       const idle = dispatcher(store, { pollIntervalMs: 60_000 })
       await idle.start()
-      assert.ok(await terminateSessions(applicationName) >= 1, 'the listener was cut off')
+      assert.ok(await terminateSessions(applicationName, { listening: true }) >= 1, 'the listener was cut off')
       await publish(resourceEvent(PLANTS, 'created', plant(1n)))
       await receiver.waitFor(1, 5000)
       await publish(resourceEvent(PLANTS, 'updated', plant(1n)))
