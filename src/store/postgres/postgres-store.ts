@@ -9,7 +9,7 @@ import { migrations } from './migrations.js'
 import { createPostgresPlants } from './plants.js'
 import type { PostgresRepositoryContext } from './repository.js'
 import { retryUntilReachable, type StartupRetry } from './startup.js'
-import { createPostgresWebhookStore } from './webhook-store.js'
+import { createPostgresWebhookStore, postgresEnqueuer } from './webhook-store.js'
 import type { WebhookStore } from '../../webhooks/store.js'
 import { postgresTrim } from './trim.js'
 
@@ -117,12 +117,16 @@ async function migrateWhenReachable (options: PostgresStoreOptions, connection: 
 }
 
 /** What every repository of the store shares: the pool, the failure mapping and the NOTIFY throttle. */
-function repositoryContext (pool: pg.Pool, notifyIntervalMs: number, wakers: ReadonlySet<() => void>): PostgresRepositoryContext {
+function repositoryContext (
+  pool: pg.Pool, schema: string | undefined, notifyIntervalMs: number, wakers: ReadonlySet<() => void>
+): PostgresRepositoryContext {
   // At most one NOTIFY per NOTIFY_INTERVAL_MS, as notifying commits serialize on PostgreSQL's queue
   // lock: see docs/performance.md#what-the-measurements-decided. Own dispatchers are woken directly.
   let lastNotifyAt = Number.NEGATIVE_INFINITY
   return {
     pool,
+    schema,
+    enqueue: postgresEnqueuer(schema),
     async guard (work) {
       try {
         return await work()
@@ -191,8 +195,8 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
       options.onIdleError),
     { schema: target.schema, statementTimeoutMs })
   const wakers = new Set<() => void>()
-  const context = repositoryContext(pool, options.notifyIntervalMs ?? NOTIFY_INTERVAL_MS, wakers)
-  const trim = postgresTrim(pool)
+  const context = repositoryContext(pool, target.schema, options.notifyIntervalMs ?? NOTIFY_INTERVAL_MS, wakers)
+  const trim = postgresTrim(pool, target.schema)
   let webhooks: WebhookStore
   try {
     webhooks = await openWebhooks(options, statementTimeoutMs, wakers)
