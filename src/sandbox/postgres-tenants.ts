@@ -5,6 +5,8 @@ import {
   tablePrefix
 } from '../store/postgres/connection.js'
 import { migrations } from '../store/postgres/migrations.js'
+import { createTableSql } from '../store/postgres/table-sql.js'
+import { RESOURCES } from '../resources/index.js'
 import { createPostgresStore, isCurrentVersion, migrationLock, MIGRATIONS_TABLE } from '../store/postgres/postgres-store.js'
 import { pgTypes } from '../store/postgres/types.js'
 import type { TenantBackend } from './tenants.js'
@@ -25,7 +27,7 @@ const SHARED_CONNECTION_USES = 2000
 /** New schemas made at once: their DDL is PostgreSQL's CPU, and more would only hold pooled connections requests need. */
 const CREATIONS_AT_ONCE = 2
 
-/** A new tenant's schema in one round trip: every migration, one transaction, under the migrator's lock. */
+/** A new tenant's schema in one round trip: every migration and resource table, one transaction, under the migrator's lock. */
 function createSchemaSql (schema: string): string {
   return [
     `SELECT pg_advisory_xact_lock(hashtextextended('${migrationLock(schema)}', 0))`,
@@ -33,6 +35,7 @@ function createSchemaSql (schema: string): string {
     `SELECT set_config('search_path', '${schema}', true)`,
     MIGRATIONS_TABLE,
     ...migrations,
+    ...RESOURCES.map((resource) => createTableSql(resource, schema)),
     `INSERT INTO plant_store_migrations (version) SELECT generate_series(1, ${migrations.length})`
   ].join(';\n')
 }

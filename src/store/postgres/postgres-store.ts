@@ -6,12 +6,15 @@ import {
   parsePostgresUrl, postgresFailure, queryTimeout, settledPool, survivingDisconnects, type PostgresTarget
 } from './connection.js'
 import { migrations } from './migrations.js'
-import { createPostgresPlants } from './plants.js'
-import type { PostgresRepositoryContext } from './repository.js'
+import type { PostgresRepositoryContext } from './context.js'
+import { createPostgresRepository } from './repository.js'
+import { ensureResourceTables } from './table-sql.js'
 import { retryUntilReachable, type StartupRetry } from './startup.js'
 import { createPostgresWebhookStore, postgresEnqueuer } from './webhook-store.js'
 import type { WebhookStore } from '../../webhooks/store.js'
 import { postgresTrim } from './trim.js'
+import { RESOURCES } from '../../resources/index.js'
+import { PLANTS } from '../../resources/plants.js'
 
 /** At most one NOTIFY to other instances' dispatchers per this many milliseconds from one process's writes. */
 export const NOTIFY_INTERVAL_MS = 50
@@ -80,6 +83,7 @@ async function migrate (client: pg.Client, target: PostgresTarget): Promise<void
         await client.query(migrations[step] as string)
         await client.query('INSERT INTO plant_store_migrations (version) VALUES ($1)', [step + 1])
       }
+      await ensureResourceTables(client, RESOURCES, target.schema)
       await client.query('COMMIT')
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {})
@@ -196,7 +200,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     { schema: target.schema, statementTimeoutMs })
   const wakers = new Set<() => void>()
   const context = repositoryContext(pool, target.schema, options.notifyIntervalMs ?? NOTIFY_INTERVAL_MS, wakers)
-  const trim = postgresTrim(pool, target.schema)
+  const trim = postgresTrim(pool, target.schema, RESOURCES)
   let webhooks: WebhookStore
   try {
     webhooks = await openWebhooks(options, statementTimeoutMs, wakers)
@@ -206,7 +210,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
   }
   let closed = false
   return {
-    plants: createPostgresPlants(context),
+    plants: createPostgresRepository(PLANTS, context),
     webhooks,
     async ping () {
       await context.guard(async () => { await pool.query('SELECT 1') })

@@ -49,10 +49,17 @@ const notifyColumn = (schema: string | undefined, n: number): string =>
   `CASE WHEN n > 0 AND $${n}::boolean
     THEN pg_notify('${WEBHOOK_CHANNEL}', ${schema === undefined ? 'current_schema()' : `'${schema}'`}) END AS notified`
 
-/** A write and its event in one statement: one round trip, atomic without a transaction. */
-export const writeWithEventSql = (schema: string | undefined, write: string, columns: string, p: number): string =>
-  `WITH written AS (${write}),${
-    eventCtes(tablePrefix(schema), p, `$${p + 2} || written.id::text || $${p + 6}`, 'written.id', 'written, receivers')}
+/**
+ * A write and its event in one statement: one round trip, atomic without a transaction; the event's
+ * values from $p on. `around-id`: postgresEventValues', the data around the id the statement draws;
+ * `whole`: postgresEventMessageValues', the event as built.
+ */
+export const writeWithEventSql = (
+  schema: string | undefined, write: string, columns: string, p: number, payload: 'around-id' | 'whole' = 'around-id'
+): string =>
+  `WITH written AS (${write}),${payload === 'whole'
+    ? eventCtes(tablePrefix(schema), p, `$${p + 2}`, `$${p + 6}::bigint`, 'written, receivers')
+    : eventCtes(tablePrefix(schema), p, `$${p + 2} || written.id::text || $${p + 6}`, 'written.id', 'written, receivers')}
   SELECT ${columns}, n AS deliveries, ${notifyColumn(schema, p + 7)} FROM written, receivers`
 
 /** The values of `writeWithEventSql`'s event: its data is the written row's JSON, around the id the statement draws. */
@@ -185,10 +192,14 @@ export function postgresEnqueuer (schema: string | undefined): EnqueueEvent {
   return async (client, event, now, notify) => await enqueueOn(run, client, event, now, notify)
 }
 
-async function enqueueOn (run: Run, db: Queryable, event: ResourceEvent, now: number, notify: boolean): Promise<number> {
+/** The values of the enqueue statement, and of `writeWithEventSql`'s `whole` event. */
+export function postgresEventMessageValues (event: ResourceEvent, now: number, notify: boolean): unknown[] {
   const { messageId, type, subject, payload, requestId, traceparent } = buildEventMessage(event, now)
-  const { rows: [row] } = await run<{ deliveries: number }>(db, 'enqueue',
-    [messageId, type, payload, now, requestId, traceparent, String(subject.id), notify, subject.resource])
+  return [messageId, type, payload, now, requestId, traceparent, String(subject.id), notify, subject.resource]
+}
+
+async function enqueueOn (run: Run, db: Queryable, event: ResourceEvent, now: number, notify: boolean): Promise<number> {
+  const { rows: [row] } = await run<{ deliveries: number }>(db, 'enqueue', postgresEventMessageValues(event, now, notify))
   return row?.deliveries ?? 0
 }
 
