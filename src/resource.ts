@@ -156,4 +156,8 @@ export interface ResourceDefinition<
   filterQuery(query: R['query']): string
 }
 
+/** The repositories of a store serving `D`, by collection. */
+export type RepositoriesOf<D extends readonly ResourceDefinition[]> =
+  { readonly [X in D[number] as X['collection']]: RepositoryOf<X> }
+
 export type RepositoryOf<D> = D extends ResourceDefinition<string, string, infer R, ResourceSchemas, ColumnsDeclaration> ? Repository<R> : never

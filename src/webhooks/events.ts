@@ -9,7 +9,11 @@ export type ResourceChange = (typeof RESOURCE_CHANGES)[number]
 
 /** Each resource's `<name>.created`, `.updated` and `.deleted`; a new subscription gets all of them. */
 export type WebhookEventType = `${AnyResource['name']}.${(typeof RESOURCE_CHANGES)[number]}`
-export const eventType = (resource: { name: AnyResource['name'] }, change: ResourceChange): WebhookEventType => `${resource.name}.${change}`
+export const eventType = <N extends string>(resource: { name: N }, change: ResourceChange): `${N}.${ResourceChange}` =>
+  `${resource.name}.${change}`
+
+/** Any resource's event type, a served one or one a store's caller declared (a test's resource). */
+export type ResourceEventType = `${string}.${ResourceChange}`
 
 /** Every resource event type with what it is made of: the one list the types, descriptions and body schemas follow. */
 export const RESOURCE_EVENTS = RESOURCES.flatMap((resource: ResourceDefinition<string, AnyResource['name']>) =>
@@ -67,7 +71,7 @@ export interface EventSubject {
  */
 export interface ResourceEvent {
   origin?: EventOrigin
-  type: WebhookEventType
+  type: ResourceEventType
   subject: EventSubject
   data: string
   occurredAt?: number
@@ -75,7 +79,8 @@ export interface ResourceEvent {
 
 /** The event of a `change` to `item` (`plant.created`, …); for a delete, `item` as it was. */
 export function resourceEvent<T extends { id: bigint }> (
-  resource: { name: AnyResource['name'], json: (item: T) => string }, change: ResourceChange, item: T, occurredAt?: number, origin?: EventOrigin
+  resource: { name: string, json: (item: T) => string }, change: ResourceChange, item: T, occurredAt?: number,
+  origin?: EventOrigin
 ): ResourceEvent {
   return {
     type: eventType(resource, change),
@@ -92,7 +97,7 @@ export interface EventMessage {
   traceparent: string | null
   /** The `webhook-id`: the same on every attempt and for every subscription. */
   messageId: string
-  type: WebhookEventType
+  type: ResourceEventType
   subject: EventSubject
   payload: string
 }
@@ -114,12 +119,14 @@ export function newMessageId (): string {
 }
 
 /** The Standard Webhooks body: `{ type, timestamp (RFC 3339), data }`. */
-export function eventPayload (type: WebhookEventType, data: string, occurredAt: number): string {
+export function eventPayload (type: ResourceEventType, data: string, occurredAt: number): string {
   return `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(isoTime(occurredAt))},"data":${data}}`
 }
 
 /** For PostgreSQL's one-statement create, so the body is still made here, never a second way in SQL. */
-export function eventPayloadAroundId (type: WebhookEventType, dataAfterId: string, occurredAt: number): { before: string, after: string } {
+export function eventPayloadAroundId (
+  type: ResourceEventType, dataAfterId: string, occurredAt: number
+): { before: string, after: string } {
   return {
     before: `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(isoTime(occurredAt))},"data":{"id":`,
     after: `${dataAfterId}}`
