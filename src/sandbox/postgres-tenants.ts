@@ -1,9 +1,12 @@
 import pg from 'pg'
 import { sha256 } from '../digest.js'
 import {
-  inTransaction, isConnectionError, parsePostgresUrl, postgresFailure, queryTimeout, settledPool, survivingDisconnects
+  inTransaction, isConnectionError, parsePostgresUrl, postgresFailure, queryTimeout, settledPool, survivingDisconnects,
+  tablePrefix
 } from '../store/postgres/connection.js'
 import { migrations } from '../store/postgres/migrations.js'
+import { createTableSql } from '../store/postgres/table-sql.js'
+import { RESOURCES } from '../resources/index.js'
 import { createPostgresStore, isCurrentVersion, migrationLock, MIGRATIONS_TABLE } from '../store/postgres/postgres-store.js'
 import { pgTypes } from '../store/postgres/types.js'
 import type { TenantBackend } from './tenants.js'
@@ -24,7 +27,7 @@ const SHARED_CONNECTION_USES = 2000
 /** New schemas made at once: their DDL is PostgreSQL's CPU, and more would only hold pooled connections requests need. */
 const CREATIONS_AT_ONCE = 2
 
-/** A new tenant's schema in one round trip: every migration, one transaction, under the migrator's lock. */
+/** A new tenant's schema in one round trip: every migration and resource table, one transaction, under the migrator's lock. */
 function createSchemaSql (schema: string): string {
   return [
     `SELECT pg_advisory_xact_lock(hashtextextended('${migrationLock(schema)}', 0))`,
@@ -32,6 +35,7 @@ function createSchemaSql (schema: string): string {
     `SELECT set_config('search_path', '${schema}', true)`,
     MIGRATIONS_TABLE,
     ...migrations,
+    ...RESOURCES.map((resource) => createTableSql(resource, schema)),
     `INSERT INTO plant_store_migrations (version) SELECT generate_series(1, ${migrations.length})`
   ].join(';\n')
 }
@@ -93,12 +97,13 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
     url.searchParams.set('schema', schemaOf(key))
     return url.toString()
   }
+  const registry = `${tablePrefix(target.schema)}sandbox_tenants`
   return failuresMapped({
-    exists: async (key) => (await pool.query('SELECT 1 FROM sandbox_tenants WHERE key = $1', [key])).rowCount === 1,
+    exists: async (key) => (await pool.query(`SELECT 1 FROM ${registry} WHERE key = $1`, [key])).rowCount === 1,
     touch: async (key, now) => {
       const { rows } = await pool.query<{ inserted: boolean }>(
-        `INSERT INTO sandbox_tenants (key, schema_name, created_at, last_used_at) VALUES ($1, $2, $3, $3)
-         ON CONFLICT (key) DO UPDATE SET last_used_at = greatest(sandbox_tenants.last_used_at, excluded.last_used_at)
+        `INSERT INTO ${registry} AS r (key, schema_name, created_at, last_used_at) VALUES ($1, $2, $3, $3)
+         ON CONFLICT (key) DO UPDATE SET last_used_at = greatest(r.last_used_at, excluded.last_used_at)
          RETURNING (xmax = 0) AS inserted`, [key, schemaOf(key), now])
       return rows[0]?.inserted === true
     },
@@ -123,11 +128,15 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
       return { store, created }
     },
     ping: async () => { await pool.query('SELECT 1') },
-    count: async () => Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM sandbox_tenants')).rows[0]?.n ?? 0),
+    count: async () =>
+      Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${registry}`)).rows[0]?.n ?? 0),
     leastRecentlyUsed: async (before, limit) =>
-      (await pool.query<{ key: string }>('SELECT key FROM sandbox_tenants WHERE last_used_at < $1 ORDER BY last_used_at, key LIMIT $2', [before, limit])).rows.map((row) => row.key),
+      (await pool.query<{ key: string }>(
+        `SELECT key FROM ${registry} WHERE last_used_at < $1 ORDER BY last_used_at, key LIMIT $2`, [before, limit]))
+        .rows.map((row) => row.key),
     remove: async (key, before) => await inTransaction(pool, async (remover) => {
-      const { rows } = await remover.query<{ schema_name: string }>('DELETE FROM sandbox_tenants WHERE key = $1 AND last_used_at < $2 RETURNING schema_name', [key, before])
+      const { rows } = await remover.query<{ schema_name: string }>(
+        `DELETE FROM ${registry} WHERE key = $1 AND last_used_at < $2 RETURNING schema_name`, [key, before])
       const schema = rows[0]?.schema_name
       if (schema === undefined) return false
       if (!/^sbx_[0-9a-f]{40}$/.test(schema)) throw new Error(`sandbox_tenants names an unexpected schema for ${key}`)

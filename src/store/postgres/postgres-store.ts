@@ -6,12 +6,15 @@ import {
   parsePostgresUrl, postgresFailure, queryTimeout, settledPool, survivingDisconnects, type PostgresTarget
 } from './connection.js'
 import { migrations } from './migrations.js'
-import { createPostgresPlants } from './plants.js'
-import type { PostgresRepositoryContext } from './repository.js'
+import type { PostgresRepositoryContext } from './context.js'
+import { createPostgresRepository } from './repository.js'
+import { ensureResourceTables } from './table-sql.js'
 import { retryUntilReachable, type StartupRetry } from './startup.js'
-import { createPostgresWebhookStore } from './webhook-store.js'
+import { createPostgresWebhookStore, postgresEnqueuer } from './webhook-store.js'
 import type { WebhookStore } from '../../webhooks/store.js'
 import { postgresTrim } from './trim.js'
+import { RESOURCES } from '../../resources/index.js'
+import { PLANTS } from '../../resources/plants.js'
 
 /** At most one NOTIFY to other instances' dispatchers per this many milliseconds from one process's writes. */
 export const NOTIFY_INTERVAL_MS = 50
@@ -80,6 +83,7 @@ async function migrate (client: pg.Client, target: PostgresTarget): Promise<void
         await client.query(migrations[step] as string)
         await client.query('INSERT INTO plant_store_migrations (version) VALUES ($1)', [step + 1])
       }
+      await ensureResourceTables(client, RESOURCES, target.schema)
       await client.query('COMMIT')
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {})
@@ -117,12 +121,16 @@ async function migrateWhenReachable (options: PostgresStoreOptions, connection: 
 }
 
 /** What every repository of the store shares: the pool, the failure mapping and the NOTIFY throttle. */
-function repositoryContext (pool: pg.Pool, notifyIntervalMs: number, wakers: ReadonlySet<() => void>): PostgresRepositoryContext {
+function repositoryContext (
+  pool: pg.Pool, schema: string | undefined, notifyIntervalMs: number, wakers: ReadonlySet<() => void>
+): PostgresRepositoryContext {
   // At most one NOTIFY per NOTIFY_INTERVAL_MS, as notifying commits serialize on PostgreSQL's queue
   // lock: see docs/performance.md#what-the-measurements-decided. Own dispatchers are woken directly.
   let lastNotifyAt = Number.NEGATIVE_INFINITY
   return {
     pool,
+    schema,
+    enqueue: postgresEnqueuer(schema),
     async guard (work) {
       try {
         return await work()
@@ -191,8 +199,8 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
       options.onIdleError),
     { schema: target.schema, statementTimeoutMs })
   const wakers = new Set<() => void>()
-  const context = repositoryContext(pool, options.notifyIntervalMs ?? NOTIFY_INTERVAL_MS, wakers)
-  const trim = postgresTrim(pool)
+  const context = repositoryContext(pool, target.schema, options.notifyIntervalMs ?? NOTIFY_INTERVAL_MS, wakers)
+  const trim = postgresTrim(pool, target.schema, RESOURCES)
   let webhooks: WebhookStore
   try {
     webhooks = await openWebhooks(options, statementTimeoutMs, wakers)
@@ -202,7 +210,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
   }
   let closed = false
   return {
-    plants: createPostgresPlants(context),
+    plants: createPostgresRepository(PLANTS, context),
     webhooks,
     async ping () {
       await context.guard(async () => { await pool.query('SELECT 1') })

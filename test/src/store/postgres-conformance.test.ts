@@ -1,7 +1,7 @@
 import pg from 'pg'
 import { parsePostgresUrl } from '../../../src/store/postgres/connection.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
-import { enqueuePostgresEvent } from '../../../src/store/postgres/webhook-store.js'
+import { postgresEnqueuer } from '../../../src/store/postgres/webhook-store.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
 import { adminQuery, scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
 import { setIdSequence } from '../../helpers/id-sequence.js'
@@ -40,7 +40,7 @@ if (TEST_DATABASE_URL !== undefined) {
         await client.connect()
         try {
           await client.query(`BEGIN; SELECT set_config('search_path', '${schema}', true)`)
-          const count = await enqueuePostgresEvent(client, event, now)
+          const count = await postgresEnqueuer(schema)(client, event, now, true)
           await client.query(commit ? 'COMMIT' : 'ROLLBACK')
           return count
         } finally {
