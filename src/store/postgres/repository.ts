@@ -4,7 +4,6 @@ import type {
   ColumnsDeclaration, ColumnValues, CreateResult, Repository, ResourceDefinition, ResourceSchemas, ResourceTypes,
   StoredRow
 } from '../../resource.js'
-import type { AnyResource } from '../../resources/index.js'
 import { resourceEvent, type EventOrigin } from '../../webhooks/events.js'
 import { createOnce, drawFreeId, writableRow } from '../rules.js'
 import type { IdempotencyKey, IfMatch } from '../store.js'
@@ -17,7 +16,7 @@ type Queryable = pg.Pool | pg.PoolClient
 
 /** A resource as its PostgreSQL repository serves it. */
 export type PostgresResource<R extends ResourceTypes, C extends ColumnsDeclaration> =
-  ResourceDefinition<string, AnyResource['name'], R, ResourceSchemas, C>
+  ResourceDefinition<string, string, R, ResourceSchemas, C>
 
 /** A row as the driver reads it: int8 as bigint, float8 as number. */
 type Row = Record<string, unknown> & { id: bigint, created_at: bigint, updated_at: bigint }

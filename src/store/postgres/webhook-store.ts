@@ -1,6 +1,5 @@
 import pg from 'pg'
 import { pgTypes } from './types.js'
-import type { AnyResource } from '../../resources/index.js'
 import { buildEventMessage, eventPayloadAroundId, eventType, newMessageId, type EventOrigin, type ResourceChange, type ResourceEvent } from '../../webhooks/events.js'
 import { attemptTexts, toClaimed, type ClaimRow } from '../../webhooks/rows.js'
 import type { Backlog, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore } from '../../webhooks/store.js'
@@ -64,7 +63,7 @@ export const writeWithEventSql = (
 
 /** The values of `writeWithEventSql`'s event: its data is the written row's JSON, around the id the statement draws. */
 export function postgresEventValues (
-  resource: { name: AnyResource['name'] }, change: ResourceChange, dataAfterId: string, now: number, origin: EventOrigin | undefined, notify: boolean
+  resource: { name: string }, change: ResourceChange, dataAfterId: string, now: number, origin: EventOrigin | undefined, notify: boolean
 ): unknown[] {
   const type = eventType(resource, change)
   const { before, after } = eventPayloadAroundId(type, dataAfterId, now)
