@@ -10,7 +10,7 @@ import type { IdempotencyKey, IfMatch } from '../store.js'
 import { inTransaction, statementRunner, type RunStatement } from './connection.js'
 import type { PostgresRepositoryContext } from './context.js'
 import { tableStatements, type TableStatements } from './table-sql.js'
-import { postgresEventMessageValues, postgresEventValues } from './webhook-store.js'
+import { postgresEventMessageValues, postgresEventValues } from './webhook-sql.js'
 
 type Queryable = pg.Pool | pg.PoolClient
 

@@ -3,7 +3,7 @@ import type { ColumnKind, ResourceStorage } from '../../resource.js'
 import { declaredColumns } from '../row-values.js'
 import { MAX_ASSIGNED_ID } from '../store.js'
 import { tablePrefix } from './connection.js'
-import { writeWithEventSql } from './webhook-store.js'
+import { writeWithEventSql } from './webhook-sql.js'
 
 const SQL_TYPES: Readonly<Record<ColumnKind, string>> = { text: 'text', integer: 'bigint', real: 'double precision' }
 
