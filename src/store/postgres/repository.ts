@@ -4,20 +4,19 @@ import type {
   ColumnsDeclaration, ColumnValues, CreateResult, Repository, ResourceDefinition, ResourceSchemas, ResourceTypes,
   StoredRow
 } from '../../resource.js'
-import type { AnyResource } from '../../resources/index.js'
 import { resourceEvent, type EventOrigin } from '../../webhooks/events.js'
 import { createOnce, drawFreeId, writableRow } from '../rules.js'
 import type { IdempotencyKey, IfMatch } from '../store.js'
 import { inTransaction, statementRunner, type RunStatement } from './connection.js'
 import type { PostgresRepositoryContext } from './context.js'
 import { tableStatements, type TableStatements } from './table-sql.js'
-import { postgresEventMessageValues, postgresEventValues } from './webhook-store.js'
+import { postgresEventMessageValues, postgresEventValues } from './webhook-sql.js'
 
 type Queryable = pg.Pool | pg.PoolClient
 
 /** A resource as its PostgreSQL repository serves it. */
 export type PostgresResource<R extends ResourceTypes, C extends ColumnsDeclaration> =
-  ResourceDefinition<string, AnyResource['name'], R, ResourceSchemas, C>
+  ResourceDefinition<string, string, R, ResourceSchemas, C>
 
 /** A row as the driver reads it: int8 as bigint, float8 as number. */
 type Row = Record<string, unknown> & { id: bigint, created_at: bigint, updated_at: bigint }

@@ -1,32 +1,28 @@
 import type pg from 'pg'
-import type { ColumnKind, ColumnsDeclaration } from '../../resource.js'
+import type { ColumnKind, ResourceStorage } from '../../resource.js'
+import { declaredColumns } from '../row-values.js'
 import { MAX_ASSIGNED_ID } from '../store.js'
 import { tablePrefix } from './connection.js'
-import { writeWithEventSql } from './webhook-store.js'
+import { writeWithEventSql } from './webhook-sql.js'
 
 const SQL_TYPES: Readonly<Record<ColumnKind, string>> = { text: 'text', integer: 'bigint', real: 'double precision' }
 
-/** Declared names go into statements as they are: each must need no quoting. */
-const SQL_NAME = /^[a-z_][a-z0-9_]{0,62}$/
+/** A collection goes into statements as a literal: it must need no quoting. */
+const SQL_NAME = /^[a-z][a-z0-9_]{0,62}$/
 
-/** What the statements need of a resource: its collection (the key of its keys and chosen ids) and its table. */
+/** What the statements need of a resource: its collection (the key of its keys and chosen ids) and its storage. */
 export interface StoredResource {
   readonly collection: string
-  readonly storage: {
-    readonly table: string
-    readonly columns: ColumnsDeclaration
-    readonly filters: ReadonlyArray<{ readonly column: string }>
-  }
+  readonly storage: ResourceStorage
 }
 
-function checkedNames ({ collection, storage }: StoredResource): string[] {
-  const names = Object.keys(storage.columns)
-  for (const name of [collection, storage.table, ...names]) {
-    if (!SQL_NAME.test(name)) throw new Error(`${collection}: "${name}" is not a lower-case SQL name (a-z, 0-9, _)`)
-  }
-  // The stores write id and the timestamps; n, deliveries and notified are the write-with-event statements' own.
-  for (const reserved of ['id', 'created_at', 'updated_at', 'n', 'deliveries', 'notified']) {
-    if (names.includes(reserved)) throw new Error(`${collection}: a column cannot be named ${reserved}`)
+/** The declared columns (declaredColumns checks them), the collection a literal: none may need quoting. */
+function checkedNames ({ collection, storage }: StoredResource): readonly string[] {
+  const names = declaredColumns(storage)
+  if (!SQL_NAME.test(collection)) throw new Error(`${collection} is not a plain SQL identifier (a-z, 0-9, _)`)
+  // n, deliveries and notified are the write-with-event statements' own.
+  for (const reserved of ['n', 'deliveries', 'notified']) {
+    if (names.includes(reserved)) throw new Error(`${storage.table}.${reserved}: PostgreSQL's statements use that name`)
   }
   return names
 }
