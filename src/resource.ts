@@ -90,7 +90,10 @@ export interface ListFilter<R extends ResourceTypes> {
  * from the table's own sequence (SQLite's sqlite_sequence row, PostgreSQL's `<table>_id_seq`);
  * idempotency keys and chosen ids live in the stores' resource-neutral tables, keyed by collection.
  */
-export interface ResourceStorage<R extends ResourceTypes = ResourceTypes, C extends ColumnsDeclaration = ColumnsDeclaration> {
+export interface ResourceStorage<
+  R extends ResourceTypes = ResourceTypes,
+  C extends ColumnsDeclaration = ColumnsDeclaration
+> {
   readonly table: string
   readonly columns: C
   /** Each is indexed with the id, so a filtered page is a range scan. */
@@ -160,4 +163,5 @@ export interface ResourceDefinition<
 export type RepositoriesOf<D extends readonly ResourceDefinition[]> =
   { readonly [X in D[number] as X['collection']]: RepositoryOf<X> }
 
-export type RepositoryOf<D> = D extends ResourceDefinition<string, string, infer R, ResourceSchemas, ColumnsDeclaration> ? Repository<R> : never
+export type RepositoryOf<D> =
+  D extends ResourceDefinition<string, string, infer R, ResourceSchemas, ColumnsDeclaration> ? Repository<R> : never
