@@ -262,7 +262,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
       this.#claimAgain = true
       return
     }
-    this.#claiming = this.#claimLoop().finally(() => { this.#claiming = undefined })
+    this.#claiming = this.#claimLoop()
   }
 
   /**
@@ -302,10 +302,15 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   }
 
   async #claimLoop (): Promise<void> {
-    do {
-      this.#claimAgain = false
-      await this.#claimOnce()
-    } while (this.#claimAgain && this.#state === 'running')
+    try {
+      do {
+        this.#claimAgain = false
+        await this.#claimOnce()
+      } while (this.#claimAgain && this.#state === 'running')
+    } finally {
+      // In the very step that saw no wake: a wake() in a later one starts a new loop, and is never lost.
+      this.#claiming = undefined
+    }
   }
 
   // While the API is busy, one attempt at a time, paced: see docs/performance.md#what-the-measurements-decided.
