@@ -5,10 +5,12 @@ import addFormats from 'ajv-formats'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import { Webhook } from 'standardwebhooks'
 import { AUTH, buildTestApp, TOKEN } from '../helpers/app.js'
+import { EVENT_TYPES, RESOURCE_OPERATIONS } from '../helpers/resources.js'
 import { scopedToken, tokensFile } from '../helpers/scoped-tokens.js'
 import { OTHER_TOKEN, PUBLIC_RECEIVER } from '../helpers/webhooks.js'
 import { SECRET_EXAMPLE } from '../../src/schemas/webhook.js'
 import { webhookBusy } from '../../src/errors.js'
+import { RESOURCES } from '../../src/resources/index.js'
 
 /**
  * Walks the served OpenAPI document: every operation declares every status it can answer (and
@@ -110,12 +112,13 @@ test('every operation is described: operationId, summary, description, tags, and
   const app = await buildTestApp(t)
   const doc = await loadDocument(app)
   const all = operations(doc)
-  assert.deepEqual(all.map(({ operation }) => operation.operationId).sort(),
-    ['createPlant', 'createWebhook', 'deletePlant', 'deleteWebhook', 'getHealth', 'getLiveness', 'getPlant', 'getReadiness', 'getWebhook',
-      'getWebhookDelivery', 'getWebhookSecret', 'headHealth', 'headLiveness', 'headPlant', 'headPlants', 'headReadiness', 'headWebhook', 'headWebhookDeliveries',
-      'headWebhookDelivery', 'headWebhookSecret', 'headWebhooks',
-      'headWebhookEventTypes', 'listPlants', 'listWebhookDeliveries', 'listWebhookEventTypes', 'listWebhooks', 'recoverWebhook', 'replacePlant',
-      'retryWebhookDelivery', 'rotateWebhookSecret', 'testWebhook', 'updatePlant', 'updateWebhook'].sort())
+  assert.deepEqual(all.map(({ operation }) => operation.operationId).sort(), [
+    ...RESOURCE_OPERATIONS.map(({ operationId }) => operationId),
+    'createWebhook', 'deleteWebhook', 'getHealth', 'getLiveness', 'getReadiness', 'getWebhook',
+    'getWebhookDelivery', 'getWebhookSecret', 'headHealth', 'headLiveness', 'headReadiness', 'headWebhook', 'headWebhookDeliveries',
+    'headWebhookDelivery', 'headWebhookSecret', 'headWebhooks',
+    'headWebhookEventTypes', 'listWebhookDeliveries', 'listWebhookEventTypes', 'listWebhooks', 'recoverWebhook',
+    'retryWebhookDelivery', 'rotateWebhookSecret', 'testWebhook', 'updateWebhook'].sort())
   for (const { path, method, operation } of all) {
     const id = operation.operationId
     assert.ok(operation.summary && operation.description, `${id} has a summary and a description`)
@@ -155,13 +158,13 @@ test('request bodies and lists use the named schemas, and their examples are val
   const app = await buildTestApp(t)
   const doc = await loadDocument(app)
   const body = (path: string, method: string) => schemasOf(doc.paths[path]?.[method]?.requestBody?.content)
-  assert.deepEqual(body('/plants', 'post'), { 'application/json': { $ref: '#/components/schemas/NewPlant' } })
-  assert.deepEqual(body('/plants/{id}', 'put'), { 'application/json': { $ref: '#/components/schemas/PlantUpdate' } })
-  assert.deepEqual(body('/plants/{id}', 'patch'), {
-    'application/merge-patch+json': { $ref: '#/components/schemas/PlantPatch' },
-    'application/json': { $ref: '#/components/schemas/PlantPatch' }
-  })
-  assert.deepEqual(schemasOf(doc.paths['/plants']?.get?.responses['200']?.content), { 'application/json': { $ref: '#/components/schemas/PlantList' } })
+  const named = (schema: { $id?: string }) => ({ $ref: `#/components/schemas/${String(schema.$id)}` })
+  for (const { collection, schemas } of RESOURCES) {
+    assert.deepEqual(body(`/${collection}`, 'post'), { 'application/json': named(schemas.create) })
+    assert.deepEqual(body(`/${collection}/{id}`, 'put'), { 'application/json': named(schemas.replace) })
+    assert.deepEqual(body(`/${collection}/{id}`, 'patch'), { 'application/merge-patch+json': named(schemas.patch), 'application/json': named(schemas.patch) })
+    assert.deepEqual(schemasOf(doc.paths[`/${collection}`]?.get?.responses['200']?.content), { 'application/json': named(schemas.list) })
+  }
   assert.deepEqual(body('/webhooks', 'post'), { 'application/json': { $ref: '#/components/schemas/NewWebhook' } })
   assert.deepEqual(body('/webhooks/{id}', 'patch'), {
     'application/merge-patch+json': { $ref: '#/components/schemas/WebhookPatch' },
@@ -373,7 +376,7 @@ test('the webhooks section documents every event type GET /webhooks/event-types 
   const doc = await app.inject({ url: '/openapi.json' }).then((res) => res.json<OpenApi & { webhooks: Record<string, Record<string, Operation>> }>())
   const catalog = (await app.inject({ url: '/webhooks/event-types', headers: AUTH })).json<Array<{ type: string }>>()
   assert.deepEqual(Object.keys(doc.webhooks), catalog.map(({ type }) => type))
-  assert.deepEqual(Object.keys(doc.webhooks), ['plant.created', 'plant.updated', 'plant.deleted', 'webhook.test'])
+  assert.deepEqual(Object.keys(doc.webhooks), EVENT_TYPES)
   const secretExample = (doc.components.schemas.WebhookSecret as { properties: { secret: { examples: string[] } } }).properties.secret.examples[0]
   assert.ok(secretExample !== undefined)
   for (const [type, item] of Object.entries(doc.webhooks)) {
@@ -393,7 +396,7 @@ test('the webhooks section documents every event type GET /webhooks/event-types 
     assert.equal(schema.properties.timestamp?.format, 'date-time')
     assert.deepEqual(schema.properties.data, type === 'webhook.test'
       ? { type: 'object', additionalProperties: false, required: ['subscriptionId'], properties: { subscriptionId: { type: 'integer', description: 'The subscription tested' } } }
-      : { $ref: '#/components/schemas/Plant' })
+      : { $ref: `#/components/schemas/${String(RESOURCES.find(({ name }) => type.startsWith(`${name}.`))?.schemas.representation.$id)}` })
     assert.deepEqual(schema.required, ['type', 'timestamp', 'data'])
     // The example headers are a real signature of the example body with the example secret.
     const [id, timestamp, signature] = operation.parameters.map((parameter) => parameter.example)

@@ -3,6 +3,7 @@ import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { AUTH, buildTestApp } from '../helpers/app.js'
 import { createPlant } from '../helpers/plants.js'
+import { RESOURCE_OPERATIONS } from '../helpers/resources.js'
 
 /**
  * A document third-party tools can trust: every route served is documented (HEAD too), headers
@@ -30,10 +31,16 @@ const operation = (document: Document, path: string, method: string): Operation 
 const requiredHeaders = (response: Response | undefined): string[] =>
   Object.entries(response?.headers ?? {}).filter(([, header]) => header.required === true).map(([name]) => name).sort()
 
-test('HEAD /plants/{id}, HEAD /plants and HEAD /health are documented: headPlant, headPlants, headHealth, the GET\'s headers, no body', async (t) => {
+test('each resource\'s HEADs and HEAD /health are documented (headPlant, headPlants, headHealth): the GET\'s headers, no body', async (t) => {
   const app = await buildTestApp(t)
   const document = await documentOf(app)
-  const pairs: Array<[path: string, head: string, get: string]> = [['/plants/{id}', 'headPlant', 'getPlant'], ['/plants', 'headPlants', 'listPlants'], ['/health', 'headHealth', 'getHealth']]
+  const idOf = (path: string, method: string): string =>
+    RESOURCE_OPERATIONS.find((expected) => expected.path === path && expected.method === method)?.operationId ?? `no ${method} ${path}`
+  const pairs: Array<[path: string, head: string, get: string]> = [
+    ...RESOURCE_OPERATIONS.filter(({ method }) => method === 'head').map(({ path, operationId }): [string, string, string] =>
+      [path, operationId, idOf(path, 'get')]),
+    ['/health', 'headHealth', 'getHealth']
+  ]
   for (const [path, head, get] of pairs) {
     const headOperation = operation(document, path, 'head')
     const getOperation = operation(document, path, 'get')
@@ -56,8 +63,8 @@ test('HEAD /plants/{id}, HEAD /plants and HEAD /health are documented: headPlant
   // Nothing served goes undocumented: the document's operations are exactly the routes, hidden ones aside.
   const documented = Object.entries(document.paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`)).sort()
   assert.deepEqual(documented, [
-    'DELETE /plants/{id}', 'GET /health', 'GET /health/live', 'GET /health/ready', 'GET /plants', 'GET /plants/{id}', 'HEAD /health', 'HEAD /health/live', 'HEAD /health/ready', 'HEAD /plants', 'HEAD /plants/{id}',
-    'PATCH /plants/{id}', 'POST /plants', 'PUT /plants/{id}',
+    ...RESOURCE_OPERATIONS.map(({ method, path }) => `${method.toUpperCase()} ${path}`),
+    'GET /health', 'GET /health/live', 'GET /health/ready', 'HEAD /health', 'HEAD /health/live', 'HEAD /health/ready',
     'DELETE /webhooks/{id}', 'GET /webhooks', 'GET /webhooks/{id}', 'GET /webhooks/{id}/deliveries', 'HEAD /webhooks', 'HEAD /webhooks/{id}',
     'HEAD /webhooks/{id}/deliveries', 'PATCH /webhooks/{id}', 'POST /webhooks', 'POST /webhooks/{id}/deliveries/{deliveryId}/retry',
     'POST /webhooks/{id}/rotate-secret', 'GET /webhooks/{id}/secret', 'HEAD /webhooks/{id}/secret',

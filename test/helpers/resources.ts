@@ -1,0 +1,63 @@
+import type { ResourceDefinition } from '../../src/resource.js'
+import { RESOURCES } from '../../src/resources/index.js'
+import { resourceScope, type Scope } from '../../src/scopes.js'
+
+/**
+ * What every declared resource brings to the API, as issue 32 names it, computed from RESOURCES'
+ * collections, names and texts rather than from the routes' code: tests that pin operations,
+ * scopes or event types follow the declarations, and a new resource joins them by itself.
+ */
+
+const capital = (text: string): string => `${text.charAt(0).toUpperCase()}${text.slice(1)}`
+
+export interface ExpectedOperation {
+  operationId: string
+  /** Lower case, as the document's path items key them. */
+  method: string
+  /** As the document writes it: `/plants/{id}`. */
+  path: string
+  access: 'read' | 'write'
+}
+
+/** listPlants, headPlants (GET /plants); getPlant, headPlant; createPlant; replacePlant; updatePlant; deletePlant. */
+export function resourceOperations ({ collection, name }: Pick<ResourceDefinition, 'collection' | 'name'>): ExpectedOperation[] {
+  const items = `/${collection}`
+  const one = `/${collection}/{id}`
+  return [
+    { operationId: `list${capital(collection)}`, method: 'get', path: items, access: 'read' },
+    { operationId: `head${capital(collection)}`, method: 'head', path: items, access: 'read' },
+    { operationId: `get${capital(name)}`, method: 'get', path: one, access: 'read' },
+    { operationId: `head${capital(name)}`, method: 'head', path: one, access: 'read' },
+    { operationId: `create${capital(name)}`, method: 'post', path: items, access: 'write' },
+    { operationId: `replace${capital(name)}`, method: 'put', path: one, access: 'write' },
+    { operationId: `update${capital(name)}`, method: 'patch', path: one, access: 'write' },
+    { operationId: `delete${capital(name)}`, method: 'delete', path: one, access: 'write' }
+  ]
+}
+
+/** Every resource's operations, in RESOURCES' order. */
+export const RESOURCE_OPERATIONS: ReadonlyArray<ExpectedOperation & { resource: ResourceDefinition }> =
+  RESOURCES.flatMap((resource) => resourceOperations(resource).map((operation) => ({ ...operation, resource })))
+
+/** The scopes that grant an access to a resource: a read, its read or its write scope (write includes read); a write, its write scope. */
+export const grantingScopes = (resource: Pick<ResourceDefinition, 'collection'>, access: 'read' | 'write'): Scope[] =>
+  access === 'read' ? [resourceScope(resource, 'read'), resourceScope(resource, 'write')] : [resourceScope(resource, 'write')]
+
+/** Each resource's created, updated and deleted, in RESOURCES' order: what a subscription gets by default. */
+export const RESOURCE_EVENT_TYPES: readonly string[] =
+  RESOURCES.flatMap(({ name }) => ['created', 'updated', 'deleted'].map((change) => `${name}.${change}`))
+
+/** Every event type a receiver can get: the resources' and the test event. */
+export const EVENT_TYPES: readonly string[] = [...RESOURCE_EVENT_TYPES, 'webhook.test']
+
+/** Every scope with what it grants, as the document's security schemes list them: `plants:read` (list and get plants), … */
+export const SCOPE_LIST_TEXT = [
+  ...RESOURCES.flatMap((resource) => {
+    const [read, write] = [resourceScope(resource, 'read'), resourceScope(resource, 'write')]
+    return [
+      `\`${read}\` (${resource.texts.scopes.read.toLowerCase()})`,
+      `\`${write}\` (${resource.texts.scopes.write.toLowerCase()}; includes \`${read}\`)`
+    ]
+  }),
+  '`webhooks` (manage the caller\'s own webhook subscriptions)'
+].join(', ')
