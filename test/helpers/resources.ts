@@ -50,14 +50,27 @@ export const RESOURCE_EVENT_TYPES: readonly string[] =
 /** Every event type a receiver can get: the resources' and the test event. */
 export const EVENT_TYPES: readonly string[] = [...RESOURCE_EVENT_TYPES, 'webhook.test']
 
-/** Every scope with what it grants, as the document's security schemes list them: `plants:read` (list and get plants), … */
-export const SCOPE_LIST_TEXT = [
+/** Every scope with what it grants, in RESOURCES' order: each resource's read and write scope, then `webhooks`. */
+export const EXPECTED_SCOPES: ReadonlyArray<{ scope: Scope, description: string }> = [
   ...RESOURCES.flatMap((resource) => {
     const [read, write] = [resourceScope(resource, 'read'), resourceScope(resource, 'write')]
     return [
-      `\`${read}\` (${resource.texts.scopes.read.toLowerCase()})`,
-      `\`${write}\` (${resource.texts.scopes.write.toLowerCase()}; includes \`${read}\`)`
+      { scope: read, description: resource.texts.scopes.read },
+      { scope: write, description: `${resource.texts.scopes.write}; includes \`${read}\`` }
     ]
   }),
-  '`webhooks` (manage the caller\'s own webhook subscriptions)'
-].join(', ')
+  { scope: 'webhooks', description: 'Manage the caller\'s own webhook subscriptions' }
+]
+
+/** `plants:read, plants:write, webhooks`: as configuration and the CLI list the known scopes. */
+export const SCOPE_NAMES = EXPECTED_SCOPES.map(({ scope }) => scope).join(', ')
+
+/** As the document's security schemes list them: `plants:read` (list and get plants), … */
+export const SCOPE_LIST_TEXT = EXPECTED_SCOPES.map(({ scope, description }) => `\`${scope}\` (${description.toLowerCase()})`).join(', ')
+
+/** Every resource's read scope, then every write scope: what a token needs to subscribe to all events or change all resources. */
+export const READ_SCOPES: readonly Scope[] = RESOURCES.map((resource) => resourceScope(resource, 'read'))
+export const WRITE_SCOPES: readonly Scope[] = RESOURCES.map((resource) => resourceScope(resource, 'write'))
+
+/** A literal text inside a RegExp. */
+export const escaped = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
