@@ -74,3 +74,10 @@ export const WRITE_SCOPES: readonly Scope[] = RESOURCES.map((resource) => resour
 
 /** A literal text inside a RegExp. */
 export const escaped = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+
+/** What backup and restore say a database holds: `2 plants`, `1 plant`; a resource left out of `counts` holds none. */
+export const contentsText = (counts: Readonly<Record<string, number>>): string =>
+  RESOURCES.map(({ collection, name }) => {
+    const count = counts[collection] ?? 0
+    return `${count} ${count === 1 ? name : collection}`
+  }).join(', ')
