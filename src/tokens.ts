@@ -33,7 +33,7 @@ export interface NamedToken {
   digest: string
 }
 
-/** A plain API_TOKENS token: every scope (of the app's resources), and its digest as id, as data stored before scopes is keyed. */
+/** A plain API_TOKENS token: every scope (the app's), and its digest as id, as data stored before scopes is keyed. */
 export const plainPrincipal = (digest: string, every: ReadonlySet<Scope> = ALL_SCOPES): Principal =>
   ({ id: digest, name: `sha256:${digest.slice(0, DIGEST_NAME_LENGTH)}`, scopes: every })
 
@@ -48,7 +48,10 @@ export class TokenSet {
   /** `every`: what a plain token holds, every scope of the app's resources. */
   constructor (plain: readonly string[], named: readonly NamedToken[] = [], every: ReadonlySet<Scope> = ALL_SCOPES) {
     this.#entries = [
-      ...plain.map((token) => { const digest = tokenDigest(token); return { digest, principal: plainPrincipal(digest, every) } }),
+      ...plain.map((token) => {
+        const digest = tokenDigest(token)
+        return { digest, principal: plainPrincipal(digest, every) }
+      }),
       ...named.map((entry) => ({ digest: entry.digest, principal: namedPrincipal(entry) }))
     ]
   }

@@ -36,7 +36,9 @@ export default fp(async function authPlugin (app) {
     ? undefined
     : await (async (config) => {
       const { OidcVerifier, looksLikeJwt } = await import('../../src/oidc.js')
-      const onKeysFailure = (err: unknown): void => { app.log.warn({ err }, 'OIDC: the provider\'s key set cannot be fetched') }
+      const onKeysFailure = (err: unknown): void => {
+        app.log.warn({ err }, 'OIDC: the provider\'s key set cannot be fetched')
+      }
       const verifier = new OidcVerifier(config, onKeysFailure, undefined, isScope)
       return { verifier, looksLikeJwt }
     })(app.config.oidc)

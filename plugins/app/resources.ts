@@ -4,7 +4,7 @@ import { scopeCatalog, type ScopeCatalog } from '../../src/scopes.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** The resources this app serves, in the document's order (buildApp's `resources`: RESOURCES unless a test says). */
+    /** The resources this app serves, in the document's order (buildApp's `resources`; RESOURCES by default). */
     resources: readonly ResourceDefinition[]
     /** Their scopes: what routes declare, the auth hook checks, plain tokens hold and the document lists. */
     scopeCatalog: ScopeCatalog

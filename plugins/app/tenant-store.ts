@@ -151,7 +151,8 @@ async function startTenant (app: FastifyInstance, options: WebhooksPluginOptions
   const observed = instrumented(app, opened)
   const trimmer = tenantTrimmer(opened, app.log)
   const limited = app.resources.map((resource) =>
-    [resource.collection, trimmer.counting(limitCreates(observed[resource.collection as AnyResource['collection']], resource, sandbox.maxPlants))])
+    [resource.collection, trimmer.counting(
+      limitCreates(observed[resource.collection as AnyResource['collection']], resource, sandbox.maxPlants))])
   const store: Store = { ...observed, ...Object.fromEntries(limited) }
   if (created) for (const plant of sandbox.seed) await opened.plants.create(plant)
   const settings = config.webhooks

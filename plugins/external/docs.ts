@@ -174,7 +174,8 @@ function sandboxNote ({ maxPlants, maxSubscriptions, ttlMs }: SandboxConfig): st
 
 export default fp(async function docsPlugin (app) {
   const { config: { oidc, sandbox }, resources, scopeCatalog } = app
-  const scopeList = scopeCatalog.scopes.map((scope) => `\`${scope}\` (${scopeCatalog.descriptions[scope].toLowerCase()})`).join(', ')
+  const scopeList = scopeCatalog.scopes
+    .map((scope) => `\`${scope}\` (${scopeCatalog.descriptions[scope].toLowerCase()})`).join(', ')
   const securitySchemes = {
     bearerAuth: {
       type: 'http' as const,
@@ -213,7 +214,8 @@ export default fp(async function docsPlugin (app) {
         {
           name: 'webhooks',
           description: `Webhook subscriptions: the service POSTs every ${eventSubjectsOf(resources)} change ` +
-            `(${eventTypesOf(resources).map((type) => `\`${type}\``).join(', ')}) to the URLs a token subscribed, signed as Standard Webhooks ` +
+            `(${eventTypesOf(resources).map((type) => `\`${type}\``).join(', ')}) ` +
+            'to the URLs a token subscribed, signed as Standard Webhooks ' +
             'specifies. Each token sees and manages its own subscriptions only. The events themselves are described under `webhooks`.'
         },
         { name: 'service', description: 'Health and documentation' }

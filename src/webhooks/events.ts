@@ -56,9 +56,11 @@ export const isWebhookEventType = (value: string): value is WebhookEventType =>
  * The scopes a subscription to `events` needs (every event type of `resources` when absent); unknown
  * names are the service's to refuse.
  */
-export function scopesForEvents (events: readonly string[] | undefined, resources: readonly EventResource[] = RESOURCES): Scope[] {
-  const scopeOf = new Map(resources.flatMap((resource) =>
-    RESOURCE_CHANGES.map((change) => [eventTypeOf(resource, change) as string, resourceScope(resource, 'read')] as const)))
+export function scopesForEvents (
+  events: readonly string[] | undefined, resources: readonly EventResource[] = RESOURCES
+): Scope[] {
+  const scopeOf = new Map<string, Scope>(resources.flatMap((resource) =>
+    RESOURCE_CHANGES.map((change) => [eventTypeOf(resource, change), resourceScope(resource, 'read')] as const)))
   return [...new Set((events ?? [...scopeOf.keys()]).flatMap((type) => scopeOf.get(type) ?? []))]
 }
 

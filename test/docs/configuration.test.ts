@@ -28,7 +28,8 @@ test('the scope table lists each scope\'s operations from the document\'s x-scop
   }
   const rows = scopeTable(document).split('\n')
   const operations: Record<string, string> = { 'plants:read': '`listA` (and their HEADs)', webhooks: '`makeB`' }
-  assert.deepEqual(rows.slice(2), EXPECTED_SCOPES.map(({ scope, description }) => `| \`${scope}\` | ${description} | ${operations[scope] ?? ''} |`))
+  assert.deepEqual(rows.slice(2),
+    EXPECTED_SCOPES.map(({ scope, description }) => `| \`${scope}\` | ${description} | ${operations[scope] ?? ''} |`))
   assert.equal(rows[2], '| `plants:read` | List and get plants | `listA` (and their HEADs) |')
 })
 

@@ -20,7 +20,9 @@ export interface ExpectedOperation {
 }
 
 /** listPlants, headPlants (GET /plants); getPlant, headPlant; createPlant; replacePlant; updatePlant; deletePlant. */
-export function resourceOperations ({ collection, name }: Pick<ResourceDefinition, 'collection' | 'name'>): ExpectedOperation[] {
+export function resourceOperations (
+  { collection, name }: Pick<ResourceDefinition, 'collection' | 'name'>
+): ExpectedOperation[] {
   const items = `/${collection}`
   const one = `/${collection}/{id}`
   return [
@@ -39,9 +41,11 @@ export function resourceOperations ({ collection, name }: Pick<ResourceDefinitio
 export const RESOURCE_OPERATIONS: ReadonlyArray<ExpectedOperation & { resource: ResourceDefinition }> =
   RESOURCES.flatMap((resource) => resourceOperations(resource).map((operation) => ({ ...operation, resource })))
 
-/** The scopes that grant an access to a resource: a read, its read or its write scope (write includes read); a write, its write scope. */
+/** The scopes that grant an access: a read, the resource's read or write scope (write includes read); a write, its write scope. */
 export const grantingScopes = (resource: Pick<ResourceDefinition, 'collection'>, access: 'read' | 'write'): Scope[] =>
-  access === 'read' ? [resourceScope(resource, 'read'), resourceScope(resource, 'write')] : [resourceScope(resource, 'write')]
+  access === 'read'
+    ? [resourceScope(resource, 'read'), resourceScope(resource, 'write')]
+    : [resourceScope(resource, 'write')]
 
 /** Each resource's created, updated and deleted, in RESOURCES' order: what a subscription gets by default. */
 export const RESOURCE_EVENT_TYPES: readonly string[] =
@@ -66,10 +70,12 @@ export const EXPECTED_SCOPES: ReadonlyArray<{ scope: Scope, description: string 
 export const SCOPE_NAMES = EXPECTED_SCOPES.map(({ scope }) => scope).join(', ')
 
 /** As the document's security schemes list them: `plants:read` (list and get plants), … */
-export const SCOPE_LIST_TEXT = EXPECTED_SCOPES.map(({ scope, description }) => `\`${scope}\` (${description.toLowerCase()})`).join(', ')
+export const SCOPE_LIST_TEXT = EXPECTED_SCOPES
+  .map(({ scope, description }) => `\`${scope}\` (${description.toLowerCase()})`).join(', ')
 
-/** Every resource's read scope, then every write scope: what a token needs to subscribe to all events or change all resources. */
+/** Every resource's read scope: what a token needs to subscribe to every event type. */
 export const READ_SCOPES: readonly Scope[] = RESOURCES.map((resource) => resourceScope(resource, 'read'))
+/** Every resource's write scope: each grants its read scope too. */
 export const WRITE_SCOPES: readonly Scope[] = RESOURCES.map((resource) => resourceScope(resource, 'write'))
 
 /** A literal text inside a RegExp. */

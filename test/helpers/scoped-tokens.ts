@@ -34,10 +34,14 @@ export function neededScope (method: string, path: string): Scope {
   return resourceScope(resource, method === 'get' || method === 'head' ? 'read' : 'write')
 }
 
-/** Whether a caller's scopes let it through an operation that needs `needed`: that scope, or for a resource's read scope its write scope (issue 41: write includes read). */
+/**
+ * Whether a caller's scopes let it through an operation that needs `needed`: that scope, or for a
+ * resource's read scope its write scope (issue 41: write includes read).
+ */
 export const allowed = (scopes: readonly Scope[], needed: Scope): boolean =>
   scopes.includes(needed) ||
-  RESOURCES.some((resource) => needed === resourceScope(resource, 'read') && scopes.includes(resourceScope(resource, 'write')))
+  RESOURCES.some((resource) =>
+    needed === resourceScope(resource, 'read') && scopes.includes(resourceScope(resource, 'write')))
 
 /** The webhooks resource's 13 operations, with a HEAD for each of its 6 GETs. */
 const WEBHOOK_OPERATIONS = 13 + 6
@@ -76,7 +80,8 @@ export interface Caller { label: string, scopes: readonly Scope[], authorization
  */
 export async function assertScopeMatrix (app: FastifyInstance, callers: readonly Caller[]): Promise<void> {
   const operations = await authenticatedOperations(app)
-  assert.equal(operations.length, RESOURCE_OPERATIONS.length + WEBHOOK_OPERATIONS, 'every operation and the HEAD of each GET')
+  assert.equal(operations.length, RESOURCE_OPERATIONS.length + WEBHOOK_OPERATIONS,
+    'every operation and the HEAD of each GET')
   const documented = await app.inject({ url: '/openapi.json' })
   const paths = documented.json<{ paths: Record<string, Record<string, { 'x-scopes'?: string[] }>> }>().paths
   for (const operation of operations) {
