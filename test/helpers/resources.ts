@@ -51,6 +51,9 @@ export const grantingScopes = (resource: Pick<ResourceDefinition, 'collection'>,
 export const RESOURCE_EVENT_TYPES: readonly string[] =
   RESOURCES.flatMap(({ name }) => ['created', 'updated', 'deleted'].map((change) => `${name}.${change}`))
 
+/** The enum's 400 message lists them: `"plant.created", "plant.updated", "plant.deleted"`. */
+export const KNOWN_EVENT_TYPES_TEXT = RESOURCE_EVENT_TYPES.map((type) => `"${type}"`).join(', ')
+
 /** Every event type a receiver can get: the resources' and the test event. */
 export const EVENT_TYPES: readonly string[] = [...RESOURCE_EVENT_TYPES, 'webhook.test']
 

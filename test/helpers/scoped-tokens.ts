@@ -44,7 +44,7 @@ export const allowed = (scopes: readonly Scope[], needed: Scope): boolean =>
     needed === resourceScope(resource, 'read') && scopes.includes(resourceScope(resource, 'write')))
 
 /** The webhooks resource's 13 operations, with a HEAD for each of its 6 GETs. */
-const WEBHOOK_OPERATIONS = 13 + 6
+export const WEBHOOK_OPERATIONS = 13 + 6
 
 export interface Operation { method: string, path: string, operationId: string }
 

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import { AUTH, buildTestApp } from '../helpers/app.js'
 import { createPlant } from '../helpers/plants.js'
 import { RESOURCE_OPERATIONS } from '../helpers/resources.js'
+import { WEBHOOK_OPERATIONS } from '../helpers/scoped-tokens.js'
 
 /**
  * A document third-party tools can trust: every route served is documented (HEAD too), headers
@@ -98,7 +99,7 @@ test('headers that are always sent are required: ETag on plant answers and 304, 
       assert.deepEqual(responses['403']?.headers?.['WWW-Authenticate'], response.headers?.['WWW-Authenticate'], operationId)
     }
   }
-  assert.equal(unauthorized, 27, 'every plants and webhooks operation, HEAD included')
+  assert.equal(unauthorized, RESOURCE_OPERATIONS.length + WEBHOOK_OPERATIONS, 'every resource and webhooks operation, HEAD included')
   // Optional ones stay optional: they are not on every answer.
   assert.deepEqual(requiredHeaders(operation(document, '/plants', 'get').responses['200']), [])
   assert.equal(operation(document, '/plants', 'get').responses['200']?.headers?.Link?.required, undefined)
