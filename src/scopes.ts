@@ -75,10 +75,6 @@ export const ALL_SCOPES = DEFAULT_SCOPES.all
 
 export const isScope = DEFAULT_SCOPES.isScope
 
-export const GRANTED_BY = DEFAULT_SCOPES.grantedBy
-
-export const grants = DEFAULT_SCOPES.grants
-
 /**
  * Who is calling, once authenticated. `id` is what stored data is keyed by (idempotency scopes,
  * webhook owners) and what the rate limit counts; `name` is what the access log shows. Neither is

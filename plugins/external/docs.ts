@@ -73,8 +73,8 @@ function documentHead (schema: JsonObject): JsonObject {
 
 /**
  * What a route that declares a scope (`config.scope`, what the auth hook checks) needs, so the
- * document and the check come from one place: each scope that grants it (GRANTED_BY: a read scope,
- * or its write scope), any one of them. Linters (Spectral's oas3-operation-security-defined) accept
+ * document and the check come from one place: each scope that grants it (the scope catalogue's
+ * `grantedBy`: a read scope, or its write scope), any one of them. Linters (Spectral's oas3-operation-security-defined) accept
  * scopes in a requirement only when an OAuth2 flow lists them, which neither the bearer nor the
  * OpenID Connect scheme has: each requirement is empty, and `x-scopes` names the granting scopes.
  */
