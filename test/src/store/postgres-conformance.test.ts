@@ -7,6 +7,7 @@ import { adminQuery, scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers
 import { setIdSequence } from '../../helpers/id-sequence.js'
 import { webhookStoreConformance } from '../webhooks/store-conformance.js'
 import { storeConformance } from './conformance.js'
+import { PLANTS_UNDER_TEST, resourceConformance } from './resource-conformance.js'
 
 // CI sets TEST_DATABASE_URL (see .ci/run); without it there is no PostgreSQL to run against.
 if (TEST_DATABASE_URL !== undefined) {
@@ -22,6 +23,17 @@ if (TEST_DATABASE_URL !== undefined) {
         await adminQuery(`UPDATE ${schema}.idempotency_keys SET created_at = created_at - $1`, [ms])
       },
       setIdSequence: async (last) => { await setIdSequence(url, last) }
+    }
+  })
+
+  resourceConformance('PostgreSQL', PLANTS_UNDER_TEST, async (t) => {
+    const { url } = scratchDatabaseUrl(t)
+    return {
+      open: async () => {
+        const store = await createPostgresStore({ url, poolMax: 4 })
+        t.after(() => store.close())
+        return { repository: store.plants, webhooks: store.webhooks, close: store.close }
+      }
     }
   })
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test, type TestContext } from 'node:test'
 import type { Repository, ResourceDefinition, ResourceSchemas, ResourceTypes } from '../../../src/resource.js'
+import { PLANTS, type PlantTypes } from '../../../src/resources/plants.js'
 import type { IdempotencyKey } from '../../../src/store/store.js'
 import type { WebhookStore } from '../../../src/webhooks/store.js'
 import { eventType, RESOURCE_CHANGES, type WebhookEventType } from '../../../src/webhooks/events.js'
@@ -31,6 +32,18 @@ export interface ResourceUnderTest<R extends ResourceTypes> {
   noChange: R['changes']
   /** A list query's filters that keep exactly the filtered samples. */
   filter: (query: { limit: number, after?: bigint }) => R['query']
+}
+
+/** The plants' samples: the generic suite runs for them too, beside the plants' own (conformance.ts). */
+export const PLANTS_UNDER_TEST: ResourceUnderTest<PlantTypes> = {
+  definition: PLANTS,
+  sample: (n, filtered = false) =>
+    ({ name: `plant ${n}`, ...(filtered ? { tag: 'odd' } : n % 3 === 0 ? {} : { tag: `t${n}` }) }),
+  withId: (plant, id) => ({ ...plant, id }),
+  replacement: (n) => ({ name: `replaced ${n}` }),
+  change: (n) => ({ name: `changed ${n}`, tag: null }),
+  noChange: {},
+  filter: (query) => ({ ...query, tag: 'odd' })
 }
 
 const KEY: IdempotencyKey = { scope: 'client-a', key: 'key-1', fingerprint: 'body-1' }
