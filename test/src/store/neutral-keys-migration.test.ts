@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { test } from 'node:test'
 import Database from 'better-sqlite3'
 import { ServiceError } from '../../../src/errors.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
 import type { Store } from '../../../src/store/store.js'
+import { sqliteFromDump } from '../../helpers/sqlite-dump.js'
 
 /**
  * test/fixtures/release-schema-11.sql is the dump of a database written by the release before idempotency
@@ -16,13 +14,7 @@ import type { Store } from '../../../src/store/store.js'
  */
 const WRITTEN_AT = 1795811662711
 
-function releaseFile (): string {
-  const file = join(mkdtempSync(join(tmpdir(), 'plant-store-keys-')), 'plants.db')
-  const db = new Database(file)
-  db.exec(readFileSync(new URL('../../../../test/fixtures/release-schema-11.sql', import.meta.url), 'utf8'))
-  db.close()
-  return file
-}
+const releaseFile = (): string => sqliteFromDump('release-schema-11.sql', 'plant-store-keys-')
 
 const outbox = (file: string): unknown[] => {
   const db = new Database(file, { readonly: true })

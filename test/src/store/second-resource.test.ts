@@ -1,13 +1,16 @@
 import assert from 'node:assert/strict'
-import { test } from 'node:test'
+import { test, type TestContext } from 'node:test'
 import { Type } from '@sinclair/typebox'
 import { strongEtag, type ColumnsDeclaration, type ResourceDefinition } from '../../../src/resource.js'
 import { PLANTS } from '../../../src/resources/plants.js'
 import { int64IdSchema, int64StringSchema } from '../../../src/schemas/int64.js'
 import { cursorSchema, LIST_LIMIT_DEFAULT, listLimitSchema } from '../../../src/schemas/paging.js'
 import { isoTime } from '../../../src/store/iso-time.js'
+import type { Store } from '../../../src/store/store.js'
+import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
 import { tempDatabaseFile } from '../../helpers/cleanup.js'
+import { scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
 import { resourceConformance, type ResourceUnderTest } from './resource-conformance.js'
 
 /**
@@ -149,9 +152,40 @@ resourceConformance('SQLite', SUBJECT, async (t) => {
   }
 })
 
-test('SQLite: two resources in one store keep their keys and chosen ids apart', async (t) => {
-  const store = createSqliteStore({ filename: ':memory:', resources: [PLANTS, POTS] as const })
-  t.after(() => store.close())
+// CI sets TEST_DATABASE_URL; each test gets a fresh schema of its own.
+if (TEST_DATABASE_URL !== undefined) {
+  resourceConformance('PostgreSQL', SUBJECT, async (t) => {
+    const { url } = scratchDatabaseUrl(t)
+    return {
+      open: async () => {
+        const store = await createPostgresStore({ url, poolMax: 4, resources: [POTS] as const })
+        t.after(() => store.close())
+        return { repository: store.pots, webhooks: store.webhooks, close: store.close }
+      }
+    }
+  })
+}
+
+const BOTH = [PLANTS, POTS] as const
+const bothStores = [
+  { name: 'SQLite', open: async () => createSqliteStore({ filename: ':memory:', resources: BOTH }) },
+  ...(TEST_DATABASE_URL === undefined
+    ? []
+    : [{
+        name: 'PostgreSQL',
+        open: async (t: TestContext) => await createPostgresStore({ url: scratchDatabaseUrl(t).url, resources: BOTH })
+      }])
+]
+
+for (const { name, open } of bothStores) {
+  test(`${name}: two resources in one store keep their keys and chosen ids apart`, async (t) => {
+    const store = await open(t)
+    t.after(() => store.close())
+    await twoResources(store)
+  })
+}
+
+async function twoResources (store: Store<typeof BOTH>): Promise<void> {
   const key = { scope: 'client-a', key: 'same key', fingerprint: 'f' }
   await store.plants.create({ id: 2n, name: 'chosen' })
   const plant = await store.plants.create({ name: 'Monstera' }, key)
@@ -159,4 +193,4 @@ test('SQLite: two resources in one store keep their keys and chosen ids apart', 
   assert.deepEqual([plant.replayed, plant.item.id, pot.replayed, pot.item.id], [false, 1n, false, 1n])
   assert.equal((await store.pots.create({ diameterMm: 130 })).item.id, 2n, "plants' chosen 2 is not the pots' to skip")
   assert.deepEqual(await store.pots.create({ diameterMm: 120 }, key), { item: pot.item, replayed: true })
-})
+}
