@@ -126,11 +126,14 @@ export function queryTimeout (statementTimeoutMs: number): Pick<pg.PoolConfig, '
   return { query_timeout: statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS }
 }
 
-const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'])
+const SOCKET_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'
+])
 
 const SERVER_CODES = new Set(['57P01', '57P02', '57P03', '53300'])
 
-const DRIVER_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable|Query read timeout)/
+const DRIVER_MESSAGES = new RegExp('^(Connection terminated|timeout exceeded when trying to connect|' +
+  'Client has encountered a connection error|Client was closed and is not queryable|Query read timeout)')
 
 /** A broken connection is dropped from the pool rather than reused. */
 export function isConnectionError (err: unknown): boolean {

@@ -132,9 +132,11 @@ export const migrations: readonly string[] = [
    );
    CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
    INSERT INTO idempotency_keys (resource, scope, key, fingerprint, id, row_values, created_at, updated_at)
-   SELECT 'plants', scope, key, fingerprint, plant_id, json_build_object('name', name, 'tag', tag)::text, created_at, updated_at
+   SELECT 'plants', scope, key, fingerprint, plant_id, json_build_object('name', name, 'tag', tag)::text,
+          created_at, updated_at
    FROM plant_idempotency_keys;
    DROP TABLE plant_idempotency_keys;
    ALTER TABLE chosen_ids ADD COLUMN resource text NOT NULL DEFAULT 'plants';
-   ALTER TABLE chosen_ids DROP CONSTRAINT chosen_ids_pkey, ADD PRIMARY KEY (resource, id), ALTER COLUMN resource DROP DEFAULT;`
+   ALTER TABLE chosen_ids DROP CONSTRAINT chosen_ids_pkey, ADD PRIMARY KEY (resource, id),
+     ALTER COLUMN resource DROP DEFAULT;`
 ]

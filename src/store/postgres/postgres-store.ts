@@ -68,7 +68,9 @@ export function isCurrentVersion (version: number): boolean {
  * server session (a session lock could be taken on one and released on another), and a failed
  * step leaves the schema as it was.
  */
-async function migrate (client: pg.Client, target: PostgresTarget, resources: readonly ResourceDefinition[]): Promise<void> {
+async function migrate (
+  client: pg.Client, target: PostgresTarget, resources: readonly ResourceDefinition[]
+): Promise<void> {
   try {
     await client.query('BEGIN')
     try {
@@ -78,7 +80,8 @@ async function migrate (client: pg.Client, target: PostgresTarget, resources: re
         await client.query(`SELECT set_config('search_path', '${target.schema}', true)`)
       }
       await client.query(MIGRATIONS_TABLE)
-      const { rows } = await client.query<{ version: number | null }>('SELECT max(version) AS version FROM plant_store_migrations')
+      const { rows } = await client.query<{ version: number | null }>(
+        'SELECT max(version) AS version FROM plant_store_migrations')
       const version = rows[0]?.version ?? 0
       isCurrentVersion(version)
       for (let step = version; step < migrations.length; step++) {
@@ -157,7 +160,9 @@ function repositoryContext (
 }
 
 /** The webhook store on its own pools, its listeners also woken by this process's own writes. */
-async function openWebhooks (options: PostgresStoreOptions<readonly ResourceDefinition[]>, statementTimeoutMs: number, wakers: Set<() => void>): Promise<WebhookStore> {
+async function openWebhooks (
+  options: PostgresStoreOptions<readonly ResourceDefinition[]>, statementTimeoutMs: number, wakers: Set<() => void>
+): Promise<WebhookStore> {
   const remote = await createPostgresWebhookStore({
     url: options.url,
     statementTimeoutMs,

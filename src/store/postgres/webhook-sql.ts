@@ -1,5 +1,6 @@
 import {
-  buildEventMessage, eventPayloadAroundId, eventType, newMessageId, type EventOrigin, type ResourceChange, type ResourceEvent
+  buildEventMessage, eventPayloadAroundId, eventType, newMessageId, type EventOrigin, type ResourceChange,
+  type ResourceEvent
 } from '../../webhooks/events.js'
 import { receives as sharedReceives } from '../webhook-rules.js'
 import { tablePrefix } from './connection.js'
@@ -12,8 +13,10 @@ const eventCtes = (t: string, p: number, payload: string, subjectId: string, fro
   receivers AS (
     SELECT count(*)::integer AS n FROM ${t}webhook_subscriptions WHERE NOT disabled AND $${p + 1} = ANY (events)),
   inserted AS (
-    INSERT INTO ${t}webhook_events (message_id, event_type, subject_type, subject_id, payload, created_at, request_id, traceparent)
-    SELECT $${p}, $${p + 1}, $${p + 8}, ${subjectId}, ${payload}, $${p + 3}, $${p + 4}, $${p + 5} FROM ${from} WHERE n > 0)`
+    INSERT INTO ${t}webhook_events
+      (message_id, event_type, subject_type, subject_id, payload, created_at, request_id, traceparent)
+    SELECT $${p}, $${p + 1}, $${p + 8}, ${subjectId}, ${payload}, $${p + 3}, $${p + 4}, $${p + 5}
+    FROM ${from} WHERE n > 0)`
 
 /** The payload is the schema's name as the listener knows it (see `listener`). */
 const notifyColumn = (schema: string | undefined, n: number): string =>
@@ -30,25 +33,32 @@ export const writeWithEventSql = (
 ): string =>
   `WITH written AS (${write}),${payload === 'whole'
     ? eventCtes(tablePrefix(schema), p, `$${p + 2}`, `$${p + 6}::bigint`, 'written, receivers')
-    : eventCtes(tablePrefix(schema), p, `$${p + 2} || written.id::text || $${p + 6}`, 'written.id', 'written, receivers')}
+    : eventCtes(tablePrefix(schema), p, `$${p + 2} || written.id::text || $${p + 6}`, 'written.id',
+      'written, receivers')}
   SELECT ${columns}, n AS deliveries, ${notifyColumn(schema, p + 7)} FROM written, receivers`
 
 /** The values of `writeWithEventSql`'s event: its data is the written row's JSON, around the id the statement draws. */
 export function postgresEventValues (
-  resource: { name: string }, change: ResourceChange, dataAfterId: string, now: number, origin: EventOrigin | undefined, notify: boolean
+  resource: { name: string }, change: ResourceChange, dataAfterId: string, now: number, origin: EventOrigin | undefined,
+  notify: boolean
 ): unknown[] {
   const type = eventType(resource, change)
   const { before, after } = eventPayloadAroundId(type, dataAfterId, now)
-  return [newMessageId(), type, before, now, origin?.requestId ?? null, origin?.traceparent ?? null, after, notify, resource.name]
+  return [
+    newMessageId(), type, before, now, origin?.requestId ?? null, origin?.traceparent ?? null, after, notify,
+    resource.name
+  ]
 }
 
-const receives = (eventId: string, type: string): string => sharedReceives(eventId, `${type} = ANY (s.events)`, 'NOT s.disabled')
+const receives = (eventId: string, type: string): string =>
+  sharedReceives(eventId, `${type} = ANY (s.events)`, 'NOT s.disabled')
 
 /** The outbox and the claims on `schema`'s tables, each schema-qualified. */
 const outboxStatements = (schema: string | undefined, t: string) => ({
   schemaVersion: `SELECT max(version) AS version FROM ${t}plant_store_migrations`,
   activeOwners: `SELECT count(DISTINCT owner)::integer AS n FROM ${t}webhook_subscriptions WHERE NOT disabled`,
-  empty: `SELECT NOT EXISTS (SELECT 1 FROM ${t}webhook_subscriptions) AND NOT EXISTS (SELECT 1 FROM ${t}webhook_deliveries)
+  empty: `SELECT NOT EXISTS (SELECT 1 FROM ${t}webhook_subscriptions)
+            AND NOT EXISTS (SELECT 1 FROM ${t}webhook_deliveries)
             AND NOT EXISTS (SELECT 1 FROM ${t}webhook_events) AS empty`,
   recordAttempt: `INSERT INTO ${t}webhook_attempts (delivery_id, at, duration_ms, status_code, error, response_body)
                   VALUES ($1, $2, $3, $4, $5, $6)`,
@@ -60,8 +70,10 @@ const outboxStatements = (schema: string | undefined, t: string) => ({
                SELECT id FROM ${t}webhook_events ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
              RETURNING id, message_id, event_type, payload, created_at, request_id, traceparent),
            made AS (
-             INSERT INTO ${t}webhook_deliveries (subscription_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at, request_id, traceparent)
-             SELECT s.id, t.message_id, t.event_type, t.payload, 'pending', 0, t.created_at, t.created_at, t.request_id, t.traceparent
+             INSERT INTO ${t}webhook_deliveries (subscription_id, message_id, event_type, payload, status, attempts,
+               next_attempt_at, created_at, request_id, traceparent)
+             SELECT s.id, t.message_id, t.event_type, t.payload, 'pending', 0, t.created_at, t.created_at, t.request_id,
+                    t.traceparent
              FROM taken t JOIN ${t}webhook_subscriptions s ON ${receives('t.id', 't.event_type')}
              ORDER BY t.id, s.id)
            SELECT count(*)::integer AS events FROM taken`,
@@ -77,7 +89,8 @@ const outboxStatements = (schema: string | undefined, t: string) => ({
               FOR UPDATE SKIP LOCKED) d
             WHERE NOT s.disabled AND s.id <> ALL ($6::bigint[]) AND s.owner <> ALL ($7::text[])),
           ranked AS (
-            SELECT id, next_attempt_at, row_number() OVER (PARTITION BY owner ORDER BY rs, next_attempt_at, id) AS ro FROM candidates),
+            SELECT id, next_attempt_at, row_number() OVER (PARTITION BY owner ORDER BY rs, next_attempt_at, id) AS ro
+            FROM candidates),
           due AS (SELECT id FROM ranked ORDER BY ro, next_attempt_at, id LIMIT $4)
           UPDATE ${t}webhook_deliveries w SET lease = $1, lease_until = $3
           FROM due, ${t}webhook_subscriptions s
@@ -107,8 +120,9 @@ const upkeepStatements = (t: string) => ({
                   SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::integer[], $5::integer[], $6::text[])
                     AS i (id, lease, at, code, duration, body)),
                 done AS (
-                  UPDATE ${t}webhook_deliveries d SET status = 'succeeded', attempts = attempts + 1, next_attempt_at = NULL,
-                    lease = NULL, lease_until = NULL, last_attempt_at = i.at, last_status_code = i.code, last_error = NULL
+                  UPDATE ${t}webhook_deliveries d
+                  SET status = 'succeeded', attempts = attempts + 1, next_attempt_at = NULL, lease = NULL,
+                    lease_until = NULL, last_attempt_at = i.at, last_status_code = i.code, last_error = NULL
                   FROM input i WHERE d.id = i.id AND d.lease = i.lease RETURNING d.id, d.subscription_id),
                 healthy AS (
                   UPDATE ${t}webhook_subscriptions s SET failing_since = NULL
@@ -122,16 +136,19 @@ const upkeepStatements = (t: string) => ({
   finish: `UPDATE ${t}webhook_deliveries SET status = $3, attempts = attempts + 1, next_attempt_at = $4,
              lease = NULL, lease_until = NULL, last_attempt_at = $5, last_status_code = $6, last_error = $7
            WHERE id = $1 AND lease = $2`,
-  failedAttempt: `UPDATE ${t}webhook_subscriptions SET failing_since = coalesce(failing_since, $2), disabled = disabled OR $3,
+  failedAttempt: `UPDATE ${t}webhook_subscriptions
+                  SET failing_since = coalesce(failing_since, $2), disabled = disabled OR $3,
                     updated_at = CASE WHEN $3 AND NOT disabled THEN greatest($2, updated_at + 1) ELSE updated_at END
                   WHERE id = $1`,
   renew: `UPDATE ${t}webhook_deliveries w SET lease_until = $3
           FROM unnest($1::bigint[], $2::text[]) AS r (id, lease)
           WHERE w.id = r.id AND w.lease = r.lease`,
-  release: `UPDATE ${t}webhook_deliveries SET lease = NULL, lease_until = NULL WHERE lease = $1 AND id = ANY ($2::bigint[])`,
+  release: `UPDATE ${t}webhook_deliveries SET lease = NULL, lease_until = NULL
+            WHERE lease = $1 AND id = ANY ($2::bigint[])`,
   prune: `DELETE FROM ${t}webhook_deliveries WHERE id IN (
             SELECT id FROM ${t}webhook_deliveries
-            WHERE created_at < $1 AND (status <> 'pending' OR subscription_id IN (SELECT id FROM ${t}webhook_subscriptions WHERE disabled))
+            WHERE created_at < $1
+              AND (status <> 'pending' OR subscription_id IN (SELECT id FROM ${t}webhook_subscriptions WHERE disabled))
             LIMIT $2 FOR UPDATE SKIP LOCKED)`,
   backlog: `WITH waiting (created_at) AS (
               SELECT d.created_at FROM ${t}webhook_deliveries d

@@ -3,10 +3,12 @@ import { pgTypes } from './types.js'
 import type { ResourceEvent } from '../../webhooks/events.js'
 import { attemptTexts, toClaimed, type ClaimRow } from '../../webhooks/rows.js'
 import type { Backlog, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore } from '../../webhooks/store.js'
-import { checkWebhookSchema, disablesSubscription, FAN_OUT_ALL_BATCH, inBatches, PRUNE_BATCH } from '../webhook-rules.js'
 import {
-  inTransaction, parsePostgresUrl, queryTimeout, statementRunner, settledPool, survivingDisconnects, type PostgresTarget,
-  type RunStatement
+  checkWebhookSchema, disablesSubscription, FAN_OUT_ALL_BATCH, inBatches, PRUNE_BATCH
+} from '../webhook-rules.js'
+import {
+  inTransaction, parsePostgresUrl, queryTimeout, statementRunner, settledPool, survivingDisconnects,
+  type PostgresTarget, type RunStatement
 } from './connection.js'
 import { postgresDeliveryLog, postgresSubscriptions } from './subscriptions.js'
 import { postgresEventMessageValues, WEBHOOK_CHANNEL, webhookStatements } from './webhook-sql.js'
@@ -39,8 +41,9 @@ type Run = RunStatement<keyof ReturnType<typeof webhookStatements>>
 
 const runner = (schema: string | undefined): Run => statementRunner(webhookStatements(schema))
 
-/** Writes an event to the outbox inside a write's own transaction: the change and its event commit (or roll back) as one. */
-export type EnqueueEvent = (client: pg.ClientBase, event: ResourceEvent, now: number, notify: boolean) => Promise<number>
+/** Writes an event to the outbox inside a write's own transaction: the change and its event commit as one. */
+export type EnqueueEvent =
+  (client: pg.ClientBase, event: ResourceEvent, now: number, notify: boolean) => Promise<number>
 
 /** Resolves with how many deliveries the event will become. */
 export function postgresEnqueuer (schema: string | undefined): EnqueueEvent {
@@ -48,8 +51,11 @@ export function postgresEnqueuer (schema: string | undefined): EnqueueEvent {
   return async (client, event, now, notify) => await enqueueOn(run, client, event, now, notify)
 }
 
-async function enqueueOn (run: Run, db: Queryable, event: ResourceEvent, now: number, notify: boolean): Promise<number> {
-  const { rows: [row] } = await run<{ deliveries: number }>(db, 'enqueue', postgresEventMessageValues(event, now, notify))
+async function enqueueOn (
+  run: Run, db: Queryable, event: ResourceEvent, now: number, notify: boolean
+): Promise<number> {
+  const { rows: [row] } =
+    await run<{ deliveries: number }>(db, 'enqueue', postgresEventMessageValues(event, now, notify))
   return row?.deliveries ?? 0
 }
 
@@ -150,17 +156,22 @@ function listener (
 }
 
 /** Records attempts if their leases still hold, with each subscription's health after them. */
-function postgresCompletions (run: Run, bookkeeping: pg.Pool): Pick<WebhookStore, 'completeDelivery' | 'completeDeliveries'> {
+function postgresCompletions (
+  run: Run, bookkeeping: pg.Pool
+): Pick<WebhookStore, 'completeDelivery' | 'completeDeliveries'> {
   const notRecorded = { recorded: false, subscriptionDisabled: false }
   async function fail (done: DeliveryCompletion): Promise<CompletionResult> {
-    const { rows: [leased] } = await run<{ subscription_id: bigint }>(bookkeeping, 'leasedSubscription', [done.id, done.lease])
+    const { rows: [leased] } =
+      await run<{ subscription_id: bigint }>(bookkeeping, 'leasedSubscription', [done.id, done.lease])
     if (leased === undefined) return notRecorded
     const subscriptionId = leased.subscription_id
     return await inTransaction(bookkeeping, async (client) => {
-      const { rows: [health] } = await run<{ disabled: boolean, failing_since: bigint | null }>(client, 'lockSubscription', [subscriptionId])
+      const { rows: [health] } =
+        await run<{ disabled: boolean, failing_since: bigint | null }>(client, 'lockSubscription', [subscriptionId])
       const next = done.status === 'pending' ? done.nextAttemptAt ?? done.attemptedAt : null
       const { error, body } = attemptTexts(done)
-      const { rowCount } = await run(client, 'finish', [done.id, done.lease, done.status, next, done.attemptedAt, done.statusCode ?? null, error])
+      const { rowCount } = await run(client, 'finish',
+        [done.id, done.lease, done.status, next, done.attemptedAt, done.statusCode ?? null, error])
       if (rowCount !== 1 || health === undefined) return notRecorded
       await run(client, 'recordAttempt',
         [done.id, done.attemptedAt, Math.round(done.durationMs ?? 0), done.statusCode ?? null, error, body])
@@ -181,8 +192,9 @@ function postgresCompletions (run: Run, bookkeeping: pg.Pool): Pick<WebhookStore
     const succeeded = completions.filter((done) => done.status === 'succeeded')
     if (succeeded.length > 0) {
       const { rows } = await run<{ id: bigint }>(bookkeeping, 'succeedMany', [
-        succeeded.map(({ id }) => String(id)), succeeded.map(({ lease }) => lease), succeeded.map(({ attemptedAt }) => attemptedAt),
-        succeeded.map(({ statusCode }) => statusCode ?? null), succeeded.map(({ durationMs }) => Math.round(durationMs ?? 0)),
+        succeeded.map(({ id }) => String(id)), succeeded.map(({ lease }) => lease),
+        succeeded.map(({ attemptedAt }) => attemptedAt), succeeded.map(({ statusCode }) => statusCode ?? null),
+        succeeded.map(({ durationMs }) => Math.round(durationMs ?? 0)),
         succeeded.map((done) => attemptTexts(done).body)
       ])
       const recorded = new Set(rows.map(({ id }) => id))
@@ -244,15 +256,19 @@ function postgresClaims (run: Run, bookkeeping: pg.Pool): Pick<WebhookStore, 'cl
 }
 
 /** Leases, pruning and what metrics read. */
-function postgresUpkeep (run: Run, pool: pg.Pool, bookkeeping: pg.Pool): Pick<WebhookStore, 'renewLeases' | 'releaseDeliveries' | 'pruneDeliveries' | 'activeOwners' | 'backlog' | 'empty'> {
+function postgresUpkeep (
+  run: Run, pool: pg.Pool, bookkeeping: pg.Pool
+): Pick<WebhookStore, 'renewLeases' | 'releaseDeliveries' | 'pruneDeliveries' | 'activeOwners' | 'backlog' | 'empty'> {
   return {
     async renewLeases (leases, until) {
-      if (leases.length > 0) await run(bookkeeping, 'renew', [leases.map(({ id }) => String(id)), leases.map(({ lease }) => lease), until])
+      if (leases.length === 0) return
+      await run(bookkeeping, 'renew', [leases.map(({ id }) => String(id)), leases.map(({ lease }) => lease), until])
     },
     async releaseDeliveries (lease, ids) {
       if (ids.length > 0) await run(bookkeeping, 'release', [lease, ids.map(String)])
     },
-    pruneDeliveries: async (before) => await inBatches(async () => (await run(bookkeeping, 'prune', [before, PRUNE_BATCH])).rowCount ?? 0),
+    pruneDeliveries: async (before) =>
+      await inBatches(async () => (await run(bookkeeping, 'prune', [before, PRUNE_BATCH])).rowCount ?? 0),
     activeOwners: async () => (await run<{ n: number }>(bookkeeping, 'activeOwners')).rows[0]?.n ?? 0,
     empty: async () => (await run<{ empty: boolean }>(pool, 'empty')).rows[0]?.empty === true,
     async backlog (): Promise<Backlog> {
