@@ -7,7 +7,11 @@ import configPlugin from '../plugins/app/config.js'
 import connectionsPlugin from '../plugins/app/connections.js'
 import corsPlugin from '../plugins/external/cors.js'
 import docsPlugin from '../plugins/external/docs.js'
-import errorsPlugin, { clientErrorHandler, formatValidationErrors, frameworkErrorHandler } from '../plugins/app/error-handler.js'
+import errorsPlugin, {
+  clientErrorHandler,
+  formatValidationErrors,
+  frameworkErrorHandler
+} from '../plugins/app/error-handler.js'
 import healthRoutes from '../plugins/routes/health.js'
 import helmetPlugin from '../plugins/external/helmet.js'
 import metricsPlugin from '../plugins/app/metrics.js'
@@ -81,7 +85,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     bodyLimit: config.bodyLimit,
     // A long id still reaches validation (a 400): past the router's default of 100 it would answer 414 itself.
     routerOptions: { maxParamLength: maxHeaderSize },
-    // The store plugin may wait for a PostgreSQL still starting: Fastify's 10 s plugin deadline must not cut that short.
+    // The store plugin may wait for a PostgreSQL still starting: Fastify's 10 s plugin deadline must not cut that
+    // short.
     pluginTimeout: Math.max(10_000, config.pgStartupTimeoutMs + config.pgConnectTimeoutMs + 10_000),
     // A slow client cannot hold a connection: every phase has a deadline.
     requestTimeout: timeouts.request,

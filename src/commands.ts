@@ -50,7 +50,10 @@ function readConfig (env: NodeJS.ProcessEnv, output: Output): Config | undefined
 /** The SQLite file DATABASE_URL names, or undefined (with a message) when it names something else. */
 function sqliteFile (config: Config, command: string, output: Output): string | undefined {
   if (isPostgresUrl(config.databaseUrl)) {
-    output.err(`plant-store ${command}: DATABASE_URL is PostgreSQL; use pg_dump and pg_restore (docs/operations.md, "Backups and restore")\n`)
+    output.err(
+      `plant-store ${command}: DATABASE_URL is PostgreSQL; use pg_dump and pg_restore (docs/operations.md, "Backups ` +
+      'and restore")\n'
+    )
     return undefined
   }
   if (config.databaseUrl === ':memory:') {
@@ -67,7 +70,10 @@ export async function runBackup (file: string, env: NodeJS.ProcessEnv, output: O
   try {
     if (file === '-') {
       if (output.data.isTTY === true) {
-        output.err('plant-store backup: stdout is a terminal; redirect it to a file or a pipe (plant-store backup - > plants.bak)\n')
+        output.err(
+          'plant-store backup: stdout is a terminal; redirect it to a file or a pipe (plant-store backup - > ' +
+          'plants.bak)\n'
+        )
         return 1
       }
       let result
@@ -93,7 +99,12 @@ export async function runBackup (file: string, env: NodeJS.ProcessEnv, output: O
   }
 }
 
-export function runRestore (file: string, env: NodeJS.ProcessEnv, output: Output, options: { force?: boolean } = {}): number {
+export function runRestore (
+  file: string,
+  env: NodeJS.ProcessEnv,
+  output: Output,
+  options: { force?: boolean } = {}
+): number {
   const config = readConfig(env, output)
   const database = config === undefined ? undefined : sqliteFile(config, 'restore', output)
   if (database === undefined) return 1
@@ -121,7 +132,12 @@ export async function runCheck (env: NodeJS.ProcessEnv, output: Output): Promise
   if (config === undefined) return 1
   output.out('plant-store check: configuration ok\n')
   const failed: string[] = []
-  if (!await checkDatabase(config, output)) failed.push(isPostgresUrl(config.databaseUrl) ? 'PostgreSQL' : 'the SQLite database')
+  if (!await checkDatabase(config, output)) {
+    failed.push(isPostgresUrl(config.databaseUrl)
+      ? 'PostgreSQL'
+      : 'the ' +
+    'SQLite database')
+  }
   if (config.redis !== undefined && !await checkRedis(config.redis.url, output)) failed.push('Redis')
   if (config.oidc !== undefined && !await checkOidc(config.oidc.issuer, output)) failed.push('the OpenID provider')
   if (failed.length === 0) return 0

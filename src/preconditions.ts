@@ -22,7 +22,9 @@ export function parseEntityTags (name: string, value: string | undefined): Entit
   while (ELEMENT.lastIndex < value.length) {
     const start = ELEMENT.lastIndex
     const match = ELEMENT.exec(value)
-    if (match === null || ELEMENT.lastIndex === start) throw invalidHeader(`${name} must be * or a list of quoted entity tags`)
+    if (match === null || ELEMENT.lastIndex === start) {
+      throw invalidHeader(`${name} must be * or a list of quoted entity tags`)
+    }
     if (match[2] !== undefined) tags.push({ weak: match[1] !== undefined, opaque: match[2] })
   }
   if (tags.length === 0) throw invalidHeader(`${name} must be * or a list of quoted entity tags`)

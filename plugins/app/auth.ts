@@ -35,7 +35,9 @@ export default fp(async function authPlugin (app) {
     ? undefined
     : await (async (config) => {
       const { OidcVerifier, looksLikeJwt } = await import('../../src/oidc.js')
-      const verifier = new OidcVerifier(config, (err) => { app.log.warn({ err }, 'OIDC: the provider\'s key set cannot be fetched') })
+      const verifier = new OidcVerifier(config, (err) => {
+        app.log.warn({ err }, "OIDC: the provider's key set cannot be fetched")
+      })
       return { verifier, looksLikeJwt }
     })(app.config.oidc)
 
@@ -90,7 +92,12 @@ export default fp(async function authPlugin (app) {
   } satisfies onRequestHookHandler)
 }, { name: 'auth', dependencies: ['config', 'errors'] })
 
-/** onRoute hook of the authenticated resources: a route that forgets its scope stops the start instead of being open to every token. */
+/**
+ * onRoute hook of the authenticated resources: a route that forgets its scope stops the start instead of being open to
+ * every token.
+ */
 export function requireScope (route: RouteOptions): void {
-  if (route.config?.scope === undefined) throw new Error(`${route.method.toString()} ${route.url} declares no scope (config.scope)`)
+  if (route.config?.scope === undefined) {
+    throw new Error(`${route.method.toString()} ${route.url} declares no scope (config.scope)`)
+  }
 }

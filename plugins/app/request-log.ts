@@ -16,7 +16,8 @@ export function requestId (raw: IncomingMessage): string {
 }
 
 /** `silent`, pino's level above all, writes none. */
-const enabled = (level: string, line: 'info' | 'warn'): boolean => (levels.values[level] ?? Infinity) <= (levels.values[line] ?? 0)
+const enabled = (level: string, line: 'info' | 'warn'): boolean =>
+  (levels.values[level] ?? Infinity) <= (levels.values[line] ?? 0)
 
 /**
  * Fastify's two lines per request become one access line at info, naming the caller by its

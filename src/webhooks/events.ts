@@ -9,7 +9,8 @@ export type ResourceChange = (typeof RESOURCE_CHANGES)[number]
 
 /** Each resource's `<name>.created`, `.updated` and `.deleted`; a new subscription gets all of them. */
 export type WebhookEventType = `${AnyResource['name']}.${(typeof RESOURCE_CHANGES)[number]}`
-export const eventType = (resource: { name: AnyResource['name'] }, change: ResourceChange): WebhookEventType => `${resource.name}.${change}`
+export const eventType = (resource: { name: AnyResource['name'] }, change: ResourceChange): WebhookEventType =>
+  `${resource.name}.${change}`
 
 /** Every resource event type with what it is made of: the one list the types, descriptions and body schemas follow. */
 export const RESOURCE_EVENTS = RESOURCES.flatMap((resource: ResourceDefinition<string, AnyResource['name']>) =>
@@ -29,7 +30,8 @@ export const EVENT_DESCRIPTIONS = Object.fromEntries([
 ]) as Readonly<Record<WebhookEventType | typeof TEST_EVENT_TYPE, string>>
 
 export const testEventPayload = (subscriptionId: bigint, now: number): string =>
-  `{"type":"${TEST_EVENT_TYPE}","timestamp":${JSON.stringify(isoTime(now))},"data":{"subscriptionId":${subscriptionId.toString()}}}`
+  `{"type":"${TEST_EVENT_TYPE}","timestamp":${JSON.stringify(isoTime(now))},` +
+  `"data":{"subscriptionId":${subscriptionId.toString()}}}`
 
 export const isWebhookEventType = (value: string): value is WebhookEventType =>
   (WEBHOOK_EVENT_TYPES as readonly string[]).includes(value)
@@ -75,7 +77,11 @@ export interface ResourceEvent {
 
 /** The event of a `change` to `item` (`plant.created`, …); for a delete, `item` as it was. */
 export function resourceEvent<T extends { id: bigint }> (
-  resource: { name: AnyResource['name'], json: (item: T) => string }, change: ResourceChange, item: T, occurredAt?: number, origin?: EventOrigin
+  resource: { name: AnyResource['name']; json: (item: T) => string },
+  change: ResourceChange,
+  item: T,
+  occurredAt?: number,
+  origin?: EventOrigin
 ): ResourceEvent {
   return {
     type: eventType(resource, change),
@@ -119,7 +125,11 @@ export function eventPayload (type: WebhookEventType, data: string, occurredAt: 
 }
 
 /** For PostgreSQL's one-statement create, so the body is still made here, never a second way in SQL. */
-export function eventPayloadAroundId (type: WebhookEventType, dataAfterId: string, occurredAt: number): { before: string, after: string } {
+export function eventPayloadAroundId (
+  type: WebhookEventType,
+  dataAfterId: string,
+  occurredAt: number
+): { before: string; after: string } {
   return {
     before: `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(isoTime(occurredAt))},"data":{"id":`,
     after: `${dataAfterId}}`
