@@ -12,6 +12,7 @@ import { TRACING_SETTINGS, tracingConfig, type TracingConfig } from './tracing-s
 import type { NamedToken } from './tokens.js'
 import { parseTrustProxy } from './trust-proxy.js'
 import { WEBHOOK_SETTINGS, webhookConfig, type WebhookConfig } from './webhooks/settings.js'
+import { flagSetting } from './flag-setting.js'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
@@ -73,12 +74,10 @@ export const EnvSchema = Type.Object({
         'on a terminal and json otherwise.'
     })
   ),
-  ALLOW_WEAK_TOKENS: Type.Unsafe<'0' | '1'>({
-    type: 'string',
-    enum: ['0', '1'],
-    default: '0',
-    description: '`1` accepts tokens shorter than 32 characters (local trials only; otherwise they stop the start).'
-  }),
+  ALLOW_WEAK_TOKENS: flagSetting(
+    '0',
+    '`1` accepts tokens shorter than 32 characters (local trials only; otherwise they stop the start).'
+  ),
   // Limits and timeouts (docs/operations.md).
   BODY_LIMIT: Type.Integer({
     minimum: 1,
@@ -181,12 +180,10 @@ export const EnvSchema = Type.Object({
         "OpenAPI document's `servers`; unset: `/`."
     })
   ),
-  DOCS_PERSIST_AUTHORIZATION: Type.Unsafe<'0' | '1'>({
-    type: 'string',
-    enum: ['0', '1'],
-    default: '0',
-    description: "`1`: Swagger UI keeps the token you authorize with in the browser's localStorage across reloads."
-  }),
+  DOCS_PERSIST_AUTHORIZATION: flagSetting(
+    '0',
+    "`1`: Swagger UI keeps the token you authorize with in the browser's localStorage across reloads."
+  ),
   // Operations (docs/operations.md).
   METRICS_PORT: Type.Optional(
     Type.Integer({

@@ -1,5 +1,6 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox'
 import { ConfigError } from './errors.js'
+import { flagSetting } from './flag-setting.js'
 
 /** The OIDC_* settings: their part of EnvSchema (src/load-config.ts composes them, in this order). */
 export const OIDC_SETTINGS = {
@@ -35,14 +36,11 @@ export const OIDC_SETTINGS = {
       "The least time between two fetches of the provider's key set (a token with an unknown `kid`, or a " +
       'signature that fails under a cached `kid`, triggers one), in milliseconds; after a failed fetch, at most 5 s.'
   }),
-  OIDC_REQUIRE_AT_JWT: Type.Unsafe<'0' | '1'>({
-    type: 'string',
-    enum: ['0', '1'],
-    default: '1',
-    description:
-      '`0` also accepts JWTs whose `typ` header is not `at+jwt` (RFC 9068), for providers that issue ' +
+  OIDC_REQUIRE_AT_JWT: flagSetting(
+    '1',
+    '`0` also accepts JWTs whose `typ` header is not `at+jwt` (RFC 9068), for providers that issue ' +
       'access tokens as plain `JWT`; an ID token of the same provider then passes too.'
-  })
+  )
 }
 
 type OidcEnv = Static<TObject<typeof OIDC_SETTINGS>>

@@ -3,18 +3,16 @@ import { ConfigError } from '../errors.js'
 import type { NewPlant } from '../resources/plants.js'
 import { loadSeed } from './seed.js'
 import { OPEN_WAIT_MS } from './tenants.js'
+import { flagSetting } from '../flag-setting.js'
 
 /** The SANDBOX_* settings: their part of EnvSchema (src/load-config.ts composes them, in this order). */
 export const SANDBOX_SETTINGS = {
   // Public sandbox (docs/operations.md#running-a-public-sandbox).
-  SANDBOX: Type.Unsafe<'0' | '1'>({
-    type: 'string',
-    enum: ['0', '1'],
-    default: '0',
-    description:
-      '`1`: a public sandbox: any bearer token of 16 to 256 URL-safe characters is a tenant with its own plants and ' +
+  SANDBOX: flagSetting(
+    '0',
+    '`1`: a public sandbox: any bearer token of 16 to 256 URL-safe characters is a tenant with its own plants and ' +
       'subscriptions (no API_TOKENS, API_TOKENS_FILE or OIDC_ISSUER then).'
-  }),
+  ),
   SANDBOX_SEED: Type.Optional(
     Type.String({
       minLength: 1,

@@ -11,6 +11,7 @@ import {
 } from './dispatcher.js'
 import { DEFAULT_MAX_SUBSCRIPTIONS } from './limits.js'
 import { DEFAULT_RETRY_SCHEDULE_MS } from './schedule.js'
+import { flagSetting } from '../flag-setting.js'
 
 const MAX_WEBHOOK_MS = 365 * 24 * 3_600_000
 const MAX_WEBHOOK_RETRIES = 50
@@ -81,14 +82,11 @@ export const WEBHOOK_SETTINGS = {
     default: DEFAULT_MAX_SUBSCRIPTIONS,
     description: 'The most webhook subscriptions one token may have; creating one more is a 409.'
   }),
-  WEBHOOK_ALLOW_PRIVATE_URLS: Type.Unsafe<'0' | '1'>({
-    type: 'string',
-    enum: ['0', '1'],
-    default: '0',
-    description:
-      '`1`: subscriptions may point at loopback, private, link-local and other non-public addresses (local ' +
+  WEBHOOK_ALLOW_PRIVATE_URLS: flagSetting(
+    '0',
+    '`1`: subscriptions may point at loopback, private, link-local and other non-public addresses (local ' +
       'development and tests only).'
-  })
+  )
 }
 
 type WebhookEnv = Static<TObject<typeof WEBHOOK_SETTINGS>>

@@ -4,14 +4,7 @@ import { writeConditionsHeaders } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
 import { resourceScope } from '../../../src/scopes.js'
 import {
-  aOne,
-  bodyWriteErrors,
-  itemResponse,
-  operationId,
-  repositoryOf,
-  withEtag,
-  writeCondition,
-  writeConditions,
+  aOne, bodyWriteErrors, itemResponse, operationId, repositoryOf, withEtag, writeCondition, writeConditions,
   type ResourceRouteOptions
 } from './shared.js'
 
