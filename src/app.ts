@@ -19,6 +19,7 @@ import otelPlugin from '../plugins/external/otel.js'
 import rateLimitPlugin from '../plugins/external/rate-limit.js'
 import resourceRoutes from '../plugins/routes/resources/index.js'
 import requestsPlugin from '../plugins/app/requests.js'
+import resourcesPlugin from '../plugins/app/resources.js'
 import requestIdPlugin, { AccessLog, requestId } from '../plugins/app/request-log.js'
 import schemasPlugin, { ajvOptions, validatorWithoutBodyCoercion } from '../plugins/app/schemas.js'
 import storePlugin from '../plugins/app/store.js'
@@ -31,6 +32,7 @@ import type { RequestFunction } from './webhooks/deliver.js'
 import type { Resolver } from './webhooks/url-policy.js'
 import type { Config } from './load-config.js'
 import { redactUrl } from './redact-url.js'
+import type { ResourceDefinition } from './resource.js'
 import { RESOURCES } from './resources/index.js'
 
 export interface BuildOptions {
@@ -41,6 +43,8 @@ export interface BuildOptions {
   webhookResolve?: Resolver
   /** The sandbox's clock for tenant use and expiry (tests move it instead of waiting). */
   sandboxNow?: () => number
+  /** The resources served, in the document's order: RESOURCES by default (tests declare others in test code). */
+  resources?: readonly ResourceDefinition[]
 }
 
 /** Hop 0 is the socket's peer. */
@@ -51,6 +55,7 @@ function trustHops (hops: number): (address: string, hop: number) => boolean {
 /** Builds the whole service from its plugins; tests `inject`, server.ts listens (see docs/architecture.md). */
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const { timeouts } = config
+  const resources = options.resources ?? RESOURCES
   const app = Fastify({
     logger: {
       level: config.logLevel,
@@ -103,6 +108,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   await app.register(configPlugin, { config })
+  await app.register(resourcesPlugin, { resources })
   // First: the request span opens, and the request id is set, before any other hook runs.
   await app.register(otelPlugin)
   await app.register(requestIdPlugin)
@@ -129,7 +135,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(requestsPlugin)
   await app.register(docsPlugin)
   await app.register(healthRoutes)
-  for (const resource of RESOURCES) await app.register(resourceRoutes, { resource })
+  for (const resource of resources) await app.register(resourceRoutes, { resource })
   await app.register(webhooksRoutes)
   return app
 }

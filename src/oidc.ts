@@ -199,7 +199,7 @@ function failedCheck (err: unknown): string | undefined {
  * The scopes a token grants: `scope` (space-separated, RFC 9068) or `scp` (an array, as some providers send); unknown
  * ones are ignored.
  */
-function scopesOf (payload: JWTPayload): Set<Scope> {
+function scopesOf (payload: JWTPayload, known: (name: string) => name is Scope): Set<Scope> {
   const { scope, scp } = payload
   const names =
     typeof scope === 'string'
@@ -209,7 +209,7 @@ function scopesOf (payload: JWTPayload): Set<Scope> {
         : typeof scp === 'string'
           ? scp.split(' ')
           : []
-  return new Set(names.filter(isScope))
+  return new Set(names.filter(known))
 }
 
 /**
@@ -220,12 +220,18 @@ function scopesOf (payload: JWTPayload): Set<Scope> {
 export class OidcVerifier {
   readonly #config: OidcConfig
   readonly #now: () => number
+  /** The scopes this app knows (its resources'): a token's others are ignored. */
+  readonly #isScope: (name: string) => name is Scope
   readonly #verified = new Map<string, { principal: Principal, expiresAt: number }>()
   readonly keys: ProviderKeys
 
-  constructor (config: OidcConfig, onKeysFailure: (err: unknown) => void, now: () => number = Date.now) {
+  constructor (
+    config: OidcConfig, onKeysFailure: (err: unknown) => void, now: () => number = Date.now,
+    known: (name: string) => name is Scope = isScope
+  ) {
     this.#config = config
     this.#now = now
+    this.#isScope = known
     this.keys = new ProviderKeys(config.issuer, config.jwksCooldownMs, onKeysFailure)
   }
 
@@ -291,7 +297,7 @@ export class OidcVerifier {
     const principal: Principal = {
       id: jwtPrincipalId(payload.sub),
       name: payload.sub,
-      scopes: scopesOf(payload),
+      scopes: scopesOf(payload, this.#isScope),
       ...(client !== undefined && { client })
     }
     // jwtVerify required `exp`.

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { RESOURCES } from '../../src/resources/index.js'
+import type { AnyResource } from '../../src/resources/index.js'
 import { limitCreates } from '../../src/sandbox/quota.js'
 import { tenantTrimmer } from '../../src/sandbox/storage.js'
 import { TenantRegistry, type TenantBackend } from '../../src/sandbox/tenants.js'
@@ -102,7 +102,7 @@ export default fp<TenantStoreOptions>(async function tenantStorePlugin (app, opt
   })
   app.addHook('onReady', async () => { registry.start() })
   app.addHook('onClose', async () => { await registry.close() })
-}, { name: 'tenant-store', dependencies: ['config', 'store', 'webhooks', 'auth', 'tracing', 'metrics'] })
+}, { name: 'tenant-store', dependencies: ['config', 'resources', 'store', 'webhooks', 'auth', 'tracing', 'metrics'] })
 
 /** Two gauges, never a series per tenant. */
 function tenantMetrics ({ client, registry: metrics }: ServiceMetrics, registry: TenantRegistry<SandboxTenant>): void {
@@ -154,8 +154,9 @@ async function startTenant (
   if (sandbox === undefined) throw new Error('not a sandbox')
   const observed = instrumented(app, opened)
   const trimmer = tenantTrimmer(opened, app.log)
-  const limited = RESOURCES.map((resource) =>
-    [resource.collection, trimmer.counting(limitCreates(observed[resource.collection], resource, sandbox.maxPlants))])
+  const limited = app.resources.map((resource) =>
+    [resource.collection, trimmer.counting(
+      limitCreates(observed[resource.collection as AnyResource['collection']], resource, sandbox.maxPlants))])
   const store: Store = { ...observed, ...Object.fromEntries(limited) }
   if (created) for (const plant of sandbox.seed) await opened.plants.create(plant)
   const settings = config.webhooks

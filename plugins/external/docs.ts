@@ -5,11 +5,10 @@ import fp from 'fastify-plugin'
 import { documentSecurityHeaders } from './helmet.js'
 import type { SandboxConfig } from '../../src/sandbox/settings.js'
 import { duration } from '../../src/human.js'
-import { RESOURCES } from '../../src/resources/index.js'
-import { GRANTED_BY, SCOPE_DESCRIPTIONS, SCOPES, type Scope } from '../../src/scopes.js'
+import type { Scope, ScopeCatalog } from '../../src/scopes.js'
 import { rateLimitHeaders, requestIdHeader } from '../../src/schemas/headers.js'
 import { webhookEventsDocument } from '../../src/schemas/webhook-events.js'
-import { EVENT_SUBJECTS, WEBHOOK_EVENT_TYPES } from '../../src/webhooks/events.js'
+import { eventSubjectsOf, eventTypesOf } from '../../src/webhooks/events.js'
 
 type Transform = NonNullable<FastifyDynamicSwaggerOptions['transform']>
 type JsonObject = Record<string, unknown>
@@ -90,22 +89,23 @@ function documentHead (schema: JsonObject): JsonObject {
 
 /**
  * What a route that declares a scope (`config.scope`, what the auth hook checks) needs, so the
- * document and the check come from one place: each scope that grants it (GRANTED_BY: a read scope,
- * or its write scope), any one of them. Linters (Spectral's oas3-operation-security-defined) accept
+ * document and the check come from one place: each scope that grants it (the scope catalogue's
+ * `grantedBy`: a read scope, or its write scope), any one of them. Linters (Spectral's oas3-operation-security-defined)
+ * accept
  * scopes in a requirement only when an OAuth2 flow lists them, which neither the bearer nor the
  * OpenID Connect scheme has: each requirement is empty, and `x-scopes` names the granting scopes.
  */
-function securityOf (scope: Scope | undefined, schemes: readonly string[]): JsonObject {
+function securityOf (scope: Scope | undefined, schemes: readonly string[], { grantedBy }: ScopeCatalog): JsonObject {
   if (scope === undefined) return {}
-  return { security: schemes.map((scheme) => ({ [scheme]: [] })), 'x-scopes': [...GRANTED_BY[scope]] }
+  return { security: schemes.map((scheme) => ({ [scheme]: [] })), 'x-scopes': [...grantedBy[scope]] }
 }
 
-const transformWith = (schemes: readonly string[]): Transform => ({ schema, url, route }) => {
+const transformWith = (schemes: readonly string[], scopes: ScopeCatalog): Transform => ({ schema, url, route }) => {
   if (!isObject(schema)) return { schema, url }
   // Copies, never in place: the same schema objects drive validation.
   const documented = {
     ...schema,
-    ...securityOf(route.config?.scope, schemes),
+    ...securityOf(route.config?.scope, schemes, scopes),
     params: documentInt64AsInteger(schema.params),
     querystring: withoutOptionalExamples(documentInt64AsInteger(schema.querystring)),
     headers: withoutOptionalExamples(schema.headers),
@@ -194,8 +194,11 @@ function sandboxNote ({ maxPlants, maxSubscriptions, ttlMs }: SandboxConfig): st
 }
 
 /** Bearer tokens as this instance accepts them, and the OpenID provider's when there is one. */
-function securitySchemesOf ({ oidc, sandbox }: FastifyInstance['config']) {
-  const scopeList = SCOPES.map((scope) => `\`${scope}\` (${SCOPE_DESCRIPTIONS[scope].toLowerCase()})`).join(', ')
+function securitySchemesOf (
+  { oidc, sandbox }: FastifyInstance['config'], scopeCatalog: FastifyInstance['scopeCatalog']
+) {
+  const scopeList = scopeCatalog.scopes
+    .map((scope) => `\`${scope}\` (${scopeCatalog.descriptions[scope].toLowerCase()})`).join(', ')
   return {
     bearerAuth: {
       type: 'http' as const,
@@ -222,8 +225,8 @@ function securitySchemesOf ({ oidc, sandbox }: FastifyInstance['config']) {
 }
 
 export default fp(async function docsPlugin (app) {
-  const { oidc, sandbox } = app.config
-  const securitySchemes = securitySchemesOf(app.config)
+  const { config: { oidc, sandbox }, resources, scopeCatalog } = app
+  const securitySchemes = securitySchemesOf(app.config, scopeCatalog)
   const schemes = Object.keys(securitySchemes)
   await app.register(swagger, {
     openapi: {
@@ -231,8 +234,7 @@ export default fp(async function docsPlugin (app) {
       info: {
         title: 'Plant Store',
         version: '1.0.0',
-        description:
-          (sandbox === undefined ? '' : sandboxNote(sandbox)) +
+        description: (sandbox === undefined ? '' : sandboxNote(sandbox)) +
           'A store of plants, each addressed by a signed 64-bit id. Every operation needs a bearer token. ' +
           'Request bodies are I-JSON (RFC 7493): UTF-8, each member name once per object; query strings are ' +
           'percent-encoded UTF-8.',
@@ -241,13 +243,12 @@ export default fp(async function docsPlugin (app) {
         license: { name: 'MIT', identifier: 'MIT' }
       },
       tags: [
-        ...RESOURCES.map((resource) => ({ name: resource.collection, description: resource.texts.tag })),
+        ...resources.map((resource) => ({ name: resource.collection, description: resource.texts.tag })),
         {
           name: 'webhooks',
-          description:
-            `Webhook subscriptions: the service POSTs every ${EVENT_SUBJECTS} change ` +
-            `(${WEBHOOK_EVENT_TYPES.map((type) => `\`${type}\``).join(', ')}) to the URLs a token subscribed, signed ` +
-            'as Standard Webhooks ' +
+          description: `Webhook subscriptions: the service POSTs every ${eventSubjectsOf(resources)} change ` +
+            `(${eventTypesOf(resources).map((type) => `\`${type}\``).join(', ')}) ` +
+            'to the URLs a token subscribed, signed as Standard Webhooks ' +
             'specifies. Each token sees and manages its own subscriptions only. The events themselves are described ' +
             'under `webhooks`.'
         },
@@ -258,22 +259,19 @@ export default fp(async function docsPlugin (app) {
       // What receivers get: one POST per event type (OpenAPI 3.1 `webhooks`).
       webhooks: webhookEventsDocument(),
       // Relative by default; PUBLIC_URL makes it absolute for tools that read the document from a file.
-      servers: [
-        {
-          url: app.config.publicUrl ?? '/',
-          description:
-            sandbox === undefined
-              ? 'This service'
-              : 'This service, a public sandbox (any token; data deleted when unused)'
-        }
-      ]
+      servers: [{
+        url: app.config.publicUrl ?? '/',
+        description: sandbox === undefined
+          ? 'This service'
+          : 'This service, a public sandbox (any token; data deleted when unused)'
+      }]
     },
     stripBasePath: false,
     exposeHeadRoutes: true,
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`)
     },
-    transform: transformWith(schemes),
+    transform: transformWith(schemes, scopeCatalog),
     transformObject: finishDocument
   })
 
@@ -301,4 +299,4 @@ export default fp(async function docsPlugin (app) {
   app.get('/openapi.json', {
     schema: { hide: true }
   }, async () => app.swagger())
-}, { name: 'docs', dependencies: ['config', 'schemas'] })
+}, { name: 'docs', dependencies: ['config', 'resources', 'schemas'] })

@@ -12,13 +12,31 @@ export type WebhookEventType = `${AnyResource['name']}.${(typeof RESOURCE_CHANGE
 export const eventType = (resource: { name: AnyResource['name'] }, change: ResourceChange): WebhookEventType =>
   `${resource.name}.${change}`
 
+/** What events are made from: a resource's name (`plant`), and its collection for the scope. */
+interface EventResource {
+  readonly name: string
+  readonly collection: string
+}
+
+/** `plant.created`: a resource's name is one of AnyResource's only at the type level (a test declares others). */
+const eventTypeOf = (resource: EventResource, change: ResourceChange): WebhookEventType =>
+  eventType(resource as { name: AnyResource['name'] }, change)
+
+/** The event types of `resources` (an app's), in their order: each one's created, updated and deleted. */
+export const eventTypesOf = (resources: readonly EventResource[]): WebhookEventType[] =>
+  resources.flatMap((resource) => RESOURCE_CHANGES.map((change) => eventTypeOf(resource, change)))
+
+/** What the events of `resources` are about, as the docs name them: `plant` (`plant events`), `plant and pot`. */
+export const eventSubjectsOf = (resources: readonly EventResource[]): string =>
+  resources.map((resource) => resource.name).join(' and ')
+
 /** Every resource event type with what it is made of: the one list the types, descriptions and body schemas follow. */
 export const RESOURCE_EVENTS = RESOURCES.flatMap((resource: ResourceDefinition<string, AnyResource['name']>) =>
   RESOURCE_CHANGES.map((change) => ({ type: eventType(resource, change), resource, change })))
-export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = RESOURCE_EVENTS.map(({ type }) => type)
+export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = eventTypesOf(RESOURCES)
 
-/** What the events are about, as the docs name them: `plant` (`plant events`), `plant and pot`. */
-export const EVENT_SUBJECTS = RESOURCES.map((resource) => resource.name).join(' and ')
+/** What the events of the resources served by default are about. */
+export const EVENT_SUBJECTS = eventSubjectsOf(RESOURCES)
 
 /** The event `POST /webhooks/{id}/test` sends; no subscription asks for it, every one can get it. */
 export const TEST_EVENT_TYPE = 'webhook.test'
@@ -37,19 +55,16 @@ export const isWebhookEventType = (value: string): value is WebhookEventType =>
   (WEBHOOK_EVENT_TYPES as readonly string[]).includes(value)
 
 /**
- * The scope a subscriber needs for each event type: its resource's read scope, since the payload
- * carries the representation.
+ * The scopes a subscription to `events` needs (every event type of `resources` when absent); unknown
+ * names are the service's to refuse.
  */
-export const EVENT_SCOPES = Object.fromEntries(
-  RESOURCE_EVENTS.map(({ type, resource }) => [type, resourceScope(resource, 'read')])) as
-  Readonly<Record<WebhookEventType, Scope>>
-
-/**
- * The scopes a subscription to `events` needs (every event type when absent); unknown names are the
- * service's to refuse.
- */
-export const scopesForEvents = (events: readonly string[] | undefined): Scope[] =>
-  [...new Set((events ?? WEBHOOK_EVENT_TYPES).filter(isWebhookEventType).map((type) => EVENT_SCOPES[type]))]
+export function scopesForEvents (
+  events: readonly string[] | undefined, resources: readonly EventResource[] = RESOURCES
+): Scope[] {
+  const scopeOf = new Map<string, Scope>(resources.flatMap((resource) =>
+    RESOURCE_CHANGES.map((change) => [eventTypeOf(resource, change), resourceScope(resource, 'read')] as const)))
+  return [...new Set((events ?? [...scopeOf.keys()]).flatMap((type) => scopeOf.get(type) ?? []))]
+}
 
 /** The request id of the write that caused the event, and with tracing on its span's traceparent. */
 export interface EventOrigin {

@@ -3,7 +3,7 @@ import { webhookLocationHeader } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
 import { NewWebhookSchema, WebhookWithSecretSchema } from '../../../src/schemas/webhook.js'
 import { EVENT_SUBJECTS } from '../../../src/webhooks/events.js'
-import { checkEventScopes, EVENT_SCOPES_TEXT, ownerOf, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
+import { checkEventScopes, eventScopesText, ownerOf, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
 
 /** `POST /webhooks`: subscribes a URL to the resources' events. */
 const createWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
@@ -23,7 +23,7 @@ const createWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
           'http or https URL of at most 2048 characters without credentials, whose host is (or resolves to) public ' +
           'addresses only. The subscription belongs to the token that creates it; a token may have at most ' +
           'WEBHOOK_MAX_SUBSCRIPTIONS (25 by default), and creating one more is a 409 until one is deleted. ' +
-          EVENT_SCOPES_TEXT,
+          eventScopesText(app.resources),
         tags: ['webhooks'],
         body: ref(NewWebhookSchema),
         response: {

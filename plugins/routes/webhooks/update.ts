@@ -3,7 +3,7 @@ import { MERGE_PATCH } from '../../../src/json-body.js'
 import { ref } from '../../../src/schemas/ref.js'
 import { WebhookParamsSchema, WebhookPatchSchema } from '../../../src/schemas/webhook.js'
 import {
-  checkEventScopes, EVENT_SCOPES_TEXT, ownerOf, WEBHOOK_ERRORS, webhookResponse, webhooksErrorResponses
+  checkEventScopes, eventScopesText, ownerOf, WEBHOOK_ERRORS, webhookResponse, webhooksErrorResponses
 } from './shared.js'
 
 /** `PATCH /webhooks/{id}`: a JSON merge patch (RFC 7396) of a subscription. */
@@ -21,7 +21,7 @@ const updateWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
           'false` ' +
           'enables a disabled subscription again (its pending deliveries resume). Sent as ' +
           '`application/merge-patch+json` ' +
-          `or plain JSON. A new \`events\` list is checked as on create: ${EVENT_SCOPES_TEXT}`,
+          `or plain JSON. A new \`events\` list is checked as on create: ${eventScopesText(app.resources)}`,
         tags: ['webhooks'],
         // Only the PATCH routes read merge patches (plugins/app/requests.ts reads what `consumes` lists).
         consumes: [MERGE_PATCH, 'application/json'],
