@@ -16,7 +16,7 @@ import {
 } from '../../src/errors.js'
 import type { ErrorBody } from '../../src/schemas/error.js'
 import { patternMessages } from '../../src/schemas/pattern-messages.js'
-import { labelUnroutedRequest } from '../../src/route-label.js'
+import { labelUnroutedRequest } from '../http/route-label.js'
 
 /** The one place where a failure of the core becomes an HTTP status. */
 const STATUS: Readonly<Record<ErrorCode, number>> = {

@@ -6,7 +6,7 @@ import type { Registry } from 'prom-client'
 import { LOAD_SHEDDING_CODES, ServiceError } from '../../src/errors.js'
 import { clientErrorHandler, errorBody } from './error-handler.js'
 import { RequestHistogram, type HistogramSeries } from '../../src/metrics/histogram.js'
-import { routeLabel } from '../../src/route-label.js'
+import { routeLabel } from '../http/route-label.js'
 import { STORE_OPERATIONS, type OperationObserver, type StoreOperation } from '../../src/store/instrumented.js'
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
 

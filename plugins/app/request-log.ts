@@ -3,8 +3,8 @@ import type { IncomingMessage } from 'node:http'
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { levels } from 'pino'
-import { redactUrl } from '../../src/redact-url.js'
-import { routeLabel } from '../../src/route-label.js'
+import { redactUrl } from '../http/redact-url.js'
+import { routeLabel } from '../http/route-label.js'
 import { REQUEST_ID_PATTERN } from '../../src/schemas/headers.js'
 
 const SANE_REQUEST_ID = new RegExp(REQUEST_ID_PATTERN)

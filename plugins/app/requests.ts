@@ -8,7 +8,7 @@ import {
   unsupportedContentEncoding,
   unsupportedMediaType
 } from '../../src/errors.js'
-import { isUtf8Label, parseJsonBody } from '../../src/json-body.js'
+import { isUtf8Label, parseJsonBody } from '../http/json-body.js'
 import { notFoundError } from './error-handler.js'
 
 const DEFAULT_MEDIA_TYPES: readonly string[] = ['application/json']

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { notFound, preconditionFailed } from '../../../src/errors.js'
-import { matchFails, noneMatchFails, parseEntityTags } from '../../../src/preconditions.js'
+import { matchFails, noneMatchFails, parseEntityTags } from '../../http/preconditions.js'
 import { etagHeaderOf, readConditionsHeaders } from '../../../src/schemas/headers.js'
 import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
 import { resourceScope } from '../../../src/scopes.js'

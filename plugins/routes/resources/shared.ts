@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { parseEntityTags, writePrecondition } from '../../../src/preconditions.js'
+import { parseEntityTags, writePrecondition } from '../../http/preconditions.js'
 import type { Repository, ResourceDefinition, ResourceTypes } from '../../../src/resource.js'
 import type { AnyResource } from '../../../src/resources/index.js'
 import { authenticatedErrorResponses } from '../../../src/schemas/error.js'

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { MERGE_PATCH } from '../../../src/json-body.js'
+import { MERGE_PATCH } from '../../http/json-body.js'
 import { ref } from '../../../src/schemas/ref.js'
 import { WebhookParamsSchema, WebhookPatchSchema } from '../../../src/schemas/webhook.js'
 import {

@@ -6,10 +6,10 @@ import type { PrettyOptions } from 'pino-pretty'
 import { buildApp } from './app.js'
 import { commandUsage, parseCommandLine, USAGE } from './cli.js'
 import { runBackup, runCheck, runRestore, runToken, type Output } from './commands.js'
-import { ConfigError, StoreOpenError } from './errors.js'
-import { duration } from './human.js'
-import { loadConfig, SHUTDOWN_EXIT_MARGIN_MS, type Config, type LogFormat } from './load-config.js'
-import { isPostgresUrl } from './store/postgres/connection.js'
+import { ConfigError, StoreOpenError } from '../errors.js'
+import { duration } from '../human.js'
+import { loadConfig, SHUTDOWN_EXIT_MARGIN_MS, type Config, type LogFormat } from '../load-config.js'
+import { isPostgresUrl } from '../store/postgres/connection.js'
 
 /** A log sink that stops reading must not exhaust memory: pending lines beyond this are dropped. */
 const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024
@@ -227,7 +227,7 @@ function url (host: string, address: unknown, fallbackPort: number): string {
 }
 
 function version (): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }
   return pkg.version
 }
 

@@ -1,4 +1,4 @@
-import { invalidBody } from './errors.js'
+import { invalidBody } from '../../src/errors.js'
 
 export const MERGE_PATCH = 'application/merge-patch+json'
 

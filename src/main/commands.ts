@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { ConfigError } from './errors.js'
-import { countOf } from './human.js'
-import type { Scope } from './scopes.js'
-import { tokenDigest } from './tokens.js'
-import { loadConfig, type Config } from './load-config.js'
-import { isPostgresUrl, postgresName } from './store/postgres/connection.js'
-import { backupDatabase, backupDatabaseTo, BackupError, restoreDatabase } from './store/sqlite/backup.js'
-import { inspectDatabaseFile } from './store/sqlite/preflight.js'
+import { ConfigError } from '../errors.js'
+import { countOf } from '../human.js'
+import type { Scope } from '../scopes.js'
+import { tokenDigest } from '../tokens.js'
+import { loadConfig, type Config } from '../load-config.js'
+import { isPostgresUrl, postgresName } from '../store/postgres/connection.js'
+import { backupDatabase, backupDatabaseTo, BackupError, restoreDatabase } from '../store/sqlite/backup.js'
+import { inspectDatabaseFile } from '../store/sqlite/preflight.js'
 
 /** Where a command writes: stdout for its result, stderr for problems; `data` is stdout as a stream (`backup -`). */
 export interface Output {
@@ -147,7 +147,7 @@ export async function runCheck (env: NodeJS.ProcessEnv, output: Output): Promise
 
 async function checkDatabase (config: Config, output: Output): Promise<boolean> {
   if (isPostgresUrl(config.databaseUrl)) {
-    const { checkPostgres } = await import('./store/postgres/check.js')
+    const { checkPostgres } = await import('../store/postgres/check.js')
     const problem = await checkPostgres(config.databaseUrl, config.pgConnectTimeoutMs)
     const name = postgresName(config.databaseUrl)
     if (problem !== undefined) {
@@ -210,7 +210,7 @@ async function checkRedis (url: string, output: Output): Promise<boolean> {
 }
 
 async function checkOidc (issuer: string, output: Output): Promise<boolean> {
-  const { checkProvider } = await import('./oidc.js')
+  const { checkProvider } = await import('../oidc.js')
   try {
     const keys = await checkProvider(issuer)
     output.out(`plant-store check: the OpenID provider ${issuer} answers: discovery document and ` +

@@ -1,6 +1,6 @@
-import { isScope, SCOPES, type Scope } from './scopes.js'
+import { isScope, SCOPES, type Scope } from '../scopes.js'
 
-/** The commands of the `plant-store` executable (src/server.ts runs them). */
+/** The commands of the `plant-store` executable (src/main/server.ts runs them). */
 export type Command =
   | { name: 'serve' }
   | { name: 'backup', file: string }

@@ -9,7 +9,7 @@ import type { Store } from '../../src/store/store.js'
 import { WebhookService } from '../../src/webhooks/service.js'
 import { defaultAddressPolicy } from '../../src/webhooks/url-policy.js'
 import { METRIC_PREFIX, type ServiceMetrics } from './metrics.js'
-import { instrumented } from './store.js'
+import { instrumented } from './open-store.js'
 import { webhookDelivery, type WebhooksPluginOptions } from './webhooks.js'
 
 /** What a request works on: the app's store and webhooks, or in a sandbox its tenant's. */
