@@ -45,8 +45,7 @@ export const EnvSchema = Type.Object({
       description:
         'Accepted bearer tokens, comma-separated, each with every scope. With no token configured and no ' +
         '`OIDC_ISSUER`, one is made up for the run and printed once; set but holding no token (only commas) stops ' +
-        'the ' +
-        'start.'
+        'the start.'
     })
   ),
   API_TOKENS_FILE: Type.Optional(

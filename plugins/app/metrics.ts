@@ -99,8 +99,8 @@ function refusalMetrics (app: FastifyInstance, client: PromClient, registry: Reg
 function storeMetrics (registry: Registry): OperationObserver {
   const storeDuration = new RequestHistogram(
     `${METRIC_PREFIX}store_operation_duration_seconds`,
-    'Time a store operation took, from the call to its answer (for SQLite writes: committed and, with full sync, ' +
-      'on disk)',
+    'Time a store operation took, from the call to its answer (for SQLite writes: committed and, with full sync, on ' +
+      'disk)',
     STORE_BUCKETS,
     registry
   )

@@ -185,9 +185,8 @@ const DOCS_CONTENT_SECURITY_POLICY = "default-src 'self'; base-uri 'self'; font-
 
 /** What a visitor of a sandbox's Swagger UI reads first; the document is unchanged without SANDBOX. */
 function sandboxNote ({ maxPlants, maxSubscriptions, ttlMs }: SandboxConfig): string {
-  return 'This service runs as a public sandbox: authorize with any token of 16 to 256 URL-safe characters ' +
-    '(A-Z a-z 0-9 . _ ~ -), make one up. Each token has plants of its own, starting with a few examples (ids from ' +
-    '1), ' +
+  return 'This service runs as a public sandbox: authorize with any token of 16 to 256 URL-safe characters (A-Z a-z ' +
+    '0-9 . _ ~ -), make one up. Each token has plants of its own, starting with a few examples (ids from 1), ' +
     `at most ${maxPlants} plants and ${maxSubscriptions} webhook subscriptions (to public addresses only); a token ` +
     'unused ' +
     `for ${duration(ttlMs)} is deleted with its data. Never put anything private here. `
@@ -235,9 +234,9 @@ export default fp(async function docsPlugin (app) {
         title: 'Plant Store',
         version: '1.0.0',
         description: (sandbox === undefined ? '' : sandboxNote(sandbox)) +
-          'A store of plants, each addressed by a signed 64-bit id. Every operation needs a bearer token. ' +
-          'Request bodies are I-JSON (RFC 7493): UTF-8, each member name once per object; query strings are ' +
-          'percent-encoded UTF-8.',
+          'A store of plants, each addressed by a signed 64-bit id. Every operation needs a bearer token. Request ' +
+          'bodies are I-JSON (RFC 7493): UTF-8, each member name once per object; query strings are percent-encoded ' +
+          'UTF-8.',
         // No public address of its own to give: who runs it is who answers for it.
         contact: { name: 'The operators of this service' },
         license: { name: 'MIT', identifier: 'MIT' }
@@ -248,9 +247,8 @@ export default fp(async function docsPlugin (app) {
           name: 'webhooks',
           description: `Webhook subscriptions: the service POSTs every ${eventSubjectsOf(resources)} change ` +
             `(${eventTypesOf(resources).map((type) => `\`${type}\``).join(', ')}) ` +
-            'to the URLs a token subscribed, signed as Standard Webhooks ' +
-            'specifies. Each token sees and manages its own subscriptions only. The events themselves are described ' +
-            'under `webhooks`.'
+            'to the URLs a token subscribed, signed as Standard Webhooks specifies. Each token sees and manages its ' +
+            'own subscriptions only. The events themselves are described under `webhooks`.'
         },
         { name: 'service', description: 'Health and documentation' }
       ],

@@ -156,8 +156,8 @@ function flushOnClose (app: FastifyInstance, sdk: { shutdown: () => Promise<void
     })
     const gaveUp = sleep(TRACE_FLUSH_TIMEOUT_MS, false, { ref: false })
     if (!await Promise.race([flushed, gaveUp])) {
-      app.log.warn({ timeoutMs: TRACE_FLUSH_TIMEOUT_MS }, 'tracing: the ' +
-      'collector did not take the last spans in time; they are dropped')
+      app.log.warn({ timeoutMs: TRACE_FLUSH_TIMEOUT_MS }, 'tracing: the collector did not take the last spans in ' +
+      'time; they are dropped')
     }
     diag.disable()
   })

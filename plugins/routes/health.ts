@@ -100,8 +100,7 @@ function probeRoutes (app: App, ping: () => Promise<void>): void {
         summary: 'Liveness probe',
         description:
           'Answers 200 whenever the process answers at all, even while it drains, sheds load or has lost its ' +
-          'database: ' +
-          'none of those is cured by a restart. For a Kubernetes livenessProbe. Needs no token and is not ' +
+          'database: none of those is cured by a restart. For a Kubernetes livenessProbe. Needs no token and is not ' +
           'rate-limited.',
         tags: ['service'],
         security: [],

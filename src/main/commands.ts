@@ -135,8 +135,7 @@ export async function runCheck (env: NodeJS.ProcessEnv, output: Output): Promise
   if (!await checkDatabase(config, output)) {
     failed.push(isPostgresUrl(config.databaseUrl)
       ? 'PostgreSQL'
-      : 'the ' +
-    'SQLite database')
+      : 'the SQLite database')
   }
   if (config.redis !== undefined && !await checkRedis(config.redis.url, output)) failed.push('Redis')
   if (config.oidc !== undefined && !await checkOidc(config.oidc.issuer, output)) failed.push('the OpenID provider')

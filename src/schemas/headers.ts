@@ -26,8 +26,7 @@ export const writeConditionsHeaders = (name: string) =>
     'if-none-match': entityTags(
       `Write only if the ${name}'s current ETag is none of these (weak comparison); else 412. ` +
         `\`*\` means "only if there is no such ${name}": on an existing ${name} it is a 412, on a missing one the ` +
-        'write goes ' +
-        'on as usual (404: writes here never create)'
+        'write goes on as usual (404: writes here never create)'
     )
   })
 
@@ -40,9 +39,8 @@ export const IdempotencyKeyHeaderSchema = Type.Object({
       maxLength: IDEMPOTENCY_KEY_MAX_LENGTH,
       pattern: describedPattern('^[\\x21-\\x7E]+$', 'must be visible ASCII characters only (no spaces)'),
       description:
-        'Makes the create safe to retry for 24 hours: a retry with the same key and body answers the ' +
-        'first 201 again (with `Idempotent-Replayed: true`) and creates nothing; the same key with another body is a ' +
-        '422. ' +
+        'Makes the create safe to retry for 24 hours: a retry with the same key and body answers the first 201 again ' +
+        '(with `Idempotent-Replayed: true`) and creates nothing; the same key with another body is a 422. ' +
         `1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters; keys are per token.`,
       examples: ['5f0c6f7e-2b8e-4c43-9d55-1c1e4f7c2a10']
     })

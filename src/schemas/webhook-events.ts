@@ -122,8 +122,7 @@ function eventOperation ({ type, schema, what, example, sentTo, failed }: SentEv
         `${what}. ${sentTo}, ` +
         "signed as Standard Webhooks specifies: verify `webhook-signature` with the subscription's secret over " +
         '`{webhook-id}.{webhook-timestamp}.{body}` (the body exactly as received), and refuse old timestamps. ' +
-        'Delivery is ' +
-        'at least once: deduplicate on `webhook-id`. Redirects are not followed.',
+        'Delivery is at least once: deduplicate on `webhook-id`. Redirects are not followed.',
       tags: ['webhooks'],
       // Sent by the service, not called by clients: the signature authenticates it.
       security: [],

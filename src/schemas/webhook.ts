@@ -68,8 +68,7 @@ const secretSchema = (description: string) =>
 const SECRET_DESCRIPTION =
   'The signing secret (Standard Webhooks): `whsec_` and 24 to 64 bytes in base64 (32 random ' +
   "bytes unless the integrator supplied one). Verify each delivery's `webhook-signature` with it. Shown to the token " +
-  'that ' +
-  'owns the subscription only, and only at creation, by rotation and by `GET /webhooks/{id}/secret`; never logged'
+  'that owns the subscription only, and only at creation, by rotation and by `GET /webhooks/{id}/secret`; never logged'
 
 const webhookProperties = {
   id: int64IdSchema('The subscription identifier (signed 64-bit)'),

@@ -16,13 +16,11 @@ const createWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Create a webhook subscription',
         description:
           `Subscribes a URL to ${EVENT_SUBJECTS} events (every event type unless \`events\` narrows them) and ` +
-          'answers 201 with ' +
-          'the subscription, its signing `secret` included (the only answer besides `GET /webhooks/{id}/secret` and ' +
-          'a rotation ' +
-          'that carries it), and `Location: /webhooks/{id}`. The URL must be an absolute ' +
-          'http or https URL of at most 2048 characters without credentials, whose host is (or resolves to) public ' +
-          'addresses only. The subscription belongs to the token that creates it; a token may have at most ' +
-          'WEBHOOK_MAX_SUBSCRIPTIONS (25 by default), and creating one more is a 409 until one is deleted. ' +
+          'answers 201 with the subscription, its signing `secret` included (the only answer besides `GET ' +
+          '/webhooks/{id}/secret` and a rotation that carries it), and `Location: /webhooks/{id}`. The URL must be ' +
+          'an absolute http or https URL of at most 2048 characters without credentials, whose host is (or resolves ' +
+          'to) public addresses only. The subscription belongs to the token that creates it; a token may have at ' +
+          'most WEBHOOK_MAX_SUBSCRIPTIONS (25 by default), and creating one more is a 409 until one is deleted. ' +
           eventScopesText(app.resources),
         tags: ['webhooks'],
         body: ref(NewWebhookSchema),

@@ -13,8 +13,8 @@ const deleteWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'deleteWebhook',
         summary: 'Delete a webhook subscription',
         description:
-          'Deletes the subscription with this id and its deliveries (pending ones are never sent). Answers 204 ' +
-          'with an empty body.',
+          'Deletes the subscription with this id and its deliveries (pending ones are never sent). Answers 204 with ' +
+          'an empty body.',
         tags: ['webhooks'],
         params: WebhookParamsSchema,
         response: {

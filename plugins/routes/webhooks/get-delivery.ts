@@ -13,9 +13,9 @@ const getWebhookDeliveryRoute: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'getWebhookDelivery',
         summary: 'Get a webhook delivery',
         description:
-          'The delivery with this id of the subscription with this id: its status, its event as every attempt ' +
-          'sent it (`webhookId`, `eventType`, the exact `payload`), and every attempt so far, oldest first, each ' +
-          'with when ' +
+          'The delivery with this id of the subscription with this id: its status, its event as every attempt sent ' +
+          'it (`webhookId`, `eventType`, the exact `payload`), and every attempt so far, oldest first, each with ' +
+          'when ' +
           "it started, how long it took, the status code or the error, and the first 1 KiB of the answer's body.",
         tags: ['webhooks'],
         params: WebhookDeliveryParamsSchema,

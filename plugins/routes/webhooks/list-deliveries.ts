@@ -19,8 +19,7 @@ const listWebhookDeliveriesRoute: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'The deliveries of the subscription with this id, newest first, at most `limit` of them, each with the ' +
           'outcome of its latest attempt. When older ones follow, a `Link: <…>; rel="next"` header gives the next ' +
-          'page ' +
-          '(keyset pagination on `before`; the filters carry over). `status` and `eventType` narrow the list. ' +
+          'page (keyset pagination on `before`; the filters carry over). `status` and `eventType` narrow the list. ' +
           '`GET /webhooks/{id}/deliveries/{deliveryId}` has one delivery with its event and every attempt. Finished ' +
           'deliveries are kept for WEBHOOK_RETENTION_MS (7 days by default).',
         tags: ['webhooks'],
@@ -34,9 +33,8 @@ const listWebhookDeliveriesRoute: FastifyPluginAsyncTypebox = async (app) => {
           ...webhooksErrorResponses({
             400:
               'The id is not a signed 64-bit integer, or a query parameter is invalid or unknown (limit outside ' +
-              '1..100 or ' +
-              'not a canonical integer, before not an int64, an unknown status or event type), or a name or value is ' +
-              'not percent-encoded UTF-8',
+              '1..100 or not a canonical integer, before not an int64, an unknown status or event type), or a name ' +
+              'or value is not percent-encoded UTF-8',
             404: WEBHOOK_ERRORS.notFound
           })
         }

@@ -14,8 +14,8 @@ const recoverWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'recoverWebhook',
         summary: 'Recover failed webhook deliveries',
         description:
-          'Makes every failed delivery of the subscription created at `since` or later pending and due now (one ' +
-          'more attempt each, as a retry does) and answers 202 with how many: after an outage of the receiver, this ' +
+          'Makes every failed delivery of the subscription created at `since` or later pending and due now (one more ' +
+          'attempt each, as a retry does) and answers 202 with how many: after an outage of the receiver, this ' +
           'resends ' +
           "what it missed. The attempts happen in the background; a disabled subscription's wait until it is enabled.",
         tags: ['webhooks'],

@@ -15,8 +15,7 @@ const retryWebhookDeliveryRoute: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Makes the delivery pending and due now, whatever its status (a failed one gets one more attempt), and ' +
           'answers 202 with it: the attempt itself happens in the background (list the deliveries to see its ' +
-          'outcome). ' +
-          'The subscription must be enabled, else 409.',
+          'outcome). The subscription must be enabled, else 409.',
         tags: ['webhooks'],
         params: WebhookDeliveryParamsSchema,
         response: {

@@ -19,10 +19,9 @@ const rotateWebhookSecretRoute: FastifyPluginAsyncTypebox = async (app) => {
         description:
           "Gives the subscription a new signing secret (the body's `secret`, or a random one without it) and " +
           'answers with the subscription carrying it. Every secret a rotation replaces keeps signing deliveries for ' +
-          '24 ' +
-          'hours after it was replaced (one more `v1,` signature each), so receivers can switch over without losing ' +
-          'an ' +
-          'event: two rotations within a day give three signatures. At most 10 replaced secrets sign at once.',
+          '24 hours after it was replaced (one more `v1,` signature each), so receivers can switch over without ' +
+          'losing an event: two rotations within a day give three signatures. At most 10 replaced secrets sign at ' +
+          'once.',
         tags: ['webhooks'],
         params: WebhookParamsSchema,
         body: ref(RotateWebhookSecretSchema),

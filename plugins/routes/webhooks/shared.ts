@@ -15,8 +15,7 @@ export const WEBHOOK_ERRORS = {
   badUrl:
     'The URL is not an absolute http or https URL of at most 2048 characters without credentials, its host does not ' +
     'resolve (within WEBHOOK_TIMEOUT_MS), or it is (or resolves to) a non-public address (loopback, private, ' +
-    'link-local, …); ' +
-    'the message never says what a host name resolves to'
+    'link-local, …); the message never says what a host name resolves to'
 } as const
 
 /** The error responses of a webhooks route: every route here sits behind the bearer-auth hook. */

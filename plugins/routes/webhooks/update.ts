@@ -16,9 +16,8 @@ const updateWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'updateWebhook',
         summary: 'Update a webhook subscription',
         description:
-          'Applies a JSON merge patch (RFC 7396) to the subscription with this id: a field that is absent is ' +
-          'kept, `"description": null` removes the description. A new `url` is checked as on create. `"disabled": ' +
-          'false` ' +
+          'Applies a JSON merge patch (RFC 7396) to the subscription with this id: a field that is absent is kept, ' +
+          '`"description": null` removes the description. A new `url` is checked as on create. `"disabled": false` ' +
           'enables a disabled subscription again (its pending deliveries resume). Sent as ' +
           '`application/merge-patch+json` ' +
           `or plain JSON. A new \`events\` list is checked as on create: ${eventScopesText(app.resources)}`,
