@@ -4,7 +4,8 @@ import { RESOURCES, type AnyResource } from './resources/index.js'
 export type Scope = `${AnyResource['collection']}:${'read' | 'write'}` | 'webhooks'
 
 /** `plants:read`, `plants:write`: a resource's scopes, as routes declare them and tokens carry them. */
-export const resourceScope = ({ collection }: { collection: string }, access: 'read' | 'write'): Scope => `${collection}:${access}` as Scope
+export const resourceScope = ({ collection }: { collection: string }, access: 'read' | 'write'): Scope =>
+  `${collection}:${access}` as Scope
 
 /** What the scopes are made from: a resource's collection and what its scopes say. */
 export interface ScopedResource {

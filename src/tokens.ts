@@ -1,14 +1,21 @@
 import { sha256 } from './digest.js'
 import { ALL_SCOPES, type Principal, type Scope } from './scopes.js'
 
-/** A token's digest: what API_TOKENS_FILE entries, rate-limit keys, idempotency scopes and logs carry instead of the token. */
+/**
+ * A token's digest: what API_TOKENS_FILE entries, rate-limit keys, idempotency scopes and logs carry instead of the
+ * token.
+ */
 export const tokenDigest = (token: string): string => sha256(token, 'hex')
 
 const SCHEME = 'bearer '
 
 /** Exactly what @fastify/bearer-auth (specCompliance rfc6749) accepts, so the two never disagree. */
 export function bearerToken (header: string | undefined): string | undefined {
-  if (header === undefined || header.length <= SCHEME.length || header.slice(0, SCHEME.length).toLowerCase() !== SCHEME) return undefined
+  if (
+    header === undefined ||
+    header.length <= SCHEME.length ||
+    header.slice(0, SCHEME.length).toLowerCase() !== SCHEME
+  ) { return undefined }
   const token = header.slice(SCHEME.length).trim()
   return token === '' ? undefined : token
 }

@@ -94,7 +94,12 @@ export default fp(async function authPlugin (app) {
   } satisfies onRequestHookHandler)
 }, { name: 'auth', dependencies: ['config', 'errors', 'resources'] })
 
-/** onRoute hook of the authenticated resources: a route that forgets its scope stops the start instead of being open to every token. */
+/**
+ * onRoute hook of the authenticated resources: a route that forgets its scope stops the start instead of being open to
+ * every token.
+ */
 export function requireScope (route: RouteOptions): void {
-  if (route.config?.scope === undefined) throw new Error(`${route.method.toString()} ${route.url} declares no scope (config.scope)`)
+  if (route.config?.scope === undefined) {
+    throw new Error(`${route.method.toString()} ${route.url} declares no scope (config.scope)`)
+  }
 }

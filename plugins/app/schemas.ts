@@ -4,8 +4,13 @@ import fp from 'fastify-plugin'
 import { int64Format } from '../../src/schemas/int64.js'
 import { ErrorSchema } from '../../src/schemas/error.js'
 import {
-  NewWebhookSchema, RecoverWebhookSchema, RotateWebhookSecretSchema, WebhookEventTypeListSchema, WebhookRecoverySchema, WebhookTestResultSchema, WebhookDeliveryAttemptSchema, WebhookDeliveryDetailSchema, WebhookDeliveryListSchema, WebhookDeliverySchema, WebhookListSchema, WebhookPatchSchema, WebhookSchema, WebhookSecretSchema, WebhookWithSecretSchema
+  NewWebhookSchema, RecoverWebhookSchema, RotateWebhookSecretSchema, WebhookEventTypeListSchema,
+  WebhookRecoverySchema, WebhookTestResultSchema, WebhookListSchema, WebhookPatchSchema, WebhookSchema,
+  WebhookSecretSchema, WebhookWithSecretSchema
 } from '../../src/schemas/webhook.js'
+import {
+  WebhookDeliveryAttemptSchema, WebhookDeliveryDetailSchema, WebhookDeliveryListSchema, WebhookDeliverySchema
+} from '../../src/schemas/webhook-delivery.js'
 import { WEBHOOK_EVENT_SCHEMAS } from '../../src/schemas/webhook-events.js'
 
 /**
@@ -15,7 +20,9 @@ import { WEBHOOK_EVENT_SCHEMAS } from '../../src/schemas/webhook-events.js'
 export default fp(async function schemasPlugin (app) {
   app.addSchema(ErrorSchema)
   for (const { schemas } of app.resources) {
-    for (const schema of [schemas.representation, schemas.list, schemas.create, schemas.replace, schemas.patch]) app.addSchema(schema)
+    for (const schema of [schemas.representation, schemas.list, schemas.create, schemas.replace, schemas.patch]) {
+      app.addSchema(schema)
+    }
   }
   app.addSchema(WebhookSchema)
   app.addSchema(WebhookWithSecretSchema)
@@ -44,7 +51,9 @@ export const ajvOptions: NonNullable<FastifyServerOptions['ajv']> = {
   onCreate: (ajv) => { ajv.addFormat('int64', int64Format) }
 }
 
-type BuildValidator = NonNullable<NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator']>
+type BuildValidator = NonNullable<
+  NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator']
+>
 type RouteValidatorCompiler = FastifySchemaCompiler<unknown>
 
 /**

@@ -7,7 +7,9 @@ import {
 import { migrations } from '../store/postgres/migrations.js'
 import { createTableSql } from '../store/postgres/table-sql.js'
 import { RESOURCES } from '../resources/index.js'
-import { createPostgresStore, isCurrentVersion, migrationLock, MIGRATIONS_TABLE } from '../store/postgres/postgres-store.js'
+import {
+  createPostgresStore, isCurrentVersion, migrationLock, MIGRATIONS_TABLE
+} from '../store/postgres/postgres-store.js'
 import { pgTypes } from '../store/postgres/types.js'
 import type { TenantBackend } from './tenants.js'
 
@@ -24,10 +26,15 @@ export interface PostgresTenantOptions {
 /** Then a shared connection is replaced: a backend caches the catalog of every schema it has used. */
 const SHARED_CONNECTION_USES = 2000
 
-/** New schemas made at once: their DDL is PostgreSQL's CPU, and more would only hold pooled connections requests need. */
+/**
+ * New schemas made at once: their DDL is PostgreSQL's CPU, and more would only hold pooled connections requests need.
+ */
 const CREATIONS_AT_ONCE = 2
 
-/** A new tenant's schema in one round trip: every migration and resource table, one transaction, under the migrator's lock. */
+/**
+ * A new tenant's schema in one round trip: every migration and resource table, one transaction,
+ * under the migrator's lock.
+ */
 function createSchemaSql (schema: string): string {
   return [
     `SELECT pg_advisory_xact_lock(hashtextextended('${migrationLock(schema)}', 0))`,
@@ -40,7 +47,10 @@ function createSchemaSql (schema: string): string {
   ].join(';\n')
 }
 
-/** A tenant's schema: a digest of DATABASE_URL's schema and the tenant key, so two sandboxes on one database never share one. */
+/**
+ * A tenant's schema: a digest of DATABASE_URL's schema and the tenant key, so two sandboxes on one database never share
+ * one.
+ */
 export const tenantSchema = (mainSchema: string | undefined, key: string): string =>
   `sbx_${sha256(`${mainSchema ?? ''}/${key}`, 'hex').slice(0, 40)}`
 
@@ -59,37 +69,9 @@ const REGISTRY = `CREATE TABLE IF NOT EXISTS sandbox_tenants (
 export async function createPostgresTenants (options: PostgresTenantOptions): Promise<TenantBackend> {
   const target = parsePostgresUrl(options.url)
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000
-  const pool = settledPool(survivingDisconnects(new pg.Pool({
-    connectionString: target.connectionString,
-    application_name: 'plant-store sandbox',
-    max: 4,
-    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-    ...queryTimeout(statementTimeoutMs)
-  }), options.onIdleError), { schema: target.schema, statementTimeoutMs })
-  try {
-    await inTransaction(pool, async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 34))', [`plant-store sandbox ${target.schema ?? ''}`])
-      if (target.schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${target.schema}`)
-      await client.query(REGISTRY)
-      await client.query('CREATE INDEX IF NOT EXISTS sandbox_tenants_last_used ON sandbox_tenants (last_used_at)')
-    })
-  } catch (err) {
-    await pool.end()
-    throw err
-  }
-  const sharedPool = (): pg.Pool => {
-    return survivingDisconnects(new pg.Pool({
-      connectionString: target.connectionString,
-      application_name: 'plant-store sandbox',
-      max: options.poolMax ?? 10,
-      maxUses: SHARED_CONNECTION_USES,
-      connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-      ...queryTimeout(statementTimeoutMs),
-      types: pgTypes
-    }), options.onIdleError)
-  }
-  const shared = sharedPool()
-  const bookkeeping = sharedPool()
+  const pool = await openRegistry(options, target, statementTimeoutMs)
+  const shared = tenantsPool(options, target, statementTimeoutMs)
+  const bookkeeping = tenantsPool(options, target, statementTimeoutMs)
   const schemaOf = (key: string): string => tenantSchema(target.schema, key)
   const creations = inTurn(CREATIONS_AT_ONCE)
   const tenantUrl = (key: string): string => {
@@ -110,8 +92,8 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
     open: async (key, created) => {
       const schema = schemaOf(key)
       const current = created
-        ? await creations.run(async () => await createSchema(schema))
-        : await schemaIsCurrent(schema)
+        ? await creations.run(async () => await createSchema(shared, schema))
+        : await schemaIsCurrent(shared, schema)
       const store = await createPostgresStore({
         url: tenantUrl(key),
         // The tenant's schema is each transaction's search_path: a pooled connection keeps no
@@ -145,29 +127,76 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
     }),
     close: async () => { await Promise.all([pool.end(), shared.end(), bookkeeping.end()]) }
   })
+}
 
-  /** True when made; false when it could not be (another instance made it meanwhile): the migrator then looks. */
-  async function createSchema (schema: string): Promise<boolean> {
-    try {
-      await shared.query(createSchemaSql(schema))
-      return true
-    } catch (err) {
-      if (isConnectionError(err)) throw err
-      return false
-    }
+/** True when made; false when it could not be (another instance made it meanwhile): the migrator then looks. */
+async function createSchema (shared: pg.Pool, schema: string): Promise<boolean> {
+  try {
+    await shared.query(createSchemaSql(schema))
+    return true
+  } catch (err) {
+    if (isConnectionError(err)) throw err
+    return false
   }
+}
 
-  /** Whether the schema is this code's version (no migration to run); a newer one is refused. */
-  async function schemaIsCurrent (schema: string): Promise<boolean> {
-    let version: number
-    try {
-      version = (await shared.query<{ version: number | null }>(`SELECT max(version) AS version FROM ${schema}.plant_store_migrations`)).rows[0]?.version ?? 0
-    } catch (err) {
-      if (isConnectionError(err)) throw err
-      return false
-    }
-    return isCurrentVersion(version)
+/** Whether the schema is this code's version (no migration to run); a newer one is refused. */
+async function schemaIsCurrent (shared: pg.Pool, schema: string): Promise<boolean> {
+  let version: number
+  try {
+    version =
+      (
+        await shared.query<{ version: number | null }>(
+          `SELECT max(version) AS version FROM ${schema}.plant_store_migrations`
+        )
+      ).rows[0]?.version ?? 0
+  } catch (err) {
+    if (isConnectionError(err)) throw err
+    return false
   }
+  return isCurrentVersion(version)
+}
+
+/** Connections every tenant's store shares (each transaction sets its tenant's schema). */
+function tenantsPool (
+  options: PostgresTenantOptions, target: ReturnType<typeof parsePostgresUrl>, statementTimeoutMs: number
+): pg.Pool {
+  return survivingDisconnects(new pg.Pool({
+    connectionString: target.connectionString,
+    application_name: 'plant-store sandbox',
+    max: options.poolMax ?? 10,
+    maxUses: SHARED_CONNECTION_USES,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+    ...queryTimeout(statementTimeoutMs),
+    types: pgTypes
+  }), options.onIdleError)
+}
+
+/** The pool of the registry (`sandbox_tenants`), the table made when missing, under a lock every instance takes. */
+async function openRegistry (
+  options: PostgresTenantOptions, target: ReturnType<typeof parsePostgresUrl>, statementTimeoutMs: number
+): Promise<pg.Pool> {
+  const pool = settledPool(survivingDisconnects(new pg.Pool({
+    connectionString: target.connectionString,
+    application_name: 'plant-store sandbox',
+    max: 4,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+    ...queryTimeout(statementTimeoutMs)
+  }), options.onIdleError), { schema: target.schema, statementTimeoutMs })
+  try {
+    await inTransaction(pool, async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 34))', [
+        `plant-store sandbox ${target.schema ?? ''}`
+      ])
+      if (target.schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${target.schema}`)
+      await client.query(REGISTRY)
+      await client.query('CREATE INDEX IF NOT EXISTS sandbox_tenants_last_used ON sandbox_tenants (last_used_at)')
+    })
+  } catch (err) {
+    await pool.end()
+    throw err
+  }
+  return pool
 }
 
 /** A lost or refused database is `unavailable` (a 503), whichever of the backend's operations met it. */

@@ -51,7 +51,8 @@ export const EVENT_DESCRIPTIONS = Object.fromEntries([
 ]) as Readonly<Record<WebhookEventType | typeof TEST_EVENT_TYPE, string>>
 
 export const testEventPayload = (subscriptionId: bigint, now: number): string =>
-  `{"type":"${TEST_EVENT_TYPE}","timestamp":${JSON.stringify(isoTime(now))},"data":{"subscriptionId":${subscriptionId.toString()}}}`
+  `{"type":"${TEST_EVENT_TYPE}","timestamp":${JSON.stringify(isoTime(now))},` +
+  `"data":{"subscriptionId":${subscriptionId.toString()}}}`
 
 export const isWebhookEventType = (value: string): value is WebhookEventType =>
   (WEBHOOK_EVENT_TYPES as readonly string[]).includes(value)

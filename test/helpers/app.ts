@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { buildApp, type BuildOptions } from '../../src/app.js'
+import { buildApp, type BuildOptions } from '../../src/main/app.js'
 import { loadConfig, type Config } from '../../src/load-config.js'
 import { cleanupStack, type Cleanup } from './cleanup.js'
 import { loopbackOnlyRequest } from './loopback-only.js'

@@ -10,11 +10,12 @@ import { WebhookSchema } from '../../../src/schemas/webhook.js'
 /** Error answers several webhooks routes share, described once. */
 export const WEBHOOK_ERRORS = {
   badId: 'The id is not a signed 64-bit integer',
-  notFound: 'This token has no subscription with this id (another token\'s subscriptions are not found either)',
+  notFound: "This token has no subscription with this id (another token's subscriptions are not found either)",
   tooLarge: 'The body is too large',
-  badUrl: 'The URL is not an absolute http or https URL of at most 2048 characters without credentials, its host does not ' +
-    'resolve (within WEBHOOK_TIMEOUT_MS), or it is (or resolves to) a non-public address (loopback, private, link-local, …); ' +
-    'the message never says what a host name resolves to'
+  badUrl:
+    'The URL is not an absolute http or https URL of at most 2048 characters without credentials, its host does not ' +
+    'resolve (within WEBHOOK_TIMEOUT_MS), or it is (or resolves to) a non-public address (loopback, private, ' +
+    'link-local, …); the message never says what a host name resolves to'
 } as const
 
 /** The error responses of a webhooks route: every route here sits behind the bearer-auth hook. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { commandUsage, parseCommandLine, USAGE } from '../../src/cli.js'
-import { SCOPE_NAMES } from '../helpers/resources.js'
+import { commandUsage, parseCommandLine, USAGE } from '../../../src/main/cli.js'
+import { SCOPE_NAMES } from '../../helpers/resources.js'
 
 test('the command line: serve by default; backup and restore take one file; token, check, help, version', () => {
   assert.deepEqual(parseCommandLine([]), { name: 'serve' })

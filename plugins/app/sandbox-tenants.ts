@@ -9,7 +9,7 @@ import type { Store } from '../../src/store/store.js'
 import { WebhookService } from '../../src/webhooks/service.js'
 import { defaultAddressPolicy } from '../../src/webhooks/url-policy.js'
 import { METRIC_PREFIX, type ServiceMetrics } from './metrics.js'
-import { instrumented } from './store.js'
+import { instrumented } from './open-store.js'
 import { webhookDelivery, type WebhooksPluginOptions } from './webhooks.js'
 
 /** What a request works on: the app's store and webhooks, or in a sandbox its tenant's. */
@@ -129,7 +129,9 @@ async function openBackend (app: FastifyInstance): Promise<TenantBackend> {
       poolMax: config.pgPoolMax,
       connectTimeoutMs: config.pgConnectTimeoutMs,
       statementTimeoutMs: config.pgStatementTimeoutMs,
-      onIdleError: (err) => { app.log.warn({ err }, 'an idle sandbox database connection failed; it is replaced on next use') }
+      onIdleError: (err) => {
+        app.log.warn({ err }, 'an idle sandbox database connection failed; it is replaced on next use')
+      }
     })
   }
   const { createSqliteTenants } = await import('../../src/sandbox/sqlite-tenants.js')
@@ -144,7 +146,9 @@ async function openBackend (app: FastifyInstance): Promise<TenantBackend> {
 }
 
 /** A tenant's store behind its quotas, its webhook service, and a dispatcher of its own paced to the tenant's rate. */
-async function startTenant (app: FastifyInstance, options: WebhooksPluginOptions, key: string, opened: Store, created: boolean): Promise<SandboxTenant> {
+async function startTenant (
+  app: FastifyInstance, options: WebhooksPluginOptions, key: string, opened: Store, created: boolean
+): Promise<SandboxTenant> {
   const { config, tracing } = app
   const sandbox = config.sandbox
   if (sandbox === undefined) throw new Error('not a sandbox')
@@ -169,7 +173,9 @@ async function startTenant (app: FastifyInstance, options: WebhooksPluginOptions
     })())
   }
   const startInBackground = (): void => {
-    startDispatcher().catch((err: unknown) => { app.log.error({ err }, 'sandbox: a tenant\'s webhook dispatcher could not start') })
+    startDispatcher().catch((err: unknown) => {
+      app.log.error({ err }, "sandbox: a tenant's webhook dispatcher could not start")
+    })
   }
   const { dispatcher, service: webhooks } = webhookDelivery(app.log.child({ tenant: key.slice(0, 12) }), {
     beforeUse: startDispatcher,
