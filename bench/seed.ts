@@ -1,6 +1,6 @@
 import { buildApp } from '../src/main/app.js'
 import { loadConfig } from '../src/load-config.js'
-import type { Store } from '../src/store/store.js'
+import type { Store } from '../src/store/contract.js'
 import { tokenDigest } from '../src/tokens.js'
 import { WEBHOOK_EVENT_TYPES } from '../src/webhooks/events.js'
 import { newWebhookSecret } from '../src/webhooks/signing.js'

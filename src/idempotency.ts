@@ -1,5 +1,11 @@
 import { sha256 } from './digest.js'
-import type { IdempotencyKey } from './store/store.js'
+
+export interface IdempotencyKey {
+  /** The caller's principal id, never its token, so clients cannot collide. */
+  scope: string
+  key: string
+  fingerprint: string
+}
 
 /** A create's fields in a fixed order, as the service will perform it (ids as given, names trimmed). */
 export type CreateFields = ReadonlyArray<string | bigint | undefined>

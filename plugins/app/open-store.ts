@@ -4,7 +4,7 @@ import { StoreOpenError } from '../../src/errors.js'
 import { instrumentStore, type OperationObserver } from '../../src/store/instrumented.js'
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
-import type { Store } from '../../src/store/store.js'
+import type { Store } from '../../src/store/contract.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

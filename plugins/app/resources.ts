@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import type { ResourceDefinition } from '../../src/resource.js'
+import type { ResourceDefinition } from '../../src/resources/definition.js'
 import { scopeCatalog, type ScopeCatalog } from '../../src/scopes.js'
 
 declare module 'fastify' {

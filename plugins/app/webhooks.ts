@@ -1,13 +1,13 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiLoadMonitor, type ApiLoadOptions } from '../../src/webhooks/api-load.js'
-import type { EventOrigin } from '../../src/webhooks/events.js'
 import type { RequestFunction } from '../../src/webhooks/deliver.js'
 import { WebhookDispatcher, type DispatcherOptions } from '../../src/webhooks/dispatcher.js'
-import type { Backlog, WebhookStore } from '../../src/webhooks/store.js'
+import type { Backlog, WebhookStore } from '../../src/webhooks/store-contract.js'
 import { METRIC_PREFIX, type ServiceMetrics } from './metrics.js'
 import { WebhookService } from '../../src/webhooks/service.js'
 import { defaultAddressPolicy, type Resolver } from '../../src/webhooks/url-policy.js'
+import type { EventOrigin } from '../../src/webhooks/origin.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -7,7 +7,7 @@ import { ServiceError } from '../../src/errors.js'
 import { REDACTED, redactQuery, redactUrl } from '../http/redact-url.js'
 import { STORE_OPERATIONS, type OperationObserver } from '../../src/store/instrumented.js'
 import type { AttemptTrace } from '../../src/webhooks/dispatcher.js'
-import type { ClaimedDelivery } from '../../src/webhooks/store.js'
+import type { ClaimedDelivery } from '../../src/webhooks/store-contract.js'
 
 export interface ServiceTracing {
   storeOperation: OperationObserver

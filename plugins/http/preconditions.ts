@@ -1,6 +1,6 @@
 import { invalidHeader, noneMatchFailed, preconditionFailed } from '../../src/errors.js'
-import type { Resource } from '../../src/resource.js'
-import type { IfMatch } from '../../src/store/store.js'
+import type { Resource } from '../../src/resources/definition.js'
+import type { IfMatch } from '../../src/resources/definition.js'
 
 /** RFC 9110 §8.8.3. */
 type EntityTagCondition = { any: true } | { any: false, tags: EntityTag[] }

@@ -32,7 +32,7 @@ import type { RequestFunction } from '../webhooks/deliver.js'
 import type { Resolver } from '../webhooks/url-policy.js'
 import type { Config } from '../load-config.js'
 import { redactUrl } from '../../plugins/http/redact-url.js'
-import type { ResourceDefinition } from '../resource.js'
+import type { ResourceDefinition } from '../resources/definition.js'
 import { RESOURCES } from '../resources/index.js'
 
 export interface BuildOptions {

@@ -1,4 +1,4 @@
-import type { RepositoriesOf } from '../resource.js'
+import type { RepositoriesOf } from './definition.js'
 import { PLANTS } from './plants.js'
 
 /** Every resource served, in the document's order: routes, scopes, schemas, tags, event types and store operations follow it. */

@@ -1,4 +1,4 @@
-import { strongEtag, type ColumnsDeclaration, type Repository, type ResourceDefinition } from '../resource.js'
+import { strongEtag, type ColumnsDeclaration, type Repository, type ResourceDefinition } from './definition.js'
 import {
   NewPlantSchema, PLANT_EXAMPLE, PlantListQuerySchema, PlantListSchema, PlantParamsSchema, PlantPatchSchema, PlantSchema, PlantUpdateSchema, type Plant
 } from '../schemas/plant.js'

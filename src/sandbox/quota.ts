@@ -1,5 +1,5 @@
 import { collectionLimit } from '../errors.js'
-import type { Repository, ResourceDefinition, ResourceTypes } from '../resource.js'
+import type { Repository, ResourceDefinition, ResourceTypes } from '../resources/definition.js'
 
 const PAGE = 1000
 

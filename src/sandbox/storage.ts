@@ -1,5 +1,5 @@
-import type { Repository, ResourceTypes } from '../resource.js'
-import type { Store, StoreLog } from '../store/store.js'
+import type { Repository, ResourceTypes } from '../resources/definition.js'
+import type { Store, StoreLog } from '../store/contract.js'
 import type { StorageLimits } from '../store/trim.js'
 
 /**

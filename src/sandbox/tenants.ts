@@ -1,5 +1,5 @@
 import { sandboxBusy, sandboxFull, shuttingDown } from '../errors.js'
-import type { Store, StoreLog } from '../store/store.js'
+import type { Store, StoreLog } from '../store/contract.js'
 
 /** Where tenants live: one store each, and a registry of when each was created and last used. */
 export interface TenantBackend {

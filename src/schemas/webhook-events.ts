@@ -1,6 +1,6 @@
 import type { OpenAPIV3_2 as OpenApi } from '@fastify/swagger'
 import { Type, type TObject, type TSchema } from '@sinclair/typebox'
-import type { ResourceDefinition } from '../resource.js'
+import type { ResourceDefinition } from '../resources/definition.js'
 import {
   EVENT_DESCRIPTIONS, eventPayload, RESOURCE_EVENTS, TEST_EVENT_TYPE, testEventPayload, WEBHOOK_EVENT_TYPES,
   type WebhookEventType

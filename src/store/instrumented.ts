@@ -1,7 +1,7 @@
-import { REPOSITORY_OPERATIONS } from '../resource.js'
+import { REPOSITORY_OPERATIONS } from '../resources/definition.js'
 import { RESOURCES, type AnyResource } from '../resources/index.js'
-import type { WebhookStore } from '../webhooks/store.js'
-import type { Store } from './store.js'
+import type { WebhookStore } from '../webhooks/store-contract.js'
+import type { Store } from './contract.js'
 
 const WEBHOOK_OPERATIONS = [
   'createSubscription', 'listSubscriptions', 'getSubscription', 'updateSubscription', 'deleteSubscription',

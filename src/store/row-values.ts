@@ -1,4 +1,4 @@
-import type { ColumnsDeclaration, ColumnValue, ColumnValues, ResourceStorage } from '../resource.js'
+import type { ColumnsDeclaration, ColumnValue, ColumnValues, ResourceStorage } from '../resources/definition.js'
 
 /** Names a store writes into SQL unquoted: they come from declarations, never from a request. */
 const IDENTIFIER = /^[a-z][a-z0-9_]{0,62}$/

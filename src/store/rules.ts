@@ -1,6 +1,7 @@
 import { idempotencyKeyReused, notFound, preconditionFailed } from '../errors.js'
-import type { CreateResult, Resource } from '../resource.js'
-import type { IdempotencyKey, IfMatch } from './store.js'
+import type { CreateResult, Resource } from '../resources/definition.js'
+import type { IdempotencyKey } from '../idempotency.js'
+import type { IfMatch } from '../resources/definition.js'
 
 /** With If-Match, a missing row fails the precondition (RFC 9110 §13.1.1). */
 export function writableRow<Row, T> (resource: Resource<T>, id: bigint, row: Row | undefined | null, ifMatch: IfMatch | undefined, represent: (row: Row) => T): Row {

@@ -1,5 +1,5 @@
 import { StoreOpenError } from '../errors.js'
-import type { DeliveryCompletion } from '../webhooks/store.js'
+import type { DeliveryCompletion } from '../webhooks/store-contract.js'
 
 /** int64's largest: the cursor of a first delivery page, which walks back from the newest. */
 export const MAX_ID = 9223372036854775807n

@@ -4,7 +4,7 @@ import { attemptDelivery, type AttemptOptions, type AttemptRequest, type Attempt
 import type { AttemptEvent, AttemptTrace, Report } from './dispatcher-events.js'
 import { verdict, type AttemptVerdict } from './schedule.js'
 import { signatureHeader } from './signing.js'
-import type { ClaimedDelivery, DeliveryCompletion, DeliveryStatus } from './store.js'
+import type { ClaimedDelivery, DeliveryCompletion, DeliveryStatus } from './store-contract.js'
 
 /** What an attempt sends, signed now: a delivery's, or a test event's. */
 export type SignedMessage = Pick<ClaimedDelivery, 'url' | 'payload' | 'messageId' | 'secrets'>

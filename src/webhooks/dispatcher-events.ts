@@ -1,5 +1,5 @@
 import type { WebhookEventType } from './events.js'
-import type { DeliveryStatus } from './store.js'
+import type { DeliveryStatus } from './store-contract.js'
 
 /** An attempt as tracing sees it. */
 export interface AttemptTrace {

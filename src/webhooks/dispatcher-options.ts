@@ -2,7 +2,7 @@ import type { RequestFunction } from './deliver.js'
 import { HEARTBEAT_INTERVAL_MS } from './delivery-queue.js'
 import type { AttemptTrace } from './dispatcher-events.js'
 import { DEFAULT_JITTER, DEFAULT_RETRY_SCHEDULE_MS } from './schedule.js'
-import type { ClaimedDelivery, WebhookStore } from './store.js'
+import type { ClaimedDelivery, WebhookStore } from './store-contract.js'
 import type { AddressPolicy } from './url-policy.js'
 
 // The dispatcher's settings: their defaults (load-config.ts reads WEBHOOK_* over them) and their checks.

@@ -6,7 +6,7 @@ import { DeliveryQueue } from './delivery-queue.js'
 import type { DispatcherEvents } from './dispatcher-events.js'
 import { DEFAULT_STOP_GRACE_MS, dispatcherSettings, type DispatcherOptions } from './dispatcher-options.js'
 import { DeliverySlots } from './slots.js'
-import type { ClaimedDelivery } from './store.js'
+import type { ClaimedDelivery } from './store-contract.js'
 import { sendTest, type TestAttempt, type TestTarget } from './test-send.js'
 import { USER_AGENT } from './user-agent.js'
 

@@ -1,8 +1,9 @@
 import { randomFillSync } from 'node:crypto'
-import type { ResourceDefinition } from '../resource.js'
+import type { ResourceDefinition } from '../resources/definition.js'
 import { RESOURCES, type AnyResource } from '../resources/index.js'
 import { resourceScope, type Scope } from '../scopes.js'
 import { isoTime } from '../store/iso-time.js'
+import type { EventOrigin } from './origin.js'
 
 export const RESOURCE_CHANGES = ['created', 'updated', 'deleted'] as const
 export type ResourceChange = (typeof RESOURCE_CHANGES)[number]
@@ -67,12 +68,6 @@ export function scopesForEvents (
   const scopeOf = new Map<string, Scope>(resources.flatMap((resource) =>
     RESOURCE_CHANGES.map((change) => [eventTypeOf(resource, change), resourceScope(resource, 'read')] as const)))
   return [...new Set((events ?? [...scopeOf.keys()]).flatMap((type) => scopeOf.get(type) ?? []))]
-}
-
-/** The request id of the write that caused the event, and with tracing on its span's traceparent. */
-export interface EventOrigin {
-  requestId?: string
-  traceparent?: string
 }
 
 /** What an event is about: a resource (its name, `plant`) and its id. */

@@ -1,5 +1,5 @@
 import { isoTime } from '../store/iso-time.js'
-import { isWebhookEventType, type EventOrigin, type WebhookEventType } from './events.js'
+import { isWebhookEventType, type WebhookEventType } from './events.js'
 import type {
   ClaimedDelivery,
   DeliveryAttempt,
@@ -7,7 +7,8 @@ import type {
   DeliveryStatus,
   WebhookDelivery,
   WebhookSubscription
-} from './store.js'
+} from './store-contract.js'
+import type { EventOrigin } from './origin.js'
 
 /** Integers as the drivers hand them over: bigint (SQLite safe integers, int8) or number (int4). */
 type Int = bigint | number

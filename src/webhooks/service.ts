@@ -14,7 +14,7 @@ import type {
   WebhookDelivery,
   WebhookStore,
   WebhookSubscription
-} from './store.js'
+} from './store-contract.js'
 import { checkWebhookUrl, type AddressPolicy } from './url-policy.js'
 
 export const MAX_DESCRIPTION_LENGTH = 500

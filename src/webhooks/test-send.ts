@@ -4,7 +4,7 @@ import { webhookBusy } from '../errors.js'
 import { describeFailure, type Send } from './attempt.js'
 import { newMessageId, testEventPayload } from './events.js'
 import type { DeliverySlots } from './slots.js'
-import type { SigningTarget } from './store.js'
+import type { SigningTarget } from './store-contract.js'
 
 /** A test event waits this long at most for a free slot and its turn in the pace; longer is a 503 with Retry-After. */
 const TEST_WAIT_MS = 1000

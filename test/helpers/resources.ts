@@ -1,4 +1,4 @@
-import type { ResourceDefinition } from '../../src/resource.js'
+import type { ResourceDefinition } from '../../src/resources/definition.js'
 import { RESOURCES } from '../../src/resources/index.js'
 import { resourceScope, type Scope } from '../../src/scopes.js'
 

@@ -1,6 +1,6 @@
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
 import { createSqliteWebhookStore, openSqliteWebhookDatabase } from '../../src/store/sqlite/webhook-store.js'
-import type { WebhookStore } from '../../src/webhooks/store.js'
+import type { WebhookStore } from '../../src/webhooks/store-contract.js'
 import { tempDatabaseFile, type Cleanup } from './cleanup.js'
 
 /**

@@ -1,11 +1,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { parseEntityTags, writePrecondition } from '../../http/preconditions.js'
-import type { Repository, ResourceDefinition, ResourceTypes } from '../../../src/resource.js'
+import type { Repository, ResourceDefinition, ResourceTypes } from '../../../src/resources/definition.js'
 import type { AnyResource } from '../../../src/resources/index.js'
 import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
 import { etagHeaderOf } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
-import type { IfMatch } from '../../../src/store/store.js'
+import type { IfMatch } from '../../../src/resources/definition.js'
 
 export interface ResourceRouteOptions {
   resource: ResourceDefinition

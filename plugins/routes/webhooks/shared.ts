@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import { insufficientScope } from '../../../src/errors.js'
-import type { ResourceDefinition } from '../../../src/resource.js'
+import type { ResourceDefinition } from '../../../src/resources/definition.js'
 import { resourceScope } from '../../../src/scopes.js'
 import { scopesForEvents } from '../../../src/webhooks/events.js'
 import { authenticatedErrorResponses } from '../../../src/schemas/error.js'

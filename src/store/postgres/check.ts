@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { newerSchemaProblem } from '../store.js'
+import { newerSchemaProblem } from '../contract.js'
 import { parsePostgresUrl } from './connection.js'
 import { migrations } from './migrations.js'
 

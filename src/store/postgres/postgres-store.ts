@@ -1,7 +1,7 @@
 import pg from 'pg'
 import { pgTypes } from './types.js'
 import { StoreOpenError } from '../../errors.js'
-import { newerSchemaProblem, type Store } from '../store.js'
+import { newerSchemaProblem, type Store } from '../contract.js'
 import {
   parsePostgresUrl, postgresFailure, queryTimeout, settledPool, survivingDisconnects, type PostgresTarget
 } from './connection.js'
@@ -11,9 +11,9 @@ import { createPostgresRepository } from './repository.js'
 import { ensureResourceTables } from './table-sql.js'
 import { retryUntilReachable, type StartupRetry } from './startup.js'
 import { createPostgresWebhookStore, postgresEnqueuer } from './webhook-store.js'
-import type { WebhookStore } from '../../webhooks/store.js'
+import type { WebhookStore } from '../../webhooks/store-contract.js'
 import { postgresTrim } from './trim.js'
-import type { RepositoriesOf, ResourceDefinition } from '../../resource.js'
+import type { RepositoriesOf, ResourceDefinition } from '../../resources/definition.js'
 import { RESOURCES, type ServedResources } from '../../resources/index.js'
 
 /** At most one NOTIFY to other instances' dispatchers per this many milliseconds from one process's writes. */

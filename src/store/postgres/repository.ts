@@ -3,14 +3,16 @@ import { idsExhausted, idTaken } from '../../errors.js'
 import type {
   ColumnsDeclaration, ColumnValues, CreateResult, Repository, ResourceDefinition, ResourceSchemas, ResourceTypes,
   StoredRow
-} from '../../resource.js'
-import { resourceEvent, type EventOrigin } from '../../webhooks/events.js'
+} from '../../resources/definition.js'
+import { resourceEvent } from '../../webhooks/events.js'
 import { createOnce, drawFreeId, writableRow } from '../rules.js'
-import type { IdempotencyKey, IfMatch } from '../store.js'
 import { inTransaction, statementRunner, type RunStatement } from './connection.js'
 import type { PostgresRepositoryContext } from './context.js'
 import { tableStatements, type TableStatements } from './table-sql.js'
 import { postgresEventMessageValues, postgresEventValues } from './webhook-sql.js'
+import type { EventOrigin } from '../../webhooks/origin.js'
+import type { IdempotencyKey } from '../../idempotency.js'
+import type { IfMatch } from '../../resources/definition.js'
 
 type Queryable = pg.Pool | pg.PoolClient
 

@@ -1,7 +1,7 @@
 import type pg from 'pg'
-import type { ColumnKind, ResourceStorage } from '../../resource.js'
+import type { ColumnKind, ResourceStorage } from '../../resources/definition.js'
 import { declaredColumns } from '../row-values.js'
-import { MAX_ASSIGNED_ID } from '../store.js'
+import { MAX_ASSIGNED_ID } from '../contract.js'
 import { tablePrefix } from './connection.js'
 import { writeWithEventSql } from './webhook-sql.js'
 

@@ -1,9 +1,7 @@
-import {
-  buildEventMessage, eventPayloadAroundId, eventType, newMessageId, type EventOrigin, type ResourceChange,
-  type ResourceEvent
-} from '../../webhooks/events.js'
+import { buildEventMessage, eventPayloadAroundId, eventType, newMessageId, type ResourceChange, type ResourceEvent } from '../../webhooks/events.js'
 import { receives as sharedReceives } from '../webhook-rules.js'
 import { tablePrefix } from './connection.js'
+import type { EventOrigin } from '../../webhooks/origin.js'
 
 /** The NOTIFY channel; the payload is the writer's schema, so schemas sharing a database tell their events apart. */
 export const WEBHOOK_CHANNEL = 'plant_store_webhooks'

@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads'
 import type Database from 'better-sqlite3'
-import type { StoreLog } from '../store.js'
+import type { StoreLog } from '../contract.js'
 
 export interface CheckpointWorkerData {
   filename: string

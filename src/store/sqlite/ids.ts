@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3'
 import { idsExhausted, idTaken } from '../../errors.js'
-import { MAX_ASSIGNED_ID } from '../store.js'
+import { MAX_ASSIGNED_ID } from '../contract.js'
 
 interface Sequence { table: string, resource: string }
 

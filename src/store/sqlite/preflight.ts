@@ -1,6 +1,6 @@
 import { existsSync, statSync } from 'node:fs'
 import Database from 'better-sqlite3'
-import { newerSchemaProblem } from '../store.js'
+import { newerSchemaProblem } from '../contract.js'
 import { APPLICATION_ID, migrations } from './migrations.js'
 
 /** What a SQLite file says about itself: whose it is, which schema version, whether it is empty. */

@@ -2,16 +2,18 @@ import type Database from 'better-sqlite3'
 import type {
   ColumnsDeclaration, ColumnValue, ColumnValues, CreateResult, Repository, ResourceDefinition, ResourceSchemas,
   ResourceTypes, StoredRow
-} from '../../resource.js'
-import { resourceEvent, type EventOrigin, type ResourceChange } from '../../webhooks/events.js'
+} from '../../resources/definition.js'
+import { resourceEvent, type ResourceChange } from '../../webhooks/events.js'
 import {
   decodeRowValues, declaredColumns, encodeRowValues, sameValues, valuesAt, valuesInOrder
 } from '../row-values.js'
 import { createOnce, settled, writableRow } from '../rules.js'
-import type { IdempotencyKey, IfMatch } from '../store.js'
 import { boundLimit } from './connection.js'
 import { sqliteIdDrawer } from './ids.js'
 import type { SqliteOutbox } from './outbox.js'
+import type { EventOrigin } from '../../webhooks/origin.js'
+import type { IdempotencyKey } from '../../idempotency.js'
+import type { IfMatch } from '../../resources/definition.js'
 
 /** What a repository of a SQLite store is given by the store that opened the database. */
 export interface SqliteRepositoryContext {

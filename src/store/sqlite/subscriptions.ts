@@ -4,7 +4,7 @@ import {
   activeSecrets, afterRotation, toDelivery, toDeliveryDetail, toSubscription, type AttemptRow, type DeliveryDetailRow,
   type DeliveryRow, type SubscriptionRow
 } from '../../webhooks/rows.js'
-import type { RetryResult, SubscriptionChanges, WebhookStore, WebhookSubscription } from '../../webhooks/store.js'
+import type { RetryResult, SubscriptionChanges, WebhookStore, WebhookSubscription } from '../../webhooks/store-contract.js'
 import { DELIVERY_COLUMNS, MAX_ID } from '../webhook-rules.js'
 import { boundLimit } from './connection.js'
 

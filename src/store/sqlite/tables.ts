@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import type { ColumnKind, ResourceStorage } from '../../resource.js'
+import type { ColumnKind, ResourceStorage } from '../../resources/definition.js'
 import { declaredColumns } from '../row-values.js'
 
 const SQLITE_TYPES: Readonly<Record<ColumnKind, string>> = { text: 'TEXT', integer: 'INTEGER', real: 'REAL' }

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3'
 import { attemptTexts, toClaimed, type ClaimRow } from '../../webhooks/rows.js'
-import type { Backlog, ClaimedDelivery, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore } from '../../webhooks/store.js'
+import type { Backlog, ClaimedDelivery, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore } from '../../webhooks/store-contract.js'
 import { checkWebhookSchema, disablesSubscription, FAN_OUT_ALL_BATCH, inBatches, PRUNE_BATCH, receives as sharedReceives } from '../webhook-rules.js'
 import { boundLimit, configureConnection } from './connection.js'
 import { enqueueSqliteEvent } from './outbox.js'

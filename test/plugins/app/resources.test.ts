@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { Validator } from '@seriousme/openapi-schema-validator'
-import type { ResourceDefinition } from '../../../src/resource.js'
+import type { ResourceDefinition } from '../../../src/resources/definition.js'
 import { RESOURCES } from '../../../src/resources/index.js'
 import { PLANTS } from '../../../src/resources/plants.js'
 import { resourceScope } from '../../../src/scopes.js'

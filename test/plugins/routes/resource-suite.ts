@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
-import type { ResourceDefinition } from '../../../src/resource.js'
+import type { ResourceDefinition } from '../../../src/resources/definition.js'
 import { resourceScope, type Scope } from '../../../src/scopes.js'
 import { tokenDigest } from '../../../src/tokens.js'
 import { AUTH, buildTestApp } from '../../helpers/app.js'

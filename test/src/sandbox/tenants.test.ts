@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { isServiceError } from '../../../src/errors.js'
 import { TenantRegistry, type TenantBackend } from '../../../src/sandbox/tenants.js'
-import type { Store } from '../../../src/store/store.js'
+import type { Store } from '../../../src/store/contract.js'
 
 /** Tenants in a Map, each store a stub that counts its closes. */
 function fakeBackend (): TenantBackend & { closes: string[] } {

@@ -8,7 +8,7 @@ import { plantEtag } from '../../../src/resources/plants.js'
 import { createGroupCommit } from '../../../src/store/sqlite/group-commit.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
 import { ServiceError } from '../../../src/errors.js'
-import type { Store } from '../../../src/store/store.js'
+import type { Store } from '../../../src/store/contract.js'
 import type { Cleanup } from '../../helpers/cleanup.js'
 
 /** A fresh store that records the size of every committed write transaction. */

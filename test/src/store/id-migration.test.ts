@@ -8,7 +8,7 @@ import { migrations as postgresMigrations } from '../../../src/store/postgres/mi
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { APPLICATION_ID, migrations as sqliteMigrations } from '../../../src/store/sqlite/migrations.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
-import { MAX_ASSIGNED_ID, type Store } from '../../../src/store/store.js'
+import { MAX_ASSIGNED_ID, type Store } from '../../../src/store/contract.js'
 import type { Cleanup } from '../../helpers/cleanup.js'
 import { adminQuery, scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
 

@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import Database from 'better-sqlite3'
 import { ServiceError } from '../../../src/errors.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
-import type { Store } from '../../../src/store/store.js'
+import type { Store } from '../../../src/store/contract.js'
 import { sqliteFromDump } from '../../helpers/sqlite-dump.js'
 
 /**

@@ -5,7 +5,7 @@ import { migrations as postgresMigrations } from '../../../src/store/postgres/mi
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { migrations } from '../../../src/store/sqlite/migrations.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
-import type { Store } from '../../../src/store/store.js'
+import type { Store } from '../../../src/store/contract.js'
 import { WebhookDispatcher } from '../../../src/webhooks/dispatcher.js'
 import { cleanupStack, type Cleanup } from '../../helpers/cleanup.js'
 import { adminQuery, scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'

@@ -6,7 +6,7 @@ import { migrations } from '../../../src/store/postgres/migrations.js'
 import { inTransaction, isConnectionError, isPostgresUrl, parsePostgresUrl, postgresFailure, settledPool, tablePrefix } from '../../../src/store/postgres/connection.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { StoreOpenError } from '../../../src/errors.js'
-import type { Store } from '../../../src/store/store.js'
+import type { Store } from '../../../src/store/contract.js'
 import {
   adminQuery, scratchDatabaseUrl, terminateSessions, TEST_DATABASE_URL, withApplicationName
 } from '../../helpers/postgres.js'

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
 import { describe, test, type TestContext } from 'node:test'
-import type { Repository, ResourceDefinition, ResourceSchemas, ResourceTypes } from '../../../src/resource.js'
+import type { Repository, ResourceDefinition, ResourceSchemas, ResourceTypes } from '../../../src/resources/definition.js'
 import { PLANTS, type PlantTypes } from '../../../src/resources/plants.js'
-import type { IdempotencyKey } from '../../../src/store/store.js'
-import type { WebhookStore } from '../../../src/webhooks/store.js'
+import type { WebhookStore } from '../../../src/webhooks/store-contract.js'
 import { eventType, RESOURCE_CHANGES, type WebhookEventType } from '../../../src/webhooks/events.js'
 import { settled } from './conformance.js'
+import type { IdempotencyKey } from '../../../src/idempotency.js'
 
 /** One store serving the resource under test, as its suite sees it. */
 export interface ResourceStore<R extends ResourceTypes> {

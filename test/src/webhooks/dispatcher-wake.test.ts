@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { WebhookDispatcher } from '../../../src/webhooks/dispatcher.js'
-import type { WebhookStore } from '../../../src/webhooks/store.js'
+import type { WebhookStore } from '../../../src/webhooks/store-contract.js'
 import type { AddressPolicy } from '../../../src/webhooks/url-policy.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
 import { sqliteWebhookDatabase } from '../../helpers/sqlite-webhooks.js'

@@ -7,7 +7,7 @@ import { PLANTS } from '../../../src/resources/plants.js'
 import { resourceEvent } from '../../../src/webhooks/events.js'
 import type { ResourceEvent } from '../../../src/webhooks/events.js'
 import { WEBHOOK_EVENT_TYPES } from '../../../src/webhooks/events.js'
-import type { ClaimedDelivery, ClaimRequest, DeliveryQuery, NewSubscriptionRecord, WebhookStore } from '../../../src/webhooks/store.js'
+import type { ClaimedDelivery, ClaimRequest, DeliveryQuery, NewSubscriptionRecord, WebhookStore } from '../../../src/webhooks/store-contract.js'
 import { RESOURCE_EVENT_TYPES } from '../../helpers/resources.js'
 
 /** A fresh, migrated database for one test; everything is cleaned up when the test ends. */

@@ -5,7 +5,6 @@ import type { FastifyInstance } from 'fastify'
 import { AUTH, buildTestApp, TOKEN } from '../../../helpers/app.js'
 import { assertError, type PlantBody } from '../../../helpers/plants.js'
 import { IDEMPOTENCY_TTL_MS } from '../../../../src/store/rules.js'
-import { } from '../../../../src/store/store.js'
 
 const OTHER_TOKEN = 'other-token-abcdefghijklmnopqrstuvwxyz'
 

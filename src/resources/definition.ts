@@ -1,8 +1,10 @@
 import type { Static, TArray, TObject, TString } from '@sinclair/typebox'
-import { sha256 } from './digest.js'
-import type { CreateFields } from './idempotency.js'
-import type { EventOrigin } from './webhooks/events.js'
-import type { IdempotencyKey, IfMatch } from './store/store.js'
+import { sha256 } from '../digest.js'
+import type { CreateFields, IdempotencyKey } from '../idempotency.js'
+import type { EventOrigin } from '../webhooks/origin.js'
+
+/** `*`: any current row. Checked inside the write's transaction, so no other write can slip in between. */
+export type IfMatch = '*' | readonly string[]
 
 /** What the resource-neutral write rules know of a resource: its title and its ETag. */
 export interface Resource<T> {

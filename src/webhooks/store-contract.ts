@@ -1,4 +1,5 @@
-import type { EventOrigin, ResourceEvent, WebhookEventType } from './events.js'
+import type { ResourceEvent, WebhookEventType } from './events.js'
+import type { EventOrigin } from './origin.js'
 
 export interface WebhookSubscription {
   /** int64, far below 2^53 - 1, so JSON carries it exactly. */

@@ -1,6 +1,6 @@
-import type { RepositoriesOf, ResourceDefinition } from '../resource.js'
+import type { RepositoriesOf, ResourceDefinition } from '../resources/definition.js'
 import type { ServedResources } from '../resources/index.js'
-import type { WebhookStore } from '../webhooks/store.js'
+import type { WebhookStore } from '../webhooks/store-contract.js'
 import type { StorageLimits } from './trim.js'
 
 /**
@@ -8,16 +8,6 @@ import type { StorageLimits } from './trim.js'
  * fails with `ids-exhausted` rather than hand out an id a client would round.
  */
 export const MAX_ASSIGNED_ID = 9007199254740991n
-
-/** `*`: any current row. Checked inside the write's transaction, so no other write can slip in between. */
-export type IfMatch = '*' | readonly string[]
-
-export interface IdempotencyKey {
-  /** The caller's principal id, never its token, so clients cannot collide. */
-  scope: string
-  key: string
-  fingerprint: string
-}
 
 export const newerSchemaProblem = (version: number, known: number): string =>
   `the database schema (version ${version}) is newer than this plant-store (${known})`
