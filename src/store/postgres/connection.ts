@@ -107,11 +107,18 @@ function opening ({ schema, statementTimeoutMs, asynchronousCommit }: Transactio
 /**
  * `pool` whose transactions (inTransaction) carry `settings`. A lone statement runs as it is, one
  * round trip, bounded by the driver's query_timeout: it names its tables schema-qualified (tablePrefix).
+ * With asynchronous commit (the dispatcher's bookkeeping) it runs in a transaction of its own instead:
+ * two more round trips cost less than the WAL flush a commit would otherwise wait for, and only a
+ * transaction can carry the setting without session state.
  */
 export function settledPool (pool: pg.Pool, settings: TransactionSettings): pg.Pool {
+  const query = settings.asynchronousCommit === true
+    ? async (...args: unknown[]): Promise<unknown> => await inTransaction(view, async (client) =>
+      await (client.query as (...values: unknown[]) => Promise<unknown>).apply(client, args))
+    : pool.query.bind(pool)
   const view = {
     connect: async () => await pool.connect(),
-    query: pool.query.bind(pool),
+    query,
     end: async () => { await pool.end() },
     on: (...args: Parameters<pg.Pool['on']>) => { pool.on(...args); return view }
   } as unknown as pg.Pool

@@ -30,7 +30,7 @@ test('?schema= is taken out of the URL (no startup parameter for it); other para
 })
 
 if (TEST_DATABASE_URL !== undefined) {
-  test('PostgreSQL: a settled pool\'s transactions carry its settings, lone statements go as they are, and its session keeps none of them', async (t) => {
+  test('PostgreSQL: a settled pool\'s transactions carry its settings, lone statements go as they are (in a transaction of their own with asynchronous commit), and its session keeps none of them', async (t) => {
     const { url, schema } = scratchDatabaseUrl(t)
     await adminQuery(`CREATE SCHEMA ${schema}; CREATE TABLE ${schema}.here (x integer); INSERT INTO ${schema}.here VALUES (7)`)
     // One connection: what a transaction set would be seen by the next statement, if it leaked.
@@ -44,11 +44,15 @@ if (TEST_DATABASE_URL !== undefined) {
     const { rows: [after] } = await raw.query<Record<string, string>>(settings)
     assert.ok(after !== undefined)
     assert.deepEqual([after.path === schema, after.statement, after.lock, after.commit], [false, '0', '0', 'on'])
-    // A lone statement is sent as it is (one round trip), on the session's own settings, with or
-    // without a schema: it names its tables schema-qualified.
-    assert.deepEqual((await pool.query(settings)).rows, [after])
-    assert.deepEqual((await pool.query<{ x: number }>(`SELECT x FROM ${tablePrefix(schema)}here`)).rows, [{ x: 7 }])
-    await assert.rejects(pool.query('SELECT x FROM here'), { code: '42P01' })
+    // With asynchronous commit (the dispatcher's bookkeeping), a lone statement runs in a transaction
+    // of its own, which alone can carry the setting.
+    assert.deepEqual((await pool.query(settings)).rows, [inside])
+    // Otherwise it is sent as it is (one round trip), on the session's own settings, with or without
+    // a schema: it names its tables schema-qualified.
+    const api = settledPool(raw, { schema, statementTimeoutMs: 1234 })
+    assert.deepEqual((await api.query(settings)).rows, [after])
+    assert.deepEqual((await api.query<{ x: number }>(`SELECT x FROM ${tablePrefix(schema)}here`)).rows, [{ x: 7 }])
+    await assert.rejects(api.query('SELECT x FROM here'), { code: '42P01' })
     const plain = settledPool(raw, { statementTimeoutMs: 1234 })
     assert.deepEqual((await plain.query(settings)).rows, [after])
   })
