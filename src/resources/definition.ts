@@ -36,18 +36,27 @@ export interface CreateResult<T> {
   replayed: boolean
 }
 
-/** The same contract on every store: rejects with a ServiceError code, never an HTTP status; each write writes its event in its transaction. */
+/**
+ * The same contract on every store: rejects with a ServiceError code, never an HTTP status; each write writes its
+ * event in its transaction.
+ */
 export interface Repository<R extends ResourceTypes> {
   list(query: R['query']): Promise<ListPage<R['item']>>
   get(id: bigint): Promise<R['item'] | undefined>
-  /** `admit` runs inside the create once it is known not to be a replay, before it writes: it throws to refuse (a sandbox's cap). */
-  create(item: R['create'], idempotency?: IdempotencyKey, origin?: EventOrigin, admit?: () => void): Promise<CreateResult<R['item']>>
+  /**
+   * `admit` runs inside the create once it is known not to be a replay, before it writes: it throws to refuse (a
+   * sandbox's cap).
+   */
+  create(
+    item: R['create'], idempotency?: IdempotencyKey, origin?: EventOrigin, admit?: () => void
+  ): Promise<CreateResult<R['item']>>
   replace(id: bigint, item: R['replace'], ifMatch?: IfMatch, origin?: EventOrigin): Promise<R['item']>
   update(id: bigint, changes: R['changes'], ifMatch?: IfMatch, origin?: EventOrigin): Promise<R['item']>
   delete(id: bigint, ifMatch?: IfMatch, origin?: EventOrigin): Promise<R['item']>
 }
 
-export const REPOSITORY_OPERATIONS = ['list', 'get', 'create', 'replace', 'update', 'delete'] as const satisfies ReadonlyArray<keyof Repository<ResourceTypes>>
+export const REPOSITORY_OPERATIONS = ['list', 'get', 'create', 'replace', 'update', 'delete'] as const satisfies
+  ReadonlyArray<keyof Repository<ResourceTypes>>
 
 /** How a column is stored: text, a signed 64-bit integer (read back as a bigint) or a double. */
 export type ColumnKind = 'text' | 'integer' | 'real'

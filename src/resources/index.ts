@@ -1,7 +1,10 @@
 import type { RepositoriesOf } from './definition.js'
 import { PLANTS } from './plants.js'
 
-/** Every resource served, in the document's order: routes, scopes, schemas, tags, event types and store operations follow it. */
+/**
+ * Every resource served, in the document's order: routes, scopes, schemas, tags, event types and store operations
+ * follow it.
+ */
 export const RESOURCES = [PLANTS] as const
 
 export type AnyResource = (typeof RESOURCES)[number]

@@ -1,6 +1,7 @@
 import { strongEtag, type ColumnsDeclaration, type Repository, type ResourceDefinition } from './definition.js'
 import {
-  NewPlantSchema, PLANT_EXAMPLE, PlantListQuerySchema, PlantListSchema, PlantParamsSchema, PlantPatchSchema, PlantSchema, PlantUpdateSchema, type Plant
+  NewPlantSchema, PLANT_EXAMPLE, PlantListQuerySchema, PlantListSchema, PlantParamsSchema, PlantPatchSchema,
+  PlantSchema, PlantUpdateSchema, type Plant
 } from '../schemas/plant.js'
 import { LIST_LIMIT_DEFAULT } from '../schemas/paging.js'
 import { isoTime } from '../store/iso-time.js'
@@ -45,7 +46,9 @@ function plantOf (id: bigint, name: string, tag: string | null, createdMs: numbe
 
 /** `updatedAt` changes on every write, so the tag does too. */
 export const plantEtag = (plant: Plant): string =>
-  strongEtag([String(plant.id), plant.name, plant.tag === undefined ? '' : `#${plant.tag}`, plant.createdAt, plant.updatedAt])
+  strongEtag([
+    String(plant.id), plant.name, plant.tag === undefined ? '' : `#${plant.tag}`, plant.createdAt, plant.updatedAt
+  ])
 
 /** What follows the id in a plant's JSON: PostgreSQL's one-statement create builds its event around the id it draws. */
 export function plantJsonAfterId (plant: Omit<Plant, 'id'>): string {
@@ -95,18 +98,24 @@ export const PLANTS: ResourceDefinition<'plants', 'plant', PlantTypes, PlantSche
       description: 'Plants ordered by id, at most `limit` of them. When more follow, a `Link: <…>; rel="next"` ' +
         'header gives the next page (keyset pagination on `after`: a deep page costs what the first one does). ' +
         '`tag` keeps only plants with exactly that tag.',
-      badRequest: 'A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after not an int64, tag empty or too long), or a name or value is not percent-encoded UTF-8'
+      badRequest: 'A query parameter is invalid or unknown (limit outside 1..100 or not a canonical integer, after ' +
+        'not an int64, tag empty or too long), or a name or value is not percent-encoded UTF-8'
     },
     create: {
-      description: 'Creates a plant and answers 201 with it and `Location: /plants/{id}`. `id` is optional (clients of ' +
-        'the original `NewPlant`, which required it, keep working): when given it must be free, else 409. ' +
+      description: 'Creates a plant and answers 201 with it and `Location: /plants/{id}`. `id` is optional (clients ' +
+        'of the original `NewPlant`, which required it, keep working): when given it must be free, else 409. ' +
         'With an `Idempotency-Key`, a retry of the same request within 24 hours answers the first 201 again.',
-      badRequest: 'The body is not a valid NewPlant (the message names the field; an id must be written without a fraction or exponent), or the Idempotency-Key is malformed'
+      badRequest: 'The body is not a valid NewPlant (the message names the field; an id must be written without a ' +
+        'fraction or exponent), or the Idempotency-Key is malformed'
     },
-    replace: { description: 'Replaces the name and tag of the plant with this id (a missing tag clears it); never creates a plant.' },
+    replace: {
+      description: 'Replaces the name and tag of the plant with this id (a missing tag clears it); never creates a ' +
+        'plant.'
+    },
     update: {
       description: 'Applies a JSON merge patch (RFC 7396) to the plant with this id: a field that is absent is kept, ' +
-        '`"tag": null` clears the tag (the name cannot be cleared). Sent as `application/merge-patch+json` or plain JSON.'
+        '`"tag": null` clears the tag (the name cannot be cleared). Sent as `application/merge-patch+json` or plain ' +
+        'JSON.'
     },
     scopes: { read: 'List and get plants', write: 'Create, replace, update and delete plants' },
     events: {
@@ -124,9 +133,13 @@ export const PLANTS: ResourceDefinition<'plants', 'plant', PlantTypes, PlantSche
     update: (current, { name, tag }) => ({ name: name ?? current.name, tag: tag === undefined ? current.tag : tag }),
     item: ({ id, values, createdAt, updatedAt }) => plantOf(id, values.name, values.tag, createdAt, updatedAt)
   },
-  fromCreate: ({ id, name, tag }) => ({ ...(id !== undefined && { id: BigInt(id) }), name: name.trim(), ...(tag !== undefined && { tag }) }),
+  fromCreate: ({ id, name, tag }) => ({
+    ...(id !== undefined && { id: BigInt(id) }), name: name.trim(), ...(tag !== undefined && { tag })
+  }),
   fromReplace: ({ name, tag }) => ({ name: name.trim(), ...(tag !== undefined && { tag }) }),
-  fromPatch: ({ name, tag }) => ({ ...(name !== undefined && { name: name.trim() }), ...(tag !== undefined && { tag }) }),
+  fromPatch: ({ name, tag }) => ({
+    ...(name !== undefined && { name: name.trim() }), ...(tag !== undefined && { tag })
+  }),
   idempotencyFields: (plant) => [plant.id, plant.name, plant.tag],
   fromListQuery: ({ limit = LIST_LIMIT_DEFAULT, after, tag }) => ({
     limit,

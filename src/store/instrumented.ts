@@ -14,11 +14,15 @@ export const INSTRUMENTED: Readonly<Record<string, readonly string[]>> = {
   webhooks: WEBHOOK_OPERATIONS
 }
 
-export type StoreOperation = 'ping' | `${AnyResource['collection']}.${(typeof REPOSITORY_OPERATIONS)[number]}` | `webhooks.${(typeof WEBHOOK_OPERATIONS)[number]}`
+export type StoreOperation =
+  | 'ping'
+  | `${AnyResource['collection']}.${(typeof REPOSITORY_OPERATIONS)[number]}`
+  | `webhooks.${(typeof WEBHOOK_OPERATIONS)[number]}`
 
 export const STORE_OPERATIONS: readonly StoreOperation[] = [
   'ping',
-  ...Object.entries(INSTRUMENTED).flatMap(([repository, operations]) => operations.map((operation) => `${repository}.${operation}` as StoreOperation))
+  ...Object.entries(INSTRUMENTED).flatMap(([repository, operations]) =>
+    operations.map((operation) => `${repository}.${operation}` as StoreOperation))
 ]
 
 /**
@@ -43,11 +47,15 @@ function observed<F extends AsyncFunction> (start: OperationObserver, operation:
   }) as F
 }
 
-function instrumentRepository<R extends object> (name: string, repository: R, operations: readonly string[], start: OperationObserver): R {
+function instrumentRepository<R extends object> (
+  name: string, repository: R, operations: readonly string[], start: OperationObserver
+): R {
   const wrapped: Record<string, unknown> = Object.create(repository)
   for (const key of operations) {
     const run = (repository as Record<string, unknown>)[key]
-    if (typeof run === 'function') wrapped[key] = observed(start, `${name}.${key}` as StoreOperation, (run as AsyncFunction).bind(repository))
+    if (typeof run === 'function') {
+      wrapped[key] = observed(start, `${name}.${key}` as StoreOperation, (run as AsyncFunction).bind(repository))
+    }
   }
   return wrapped as R
 }

@@ -4,9 +4,16 @@ import type { IdempotencyKey } from '../idempotency.js'
 import type { IfMatch } from '../resources/definition.js'
 
 /** With If-Match, a missing row fails the precondition (RFC 9110 §13.1.1). */
-export function writableRow<Row, T> (resource: Resource<T>, id: bigint, row: Row | undefined | null, ifMatch: IfMatch | undefined, represent: (row: Row) => T): Row {
-  if (row === undefined || row === null) throw ifMatch === undefined ? notFound(resource, id) : preconditionFailed(resource, id)
-  if (ifMatch !== undefined && ifMatch !== '*' && !ifMatch.includes(resource.etag(represent(row)))) throw preconditionFailed(resource, id)
+export function writableRow<Row, T> (
+  resource: Resource<T>, id: bigint, row: Row | undefined | null, ifMatch: IfMatch | undefined,
+  represent: (row: Row) => T
+): Row {
+  if (row === undefined || row === null) {
+    throw ifMatch === undefined ? notFound(resource, id) : preconditionFailed(resource, id)
+  }
+  if (ifMatch !== undefined && ifMatch !== '*' && !ifMatch.includes(resource.etag(represent(row)))) {
+    throw preconditionFailed(resource, id)
+  }
   return row
 }
 
@@ -15,7 +22,9 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000
 /** Keys created at or before this time are expired. */
 export const idempotencyCutoff = (now: number): number => now - IDEMPOTENCY_TTL_MS
 
-function replayOf<Row extends { fingerprint: string }, T> (earlier: Row | undefined, key: IdempotencyKey, remembered: (row: Row) => T): T | undefined {
+function replayOf<Row extends { fingerprint: string }, T> (
+  earlier: Row | undefined, key: IdempotencyKey, remembered: (row: Row) => T
+): T | undefined {
   if (earlier === undefined) return undefined
   if (earlier.fingerprint !== key.fingerprint) throw idempotencyKeyReused()
   return remembered(earlier)
@@ -67,8 +76,13 @@ export function settled<T> (value: MaybeAsync<T>): T {
   return value
 }
 
-/** Draws a server-assigned id: each failed attempt moves the sequence past the taken ids it met, so this ends within a round or two. */
-export async function drawFreeId<T> (attempt: () => Promise<T | undefined>, skipTaken: () => Promise<unknown>): Promise<T> {
+/**
+ * Draws a server-assigned id: each failed attempt moves the sequence past the taken ids it met, so this ends within a
+ * round or two.
+ */
+export async function drawFreeId<T> (
+  attempt: () => Promise<T | undefined>, skipTaken: () => Promise<unknown>
+): Promise<T> {
   for (let round = 0; round < 10; round++) {
     const made = await attempt()
     if (made !== undefined) return made

@@ -1,5 +1,7 @@
 import type { Report } from './dispatcher-events.js'
-import type { ClaimedDelivery, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore } from './store-contract.js'
+import type {
+  ClaimedDelivery, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore
+} from './store-contract.js'
 
 /** How often a live instance renews the leases of its attempts in flight: well within HEARTBEAT_LEASE_MS. */
 export const HEARTBEAT_INTERVAL_MS = 3_000

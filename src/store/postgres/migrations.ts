@@ -54,7 +54,8 @@ export const migrations: readonly string[] = [
      last_error       text,
      created_at       bigint  NOT NULL
    );
-   CREATE INDEX webhook_deliveries_due ON webhook_deliveries (subscription_id, next_attempt_at, id) WHERE status = 'pending';
+   CREATE INDEX webhook_deliveries_due ON webhook_deliveries (subscription_id, next_attempt_at, id)
+     WHERE status = 'pending';
    CREATE INDEX webhook_deliveries_subscription_id ON webhook_deliveries (subscription_id, id);
    CREATE INDEX webhook_deliveries_created_at ON webhook_deliveries (created_at);`,
   // 4: server-assigned ids within 1..2^53 - 1: the sequence skips taken and chosen ids (MAXVALUE stops
@@ -89,7 +90,8 @@ export const migrations: readonly string[] = [
   // 7: every secret a rotation replaced keeps signing until its own expiry: a JSON array of
   // [secret, until] pairs, newest first. previous_secret(_until) stay for instances not yet upgraded.
   `ALTER TABLE webhook_subscriptions ADD COLUMN previous_secrets text NOT NULL DEFAULT '[]';
-   UPDATE webhook_subscriptions SET previous_secrets = json_build_array(json_build_array(previous_secret, previous_secret_until))::text
+   UPDATE webhook_subscriptions
+   SET previous_secrets = json_build_array(json_build_array(previous_secret, previous_secret_until))::text
    WHERE previous_secret IS NOT NULL AND previous_secret_until IS NOT NULL;`,
   // 8: every attempt of a delivery, for its owner to inspect; gone with the delivery.
   `CREATE TABLE webhook_attempts (

@@ -1,4 +1,6 @@
-import { buildEventMessage, eventPayloadAroundId, eventType, newMessageId, type ResourceChange, type ResourceEvent } from '../../webhooks/events.js'
+import {
+  buildEventMessage, eventPayloadAroundId, eventType, newMessageId, type ResourceChange, type ResourceEvent
+} from '../../webhooks/events.js'
 import { receives as sharedReceives } from '../webhook-rules.js'
 import { tablePrefix } from './connection.js'
 import type { EventOrigin } from '../../webhooks/origin.js'

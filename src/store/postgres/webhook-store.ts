@@ -2,7 +2,9 @@ import pg from 'pg'
 import { pgTypes } from './types.js'
 import type { ResourceEvent } from '../../webhooks/events.js'
 import { attemptTexts, toClaimed, type ClaimRow } from '../../webhooks/rows.js'
-import type { Backlog, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore } from '../../webhooks/store-contract.js'
+import type {
+  Backlog, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore
+} from '../../webhooks/store-contract.js'
 import {
   checkWebhookSchema, disablesSubscription, FAN_OUT_ALL_BATCH, inBatches, PRUNE_BATCH
 } from '../webhook-rules.js'

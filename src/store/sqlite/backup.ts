@@ -57,7 +57,9 @@ function verify (file: string): BackupResult {
   try {
     const opened = db = new Database(file, { fileMustExist: true })
     const problems = db.prepare('PRAGMA integrity_check').pluck().all() as string[]
-    if (problems.length !== 1 || problems[0] !== 'ok') throw new BackupError(`integrity_check failed: ${problems.slice(0, 3).join('; ')}`)
+    if (problems.length !== 1 || problems[0] !== 'ok') {
+      throw new BackupError(`integrity_check failed: ${problems.slice(0, 3).join('; ')}`)
+    }
     const problem = identityProblem(readIdentity(db))
     if (problem !== undefined) throw new BackupError(problem)
     return {
@@ -70,7 +72,9 @@ function verify (file: string): BackupResult {
   } catch (err) {
     if (err instanceof BackupError) throw err
     const code = (err as { code?: unknown }).code
-    throw new BackupError(code === 'SQLITE_NOTADB' ? 'not a SQLite database' : `cannot be read (${String(code ?? (err as Error).message)})`)
+    throw new BackupError(
+      code === 'SQLITE_NOTADB' ? 'not a SQLite database' : `cannot be read (${String(code ?? (err as Error).message)})`
+    )
   } finally {
     db?.close()
   }
@@ -122,7 +126,9 @@ function lockIdleDatabase (file: string): Database.Database | undefined {
   try {
     lock = lockIdle(file)
   } catch (err) {
-    throw new BackupError(`${file} cannot be opened (${String((err as { code?: unknown }).code ?? (err as Error).message)})`)
+    throw new BackupError(
+      `${file} cannot be opened (${String((err as { code?: unknown }).code ?? (err as Error).message)})`
+    )
   }
   if (lock === 'busy') {
     throw new BackupError(`${file} is in use (a plant-store server is running on it?): stop it first, then restore`)
@@ -134,7 +140,9 @@ function lockIdleDatabase (file: string): Database.Database | undefined {
  * Renamed over the target (atomic); the old database is kept as `<target>.before-restore-<UTC time>`
  * (refused without `force`), and the old -wal and -shm go, so SQLite cannot replay the old log into it.
  */
-export function restoreDatabase (source: string, target: string, options: { force?: boolean, now?: Date } = {}): RestoreResult {
+export function restoreDatabase (
+  source: string, target: string, options: { force?: boolean, now?: Date } = {}
+): RestoreResult {
   if (!existsSync(source)) throw new BackupError(`the backup ${source} does not exist`)
   if (statSync(source).isDirectory()) {
     throw new BackupError(`the backup ${source} is a directory, not a backup file (plant-store backup writes one)`)
@@ -144,7 +152,9 @@ export function restoreDatabase (source: string, target: string, options: { forc
   }
   if (resolve(source) === resolve(target)) throw new BackupError('the backup is the database itself')
   if (existsSync(target) && options.force !== true) {
-    throw new BackupError(`the database ${target} exists; run restore with --force to replace it (the old file is kept beside it)`)
+    throw new BackupError(
+      `the database ${target} exists; run restore with --force to replace it (the old file is kept beside it)`
+    )
   }
   const lock = lockIdleDatabase(target)
   let kept: string | undefined

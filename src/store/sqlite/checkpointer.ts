@@ -21,9 +21,16 @@ export function passiveCheckpoint (db: Database.Database, thread: CheckpointRepo
   const started = performance.now()
   try {
     const [result] = db.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: bigint, checkpointed: bigint }>
-    return { thread, frames: Number(result?.log ?? 0n), checkpointed: Number(result?.checkpointed ?? 0n), durationMs: performance.now() - started }
+    return {
+      thread,
+      frames: Number(result?.log ?? 0n),
+      checkpointed: Number(result?.checkpointed ?? 0n),
+      durationMs: performance.now() - started
+    }
   } catch (error) {
-    return { thread, error: error instanceof Error ? error.message : String(error), durationMs: performance.now() - started }
+    return {
+      thread, error: error instanceof Error ? error.message : String(error), durationMs: performance.now() - started
+    }
   }
 }
 
@@ -50,7 +57,9 @@ const CLOSE_TIMEOUT_MS = 10_000
  * Steady writes can keep the WAL from starting over, so at `catchUpPages` the loop runs one
  * checkpoint itself, between batches. If the thread cannot start or dies, `db` checkpoints itself again.
  */
-export function startCheckpointer (db: Database.Database, filename: string, options: CheckpointerOptions = {}): Checkpointer {
+export function startCheckpointer (
+  db: Database.Database, filename: string, options: CheckpointerOptions = {}
+): Checkpointer {
   const { log, onCheckpoint } = options
   const catchUpPages = options.catchUpPages ?? DEFAULT_CATCH_UP_PAGES
   const data: CheckpointWorkerData = { filename, intervalMs: options.intervalMs ?? DEFAULT_CHECKPOINT_INTERVAL_MS }
@@ -76,7 +85,9 @@ export function startCheckpointer (db: Database.Database, filename: string, opti
 
   const report = (message: CheckpointReport): void => {
     if ('error' in message) {
-      if (!failing) log?.error({ err: message.error, thread: message.thread }, 'a WAL checkpoint failed; the next one tries again')
+      if (!failing) {
+        log?.error({ err: message.error, thread: message.thread }, 'a WAL checkpoint failed; the next one tries again')
+      }
       failing = true
     } else if (failing) {
       failing = false

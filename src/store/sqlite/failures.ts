@@ -33,7 +33,10 @@ function identityOf (filename: string): FileIdentity | undefined {
   }
 }
 
-/** Reads look at most this often; commits and /health always do: see docs/performance.md#what-the-measurements-decided. */
+/**
+ * Reads look at most this often; commits and /health always do: see
+ * docs/performance.md#what-the-measurements-decided.
+ */
 export const FILE_CHECK_INTERVAL_MS = 10
 
 /**
@@ -56,9 +59,11 @@ export function createFileCheck (filename: string, onLost: (error: ServiceError)
       const now = Date.now()
       if (!always && now - lastLook < FILE_CHECK_INTERVAL_MS) return
       lastLook = now
-      const moved = paths.find((path, i) => (i === 0 || opened[i] !== undefined) && !sameFile(opened[i], identityOf(path)))
+      const moved = paths.find((path, i) =>
+        (i === 0 || opened[i] !== undefined) && !sameFile(opened[i], identityOf(path)))
       if (moved === undefined) return
-      // Once gone, for good: switching to whatever file is there now would hide the loss. A restart opens the path afresh.
+      // Once gone, for good: switching to whatever file is there now would hide the loss. A restart opens the path
+      // afresh.
       lost = databaseUnavailable(new Error(`${moved} was deleted or replaced while in use`))
       onLost(lost)
       throw lost

@@ -153,7 +153,8 @@ export function createGroupCommit (db: Database.Database, options: GroupCommitOp
       try {
         outcomes.push({ ok: true, value: write.run() })
       } catch (error) {
-        // An error SQLite answers by rolling back the whole transaction fails the batch; others were undone at their savepoint.
+        // An error SQLite answers by rolling back the whole transaction fails the batch; others were undone at their
+        // savepoint.
         if (!db.inTransaction) throw error
         outcomes.push({ ok: false, error })
       }
@@ -193,22 +194,25 @@ export function createGroupCommit (db: Database.Database, options: GroupCommitOp
   }
 
   return {
-    enqueue: <T>(run: () => T, { awaitSync = true }: { awaitSync?: boolean } = {}) => new Promise<T>((resolve, reject) => {
-      const failure = durability.failure()
-      if (failure !== undefined) {
-        reject(report(failure.reason))
-        return
-      }
-      queue.push({ run, resolve: resolve as (value: unknown) => void, reject, awaitSync })
-      if (!scheduled) {
-        scheduled = true
-        setImmediate(flush)
-      }
-    }),
+    enqueue: <T>(run: () => T, { awaitSync = true }: { awaitSync?: boolean } = {}) =>
+      new Promise<T>((resolve, reject) => {
+        const failure = durability.failure()
+        if (failure !== undefined) {
+          reject(report(failure.reason))
+          return
+        }
+        queue.push({ run, resolve: resolve as (value: unknown) => void, reject, awaitSync })
+        if (!scheduled) {
+          scheduled = true
+          setImmediate(flush)
+        }
+      }),
 
     afterDurable: <T>(value: T) => {
       if (durability.allDurable()) return value
-      return new Promise<T>((resolve, reject) => { durability.whenAllDurable(() => resolve(value), (reason) => { reject(report(reason)) }) })
+      return new Promise<T>((resolve, reject) => {
+        durability.whenAllDurable(() => resolve(value), (reason) => { reject(report(reason)) })
+      })
     },
 
     close: async () => {

@@ -15,11 +15,28 @@ function outboxRowsHoldTheirPayload (db: Database.Database): void {
   db.exec(`ALTER TABLE webhook_events ADD COLUMN subject_type TEXT;
            ALTER TABLE webhook_events ADD COLUMN subject_id INTEGER;
            ALTER TABLE webhook_events ADD COLUMN payload TEXT NOT NULL DEFAULT ''`)
-  const fill = db.prepare<[string, bigint], unknown>("UPDATE webhook_events SET subject_type = 'plant', subject_id = plant_id, payload = ? WHERE id = ?")
-  const rows = db.prepare<[], { id: bigint, event_type: string, plant_id: bigint, name: string, tag: string | null, plant_created_at: string, plant_updated_at: string, occurred_at: bigint }>(
-    'SELECT id, event_type, plant_id, name, tag, plant_created_at, plant_updated_at, occurred_at FROM webhook_events').safeIntegers(true)
+  const fill = db.prepare<[string, bigint], unknown>(
+    "UPDATE webhook_events SET subject_type = 'plant', subject_id = plant_id, payload = ? WHERE id = ?")
+  const rows = db.prepare<[], {
+    id: bigint,
+    event_type: string,
+    plant_id: bigint,
+    name: string,
+    tag: string | null,
+    plant_created_at: string,
+    plant_updated_at: string,
+    occurred_at: bigint
+  }>(
+    'SELECT id, event_type, plant_id, name, tag, plant_created_at, plant_updated_at, occurred_at ' +
+    'FROM webhook_events').safeIntegers(true)
   for (const row of rows.all()) {
-    const plant = { id: row.plant_id, name: row.name, ...(row.tag !== null && { tag: row.tag }), createdAt: row.plant_created_at, updatedAt: row.plant_updated_at }
+    const plant = {
+      id: row.plant_id,
+      name: row.name,
+      ...(row.tag !== null && { tag: row.tag }),
+      createdAt: row.plant_created_at,
+      updatedAt: row.plant_updated_at
+    }
     fill.run(eventPayload(row.event_type as WebhookEventType, plantJson(plant), Number(row.occurred_at)), row.id)
   }
   for (const column of ['plant_id', 'name', 'tag', 'plant_created_at', 'plant_updated_at', 'occurred_at']) {
@@ -97,12 +114,14 @@ export const migrations: readonly Migration[] = [
      last_error       TEXT,
      created_at       INTEGER NOT NULL
    ) STRICT;
-   CREATE INDEX webhook_deliveries_due ON webhook_deliveries (subscription_id, next_attempt_at) WHERE status = 'pending';
+   CREATE INDEX webhook_deliveries_due ON webhook_deliveries (subscription_id, next_attempt_at)
+     WHERE status = 'pending';
    CREATE INDEX webhook_deliveries_subscription_id ON webhook_deliveries (subscription_id, id);
    CREATE INDEX webhook_deliveries_created_at ON webhook_deliveries (created_at);`,
   // 4: server-assigned ids of their own within 1..2^53 - 1: AUTOINCREMENT followed chosen ids up.
   // The sequence resumes below the run of known ids that reaches 2^53 - 1, so no existing id comes back.
-  `INSERT INTO sqlite_sequence (name, seq) SELECT 'plants', 0 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'plants');
+  `INSERT INTO sqlite_sequence (name, seq)
+     SELECT 'plants', 0 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'plants');
    WITH known (id) AS (
           SELECT id FROM plants WHERE id BETWEEN 1 AND 9007199254740991
           UNION SELECT plant_id FROM idempotency_keys WHERE plant_id BETWEEN 1 AND 9007199254740991)

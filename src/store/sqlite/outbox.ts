@@ -4,7 +4,8 @@ import { buildEventMessage, type EventMessage, type ResourceEvent } from '../../
 type EventValues = [string, string, string, bigint, string, number, string | null, string | null]
 
 const INSERT_EVENT_SQL = `
-  INSERT INTO webhook_events (message_id, event_type, subject_type, subject_id, payload, created_at, request_id, traceparent)
+  INSERT INTO webhook_events
+    (message_id, event_type, subject_type, subject_id, payload, created_at, request_id, traceparent)
   VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 
 const insertStatements = new WeakMap<Database.Database, Database.Statement<EventValues>>()
@@ -16,7 +17,8 @@ export function insertSqliteEvent (db: Database.Database, message: EventMessage,
     insertStatements.set(db, statement)
   }
   const { messageId, type, subject, payload, requestId, traceparent } = message
-  return statement.run(messageId, type, subject.resource, subject.id, payload, now, requestId, traceparent).lastInsertRowid as bigint
+  return statement.run(messageId, type, subject.resource, subject.id, payload, now, requestId, traceparent)
+    .lastInsertRowid as bigint
 }
 
 /** Writes the event to the outbox in the caller's transaction (the change and its event commit together); its id. */
@@ -36,7 +38,8 @@ export interface SqliteOutbox {
 
 /** Skips events no enabled subscription asked for; what they ask is re-read after any change (data_version). */
 export function createSqliteOutbox (db: Database.Database): SqliteOutbox {
-  const enabledEvents = db.prepare<[], string>('SELECT DISTINCT events FROM webhook_subscriptions WHERE disabled = 0').pluck()
+  const enabledEvents = db.prepare<[], string>(
+    'SELECT DISTINCT events FROM webhook_subscriptions WHERE disabled = 0').pluck()
   const dataVersion = db.prepare<[], bigint>('PRAGMA data_version').pluck()
   let wanted: Set<string> | undefined
   let wantedVersion: bigint | undefined

@@ -42,10 +42,15 @@ class StatementOnUse {
   pluck (toggle?: boolean): this { return this.#modify((statement) => { statement.pluck(toggle ?? true) }) }
   expand (toggle?: boolean): this { return this.#modify((statement) => { statement.expand(toggle ?? true) }) }
   raw (toggle?: boolean): this { return this.#modify((statement) => { statement.raw(toggle ?? true) }) }
-  safeIntegers (toggle?: boolean): this { return this.#modify((statement) => { statement.safeIntegers(toggle ?? true) }) }
+  safeIntegers (toggle?: boolean): this {
+    return this.#modify((statement) => { statement.safeIntegers(toggle ?? true) })
+  }
 }
 
-/** The connection with `prepare` deferred to each statement's first run: for stores opened often that run few statements. */
+/**
+ * The connection with `prepare` deferred to each statement's first run: for stores opened often that run few
+ * statements.
+ */
 export function prepareOnUse (db: Database.Database): Database.Database {
   const prepare = (source: string): Statement => new StatementOnUse(db, source) as unknown as Statement
   const bound = new Map<PropertyKey, unknown>()

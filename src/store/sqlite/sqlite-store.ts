@@ -108,14 +108,20 @@ function migrate (db: Database.Database): void {
   if (version < migrations.length) upgrade.immediate()
 }
 
-/** The group commit, and what the store knows of its failures: why writes fail now, and whether the file is still there. */
+/**
+ * The group commit, and what the store knows of its failures: why writes fail now, and whether the file is still
+ * there.
+ */
 type AnyOptions = SqliteStoreOptions<readonly ResourceDefinition[]>
 
 function openWrites (db: Database.Database, options: AnyOptions, outbox: SqliteOutbox, wake: () => void) {
   const { filename, onCommit, onSync, log } = options
   const inFile = filename !== ':memory:'
   const file = inFile
-    ? createFileCheck(filename, (error) => { log?.error({ err: error.cause }, 'the database file was deleted or replaced: writes, reads and /health answer 503 until a restart') })
+    ? createFileCheck(filename, (error) => {
+      log?.error({ err: error.cause },
+        'the database file was deleted or replaced: writes, reads and /health answer 503 until a restart')
+    })
     : undefined
   // Why writes fail right now: /health retries with a probe write, so the store recovers by itself.
   let trouble: ServiceError | undefined
@@ -155,9 +161,14 @@ function openWrites (db: Database.Database, options: AnyOptions, outbox: SqliteO
   return { writes, read, file, failure, troubled: () => trouble !== undefined }
 }
 
-function pingOf (db: Database.Database, { writes, file, failure, troubled }: ReturnType<typeof openWrites>): () => Promise<void> {
+function pingOf (
+  db: Database.Database, { writes, file, failure, troubled }: ReturnType<typeof openWrites>
+): () => Promise<void> {
   const ping = db.prepare('SELECT 1').pluck()
-  const writeProbe = db.transaction(() => { db.prepare<[number], unknown>('INSERT OR REPLACE INTO write_probe (id, data) VALUES (1, zeroblob(?))').run(PROBE_BYTES) })
+  const writeProbe = db.transaction(() => {
+    db.prepare<[number], unknown>('INSERT OR REPLACE INTO write_probe (id, data) VALUES (1, zeroblob(?))')
+      .run(PROBE_BYTES)
+  })
   const clearProbe = db.transaction(() => { db.prepare('DELETE FROM write_probe').run() })
   return async () => {
     try {
@@ -186,7 +197,8 @@ async function closeDatabase (
     try {
       db.pragma('wal_checkpoint(TRUNCATE)')
     } catch (err) {
-      options.log?.error({ err }, 'the database could not be checkpointed at close; its WAL is kept and replayed at the next start')
+      options.log?.error({ err },
+        'the database could not be checkpointed at close; its WAL is kept and replayed at the next start')
     }
   }
   db.close()
@@ -214,7 +226,9 @@ export function createSqliteStore<D extends readonly ResourceDefinition[] = Serv
   const opened = openWrites(db, options, outbox, () => { for (const wake of wakers) wake() })
   const { writes, read } = opened
   const checkpointer = options.filename !== ':memory:' && options.checkpoint !== false
-    ? startCheckpointer(db, options.filename, { ...options.checkpoint, ...(options.log !== undefined && { log: options.log }) })
+    ? startCheckpointer(db, options.filename, {
+      ...options.checkpoint, ...(options.log !== undefined && { log: options.log })
+    })
     : undefined
   const context: SqliteRepositoryContext = { db, write: (run) => writes.enqueue(run), read, outbox }
   const sequences = resources.map(({ storage, collection }) => ({ table: storage.table, resource: collection }))

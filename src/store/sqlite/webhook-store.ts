@@ -1,7 +1,11 @@
 import Database from 'better-sqlite3'
 import { attemptTexts, toClaimed, type ClaimRow } from '../../webhooks/rows.js'
-import type { Backlog, ClaimedDelivery, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore } from '../../webhooks/store-contract.js'
-import { checkWebhookSchema, disablesSubscription, FAN_OUT_ALL_BATCH, inBatches, PRUNE_BATCH, receives as sharedReceives } from '../webhook-rules.js'
+import type {
+  Backlog, ClaimedDelivery, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore
+} from '../../webhooks/store-contract.js'
+import {
+  checkWebhookSchema, disablesSubscription, FAN_OUT_ALL_BATCH, inBatches, PRUNE_BATCH, receives as sharedReceives
+} from '../webhook-rules.js'
 import { boundLimit, configureConnection } from './connection.js'
 import { enqueueSqliteEvent } from './outbox.js'
 import { sqliteDeliveryLog, sqliteSubscriptions, type SqliteWebhookContext } from './subscriptions.js'
@@ -10,7 +14,8 @@ import { sqliteDeliveryLog, sqliteSubscriptions, type SqliteWebhookContext } fro
 export const WEBHOOK_SCHEMA_VERSION = 10
 
 /** Runs a write transaction; `awaitSync: false` answers once committed, without waiting for the flush. */
-export type SqliteWriteRunner = <T>(transaction: Database.Transaction<() => T>, options?: { awaitSync?: boolean }) => Promise<T>
+export type SqliteWriteRunner =
+  <T>(transaction: Database.Transaction<() => T>, options?: { awaitSync?: boolean }) => Promise<T>
 
 export interface SqliteWebhookStoreOptions {
   /** Opened with `defaultSafeIntegers(true)`: the plant store's own connection, or one on the same file. */
@@ -20,7 +25,10 @@ export interface SqliteWebhookStoreOptions {
   afterDurable?: <T>(value: T) => T | Promise<T>
   ownsDb?: boolean
   listen?: WebhookStore['listen']
-  /** Called inside the write's transaction when subscriptions change: the plant store then re-checks whether any is enabled. */
+  /**
+   * Called inside the write's transaction when subscriptions change: the plant store then re-checks whether any is
+   * enabled.
+   */
   onSubscriptionsChanged?: () => void
 }
 
@@ -44,10 +52,14 @@ function outboxStatements (db: Database.Database) {
       `SELECT count(*) FROM webhook_subscriptions s WHERE ${receives('@eventId', '@type')}`).pluck(),
     anyEvents: db.prepare<[], bigint>('SELECT EXISTS (SELECT 1 FROM webhook_events)').pluck(),
     nextEvents: db.prepare<[number], { events: bigint, last: bigint | null }>(
-      `SELECT count(*) AS events, max(id) AS last FROM (SELECT id FROM webhook_events ORDER BY id LIMIT ${boundLimit()})`),
+      `SELECT count(*) AS events, max(id) AS last
+       FROM (SELECT id FROM webhook_events ORDER BY id LIMIT ${boundLimit()})`),
     fanOut: db.prepare<[bigint], unknown>(
-      `INSERT INTO webhook_deliveries (subscription_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at, request_id, traceparent)
-       SELECT s.id, e.message_id, e.event_type, e.payload, 'pending', 0, e.created_at, e.created_at, e.request_id, e.traceparent
+      `INSERT INTO webhook_deliveries
+         (subscription_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at, request_id,
+          traceparent)
+       SELECT s.id, e.message_id, e.event_type, e.payload, 'pending', 0, e.created_at, e.created_at, e.request_id,
+              e.traceparent
        FROM webhook_events e JOIN webhook_subscriptions s ON ${receives('e.id', 'e.event_type')}
        WHERE e.id <= ? ORDER BY e.id, s.id`),
     deleteEvents: db.prepare<[bigint], unknown>('DELETE FROM webhook_events WHERE id <= ?'),
@@ -62,7 +74,8 @@ function claimStatements (db: Database.Database) {
     // Per subscription its oldest due deliveries, round robin between owners, then an owner's
     // subscriptions. CROSS JOIN keeps subscriptions the outer loop: index probes, not a scan.
     dueCandidates: db.prepare<[{ now: number, limit: number, cap: number }], ClaimRow>(
-      `SELECT id, subscription_id, owner, message_id, event_type, payload, attempts, url, secret, previous_secrets, request_id, traceparent
+      `SELECT id, subscription_id, owner, message_id, event_type, payload, attempts, url, secret, previous_secrets,
+              request_id, traceparent
        FROM (
          SELECT *, row_number() OVER (PARTITION BY owner ORDER BY rs, next_attempt_at, id) AS ro FROM (
            SELECT d.id, d.subscription_id, s.owner, d.message_id, d.event_type, d.payload, d.attempts,
@@ -76,25 +89,39 @@ function claimStatements (db: Database.Database) {
              ORDER BY x.next_attempt_at, x.id LIMIT ${boundLimit('cap')})
            WHERE s.disabled = 0))
        ORDER BY ro, next_attempt_at, id LIMIT ${boundLimit('limit')}`),
-    lease: db.prepare<[string, number, bigint], unknown>('UPDATE webhook_deliveries SET lease = ?, lease_until = ? WHERE id = ?'),
+    lease: db.prepare<[string, number, bigint], unknown>(
+      'UPDATE webhook_deliveries SET lease = ?, lease_until = ? WHERE id = ?'),
     // Reads first: an idle service must not pay a write transaction (and an fdatasync) every poll.
     anyDue: db.prepare<[{ now: number }], bigint>(
       `SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= @now
                       AND (lease_until IS NULL OR lease_until <= @now))`).pluck(),
-    anyLeased: db.prepare<[], bigint>('SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE lease IS NOT NULL)').pluck(),
-    releaseAll: db.prepare<[], unknown>('UPDATE webhook_deliveries SET lease = NULL, lease_until = NULL WHERE lease IS NOT NULL'),
+    anyLeased: db.prepare<[], bigint>(
+      'SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE lease IS NOT NULL)').pluck(),
+    releaseAll: db.prepare<[], unknown>(
+      'UPDATE webhook_deliveries SET lease = NULL, lease_until = NULL WHERE lease IS NOT NULL'),
     release: db.prepare<[string, string], unknown>(
-      'UPDATE webhook_deliveries SET lease = NULL, lease_until = NULL WHERE lease = ? AND id IN (SELECT value FROM json_each(?))')
+      'UPDATE webhook_deliveries SET lease = NULL, lease_until = NULL ' +
+      'WHERE lease = ? AND id IN (SELECT value FROM json_each(?))')
   }
 }
 
 function completionStatements (db: Database.Database) {
   return {
-    finish: db.prepare<[{ id: bigint, lease: string, status: string, next: number | null, at: number, code: number | null, error: string | null }], { subscription_id: bigint }>(
+    finish: db.prepare<[{
+      id: bigint,
+      lease: string,
+      status: string,
+      next: number | null,
+      at: number,
+      code: number | null,
+      error: string | null
+    }], { subscription_id: bigint }>(
       `UPDATE webhook_deliveries SET status = @status, attempts = attempts + 1, next_attempt_at = @next,
          lease = NULL, lease_until = NULL, last_attempt_at = @at, last_status_code = @code, last_error = @error
        WHERE id = @id AND lease = @lease RETURNING subscription_id`),
-    recordAttempt: db.prepare<[{ id: bigint, at: number, duration: number, code: number | null, error: string | null, body: string | null }], unknown>(
+    recordAttempt: db.prepare<[{
+      id: bigint, at: number, duration: number, code: number | null, error: string | null, body: string | null
+    }], unknown>(
       `INSERT INTO webhook_attempts (delivery_id, at, duration_ms, status_code, error, response_body)
        VALUES (@id, @at, @duration, @code, @error, @body)`),
     subscriptionHealth: db.prepare<[bigint], { disabled: bigint, failing_since: bigint | null }>(
@@ -111,12 +138,15 @@ function completionStatements (db: Database.Database) {
 
 function upkeepStatements (db: Database.Database) {
   return {
-    activeOwners: db.prepare<[], bigint>('SELECT count(DISTINCT owner) FROM webhook_subscriptions WHERE disabled = 0').pluck(),
-    anyPrunable: db.prepare<[number], bigint>('SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE created_at < ?)').pluck(),
+    activeOwners: db.prepare<[], bigint>(
+      'SELECT count(DISTINCT owner) FROM webhook_subscriptions WHERE disabled = 0').pluck(),
+    anyPrunable: db.prepare<[number], bigint>(
+      'SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE created_at < ?)').pluck(),
     prune: db.prepare<[number, number], unknown>(
       `DELETE FROM webhook_deliveries WHERE id IN (
          SELECT id FROM webhook_deliveries
-         WHERE created_at < ? AND (status <> 'pending' OR subscription_id IN (SELECT id FROM webhook_subscriptions WHERE disabled = 1))
+         WHERE created_at < ?
+           AND (status <> 'pending' OR subscription_id IN (SELECT id FROM webhook_subscriptions WHERE disabled = 1))
          LIMIT ${boundLimit()})`),
     empty: db.prepare<[], bigint>(
       `SELECT NOT EXISTS (SELECT 1 FROM webhook_subscriptions) AND NOT EXISTS (SELECT 1 FROM webhook_deliveries)
@@ -148,10 +178,13 @@ function sqliteFanOut (db: Database.Database, runBookkeeping: <T>(fn: () => T) =
 
 /**
  * Leases due deliveries; `anyDue`: whether one was due just before (when not, events are fanned out
- * first). Subscriptions at their limit are left out in JavaScript: see docs/performance.md#what-the-measurements-decided.
+ * first). Subscriptions at their limit are left out in JavaScript: see
+ * docs/performance.md#what-the-measurements-decided.
  */
 function claimer (statements: ReturnType<typeof claimStatements>, fanOut: (limit: number) => number) {
-  return ({ lease, now, leaseMs, limit, perSubscription, skipSubscriptions, skipOwners = [] }: ClaimRequest, anyDue: boolean): ClaimedDelivery[] => {
+  return (
+    { lease, now, leaseMs, limit, perSubscription, skipSubscriptions, skipOwners = [] }: ClaimRequest, anyDue: boolean
+  ): ClaimedDelivery[] => {
     const skip = new Set(skipSubscriptions)
     const skipOwner = new Set(skipOwners)
     // Skipped owners are filtered after the limit, so every candidate is read then.
@@ -178,7 +211,9 @@ function completer (db: Database.Database, changed: () => void) {
     const { error, body } = attemptTexts(done)
     const code = done.statusCode ?? null
     const next = done.status === 'pending' ? done.nextAttemptAt ?? done.attemptedAt : null
-    const finished = statements.finish.get({ id: done.id, lease: done.lease, status: done.status, next, at: done.attemptedAt, code, error })
+    const finished = statements.finish.get({
+      id: done.id, lease: done.lease, status: done.status, next, at: done.attemptedAt, code, error
+    })
     if (finished === undefined) return { recorded: false, subscriptionDisabled: false }
     statements.recordAttempt.run({
       id: done.id,
@@ -202,17 +237,25 @@ function completer (db: Database.Database, changed: () => void) {
   }
 }
 
-type DispatchOperations = Omit<WebhookStore, keyof ReturnType<typeof sqliteSubscriptions> | keyof ReturnType<typeof sqliteDeliveryLog> | 'listen' | 'close'>
+type DispatchOperations = Omit<
+  WebhookStore,
+  keyof ReturnType<typeof sqliteSubscriptions> | keyof ReturnType<typeof sqliteDeliveryLog> | 'listen' | 'close'
+>
 
 /** What the dispatcher asks of the store: the outbox, claims, completions, leases and upkeep. */
-function sqliteDispatch (context: SqliteWebhookContext & { runBookkeeping: <T>(fn: () => T) => Promise<T>, changed: () => void }, outbox: ReturnType<typeof sqliteFanOut>): DispatchOperations {
+function sqliteDispatch (
+  context: SqliteWebhookContext & { runBookkeeping: <T>(fn: () => T) => Promise<T>, changed: () => void },
+  outbox: ReturnType<typeof sqliteFanOut>
+): DispatchOperations {
   const { db, run, runBookkeeping, durable } = context
   const claims = claimStatements(db)
   const upkeep = upkeepStatements(db)
   const claim = claimer(claims, outbox.fanOut)
   const complete = completer(db, context.changed)
   return {
-    enqueue: async (event, now) => await run(() => Number(outbox.statements.receiverCount.get({ eventId: enqueueSqliteEvent(db, event, now), type: event.type }))),
+    enqueue: async (event, now) => await run(() => Number(outbox.statements.receiverCount.get({
+      eventId: enqueueSqliteEvent(db, event, now), type: event.type
+    }))),
     async claimDue (request) {
       const anyDue = claims.anyDue.get({ now: request.now }) === 1n
       if (!anyDue && outbox.statements.anyEvents.get() === 0n) return []
@@ -227,7 +270,9 @@ function sqliteDispatch (context: SqliteWebhookContext & { runBookkeeping: <T>(f
         const results = new Array<CompletionResult>(completions.length)
         // Successes first, as on PostgreSQL: a success in the batch never leaves its subscription disabled.
         for (const succeeded of [true, false]) {
-          completions.forEach((done, i) => { if ((done.status === 'succeeded') === succeeded) results[i] = complete(done) })
+          completions.forEach((done, i) => {
+            if ((done.status === 'succeeded') === succeeded) results[i] = complete(done)
+          })
         }
         return results
       })
@@ -249,7 +294,10 @@ function sqliteDispatch (context: SqliteWebhookContext & { runBookkeeping: <T>(f
       const deliveries = upkeep.backlog.get() as { pending: bigint, oldest: bigint | null }
       const events = outbox.statements.eventBacklog.get() as { pending: bigint, oldest: bigint | null }
       const oldest = [deliveries.oldest, events.oldest].filter((at) => at !== null).map(Number)
-      return { pending: Number(deliveries.pending + events.pending), oldestCreatedAt: oldest.length === 0 ? undefined : Math.min(...oldest) }
+      return {
+        pending: Number(deliveries.pending + events.pending),
+        oldestCreatedAt: oldest.length === 0 ? undefined : Math.min(...oldest)
+      }
     }
   }
 }
@@ -266,7 +314,9 @@ export function createSqliteWebhookStore (options: SqliteWebhookStoreOptions): W
     changed()
     return fn()
   })
-  const context: SqliteWebhookContext = { db, run, runChange, durable: options.afterDurable ?? (<T>(value: T): T => value) }
+  const context: SqliteWebhookContext = {
+    db, run, runChange, durable: options.afterDurable ?? (<T>(value: T): T => value)
+  }
   const outbox = sqliteFanOut(db, runBookkeeping)
   return {
     ...sqliteSubscriptions(context),
