@@ -83,7 +83,10 @@ for (const [how, replace] of [
     assert.equal(await settled(store.plants.get(plant.id)), 'unavailable')
     assert.equal(await settled(store.plants.list({ limit: 1 })), 'unavailable')
     assert.equal(await settled(store.plants.create({ name: 'later' })), 'unavailable', 'it stays so: a restart opens the path afresh')
-    assert.deepEqual(logged.map(({ level, message }) => [level, message]),
+    // The checkpoint thread may meet the gone file too, in its own time, and says so in its own words
+    // (checkpointer.test.ts): the store's report is what must come once.
+    const own = logged.filter(({ message }) => !/^(a WAL checkpoint failed|WAL checkpoints work again)/.test(message))
+    assert.deepEqual(own.map(({ level, message }) => [level, message]),
       [['error', 'the database file was deleted or replaced: writes, reads and /health answer 503 until a restart']])
   })
 }
