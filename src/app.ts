@@ -16,7 +16,7 @@ import rateLimitPlugin from '../plugins/external/rate-limit.js'
 import resourceRoutes from '../plugins/routes/resources/index.js'
 import requestsPlugin from '../plugins/app/requests.js'
 import requestIdPlugin, { AccessLog, requestId } from '../plugins/app/request-log.js'
-import schemasPlugin, { ajvOptions, validatorWithoutBodyCoercion } from '../plugins/app/schemas.js'
+import schemasPlugin, { ajvOptions, sharedSerializer, validatorWithoutBodyCoercion } from '../plugins/app/schemas.js'
 import storePlugin from '../plugins/app/store.js'
 import tenantStorePlugin from '../plugins/app/tenant-store.js'
 import underPressurePlugin from '../plugins/external/under-pressure.js'
@@ -71,8 +71,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     // A hop count as Fastify itself compiles one (its types only name the other forms).
     trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     ajv: ajvOptions,
-    // JSON bodies are validated as sent, without type coercion (see plugins/app/schemas.ts).
-    schemaController: { compilersFactory: { buildValidator: validatorWithoutBodyCoercion() } },
+    // JSON bodies are validated as sent, without type coercion; compiled schemas are shared between apps
+    // (see plugins/app/schemas.ts).
+    schemaController: { compilersFactory: { buildValidator: validatorWithoutBodyCoercion, buildSerializer: sharedSerializer } },
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
