@@ -57,5 +57,5 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
 STOPSIGNAL SIGTERM
 # node itself is PID 1's process (no npm, no shell), so SIGTERM reaches the server and drains it.
 # The same flags as npm start.
-ENTRYPOINT ["node", "--max-semi-space-size=4", "--heap-growing-percent=50", "dist/src/server.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=4", "--heap-growing-percent=50", "dist/src/main/server.js"]
 CMD ["serve"]

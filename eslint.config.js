@@ -15,10 +15,29 @@ export default [
     }
   },
   {
-    // A store's decisions are read one at a time: a function that outgrows a screen is split by concern.
-    files: ['src/store/**/*.ts'],
+    // Core and plugins are read one screen at a time: a file that outgrows 400 lines, a function that
+    // outgrows 80 or a line that outgrows 120 characters is split by concern. Blank lines and comments
+    // do not count against a file or a function (a comment saying why is never the reason to split);
+    // they do against a line, since a long line is long whatever it holds.
+    files: ['src/**/*.ts', 'plugins/**/*.ts'],
     rules: {
-      'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }]
+      'max-lines': ['error', { max: 400, skipBlankLines: true, skipComments: true }],
+      'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true }],
+      '@stylistic/max-len': ['error', { code: 120 }]
+    }
+  },
+  // TEMPORARY (issue 42): files other helpers are rewriting at the same time (the dispatcher's split,
+  // the generic storage). The lead removes this block when merging their work; nothing else belongs here.
+  {
+    files: [
+      'src/webhooks/dispatcher.ts',
+      'src/store/**/*.ts',
+      'src/resource.ts',
+      'src/resources/**/*.ts'
+    ],
+    rules: {
+      'max-lines': 'off',
+      '@stylistic/max-len': 'off'
     }
   }
 ]

@@ -12,10 +12,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import pg from 'pg'
-import { buildApp } from '../src/app.js'
+import { buildApp } from '../src/main/app.js'
 import { loadConfig } from '../src/load-config.js'
 import type { TenantLease } from '../src/sandbox/tenants.js'
-import type { SandboxTenant } from '../plugins/app/tenant-store.js'
+import type { SandboxTenant } from '../plugins/app/sandbox-tenants.js'
 
 const { values } = parseArgs({ options: { db: { type: 'string' }, tenants: { type: 'string', default: '300' }, hold: { type: 'string', default: '500' }, open: { type: 'string', default: '50' }, seed: { type: 'string', default: 'none' } } })
 const tenants = Number(values.tenants)

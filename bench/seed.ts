@@ -1,4 +1,4 @@
-import { buildApp } from '../src/app.js'
+import { buildApp } from '../src/main/app.js'
 import { loadConfig } from '../src/load-config.js'
 import type { Store } from '../src/store/store.js'
 import { tokenDigest } from '../src/tokens.js'

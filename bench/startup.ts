@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { median, SERVER_ENV, SERVER_NODE_FLAGS } from './measure.js'
 
-const SERVER = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'server.js')
+const SERVER = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'main', 'server.js')
 const TOKEN = 'startup-bench-token-0123456789abcdef0123'
 
 const VARIANTS: ReadonlyArray<[string, Record<string, string>]> = [

@@ -41,7 +41,10 @@ export type ErrorCode =
   | 'subscription-disabled'
   | 'method-not-allowed'
   | 'method-not-implemented'
-  /** The request body is malformed in a way its schema cannot say (not JSON, not UTF-8, not I-JSON, prototype keys, a body where none is defined). */
+  /**
+   * The request body is malformed in a way its schema cannot say (not JSON, not UTF-8, not I-JSON, prototype keys, a
+   * body where none is defined).
+   */
   | 'invalid-body'
   | 'unsupported-media-type'
   | 'unsupported-content-encoding'
@@ -66,12 +69,20 @@ export class ServiceError extends Error {
 }
 
 /** The write rules of every resource: messages name it by its title (`Plant 3 not found`). */
-export const notFound = (resource: { title: string }, id: bigint): ServiceError => new ServiceError('not-found', `${resource.title} ${id} not found`)
-export const idTaken = (resource: { title: string }, id: bigint): ServiceError => new ServiceError('conflict', `${resource.title} ${id} already exists`)
+export const notFound = (resource: { title: string }, id: bigint): ServiceError =>
+  new ServiceError('not-found', `${resource.title} ${id} not found`)
+export const idTaken = (resource: { title: string }, id: bigint): ServiceError =>
+  new ServiceError('conflict', `${resource.title} ${id} already exists`)
 export const preconditionFailed = (resource: { title: string }, id: bigint): ServiceError =>
-  new ServiceError('precondition-failed', `${resource.title} ${id} does not match If-Match: it has changed or is gone; GET it again`)
+  new ServiceError(
+    'precondition-failed',
+    `${resource.title} ${id} does not match If-Match: it has changed or is gone; GET it again`
+  )
 export const noneMatchFailed = (resource: { title: string }, id: bigint): ServiceError =>
-  new ServiceError('precondition-failed', `${resource.title} ${id} matches If-None-Match: it exists, and its current ETag is listed (or *)`)
+  new ServiceError(
+    'precondition-failed',
+    `${resource.title} ${id} matches If-None-Match: it exists, and its current ETag is listed (or *)`
+  )
 export const idempotencyKeyReused = (): ServiceError =>
   new ServiceError('idempotency-key-reused', 'This Idempotency-Key was already used with a different request body')
 /** The cause is kept for the log; the client sees only that the database is unavailable. */
@@ -80,9 +91,15 @@ export const databaseUnavailable = (cause: unknown): ServiceError =>
 export const storageFull = (cause: unknown): ServiceError =>
   new ServiceError('storage-full', 'The database storage is full; nothing was written', { cause })
 export const idsExhausted = (resource: { title: string }): ServiceError =>
-  new ServiceError('ids-exhausted', `No id up to 2^53 - 1 is left for the server to assign; create the ${resource.title.toLowerCase()} with a chosen id`)
+  new ServiceError(
+    'ids-exhausted',
+    `No id up to 2^53 - 1 is left for the server to assign; create the ${resource.title.toLowerCase()} with a chosen id`
+  )
 export const subscriptionLimit = (max: number): ServiceError =>
-  new ServiceError('subscription-limit', `This token already has ${max} webhook subscriptions, the most allowed: delete one first`)
+  new ServiceError(
+    'subscription-limit',
+    `This token already has ${max} webhook subscriptions, the most allowed: delete one first`
+  )
 export const invalidHeader = (message: string): ServiceError => new ServiceError('invalid-header', message)
 export const invalidQuery = (message: string): ServiceError => new ServiceError('invalid-query', message)
 export const shuttingDown = (): ServiceError =>
@@ -103,20 +120,28 @@ export const webhookBusy = (retryAfterS: number): RetryLaterError => new RetryLa
   'No webhook delivery slot is free for a test event (test events are paced as deliveries): ' +
     `retry in ${retryAfterS} s`, retryAfterS)
 export const collectionLimit = (resource: { collection: string }, max: number): ServiceError =>
-  new ServiceError('collection-limit', `This sandbox token already has ${max} ${resource.collection}, the most allowed: delete one first`)
+  new ServiceError(
+    'collection-limit',
+    `This sandbox token already has ${max} ${resource.collection}, the most allowed: delete one first`
+  )
 export const connectionSpent = (): ServiceError =>
   new ServiceError('connection-spent', 'This connection has served its requests, retry on a new one')
-export const rateLimited = (after: string): ServiceError => new ServiceError('rate-limited', `Rate limit exceeded, retry in ${after}`)
-export const notReady = (why: string, options?: ErrorOptions): ServiceError => new ServiceError('not-ready', `Not ready: ${why}`, options)
+export const rateLimited = (after: string): ServiceError =>
+  new ServiceError('rate-limited', `Rate limit exceeded, retry in ${after}`)
+export const notReady = (why: string, options?: ErrorOptions): ServiceError =>
+  new ServiceError('not-ready', `Not ready: ${why}`, options)
 
 export const isServiceError = (err: unknown, code?: ErrorCode): err is ServiceError =>
   err instanceof ServiceError && (code === undefined || err.code === code)
 export const routeNotFound = (message: string): ServiceError => new ServiceError('not-found', message)
 export const invalidBody = (message: string): ServiceError => new ServiceError('invalid-body', message)
-export const unsupportedMediaType = (message: string): ServiceError => new ServiceError('unsupported-media-type', message)
-export const unsupportedContentEncoding = (message: string): ServiceError => new ServiceError('unsupported-content-encoding', message)
+export const unsupportedMediaType = (message: string): ServiceError =>
+  new ServiceError('unsupported-media-type', message)
+export const unsupportedContentEncoding = (message: string): ServiceError =>
+  new ServiceError('unsupported-content-encoding', message)
 export const expectationFailed = (message: string): ServiceError => new ServiceError('expectation-failed', message)
-export const methodNotImplemented = (message: string): ServiceError => new ServiceError('method-not-implemented', message)
+export const methodNotImplemented = (message: string): ServiceError =>
+  new ServiceError('method-not-implemented', message)
 
 export class MethodNotAllowedError extends ServiceError {
   constructor (message: string, readonly allowed: readonly string[]) {
@@ -145,7 +170,11 @@ export class AuthError extends ServiceError {
 export const invalidToken = (check: string): AuthError =>
   new AuthError('invalid-token', `Invalid token: ${check}`, 'Bearer error="invalid_token"')
 export const insufficientScope = (scope: string): AuthError =>
-  new AuthError('insufficient-scope', `This token lacks the scope ${scope}, which this operation needs`, `Bearer error="insufficient_scope", scope="${scope}"`)
+  new AuthError(
+    'insufficient-scope',
+    `This token lacks the scope ${scope}, which this operation needs`,
+    `Bearer error="insufficient_scope", scope="${scope}"`
+  )
 /**
  * The key set cannot be fetched; `retryAfterS` is when the next fetch may be tried, so a client that
  * waits that long is served.

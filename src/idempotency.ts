@@ -4,9 +4,13 @@ import type { IdempotencyKey } from './store/store.js'
 /** A create's fields in a fixed order, as the service will perform it (ids as given, names trimmed). */
 export type CreateFields = ReadonlyArray<string | bigint | undefined>
 
-/** Two bodies that would create the same thing have the same fingerprint (ids as decimal strings, absent fields as null). */
+/**
+ * Two bodies that would create the same thing have the same fingerprint (ids as decimal strings, absent fields as
+ * null).
+ */
 function createFingerprint (fields: CreateFields): string {
-  return sha256(JSON.stringify(fields.map((field) => field === undefined ? null : typeof field === 'bigint' ? String(field) : field)), 'hex')
+  const json = fields.map((field) => field === undefined ? null : typeof field === 'bigint' ? String(field) : field)
+  return sha256(JSON.stringify(json), 'hex')
 }
 
 /**

@@ -1,6 +1,6 @@
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from 'jose'
 import { authUnavailable, invalidToken, ServiceError } from './errors.js'
-import type { OidcConfig } from './load-config.js'
+import type { OidcConfig } from './oidc-settings.js'
 import { isScope, type Principal, type Scope } from './scopes.js'
 import { tokenDigest } from './tokens.js'
 import { jwtPrincipalId } from './principal-id.js'
@@ -10,7 +10,10 @@ export const ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'] as const
 
 /** One fetch of the discovery document or the key set may take this long. */
 const FETCH_TIMEOUT_MS = 5000
-/** Cached keys are refetched in the background this long after the last fetch, so a key the provider dropped stops working. */
+/**
+ * Cached keys are refetched in the background this long after the last fetch, so a key the provider dropped stops
+ * working.
+ */
 export const KEYS_MAX_AGE_MS = 10 * 60_000
 
 /**
@@ -22,13 +25,20 @@ export const FAILED_FETCH_COOLDOWN_MS = 5000
 /** Verified tokens remembered until they expire; past this many, the oldest is forgotten first. */
 export const VERIFIED_CACHE_SIZE = 10_000
 
-/** Whether a bearer token has a JWS compact serialization's shape (three base64url parts), so is worth verifying as a JWT. */
+/**
+ * Whether a bearer token has a JWS compact serialization's shape (three base64url parts), so is worth verifying as a
+ * JWT.
+ */
 export const looksLikeJwt = (token: string): boolean => /^[\w-]+\.[\w-]+\.[\w-]*$/.test(token)
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null
 
 async function fetchJson (url: string): Promise<unknown> {
-  const response = await fetch(url, { redirect: 'error', signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), headers: { accept: 'application/json' } })
+  const response = await fetch(url, {
+    redirect: 'error',
+    signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+    headers: { accept: 'application/json' }
+  })
   if (response.status !== 200) throw new Error(`${url} answered ${response.status}`)
   return await response.json()
 }
@@ -185,13 +195,21 @@ function failedCheck (err: unknown): string | undefined {
   }
 }
 
-/** The scopes a token grants: `scope` (space-separated, RFC 9068) or `scp` (an array, as some providers send); unknown ones are ignored. */
-function scopesOf (payload: JWTPayload): Set<Scope> {
+/**
+ * The scopes a token grants: `scope` (space-separated, RFC 9068) or `scp` (an array, as some providers send); unknown
+ * ones are ignored.
+ */
+function scopesOf (payload: JWTPayload, known: (name: string) => name is Scope): Set<Scope> {
   const { scope, scp } = payload
-  const names = typeof scope === 'string'
-    ? scope.split(' ')
-    : Array.isArray(scp) ? scp.filter((name): name is string => typeof name === 'string') : typeof scp === 'string' ? scp.split(' ') : []
-  return new Set(names.filter(isScope))
+  const names =
+    typeof scope === 'string'
+      ? scope.split(' ')
+      : Array.isArray(scp)
+        ? scp.filter((name): name is string => typeof name === 'string')
+        : typeof scp === 'string'
+          ? scp.split(' ')
+          : []
+  return new Set(names.filter(known))
 }
 
 /**
@@ -202,12 +220,18 @@ function scopesOf (payload: JWTPayload): Set<Scope> {
 export class OidcVerifier {
   readonly #config: OidcConfig
   readonly #now: () => number
+  /** The scopes this app knows (its resources'): a token's others are ignored. */
+  readonly #isScope: (name: string) => name is Scope
   readonly #verified = new Map<string, { principal: Principal, expiresAt: number }>()
   readonly keys: ProviderKeys
 
-  constructor (config: OidcConfig, onKeysFailure: (err: unknown) => void, now: () => number = Date.now) {
+  constructor (
+    config: OidcConfig, onKeysFailure: (err: unknown) => void, now: () => number = Date.now,
+    known: (name: string) => name is Scope = isScope
+  ) {
     this.#config = config
     this.#now = now
+    this.#isScope = known
     this.keys = new ProviderKeys(config.issuer, config.jwksCooldownMs, onKeysFailure)
   }
 
@@ -264,11 +288,16 @@ export class OidcVerifier {
       throw invalidToken('it was issued in the future (iat)')
     }
     if (typeof payload.sub !== 'string' || payload.sub === '') throw invalidToken('it has no subject (sub)')
-    const client = typeof payload.client_id === 'string' ? payload.client_id : typeof payload.azp === 'string' ? payload.azp : undefined
+    const client =
+      typeof payload.client_id === 'string'
+        ? payload.client_id
+        : typeof payload.azp === 'string'
+          ? payload.azp
+          : undefined
     const principal: Principal = {
       id: jwtPrincipalId(payload.sub),
       name: payload.sub,
-      scopes: scopesOf(payload),
+      scopes: scopesOf(payload, this.#isScope),
       ...(client !== undefined && { client })
     }
     // jwtVerify required `exp`.

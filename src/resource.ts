@@ -47,6 +47,67 @@ export interface Repository<R extends ResourceTypes> {
 
 export const REPOSITORY_OPERATIONS = ['list', 'get', 'create', 'replace', 'update', 'delete'] as const satisfies ReadonlyArray<keyof Repository<ResourceTypes>>
 
+/** How a column is stored: text, a signed 64-bit integer (read back as a bigint) or a double. */
+export type ColumnKind = 'text' | 'integer' | 'real'
+
+export interface ColumnDeclaration {
+  readonly kind: ColumnKind
+  readonly nullable: boolean
+}
+
+/**
+ * A resource's own columns by name, in table order. Every resource table also has `id` (int64 primary
+ * key), `created_at` and `updated_at` (epoch milliseconds), which the stores write themselves.
+ */
+export type ColumnsDeclaration = Readonly<Record<string, ColumnDeclaration>>
+
+interface ColumnTypes { text: string, integer: bigint, real: number }
+
+export type ColumnValue = string | bigint | number | null
+
+/** A row's own values, typed from its declaration: only a nullable column may hold null. */
+export type ColumnValues<C extends ColumnsDeclaration = ColumnsDeclaration> = {
+  -readonly [K in keyof C]: ColumnTypes[C[K]['kind']] | (C[K]['nullable'] extends true ? null : never)
+}
+
+/** A stored row as a repository reads it; timestamps are epoch milliseconds. */
+export interface StoredRow<V> {
+  id: bigint
+  values: V
+  createdAt: number
+  updatedAt: number
+}
+
+/** An equality filter of the list: its column, and the value a list query asks for (undefined: no filter). */
+export interface ListFilter<R extends ResourceTypes> {
+  /** One of the declared columns (a repository refuses another when it is built). */
+  readonly column: string
+  value(query: R['query']): ColumnValue | undefined
+}
+
+/**
+ * Where and how a resource is stored: each store's one generic repository follows from this. Ids come
+ * from the table's own sequence (SQLite's sqlite_sequence row, PostgreSQL's `<table>_id_seq`);
+ * idempotency keys and chosen ids live in the stores' resource-neutral tables, keyed by collection.
+ */
+export interface ResourceStorage<
+  R extends ResourceTypes = ResourceTypes,
+  C extends ColumnsDeclaration = ColumnsDeclaration
+> {
+  readonly table: string
+  readonly columns: C
+  /** Each is indexed with the id, so a filtered page is a range scan. */
+  readonly filters: ReadonlyArray<ListFilter<R>>
+  /** What a create writes, its id apart. */
+  create(item: R['create']): ColumnValues<C>
+  /** What a replace writes: every column. */
+  replace(item: R['replace']): ColumnValues<C>
+  /** A merge patch over the current values: values equal to the current ones are a write that changes nothing. */
+  update(current: ColumnValues<C>, changes: R['changes']): ColumnValues<C>
+  /** The representation of a row. */
+  item(row: StoredRow<ColumnValues<C>>): R['item']
+}
+
 export interface ResourceSchemas {
   representation: TObject
   list: TArray
@@ -76,7 +137,8 @@ export interface ResourceDefinition<
   C extends string = string,
   N extends string = string,
   R extends ResourceTypes = ResourceTypes,
-  S extends ResourceSchemas = ResourceSchemas
+  S extends ResourceSchemas = ResourceSchemas,
+  T extends ColumnsDeclaration = ColumnsDeclaration
 > extends Resource<R['item']> {
   /** The path segment, the repository's key in the Store, the scopes' prefix and the OpenAPI tag: `plants`. */
   readonly collection: C
@@ -84,6 +146,7 @@ export interface ResourceDefinition<
   readonly name: N
   readonly schemas: S
   readonly texts: ResourceTexts
+  readonly storage: ResourceStorage<R, T>
   readonly example: Omit<R['item'], 'id'> & { id: number }
   /** The representation as events carry it: field by field, so a bigint id is a JSON integer. */
   json(item: R['item']): string
@@ -96,4 +159,9 @@ export interface ResourceDefinition<
   filterQuery(query: R['query']): string
 }
 
-export type RepositoryOf<D> = D extends ResourceDefinition<string, string, infer R, ResourceSchemas> ? Repository<R> : never
+/** The repositories of a store serving `D`, by collection. */
+export type RepositoriesOf<D extends readonly ResourceDefinition[]> =
+  { readonly [X in D[number] as X['collection']]: RepositoryOf<X> }
+
+export type RepositoryOf<D> =
+  D extends ResourceDefinition<string, string, infer R, ResourceSchemas, ColumnsDeclaration> ? Repository<R> : never

@@ -1,14 +1,21 @@
 import { sha256 } from './digest.js'
 import { ALL_SCOPES, type Principal, type Scope } from './scopes.js'
 
-/** A token's digest: what API_TOKENS_FILE entries, rate-limit keys, idempotency scopes and logs carry instead of the token. */
+/**
+ * A token's digest: what API_TOKENS_FILE entries, rate-limit keys, idempotency scopes and logs carry instead of the
+ * token.
+ */
 export const tokenDigest = (token: string): string => sha256(token, 'hex')
 
 const SCHEME = 'bearer '
 
 /** Exactly what @fastify/bearer-auth (specCompliance rfc6749) accepts, so the two never disagree. */
 export function bearerToken (header: string | undefined): string | undefined {
-  if (header === undefined || header.length <= SCHEME.length || header.slice(0, SCHEME.length).toLowerCase() !== SCHEME) return undefined
+  if (
+    header === undefined ||
+    header.length <= SCHEME.length ||
+    header.slice(0, SCHEME.length).toLowerCase() !== SCHEME
+  ) { return undefined }
   const token = header.slice(SCHEME.length).trim()
   return token === '' ? undefined : token
 }
@@ -33,9 +40,9 @@ export interface NamedToken {
   digest: string
 }
 
-/** A plain API_TOKENS token: every scope, and its digest as id, as data stored before scopes is keyed. */
-export const plainPrincipal = (digest: string): Principal =>
-  ({ id: digest, name: `sha256:${digest.slice(0, DIGEST_NAME_LENGTH)}`, scopes: ALL_SCOPES })
+/** A plain API_TOKENS token: every scope (the app's), and its digest as id, as data stored before scopes is keyed. */
+export const plainPrincipal = (digest: string, every: ReadonlySet<Scope> = ALL_SCOPES): Principal =>
+  ({ id: digest, name: `sha256:${digest.slice(0, DIGEST_NAME_LENGTH)}`, scopes: every })
 
 /** A named token: its name, so a token replaced under the same name keeps its data. */
 export const namedPrincipal = ({ name, scopes }: NamedToken): Principal =>
@@ -45,9 +52,13 @@ export const namedPrincipal = ({ name, scopes }: NamedToken): Principal =>
 export class TokenSet {
   readonly #entries: ReadonlyArray<{ digest: string, principal: Principal }>
 
-  constructor (plain: readonly string[], named: readonly NamedToken[] = []) {
+  /** `every`: what a plain token holds, every scope of the app's resources. */
+  constructor (plain: readonly string[], named: readonly NamedToken[] = [], every: ReadonlySet<Scope> = ALL_SCOPES) {
     this.#entries = [
-      ...plain.map((token) => { const digest = tokenDigest(token); return { digest, principal: plainPrincipal(digest) } }),
+      ...plain.map((token) => {
+        const digest = tokenDigest(token)
+        return { digest, principal: plainPrincipal(digest, every) }
+      }),
       ...named.map((entry) => ({ digest: entry.digest, principal: namedPrincipal(entry) }))
     ]
   }

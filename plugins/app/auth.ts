@@ -2,7 +2,7 @@ import bearerAuth from '@fastify/bearer-auth'
 import type { onRequestHookHandler, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { insufficientScope } from '../../src/errors.js'
-import { grants, type Principal, type Scope } from '../../src/scopes.js'
+import type { Principal, Scope } from '../../src/scopes.js'
 import { sandboxPrincipal } from '../../src/sandbox/principal.js'
 import { bearerToken, TokenSet } from '../../src/tokens.js'
 
@@ -29,13 +29,17 @@ declare module 'fastify' {
  * through the error handler, in the Error shape.
  */
 export default fp(async function authPlugin (app) {
-  const tokens = new TokenSet(app.config.tokens, app.config.namedTokens)
+  const { all, grants, isScope } = app.scopeCatalog
+  const tokens = new TokenSet(app.config.tokens, app.config.namedTokens, all)
   const sandbox = app.config.sandbox !== undefined
   const oidc = app.config.oidc === undefined
     ? undefined
     : await (async (config) => {
       const { OidcVerifier, looksLikeJwt } = await import('../../src/oidc.js')
-      const verifier = new OidcVerifier(config, (err) => { app.log.warn({ err }, 'OIDC: the provider\'s key set cannot be fetched') })
+      const onKeysFailure = (err: unknown): void => {
+        app.log.warn({ err }, 'OIDC: the provider\'s key set cannot be fetched')
+      }
+      const verifier = new OidcVerifier(config, onKeysFailure, undefined, isScope)
       return { verifier, looksLikeJwt }
     })(app.config.oidc)
 
@@ -47,7 +51,7 @@ export default fp(async function authPlugin (app) {
       done()
       return
     }
-    request.principal = sandbox ? sandboxPrincipal(token) : tokens.match(token)
+    request.principal = sandbox ? sandboxPrincipal(token, all) : tokens.match(token)
     if (request.principal !== undefined || oidc === undefined || !oidc.looksLikeJwt(token)) {
       done()
       return
@@ -88,9 +92,14 @@ export default fp(async function authPlugin (app) {
       }
     })
   } satisfies onRequestHookHandler)
-}, { name: 'auth', dependencies: ['config', 'errors'] })
+}, { name: 'auth', dependencies: ['config', 'errors', 'resources'] })
 
-/** onRoute hook of the authenticated resources: a route that forgets its scope stops the start instead of being open to every token. */
+/**
+ * onRoute hook of the authenticated resources: a route that forgets its scope stops the start instead of being open to
+ * every token.
+ */
 export function requireScope (route: RouteOptions): void {
-  if (route.config?.scope === undefined) throw new Error(`${route.method.toString()} ${route.url} declares no scope (config.scope)`)
+  if (route.config?.scope === undefined) {
+    throw new Error(`${route.method.toString()} ${route.url} declares no scope (config.scope)`)
+  }
 }

@@ -27,7 +27,10 @@ export default fp(async function connectionsPlugin (app) {
   app.addHook('preClose', async () => {
     draining = true
     if (app.config.shutdownDelayMs > 0) {
-      app.log.info({ delayMs: app.config.shutdownDelayMs }, 'shutting down: not ready, still serving until the delay is over')
+      app.log.info(
+        { delayMs: app.config.shutdownDelayMs },
+        'shutting down: not ready, still serving until the delay is over'
+      )
       await sleep(app.config.shutdownDelayMs)
     }
     refusing = true

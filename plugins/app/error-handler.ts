@@ -1,6 +1,13 @@
 import type { Socket } from 'node:net'
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError, HTTPMethods } from 'fastify'
+import type {
+  FastifyError,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  FastifySchemaValidationError,
+  HTTPMethods
+} from 'fastify'
 import fp from 'fastify-plugin'
 import { SANDBOX_FULL_RETRY_AFTER_S } from '../../src/sandbox/tenants.js'
 import {
@@ -9,7 +16,7 @@ import {
 } from '../../src/errors.js'
 import type { ErrorBody } from '../../src/schemas/error.js'
 import { patternMessages } from '../../src/schemas/pattern-messages.js'
-import { labelUnroutedRequest } from '../../src/route-label.js'
+import { labelUnroutedRequest } from '../http/route-label.js'
 
 /** The one place where a failure of the core becomes an HTTP status. */
 const STATUS: Readonly<Record<ErrorCode, number>> = {
@@ -52,17 +59,24 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   'auth-unavailable': 503
 }
 
-/** RFC 9110 §11.6.1 (401), §15.5.6 (405), §15.5.16 (415), RFC 6750 §3 (a refused token or scope), and Retry-After on a database or key-set 503. */
+/**
+ * RFC 9110 §11.6.1 (401), §15.5.6 (405), §15.5.16 (415), RFC 6750 §3 (a refused token or scope), and Retry-After on a
+ * database or key-set 503.
+ */
 function refusalHeaders (error: unknown, status: number): Record<string, string> {
   if (error instanceof AuthError) return { 'www-authenticate': error.challenge }
   if (status === 401) return { 'www-authenticate': 'Bearer' }
   if (error instanceof MethodNotAllowedError) return { allow: error.allowed.join(', ') }
-  if (error instanceof ServiceError && error.code === 'unsupported-content-encoding') return { 'accept-encoding': 'identity' }
+  if (error instanceof ServiceError && error.code === 'unsupported-content-encoding') {
+    return { 'accept-encoding': 'identity' }
+  }
   if (error instanceof AuthUnavailableError) return { 'retry-after': String(error.retryAfterS) }
   if (error instanceof ServiceError && error.code === 'unavailable') {
     return { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_S) }
   }
-  if (error instanceof ServiceError && error.code === 'sandbox-full') return { 'retry-after': String(SANDBOX_FULL_RETRY_AFTER_S) }
+  if (error instanceof ServiceError && error.code === 'sandbox-full') {
+    return { 'retry-after': String(SANDBOX_FULL_RETRY_AFTER_S) }
+  }
   if (error instanceof ServiceError && error.code === 'sandbox-busy') return { 'retry-after': '1' }
   if (error instanceof RetryLaterError) return { 'retry-after': String(error.retryAfterS) }
   return {}
@@ -85,12 +99,17 @@ const methodRank = (method: string): number => {
 
 /** OPTIONS alone does not count: with CORS on, its preflight route matches every path. */
 function allowedMethods (app: FastifyInstance, url: string): string[] {
-  const allowed = app.supportedMethods.filter((method) => app.findRoute({ method: method as HTTPMethods, url }) !== null)
+  const allowed = app.supportedMethods.filter(
+    (method) => app.findRoute({ method: method as HTTPMethods, url }) !== null
+  )
   if (allowed.every((method) => method === 'OPTIONS')) return []
   return allowed.sort((a, b) => methodRank(a) - methodRank(b))
 }
 
-/** The routes' URL templates, to find the route of a path whose method has none (the router only says some method has one). */
+/**
+ * The routes' URL templates, to find the route of a path whose method has none (the router only says some method has
+ * one).
+ */
 class RouteTemplates {
   readonly #patterns: Array<{ template: string, pattern: RegExp }> = []
 
@@ -101,7 +120,11 @@ class RouteTemplates {
       : segment === '*' ? '.*' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('/')
     this.#patterns.push({ template, pattern: new RegExp(`^${source}$`) })
     // Static templates first, as the router tries them.
-    this.#patterns.sort((a, b) => Number(a.template.includes(':') || a.template.includes('*')) - Number(b.template.includes(':') || b.template.includes('*')))
+    this.#patterns.sort(
+      (a, b) =>
+        Number(a.template.includes(':') || a.template.includes('*')) -
+        Number(b.template.includes(':') || b.template.includes('*'))
+    )
   }
 
   match (url: string): string | undefined {
@@ -125,7 +148,10 @@ export function notFoundError (app: FastifyInstance, request: FastifyRequest): S
   if (allowed.length > 0 && !allowed.includes(request.method)) {
     const template = routeTemplates.get(app)?.match(request.url)
     if (template !== undefined) labelUnroutedRequest(request, template)
-    return new MethodNotAllowedError(`Method ${request.method} is not allowed on ${path} (it allows ${allowed.join(', ')})`, allowed)
+    return new MethodNotAllowedError(
+      `Method ${request.method} is not allowed on ${path} (it allows ${allowed.join(', ')})`,
+      allowed
+    )
   }
   return routeNotFound(`Route ${request.method} ${path} not found`)
 }
@@ -151,9 +177,13 @@ export function formatValidationErrors (errors: FastifySchemaValidationError[], 
   const messages = errors.map((error) => {
     const where = `${dataVar}${error.instancePath}`
     const params = error.params as Record<string, unknown>
-    if (error.keyword === 'additionalProperties') return `${where} has unknown property '${String(params.additionalProperty)}'`
+    if (error.keyword === 'additionalProperties') {
+      return `${where} has unknown property '${String(params.additionalProperty)}'`
+    }
     if (error.keyword === 'required') return `${where} must have property '${String(params.missingProperty)}'`
-    if (error.keyword === 'enum' && Array.isArray(params.allowedValues)) return `${where} must be one of ${params.allowedValues.map((value) => JSON.stringify(value)).join(', ')}`
+    if (error.keyword === 'enum' && Array.isArray(params.allowedValues)) {
+      return `${where} must be one of ${params.allowedValues.map((value) => JSON.stringify(value)).join(', ')}`
+    }
     const patternMessage = error.keyword === 'pattern' ? patternMessages.get(String(params.pattern)) : undefined
     if (patternMessage !== undefined) return `${where} ${patternMessage}`
     return `${where} ${error.message ?? 'is invalid'}`
@@ -229,7 +259,9 @@ export default fp(async function errorHandlerPlugin (app) {
   app.setErrorHandler(function handleError (error, request, reply) {
     const body = toErrorBody(error)
     // Load shedding, not-ready and a full sandbox's 503s come in floods when the service is busiest: debug, no stack.
-    if (error instanceof ServiceError && (LOAD_SHEDDING_CODES.has(error.code) || QUIET_REFUSALS.has(error.code))) request.log.debug({ reason: body.message }, 'request refused')
+    const quiet = error instanceof ServiceError &&
+      (LOAD_SHEDDING_CODES.has(error.code) || QUIET_REFUSALS.has(error.code))
+    if (quiet) request.log.debug({ reason: body.message }, 'request refused')
     else if (body.error >= 500) request.log.error({ err: error }, 'request failed')
     return reply.code(body.error).headers(refusalHeaders(error, body.error)).send(body)
   })

@@ -1,11 +1,12 @@
 import { createServer, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Registry } from 'prom-client'
 import { LOAD_SHEDDING_CODES, ServiceError } from '../../src/errors.js'
 import { clientErrorHandler, errorBody } from './error-handler.js'
 import { RequestHistogram, type HistogramSeries } from '../../src/metrics/histogram.js'
-import { routeLabel } from '../../src/route-label.js'
+import { routeLabel } from '../http/route-label.js'
 import { STORE_OPERATIONS, type OperationObserver, type StoreOperation } from '../../src/store/instrumented.js'
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
 
@@ -36,19 +37,14 @@ const STORE_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 const SYNC_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1]
 
-/** On their own listener, never the API port, so neither clients nor the internet see them and no token guards them. */
-export default fp(async function metricsPlugin (app) {
-  const settings = app.config.metrics
-  if (settings === undefined) {
-    app.decorate('metrics', undefined)
-    return
-  }
-  const client = await import('prom-client')
-  const registry = new client.Registry()
+/** The process, its version and every request: duration by route, 429s and 503s by cause. */
+function requestMetrics (app: FastifyInstance, client: PromClient, registry: Registry): void {
   client.collectDefaultMetrics({ register: registry })
   // prom-client's sums of the by-type gauges beside them, gauges named `_total`, which Prometheus
   // reserves for counters (promtool check metrics refuses them): sum the by-type series instead.
-  for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) registry.removeSingleMetric(name)
+  for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
+    registry.removeSingleMetric(name)
+  }
 
   new client.Gauge({
     name: `${METRIC_PREFIX}build_info`,
@@ -62,11 +58,19 @@ export default fp(async function metricsPlugin (app) {
     'Time from a request\'s arrival to its answer, by method, route template and status', HTTP_BUCKETS, registry)
   app.addHook('onResponse', function measureRequest (request, reply, done) {
     const route = routeLabel(request)
-    requestDuration.series(`${request.method} ${reply.statusCode} ${route}`, { method: request.method, route, status_code: reply.statusCode })
+    requestDuration
+      .series(`${request.method} ${reply.statusCode} ${route}`, {
+        method: request.method,
+        route,
+        status_code: reply.statusCode
+      })
       .observe(reply.elapsedTime / 1000)
     done()
   })
+  refusalMetrics(app, client, registry)
+}
 
+function refusalMetrics (app: FastifyInstance, client: PromClient, registry: Registry): void {
   const rateLimited = new client.Counter({
     name: `${METRIC_PREFIX}rate_limit_rejections_total`,
     help: 'Requests answered 429 by the rate limit, by what was counted (a token, or an IP without a valid token)',
@@ -89,15 +93,27 @@ export default fp(async function metricsPlugin (app) {
     }
     done()
   })
+}
 
-  const storeDuration = new RequestHistogram(`${METRIC_PREFIX}store_operation_duration_seconds`,
-    'Time a store operation took, from the call to its answer (for SQLite writes: committed and, with full sync, on disk)',
-    STORE_BUCKETS, registry)
-  const storeSeries = new Map<StoreOperation, { ok: HistogramSeries, error: HistogramSeries }>(STORE_OPERATIONS.map((operation) => [operation, {
-    ok: storeDuration.series(`${operation} ok`, { operation, outcome: 'ok' }),
-    error: storeDuration.series(`${operation} error`, { operation, outcome: 'error' })
-  }]))
-  const storeOperation: OperationObserver = (operation: StoreOperation) => {
+/** Every store operation's duration, by operation and outcome, its series made once. */
+function storeMetrics (registry: Registry): OperationObserver {
+  const storeDuration = new RequestHistogram(
+    `${METRIC_PREFIX}store_operation_duration_seconds`,
+    'Time a store operation took, from the call to its answer (for SQLite writes: committed and, with full sync, on ' +
+      'disk)',
+    STORE_BUCKETS,
+    registry
+  )
+  const storeSeries = new Map<StoreOperation, { ok: HistogramSeries, error: HistogramSeries }>(
+    STORE_OPERATIONS.map((operation) => [
+      operation,
+      {
+        ok: storeDuration.series(`${operation} ok`, { operation, outcome: 'ok' }),
+        error: storeDuration.series(`${operation} error`, { operation, outcome: 'error' })
+      }
+    ])
+  )
+  return (operation: StoreOperation) => {
     // performance.now(): a double, where hrtime.bigint() would allocate two BigInts per operation.
     const started = performance.now()
     return (error) => {
@@ -105,14 +121,21 @@ export default fp(async function metricsPlugin (app) {
       ;(error === undefined ? series?.ok : series?.error)?.observe((performance.now() - started) / 1000)
     }
   }
+}
 
-  // On PostgreSQL these would only ever be zeros: they are not exported at all.
-  const sqlite = isPostgresUrl(app.config.databaseUrl) ? undefined : sqliteMetrics(client, registry)
+function answerError (response: ServerResponse, status: number, message: string, headers: Record<string, string> = {}) {
+  const json = JSON.stringify(errorBody(status, message))
+  response
+    .writeHead(status, {
+      ...headers,
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(json)
+    })
+    .end(json)
+}
 
-  const answerError = (response: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void => {
-    const json = JSON.stringify(errorBody(status, message))
-    response.writeHead(status, { ...headers, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(json) }).end(json)
-  }
+/** The metrics listener: `GET /metrics` and nothing else, closed with the app. */
+async function serveMetrics (app: FastifyInstance, registry: Registry, settings: { port: number, host: string }) {
   // The API's slow-client deadlines, so a scraper's port is no easier to hold open than the API's.
   const { timeouts } = app.config
   const server = createServer({
@@ -127,7 +150,9 @@ export default fp(async function metricsPlugin (app) {
       return
     }
     if (request.method !== 'GET' && request.method !== 'HEAD') {
-      answerError(response, 405, `Method ${request.method ?? ''} is not allowed on /metrics (it allows GET, HEAD)`, { allow: 'GET, HEAD' })
+      answerError(response, 405, `Method ${request.method ?? ''} is not allowed on /metrics (it allows GET, HEAD)`, {
+        allow: 'GET, HEAD'
+      })
       return
     }
     registry.metrics().then((text) => {
@@ -147,6 +172,23 @@ export default fp(async function metricsPlugin (app) {
     server.closeAllConnections()
     await new Promise<void>((resolve) => server.close(() => resolve()))
   })
+  return server
+}
+
+/** On their own listener, never the API port, so neither clients nor the internet see them and no token guards them. */
+export default fp(async function metricsPlugin (app) {
+  const settings = app.config.metrics
+  if (settings === undefined) {
+    app.decorate('metrics', undefined)
+    return
+  }
+  const client = await import('prom-client')
+  const registry = new client.Registry()
+  requestMetrics(app, client, registry)
+  const storeOperation = storeMetrics(registry)
+  // On PostgreSQL these would only ever be zeros: they are not exported at all.
+  const sqlite = isPostgresUrl(app.config.databaseUrl) ? undefined : sqliteMetrics(client, registry)
+  const server = await serveMetrics(app, registry, settings)
 
   app.decorate('metrics', {
     client,

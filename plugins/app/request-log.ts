@@ -3,8 +3,8 @@ import type { IncomingMessage } from 'node:http'
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { levels } from 'pino'
-import { redactUrl } from '../../src/redact-url.js'
-import { routeLabel } from '../../src/route-label.js'
+import { redactUrl } from '../http/redact-url.js'
+import { routeLabel } from '../http/route-label.js'
 import { REQUEST_ID_PATTERN } from '../../src/schemas/headers.js'
 
 const SANE_REQUEST_ID = new RegExp(REQUEST_ID_PATTERN)
@@ -16,7 +16,8 @@ export function requestId (raw: IncomingMessage): string {
 }
 
 /** `silent`, pino's level above all, writes none. */
-const enabled = (level: string, line: 'info' | 'warn'): boolean => (levels.values[level] ?? Infinity) <= (levels.values[line] ?? 0)
+const enabled = (level: string, line: 'info' | 'warn'): boolean =>
+  (levels.values[level] ?? Infinity) <= (levels.values[line] ?? 0)
 
 /**
  * Fastify's two lines per request become one access line at info, naming the caller by its

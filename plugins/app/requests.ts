@@ -1,15 +1,22 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { invalidBody, invalidHeader, invalidQuery, unsupportedContentEncoding, unsupportedMediaType } from '../../src/errors.js'
-import { isUtf8Label, parseJsonBody } from '../../src/json-body.js'
+import {
+  invalidBody,
+  invalidHeader,
+  invalidQuery,
+  unsupportedContentEncoding,
+  unsupportedMediaType
+} from '../../src/errors.js'
+import { isUtf8Label, parseJsonBody } from '../http/json-body.js'
 import { notFoundError } from './error-handler.js'
 
 const DEFAULT_MEDIA_TYPES: readonly string[] = ['application/json']
 
 const QUOTED_VALUE_MAX = 40
 
-const quoted = (value: string): string => `"${value.length > QUOTED_VALUE_MAX ? `${value.slice(0, QUOTED_VALUE_MAX)}…` : value}"`
+const quoted = (value: string): string =>
+  `"${value.length > QUOTED_VALUE_MAX ? `${value.slice(0, QUOTED_VALUE_MAX)}…` : value}"`
 
 const documentedPath = (url: string | undefined): string => (url ?? '').replace(/:(\w+)/g, '{$1}')
 
@@ -25,7 +32,9 @@ function parseContentType (header: string | undefined): { mediaType: string | un
   return { mediaType: mediaType.trim().toLowerCase(), charsets }
 }
 
-/** `identity` is a no-op (accepted, though RFC 9110 reserves it for Accept-Encoding); others need decoding we do not do. */
+/**
+ * `identity` is a no-op (accepted, though RFC 9110 reserves it for Accept-Encoding); others need decoding we do not do.
+ */
 function contentCoding (header: string | undefined): string | undefined {
   if (header === undefined) return undefined
   const codings = header.split(',').map((coding) => coding.trim()).filter((coding) => coding !== '')
@@ -59,7 +68,8 @@ function badQueryParameter (url: string): string | undefined {
 
 /** Whether a request's framing announces a body: a non-zero Content-Length, or any Transfer-Encoding. */
 const framesBody = (headers: IncomingHttpHeaders): boolean =>
-  headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && Number(headers['content-length']) > 0)
+  headers['transfer-encoding'] !== undefined ||
+  (headers['content-length'] !== undefined && Number(headers['content-length']) > 0)
 
 /**
  * The one reader of request bodies. A route without a body takes an empty one in any media type
@@ -75,7 +85,9 @@ async function readBody (request: FastifyRequest, body: Buffer): Promise<unknown
   }
   const coding = contentCoding(request.headers['content-encoding'])
   if (coding !== undefined && body.length > 0) {
-    throw unsupportedContentEncoding(`Content-Encoding ${quoted(coding)} is not supported: send the body without a content coding`)
+    throw unsupportedContentEncoding(
+      `Content-Encoding ${quoted(coding)} is not supported: send the body without a content coding`
+    )
   }
   const accepted = schema.consumes ?? DEFAULT_MEDIA_TYPES
   const { mediaType, charsets } = parseContentType(request.headers['content-type'])
@@ -84,7 +96,9 @@ async function readBody (request: FastifyRequest, body: Buffer): Promise<unknown
     throw unsupportedMediaType('Unsupported Media Type')
   }
   const charset = charsets.find((label) => !isUtf8Label(label))
-  if (charset !== undefined) throw unsupportedMediaType(`Content-Type charset ${quoted(charset)} is not supported: send the body as UTF-8`)
+  if (charset !== undefined) {
+    throw unsupportedMediaType(`Content-Type charset ${quoted(charset)} is not supported: send the body as UTF-8`)
+  }
   if (body.length === 0) throw invalidBody(`Body cannot be empty when content-type is set to '${mediaType}'`)
   return parseJsonBody(body, mediaType)
 }
@@ -115,9 +129,14 @@ export default fp(async function requestsPlugin (app) {
       done()
       return
     }
-    done(invalidQuery(name === ''
-      ? 'querystring has a parameter name that is not percent-encoded UTF-8'
-      : `querystring/${name.length > QUOTED_VALUE_MAX ? `${name.slice(0, QUOTED_VALUE_MAX)}…` : name} is not percent-encoded UTF-8`))
+    done(
+      invalidQuery(
+        name === ''
+          ? 'querystring has a parameter name that is not percent-encoded UTF-8'
+          : `querystring/${name.length > QUOTED_VALUE_MAX ? `${name.slice(0, QUOTED_VALUE_MAX)}…` : name} is not ` +
+            'percent-encoded UTF-8'
+      )
+    )
   })
 
   // Fastify never reads a GET or HEAD body (it would be silently ignored): refuse one from its framing.

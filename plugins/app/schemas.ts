@@ -4,10 +4,14 @@ import type { FastifySchemaCompiler, FastifyServerOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { int64Format } from '../../src/schemas/int64.js'
 import { ErrorSchema } from '../../src/schemas/error.js'
-import { RESOURCES } from '../../src/resources/index.js'
 import {
-  NewWebhookSchema, RecoverWebhookSchema, RotateWebhookSecretSchema, WebhookEventTypeListSchema, WebhookRecoverySchema, WebhookTestResultSchema, WebhookDeliveryAttemptSchema, WebhookDeliveryDetailSchema, WebhookDeliveryListSchema, WebhookDeliverySchema, WebhookListSchema, WebhookPatchSchema, WebhookSchema, WebhookSecretSchema, WebhookWithSecretSchema
+  NewWebhookSchema, RecoverWebhookSchema, RotateWebhookSecretSchema, WebhookEventTypeListSchema,
+  WebhookRecoverySchema, WebhookTestResultSchema, WebhookListSchema, WebhookPatchSchema, WebhookSchema,
+  WebhookSecretSchema, WebhookWithSecretSchema
 } from '../../src/schemas/webhook.js'
+import {
+  WebhookDeliveryAttemptSchema, WebhookDeliveryDetailSchema, WebhookDeliveryListSchema, WebhookDeliverySchema
+} from '../../src/schemas/webhook-delivery.js'
 import { WEBHOOK_EVENT_SCHEMAS } from '../../src/schemas/webhook-events.js'
 
 /**
@@ -16,8 +20,10 @@ import { WEBHOOK_EVENT_SCHEMAS } from '../../src/schemas/webhook-events.js'
  */
 export default fp(async function schemasPlugin (app) {
   app.addSchema(ErrorSchema)
-  for (const { schemas } of RESOURCES) {
-    for (const schema of [schemas.representation, schemas.list, schemas.create, schemas.replace, schemas.patch]) app.addSchema(schema)
+  for (const { schemas } of app.resources) {
+    for (const schema of [schemas.representation, schemas.list, schemas.create, schemas.replace, schemas.patch]) {
+      app.addSchema(schema)
+    }
   }
   app.addSchema(WebhookSchema)
   app.addSchema(WebhookWithSecretSchema)
@@ -36,7 +42,7 @@ export default fp(async function schemasPlugin (app) {
   app.addSchema(WebhookDeliveryListSchema)
   // Only the OpenAPI `webhooks` section refers to these: the bodies receivers get.
   for (const schema of WEBHOOK_EVENT_SCHEMAS) app.addSchema(schema)
-}, { name: 'schemas' })
+}, { name: 'schemas', dependencies: ['resources'] })
 
 /** Ajv options of the service: unknown fields are 400s, and `int64` reads canonical int64 strings. */
 export const ajvOptions: NonNullable<FastifyServerOptions['ajv']> = {

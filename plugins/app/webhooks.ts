@@ -33,7 +33,10 @@ export interface WebhooksPluginOptions {
 export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, options) {
   const { config, store, log } = app
   const settings = config.webhooks
-  const policy = { ...defaultAddressPolicy(settings.allowPrivate), ...(options.resolve !== undefined && { resolve: options.resolve }) }
+  const policy = {
+    ...defaultAddressPolicy(settings.allowPrivate),
+    ...(options.resolve !== undefined && { resolve: options.resolve })
+  }
   // Deliveries yield to requests while the event loop is saturated by them (see ApiLoadMonitor).
   const load = new ApiLoadMonitor(options.load)
   app.addHook('onRequest', function countForWebhookLoad (_request, _reply, done) {
@@ -125,15 +128,27 @@ export function webhookDelivery (log: FastifyBaseLogger, wiring: {
       }
     }
     if (attempt.status === 'succeeded') log.info(details, 'webhook delivered')
-    else log.warn(details, attempt.status === 'failed' ? 'webhook delivery failed for good' : 'webhook delivery failed; retrying later')
+    else {
+      log.warn(
+        details,
+        attempt.status === 'failed' ? 'webhook delivery failed for good' : 'webhook delivery failed; retrying later'
+      )
+    }
   })
   dispatcher.on('subscription-disabled', ({ subscriptionId, reason }) => {
-    log.warn({ webhook: { subscriptionId: String(subscriptionId), reason } },
-      reason === 'gone' ? 'webhook subscription disabled: its receiver answered 410 Gone' : 'webhook subscription disabled: its deliveries kept failing')
+    log.warn(
+      { webhook: { subscriptionId: String(subscriptionId), reason } },
+      reason === 'gone'
+        ? 'webhook subscription disabled: its receiver answered 410 Gone'
+        : 'webhook subscription disabled: its deliveries kept failing'
+    )
   })
   dispatcher.on('pruned', ({ deleted }) => { log.info({ webhook: { deleted } }, 'old webhook deliveries pruned') })
   dispatcher.on('store-error', ({ operation, error }) => {
-    log.error({ err: error, webhook: { operation } }, 'webhook dispatcher: the database failed; deliveries wait and are retried')
+    log.error(
+      { err: error, webhook: { operation } },
+      'webhook dispatcher: the database failed; deliveries wait and are retried'
+    )
   })
   const service = new WebhookService({
     store: wiring.serviceStore ?? wiring.store,
@@ -154,51 +169,76 @@ export function webhookDelivery (log: FastifyBaseLogger, wiring: {
 }
 
 /** The backlog gauges read the database at each scrape: every instance reports the shared backlog. */
-function webhookMetrics ({ client, registry }: ServiceMetrics, dispatcher: WebhookDispatcher, store: WebhookStore): void {
+function webhookMetrics (
+  { client, registry }: ServiceMetrics,
+  dispatcher: WebhookDispatcher,
+  store: WebhookStore
+): void {
   const attempts = new client.Counter({
     name: `${METRIC_PREFIX}webhook_delivery_attempts_total`,
-    help: 'Webhook delivery attempts by what became of the delivery: succeeded, retrying (failed, tried again later), failed (for good)',
+    help: 'Webhook delivery attempts by what became of the delivery: succeeded, retrying (failed, tried again ' +
+      'later), failed (for good)',
     labelNames: ['outcome'],
     registers: [registry]
   })
   const OUTCOMES = { succeeded: 'succeeded', pending: 'retrying', failed: 'failed' } as const
   for (const outcome of Object.values(OUTCOMES)) attempts.inc({ outcome }, 0)
-  dispatcher.on('attempt', (attempt) => { attempts.inc({ outcome: OUTCOMES[attempt.status] }) })
+  dispatcher.on('attempt', (attempt) => {
+    attempts.inc({ outcome: OUTCOMES[attempt.status] })
+  })
   const disabled = new client.Counter({
     name: `${METRIC_PREFIX}webhook_subscriptions_disabled_total`,
-    help: 'Subscriptions this instance disabled: gone (the receiver answered 410) or failing (for WEBHOOK_DISABLE_AFTER_MS)',
+    help: 'Subscriptions this instance disabled: gone (the receiver answered 410) or failing (for ' +
+      'WEBHOOK_DISABLE_AFTER_MS)',
     labelNames: ['reason'],
     registers: [registry]
   })
   for (const reason of ['gone', 'failing']) disabled.inc({ reason }, 0)
-  dispatcher.on('subscription-disabled', ({ reason }) => { disabled.inc({ reason }) })
-  registry.registerMetric(new client.Gauge({
-    name: `${METRIC_PREFIX}webhook_inflight_attempts`,
-    help: 'Webhook delivery attempts this instance is making now (at most WEBHOOK_CONCURRENCY)',
-    registers: [],
-    collect () { this.set(dispatcher.inFlight) }
-  }))
+  dispatcher.on('subscription-disabled', ({ reason }) => {
+    disabled.inc({ reason })
+  })
+  registry.registerMetric(
+    new client.Gauge({
+      name: `${METRIC_PREFIX}webhook_inflight_attempts`,
+      help: 'Webhook delivery attempts this instance is making now (at most WEBHOOK_CONCURRENCY)',
+      registers: [],
+      collect () {
+        this.set(dispatcher.inFlight)
+      }
+    })
+  )
   let reading: Promise<Backlog> | undefined
   const backlog = async (): Promise<Backlog> => {
     // A database that cannot answer must not fail the whole scrape: the gauges read NaN meanwhile.
-    reading ??= store.backlog()
+    reading ??= store
+      .backlog()
       .catch((): Backlog => ({ pending: Number.NaN, oldestCreatedAt: Number.NaN }))
-      .finally(() => { setImmediate(() => { reading = undefined }) })
+      .finally(() => {
+        setImmediate(() => {
+          reading = undefined
+        })
+      })
     return await reading
   }
-  registry.registerMetric(new client.Gauge({
-    name: `${METRIC_PREFIX}webhook_backlog_deliveries`,
-    help: 'Webhook deliveries waiting (pending, of enabled subscriptions), across every instance on the database',
-    registers: [],
-    async collect () { this.set((await backlog()).pending) }
-  }))
-  registry.registerMetric(new client.Gauge({
-    name: `${METRIC_PREFIX}webhook_backlog_oldest_age_seconds`,
-    help: 'Age of the oldest waiting webhook delivery (0 when none waits): how far behind delivery is',
-    registers: [registry],
-    async collect () {
-      const { oldestCreatedAt } = await backlog()
-      this.set(oldestCreatedAt === undefined ? 0 : Math.max(0, (Date.now() - oldestCreatedAt) / 1000))
-    }
-  }))
+  registry.registerMetric(
+    new client.Gauge({
+      name: `${METRIC_PREFIX}webhook_backlog_deliveries`,
+      help: 'Webhook deliveries waiting (pending, of enabled subscriptions), across every instance on the database',
+      registers: [],
+      async collect () {
+        this.set((await backlog()).pending)
+      }
+    })
+  )
+  registry.registerMetric(
+    new client.Gauge({
+      name: `${METRIC_PREFIX}webhook_backlog_oldest_age_seconds`,
+      help: 'Age of the oldest waiting webhook delivery (0 when none waits): how far behind delivery is',
+      registers: [registry],
+      async collect () {
+        const { oldestCreatedAt } = await backlog()
+        this.set(oldestCreatedAt === undefined ? 0 : Math.max(0, (Date.now() - oldestCreatedAt) / 1000))
+      }
+    })
+  )
 }

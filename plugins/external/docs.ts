@@ -1,14 +1,14 @@
 import swagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
+import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { documentSecurityHeaders } from './helmet.js'
-import type { SandboxConfig } from '../../src/load-config.js'
+import type { SandboxConfig } from '../../src/sandbox/settings.js'
 import { duration } from '../../src/human.js'
-import { RESOURCES } from '../../src/resources/index.js'
-import { GRANTED_BY, SCOPE_DESCRIPTIONS, SCOPES, type Scope } from '../../src/scopes.js'
+import type { Scope, ScopeCatalog } from '../../src/scopes.js'
 import { rateLimitHeaders, requestIdHeader } from '../../src/schemas/headers.js'
 import { webhookEventsDocument } from '../../src/schemas/webhook-events.js'
-import { EVENT_SUBJECTS, WEBHOOK_EVENT_TYPES } from '../../src/webhooks/events.js'
+import { eventSubjectsOf, eventTypesOf } from '../../src/webhooks/events.js'
 
 type Transform = NonNullable<FastifyDynamicSwaggerOptions['transform']>
 type JsonObject = Record<string, unknown>
@@ -26,7 +26,10 @@ function documentInt64AsInteger (schema: unknown): unknown {
   return { ...schema, properties }
 }
 
-/** Swagger UI pre-fills examples in "Try it out": an optional one would be sent unasked (a bogus If-Match, a reused key). */
+/**
+ * Swagger UI pre-fills examples in "Try it out": an optional one would be sent unasked (a bogus If-Match, a reused
+ * key).
+ */
 function withoutOptionalExamples (schema: unknown): unknown {
   if (!isObject(schema) || !isObject(schema.properties)) return schema
   const required = Array.isArray(schema.required) ? schema.required : []
@@ -42,9 +45,18 @@ function withoutOptionalExamples (schema: unknown): unknown {
 function documentRefExamples (responses: unknown): unknown {
   if (!isObject(responses)) return responses
   return Object.fromEntries(Object.entries(responses).map(([status, response]) => {
-    if (!isObject(response) || typeof response.$ref !== 'string' || !Array.isArray(response.examples)) return [status, response]
+    if (!isObject(response) || typeof response.$ref !== 'string' || !Array.isArray(response.examples)) {
+      return [status, response]
+    }
     const { examples, description, headers, ...schema } = response
-    return [status, { description, ...(headers !== undefined && { headers }), content: { 'application/json': { schema, example: examples[0] } } }]
+    return [
+      status,
+      {
+        description,
+        ...(headers !== undefined && { headers }),
+        content: { 'application/json': { schema, example: examples[0] } }
+      }
+    ]
   }))
 }
 
@@ -52,7 +64,10 @@ function withRateLimitHeaders (responses: unknown): unknown {
   if (!isObject(responses)) return responses
   return Object.fromEntries(Object.entries(responses).map(([status, response]) => {
     if (!isObject(response)) return [status, response]
-    return [status, { ...response, headers: { ...(isObject(response.headers) ? response.headers : {}), ...rateLimitHeaders } }]
+    return [
+      status,
+      { ...response, headers: { ...(isObject(response.headers) ? response.headers : {}), ...rateLimitHeaders } }
+    ]
   }))
 }
 
@@ -74,26 +89,29 @@ function documentHead (schema: JsonObject): JsonObject {
 
 /**
  * What a route that declares a scope (`config.scope`, what the auth hook checks) needs, so the
- * document and the check come from one place: each scope that grants it (GRANTED_BY: a read scope,
- * or its write scope), any one of them. Linters (Spectral's oas3-operation-security-defined) accept
+ * document and the check come from one place: each scope that grants it (the scope catalogue's
+ * `grantedBy`: a read scope, or its write scope), any one of them. Linters (Spectral's oas3-operation-security-defined)
+ * accept
  * scopes in a requirement only when an OAuth2 flow lists them, which neither the bearer nor the
  * OpenID Connect scheme has: each requirement is empty, and `x-scopes` names the granting scopes.
  */
-function securityOf (scope: Scope | undefined, schemes: readonly string[]): JsonObject {
+function securityOf (scope: Scope | undefined, schemes: readonly string[], { grantedBy }: ScopeCatalog): JsonObject {
   if (scope === undefined) return {}
-  return { security: schemes.map((scheme) => ({ [scheme]: [] })), 'x-scopes': [...GRANTED_BY[scope]] }
+  return { security: schemes.map((scheme) => ({ [scheme]: [] })), 'x-scopes': [...grantedBy[scope]] }
 }
 
-const transformWith = (schemes: readonly string[]): Transform => ({ schema, url, route }) => {
+const transformWith = (schemes: readonly string[], scopes: ScopeCatalog): Transform => ({ schema, url, route }) => {
   if (!isObject(schema)) return { schema, url }
   // Copies, never in place: the same schema objects drive validation.
   const documented = {
     ...schema,
-    ...securityOf(route.config?.scope, schemes),
+    ...securityOf(route.config?.scope, schemes, scopes),
     params: documentInt64AsInteger(schema.params),
     querystring: withoutOptionalExamples(documentInt64AsInteger(schema.querystring)),
     headers: withoutOptionalExamples(schema.headers),
-    response: documentRefExamples(route.config?.rateLimit === false ? schema.response : withRateLimitHeaders(schema.response))
+    response: documentRefExamples(
+      route.config?.rateLimit === false ? schema.response : withRateLimitHeaders(schema.response)
+    )
   }
   return { schema: route.method === 'HEAD' ? documentHead(documented) : documented, url } as ReturnType<Transform>
 }
@@ -167,34 +185,47 @@ const DOCS_CONTENT_SECURITY_POLICY = "default-src 'self'; base-uri 'self'; font-
 
 /** What a visitor of a sandbox's Swagger UI reads first; the document is unchanged without SANDBOX. */
 function sandboxNote ({ maxPlants, maxSubscriptions, ttlMs }: SandboxConfig): string {
-  return 'This service runs as a public sandbox: authorize with any token of 16 to 256 URL-safe characters ' +
-    '(A-Z a-z 0-9 . _ ~ -), make one up. Each token has plants of its own, starting with a few examples (ids from 1), ' +
-    `at most ${maxPlants} plants and ${maxSubscriptions} webhook subscriptions (to public addresses only); a token unused ` +
+  return 'This service runs as a public sandbox: authorize with any token of 16 to 256 URL-safe characters (A-Z a-z ' +
+    '0-9 . _ ~ -), make one up. Each token has plants of its own, starting with a few examples (ids from 1), ' +
+    `at most ${maxPlants} plants and ${maxSubscriptions} webhook subscriptions (to public addresses only); a token ` +
+    'unused ' +
     `for ${duration(ttlMs)} is deleted with its data. Never put anything private here. `
 }
 
-export default fp(async function docsPlugin (app) {
-  const { oidc, sandbox } = app.config
-  const scopeList = SCOPES.map((scope) => `\`${scope}\` (${SCOPE_DESCRIPTIONS[scope].toLowerCase()})`).join(', ')
-  const securitySchemes = {
+/** Bearer tokens as this instance accepts them, and the OpenID provider's when there is one. */
+function securitySchemesOf (
+  { oidc, sandbox }: FastifyInstance['config'], scopeCatalog: FastifyInstance['scopeCatalog']
+) {
+  const scopeList = scopeCatalog.scopes
+    .map((scope) => `\`${scope}\` (${scopeCatalog.descriptions[scope].toLowerCase()})`).join(', ')
+  return {
     bearerAuth: {
       type: 'http' as const,
       scheme: 'bearer',
-      description: sandbox !== undefined
-        ? `Any token of 16 to 256 URL-safe characters: each token is a sandbox tenant of its own, with every scope: ${scopeList}.`
-        : `A token from API_TOKENS (every scope) or API_TOKENS_FILE (its scopes)${oidc === undefined ? '' : ', or a JWT access token of the OpenID provider'}. ` +
-        `Each operation lists the scopes that grant it (a write scope includes its read scope): ${scopeList}. ` +
-        'A token with none of them is answered 403.'
+      description:
+        sandbox !== undefined
+          ? 'Any token of 16 to 256 URL-safe characters: each token is a sandbox tenant of its own, with every ' +
+            `scope: ${scopeList}.`
+          : 'A token from API_TOKENS (every scope) or API_TOKENS_FILE (its ' +
+            `scopes)${oidc === undefined ? '' : ', or a JWT access token of the OpenID provider'}. ` +
+            `Each operation lists the scopes that grant it (a write scope includes its read scope): ${scopeList}. ` +
+            'A token with none of them is answered 403.'
     },
     // Swagger UI's Authorize then obtains a token from the provider (client credentials).
     ...(oidc !== undefined && {
       openIdConnect: {
         type: 'openIdConnect' as const,
         openIdConnectUrl: `${oidc.issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`,
-        description: `JWT access tokens of ${oidc.issuer} for the audience ${oidc.audience}, with the scopes in \`scope\` or \`scp\`: ${scopeList}.`
+        description: `JWT access tokens of ${oidc.issuer} for the audience ${oidc.audience}, with the scopes in ` +
+          `\`scope\` or \`scp\`: ${scopeList}.`
       }
     })
   }
+}
+
+export default fp(async function docsPlugin (app) {
+  const { config: { oidc, sandbox }, resources, scopeCatalog } = app
+  const securitySchemes = securitySchemesOf(app.config, scopeCatalog)
   const schemes = Object.keys(securitySchemes)
   await app.register(swagger, {
     openapi: {
@@ -203,19 +234,21 @@ export default fp(async function docsPlugin (app) {
         title: 'Plant Store',
         version: '1.0.0',
         description: (sandbox === undefined ? '' : sandboxNote(sandbox)) +
-          'A store of plants, each addressed by a signed 64-bit id. Every operation needs a bearer token. ' +
-          'Request bodies are I-JSON (RFC 7493): UTF-8, each member name once per object; query strings are percent-encoded UTF-8.',
+          'A store of plants, each addressed by a signed 64-bit id. Every operation needs a bearer token. Request ' +
+          'bodies are I-JSON (RFC 7493): UTF-8, each member name once per object; query strings are percent-encoded ' +
+          'UTF-8.',
         // No public address of its own to give: who runs it is who answers for it.
         contact: { name: 'The operators of this service' },
         license: { name: 'MIT', identifier: 'MIT' }
       },
       tags: [
-        ...RESOURCES.map((resource) => ({ name: resource.collection, description: resource.texts.tag })),
+        ...resources.map((resource) => ({ name: resource.collection, description: resource.texts.tag })),
         {
           name: 'webhooks',
-          description: `Webhook subscriptions: the service POSTs every ${EVENT_SUBJECTS} change ` +
-            `(${WEBHOOK_EVENT_TYPES.map((type) => `\`${type}\``).join(', ')}) to the URLs a token subscribed, signed as Standard Webhooks ` +
-            'specifies. Each token sees and manages its own subscriptions only. The events themselves are described under `webhooks`.'
+          description: `Webhook subscriptions: the service POSTs every ${eventSubjectsOf(resources)} change ` +
+            `(${eventTypesOf(resources).map((type) => `\`${type}\``).join(', ')}) ` +
+            'to the URLs a token subscribed, signed as Standard Webhooks specifies. Each token sees and manages its ' +
+            'own subscriptions only. The events themselves are described under `webhooks`.'
         },
         { name: 'service', description: 'Health and documentation' }
       ],
@@ -224,12 +257,19 @@ export default fp(async function docsPlugin (app) {
       // What receivers get: one POST per event type (OpenAPI 3.1 `webhooks`).
       webhooks: webhookEventsDocument(),
       // Relative by default; PUBLIC_URL makes it absolute for tools that read the document from a file.
-      servers: [{ url: app.config.publicUrl ?? '/', description: sandbox === undefined ? 'This service' : 'This service, a public sandbox (any token; data deleted when unused)' }]
+      servers: [{
+        url: app.config.publicUrl ?? '/',
+        description: sandbox === undefined
+          ? 'This service'
+          : 'This service, a public sandbox (any token; data deleted when unused)'
+      }]
     },
     stripBasePath: false,
     exposeHeadRoutes: true,
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
-    transform: transformWith(schemes),
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`)
+    },
+    transform: transformWith(schemes, scopeCatalog),
     transformObject: finishDocument
   })
 
@@ -247,11 +287,14 @@ export default fp(async function docsPlugin (app) {
         showExtensions: true
       },
       // With OIDC, Authorize fetches the provider's discovery document and token endpoint from the page.
-      staticCSP: oidc === undefined ? DOCS_CONTENT_SECURITY_POLICY : `${DOCS_CONTENT_SECURITY_POLICY}; connect-src 'self' ${new URL(oidc.issuer).origin}`
+      staticCSP:
+        oidc === undefined
+          ? DOCS_CONTENT_SECURITY_POLICY
+          : `${DOCS_CONTENT_SECURITY_POLICY}; connect-src 'self' ${new URL(oidc.issuer).origin}`
     })
   })
 
   app.get('/openapi.json', {
     schema: { hide: true }
   }, async () => app.swagger())
-}, { name: 'docs', dependencies: ['config', 'schemas'] })
+}, { name: 'docs', dependencies: ['config', 'resources', 'schemas'] })

@@ -1,10 +1,10 @@
-import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
 import fp from 'fastify-plugin'
-import type { FastifyOtelRequestContext } from '@fastify/otel'
+import type { FastifyOtelInstrumentationOpts, FastifyOtelRequestContext } from '@fastify/otel'
 import type { SpanStatus } from '@opentelemetry/api'
 import { ServiceError } from '../../src/errors.js'
-import { REDACTED, redactQuery, redactUrl } from '../../src/redact-url.js'
+import { REDACTED, redactQuery, redactUrl } from '../http/redact-url.js'
 import { STORE_OPERATIONS, type OperationObserver } from '../../src/store/instrumented.js'
 import type { AttemptTrace } from '../../src/webhooks/dispatcher.js'
 import type { ClaimedDelivery } from '../../src/webhooks/store.js'
@@ -78,31 +78,14 @@ function clientAttributes (target: string): Record<string, string | number> {
   }
 }
 
-/**
- * Traces over OTLP as the standard variables say: the SDK picks the exporter by
- * OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL and the exporter reads endpoint, headers and timeout itself.
- * A 4xx leaves the server span's status unset (the client's error, per the HTTP conventions), a
- * 5xx sets ERROR. Hook spans are off: a dozen per request would cost more than they tell.
- * Registered first, so the request span covers every other hook.
- */
-export default fp(async function otelPlugin (app) {
-  const settings = app.config.tracing
-  if (settings === undefined) {
-    app.decorate('tracing', undefined)
-    return
-  }
-  const [
-    { context, diag, DiagLogLevel, propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode },
-    { NodeSDK, resources },
-    { FastifyOtelInstrumentation }
-  ] = await Promise.all([
-    import('@opentelemetry/api'),
-    import('@opentelemetry/sdk-node'),
-    import('@fastify/otel')
-  ])
+type Api = typeof import('@opentelemetry/api')
+type TracingSettings = NonNullable<FastifyInstance['config']['tracing']>
 
-  // The SDK reports failed exports (and its other troubles) through its diagnostic logger: into
-  // the service's log, at most one line a minute, counting the ones left out.
+/**
+ * The SDK reports failed exports (and its other troubles) through its diagnostic logger: into the
+ * service's log, at most one line a minute, counting the ones left out.
+ */
+function logSdkProblems (app: FastifyInstance, settings: TracingSettings, { diag, DiagLogLevel }: Api): void {
   let lastReport = -Infinity
   let unreported = 0
   const report = (level: 'warn' | 'error') => (message: string, ...args: unknown[]): void => {
@@ -113,58 +96,58 @@ export default fp(async function otelPlugin (app) {
     }
     lastReport = now
     const err = args.find((arg) => arg instanceof Error)
-    app.log[level]({ detail: sdkMessage(message), ...(err !== undefined && { err }), tracesUrl: settings.tracesUrl, ...(unreported > 0 && { unreported }) },
-      'tracing: the OpenTelemetry SDK reports a problem (a failed export drops its spans)')
+    app.log[level](
+      {
+        detail: sdkMessage(message),
+        ...(err !== undefined && { err }),
+        tracesUrl: settings.tracesUrl,
+        ...(unreported > 0 && { unreported })
+      },
+      'tracing: the OpenTelemetry SDK reports a problem (a failed export drops its spans)'
+    )
     unreported = 0
   }
   const quiet = (): void => {}
-  diag.setLogger({ error: report('error'), warn: report('warn'), info: quiet, debug: quiet, verbose: quiet }, { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true })
+  diag.setLogger(
+    { error: report('error'), warn: report('warn'), info: quiet, debug: quiet, verbose: quiet },
+    { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true }
+  )
+}
 
-  const instrumentation = new FastifyOtelInstrumentation({
-    instrumentHooks: false,
-    instrumentHandler: false,
-    // Method and route template, never the raw URL, whose ids would make every span name unique.
-    requestHook: (span, request) => {
-      // Named as the OpenTelemetry HTTP conventions name server spans: method and route template
-      // (never the raw URL, whose ids would make every span name unique).
-      const route = request.routeOptions.url
-      span.updateName(route === undefined ? request.method : `${request.method} ${route}`)
-      span.setAttributes(serverAttributes(request))
-      // url.path without the query; the query with credentials a client put there redacted.
-      const question = request.url.indexOf('?')
-      if (question !== -1) {
-        span.setAttribute('url.path', request.url.slice(0, question))
-        span.setAttribute('url.query', redactQuery(request.url.slice(question + 1)))
-      }
-      // @fastify/otel marks the span ERROR whenever a hook or handler throws, a 401 or 404 too.
-      // The status waits for the answer: ERROR stays for a 5xx only.
-      const setStatus = span.setStatus.bind(span)
-      const end = span.end.bind(span)
-      let error: SpanStatus | undefined
-      span.setStatus = (status) => {
-        if (status.code === SpanStatusCode.ERROR) error = status
-        else setStatus(status)
-        return span
-      }
-      span.end = (time) => {
-        const code = (span as { attributes?: Record<string, unknown> }).attributes?.['http.response.status_code']
-        if (error !== undefined && (typeof code !== 'number' || code >= 500)) setStatus(error)
-        end(time)
-      }
+/** Names and completes each request's server span; ERROR is kept for a 5xx only. */
+function describeServerSpan ({ SpanStatusCode }: Api): NonNullable<FastifyOtelInstrumentationOpts['requestHook']> {
+  return (span, request) => {
+    // Named as the OpenTelemetry HTTP conventions name server spans: method and route template
+    // (never the raw URL, whose ids would make every span name unique).
+    const route = request.routeOptions.url
+    span.updateName(route === undefined ? request.method : `${request.method} ${route}`)
+    span.setAttributes(serverAttributes(request))
+    // url.path without the query; the query with credentials a client put there redacted.
+    const question = request.url.indexOf('?')
+    if (question !== -1) {
+      span.setAttribute('url.path', request.url.slice(0, question))
+      span.setAttribute('url.query', redactQuery(request.url.slice(question + 1)))
     }
-  })
-  const sdk = new NodeSDK({
-    serviceName: settings.serviceName,
-    // The SDK's default resource (telemetry.sdk.*) and the version; OTEL_RESOURCE_ATTRIBUTES, detected
-    // after, still overrides it.
-    resource: resources.defaultResource()
-      .merge(resources.resourceFromAttributes({ 'service.version': app.config.version })),
-    instrumentations: [instrumentation],
-    // Traces only: the SDK would otherwise start OTLP metric and log exporters too.
-    metricReaders: [],
-    logRecordProcessors: []
-  })
-  sdk.start()
+    // @fastify/otel marks the span ERROR whenever a hook or handler throws, a 401 or 404 too.
+    // The status waits for the answer: ERROR stays for a 5xx only.
+    const setStatus = span.setStatus.bind(span)
+    const end = span.end.bind(span)
+    let error: SpanStatus | undefined
+    span.setStatus = (status) => {
+      if (status.code === SpanStatusCode.ERROR) error = status
+      else setStatus(status)
+      return span
+    }
+    span.end = (time) => {
+      const code = (span as { attributes?: Record<string, unknown> }).attributes?.['http.response.status_code']
+      if (error !== undefined && (typeof code !== 'number' || code >= 500)) setStatus(error)
+      end(time)
+    }
+  }
+}
+
+/** Flushes the last spans on close, but never for longer than TRACE_FLUSH_TIMEOUT_MS. */
+function flushOnClose (app: FastifyInstance, sdk: { shutdown: () => Promise<void> }, { diag }: Api): void {
   app.addHook('onClose', async () => {
     // An unreachable collector must not hold up a shutdown: the exporter would retry for seconds.
     const flushed = sdk.shutdown().then(() => true, (err: unknown) => {
@@ -172,12 +155,16 @@ export default fp(async function otelPlugin (app) {
       return true
     })
     const gaveUp = sleep(TRACE_FLUSH_TIMEOUT_MS, false, { ref: false })
-    if (!await Promise.race([flushed, gaveUp])) app.log.warn({ timeoutMs: TRACE_FLUSH_TIMEOUT_MS }, 'tracing: the collector did not take the last spans in time; they are dropped')
+    if (!await Promise.race([flushed, gaveUp])) {
+      app.log.warn({ timeoutMs: TRACE_FLUSH_TIMEOUT_MS }, 'tracing: the collector did not take the last spans in ' +
+      'time; they are dropped')
+    }
     diag.disable()
   })
+}
 
-  await app.register(instrumentation.plugin())
-
+/** Log lines carry the request's trace, and the handler runs in the request span's context. */
+function traceRequests (app: FastifyInstance, { context }: Api): void {
   // Every line logged for a request names its trace and span, so logs and traces lead to each other.
   app.addHook('onRequest', function logTraceIds (request, reply, done) {
     const span = request.opentelemetry().span
@@ -191,53 +178,122 @@ export default fp(async function otelPlugin (app) {
   // The request span is current while the handler runs: the body is read outside the onRequest hook's context.
   app.addHook('onRoute', (routeOptions) => {
     const handler = routeOptions.handler
-    routeOptions.handler = function tracedHandler (this: ThisParameterType<RouteHandlerMethod>, request: FastifyRequest, reply: FastifyReply) {
+    routeOptions.handler = function tracedHandler (
+      this: ThisParameterType<RouteHandlerMethod>,
+      request: FastifyRequest,
+      reply: FastifyReply
+    ) {
       const current: FastifyOtelRequestContext = request.opentelemetry()
-      return current.context == null ? handler.call(this, request, reply) : context.with(current.context, handler, this, request, reply)
+      return current.context == null
+        ? handler.call(this, request, reply)
+        : context.with(current.context, handler, this, request, reply)
     } as RouteHandlerMethod
   })
+}
 
+/** A CLIENT span per store operation; a refusal the store answers with is not a failure. */
+function storeSpans (app: FastifyInstance, { trace, SpanKind, SpanStatusCode }: Api): OperationObserver {
   const tracer = trace.getTracer('plant-store', app.config.version)
   const spanNames = new Map(STORE_OPERATIONS.map((operation) => [operation, `store.${operation}`]))
   const storeKind = app.config.databaseUrl.startsWith('postgres') ? 'postgresql' : 'sqlite'
-  app.decorate('tracing', {
-    storeOperation: (operation) => {
-      const span = tracer.startSpan(spanNames.get(operation) ?? operation, {
-        kind: SpanKind.CLIENT,
-        attributes: { 'db.system.name': storeKind, 'db.operation.name': operation }
-      })
-      return (error) => {
-        // A missing resource or a failed If-Match is an answer, not a failure of the operation.
-        const failed = error !== undefined && !(error instanceof ServiceError && error.code !== 'unavailable')
-        if (failed) span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) })
+  return (operation) => {
+    const span = tracer.startSpan(spanNames.get(operation) ?? operation, {
+      kind: SpanKind.CLIENT,
+      attributes: { 'db.system.name': storeKind, 'db.operation.name': operation }
+    })
+    return (error) => {
+      // A missing resource or a failed If-Match is an answer, not a failure of the operation.
+      const failed = error !== undefined && !(error instanceof ServiceError && error.code !== 'unavailable')
+      if (failed) {
+        span.setStatus({
+          code: SpanStatusCode.ERROR,
+          message: error instanceof Error ? error.message : String(error)
+        })
+      }
+      span.end()
+    }
+  }
+}
+
+/** A CLIENT span per webhook attempt, a child of the request's that caused the event. */
+function webhookSpans (app: FastifyInstance, api: Api): ServiceTracing['webhookAttempt'] {
+  const { propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode } = api
+  const tracer = trace.getTracer('plant-store', app.config.version)
+  return (delivery) => {
+    const { traceparent } = delivery.origin
+    const parent = traceparent === undefined ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, { traceparent })
+    const span = tracer.startSpan('webhook.deliver', {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        'http.request.method': 'POST',
+        ...clientAttributes(delivery.url),
+        'webhook.event_type': delivery.eventType,
+        'webhook.message_id': delivery.messageId,
+        'webhook.subscription_id': String(delivery.subscriptionId),
+        'webhook.attempt': delivery.attempts + 1
+      }
+    }, parent)
+    const headers: Record<string, string> = {}
+    propagation.inject(trace.setSpan(parent, span), headers)
+    return {
+      headers,
+      end: (attempt) => {
+        if (attempt.statusCode !== undefined) span.setAttribute('http.response.status_code', attempt.statusCode)
+        if (attempt.status !== 'succeeded') {
+          span.setStatus({ code: SpanStatusCode.ERROR, message: attempt.error ?? 'not delivered' })
+        }
         span.end()
       }
-    },
-    injectTraceContext: (headers) => { propagation.inject(context.active(), headers) },
-    webhookAttempt: (delivery) => {
-      const { traceparent } = delivery.origin
-      const parent = traceparent === undefined ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, { traceparent })
-      const span = tracer.startSpan('webhook.deliver', {
-        kind: SpanKind.CLIENT,
-        attributes: {
-          'http.request.method': 'POST',
-          ...clientAttributes(delivery.url),
-          'webhook.event_type': delivery.eventType,
-          'webhook.message_id': delivery.messageId,
-          'webhook.subscription_id': String(delivery.subscriptionId),
-          'webhook.attempt': delivery.attempts + 1
-        }
-      }, parent)
-      const headers: Record<string, string> = {}
-      propagation.inject(trace.setSpan(parent, span), headers)
-      return {
-        headers,
-        end: (attempt) => {
-          if (attempt.statusCode !== undefined) span.setAttribute('http.response.status_code', attempt.statusCode)
-          if (attempt.status !== 'succeeded') span.setStatus({ code: SpanStatusCode.ERROR, message: attempt.error ?? 'not delivered' })
-          span.end()
-        }
-      }
     }
+  }
+}
+
+/**
+ * Traces over OTLP as the standard variables say: the SDK picks the exporter by
+ * OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL and the exporter reads endpoint, headers and timeout itself.
+ * A 4xx leaves the server span's status unset (the client's error, per the HTTP conventions), a
+ * 5xx sets ERROR. Hook spans are off: a dozen per request would cost more than they tell.
+ * Registered first, so the request span covers every other hook.
+ */
+export default fp(async function otelPlugin (app) {
+  const settings = app.config.tracing
+  if (settings === undefined) {
+    app.decorate('tracing', undefined)
+    return
+  }
+  const [api, { NodeSDK, resources }, { FastifyOtelInstrumentation }] = await Promise.all([
+    import('@opentelemetry/api'),
+    import('@opentelemetry/sdk-node'),
+    import('@fastify/otel')
+  ])
+  logSdkProblems(app, settings, api)
+
+  const instrumentation = new FastifyOtelInstrumentation({
+    instrumentHooks: false,
+    instrumentHandler: false,
+    // Method and route template, never the raw URL, whose ids would make every span name unique.
+    requestHook: describeServerSpan(api)
+  })
+  const sdk = new NodeSDK({
+    serviceName: settings.serviceName,
+    // The SDK's default resource (telemetry.sdk.*) and the version; OTEL_RESOURCE_ATTRIBUTES, detected
+    // after, still overrides it.
+    resource: resources.defaultResource()
+      .merge(resources.resourceFromAttributes({ 'service.version': app.config.version })),
+    instrumentations: [instrumentation],
+    // Traces only: the SDK would otherwise start OTLP metric and log exporters too.
+    metricReaders: [],
+    logRecordProcessors: []
+  })
+  sdk.start()
+  flushOnClose(app, sdk, api)
+
+  await app.register(instrumentation.plugin())
+  traceRequests(app, api)
+
+  app.decorate('tracing', {
+    storeOperation: storeSpans(app, api),
+    injectTraceContext: (headers) => { api.propagation.inject(api.context.active(), headers) },
+    webhookAttempt: webhookSpans(app, api)
   })
 }, { name: 'tracing', dependencies: ['config'] })

@@ -33,9 +33,14 @@ export default fp(async function rateLimitPlugin (app) {
 
   const limit = app.rateLimit()
   // A sandbox mints tenants for any token: one address cycling tokens is limited as well.
-  const perAddress = app.config.sandbox === undefined || app.config.sandbox.ratePerAddress === 0
-    ? undefined
-    : app.createRateLimit({ max: app.config.sandbox.ratePerAddress, timeWindow: windowMs, keyGenerator: (request) => `address:${request.ip}` })
+  const perAddress =
+    app.config.sandbox === undefined || app.config.sandbox.ratePerAddress === 0
+      ? undefined
+      : app.createRateLimit({
+        max: app.config.sandbox.ratePerAddress,
+        timeWindow: windowMs,
+        keyGenerator: (request) => `address:${request.ip}`
+      })
   // The callback form: an async hook around the limiter's own promise would add one more per request.
   app.addHook('onRequest', function applyRateLimit (request, reply, done) {
     if (request.routeOptions.config.rateLimit === false) {
@@ -63,7 +68,10 @@ export default fp(async function rateLimitPlugin (app) {
 }, { name: 'rate-limit', dependencies: ['config', 'errors', 'auth'] })
 
 /** Never makes a request wait: no offline queue, no retries, a short timeout; start-up goes on without Redis. */
-async function connectRedis ({ url, keyPrefix }: { url: string, keyPrefix: string }, log: FastifyBaseLogger): Promise<Redis> {
+async function connectRedis (
+  { url, keyPrefix }: { url: string; keyPrefix: string },
+  log: FastifyBaseLogger
+): Promise<Redis> {
   // Loaded only with REDIS_URL: see docs/performance.md#what-the-measurements-decided.
   const { Redis } = await import('ioredis')
   const redis = new Redis(url, {
@@ -79,7 +87,10 @@ async function connectRedis ({ url, keyPrefix }: { url: string, keyPrefix: strin
   })
   // ioredis reports every failed reconnect; log only the change of state.
   let up = false
-  redis.on('ready', () => { up = true; log.info('rate limit: Redis connected') })
+  redis.on('ready', () => {
+    up = true
+    log.info('rate limit: Redis connected')
+  })
   redis.on('error', (err: Error) => {
     if (!up) return
     up = false

@@ -29,87 +29,126 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
     await app.store.ping()
     await app.sandbox?.registry.ping()
   }
+  healthRoute(app, ping)
+  probeRoutes(app, ping)
+}
+
+type App = Parameters<FastifyPluginAsyncTypebox>[0]
+
+function healthRoute (app: App, ping: () => Promise<void>): void {
   // A sandbox says so; without SANDBOX the body (and the document) stay as they were.
   const sandbox = app.config.sandbox !== undefined
   const healthy = sandbox
-    ? Type.Object({ status: Type.Literal('ok'), mode: Type.Literal('sandbox') }, { description: 'The service and its database answer; it runs as a public sandbox', examples: [{ status: 'ok', mode: 'sandbox' }] })
-    : Type.Object({ status: Type.Literal('ok') }, { description: 'The service and its database answer', examples: [{ status: 'ok' }] })
-  app.get('/health', {
-    schema: {
-      operationId: 'getHealth',
-      summary: 'Service health',
-      description: 'Reports whether the service and its database answer, and 503 while the service sheds load. Needs no token and is not rate-limited.',
-      tags: ['service'],
-      security: [],
-      response: {
-        200: healthy,
-        ...errorResponses({ 503: 'The database does not answer or cannot store writes, or the service is overloaded (with Retry-After)' })
+    ? Type.Object(
+      { status: Type.Literal('ok'), mode: Type.Literal('sandbox') },
+      {
+        description: 'The service and its database answer; it runs as a public sandbox',
+        examples: [{ status: 'ok', mode: 'sandbox' }]
       }
+    )
+    : Type.Object(
+      { status: Type.Literal('ok') },
+      { description: 'The service and its database answer', examples: [{ status: 'ok' }] }
+    )
+  app.get(
+    '/health',
+    {
+      schema: {
+        operationId: 'getHealth',
+        summary: 'Service health',
+        description:
+          'Reports whether the service and its database answer, and 503 while the service sheds load. Needs no token ' +
+          'and is not rate-limited.',
+        tags: ['service'],
+        security: [],
+        response: {
+          200: healthy,
+          ...errorResponses({
+            503: 'The database does not answer or cannot store writes, or the service is overloaded (with Retry-After)'
+          })
+        }
+      },
+      // Load balancers poll it; it must keep answering however busy the API is.
+      config: { rateLimit: false }
     },
-    // Load balancers poll it; it must keep answering however busy the API is.
-    config: { rateLimit: false }
-  }, async (request, reply) => {
-    try {
-      await ping()
-    } catch (err) {
-      request.log.warn({ err }, 'health check: the database does not answer')
-      const full = err instanceof ServiceError && err.code === 'storage-full'
-      void reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S))
-      return reply.code(503).send(errorBody(503, full ? 'The database storage is full' : 'The database does not answer'))
+    async (request, reply) => {
+      try {
+        await ping()
+      } catch (err) {
+        request.log.warn({ err }, 'health check: the database does not answer')
+        const full = err instanceof ServiceError && err.code === 'storage-full'
+        void reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S))
+        return reply
+          .code(503)
+          .send(errorBody(503, full ? 'The database storage is full' : 'The database does not answer'))
+      }
+      return sandbox ? { status: 'ok' as const, mode: 'sandbox' as const } : { status: 'ok' as const }
     }
-    return sandbox ? { status: 'ok' as const, mode: 'sandbox' as const } : { status: 'ok' as const }
-  })
+  )
+}
 
+function probeRoutes (app: App, ping: () => Promise<void>): void {
   // Probes run whatever the load (under-pressure lets them through: ready reports the pressure
   // itself) and while draining (see plugins/app/connections.ts).
   const probeConfig = { rateLimit: false, answersWhileDraining: true, pressureHandler: () => undefined }
 
-  app.get('/health/live', {
-    schema: {
-      operationId: 'getLiveness',
-      summary: 'Liveness probe',
-      description: 'Answers 200 whenever the process answers at all, even while it drains, sheds load or has lost its database: ' +
-        'none of those is cured by a restart. For a Kubernetes livenessProbe. Needs no token and is not rate-limited.',
-      tags: ['service'],
-      security: [],
-      response: { 200: { ...StatusOk, description: 'The process answers' }, ...errorResponses({}) }
+  app.get(
+    '/health/live',
+    {
+      schema: {
+        operationId: 'getLiveness',
+        summary: 'Liveness probe',
+        description:
+          'Answers 200 whenever the process answers at all, even while it drains, sheds load or has lost its ' +
+          'database: none of those is cured by a restart. For a Kubernetes livenessProbe. Needs no token and is not ' +
+          'rate-limited.',
+        tags: ['service'],
+        security: [],
+        response: { 200: { ...StatusOk, description: 'The process answers' }, ...errorResponses({}) }
+      },
+      config: probeConfig
     },
-    config: probeConfig
-  }, async () => ({ status: 'ok' as const }))
+    async () => ({ status: 'ok' as const })
+  )
 
-  app.get('/health/ready', {
-    schema: {
-      operationId: 'getReadiness',
-      summary: 'Readiness probe',
-      description: 'Answers 200 when this instance can serve: the database answers, no write to disk has failed, and it ' +
-        'neither sheds load nor drains (from SIGTERM on it answers 503 at once while in-flight requests finish). ' +
-        'For a Kubernetes readinessProbe or a load balancer. Needs no token and is not rate-limited.',
-      tags: ['service'],
-      security: [],
-      response: {
-        200: { ...StatusOk, description: 'Ready for traffic' },
-        503: ref(ErrorSchema, {
-          description: 'Not ready: draining, shedding load, or the database does not answer',
-          headers: retryAfterHeader,
-          examples: [{ error: 503, message: 'Not ready: the service is shutting down' }]
-        }),
-        ...errorResponses({})
-      }
+  app.get(
+    '/health/ready',
+    {
+      schema: {
+        operationId: 'getReadiness',
+        summary: 'Readiness probe',
+        description:
+          'Answers 200 when this instance can serve: the database answers, no write to disk has failed, and it ' +
+          'neither sheds load nor drains (from SIGTERM on it answers 503 at once while in-flight requests finish). ' +
+          'For a Kubernetes readinessProbe or a load balancer. Needs no token and is not rate-limited.',
+        tags: ['service'],
+        security: [],
+        response: {
+          200: { ...StatusOk, description: 'Ready for traffic' },
+          503: ref(ErrorSchema, {
+            description: 'Not ready: draining, shedding load, or the database does not answer',
+            headers: retryAfterHeader,
+            examples: [{ error: 503, message: 'Not ready: the service is shutting down' }]
+          }),
+          ...errorResponses({})
+        }
+      },
+      config: probeConfig
     },
-    config: probeConfig
-  }, async (request, reply) => {
-    void reply.header('retry-after', String(NOT_READY_RETRY_AFTER_S))
-    if (app.draining) throw notReady('the service is shutting down')
-    if (app.isUnderPressure()) throw notReady('the service is overloaded')
-    try {
-      await ping()
-    } catch (err) {
-      request.log.warn({ err }, 'readiness check: the database does not answer')
-      throw notReady('the database does not answer', { cause: err })
+    async (request, reply) => {
+      void reply.header('retry-after', String(NOT_READY_RETRY_AFTER_S))
+      if (app.draining) throw notReady('the service is shutting down')
+      if (app.isUnderPressure()) throw notReady('the service is overloaded')
+      try {
+        await ping()
+      } catch (err) {
+        request.log.warn({ err }, 'readiness check: the database does not answer')
+        throw notReady('the database does not answer', { cause: err })
+      }
+      reply.removeHeader('retry-after')
+      return { status: 'ok' as const }
     }
-    reply.removeHeader('retry-after')
-    return { status: 'ok' as const }
-  })
+  )
 }
 
 export default healthRoutes

@@ -35,7 +35,12 @@ export class RequestHistogram {
   readonly aggregator = 'sum'
   readonly #series = new Map<string, HistogramSeries>()
 
-  constructor (readonly name: string, readonly help: string, private readonly bounds: readonly number[], registry: Registry) {
+  constructor (
+    readonly name: string,
+    readonly help: string,
+    private readonly bounds: readonly number[],
+    registry: Registry
+  ) {
     // The registry calls get() (and reset()) only: this is a metric to it, though not one of its classes.
     registry.registerMetric(this as unknown as Metric)
   }
@@ -50,13 +55,17 @@ export class RequestHistogram {
     return series
   }
 
-  async get (): Promise<{ name: string, help: string, type: 'histogram', aggregator: 'sum', values: Sample[] }> {
+  async get (): Promise<{ name: string; help: string; type: 'histogram'; aggregator: 'sum'; values: Sample[] }> {
     const values: Sample[] = []
     for (const series of this.#series.values()) {
       let cumulative = 0
       for (let bucket = 0; bucket <= this.bounds.length; bucket++) {
         cumulative += series.counts[bucket] as number
-        values.push({ value: cumulative, labels: { le: this.bounds[bucket] ?? '+Inf', ...series.labels }, metricName: `${this.name}_bucket` })
+        values.push({
+          value: cumulative,
+          labels: { le: this.bounds[bucket] ?? '+Inf', ...series.labels },
+          metricName: `${this.name}_bucket`
+        })
       }
       values.push({ value: series.sum, labels: { ...series.labels }, metricName: `${this.name}_sum` })
       values.push({ value: series.count, labels: { ...series.labels }, metricName: `${this.name}_count` })

@@ -1,4 +1,4 @@
-import type { RepositoryOf } from '../resource.js'
+import type { RepositoriesOf } from '../resource.js'
 import { PLANTS } from './plants.js'
 
 /** Every resource served, in the document's order: routes, scopes, schemas, tags, event types and store operations follow it. */
@@ -6,4 +6,6 @@ export const RESOURCES = [PLANTS] as const
 
 export type AnyResource = (typeof RESOURCES)[number]
 
-export type Repositories = { readonly [D in AnyResource as D['collection']]: RepositoryOf<D> }
+export type ServedResources = typeof RESOURCES
+
+export type Repositories = RepositoriesOf<ServedResources>

@@ -1,4 +1,4 @@
-import { strongEtag, type Repository, type ResourceDefinition } from '../resource.js'
+import { strongEtag, type ColumnsDeclaration, type Repository, type ResourceDefinition } from '../resource.js'
 import {
   NewPlantSchema, PLANT_EXAMPLE, PlantListQuerySchema, PlantListSchema, PlantParamsSchema, PlantPatchSchema, PlantSchema, PlantUpdateSchema, type Plant
 } from '../schemas/plant.js'
@@ -34,39 +34,14 @@ export interface PlantTypes {
 
 export type PlantRepository = Repository<PlantTypes>
 
-export interface PlantRow {
-  id: bigint
-  name: string
-  tag: string | null
-  created_at: bigint
-  updated_at: bigint
-}
-
-export interface IdempotencyRow extends Omit<PlantRow, 'id'> {
-  fingerprint: string
-  plant_id: bigint
-}
-
-/** Reads fetch rows as arrays, not objects: see docs/performance.md#what-the-measurements-decided. */
-export type PlantColumns = readonly [id: bigint, name: string, tag: string | null, created_at: bigint, updated_at: bigint]
-
-export const PLANT_COLUMNS = 'id, name, tag, created_at, updated_at'
-
-function plantOf (id: bigint, name: string, tag: string | null, createdMs: bigint, updatedMs: bigint): Plant {
-  const createdAt = isoTime(Number(createdMs))
+function plantOf (id: bigint, name: string, tag: string | null, createdMs: number, updatedMs: number): Plant {
+  const createdAt = isoTime(createdMs)
   // A plant never changed has equal timestamps: format once.
-  const updatedAt = updatedMs === createdMs ? createdAt : isoTime(Number(updatedMs))
+  const updatedAt = updatedMs === createdMs ? createdAt : isoTime(updatedMs)
   const plant: Plant = { id, name, createdAt, updatedAt }
   if (tag !== null) plant.tag = tag
   return plant
 }
-
-export const toPlant = (row: PlantRow): Plant => plantOf(row.id, row.name, row.tag, row.created_at, row.updated_at)
-
-export const columnsToPlant = (columns: PlantColumns): Plant => plantOf(columns[0], columns[1], columns[2], columns[3], columns[4])
-
-export const rememberedPlant = (row: IdempotencyRow): Plant =>
-  toPlant({ id: row.plant_id, name: row.name, tag: row.tag, created_at: row.created_at, updated_at: row.updated_at })
 
 /** `updatedAt` changes on every write, so the tag does too. */
 export const plantEtag = (plant: Plant): string =>
@@ -92,7 +67,13 @@ interface PlantSchemas {
   listQuery: typeof PlantListQuerySchema
 }
 
-export const PLANTS: ResourceDefinition<'plants', 'plant', PlantTypes, PlantSchemas> = {
+/** The plants table's own columns (besides id, created_at and updated_at). */
+const PLANT_TABLE = {
+  name: { kind: 'text', nullable: false },
+  tag: { kind: 'text', nullable: true }
+} as const satisfies ColumnsDeclaration
+
+export const PLANTS: ResourceDefinition<'plants', 'plant', PlantTypes, PlantSchemas, typeof PLANT_TABLE> = {
   collection: 'plants',
   name: 'plant',
   title: 'Plant',
@@ -133,6 +114,15 @@ export const PLANTS: ResourceDefinition<'plants', 'plant', PlantTypes, PlantSche
       updated: 'A plant was replaced or updated; `data` is the plant after the change',
       deleted: 'A plant was deleted; `data` is the plant as it was'
     }
+  },
+  storage: {
+    table: 'plants',
+    columns: PLANT_TABLE,
+    filters: [{ column: 'tag', value: (query) => query.tag }],
+    create: ({ name, tag }) => ({ name, tag: tag ?? null }),
+    replace: ({ name, tag }) => ({ name, tag: tag ?? null }),
+    update: (current, { name, tag }) => ({ name: name ?? current.name, tag: tag === undefined ? current.tag : tag }),
+    item: ({ id, values, createdAt, updatedAt }) => plantOf(id, values.name, values.tag, createdAt, updatedAt)
   },
   fromCreate: ({ id, name, tag }) => ({ ...(id !== undefined && { id: BigInt(id) }), name: name.trim(), ...(tag !== undefined && { tag }) }),
   fromReplace: ({ name, tag }) => ({ name: name.trim(), ...(tag !== undefined && { tag }) }),

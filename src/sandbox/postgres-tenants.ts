@@ -1,10 +1,15 @@
 import pg from 'pg'
 import { sha256 } from '../digest.js'
 import {
-  inTransaction, isConnectionError, parsePostgresUrl, postgresFailure, queryTimeout, settledPool, survivingDisconnects
+  inTransaction, isConnectionError, parsePostgresUrl, postgresFailure, queryTimeout, settledPool, survivingDisconnects,
+  tablePrefix
 } from '../store/postgres/connection.js'
 import { migrations } from '../store/postgres/migrations.js'
-import { createPostgresStore, isCurrentVersion, migrationLock, MIGRATIONS_TABLE } from '../store/postgres/postgres-store.js'
+import { createTableSql } from '../store/postgres/table-sql.js'
+import { RESOURCES } from '../resources/index.js'
+import {
+  createPostgresStore, isCurrentVersion, migrationLock, MIGRATIONS_TABLE
+} from '../store/postgres/postgres-store.js'
 import { pgTypes } from '../store/postgres/types.js'
 import type { TenantBackend } from './tenants.js'
 
@@ -21,10 +26,15 @@ export interface PostgresTenantOptions {
 /** Then a shared connection is replaced: a backend caches the catalog of every schema it has used. */
 const SHARED_CONNECTION_USES = 2000
 
-/** New schemas made at once: their DDL is PostgreSQL's CPU, and more would only hold pooled connections requests need. */
+/**
+ * New schemas made at once: their DDL is PostgreSQL's CPU, and more would only hold pooled connections requests need.
+ */
 const CREATIONS_AT_ONCE = 2
 
-/** A new tenant's schema in one round trip: every migration, one transaction, under the migrator's lock. */
+/**
+ * A new tenant's schema in one round trip: every migration and resource table, one transaction,
+ * under the migrator's lock.
+ */
 function createSchemaSql (schema: string): string {
   return [
     `SELECT pg_advisory_xact_lock(hashtextextended('${migrationLock(schema)}', 0))`,
@@ -32,11 +42,15 @@ function createSchemaSql (schema: string): string {
     `SELECT set_config('search_path', '${schema}', true)`,
     MIGRATIONS_TABLE,
     ...migrations,
+    ...RESOURCES.map((resource) => createTableSql(resource, schema)),
     `INSERT INTO plant_store_migrations (version) SELECT generate_series(1, ${migrations.length})`
   ].join(';\n')
 }
 
-/** A tenant's schema: a digest of DATABASE_URL's schema and the tenant key, so two sandboxes on one database never share one. */
+/**
+ * A tenant's schema: a digest of DATABASE_URL's schema and the tenant key, so two sandboxes on one database never share
+ * one.
+ */
 export const tenantSchema = (mainSchema: string | undefined, key: string): string =>
   `sbx_${sha256(`${mainSchema ?? ''}/${key}`, 'hex').slice(0, 40)}`
 
@@ -55,37 +69,9 @@ const REGISTRY = `CREATE TABLE IF NOT EXISTS sandbox_tenants (
 export async function createPostgresTenants (options: PostgresTenantOptions): Promise<TenantBackend> {
   const target = parsePostgresUrl(options.url)
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000
-  const pool = settledPool(survivingDisconnects(new pg.Pool({
-    connectionString: target.connectionString,
-    application_name: 'plant-store sandbox',
-    max: 4,
-    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-    ...queryTimeout(statementTimeoutMs)
-  }), options.onIdleError), { schema: target.schema, statementTimeoutMs })
-  try {
-    await inTransaction(pool, async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 34))', [`plant-store sandbox ${target.schema ?? ''}`])
-      if (target.schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${target.schema}`)
-      await client.query(REGISTRY)
-      await client.query('CREATE INDEX IF NOT EXISTS sandbox_tenants_last_used ON sandbox_tenants (last_used_at)')
-    })
-  } catch (err) {
-    await pool.end()
-    throw err
-  }
-  const sharedPool = (): pg.Pool => {
-    return survivingDisconnects(new pg.Pool({
-      connectionString: target.connectionString,
-      application_name: 'plant-store sandbox',
-      max: options.poolMax ?? 10,
-      maxUses: SHARED_CONNECTION_USES,
-      connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-      ...queryTimeout(statementTimeoutMs),
-      types: pgTypes
-    }), options.onIdleError)
-  }
-  const shared = sharedPool()
-  const bookkeeping = sharedPool()
+  const pool = await openRegistry(options, target, statementTimeoutMs)
+  const shared = tenantsPool(options, target, statementTimeoutMs)
+  const bookkeeping = tenantsPool(options, target, statementTimeoutMs)
   const schemaOf = (key: string): string => tenantSchema(target.schema, key)
   const creations = inTurn(CREATIONS_AT_ONCE)
   const tenantUrl = (key: string): string => {
@@ -93,20 +79,21 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
     url.searchParams.set('schema', schemaOf(key))
     return url.toString()
   }
+  const registry = `${tablePrefix(target.schema)}sandbox_tenants`
   return failuresMapped({
-    exists: async (key) => (await pool.query('SELECT 1 FROM sandbox_tenants WHERE key = $1', [key])).rowCount === 1,
+    exists: async (key) => (await pool.query(`SELECT 1 FROM ${registry} WHERE key = $1`, [key])).rowCount === 1,
     touch: async (key, now) => {
       const { rows } = await pool.query<{ inserted: boolean }>(
-        `INSERT INTO sandbox_tenants (key, schema_name, created_at, last_used_at) VALUES ($1, $2, $3, $3)
-         ON CONFLICT (key) DO UPDATE SET last_used_at = greatest(sandbox_tenants.last_used_at, excluded.last_used_at)
+        `INSERT INTO ${registry} AS r (key, schema_name, created_at, last_used_at) VALUES ($1, $2, $3, $3)
+         ON CONFLICT (key) DO UPDATE SET last_used_at = greatest(r.last_used_at, excluded.last_used_at)
          RETURNING (xmax = 0) AS inserted`, [key, schemaOf(key), now])
       return rows[0]?.inserted === true
     },
     open: async (key, created) => {
       const schema = schemaOf(key)
       const current = created
-        ? await creations.run(async () => await createSchema(schema))
-        : await schemaIsCurrent(schema)
+        ? await creations.run(async () => await createSchema(shared, schema))
+        : await schemaIsCurrent(shared, schema)
       const store = await createPostgresStore({
         url: tenantUrl(key),
         // The tenant's schema is each transaction's search_path: a pooled connection keeps no
@@ -123,11 +110,15 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
       return { store, created }
     },
     ping: async () => { await pool.query('SELECT 1') },
-    count: async () => Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM sandbox_tenants')).rows[0]?.n ?? 0),
+    count: async () =>
+      Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${registry}`)).rows[0]?.n ?? 0),
     leastRecentlyUsed: async (before, limit) =>
-      (await pool.query<{ key: string }>('SELECT key FROM sandbox_tenants WHERE last_used_at < $1 ORDER BY last_used_at, key LIMIT $2', [before, limit])).rows.map((row) => row.key),
+      (await pool.query<{ key: string }>(
+        `SELECT key FROM ${registry} WHERE last_used_at < $1 ORDER BY last_used_at, key LIMIT $2`, [before, limit]))
+        .rows.map((row) => row.key),
     remove: async (key, before) => await inTransaction(pool, async (remover) => {
-      const { rows } = await remover.query<{ schema_name: string }>('DELETE FROM sandbox_tenants WHERE key = $1 AND last_used_at < $2 RETURNING schema_name', [key, before])
+      const { rows } = await remover.query<{ schema_name: string }>(
+        `DELETE FROM ${registry} WHERE key = $1 AND last_used_at < $2 RETURNING schema_name`, [key, before])
       const schema = rows[0]?.schema_name
       if (schema === undefined) return false
       if (!/^sbx_[0-9a-f]{40}$/.test(schema)) throw new Error(`sandbox_tenants names an unexpected schema for ${key}`)
@@ -136,29 +127,76 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
     }),
     close: async () => { await Promise.all([pool.end(), shared.end(), bookkeeping.end()]) }
   })
+}
 
-  /** True when made; false when it could not be (another instance made it meanwhile): the migrator then looks. */
-  async function createSchema (schema: string): Promise<boolean> {
-    try {
-      await shared.query(createSchemaSql(schema))
-      return true
-    } catch (err) {
-      if (isConnectionError(err)) throw err
-      return false
-    }
+/** True when made; false when it could not be (another instance made it meanwhile): the migrator then looks. */
+async function createSchema (shared: pg.Pool, schema: string): Promise<boolean> {
+  try {
+    await shared.query(createSchemaSql(schema))
+    return true
+  } catch (err) {
+    if (isConnectionError(err)) throw err
+    return false
   }
+}
 
-  /** Whether the schema is this code's version (no migration to run); a newer one is refused. */
-  async function schemaIsCurrent (schema: string): Promise<boolean> {
-    let version: number
-    try {
-      version = (await shared.query<{ version: number | null }>(`SELECT max(version) AS version FROM ${schema}.plant_store_migrations`)).rows[0]?.version ?? 0
-    } catch (err) {
-      if (isConnectionError(err)) throw err
-      return false
-    }
-    return isCurrentVersion(version)
+/** Whether the schema is this code's version (no migration to run); a newer one is refused. */
+async function schemaIsCurrent (shared: pg.Pool, schema: string): Promise<boolean> {
+  let version: number
+  try {
+    version =
+      (
+        await shared.query<{ version: number | null }>(
+          `SELECT max(version) AS version FROM ${schema}.plant_store_migrations`
+        )
+      ).rows[0]?.version ?? 0
+  } catch (err) {
+    if (isConnectionError(err)) throw err
+    return false
   }
+  return isCurrentVersion(version)
+}
+
+/** Connections every tenant's store shares (each transaction sets its tenant's schema). */
+function tenantsPool (
+  options: PostgresTenantOptions, target: ReturnType<typeof parsePostgresUrl>, statementTimeoutMs: number
+): pg.Pool {
+  return survivingDisconnects(new pg.Pool({
+    connectionString: target.connectionString,
+    application_name: 'plant-store sandbox',
+    max: options.poolMax ?? 10,
+    maxUses: SHARED_CONNECTION_USES,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+    ...queryTimeout(statementTimeoutMs),
+    types: pgTypes
+  }), options.onIdleError)
+}
+
+/** The pool of the registry (`sandbox_tenants`), the table made when missing, under a lock every instance takes. */
+async function openRegistry (
+  options: PostgresTenantOptions, target: ReturnType<typeof parsePostgresUrl>, statementTimeoutMs: number
+): Promise<pg.Pool> {
+  const pool = settledPool(survivingDisconnects(new pg.Pool({
+    connectionString: target.connectionString,
+    application_name: 'plant-store sandbox',
+    max: 4,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+    ...queryTimeout(statementTimeoutMs)
+  }), options.onIdleError), { schema: target.schema, statementTimeoutMs })
+  try {
+    await inTransaction(pool, async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 34))', [
+        `plant-store sandbox ${target.schema ?? ''}`
+      ])
+      if (target.schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${target.schema}`)
+      await client.query(REGISTRY)
+      await client.query('CREATE INDEX IF NOT EXISTS sandbox_tenants_last_used ON sandbox_tenants (last_used_at)')
+    })
+  } catch (err) {
+    await pool.end()
+    throw err
+  }
+  return pool
 }
 
 /** A lost or refused database is `unavailable` (a 503), whichever of the backend's operations met it. */

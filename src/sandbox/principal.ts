@@ -1,9 +1,9 @@
-import type { Principal } from '../scopes.js'
+import type { Principal, Scope } from '../scopes.js'
 import { plainPrincipal, tokenDigest } from '../tokens.js'
 
 /** What a sandbox accepts as a token: 16 to 256 URL-safe characters (RFC 3986 unreserved). */
 export const SANDBOX_TOKEN = /^[A-Za-z0-9._~-]{16,256}$/
 
 /** Any well-formed token is a tenant with every scope; its key is the token's digest, never the token. */
-export const sandboxPrincipal = (token: string): Principal | undefined =>
-  SANDBOX_TOKEN.test(token) ? plainPrincipal(tokenDigest(token)) : undefined
+export const sandboxPrincipal = (token: string, every?: ReadonlySet<Scope>): Principal | undefined =>
+  SANDBOX_TOKEN.test(token) ? plainPrincipal(tokenDigest(token), every) : undefined

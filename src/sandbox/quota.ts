@@ -7,7 +7,10 @@ async function countUpTo (repository: Repository<ResourceTypes>, max: number): P
   let count = 0
   let after: bigint | undefined
   for (;;) {
-    const page = await repository.list({ limit: Math.min(PAGE, max + 1 - count), ...(after !== undefined && { after }) })
+    const page = await repository.list({
+      limit: Math.min(PAGE, max + 1 - count),
+      ...(after !== undefined && { after })
+    })
     count += page.items.length
     const last = page.items.at(-1)
     if (!page.hasMore || last === undefined || count > max) return count
@@ -20,7 +23,9 @@ async function countUpTo (repository: Repository<ResourceTypes>, max: number): P
  * run one at a time on this instance, each after a count, so concurrent creates cannot overshoot
  * (instances sharing a tenant may, by one each).
  */
-export function limitCreates<R extends Repository<ResourceTypes>> (repository: R, resource: ResourceDefinition, max: number): R {
+export function limitCreates<R extends Repository<ResourceTypes>> (
+  repository: R, resource: ResourceDefinition, max: number
+): R {
   let queue: Promise<unknown> = Promise.resolve()
   return {
     list: async (query) => await repository.list(query),
@@ -29,7 +34,16 @@ export function limitCreates<R extends Repository<ResourceTypes>> (repository: R
       const turn = queue.then(async () => {
         // At the cap a keyed create may still replay one that landed: the store refuses only a new one.
         const full = await countUpTo(repository, max) >= max
-        return await repository.create(item, idempotency, origin, full ? () => { throw collectionLimit(resource, max) } : undefined)
+        return await repository.create(
+          item,
+          idempotency,
+          origin,
+          full
+            ? () => {
+                throw collectionLimit(resource, max)
+              }
+            : undefined
+        )
       })
       queue = turn.catch(() => {})
       return await turn

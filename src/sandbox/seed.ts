@@ -13,7 +13,9 @@ export const BUILT_IN_SEED: ReadonlyArray<Omit<NewPlant, 'id'>> = [
   { name: 'Aloe vera', tag: 'succulent' }
 ]
 
-/** The plants SANDBOX_SEED names (`none`, a JSON file, unset: the built-in set), checked as a create would check them. */
+/**
+ * The plants SANDBOX_SEED names (`none`, a JSON file, unset: the built-in set), checked as a create would check them.
+ */
 export function loadSeed (seed: string | undefined, maxPlants: number): Array<Omit<NewPlant, 'id'>> {
   if (seed === undefined) return BUILT_IN_SEED.slice(0, maxPlants)
   if (seed === 'none') return []
@@ -25,11 +27,15 @@ export function loadSeed (seed: string | undefined, maxPlants: number): Array<Om
     throw problem(`cannot be read as JSON (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}: ${seed})`)
   }
   if (!Array.isArray(parsed)) throw problem('must hold a JSON array of {"name": …, "tag": …} objects')
-  if (parsed.length > maxPlants) throw problem(`holds ${parsed.length} plants, more than SANDBOX_MAX_PLANTS (${maxPlants})`)
+  if (parsed.length > maxPlants) {
+    throw problem(`holds ${parsed.length} plants, more than SANDBOX_MAX_PLANTS (${maxPlants})`)
+  }
   // A seed plant is what a PUT may send (a name and an optional tag): the API's own schema checks it.
   const isPlant = new Ajv().compile<{ name: string, tag?: string }>(PlantUpdateSchema)
   return parsed.map((entry: unknown, index) => {
-    if (!isPlant(entry)) throw problem(`entry ${index}: a plant is {"name": 1 to 100 characters, "tag": optional, 1 to 50 characters}`)
+    if (!isPlant(entry)) {
+      throw problem(`entry ${index}: a plant is {"name": 1 to 100 characters, "tag": optional, 1 to 50 characters}`)
+    }
     return { name: entry.name.trim(), ...(entry.tag !== undefined && { tag: entry.tag }) }
   })
 }

@@ -29,24 +29,7 @@ export async function createSqliteTenants (options: SqliteTenantOptions): Promis
   const dir = tenantDirectory(options.databaseUrl)
   const registryFile = join(dir, 'registry.db')
   mkdirSync(dir, { recursive: true, mode: 0o700 })
-  createOwnerOnly(registryFile)
-  const db = new Database(registryFile)
-  db.pragma('journal_mode = WAL')
-  // A lost last-use time after a power loss only makes a tenant live longer.
-  db.pragma('synchronous = NORMAL')
-  db.exec(`CREATE TABLE IF NOT EXISTS tenants (
-    key          TEXT    PRIMARY KEY,
-    created_at   INTEGER NOT NULL,
-    last_used_at INTEGER NOT NULL) STRICT`)
-  db.exec('CREATE INDEX IF NOT EXISTS tenants_last_used ON tenants (last_used_at)')
-  const sql = {
-    exists: db.prepare<[string], unknown>('SELECT 1 FROM tenants WHERE key = ?').pluck(),
-    insert: db.prepare<[string, number, number]>('INSERT INTO tenants (key, created_at, last_used_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING'),
-    touch: db.prepare<[number, string]>('UPDATE tenants SET last_used_at = max(last_used_at, ?) WHERE key = ?'),
-    count: db.prepare<[], number>('SELECT count(*) FROM tenants').pluck(),
-    lru: db.prepare<[number, number], string>('SELECT key FROM tenants WHERE last_used_at < ? ORDER BY last_used_at, key LIMIT ?').pluck(),
-    remove: db.prepare<[string, number]>('DELETE FROM tenants WHERE key = ? AND last_used_at < ?')
-  }
+  const { db, sql } = openRegistry(registryFile)
   const fileOf = (key: string): string => {
     if (!KEY.test(key)) throw new Error('a tenant key is a hex SHA-256')
     return join(dir, `${key}.db`)
@@ -123,6 +106,35 @@ export async function createSqliteTenants (options: SqliteTenantOptions): Promis
     },
     close: async () => { db.close() }
   }
+}
+
+/** The registry: one row per tenant, with when it was last used. */
+function openRegistry (registryFile: string) {
+  createOwnerOnly(registryFile)
+  const db = new Database(registryFile)
+  db.pragma('journal_mode = WAL')
+  // A lost last-use time after a power loss only makes a tenant live longer.
+  db.pragma('synchronous = NORMAL')
+  db.exec(`CREATE TABLE IF NOT EXISTS tenants (
+    key          TEXT    PRIMARY KEY,
+    created_at   INTEGER NOT NULL,
+    last_used_at INTEGER NOT NULL) STRICT`)
+  db.exec('CREATE INDEX IF NOT EXISTS tenants_last_used ON tenants (last_used_at)')
+  const sql = {
+    exists: db.prepare<[string], unknown>('SELECT 1 FROM tenants WHERE key = ?').pluck(),
+    insert: db.prepare<[string, number, number]>(
+      'INSERT INTO tenants (key, created_at, last_used_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING'
+    ),
+    touch: db.prepare<[number, string]>('UPDATE tenants SET last_used_at = max(last_used_at, ?) WHERE key = ?'),
+    count: db.prepare<[], number>('SELECT count(*) FROM tenants').pluck(),
+    lru: db
+      .prepare<[number, number], string>(
+        'SELECT key FROM tenants WHERE last_used_at < ? ORDER BY last_used_at, key LIMIT ?'
+      )
+      .pluck(),
+    remove: db.prepare<[string, number]>('DELETE FROM tenants WHERE key = ? AND last_used_at < ?')
+  }
+  return { db, sql }
 }
 
 /** Files a crash left without a registry row (created, never recorded) are deleted at start. */

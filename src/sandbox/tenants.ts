@@ -128,7 +128,11 @@ export class TenantRegistry<T> {
   }
 
   start (): void {
-    this.#timer = setInterval(() => { this.sweep().catch((err: unknown) => { this.#options.log?.error({ err }, 'sandbox: the sweep failed; it runs again') }) }, this.sweepIntervalMs)
+    this.#timer = setInterval(() => {
+      this.sweep().catch((err: unknown) => {
+        this.#options.log?.error({ err }, 'sandbox: the sweep failed; it runs again')
+      })
+    }, this.sweepIntervalMs)
     this.#timer.unref()
   }
 
@@ -275,7 +279,11 @@ export class TenantRegistry<T> {
       return
     }
     await new Promise<void>((resolve, reject) => {
-      const waiter = { deadline: performance.now() + (this.#options.openWaitMs ?? OPEN_WAIT_MS), grant: resolve, refuse: reject }
+      const waiter = {
+        deadline: performance.now() + (this.#options.openWaitMs ?? OPEN_WAIT_MS),
+        grant: resolve,
+        refuse: reject
+      }
       this.#queue.push(waiter)
       this.#pump()
     })
@@ -343,7 +351,9 @@ export class TenantRegistry<T> {
   }
 
   async #stop (entry: Entry<T>, record = true): Promise<void> {
-    if (record && entry.lastUsed > entry.touchedAt) await this.#backend.touch(entry.key, entry.lastUsed).catch(() => false)
+    if (record && entry.lastUsed > entry.touchedAt) {
+      await this.#backend.touch(entry.key, entry.lastUsed).catch(() => false)
+    }
     await this.#options.stop(entry.tenant)
   }
 

@@ -23,18 +23,36 @@ const STATUS_HEADERS: Readonly<Record<string, Record<string, unknown>>> = {
 }
 
 /** Error responses for a route's statuses and `4xx`/`5xx`, so the serializer enforces the shape everywhere. */
-export function errorResponses<const S extends number> (statuses: Record<S, string>): Record<S | '4xx' | '5xx', ErrorRef> {
+export function errorResponses<const S extends number> (
+  statuses: Record<S, string>
+): Record<S | '4xx' | '5xx', ErrorRef> {
   const responses: Record<string, ErrorRef> = {}
   // Each with its own example (Swagger UI's "Example Value"): the status and its description.
   for (const [status, description] of Object.entries<string>(statuses)) {
     const headers = STATUS_HEADERS[status]
-    responses[status] = ref(ErrorSchema, { description, examples: [{ error: Number(status), message: description }], ...(headers !== undefined && { headers }) })
+    responses[status] = ref(ErrorSchema, {
+      description,
+      examples: [{ error: Number(status), message: description }],
+      ...(headers !== undefined && { headers })
+    })
   }
-  responses['4xx'] = ref(ErrorSchema, { description: 'Client error', examples: [{ error: 415, message: 'Unsupported Media Type' }], headers: retryAfterHeader })
-  responses['5xx'] = ref(ErrorSchema, { description: 'Server error', examples: [{ error: 500, message: 'Internal Server Error' }], headers: retryAfterHeader })
+  responses['4xx'] = ref(ErrorSchema, {
+    description: 'Client error',
+    examples: [{ error: 415, message: 'Unsupported Media Type' }],
+    headers: retryAfterHeader
+  })
+  responses['5xx'] = ref(ErrorSchema, {
+    description: 'Server error',
+    examples: [{ error: 500, message: 'Internal Server Error' }],
+    headers: retryAfterHeader
+  })
   return responses as Record<S | '4xx' | '5xx', ErrorRef>
 }
 
 /** The same, behind bearer auth: with the 401 and 403 every such route can answer. */
 export const authenticatedErrorResponses = <const S extends number>(statuses: Record<S, string>) =>
-  errorResponses({ ...statuses, 401: 'Missing or invalid bearer token', 403: 'The token lacks the scope this operation needs' })
+  errorResponses({
+    ...statuses,
+    401: 'Missing or invalid bearer token',
+    403: 'The token lacks the scope this operation needs'
+  })

@@ -24,7 +24,8 @@ export const int64Format = {
 } as const
 
 /** An int64 id in a body: a JSON integer, serialized exactly from a bigint. */
-export const int64IdSchema = (description: string) => Type.Unsafe<bigint>({ type: 'integer', format: 'int64', description, examples: [1] })
+export const int64IdSchema = (description: string) =>
+  Type.Unsafe<bigint>({ type: 'integer', format: 'int64', description, examples: [1] })
 
 /**
  * An int64 in a path or query string. It is validated as a canonical decimal string (the `int64`

@@ -16,4 +16,5 @@ export const listLimitSchema = (what: string) => Type.Optional(Type.Integer({
 }))
 
 /** A keyset cursor query parameter: an int64 id. */
-export const cursorSchema = (description: string) => Type.Optional(Type.String({ format: 'int64', description, examples: ['42'] }))
+export const cursorSchema = (description: string) =>
+  Type.Optional(Type.String({ format: 'int64', description, examples: ['42'] }))

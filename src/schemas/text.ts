@@ -14,10 +14,14 @@ export const STORABLE_TEXT_RULE = 'no NUL (U+0000) or unpaired UTF-16 surrogates
  * String#trim removes; the storable-text rule sits under allOf to keep its own message, with its
  * type, or generated clients type the property as `unknown` or `any`.
  */
-export const trimmedTextSchema = (what: string, maxLength: number, example: string): TString => Type.String({
-  pattern: describedPattern(`^\\s*\\S(?:[\\s\\S]{0,${maxLength - 2}}\\S)?\\s*$`,
-    `must be 1 to ${maxLength} characters after trimming surrounding white space`),
-  allOf: [{ type: 'string', pattern: STORABLE_TEXT }],
-  description: `${what}: 1 to ${maxLength} characters after trimming surrounding white space, stored trimmed; ${STORABLE_TEXT_RULE}`,
-  examples: [example]
-})
+export const trimmedTextSchema = (what: string, maxLength: number, example: string): TString =>
+  Type.String({
+    pattern: describedPattern(
+      `^\\s*\\S(?:[\\s\\S]{0,${maxLength - 2}}\\S)?\\s*$`,
+      `must be 1 to ${maxLength} characters after trimming surrounding white space`
+    ),
+    allOf: [{ type: 'string', pattern: STORABLE_TEXT }],
+    description: `${what}: 1 to ${maxLength} characters after trimming surrounding white space, stored trimmed; ` +
+      `${STORABLE_TEXT_RULE}`,
+    examples: [example]
+  })

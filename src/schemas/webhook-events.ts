@@ -17,9 +17,16 @@ import { SECRET_EXAMPLE } from './webhook.js'
  */
 
 /** Each event type's resource, and the `$id` of its body schema (`PlantCreatedEvent`). */
-const EVENTS = Object.fromEntries(RESOURCE_EVENTS.map(({ type, resource, change }) =>
-  [type, { id: `${resource.title}${change.charAt(0).toUpperCase()}${change.slice(1)}Event`, what: EVENT_DESCRIPTIONS[type], resource: resource as ResourceDefinition }]
-)) as Record<WebhookEventType, { id: string, what: string, resource: ResourceDefinition }>
+const EVENTS = Object.fromEntries(
+  RESOURCE_EVENTS.map(({ type, resource, change }) => [
+    type,
+    {
+      id: `${resource.title}${change.charAt(0).toUpperCase()}${change.slice(1)}Event`,
+      what: EVENT_DESCRIPTIONS[type],
+      resource: resource as ResourceDefinition
+    }
+  ])
+) as Record<WebhookEventType, { id: string; what: string; resource: ResourceDefinition }>
 
 const EXAMPLE_MESSAGE_ID = 'msg_2KWPBgLlAfxdpx2AI54pPJ'
 /** One time for every example, so a document's examples agree with each other. */
@@ -28,7 +35,11 @@ const EXAMPLE_SECONDS = Math.floor(Date.parse(EXAMPLE_TIME) / 1000)
 
 function examplePayload (type: WebhookEventType): string {
   const { resource } = EVENTS[type]
-  return eventPayload(type, resource.json({ ...resource.example, id: BigInt(resource.example.id) }), Date.parse(EXAMPLE_TIME))
+  return eventPayload(
+    type,
+    resource.json({ ...resource.example, id: BigInt(resource.example.id) }),
+    Date.parse(EXAMPLE_TIME)
+  )
 }
 
 /** The `data` of a `webhook.test` event. */
@@ -107,21 +118,34 @@ function eventOperation ({ type, schema, what, example, sentTo, failed }: SentEv
     post: {
       operationId: `${name}Event`,
       summary: `The \`${type}\` event`,
-      description: `${what}. ${sentTo}, ` +
-        'signed as Standard Webhooks specifies: verify `webhook-signature` with the subscription\'s secret over ' +
-        '`{webhook-id}.{webhook-timestamp}.{body}` (the body exactly as received), and refuse old timestamps. Delivery is ' +
-        'at least once: deduplicate on `webhook-id`. Redirects are not followed.',
+      description:
+        `${what}. ${sentTo}, ` +
+        "signed as Standard Webhooks specifies: verify `webhook-signature` with the subscription's secret over " +
+        '`{webhook-id}.{webhook-timestamp}.{body}` (the body exactly as received), and refuse old timestamps. ' +
+        'Delivery is at least once: deduplicate on `webhook-id`. Redirects are not followed.',
       tags: ['webhooks'],
       // Sent by the service, not called by clients: the signature authenticates it.
       security: [],
       parameters: [
-        header('webhook-id', 'The message id: the same on every attempt of this event, and for every subscription (deduplicate on it)',
-          '^msg_[A-Za-z0-9_-]{22}$', EXAMPLE_MESSAGE_ID),
-        header('webhook-timestamp', 'When this attempt was signed, in seconds since the Unix epoch', '^[0-9]+$', String(EXAMPLE_SECONDS)),
-        header('webhook-signature', 'Space-separated `v1,<base64 HMAC-SHA256>` signatures: one with the current secret, and for 24 hours ' +
-          'after a rotation one with the previous secret too',
-        '^v1,[A-Za-z0-9+/]+={0,2}( v1,[A-Za-z0-9+/]+={0,2})*$',
-        signatureHeader([SECRET_EXAMPLE], EXAMPLE_MESSAGE_ID, EXAMPLE_SECONDS, example))
+        header(
+          'webhook-id',
+          'The message id: the same on every attempt of this event, and for every subscription (deduplicate on it)',
+          '^msg_[A-Za-z0-9_-]{22}$',
+          EXAMPLE_MESSAGE_ID
+        ),
+        header(
+          'webhook-timestamp',
+          'When this attempt was signed, in seconds since the Unix epoch',
+          '^[0-9]+$',
+          String(EXAMPLE_SECONDS)
+        ),
+        header(
+          'webhook-signature',
+          'Space-separated `v1,<base64 HMAC-SHA256>` signatures: one with the current secret, and for 24 hours ' +
+            'after a rotation one with the previous secret too',
+          '^v1,[A-Za-z0-9+/]+={0,2}( v1,[A-Za-z0-9+/]+={0,2})*$',
+          signatureHeader([SECRET_EXAMPLE], EXAMPLE_MESSAGE_ID, EXAMPLE_SECONDS, example)
+        )
       ],
       requestBody: {
         required: true,
@@ -134,7 +158,11 @@ function eventOperation ({ type, schema, what, example, sentTo, failed }: SentEv
         }
       },
       responses: {
-        '2XX': { description: 'Acknowledged: the delivery succeeded (the body is ignored). Answer within WEBHOOK_TIMEOUT_MS (10 s by default), then do the work' },
+        '2XX': {
+          description:
+            'Acknowledged: the delivery succeeded (the body is ignored). Answer within WEBHOOK_TIMEOUT_MS (10 s by ' +
+            'default), then do the work'
+        },
         ...(retried && {
           410: {
             description: 'Gone: the receiver wants no more events. The delivery fails and the subscription is disabled'

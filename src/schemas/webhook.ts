@@ -13,17 +13,21 @@ import { ref } from './ref.js'
  */
 
 const URL_EXAMPLE = 'https://receiver.example.com/hooks'
-const TIME_EXAMPLE = '2026-01-02T03:04:05.678Z'
+export const TIME_EXAMPLE = '2026-01-02T03:04:05.678Z'
+export const PAYLOAD_EXAMPLE = '{"type":"plant.created","timestamp":"2026-01-02T03:04:05.678Z","data":' +
+  '{"id":1,"name":"Monstera","createdAt":"2026-01-02T03:04:05.678Z","updatedAt":"2026-01-02T03:04:05.678Z"}}'
 export const SECRET_EXAMPLE = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k='
 
-const URL_RULE = `an absolute http or https URL of at most ${MAX_WEBHOOK_URL_LENGTH} characters, without credentials, whose host ` +
+const URL_RULE =
+  `an absolute http or https URL of at most ${MAX_WEBHOOK_URL_LENGTH} characters, without credentials, whose host ` +
   'is (or resolves to) public addresses only'
 
 /** The schema bounds what it can; src/webhooks/url-policy.ts checks the rest (scheme, credentials, addresses). */
-const urlInput = (description: string) => Type.String({ format: 'uri', maxLength: MAX_WEBHOOK_URL_LENGTH, description, examples: [URL_EXAMPLE] })
+const urlInput = (description: string) =>
+  Type.String({ format: 'uri', maxLength: MAX_WEBHOOK_URL_LENGTH, description, examples: [URL_EXAMPLE] })
 
 /** One event type; an unknown one is a 400 that lists the known ones. */
-const EventTypeSchema = Type.Unsafe<WebhookEventType>({
+export const EventTypeSchema = Type.Unsafe<WebhookEventType>({
   type: 'string',
   enum: [...WEBHOOK_EVENT_TYPES],
   description: 'An event type',
@@ -40,7 +44,8 @@ const eventsInput = (description: string) => Type.Array(EventTypeSchema, {
 const descriptionOptions = {
   maxLength: MAX_DESCRIPTION_LENGTH,
   pattern: STORABLE_TEXT,
-  description: `What the subscription is for, for people: at most ${MAX_DESCRIPTION_LENGTH} characters; ${STORABLE_TEXT_RULE}`,
+  description: `What the subscription is for, for people: at most ${MAX_DESCRIPTION_LENGTH} characters; ` +
+    `${STORABLE_TEXT_RULE}`,
   examples: ['Sync to the shop front']
 }
 
@@ -57,24 +62,39 @@ const WEBHOOK_EXAMPLE = {
 /** `whsec_` and 24 to 64 bytes in base64 (Standard Webhooks); the service checks the decoded length. */
 const SECRET_PATTERN = '^whsec_[A-Za-z0-9+/]{32,88}={0,2}$'
 
-const secretSchema = (description: string) => Type.String({ pattern: SECRET_PATTERN, description, examples: [SECRET_EXAMPLE] })
+const secretSchema = (description: string) =>
+  Type.String({ pattern: SECRET_PATTERN, description, examples: [SECRET_EXAMPLE] })
 
-const SECRET_DESCRIPTION = 'The signing secret (Standard Webhooks): `whsec_` and 24 to 64 bytes in base64 (32 random ' +
-  'bytes unless the integrator supplied one). Verify each delivery\'s `webhook-signature` with it. Shown to the token that ' +
-  'owns the subscription only, and only at creation, by rotation and by `GET /webhooks/{id}/secret`; never logged'
+const SECRET_DESCRIPTION =
+  'The signing secret (Standard Webhooks): `whsec_` and 24 to 64 bytes in base64 (32 random ' +
+  "bytes unless the integrator supplied one). Verify each delivery's `webhook-signature` with it. Shown to the token " +
+  'that owns the subscription only, and only at creation, by rotation and by `GET /webhooks/{id}/secret`; never logged'
 
 const webhookProperties = {
   id: int64IdSchema('The subscription identifier (signed 64-bit)'),
   url: Type.String({ format: 'uri', description: 'Where events are POSTed', examples: [URL_EXAMPLE] }),
-  events: Type.Array(EventTypeSchema, { description: 'The event types delivered, in a fixed order, each once', examples: [[...WEBHOOK_EVENT_TYPES]] }),
+  events: Type.Array(EventTypeSchema, {
+    description: 'The event types delivered, in a fixed order, each once',
+    examples: [[...WEBHOOK_EVENT_TYPES]]
+  }),
   description: Type.Optional(Type.String({ ...descriptionOptions, description: 'What the subscription is for' })),
   disabled: Type.Boolean({
-    description: 'A disabled subscription gets no new deliveries and its pending ones wait. The service disables it when its ' +
-      'receiver answers 410 Gone or its deliveries keep failing (WEBHOOK_DISABLE_AFTER_MS); a PATCH with `"disabled": false` enables it again',
+    description:
+      'A disabled subscription gets no new deliveries and its pending ones wait. The service disables it when its ' +
+      'receiver answers 410 Gone or its deliveries keep failing (WEBHOOK_DISABLE_AFTER_MS); a PATCH with ' +
+      '`"disabled": false` enables it again',
     examples: [false]
   }),
-  createdAt: Type.String({ format: 'date-time', description: 'When the subscription was created; never changes', examples: [TIME_EXAMPLE] }),
-  updatedAt: Type.String({ format: 'date-time', description: 'When the subscription was last changed', examples: [TIME_EXAMPLE] })
+  createdAt: Type.String({
+    format: 'date-time',
+    description: 'When the subscription was created; never changes',
+    examples: [TIME_EXAMPLE]
+  }),
+  updatedAt: Type.String({
+    format: 'date-time',
+    description: 'When the subscription was last changed',
+    examples: [TIME_EXAMPLE]
+  })
 }
 
 export const WebhookSchema = Type.Object(webhookProperties, {
@@ -101,13 +121,17 @@ export const WebhookSecretSchema = Type.Object({ secret: secretSchema(SECRET_DES
 
 export const RotateWebhookSecretSchema = Type.Object(
   {
-    secret: Type.Optional(secretSchema('The new secret, when the integrator chooses it (e.g. one migrated from another ' +
-      'provider): `whsec_` and 24 to 64 bytes in base64; a random one when absent'))
+    secret: Type.Optional(
+      secretSchema(
+        'The new secret, when the integrator chooses it (e.g. one migrated from another ' +
+          'provider): `whsec_` and 24 to 64 bytes in base64; a random one when absent'
+      )
+    )
   },
   {
     $id: 'RotateWebhookSecret',
     additionalProperties: false,
-    description: 'What a rotation sets: a secret of the integrator\'s, or (absent, or no body at all) a random one',
+    description: "What a rotation sets: a secret of the integrator's, or (absent, or no body at all) a random one",
     examples: [{ secret: SECRET_EXAMPLE }, {}]
   }
 )
@@ -121,9 +145,16 @@ export const WebhookListSchema = Type.Array(ref(WebhookSchema), {
 export const NewWebhookSchema = Type.Object(
   {
     url: urlInput(`Where to POST events: ${URL_RULE}`),
-    events: Type.Optional(eventsInput('The event types to deliver (duplicates count once); every event type when absent')),
+    events: Type.Optional(
+      eventsInput('The event types to deliver (duplicates count once); every event type when absent')
+    ),
     description: Type.Optional(Type.String(descriptionOptions)),
-    disabled: Type.Optional(Type.Boolean({ description: 'Create it disabled: no deliveries until a PATCH enables it (false when absent)', examples: [false] }))
+    disabled: Type.Optional(
+      Type.Boolean({
+        description: 'Create it disabled: no deliveries until a PATCH enables it (false when absent)',
+        examples: [false]
+      })
+    )
   },
   {
     $id: 'NewWebhook',
@@ -137,97 +168,29 @@ export const WebhookPatchSchema = Type.Object(
   {
     url: Type.Optional(urlInput(`A new URL: ${URL_RULE}`)),
     events: Type.Optional(eventsInput('The event types to deliver from now on (duplicates count once)')),
-    description: Type.Optional(Type.Unsafe<string | null>({ ...descriptionOptions, type: ['string', 'null'], description: `${descriptionOptions.description}; null removes it` })),
-    disabled: Type.Optional(Type.Boolean({ description: 'Disable the subscription, or enable it again', examples: [false] }))
+    description: Type.Optional(
+      Type.Unsafe<string | null>({
+        ...descriptionOptions,
+        type: ['string', 'null'],
+        description: `${descriptionOptions.description}; null removes it`
+      })
+    ),
+    disabled: Type.Optional(
+      Type.Boolean({ description: 'Disable the subscription, or enable it again', examples: [false] })
+    )
   },
   {
     $id: 'WebhookPatch',
     additionalProperties: false,
-    description: 'A JSON merge patch (RFC 7396) of a webhook subscription: a missing field is kept, `"description": null` removes the description',
+    description:
+      'A JSON merge patch (RFC 7396) of a webhook subscription: a missing field is kept, `"description": null` ' +
+      'removes the description',
     examples: [{ events: ['plant.created'], description: null }]
   }
 )
 
-const DELIVERY_EXAMPLE = {
-  id: 7,
-  eventType: 'plant.created',
-  status: 'pending',
-  attempts: 1,
-  lastAttemptAt: TIME_EXAMPLE,
-  lastStatusCode: 503,
-  lastError: 'the receiver answered 503',
-  nextAttemptAt: '2026-01-02T03:04:10.678Z',
-  createdAt: TIME_EXAMPLE
-}
-
-export const WebhookDeliverySchema = Type.Object(
-  {
-    id: int64IdSchema('The delivery identifier (signed 64-bit)'),
-    eventType: EventTypeSchema,
-    status: Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')], {
-      description: '`pending`: an attempt is due (at `nextAttemptAt`); `succeeded`: the receiver answered 2xx; `failed`: ' +
-        'the retries are spent, or the receiver answered 410 Gone',
-      examples: ['pending']
-    }),
-    attempts: Type.Integer({ format: 'int32', minimum: 0, description: 'Attempts made so far', examples: [1] }),
-    lastAttemptAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the latest attempt was made', examples: [TIME_EXAMPLE] })),
-    lastStatusCode: Type.Optional(Type.Integer({ format: 'int32', description: 'The receiver\'s status code for the latest attempt, when it answered', examples: [503] })),
-    lastError: Type.Optional(Type.String({ description: 'Why the latest attempt did not succeed', examples: ['the receiver answered 503'] })),
-    nextAttemptAt: Type.Optional(Type.String({ format: 'date-time', description: 'When the next attempt is due (pending deliveries only)', examples: [TIME_EXAMPLE] })),
-    createdAt: Type.String({ format: 'date-time', description: 'When the event happened and the delivery was created', examples: [TIME_EXAMPLE] })
-  },
-  { $id: 'WebhookDelivery', additionalProperties: false, description: 'One event on its way to one subscription, with its latest attempt', examples: [DELIVERY_EXAMPLE] }
-)
-
-const ATTEMPT_EXAMPLE = {
-  at: TIME_EXAMPLE,
-  durationMs: 182,
-  statusCode: 503,
-  error: 'the receiver answered 503',
-  responseBody: '{"error":"try later"}'
-}
-
-export const WebhookDeliveryAttemptSchema = Type.Object(
-  {
-    at: Type.String({ format: 'date-time', description: 'When the attempt started', examples: [TIME_EXAMPLE] }),
-    durationMs: Type.Integer({ format: 'int32', minimum: 0, description: 'How long it took, to the answer\'s end (or its failure)', examples: [182] }),
-    statusCode: Type.Optional(Type.Integer({ format: 'int32', description: 'The receiver\'s status code, when it answered', examples: [503] })),
-    error: Type.Optional(Type.String({ description: 'Why the attempt did not succeed (no answer, or not a 2xx)', examples: ['the receiver answered 503'] })),
-    responseBody: Type.Optional(Type.String({ description: 'The first 1 KiB of the answer\'s body (as UTF-8), when it answered', examples: ['{"error":"try later"}'] }))
-  },
-  { $id: 'WebhookDeliveryAttempt', additionalProperties: false, description: 'One attempt of a delivery', examples: [ATTEMPT_EXAMPLE] }
-)
-
-export const WebhookDeliveryDetailSchema = Type.Object(
-  {
-    ...WebhookDeliverySchema.properties,
-    webhookId: Type.String({ description: 'The event\'s `webhook-id` header, the same on every attempt', examples: ['msg_2KWPBgLlAfxdpx2AI54pPJ85f4W'] }),
-    payload: Type.String({ description: 'The body every attempt sent, byte for byte (JSON text: `{ type, timestamp, data }`)', examples: ['{"type":"plant.created","timestamp":"2026-01-02T03:04:05.678Z","data":{"id":1,"name":"Monstera","createdAt":"2026-01-02T03:04:05.678Z","updatedAt":"2026-01-02T03:04:05.678Z"}}'] }),
-    attemptLog: Type.Array(ref(WebhookDeliveryAttemptSchema), { description: 'Every attempt so far, oldest first', examples: [[ATTEMPT_EXAMPLE]] })
-  },
-  {
-    $id: 'WebhookDeliveryDetail',
-    additionalProperties: false,
-    description: 'One delivery with its event as sent and every attempt',
-    examples: [{
-      ...DELIVERY_EXAMPLE,
-      webhookId: 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W',
-      payload: '{"type":"plant.created","timestamp":"2026-01-02T03:04:05.678Z","data":{"id":1,"name":"Monstera","createdAt":"2026-01-02T03:04:05.678Z","updatedAt":"2026-01-02T03:04:05.678Z"}}',
-      attemptLog: [ATTEMPT_EXAMPLE]
-    }]
-  }
-)
-
-export const WebhookDeliveryListSchema = Type.Array(ref(WebhookDeliverySchema), {
-  $id: 'WebhookDeliveryList',
-  description: 'Deliveries, newest first',
-  examples: [[DELIVERY_EXAMPLE]]
-})
-
-export const WebhookParamsSchema = Type.Object({ id: int64StringSchema('The subscription id') }, { additionalProperties: false })
-
-export const WebhookDeliveryParamsSchema = Type.Object(
-  { id: int64StringSchema('The subscription id'), deliveryId: int64StringSchema('The delivery id') },
+export const WebhookParamsSchema = Type.Object(
+  { id: int64StringSchema('The subscription id') },
   { additionalProperties: false }
 )
 
@@ -239,59 +202,85 @@ export const WebhookListQuerySchema = Type.Object(
   { additionalProperties: false }
 )
 
-export const WebhookDeliveryListQuerySchema = Type.Object(
-  {
-    limit: listLimitSchema('deliveries'),
-    before: cursorSchema('Cursor: only deliveries with a smaller id (older ones)'),
-    status: Type.Optional(Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')], {
-      description: 'Only deliveries with this status', examples: ['failed']
-    })),
-    eventType: Type.Optional(Type.Unsafe<WebhookEventType>({
-      type: 'string', enum: [...WEBHOOK_EVENT_TYPES], description: 'Only deliveries of this event type', examples: ['plant.updated']
-    }))
-  },
-  { additionalProperties: false }
-)
-
 export const RecoverWebhookSchema = Type.Object(
   {
-    since: Type.String({ format: 'date-time', description: 'Re-queue the failed deliveries created at this time (RFC 3339) or later', examples: [TIME_EXAMPLE] })
+    since: Type.String({
+      format: 'date-time',
+      description: 'Re-queue the failed deliveries created at this time (RFC 3339) or later',
+      examples: [TIME_EXAMPLE]
+    })
   },
-  { $id: 'RecoverWebhook', additionalProperties: false, description: 'Which failed deliveries to attempt again', examples: [{ since: TIME_EXAMPLE }] }
+  {
+    $id: 'RecoverWebhook',
+    additionalProperties: false,
+    description: 'Which failed deliveries to attempt again',
+    examples: [{ since: TIME_EXAMPLE }]
+  }
 )
 
 export const WebhookRecoverySchema = Type.Object(
-  { recovered: Type.Integer({ minimum: 0, description: 'How many failed deliveries are due again now', examples: [3] }) },
-  { $id: 'WebhookRecovery', additionalProperties: false, description: 'What a recovery re-queued', examples: [{ recovered: 3 }] }
+  {
+    recovered: Type.Integer({ minimum: 0, description: 'How many failed deliveries are due again now', examples: [3] })
+  },
+  {
+    $id: 'WebhookRecovery',
+    additionalProperties: false,
+    description: 'What a recovery re-queued',
+    examples: [{ recovered: 3 }]
+  }
 )
 
-const TEST_EXAMPLE = { webhookId: 'msg_2KWPBgLlAfxdpx2AI54pPJ', succeeded: true, at: TIME_EXAMPLE, durationMs: 41, statusCode: 204, responseBody: '' }
+const TEST_EXAMPLE = {
+  webhookId: 'msg_2KWPBgLlAfxdpx2AI54pPJ',
+  succeeded: true,
+  at: TIME_EXAMPLE,
+  durationMs: 41,
+  statusCode: 204,
+  responseBody: ''
+}
 
 export const WebhookTestResultSchema = Type.Object(
   {
-    webhookId: Type.String({ description: 'The test event\'s `webhook-id`', examples: [TEST_EXAMPLE.webhookId] }),
+    webhookId: Type.String({ description: "The test event's `webhook-id`", examples: [TEST_EXAMPLE.webhookId] }),
     succeeded: Type.Boolean({ description: 'The receiver answered 2xx', examples: [true] }),
     at: Type.String({ format: 'date-time', description: 'When it was sent', examples: [TIME_EXAMPLE] }),
     durationMs: Type.Integer({ format: 'int32', minimum: 0, description: 'How long the attempt took', examples: [41] }),
-    statusCode: Type.Optional(Type.Integer({ format: 'int32', description: 'The receiver\'s status code, when it answered', examples: [204] })),
-    error: Type.Optional(Type.String({ description: 'Why the attempt did not succeed', examples: ['the receiver answered 500'] })),
-    responseBody: Type.Optional(Type.String({ description: 'The first 1 KiB of the answer\'s body, when it answered', examples: [''] }))
+    statusCode: Type.Optional(
+      Type.Integer({ format: 'int32', description: "The receiver's status code, when it answered", examples: [204] })
+    ),
+    error: Type.Optional(
+      Type.String({ description: 'Why the attempt did not succeed', examples: ['the receiver answered 500'] })
+    ),
+    responseBody: Type.Optional(
+      Type.String({ description: "The first 1 KiB of the answer's body, when it answered", examples: [''] })
+    )
   },
-  { $id: 'WebhookTestResult', additionalProperties: false, description: 'The outcome of a test event\'s one attempt', examples: [TEST_EXAMPLE] }
+  {
+    $id: 'WebhookTestResult',
+    additionalProperties: false,
+    description: "The outcome of a test event's one attempt",
+    examples: [TEST_EXAMPLE]
+  }
 )
 
 export const WebhookEventTypeListSchema = Type.Array(
   Type.Object(
     {
       type: Type.String({ description: 'The event type', examples: ['plant.created'] }),
-      description: Type.String({ description: 'What it means', examples: ['A plant was created; `data` is the plant'] }),
-      schema: Type.Record(Type.String(), Type.Unknown(), { description: 'The JSON Schema of its body (self-contained)' })
+      description: Type.String({
+        description: 'What it means',
+        examples: ['A plant was created; `data` is the plant']
+      }),
+      schema: Type.Record(Type.String(), Type.Unknown(), {
+        description: 'The JSON Schema of its body (self-contained)'
+      })
     },
     { additionalProperties: false }
   ),
   {
     $id: 'WebhookEventTypeList',
-    description: `Every event type a receiver can get: the ${EVENT_SUBJECTS} events a subscription asks for, and \`webhook.test\``,
+    description: `Every event type a receiver can get: the ${EVENT_SUBJECTS} events a subscription asks for, and ` +
+      '`webhook.test`',
     examples: [[{ type: 'webhook.test', description: 'A test', schema: { type: 'object' } }]]
   }
 )

@@ -1,4 +1,5 @@
-import type { Repositories } from '../resources/index.js'
+import type { RepositoriesOf, ResourceDefinition } from '../resource.js'
+import type { ServedResources } from '../resources/index.js'
 import type { WebhookStore } from '../webhooks/store.js'
 import type { StorageLimits } from './trim.js'
 
@@ -27,8 +28,11 @@ export interface StoreLog {
   info: (details: object, message: string) => void
 }
 
-/** One repository per resource (src/resources/) over one database; a store knows nothing of HTTP (docs/architecture.md). */
-export type Store = Repositories & {
+/**
+ * One repository per resource over one database; a store knows nothing of HTTP (docs/architecture.md).
+ * It serves the resources its caller gives it, by default every one of src/resources/.
+ */
+export type Store<D extends readonly ResourceDefinition[] = ServedResources> = RepositoriesOf<D> & {
   readonly webhooks: WebhookStore
   ping(): Promise<void>
   /** Deletes the oldest rows past `limits` (a sandbox tenant's storage bound). */

@@ -2,7 +2,13 @@ import * as http from 'node:http'
 import * as https from 'node:https'
 import { isServiceError } from '../errors.js'
 import { storableText } from './rows.js'
-import { parseWebhookUrl, pinnedLookup, resolveWebhookTarget, type AddressPolicy, type ResolvedAddress } from './url-policy.js'
+import {
+  parseWebhookUrl,
+  pinnedLookup,
+  resolveWebhookTarget,
+  type AddressPolicy,
+  type ResolvedAddress
+} from './url-policy.js'
 
 /** How much of a receiver's answer is read: its status is what counts. */
 export const MAX_RESPONSE_BYTES = 4096
@@ -28,7 +34,8 @@ export interface AttemptOptions {
   pool?: ConnectionPool
 }
 
-export type AttemptFailure = 'timeout' | 'connection' | 'invalid-url' | 'url-not-allowed' | 'url-unresolvable' | 'aborted' | 'internal'
+export type AttemptFailure =
+  'timeout' | 'connection' | 'invalid-url' | 'url-not-allowed' | 'url-unresolvable' | 'aborted' | 'internal'
 
 export type AttemptResult =
   | {
@@ -106,7 +113,9 @@ class AttemptTimeout extends Error {
  */
 export async function attemptDelivery (request: AttemptRequest, options: AttemptOptions): Promise<AttemptResult> {
   const controller = new AbortController()
-  const timer = setTimeout(() => { controller.abort(new AttemptTimeout(`no answer within ${options.timeoutMs} ms`)) }, options.timeoutMs)
+  const timer = setTimeout(() => {
+    controller.abort(new AttemptTimeout(`no answer within ${options.timeoutMs} ms`))
+  }, options.timeoutMs)
   const stop = (): void => { controller.abort(options.signal?.reason) }
   if (options.signal?.aborted === true) stop()
   else options.signal?.addEventListener('abort', stop, { once: true })
@@ -145,7 +154,11 @@ async function untilAborted<T> (work: Promise<T>, signal: AbortSignal): Promise<
 function failure (err: unknown, signal: AbortSignal): AttemptResult {
   if (signal.aborted) {
     const timedOut = signal.reason instanceof AttemptTimeout
-    return { kind: 'error', reason: timedOut ? 'timeout' : 'aborted', message: timedOut ? (signal.reason as Error).message : 'the attempt was abandoned (stopping)' }
+    return {
+      kind: 'error',
+      reason: timedOut ? 'timeout' : 'aborted',
+      message: timedOut ? (signal.reason as Error).message : 'the attempt was abandoned (stopping)'
+    }
   }
   if (isServiceError(err)) {
     const reason = err.code === 'url-not-allowed' || err.code === 'url-unresolvable' ? err.code : 'invalid-url'
@@ -153,19 +166,29 @@ function failure (err: unknown, signal: AbortSignal): AttemptResult {
   }
   const code = (err as { code?: unknown }).code
   const message = err instanceof Error ? err.message : String(err)
-  return { kind: 'error', reason: 'connection', message: typeof code === 'string' && !message.includes(code) ? `${code}: ${message}` : message }
+  return {
+    kind: 'error',
+    reason: 'connection',
+    message: typeof code === 'string' && !message.includes(code) ? `${code}: ${message}` : message
+  }
 }
 
 async function send (
-  url: URL, target: ResolvedAddress, { headers, body }: AttemptRequest, options: AttemptOptions, signal: AbortSignal, pool: ConnectionPool | undefined
-): Promise<{ result: AttemptResult, reusedConnection: boolean }> {
+  url: URL,
+  target: ResolvedAddress,
+  { headers, body }: AttemptRequest,
+  options: AttemptOptions,
+  signal: AbortSignal,
+  pool: ConnectionPool | undefined
+): Promise<{ result: AttemptResult; reusedConnection: boolean }> {
   const maxBytes = options.maxResponseBytes ?? MAX_RESPONSE_BYTES
   return await new Promise((resolve) => {
     let statusCode: number | undefined
     let settled = false
     const kept: Buffer[] = []
     let keptBytes = 0
-    const answerBody = (): string => storableText(Buffer.concat(kept).subarray(0, KEPT_RESPONSE_BYTES).toString('utf8'))
+    const answerBody = (): string =>
+      storableText(Buffer.concat(kept).subarray(0, KEPT_RESPONSE_BYTES).toString('utf8'))
     const settle = (result: AttemptResult, keepConnection = false): void => {
       if (settled) return
       settled = true
@@ -173,7 +196,9 @@ async function send (
       // Only an answer read to its end leaves its connection to the pool.
       if (!keepConnection) req.destroy()
     }
-    const answered = (): void => { settle({ kind: 'response', statusCode: statusCode as number, body: answerBody() }) }
+    const answered = (): void => {
+      settle({ kind: 'response', statusCode: statusCode as number, body: answerBody() })
+    }
     const req = (options.request ?? defaultRequest)(url, {
       method: 'POST',
       headers: { ...headers, 'content-length': Buffer.byteLength(body) },
@@ -192,7 +217,9 @@ async function send (
         read += chunk.length
         if (read >= maxBytes) answered()
       })
-      res.on('end', () => { settle({ kind: 'response', statusCode: statusCode as number, body: answerBody() }, true) })
+      res.on('end', () => {
+        settle({ kind: 'response', statusCode: statusCode as number, body: answerBody() }, true)
+      })
       // The status is in: a body cut short changes nothing.
       res.on('error', answered)
       res.on('close', answered)

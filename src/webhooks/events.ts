@@ -9,15 +9,37 @@ export type ResourceChange = (typeof RESOURCE_CHANGES)[number]
 
 /** Each resource's `<name>.created`, `.updated` and `.deleted`; a new subscription gets all of them. */
 export type WebhookEventType = `${AnyResource['name']}.${(typeof RESOURCE_CHANGES)[number]}`
-export const eventType = (resource: { name: AnyResource['name'] }, change: ResourceChange): WebhookEventType => `${resource.name}.${change}`
+export const eventType = <N extends string>(resource: { name: N }, change: ResourceChange): `${N}.${ResourceChange}` =>
+  `${resource.name}.${change}`
+
+/** Any resource's event type, a served one or one a store's caller declared (a test's resource). */
+export type ResourceEventType = `${string}.${ResourceChange}`
+
+/** What events are made from: a resource's name (`plant`), and its collection for the scope. */
+interface EventResource {
+  readonly name: string
+  readonly collection: string
+}
+
+/** `plant.created`: a resource's name is one of AnyResource's only at the type level (a test declares others). */
+const eventTypeOf = (resource: EventResource, change: ResourceChange): WebhookEventType =>
+  eventType(resource as { name: AnyResource['name'] }, change)
+
+/** The event types of `resources` (an app's), in their order: each one's created, updated and deleted. */
+export const eventTypesOf = (resources: readonly EventResource[]): WebhookEventType[] =>
+  resources.flatMap((resource) => RESOURCE_CHANGES.map((change) => eventTypeOf(resource, change)))
+
+/** What the events of `resources` are about, as the docs name them: `plant` (`plant events`), `plant and pot`. */
+export const eventSubjectsOf = (resources: readonly EventResource[]): string =>
+  resources.map((resource) => resource.name).join(' and ')
 
 /** Every resource event type with what it is made of: the one list the types, descriptions and body schemas follow. */
 export const RESOURCE_EVENTS = RESOURCES.flatMap((resource: ResourceDefinition<string, AnyResource['name']>) =>
   RESOURCE_CHANGES.map((change) => ({ type: eventType(resource, change), resource, change })))
-export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = RESOURCE_EVENTS.map(({ type }) => type)
+export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = eventTypesOf(RESOURCES)
 
-/** What the events are about, as the docs name them: `plant` (`plant events`), `plant and pot`. */
-export const EVENT_SUBJECTS = RESOURCES.map((resource) => resource.name).join(' and ')
+/** What the events of the resources served by default are about. */
+export const EVENT_SUBJECTS = eventSubjectsOf(RESOURCES)
 
 /** The event `POST /webhooks/{id}/test` sends; no subscription asks for it, every one can get it. */
 export const TEST_EVENT_TYPE = 'webhook.test'
@@ -29,25 +51,23 @@ export const EVENT_DESCRIPTIONS = Object.fromEntries([
 ]) as Readonly<Record<WebhookEventType | typeof TEST_EVENT_TYPE, string>>
 
 export const testEventPayload = (subscriptionId: bigint, now: number): string =>
-  `{"type":"${TEST_EVENT_TYPE}","timestamp":${JSON.stringify(isoTime(now))},"data":{"subscriptionId":${subscriptionId.toString()}}}`
+  `{"type":"${TEST_EVENT_TYPE}","timestamp":${JSON.stringify(isoTime(now))},` +
+  `"data":{"subscriptionId":${subscriptionId.toString()}}}`
 
 export const isWebhookEventType = (value: string): value is WebhookEventType =>
   (WEBHOOK_EVENT_TYPES as readonly string[]).includes(value)
 
 /**
- * The scope a subscriber needs for each event type: its resource's read scope, since the payload
- * carries the representation.
+ * The scopes a subscription to `events` needs (every event type of `resources` when absent); unknown
+ * names are the service's to refuse.
  */
-export const EVENT_SCOPES = Object.fromEntries(
-  RESOURCE_EVENTS.map(({ type, resource }) => [type, resourceScope(resource, 'read')])) as
-  Readonly<Record<WebhookEventType, Scope>>
-
-/**
- * The scopes a subscription to `events` needs (every event type when absent); unknown names are the
- * service's to refuse.
- */
-export const scopesForEvents = (events: readonly string[] | undefined): Scope[] =>
-  [...new Set((events ?? WEBHOOK_EVENT_TYPES).filter(isWebhookEventType).map((type) => EVENT_SCOPES[type]))]
+export function scopesForEvents (
+  events: readonly string[] | undefined, resources: readonly EventResource[] = RESOURCES
+): Scope[] {
+  const scopeOf = new Map<string, Scope>(resources.flatMap((resource) =>
+    RESOURCE_CHANGES.map((change) => [eventTypeOf(resource, change), resourceScope(resource, 'read')] as const)))
+  return [...new Set((events ?? [...scopeOf.keys()]).flatMap((type) => scopeOf.get(type) ?? []))]
+}
 
 /** The request id of the write that caused the event, and with tracing on its span's traceparent. */
 export interface EventOrigin {
@@ -67,7 +87,7 @@ export interface EventSubject {
  */
 export interface ResourceEvent {
   origin?: EventOrigin
-  type: WebhookEventType
+  type: ResourceEventType
   subject: EventSubject
   data: string
   occurredAt?: number
@@ -75,7 +95,8 @@ export interface ResourceEvent {
 
 /** The event of a `change` to `item` (`plant.created`, …); for a delete, `item` as it was. */
 export function resourceEvent<T extends { id: bigint }> (
-  resource: { name: AnyResource['name'], json: (item: T) => string }, change: ResourceChange, item: T, occurredAt?: number, origin?: EventOrigin
+  resource: { name: string, json: (item: T) => string }, change: ResourceChange, item: T, occurredAt?: number,
+  origin?: EventOrigin
 ): ResourceEvent {
   return {
     type: eventType(resource, change),
@@ -92,7 +113,7 @@ export interface EventMessage {
   traceparent: string | null
   /** The `webhook-id`: the same on every attempt and for every subscription. */
   messageId: string
-  type: WebhookEventType
+  type: ResourceEventType
   subject: EventSubject
   payload: string
 }
@@ -114,12 +135,14 @@ export function newMessageId (): string {
 }
 
 /** The Standard Webhooks body: `{ type, timestamp (RFC 3339), data }`. */
-export function eventPayload (type: WebhookEventType, data: string, occurredAt: number): string {
+export function eventPayload (type: ResourceEventType, data: string, occurredAt: number): string {
   return `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(isoTime(occurredAt))},"data":${data}}`
 }
 
 /** For PostgreSQL's one-statement create, so the body is still made here, never a second way in SQL. */
-export function eventPayloadAroundId (type: WebhookEventType, dataAfterId: string, occurredAt: number): { before: string, after: string } {
+export function eventPayloadAroundId (
+  type: ResourceEventType, dataAfterId: string, occurredAt: number
+): { before: string, after: string } {
   return {
     before: `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(isoTime(occurredAt))},"data":{"id":`,
     after: `${dataAfterId}}`

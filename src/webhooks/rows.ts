@@ -1,6 +1,13 @@
 import { isoTime } from '../store/iso-time.js'
 import { isWebhookEventType, type EventOrigin, type WebhookEventType } from './events.js'
-import type { ClaimedDelivery, DeliveryAttempt, DeliveryDetail, DeliveryStatus, WebhookDelivery, WebhookSubscription } from './store.js'
+import type {
+  ClaimedDelivery,
+  DeliveryAttempt,
+  DeliveryDetail,
+  DeliveryStatus,
+  WebhookDelivery,
+  WebhookSubscription
+} from './store.js'
 
 /** Integers as the drivers hand them over: bigint (SQLite safe integers, int8) or number (int4). */
 type Int = bigint | number
@@ -114,7 +121,12 @@ function toAttempt (row: AttemptRow): DeliveryAttempt {
 
 /** The secrets an attempt signs with: the current one, then every replaced one not yet expired. */
 export function activeSecrets (secret: string, previousJson: string, now: number): string[] {
-  return [secret, ...parsePreviousSecrets(previousJson).filter(([, until]) => until > now).map(([previous]) => previous)]
+  return [
+    secret,
+    ...parsePreviousSecrets(previousJson)
+      .filter(([, until]) => until > now)
+      .map(([previous]) => previous)
+  ]
 }
 
 /** How long a recorded error may be: enough to tell what happened, never a receiver's essay. */

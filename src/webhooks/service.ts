@@ -5,8 +5,15 @@ import { DEFAULT_MAX_SUBSCRIPTIONS } from './limits.js'
 import { isWebhookEventType, WEBHOOK_EVENT_TYPES, type WebhookEventType } from './events.js'
 import { newWebhookSecret, PREVIOUS_SECRET_TTL_MS } from './signing.js'
 import type {
-  DeliveryDetail, DeliveryPage, DeliveryQuery, SubscriptionChanges, SubscriptionPage, SubscriptionQuery, WebhookDelivery,
-  WebhookStore, WebhookSubscription
+  DeliveryDetail,
+  DeliveryPage,
+  DeliveryQuery,
+  SubscriptionChanges,
+  SubscriptionPage,
+  SubscriptionQuery,
+  WebhookDelivery,
+  WebhookStore,
+  WebhookSubscription
 } from './store.js'
 import { checkWebhookUrl, type AddressPolicy } from './url-policy.js'
 
@@ -20,7 +27,10 @@ export type WebhookView = Omit<WebhookSubscription, 'secret'>
 
 const withoutSecret = ({ secret: _secret, ...view }: WebhookSubscription): WebhookView => view
 
-/** Whose subscriptions a plain API_TOKENS token has: its principal id, the hex SHA-256 of the token (the same as its idempotency scope). */
+/**
+ * Whose subscriptions a plain API_TOKENS token has: its principal id, the hex SHA-256 of the token (the same as its
+ * idempotency scope).
+ */
 export const webhookOwner = (token: string): string => tokenDigest(token)
 
 export interface NewSubscriptionInput {
@@ -60,7 +70,10 @@ export function normalizeEvents (events: readonly string[] | undefined): Webhook
   if (events === undefined) return [...WEBHOOK_EVENT_TYPES]
   const unknown = events.filter((name) => !isWebhookEventType(name))
   if (unknown.length > 0) {
-    throw new ServiceError('invalid-events', `Unknown event type ${JSON.stringify(unknown[0])}; known: ${WEBHOOK_EVENT_TYPES.join(', ')}`)
+    throw new ServiceError(
+      'invalid-events',
+      `Unknown event type ${JSON.stringify(unknown[0])}; known: ${WEBHOOK_EVENT_TYPES.join(', ')}`
+    )
   }
   if (events.length === 0) throw new ServiceError('invalid-events', 'A subscription needs at least one event type')
   return WEBHOOK_EVENT_TYPES.filter((name) => events.includes(name))
@@ -76,8 +89,16 @@ function checkDescription (description: string | null | undefined): void {
 export function checkSecret (secret: string): void {
   const encoded = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : undefined
   const bytes = encoded === undefined ? undefined : Buffer.from(encoded, 'base64')
-  if (bytes === undefined || bytes.toString('base64') !== encoded || bytes.length < MIN_SECRET_BYTES || bytes.length > MAX_SECRET_BYTES) {
-    throw new ServiceError('invalid-secret', `A secret is whsec_ and ${MIN_SECRET_BYTES} to ${MAX_SECRET_BYTES} random bytes in base64`)
+  if (
+    bytes === undefined ||
+    bytes.toString('base64') !== encoded ||
+    bytes.length < MIN_SECRET_BYTES ||
+    bytes.length > MAX_SECRET_BYTES
+  ) {
+    throw new ServiceError(
+      'invalid-secret',
+      `A secret is whsec_ and ${MIN_SECRET_BYTES} to ${MAX_SECRET_BYTES} random bytes in base64`
+    )
   }
   // All one byte (whsec_AAAA…) is a placeholder, not a key: anyone could sign with it.
   if (bytes.every((byte) => byte === bytes[0])) {
@@ -175,7 +196,9 @@ export class WebhookService {
   async rotateSecret (owner: string, id: bigint, secret?: string): Promise<WebhookSubscription> {
     if (secret !== undefined) checkSecret(secret)
     const now = this.#now()
-    return await this.#store.rotateSecret(owner, id, secret ?? newWebhookSecret(), now + PREVIOUS_SECRET_TTL_MS, now) ?? this.#missing(id)
+    const previousUntil = now + PREVIOUS_SECRET_TTL_MS
+    const rotated = await this.#store.rotateSecret(owner, id, secret ?? newWebhookSecret(), previousUntil, now)
+    return rotated ?? this.#missing(id)
   }
 
   async listDeliveries (owner: string, subscriptionId: bigint, query: DeliveryQuery): Promise<DeliveryPage> {
@@ -184,7 +207,8 @@ export class WebhookService {
 
   /** Re-queues the subscription's failed deliveries created at `since` or later; resolves with how many. */
   async recoverDeliveries (owner: string, subscriptionId: bigint, since: number): Promise<{ recovered: number }> {
-    const recovered = await this.#store.recoverDeliveries(owner, subscriptionId, since, this.#now()) ?? this.#missing(subscriptionId)
+    const recovered = await this.#store.recoverDeliveries(owner, subscriptionId, since, this.#now()) ??
+      this.#missing(subscriptionId)
     if (recovered > 0) this.#onDue()
     return { recovered }
   }
@@ -208,9 +232,14 @@ export class WebhookService {
   /** Attempts the delivery again now (one more attempt for a failed one); the dispatcher is woken. */
   async retryDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint): Promise<WebhookDelivery> {
     const result = await this.#store.retryDelivery(owner, subscriptionId, deliveryId, this.#now())
-    if (result.status === 'not-found') throw notFound(`Delivery ${deliveryId} of webhook subscription ${subscriptionId}`)
+    if (result.status === 'not-found') {
+      throw notFound(`Delivery ${deliveryId} of webhook subscription ${subscriptionId}`)
+    }
     if (result.status === 'subscription-disabled') {
-      throw new ServiceError('subscription-disabled', `Webhook subscription ${subscriptionId} is disabled: enable it to retry its deliveries`)
+      throw new ServiceError(
+        'subscription-disabled',
+        `Webhook subscription ${subscriptionId} is disabled: enable it to retry its deliveries`
+      )
     }
     this.#onDue()
     return result.delivery

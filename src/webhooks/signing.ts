@@ -12,7 +12,12 @@ export const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString(
  * space-separated, so during a rotation receivers holding either secret can verify. Signed by the
  * standardwebhooks package (the reference implementation receivers verify with), never by hand.
  */
-export function signatureHeader (secrets: readonly string[], messageId: string, timestampSeconds: number, payload: string): string {
+export function signatureHeader (
+  secrets: readonly string[],
+  messageId: string,
+  timestampSeconds: number,
+  payload: string
+): string {
   const at = new Date(timestampSeconds * 1000)
   return secrets.map((secret) => new Webhook(secret).sign(messageId, at, payload)).join(' ')
 }

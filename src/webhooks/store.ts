@@ -152,10 +152,19 @@ export interface CompletionResult {
 /** Webhook persistence, the same contract on SQLite and PostgreSQL; every subscription operation is scoped by owner. */
 export interface WebhookStore {
   /** Rejects with `subscription-limit` at `maxPerOwner`, checked atomically with the insert. */
-  createSubscription: (record: NewSubscriptionRecord, now: number, maxPerOwner?: number) => Promise<WebhookSubscription>
+  createSubscription: (
+    record: NewSubscriptionRecord,
+    now: number,
+    maxPerOwner?: number
+  ) => Promise<WebhookSubscription>
   listSubscriptions: (owner: string, query: SubscriptionQuery) => Promise<SubscriptionPage>
   getSubscription: (owner: string, id: bigint) => Promise<WebhookSubscription | undefined>
-  updateSubscription: (owner: string, id: bigint, changes: SubscriptionChanges, now: number) => Promise<WebhookSubscription | undefined>
+  updateSubscription: (
+    owner: string,
+    id: bigint,
+    changes: SubscriptionChanges,
+    now: number
+  ) => Promise<WebhookSubscription | undefined>
   deleteSubscription: (owner: string, id: bigint) => Promise<boolean>
   /**
    * Where a test event goes and the secrets it is signed with at `now`, as a delivery's (see
@@ -163,13 +172,28 @@ export interface WebhookStore {
    */
   signingTarget: (owner: string, id: bigint, now: number) => Promise<SigningTarget | undefined>
   /** The replaced secret signs until `previousUntil`; earlier ones until their own time (MAX_PREVIOUS_SECRETS). */
-  rotateSecret: (owner: string, id: bigint, secret: string, previousUntil: number, now: number) => Promise<WebhookSubscription | undefined>
+  rotateSecret: (
+    owner: string,
+    id: bigint,
+    secret: string,
+    previousUntil: number,
+    now: number
+  ) => Promise<WebhookSubscription | undefined>
   /** Events still in the outbox are fanned out first. */
-  listDeliveries: (owner: string, subscriptionId: bigint, query: DeliveryQuery) => Promise<DeliveryPage | undefined>
+  listDeliveries: (
+    owner: string,
+    subscriptionId: bigint,
+    query: DeliveryQuery
+  ) => Promise<DeliveryPage | undefined>
   /** One delivery with its event and attempts; undefined when not the owner's subscription's. */
   getDelivery: (owner: string, subscriptionId: bigint, deliveryId: bigint) => Promise<DeliveryDetail | undefined>
   /** Failed deliveries created at `since` or later become due at `now`; how many, or undefined when not the owner's. */
-  recoverDeliveries: (owner: string, subscriptionId: bigint, since: number, now: number) => Promise<number | undefined>
+  recoverDeliveries: (
+    owner: string,
+    subscriptionId: bigint,
+    since: number,
+    now: number
+  ) => Promise<number | undefined>
   /** Makes the delivery pending and due now (one more attempt for a failed one). */
   retryDelivery: (owner: string, subscriptionId: bigint, deliveryId: bigint, now: number) => Promise<RetryResult>
 
@@ -185,7 +209,7 @@ export interface WebhookStore {
   completeDeliveries?: (completions: readonly DeliveryCompletion[]) => Promise<CompletionResult[]>
   releaseDeliveries: (lease: string, ids: readonly bigint[]) => Promise<void>
   /** PostgreSQL's heartbeat: extends live attempts' leases, so a dead instance's claims lapse within one lease. */
-  renewLeases?: (leases: ReadonlyArray<{ id: bigint, lease: string }>, until: number) => Promise<void>
+  renewLeases?: (leases: ReadonlyArray<{ id: bigint; lease: string }>, until: number) => Promise<void>
   /** SQLite only: a lease found at start-up belongs to a process that died mid-attempt. */
   releaseOrphanedLeases?: () => Promise<number>
   /** Pending deliveries of enabled subscriptions are kept. */

@@ -103,9 +103,15 @@ export async function resolveWebhookTarget (url: URL, policy: AddressPolicy): Pr
     const range = policy.allowPrivate ? (isIP(address) === 0 ? 'invalid' : undefined) : nonPublicRange(address)
     if (range === undefined) continue
     if (address === host) {
-      throw new ServiceError('url-not-allowed', `The webhook host ${host} is a non-public (${range}) address; only public addresses are allowed`)
+      throw new ServiceError(
+        'url-not-allowed',
+        `The webhook host ${host} is a non-public (${range}) address; only public addresses are allowed`
+      )
     }
-    throw new ServiceError('url-not-allowed', `The webhook host ${host} is not allowed: it must resolve to public addresses only`)
+    throw new ServiceError(
+      'url-not-allowed',
+      `The webhook host ${host} is not allowed: it must resolve to public addresses only`
+    )
   }
   return addresses[0] as ResolvedAddress
 }
@@ -115,7 +121,9 @@ function withTimeout (resolve: Resolver, timeoutMs: number): Resolver {
   return async (hostname) => {
     let timer: NodeJS.Timeout | undefined
     const timeout = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => { reject(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEOUT' })) }, timeoutMs)
+      timer = setTimeout(() => {
+        reject(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEOUT' }))
+      }, timeoutMs)
     })
     try {
       return await Promise.race([resolve(hostname), timeout])
@@ -126,7 +134,11 @@ function withTimeout (resolve: Resolver, timeoutMs: number): Resolver {
 }
 
 /** The check at creation or a URL change; a lookup slower than `timeoutMs` counts as unresolvable. */
-export async function checkWebhookUrl (raw: string, policy: AddressPolicy, { timeoutMs }: { timeoutMs: number }): Promise<void> {
+export async function checkWebhookUrl (
+  raw: string,
+  policy: AddressPolicy,
+  { timeoutMs }: { timeoutMs: number }
+): Promise<void> {
   const url = parseWebhookUrl(raw)
   await resolveWebhookTarget(url, { ...policy, resolve: withTimeout(policy.resolve, timeoutMs) })
 }

@@ -7,7 +7,10 @@ import { readFileSync } from 'node:fs'
 function packageVersion (): string {
   for (const up of ['../../package.json', '../../../package.json']) {
     try {
-      const manifest = JSON.parse(readFileSync(new URL(up, import.meta.url), 'utf8')) as { name?: unknown, version?: unknown }
+      const manifest = JSON.parse(readFileSync(new URL(up, import.meta.url), 'utf8')) as {
+        name?: unknown
+        version?: unknown
+      }
       if (manifest.name === 'plant-store' && typeof manifest.version === 'string') return manifest.version
     } catch {
       // Not there: look one folder further up.

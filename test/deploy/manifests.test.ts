@@ -81,7 +81,7 @@ function dockerfile (): { user: string, expose: number, port: number, nodeFlags:
   const final = text.slice(text.lastIndexOf('\nFROM '))
   const entrypoint = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(final)?.[1] ?? '[]') as string[]
   assert.equal(entrypoint[0], 'node', 'the image runs node itself')
-  assert.equal(entrypoint.at(-1), 'dist/src/server.js')
+  assert.equal(entrypoint.at(-1), 'dist/src/main/server.js')
   return {
     user: /^USER (\S+)$/m.exec(final)?.[1] ?? '',
     expose: Number(/^EXPOSE (\d+)$/m.exec(final)?.[1]),

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
-import type { BuildOptions } from '../../src/app.js'
+import type { BuildOptions } from '../../src/main/app.js'
 import { buildTestApp } from './app.js'
 import { cleanupStack, tempDatabaseFile, type Cleanup } from './cleanup.js'
 import { adminQuery, TEST_DATABASE_URL, withSchema } from './postgres.js'

@@ -3,9 +3,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import assert from 'node:assert/strict'
 import type { FastifyInstance } from 'fastify'
-import { newToken } from '../../src/commands.js'
-import { SCOPES, type Scope } from '../../src/scopes.js'
+import { newToken } from '../../src/main/commands.js'
+import { RESOURCES } from '../../src/resources/index.js'
+import { resourceScope, SCOPES, type Scope } from '../../src/scopes.js'
 import { tokenDigest } from '../../src/tokens.js'
+import { RESOURCE_OPERATIONS } from './resources.js'
 
 /** A named API_TOKENS_FILE entry made as `plant-store token --name … --scopes …` makes it, with its token. */
 export interface ScopedToken { name: string, scopes: readonly Scope[], token: string }
@@ -20,15 +22,29 @@ export function tokensFile (entries: readonly ScopedToken[], extraLines: readonl
   return file
 }
 
-/** The scope each operation needs, as issue 32 lists it (independent of the routes' own declarations). */
+/**
+ * The scope each operation needs, as issue 32 lists it (independent of the routes' own declarations):
+ * `webhooks` under /webhooks, else the read scope of the resource whose collection the path names
+ * for a GET or HEAD, its write scope for any other method.
+ */
 export function neededScope (method: string, path: string): Scope {
   if (path.startsWith('/webhooks')) return 'webhooks'
-  return method === 'get' || method === 'head' ? 'plants:read' : 'plants:write'
+  const resource = RESOURCES.find(({ collection }) => path === `/${collection}` || path.startsWith(`/${collection}/`))
+  if (resource === undefined) throw new Error(`no resource serves ${path}`)
+  return resourceScope(resource, method === 'get' || method === 'head' ? 'read' : 'write')
 }
 
-/** Whether a caller's scopes let it through an operation that needs `needed`: that scope, or for plants:read plants:write (issue 41: write includes read). */
+/**
+ * Whether a caller's scopes let it through an operation that needs `needed`: that scope, or for a
+ * resource's read scope its write scope (issue 41: write includes read).
+ */
 export const allowed = (scopes: readonly Scope[], needed: Scope): boolean =>
-  scopes.includes(needed) || (needed === 'plants:read' && scopes.includes('plants:write'))
+  scopes.includes(needed) ||
+  RESOURCES.some((resource) =>
+    needed === resourceScope(resource, 'read') && scopes.includes(resourceScope(resource, 'write')))
+
+/** The webhooks resource's 13 operations, with a HEAD for each of its 6 GETs. */
+export const WEBHOOK_OPERATIONS = 13 + 6
 
 export interface Operation { method: string, path: string, operationId: string }
 
@@ -64,7 +80,8 @@ export interface Caller { label: string, scopes: readonly Scope[], authorization
  */
 export async function assertScopeMatrix (app: FastifyInstance, callers: readonly Caller[]): Promise<void> {
   const operations = await authenticatedOperations(app)
-  assert.equal(operations.length, 27, 'the 19 operations and the HEAD of each of the 8 GETs')
+  assert.equal(operations.length, RESOURCE_OPERATIONS.length + WEBHOOK_OPERATIONS,
+    'every operation and the HEAD of each GET')
   const documented = await app.inject({ url: '/openapi.json' })
   const paths = documented.json<{ paths: Record<string, Record<string, { 'x-scopes'?: string[] }>> }>().paths
   for (const operation of operations) {

@@ -8,7 +8,7 @@ import { TOKEN } from './app.js'
 import type { Cleanup } from './cleanup.js'
 
 /** The compiled server next to this compiled helper: the same build the tests run. */
-export const SERVER_JS = fileURLToPath(new URL('../../src/server.js', import.meta.url))
+export const SERVER_JS = fileURLToPath(new URL('../../src/main/server.js', import.meta.url))
 
 /**
  * The server's whole start-up banner for a person (LOG_FORMAT=pretty, on stderr): `plant-store is
@@ -69,7 +69,7 @@ export interface ServerOptions {
   logFile?: string
   /** Runs the server as this user id (the test runs as root): what a container's unprivileged user meets. */
   uid?: number
-  /** Runs this instead of `node <nodeArgs> build/src/server.js` (e.g. `npm start`, in `cwd`), with the same settings. */
+  /** Runs this instead of `node <nodeArgs> build/src/main/server.js` (e.g. `npm start`, in `cwd`), with the same settings. */
   command?: { file: string, args: readonly string[], cwd: string }
 }
 
@@ -211,7 +211,7 @@ async function launch (options: ServerOptions): Promise<Launched> {
 }
 
 /**
- * Starts the real built server (build/src/server.js) as a child process with the test settings
+ * Starts the real built server (build/src/main/server.js) as a child process with the test settings
  * (see ServerOptions.env) and resolves once it has printed its banner. With `t`, it is stopped and
  * its temporary directory removed when the test ends; without (the benchmark), call `stop()`.
  */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import type { FastifyInstance } from 'fastify'
-import type { BuildOptions } from '../../src/app.js'
+import type { BuildOptions } from '../../src/main/app.js'
 import type { WebhookDelivery, WebhookSubscription } from '../../src/webhooks/store.js'
 import { AUTH, buildTestApp, TOKEN } from './app.js'
 import type { Cleanup } from './cleanup.js'

@@ -1,14 +1,17 @@
 import assert from 'node:assert/strict'
-import { test } from 'node:test'
+import { test, type TestContext } from 'node:test'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import { Webhook } from 'standardwebhooks'
 import { AUTH, buildTestApp, TOKEN } from '../helpers/app.js'
+import { EVENT_TYPES, RESOURCE_OPERATIONS } from '../helpers/resources.js'
 import { scopedToken, tokensFile } from '../helpers/scoped-tokens.js'
 import { OTHER_TOKEN, PUBLIC_RECEIVER } from '../helpers/webhooks.js'
 import { SECRET_EXAMPLE } from '../../src/schemas/webhook.js'
 import { webhookBusy } from '../../src/errors.js'
+import type { Repository, ResourceDefinition, ResourceTypes } from '../../src/resource.js'
+import { RESOURCES } from '../../src/resources/index.js'
 
 /**
  * Walks the served OpenAPI document: every operation declares every status it can answer (and
@@ -110,12 +113,13 @@ test('every operation is described: operationId, summary, description, tags, and
   const app = await buildTestApp(t)
   const doc = await loadDocument(app)
   const all = operations(doc)
-  assert.deepEqual(all.map(({ operation }) => operation.operationId).sort(),
-    ['createPlant', 'createWebhook', 'deletePlant', 'deleteWebhook', 'getHealth', 'getLiveness', 'getPlant', 'getReadiness', 'getWebhook',
-      'getWebhookDelivery', 'getWebhookSecret', 'headHealth', 'headLiveness', 'headPlant', 'headPlants', 'headReadiness', 'headWebhook', 'headWebhookDeliveries',
-      'headWebhookDelivery', 'headWebhookSecret', 'headWebhooks',
-      'headWebhookEventTypes', 'listPlants', 'listWebhookDeliveries', 'listWebhookEventTypes', 'listWebhooks', 'recoverWebhook', 'replacePlant',
-      'retryWebhookDelivery', 'rotateWebhookSecret', 'testWebhook', 'updatePlant', 'updateWebhook'].sort())
+  assert.deepEqual(all.map(({ operation }) => operation.operationId).sort(), [
+    ...RESOURCE_OPERATIONS.map(({ operationId }) => operationId),
+    'createWebhook', 'deleteWebhook', 'getHealth', 'getLiveness', 'getReadiness', 'getWebhook',
+    'getWebhookDelivery', 'getWebhookSecret', 'headHealth', 'headLiveness', 'headReadiness', 'headWebhook', 'headWebhookDeliveries',
+    'headWebhookDelivery', 'headWebhookSecret', 'headWebhooks',
+    'headWebhookEventTypes', 'listWebhookDeliveries', 'listWebhookEventTypes', 'listWebhooks', 'recoverWebhook',
+    'retryWebhookDelivery', 'rotateWebhookSecret', 'testWebhook', 'updateWebhook'].sort())
   for (const { path, method, operation } of all) {
     const id = operation.operationId
     assert.ok(operation.summary && operation.description, `${id} has a summary and a description`)
@@ -155,13 +159,13 @@ test('request bodies and lists use the named schemas, and their examples are val
   const app = await buildTestApp(t)
   const doc = await loadDocument(app)
   const body = (path: string, method: string) => schemasOf(doc.paths[path]?.[method]?.requestBody?.content)
-  assert.deepEqual(body('/plants', 'post'), { 'application/json': { $ref: '#/components/schemas/NewPlant' } })
-  assert.deepEqual(body('/plants/{id}', 'put'), { 'application/json': { $ref: '#/components/schemas/PlantUpdate' } })
-  assert.deepEqual(body('/plants/{id}', 'patch'), {
-    'application/merge-patch+json': { $ref: '#/components/schemas/PlantPatch' },
-    'application/json': { $ref: '#/components/schemas/PlantPatch' }
-  })
-  assert.deepEqual(schemasOf(doc.paths['/plants']?.get?.responses['200']?.content), { 'application/json': { $ref: '#/components/schemas/PlantList' } })
+  const named = (schema: { $id?: string }) => ({ $ref: `#/components/schemas/${String(schema.$id)}` })
+  for (const { collection, schemas } of RESOURCES) {
+    assert.deepEqual(body(`/${collection}`, 'post'), { 'application/json': named(schemas.create) })
+    assert.deepEqual(body(`/${collection}/{id}`, 'put'), { 'application/json': named(schemas.replace) })
+    assert.deepEqual(body(`/${collection}/{id}`, 'patch'), { 'application/merge-patch+json': named(schemas.patch), 'application/json': named(schemas.patch) })
+    assert.deepEqual(schemasOf(doc.paths[`/${collection}`]?.get?.responses['200']?.content), { 'application/json': named(schemas.list) })
+  }
   assert.deepEqual(body('/webhooks', 'post'), { 'application/json': { $ref: '#/components/schemas/NewWebhook' } })
   assert.deepEqual(body('/webhooks/{id}', 'patch'), {
     'application/merge-patch+json': { $ref: '#/components/schemas/WebhookPatch' },
@@ -179,6 +183,76 @@ test('request bodies and lists use the named schemas, and their examples are val
     }
   }
 })
+
+type Call = (path: string, options: InjectOptions) => Promise<LightMyRequestResponse>
+
+/**
+ * Every status a resource's routes declare, with bodies made of its declaration's example: each
+ * body schema's fields the example has (the id aside), so any declared resource is exercised alike.
+ */
+async function exerciseResource (t: TestContext, app: FastifyInstance, call: Call, resource: ResourceDefinition): Promise<void> {
+  const items = `/${resource.collection}`
+  const one = `${items}/{id}`
+  const example = resource.example as unknown as Json
+  const fieldsOf = (schema: { properties?: object }): Json => Object.fromEntries(Object.keys(schema.properties ?? {})
+    .filter((key) => key !== 'id' && key in example).map((key) => [key, example[key]]))
+  const body = fieldsOf(resource.schemas.create)
+  const keyed = { ...AUTH, 'idempotency-key': 'k' }
+  const huge = { headers: { 'content-type': 'application/json', ...AUTH }, payload: JSON.stringify({ ...body, padding: 'x'.repeat(1024 * 1024) }) }
+  const notJson = { headers: { ...AUTH, 'content-type': 'text/plain' }, payload: 'x' }
+
+  // create: 201, its replay, 422 (the key, another body), 409 (a taken id), 400, 401, 413, 415
+  const created = await call(items, { method: 'POST', url: items, headers: keyed, payload: body })
+  await call(items, { method: 'POST', url: items, headers: keyed, payload: body })
+  await call(items, { method: 'POST', url: items, headers: keyed, payload: { ...body, id: 5 } })
+  await call(items, { method: 'POST', url: items, headers: AUTH, payload: { ...body, id: Number(created.json<Json>().id) } })
+  await call(items, { method: 'POST', url: items, headers: AUTH, payload: { ...body, 'unknown-field': 1 } })
+  await call(items, { method: 'POST', url: items, payload: body })
+  await call(items, { method: 'POST', url: items, ...huge })
+  await call(items, { method: 'POST', url: items, ...notJson })
+  const replaced = String((await call(items, { method: 'POST', url: items, headers: AUTH, payload: body })).headers.location)
+  const deleted = String((await call(items, { method: 'POST', url: items, headers: AUTH, payload: body })).headers.location)
+  const first = String(created.headers.location)
+  const etag = String(created.headers.etag)
+
+  // list: 200, 400, 401, and a store failure (5XX, not declared)
+  for (const method of ['GET', 'HEAD'] as const) {
+    for (const [query, headers] of [['?limit=1', AUTH], ['?limit=0', AUTH], ['', {}]] as const) await call(items, { method, url: `${items}${query}`, headers })
+  }
+  const list = t.mock.method((app.store as unknown as Record<string, Repository<ResourceTypes>>)[resource.collection] as Repository<ResourceTypes>,
+    'list', async () => { throw new Error('SQLITE_CORRUPT at /secret/path') })
+  const failed = await call(items, { url: items, headers: AUTH })
+  assert.deepEqual(failed.json(), { error: 500, message: 'Internal Server Error' })
+  list.mock.restore()
+
+  // get: 200, 304, 412, 400, 401, 404
+  for (const method of ['GET', 'HEAD'] as const) {
+    for (const headers of [AUTH, { ...AUTH, 'if-none-match': etag }, { ...AUTH, 'if-match': '"stale"' }, {}]) await call(one, { method, url: first, headers })
+    await call(one, { method, url: `${items}/x`, headers: AUTH })
+    await call(one, { method, url: `${items}/99`, headers: AUTH })
+  }
+
+  // replace and update: 200, 400, 401, 404, 412, 413, 415
+  for (const [method, payload] of [['PUT', fieldsOf(resource.schemas.replace)], ['PATCH', fieldsOf(resource.schemas.patch)]] as const) {
+    await call(one, { method, url: replaced, headers: AUTH, payload })
+    await call(one, { method, url: replaced, headers: AUTH, payload: { ...payload, 'unknown-field': 1 } })
+    await call(one, { method, url: replaced, payload })
+    await call(one, { method, url: `${items}/99`, headers: AUTH, payload })
+    await call(one, { method, url: replaced, headers: { ...AUTH, 'if-match': '"stale"' }, payload })
+    await call(one, { method, url: replaced, ...huge })
+    await call(one, { method, url: replaced, ...notJson })
+  }
+  await call(one, {
+    method: 'PATCH', url: replaced, headers: { ...AUTH, 'content-type': 'application/merge-patch+json' }, payload: JSON.stringify(fieldsOf(resource.schemas.patch))
+  })
+
+  // delete: 412, 204, 404, 400, 401
+  await call(one, { method: 'DELETE', url: deleted, headers: { ...AUTH, 'if-match': '"stale"' } })
+  await call(one, { method: 'DELETE', url: deleted, headers: AUTH })
+  await call(one, { method: 'DELETE', url: deleted, headers: AUTH })
+  await call(one, { method: 'DELETE', url: `${items}/-`, headers: AUTH })
+  await call(one, { method: 'DELETE', url: first })
+}
 
 test('every declared status is answered, every answer is declared, and every answer validates against the document', async (t) => {
   const reader = scopedToken('reader', ['plants:read'])
@@ -211,63 +285,7 @@ test('every declared status is answered, every answer is declared, and every ans
   await call('/health/ready', { method: 'HEAD', url: '/health/ready' })
   headPing.mock.restore()
 
-  // create
-  const created = await call('/plants', { method: 'POST', url: '/plants', headers: { ...AUTH, 'idempotency-key': 'k' }, payload: { name: 'Fern', tag: 'green' } })
-  await call('/plants', { method: 'POST', url: '/plants', headers: { ...AUTH, 'idempotency-key': 'k' }, payload: { name: 'Fern', tag: 'green' } })
-  await call('/plants', { method: 'POST', url: '/plants', headers: { ...AUTH, 'idempotency-key': 'k' }, payload: { name: 'Rose' } })
-  await call('/plants', { method: 'POST', url: '/plants', headers: AUTH, payload: { id: 1, name: 'Fern' } })
-  await call('/plants', { method: 'POST', url: '/plants', headers: AUTH, payload: { name: '' } })
-  await call('/plants', { method: 'POST', url: '/plants', payload: { name: 'a' } })
-  await call('/plants', { method: 'POST', url: '/plants', headers: json, payload: huge })
-  await call('/plants', { method: 'POST', url: '/plants', headers: { ...AUTH, 'content-type': 'text/plain' }, payload: 'Fern' })
-  await call('/plants', { method: 'POST', url: '/plants', headers: AUTH, payload: { id: 2, name: 'Rose' } })
-  await call('/plants', { method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'Lily' } })
-  const etag = String(created.headers.etag)
-
-  // list
-  await call('/plants', { url: '/plants?limit=1', headers: AUTH })
-  await call('/plants', { url: '/plants?tag=green', headers: AUTH })
-  await call('/plants', { url: '/plants?limit=0', headers: AUTH })
-  await call('/plants', { url: '/plants' })
-  await call('/plants', { method: 'HEAD', url: '/plants?limit=1', headers: AUTH })
-  await call('/plants', { method: 'HEAD', url: '/plants?limit=0', headers: AUTH })
-  await call('/plants', { method: 'HEAD', url: '/plants' })
-  const list = t.mock.method(app.store.plants, 'list', async () => { throw new Error('SQLITE_CORRUPT at /secret/path') })
-  const failed = await call('/plants', { url: '/plants', headers: AUTH })
-  assert.deepEqual(failed.json(), { error: 500, message: 'Internal Server Error' })
-  list.mock.restore()
-
-  // get
-  await call('/plants/{id}', { url: '/plants/1', headers: AUTH })
-  await call('/plants/{id}', { url: '/plants/1', headers: { ...AUTH, 'if-none-match': etag } })
-  await call('/plants/{id}', { url: '/plants/1', headers: { ...AUTH, 'if-match': '"stale"' } })
-  await call('/plants/{id}', { url: '/plants/x', headers: AUTH })
-  await call('/plants/{id}', { url: '/plants/1' })
-  await call('/plants/{id}', { url: '/plants/99', headers: AUTH })
-  for (const headers of [AUTH, { ...AUTH, 'if-none-match': etag }, { ...AUTH, 'if-match': '"stale"' }, {}]) {
-    await call('/plants/{id}', { method: 'HEAD', url: '/plants/1', headers })
-  }
-  await call('/plants/{id}', { method: 'HEAD', url: '/plants/x', headers: AUTH })
-  await call('/plants/{id}', { method: 'HEAD', url: '/plants/99', headers: AUTH })
-
-  // replace and update
-  for (const method of ['PUT', 'PATCH'] as const) {
-    await call('/plants/{id}', { method, url: '/plants/2', headers: AUTH, payload: { name: 'Rose' } })
-    await call('/plants/{id}', { method, url: '/plants/2', headers: AUTH, payload: { name: 'Rose', colour: 'red' } })
-    await call('/plants/{id}', { method, url: '/plants/2', payload: { name: 'Rose' } })
-    await call('/plants/{id}', { method, url: '/plants/99', headers: AUTH, payload: { name: 'Rose' } })
-    await call('/plants/{id}', { method, url: '/plants/2', headers: { ...AUTH, 'if-match': '"stale"' }, payload: { name: 'Rose' } })
-    await call('/plants/{id}', { method, url: '/plants/2', headers: json, payload: huge })
-    await call('/plants/{id}', { method, url: '/plants/2', headers: { ...AUTH, 'content-type': 'text/plain' }, payload: 'Rose' })
-  }
-  await call('/plants/{id}', { method: 'PATCH', url: '/plants/2', headers: { ...AUTH, 'content-type': 'application/merge-patch+json' }, payload: '{"tag":null}' })
-
-  // delete
-  await call('/plants/{id}', { method: 'DELETE', url: '/plants/3', headers: { ...AUTH, 'if-match': '"stale"' } })
-  await call('/plants/{id}', { method: 'DELETE', url: '/plants/3', headers: AUTH })
-  await call('/plants/{id}', { method: 'DELETE', url: '/plants/3', headers: AUTH })
-  await call('/plants/{id}', { method: 'DELETE', url: '/plants/-', headers: AUTH })
-  await call('/plants/{id}', { method: 'DELETE', url: '/plants/1' })
+  for (const resource of RESOURCES) await exerciseResource(t, app, call, resource)
 
   // webhooks (deliveries to a public address fail under the test network rule, without a connection)
   const other = { authorization: `Bearer ${OTHER_TOKEN}` }
@@ -373,7 +391,7 @@ test('the webhooks section documents every event type GET /webhooks/event-types 
   const doc = await app.inject({ url: '/openapi.json' }).then((res) => res.json<OpenApi & { webhooks: Record<string, Record<string, Operation>> }>())
   const catalog = (await app.inject({ url: '/webhooks/event-types', headers: AUTH })).json<Array<{ type: string }>>()
   assert.deepEqual(Object.keys(doc.webhooks), catalog.map(({ type }) => type))
-  assert.deepEqual(Object.keys(doc.webhooks), ['plant.created', 'plant.updated', 'plant.deleted', 'webhook.test'])
+  assert.deepEqual(Object.keys(doc.webhooks), EVENT_TYPES)
   const secretExample = (doc.components.schemas.WebhookSecret as { properties: { secret: { examples: string[] } } }).properties.secret.examples[0]
   assert.ok(secretExample !== undefined)
   for (const [type, item] of Object.entries(doc.webhooks)) {
@@ -393,7 +411,7 @@ test('the webhooks section documents every event type GET /webhooks/event-types 
     assert.equal(schema.properties.timestamp?.format, 'date-time')
     assert.deepEqual(schema.properties.data, type === 'webhook.test'
       ? { type: 'object', additionalProperties: false, required: ['subscriptionId'], properties: { subscriptionId: { type: 'integer', description: 'The subscription tested' } } }
-      : { $ref: '#/components/schemas/Plant' })
+      : { $ref: `#/components/schemas/${String(RESOURCES.find(({ name }) => type.startsWith(`${name}.`))?.schemas.representation.$id)}` })
     assert.deepEqual(schema.required, ['type', 'timestamp', 'data'])
     // The example headers are a real signature of the example body with the example secret.
     const [id, timestamp, signature] = operation.parameters.map((parameter) => parameter.example)

@@ -3,6 +3,8 @@ import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { AUTH, buildTestApp } from '../helpers/app.js'
 import { createPlant } from '../helpers/plants.js'
+import { RESOURCE_OPERATIONS } from '../helpers/resources.js'
+import { WEBHOOK_OPERATIONS } from '../helpers/scoped-tokens.js'
 
 /**
  * A document third-party tools can trust: every route served is documented (HEAD too), headers
@@ -30,10 +32,16 @@ const operation = (document: Document, path: string, method: string): Operation 
 const requiredHeaders = (response: Response | undefined): string[] =>
   Object.entries(response?.headers ?? {}).filter(([, header]) => header.required === true).map(([name]) => name).sort()
 
-test('HEAD /plants/{id}, HEAD /plants and HEAD /health are documented: headPlant, headPlants, headHealth, the GET\'s headers, no body', async (t) => {
+test('each resource\'s HEADs and HEAD /health are documented (headPlant, headPlants, headHealth): the GET\'s headers, no body', async (t) => {
   const app = await buildTestApp(t)
   const document = await documentOf(app)
-  const pairs: Array<[path: string, head: string, get: string]> = [['/plants/{id}', 'headPlant', 'getPlant'], ['/plants', 'headPlants', 'listPlants'], ['/health', 'headHealth', 'getHealth']]
+  const idOf = (path: string, method: string): string =>
+    RESOURCE_OPERATIONS.find((expected) => expected.path === path && expected.method === method)?.operationId ?? `no ${method} ${path}`
+  const pairs: Array<[path: string, head: string, get: string]> = [
+    ...RESOURCE_OPERATIONS.filter(({ method }) => method === 'head').map(({ path, operationId }): [string, string, string] =>
+      [path, operationId, idOf(path, 'get')]),
+    ['/health', 'headHealth', 'getHealth']
+  ]
   for (const [path, head, get] of pairs) {
     const headOperation = operation(document, path, 'head')
     const getOperation = operation(document, path, 'get')
@@ -56,8 +64,8 @@ test('HEAD /plants/{id}, HEAD /plants and HEAD /health are documented: headPlant
   // Nothing served goes undocumented: the document's operations are exactly the routes, hidden ones aside.
   const documented = Object.entries(document.paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`)).sort()
   assert.deepEqual(documented, [
-    'DELETE /plants/{id}', 'GET /health', 'GET /health/live', 'GET /health/ready', 'GET /plants', 'GET /plants/{id}', 'HEAD /health', 'HEAD /health/live', 'HEAD /health/ready', 'HEAD /plants', 'HEAD /plants/{id}',
-    'PATCH /plants/{id}', 'POST /plants', 'PUT /plants/{id}',
+    ...RESOURCE_OPERATIONS.map(({ method, path }) => `${method.toUpperCase()} ${path}`),
+    'GET /health', 'GET /health/live', 'GET /health/ready', 'HEAD /health', 'HEAD /health/live', 'HEAD /health/ready',
     'DELETE /webhooks/{id}', 'GET /webhooks', 'GET /webhooks/{id}', 'GET /webhooks/{id}/deliveries', 'HEAD /webhooks', 'HEAD /webhooks/{id}',
     'HEAD /webhooks/{id}/deliveries', 'PATCH /webhooks/{id}', 'POST /webhooks', 'POST /webhooks/{id}/deliveries/{deliveryId}/retry',
     'POST /webhooks/{id}/rotate-secret', 'GET /webhooks/{id}/secret', 'HEAD /webhooks/{id}/secret',
@@ -91,7 +99,7 @@ test('headers that are always sent are required: ETag on plant answers and 304, 
       assert.deepEqual(responses['403']?.headers?.['WWW-Authenticate'], response.headers?.['WWW-Authenticate'], operationId)
     }
   }
-  assert.equal(unauthorized, 27, 'every plants and webhooks operation, HEAD included')
+  assert.equal(unauthorized, RESOURCE_OPERATIONS.length + WEBHOOK_OPERATIONS, 'every resource and webhooks operation, HEAD included')
   // Optional ones stay optional: they are not on every answer.
   assert.deepEqual(requiredHeaders(operation(document, '/plants', 'get').responses['200']), [])
   assert.equal(operation(document, '/plants', 'get').responses['200']?.headers?.Link?.required, undefined)
@@ -106,7 +114,8 @@ test('servers: `/` (relative to the document) by default; PUBLIC_URL makes it ab
   const behindProxy = await documentOf(await buildTestApp(t, { PUBLIC_URL: 'https://api.example.com/plants/' }))
   assert.deepEqual(behindProxy.servers, [{ url: 'https://api.example.com/plants', description: 'This service' }])
   // The server URL's path is not stripped from the routes' (it would turn /plants/{id} into /{id}).
-  assert.deepEqual(Object.keys(behindProxy.paths).sort(), ['/health', '/health/live', '/health/ready', '/plants', '/plants/{id}', '/webhooks',
+  assert.deepEqual(Object.keys(behindProxy.paths).sort(), [
+    ...new Set(RESOURCE_OPERATIONS.map(({ path }) => path)), '/health', '/health/live', '/health/ready', '/webhooks',
     '/webhooks/{id}', '/webhooks/{id}/deliveries', '/webhooks/{id}/deliveries/{deliveryId}/retry', '/webhooks/{id}/rotate-secret',
     '/webhooks/{id}/secret', '/webhooks/{id}/deliveries/{deliveryId}', '/webhooks/{id}/recover', '/webhooks/{id}/test',
     '/webhooks/event-types'].sort())

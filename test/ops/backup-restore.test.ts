@@ -9,6 +9,7 @@ import { promisify } from 'node:util'
 import Database from 'better-sqlite3'
 import { AUTH, TOKEN } from '../helpers/app.js'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
+import { contentsText, escaped } from '../helpers/resources.js'
 import { SERVER_JS, startServer } from '../helpers/server-process.js'
 
 /** Runs the plant-store executable with these arguments and settings; resolves with its exit code and output. */
@@ -137,11 +138,12 @@ test('backup under write load holds every plant acknowledged before it started; 
   agent.destroy()
 
   assert.equal(result.code, 0, result.stderr)
-  assert.match(result.stdout, new RegExp(`^plant-store backup: ${database} → ${backup}: \\d+ plants, \\d+ pages, integrity_check ok\\n$`))
   const copy = new Database(backup, { readonly: true })
   assert.equal(copy.pragma('integrity_check', { simple: true }), 'ok')
   const backedUp = new Set((copy.prepare('SELECT id FROM plants').pluck().safeIntegers(true).all() as bigint[]).map(String))
   copy.close()
+  const contents = escaped(contentsText({ plants: backedUp.size }))
+  assert.match(result.stdout, new RegExp(`^plant-store backup: ${database} → ${backup}: ${contents}, \\d+ pages, integrity_check ok\\n$`))
   const missing = [...before].filter((id) => !backedUp.has(id))
   assert.deepEqual(missing, [], 'every plant acknowledged before the backup started is in it')
   assert.ok(backedUp.size < acknowledged.length, 'the writes after the backup are not in it')
@@ -160,7 +162,7 @@ test('backup under write load holds every plant acknowledged before it started; 
   assert.equal(unforced.stderr, `plant-store restore: the database ${database} exists; run restore with --force to replace it (the old file is kept beside it)\n`)
   const restored = await plantStore(['restore', '--force', backup], { DATABASE_URL: database })
   assert.equal(restored.code, 0, restored.stderr)
-  assert.match(restored.stdout, new RegExp(`^plant-store restore: ${backup} → ${database}: ${backedUp.size} plants, integrity_check ok; start the server again\n` +
+  assert.match(restored.stdout, new RegExp(`^plant-store restore: ${backup} → ${database}: ${contents}, integrity_check ok; start the server again\n` +
     'plant-store restore: the database it replaced is kept as \\S+\\.before-restore-\\d{8}T\\d{6}Z\n$'))
   assert.equal(existsSync(`${database}-wal`), false)
 

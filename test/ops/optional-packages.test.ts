@@ -5,7 +5,8 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { TOKEN } from '../helpers/app.js'
 
-const APP_JS = fileURLToPath(new URL('../../src/app.js', import.meta.url))
+const APP_JS = fileURLToPath(new URL('../../src/main/app.js', import.meta.url))
+const LOAD_CONFIG_JS = fileURLToPath(new URL('../../src/load-config.js', import.meta.url))
 
 /**
  * Builds the app in a fresh process with `env` and lists the packages of interest it loaded (every
@@ -15,7 +16,7 @@ async function packagesLoaded (env: Record<string, string>): Promise<string[]> {
   const script = `
     import { createRequire } from 'node:module'
     const { buildApp } = await import(${JSON.stringify(APP_JS)})
-    const { loadConfig } = await import(${JSON.stringify(APP_JS.replace(/app\.js$/, 'load-config.js'))})
+    const { loadConfig } = await import(${JSON.stringify(LOAD_CONFIG_JS)})
     const app = await buildApp(loadConfig(${JSON.stringify({ DATABASE_URL: ':memory:', API_TOKENS: TOKEN, LOG_LEVEL: 'silent', ...env })}))
     await app.ready()
     const names = new Set()

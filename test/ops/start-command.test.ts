@@ -13,7 +13,7 @@ const REPO = fileURLToPath(new URL('../../..', import.meta.url))
 const scripts = (): Record<string, string> =>
   (JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts
 
-/** `npm start`'s command, `VAR=value … exec node <flags> dist/src/server.js`, taken apart. */
+/** `npm start`'s command, `VAR=value … exec node <flags> dist/src/main/server.js`, taken apart. */
 function startCommand (): { env: Record<string, string>, nodeArgs: string[], script: string } {
   const words = (scripts().start ?? '').trim().split(/\s+/)
   const env: Record<string, string> = {}
@@ -30,7 +30,7 @@ function startCommand (): { env: Record<string, string>, nodeArgs: string[], scr
 
 test('the benchmark runs the service as npm start does: the same node flags and environment', () => {
   const { env, nodeArgs, script } = startCommand()
-  assert.equal(script, 'dist/src/server.js')
+  assert.equal(script, 'dist/src/main/server.js')
   assert.deepEqual(nodeArgs, SERVER_NODE_FLAGS)
   assert.deepEqual(env, SERVER_ENV)
 })
@@ -60,7 +60,7 @@ test('SIGTERM to npm start\'s own pid drains and stops the server, and leaves no
   const serverPid = listening.pid as number
   assert.notEqual(serverPid, server.child.pid, 'the server runs in its own process, under npm')
   assert.equal((await fetch(`${server.baseUrl}/health`)).status, 200)
-  const built = statSync(join(REPO, 'dist/src/server.js')).mtimeMs
+  const built = statSync(join(REPO, 'dist/src/main/server.js')).mtimeMs
 
   process.kill(server.child.pid as number, 'SIGTERM')
   await server.waitForLog((line) => line.msg === 'shutting down: finishing in-flight requests')
@@ -70,12 +70,12 @@ test('SIGTERM to npm start\'s own pid drains and stops the server, and leaves no
 
   // Started again on a current dist/: nothing is compiled again.
   const again = await startServer(t, { command: { file: 'npm', args: ['start', '--silent'], cwd: REPO } })
-  assert.equal(statSync(join(REPO, 'dist/src/server.js')).mtimeMs, built)
+  assert.equal(statSync(join(REPO, 'dist/src/main/server.js')).mtimeMs, built)
   assert.equal(await again.stop(), 0)
 })
 
 test('from a clone, npx plant-store runs the package\'s bin (dist/, built by npm start above), as the README says', async () => {
-  assert.match(readFileSync(join(REPO, 'README.md'), 'utf8'), /run it as `npx plant-store …` or\n`node dist\/src\/server\.js …`/)
+  assert.match(readFileSync(join(REPO, 'README.md'), 'utf8'), /run it as `npx plant-store …` or\n`node dist\/src\/main\/server\.js …`/)
   const run = promisify(execFile)
   // --offline: the package's own bin, never one fetched from the registry.
   const version = await run('npx', ['--offline', 'plant-store', '--version'], { cwd: REPO })

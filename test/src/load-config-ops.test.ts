@@ -83,7 +83,7 @@ test('TRUST_PROXY: every value the configuration accepts, Fastify accepts too (c
       assert.ok(err instanceof ConfigError, value)
       continue
     }
-    // A hop count becomes a function in src/app.ts; addresses and ranges go to Fastify as they are.
+    // A hop count becomes a function in src/main/app.ts; addresses and ranges go to Fastify as they are.
     if (typeof trustProxy !== 'number') assert.doesNotThrow(() => Fastify({ trustProxy }), value)
   }
 })

@@ -3,7 +3,15 @@ import { Type } from '@sinclair/typebox'
 import { writeConditionsHeaders } from '../../../src/schemas/headers.js'
 import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
 import { resourceScope } from '../../../src/scopes.js'
-import { aOne, operationId, repositoryOf, sharedErrors, writeCondition, writeConditions, type ResourceRouteOptions } from './shared.js'
+import {
+  aOne,
+  operationId,
+  repositoryOf,
+  sharedErrors,
+  writeCondition,
+  writeConditions,
+  type ResourceRouteOptions
+} from './shared.js'
 
 /** `DELETE /plants/{id}`: 204 with an empty body. */
 const deleteRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app, { resource }) => {

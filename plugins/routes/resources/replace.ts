@@ -3,7 +3,8 @@ import { writeConditionsHeaders } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
 import { resourceScope } from '../../../src/scopes.js'
 import {
-  aOne, bodyWriteErrors, itemResponse, operationId, repositoryOf, withEtag, writeCondition, writeConditions, type ResourceRouteOptions
+  aOne, bodyWriteErrors, itemResponse, operationId, repositoryOf, withEtag, writeCondition, writeConditions,
+  type ResourceRouteOptions
 } from './shared.js'
 
 /** `PUT /plants/{id}`: replaces what a client may set of one; never creates one. */
@@ -28,7 +29,11 @@ const replaceRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app
     const id = BigInt(request.params.id)
     const repository = repositoryOf(request, resource)
     const condition = await writeCondition(repository, resource, id, request.headers)
-    return withEtag(reply, resource, await repository.replace(id, resource.fromReplace(request.body), condition, app.eventOrigin(request)))
+    return withEtag(
+      reply,
+      resource,
+      await repository.replace(id, resource.fromReplace(request.body), condition, app.eventOrigin(request))
+    )
   })
 }
 

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { parseEntityTags, writePrecondition } from '../../../src/preconditions.js'
+import { parseEntityTags, writePrecondition } from '../../http/preconditions.js'
 import type { Repository, ResourceDefinition, ResourceTypes } from '../../../src/resource.js'
 import type { AnyResource } from '../../../src/resources/index.js'
 import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
@@ -32,11 +32,15 @@ export const sharedErrors = ({ name }: ResourceDefinition) => ({
   tooLarge: 'The body is too large'
 })
 
-/** The errors of a write with a body to `/{collection}/{id}` (PUT, PATCH): `body` names its schema, `notJson` says what 415 means. */
+/**
+ * The errors of a write with a body to `/{collection}/{id}` (PUT, PATCH): `body` names its schema, `notJson` says what
+ * 415 means.
+ */
 export const bodyWriteErrors = (resource: ResourceDefinition, body: string, notJson: string) => {
   const errors = sharedErrors(resource)
   return authenticatedErrorResponses({
-    400: `The id is not a signed 64-bit integer, the body is not a valid ${body} (the message names the field), or If-Match or If-None-Match is malformed`,
+    400: `The id is not a signed 64-bit integer, the body is not a valid ${body} (the message names the field), or ` +
+      'If-Match or If-None-Match is malformed',
     404: errors.notFound,
     412: errors.stale,
     413: errors.tooLarge,
@@ -53,9 +57,18 @@ export function withEtag<T extends { id: bigint }> (reply: FastifyReply, resourc
 }
 
 export async function writeCondition (
-  repository: Repository<ResourceTypes>, resource: ResourceDefinition, id: bigint, headers: { 'if-match'?: string, 'if-none-match'?: string }
+  repository: Repository<ResourceTypes>,
+  resource: ResourceDefinition,
+  id: bigint,
+  headers: { 'if-match'?: string; 'if-none-match'?: string }
 ): Promise<IfMatch | undefined> {
   const ifMatch = parseEntityTags('If-Match', headers['if-match'])
   const ifNoneMatch = parseEntityTags('If-None-Match', headers['if-none-match'])
-  return await writePrecondition(resource, id, ifMatch, ifNoneMatch, async (itemId) => await repository.get(itemId))
+  return await writePrecondition(
+    resource,
+    id,
+    ifMatch,
+    ifNoneMatch,
+    async (itemId) => await repository.get(itemId)
+  )
 }

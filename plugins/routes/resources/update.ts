@@ -1,10 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { MERGE_PATCH } from '../../../src/json-body.js'
+import { MERGE_PATCH } from '../../http/json-body.js'
 import { writeConditionsHeaders } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
 import { resourceScope } from '../../../src/scopes.js'
 import {
-  aOne, bodyWriteErrors, itemResponse, operationId, repositoryOf, withEtag, writeCondition, writeConditions, type ResourceRouteOptions
+  aOne, bodyWriteErrors, itemResponse, operationId, repositoryOf, withEtag, writeCondition, writeConditions,
+  type ResourceRouteOptions
 } from './shared.js'
 
 /** `PATCH /plants/{id}`: a JSON merge patch (RFC 7396). */
@@ -31,7 +32,11 @@ const updateRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app,
     const id = BigInt(request.params.id)
     const repository = repositoryOf(request, resource)
     const condition = await writeCondition(repository, resource, id, request.headers)
-    return withEtag(reply, resource, await repository.update(id, resource.fromPatch(request.body), condition, app.eventOrigin(request)))
+    return withEtag(
+      reply,
+      resource,
+      await repository.update(id, resource.fromPatch(request.body), condition, app.eventOrigin(request))
+    )
   })
 }
 

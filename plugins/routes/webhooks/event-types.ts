@@ -8,20 +8,26 @@ import { webhooksErrorResponses } from './shared.js'
 /** `GET /webhooks/event-types`: the event type catalog. */
 const listWebhookEventTypesRoute: FastifyPluginAsyncTypebox = async (app) => {
   const catalog = eventTypeCatalog()
-  app.get('/webhooks/event-types', {
-    config: { scope: 'webhooks' },
-    schema: {
-      operationId: 'listWebhookEventTypes',
-      summary: 'List webhook event types',
-      description: `Every event type a receiver can get, with what it means and the JSON Schema of its body: the ${EVENT_SUBJECTS} ` +
-        'events a subscription asks for in `events`, and `webhook.test` (sent by `POST /webhooks/{id}/test` only).',
-      tags: ['webhooks'],
-      response: {
-        200: ref(WebhookEventTypeListSchema, { description: 'The event types' }),
-        ...webhooksErrorResponses({})
+  app.get(
+    '/webhooks/event-types',
+    {
+      config: { scope: 'webhooks' },
+      schema: {
+        operationId: 'listWebhookEventTypes',
+        summary: 'List webhook event types',
+        description:
+          'Every event type a receiver can get, with what it means and the JSON Schema of its body: the ' +
+          `${EVENT_SUBJECTS} ` +
+          'events a subscription asks for in `events`, and `webhook.test` (sent by `POST /webhooks/{id}/test` only).',
+        tags: ['webhooks'],
+        response: {
+          200: ref(WebhookEventTypeListSchema, { description: 'The event types' }),
+          ...webhooksErrorResponses({})
+        }
       }
-    }
-  }, async () => catalog)
+    },
+    async () => catalog
+  )
 }
 
 export default listWebhookEventTypesRoute

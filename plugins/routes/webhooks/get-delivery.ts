@@ -1,32 +1,38 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ref } from '../../../src/schemas/ref.js'
-import { WebhookDeliveryDetailSchema, WebhookDeliveryParamsSchema } from '../../../src/schemas/webhook.js'
+import { WebhookDeliveryDetailSchema, WebhookDeliveryParamsSchema } from '../../../src/schemas/webhook-delivery.js'
 import { ownerOf, webhooksErrorResponses } from './shared.js'
 
 /** `GET /webhooks/{id}/deliveries/{deliveryId}`: one delivery, its event as sent and every attempt. */
 const getWebhookDeliveryRoute: FastifyPluginAsyncTypebox = async (app) => {
-  app.get('/webhooks/:id/deliveries/:deliveryId', {
-    config: { scope: 'webhooks' },
-    schema: {
-      operationId: 'getWebhookDelivery',
-      summary: 'Get a webhook delivery',
-      description: 'The delivery with this id of the subscription with this id: its status, its event as every attempt ' +
-        'sent it (`webhookId`, `eventType`, the exact `payload`), and every attempt so far, oldest first, each with when ' +
-        'it started, how long it took, the status code or the error, and the first 1 KiB of the answer\'s body.',
-      tags: ['webhooks'],
-      params: WebhookDeliveryParamsSchema,
-      response: {
-        200: ref(WebhookDeliveryDetailSchema, { description: 'The delivery' }),
-        ...webhooksErrorResponses({
-          400: 'An id is not a signed 64-bit integer',
-          404: 'This token has no subscription with this id, or the subscription has no delivery with this id'
-        })
+  app.get(
+    '/webhooks/:id/deliveries/:deliveryId',
+    {
+      config: { scope: 'webhooks' },
+      schema: {
+        operationId: 'getWebhookDelivery',
+        summary: 'Get a webhook delivery',
+        description:
+          'The delivery with this id of the subscription with this id: its status, its event as every attempt sent ' +
+          'it (`webhookId`, `eventType`, the exact `payload`), and every attempt so far, oldest first, each with ' +
+          'when ' +
+          "it started, how long it took, the status code or the error, and the first 1 KiB of the answer's body.",
+        tags: ['webhooks'],
+        params: WebhookDeliveryParamsSchema,
+        response: {
+          200: ref(WebhookDeliveryDetailSchema, { description: 'The delivery' }),
+          ...webhooksErrorResponses({
+            400: 'An id is not a signed 64-bit integer',
+            404: 'This token has no subscription with this id, or the subscription has no delivery with this id'
+          })
+        }
       }
+    },
+    async (request) => {
+      const { id, deliveryId } = request.params
+      return await request.webhooks.getDelivery(ownerOf(request), BigInt(id), BigInt(deliveryId))
     }
-  }, async (request) => {
-    const { id, deliveryId } = request.params
-    return await request.webhooks.getDelivery(ownerOf(request), BigInt(id), BigInt(deliveryId))
-  })
+  )
 }
 
 export default getWebhookDeliveryRoute

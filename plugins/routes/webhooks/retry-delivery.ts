@@ -1,34 +1,39 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ref } from '../../../src/schemas/ref.js'
-import { WebhookDeliveryParamsSchema, WebhookDeliverySchema } from '../../../src/schemas/webhook.js'
+import { WebhookDeliveryParamsSchema, WebhookDeliverySchema } from '../../../src/schemas/webhook-delivery.js'
 import { ownerOf, webhooksErrorResponses } from './shared.js'
 
 /** `POST /webhooks/{id}/deliveries/{deliveryId}/retry`: attempts a delivery again now. */
 const retryWebhookDeliveryRoute: FastifyPluginAsyncTypebox = async (app) => {
-  app.post('/webhooks/:id/deliveries/:deliveryId/retry', {
-    config: { scope: 'webhooks' },
-    schema: {
-      operationId: 'retryWebhookDelivery',
-      summary: 'Retry a webhook delivery',
-      description: 'Makes the delivery pending and due now, whatever its status (a failed one gets one more attempt), and ' +
-        'answers 202 with it: the attempt itself happens in the background (list the deliveries to see its outcome). ' +
-        'The subscription must be enabled, else 409.',
-      tags: ['webhooks'],
-      params: WebhookDeliveryParamsSchema,
-      response: {
-        202: ref(WebhookDeliverySchema, { description: 'The delivery is due now' }),
-        ...webhooksErrorResponses({
-          400: 'An id is not a signed 64-bit integer, or the request has a body',
-          404: 'This token has no subscription with this id, or the subscription has no delivery with this id',
-          409: 'The subscription is disabled: enable it (PATCH `"disabled": false`) to retry its deliveries'
-        })
+  app.post(
+    '/webhooks/:id/deliveries/:deliveryId/retry',
+    {
+      config: { scope: 'webhooks' },
+      schema: {
+        operationId: 'retryWebhookDelivery',
+        summary: 'Retry a webhook delivery',
+        description:
+          'Makes the delivery pending and due now, whatever its status (a failed one gets one more attempt), and ' +
+          'answers 202 with it: the attempt itself happens in the background (list the deliveries to see its ' +
+          'outcome). The subscription must be enabled, else 409.',
+        tags: ['webhooks'],
+        params: WebhookDeliveryParamsSchema,
+        response: {
+          202: ref(WebhookDeliverySchema, { description: 'The delivery is due now' }),
+          ...webhooksErrorResponses({
+            400: 'An id is not a signed 64-bit integer, or the request has a body',
+            404: 'This token has no subscription with this id, or the subscription has no delivery with this id',
+            409: 'The subscription is disabled: enable it (PATCH `"disabled": false`) to retry its deliveries'
+          })
+        }
       }
+    },
+    async (request, reply) => {
+      const { id, deliveryId } = request.params
+      const delivery = await request.webhooks.retryDelivery(ownerOf(request), BigInt(id), BigInt(deliveryId))
+      return reply.code(202).send(delivery)
     }
-  }, async (request, reply) => {
-    const { id, deliveryId } = request.params
-    const delivery = await request.webhooks.retryDelivery(ownerOf(request), BigInt(id), BigInt(deliveryId))
-    return reply.code(202).send(delivery)
-  })
+  )
 }
 
 export default retryWebhookDeliveryRoute

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import { insufficientScope } from '../../../src/errors.js'
-import { RESOURCES } from '../../../src/resources/index.js'
-import { grants, resourceScope } from '../../../src/scopes.js'
+import type { ResourceDefinition } from '../../../src/resource.js'
+import { resourceScope } from '../../../src/scopes.js'
 import { scopesForEvents } from '../../../src/webhooks/events.js'
 import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
 import { ref } from '../../../src/schemas/ref.js'
@@ -10,11 +10,12 @@ import { WebhookSchema } from '../../../src/schemas/webhook.js'
 /** Error answers several webhooks routes share, described once. */
 export const WEBHOOK_ERRORS = {
   badId: 'The id is not a signed 64-bit integer',
-  notFound: 'This token has no subscription with this id (another token\'s subscriptions are not found either)',
+  notFound: "This token has no subscription with this id (another token's subscriptions are not found either)",
   tooLarge: 'The body is too large',
-  badUrl: 'The URL is not an absolute http or https URL of at most 2048 characters without credentials, its host does not ' +
-    'resolve (within WEBHOOK_TIMEOUT_MS), or it is (or resolves to) a non-public address (loopback, private, link-local, …); ' +
-    'the message never says what a host name resolves to'
+  badUrl:
+    'The URL is not an absolute http or https URL of at most 2048 characters without credentials, its host does not ' +
+    'resolve (within WEBHOOK_TIMEOUT_MS), or it is (or resolves to) a non-public address (loopback, private, ' +
+    'link-local, …); the message never says what a host name resolves to'
 } as const
 
 /** The error responses of a webhooks route: every route here sits behind the bearer-auth hook. */
@@ -33,9 +34,10 @@ export function ownerOf (request: FastifyRequest): string {
   return owner
 }
 
-/** What the create and update routes say of the event list's scopes. */
-export const EVENT_SCOPES_TEXT = 'Subscribing to a resource\'s events needs its read scope as well (' +
-  RESOURCES.map((resource) =>
+/** What the create and update routes say of the event list's scopes, for the app's resources. */
+export const eventScopesText = (resources: readonly ResourceDefinition[]): string =>
+  'Subscribing to a resource\'s events needs its read scope as well (' +
+  resources.map((resource) =>
     `\`${resourceScope(resource, 'read')}\`, or \`${resourceScope(resource, 'write')}\`, for ${resource.name} events`
   ).join('; ') +
   '), since every delivery carries the representation: without it, 403 naming the scope.'
@@ -47,6 +49,7 @@ export const EVENT_SCOPES_TEXT = 'Subscribing to a resource\'s events needs its 
  */
 export function checkEventScopes (request: FastifyRequest, events: readonly string[] | undefined): void {
   const held = request.principal?.scopes ?? new Set()
-  const missing = scopesForEvents(events).find((scope) => !grants(held, scope))
+  const { resources, scopeCatalog } = request.server
+  const missing = scopesForEvents(events, resources).find((scope) => !scopeCatalog.grants(held, scope))
   if (missing !== undefined) throw insufficientScope(missing)
 }

@@ -15,6 +15,27 @@ export interface PostgresTarget {
 /** Needs no quoting anywhere in SQL. */
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
 
+/**
+ * What statements put before a table's name: `schema.` (a SCHEMA_NAME needs no quoting). A lone
+ * statement then resolves its tables without a search_path: one round trip, no session state.
+ */
+export const tablePrefix = (schema: string | undefined): string => schema === undefined ? '' : `${schema}.`
+
+type Queryable = pg.Pool | pg.PoolClient | pg.ClientBase
+
+/** Runs one of a set of statements by name. */
+export type RunStatement<S extends string> = <R extends pg.QueryResultRow = pg.QueryResultRow>(
+  db: Queryable, statement: S, values?: unknown[]) => Promise<pg.QueryResult<R>>
+
+/**
+ * Unnamed statements: a named prepared statement lives in a server session, which a transaction
+ * pooler (PgBouncer's pool_mode = transaction) hands to another client after each transaction.
+ */
+export function statementRunner<S extends string> (sql: Readonly<Record<S, string>>): RunStatement<S> {
+  return async <R extends pg.QueryResultRow>(db: Queryable, statement: S, values: unknown[] = []) =>
+    await db.query<R>(sql[statement], values)
+}
+
 /** A `?schema=name` parameter lets several services (or test runs) share one database. */
 export function parsePostgresUrl (url: string): PostgresTarget {
   let parsed: URL
@@ -85,17 +106,12 @@ function opening ({ schema, statementTimeoutMs, asynchronousCommit }: Transactio
 
 /**
  * `pool` whose transactions (inTransaction) carry `settings`. A lone statement runs as it is, one
- * round trip, bounded by the driver's query_timeout; with a schema it runs in a transaction of its
- * own (three round trips), as its table names resolve through search_path.
+ * round trip, bounded by the driver's query_timeout: it names its tables schema-qualified (tablePrefix).
  */
 export function settledPool (pool: pg.Pool, settings: TransactionSettings): pg.Pool {
-  const query = settings.schema === undefined
-    ? pool.query.bind(pool)
-    : async (...args: unknown[]): Promise<unknown> => await inTransaction(view, async (client) =>
-      await (client.query as (...values: unknown[]) => Promise<unknown>).apply(client, args))
   const view = {
     connect: async () => await pool.connect(),
-    query,
+    query: pool.query.bind(pool),
     end: async () => { await pool.end() },
     on: (...args: Parameters<pg.Pool['on']>) => { pool.on(...args); return view }
   } as unknown as pg.Pool
@@ -110,11 +126,14 @@ export function queryTimeout (statementTimeoutMs: number): Pick<pg.PoolConfig, '
   return { query_timeout: statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS }
 }
 
-const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'])
+const SOCKET_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'
+])
 
 const SERVER_CODES = new Set(['57P01', '57P02', '57P03', '53300'])
 
-const DRIVER_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable|Query read timeout)/
+const DRIVER_MESSAGES = new RegExp('^(Connection terminated|timeout exceeded when trying to connect|' +
+  'Client has encountered a connection error|Client was closed and is not queryable|Query read timeout)')
 
 /** A broken connection is dropped from the pool rather than reused. */
 export function isConnectionError (err: unknown): boolean {

@@ -112,5 +112,31 @@ export const migrations: readonly string[] = [
   `UPDATE webhook_subscriptions SET owner = 'jwt-sha256:' || encode(sha256(convert_to(substr(owner, 5), 'UTF8')), 'hex')
    WHERE left(owner, 4) = 'jwt:' AND octet_length(owner) > 256;
    UPDATE idempotency_keys SET scope = 'jwt-sha256:' || encode(sha256(convert_to(substr(scope, 5), 'UTF8')), 'hex')
-   WHERE left(scope, 4) = 'jwt:' AND octet_length(scope) > 256;`
+   WHERE left(scope, 4) = 'jwt:' AND octet_length(scope) > 256;`,
+  // 11: idempotency keys and chosen ids of every resource, keyed by its collection. A key remembers the
+  // row it created: its id, timestamps, and own values as a JSON object by column (int64s as decimal
+  // strings), as on SQLite.
+  `ALTER TABLE idempotency_keys RENAME TO plant_idempotency_keys;
+   ALTER INDEX idempotency_keys_pkey RENAME TO plant_idempotency_keys_pkey;
+   ALTER INDEX idempotency_keys_created_at RENAME TO plant_idempotency_keys_created_at;
+   CREATE TABLE idempotency_keys (
+     resource    text   NOT NULL,
+     scope       text   NOT NULL,
+     key         text   NOT NULL,
+     fingerprint text   NOT NULL,
+     id          bigint NOT NULL,
+     row_values  text   NOT NULL,
+     created_at  bigint NOT NULL,
+     updated_at  bigint NOT NULL,
+     PRIMARY KEY (resource, scope, key)
+   );
+   CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
+   INSERT INTO idempotency_keys (resource, scope, key, fingerprint, id, row_values, created_at, updated_at)
+   SELECT 'plants', scope, key, fingerprint, plant_id, json_build_object('name', name, 'tag', tag)::text,
+          created_at, updated_at
+   FROM plant_idempotency_keys;
+   DROP TABLE plant_idempotency_keys;
+   ALTER TABLE chosen_ids ADD COLUMN resource text NOT NULL DEFAULT 'plants';
+   ALTER TABLE chosen_ids DROP CONSTRAINT chosen_ids_pkey, ADD PRIMARY KEY (resource, id),
+     ALTER COLUMN resource DROP DEFAULT;`
 ]

@@ -6,18 +6,23 @@ import {
   parsePostgresUrl, postgresFailure, queryTimeout, settledPool, survivingDisconnects, type PostgresTarget
 } from './connection.js'
 import { migrations } from './migrations.js'
-import { createPostgresPlants } from './plants.js'
-import type { PostgresRepositoryContext } from './repository.js'
+import type { PostgresRepositoryContext } from './context.js'
+import { createPostgresRepository } from './repository.js'
+import { ensureResourceTables } from './table-sql.js'
 import { retryUntilReachable, type StartupRetry } from './startup.js'
-import { createPostgresWebhookStore } from './webhook-store.js'
+import { createPostgresWebhookStore, postgresEnqueuer } from './webhook-store.js'
 import type { WebhookStore } from '../../webhooks/store.js'
 import { postgresTrim } from './trim.js'
+import type { RepositoriesOf, ResourceDefinition } from '../../resource.js'
+import { RESOURCES, type ServedResources } from '../../resources/index.js'
 
 /** At most one NOTIFY to other instances' dispatchers per this many milliseconds from one process's writes. */
 export const NOTIFY_INTERVAL_MS = 50
 
-export interface PostgresStoreOptions {
+export interface PostgresStoreOptions<D extends readonly ResourceDefinition[] = ServedResources> {
   url: string
+  /** The resources it serves: their tables are made when missing. */
+  resources?: D
   /**
    * DATABASE_DIRECT_URL: PostgreSQL itself, not a transaction pooler, for what needs a session
    * (LISTEN; migrations). Without it there is no LISTEN (the dispatcher polls) and migrations run
@@ -63,7 +68,9 @@ export function isCurrentVersion (version: number): boolean {
  * server session (a session lock could be taken on one and released on another), and a failed
  * step leaves the schema as it was.
  */
-async function migrate (client: pg.Client, target: PostgresTarget): Promise<void> {
+async function migrate (
+  client: pg.Client, target: PostgresTarget, resources: readonly ResourceDefinition[]
+): Promise<void> {
   try {
     await client.query('BEGIN')
     try {
@@ -73,13 +80,15 @@ async function migrate (client: pg.Client, target: PostgresTarget): Promise<void
         await client.query(`SELECT set_config('search_path', '${target.schema}', true)`)
       }
       await client.query(MIGRATIONS_TABLE)
-      const { rows } = await client.query<{ version: number | null }>('SELECT max(version) AS version FROM plant_store_migrations')
+      const { rows } = await client.query<{ version: number | null }>(
+        'SELECT max(version) AS version FROM plant_store_migrations')
       const version = rows[0]?.version ?? 0
       isCurrentVersion(version)
       for (let step = version; step < migrations.length; step++) {
         await client.query(migrations[step] as string)
         await client.query('INSERT INTO plant_store_migrations (version) VALUES ($1)', [step + 1])
       }
+      await ensureResourceTables(client, resources, target.schema)
       await client.query('COMMIT')
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {})
@@ -92,7 +101,10 @@ async function migrate (client: pg.Client, target: PostgresTarget): Promise<void
 
 /** Migrations run without the statement bounds (a step may take a while); an unreachable database
  * is retried for PG_STARTUP_TIMEOUT_MS, so a service and its database can start together. */
-async function migrateWhenReachable (options: PostgresStoreOptions, connection: pg.ClientConfig, target: PostgresTarget): Promise<void> {
+async function migrateWhenReachable (
+  options: PostgresStoreOptions<readonly ResourceDefinition[]>, connection: pg.ClientConfig, target: PostgresTarget,
+  resources: readonly ResourceDefinition[]
+): Promise<void> {
   await retryUntilReachable(async () => {
     const migrator = new pg.Client(connection)
     // A connection lost mid-migration fails the statement (retried); unheard, its 'error' would end the process.
@@ -104,25 +116,29 @@ async function migrateWhenReachable (options: PostgresStoreOptions, connection: 
       throw err
     }
     try {
-      await migrate(migrator, target)
+      await migrate(migrator, target, resources)
     } catch (err) {
       // Another instance made the schema at the same moment (seen behind PgBouncer): it is there now.
       if (!['23505', '42P06'].includes(String((err as { code?: unknown }).code))) throw err
       const again = new pg.Client(connection)
       again.on('error', () => {})
       await again.connect()
-      await migrate(again, target)
+      await migrate(again, target, resources)
     }
   }, options.startup ?? { timeoutMs: 0 })
 }
 
 /** What every repository of the store shares: the pool, the failure mapping and the NOTIFY throttle. */
-function repositoryContext (pool: pg.Pool, notifyIntervalMs: number, wakers: ReadonlySet<() => void>): PostgresRepositoryContext {
+function repositoryContext (
+  pool: pg.Pool, schema: string | undefined, notifyIntervalMs: number, wakers: ReadonlySet<() => void>
+): PostgresRepositoryContext {
   // At most one NOTIFY per NOTIFY_INTERVAL_MS, as notifying commits serialize on PostgreSQL's queue
   // lock: see docs/performance.md#what-the-measurements-decided. Own dispatchers are woken directly.
   let lastNotifyAt = Number.NEGATIVE_INFINITY
   return {
     pool,
+    schema,
+    enqueue: postgresEnqueuer(schema),
     async guard (work) {
       try {
         return await work()
@@ -144,7 +160,9 @@ function repositoryContext (pool: pg.Pool, notifyIntervalMs: number, wakers: Rea
 }
 
 /** The webhook store on its own pools, its listeners also woken by this process's own writes. */
-async function openWebhooks (options: PostgresStoreOptions, statementTimeoutMs: number, wakers: Set<() => void>): Promise<WebhookStore> {
+async function openWebhooks (
+  options: PostgresStoreOptions<readonly ResourceDefinition[]>, statementTimeoutMs: number, wakers: Set<() => void>
+): Promise<WebhookStore> {
   const remote = await createPostgresWebhookStore({
     url: options.url,
     statementTimeoutMs,
@@ -170,7 +188,10 @@ async function openWebhooks (options: PostgresStoreOptions, statementTimeoutMs: 
 }
 
 /** The shared store: any number of stateless instances can serve one database. */
-export async function createPostgresStore (options: PostgresStoreOptions): Promise<Store> {
+export async function createPostgresStore<D extends readonly ResourceDefinition[] = ServedResources> (
+  options: PostgresStoreOptions<D>
+): Promise<Store<D>> {
+  const resources: readonly ResourceDefinition[] = options.resources ?? RESOURCES
   const target = parsePostgresUrl(options.url)
   const connection = {
     connectionString: target.connectionString,
@@ -181,7 +202,7 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     const migrator = options.directUrl === undefined
       ? connection
       : { ...connection, connectionString: parsePostgresUrl(options.directUrl).connectionString }
-    await migrateWhenReachable(options, migrator, target)
+    await migrateWhenReachable(options, migrator, target, resources)
   }
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000
   const owned = options.pools === undefined
@@ -191,8 +212,8 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
       options.onIdleError),
     { schema: target.schema, statementTimeoutMs })
   const wakers = new Set<() => void>()
-  const context = repositoryContext(pool, options.notifyIntervalMs ?? NOTIFY_INTERVAL_MS, wakers)
-  const trim = postgresTrim(pool)
+  const context = repositoryContext(pool, target.schema, options.notifyIntervalMs ?? NOTIFY_INTERVAL_MS, wakers)
+  const trim = postgresTrim(pool, target.schema, resources)
   let webhooks: WebhookStore
   try {
     webhooks = await openWebhooks(options, statementTimeoutMs, wakers)
@@ -201,8 +222,12 @@ export async function createPostgresStore (options: PostgresStoreOptions): Promi
     throw postgresFailure(err) ?? err
   }
   let closed = false
+  // Keyed by collection, as RepositoriesOf<D> says: the one map TypeScript cannot follow.
+  const repositories = Object.fromEntries(
+    resources.map((definition) => [definition.collection, createPostgresRepository(definition, context)])
+  ) as RepositoriesOf<D>
   return {
-    plants: createPostgresPlants(context),
+    ...repositories,
     webhooks,
     async ping () {
       await context.guard(async () => { await pool.query('SELECT 1') })

@@ -56,7 +56,9 @@ export function startFailure (err: unknown, prefix = ''): unknown {
  * waiting would not fix it. Either way it fails with a StoreOpenError that gives the server's reason
  * and what to do, past the deadline also for how long it tried.
  */
-export async function retryUntilReachable<T> (attempt: () => Promise<T>, { timeoutMs, onRetry }: StartupRetry): Promise<T> {
+export async function retryUntilReachable<T> (
+  attempt: () => Promise<T>, { timeoutMs, onRetry }: StartupRetry
+): Promise<T> {
   const deadline = Date.now() + timeoutMs
   for (let attempts = 1; ; attempts++) {
     try {

@@ -1,20 +1,20 @@
 import pg from 'pg'
 import { pgTypes } from './types.js'
-import type { AnyResource } from '../../resources/index.js'
-import { buildEventMessage, eventPayloadAroundId, eventType, newMessageId, type EventOrigin, type ResourceChange, type ResourceEvent } from '../../webhooks/events.js'
+import type { ResourceEvent } from '../../webhooks/events.js'
 import { attemptTexts, toClaimed, type ClaimRow } from '../../webhooks/rows.js'
 import type { Backlog, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore } from '../../webhooks/store.js'
-import { checkWebhookSchema, disablesSubscription, FAN_OUT_ALL_BATCH, inBatches, PRUNE_BATCH, receives as sharedReceives } from '../webhook-rules.js'
 import {
-  inTransaction, parsePostgresUrl, queryTimeout, settledPool, survivingDisconnects, type PostgresTarget
+  checkWebhookSchema, disablesSubscription, FAN_OUT_ALL_BATCH, inBatches, PRUNE_BATCH
+} from '../webhook-rules.js'
+import {
+  inTransaction, parsePostgresUrl, queryTimeout, statementRunner, settledPool, survivingDisconnects,
+  type PostgresTarget, type RunStatement
 } from './connection.js'
 import { postgresDeliveryLog, postgresSubscriptions } from './subscriptions.js'
+import { postgresEventMessageValues, WEBHOOK_CHANNEL, webhookStatements } from './webhook-sql.js'
 
 /** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
 export const WEBHOOK_SCHEMA_VERSION = 9
-
-/** The NOTIFY channel; the payload is the writer's schema, so schemas sharing a database tell their events apart. */
-export const WEBHOOK_CHANNEL = 'plant_store_webhooks'
 
 export interface PostgresWebhookStoreOptions {
   url: string
@@ -35,150 +35,31 @@ export interface PostgresWebhookStoreOptions {
 /** A claim that fans out takes up this many times its limit of events. */
 const FAN_OUT_AHEAD = 4
 
-/** The outbox write as CTEs; the event's row is written only when some enabled subscription asked for its type. */
-const eventCtes = (p: number, payload: string, subjectId: string, from: string): string => `
-  receivers AS (
-    SELECT count(*)::integer AS n FROM webhook_subscriptions WHERE NOT disabled AND $${p + 1} = ANY (events)),
-  inserted AS (
-    INSERT INTO webhook_events (message_id, event_type, subject_type, subject_id, payload, created_at, request_id, traceparent)
-    SELECT $${p}, $${p + 1}, $${p + 8}, ${subjectId}, ${payload}, $${p + 3}, $${p + 4}, $${p + 5} FROM ${from} WHERE n > 0)`
-
-const notifyColumn = (n: number): string =>
-  `CASE WHEN n > 0 AND $${n}::boolean THEN pg_notify('${WEBHOOK_CHANNEL}', current_schema()) END AS notified`
-
-const ENQUEUE_SQL = `WITH ${eventCtes(1, '$3', '$7::bigint', 'receivers')}
-  SELECT n AS deliveries, ${notifyColumn(8)} FROM receivers`
-
-/** A write and its event in one statement: one round trip, atomic without a transaction. */
-export const writeWithEventSql = (write: string, columns: string, p: number): string =>
-  `WITH written AS (${write}),${eventCtes(p, `$${p + 2} || written.id::text || $${p + 6}`, 'written.id', 'written, receivers')}
-  SELECT ${columns}, n AS deliveries, ${notifyColumn(p + 7)} FROM written, receivers`
-
-/** The values of `writeWithEventSql`'s event: its data is the written row's JSON, around the id the statement draws. */
-export function postgresEventValues (
-  resource: { name: AnyResource['name'] }, change: ResourceChange, dataAfterId: string, now: number, origin: EventOrigin | undefined, notify: boolean
-): unknown[] {
-  const type = eventType(resource, change)
-  const { before, after } = eventPayloadAroundId(type, dataAfterId, now)
-  return [newMessageId(), type, before, now, origin?.requestId ?? null, origin?.traceparent ?? null, after, notify, resource.name]
-}
-
-const receives = (eventId: string, type: string): string => sharedReceives(eventId, `${type} = ANY (s.events)`, 'NOT s.disabled')
-
-const SQL = {
-  schemaVersion: 'SELECT max(version) AS version FROM plant_store_migrations',
-  activeOwners: 'SELECT count(DISTINCT owner)::integer AS n FROM webhook_subscriptions WHERE NOT disabled',
-  empty: `SELECT NOT EXISTS (SELECT 1 FROM webhook_subscriptions) AND NOT EXISTS (SELECT 1 FROM webhook_deliveries)
-            AND NOT EXISTS (SELECT 1 FROM webhook_events) AS empty`,
-  recordAttempt: `INSERT INTO webhook_attempts (delivery_id, at, duration_ms, status_code, error, response_body)
-                  VALUES ($1, $2, $3, $4, $5, $6)`,
-  enqueue: ENQUEUE_SQL,
-  // SKIP LOCKED: two instances never take the same event.
-  fanOut: `WITH taken AS (
-             DELETE FROM webhook_events WHERE id IN (
-               SELECT id FROM webhook_events ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
-             RETURNING id, message_id, event_type, payload, created_at, request_id, traceparent),
-           made AS (
-             INSERT INTO webhook_deliveries (subscription_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at, request_id, traceparent)
-             SELECT s.id, t.message_id, t.event_type, t.payload, 'pending', 0, t.created_at, t.created_at, t.request_id, t.traceparent
-             FROM taken t JOIN webhook_subscriptions s ON ${receives('t.id', 't.event_type')}
-             ORDER BY t.id, s.id)
-           SELECT count(*)::integer AS events FROM taken`,
-  claim: `WITH candidates AS (
-            SELECT d.id, d.next_attempt_at, s.owner,
-                   row_number() OVER (PARTITION BY s.id ORDER BY d.next_attempt_at, d.id) AS rs
-            FROM webhook_subscriptions s
-            CROSS JOIN LATERAL (
-              SELECT x.id, x.next_attempt_at FROM webhook_deliveries x
-              WHERE x.subscription_id = s.id AND x.status = 'pending' AND x.next_attempt_at <= $2
-                AND (x.lease_until IS NULL OR x.lease_until <= $2)
-              ORDER BY x.next_attempt_at, x.id LIMIT $5
-              FOR UPDATE SKIP LOCKED) d
-            WHERE NOT s.disabled AND s.id <> ALL ($6::bigint[]) AND s.owner <> ALL ($7::text[])),
-          ranked AS (
-            SELECT id, next_attempt_at, row_number() OVER (PARTITION BY owner ORDER BY rs, next_attempt_at, id) AS ro FROM candidates),
-          due AS (SELECT id FROM ranked ORDER BY ro, next_attempt_at, id LIMIT $4)
-          UPDATE webhook_deliveries w SET lease = $1, lease_until = $3
-          FROM due, webhook_subscriptions s
-          WHERE w.id = due.id AND s.id = w.subscription_id
-          RETURNING w.id, w.subscription_id, s.owner, w.message_id, w.event_type, w.payload, w.attempts,
-                    s.url, s.secret, s.previous_secrets, w.request_id, w.traceparent`,
-  leasedSubscription: 'SELECT subscription_id FROM webhook_deliveries WHERE id = $1 AND lease = $2',
-  // A success in one round trip; a deadlock with a concurrent delete fails the completion and the
-  // delivery is attempted again once its lease runs out.
-  succeed: `WITH done AS (
-              UPDATE webhook_deliveries SET status = 'succeeded', attempts = attempts + 1, next_attempt_at = NULL,
-                lease = NULL, lease_until = NULL, last_attempt_at = $3, last_status_code = $4, last_error = NULL
-              WHERE id = $1 AND lease = $2 RETURNING subscription_id),
-            healthy AS (
-              UPDATE webhook_subscriptions s SET failing_since = NULL FROM done
-              WHERE s.id = done.subscription_id AND s.failing_since IS NOT NULL),
-            logged AS (
-              INSERT INTO webhook_attempts (delivery_id, at, duration_ms, status_code, response_body)
-              SELECT $1, $3, $5, $4, $6 FROM done)
-            SELECT count(*)::integer AS recorded FROM done`,
-  // Many successes in one round trip; a completion whose lease is gone matches no row and writes nothing.
-  succeedMany: `WITH input AS (
-                  SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::integer[], $5::integer[], $6::text[])
-                    AS i (id, lease, at, code, duration, body)),
-                done AS (
-                  UPDATE webhook_deliveries d SET status = 'succeeded', attempts = attempts + 1, next_attempt_at = NULL,
-                    lease = NULL, lease_until = NULL, last_attempt_at = i.at, last_status_code = i.code, last_error = NULL
-                  FROM input i WHERE d.id = i.id AND d.lease = i.lease RETURNING d.id, d.subscription_id),
-                healthy AS (
-                  UPDATE webhook_subscriptions s SET failing_since = NULL
-                  WHERE s.id IN (SELECT subscription_id FROM done) AND s.failing_since IS NOT NULL),
-                logged AS (
-                  INSERT INTO webhook_attempts (delivery_id, at, duration_ms, status_code, response_body)
-                  SELECT i.id, i.at, i.duration, i.code, i.body FROM input i JOIN done ON done.id = i.id ORDER BY i.id)
-                SELECT id FROM done`,
-  // The subscription is locked before the delivery, in the order a delete cascades: no deadlock.
-  lockSubscription: 'SELECT disabled, failing_since FROM webhook_subscriptions WHERE id = $1 FOR NO KEY UPDATE',
-  finish: `UPDATE webhook_deliveries SET status = $3, attempts = attempts + 1, next_attempt_at = $4,
-             lease = NULL, lease_until = NULL, last_attempt_at = $5, last_status_code = $6, last_error = $7
-           WHERE id = $1 AND lease = $2`,
-  failedAttempt: `UPDATE webhook_subscriptions SET failing_since = coalesce(failing_since, $2), disabled = disabled OR $3,
-                    updated_at = CASE WHEN $3 AND NOT disabled THEN greatest($2, updated_at + 1) ELSE updated_at END
-                  WHERE id = $1`,
-  renew: `UPDATE webhook_deliveries w SET lease_until = $3
-          FROM unnest($1::bigint[], $2::text[]) AS r (id, lease)
-          WHERE w.id = r.id AND w.lease = r.lease`,
-  release: 'UPDATE webhook_deliveries SET lease = NULL, lease_until = NULL WHERE lease = $1 AND id = ANY ($2::bigint[])',
-  prune: `DELETE FROM webhook_deliveries WHERE id IN (
-            SELECT id FROM webhook_deliveries
-            WHERE created_at < $1 AND (status <> 'pending' OR subscription_id IN (SELECT id FROM webhook_subscriptions WHERE disabled))
-            LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-  backlog: `WITH waiting (created_at) AS (
-              SELECT d.created_at FROM webhook_deliveries d
-              JOIN webhook_subscriptions s ON s.id = d.subscription_id WHERE d.status = 'pending' AND NOT s.disabled
-              UNION ALL
-              SELECT e.created_at FROM webhook_events e
-              JOIN webhook_subscriptions s ON ${receives('e.id', 'e.event_type')})
-            SELECT count(*)::integer AS pending, min(created_at) AS oldest FROM waiting`
-} as const
-
 type Queryable = pg.Pool | pg.PoolClient | pg.ClientBase
 
-async function run<R extends pg.QueryResultRow = pg.QueryResultRow> (db: Queryable, statement: keyof typeof SQL, values: unknown[] = []): Promise<pg.QueryResult<R>> {
-  return await db.query<R>(SQL[statement], values)
+type Run = RunStatement<keyof ReturnType<typeof webhookStatements>>
+
+const runner = (schema: string | undefined): Run => statementRunner(webhookStatements(schema))
+
+/** Writes an event to the outbox inside a write's own transaction: the change and its event commit as one. */
+export type EnqueueEvent =
+  (client: pg.ClientBase, event: ResourceEvent, now: number, notify: boolean) => Promise<number>
+
+/** Resolves with how many deliveries the event will become. */
+export function postgresEnqueuer (schema: string | undefined): EnqueueEvent {
+  const run = runner(schema)
+  return async (client, event, now, notify) => await enqueueOn(run, client, event, now, notify)
 }
 
-/**
- * Writes an event to the outbox inside the write's own transaction, so the change and its
- * event commit (or roll back) together. Resolves with how many deliveries it will become.
- */
-export async function enqueuePostgresEvent (client: pg.ClientBase, event: ResourceEvent, now: number = Date.now(), notify = true): Promise<number> {
-  return await enqueueOn(client, event, now, notify)
-}
-
-async function enqueueOn (db: Queryable, event: ResourceEvent, now: number, notify: boolean): Promise<number> {
-  const { messageId, type, subject, payload, requestId, traceparent } = buildEventMessage(event, now)
-  const { rows: [row] } = await run<{ deliveries: number }>(db, 'enqueue',
-    [messageId, type, payload, now, requestId, traceparent, String(subject.id), notify, subject.resource])
+async function enqueueOn (
+  run: Run, db: Queryable, event: ResourceEvent, now: number, notify: boolean
+): Promise<number> {
+  const { rows: [row] } =
+    await run<{ deliveries: number }>(db, 'enqueue', postgresEventMessageValues(event, now, notify))
   return row?.deliveries ?? 0
 }
 
-async function checkSchema (pool: pg.Pool): Promise<void> {
+async function checkSchema (run: Run, pool: pg.Pool): Promise<void> {
   let version = 0
   try {
     version = (await run<{ version: number | null }>(pool, 'schemaVersion')).rows[0]?.version ?? 0
@@ -275,17 +156,22 @@ function listener (
 }
 
 /** Records attempts if their leases still hold, with each subscription's health after them. */
-function postgresCompletions (bookkeeping: pg.Pool): Pick<WebhookStore, 'completeDelivery' | 'completeDeliveries'> {
+function postgresCompletions (
+  run: Run, bookkeeping: pg.Pool
+): Pick<WebhookStore, 'completeDelivery' | 'completeDeliveries'> {
   const notRecorded = { recorded: false, subscriptionDisabled: false }
   async function fail (done: DeliveryCompletion): Promise<CompletionResult> {
-    const { rows: [leased] } = await run<{ subscription_id: bigint }>(bookkeeping, 'leasedSubscription', [done.id, done.lease])
+    const { rows: [leased] } =
+      await run<{ subscription_id: bigint }>(bookkeeping, 'leasedSubscription', [done.id, done.lease])
     if (leased === undefined) return notRecorded
     const subscriptionId = leased.subscription_id
     return await inTransaction(bookkeeping, async (client) => {
-      const { rows: [health] } = await run<{ disabled: boolean, failing_since: bigint | null }>(client, 'lockSubscription', [subscriptionId])
+      const { rows: [health] } =
+        await run<{ disabled: boolean, failing_since: bigint | null }>(client, 'lockSubscription', [subscriptionId])
       const next = done.status === 'pending' ? done.nextAttemptAt ?? done.attemptedAt : null
       const { error, body } = attemptTexts(done)
-      const { rowCount } = await run(client, 'finish', [done.id, done.lease, done.status, next, done.attemptedAt, done.statusCode ?? null, error])
+      const { rowCount } = await run(client, 'finish',
+        [done.id, done.lease, done.status, next, done.attemptedAt, done.statusCode ?? null, error])
       if (rowCount !== 1 || health === undefined) return notRecorded
       await run(client, 'recordAttempt',
         [done.id, done.attemptedAt, Math.round(done.durationMs ?? 0), done.statusCode ?? null, error, body])
@@ -306,8 +192,9 @@ function postgresCompletions (bookkeeping: pg.Pool): Pick<WebhookStore, 'complet
     const succeeded = completions.filter((done) => done.status === 'succeeded')
     if (succeeded.length > 0) {
       const { rows } = await run<{ id: bigint }>(bookkeeping, 'succeedMany', [
-        succeeded.map(({ id }) => String(id)), succeeded.map(({ lease }) => lease), succeeded.map(({ attemptedAt }) => attemptedAt),
-        succeeded.map(({ statusCode }) => statusCode ?? null), succeeded.map(({ durationMs }) => Math.round(durationMs ?? 0)),
+        succeeded.map(({ id }) => String(id)), succeeded.map(({ lease }) => lease),
+        succeeded.map(({ attemptedAt }) => attemptedAt), succeeded.map(({ statusCode }) => statusCode ?? null),
+        succeeded.map(({ durationMs }) => Math.round(durationMs ?? 0)),
         succeeded.map((done) => attemptTexts(done).body)
       ])
       const recorded = new Set(rows.map(({ id }) => id))
@@ -325,7 +212,7 @@ function postgresCompletions (bookkeeping: pg.Pool): Pick<WebhookStore, 'complet
 }
 
 /** A listing fans out on the durable pool (`db`): it never shows a delivery a crash could take back. */
-async function fanOut (db: pg.Pool, limit: number): Promise<number> {
+async function fanOut (run: Run, db: pg.Pool, limit: number): Promise<number> {
   const { rows: [row] } = await run<{ events: number }>(db, 'fanOut', [limit])
   return row?.events ?? 0
 }
@@ -334,7 +221,7 @@ async function fanOut (db: pg.Pool, limit: number): Promise<number> {
  * Per subscription its oldest due deliveries, round robin between owners, then an owner's
  * subscriptions. SKIP LOCKED: rows another instance is claiming are passed over, never taken twice.
  */
-function postgresClaims (bookkeeping: pg.Pool): Pick<WebhookStore, 'claimDue'> {
+function postgresClaims (run: Run, bookkeeping: pg.Pool): Pick<WebhookStore, 'claimDue'> {
   /** Whether the last claim fell short: the next fans out before it claims. */
   let fanOutFirst = true
   /** Full claims of due deliveries (retries) never keep new events waiting longer than FAN_OUT_AHEAD claims. */
@@ -352,12 +239,12 @@ function postgresClaims (bookkeeping: pg.Pool): Pick<WebhookStore, 'claimDue'> {
       let rows: ClaimRow[]
       if (fanOutFirst || claimsSinceFanOut >= FAN_OUT_AHEAD) {
         claimsSinceFanOut = 0
-        await fanOut(bookkeeping, limit * FAN_OUT_AHEAD)
+        await fanOut(run, bookkeeping, limit * FAN_OUT_AHEAD)
         rows = await claim(limit)
       } else {
         claimsSinceFanOut++
         rows = await claim(limit)
-        if (rows.length < limit && await fanOut(bookkeeping, limit * FAN_OUT_AHEAD) > 0) {
+        if (rows.length < limit && await fanOut(run, bookkeeping, limit * FAN_OUT_AHEAD) > 0) {
           claimsSinceFanOut = 0
           rows.push(...await claim(limit - rows.length))
         }
@@ -369,15 +256,19 @@ function postgresClaims (bookkeeping: pg.Pool): Pick<WebhookStore, 'claimDue'> {
 }
 
 /** Leases, pruning and what metrics read. */
-function postgresUpkeep (pool: pg.Pool, bookkeeping: pg.Pool): Pick<WebhookStore, 'renewLeases' | 'releaseDeliveries' | 'pruneDeliveries' | 'activeOwners' | 'backlog' | 'empty'> {
+function postgresUpkeep (
+  run: Run, pool: pg.Pool, bookkeeping: pg.Pool
+): Pick<WebhookStore, 'renewLeases' | 'releaseDeliveries' | 'pruneDeliveries' | 'activeOwners' | 'backlog' | 'empty'> {
   return {
     async renewLeases (leases, until) {
-      if (leases.length > 0) await run(bookkeeping, 'renew', [leases.map(({ id }) => String(id)), leases.map(({ lease }) => lease), until])
+      if (leases.length === 0) return
+      await run(bookkeeping, 'renew', [leases.map(({ id }) => String(id)), leases.map(({ lease }) => lease), until])
     },
     async releaseDeliveries (lease, ids) {
       if (ids.length > 0) await run(bookkeeping, 'release', [lease, ids.map(String)])
     },
-    pruneDeliveries: async (before) => await inBatches(async () => (await run(bookkeeping, 'prune', [before, PRUNE_BATCH])).rowCount ?? 0),
+    pruneDeliveries: async (before) =>
+      await inBatches(async () => (await run(bookkeeping, 'prune', [before, PRUNE_BATCH])).rowCount ?? 0),
     activeOwners: async () => (await run<{ n: number }>(bookkeeping, 'activeOwners')).rows[0]?.n ?? 0,
     empty: async () => (await run<{ empty: boolean }>(pool, 'empty')).rows[0]?.empty === true,
     async backlog (): Promise<Backlog> {
@@ -389,11 +280,12 @@ function postgresUpkeep (pool: pg.Pool, bookkeeping: pg.Pool): Pick<WebhookStore
 
 export async function createPostgresWebhookStore (options: PostgresWebhookStoreOptions): Promise<WebhookStore> {
   const target = parsePostgresUrl(options.url)
+  const run = runner(target.schema)
   const { pool, bookkeeping, end } = options.pools === undefined
     ? openPools(options, target)
     : { ...options.pools, end: async () => {} }
   try {
-    if (options.checkSchema !== false) await checkSchema(pool)
+    if (options.checkSchema !== false) await checkSchema(run, pool)
   } catch (err) {
     await end()
     throw err
@@ -401,12 +293,13 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
   const listeners = new Set<() => Promise<void>>()
   let closed = false
   return {
-    ...postgresSubscriptions(pool),
-    ...postgresDeliveryLog(pool, async () => { while (await fanOut(pool, FAN_OUT_ALL_BATCH) === FAN_OUT_ALL_BATCH); }),
-    enqueue: async (event, now) => await enqueueOn(pool, event, now, true),
-    ...postgresClaims(bookkeeping),
-    ...postgresCompletions(bookkeeping),
-    ...postgresUpkeep(pool, bookkeeping),
+    ...postgresSubscriptions(pool, target.schema),
+    ...postgresDeliveryLog(pool, target.schema,
+      async () => { while (await fanOut(run, pool, FAN_OUT_ALL_BATCH) === FAN_OUT_ALL_BATCH); }),
+    enqueue: async (event, now) => await enqueueOn(run, pool, event, now, true),
+    ...postgresClaims(run, bookkeeping),
+    ...postgresCompletions(run, bookkeeping),
+    ...postgresUpkeep(run, pool, bookkeeping),
     ...(options.listenUrl !== undefined && {
       listen: listener(parsePostgresUrl(options.listenUrl).connectionString, target.schema, options.onError, listeners)
     }),

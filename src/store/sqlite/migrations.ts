@@ -153,7 +153,34 @@ export const migrations: readonly Migration[] = [
    CREATE TRIGGER webhook_attempts_cascade AFTER DELETE ON webhook_deliveries
    BEGIN DELETE FROM webhook_attempts WHERE delivery_id = old.id; END;`,
   outboxRowsHoldTheirPayload,
-  longPrincipalIdsAreDigests
+  longPrincipalIdsAreDigests,
+  // 12: idempotency keys and chosen ids serve every resource, keyed by its collection; a key keeps the
+  // created row's own values as a JSON object by column (see src/store/row-values.ts).
+  `ALTER TABLE idempotency_keys RENAME TO idempotency_keys_11;
+   CREATE TABLE idempotency_keys (
+     resource    TEXT    NOT NULL,
+     scope       TEXT    NOT NULL,
+     key         TEXT    NOT NULL,
+     fingerprint TEXT    NOT NULL,
+     id          INTEGER NOT NULL,
+     row_values  TEXT    NOT NULL,
+     created_at  INTEGER NOT NULL,
+     updated_at  INTEGER NOT NULL,
+     PRIMARY KEY (resource, scope, key)
+   ) STRICT, WITHOUT ROWID;
+   INSERT INTO idempotency_keys
+     SELECT 'plants', scope, key, fingerprint, plant_id, json_object('name', name, 'tag', tag), created_at, updated_at
+     FROM idempotency_keys_11;
+   DROP TABLE idempotency_keys_11;
+   CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
+   CREATE TABLE chosen_ids_12 (
+     resource TEXT    NOT NULL,
+     id       INTEGER NOT NULL,
+     PRIMARY KEY (resource, id)
+   ) STRICT, WITHOUT ROWID;
+   INSERT INTO chosen_ids_12 SELECT 'plants', id FROM chosen_ids;
+   DROP TABLE chosen_ids;
+   ALTER TABLE chosen_ids_12 RENAME TO chosen_ids;`
 ]
 
 export function applyMigration (db: Database.Database, step: number): void {

@@ -2,6 +2,8 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import { ServiceError, StoreOpenError } from '../../errors.js'
+import type { RepositoriesOf, ResourceDefinition } from '../../resource.js'
+import { RESOURCES, type ServedResources } from '../../resources/index.js'
 import type { Store, StoreLog } from '../store.js'
 import { configureConnection, createOwnerOnly } from './connection.js'
 import { startCheckpointer, type CheckpointerOptions } from './checkpointer.js'
@@ -10,17 +12,19 @@ import { createGroupCommit, type GroupCommitOptions } from './group-commit.js'
 import { APPLICATION_ID, applyMigration, migrations } from './migrations.js'
 import { createSqliteOutbox, type SqliteOutbox } from './outbox.js'
 import { prepareOnUse } from './prepare-on-use.js'
-import { createSqlitePlants } from './plants.js'
-import type { SqliteRepositoryContext } from './repository.js'
+import { createSqliteRepository, type SqliteRepositoryContext } from './repository.js'
 import { identityProblem, inspectDatabaseFile, lockIdle, readIdentity } from './preflight.js'
 import { createSqliteWebhookStore } from './webhook-store.js'
+import { ensureSqliteTable } from './tables.js'
 import { sqliteTrim } from './trim.js'
 
 export const SQLITE_SYNCHRONOUS = ['full', 'normal'] as const
 export type SqliteSynchronous = (typeof SQLITE_SYNCHRONOUS)[number]
 
-export interface SqliteStoreOptions {
+export interface SqliteStoreOptions<D extends readonly ResourceDefinition[] = ServedResources> {
   filename: string
+  /** The resources it serves: their tables are made when missing. */
+  resources?: D
   synchronous?: SqliteSynchronous
   onCommit?: (writes: number) => void
   onSync?: (durationMs: number) => void
@@ -105,7 +109,9 @@ function migrate (db: Database.Database): void {
 }
 
 /** The group commit, and what the store knows of its failures: why writes fail now, and whether the file is still there. */
-function openWrites (db: Database.Database, options: SqliteStoreOptions, outbox: SqliteOutbox, wake: () => void) {
+type AnyOptions = SqliteStoreOptions<readonly ResourceDefinition[]>
+
+function openWrites (db: Database.Database, options: AnyOptions, outbox: SqliteOutbox, wake: () => void) {
   const { filename, onCommit, onSync, log } = options
   const inFile = filename !== ':memory:'
   const file = inFile
@@ -168,7 +174,10 @@ function pingOf (db: Database.Database, { writes, file, failure, troubled }: Ret
   }
 }
 
-async function closeDatabase (db: Database.Database, options: SqliteStoreOptions, writes: ReturnType<typeof openWrites>['writes'], checkpointer: { close: () => Promise<void> } | undefined): Promise<void> {
+async function closeDatabase (
+  db: Database.Database, options: AnyOptions, writes: ReturnType<typeof openWrites>['writes'],
+  checkpointer: { close: () => Promise<void> } | undefined
+): Promise<void> {
   if (!db.open) return
   await writes.close()
   await checkpointer?.close()
@@ -184,13 +193,17 @@ async function closeDatabase (db: Database.Database, options: SqliteStoreOptions
 }
 
 /** The embedded store: one file, one process, its repositories sharing one connection and one group commit. */
-export function createSqliteStore (options: SqliteStoreOptions): Store {
+export function createSqliteStore<D extends readonly ResourceDefinition[] = ServedResources> (
+  options: SqliteStoreOptions<D>
+): Store<D> {
+  const resources: readonly ResourceDefinition[] = options.resources ?? RESOURCES
   const problem = options.preflight === false ? undefined : inspectDatabaseFile(options.filename)
   if (problem !== undefined) throw new StoreOpenError(problem)
   if (options.alone === true && options.filename !== ':memory:') refuseFileInUse(options.filename)
   const connection = openDatabase(options.filename, options.exclusive === true, options.walLimitBytes)
   try {
     migrate(connection)
+    for (const { storage } of resources) ensureSqliteTable(connection, storage)
   } catch (err) {
     connection.close()
     throw err
@@ -204,9 +217,14 @@ export function createSqliteStore (options: SqliteStoreOptions): Store {
     ? startCheckpointer(db, options.filename, { ...options.checkpoint, ...(options.log !== undefined && { log: options.log }) })
     : undefined
   const context: SqliteRepositoryContext = { db, write: (run) => writes.enqueue(run), read, outbox }
-  const trim = sqliteTrim(db)
+  const sequences = resources.map(({ storage, collection }) => ({ table: storage.table, resource: collection }))
+  const trim = sqliteTrim(db, sequences)
+  // Keyed by collection, as RepositoriesOf<D> says: the one map TypeScript cannot follow.
+  const repositories = Object.fromEntries(
+    resources.map((definition) => [definition.collection, createSqliteRepository(definition, context)])
+  ) as RepositoriesOf<D>
   return {
-    plants: createSqlitePlants(context),
+    ...repositories,
     // Webhook writes share the group commit: as durable as plant writes.
     webhooks: createSqliteWebhookStore({
       db,

@@ -5,16 +5,22 @@ import type { StorageLimits } from '../trim.js'
  * Deletes the oldest rows past `limits`, in one write transaction. Chosen ids past the limit are
  * forgotten only once the sequence has moved past them: a deleted id is still never handed out again.
  */
-export function sqliteTrim (db: Database.Database): (limits: StorageLimits) => void {
+export function sqliteTrim (
+  db: Database.Database, sequences: ReadonlyArray<{ table: string, resource: string }>
+): (limits: StorageLimits) => void {
   const statements = {
     keys: db.prepare<[number], unknown>(
-      'DELETE FROM idempotency_keys WHERE (scope, key) IN ' +
-        '(SELECT scope, key FROM idempotency_keys ORDER BY created_at DESC, key LIMIT -1 OFFSET ?)'),
-    passChosen: db.prepare<[number, number], unknown>(
-      `UPDATE sqlite_sequence SET seq = max(seq, (SELECT id FROM chosen_ids ORDER BY id DESC LIMIT 1 OFFSET ?))
-       WHERE name = 'plants' AND (SELECT id FROM chosen_ids ORDER BY id DESC LIMIT 1 OFFSET ?) IS NOT NULL`),
-    forgetChosen: db.prepare<[], unknown>(
-      'DELETE FROM chosen_ids WHERE id <= (SELECT seq FROM sqlite_sequence WHERE name = \'plants\')'),
+      'DELETE FROM idempotency_keys WHERE (resource, scope, key) IN ' +
+        '(SELECT resource, scope, key FROM idempotency_keys ORDER BY created_at DESC, key LIMIT -1 OFFSET ?)'),
+    // Per resource: each has its own sequence and its own chosen ids.
+    passChosen: db.prepare<{ resource: string, table: string, keep: number }, unknown>(
+      `UPDATE sqlite_sequence
+       SET seq = max(seq, (SELECT id FROM chosen_ids WHERE resource = @resource ORDER BY id DESC LIMIT 1 OFFSET @keep))
+       WHERE name = @table
+         AND (SELECT id FROM chosen_ids WHERE resource = @resource ORDER BY id DESC LIMIT 1 OFFSET @keep) IS NOT NULL`),
+    forgetChosen: db.prepare<{ resource: string, table: string }, unknown>(
+      'DELETE FROM chosen_ids ' +
+        'WHERE resource = @resource AND id <= (SELECT seq FROM sqlite_sequence WHERE name = @table)'),
     deliveries: db.prepare<[number], unknown>(
       'DELETE FROM webhook_deliveries WHERE id IN ' +
         '(SELECT id FROM webhook_deliveries ORDER BY id DESC LIMIT -1 OFFSET ?)'),
@@ -23,8 +29,10 @@ export function sqliteTrim (db: Database.Database): (limits: StorageLimits) => v
   }
   return (limits) => {
     statements.keys.run(limits.keys)
-    statements.passChosen.run(limits.chosenIds, limits.chosenIds)
-    statements.forgetChosen.run()
+    for (const sequence of sequences) {
+      statements.passChosen.run({ ...sequence, keep: limits.chosenIds })
+      statements.forgetChosen.run(sequence)
+    }
     statements.deliveries.run(limits.deliveries)
     statements.events.run(limits.events)
   }

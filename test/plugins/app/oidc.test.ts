@@ -5,6 +5,7 @@ import { SignJWT, type JWTPayload } from 'jose'
 import type { FastifyInstance } from 'fastify'
 import { buildTestApp, captureLog } from '../../helpers/app.js'
 import { AUDIENCE, forge, signingKey, startProvider, type SigningKey, type TestProvider } from '../../helpers/oidc-provider.js'
+import { EXPECTED_SCOPES } from '../../helpers/resources.js'
 import { assertScopeMatrix } from '../../helpers/scoped-tokens.js'
 import type { Cleanup } from '../../helpers/cleanup.js'
 
@@ -40,7 +41,8 @@ test('scope matrix, JWT access tokens from a real provider: each client\'s scope
     { label: 'reader', scopes: ['plants:read'], authorization: `Bearer ${await op.token('reader')}` },
     { label: 'writer', scopes: ['plants:write'], authorization: `Bearer ${await op.token('writer')}` },
     { label: 'integrator', scopes: ['webhooks', 'plants:read'], authorization: `Bearer ${await op.token('integrator')}` },
-    { label: 'admin', scopes: ['plants:read', 'plants:write', 'webhooks'], authorization: `Bearer ${await op.token('admin')}` },
+    // Every scope there is.
+    { label: 'admin', scopes: EXPECTED_SCOPES.map(({ scope }) => scope), authorization: `Bearer ${await op.token('admin')}` },
     // A token with fewer scopes than its client may have.
     { label: 'admin asking plants:read only', scopes: ['plants:read'], authorization: `Bearer ${await op.token('admin', 'plants:read')}` },
     { label: 'admin asking webhooks only', scopes: ['webhooks'], authorization: `Bearer ${await op.token('admin', 'webhooks')}` }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { buildTestApp } from '../../helpers/app.js'
+import { grantingScopes, RESOURCE_OPERATIONS, SCOPE_LIST_TEXT } from '../../helpers/resources.js'
 
 interface Operation {
   operationId?: string
@@ -41,8 +42,7 @@ test('the document names Plant and Error, and makes bearerAuth the default secur
       type: 'http',
       scheme: 'bearer',
       description: 'A token from API_TOKENS (every scope) or API_TOKENS_FILE (its scopes). Each operation lists the scopes that grant it ' +
-        '(a write scope includes its read scope): `plants:read` (list and get plants), `plants:write` (create, replace, update and delete ' +
-        'plants; includes `plants:read`), `webhooks` (manage the caller\'s own webhook subscriptions). A token with none of them is answered 403.'
+        `(a write scope includes its read scope): ${SCOPE_LIST_TEXT}. A token with none of them is answered 403.`
     }
   })
   assert.deepEqual(document.security, [{ bearerAuth: [] }])
@@ -82,7 +82,7 @@ test('GET /docs serves Swagger UI, wired to the document', async (t) => {
   assert.deepEqual(json.json().components.securitySchemes.bearerAuth.scheme, 'bearer')
 })
 
-test('each operation documents the scopes that grant it (a read: plants:read or plants:write); with OIDC_ISSUER an openIdConnect scheme offers the same', async (t) => {
+test('each operation documents the scopes that grant it (a read: the resource\'s read or write scope); with OIDC_ISSUER an openIdConnect scheme offers the same', async (t) => {
   const scopesOf = (document: { paths: Record<string, Record<string, Operation>> }) => Object.fromEntries(Object.values(document.paths)
     .flatMap((item) => Object.values(item)).map((operation) => [operation.operationId, { security: operation.security, scopes: operation['x-scopes'] }]))
   const plain = (await (await buildTestApp(t)).inject({ url: '/openapi.json' })).json()
@@ -92,14 +92,8 @@ test('each operation documents the scopes that grant it (a read: plants:read or 
       scopes
     })
     return {
-      listPlants: requirement('plants:read', 'plants:write'),
-      headPlants: requirement('plants:read', 'plants:write'),
-      getPlant: requirement('plants:read', 'plants:write'),
-      headPlant: requirement('plants:read', 'plants:write'),
-      createPlant: requirement('plants:write'),
-      replacePlant: requirement('plants:write'),
-      updatePlant: requirement('plants:write'),
-      deletePlant: requirement('plants:write'),
+      ...Object.fromEntries(RESOURCE_OPERATIONS.map(({ operationId, resource, access }) =>
+        [operationId, requirement(...grantingScopes(resource, access))])),
       listWebhooks: requirement('webhooks'),
       headWebhooks: requirement('webhooks'),
       getWebhook: requirement('webhooks'),
@@ -137,8 +131,7 @@ test('each operation documents the scopes that grant it (a read: plants:read or 
     type: 'openIdConnect',
     openIdConnectUrl: 'https://login.example.com/realms/plants/.well-known/openid-configuration',
     description: 'JWT access tokens of https://login.example.com/realms/plants for the audience https://plants.example.com, with the scopes in ' +
-      '`scope` or `scp`: `plants:read` (list and get plants), `plants:write` (create, replace, update and delete plants; includes `plants:read`), ' +
-      '`webhooks` (manage the caller\'s own webhook subscriptions).'
+      `\`scope\` or \`scp\`: ${SCOPE_LIST_TEXT}.`
   })
   assert.match(oidc.components.securitySchemes.bearerAuth.description, /, or a JWT access token of the OpenID provider\./)
 })

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { buildApp } from '../../../src/app.js'
+import { buildApp } from '../../../src/main/app.js'
 import { loadConfig } from '../../../src/load-config.js'
 import { AUTH, TOKEN } from '../../helpers/app.js'
 import { startOtlpReceiver } from '../../helpers/otlp-receiver.js'

@@ -1,7 +1,4 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { test } from 'node:test'
 import Database from 'better-sqlite3'
 import { migrations as postgresMigrations } from '../../../src/store/postgres/migrations.js'
@@ -12,6 +9,7 @@ import type { Store } from '../../../src/store/store.js'
 import { WebhookDispatcher } from '../../../src/webhooks/dispatcher.js'
 import { cleanupStack, type Cleanup } from '../../helpers/cleanup.js'
 import { adminQuery, scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
+import { sqliteFromDump } from '../../helpers/sqlite-dump.js'
 import { startReceiver, until, verifyWebhook, type WebhookReceiver } from '../../helpers/webhook-receiver.js'
 
 /**
@@ -27,14 +25,8 @@ const RELEASE_BODIES: ReadonlyArray<[messageId: string, body: string]> = [
   ['msg_XSxKVJMcX08L5ViJojd4Dw', '{"type":"plant.deleted","timestamp":"2026-11-26T04:09:44.373Z","data":{"id":2,"name":"Fern \\"Ü\u2028\\"","createdAt":"2026-11-26T04:09:44.363Z","updatedAt":"2026-11-26T04:09:44.363Z"}}']
 ]
 
-/** The release's database, rebuilt from its dump (a SQL text file, so no database file is tracked). */
-function releaseFile (): string {
-  const file = join(mkdtempSync(join(tmpdir(), 'plant-store-outbox-')), 'plants.db')
-  const db = new Database(file)
-  db.exec(readFileSync(new URL('../../../../test/fixtures/release-1.0.0-outbox.sql', import.meta.url), 'utf8'))
-  db.close()
-  return file
-}
+/** The release's database, rebuilt from its dump. */
+const releaseFile = (): string => sqliteFromDump('release-1.0.0-outbox.sql', 'plant-store-outbox-')
 
 /** Points the release's subscription at a loopback receiver and starts a dispatcher on the store. */
 async function deliverTo (cleanup: Cleanup, store: Store): Promise<WebhookReceiver> {

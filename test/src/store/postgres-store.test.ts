@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { describe, test } from 'node:test'
 import pg from 'pg'
 import { migrations } from '../../../src/store/postgres/migrations.js'
-import { inTransaction, isConnectionError, isPostgresUrl, parsePostgresUrl, postgresFailure, settledPool } from '../../../src/store/postgres/connection.js'
+import { inTransaction, isConnectionError, isPostgresUrl, parsePostgresUrl, postgresFailure, settledPool, tablePrefix } from '../../../src/store/postgres/connection.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { StoreOpenError } from '../../../src/errors.js'
 import type { Store } from '../../../src/store/store.js'
@@ -30,7 +30,7 @@ test('?schema= is taken out of the URL (no startup parameter for it); other para
 })
 
 if (TEST_DATABASE_URL !== undefined) {
-  test('PostgreSQL: a settled pool\'s transactions and schema statements carry its settings, and its session keeps none of them', async (t) => {
+  test('PostgreSQL: a settled pool\'s transactions carry its settings, lone statements go as they are, and its session keeps none of them', async (t) => {
     const { url, schema } = scratchDatabaseUrl(t)
     await adminQuery(`CREATE SCHEMA ${schema}; CREATE TABLE ${schema}.here (x integer); INSERT INTO ${schema}.here VALUES (7)`)
     // One connection: what a transaction set would be seen by the next statement, if it leaked.
@@ -41,14 +41,16 @@ if (TEST_DATABASE_URL !== undefined) {
       "current_setting('lock_timeout') AS lock, current_setting('synchronous_commit') AS commit"
     const inside = await inTransaction(pool, async (client) => (await client.query(settings)).rows[0] as unknown)
     assert.deepEqual(inside, { path: schema, statement: '1234ms', lock: '1234ms', commit: 'off' })
-    assert.deepEqual((await pool.query<{ x: number }>('SELECT x FROM here')).rows, [{ x: 7 }])
     const { rows: [after] } = await raw.query<Record<string, string>>(settings)
     assert.ok(after !== undefined)
     assert.deepEqual([after.path === schema, after.statement, after.lock, after.commit], [false, '0', '0', 'on'])
-    // Without a schema a lone statement is sent as it is, on the session's own settings.
+    // A lone statement is sent as it is (one round trip), on the session's own settings, with or
+    // without a schema: it names its tables schema-qualified.
+    assert.deepEqual((await pool.query(settings)).rows, [after])
+    assert.deepEqual((await pool.query<{ x: number }>(`SELECT x FROM ${tablePrefix(schema)}here`)).rows, [{ x: 7 }])
+    await assert.rejects(pool.query('SELECT x FROM here'), { code: '42P01' })
     const plain = settledPool(raw, { statementTimeoutMs: 1234 })
     assert.deepEqual((await plain.query(settings)).rows, [after])
-    await assert.rejects(plain.query('SELECT x FROM here'), { code: '42P01' })
   })
 }
 

@@ -6,6 +6,7 @@ import { cleanupStack, tempDatabaseFile } from '../../helpers/cleanup.js'
 import { setIdSequence } from '../../helpers/id-sequence.js'
 import { webhookStoreConformance } from '../webhooks/store-conformance.js'
 import { storeConformance } from './conformance.js'
+import { PLANTS_UNDER_TEST, resourceConformance } from './resource-conformance.js'
 
 // A file rather than :memory:, so several stores (instances) can open one database.
 storeConformance('SQLite', async (t) => {
@@ -25,6 +26,17 @@ storeConformance('SQLite', async (t) => {
       }
     },
     setIdSequence: async (last) => { await setIdSequence(filename, last) }
+  }
+})
+
+resourceConformance('SQLite', PLANTS_UNDER_TEST, async (t) => {
+  const filename = tempDatabaseFile(t, 'plant-store-resource-')
+  return {
+    open: async () => {
+      const store = createSqliteStore({ filename, synchronous: 'normal' })
+      t.after(() => store.close())
+      return { repository: store.plants, webhooks: store.webhooks, close: store.close }
+    }
   }
 })
 

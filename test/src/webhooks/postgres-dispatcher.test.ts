@@ -4,7 +4,8 @@ import { describe, test, type TestContext } from 'node:test'
 import pg from 'pg'
 import { parsePostgresUrl } from '../../../src/store/postgres/connection.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
-import { createPostgresWebhookStore, enqueuePostgresEvent, WEBHOOK_CHANNEL } from '../../../src/store/postgres/webhook-store.js'
+import { createPostgresWebhookStore, postgresEnqueuer } from '../../../src/store/postgres/webhook-store.js'
+import { WEBHOOK_CHANNEL } from '../../../src/store/postgres/webhook-sql.js'
 import { WebhookDispatcher, type DispatcherOptions } from '../../../src/webhooks/dispatcher.js'
 import { PLANTS } from '../../../src/resources/plants.js'
 import { resourceEvent } from '../../../src/webhooks/events.js'
@@ -54,7 +55,7 @@ async function cluster (t: TestContext): Promise<Cluster> {
     await client.connect()
     try {
       await client.query(`BEGIN; SELECT set_config('search_path', '${schema}', true)`)
-      const count = await enqueuePostgresEvent(client, event)
+      const count = await postgresEnqueuer(schema)(client, event, Date.now(), true)
       await client.query(commit ? 'COMMIT' : 'ROLLBACK')
       return count
     } finally {

@@ -8,6 +8,7 @@ import { WebhookService, webhookOwner } from '../../../src/webhooks/service.js'
 import type { WebhookStore } from '../../../src/webhooks/store.js'
 import type { AddressPolicy, ResolvedAddress } from '../../../src/webhooks/url-policy.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
+import { RESOURCE_EVENT_TYPES } from '../../helpers/resources.js'
 import { sqliteWebhookDatabase } from '../../helpers/sqlite-webhooks.js'
 import { plant } from './store-conformance.js'
 
@@ -63,7 +64,7 @@ describe('webhook service', () => {
     const { service } = await setup(t)
     const subscription = await service.createSubscription(ALICE, { url: 'https://hooks.example.com/plants' })
     assert.equal(subscription.id, 1n)
-    assert.deepEqual(subscription.events, ['plant.created', 'plant.updated', 'plant.deleted'])
+    assert.deepEqual(subscription.events, RESOURCE_EVENT_TYPES)
     assert.equal(subscription.disabled, false)
     assert.match(subscription.secret, /^whsec_[A-Za-z0-9+/]{43}=$/)
     assert.equal('description' in subscription, false)

@@ -8,6 +8,7 @@ import { resourceEvent } from '../../../src/webhooks/events.js'
 import type { ResourceEvent } from '../../../src/webhooks/events.js'
 import { WEBHOOK_EVENT_TYPES } from '../../../src/webhooks/events.js'
 import type { ClaimedDelivery, ClaimRequest, DeliveryQuery, NewSubscriptionRecord, WebhookStore } from '../../../src/webhooks/store.js'
+import { RESOURCE_EVENT_TYPES } from '../../helpers/resources.js'
 
 /** A fresh, migrated database for one test; everything is cleaned up when the test ends. */
 export interface WebhookTestDatabase {
@@ -60,7 +61,7 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       assert.deepEqual(first, {
         id: 1n,
         url: 'https://hooks.example.com/plants',
-        events: ['plant.created', 'plant.updated', 'plant.deleted'],
+        events: RESOURCE_EVENT_TYPES,
         description: 'orders',
         disabled: false,
         secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',

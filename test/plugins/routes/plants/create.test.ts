@@ -112,14 +112,6 @@ test('a chosen id is used: 201 with Location /plants/{id}', async (t) => {
   assert.equal(next.plant.id, 1)
 })
 
-test('a taken id is a 409 and changes nothing', async (t) => {
-  const app = await buildTestApp(t)
-  const { plant } = await createPlant(app, { id: 7, name: 'first' })
-  assertError(await app.inject(post({ id: 7, name: 'second' })), 409, 'Plant 7 already exists')
-  const res = await app.inject({ url: '/plants/7', headers: AUTH })
-  assert.deepEqual(res.json(), plant)
-})
-
 test('an id must be a positive integer', async (t) => {
   const app = await buildTestApp(t)
   assertError(await app.inject(post({ id: 0, name: 'a' })), 400, 'body/id must be >= 1')

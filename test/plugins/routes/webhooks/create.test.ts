@@ -3,6 +3,7 @@ import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { AUTH, captureLog } from '../../../helpers/app.js'
 import { assertError, JSON_TYPE } from '../../../helpers/plants.js'
+import { KNOWN_EVENT_TYPES_TEXT, RESOURCE_EVENT_TYPES } from '../../../helpers/resources.js'
 import { until } from '../../../helpers/webhook-receiver.js'
 import { buildWebhooksApp, deliveriesWhen, OTHER_AUTH, PUBLIC_RECEIVER, SECRET, viewOf, type WebhookBody } from '../../../helpers/webhooks.js'
 import type { ResolvedAddress } from '../../../../src/webhooks/url-policy.js'
@@ -30,7 +31,7 @@ test('a subscription with only a URL: 201, Location, every event type, enabled, 
   const body = res.json<WebhookBody>()
   assert.deepEqual(Object.keys(body).sort(), ['createdAt', 'disabled', 'events', 'id', 'secret', 'updatedAt', 'url'])
   assert.deepEqual({ ...body, secret: '', createdAt: '', updatedAt: '' }, {
-    id: 1, url: PUBLIC_RECEIVER, events: ['plant.created', 'plant.updated', 'plant.deleted'], disabled: false, secret: '', createdAt: '', updatedAt: ''
+    id: 1, url: PUBLIC_RECEIVER, events: RESOURCE_EVENT_TYPES, disabled: false, secret: '', createdAt: '', updatedAt: ''
   })
   assert.match(body.secret, SECRET)
   assert.equal(Buffer.from(body.secret.slice('whsec_'.length), 'base64').length, 32)
@@ -130,7 +131,7 @@ test('a host name is never told what it resolves to: only that it is not allowed
 
 test('events: an unknown type, none, or not a list of strings is a 400', async (t) => {
   const app = await buildWebhooksApp(t)
-  const known = '"plant.created", "plant.updated", "plant.deleted"'
+  const known = KNOWN_EVENT_TYPES_TEXT
   assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: ['plant.moved'] })), 400, `body/events/0 must be one of ${known}`)
   assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: ['plant.created', 'Plant.Created'] })), 400, `body/events/1 must be one of ${known}`)
   assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: [] })), 400, 'body/events must NOT have fewer than 1 items')

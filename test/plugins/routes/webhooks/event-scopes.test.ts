@@ -3,6 +3,7 @@ import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { AUDIENCE, startProvider, signingKey } from '../../../helpers/oidc-provider.js'
 import { buildTestApp, TOKEN } from '../../../helpers/app.js'
+import { READ_SCOPES, WRITE_SCOPES } from '../../../helpers/resources.js'
 import { scopedToken, tokensFile } from '../../../helpers/scoped-tokens.js'
 import { deliveriesWhen, PUBLIC_RECEIVER, type WebhookBody } from '../../../helpers/webhooks.js'
 import type { Cleanup } from '../../../helpers/cleanup.js'
@@ -19,8 +20,9 @@ function assertNeedsRead (res: Awaited<ReturnType<FastifyInstance['inject']>>, l
 
 test('subscribing to plant events needs plants:read (or plants:write): webhooks alone is a 403 naming it, and nothing is created', async (t) => {
   const integrator = scopedToken('integrator', ['webhooks'])
-  const reader = scopedToken('reader', ['webhooks', 'plants:read'])
-  const writer = scopedToken('writer', ['webhooks', 'plants:write'])
+  // Every resource's read (or write) scope: a subscription to every event type needs them all.
+  const reader = scopedToken('reader', ['webhooks', ...READ_SCOPES])
+  const writer = scopedToken('writer', ['webhooks', ...WRITE_SCOPES])
   const app = await buildTestApp(t, { API_TOKENS_FILE: tokensFile([integrator, reader, writer]) })
   for (const events of [undefined, ['plant.created'], ['plant.deleted', 'plant.updated']]) {
     const res = await app.inject({ method: 'POST', url: '/webhooks', headers: bearer(integrator.token), payload: { url: PUBLIC_RECEIVER, ...(events !== undefined && { events }) } })

@@ -4,6 +4,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import { AUTH } from '../../../helpers/app.js'
 import { assertError, createPlant, JSON_TYPE } from '../../../helpers/plants.js'
+import { EVENT_TYPES } from '../../../helpers/resources.js'
 import { startReceiver } from '../../../helpers/webhook-receiver.js'
 import { buildWebhooksApp, createWebhook } from '../../../helpers/webhooks.js'
 
@@ -16,7 +17,7 @@ test('event-types: every type with its description and body schema; real bodies 
   assert.equal(res.statusCode, 200)
   assert.equal(res.headers['content-type'], JSON_TYPE)
   const entries = res.json<Entry[]>()
-  assert.deepEqual(entries.map((entry) => entry.type), ['plant.created', 'plant.updated', 'plant.deleted', 'webhook.test'])
+  assert.deepEqual(entries.map((entry) => entry.type), EVENT_TYPES)
   for (const entry of entries) assert.ok(entry.description.length > 10, entry.type)
   const ajv = new Ajv2020({ strict: false })
   addFormats.default(ajv)

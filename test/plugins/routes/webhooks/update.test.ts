@@ -3,6 +3,7 @@ import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { AUTH } from '../../../helpers/app.js'
 import { assertError, JSON_TYPE } from '../../../helpers/plants.js'
+import { KNOWN_EVENT_TYPES_TEXT } from '../../../helpers/resources.js'
 import { buildWebhooksApp, createWebhook, OTHER_AUTH, PUBLIC_RECEIVER, viewOf, type WebhookBody } from '../../../helpers/webhooks.js'
 
 const MERGE_PATCH = { 'content-type': 'application/merge-patch+json' }
@@ -67,7 +68,7 @@ test('a new URL is checked as on create: refused ones are 400s and change nothin
 test('invalid events, description or disabled, and unknown fields, are 400s that change nothing', async (t) => {
   const app = await buildWebhooksApp(t)
   const created = viewOf(await createWebhook(app))
-  assertError(await patch(app, 1, { events: ['plant.moved'] }), 400, 'body/events/0 must be one of "plant.created", "plant.updated", "plant.deleted"')
+  assertError(await patch(app, 1, { events: ['plant.moved'] }), 400, `body/events/0 must be one of ${KNOWN_EVENT_TYPES_TEXT}`)
   assertError(await patch(app, 1, { events: [] }), 400, 'body/events must NOT have fewer than 1 items')
   assertError(await patch(app, 1, { events: null }), 400, 'body/events must be array')
   assertError(await patch(app, 1, { description: 'd'.repeat(501) }), 400, 'body/description must NOT have more than 500 characters')

@@ -6,13 +6,15 @@ import type { PrettyOptions } from 'pino-pretty'
 import { buildApp } from './app.js'
 import { commandUsage, parseCommandLine, USAGE } from './cli.js'
 import { runBackup, runCheck, runRestore, runToken, type Output } from './commands.js'
-import { ConfigError, StoreOpenError } from './errors.js'
-import { duration } from './human.js'
-import { loadConfig, SHUTDOWN_EXIT_MARGIN_MS, type LogFormat } from './load-config.js'
-import { isPostgresUrl } from './store/postgres/connection.js'
+import { ConfigError, StoreOpenError } from '../errors.js'
+import { duration } from '../human.js'
+import { loadConfig, SHUTDOWN_EXIT_MARGIN_MS, type Config, type LogFormat } from '../load-config.js'
+import { isPostgresUrl } from '../store/postgres/connection.js'
 
 /** A log sink that stops reading must not exhaust memory: pending lines beyond this are dropped. */
 const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024
+
+type App = Awaited<ReturnType<typeof buildApp>>
 
 const output: Output = {
   out: (text) => { process.stdout.write(text) },
@@ -20,7 +22,9 @@ const output: Output = {
   data: process.stdout
 }
 
-/** A second signal kills it; whatever the log sink does, it exits within the delay, grace and SHUTDOWN_EXIT_MARGIN_MS. */
+/**
+ * A second signal kills it; whatever the log sink does, it exits within the delay, grace and SHUTDOWN_EXIT_MARGIN_MS.
+ */
 async function serve (): Promise<void> {
   let config
   try {
@@ -48,44 +52,7 @@ async function serve (): Promise<void> {
     process.exit(1)
   }
 
-  /** The stream is marked destroyed first, so pino's exit-time flush has nothing to do. */
-  const exitNow = (code: number): void => {
-    logStream.destroy()
-    process.exit(code)
-  }
-
-  let stopping = false
-  const stop = (signal: NodeJS.Signals): void => {
-    if (stopping) return
-    stopping = true
-    app.log.info({ signal, graceMs: config.shutdownGraceMs, delayMs: config.shutdownDelayMs }, 'shutting down: finishing in-flight requests')
-    const force = setTimeout(() => {
-      app.log.warn('shutdown grace period over: closing the connections left')
-      app.server.closeAllConnections()
-    }, config.shutdownDelayMs + config.shutdownGraceMs)
-    // The event loop stays free whatever the log sink does, so this deadline always fires.
-    let closed = false
-    setTimeout(() => {
-      if (!closed) say('error', 'shutdown deadline passed before the database was closed')
-      exitNow(closed ? 0 : 1)
-    }, config.shutdownDelayMs + config.shutdownGraceMs + SHUTDOWN_EXIT_MARGIN_MS)
-    app.close().then(
-      () => {
-        closed = true
-        clearTimeout(force)
-        app.log.info('stopped: database checkpointed and closed')
-        logStream.once('close', () => process.exit(0))
-        logStream.end()
-      },
-      (err: unknown) => {
-        app.log.error({ err }, 'shutdown failed')
-        logStream.once('close', () => process.exit(1))
-        logStream.end()
-      }
-    )
-  }
-  process.once('SIGINT', stop)
-  process.once('SIGTERM', stop)
+  stopOnSignals(app, config, logStream)
 
   await app.listen({ port: config.port, host: config.host })
   const base = url(config.host, app.server.address(), config.port)
@@ -118,6 +85,54 @@ async function serve (): Promise<void> {
       ...banner
     })}\n`)
   }
+}
+
+/**
+ * SIGINT or SIGTERM: finish in-flight requests within the delay and grace, close the app, then exit
+ * 0 (1 when the close failed or the deadline passed).
+ */
+function stopOnSignals (app: App, config: Config, logStream: ReturnType<typeof destination>): void {
+  /** The stream is marked destroyed first, so pino's exit-time flush has nothing to do. */
+  const exitNow = (code: number): void => {
+    logStream.destroy()
+    process.exit(code)
+  }
+
+  let stopping = false
+  const stop = (signal: NodeJS.Signals): void => {
+    if (stopping) return
+    stopping = true
+    app.log.info(
+      { signal, graceMs: config.shutdownGraceMs, delayMs: config.shutdownDelayMs },
+      'shutting down: finishing in-flight requests'
+    )
+    const force = setTimeout(() => {
+      app.log.warn('shutdown grace period over: closing the connections left')
+      app.server.closeAllConnections()
+    }, config.shutdownDelayMs + config.shutdownGraceMs)
+    // The event loop stays free whatever the log sink does, so this deadline always fires.
+    let closed = false
+    setTimeout(() => {
+      if (!closed) say('error', 'shutdown deadline passed before the database was closed')
+      exitNow(closed ? 0 : 1)
+    }, config.shutdownDelayMs + config.shutdownGraceMs + SHUTDOWN_EXIT_MARGIN_MS)
+    app.close().then(
+      () => {
+        closed = true
+        clearTimeout(force)
+        app.log.info('stopped: database checkpointed and closed')
+        logStream.once('close', () => process.exit(0))
+        logStream.end()
+      },
+      (err: unknown) => {
+        app.log.error({ err }, 'shutdown failed')
+        logStream.once('close', () => process.exit(1))
+        logStream.end()
+      }
+    )
+  }
+  process.once('SIGINT', stop)
+  process.once('SIGTERM', stop)
 }
 
 /** What the start-up announces: where to go, and what a person must know before the first request. */
@@ -197,16 +212,22 @@ function crashAsLogLine (): void {
  */
 async function prettyLog (out: NonNullable<PrettyOptions['destination']>): Promise<{ write (line: string): void }> {
   const { default: pinoPretty } = await import('pino-pretty')
-  return pinoPretty({ destination: out, colorize: process.stdout.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
+  return pinoPretty({
+    destination: out,
+    colorize: process.stdout.isTTY,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname'
+  })
 }
 
 function url (host: string, address: unknown, fallbackPort: number): string {
-  const port = typeof address === 'object' && address !== null && 'port' in address ? Number(address.port) : fallbackPort
+  const port =
+    typeof address === 'object' && address !== null && 'port' in address ? Number(address.port) : fallbackPort
   return `http://${host.includes(':') ? `[${host}]` : host}:${port}`
 }
 
 function version (): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }
   return pkg.version
 }
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { bannerLine, expectStartFailure, logLines, startServer } from '../helpers/server-process.js'
+import { bannerLine, expectStartFailure, logLines, startServer } from '../../helpers/server-process.js'
 
 test('the server prints where it listens, the docs URL and a generated token that works, on stderr; SIGTERM stops it cleanly', async (t) => {
   const server = await startServer(t, { env: { API_TOKENS: undefined, LOG_FORMAT: 'pretty' } })

@@ -1,4 +1,4 @@
-import { invalidBody } from './errors.js'
+import { invalidBody } from '../../src/errors.js'
 
 export const MERGE_PATCH = 'application/merge-patch+json'
 
@@ -44,7 +44,10 @@ export function parseJsonBody (bytes: Uint8Array, mediaType: string): unknown {
   return value
 }
 
-/** An `id` written with a fraction or exponent: JSON.parse would round it onto another id. Without \u escapes `"id"` there is a member name. */
+/**
+ * An `id` written with a fraction or exponent: JSON.parse would round it onto another id. Without \u escapes `"id"`
+ * there is a member name.
+ */
 const INEXACT_ID = /[{,]\s*"id"\s*:\s*-?\d+[.eE]/
 
 /** How many times `char` occurs in `text`. */
@@ -87,7 +90,8 @@ function needsStrictScan (text: string, value: unknown): boolean {
 /** The longest member name a message quotes. */
 const QUOTED_NAME_MAX = 40
 
-const quotedName = (name: string): string => JSON.stringify(name.length > QUOTED_NAME_MAX ? `${name.slice(0, QUOTED_NAME_MAX)}…` : name)
+const quotedName = (name: string): string =>
+  JSON.stringify(name.length > QUOTED_NAME_MAX ? `${name.slice(0, QUOTED_NAME_MAX)}…` : name)
 
 /** An object or array being scanned: where it is (`body/a/0`), and in an object, the names seen. */
 interface Scope {
@@ -125,7 +129,8 @@ function strictJsonProblem (text: string): string | undefined {
         const literal = text.slice(i, end + 1)
         const name = literal.includes('\\') ? JSON.parse(literal) as string : literal.slice(1, -1)
         if (scope.names.has(name)) {
-          return `${scope.where} has the member ${quotedName(name)} more than once: member names must be unique (I-JSON, RFC 7493)`
+          return `${scope.where} has the member ${quotedName(name)} more than once: member names must be unique ` +
+            '(I-JSON, RFC 7493)'
         }
         scope.names.add(name)
         scope.at = name
@@ -157,7 +162,8 @@ function prototypeKey (root: unknown): string | undefined {
     }
     const constructor = value.constructor
     if (Object.hasOwn(value, 'constructor') && isObject(constructor) && Object.hasOwn(constructor, 'prototype')) {
-      return `${where} has a "constructor" property with a "prototype", which is refused: it could change the prototype of objects`
+      return `${where} has a "constructor" property with a "prototype", which is refused: it could change the ` +
+        'prototype of objects'
     }
     for (const [key, child] of Object.entries(value)) pending.push({ value: child, where: `${where}/${key}` })
   }

@@ -2,32 +2,38 @@ import { maxHeaderSize } from 'node:http'
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import { destination } from 'pino'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import authPlugin from '../plugins/app/auth.js'
-import configPlugin from '../plugins/app/config.js'
-import connectionsPlugin from '../plugins/app/connections.js'
-import corsPlugin from '../plugins/external/cors.js'
-import docsPlugin from '../plugins/external/docs.js'
-import errorsPlugin, { clientErrorHandler, formatValidationErrors, frameworkErrorHandler } from '../plugins/app/error-handler.js'
-import healthRoutes from '../plugins/routes/health.js'
-import helmetPlugin from '../plugins/external/helmet.js'
-import metricsPlugin from '../plugins/app/metrics.js'
-import otelPlugin from '../plugins/external/otel.js'
-import rateLimitPlugin from '../plugins/external/rate-limit.js'
-import resourceRoutes from '../plugins/routes/resources/index.js'
-import requestsPlugin from '../plugins/app/requests.js'
-import requestIdPlugin, { AccessLog, requestId } from '../plugins/app/request-log.js'
-import schemasPlugin, { ajvOptions, sharedSerializer, validatorWithoutBodyCoercion } from '../plugins/app/schemas.js'
-import storePlugin from '../plugins/app/store.js'
-import tenantStorePlugin from '../plugins/app/tenant-store.js'
-import underPressurePlugin from '../plugins/external/under-pressure.js'
-import webhooksPlugin from '../plugins/app/webhooks.js'
-import webhooksRoutes from '../plugins/routes/webhooks/index.js'
-import type { ApiLoadOptions } from './webhooks/api-load.js'
-import type { RequestFunction } from './webhooks/deliver.js'
-import type { Resolver } from './webhooks/url-policy.js'
-import type { Config } from './load-config.js'
-import { redactUrl } from './redact-url.js'
-import { RESOURCES } from './resources/index.js'
+import authPlugin from '../../plugins/app/auth.js'
+import configPlugin from '../../plugins/app/config.js'
+import connectionsPlugin from '../../plugins/app/connections.js'
+import corsPlugin from '../../plugins/external/cors.js'
+import docsPlugin from '../../plugins/external/docs.js'
+import errorsPlugin, {
+  clientErrorHandler,
+  formatValidationErrors,
+  frameworkErrorHandler
+} from '../../plugins/app/error-handler.js'
+import healthRoutes from '../../plugins/routes/health.js'
+import helmetPlugin from '../../plugins/external/helmet.js'
+import metricsPlugin from '../../plugins/app/metrics.js'
+import otelPlugin from '../../plugins/external/otel.js'
+import rateLimitPlugin from '../../plugins/external/rate-limit.js'
+import resourceRoutes from '../../plugins/routes/resources/index.js'
+import requestsPlugin from '../../plugins/app/requests.js'
+import resourcesPlugin from '../../plugins/app/resources.js'
+import requestIdPlugin, { AccessLog, requestId } from '../../plugins/app/request-log.js'
+import schemasPlugin, { ajvOptions, sharedSerializer, validatorWithoutBodyCoercion } from '../../plugins/app/schemas.js'
+import storePlugin from '../../plugins/app/open-store.js'
+import tenantStorePlugin from '../../plugins/app/sandbox-tenants.js'
+import underPressurePlugin from '../../plugins/external/under-pressure.js'
+import webhooksPlugin from '../../plugins/app/webhooks.js'
+import webhooksRoutes from '../../plugins/routes/webhooks/index.js'
+import type { ApiLoadOptions } from '../webhooks/api-load.js'
+import type { RequestFunction } from '../webhooks/deliver.js'
+import type { Resolver } from '../webhooks/url-policy.js'
+import type { Config } from '../load-config.js'
+import { redactUrl } from '../../plugins/http/redact-url.js'
+import type { ResourceDefinition } from '../resource.js'
+import { RESOURCES } from '../resources/index.js'
 
 export interface BuildOptions {
   logStream?: { write (line: string): void }
@@ -37,6 +43,8 @@ export interface BuildOptions {
   webhookResolve?: Resolver
   /** The sandbox's clock for tenant use and expiry (tests move it instead of waiting). */
   sandboxNow?: () => number
+  /** The resources served, in the document's order: RESOURCES by default (tests declare others in test code). */
+  resources?: readonly ResourceDefinition[]
 }
 
 /** Hop 0 is the socket's peer. */
@@ -47,6 +55,7 @@ function trustHops (hops: number): (address: string, hop: number) => boolean {
 /** Builds the whole service from its plugins; tests `inject`, server.ts listens (see docs/architecture.md). */
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const { timeouts } = config
+  const resources = options.resources ?? RESOURCES
   const app = Fastify({
     logger: {
       level: config.logLevel,
@@ -73,7 +82,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     ajv: ajvOptions,
     // JSON bodies are validated as sent, without type coercion; compiled schemas are shared between apps
     // (see plugins/app/schemas.ts).
-    schemaController: { compilersFactory: { buildValidator: validatorWithoutBodyCoercion, buildSerializer: sharedSerializer } },
+    schemaController: {
+      compilersFactory: { buildValidator: validatorWithoutBodyCoercion, buildSerializer: sharedSerializer }
+    },
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
@@ -82,7 +93,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     bodyLimit: config.bodyLimit,
     // A long id still reaches validation (a 400): past the router's default of 100 it would answer 414 itself.
     routerOptions: { maxParamLength: maxHeaderSize },
-    // The store plugin may wait for a PostgreSQL still starting: Fastify's 10 s plugin deadline must not cut that short.
+    // The store plugin may wait for a PostgreSQL still starting: Fastify's 10 s plugin deadline must not cut that
+    // short.
     pluginTimeout: Math.max(10_000, config.pgStartupTimeoutMs + config.pgConnectTimeoutMs + 10_000),
     // A slow client cannot hold a connection: every phase has a deadline.
     requestTimeout: timeouts.request,
@@ -99,6 +111,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   await app.register(configPlugin, { config })
+  await app.register(resourcesPlugin, { resources })
   // First: the request span opens, and the request id is set, before any other hook runs.
   await app.register(otelPlugin)
   await app.register(requestIdPlugin)
@@ -125,7 +138,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(requestsPlugin)
   await app.register(docsPlugin)
   await app.register(healthRoutes)
-  for (const resource of RESOURCES) await app.register(resourceRoutes, { resource })
+  for (const resource of resources) await app.register(resourceRoutes, { resource })
   await app.register(webhooksRoutes)
   return app
 }

@@ -1,6 +1,6 @@
-import { isScope, SCOPES, type Scope } from './scopes.js'
+import { isScope, SCOPES, type Scope } from '../scopes.js'
 
-/** The commands of the `plant-store` executable (src/server.ts runs them). */
+/** The commands of the `plant-store` executable (src/main/server.ts runs them). */
 export type Command =
   | { name: 'serve' }
   | { name: 'backup', file: string }
@@ -106,11 +106,15 @@ function parseToken (args: readonly string[]): Command {
   const name = options.get('name')
   const scopeList = options.get('scopes')
   if (name === undefined && scopeList === undefined) return { name: 'token' }
-  if (name === undefined || scopeList === undefined) throw new Error('token: --name and --scopes go together (plant-store token --name ci --scopes plants:read)')
+  if (name === undefined || scopeList === undefined) {
+    throw new Error('token: --name and --scopes go together (plant-store token --name ci --scopes plants:read)')
+  }
   if (!/^[A-Za-z0-9._-]{1,64}$/.test(name)) throw new Error('token: a name is 1 to 64 of A-Z a-z 0-9 . _ -')
   const scopes = scopeList.split(',').map((scope) => scope.trim())
   const unknown = scopes.find((scope) => !isScope(scope))
-  if (unknown !== undefined) throw new Error(`token: unknown scope ${JSON.stringify(unknown)} (known: ${SCOPES.join(', ')})`)
+  if (unknown !== undefined) {
+    throw new Error(`token: unknown scope ${JSON.stringify(unknown)} (known: ${SCOPES.join(', ')})`)
+  }
   return { name: 'token', entry: { name, scopes: [...new Set(scopes as Scope[])] } }
 }
 

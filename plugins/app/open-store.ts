@@ -14,7 +14,9 @@ declare module 'fastify' {
 
 /** The store observed by metrics and tracing, where they are on; else the bare store. */
 export function instrumented (app: FastifyInstance, store: Store): Store {
-  const observers = [app.metrics?.storeOperation, app.tracing?.storeOperation].filter((observer): observer is OperationObserver => observer !== undefined)
+  const observers = [app.metrics?.storeOperation, app.tracing?.storeOperation].filter(
+    (observer): observer is OperationObserver => observer !== undefined
+  )
   return instrumentStore(store, observers)
 }
 
@@ -33,7 +35,10 @@ async function openPostgres (app: FastifyInstance): Promise<Store> {
       startup: {
         timeoutMs: config.pgStartupTimeoutMs,
         onRetry: (err, attempt, delayMs) => {
-          app.log.warn({ err: { message: err.message, code: (err as { code?: unknown }).code }, attempt, delayMs }, 'the database cannot be reached yet; retrying')
+          app.log.warn(
+            { err: { message: err.message, code: (err as { code?: unknown }).code }, attempt, delayMs },
+            'the database cannot be reached yet; retrying'
+          )
         }
       }
     })

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { redactQuery, redactUrl } from '../../src/redact-url.js'
+import { redactQuery, redactUrl } from '../../../plugins/http/redact-url.js'
 
 test('redactUrl: parameters named like credentials lose their values; the rest stays as sent', () => {
   assert.equal(redactUrl('/plants/1'), '/plants/1')

@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { ConfigError } from './errors.js'
-import { countOf } from './human.js'
-import type { Scope } from './scopes.js'
-import { tokenDigest } from './tokens.js'
-import { loadConfig, type Config } from './load-config.js'
-import { isPostgresUrl, postgresName } from './store/postgres/connection.js'
-import { backupDatabase, backupDatabaseTo, BackupError, restoreDatabase } from './store/sqlite/backup.js'
-import { inspectDatabaseFile } from './store/sqlite/preflight.js'
+import { ConfigError } from '../errors.js'
+import { countOf } from '../human.js'
+import type { Scope } from '../scopes.js'
+import { tokenDigest } from '../tokens.js'
+import { loadConfig, type Config } from '../load-config.js'
+import { isPostgresUrl, postgresName } from '../store/postgres/connection.js'
+import { backupDatabase, backupDatabaseTo, BackupError, restoreDatabase } from '../store/sqlite/backup.js'
+import { inspectDatabaseFile } from '../store/sqlite/preflight.js'
 
 /** Where a command writes: stdout for its result, stderr for problems; `data` is stdout as a stream (`backup -`). */
 export interface Output {
@@ -50,7 +50,10 @@ function readConfig (env: NodeJS.ProcessEnv, output: Output): Config | undefined
 /** The SQLite file DATABASE_URL names, or undefined (with a message) when it names something else. */
 function sqliteFile (config: Config, command: string, output: Output): string | undefined {
   if (isPostgresUrl(config.databaseUrl)) {
-    output.err(`plant-store ${command}: DATABASE_URL is PostgreSQL; use pg_dump and pg_restore (docs/operations.md, "Backups and restore")\n`)
+    output.err(
+      `plant-store ${command}: DATABASE_URL is PostgreSQL; use pg_dump and pg_restore (docs/operations.md, "Backups ` +
+      'and restore")\n'
+    )
     return undefined
   }
   if (config.databaseUrl === ':memory:') {
@@ -67,7 +70,10 @@ export async function runBackup (file: string, env: NodeJS.ProcessEnv, output: O
   try {
     if (file === '-') {
       if (output.data.isTTY === true) {
-        output.err('plant-store backup: stdout is a terminal; redirect it to a file or a pipe (plant-store backup - > plants.bak)\n')
+        output.err(
+          'plant-store backup: stdout is a terminal; redirect it to a file or a pipe (plant-store backup - > ' +
+          'plants.bak)\n'
+        )
         return 1
       }
       let result
@@ -93,7 +99,12 @@ export async function runBackup (file: string, env: NodeJS.ProcessEnv, output: O
   }
 }
 
-export function runRestore (file: string, env: NodeJS.ProcessEnv, output: Output, options: { force?: boolean } = {}): number {
+export function runRestore (
+  file: string,
+  env: NodeJS.ProcessEnv,
+  output: Output,
+  options: { force?: boolean } = {}
+): number {
   const config = readConfig(env, output)
   const database = config === undefined ? undefined : sqliteFile(config, 'restore', output)
   if (database === undefined) return 1
@@ -121,7 +132,11 @@ export async function runCheck (env: NodeJS.ProcessEnv, output: Output): Promise
   if (config === undefined) return 1
   output.out('plant-store check: configuration ok\n')
   const failed: string[] = []
-  if (!await checkDatabase(config, output)) failed.push(isPostgresUrl(config.databaseUrl) ? 'PostgreSQL' : 'the SQLite database')
+  if (!await checkDatabase(config, output)) {
+    failed.push(isPostgresUrl(config.databaseUrl)
+      ? 'PostgreSQL'
+      : 'the SQLite database')
+  }
   if (config.redis !== undefined && !await checkRedis(config.redis.url, output)) failed.push('Redis')
   if (config.oidc !== undefined && !await checkOidc(config.oidc.issuer, output)) failed.push('the OpenID provider')
   if (failed.length === 0) return 0
@@ -131,7 +146,7 @@ export async function runCheck (env: NodeJS.ProcessEnv, output: Output): Promise
 
 async function checkDatabase (config: Config, output: Output): Promise<boolean> {
   if (isPostgresUrl(config.databaseUrl)) {
-    const { checkPostgres } = await import('./store/postgres/check.js')
+    const { checkPostgres } = await import('../store/postgres/check.js')
     const problem = await checkPostgres(config.databaseUrl, config.pgConnectTimeoutMs)
     const name = postgresName(config.databaseUrl)
     if (problem !== undefined) {
@@ -194,7 +209,7 @@ async function checkRedis (url: string, output: Output): Promise<boolean> {
 }
 
 async function checkOidc (issuer: string, output: Output): Promise<boolean> {
-  const { checkProvider } = await import('./oidc.js')
+  const { checkProvider } = await import('../oidc.js')
   try {
     const keys = await checkProvider(issuer)
     output.out(`plant-store check: the OpenID provider ${issuer} answers: discovery document and ` +

@@ -6,12 +6,13 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { test } from 'node:test'
 import Database from 'better-sqlite3'
-import { newToken, runBackup, runCheck, runRestore, runToken, type Output } from '../../src/commands.js'
-import { loadConfig } from '../../src/load-config.js'
-import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
-import { tokenDigest } from '../../src/tokens.js'
-import { TOKEN } from '../helpers/app.js'
-import { AUDIENCE, signingKey, startProvider } from '../helpers/oidc-provider.js'
+import { newToken, runBackup, runCheck, runRestore, runToken, type Output } from '../../../src/main/commands.js'
+import { loadConfig } from '../../../src/load-config.js'
+import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
+import { tokenDigest } from '../../../src/tokens.js'
+import { TOKEN } from '../../helpers/app.js'
+import { AUDIENCE, signingKey, startProvider } from '../../helpers/oidc-provider.js'
+import { contentsText, escaped } from '../../helpers/resources.js'
 
 function capture (): Output & { stdout: () => string, stderr: () => string, bytes: () => Buffer } {
   let out = ''
@@ -150,7 +151,7 @@ test('backup, then restore over a changed database: the backup\'s plants come ba
   const backup = join(dir, 'plants.bak')
   let output = capture()
   assert.equal(await runBackup(backup, env(file), output), 0)
-  assert.equal(output.stdout(), `plant-store backup: ${file} → ${backup}: 2 plants, 2 pages, integrity_check ok\n`.replace('2 pages', `${pages(backup)} pages`))
+  assert.equal(output.stdout(), `plant-store backup: ${file} → ${backup}: ${contentsText({ plants: 2 })}, ${pages(backup)} pages, integrity_check ok\n`)
 
   // The database moves on, and a WAL is left behind as a crashed server would leave it.
   await database(file, ['Lily'])
@@ -165,7 +166,7 @@ test('backup, then restore over a changed database: the backup\'s plants come ba
   output = capture()
   assert.equal(runRestore(backup, env(file), output, { force: true }), 0)
   const kept = /kept as (\S+)\n$/.exec(output.stdout())?.[1] ?? ''
-  assert.equal(output.stdout(), `plant-store restore: ${backup} → ${file}: 2 plants, integrity_check ok; start the server again\n` +
+  assert.equal(output.stdout(), `plant-store restore: ${backup} → ${file}: ${contentsText({ plants: 2 })}, integrity_check ok; start the server again\n` +
     `plant-store restore: the database it replaced is kept as ${kept}\n`)
   assert.match(kept, new RegExp(`^${file.replace(/[.\\/]/g, '\\$&')}\\.before-restore-\\d{8}T\\d{6}Z$`))
   // The replaced database, its WAL folded in, is whole beside the restored one.
@@ -208,7 +209,7 @@ test('restore refuses an existing database without --force, and leaves it as it 
   const fresh = join(dir, 'fresh.db')
   const restored = capture()
   assert.equal(runRestore(backup, env(fresh), restored), 0)
-  assert.equal(restored.stdout(), `plant-store restore: ${backup} → ${fresh}: 1 plant, integrity_check ok; start the server again\n`)
+  assert.equal(restored.stdout(), `plant-store restore: ${backup} → ${fresh}: ${contentsText({ plants: 1 })}, integrity_check ok; start the server again\n`)
 })
 
 test('backup - writes the consistent copy to stdout and its report to stderr, and leaves no file behind', async () => {
@@ -218,7 +219,7 @@ test('backup - writes the consistent copy to stdout and its report to stderr, an
   const output = capture()
   assert.equal(await runBackup('-', env(file), output), 0)
   assert.equal(output.stdout(), '')
-  assert.match(output.stderr(), new RegExp(`^plant-store backup: ${file.replace(/[.\\/]/g, '\\$&')} → stdout: 2 plants, \\d+ pages, integrity_check ok\n$`))
+  assert.match(output.stderr(), new RegExp(`^plant-store backup: ${file.replace(/[.\\/]/g, '\\$&')} → stdout: ${escaped(contentsText({ plants: 2 }))}, \\d+ pages, integrity_check ok\n$`))
   assert.deepEqual(readdirSync(dir), ['plants.db'])
   const copy = join(dir, 'copy.db')
   writeFileSync(copy, output.bytes())

@@ -1,6 +1,6 @@
-import { invalidHeader, noneMatchFailed, preconditionFailed } from './errors.js'
-import type { Resource } from './resource.js'
-import type { IfMatch } from './store/store.js'
+import { invalidHeader, noneMatchFailed, preconditionFailed } from '../../src/errors.js'
+import type { Resource } from '../../src/resource.js'
+import type { IfMatch } from '../../src/store/store.js'
 
 /** RFC 9110 §8.8.3. */
 type EntityTagCondition = { any: true } | { any: false, tags: EntityTag[] }
@@ -22,7 +22,9 @@ export function parseEntityTags (name: string, value: string | undefined): Entit
   while (ELEMENT.lastIndex < value.length) {
     const start = ELEMENT.lastIndex
     const match = ELEMENT.exec(value)
-    if (match === null || ELEMENT.lastIndex === start) throw invalidHeader(`${name} must be * or a list of quoted entity tags`)
+    if (match === null || ELEMENT.lastIndex === start) {
+      throw invalidHeader(`${name} must be * or a list of quoted entity tags`)
+    }
     if (match[2] !== undefined) tags.push({ weak: match[1] !== undefined, opaque: match[2] })
   }
   if (tags.length === 0) throw invalidHeader(`${name} must be * or a list of quoted entity tags`)

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { RESOURCES } from '../../src/resources/index.js'
+import type { AnyResource } from '../../src/resources/index.js'
 import { limitCreates } from '../../src/sandbox/quota.js'
 import { tenantTrimmer } from '../../src/sandbox/storage.js'
 import { TenantRegistry, type TenantBackend } from '../../src/sandbox/tenants.js'
@@ -9,7 +9,7 @@ import type { Store } from '../../src/store/store.js'
 import { WebhookService } from '../../src/webhooks/service.js'
 import { defaultAddressPolicy } from '../../src/webhooks/url-policy.js'
 import { METRIC_PREFIX, type ServiceMetrics } from './metrics.js'
-import { instrumented } from './store.js'
+import { instrumented } from './open-store.js'
 import { webhookDelivery, type WebhooksPluginOptions } from './webhooks.js'
 
 /** What a request works on: the app's store and webhooks, or in a sandbox its tenant's. */
@@ -102,7 +102,7 @@ export default fp<TenantStoreOptions>(async function tenantStorePlugin (app, opt
   })
   app.addHook('onReady', async () => { registry.start() })
   app.addHook('onClose', async () => { await registry.close() })
-}, { name: 'tenant-store', dependencies: ['config', 'store', 'webhooks', 'auth', 'tracing', 'metrics'] })
+}, { name: 'tenant-store', dependencies: ['config', 'resources', 'store', 'webhooks', 'auth', 'tracing', 'metrics'] })
 
 /** Two gauges, never a series per tenant. */
 function tenantMetrics ({ client, registry: metrics }: ServiceMetrics, registry: TenantRegistry<SandboxTenant>): void {
@@ -129,7 +129,9 @@ async function openBackend (app: FastifyInstance): Promise<TenantBackend> {
       poolMax: config.pgPoolMax,
       connectTimeoutMs: config.pgConnectTimeoutMs,
       statementTimeoutMs: config.pgStatementTimeoutMs,
-      onIdleError: (err) => { app.log.warn({ err }, 'an idle sandbox database connection failed; it is replaced on next use') }
+      onIdleError: (err) => {
+        app.log.warn({ err }, 'an idle sandbox database connection failed; it is replaced on next use')
+      }
     })
   }
   const { createSqliteTenants } = await import('../../src/sandbox/sqlite-tenants.js')
@@ -144,14 +146,17 @@ async function openBackend (app: FastifyInstance): Promise<TenantBackend> {
 }
 
 /** A tenant's store behind its quotas, its webhook service, and a dispatcher of its own paced to the tenant's rate. */
-async function startTenant (app: FastifyInstance, options: WebhooksPluginOptions, key: string, opened: Store, created: boolean): Promise<SandboxTenant> {
+async function startTenant (
+  app: FastifyInstance, options: WebhooksPluginOptions, key: string, opened: Store, created: boolean
+): Promise<SandboxTenant> {
   const { config, tracing } = app
   const sandbox = config.sandbox
   if (sandbox === undefined) throw new Error('not a sandbox')
   const observed = instrumented(app, opened)
   const trimmer = tenantTrimmer(opened, app.log)
-  const limited = RESOURCES.map((resource) =>
-    [resource.collection, trimmer.counting(limitCreates(observed[resource.collection], resource, sandbox.maxPlants))])
+  const limited = app.resources.map((resource) =>
+    [resource.collection, trimmer.counting(
+      limitCreates(observed[resource.collection as AnyResource['collection']], resource, sandbox.maxPlants))])
   const store: Store = { ...observed, ...Object.fromEntries(limited) }
   if (created) for (const plant of sandbox.seed) await opened.plants.create(plant)
   const settings = config.webhooks
@@ -168,7 +173,9 @@ async function startTenant (app: FastifyInstance, options: WebhooksPluginOptions
     })())
   }
   const startInBackground = (): void => {
-    startDispatcher().catch((err: unknown) => { app.log.error({ err }, 'sandbox: a tenant\'s webhook dispatcher could not start') })
+    startDispatcher().catch((err: unknown) => {
+      app.log.error({ err }, "sandbox: a tenant's webhook dispatcher could not start")
+    })
   }
   const { dispatcher, service: webhooks } = webhookDelivery(app.log.child({ tenant: key.slice(0, 12) }), {
     beforeUse: startDispatcher,

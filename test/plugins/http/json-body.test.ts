@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import { isServiceError } from '../../src/errors.js'
-import { parseJsonBody } from '../../src/json-body.js'
+import { isServiceError } from '../../../src/errors.js'
+import { parseJsonBody } from '../../../plugins/http/json-body.js'
 
 /** What parseJsonBody says of a text: the value, or the message of its invalid-body error. */
 function read (text: string): { value: unknown } | { refused: string } {

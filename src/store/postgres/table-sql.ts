@@ -1,0 +1,167 @@
+import type pg from 'pg'
+import type { ColumnKind, ResourceStorage } from '../../resource.js'
+import { declaredColumns } from '../row-values.js'
+import { MAX_ASSIGNED_ID } from '../store.js'
+import { tablePrefix } from './connection.js'
+import { writeWithEventSql } from './webhook-sql.js'
+
+const SQL_TYPES: Readonly<Record<ColumnKind, string>> = { text: 'text', integer: 'bigint', real: 'double precision' }
+
+/** A collection goes into statements as a literal: it must need no quoting. */
+const SQL_NAME = /^[a-z][a-z0-9_]{0,62}$/
+
+/** What the statements need of a resource: its collection (the key of its keys and chosen ids) and its storage. */
+export interface StoredResource {
+  readonly collection: string
+  readonly storage: ResourceStorage
+}
+
+/** The declared columns (declaredColumns checks them), the collection a literal: none may need quoting. */
+function checkedNames ({ collection, storage }: StoredResource): readonly string[] {
+  const names = declaredColumns(storage)
+  if (!SQL_NAME.test(collection)) throw new Error(`${collection} is not a plain SQL identifier (a-z, 0-9, _)`)
+  // n, deliveries and notified are the write-with-event statements' own.
+  for (const reserved of ['n', 'deliveries', 'notified']) {
+    if (names.includes(reserved)) throw new Error(`${storage.table}.${reserved}: PostgreSQL's statements use that name`)
+  }
+  return names
+}
+
+/** The last id the sequence handed out (none yet: one below its start). */
+const drawn = (sequence: string): string =>
+  `(SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM ${sequence})`
+
+/**
+ * Every statement of one resource's repository, schema-qualified. Parameters: a row's own values
+ * are $1..$n in declaration order (`n` below), so each statement's other parameters follow them.
+ */
+export function tableStatements (resource: StoredResource, schema: string | undefined) {
+  const names = checkedNames(resource)
+  const n = names.length
+  const t = tablePrefix(schema)
+  const table = `${t}${resource.storage.table}`
+  const sequence = `${t}${resource.storage.table}_id_seq`
+  const chosen = `${t}chosen_ids`
+  const keys = `${t}idempotency_keys`
+  const owner = `'${resource.collection}'`
+  const columns = ['id', ...names, 'created_at', 'updated_at'].join(', ')
+  const sqlType = (name: string): string => SQL_TYPES[(resource.storage.columns[name] as { kind: ColumnKind }).kind]
+  const typed = (i: number): string => `$${i + 1}::${sqlType(names[i] as string)}`
+  // int64s as decimal strings: a JSON number would round them (see the keys' migration).
+  const asJson = (name: string): string => `r.${name}${sqlType(name) === 'bigint' ? '::text' : ''}`
+  const values = names.map((_, i) => typed(i)).join(', ')
+  // nextval fails (2200H) past MAXVALUE 2^53 - 1 instead of going on.
+  const insertGenerated = `INSERT INTO ${table} (${columns})
+    SELECT next.id, ${values}, $${n + 1}, $${n + 1} FROM (SELECT nextval('${sequence}') AS id) AS next
+    WHERE NOT EXISTS (SELECT 1 FROM ${chosen} c WHERE c.resource = ${owner} AND c.id = next.id)
+    ON CONFLICT (id) DO NOTHING RETURNING ${columns}`
+  return {
+    get: `SELECT ${columns} FROM ${table} WHERE id = $1`,
+    lockRow: `SELECT ${columns} FROM ${table} WHERE id = $1 FOR UPDATE`,
+    /** Keyset pagination (a deep page costs what the first one does), $1 after, $2 limit, then the filters' values. */
+    list: (filters: readonly string[]): string =>
+      `SELECT ${columns} FROM ${table} WHERE id > $1${filters.map((column, i) => ` AND ${column} = $${i + 3}`).join('')}
+       ORDER BY id LIMIT $2`,
+    insertGenerated,
+    /** The usual create, its event in the same statement: one round trip (see writeWithEventSql). */
+    createGenerated: writeWithEventSql(schema, insertGenerated, columns, n + 2),
+    // A chosen id the sequence has yet to reach is remembered, so the sequence skips it even after it is deleted.
+    insertChosen: `WITH written AS (
+        INSERT INTO ${table} (${columns}) VALUES ($${n + 1}, ${values}, $${n + 2}, $${n + 2})
+        ON CONFLICT (id) DO NOTHING RETURNING ${columns}),
+      noted AS (
+        INSERT INTO ${chosen} (resource, id) SELECT ${owner}, written.id FROM written
+        WHERE written.id > ${drawn(sequence)} AND written.id <= ${MAX_ASSIGNED_ID}
+        ON CONFLICT (resource, id) DO NOTHING)
+      SELECT ${columns} FROM written`,
+    // Draw the sequence past the run of taken ids with nextval: setval could move it back under a
+    // concurrent draw and hand out an id twice.
+    skipTaken: `WITH RECURSIVE walk (id) AS (
+        SELECT ${drawn(sequence)} + 1
+        UNION ALL
+        SELECT walk.id + 1 FROM walk
+        WHERE walk.id <= ${MAX_ASSIGNED_ID}
+          AND (EXISTS (SELECT 1 FROM ${table} r WHERE r.id = walk.id)
+               OR EXISTS (SELECT 1 FROM ${chosen} c WHERE c.resource = ${owner} AND c.id = walk.id))),
+      free AS (SELECT max(id) AS id FROM walk),
+      drawn AS (
+        SELECT count(nextval('${sequence}')) AS n
+        FROM free, generate_series(1, free.id - 1 - ${drawn(sequence)})),
+      forgotten AS (DELETE FROM ${chosen} c USING free WHERE c.resource = ${owner} AND c.id < free.id)
+      SELECT n FROM drawn`,
+    /** Every value and updated_at ($n + 2) of row $n + 1, with its event: the caller has locked the row. */
+    update: writeWithEventSql(schema,
+      `UPDATE ${table} SET ${names.map((name, i) => `${name} = ${typed(i)}`).join(', ')}, updated_at = $${n + 2}
+       WHERE id = $${n + 1} RETURNING ${columns}`, columns, n + 3, 'whole'),
+    /** Row $1 and its event. */
+    delete: writeWithEventSql(schema, `DELETE FROM ${table} WHERE id = $1 RETURNING ${columns}`, columns, 2, 'whole'),
+    // Same-key creates queue behind each other, so exactly one of them creates.
+    lockKey: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
+    // The row as first answered: its values are read back as the table's columns are.
+    findKey: `SELECT fingerprint, id, created_at, updated_at,
+        ${names.map((name) => `(row_values::json ->> '${name}')::${sqlType(name)} AS ${name}`).join(', ')}
+      FROM ${keys} WHERE resource = ${owner} AND scope = $1 AND key = $2 AND created_at > $3`,
+    /** Key $1 $2 with fingerprint $3 remembers row $4, just written in this transaction (int64s as decimal strings). */
+    saveKey: `INSERT INTO ${keys} (resource, scope, key, fingerprint, id, row_values, created_at, updated_at)
+      SELECT ${owner}, $1, $2, $3, r.id,
+             json_build_object(${names.map((name) => `'${name}', ${asJson(name)}`).join(', ')})::text,
+             r.created_at, r.updated_at
+      FROM ${table} r WHERE r.id = $4
+      ON CONFLICT (resource, scope, key) DO UPDATE SET fingerprint = excluded.fingerprint, id = excluded.id,
+        row_values = excluded.row_values, created_at = excluded.created_at, updated_at = excluded.updated_at`,
+    // Every resource's: rows another instance is deleting are skipped, never waited for.
+    expireKeys: `DELETE FROM ${keys} WHERE (resource, scope, key) IN (
+      SELECT resource, scope, key FROM ${keys} WHERE created_at <= $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`
+  } as const
+}
+
+export type TableStatements = ReturnType<typeof tableStatements>
+
+/**
+ * The resource's table, if it has none yet: ids within 1..2^53 - 1 from an identity sequence that
+ * never hands out a number twice, and each filter indexed with the id.
+ */
+export function createTableSql (resource: StoredResource, schema: string | undefined): string {
+  const names = checkedNames(resource)
+  const { table, columns, filters } = resource.storage
+  const t = tablePrefix(schema)
+  const declared = names.map((name) => {
+    const { kind, nullable } = columns[name] as { kind: ColumnKind, nullable: boolean }
+    return `${name} ${SQL_TYPES[kind]}${nullable ? '' : ' NOT NULL'}, `
+  })
+  return [
+    `CREATE TABLE IF NOT EXISTS ${t}${table} (
+       id bigint GENERATED BY DEFAULT AS IDENTITY (MINVALUE 1 MAXVALUE ${MAX_ASSIGNED_ID}) PRIMARY KEY,
+       ${declared.join('')}created_at bigint NOT NULL, updated_at bigint NOT NULL)`,
+    ...filters.map(({ column }) => `CREATE INDEX IF NOT EXISTS ${table}_${column}_id ON ${t}${table} (${column}, id)`)
+  ].join(';\n')
+}
+
+/** The trim of a resource's chosen ids: past `$1` of them, the sequence moves past the oldest (never back). */
+export function chosenTrimSql (resource: StoredResource, schema: string | undefined): { pass: string, forget: string } {
+  checkedNames(resource)
+  const t = tablePrefix(schema)
+  const sequence = `${t}${resource.storage.table}_id_seq`
+  const owner = `'${resource.collection}'`
+  return {
+    // Moved forward only: a chosen id it passes is never handed out, so a deleted one never comes back.
+    pass: `SELECT setval('${sequence}', passed.id)
+           FROM (SELECT id FROM ${t}chosen_ids WHERE resource = ${owner} ORDER BY id DESC OFFSET $1 LIMIT 1) AS passed
+           WHERE passed.id > ${drawn(sequence)}`,
+    forget: `DELETE FROM ${t}chosen_ids WHERE resource = ${owner} AND id <= ${drawn(sequence)}`
+  }
+}
+
+/**
+ * Makes the tables of the resources that have none yet (a resource declared since), in the
+ * migrating transaction. An existing table is left alone: not even the lock of an IF NOT EXISTS.
+ */
+export async function ensureResourceTables (
+  client: pg.ClientBase, resources: readonly StoredResource[], schema: string | undefined
+): Promise<void> {
+  for (const resource of resources) {
+    const { rows: [found] } = await client.query<{ name: string | null }>('SELECT to_regclass($1)::text AS name',
+      [`${tablePrefix(schema)}${resource.storage.table}`])
+    if (found?.name === null) await client.query(createTableSql(resource, schema))
+  }
+}

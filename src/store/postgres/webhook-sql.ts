@@ -1,0 +1,172 @@
+import {
+  buildEventMessage, eventPayloadAroundId, eventType, newMessageId, type EventOrigin, type ResourceChange,
+  type ResourceEvent
+} from '../../webhooks/events.js'
+import { receives as sharedReceives } from '../webhook-rules.js'
+import { tablePrefix } from './connection.js'
+
+/** The NOTIFY channel; the payload is the writer's schema, so schemas sharing a database tell their events apart. */
+export const WEBHOOK_CHANNEL = 'plant_store_webhooks'
+
+/** The outbox write as CTEs; the event's row is written only when some enabled subscription asked for its type. */
+const eventCtes = (t: string, p: number, payload: string, subjectId: string, from: string): string => `
+  receivers AS (
+    SELECT count(*)::integer AS n FROM ${t}webhook_subscriptions WHERE NOT disabled AND $${p + 1} = ANY (events)),
+  inserted AS (
+    INSERT INTO ${t}webhook_events
+      (message_id, event_type, subject_type, subject_id, payload, created_at, request_id, traceparent)
+    SELECT $${p}, $${p + 1}, $${p + 8}, ${subjectId}, ${payload}, $${p + 3}, $${p + 4}, $${p + 5}
+    FROM ${from} WHERE n > 0)`
+
+/** The payload is the schema's name as the listener knows it (see `listener`). */
+const notifyColumn = (schema: string | undefined, n: number): string =>
+  `CASE WHEN n > 0 AND $${n}::boolean
+    THEN pg_notify('${WEBHOOK_CHANNEL}', ${schema === undefined ? 'current_schema()' : `'${schema}'`}) END AS notified`
+
+/**
+ * A write and its event in one statement: one round trip, atomic without a transaction; the event's
+ * values from $p on. `around-id`: postgresEventValues', the data around the id the statement draws;
+ * `whole`: postgresEventMessageValues', the event as built.
+ */
+export const writeWithEventSql = (
+  schema: string | undefined, write: string, columns: string, p: number, payload: 'around-id' | 'whole' = 'around-id'
+): string =>
+  `WITH written AS (${write}),${payload === 'whole'
+    ? eventCtes(tablePrefix(schema), p, `$${p + 2}`, `$${p + 6}::bigint`, 'written, receivers')
+    : eventCtes(tablePrefix(schema), p, `$${p + 2} || written.id::text || $${p + 6}`, 'written.id',
+      'written, receivers')}
+  SELECT ${columns}, n AS deliveries, ${notifyColumn(schema, p + 7)} FROM written, receivers`
+
+/** The values of `writeWithEventSql`'s event: its data is the written row's JSON, around the id the statement draws. */
+export function postgresEventValues (
+  resource: { name: string }, change: ResourceChange, dataAfterId: string, now: number, origin: EventOrigin | undefined,
+  notify: boolean
+): unknown[] {
+  const type = eventType(resource, change)
+  const { before, after } = eventPayloadAroundId(type, dataAfterId, now)
+  return [
+    newMessageId(), type, before, now, origin?.requestId ?? null, origin?.traceparent ?? null, after, notify,
+    resource.name
+  ]
+}
+
+const receives = (eventId: string, type: string): string =>
+  sharedReceives(eventId, `${type} = ANY (s.events)`, 'NOT s.disabled')
+
+/** The outbox and the claims on `schema`'s tables, each schema-qualified. */
+const outboxStatements = (schema: string | undefined, t: string) => ({
+  schemaVersion: `SELECT max(version) AS version FROM ${t}plant_store_migrations`,
+  activeOwners: `SELECT count(DISTINCT owner)::integer AS n FROM ${t}webhook_subscriptions WHERE NOT disabled`,
+  empty: `SELECT NOT EXISTS (SELECT 1 FROM ${t}webhook_subscriptions)
+            AND NOT EXISTS (SELECT 1 FROM ${t}webhook_deliveries)
+            AND NOT EXISTS (SELECT 1 FROM ${t}webhook_events) AS empty`,
+  recordAttempt: `INSERT INTO ${t}webhook_attempts (delivery_id, at, duration_ms, status_code, error, response_body)
+                  VALUES ($1, $2, $3, $4, $5, $6)`,
+  enqueue: `WITH ${eventCtes(t, 1, '$3', '$7::bigint', 'receivers')}
+  SELECT n AS deliveries, ${notifyColumn(schema, 8)} FROM receivers`,
+  // SKIP LOCKED: two instances never take the same event.
+  fanOut: `WITH taken AS (
+             DELETE FROM ${t}webhook_events WHERE id IN (
+               SELECT id FROM ${t}webhook_events ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+             RETURNING id, message_id, event_type, payload, created_at, request_id, traceparent),
+           made AS (
+             INSERT INTO ${t}webhook_deliveries (subscription_id, message_id, event_type, payload, status, attempts,
+               next_attempt_at, created_at, request_id, traceparent)
+             SELECT s.id, t.message_id, t.event_type, t.payload, 'pending', 0, t.created_at, t.created_at, t.request_id,
+                    t.traceparent
+             FROM taken t JOIN ${t}webhook_subscriptions s ON ${receives('t.id', 't.event_type')}
+             ORDER BY t.id, s.id)
+           SELECT count(*)::integer AS events FROM taken`,
+  claim: `WITH candidates AS (
+            SELECT d.id, d.next_attempt_at, s.owner,
+                   row_number() OVER (PARTITION BY s.id ORDER BY d.next_attempt_at, d.id) AS rs
+            FROM ${t}webhook_subscriptions s
+            CROSS JOIN LATERAL (
+              SELECT x.id, x.next_attempt_at FROM ${t}webhook_deliveries x
+              WHERE x.subscription_id = s.id AND x.status = 'pending' AND x.next_attempt_at <= $2
+                AND (x.lease_until IS NULL OR x.lease_until <= $2)
+              ORDER BY x.next_attempt_at, x.id LIMIT $5
+              FOR UPDATE SKIP LOCKED) d
+            WHERE NOT s.disabled AND s.id <> ALL ($6::bigint[]) AND s.owner <> ALL ($7::text[])),
+          ranked AS (
+            SELECT id, next_attempt_at, row_number() OVER (PARTITION BY owner ORDER BY rs, next_attempt_at, id) AS ro
+            FROM candidates),
+          due AS (SELECT id FROM ranked ORDER BY ro, next_attempt_at, id LIMIT $4)
+          UPDATE ${t}webhook_deliveries w SET lease = $1, lease_until = $3
+          FROM due, ${t}webhook_subscriptions s
+          WHERE w.id = due.id AND s.id = w.subscription_id
+          RETURNING w.id, w.subscription_id, s.owner, w.message_id, w.event_type, w.payload, w.attempts,
+                    s.url, s.secret, s.previous_secrets, w.request_id, w.traceparent`
+} as const)
+
+/** Completions, leases and upkeep on `schema`'s tables (`t`: tablePrefix). */
+const upkeepStatements = (t: string) => ({
+  leasedSubscription: `SELECT subscription_id FROM ${t}webhook_deliveries WHERE id = $1 AND lease = $2`,
+  // A success in one round trip; a deadlock with a concurrent delete fails the completion and the
+  // delivery is attempted again once its lease runs out.
+  succeed: `WITH done AS (
+              UPDATE ${t}webhook_deliveries SET status = 'succeeded', attempts = attempts + 1, next_attempt_at = NULL,
+                lease = NULL, lease_until = NULL, last_attempt_at = $3, last_status_code = $4, last_error = NULL
+              WHERE id = $1 AND lease = $2 RETURNING subscription_id),
+            healthy AS (
+              UPDATE ${t}webhook_subscriptions s SET failing_since = NULL FROM done
+              WHERE s.id = done.subscription_id AND s.failing_since IS NOT NULL),
+            logged AS (
+              INSERT INTO ${t}webhook_attempts (delivery_id, at, duration_ms, status_code, response_body)
+              SELECT $1, $3, $5, $4, $6 FROM done)
+            SELECT count(*)::integer AS recorded FROM done`,
+  // Many successes in one round trip; a completion whose lease is gone matches no row and writes nothing.
+  succeedMany: `WITH input AS (
+                  SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::integer[], $5::integer[], $6::text[])
+                    AS i (id, lease, at, code, duration, body)),
+                done AS (
+                  UPDATE ${t}webhook_deliveries d
+                  SET status = 'succeeded', attempts = attempts + 1, next_attempt_at = NULL, lease = NULL,
+                    lease_until = NULL, last_attempt_at = i.at, last_status_code = i.code, last_error = NULL
+                  FROM input i WHERE d.id = i.id AND d.lease = i.lease RETURNING d.id, d.subscription_id),
+                healthy AS (
+                  UPDATE ${t}webhook_subscriptions s SET failing_since = NULL
+                  WHERE s.id IN (SELECT subscription_id FROM done) AND s.failing_since IS NOT NULL),
+                logged AS (
+                  INSERT INTO ${t}webhook_attempts (delivery_id, at, duration_ms, status_code, response_body)
+                  SELECT i.id, i.at, i.duration, i.code, i.body FROM input i JOIN done ON done.id = i.id ORDER BY i.id)
+                SELECT id FROM done`,
+  // The subscription is locked before the delivery, in the order a delete cascades: no deadlock.
+  lockSubscription: `SELECT disabled, failing_since FROM ${t}webhook_subscriptions WHERE id = $1 FOR NO KEY UPDATE`,
+  finish: `UPDATE ${t}webhook_deliveries SET status = $3, attempts = attempts + 1, next_attempt_at = $4,
+             lease = NULL, lease_until = NULL, last_attempt_at = $5, last_status_code = $6, last_error = $7
+           WHERE id = $1 AND lease = $2`,
+  failedAttempt: `UPDATE ${t}webhook_subscriptions
+                  SET failing_since = coalesce(failing_since, $2), disabled = disabled OR $3,
+                    updated_at = CASE WHEN $3 AND NOT disabled THEN greatest($2, updated_at + 1) ELSE updated_at END
+                  WHERE id = $1`,
+  renew: `UPDATE ${t}webhook_deliveries w SET lease_until = $3
+          FROM unnest($1::bigint[], $2::text[]) AS r (id, lease)
+          WHERE w.id = r.id AND w.lease = r.lease`,
+  release: `UPDATE ${t}webhook_deliveries SET lease = NULL, lease_until = NULL
+            WHERE lease = $1 AND id = ANY ($2::bigint[])`,
+  prune: `DELETE FROM ${t}webhook_deliveries WHERE id IN (
+            SELECT id FROM ${t}webhook_deliveries
+            WHERE created_at < $1
+              AND (status <> 'pending' OR subscription_id IN (SELECT id FROM ${t}webhook_subscriptions WHERE disabled))
+            LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+  backlog: `WITH waiting (created_at) AS (
+              SELECT d.created_at FROM ${t}webhook_deliveries d
+              JOIN ${t}webhook_subscriptions s ON s.id = d.subscription_id WHERE d.status = 'pending' AND NOT s.disabled
+              UNION ALL
+              SELECT e.created_at FROM ${t}webhook_events e
+              JOIN ${t}webhook_subscriptions s ON ${receives('e.id', 'e.event_type')})
+            SELECT count(*)::integer AS pending, min(created_at) AS oldest FROM waiting`
+} as const)
+
+/** The webhook store's statements, each schema-qualified: a lone statement is one round trip. */
+export const webhookStatements = (schema: string | undefined) => ({
+  ...outboxStatements(schema, tablePrefix(schema)),
+  ...upkeepStatements(tablePrefix(schema))
+})
+
+/** The values of the enqueue statement, and of `writeWithEventSql`'s `whole` event. */
+export function postgresEventMessageValues (event: ResourceEvent, now: number, notify: boolean): unknown[] {
+  const { messageId, type, subject, payload, requestId, traceparent } = buildEventMessage(event, now)
+  return [messageId, type, payload, now, requestId, traceparent, String(subject.id), notify, subject.resource]
+}

@@ -1,0 +1,76 @@
+import { Type, type Static, type TObject } from '@sinclair/typebox'
+import { ConfigError } from '../errors.js'
+import { isPostgresUrl, parsePostgresUrl } from './postgres/connection.js'
+import { SQLITE_SYNCHRONOUS, type SqliteSynchronous } from './sqlite/sqlite-store.js'
+
+/** DATABASE_URL: which store, and where. */
+export const DATABASE_URL_SETTING = Type.String({
+  minLength: 1,
+  default: 'data/plants.db',
+  description:
+      'A SQLite file path (its folder is created) or `:memory:`; a `postgres://` or `postgresql://` URL selects ' +
+      'PostgreSQL, with `?schema=name` for a schema of its own (see docs/scaling.md).'
+})
+
+/** The store's other settings: their part of EnvSchema (src/load-config.ts composes them, in this order). */
+export const DATABASE_SETTINGS = {
+  DATABASE_DIRECT_URL: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description:
+        'PostgreSQL: a `postgres://` URL of the same database that reaches PostgreSQL itself, when ' +
+        'DATABASE_URL is a transaction pooler (PgBouncer); used for migrations and LISTEN (without it the webhook ' +
+        'dispatcher polls). See docs/scaling.md.'
+    })
+  ),
+  PG_POOL_MAX: Type.Integer({
+    minimum: 1,
+    maximum: 1000,
+    default: 10,
+    description: 'PostgreSQL: the most connections one instance opens; N instances open up to N times this.'
+  }),
+  PG_CONNECT_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 600000,
+    default: 5000,
+    description: 'PostgreSQL: how long a request waits for a connection before it is answered 503.'
+  }),
+  PG_STATEMENT_TIMEOUT_MS: Type.Integer({
+    minimum: 100,
+    maximum: 600000,
+    default: 5000,
+    description: 'PostgreSQL: the longest a statement may run or wait for a lock before the request is answered 503.'
+  }),
+  PG_STARTUP_TIMEOUT_MS: Type.Integer({
+    minimum: 0,
+    maximum: 3_600_000,
+    default: 30_000,
+    description:
+      'PostgreSQL: how long a starting instance keeps retrying a database it cannot reach, then exits 1 (0: no retry).'
+  }),
+  SQLITE_SYNCHRONOUS: Type.Unsafe<SqliteSynchronous>({
+    type: 'string',
+    enum: SQLITE_SYNCHRONOUS,
+    default: 'full',
+    description:
+      'SQLite durability: `full`, an acknowledged write survives a power loss; `normal`, it survives a process crash.'
+  })
+}
+
+type DatabaseEnv = Static<TObject<{ DATABASE_URL: typeof DATABASE_URL_SETTING } & typeof DATABASE_SETTINGS>>
+
+/** A PostgreSQL URL must parse; DATABASE_DIRECT_URL goes with a PostgreSQL DATABASE_URL only. */
+export function checkDatabaseSettings (parsed: DatabaseEnv): void {
+  if (isPostgresUrl(parsed.DATABASE_URL)) {
+    try {
+      parsePostgresUrl(parsed.DATABASE_URL)
+    } catch (err) {
+      throw new ConfigError(`invalid configuration: ${(err as Error).message}`)
+    }
+  }
+  if (parsed.DATABASE_DIRECT_URL !== undefined &&
+      (!isPostgresUrl(parsed.DATABASE_URL) || !isPostgresUrl(parsed.DATABASE_DIRECT_URL))) {
+    throw new ConfigError(
+      'invalid configuration: DATABASE_DIRECT_URL must be a postgres:// URL, and DATABASE_URL one too')
+  }
+}

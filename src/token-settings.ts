@@ -1,0 +1,107 @@
+import { readFileSync } from 'node:fs'
+import { ConfigError } from './errors.js'
+import { isScope, SCOPES, type Scope } from './scopes.js'
+import { tokenDigest, type NamedToken } from './tokens.js'
+
+/**
+ * The tokens of API_TOKENS and API_TOKENS_FILE: plain ones (every scope, API_TOKENS first) and named
+ * ones; a plain token that is also a named entry is refused.
+ */
+export function configuredTokens (
+  apiTokens: string | undefined, tokensFile: string | undefined
+): { plain: string[], named: NamedToken[] } {
+  const file = readTokensFile(tokensFile)
+  const plain = [...splitTokens(apiTokens, ',', 'API_TOKENS'), ...file.plain]
+  refuseOverlap(plain, file.named)
+  return { plain, named: file.named }
+}
+
+/**
+ * A setting that is there but names no token (only separators, or a file of comments) is refused
+ * rather than read as unset: unset makes up a token with every scope, and emptying the list is how
+ * a key is revoked.
+ */
+function splitTokens (text: string | undefined, separator: string | RegExp, setting?: string): string[] {
+  if (text === undefined) return []
+  const tokens = text.split(separator).map((token) => token.trim()).filter((token) => token !== '')
+  if (setting !== undefined && tokens.length === 0 && text.trim() !== '') {
+    throw new ConfigError(`invalid configuration: ${setting} is set but holds no token (unset it to have none)`)
+  }
+  for (const token of tokens) {
+    // A token travels in an HTTP header: only visible ASCII, as RFC 6750's b64token allows.
+    if (!/^[A-Za-z0-9\-._~+/]+=*$/.test(token)) {
+      throw new ConfigError(
+        'invalid configuration: a token may only hold the characters A-Z a-z 0-9 - . _ ~ + / and trailing ='
+      )
+    }
+  }
+  return tokens
+}
+
+/** A named entry's name: what the access log shows and its data is kept under. */
+const TOKEN_NAME = /^[A-Za-z0-9._-]{1,64}$/
+const DIGEST = /^sha256:([0-9a-fA-F]{64})$/
+
+/**
+ * API_TOKENS_FILE: one entry per line. A line of one word is a plain token (every scope), as
+ * before scopes existed; `<name> <scope>[,<scope>…] sha256:<hex digest of the token>` is a named
+ * entry (what `plant-store token` prints), which holds no token at all. Blank lines and lines
+ * starting with `#` are skipped (no token can start with `#`).
+ */
+function readTokensFile (path: string | undefined): { plain: string[], named: NamedToken[] } {
+  if (path === undefined) return { plain: [], named: [] }
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (err) {
+    throw new ConfigError(
+      `invalid configuration: API_TOKENS_FILE cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}: ` +
+      `${path})`
+    )
+  }
+  const plain: string[] = []
+  const named: NamedToken[] = []
+  text.split(/\r?\n/).forEach((raw, index) => {
+    const line = raw.trim()
+    if (line === '' || line.startsWith('#')) return
+    const fields = line.split(/\s+/)
+    if (fields.length === 1) {
+      plain.push(...splitTokens(line, /\n/))
+      return
+    }
+    const problem = (what: string) =>
+      new ConfigError(`invalid configuration: API_TOKENS_FILE line ${index + 1}: ${what}`)
+    const [name = '', scopeList = '', digestField = ''] = fields
+    if (fields.length !== 3) {
+      throw problem('a named entry is "<name> <scope>[,<scope>…] sha256:<hex digest>" (plant-store token prints one)')
+    }
+    if (!TOKEN_NAME.test(name)) throw problem('a name is 1 to 64 of A-Z a-z 0-9 . _ -')
+    if (named.some((entry) => entry.name === name)) throw problem(`the name ${name} is used twice`)
+    const scopes = scopeList.split(',')
+    const unknown = scopes.find((scope) => !isScope(scope))
+    if (unknown !== undefined) throw problem(`unknown scope ${JSON.stringify(unknown)} (known: ${SCOPES.join(', ')})`)
+    const digest = DIGEST.exec(digestField)?.[1]?.toLowerCase()
+    if (digest === undefined) throw problem('the third field is sha256: and the token\'s 64 hex digit SHA-256')
+    if (named.some((entry) => entry.digest === digest)) {
+      throw problem(`the same token digest as the entry ${named.find((entry) => entry.digest === digest)?.name ?? ''}`)
+    }
+    named.push({ name, scopes: [...new Set(scopes as Scope[])], digest })
+  })
+  if (plain.length === 0 && named.length === 0) {
+    throw new ConfigError(`invalid configuration: API_TOKENS_FILE holds no token (${path}); with no token nothing ` +
+      'can call the API')
+  }
+  return { plain, named }
+}
+
+/** A plain token (every scope) that is also a named entry would get one of the two scope sets silently. */
+function refuseOverlap (plain: readonly string[], named: readonly NamedToken[]): void {
+  for (const token of plain) {
+    const digest = tokenDigest(token)
+    const entry = named.find((candidate) => candidate.digest === digest)
+    if (entry !== undefined) {
+      throw new ConfigError(`invalid configuration: the API_TOKENS_FILE entry ${entry.name} is also given as a plain ` +
+        'token (every scope): keep one of the two')
+    }
+  }
+}

@@ -1,0 +1,182 @@
+import { performance } from 'node:perf_hooks'
+import type { ClaimShape } from './delivery-queue.js'
+
+export interface SlotOptions {
+  concurrency: number
+  perSubscription: number
+  /** A 2xx answered within this many ms earns its subscription one more attempt in flight. */
+  fastAttemptMs: number
+  /** While the API is busy, attempts start this far apart at least. */
+  busyIntervalMs: number
+  /** True while the API needs the CPU (src/webhooks/api-load.ts): deliveries then yield to requests. */
+  apiBusy?: () => boolean
+  /** A slot is free again (its request ended): a claim can fill it. */
+  onFree: () => void
+  /** An attempt is over, its completion written too. */
+  onSettled: () => void
+  /** Monotonic milliseconds, performance.now by default. */
+  clock?: () => number
+}
+
+/** What the next claim may take now: nothing, nothing for `ms` (the pace), or so much. */
+export type ClaimPlan =
+  | { kind: 'full' }
+  | { kind: 'wait', ms: number }
+  | { kind: 'claim', busy: boolean, shape: ClaimShape }
+
+/**
+ * The dispatcher's slots: how many attempts run at once, shared fairly between owners and
+ * subscriptions, and paced while the API is busy. It decides; the queue and the attempt act.
+ */
+export class DeliverySlots {
+  readonly #concurrency: number
+  readonly #perSubscription: number
+  readonly #fastAttemptMs: number
+  readonly #busyIntervalMs: number
+  readonly #apiBusy: (() => boolean) | undefined
+  readonly #onFree: () => void
+  readonly #onSettled: () => void
+  readonly #clock: () => number
+  /** Attempts whose request has not ended yet (the rest of #inFlight are writing their completion). */
+  #sending = 0
+  readonly #inFlight = new Set<Promise<void>>()
+  readonly #perSubscriptionInFlight = new Map<bigint, number>()
+  readonly #perOwnerInFlight = new Map<string, number>()
+  /**
+   * Attempts a subscription may have in flight when more than perSubscription: each fast 2xx adds
+   * one, up to concurrency; any other outcome takes it back to perSubscription. Slots held only
+   * briefly starve no one, and a receiver that slows down holds them for one timeout at most.
+   */
+  readonly #allowance = new Map<bigint, number>()
+  /** While several owners have subscriptions, one holds at most half the slots: attempts cannot be preempted. */
+  readonly #perOwnerShare: number
+  #owners = 1
+  #lastStart = -Infinity
+
+  constructor (options: SlotOptions) {
+    this.#concurrency = options.concurrency
+    this.#perSubscription = options.perSubscription
+    this.#perOwnerShare = Math.max(1, Math.ceil(options.concurrency / 2))
+    this.#fastAttemptMs = options.fastAttemptMs
+    this.#busyIntervalMs = options.busyIntervalMs
+    this.#apiBusy = options.apiBusy
+    this.#onFree = options.onFree
+    this.#onSettled = options.onSettled
+    this.#clock = options.clock ?? performance.now.bind(performance)
+  }
+
+  /** Attempts running or writing their completion. */
+  get inFlight (): number {
+    return this.#inFlight.size
+  }
+
+  /** How many owners have subscriptions: with more than one, each gets at most half the slots. */
+  get owners (): number {
+    return this.#owners
+  }
+
+  set owners (owners: number) {
+    this.#owners = owners
+  }
+
+  isApiBusy (): boolean {
+    return this.#apiBusy?.() === true
+  }
+
+  // While the API is busy, one attempt at a time, paced: see docs/performance.md#what-the-measurements-decided.
+  plan (): ClaimPlan {
+    const busy = this.isApiBusy()
+    const limit = this.#free(busy)
+    if (limit <= 0) return { kind: 'full' }
+    const wait = this.paceWait(busy)
+    if (wait > 0) return { kind: 'wait', ms: wait }
+    const skipSubscriptions = [...this.#perSubscriptionInFlight]
+      .filter(([id, count]) => count >= this.#allowed(id))
+      .map(([id]) => id)
+    let perSubscription = this.#perSubscription
+    for (const allowed of this.#allowance.values()) perSubscription = Math.max(perSubscription, allowed)
+    const skipOwners = [...this.#perOwnerInFlight]
+      .filter(([, count]) => count >= this.#perOwner)
+      .map(([owner]) => owner)
+    return { kind: 'claim', busy, shape: { limit, perSubscription, skipSubscriptions, skipOwners } }
+  }
+
+  /** Whether an attempt for this subscription and owner may start now. */
+  mayStart (subscriptionId: bigint, owner: string, busy: boolean): boolean {
+    return this.#free(busy) > 0 &&
+      (this.#perSubscriptionInFlight.get(subscriptionId) ?? 0) < this.#allowed(subscriptionId) &&
+      (this.#perOwnerInFlight.get(owner) ?? 0) < this.#perOwner
+  }
+
+  /** How long until the next attempt may start while the API is busy (always, in a sandbox); 0 or less: now. */
+  paceWait (busy: boolean): number {
+    return busy ? this.#lastStart + this.#busyIntervalMs - this.#clock() : 0
+  }
+
+  /**
+   * Runs `attempt` in a slot of the subscription and its owner: `sent` (called at the latest when
+   * it ends) frees the slot; until it ends it counts as in flight.
+   */
+  hold<T> (subscriptionId: bigint, owner: string, attempt: (sent: () => void) => Promise<T>): Promise<T> {
+    this.#lastStart = this.#clock()
+    count(this.#perSubscriptionInFlight, subscriptionId, 1)
+    count(this.#perOwnerInFlight, owner, 1)
+    this.#sending++
+    let sending = true
+    const sent = (): void => {
+      if (!sending) return
+      sending = false
+      this.#sending--
+      count(this.#perSubscriptionInFlight, subscriptionId, -1)
+      count(this.#perOwnerInFlight, owner, -1)
+      this.#onFree()
+    }
+    const running = attempt(sent).finally(() => {
+      sent()
+      this.#inFlight.delete(settled)
+      this.#onSettled()
+    })
+    const settled = running.then(() => {}, () => {})
+    this.#inFlight.add(settled)
+    return running
+  }
+
+  /** A fast 2xx earns the subscription one more slot (up to concurrency); any other answer takes them back. */
+  answered (subscriptionId: bigint, statusCode: number | undefined, durationMs: number): void {
+    if (statusCode !== undefined && statusCode >= 200 && statusCode < 300 && durationMs <= this.#fastAttemptMs) {
+      const most = Math.max(this.#concurrency, this.#perSubscription)
+      this.#allowance.set(subscriptionId, Math.min(this.#allowed(subscriptionId) + 1, most))
+    } else {
+      this.#allowance.delete(subscriptionId)
+    }
+  }
+
+  /** Resolves once nothing is in flight, attempts started meanwhile included. */
+  async allSettled (): Promise<void> {
+    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight])
+  }
+
+  /**
+   * A slot is free again once its request has ended: the completion is written meanwhile, with others
+   * (at most `concurrency` waiting). While the API is busy, one attempt at a time, completion included.
+   */
+  #free (busy: boolean): number {
+    return busy
+      ? 1 - this.#inFlight.size
+      : Math.min(this.#concurrency - this.#sending, 2 * this.#concurrency - this.#inFlight.size)
+  }
+
+  #allowed (subscriptionId: bigint): number {
+    return this.#allowance.get(subscriptionId) ?? this.#perSubscription
+  }
+
+  get #perOwner (): number {
+    return this.#owners > 1 ? this.#perOwnerShare : this.#concurrency
+  }
+}
+
+function count<K> (counts: Map<K, number>, key: K, by: number): void {
+  const next = (counts.get(key) ?? 0) + by
+  if (next > 0) counts.set(key, next)
+  else counts.delete(key)
+}

@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { Validator } from '@seriousme/openapi-schema-validator'
+import type { ResourceDefinition } from '../../../src/resource.js'
+import { RESOURCES } from '../../../src/resources/index.js'
+import { PLANTS } from '../../../src/resources/plants.js'
+import { resourceScope } from '../../../src/scopes.js'
+import { tokenDigest } from '../../../src/tokens.js'
+import { AUTH, buildTestApp } from '../../helpers/app.js'
+import { grantingScopes, resourceOperations } from '../../helpers/resources.js'
+import { scopedToken } from '../../helpers/scoped-tokens.js'
+
+/**
+ * buildApp serves the resources it is given: routes, scopes, the auth check, plain tokens' scopes,
+ * shared schemas and the document follow the list, not the module's RESOURCES. The resource here is
+ * declared in this file alone (the plants' declaration under other names), and nothing reaches a
+ * store: what is checked is answered before a route's handler runs.
+ */
+
+const renamed = <S extends object>(schema: S, $id: string): S => ({ ...schema, $id })
+const { schemas } = PLANTS
+const POTS = {
+  ...PLANTS,
+  collection: 'pots',
+  name: 'pot',
+  title: 'Pot',
+  schemas: {
+    ...schemas,
+    representation: renamed(schemas.representation, 'Pot'),
+    list: renamed(schemas.list, 'PotList'),
+    create: renamed(schemas.create, 'NewPot'),
+    replace: renamed(schemas.replace, 'PotUpdate'),
+    patch: renamed(schemas.patch, 'PotPatch')
+  },
+  texts: { ...PLANTS.texts, tag: 'The pots resource', scopes: { read: 'List and get pots', write: 'Change pots' } }
+} as unknown as ResourceDefinition
+
+interface Operation { operationId: string, 'x-scopes'?: string[], tags?: string[] }
+interface Document {
+  paths: Record<string, Record<string, Operation>>
+  tags: Array<{ name: string, description: string }>
+  components: { schemas: Record<string, unknown>, securitySchemes: { bearerAuth: { description: string } } }
+}
+
+test('an app given another resource documents it: its paths, operations, scopes, tag and schemas', async (t) => {
+  const app = await buildTestApp(t, {}, { resources: [...RESOURCES, POTS] })
+  const res = await app.inject({ url: '/openapi.json' })
+  assert.equal(res.statusCode, 200)
+  const document = res.json<Document>()
+  assert.equal((await new Validator().validate(res.json())).valid, true)
+  for (const { path, method, operationId, access } of resourceOperations(POTS)) {
+    const operation = document.paths[path]?.[method]
+    assert.equal(operation?.operationId, operationId, `${method} ${path}`)
+    assert.deepEqual(operation['x-scopes'], grantingScopes(POTS, access), operationId)
+    assert.deepEqual(operation.tags, ['pots'], operationId)
+  }
+  assert.deepEqual(document.tags.map(({ name }) => name), [...RESOURCES.map(({ collection }) => collection), 'pots', 'webhooks', 'service'])
+  for (const name of ['Pot', 'PotList', 'NewPot', 'PotUpdate', 'PotPatch']) assert.ok(name in document.components.schemas, name)
+  assert.match(document.components.securitySchemes.bearerAuth.description,
+    /`pots:read` \(list and get pots\), `pots:write` \(change pots; includes `pots:read`\), `webhooks`/)
+  // The default app is unchanged by it.
+  const plain = (await (await buildTestApp(t)).inject({ url: '/openapi.json' })).json<Document>()
+  assert.equal(plain.paths['/pots'], undefined)
+})
+
+test('its scopes are checked, named tokens may hold them, and a plain token holds them all', async (t) => {
+  const reader = scopedToken('reader', [resourceScope(POTS, 'read')])
+  const hooks = scopedToken('hooks', ['webhooks'])
+  const app = await buildTestApp(t, {}, { resources: [...RESOURCES, POTS] }, (config) => ({
+    ...config,
+    namedTokens: [reader, hooks].map(({ name, scopes, token }) => ({ name, scopes, digest: tokenDigest(token) }))
+  }))
+  const refused = (needed: string) => ({
+    status: 403,
+    challenge: `Bearer error="insufficient_scope", scope="${needed}"`,
+    body: { error: 403, message: `This token lacks the scope ${needed}, which this operation needs` }
+  })
+  const cases = [
+    { token: hooks.token, method: 'GET', url: '/pots', expected: refused('pots:read') },
+    { token: reader.token, method: 'POST', url: '/pots', expected: refused('pots:write') },
+    { token: reader.token, method: 'DELETE', url: '/pots/1', expected: refused('pots:write') }
+  ] as const
+  for (const { token, method, url, expected } of cases) {
+    const headers = { authorization: `Bearer ${token}` }
+    const answer = await app.inject(method === 'POST' ? { method, url, headers, payload: {} } : { method, url, headers })
+    assert.equal(answer.statusCode, expected.status, `${method} ${url}`)
+    assert.equal(answer.headers['www-authenticate'], expected.challenge)
+    assert.deepEqual(answer.json(), expected.body)
+  }
+  // Past the scope check, validation answers: the reader may read, the plain token may write.
+  const badId = { error: 400, message: 'params/id must match format "int64"' }
+  assert.deepEqual((await app.inject({ url: '/pots/x', headers: { authorization: `Bearer ${reader.token}` } })).json(), badId)
+  assert.deepEqual((await app.inject({ method: 'DELETE', url: '/pots/x', headers: AUTH })).json(), badId)
+  assert.deepEqual((await app.inject({ method: 'POST', url: '/pots', headers: AUTH, payload: {} })).json(),
+    { error: 400, message: "body must have property 'name'" })
+})
