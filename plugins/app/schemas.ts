@@ -99,7 +99,7 @@ function sharedValidatorCompiler (...[externalSchemas, options]: Parameters<Buil
  * A JSON body already carries its types, so its validator does not: `{"name": 5}` or `{"id": true}`
  * are 400s rather than a name "5" and a plant 1.
  */
-export const validatorWithoutBodyCoercion: BuildValidator = ((...[externalSchemas, options]: Parameters<BuildValidator>) => {
+export const validatorWithoutBodyCoercion = ((...[externalSchemas, options]: Parameters<BuildValidator>) => {
   const coercing = sharedValidatorCompiler(externalSchemas, options)
   const exact = sharedValidatorCompiler(externalSchemas, {
     ...options,
