@@ -1,4 +1,5 @@
 import AjvCompiler from '@fastify/ajv-compiler'
+import SerializerSelector from '@fastify/fast-json-stringify-compiler'
 import type { FastifySchemaCompiler, FastifyServerOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { int64Format } from '../../src/schemas/int64.js'
@@ -51,25 +52,72 @@ export const ajvOptions: NonNullable<FastifyServerOptions['ajv']> = {
   onCreate: (ajv) => { ajv.addFormat('int64', int64Format) }
 }
 
-type BuildValidator = NonNullable<
-  NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator']
->
+type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>
+type BuildValidator = NonNullable<CompilersFactory['buildValidator']>
+type BuildSerializer = NonNullable<CompilersFactory['buildSerializer']>
 type RouteValidatorCompiler = FastifySchemaCompiler<unknown>
+
+/**
+ * One compile per schema text: a compiler's functions are reused for every later schema of the same
+ * content. The compiler itself is bound to one set of shared schemas and options, so a key needs the
+ * schema alone. A schema that JSON cannot spell (a BigInt) is compiled every time.
+ */
+function compiledOnce<Route extends { schema?: unknown }, Compiled> (
+  compile: (route: Route) => Compiled
+): (route: Route) => Compiled {
+  const compiled = new Map<string, Compiled>()
+  return (route) => {
+    let key: string | undefined
+    try { key = JSON.stringify(route.schema) } catch { return compile(route) }
+    if (key === undefined) return compile(route)
+    let found = compiled.get(key)
+    if (found === undefined) {
+      found = compile(route)
+      compiled.set(key, found)
+    }
+    return found
+  }
+}
+
+// Shared by every app of the process: compiling the ~230 schemas is most of an app's start, and the
+// tests build hundreds of apps. Ajv's pool keys its instances by the shared schemas and options.
+const validatorPool = AjvCompiler()
+const onceByCompiler = new WeakMap<RouteValidatorCompiler, RouteValidatorCompiler>()
+
+function sharedValidatorCompiler (...[externalSchemas, options]: Parameters<BuildValidator>): RouteValidatorCompiler {
+  const pooled = validatorPool(externalSchemas, options) as unknown as RouteValidatorCompiler
+  let once = onceByCompiler.get(pooled)
+  if (once === undefined) {
+    once = compiledOnce(pooled)
+    onceByCompiler.set(pooled, once)
+  }
+  return once
+}
 
 /**
  * Query strings, path parameters and headers arrive as text, so their validator coerces (`'5'` → 5).
  * A JSON body already carries its types, so its validator does not: `{"name": 5}` or `{"id": true}`
  * are 400s rather than a name "5" and a plant 1.
  */
-export function validatorWithoutBodyCoercion (): BuildValidator {
-  const fromPool = AjvCompiler()
-  const build = (...[externalSchemas, options]: Parameters<BuildValidator>): RouteValidatorCompiler => {
-    const coercing = fromPool(externalSchemas, options) as unknown as RouteValidatorCompiler
-    const exact = fromPool(externalSchemas, {
-      ...options,
-      customOptions: { ...(options as { customOptions?: object } | undefined)?.customOptions, coerceTypes: false }
-    } as Parameters<BuildValidator>[1]) as unknown as RouteValidatorCompiler
-    return (route) => (route.httpPart === 'body' ? exact : coercing)(route)
+export const validatorWithoutBodyCoercion = ((...[externalSchemas, options]: Parameters<BuildValidator>) => {
+  const coercing = sharedValidatorCompiler(externalSchemas, options)
+  const exact = sharedValidatorCompiler(externalSchemas, {
+    ...options,
+    customOptions: { ...(options as { customOptions?: object } | undefined)?.customOptions, coerceTypes: false }
+  } as Parameters<BuildValidator>[1])
+  return (route: Parameters<RouteValidatorCompiler>[0]) => (route.httpPart === 'body' ? exact : coercing)(route)
+}) as unknown as BuildValidator
+
+const serializerPool = new Map<string, ReturnType<BuildSerializer>>()
+const buildFastJsonStringify = SerializerSelector()
+
+/** Fastify's serializers (fast-json-stringify), shared like the validators: by shared schemas, options and content. */
+export const sharedSerializer: BuildSerializer = (externalSchemas, options) => {
+  const key = JSON.stringify([externalSchemas, options])
+  let compiler = serializerPool.get(key)
+  if (compiler === undefined) {
+    compiler = compiledOnce(buildFastJsonStringify(externalSchemas, options) as unknown as ReturnType<BuildSerializer>)
+    serializerPool.set(key, compiler)
   }
-  return build as unknown as BuildValidator
+  return compiler
 }

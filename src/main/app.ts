@@ -21,7 +21,7 @@ import resourceRoutes from '../../plugins/routes/resources/index.js'
 import requestsPlugin from '../../plugins/app/requests.js'
 import resourcesPlugin from '../../plugins/app/resources.js'
 import requestIdPlugin, { AccessLog, requestId } from '../../plugins/app/request-log.js'
-import schemasPlugin, { ajvOptions, validatorWithoutBodyCoercion } from '../../plugins/app/schemas.js'
+import schemasPlugin, { ajvOptions, sharedSerializer, validatorWithoutBodyCoercion } from '../../plugins/app/schemas.js'
 import storePlugin from '../../plugins/app/open-store.js'
 import tenantStorePlugin from '../../plugins/app/sandbox-tenants.js'
 import underPressurePlugin from '../../plugins/external/under-pressure.js'
@@ -80,8 +80,11 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     // A hop count as Fastify itself compiles one (its types only name the other forms).
     trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     ajv: ajvOptions,
-    // JSON bodies are validated as sent, without type coercion (see plugins/app/schemas.ts).
-    schemaController: { compilersFactory: { buildValidator: validatorWithoutBodyCoercion() } },
+    // JSON bodies are validated as sent, without type coercion; compiled schemas are shared between apps
+    // (see plugins/app/schemas.ts).
+    schemaController: {
+      compilersFactory: { buildValidator: validatorWithoutBodyCoercion, buildSerializer: sharedSerializer }
+    },
     schemaErrorFormatter: formatValidationErrors,
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
