@@ -11,8 +11,12 @@ import { AUTH, buildTestApp } from '../../helpers/app.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
 import { apiTestDatabases } from '../../helpers/databases.js'
 import { AUTH_A, buildSandboxApp, sandboxDatabases } from '../../helpers/sandbox.js'
-import { grantingScopes, resourceOperations } from '../../helpers/resources.js'
+import { assertError } from '../../helpers/plants.js'
+import { grantingScopes, RESOURCE_EVENT_TYPES, resourceOperations } from '../../helpers/resources.js'
 import { scopedToken } from '../../helpers/scoped-tokens.js'
+import {
+  buildWebhooksApp, createWebhook, deliveriesWhen, PUBLIC_RECEIVER, type DeliveryBody
+} from '../../helpers/webhooks.js'
 
 /**
  * buildApp serves the resources it is given: routes, scopes, the auth check, plain tokens' scopes,
@@ -145,3 +149,26 @@ for (const database of sandboxDatabases) {
     assert.deepEqual((await after.inject({ url: '/plants', headers: AUTH_A })).json<Array<{ name: string }>>().map(({ name }) => name), ['Fern'])
   })
 }
+
+test('its events are subscribable: validated, defaulted, delivered, filtered, listed and documented', async (t) => {
+  const app = await buildWebhooksApp(t, {}, { resources: [...RESOURCES, POTS] })
+  const potEvents = ['pot.created', 'pot.updated', 'pot.deleted']
+  assert.deepEqual((await createWebhook(app)).events, [...RESOURCE_EVENT_TYPES, ...potEvents])
+  const subscription = await createWebhook(app, { url: PUBLIC_RECEIVER, events: ['pot.deleted', 'pot.created'] })
+  assert.deepEqual(subscription.events, ['pot.created', 'pot.deleted'])
+  assert.deepEqual((await app.inject({ url: `/webhooks/${subscription.id}`, headers: AUTH })).json<{ events: string[] }>().events,
+    ['pot.created', 'pot.deleted'])
+  const known = [...RESOURCE_EVENT_TYPES, ...potEvents].map((type) => `"${type}"`).join(', ')
+  assertError(await app.inject({ method: 'POST', url: '/webhooks', headers: AUTH, payload: { url: PUBLIC_RECEIVER, events: ['pot.moved'] } }),
+    400, `body/events/0 must be one of ${known}`)
+  assert.equal((await app.inject({ method: 'POST', url: '/pots', headers: AUTH, payload: { name: 'Terracotta' } })).statusCode, 201)
+  const [delivery] = await deliveriesWhen(app, subscription.id, (deliveries) => deliveries.length === 1)
+  assert.equal(delivery?.eventType, 'pot.created')
+  const filtered = await app.inject({ url: `/webhooks/${subscription.id}/deliveries?eventType=pot.created`, headers: AUTH })
+  assert.equal(filtered.statusCode, 200, filtered.body)
+  assert.deepEqual(filtered.json<DeliveryBody[]>().map(({ id }) => id), [delivery?.id])
+  const catalog = (await app.inject({ url: '/webhooks/event-types', headers: AUTH })).json<Array<{ type: string }>>()
+  assert.deepEqual(catalog.map(({ type }) => type), [...RESOURCE_EVENT_TYPES, ...potEvents, 'webhook.test'])
+  const document = (await app.inject({ url: '/openapi.json' })).json<{ webhooks: Record<string, unknown> }>()
+  assert.deepEqual(Object.keys(document.webhooks), [...RESOURCE_EVENT_TYPES, ...potEvents, 'webhook.test'])
+})
