@@ -5,6 +5,7 @@ import { instrumentStore, type OperationObserver } from '../../src/store/instrum
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
 import type { Store } from '../../src/store/contract.js'
+import type { ServedResources } from '../../src/resources/index.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -20,6 +21,12 @@ export function instrumented (app: FastifyInstance, store: Store): Store {
   return instrumentStore(store, observers)
 }
 
+/**
+ * The app's resources (buildApp's `resources`) as a store takes them: typed as the default list, since routes
+ * reach each repository by its collection (plugins/routes/resources/shared.ts).
+ */
+export const servedResources = (app: FastifyInstance): ServedResources => app.resources as ServedResources
+
 /** The PostgreSQL store; a start it cannot make is logged with the server's reason before it stops the process. */
 async function openPostgres (app: FastifyInstance): Promise<Store> {
   const { config } = app
@@ -27,6 +34,7 @@ async function openPostgres (app: FastifyInstance): Promise<Store> {
     // Loaded only when used: see docs/performance.md#what-the-measurements-decided.
     return await (await import('../../src/store/postgres/postgres-store.js')).createPostgresStore({
       url: config.databaseUrl,
+      resources: servedResources(app),
       ...(config.databaseDirectUrl !== undefined && { directUrl: config.databaseDirectUrl }),
       poolMax: config.pgPoolMax,
       connectTimeoutMs: config.pgConnectTimeoutMs,
@@ -58,6 +66,7 @@ export default fp(async function storePlugin (app) {
     ? await openPostgres(app)
     : createSqliteStore({
       filename: config.databaseUrl,
+      resources: servedResources(app),
       synchronous: config.sqliteSynchronous,
       alone: true,
       log: app.log,
@@ -69,4 +78,4 @@ export default fp(async function storePlugin (app) {
     })
   app.decorate('store', instrumented(app, store))
   app.addHook('onClose', async () => { await store.close() })
-}, { name: 'store', dependencies: ['config', 'metrics', 'tracing'] })
+}, { name: 'store', dependencies: ['config', 'resources', 'metrics', 'tracing'] })

@@ -6,10 +6,11 @@ import { tenantTrimmer } from '../../src/sandbox/storage.js'
 import { TenantRegistry, type TenantBackend } from '../../src/sandbox/tenants.js'
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
 import type { Store } from '../../src/store/contract.js'
+import { eventTypesOf } from '../../src/webhooks/events.js'
 import { WebhookService } from '../../src/webhooks/service.js'
 import { defaultAddressPolicy } from '../../src/webhooks/url-policy.js'
 import { METRIC_PREFIX, type ServiceMetrics } from './metrics.js'
-import { instrumented } from './open-store.js'
+import { instrumented, servedResources } from './open-store.js'
 import { webhookDelivery, type WebhooksPluginOptions } from './webhooks.js'
 
 /** What a request works on: the app's store and webhooks, or in a sandbox its tenant's. */
@@ -126,6 +127,7 @@ async function openBackend (app: FastifyInstance): Promise<TenantBackend> {
     const { createPostgresTenants } = await import('../../src/sandbox/postgres-tenants.js')
     return await createPostgresTenants({
       url: config.databaseUrl,
+      resources: servedResources(app),
       poolMax: config.pgPoolMax,
       connectTimeoutMs: config.pgConnectTimeoutMs,
       statementTimeoutMs: config.pgStatementTimeoutMs,
@@ -138,6 +140,7 @@ async function openBackend (app: FastifyInstance): Promise<TenantBackend> {
   return await createSqliteTenants({
     databaseUrl: config.databaseUrl,
     store: {
+      resources: servedResources(app),
       synchronous: config.sqliteSynchronous,
       log: app.log,
       ...(metrics !== undefined && { onCommit: metrics.groupCommit, onSync: metrics.walSync })
@@ -181,6 +184,7 @@ async function startTenant (
     beforeUse: startDispatcher,
     store: opened.webhooks,
     serviceStore: observed.webhooks,
+    eventTypes: eventTypesOf(app.resources),
     maxSubscriptions: sandbox.maxSubscriptions,
     lookupTimeoutMs: settings.timeoutMs,
     dispatcher: {

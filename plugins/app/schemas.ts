@@ -5,14 +5,12 @@ import fp from 'fastify-plugin'
 import { int64Format } from '../../src/schemas/int64.js'
 import { ErrorSchema } from '../../src/schemas/error.js'
 import {
-  NewWebhookSchema, RecoverWebhookSchema, RotateWebhookSecretSchema, WebhookEventTypeListSchema,
-  WebhookRecoverySchema, WebhookTestResultSchema, WebhookListSchema, WebhookPatchSchema, WebhookSchema,
-  WebhookSecretSchema, WebhookWithSecretSchema
+  RecoverWebhookSchema, RotateWebhookSecretSchema, WebhookRecoverySchema, WebhookTestResultSchema, WebhookSecretSchema,
+  webhookSchemasOf
 } from '../../src/schemas/webhook.js'
-import {
-  WebhookDeliveryAttemptSchema, WebhookDeliveryDetailSchema, WebhookDeliveryListSchema, WebhookDeliverySchema
-} from '../../src/schemas/webhook-delivery.js'
-import { WEBHOOK_EVENT_SCHEMAS } from '../../src/schemas/webhook-events.js'
+import { deliverySchemasOf, WebhookDeliveryAttemptSchema } from '../../src/schemas/webhook-delivery.js'
+import { eventTypesOf } from '../../src/webhooks/events.js'
+import { webhookEventSchemas } from '../../src/schemas/webhook-events.js'
 
 /**
  * Registers the shared schemas at the root, so routes `$ref` them, the serializer compiles them
@@ -25,6 +23,13 @@ export default fp(async function schemasPlugin (app) {
       app.addSchema(schema)
     }
   }
+  // Those naming event types list the app's resources' ones.
+  const {
+    WebhookSchema, WebhookWithSecretSchema, WebhookListSchema, NewWebhookSchema, WebhookPatchSchema,
+    WebhookEventTypeListSchema
+  } = webhookSchemasOf(app.resources)
+  const { WebhookDeliverySchema, WebhookDeliveryDetailSchema, WebhookDeliveryListSchema } =
+    deliverySchemasOf(eventTypesOf(app.resources))
   app.addSchema(WebhookSchema)
   app.addSchema(WebhookWithSecretSchema)
   app.addSchema(WebhookSecretSchema)
@@ -41,7 +46,7 @@ export default fp(async function schemasPlugin (app) {
   app.addSchema(WebhookEventTypeListSchema)
   app.addSchema(WebhookDeliveryListSchema)
   // Only the OpenAPI `webhooks` section refers to these: the bodies receivers get.
-  for (const schema of WEBHOOK_EVENT_SCHEMAS) app.addSchema(schema)
+  for (const schema of webhookEventSchemas(app.resources)) app.addSchema(schema)
 }, { name: 'schemas', dependencies: ['resources'] })
 
 /** Ajv options of the service: unknown fields are 400s, and `int64` reads canonical int64 strings. */

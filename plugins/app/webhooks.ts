@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { ApiLoadMonitor, type ApiLoadOptions } from '../../src/webhooks/api-load.js'
+import { eventTypesOf, type WebhookEventType } from '../../src/webhooks/events.js'
 import type { RequestFunction } from '../../src/webhooks/deliver.js'
 import { WebhookDispatcher, type DispatcherOptions } from '../../src/webhooks/dispatcher.js'
 import type { Backlog, WebhookStore } from '../../src/webhooks/store-contract.js'
@@ -45,6 +46,7 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
   })
   const { dispatcher, service } = webhookDelivery(log, {
     store: store.webhooks,
+    eventTypes: eventTypesOf(app.resources),
     maxSubscriptions: settings.maxSubscriptions,
     lookupTimeoutMs: settings.timeoutMs,
     dispatcher: {
@@ -94,7 +96,7 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
     await stop()
     load.stop()
   })
-}, { name: 'webhooks', dependencies: ['config', 'store', 'tracing', 'metrics'] })
+}, { name: 'webhooks', dependencies: ['config', 'resources', 'store', 'tracing', 'metrics'] })
 
 /**
  * A store's webhook service and the dispatcher that delivers its outbox, logged alike: the app's,
@@ -106,6 +108,8 @@ export function webhookDelivery (log: FastifyBaseLogger, wiring: {
   serviceStore?: WebhookStore
   maxSubscriptions: number
   lookupTimeoutMs: number
+  /** What a subscription may ask for: the event types of the app's resources. */
+  eventTypes: readonly WebhookEventType[]
   dispatcher: Omit<DispatcherOptions, 'store'>
   /** Runs before the dispatcher is asked to act (a sandbox tenant's starts it then). */
   beforeUse?: () => Promise<void>
@@ -155,6 +159,7 @@ export function webhookDelivery (log: FastifyBaseLogger, wiring: {
     policy: wiring.dispatcher.policy,
     lookupTimeoutMs: wiring.lookupTimeoutMs,
     maxSubscriptions: wiring.maxSubscriptions,
+    eventTypes: wiring.eventTypes,
     sendTest: async (subscription) => await dispatcher.sendTest(subscription),
     onDue: () => {
       if (wiring.beforeUse === undefined) dispatcher.wake()

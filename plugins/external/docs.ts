@@ -255,7 +255,7 @@ export default fp(async function docsPlugin (app) {
       components: { securitySchemes },
       security: schemes.map((scheme) => ({ [scheme]: [] })),
       // What receivers get: one POST per event type (OpenAPI 3.1 `webhooks`).
-      webhooks: webhookEventsDocument(),
+      webhooks: webhookEventsDocument(resources),
       // Relative by default; PUBLIC_URL makes it absolute for tools that read the document from a file.
       servers: [{
         url: app.config.publicUrl ?? '/',

@@ -6,7 +6,8 @@ import {
 } from '../store/postgres/connection.js'
 import { migrations } from '../store/postgres/migrations.js'
 import { createTableSql } from '../store/postgres/table-sql.js'
-import { RESOURCES } from '../resources/index.js'
+import type { ResourceDefinition } from '../resources/definition.js'
+import { RESOURCES, type ServedResources } from '../resources/index.js'
 import {
   createPostgresStore, isCurrentVersion, migrationLock, MIGRATIONS_TABLE
 } from '../store/postgres/postgres-store.js'
@@ -21,6 +22,8 @@ export interface PostgresTenantOptions {
   connectTimeoutMs?: number
   statementTimeoutMs?: number
   onIdleError?: (err: Error) => void
+  /** What each tenant's store serves (the app's resources): RESOURCES by default. */
+  resources?: ServedResources
 }
 
 /** Then a shared connection is replaced: a backend caches the catalog of every schema it has used. */
@@ -35,14 +38,14 @@ const CREATIONS_AT_ONCE = 2
  * A new tenant's schema in one round trip: every migration and resource table, one transaction,
  * under the migrator's lock.
  */
-function createSchemaSql (schema: string): string {
+function createSchemaSql (schema: string, resources: readonly ResourceDefinition[]): string {
   return [
     `SELECT pg_advisory_xact_lock(hashtextextended('${migrationLock(schema)}', 0))`,
     `CREATE SCHEMA ${schema}`,
     `SELECT set_config('search_path', '${schema}', true)`,
     MIGRATIONS_TABLE,
     ...migrations,
-    ...RESOURCES.map((resource) => createTableSql(resource, schema)),
+    ...resources.map((resource) => createTableSql(resource, schema)),
     `INSERT INTO plant_store_migrations (version) SELECT generate_series(1, ${migrations.length})`
   ].join(';\n')
 }
@@ -68,6 +71,7 @@ const REGISTRY = `CREATE TABLE IF NOT EXISTS sandbox_tenants (
  */
 export async function createPostgresTenants (options: PostgresTenantOptions): Promise<TenantBackend> {
   const target = parsePostgresUrl(options.url)
+  const resources = options.resources ?? RESOURCES
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000
   const pool = await openRegistry(options, target, statementTimeoutMs)
   const shared = tenantsPool(options, target, statementTimeoutMs)
@@ -92,10 +96,11 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
     open: async (key, created) => {
       const schema = schemaOf(key)
       const current = created
-        ? await creations.run(async () => await createSchema(shared, schema))
-        : await schemaIsCurrent(shared, schema)
+        ? await creations.run(async () => await createSchema(shared, schema, resources))
+        : await schemaIsCurrent(shared, schema, resources)
       const store = await createPostgresStore({
         url: tenantUrl(key),
+        resources,
         // The tenant's schema is each transaction's search_path: a pooled connection keeps no
         // tenant's setting for the next one (nor does a transaction pooler's).
         pools: {
@@ -130,9 +135,11 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
 }
 
 /** True when made; false when it could not be (another instance made it meanwhile): the migrator then looks. */
-async function createSchema (shared: pg.Pool, schema: string): Promise<boolean> {
+async function createSchema (
+  shared: pg.Pool, schema: string, resources: readonly ResourceDefinition[]
+): Promise<boolean> {
   try {
-    await shared.query(createSchemaSql(schema))
+    await shared.query(createSchemaSql(schema, resources))
     return true
   } catch (err) {
     if (isConnectionError(err)) throw err
@@ -140,21 +147,25 @@ async function createSchema (shared: pg.Pool, schema: string): Promise<boolean> 
   }
 }
 
-/** Whether the schema is this code's version (no migration to run); a newer one is refused. */
-async function schemaIsCurrent (shared: pg.Pool, schema: string): Promise<boolean> {
-  let version: number
+/**
+ * Whether the schema is this code's version with a table for each resource (else the store migrates it and makes
+ * what is missing: a resource declared since the tenant was made); a newer version is refused.
+ */
+async function schemaIsCurrent (
+  shared: pg.Pool, schema: string, resources: readonly ResourceDefinition[]
+): Promise<boolean> {
+  const tables = resources.map(({ storage }) => `to_regclass('${schema}.${storage.table}') IS NOT NULL`)
+  let found: { version: number | null, tables: boolean } | undefined
   try {
-    version =
-      (
-        await shared.query<{ version: number | null }>(
-          `SELECT max(version) AS version FROM ${schema}.plant_store_migrations`
-        )
-      ).rows[0]?.version ?? 0
+    found = (await shared.query<{ version: number | null, tables: boolean }>(
+      `SELECT max(version) AS version, ${['true', ...tables].join(' AND ')} AS tables
+       FROM ${schema}.plant_store_migrations`
+    )).rows[0]
   } catch (err) {
     if (isConnectionError(err)) throw err
     return false
   }
-  return isCurrentVersion(version)
+  return isCurrentVersion(found?.version ?? 0) && found?.tables === true
 }
 
 /** Connections every tenant's store shares (each transaction sets its tenant's schema). */

@@ -3,7 +3,7 @@ import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.j
 import { int64IdSchema, int64StringSchema } from './int64.js'
 import { cursorSchema, listLimitSchema } from './paging.js'
 import { ref } from './ref.js'
-import { EventTypeSchema, PAYLOAD_EXAMPLE, TIME_EXAMPLE } from './webhook.js'
+import { eventTypeSchema, PAYLOAD_EXAMPLE, TIME_EXAMPLE } from './webhook.js'
 
 /** A subscription's deliveries: one event on its way to one subscription, and the attempts made. */
 
@@ -19,10 +19,11 @@ const DELIVERY_EXAMPLE = {
   createdAt: TIME_EXAMPLE
 }
 
-export const WebhookDeliverySchema = Type.Object(
+/** A delivery with its latest attempt: its `eventType` is one of `types` (the app's). */
+const webhookDeliverySchema = (types: readonly WebhookEventType[]) => Type.Object(
   {
     id: int64IdSchema('The delivery identifier (signed 64-bit)'),
-    eventType: EventTypeSchema,
+    eventType: eventTypeSchema(types),
     status: Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')], {
       description:
         '`pending`: an attempt is due (at `nextAttemptAt`); `succeeded`: the receiver answered 2xx; `failed`: ' +
@@ -105,9 +106,10 @@ export const WebhookDeliveryAttemptSchema = Type.Object(
   }
 )
 
-export const WebhookDeliveryDetailSchema = Type.Object(
+/** A delivery with its event as sent and every attempt: `delivery` is the app's WebhookDelivery schema. */
+const webhookDeliveryDetailSchema = (delivery: ReturnType<typeof webhookDeliverySchema>) => Type.Object(
   {
-    ...WebhookDeliverySchema.properties,
+    ...delivery.properties,
     webhookId: Type.String({
       description: "The event's `webhook-id` header, the same on every attempt",
       examples: ['msg_2KWPBgLlAfxdpx2AI54pPJ85f4W']
@@ -136,18 +138,32 @@ export const WebhookDeliveryDetailSchema = Type.Object(
   }
 )
 
-export const WebhookDeliveryListSchema = Type.Array(ref(WebhookDeliverySchema), {
-  $id: 'WebhookDeliveryList',
-  description: 'Deliveries, newest first',
-  examples: [[DELIVERY_EXAMPLE]]
-})
+/** The shared delivery schemas that name event types, for `types` (an app's): each under its usual `$id`. */
+export function deliverySchemasOf (types: readonly WebhookEventType[]) {
+  const delivery = webhookDeliverySchema(types)
+  return {
+    WebhookDeliverySchema: delivery,
+    WebhookDeliveryDetailSchema: webhookDeliveryDetailSchema(delivery),
+    WebhookDeliveryListSchema: Type.Array(ref(delivery), {
+      $id: 'WebhookDeliveryList',
+      description: 'Deliveries, newest first',
+      examples: [[DELIVERY_EXAMPLE]]
+    })
+  }
+}
+
+/** Those of the resources served by default: routes `ref` them by `$id`. */
+export const {
+  WebhookDeliverySchema, WebhookDeliveryDetailSchema, WebhookDeliveryListSchema
+} = deliverySchemasOf(WEBHOOK_EVENT_TYPES)
 
 export const WebhookDeliveryParamsSchema = Type.Object(
   { id: int64StringSchema('The subscription id'), deliveryId: int64StringSchema('The delivery id') },
   { additionalProperties: false }
 )
 
-export const WebhookDeliveryListQuerySchema = Type.Object(
+/** The query of a subscription's delivery list: `eventType` is one of `types` (the app's). */
+export const deliveryListQuerySchema = (types: readonly WebhookEventType[]) => Type.Object(
   {
     limit: listLimitSchema('deliveries'),
     before: cursorSchema('Cursor: only deliveries with a smaller id (older ones)'),
@@ -160,7 +176,7 @@ export const WebhookDeliveryListQuerySchema = Type.Object(
     eventType: Type.Optional(
       Type.Unsafe<WebhookEventType>({
         type: 'string',
-        enum: [...WEBHOOK_EVENT_TYPES],
+        enum: [...types],
         description: 'Only deliveries of this event type',
         examples: ['plant.updated']
       })

@@ -2,8 +2,8 @@ import type { OpenAPIV3_2 as OpenApi } from '@fastify/swagger'
 import { Type, type TObject, type TSchema } from '@sinclair/typebox'
 import type { ResourceDefinition } from '../resources/definition.js'
 import {
-  EVENT_DESCRIPTIONS, eventPayload, RESOURCE_EVENTS, TEST_EVENT_TYPE, testEventPayload, WEBHOOK_EVENT_TYPES,
-  type WebhookEventType
+  EVENT_DESCRIPTIONS, eventPayload, eventType, RESOURCE_CHANGES, TEST_EVENT_TYPE, testEventPayload,
+  type ResourceChange, type ResourceEventType
 } from '../webhooks/events.js'
 import { signatureHeader } from '../webhooks/signing.js'
 import { ref } from './ref.js'
@@ -16,25 +16,12 @@ import { SECRET_EXAMPLE } from './webhook.js'
  * secret of the Webhook schema.
  */
 
-/** Each event type's resource, and the `$id` of its body schema (`PlantCreatedEvent`). */
-const EVENTS = Object.fromEntries(
-  RESOURCE_EVENTS.map(({ type, resource, change }) => [
-    type,
-    {
-      id: `${resource.title}${change.charAt(0).toUpperCase()}${change.slice(1)}Event`,
-      what: EVENT_DESCRIPTIONS[type],
-      resource: resource as ResourceDefinition
-    }
-  ])
-) as Record<WebhookEventType, { id: string; what: string; resource: ResourceDefinition }>
-
 const EXAMPLE_MESSAGE_ID = 'msg_2KWPBgLlAfxdpx2AI54pPJ'
 /** One time for every example, so a document's examples agree with each other. */
 const EXAMPLE_TIME = '2026-01-02T03:04:05.678Z'
 const EXAMPLE_SECONDS = Math.floor(Date.parse(EXAMPLE_TIME) / 1000)
 
-function examplePayload (type: WebhookEventType): string {
-  const { resource } = EVENTS[type]
+function examplePayload (type: ResourceEventType, resource: ResourceDefinition): string {
   return eventPayload(
     type,
     resource.json({ ...resource.example, id: BigInt(resource.example.id) }),
@@ -57,6 +44,8 @@ interface SentEvent {
   schema: string
   what: string
   data: () => TSchema
+  /** The resource whose representation `data` is; none for the test event. */
+  resource?: ResourceDefinition
   /** An example body, exactly as sent. */
   example: string
   /** Who gets it, and what a failure leads to. */
@@ -68,16 +57,24 @@ const RETRIED = 'Not acknowledged: the delivery is retried after 5 s, 5 min, 30 
   'WEBHOOK_RETRY_SCHEDULE), then it has failed. A subscription whose deliveries keep failing for ' +
   'WEBHOOK_DISABLE_AFTER_MS (5 days by default) is disabled'
 
-const SENT_EVENTS: readonly SentEvent[] = [
-  ...WEBHOOK_EVENT_TYPES.map((type) => ({
+/** A resource's event: its body schema's `$id` is `PlantCreatedEvent`. */
+function resourceEventSent (resource: ResourceDefinition, change: ResourceChange): SentEvent {
+  const type = eventType(resource, change)
+  return {
     type,
-    schema: EVENTS[type].id,
-    what: EVENTS[type].what,
-    data: () => ref(EVENTS[type].resource.schemas.representation),
-    example: examplePayload(type),
+    schema: `${resource.title}${change.charAt(0).toUpperCase()}${change.slice(1)}Event`,
+    what: resource.texts.events[change],
+    data: () => ref(resource.schemas.representation),
+    resource,
+    example: examplePayload(type, resource),
     sentTo: `The service POSTs it to every enabled subscription that asks for \`${type}\``,
     failed: RETRIED
-  })),
+  }
+}
+
+/** Every event the service sends for `resources` (an app's): theirs, in order, then the test event. */
+const sentEvents = (resources: readonly ResourceDefinition[]): readonly SentEvent[] => [
+  ...resources.flatMap((resource) => RESOURCE_CHANGES.map((change) => resourceEventSent(resource, change))),
   {
     type: TEST_EVENT_TYPE,
     schema: 'WebhookTestEvent',
@@ -103,8 +100,9 @@ const eventSchema = ({ type, schema, what, data, example }: SentEvent): TObject 
   }
 )
 
-/** The event body schemas, to register with addSchema (they are named under `components/schemas`). */
-export const WEBHOOK_EVENT_SCHEMAS: readonly TObject[] = SENT_EVENTS.map(eventSchema)
+/** The event body schemas of `resources`' events, to register with addSchema (named under `components/schemas`). */
+export const webhookEventSchemas = (resources: readonly ResourceDefinition[]): readonly TObject[] =>
+  sentEvents(resources).map(eventSchema)
 
 const header = (name: string, description: string, pattern: string, example: string) => ({
   name, in: 'header', required: true, description, schema: { type: 'string' as const, pattern }, example
@@ -175,9 +173,11 @@ function eventOperation ({ type, schema, what, example, sentTo, failed }: SentEv
   }
 }
 
-/** The OpenAPI `webhooks` section: one entry per event type the service sends. */
-export const webhookEventsDocument = (): Record<string, OpenApi.PathItemObject> =>
-  Object.fromEntries(SENT_EVENTS.map((event) => [event.type, eventOperation(event)]))
+/** The OpenAPI `webhooks` section: one entry per event type the service sends for `resources`. */
+export const webhookEventsDocument = (
+  resources: readonly ResourceDefinition[]
+): Record<string, OpenApi.PathItemObject> =>
+  Object.fromEntries(sentEvents(resources).map((event) => [event.type, eventOperation(event)]))
 
 /** One entry of the event type catalog (GET /webhooks/event-types). */
 export interface EventTypeEntry {
@@ -204,10 +204,13 @@ const plainSchema = (schema: TSchema): Record<string, unknown> => {
   return data
 }
 
-/** Every event type a receiver can get, with what it means and its body's schema (JSON, without `$id`s). */
-export function eventTypeCatalog (): EventTypeEntry[] {
-  return SENT_EVENTS.map(({ type, what, data }) => {
-    const schema = type === TEST_EVENT_TYPE ? data() : EVENTS[type as WebhookEventType].resource.schemas.representation
+/**
+ * Every event type a receiver can get from an app serving `resources`, with what it means and its body's schema
+ * (JSON, without `$id`s).
+ */
+export function eventTypeCatalog (resources: readonly ResourceDefinition[]): EventTypeEntry[] {
+  return sentEvents(resources).map(({ type, what, data, resource }) => {
+    const schema = resource === undefined ? data() : resource.schemas.representation
     return { type, description: what, schema: bodySchema(type, plainSchema(schema)) }
   })
 }

@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { MAX_DESCRIPTION_LENGTH } from '../webhooks/service.js'
-import { EVENT_SUBJECTS, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js'
+import { eventSubjectsOf, eventTypesOf, type WebhookEventType } from '../webhooks/events.js'
+import { RESOURCES } from '../resources/index.js'
 import { MAX_WEBHOOK_URL_LENGTH } from '../webhooks/url-policy.js'
 import { int64IdSchema, int64StringSchema } from './int64.js'
 import { cursorSchema, listLimitSchema } from './paging.js'
@@ -26,15 +27,15 @@ const URL_RULE =
 const urlInput = (description: string) =>
   Type.String({ format: 'uri', maxLength: MAX_WEBHOOK_URL_LENGTH, description, examples: [URL_EXAMPLE] })
 
-/** One event type; an unknown one is a 400 that lists the known ones. */
-export const EventTypeSchema = Type.Unsafe<WebhookEventType>({
+/** One of `types` (the app's event types); an unknown one is a 400 that lists the known ones. */
+export const eventTypeSchema = (types: readonly WebhookEventType[]) => Type.Unsafe<WebhookEventType>({
   type: 'string',
-  enum: [...WEBHOOK_EVENT_TYPES],
+  enum: [...types],
   description: 'An event type',
   examples: ['plant.created']
 })
 
-const eventsInput = (description: string) => Type.Array(EventTypeSchema, {
+const eventsInput = (types: readonly WebhookEventType[], description: string) => Type.Array(eventTypeSchema(types), {
   minItems: 1,
   maxItems: 100,
   description,
@@ -49,15 +50,15 @@ const descriptionOptions = {
   examples: ['Sync to the shop front']
 }
 
-const WEBHOOK_EXAMPLE = {
+const webhookExample = (types: readonly WebhookEventType[]) => ({
   id: 1,
   url: URL_EXAMPLE,
-  events: [...WEBHOOK_EVENT_TYPES],
+  events: [...types],
   description: 'Sync to the shop front',
   disabled: false,
   createdAt: TIME_EXAMPLE,
   updatedAt: TIME_EXAMPLE
-}
+})
 
 /** `whsec_` and 24 to 64 bytes in base64 (Standard Webhooks); the service checks the decoded length. */
 const SECRET_PATTERN = '^whsec_[A-Za-z0-9+/]{32,88}={0,2}$'
@@ -70,12 +71,12 @@ const SECRET_DESCRIPTION =
   "bytes unless the integrator supplied one). Verify each delivery's `webhook-signature` with it. Shown to the token " +
   'that owns the subscription only, and only at creation, by rotation and by `GET /webhooks/{id}/secret`; never logged'
 
-const webhookProperties = {
+const webhookProperties = (types: readonly WebhookEventType[]) => ({
   id: int64IdSchema('The subscription identifier (signed 64-bit)'),
   url: Type.String({ format: 'uri', description: 'Where events are POSTed', examples: [URL_EXAMPLE] }),
-  events: Type.Array(EventTypeSchema, {
+  events: Type.Array(eventTypeSchema(types), {
     description: 'The event types delivered, in a fixed order, each once',
-    examples: [[...WEBHOOK_EVENT_TYPES]]
+    examples: [[...types]]
   }),
   description: Type.Optional(Type.String({ ...descriptionOptions, description: 'What the subscription is for' })),
   disabled: Type.Boolean({
@@ -95,22 +96,30 @@ const webhookProperties = {
     description: 'When the subscription was last changed',
     examples: [TIME_EXAMPLE]
   })
+})
+
+/** A subscription as its owner sees it, with or without its secret, and their list: `types` are the app's. */
+function subscriptionSchemas (types: readonly WebhookEventType[]) {
+  const example = webhookExample(types)
+  const webhook = Type.Object(webhookProperties(types), {
+    $id: 'Webhook',
+    additionalProperties: false,
+    description: 'A webhook subscription, as the token that owns it sees it (its secret: `GET /webhooks/{id}/secret`)',
+    examples: [example]
+  })
+  const withSecret = Type.Object({ ...webhookProperties(types), secret: secretSchema(SECRET_DESCRIPTION) }, {
+    $id: 'WebhookWithSecret',
+    additionalProperties: false,
+    description: 'A webhook subscription with its signing secret: the answer to its creation and to a rotation',
+    examples: [{ ...example, secret: SECRET_EXAMPLE }]
+  })
+  const list = Type.Array(ref(webhook), {
+    $id: 'WebhookList',
+    description: 'Webhook subscriptions ordered by id',
+    examples: [[example]]
+  })
+  return { webhook, withSecret, list }
 }
-
-export const WebhookSchema = Type.Object(webhookProperties, {
-  $id: 'Webhook',
-  additionalProperties: false,
-  description: 'A webhook subscription, as the token that owns it sees it (its secret: `GET /webhooks/{id}/secret`)',
-  examples: [WEBHOOK_EXAMPLE]
-})
-export type Webhook = Static<typeof WebhookSchema>
-
-export const WebhookWithSecretSchema = Type.Object({ ...webhookProperties, secret: secretSchema(SECRET_DESCRIPTION) }, {
-  $id: 'WebhookWithSecret',
-  additionalProperties: false,
-  description: 'A webhook subscription with its signing secret: the answer to its creation and to a rotation',
-  examples: [{ ...WEBHOOK_EXAMPLE, secret: SECRET_EXAMPLE }]
-})
 
 export const WebhookSecretSchema = Type.Object({ secret: secretSchema(SECRET_DESCRIPTION) }, {
   $id: 'WebhookSecret',
@@ -136,17 +145,12 @@ export const RotateWebhookSecretSchema = Type.Object(
   }
 )
 
-export const WebhookListSchema = Type.Array(ref(WebhookSchema), {
-  $id: 'WebhookList',
-  description: 'Webhook subscriptions ordered by id',
-  examples: [[WEBHOOK_EXAMPLE]]
-})
-
-export const NewWebhookSchema = Type.Object(
+/** What a subscription's creation sends: `types` are the app's. */
+const newWebhookSchema = (types: readonly WebhookEventType[]) => Type.Object(
   {
     url: urlInput(`Where to POST events: ${URL_RULE}`),
     events: Type.Optional(
-      eventsInput('The event types to deliver (duplicates count once); every event type when absent')
+      eventsInput(types, 'The event types to deliver (duplicates count once); every event type when absent')
     ),
     description: Type.Optional(Type.String(descriptionOptions)),
     disabled: Type.Optional(
@@ -164,10 +168,11 @@ export const NewWebhookSchema = Type.Object(
   }
 )
 
-export const WebhookPatchSchema = Type.Object(
+/** What a subscription's merge patch sends: `types` are the app's. */
+const webhookPatchSchema = (types: readonly WebhookEventType[]) => Type.Object(
   {
     url: Type.Optional(urlInput(`A new URL: ${URL_RULE}`)),
-    events: Type.Optional(eventsInput('The event types to deliver from now on (duplicates count once)')),
+    events: Type.Optional(eventsInput(types, 'The event types to deliver from now on (duplicates count once)')),
     description: Type.Optional(
       Type.Unsafe<string | null>({
         ...descriptionOptions,
@@ -263,7 +268,8 @@ export const WebhookTestResultSchema = Type.Object(
   }
 )
 
-export const WebhookEventTypeListSchema = Type.Array(
+/** The event type catalog's answer: `subjects` name what the app's resource events are about. */
+const webhookEventTypeListSchema = (subjects: string) => Type.Array(
   Type.Object(
     {
       type: Type.String({ description: 'The event type', examples: ['plant.created'] }),
@@ -279,8 +285,29 @@ export const WebhookEventTypeListSchema = Type.Array(
   ),
   {
     $id: 'WebhookEventTypeList',
-    description: `Every event type a receiver can get: the ${EVENT_SUBJECTS} events a subscription asks for, and ` +
+    description: `Every event type a receiver can get: the ${subjects} events a subscription asks for, and ` +
       '`webhook.test`',
     examples: [[{ type: 'webhook.test', description: 'A test', schema: { type: 'object' } }]]
   }
 )
+
+/** The shared schemas that name the event types of `resources` (an app's): each under its usual `$id`. */
+export function webhookSchemasOf (resources: Parameters<typeof eventTypesOf>[0]) {
+  const types = eventTypesOf(resources)
+  const { webhook, withSecret, list } = subscriptionSchemas(types)
+  return {
+    WebhookSchema: webhook,
+    WebhookWithSecretSchema: withSecret,
+    WebhookListSchema: list,
+    NewWebhookSchema: newWebhookSchema(types),
+    WebhookPatchSchema: webhookPatchSchema(types),
+    WebhookEventTypeListSchema: webhookEventTypeListSchema(eventSubjectsOf(resources))
+  }
+}
+
+/** Those of the resources served by default: routes `ref` them by `$id` and take their static types. */
+export const {
+  WebhookSchema, WebhookWithSecretSchema, WebhookListSchema, NewWebhookSchema, WebhookPatchSchema,
+  WebhookEventTypeListSchema
+} = webhookSchemasOf(RESOURCES)
+export type Webhook = Static<typeof WebhookSchema>

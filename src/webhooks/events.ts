@@ -39,9 +39,6 @@ export const RESOURCE_EVENTS = RESOURCES.flatMap((resource: ResourceDefinition<s
   RESOURCE_CHANGES.map((change) => ({ type: eventType(resource, change), resource, change })))
 export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = eventTypesOf(RESOURCES)
 
-/** What the events of the resources served by default are about. */
-export const EVENT_SUBJECTS = eventSubjectsOf(RESOURCES)
-
 /** The event `POST /webhooks/{id}/test` sends; no subscription asks for it, every one can get it. */
 export const TEST_EVENT_TYPE = 'webhook.test'
 
@@ -54,9 +51,6 @@ export const EVENT_DESCRIPTIONS = Object.fromEntries([
 export const testEventPayload = (subscriptionId: bigint, now: number): string =>
   `{"type":"${TEST_EVENT_TYPE}","timestamp":${JSON.stringify(isoTime(now))},` +
   `"data":{"subscriptionId":${subscriptionId.toString()}}}`
-
-export const isWebhookEventType = (value: string): value is WebhookEventType =>
-  (WEBHOOK_EVENT_TYPES as readonly string[]).includes(value)
 
 /**
  * The scopes a subscription to `events` needs (every event type of `resources` when absent); unknown

@@ -1,5 +1,5 @@
 import { isoTime } from '../store/iso-time.js'
-import { isWebhookEventType, type WebhookEventType } from './events.js'
+import { RESOURCE_CHANGES, type WebhookEventType } from './events.js'
 import type {
   ClaimedDelivery,
   DeliveryAttempt,
@@ -39,8 +39,12 @@ export interface DeliveryRow {
 
 const time = (ms: Int): string => isoTime(Number(ms))
 
-/** Known event types only: a type a newer version stored is left out rather than passed on unchecked. */
-export const toEventTypes = (names: readonly string[]): WebhookEventType[] => names.filter(isWebhookEventType)
+/** `<resource>.<change>`: any resource's, as a store serves any; the app's service keeps the ones it serves. */
+const RESOURCE_EVENT_TYPE = new RegExp(`^[^.]+\\.(?:${RESOURCE_CHANGES.join('|')})$`)
+
+/** Resource event types only: another kind a newer version stored is left out rather than passed on unchecked. */
+export const toEventTypes = (names: readonly string[]): WebhookEventType[] =>
+  names.filter((name): name is WebhookEventType => RESOURCE_EVENT_TYPE.test(name))
 
 export function toSubscription (row: SubscriptionRow): WebhookSubscription {
   const subscription: WebhookSubscription = {

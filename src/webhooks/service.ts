@@ -2,7 +2,7 @@ import { tokenDigest } from '../tokens.js'
 import { ServiceError } from '../errors.js'
 import type { TestAttempt, TestTarget } from './dispatcher.js'
 import { DEFAULT_MAX_SUBSCRIPTIONS } from './limits.js'
-import { isWebhookEventType, WEBHOOK_EVENT_TYPES, type WebhookEventType } from './events.js'
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from './events.js'
 import { newWebhookSecret, PREVIOUS_SECRET_TTL_MS } from './signing.js'
 import type {
   DeliveryDetail,
@@ -63,20 +63,24 @@ export interface WebhookServiceOptions {
   onDue?: () => void
   /** Awaited after a subscription changed: the dispatcher recounts owners before the next write's event. */
   onSubscriptionsChanged?: () => Promise<void>
+  /** The event types a subscription may ask for, in their canonical order: the app's resources' (the default's). */
+  eventTypes?: readonly WebhookEventType[]
 }
 
-/** The event types asked for, each once, in the canonical order. Throws 'invalid-events'. */
-export function normalizeEvents (events: readonly string[] | undefined): WebhookEventType[] {
-  if (events === undefined) return [...WEBHOOK_EVENT_TYPES]
-  const unknown = events.filter((name) => !isWebhookEventType(name))
+/** The event types asked for, each once, in the canonical order of `known`. Throws 'invalid-events'. */
+export function normalizeEvents (
+  events: readonly string[] | undefined, known: readonly WebhookEventType[] = WEBHOOK_EVENT_TYPES
+): WebhookEventType[] {
+  if (events === undefined) return [...known]
+  const unknown = events.filter((name) => !(known as readonly string[]).includes(name))
   if (unknown.length > 0) {
     throw new ServiceError(
       'invalid-events',
-      `Unknown event type ${JSON.stringify(unknown[0])}; known: ${WEBHOOK_EVENT_TYPES.join(', ')}`
+      `Unknown event type ${JSON.stringify(unknown[0])}; known: ${known.join(', ')}`
     )
   }
   if (events.length === 0) throw new ServiceError('invalid-events', 'A subscription needs at least one event type')
-  return WEBHOOK_EVENT_TYPES.filter((name) => events.includes(name))
+  return known.filter((name) => events.includes(name))
 }
 
 function checkDescription (description: string | null | undefined): void {
@@ -123,6 +127,7 @@ export class WebhookService {
   readonly #onSubscriptionsChanged: () => Promise<void>
   readonly #maxSubscriptions: number
   readonly #sendTest: ((target: TestTarget) => Promise<TestAttempt>) | undefined
+  readonly #eventTypes: readonly WebhookEventType[]
 
   constructor (options: WebhookServiceOptions) {
     this.#store = options.store
@@ -133,10 +138,11 @@ export class WebhookService {
     this.#onSubscriptionsChanged = options.onSubscriptionsChanged ?? (async () => {})
     this.#maxSubscriptions = options.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS
     this.#sendTest = options.sendTest
+    this.#eventTypes = options.eventTypes ?? WEBHOOK_EVENT_TYPES
   }
 
   async createSubscription (owner: string, input: NewSubscriptionInput): Promise<WebhookSubscription> {
-    const events = normalizeEvents(input.events)
+    const events = normalizeEvents(input.events, this.#eventTypes)
     checkDescription(input.description)
     await checkWebhookUrl(input.url, this.#policy, this.#lookup)
     const created = await this.#store.createSubscription({
@@ -153,16 +159,17 @@ export class WebhookService {
 
   async listSubscriptions (owner: string, query: SubscriptionQuery): Promise<SubscriptionPage<WebhookView>> {
     const page = await this.#store.listSubscriptions(owner, query)
-    return { subscriptions: page.subscriptions.map(withoutSecret), hasMore: page.hasMore }
+    const subscriptions = page.subscriptions.map((found) => withoutSecret(this.#served(found)))
+    return { subscriptions, hasMore: page.hasMore }
   }
 
   async getSubscription (owner: string, id: bigint): Promise<WebhookView> {
-    return withoutSecret(await this.#store.getSubscription(owner, id) ?? this.#missing(id))
+    return withoutSecret(this.#served(await this.#store.getSubscription(owner, id) ?? this.#missing(id)))
   }
 
   async updateSubscription (owner: string, id: bigint, patch: SubscriptionPatch): Promise<WebhookView> {
     const changes: SubscriptionChanges = {}
-    if (patch.events !== undefined) changes.events = normalizeEvents(patch.events)
+    if (patch.events !== undefined) changes.events = normalizeEvents(patch.events, this.#eventTypes)
     if (patch.description !== undefined) {
       checkDescription(patch.description)
       changes.description = patch.description
@@ -176,7 +183,7 @@ export class WebhookService {
     }
     const updated = await this.#store.updateSubscription(owner, id, changes, this.#now()) ?? this.#missing(id)
     await this.#onSubscriptionsChanged()
-    return withoutSecret(updated)
+    return withoutSecret(this.#served(updated))
   }
 
   async deleteSubscription (owner: string, id: bigint): Promise<void> {
@@ -198,7 +205,7 @@ export class WebhookService {
     const now = this.#now()
     const previousUntil = now + PREVIOUS_SECRET_TTL_MS
     const rotated = await this.#store.rotateSecret(owner, id, secret ?? newWebhookSecret(), previousUntil, now)
-    return rotated ?? this.#missing(id)
+    return this.#served(rotated ?? this.#missing(id))
   }
 
   async listDeliveries (owner: string, subscriptionId: bigint, query: DeliveryQuery): Promise<DeliveryPage> {
@@ -243,6 +250,12 @@ export class WebhookService {
     }
     this.#onDue()
     return result.delivery
+  }
+
+  /** A subscription's event types this app serves: another app's on its database (or a newer one's) are left out. */
+  #served (subscription: WebhookSubscription): WebhookSubscription {
+    const events = subscription.events.filter((type) => this.#eventTypes.includes(type))
+    return events.length === subscription.events.length ? subscription : { ...subscription, events }
   }
 
   #missing (id: bigint): never {

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { webhookLocationHeader } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
 import { NewWebhookSchema, WebhookWithSecretSchema } from '../../../src/schemas/webhook.js'
-import { EVENT_SUBJECTS } from '../../../src/webhooks/events.js'
+import { eventSubjectsOf } from '../../../src/webhooks/events.js'
 import { checkEventScopes, eventScopesText, ownerOf, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
 
 /** `POST /webhooks`: subscribes a URL to the resources' events. */
@@ -15,7 +15,8 @@ const createWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'createWebhook',
         summary: 'Create a webhook subscription',
         description:
-          `Subscribes a URL to ${EVENT_SUBJECTS} events (every event type unless \`events\` narrows them) and ` +
+          `Subscribes a URL to ${eventSubjectsOf(app.resources)} events ` +
+          '(every event type unless `events` narrows them) and ' +
           'answers 201 with the subscription, its signing `secret` included (the only answer besides `GET ' +
           '/webhooks/{id}/secret` and a rotation that carries it), and `Location: /webhooks/{id}`. The URL must be ' +
           'an absolute http or https URL of at most 2048 characters without credentials, whose host is (or resolves ' +

@@ -2,12 +2,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ref } from '../../../src/schemas/ref.js'
 import { WebhookEventTypeListSchema } from '../../../src/schemas/webhook.js'
 import { eventTypeCatalog } from '../../../src/schemas/webhook-events.js'
-import { EVENT_SUBJECTS } from '../../../src/webhooks/events.js'
+import { eventSubjectsOf } from '../../../src/webhooks/events.js'
 import { webhooksErrorResponses } from './shared.js'
 
 /** `GET /webhooks/event-types`: the event type catalog. */
 const listWebhookEventTypesRoute: FastifyPluginAsyncTypebox = async (app) => {
-  const catalog = eventTypeCatalog()
+  const catalog = eventTypeCatalog(app.resources)
   app.get(
     '/webhooks/event-types',
     {
@@ -17,7 +17,7 @@ const listWebhookEventTypesRoute: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'List webhook event types',
         description:
           'Every event type a receiver can get, with what it means and the JSON Schema of its body: the ' +
-          `${EVENT_SUBJECTS} ` +
+          `${eventSubjectsOf(app.resources)} ` +
           'events a subscription asks for in `events`, and `webhook.test` (sent by `POST /webhooks/{id}/test` only).',
         tags: ['webhooks'],
         response: {

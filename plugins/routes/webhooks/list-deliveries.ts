@@ -3,7 +3,8 @@ import { deliveryLinkHeader } from '../../../src/schemas/headers.js'
 import { LIST_LIMIT_DEFAULT } from '../../../src/schemas/paging.js'
 import { ref } from '../../../src/schemas/ref.js'
 import { WebhookParamsSchema } from '../../../src/schemas/webhook.js'
-import { WebhookDeliveryListQuerySchema, WebhookDeliveryListSchema } from '../../../src/schemas/webhook-delivery.js'
+import { deliveryListQuerySchema, WebhookDeliveryListSchema } from '../../../src/schemas/webhook-delivery.js'
+import { eventTypesOf } from '../../../src/webhooks/events.js'
 import { canonicalLimit, linkNextPage } from '../paging.js'
 import { ownerOf, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
 
@@ -24,7 +25,7 @@ const listWebhookDeliveriesRoute: FastifyPluginAsyncTypebox = async (app) => {
           'deliveries are kept for WEBHOOK_RETENTION_MS (7 days by default).',
         tags: ['webhooks'],
         params: WebhookParamsSchema,
-        querystring: WebhookDeliveryListQuerySchema,
+        querystring: deliveryListQuerySchema(eventTypesOf(app.resources)),
         response: {
           200: ref(WebhookDeliveryListSchema, {
             description: 'A page of deliveries, newest first',

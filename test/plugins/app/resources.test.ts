@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import type { FastifyInstance } from 'fastify'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import type { ResourceDefinition } from '../../../src/resources/definition.js'
 import { RESOURCES } from '../../../src/resources/index.js'
@@ -7,14 +8,21 @@ import { PLANTS } from '../../../src/resources/plants.js'
 import { resourceScope } from '../../../src/scopes.js'
 import { tokenDigest } from '../../../src/tokens.js'
 import { AUTH, buildTestApp } from '../../helpers/app.js'
-import { grantingScopes, resourceOperations } from '../../helpers/resources.js'
+import { cleanupStack } from '../../helpers/cleanup.js'
+import { apiTestDatabases } from '../../helpers/databases.js'
+import { AUTH_A, buildSandboxApp, sandboxDatabases } from '../../helpers/sandbox.js'
+import { assertError } from '../../helpers/plants.js'
+import { grantingScopes, RESOURCE_EVENT_TYPES, resourceOperations } from '../../helpers/resources.js'
 import { scopedToken } from '../../helpers/scoped-tokens.js'
+import {
+  buildWebhooksApp, createWebhook, deliveriesWhen, PUBLIC_RECEIVER, type DeliveryBody
+} from '../../helpers/webhooks.js'
 
 /**
  * buildApp serves the resources it is given: routes, scopes, the auth check, plain tokens' scopes,
- * shared schemas and the document follow the list, not the module's RESOURCES. The resource here is
- * declared in this file alone (the plants' declaration under other names), and nothing reaches a
- * store: what is checked is answered before a route's handler runs.
+ * shared schemas, the document and the store (each tenant's in a sandbox) follow the list, not the module's
+ * RESOURCES. The resource here is declared in this file alone: the plants' declaration under other names,
+ * in a table of its own.
  */
 
 const renamed = <S extends object>(schema: S, $id: string): S => ({ ...schema, $id })
@@ -32,7 +40,8 @@ const POTS = {
     replace: renamed(schemas.replace, 'PotUpdate'),
     patch: renamed(schemas.patch, 'PotPatch')
   },
-  texts: { ...PLANTS.texts, tag: 'The pots resource', scopes: { read: 'List and get pots', write: 'Change pots' } }
+  texts: { ...PLANTS.texts, tag: 'The pots resource', scopes: { read: 'List and get pots', write: 'Change pots' } },
+  storage: { ...PLANTS.storage, table: 'pots' }
 } as unknown as ResourceDefinition
 
 interface Operation { operationId: string, 'x-scopes'?: string[], tags?: string[] }
@@ -93,4 +102,73 @@ test('its scopes are checked, named tokens may hold them, and a plain token hold
   assert.deepEqual((await app.inject({ method: 'DELETE', url: '/pots/x', headers: AUTH })).json(), badId)
   assert.deepEqual((await app.inject({ method: 'POST', url: '/pots', headers: AUTH, payload: {} })).json(),
     { error: 400, message: "body must have property 'name'" })
+})
+
+/** Both resources stored, each in its own table: ids drawn apart, each read back from where it was written. */
+async function storesBoth (app: FastifyInstance, headers: Record<string, string>): Promise<void> {
+  const create = async (url: string, name: string) =>
+    await app.inject({ method: 'POST', url, headers, payload: { name } })
+  const pot = await create('/pots', 'Terracotta')
+  assert.equal(pot.statusCode, 201, pot.body)
+  assert.equal(pot.headers.location, '/pots/1')
+  const plant = await create('/plants', 'Monstera')
+  assert.equal(plant.statusCode, 201, plant.body)
+  assert.equal(plant.headers.location, '/plants/1')
+  const read = await app.inject({ url: '/pots/1', headers })
+  assert.equal(read.statusCode, 200)
+  assert.deepEqual(read.json(), pot.json())
+  assert.equal(read.headers.etag, pot.headers.etag)
+  assert.deepEqual((await app.inject({ url: '/pots', headers })).json(), [pot.json()])
+  assert.equal((await app.inject({ url: '/plants/1', headers })).json<{ name: string }>().name, 'Monstera')
+}
+
+for (const database of apiTestDatabases) {
+  test(`${database.name}: the app's store serves the resource it is given`, async (t) => {
+    const app = await buildTestApp(t, database.env(t), { resources: [...RESOURCES, POTS] })
+    await storesBoth(app, AUTH)
+  })
+}
+
+for (const database of sandboxDatabases) {
+  test(`${database.name}, SANDBOX=1: each tenant's store serves the resource the app is given`, async (t) => {
+    const app = await buildSandboxApp(t, database, { SANDBOX_SEED: 'none' }, { resources: [...RESOURCES, POTS] })
+    await storesBoth(app, AUTH_A)
+  })
+}
+
+for (const database of sandboxDatabases) {
+  test(`${database.name}, SANDBOX=1: a tenant made before the resource was served gets its table`, async (t) => {
+    const url = database.url(cleanupStack(t))
+    const same = { name: database.name, url: () => url }
+    const before = await buildSandboxApp(t, same, { SANDBOX_SEED: 'none' })
+    assert.equal((await before.inject({ method: 'POST', url: '/plants', headers: AUTH_A, payload: { name: 'Fern' } })).statusCode, 201)
+    await before.close()
+    const after = await buildSandboxApp(t, same, { SANDBOX_SEED: 'none' }, { resources: [...RESOURCES, POTS] })
+    const pot = await after.inject({ method: 'POST', url: '/pots', headers: AUTH_A, payload: { name: 'Terracotta' } })
+    assert.equal(pot.statusCode, 201, pot.body)
+    assert.deepEqual((await after.inject({ url: '/plants', headers: AUTH_A })).json<Array<{ name: string }>>().map(({ name }) => name), ['Fern'])
+  })
+}
+
+test('its events are subscribable: validated, defaulted, delivered, filtered, listed and documented', async (t) => {
+  const app = await buildWebhooksApp(t, {}, { resources: [...RESOURCES, POTS] })
+  const potEvents = ['pot.created', 'pot.updated', 'pot.deleted']
+  assert.deepEqual((await createWebhook(app)).events, [...RESOURCE_EVENT_TYPES, ...potEvents])
+  const subscription = await createWebhook(app, { url: PUBLIC_RECEIVER, events: ['pot.deleted', 'pot.created'] })
+  assert.deepEqual(subscription.events, ['pot.created', 'pot.deleted'])
+  assert.deepEqual((await app.inject({ url: `/webhooks/${subscription.id}`, headers: AUTH })).json<{ events: string[] }>().events,
+    ['pot.created', 'pot.deleted'])
+  const known = [...RESOURCE_EVENT_TYPES, ...potEvents].map((type) => `"${type}"`).join(', ')
+  assertError(await app.inject({ method: 'POST', url: '/webhooks', headers: AUTH, payload: { url: PUBLIC_RECEIVER, events: ['pot.moved'] } }),
+    400, `body/events/0 must be one of ${known}`)
+  assert.equal((await app.inject({ method: 'POST', url: '/pots', headers: AUTH, payload: { name: 'Terracotta' } })).statusCode, 201)
+  const [delivery] = await deliveriesWhen(app, subscription.id, (deliveries) => deliveries.length === 1)
+  assert.equal(delivery?.eventType, 'pot.created')
+  const filtered = await app.inject({ url: `/webhooks/${subscription.id}/deliveries?eventType=pot.created`, headers: AUTH })
+  assert.equal(filtered.statusCode, 200, filtered.body)
+  assert.deepEqual(filtered.json<DeliveryBody[]>().map(({ id }) => id), [delivery?.id])
+  const catalog = (await app.inject({ url: '/webhooks/event-types', headers: AUTH })).json<Array<{ type: string }>>()
+  assert.deepEqual(catalog.map(({ type }) => type), [...RESOURCE_EVENT_TYPES, ...potEvents, 'webhook.test'])
+  const document = (await app.inject({ url: '/openapi.json' })).json<{ webhooks: Record<string, unknown> }>()
+  assert.deepEqual(Object.keys(document.webhooks), [...RESOURCE_EVENT_TYPES, ...potEvents, 'webhook.test'])
 })

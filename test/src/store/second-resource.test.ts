@@ -11,11 +11,13 @@ import { createPostgresStore } from '../../../src/store/postgres/postgres-store.
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
 import { tempDatabaseFile } from '../../helpers/cleanup.js'
 import { scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
+import { resourceRouteSuite } from '../../plugins/routes/resource-suite.js'
 import { resourceConformance, type ResourceUnderTest } from './resource-conformance.js'
 
 /**
  * A second resource, declared here and nowhere else: the stores serve it from its declaration alone
- * (its table is made from it), through the same generic repository as plants.
+ * (its table is made from it), through the same generic repository as plants, and an app given it
+ * serves its routes beside the plants' (the generic route suite, on each test database).
  */
 interface Pot {
   id: bigint
@@ -194,3 +196,14 @@ async function twoResources (store: Store<typeof BOTH>): Promise<void> {
   assert.equal((await store.pots.create({ diameterMm: 130 })).item.id, 2n, "plants' chosen 2 is not the pots' to skip")
   assert.deepEqual(await store.pots.create({ diameterMm: 120 }, key), { item: pot.item, replayed: true })
 }
+
+// The route half: an app serving plants and pots, its routes checked by the suite every resource passes.
+resourceRouteSuite({
+  resource: POTS,
+  resources: BOTH,
+  bodies: [{ diameterMm: 120, material: 'clay' }, { diameterMm: 90 }, { diameterMm: 300, material: 'clay' }],
+  replacement: { diameterMm: 150, material: 'stone' },
+  patch: { material: 'terracotta' },
+  invalid: { body: { material: 'clay' }, message: "body must have property 'diameterMm'" },
+  filter: { parameter: 'material', value: 'clay', keeps: (body) => body.material === 'clay' }
+})
