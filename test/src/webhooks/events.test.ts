@@ -49,4 +49,3 @@ test('message ids stay unique and well-formed across many refills of their rando
   assert.equal(new Set(ids).size, ids.length)
   for (const id of ids) assert.match(id, /^msg_[A-Za-z0-9_-]{22}$/)
 })
-
