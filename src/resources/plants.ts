@@ -50,15 +50,12 @@ export const plantEtag = (plant: Plant): string =>
     String(plant.id), plant.name, plant.tag === undefined ? '' : `#${plant.tag}`, plant.createdAt, plant.updatedAt
   ])
 
-/** What follows the id in a plant's JSON: PostgreSQL's one-statement create builds its event around the id it draws. */
-export function plantJsonAfterId (plant: Omit<Plant, 'id'>): string {
+/** Field by field: a bigint id, which JSON.stringify refuses, must reach the receiver as the API's JSON integer. */
+export function plantJson (plant: Plant): string {
   const tag = plant.tag === undefined ? '' : `,"tag":${JSON.stringify(plant.tag)}`
-  return `,"name":${JSON.stringify(plant.name)}${tag},` +
+  return `{"id":${plant.id.toString()},"name":${JSON.stringify(plant.name)}${tag},` +
     `"createdAt":${JSON.stringify(plant.createdAt)},"updatedAt":${JSON.stringify(plant.updatedAt)}}`
 }
-
-/** Field by field: a bigint id, which JSON.stringify refuses, must reach the receiver as the API's JSON integer. */
-export const plantJson = (plant: Plant): string => `{"id":${plant.id.toString()}${plantJsonAfterId(plant)}`
 
 interface PlantSchemas {
   representation: typeof PlantSchema
