@@ -63,9 +63,9 @@ type BuildSerializer = NonNullable<CompilersFactory['buildSerializer']>
 type RouteValidatorCompiler = FastifySchemaCompiler<unknown>
 
 /**
- * One compile per schema text: a compiler's functions are reused for every later schema of the same
- * content. The compiler itself is bound to one set of shared schemas and options, so a key needs the
- * schema alone. A schema that JSON cannot spell (a BigInt) is compiled every time.
+ * One compile per schema text, on its first use: a compiler's functions are reused for every later
+ * schema of the same content. The compiler itself is bound to one set of shared schemas and options,
+ * so a key needs the schema alone. A schema that JSON cannot spell (a BigInt) is compiled every time.
  */
 function compiledOnce<Route extends { schema?: unknown }, Compiled> (
   compile: (route: Route) => Compiled
@@ -77,24 +77,47 @@ function compiledOnce<Route extends { schema?: unknown }, Compiled> (
     if (key === undefined) return compile(route)
     let found = compiled.get(key)
     if (found === undefined) {
-      found = compile(route)
+      found = onFirstCall(() => compile(route))
       compiled.set(key, found)
     }
     return found
   }
 }
 
-// Shared by every app of the process: compiling the ~230 schemas is most of an app's start, and the
-// tests build hundreds of apps. Ajv's pool keys its instances by the shared schemas and options.
+type CompiledFunction = ((...args: unknown[]) => unknown) & { errors?: unknown, schemaEnv?: unknown }
+
+/**
+ * Stands in for a compiled function and compiles it when first called. Fastify compiles every route's
+ * schemas when the app starts, and a process uses few of them: a server start, a CLI run or a test
+ * file would otherwise spend most of its start compiling ~230 schemas it never meets. Fastify reads
+ * Ajv's `errors` after a failed validation and its `schemaEnv` before one (to let a root value be
+ * coerced): both are the compiled function's own.
+ */
+export function onFirstCall<Compiled> (compile: () => Compiled): Compiled {
+  let compiled: CompiledFunction | undefined
+  const real = (): CompiledFunction => (compiled ??= compile() as unknown as CompiledFunction)
+  const standIn = (...args: unknown[]): unknown => real()(...args)
+  Object.defineProperty(standIn, 'errors', { get: () => real().errors })
+  Object.defineProperty(standIn, 'schemaEnv', { get: () => real().schemaEnv })
+  return standIn as unknown as Compiled
+}
+
+// Shared by every app of the process (the tests build hundreds), by shared schemas and options like
+// Ajv's own pool. The Ajv instance too is made on first use: adding the shared schemas to it checks
+// each against the meta-schema.
 const validatorPool = AjvCompiler()
-const onceByCompiler = new WeakMap<RouteValidatorCompiler, RouteValidatorCompiler>()
+const validatorsByOptions = new Map<string, RouteValidatorCompiler>()
 
 function sharedValidatorCompiler (...[externalSchemas, options]: Parameters<BuildValidator>): RouteValidatorCompiler {
-  const pooled = validatorPool(externalSchemas, options) as unknown as RouteValidatorCompiler
-  let once = onceByCompiler.get(pooled)
+  const key = JSON.stringify([externalSchemas, options])
+  let once = validatorsByOptions.get(key)
   if (once === undefined) {
-    once = compiledOnce(pooled)
-    onceByCompiler.set(pooled, once)
+    let pooled: RouteValidatorCompiler | undefined
+    once = compiledOnce((route: Parameters<RouteValidatorCompiler>[0]) => {
+      pooled ??= validatorPool(externalSchemas, options) as unknown as RouteValidatorCompiler
+      return pooled(route)
+    })
+    validatorsByOptions.set(key, once)
   }
   return once
 }
@@ -121,7 +144,11 @@ export const sharedSerializer: BuildSerializer = (externalSchemas, options) => {
   const key = JSON.stringify([externalSchemas, options])
   let compiler = serializerPool.get(key)
   if (compiler === undefined) {
-    compiler = compiledOnce(buildFastJsonStringify(externalSchemas, options) as unknown as ReturnType<BuildSerializer>)
+    let built: ReturnType<BuildSerializer> | undefined
+    compiler = compiledOnce((route: Parameters<ReturnType<BuildSerializer>>[0]) => {
+      built ??= buildFastJsonStringify(externalSchemas, options) as unknown as ReturnType<BuildSerializer>
+      return built(route)
+    })
     serializerPool.set(key, compiler)
   }
   return compiler

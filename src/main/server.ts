@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { destination } from 'pino'
 import type { PrettyOptions } from 'pino-pretty'
-import { buildApp } from './app.js'
+import type { buildApp } from './app.js'
 import { commandUsage, parseCommandLine, USAGE } from './cli.js'
 import { runBackup, runCheck, runRestore, runToken, type Output } from './commands.js'
 import { ConfigError, StoreOpenError } from '../errors.js'
@@ -39,6 +39,8 @@ async function serve (): Promise<void> {
   // pino's exit-time flush never ends when the reader of stdout has stopped reading.
   const logStream = destination({ dest: 1, sync: false, maxLength: LOG_BUFFER_MAX_BYTES })
   const pretty = !jsonLines(config.logFormat)
+  // Loaded here, not at the top: the other commands (check, backup, token…) need none of Fastify.
+  const { buildApp } = await import('./app.js')
   let app
   try {
     app = await buildApp(config, { logStream: pretty ? await prettyLog(logStream) : logStream })

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import Fastify, { type FastifyInstance } from 'fastify'
-import { ajvOptions, sharedSerializer, validatorWithoutBodyCoercion } from '../../../plugins/app/schemas.js'
+import { ajvOptions, onFirstCall, sharedSerializer, validatorWithoutBodyCoercion } from '../../../plugins/app/schemas.js'
 
 interface Compiled { validate: unknown, serialize: unknown }
 
@@ -78,4 +78,39 @@ test('apps whose shared schemas differ never share one: each validates and seria
   assert.ok(ofIntegers !== undefined && ofStrings !== undefined)
   assert.notEqual(ofStrings.validate, ofIntegers.validate)
   assert.notEqual(ofStrings.serialize, ofIntegers.serialize)
+})
+
+test('a compiled function is made on its first call, once; Fastify reads its errors and schemaEnv through the stand-in', () => {
+  let compiles = 0
+  const compiled = Object.assign((value: unknown) => {
+    compiled.errors = value === 1 ? null : [{ message: 'must be 1' }]
+    return value === 1
+  }, { errors: null as unknown, schemaEnv: { root: true } })
+  const standIn = onFirstCall(() => { compiles++; return compiled })
+  assert.equal(compiles, 0)
+  assert.deepEqual(standIn.schemaEnv, { root: true })
+  assert.equal(compiles, 1)
+  assert.equal(standIn(2), false)
+  assert.deepEqual(standIn.errors, [{ message: 'must be 1' }])
+  assert.equal(standIn(1), true)
+  assert.equal(standIn.errors, null)
+  assert.equal(compiles, 1)
+})
+
+test('an app starts without an Ajv instance or a compiled validator: the first request that needs one makes it', async (t) => {
+  let instances = 0
+  const app = Fastify({
+    ajv: { ...ajvOptions, plugins: [<Ajv>(ajv: Ajv): Ajv => { instances++; return ajv }] },
+    schemaController: { compilersFactory: { buildValidator: validatorWithoutBodyCoercion, buildSerializer: sharedSerializer } }
+  })
+  t.after(async () => { await app.close() })
+  app.post('/counts', { schema: { body: { type: 'object', properties: { count: { type: 'integer' } } } } },
+    async (request) => request.body)
+  await app.ready()
+  assert.equal(instances, 0)
+  const res = await app.inject({ method: 'POST', url: '/counts', payload: { count: 'two' } })
+  assert.equal(res.statusCode, 400)
+  assert.equal(res.json().message, 'body/count must be integer')
+  // Only the body's (exact) instance: nothing of this app has needed the coercing one.
+  assert.equal(instances, 1)
 })
