@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
 import { test } from 'node:test'
-import { bannerLine, expectStartFailure, logLines, startServer } from '../../helpers/server-process.js'
+import { promisify } from 'node:util'
+import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
+import { bannerLine, expectStartFailure, logLines, SERVER_JS, startServer } from '../../helpers/server-process.js'
 
 test('the server prints where it listens, the docs URL and a generated token that works, on stderr; SIGTERM stops it cleanly', async (t) => {
   const server = await startServer(t, { env: { API_TOKENS: undefined, LOG_FORMAT: 'pretty' } })
@@ -91,4 +97,26 @@ test('LOG_FORMAT=pretty writes lines for a person (no JSON); LOG_FORMAT=json is 
   assert.match(stdout, /^ {4}route: "\/health"$/m)
   assert.match(stdout, /INFO: stopped: database checkpointed and closed\n/)
   for (const line of stdout.split('\n')) assert.ok(!line.startsWith('{'), line)
+})
+
+test('the commands other than serve never load Fastify: only serve imports the app', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'plant-store-cli-modules-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  // Preloaded into the process: at its exit, the files it loaded from node_modules, by package path.
+  const hook = join(dir, 'loaded.cjs')
+  const file = join(dir, 'loaded.txt')
+  writeFileSync(hook, `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(file)},
+    Object.keys(require.cache).map((name) => name.split('node_modules/').slice(1).join('node_modules/')).join('\\n')))`)
+  const fastifyFilesLoadedBy = async (script: string, args: string[]): Promise<number> => {
+    await promisify(execFile)(process.execPath, ['--require', hook, script, ...args], {
+      env: { PATH: process.env.PATH, DATABASE_URL: join(dir, 'plants.db'), API_TOKENS: 'a'.repeat(32) }
+    })
+    return readFileSync(file, 'utf8').split('\n').filter((name) => name.startsWith('fastify/')).length
+  }
+  await createSqliteStore({ filename: join(dir, 'plants.db'), checkpoint: false }).close()
+  for (const args of [['--help'], ['token'], ['check'], ['backup', join(dir, 'backup.db')]]) {
+    assert.equal(await fastifyFilesLoadedBy(SERVER_JS, args), 0, args.join(' '))
+  }
+  // The hook sees Fastify where it is loaded: importing the app (what serve does) loads it.
+  assert.ok(await fastifyFilesLoadedBy(join(dirname(SERVER_JS), 'app.js'), []) > 0)
 })
