@@ -144,11 +144,8 @@ export const sharedSerializer: BuildSerializer = (externalSchemas, options) => {
   const key = JSON.stringify([externalSchemas, options])
   let compiler = serializerPool.get(key)
   if (compiler === undefined) {
-    let built: ReturnType<BuildSerializer> | undefined
-    compiler = compiledOnce((route: Parameters<ReturnType<BuildSerializer>>[0]) => {
-      built ??= buildFastJsonStringify(externalSchemas, options) as unknown as ReturnType<BuildSerializer>
-      return built(route)
-    })
+    // Making the factory compiles nothing (it binds the options): compiledOnce defers each compile.
+    compiler = compiledOnce(buildFastJsonStringify(externalSchemas, options) as unknown as ReturnType<BuildSerializer>)
     serializerPool.set(key, compiler)
   }
   return compiler

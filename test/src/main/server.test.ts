@@ -6,6 +6,7 @@ import { dirname, join } from 'node:path'
 import { test } from 'node:test'
 import { promisify } from 'node:util'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
+import { TOKEN } from '../../helpers/app.js'
 import { bannerLine, expectStartFailure, logLines, SERVER_JS, startServer } from '../../helpers/server-process.js'
 
 test('the server prints where it listens, the docs URL and a generated token that works, on stderr; SIGTERM stops it cleanly', async (t) => {
@@ -109,7 +110,7 @@ test('the commands other than serve never load Fastify: only serve imports the a
     Object.keys(require.cache).map((name) => name.split('node_modules/').slice(1).join('node_modules/')).join('\\n')))`)
   const fastifyFilesLoadedBy = async (script: string, args: string[]): Promise<number> => {
     await promisify(execFile)(process.execPath, ['--require', hook, script, ...args], {
-      env: { PATH: process.env.PATH, DATABASE_URL: join(dir, 'plants.db'), API_TOKENS: 'a'.repeat(32) }
+      env: { PATH: process.env.PATH, DATABASE_URL: join(dir, 'plants.db'), API_TOKENS: TOKEN }
     })
     return readFileSync(file, 'utf8').split('\n').filter((name) => name.startsWith('fastify/')).length
   }
