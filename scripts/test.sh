@@ -4,7 +4,9 @@
 # (TEST_DATABASE_URL set); otherwise it would count as code without tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t files < <(find test -name '*.test.ts' | sed -e 's#^#build/#' -e 's#\.ts$#.js#' | sort)
+# The files that start child processes alone, the rest shared out among a few processes
+# (scripts/test-plan.ts says why).
+mapfile -t files < <(node build/scripts/test-plan.js 6 $(find test -name '*.test.ts'))
 exclude=()
 if [ -z "${TEST_DATABASE_URL:-}" ]; then exclude=(--exclude 'build/src/store/postgres/**'); fi
 # Files in parallel, one more than the cores: much of a file's time is spent waiting on its child
