@@ -1,13 +1,13 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
-import { pathToFileURL } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import ts from 'typescript'
 
 // `npm test`'s plan (scripts/test.sh): which compiled test files share a process.
 //
 // Node 20's runner starts a process per file. A file that only builds apps in-process spends most of
 // its CPU loading modules and warming up the JIT, not testing: run alone, the median such file costs
-// 2.5 s of CPU for well under one of tests. Those files run in a few processes instead, each a
+// 2 s of CPU, and much of it again in the next file. Those files run in a few processes instead, each a
 // module that imports them one after another, every file inside a `describe` of its own name so that
 // its hooks and its output stay its own. Every test still builds its own app on its own store.
 //
@@ -75,7 +75,7 @@ function compiledPath (build: string, file: string): string {
  * build/test-groups/ and prints the files for `node --test`, one per line, the lone files first.
  */
 function main (): void {
-  const root = resolve(dirname(new URL(import.meta.url).pathname), '../..')
+  const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
   const build = join(root, 'build')
   const [count, ...files] = process.argv.slice(2)
   const plan = planTests(root, files.sort(), Number(count))
