@@ -7,9 +7,9 @@ import ts from 'typescript'
 //
 // Node 20's runner starts a process per file. A file that only builds apps in-process spends most of
 // its CPU loading modules and warming up the JIT, not testing: run alone, the median such file costs
-// 2 s of CPU, and much of it again in the next file. Those files run in a few processes instead, each a
-// module that imports them one after another, every file inside a `describe` of its own name so that
-// its hooks and its output stay its own. Every test still builds its own app on its own store.
+// 2 s of CPU, most of it the loading and warming up that every file repeats. Those files run in a few
+// processes instead, each a module that imports them one after another, every file inside a
+// `describe` of its own name so that its hooks and its output stay its own. Every test still builds its own app on its own store.
 //
 // A file that starts child processes (the server, the CLI, PostgreSQL clusters, PgBouncer) keeps a
 // process of its own and runs first: it mostly waits on its children, beside the rest.
@@ -47,7 +47,8 @@ export function startsProcesses (root: string, file: string, seen = new Set<stri
   return local.filter((path) => path.startsWith('test/')).some((path) => startsProcesses(root, path, seen))
 }
 
-/** Splits the test files (sorted `.ts` paths relative to root) into those alone and `groupCount` groups, dealt in turn. */
+/** Splits the test files (sorted `.ts` paths relative to root) into those alone and `groupCount` groups, dealt in
+ * turn. */
 export function planTests (root: string, files: string[], groupCount: number): TestPlan {
   const alone = files.filter((file) => startsProcesses(root, file))
   const shared = files.filter((file) => !alone.includes(file))

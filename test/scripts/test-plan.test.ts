@@ -51,16 +51,20 @@ test('the plan runs each test file once: those that start processes alone, the r
   const sizes = plan.groups.map((group) => group.length)
   assert.ok(Math.max(...sizes) - Math.min(...sizes) <= 1, `group sizes ${sizes.join(', ')}`)
   // This file and the server's own tests start processes; a route test builds its app in-process.
-  for (const file of ['test/scripts/test-plan.test.ts', 'test/src/main/server.test.ts']) assert.ok(plan.alone.includes(file), file)
+  for (const file of ['test/scripts/test-plan.test.ts', 'test/src/main/server.test.ts']) {
+    assert.ok(plan.alone.includes(file), file)
+  }
   assert.ok(plan.groups.flat().includes('test/plugins/routes/plants/get.test.ts'))
 })
 
-test('a group module runs every file inside a describe of its name: one file\'s hooks never reach another\'s tests', (t) => {
+test('a group module runs each file inside a describe of its name: no file\'s hooks reach another\'s tests', (t) => {
   const root = tree(t, {
     'hooked.test.js': [
       "import { beforeEach, test } from 'node:test'",
       'beforeEach(() => { globalThis.hooked = (globalThis.hooked ?? 0) + 1 })',
-      "test('sees its own hook', () => { if (globalThis.hooked !== 1) throw new Error('hook ran ' + globalThis.hooked) })",
+      "test('sees its own hook', () => {",
+      "  if (globalThis.hooked !== 1) throw new Error('hook ran ' + globalThis.hooked)",
+      '})',
       ''
     ].join('\n'),
     'plain.test.js': [
