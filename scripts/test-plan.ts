@@ -9,7 +9,8 @@ import ts from 'typescript'
 // its CPU loading modules and warming up the JIT, not testing: run alone, the median such file costs
 // 2 s of CPU, most of it the loading and warming up that every file repeats. Those files run in a few
 // processes instead, each a module that imports them one after another, every file inside a
-// `describe` of its own name so that its hooks and its output stay its own. Every test still builds its own app on its own store.
+// `describe` of its own name so that its hooks and its output stay its own. Every test still builds
+// its own app on its own store.
 //
 // A file that starts child processes (the server, the CLI, PostgreSQL clusters, PgBouncer) keeps a
 // process of its own and runs first: it mostly waits on its children, beside the rest.
@@ -24,8 +25,22 @@ export interface TestPlan {
   groups: string[][]
 }
 
+interface Imports { local: string[], packages: string[] }
+
+// Each helper is read and parsed once, not once for every test file that imports it.
+const parsed = new Map<string, Imports>()
+
 /** Relative imports of a source file (as `.ts` paths relative to the root) and its package imports. */
-function importsOf (root: string, file: string): { local: string[], packages: string[] } {
+function importsOf (root: string, file: string): Imports {
+  const path = join(root, file)
+  const known = parsed.get(path)
+  if (known !== undefined) return known
+  const imports = readImports(root, file)
+  parsed.set(path, imports)
+  return imports
+}
+
+function readImports (root: string, file: string): Imports {
   const { importedFiles } = ts.preProcessFile(readFileSync(join(root, file), 'utf8'), true, true)
   const names = importedFiles.map(({ fileName }) => fileName)
   return {
@@ -47,8 +62,7 @@ export function startsProcesses (root: string, file: string, seen = new Set<stri
   return local.filter((path) => path.startsWith('test/')).some((path) => startsProcesses(root, path, seen))
 }
 
-/** Splits the test files (sorted `.ts` paths relative to root) into those alone and `groupCount` groups, dealt in
- * turn. */
+/** Splits the test files (sorted `.ts` paths relative to root): those alone, and `groupCount` groups dealt in turn. */
 export function planTests (root: string, files: string[], groupCount: number): TestPlan {
   const alone = files.filter((file) => startsProcesses(root, file))
   const shared = files.filter((file) => !alone.includes(file))
