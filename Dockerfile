@@ -28,6 +28,7 @@ RUN --mount=type=secret,id=ca-bundle \
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY plugins ./plugins
+COPY scripts/bin-mode.mjs ./scripts/
 RUN npm run build \
  && npm prune --omit=dev --no-audit --no-fund \
  && rm -rf dist/.tsbuildinfo

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { readFileSync, statSync } from 'node:fs'
+import { chmodSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
@@ -42,6 +42,14 @@ test('this Node.js accepts npm start\'s flags: the service starts and answers wi
   assert.equal(response.status, 200)
 })
 
+test('every script that builds dist/ makes the package\'s bin executable after it', () => {
+  const building = Object.entries(scripts()).filter(([, command]) => /\btsc\b.*tsconfig\.build\.json/.test(command))
+  assert.deepEqual(building.map(([name]) => name).sort(), ['build', 'prestart', 'test'])
+  for (const [name, command] of building) {
+    assert.match(command, /tsconfig\.build\.json[^&]*&& node scripts\/bin-mode\.mjs( &&|$)/, name)
+  }
+})
+
 /** Whether a process with this pid is still there. */
 function alive (pid: number): boolean {
   try {
@@ -53,14 +61,19 @@ function alive (pid: number): boolean {
 }
 
 test('SIGTERM to npm start\'s own pid drains and stops the server, and leaves no process behind; a current dist/ is not rebuilt', { timeout: 120_000 }, async (t) => {
-  // The first start builds dist/ if it is missing or older than the sources (prestart: tsc -b).
-  assert.match(scripts().prestart ?? '', /^tsc -b tsconfig\.build\.json$/)
+  // The first start builds dist/ if it is missing or older than the sources (prestart: tsc -b), and
+  // makes the bin executable again: as a dist/ that tsc wrote anew leaves it (0644), `npx plant-store`
+  // could not run it.
+  assert.match(scripts().prestart ?? '', /^tsc -b tsconfig\.build\.json && node scripts\/bin-mode\.mjs$/)
+  const bin = join(REPO, 'dist/src/main/server.js')
+  chmodSync(bin, 0o644)
   const server = await startServer(t, { command: { file: 'npm', args: ['start', '--silent'], cwd: REPO }, env: { LOG_LEVEL: 'info' } })
   const listening = await server.waitForLog((line) => typeof line.pid === 'number')
   const serverPid = listening.pid as number
   assert.notEqual(serverPid, server.child.pid, 'the server runs in its own process, under npm')
   assert.equal((await fetch(`${server.baseUrl}/health`)).status, 200)
-  const built = statSync(join(REPO, 'dist/src/main/server.js')).mtimeMs
+  const built = statSync(bin).mtimeMs
+  assert.equal(statSync(bin).mode & 0o777, 0o755)
 
   process.kill(server.child.pid as number, 'SIGTERM')
   await server.waitForLog((line) => line.msg === 'shutting down: finishing in-flight requests')
@@ -70,7 +83,7 @@ test('SIGTERM to npm start\'s own pid drains and stops the server, and leaves no
 
   // Started again on a current dist/: nothing is compiled again.
   const again = await startServer(t, { command: { file: 'npm', args: ['start', '--silent'], cwd: REPO } })
-  assert.equal(statSync(join(REPO, 'dist/src/main/server.js')).mtimeMs, built)
+  assert.equal(statSync(bin).mtimeMs, built)
   assert.equal(await again.stop(), 0)
 })
 
