@@ -113,9 +113,10 @@ async function launch (options: ServerOptions): Promise<Launched> {
   const settings: Record<string, string | undefined> = {
     PATH: process.env.PATH,
     // A coverage tool that sets it in the parent sees the servers too; not one run as another user,
-    // who may not write the coverage folder (and would say so on stderr). Empty, not absent: spawn
-    // hands the parent's value on to any child whose env lacks the name.
-    NODE_V8_COVERAGE: options.uid === undefined ? process.env.NODE_V8_COVERAGE : '',
+    // who may not write the coverage folder (and would say so on stderr), nor another command (npm
+    // start runs npm, tsc and dist/, none of them the build/ that coverage measures). Empty, not
+    // absent: spawn hands the parent's value on to any child whose env lacks the name.
+    NODE_V8_COVERAGE: options.uid === undefined && options.command === undefined ? process.env.NODE_V8_COVERAGE : '',
     HOST: '127.0.0.1',
     PORT: '0',
     API_TOKENS: TOKEN,
