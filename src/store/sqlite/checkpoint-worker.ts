@@ -1,42 +1,60 @@
 /**
- * The checkpointer's thread (see checkpointer.ts): a connection of its own to the store's file that
- * folds the WAL back into the database file whenever the WAL was written since it last looked. It
- * runs PASSIVE checkpoints, which never take the write lock: the event loop's writes go on meanwhile.
+ * The checkpoint thread (see checkpointer.ts), one per process: for each SQLite file it is given, a
+ * connection of its own that folds the WAL back into the database file whenever the WAL was written
+ * since it last looked. It runs PASSIVE checkpoints, which never take the write lock: the event
+ * loop's writes go on meanwhile.
  */
 import { statSync } from 'node:fs'
-import { parentPort, workerData } from 'node:worker_threads'
+import { parentPort } from 'node:worker_threads'
 import Database from 'better-sqlite3'
 import { configureConnection } from './connection.js'
-import { passiveCheckpoint, type CheckpointWorkerData } from './checkpointer.js'
+import { passiveCheckpoint, type FromCheckpointThread, type ToCheckpointThread } from './checkpointer.js'
 
 if (parentPort === null) throw new Error('checkpoint-worker.js runs as a worker thread (see checkpointer.ts)')
 const port = parentPort
-const { filename, intervalMs } = workerData as CheckpointWorkerData
+const send = (message: FromCheckpointThread): void => { port.postMessage(message) }
 
-const db = configureConnection(new Database(filename, { fileMustExist: true }))
-const walFile = `${filename}-wal`
-/**
- * The WAL as last seen: a checkpoint runs only when it changed (an idle service does nothing). A
- * write within the same clock tick as the last look, into a WAL no longer growing, is checkpointed
- * after the next write (or by close): until then SQLite reads it from the WAL, durable either way.
- */
-let seen = ''
+const databases = new Map<number, { db: Database.Database, timer: NodeJS.Timeout }>()
 
-function checkpoint (): void {
-  const stats = statSync(walFile, { throwIfNoEntry: false })
-  const state = stats === undefined ? '' : `${stats.size}:${stats.mtimeMs}`
-  if (state === seen) return
-  const report = passiveCheckpoint(db, 'worker')
-  // After a failure, look again at the next round even if nothing was written meanwhile.
-  seen = 'error' in report ? '' : state
-  port.postMessage(report)
+function watch (id: number, filename: string, intervalMs: number): void {
+  const db = configureConnection(new Database(filename, { fileMustExist: true }))
+  const walFile = `${filename}-wal`
+  /**
+   * The WAL as last seen: a checkpoint runs only when it changed (an idle service does nothing). A
+   * write within the same clock tick as the last look, into a WAL no longer growing, is checkpointed
+   * after the next write (or by close): until then SQLite reads it from the WAL, durable either way.
+   */
+  let seen = ''
+  const timer = setInterval(() => {
+    const stats = statSync(walFile, { throwIfNoEntry: false })
+    const state = stats === undefined ? '' : `${stats.size}:${stats.mtimeMs}`
+    if (state === seen) return
+    const report = passiveCheckpoint(db, 'worker')
+    // After a failure, look again at the next round even if nothing was written meanwhile.
+    seen = 'error' in report ? '' : state
+    send({ id, type: 'report', report })
+  }, intervalMs)
+  databases.set(id, { db, timer })
 }
 
-const timer = setInterval(checkpoint, intervalMs)
-port.on('message', (message: unknown) => {
-  if (message !== 'close') return
-  clearInterval(timer)
-  db.close()
-  port.close()
+// The thread outlives the files it is given (the process does not wait for it): the next store
+// opened in the process reuses it instead of starting a thread again.
+port.on('message', (message: ToCheckpointThread) => {
+  const { id } = message
+  if (message.type === 'open') {
+    try {
+      watch(id, message.filename, message.intervalMs)
+      send({ id, type: 'ready' })
+    } catch (error) {
+      send({ id, type: 'failed', error: error instanceof Error ? error.message : String(error) })
+    }
+    return
+  }
+  const database = databases.get(id)
+  databases.delete(id)
+  if (database !== undefined) {
+    clearInterval(database.timer)
+    database.db.close()
+  }
+  send({ id, type: 'closed' })
 })
-port.postMessage('ready')

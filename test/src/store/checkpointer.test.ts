@@ -7,11 +7,22 @@ import { configureConnection } from '../../../src/store/sqlite/connection.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
 import { cleanupStack, tempDatabaseFile } from '../../helpers/cleanup.js'
 
-/** Resolves with the first report `accept` takes. */
-function nextReport (accept: (report: CheckpointReport) => boolean): { onCheckpoint: (report: CheckpointReport) => void, found: Promise<CheckpointReport> } {
+/**
+ * `found()` resolves with the first report `accept` takes. An idle checkpoint thread does not hold
+ * the process open, so a timer does while a test waits (its timeout ends a wait that never ends).
+ */
+function nextReport (accept: (report: CheckpointReport) => boolean): { onCheckpoint: (report: CheckpointReport) => void, found: () => Promise<CheckpointReport> } {
   let settle: (report: CheckpointReport) => void = () => {}
-  const found = new Promise<CheckpointReport>((resolve) => { settle = resolve })
-  return { onCheckpoint: (report) => { if (accept(report)) settle(report) }, found }
+  const report = new Promise<CheckpointReport>((resolve) => { settle = resolve })
+  const found = async (): Promise<CheckpointReport> => {
+    const waiting = setInterval(() => {}, 1000)
+    try {
+      return await report
+    } finally {
+      clearInterval(waiting)
+    }
+  }
+  return { onCheckpoint: (candidate) => { if (accept(candidate)) settle(candidate) }, found }
 }
 
 /** A connection to a fresh file in WAL mode with one table, closed when the test ends. */
@@ -35,7 +46,7 @@ test('the store\'s WAL is checkpointed by the worker thread as it is written, an
   assert.equal(await checkpointer.ready, true)
   assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), 0n)
   db.prepare('INSERT INTO t VALUES (?)').run('x'.repeat(10_000))
-  const report = await found
+  const report = await found()
   assert.ok(!('error' in report) && report.frames >= 3, 'the 10 kB row took several pages')
 })
 
@@ -61,7 +72,7 @@ test('once the WAL holds catchUpPages frames the thread could not copy (a reader
   reader.exec('BEGIN')
   reader.prepare('SELECT count(*) FROM t').get()
   db.prepare('INSERT INTO t VALUES (?)').run('x'.repeat(10_000))
-  const loop = await found
+  const loop = await found()
   assert.ok(!('error' in loop) && loop.frames >= 3 && loop.checkpointed === loop.frames, 'the loop copied every frame')
   const asked = reports.filter((report) => report.thread === 'worker').at(-1)
   assert.ok(asked !== undefined && !('error' in asked) && asked.frames >= 3 && asked.checkpointed < asked.frames, 'after the thread fell short')
@@ -75,7 +86,7 @@ test('a WAL past catchUpPages is checkpointed on the loop even when the thread c
   after(async () => { await checkpointer.close() })
   assert.equal(await checkpointer.ready, true)
   db.prepare('INSERT INTO t VALUES (?)').run('x'.repeat(10_000))
-  const loop = await found
+  const loop = await found()
   // Under load the loop commits more while the thread copies: its "every frame" is old news.
   const asked = reports.filter((report) => report.thread === 'worker').at(-1)
   assert.ok(asked !== undefined && !('error' in asked) && asked.frames >= 3 && asked.checkpointed === asked.frames, 'the thread had copied all it saw')
@@ -112,11 +123,11 @@ test('a WAL below catchUpPages is never checkpointed on the event loop', { timeo
   after(async () => { await checkpointer.close() })
   assert.equal(await checkpointer.ready, true)
   db.prepare('INSERT INTO t VALUES (?)').run('small')
-  await found
+  await found()
   assert.deepEqual(reports.filter((report) => report.thread === 'loop'), [])
 })
 
-test('when the thread cannot start, the connection checkpoints by itself again and the log says so once', { timeout: 10_000 }, async (t) => {
+test('when the thread cannot open the database, the connection checkpoints by itself again and the log says so once', { timeout: 10_000 }, async (t) => {
   const { db, file } = walDatabase(t)
   const errors: string[] = []
   const log = { error: (_details: object, message: string) => { errors.push(message) }, info: () => {} }
@@ -124,8 +135,31 @@ test('when the thread cannot start, the connection checkpoints by itself again a
   const checkpointer = startCheckpointer(db, `${file}.missing`, { log })
   assert.equal(await checkpointer.ready, false)
   assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), 1000n)
-  assert.deepEqual(errors, ['the checkpoint thread failed: SQLite checkpoints the WAL on the event loop again'])
+  assert.deepEqual(errors, ['the checkpoint thread could not open the database: SQLite checkpoints the WAL on the event loop again'])
   await checkpointer.close()
+})
+
+test('one thread checkpoints every database of the process, each on its own, and outlives them for the next', { timeout: 10_000 }, async (t) => {
+  const [first, second] = [walDatabase(t), walDatabase(t)]
+  const { onCheckpoint, found } = nextReport((report) => report.thread === 'worker' && !('error' in report) && report.frames > 0)
+  const one = startCheckpointer(first.db, first.file, { intervalMs: 10 })
+  const two = startCheckpointer(second.db, second.file, { intervalMs: 10, onCheckpoint })
+  t.after(async () => { await Promise.all([one.close(), two.close()]) })
+  assert.deepEqual(await Promise.all([one.ready, two.ready]), [true, true])
+  assert.equal(two.threadId, one.threadId)
+  assert.ok(one.threadId > 0, 'a worker thread, not the main one')
+
+  // Closing one database leaves the other checkpointed.
+  await one.close()
+  second.db.prepare('INSERT INTO t VALUES (?)').run('x'.repeat(10_000))
+  await found()
+  await two.close()
+  // With none left, the next database still gets the same thread.
+  const third = walDatabase(t)
+  const again = startCheckpointer(third.db, third.file, { intervalMs: 10 })
+  t.after(async () => { await again.close() })
+  assert.equal(await again.ready, true)
+  assert.equal(again.threadId, one.threadId)
 })
 
 test('a closed store leaves no WAL behind: the thread\'s connection is closed before the store\'s last checkpoint', { timeout: 10_000 }, async (t) => {
@@ -134,7 +168,7 @@ test('a closed store leaves no WAL behind: the thread\'s connection is closed be
   const { onCheckpoint, found } = nextReport((report) => report.thread === 'worker')
   const store = createSqliteStore({ filename: file, synchronous: 'normal', checkpoint: { intervalMs: 10, onCheckpoint } })
   for (let i = 0; i < 20; i++) await store.plants.create({ name: `plant ${i}` })
-  await found
+  await found()
   await store.close()
   assert.equal(existsSync(`${file}-wal`), false)
 })
