@@ -80,6 +80,11 @@ describe('SQLite under a running server', () => {
     }
     const file = join(disk.dir, 'plants.db')
     const { app, log } = await appWithLog(t, { DATABASE_URL: file })
+    // The migrations' pages go into the database file before the disk fills: the checkpoint thread
+    // doing it afterwards would grow the file into the room the first writes are meant to find.
+    const settle = new Database(file)
+    settle.pragma('wal_checkpoint(TRUNCATE)')
+    settle.close()
     // A WAL the checkpointer has emptied starts over in place, where a write needs no new space. A
     // read held open keeps it from starting over, so every write needs room the disk does not have.
     const reader = new Database(file, { readonly: true })
