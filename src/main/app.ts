@@ -110,6 +110,21 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     }
   }).withTypeProvider<TypeBoxTypeProvider>()
 
+  try {
+    await registerPlugins(app, config, resources, options)
+  } catch (err) {
+    // What did start (the metrics listener, the store, timers) stops: a caller that catches the error
+    // is left with no listener or handle holding its process open.
+    await app.close().catch(() => {})
+    throw err
+  }
+  return app
+}
+
+/** The plugins, in order: see docs/architecture.md. */
+async function registerPlugins (
+  app: FastifyInstance, config: Config, resources: readonly ResourceDefinition[], options: BuildOptions
+): Promise<void> {
   await app.register(configPlugin, { config })
   await app.register(resourcesPlugin, { resources })
   // First: the request span opens, and the request id is set, before any other hook runs.
@@ -140,5 +155,4 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(healthRoutes)
   for (const resource of resources) await app.register(resourceRoutes, { resource })
   await app.register(webhooksRoutes)
-  return app
 }

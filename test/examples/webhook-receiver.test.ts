@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
 import { execFile, spawn } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
-import { createServer, type AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
+import { freePort } from '../helpers/ports.js'
 import { startServer } from '../helpers/server-process.js'
 import { until } from '../helpers/webhook-receiver.js'
 import { callOk, subscribe, untilDeliveries } from '../helpers/webhook-http.js'
@@ -32,15 +32,6 @@ test('docs/webhooks.md starts the receiver from what `npm run build` compiles', 
   assert.ok(build.include.includes('examples'))
   assert.ok(existsSync(EXAMPLE), `${EXAMPLE} is missing: npm test runs npm run build first`)
 })
-
-/** A port free a moment ago, on 127.0.0.1. */
-async function freePort (): Promise<number> {
-  const probe = createServer()
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
-  const { port } = probe.address() as AddressInfo
-  await new Promise<void>((resolve) => probe.close(() => resolve()))
-  return port
-}
 
 test('examples/webhook-receiver.ts verifies, prints and de-duplicates the events of a real server, every type the catalog lists, and refuses a forged signature with 401', { timeout: 60_000 }, async (t) => {
   const server = await startServer(t, { env: { WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_POLL_INTERVAL_MS: '100' } })

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import pg from 'pg'
 import type { Cleanup } from './cleanup.js'
-import { freePort } from './pgbouncer.js'
+import { freePort } from './ports.js'
 
 const run = promisify(execFile)
 

@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import type { Cleanup } from './cleanup.js'
+import { freePort } from './ports.js'
 
 /** Debian's pgbouncer (`apt-get install pgbouncer`); PGBOUNCER names another binary. */
 const PGBOUNCER = process.env.PGBOUNCER ?? '/usr/sbin/pgbouncer'
@@ -29,18 +29,6 @@ export interface Pgbouncer {
   /** Everything pgbouncer logged so far (stderr). */
   log: () => string
   stop: () => Promise<void>
-}
-
-/** A loopback port nobody listens on now. */
-export async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => resolve())
-  })
-  const { port } = server.address() as AddressInfo
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
 }
 
 function config (dir: string, port: number, options: PgbouncerOptions, host: string, backendPort: number): string {
