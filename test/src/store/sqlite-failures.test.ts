@@ -141,7 +141,10 @@ for (const synchronous of ['full', 'normal'] as const) {
     await store.ping()
     const { item: plant } = await store.plants.create({ name: 'after' })
     acknowledged.push(plant.name)
-    assert.deepEqual(logged.map(({ level, message, code }) => [level, message, code]),
+    // The checkpoint thread may also have met the full disk (logged, tried again at its next look):
+    // whether it looked while the disk was full is a matter of timing, so only the writes' lines count.
+    const writes = logged.filter(({ message }) => message.startsWith('database writes'))
+    assert.deepEqual(writes.map(({ level, message, code }) => [level, message, code]),
       [['error', 'database writes fail', 'storage-full'], ['info', 'database writes work again', 'storage-full']])
 
     await store.close()
