@@ -13,17 +13,22 @@ export function withSchema (base: string, schema: string): string {
 }
 
 /**
- * One statement on a short-lived admin connection to the server itself (never through a pooler,
- * whose server connections carry the application_name of whichever client used them last).
+ * Admin sessions on the server itself (never through a pooler, whose server connections carry the
+ * application_name of whichever client used them last), kept between statements: each new session
+ * costs PostgreSQL a backend process, and the tests run hundreds of these statements. Idle, they do
+ * not keep the test process alive (allowExitOnIdle); one ended from outside (a restart, a test ending
+ * sessions) leaves the pool, and the next statement opens another.
  */
+let adminPool: pg.Pool | undefined
+
+/** One statement on an admin session of the server itself, outside any transaction. */
 export async function adminQuery<R extends pg.QueryResultRow = pg.QueryResultRow> (text: string, values: unknown[] = []): Promise<R[]> {
-  const client = new pg.Client({ connectionString: directUrl(requireTestDatabaseUrl()) })
-  await client.connect()
-  try {
-    return (await client.query<R>(text, values)).rows
-  } finally {
-    await client.end()
+  if (adminPool === undefined) {
+    adminPool = new pg.Pool({ connectionString: directUrl(requireTestDatabaseUrl()), max: 2, allowExitOnIdle: true })
+    // An idle session ended by the server: the pool has already dropped it.
+    adminPool.on('error', () => {})
   }
+  return (await adminPool.query<R>(text, values)).rows
 }
 
 function requireTestDatabaseUrl (): string {
