@@ -132,7 +132,7 @@ export function startCheckpointer (
   const started = checkpointThread()
   const { worker, registrations } = started
   const id = ++lastId
-  let markReady: (started: boolean) => void = () => {}
+  let markReady: (opened: boolean) => void = () => {}
   const ready = new Promise<boolean>((resolve) => { markReady = resolve })
   let markClosed: () => void = () => {}
   const closed = new Promise<void>((resolve) => { markClosed = resolve })
