@@ -1,13 +1,18 @@
 import { createServer, type AddressInfo } from 'node:net'
 
-/** A port free a moment ago on 127.0.0.1, for a process or setting that needs a fixed one. */
-export async function freePort (): Promise<number> {
+/** Listens on `port` of 127.0.0.1 (0: any free one), then closes; the port it had. Rejects when the port is taken. */
+export async function listenAndClose (port: number): Promise<number> {
   const probe = createServer()
   await new Promise<void>((resolve, reject) => {
     probe.once('error', reject)
-    probe.listen(0, '127.0.0.1', () => resolve())
+    probe.listen(port, '127.0.0.1', () => resolve())
   })
-  const { port } = probe.address() as AddressInfo
+  const bound = (probe.address() as AddressInfo).port
   await new Promise<void>((resolve) => probe.close(() => resolve()))
-  return port
+  return bound
+}
+
+/** A port free a moment ago on 127.0.0.1, for a process or setting that needs a fixed one. */
+export async function freePort (): Promise<number> {
+  return await listenAndClose(0)
 }

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict'
 import { writeFileSync } from 'node:fs'
-import { createServer, Server, type AddressInfo } from 'node:net'
+import { Server, type AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import { buildApp } from '../../../src/main/app.js'
 import { loadConfig } from '../../../src/load-config.js'
 import { TOKEN } from '../../helpers/app.js'
 import { tempDatabaseFile } from '../../helpers/cleanup.js'
-import { freePort } from '../../helpers/ports.js'
+import { freePort, listenAndClose } from '../../helpers/ports.js'
 
 /** Closes what still listens on `port` in this process, so that a leak fails the test rather than hanging it. */
 function closeLeftListener (port: number): void {
@@ -25,15 +25,10 @@ test('a build that fails closes what it had started: the metrics port is free ag
   })
   await assert.rejects(buildApp(config), { message: 'the file is not a SQLite database' })
 
-  const probe = createServer()
   try {
-    await new Promise<void>((resolve, reject) => {
-      probe.once('error', reject)
-      probe.listen(port, '127.0.0.1', () => resolve())
-    })
+    await listenAndClose(port)
   } catch (err) {
     closeLeftListener(port)
     throw err
   }
-  await new Promise<void>((resolve) => probe.close(() => resolve()))
 })
