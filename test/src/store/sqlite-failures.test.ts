@@ -29,6 +29,14 @@ function openStore (t: TestContext, filename: string, synchronous: SqliteSynchro
   return { store, logged }
 }
 
+/**
+ * The store's own lines, without the checkpoint thread's: it meets a lost file, a full disk or a size
+ * limit too, in its own time and its own words (checkpointer.test.ts), so whether it has spoken yet
+ * is a matter of timing.
+ */
+const storeLines = (logged: Logged[]): Logged[] =>
+  logged.filter(({ message }) => !/^(a WAL checkpoint failed|WAL checkpoints work again)/.test(message))
+
 const tempFile = (t: TestContext): string => tempDatabaseFile(t, 'plant-store-failures-')
 
 test('SQLite failures are told apart: full, unavailable, and everything else stays a bug', () => {
@@ -83,10 +91,8 @@ for (const [how, replace] of [
     assert.equal(await settled(store.plants.get(plant.id)), 'unavailable')
     assert.equal(await settled(store.plants.list({ limit: 1 })), 'unavailable')
     assert.equal(await settled(store.plants.create({ name: 'later' })), 'unavailable', 'it stays so: a restart opens the path afresh')
-    // The checkpoint thread may meet the gone file too, in its own time, and says so in its own words
-    // (checkpointer.test.ts): the store's report is what must come once.
-    const own = logged.filter(({ message }) => !/^(a WAL checkpoint failed|WAL checkpoints work again)/.test(message))
-    assert.deepEqual(own.map(({ level, message }) => [level, message]),
+    // The store's report is what must come once.
+    assert.deepEqual(storeLines(logged).map(({ level, message }) => [level, message]),
       [['error', 'the database file was deleted or replaced: writes, reads and /health answer 503 until a restart']])
   })
 }
@@ -141,10 +147,7 @@ for (const synchronous of ['full', 'normal'] as const) {
     await store.ping()
     const { item: plant } = await store.plants.create({ name: 'after' })
     acknowledged.push(plant.name)
-    // The checkpoint thread may also have met the full disk (logged, tried again at its next look):
-    // whether it looked while the disk was full is a matter of timing. Every other line is as listed.
-    const writes = logged.filter(({ message }) => message !== 'a WAL checkpoint failed; the next one tries again')
-    assert.deepEqual(writes.map(({ level, message, code }) => [level, message, code]),
+    assert.deepEqual(storeLines(logged).map(({ level, message, code }) => [level, message, code]),
       [['error', 'database writes fail', 'storage-full'], ['info', 'database writes work again', 'storage-full']])
 
     await store.close()
@@ -170,7 +173,7 @@ test('closing on a full disk keeps the WAL (the checkpoint fails, logged): every
   // The WAL holds them; folding it into the main file needs room the disk no longer has.
   disk.fill(4 * 1024)
   await store.close()
-  assert.deepEqual(logged.map(({ level, message }) => [level, message]),
+  assert.deepEqual(storeLines(logged).map(({ level, message }) => [level, message]),
     [['error', 'the database could not be checkpointed at close; its WAL is kept and replayed at the next start']])
   disk.free()
   const reopened = createSqliteStore({ filename: file })
@@ -195,7 +198,7 @@ test('I/O errors (writes past a file size limit): unavailable, ping fails, and i
   assert.equal((refused.cause as { code?: string }).code, 'SQLITE_IOERR_WRITE')
   assert.equal(await settled(store.ping()), 'ok', 'the limit is gone: the probe write succeeds')
   assert.equal((await store.plants.create({ name: 'after' })).item.id, 4n)
-  assert.deepEqual(logged.map(({ level, code }) => [level, code]), [['error', 'unavailable'], ['info', 'unavailable']])
+  assert.deepEqual(storeLines(logged).map(({ level, code }) => [level, code]), [['error', 'unavailable'], ['info', 'unavailable']])
 })
 
 test('I/O errors: ping fails while they last', async (t) => {
