@@ -27,7 +27,7 @@ const db = new Database(file)
 db.pragma('journal_mode = WAL')
 db.pragma(`synchronous = ${synchronous}`)
 // The very table plant-store's first migration creates (the file is new for every run).
-db.exec(migrations[0] as string)
+db.exec(migrations[0]?.up as string)
 
 interface PlantRow { id: number, name: string, tag: string | null, created_at: number, updated_at: number }
 

@@ -8,9 +8,8 @@ import { migrations } from '../store/postgres/migrations.js'
 import { createTableSql } from '../store/postgres/table-sql.js'
 import type { ResourceDefinition } from '../resources/definition.js'
 import { RESOURCES, type ServedResources } from '../resources/index.js'
-import {
-  createPostgresStore, isCurrentVersion, migrationLock, MIGRATIONS_TABLE
-} from '../store/postgres/postgres-store.js'
+import { createPostgresStore } from '../store/postgres/postgres-store.js'
+import { isCurrentVersion, migrationLock, migrationRowsSql, MIGRATIONS_TABLE } from '../store/postgres/migrate.js'
 import { pgTypes } from '../store/postgres/types.js'
 import type { TenantBackend } from './tenants.js'
 
@@ -44,9 +43,9 @@ function createSchemaSql (schema: string, resources: readonly ResourceDefinition
     `CREATE SCHEMA ${schema}`,
     `SELECT set_config('search_path', '${schema}', true)`,
     MIGRATIONS_TABLE,
-    ...migrations,
+    ...migrations.map((step) => step.up),
     ...resources.map((resource) => createTableSql(resource, schema)),
-    `INSERT INTO plant_store_migrations (version) SELECT generate_series(1, ${migrations.length})`
+    migrationRowsSql(migrations, 0, migrations.length)
   ].join(';\n')
 }
 

@@ -1,6 +1,7 @@
 import type { RepositoriesOf, ResourceDefinition } from '../resources/definition.js'
 import type { ServedResources } from '../resources/index.js'
 import type { WebhookStore } from '../webhooks/store-contract.js'
+import type { MigrationReport } from './migration.js'
 import type { StorageLimits } from './trim.js'
 
 /**
@@ -8,9 +9,6 @@ import type { StorageLimits } from './trim.js'
  * fails with `ids-exhausted` rather than hand out an id a client would round.
  */
 export const MAX_ASSIGNED_ID = 9007199254740991n
-
-export const newerSchemaProblem = (version: number, known: number): string =>
-  `the database schema (version ${version}) is newer than this plant-store (${known})`
 
 /** Told once per change of the store's state, not per request. */
 export interface StoreLog {
@@ -24,6 +22,8 @@ export interface StoreLog {
  */
 export type Store<D extends readonly ResourceDefinition[] = ServedResources> = RepositoriesOf<D> & {
   readonly webhooks: WebhookStore
+  /** What opening it found and did to the schema: the steps applied, the version reached. */
+  readonly migration: MigrationReport
   ping(): Promise<void>
   /** Deletes the oldest rows past `limits` (a sandbox tenant's storage bound). */
   trim(limits: StorageLimits): Promise<void>

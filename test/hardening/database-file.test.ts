@@ -14,7 +14,7 @@ import { expectStartFailure, fatalMessage, startServer } from '../helpers/server
 test('a database at schema version 1 is migrated at start-up, its plants kept', async (t) => {
   const file = tempDatabaseFile(t, 'plant-store-file-')
   const old = new Database(file)
-  old.exec(String(migrations[0]))
+  old.exec(String(migrations[0]?.up))
   old.pragma(`application_id = ${APPLICATION_ID}`)
   old.pragma('user_version = 1')
   old.prepare('INSERT INTO plants (id, name, tag, created_at, updated_at) VALUES (7, \'Fern\', NULL, 0, 0)').run()

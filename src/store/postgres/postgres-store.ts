@@ -1,15 +1,15 @@
 import pg from 'pg'
 import { pgTypes } from './types.js'
-import { StoreOpenError } from '../../errors.js'
-import { newerSchemaProblem, type Store } from '../contract.js'
+import type { Store } from '../contract.js'
+import type { MigrationReport } from '../migration.js'
 import {
-  parsePostgresUrl, postgresFailure, queryTimeout, settledPool, survivingDisconnects, type PostgresTarget
+  parsePostgresUrl, postgresFailure, queryTimeout, settledPool, survivingDisconnects
 } from './connection.js'
+import { migrateWhenReachable } from './migrate.js'
 import { migrations } from './migrations.js'
 import type { PostgresRepositoryContext } from './context.js'
 import { createPostgresRepository } from './repository.js'
-import { ensureResourceTables } from './table-sql.js'
-import { retryUntilReachable, type StartupRetry } from './startup.js'
+import type { StartupRetry } from './startup.js'
 import { createPostgresWebhookStore, postgresEnqueuer } from './webhook-store.js'
 import type { WebhookStore } from '../../webhooks/store-contract.js'
 import { postgresTrim } from './trim.js'
@@ -45,87 +45,11 @@ export interface PostgresStoreOptions<D extends readonly ResourceDefinition[] = 
   listen?: boolean
   /** Pools the caller owns and ends (a sandbox's): `bookkeeping` has synchronous_commit off, for the dispatcher. */
   pools?: { pool: pg.Pool, bookkeeping: pg.Pool }
-  /** `false`: the caller has made sure the schema is this code's (no migration, no schema check). */
-  migrate?: false
-}
-
-/** Whoever migrates a schema holds this advisory lock (of a session, or of a transaction). */
-export const migrationLock = (schema: string | undefined): string => `plant-store migrations ${schema ?? ''}`
-
-export const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS plant_store_migrations (
-  version    integer     PRIMARY KEY,
-  applied_at timestamptz NOT NULL DEFAULT now())`
-
-/** Whether a schema at `version` is this code's; one that a newer release migrated is refused, never touched. */
-export function isCurrentVersion (version: number): boolean {
-  if (version > migrations.length) throw new StoreOpenError(newerSchemaProblem(version, migrations.length))
-  return version === migrations.length
-}
-
-/**
- * Several instances starting together queue on an advisory lock, so each step runs exactly once.
- * One transaction holds the lock and every step: a transaction pooler keeps a transaction on one
- * server session (a session lock could be taken on one and released on another), and a failed
- * step leaves the schema as it was.
- */
-async function migrate (
-  client: pg.Client, target: PostgresTarget, resources: readonly ResourceDefinition[]
-): Promise<void> {
-  try {
-    await client.query('BEGIN')
-    try {
-      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [migrationLock(target.schema)])
-      if (target.schema !== undefined) {
-        await client.query(`CREATE SCHEMA IF NOT EXISTS ${target.schema}`)
-        await client.query(`SELECT set_config('search_path', '${target.schema}', true)`)
-      }
-      await client.query(MIGRATIONS_TABLE)
-      const { rows } = await client.query<{ version: number | null }>(
-        'SELECT max(version) AS version FROM plant_store_migrations')
-      const version = rows[0]?.version ?? 0
-      isCurrentVersion(version)
-      for (let step = version; step < migrations.length; step++) {
-        await client.query(migrations[step] as string)
-        await client.query('INSERT INTO plant_store_migrations (version) VALUES ($1)', [step + 1])
-      }
-      await ensureResourceTables(client, resources, target.schema)
-      await client.query('COMMIT')
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {})
-      throw err
-    }
-  } finally {
-    await client.end()
-  }
-}
-
-/** Migrations run without the statement bounds (a step may take a while); an unreachable database
- * is retried for PG_STARTUP_TIMEOUT_MS, so a service and its database can start together. */
-async function migrateWhenReachable (
-  options: PostgresStoreOptions<readonly ResourceDefinition[]>, connection: pg.ClientConfig, target: PostgresTarget,
-  resources: readonly ResourceDefinition[]
-): Promise<void> {
-  await retryUntilReachable(async () => {
-    const migrator = new pg.Client(connection)
-    // A connection lost mid-migration fails the statement (retried); unheard, its 'error' would end the process.
-    migrator.on('error', () => {})
-    try {
-      await migrator.connect()
-    } catch (err) {
-      await migrator.end().catch(() => {})
-      throw err
-    }
-    try {
-      await migrate(migrator, target, resources)
-    } catch (err) {
-      // Another instance made the schema at the same moment (seen behind PgBouncer): it is there now.
-      if (!['23505', '42P06'].includes(String((err as { code?: unknown }).code))) throw err
-      const again = new pg.Client(connection)
-      again.on('error', () => {})
-      await again.connect()
-      await migrate(again, target, resources)
-    }
-  }, options.startup ?? { timeoutMs: 0 })
+  /**
+   * `false`: the caller has made sure the schema is this code's (no migration, no schema check);
+   * `'check'`: none is applied, and a schema behind this code's is refused (MIGRATE_ON_START=0).
+   */
+  migrate?: false | 'check'
 }
 
 /** What every repository of the store shares: the pool, the failure mapping and the NOTIFY throttle. */
@@ -198,11 +122,13 @@ export async function createPostgresStore<D extends readonly ResourceDefinition[
     application_name: 'plant-store',
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000
   }
+  let migration: MigrationReport = { from: migrations.length, version: migrations.length, applied: [] }
   if (options.migrate !== false) {
     const migrator = options.directUrl === undefined
       ? connection
       : { ...connection, connectionString: parsePostgresUrl(options.directUrl).connectionString }
-    await migrateWhenReachable(options, migrator, target, resources)
+    migration = await migrateWhenReachable(migrator, target, resources,
+      { apply: options.migrate !== 'check', startup: options.startup })
   }
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000
   const owned = options.pools === undefined
@@ -229,6 +155,7 @@ export async function createPostgresStore<D extends readonly ResourceDefinition[
   return {
     ...repositories,
     webhooks,
+    migration,
     async ping () {
       await context.guard(async () => { await pool.query('SELECT 1') })
     },

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import type { MigrationStep } from '../migration.js'
 import { MAX_PRINCIPAL_ID_BYTES, jwtPrincipalId } from '../../principal-id.js'
 import { plantJson } from '../../resources/plants.js'
 import { eventPayload, type WebhookEventType } from '../../webhooks/events.js'
@@ -59,18 +60,24 @@ function longPrincipalIdsAreDigests (db: Database.Database): void {
 }
 
 /** Append only: a released step is never edited, a change is a new step. */
-export const migrations: readonly Migration[] = [
+export const migrations: ReadonlyArray<MigrationStep<Migration>> = [
   // 1: AUTOINCREMENT so a deleted id is never handed out again (caches and ETags stay honest).
-  `CREATE TABLE plants (
+  {
+    name: 'plants',
+    up: `CREATE TABLE plants (
      id         INTEGER PRIMARY KEY AUTOINCREMENT,
      name       TEXT    NOT NULL,
      tag        TEXT,
      created_at INTEGER NOT NULL,
      updated_at INTEGER NOT NULL
    ) STRICT;
-   CREATE INDEX plants_tag_id ON plants (tag, id);`,
+   CREATE INDEX plants_tag_id ON plants (tag, id);`
+  },
   // 2: a replay returns exactly the plant as first answered.
-  `CREATE TABLE idempotency_keys (
+  {
+    name: 'idempotency keys',
+    expand: true,
+    up: `CREATE TABLE idempotency_keys (
      scope       TEXT    NOT NULL,
      key         TEXT    NOT NULL,
      fingerprint TEXT    NOT NULL,
@@ -81,9 +88,13 @@ export const migrations: readonly Migration[] = [
      updated_at  INTEGER NOT NULL,
      PRIMARY KEY (scope, key)
    ) STRICT, WITHOUT ROWID;
-   CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);`,
+   CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);`
+  },
   // 3: webhooks. Owner: the creating token's SHA-256. Ids stay within 2^53 - 1, so JSON carries them exactly.
-  `CREATE TABLE webhook_subscriptions (
+  {
+    name: 'webhook subscriptions and deliveries',
+    expand: true,
+    up: `CREATE TABLE webhook_subscriptions (
      id                    INTEGER PRIMARY KEY AUTOINCREMENT CHECK (id <= 9007199254740991),
      owner                 TEXT    NOT NULL,
      url                   TEXT    NOT NULL,
@@ -117,10 +128,13 @@ export const migrations: readonly Migration[] = [
    CREATE INDEX webhook_deliveries_due ON webhook_deliveries (subscription_id, next_attempt_at)
      WHERE status = 'pending';
    CREATE INDEX webhook_deliveries_subscription_id ON webhook_deliveries (subscription_id, id);
-   CREATE INDEX webhook_deliveries_created_at ON webhook_deliveries (created_at);`,
+   CREATE INDEX webhook_deliveries_created_at ON webhook_deliveries (created_at);`
+  },
   // 4: server-assigned ids of their own within 1..2^53 - 1: AUTOINCREMENT followed chosen ids up.
   // The sequence resumes below the run of known ids that reaches 2^53 - 1, so no existing id comes back.
-  `INSERT INTO sqlite_sequence (name, seq)
+  {
+    name: 'server-assigned ids within 2^53 - 1',
+    up: `INSERT INTO sqlite_sequence (name, seq)
      SELECT 'plants', 0 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'plants');
    WITH known (id) AS (
           SELECT id FROM plants WHERE id BETWEEN 1 AND 9007199254740991
@@ -129,15 +143,27 @@ export const migrations: readonly Migration[] = [
             SELECT coalesce(max(id), 0) FROM known
             WHERE id < 9007199254740991 AND id + 1 NOT IN (SELECT id FROM known))
    WHERE name = 'plants' AND seq > 9007199254740991;
-   CREATE TABLE chosen_ids (id INTEGER PRIMARY KEY) STRICT;`,
+   CREATE TABLE chosen_ids (id INTEGER PRIMARY KEY) STRICT;`
+  },
   // 5: where a probe write goes while writes fail (a full disk).
-  'CREATE TABLE write_probe (id INTEGER PRIMARY KEY, data BLOB NOT NULL) STRICT;',
+  {
+    name: 'a probe write for a full disk',
+    expand: true,
+    up: 'CREATE TABLE write_probe (id INTEGER PRIMARY KEY, data BLOB NOT NULL) STRICT;'
+  },
   // 6: where an event came from (request id, traceparent), for delivery logs and spans.
-  `ALTER TABLE webhook_deliveries ADD COLUMN request_id TEXT;
-   ALTER TABLE webhook_deliveries ADD COLUMN traceparent TEXT;`,
+  {
+    name: 'where an event came from',
+    expand: true,
+    up: `ALTER TABLE webhook_deliveries ADD COLUMN request_id TEXT;
+   ALTER TABLE webhook_deliveries ADD COLUMN traceparent TEXT;`
+  },
   // 7: the outbox proper: one small row per event, fanned out off the request path (see
   // docs/performance.md#what-the-measurements-decided). AUTOINCREMENT: event ids only grow.
-  `CREATE TABLE webhook_events (
+  {
+    name: 'the event outbox',
+    expand: true,
+    up: `CREATE TABLE webhook_events (
      id               INTEGER PRIMARY KEY AUTOINCREMENT,
      message_id       TEXT    NOT NULL,
      event_type       TEXT    NOT NULL,
@@ -151,15 +177,23 @@ export const migrations: readonly Migration[] = [
      request_id       TEXT,
      traceparent      TEXT
    ) STRICT;
-   ALTER TABLE webhook_subscriptions ADD COLUMN first_event_id INTEGER NOT NULL DEFAULT 0;`,
+   ALTER TABLE webhook_subscriptions ADD COLUMN first_event_id INTEGER NOT NULL DEFAULT 0;`
+  },
   // 8: every secret a rotation replaced keeps signing until its own expiry: a JSON array of
   // [secret, until] pairs, newest first. previous_secret(_until) stay for instances not yet upgraded.
-  `ALTER TABLE webhook_subscriptions ADD COLUMN previous_secrets TEXT NOT NULL DEFAULT '[]';
+  {
+    name: 'every rotated secret keeps signing',
+    expand: true,
+    up: `ALTER TABLE webhook_subscriptions ADD COLUMN previous_secrets TEXT NOT NULL DEFAULT '[]';
    UPDATE webhook_subscriptions SET previous_secrets = json_array(json_array(previous_secret, previous_secret_until))
-   WHERE previous_secret IS NOT NULL AND previous_secret_until IS NOT NULL;`,
+   WHERE previous_secret IS NOT NULL AND previous_secret_until IS NOT NULL;`
+  },
   // 9: every attempt of a delivery, for its owner to inspect; gone with the delivery (the trigger
   // covers connections without foreign_keys=ON, as deleteSubscription does by hand).
-  `CREATE TABLE webhook_attempts (
+  {
+    name: 'every attempt of a delivery',
+    expand: true,
+    up: `CREATE TABLE webhook_attempts (
      id            INTEGER PRIMARY KEY,
      delivery_id   INTEGER NOT NULL REFERENCES webhook_deliveries (id) ON DELETE CASCADE,
      at            INTEGER NOT NULL,
@@ -170,12 +204,21 @@ export const migrations: readonly Migration[] = [
    ) STRICT;
    CREATE INDEX webhook_attempts_delivery_id ON webhook_attempts (delivery_id, id);
    CREATE TRIGGER webhook_attempts_cascade AFTER DELETE ON webhook_deliveries
-   BEGIN DELETE FROM webhook_attempts WHERE delivery_id = old.id; END;`,
-  outboxRowsHoldTheirPayload,
-  longPrincipalIdsAreDigests,
+   BEGIN DELETE FROM webhook_attempts WHERE delivery_id = old.id; END;`
+  },
+  {
+    name: 'event rows hold their payload',
+    up: outboxRowsHoldTheirPayload
+  },
+  {
+    name: 'long JWT principal ids are digests',
+    up: longPrincipalIdsAreDigests
+  },
   // 12: idempotency keys and chosen ids serve every resource, keyed by its collection; a key keeps the
   // created row's own values as a JSON object by column (see src/store/row-values.ts).
-  `ALTER TABLE idempotency_keys RENAME TO idempotency_keys_11;
+  {
+    name: 'idempotency keys and chosen ids of every resource',
+    up: `ALTER TABLE idempotency_keys RENAME TO idempotency_keys_11;
    CREATE TABLE idempotency_keys (
      resource    TEXT    NOT NULL,
      scope       TEXT    NOT NULL,
@@ -200,10 +243,13 @@ export const migrations: readonly Migration[] = [
    INSERT INTO chosen_ids_12 SELECT 'plants', id FROM chosen_ids;
    DROP TABLE chosen_ids;
    ALTER TABLE chosen_ids_12 RENAME TO chosen_ids;`
+  }
 ]
 
-export function applyMigration (db: Database.Database, step: number): void {
-  const migration = migrations[step]
+export function applyMigration (
+  db: Database.Database, step: number, steps: ReadonlyArray<MigrationStep<Migration>> = migrations
+): void {
+  const migration = steps[step]?.up
   if (typeof migration === 'function') migration(db)
   else if (migration !== undefined) db.exec(migration)
 }

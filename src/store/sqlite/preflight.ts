@@ -1,6 +1,6 @@
 import { existsSync, statSync } from 'node:fs'
 import Database from 'better-sqlite3'
-import { newerSchemaProblem } from '../contract.js'
+import { behindSchemaProblem, newerSchemaProblem } from '../migration.js'
 import { APPLICATION_ID, migrations } from './migrations.js'
 
 /** What a SQLite file says about itself: whose it is, which schema version, whether it is empty. */
@@ -24,12 +24,14 @@ export function readIdentity (db: Database.Database): DatabaseIdentity {
  * Why this code must not use a database with this identity, or undefined when it may: a fresh
  * empty file, or a plant-store database no newer than the migrations this code knows.
  */
-export function identityProblem ({ applicationId, version, tables }: DatabaseIdentity): string | undefined {
+export function identityProblem (
+  { applicationId, version, tables }: DatabaseIdentity, known = migrations.length
+): string | undefined {
   if (applicationId !== APPLICATION_ID && (applicationId !== 0 || version !== 0 || tables !== 0)) {
     return 'the file is not a plant-store database'
   }
-  if (version > migrations.length) {
-    return newerSchemaProblem(version, migrations.length)
+  if (version > known) {
+    return newerSchemaProblem(version, known)
   }
   return undefined
 }
@@ -39,15 +41,22 @@ export function identityProblem ({ applicationId, version, tables }: DatabaseIde
  * (switching to WAL, migrating): why it cannot be used, or undefined when it can (or does not exist
  * yet). A foreign or damaged file is thus refused and left byte-for-byte as it was.
  * `quick_check` reads every page once: it costs a moment at start-up on a large file, and catches
- * corruption before the service acknowledges writes on top of it.
+ * corruption before the service acknowledges writes on top of it. `refuseBehind` (MIGRATE_ON_START=0):
+ * a file this code would have to migrate (or make) is refused too.
  */
-export function inspectDatabaseFile (filename: string): string | undefined {
-  if (filename === ':memory:' || (statSync(filename, { throwIfNoEntry: false })?.size ?? 0) === 0) return undefined
+export function inspectDatabaseFile (filename: string, options: { refuseBehind?: boolean } = {}): string | undefined {
+  if (filename === ':memory:' || (statSync(filename, { throwIfNoEntry: false })?.size ?? 0) === 0) {
+    return options.refuseBehind === true ? behindSchemaProblem(0, migrations.length) : undefined
+  }
   let db: Database.Database | undefined
   try {
     db = new Database(filename, { readonly: true, fileMustExist: true })
-    const problem = identityProblem(readIdentity(db))
+    const identity = readIdentity(db)
+    const problem = identityProblem(identity)
     if (problem !== undefined) return problem
+    if (options.refuseBehind === true && identity.version < migrations.length) {
+      return behindSchemaProblem(identity.version, migrations.length)
+    }
     const problems = db.prepare('PRAGMA quick_check(3)').pluck().all() as string[]
     if (problems.length !== 1 || problems[0] !== 'ok') return `the database file is corrupt (${problems.join('; ')})`
     return undefined

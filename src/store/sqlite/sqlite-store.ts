@@ -9,11 +9,11 @@ import { configureConnection, createOwnerOnly } from './connection.js'
 import { startCheckpointer, type CheckpointerOptions } from './checkpointer.js'
 import { createFileCheck, sqliteFailure } from './failures.js'
 import { createGroupCommit, type GroupCommitOptions } from './group-commit.js'
-import { APPLICATION_ID, applyMigration, migrations } from './migrations.js'
+import { migrateSqlite } from './migrate.js'
 import { createSqliteOutbox, type SqliteOutbox } from './outbox.js'
 import { prepareOnUse } from './prepare-on-use.js'
 import { createSqliteRepository, type SqliteRepositoryContext } from './repository.js'
-import { identityProblem, inspectDatabaseFile, lockIdle, readIdentity } from './preflight.js'
+import { inspectDatabaseFile, lockIdle } from './preflight.js'
 import { createSqliteWebhookStore } from './webhook-store.js'
 import { ensureSqliteTable } from './tables.js'
 import { sqliteTrim } from './trim.js'
@@ -42,6 +42,8 @@ export interface SqliteStoreOptions<D extends readonly ResourceDefinition[] = Se
   exclusive?: boolean
   /** With `checkpoint: false`: SQLite checkpoints once the WAL holds this many bytes, and cuts it back to them. */
   walLimitBytes?: number
+  /** `'check'`: no migration; a file behind this code's schema is refused (MIGRATE_ON_START=0). */
+  migrate?: 'check'
 }
 
 /** Room for a few dozen plants' WAL frames: a write of one page can fit where a failed one left space. */
@@ -90,22 +92,6 @@ function refuseFileInUse (filename: string): void {
       'stop the other, or give this one another DATABASE_URL (several instances need PostgreSQL, docs/scaling.md)')
   }
   lock?.close()
-}
-
-function migrate (db: Database.Database): void {
-  // Read again on the writable connection: another process may have changed the file since the preflight.
-  const identity = readIdentity(db)
-  const problem = identityProblem(identity)
-  if (problem !== undefined) throw new StoreOpenError(problem)
-  const { version } = identity
-  const upgrade = db.transaction(() => {
-    for (let step = version; step < migrations.length; step++) {
-      applyMigration(db, step)
-    }
-    db.pragma(`application_id = ${APPLICATION_ID}`)
-    db.pragma(`user_version = ${migrations.length}`)
-  })
-  if (version < migrations.length) upgrade.immediate()
 }
 
 /**
@@ -209,12 +195,16 @@ export function createSqliteStore<D extends readonly ResourceDefinition[] = Serv
   options: SqliteStoreOptions<D>
 ): Store<D> {
   const resources: readonly ResourceDefinition[] = options.resources ?? RESOURCES
-  const problem = options.preflight === false ? undefined : inspectDatabaseFile(options.filename)
+  const apply = options.migrate !== 'check'
+  const problem = options.preflight === false
+    ? undefined
+    : inspectDatabaseFile(options.filename, { refuseBehind: !apply })
   if (problem !== undefined) throw new StoreOpenError(problem)
   if (options.alone === true && options.filename !== ':memory:') refuseFileInUse(options.filename)
   const connection = openDatabase(options.filename, options.exclusive === true, options.walLimitBytes)
+  let migration
   try {
-    migrate(connection)
+    migration = migrateSqlite(connection, options.filename, { apply })
     for (const { storage } of resources) ensureSqliteTable(connection, storage)
   } catch (err) {
     connection.close()
@@ -239,6 +229,7 @@ export function createSqliteStore<D extends readonly ResourceDefinition[] = Serv
   ) as RepositoriesOf<D>
   return {
     ...repositories,
+    migration,
     // Webhook writes share the group commit: as durable as plant writes.
     webhooks: createSqliteWebhookStore({
       db,

@@ -30,7 +30,7 @@ async function generatedIds (store: Store, count: number): Promise<bigint[]> {
 function sqliteVersion2 (write: (db: Database.Database) => void): string {
   const file = join(mkdtempSync(join(tmpdir(), 'plant-store-ids-')), 'plants.db')
   const db = new Database(file)
-  db.exec(`${sqliteMigrations[0]}; ${sqliteMigrations[1]}`)
+  db.exec(`${String(sqliteMigrations[0]?.up)}; ${String(sqliteMigrations[1]?.up)}`)
   db.pragma(`application_id = ${APPLICATION_ID}`)
   db.pragma('user_version = 2')
   write(db)
@@ -72,7 +72,7 @@ if (TEST_DATABASE_URL !== undefined) {
   async function postgresVersion2 (t: Cleanup, write: string): Promise<string> {
     const { url, schema } = scratchDatabaseUrl(t)
     await adminQuery(`CREATE SCHEMA ${schema}; SELECT set_config('search_path', '${schema}', true);
-      ${postgresMigrations[0]}; ${postgresMigrations[1]};
+      ${postgresMigrations[0]?.up ?? ''}; ${postgresMigrations[1]?.up ?? ''};
       CREATE TABLE plant_store_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
       INSERT INTO plant_store_migrations (version) VALUES (1), (2);
       ${write}`)

@@ -75,7 +75,7 @@ test('SQLite: a file of the previous release keeps its pending events, with the 
 if (TEST_DATABASE_URL !== undefined) {
   test('PostgreSQL: events written before the outbox held subjects get theirs from their payload, and are delivered unchanged', async (t) => {
     const { url, schema } = scratchDatabaseUrl(t)
-    const released = postgresMigrations.slice(0, 8)
+    const released = postgresMigrations.slice(0, 8).map((step) => step.up)
     const [messageId, body] = RELEASE_BODIES[2] ?? assert.fail('body')
     await adminQuery(`CREATE SCHEMA ${schema}; SELECT set_config('search_path', '${schema}', true);
       ${released.join(';\n')};

@@ -12,7 +12,7 @@ import type { IdempotencyKey } from '../../../src/idempotency.js'
  * of whose plants is gone) and events in the outbox. Upgraded, every key replays exactly, every chosen
  * id is still skipped by the sequence and every event is still there.
  */
-const RELEASED = migrations.slice(0, 10)
+const RELEASED = migrations.slice(0, 10).map((step) => step.up)
 /** Keys expire: these were stored just now. */
 const NOW = Date.now()
 const OLD_ROWS = `

@@ -45,7 +45,7 @@ describe('upgrading long JWT principal ids to their bounded form', () => {
     const file = tempDatabaseFile(cleanup, 'plant-store-principals-')
     const db = new Database(file)
     for (let step = 0; step < 10; step++) {
-      const migration = sqliteMigrations[step]
+      const migration = sqliteMigrations[step]?.up
       if (typeof migration === 'function') migration(db)
       else db.exec(migration ?? '')
     }
@@ -65,7 +65,7 @@ describe('upgrading long JWT principal ids to their bounded form', () => {
   test('PostgreSQL (schema version 9)', async (t) => {
     const cleanup = cleanupStack(t)
     const { url, schema } = scratchDatabaseUrl(cleanup)
-    const released = postgresMigrations.slice(0, 9)
+    const released = postgresMigrations.slice(0, 9).map((step) => step.up)
     await adminQuery(`CREATE SCHEMA ${schema}; SET search_path TO ${schema};
       ${released.join(';\n')};
       CREATE TABLE plant_store_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());

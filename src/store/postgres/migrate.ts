@@ -1,0 +1,173 @@
+import pg from 'pg'
+import { StoreOpenError } from '../../errors.js'
+import type { ResourceDefinition } from '../../resources/definition.js'
+import {
+  behindSchemaProblem, compatibleFrom, incompatibleSchemaProblem, newerSchemaProblem, type MigrationReport,
+  type MigrationStep
+} from '../migration.js'
+import { tablePrefix, type PostgresTarget } from './connection.js'
+import { migrations } from './migrations.js'
+import { retryUntilReachable, type StartupRetry } from './startup.js'
+import { ensureResourceTables } from './table-sql.js'
+
+/** Whoever migrates a schema holds this advisory lock (of a session, or of a transaction). */
+export const migrationLock = (schema: string | undefined): string => `plant-store migrations ${schema ?? ''}`
+
+/**
+ * The record of applied steps. `name` and `compatible_from` came in 1.1.0, nullable, so the release
+ * before (which inserts only `version`) keeps working on it: a row without `compatible_from` is
+ * taken as compatible with nothing older than itself.
+ */
+export const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS plant_store_migrations (
+  version         integer     PRIMARY KEY,
+  applied_at      timestamptz NOT NULL DEFAULT now(),
+  name            text,
+  compatible_from integer)`
+
+/** The rows that record steps `from + 1` to `to` of `steps`. */
+export function migrationRowsSql (steps: ReadonlyArray<MigrationStep<string>>, from: number, to: number): string {
+  const rows = []
+  for (let version = from + 1; version <= to; version++) {
+    const name = (steps[version - 1]?.name ?? '').replaceAll("'", "''")
+    rows.push(`(${version}, '${name}', ${compatibleFrom(steps, version)})`)
+  }
+  return `INSERT INTO plant_store_migrations (version, name, compatible_from) VALUES ${rows.join(', ')}`
+}
+
+/** Whether a (sandbox tenant's) schema at `version` is this code's; one that a newer release migrated is refused. */
+export function isCurrentVersion (version: number): boolean {
+  if (version > migrations.length) throw new StoreOpenError(newerSchemaProblem(version, migrations.length))
+  return version === migrations.length
+}
+
+/**
+ * What the schema says of itself: the newest step applied, and the oldest code it says still serves it.
+ * Read-only: no table is made.
+ */
+export async function schemaState (client: pg.ClientBase, schema: string | undefined): Promise<{
+  version: number
+  compatibleFrom: number | null
+}> {
+  const table = `${tablePrefix(schema)}plant_store_migrations`
+  const { rows: [found] } = await client.query<{ name: string | null }>('SELECT to_regclass($1)::text AS name', [table])
+  if (found?.name === null || found === undefined) return { version: 0, compatibleFrom: 0 }
+  // The column is missing where only an older release has migrated: then no row says it.
+  const { rows: [column] } = await client.query<{ present: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'compatible_from'
+                      AND NOT attisdropped) AS present`, [table])
+  const { rows: [row] } = await client.query<{ version: number, compatible_from: number | null }>(
+    `SELECT version, ${column?.present === true ? 'compatible_from' : 'NULL::integer AS compatible_from'}
+     FROM ${table} ORDER BY version DESC LIMIT 1`)
+  return { version: row?.version ?? 0, compatibleFrom: row?.compatible_from ?? null }
+}
+
+export interface MigrateOptions {
+  /** `false`: change nothing; refuse a schema behind this code's (MIGRATE_ON_START=0). */
+  apply: boolean
+  /** The steps this code knows: the real list, or a test's longer one standing for a newer release. */
+  steps?: ReadonlyArray<MigrationStep<string>>
+}
+
+/**
+ * Brings the schema to this code's version, or checks that it may serve it: a newer schema is
+ * served when the newest step records that this code's version is still compatible with it
+ * (an expand phase), and refused naming both versions otherwise.
+ * Several instances starting together queue on an advisory lock, so each step runs exactly once.
+ * One transaction holds the lock and every step: a transaction pooler keeps a transaction on one
+ * server session (a session lock could be taken on one and released on another), and a failed
+ * step leaves the schema as it was.
+ */
+export async function migrate (
+  client: pg.ClientBase, target: PostgresTarget, resources: readonly ResourceDefinition[], options: MigrateOptions
+): Promise<MigrationReport> {
+  const steps = options.steps ?? migrations
+  await client.query('BEGIN')
+  try {
+    if (options.apply) {
+      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [migrationLock(target.schema)])
+    }
+    const state = await schemaState(client, target.schema)
+    const report = options.apply
+      ? await applySteps(client, target, steps, state.version)
+      : { from: state.version, version: state.version, applied: [] }
+    if (state.version > steps.length) {
+      if (state.compatibleFrom === null || state.compatibleFrom > steps.length) {
+        throw new StoreOpenError(incompatibleSchemaProblem(state.version, steps.length, state.compatibleFrom))
+      }
+    } else if (options.apply) {
+      await ensureResourceTables(client, resources, target.schema)
+    } else {
+      await refuseBehind(client, target, resources, state.version, steps.length)
+    }
+    await client.query('COMMIT')
+    return report
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {})
+    throw err
+  }
+}
+
+async function applySteps (
+  client: pg.ClientBase, target: PostgresTarget, steps: ReadonlyArray<MigrationStep<string>>, version: number
+): Promise<MigrationReport> {
+  const applied = []
+  if (target.schema !== undefined) {
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${target.schema}`)
+    await client.query(`SELECT set_config('search_path', '${target.schema}', true)`)
+  }
+  await client.query(MIGRATIONS_TABLE)
+  // Expand: where the release before made the table, the columns it lacks are added (nullable).
+  await client.query(`ALTER TABLE plant_store_migrations ADD COLUMN IF NOT EXISTS name text,
+                        ADD COLUMN IF NOT EXISTS compatible_from integer`)
+  for (let step = version; step < steps.length; step++) {
+    await client.query(steps[step]?.up ?? '')
+    await client.query(migrationRowsSql(steps, step, step + 1))
+    applied.push({ version: step + 1, name: steps[step]?.name ?? '' })
+  }
+  return { from: version, version: Math.max(version, steps.length), applied }
+}
+
+/** MIGRATE_ON_START=0: a schema behind this code's, or without a declared resource's table, is refused. */
+async function refuseBehind (
+  client: pg.ClientBase, target: PostgresTarget, resources: readonly ResourceDefinition[], version: number,
+  known: number
+): Promise<void> {
+  if (version < known) throw new StoreOpenError(behindSchemaProblem(version, known))
+  for (const { storage } of resources) {
+    const { rows: [found] } = await client.query<{ name: string | null }>('SELECT to_regclass($1)::text AS name',
+      [`${tablePrefix(target.schema)}${storage.table}`])
+    if (found?.name === null) {
+      throw new StoreOpenError(`${behindSchemaProblem(version, known)}: the table ${storage.table} is missing`)
+    }
+  }
+}
+
+/**
+ * Migrations run without the statement bounds (a step may take a while); an unreachable database
+ * is retried for PG_STARTUP_TIMEOUT_MS, so a service and its database can start together.
+ */
+export async function migrateWhenReachable (
+  connection: pg.ClientConfig, target: PostgresTarget, resources: readonly ResourceDefinition[],
+  options: MigrateOptions & { startup?: StartupRetry | undefined }
+): Promise<MigrationReport> {
+  const once = async (): Promise<MigrationReport> => {
+    const migrator = new pg.Client(connection)
+    // A connection lost mid-migration fails the statement (retried); unheard, its 'error' would end the process.
+    migrator.on('error', () => {})
+    try {
+      await migrator.connect()
+      return await migrate(migrator, target, resources, options)
+    } finally {
+      await migrator.end().catch(() => {})
+    }
+  }
+  return await retryUntilReachable(async () => {
+    try {
+      return await once()
+    } catch (err) {
+      // Another instance made the schema at the same moment (seen behind PgBouncer): it is there now.
+      if (!['23505', '42P06'].includes(String((err as { code?: unknown }).code))) throw err
+      return await once()
+    }
+  }, options.startup ?? { timeoutMs: 0 })
+}
