@@ -88,6 +88,8 @@ export const idempotencyKeyReused = (): ServiceError =>
 /** The cause is kept for the log; the client sees only that the database is unavailable. */
 export const databaseUnavailable = (cause: unknown): ServiceError =>
   new ServiceError('unavailable', 'The database is unavailable, retry shortly', { cause })
+/** A table or column this code needs is gone or renamed (a newer release's contract step): not this request's fault. */
+export const schemaUnavailable = (cause: unknown): ServiceError => new SchemaUnavailableError(cause)
 export const storageFull = (cause: unknown): ServiceError =>
   new ServiceError('storage-full', 'The database storage is full; nothing was written', { cause })
 export const idsExhausted = (resource: { title: string }): ServiceError =>
@@ -109,6 +111,13 @@ export const sandboxBusy = (): ServiceError =>
 export const sandboxFull = (): ServiceError =>
   new ServiceError('sandbox-full', 'The sandbox holds as many tenants as it may and all are in use: retry later')
 /** A refusal that says when to come back (Retry-After). */
+/** 503 `unavailable`, of the schema rather than the connection: readiness says which. */
+export class SchemaUnavailableError extends ServiceError {
+  constructor (cause: unknown) {
+    super('unavailable', 'This instance cannot serve the database schema as it is now; retry shortly', { cause })
+  }
+}
+
 export class RetryLaterError extends ServiceError {
   override name = 'RetryLaterError'
   constructor (code: ErrorCode, message: string, readonly retryAfterS: number) {

@@ -221,6 +221,8 @@ export interface Config {
   pgConnectTimeoutMs: number
   pgStatementTimeoutMs: number
   pgStartupTimeoutMs: number
+  /** MIGRATE_ON_START: false, `serve` applies no migration and refuses a schema behind its own. */
+  migrateOnStart: boolean
   sqliteSynchronous: Env['SQLITE_SYNCHRONOUS']
   /** Plain tokens (API_TOKENS, and bare lines of API_TOKENS_FILE): every scope. */
   tokens: string[]
@@ -333,6 +335,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     pgConnectTimeoutMs: parsed.PG_CONNECT_TIMEOUT_MS,
     pgStatementTimeoutMs: parsed.PG_STATEMENT_TIMEOUT_MS,
     pgStartupTimeoutMs: parsed.PG_STARTUP_TIMEOUT_MS,
+    migrateOnStart: parsed.MIGRATE_ON_START === '1',
     sqliteSynchronous: parsed.SQLITE_SYNCHRONOUS,
     tokens: [...new Set(tokens)],
     namedTokens: file.named,

@@ -5,6 +5,7 @@ import { instrumentStore, type OperationObserver } from '../../src/store/instrum
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
 import type { Store } from '../../src/store/contract.js'
+import { migrationLines } from '../../src/store/migration.js'
 import type { ServedResources } from '../../src/resources/index.js'
 
 declare module 'fastify' {
@@ -36,6 +37,7 @@ async function openPostgres (app: FastifyInstance): Promise<Store> {
       url: config.databaseUrl,
       resources: servedResources(app),
       ...(config.databaseDirectUrl !== undefined && { directUrl: config.databaseDirectUrl }),
+      ...(!config.migrateOnStart && { migrate: 'check' as const }),
       poolMax: config.pgPoolMax,
       connectTimeoutMs: config.pgConnectTimeoutMs,
       statementTimeoutMs: config.pgStatementTimeoutMs,
@@ -69,6 +71,7 @@ export default fp(async function storePlugin (app) {
       resources: servedResources(app),
       synchronous: config.sqliteSynchronous,
       alone: true,
+      ...(!config.migrateOnStart && { migrate: 'check' as const }),
       log: app.log,
       ...(metrics !== undefined && {
         onCommit: metrics.groupCommit,
@@ -76,6 +79,9 @@ export default fp(async function storePlugin (app) {
         checkpoint: { onCheckpoint: (report) => { metrics.walCheckpoint(report.thread, report.durationMs) } }
       })
     })
+  for (const line of migrationLines(store.migration)) {
+    app.log.info({ schemaVersion: store.migration.version }, line)
+  }
   app.decorate('store', instrumented(app, store))
   app.addHook('onClose', async () => { await store.close() })
 }, { name: 'store', dependencies: ['config', 'resources', 'metrics', 'tracing'] })

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { notReady, ServiceError } from '../../src/errors.js'
+import { notReady, SchemaUnavailableError, ServiceError } from '../../src/errors.js'
 import { errorBody, UNAVAILABLE_RETRY_AFTER_S } from '../app/error-handler.js'
 import { ErrorSchema, errorResponses } from '../../src/schemas/error.js'
 import { retryAfterHeader } from '../../src/schemas/headers.js'
@@ -126,7 +126,8 @@ function probeRoutes (app: App, ping: () => Promise<void>): void {
         response: {
           200: { ...StatusOk, description: 'Ready for traffic' },
           503: ref(ErrorSchema, {
-            description: 'Not ready: draining, shedding load, or the database does not answer',
+            description: 'Not ready: draining, shedding load, or the database does not answer (or has a schema this ' +
+              'instance cannot serve)',
             headers: retryAfterHeader,
             examples: [{ error: 503, message: 'Not ready: the service is shutting down' }]
           }),
@@ -142,8 +143,11 @@ function probeRoutes (app: App, ping: () => Promise<void>): void {
       try {
         await ping()
       } catch (err) {
-        request.log.warn({ err }, 'readiness check: the database does not answer')
-        throw notReady('the database does not answer', { cause: err })
+        const reason = err instanceof SchemaUnavailableError
+          ? 'this instance cannot serve the database schema as it is now'
+          : 'the database does not answer'
+        request.log.warn({ err }, `readiness check: ${reason}`)
+        throw notReady(reason, { cause: err })
       }
       reply.removeHeader('retry-after')
       return { status: 'ok' as const }

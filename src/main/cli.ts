@@ -8,6 +8,7 @@ export type Command =
   /** With `entry`, a named API_TOKENS_FILE entry is printed with the token. */
   | { name: 'token', entry?: { name: string, scopes: Scope[] } }
   | { name: 'check' }
+  | { name: 'migrate' }
   /** With `command`, only that command's help (`plant-store backup --help`). */
   | { name: 'help', command?: CommandName }
   | { name: 'version' }
@@ -31,6 +32,10 @@ const COMMAND_HELP = {
 `,
   check: `  check            validate the configuration and every dependency it names (the database, Redis,
                    the OpenID provider) without starting; says which failed; exit 0 when all are fine
+`,
+  migrate: `  migrate          apply the database's pending migrations (PostgreSQL over DATABASE_DIRECT_URL when
+                   set), print each one and the schema version reached; exit 0, or 1 with the cause.
+                   With MIGRATE_ON_START=0, serve applies none (docs/operations.md#upgrading)
 `
 } as const
 
@@ -71,6 +76,8 @@ export function parseCommandLine (args: readonly string[]): Command {
       return parseToken(rest)
     case 'check':
       return noMore({ name: 'check' })
+    case 'migrate':
+      return noMore({ name: 'migrate' })
     case 'help':
     case '--help':
     case '-h':

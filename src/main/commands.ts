@@ -147,7 +147,7 @@ export async function runCheck (env: NodeJS.ProcessEnv, output: Output): Promise
 async function checkDatabase (config: Config, output: Output): Promise<boolean> {
   if (isPostgresUrl(config.databaseUrl)) {
     const { checkPostgres } = await import('../store/postgres/check.js')
-    const problem = await checkPostgres(config.databaseUrl, config.pgConnectTimeoutMs)
+    const problem = await checkPostgres(config.databaseUrl, config.pgConnectTimeoutMs, config.migrateOnStart)
     const name = postgresName(config.databaseUrl)
     if (problem !== undefined) {
       output.err(`plant-store check: the PostgreSQL database ${name}: ${problem}\n`)
@@ -156,11 +156,11 @@ async function checkDatabase (config: Config, output: Output): Promise<boolean> 
     output.out(`plant-store check: the PostgreSQL database ${name} answers and its schema is usable\n`)
     return true
   }
-  if (config.databaseUrl === ':memory:' || !existsSync(config.databaseUrl)) {
+  if (config.migrateOnStart && (config.databaseUrl === ':memory:' || !existsSync(config.databaseUrl))) {
     output.out(`plant-store check: database ${config.databaseUrl} does not exist yet; the first start creates it\n`)
     return true
   }
-  const problem = inspectDatabaseFile(config.databaseUrl)
+  const problem = inspectDatabaseFile(config.databaseUrl, { refuseBehind: !config.migrateOnStart })
   if (problem !== undefined) {
     output.err(`plant-store check: cannot use the database ${config.databaseUrl}: ${problem}\n`)
     return false

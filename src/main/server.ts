@@ -6,6 +6,7 @@ import type { PrettyOptions } from 'pino-pretty'
 import type { buildApp } from './app.js'
 import { commandUsage, parseCommandLine, USAGE } from './cli.js'
 import { runBackup, runCheck, runRestore, runToken, type Output } from './commands.js'
+import { runMigrate } from './migrate-command.js'
 import { ConfigError, StoreOpenError } from '../errors.js'
 import { duration } from '../human.js'
 import { loadConfig, SHUTDOWN_EXIT_MARGIN_MS, type Config, type LogFormat } from '../load-config.js'
@@ -247,6 +248,7 @@ async function main (): Promise<void> {
     case 'version': process.stdout.write(`plant-store ${version()}\n`); return
     case 'token': process.exitCode = runToken(output, command.entry); return
     case 'check': process.exitCode = await runCheck(process.env, output); return
+    case 'migrate': process.exitCode = await runMigrate(process.env, output); return
     case 'backup': process.exitCode = await runBackup(command.file, process.env, output); return
     case 'restore': process.exitCode = runRestore(command.file, process.env, output, { force: command.force })
   }

@@ -18,8 +18,10 @@ export interface MigrationStep<Up> {
 export interface MigrationReport {
   /** The schema version found. */
   from: number
-  /** The version the schema is at now (greater than this code's when a newer, compatible release migrated it). */
+  /** The version the schema is at now (greater than `known` when a newer, compatible release migrated it). */
   version: number
+  /** This code's schema version: how many steps it knows. */
+  known: number
   applied: ReadonlyArray<{ version: number, name: string }>
   /** SQLite: the consistent copy of the file kept before the first step changed it. */
   backup?: string
@@ -51,7 +53,8 @@ export const behindSchemaProblem = (version: number, known: number): string =>
   'run `plant-store migrate` first (docs/operations.md#upgrading)'
 
 /** The lines `plant-store migrate` prints and the start log carries. */
-export function migrationLines (report: MigrationReport, known: number): string[] {
+export function migrationLines (report: MigrationReport): string[] {
+  const { known } = report
   const lines = report.applied.map(({ version, name }) => `applied migration ${version}: ${name}`)
   if (report.backup !== undefined) lines.unshift(`kept a copy of the database before migrating: ${report.backup}`)
   if (report.applied.length === 0) {

@@ -1,6 +1,6 @@
 import type pg from 'pg'
 
-import { databaseUnavailable, storageFull, type ServiceError } from '../../errors.js'
+import { databaseUnavailable, schemaUnavailable, storageFull, type ServiceError } from '../../errors.js'
 
 export function isPostgresUrl (url: string): boolean {
   return /^postgres(ql)?:\/\//i.test(url)
@@ -157,15 +157,19 @@ export function isConnectionError (err: unknown): boolean {
 // read-only (25006): a standby not yet promoted, or a demoted primary, while a failover repoints us.
 const UNAVAILABLE_CODES = new Set(['55000', '55006', '55P03', '3D000', '25006'])
 const UNAVAILABLE_CLASSES = new Set(['53', '57', '58', '28'])
+// A table, column or function this code uses is not there: the schema is not one this instance can
+// serve (a newer release's contract step ran too early); another instance, or a later moment, can.
+const SCHEMA_CODES = new Set(['42P01', '42703', '42883'])
 
 const DISK_FULL = '53100'
 
-/** `storage-full`, `unavailable`, or undefined for a bug or a bad statement (a 500). */
+/** `storage-full`, `unavailable` (the database, or its schema), or undefined for a bug or a bad statement (a 500). */
 export function postgresFailure (err: unknown): ServiceError | undefined {
   if (isConnectionError(err)) return databaseUnavailable(err)
   const code = (err as { code?: unknown } | undefined)?.code
   if (typeof code !== 'string' || !(err instanceof Error)) return undefined
   if (code === DISK_FULL) return storageFull(err)
+  if (SCHEMA_CODES.has(code)) return schemaUnavailable(err)
   if (UNAVAILABLE_CODES.has(code) || UNAVAILABLE_CLASSES.has(code.slice(0, 2))) return databaseUnavailable(err)
   return undefined
 }

@@ -34,6 +34,26 @@ export function migrationRowsSql (steps: ReadonlyArray<MigrationStep<string>>, f
   return `INSERT INTO plant_store_migrations (version, name, compatible_from) VALUES ${rows.join(', ')}`
 }
 
+/** The tables this code uses beside each resource's own. */
+const CORE_TABLES = [
+  'plant_store_migrations', 'idempotency_keys', 'chosen_ids',
+  'webhook_subscriptions', 'webhook_deliveries', 'webhook_events', 'webhook_attempts'
+]
+
+/**
+ * One statement that says whether this code can serve the schema as it is now (the readiness
+ * probe): every table it uses is there, and the newest step applied is this code's or one recorded
+ * as compatible with it. A newer release's contract step (which renames or drops what this code
+ * reads) fails it, so a balancer stops sending this instance requests it would fail.
+ */
+export function schemaProbeSql (schema: string | undefined, resources: readonly ResourceDefinition[]): string {
+  const prefix = tablePrefix(schema)
+  const tables = [...CORE_TABLES, ...resources.map(({ storage }) => storage.table)]
+    .map((table) => `to_regclass('${prefix}${table}') IS NOT NULL`)
+  return `SELECT ${tables.join(' AND ')} AS tables, newest.version, newest.compatible_from
+    FROM (SELECT version, compatible_from FROM ${prefix}plant_store_migrations ORDER BY version DESC LIMIT 1) newest`
+}
+
 /** Whether a (sandbox tenant's) schema at `version` is this code's; one that a newer release migrated is refused. */
 export function isCurrentVersion (version: number): boolean {
   if (version > migrations.length) throw new StoreOpenError(newerSchemaProblem(version, migrations.length))
@@ -89,7 +109,7 @@ export async function migrate (
     const state = await schemaState(client, target.schema)
     const report = options.apply
       ? await applySteps(client, target, steps, state.version)
-      : { from: state.version, version: state.version, applied: [] }
+      : { from: state.version, version: state.version, known: steps.length, applied: [] }
     if (state.version > steps.length) {
       if (state.compatibleFrom === null || state.compatibleFrom > steps.length) {
         throw new StoreOpenError(incompatibleSchemaProblem(state.version, steps.length, state.compatibleFrom))
@@ -124,7 +144,7 @@ async function applySteps (
     await client.query(migrationRowsSql(steps, step, step + 1))
     applied.push({ version: step + 1, name: steps[step]?.name ?? '' })
   }
-  return { from: version, version: Math.max(version, steps.length), applied }
+  return { from: version, version: Math.max(version, steps.length), known: steps.length, applied }
 }
 
 /** MIGRATE_ON_START=0: a schema behind this code's, or without a declared resource's table, is refused. */

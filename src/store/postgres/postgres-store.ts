@@ -1,11 +1,12 @@
 import pg from 'pg'
 import { pgTypes } from './types.js'
 import type { Store } from '../contract.js'
-import type { MigrationReport } from '../migration.js'
+import { schemaUnavailable } from '../../errors.js'
+import { incompatibleSchemaProblem, type MigrationReport } from '../migration.js'
 import {
   parsePostgresUrl, postgresFailure, queryTimeout, settledPool, survivingDisconnects
 } from './connection.js'
-import { migrateWhenReachable } from './migrate.js'
+import { migrateWhenReachable, schemaProbeSql } from './migrate.js'
 import { migrations } from './migrations.js'
 import type { PostgresRepositoryContext } from './context.js'
 import { createPostgresRepository } from './repository.js'
@@ -15,6 +16,8 @@ import type { WebhookStore } from '../../webhooks/store-contract.js'
 import { postgresTrim } from './trim.js'
 import type { RepositoriesOf, ResourceDefinition } from '../../resources/definition.js'
 import { RESOURCES, type ServedResources } from '../../resources/index.js'
+
+interface SchemaProbe { tables: boolean, version: number, compatible_from: number | null }
 
 /** At most one NOTIFY to other instances' dispatchers per this many milliseconds from one process's writes. */
 export const NOTIFY_INTERVAL_MS = 50
@@ -122,7 +125,8 @@ export async function createPostgresStore<D extends readonly ResourceDefinition[
     application_name: 'plant-store',
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000
   }
-  let migration: MigrationReport = { from: migrations.length, version: migrations.length, applied: [] }
+  const known = migrations.length
+  let migration: MigrationReport = { from: known, version: known, known, applied: [] }
   if (options.migrate !== false) {
     const migrator = options.directUrl === undefined
       ? connection
@@ -137,6 +141,7 @@ export async function createPostgresStore<D extends readonly ResourceDefinition[
       new pg.Pool({ ...connection, max: options.poolMax ?? 10, ...queryTimeout(statementTimeoutMs), types: pgTypes }),
       options.onIdleError),
     { schema: target.schema, statementTimeoutMs })
+  const probe = schemaProbeSql(target.schema, resources)
   const wakers = new Set<() => void>()
   const context = repositoryContext(pool, target.schema, options.notifyIntervalMs ?? NOTIFY_INTERVAL_MS, wakers)
   const trim = postgresTrim(pool, target.schema, resources)
@@ -157,7 +162,18 @@ export async function createPostgresStore<D extends readonly ResourceDefinition[
     webhooks,
     migration,
     async ping () {
-      await context.guard(async () => { await pool.query('SELECT 1') })
+      await context.guard(async () => {
+        if (options.migrate === false) {
+          await pool.query('SELECT 1')
+          return
+        }
+        const { rows: [found] } = await pool.query<SchemaProbe>(probe)
+        if (found?.tables !== true || (found.version > known && (found.compatible_from ?? Infinity) > known)) {
+          throw schemaUnavailable(new Error(found?.tables === true
+            ? incompatibleSchemaProblem(found.version, known, found.compatible_from)
+            : 'a table this code uses is missing'))
+        }
+      })
     },
     trim: async (limits) => { await context.guard(async () => { await trim(limits) }) },
     async close () {

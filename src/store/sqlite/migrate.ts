@@ -45,7 +45,7 @@ export function migrateSqlite (
   const problem = identityProblem(identity, steps.length)
   if (problem !== undefined) throw new StoreOpenError(problem)
   const { version } = identity
-  if (version >= steps.length) return { from: version, version, applied: [] }
+  if (version >= steps.length) return { from: version, version, known: steps.length, applied: [] }
   if (!options.apply) throw new StoreOpenError(behindSchemaProblem(version, steps.length))
   const inFile = filename !== ':memory:' && (statSync(filename, { throwIfNoEntry: false })?.size ?? 0) > 0
   const backup = inFile && version > 0 ? keepCopy(db, filename, version) : undefined
@@ -58,5 +58,5 @@ export function migrateSqlite (
     db.pragma(`application_id = ${APPLICATION_ID}`)
     db.pragma(`user_version = ${steps.length}`)
   }).immediate()
-  return { from: version, version: steps.length, applied, ...(backup !== undefined && { backup }) }
+  return { from: version, version: steps.length, known: steps.length, applied, ...(backup !== undefined && { backup }) }
 }

@@ -13,6 +13,7 @@ test('the command line: serve by default; backup and restore take one file; toke
   assert.deepEqual(parseCommandLine(['restore', 'plants.bak', '--force']), { name: 'restore', file: 'plants.bak', force: true })
   assert.deepEqual(parseCommandLine(['token']), { name: 'token' })
   assert.deepEqual(parseCommandLine(['check']), { name: 'check' })
+  assert.deepEqual(parseCommandLine(['migrate']), { name: 'migrate' })
   for (const help of ['help', '--help', '-h']) assert.deepEqual(parseCommandLine([help]), { name: 'help' })
   for (const version of ['--version', '-v']) assert.deepEqual(parseCommandLine([version]), { name: 'version' })
 })
@@ -26,6 +27,7 @@ test('a misused command line says what is wrong', () => {
     [['restore', '--force'], 'restore: which file? (plant-store restore <file>)'],
     [['restore', '--force', 'a', 'b'], 'restore: unexpected argument "b"'],
     [['token', 'extra'], 'token: unexpected argument "extra"'],
+    [['migrate', 'now'], 'migrate: unexpected argument "now"'],
     [['serve', '--port=1'], 'serve: unexpected argument "--port=1"'],
     [['start'], 'unknown command "start"'],
     [['--verbose'], 'unknown command "--verbose"']
@@ -34,7 +36,7 @@ test('a misused command line says what is wrong', () => {
 })
 
 test('<command> --help (or -h): that command\'s help, wherever the option stands', () => {
-  for (const name of ['serve', 'backup', 'restore', 'token', 'check'] as const) {
+  for (const name of ['serve', 'backup', 'restore', 'token', 'check', 'migrate'] as const) {
     assert.deepEqual(parseCommandLine([name, '--help']), { name: 'help', command: name })
     assert.deepEqual(parseCommandLine([name, 'x', '-h']), { name: 'help', command: name })
     assert.ok(USAGE.includes(commandUsage(name).split('\n\n')[1] ?? '-'), name)

@@ -3,7 +3,6 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, statSync
 import { createServer, type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Writable } from 'node:stream'
 import { test } from 'node:test'
 import Database from 'better-sqlite3'
 import { newToken, runBackup, runCheck, runRestore, runToken, type Output } from '../../../src/main/commands.js'
@@ -13,15 +12,8 @@ import { tokenDigest } from '../../../src/tokens.js'
 import { TOKEN } from '../../helpers/app.js'
 import { AUDIENCE, signingKey, startProvider } from '../../helpers/oidc-provider.js'
 import { contentsText, escaped } from '../../helpers/resources.js'
+import { capture } from '../../helpers/output.js'
 import { TEST_REDIS_URL } from '../../helpers/redis.js'
-
-function capture (): Output & { stdout: () => string, stderr: () => string, bytes: () => Buffer } {
-  let out = ''
-  let err = ''
-  const chunks: Buffer[] = []
-  const data = new Writable({ write (chunk: Buffer, _encoding, done) { chunks.push(chunk); done() } })
-  return { out: (text) => { out += text }, err: (text) => { err += text }, data, stdout: () => out, stderr: () => err, bytes: () => Buffer.concat(chunks) }
-}
 
 const tempDir = (): string => mkdtempSync(join(tmpdir(), 'plant-store-commands-'))
 

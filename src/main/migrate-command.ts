@@ -1,0 +1,67 @@
+import { ConfigError, StoreOpenError } from '../errors.js'
+import { loadConfig, type Config } from '../load-config.js'
+import { RESOURCES } from '../resources/index.js'
+import { migrationLines, type MigrationReport } from '../store/migration.js'
+import { isPostgresUrl } from '../store/postgres/connection.js'
+import type { Output } from './commands.js'
+
+/**
+ * PostgreSQL: the steps run over DATABASE_DIRECT_URL when set (a session of PostgreSQL itself, not a
+ * pooler's), under the same advisory lock and in the same one transaction as a start's, retried
+ * while the database cannot be reached for PG_STARTUP_TIMEOUT_MS.
+ */
+async function migratePostgres (config: Config): Promise<MigrationReport> {
+  const { parsePostgresUrl } = await import('../store/postgres/connection.js')
+  const { migrateWhenReachable } = await import('../store/postgres/migrate.js')
+  const { startFailure } = await import('../store/postgres/startup.js')
+  const target = parsePostgresUrl(config.databaseUrl)
+  const direct = config.databaseDirectUrl === undefined
+    ? target.connectionString
+    : parsePostgresUrl(config.databaseDirectUrl).connectionString
+  try {
+    const connection = {
+      connectionString: direct,
+      application_name: 'plant-store migrate',
+      connectionTimeoutMillis: config.pgConnectTimeoutMs
+    }
+    return await migrateWhenReachable(connection, target, RESOURCES,
+      { apply: true, startup: { timeoutMs: config.pgStartupTimeoutMs } })
+  } catch (err) {
+    throw startFailure(err)
+  }
+}
+
+/** SQLite: the store opened as a start opens it (checks, a copy kept, the steps), then closed. */
+async function migrateSqliteFile (config: Config): Promise<MigrationReport> {
+  if (config.databaseUrl === ':memory:') {
+    throw new StoreOpenError('DATABASE_URL is :memory:, there is nothing to migrate')
+  }
+  const { createSqliteStore } = await import('../store/sqlite/sqlite-store.js')
+  const store = createSqliteStore({ filename: config.databaseUrl, alone: true, checkpoint: false })
+  await store.close()
+  return store.migration
+}
+
+/**
+ * `plant-store migrate`: applies the pending migrations of the database DATABASE_URL names and says
+ * each step it applied and the version reached; run again it applies nothing. Exit 0, or 1 with the cause.
+ */
+export async function runMigrate (env: NodeJS.ProcessEnv, output: Output): Promise<number> {
+  let config
+  try {
+    config = loadConfig(env)
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err
+    output.err(`plant-store migrate: ${err.message}\n`)
+    return 1
+  }
+  try {
+    const report = isPostgresUrl(config.databaseUrl) ? await migratePostgres(config) : await migrateSqliteFile(config)
+    for (const line of migrationLines(report)) output.out(`plant-store migrate: ${line}\n`)
+    return 0
+  } catch (err) {
+    // Each store runs its steps in one transaction: a failed one leaves the schema as it was.
+    output.err(`plant-store migrate: ${err instanceof Error ? err.message : String(err)}; no step was applied\n`)
+    return 1
+  }
+}
