@@ -6,6 +6,7 @@ import { isPostgresUrl } from '../../src/store/postgres/connection.js'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
 import type { Store } from '../../src/store/contract.js'
 import { migrationLines } from '../../src/store/migration.js'
+import { METRIC_PREFIX } from './metrics.js'
 import type { ServedResources } from '../../src/resources/index.js'
 
 declare module 'fastify' {
@@ -81,6 +82,13 @@ export default fp(async function storePlugin (app) {
     })
   for (const line of migrationLines(store.migration)) {
     app.log.info({ schemaVersion: store.migration.version }, line)
+  }
+  if (metrics !== undefined) {
+    new metrics.client.Gauge({
+      name: `${METRIC_PREFIX}schema_version`,
+      help: 'The database schema version this instance found, or migrated to, at start',
+      registers: [metrics.registry]
+    }).set(store.migration.version)
   }
   app.decorate('store', instrumented(app, store))
   app.addHook('onClose', async () => { await store.close() })

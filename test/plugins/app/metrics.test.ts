@@ -64,6 +64,8 @@ test('with METRICS_PORT, GET /metrics on its own listener serves the Prometheus 
     assert.match(text, new RegExp(`^# TYPE ${name} `, 'm'), name)
   }
   assert.equal(sample(text, 'plantstore_build_info', { version: app.config.version, node_version: process.version }), 1)
+  assert.equal(sample(text, 'plantstore_schema_version', {}), app.store.migration.version)
+  assert.ok(app.store.migration.version > 0)
   assert.equal((await app.inject({ url: '/metrics' })).statusCode, 404)
 
   const base = metricsUrl(app)

@@ -5,7 +5,7 @@ import { adminQuery, scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 
-// What an older instance meets when a newer release renames what it reads (docs/operations.md#upgrading).
+// What an older instance meets when a newer release renames what it reads (docs/upgrading.md).
 describe('a table the service needs renamed under it (PostgreSQL)', { skip: TEST_DATABASE_URL === undefined }, () => {
   test('requests and readiness answer 503 in the Error shape, never 500; both recover once it is back', async (t) => {
     const { url, schema } = scratchDatabaseUrl(t)

@@ -101,7 +101,7 @@ test('the process: MIGRATE_ON_START=0 refuses a database behind its schema namin
   assert.equal(refused.code, 1)
   assert.equal(refused.stderr, `plant-store: cannot use the database ${file}: the database schema (version 0) is ` +
     `behind this plant-store (${sqliteMigrations.length}) and MIGRATE_ON_START=0: run \`plant-store migrate\` first ` +
-    '(docs/operations.md#upgrading); the file was left untouched\n')
+    '(docs/upgrading.md); the file was left untouched\n')
   assert.equal(existsSync(file), false)
 
   const help = await run(process.execPath, [SERVER_JS, 'migrate', '--help'])

@@ -82,7 +82,7 @@ describe('SQLite: a migration keeps a copy of the file it changes', () => {
     const file = tempDatabaseFile(cleanup, 'plant-store-upgrade-')
     assert.throws(() => createSqliteStore({ filename: file, migrate: 'check' }), {
       message: `the database schema (version 0) is behind this plant-store (${sqliteMigrations.length}) and ` +
-        'MIGRATE_ON_START=0: run `plant-store migrate` first (docs/operations.md#upgrading)'
+        'MIGRATE_ON_START=0: run `plant-store migrate` first (docs/upgrading.md)'
     })
     assert.equal(existsSync(file), false)
     databaseAt(file, sqliteMigrations.length - 1)
@@ -159,7 +159,7 @@ describe('PostgreSQL: a schema a newer release migrated', { skip: TEST_DATABASE_
       const { url, schema } = scratchDatabaseUrl(cleanup)
       await assert.rejects(createPostgresStore({ url, migrate: 'check' }), {
         message: `the database schema (version 0) is behind this plant-store (${KNOWN}) and MIGRATE_ON_START=0: ` +
-          'run `plant-store migrate` first (docs/operations.md#upgrading)'
+          'run `plant-store migrate` first (docs/upgrading.md)'
       })
       assert.deepEqual(await adminQuery('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]), [])
       await createPostgresStore({ url }).then(async (store) => { await store.close() })
