@@ -35,7 +35,7 @@ const COMMAND_HELP = {
 `,
   migrate: `  migrate          apply the database's pending migrations (PostgreSQL over DATABASE_DIRECT_URL when
                    set), print each one and the schema version reached; exit 0, or 1 with the cause.
-                   With MIGRATE_ON_START=0, serve applies none (docs/operations.md#upgrading)
+                   With MIGRATE_ON_START=0, serve applies none (docs/upgrading.md)
 `
 } as const
 

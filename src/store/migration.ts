@@ -1,6 +1,6 @@
 /**
  * What both stores' numbered schema steps are, and the rules a rolling deploy depends on
- * (docs/operations.md#upgrading): a release may start on a schema a newer release migrated only
+ * (docs/upgrading.md): a release may start on a schema a newer release migrated only
  * when every step past its own is an expand step.
  */
 export interface MigrationStep<Up> {
@@ -50,7 +50,7 @@ export const incompatibleSchemaProblem = (version: number, known: number, needs:
 /** MIGRATE_ON_START=0 and a schema behind this code's: migrations are a step of their own. */
 export const behindSchemaProblem = (version: number, known: number): string =>
   `the database schema (version ${version}) is behind this plant-store (${known}) and MIGRATE_ON_START=0: ` +
-  'run `plant-store migrate` first (docs/operations.md#upgrading)'
+  'run `plant-store migrate` first (docs/upgrading.md)'
 
 /** The lines `plant-store migrate` prints and the start log carries. */
 export function migrationLines (report: MigrationReport): string[] {

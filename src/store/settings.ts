@@ -51,7 +51,7 @@ export const DATABASE_SETTINGS = {
   }),
   MIGRATE_ON_START: flagSetting('1',
     '`1`: `serve` applies pending migrations at start. `0`: it refuses a database behind its schema; ' +
-    'migrations are then a step of their own (`plant-store migrate`, docs/operations.md#upgrading).'),
+    'migrations are then a step of their own (`plant-store migrate`, docs/upgrading.md).'),
   SQLITE_SYNCHRONOUS: Type.Unsafe<SqliteSynchronous>({
     type: 'string',
     enum: SQLITE_SYNCHRONOUS,

@@ -2,7 +2,7 @@ import type { MigrationStep } from '../migration.js'
 
 /**
  * Append only: a released step is never edited, a change is a new step. Times are epoch ms. Each new
- * step follows docs/operations.md#upgrading (expand now, contract a release later).
+ * step follows docs/upgrading.md (expand now, contract a release later).
  */
 export const migrations: ReadonlyArray<MigrationStep<string>> = [
   // 1: an identity sequence never hands out a number twice, so a deleted id is never reused.

@@ -22,7 +22,7 @@ function backupName (filename: string, version: number): string {
 
 /**
  * A consistent copy of the database as it is, beside it and owner-only like it (it holds webhook
- * secrets), so that the release before can be put back (docs/operations.md#upgrading): VACUUM INTO
+ * secrets), so that the release before can be put back (docs/upgrading.md): VACUUM INTO
  * reads one snapshot and writes a compact file with no WAL of its own.
  */
 function keepCopy (db: Database.Database, filename: string, version: number): string {
