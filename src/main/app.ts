@@ -6,6 +6,7 @@ import authPlugin from '../../plugins/app/auth.js'
 import configPlugin from '../../plugins/app/config.js'
 import connectionsPlugin from '../../plugins/app/connections.js'
 import corsPlugin from '../../plugins/external/cors.js'
+import databaseWatchPlugin from '../../plugins/app/database-watch.js'
 import docsPlugin from '../../plugins/external/docs.js'
 import errorsPlugin, {
   clientErrorHandler,
@@ -150,6 +151,7 @@ async function registerPlugins (
     ...(options.webhookResolve !== undefined && { resolve: options.webhookResolve }),
     ...(options.sandboxNow !== undefined && { now: options.sandboxNow })
   })
+  await app.register(databaseWatchPlugin)
   await app.register(requestsPlugin)
   await app.register(docsPlugin)
   await app.register(healthRoutes)

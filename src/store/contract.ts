@@ -1,6 +1,7 @@
 import type { RepositoriesOf, ResourceDefinition } from '../resources/definition.js'
 import type { ServedResources } from '../resources/index.js'
 import type { WebhookStore } from '../webhooks/store-contract.js'
+import type { PoolReporter } from './pool-stats.js'
 import type { StorageLimits } from './trim.js'
 
 /**
@@ -22,7 +23,7 @@ export interface StoreLog {
  * One repository per resource over one database; a store knows nothing of HTTP (docs/architecture.md).
  * It serves the resources its caller gives it, by default every one of src/resources/.
  */
-export type Store<D extends readonly ResourceDefinition[] = ServedResources> = RepositoriesOf<D> & {
+export type Store<D extends readonly ResourceDefinition[] = ServedResources> = RepositoriesOf<D> & PoolReporter & {
   readonly webhooks: WebhookStore
   ping(): Promise<void>
   /** Deletes the oldest rows past `limits` (a sandbox tenant's storage bound). */

@@ -3,7 +3,7 @@ import { pgTypes } from './types.js'
 import { StoreOpenError } from '../../errors.js'
 import { newerSchemaProblem, type Store } from '../contract.js'
 import {
-  parsePostgresUrl, postgresFailure, queryTimeout, settledPool, survivingDisconnects, type PostgresTarget
+  parsePostgresUrl, poolStats, postgresFailure, queryTimeout, settledPool, survivingDisconnects, type PostgresTarget
 } from './connection.js'
 import { migrations } from './migrations.js'
 import type { PostgresRepositoryContext } from './context.js'
@@ -206,11 +206,14 @@ export async function createPostgresStore<D extends readonly ResourceDefinition[
   }
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000
   const owned = options.pools === undefined
-  const pool = options.pools?.pool ?? settledPool(
-    survivingDisconnects(
+  let own: pg.Pool | undefined
+  let pool: pg.Pool
+  if (options.pools === undefined) {
+    own = survivingDisconnects(
       new pg.Pool({ ...connection, max: options.poolMax ?? 10, ...queryTimeout(statementTimeoutMs), types: pgTypes }),
-      options.onIdleError),
-    { schema: target.schema, statementTimeoutMs })
+      options.onIdleError)
+    pool = settledPool(own, { schema: target.schema, statementTimeoutMs })
+  } else pool = options.pools.pool
   const wakers = new Set<() => void>()
   const context = repositoryContext(pool, target.schema, options.notifyIntervalMs ?? NOTIFY_INTERVAL_MS, wakers)
   const trim = postgresTrim(pool, target.schema, resources)
@@ -233,6 +236,8 @@ export async function createPostgresStore<D extends readonly ResourceDefinition[
       await context.guard(async () => { await pool.query('SELECT 1') })
     },
     trim: async (limits) => { await context.guard(async () => { await trim(limits) }) },
+    // A sandbox tenant's pools are the sandbox's, which reports them.
+    poolStats: () => [...own === undefined ? [] : [poolStats('api', own)], ...webhooks.poolStats?.() ?? []],
     async close () {
       if (closed) return
       closed = true
