@@ -32,7 +32,7 @@ async function probedWithin (watch: DatabaseWatch, ms: number): Promise<boolean>
  */
 export default fp(async function databaseWatchPlugin (app) {
   const watch = new DatabaseWatch({
-    // A sandbox's new tenants need its registry (and room on its disk) as well.
+    // A sandbox's new tenants need its registry (and room on its disk) as well (registered later: read when run).
     probe: async () => {
       await app.store.ping()
       await app.sandbox?.registry.ping()
@@ -50,4 +50,4 @@ export default fp(async function databaseWatchPlugin (app) {
   }
   // Before the store closes: no probe of a closing store is taken for an outage.
   app.addHook('preClose', async () => { watch.close() })
-}, { name: 'database-watch', dependencies: ['config', 'store', 'tenant-store', 'metrics'] })
+}, { name: 'database-watch', dependencies: ['config', 'store', 'metrics'] })

@@ -139,6 +139,7 @@ async function registerPlugins (
   await app.register(helmetPlugin)
   await app.register(corsPlugin)
   await app.register(storePlugin)
+  await app.register(databaseWatchPlugin)
   await app.register(webhooksPlugin, {
     ...(options.webhookRequest !== undefined && { request: options.webhookRequest }),
     ...(options.webhookLoad !== undefined && { load: options.webhookLoad }),
@@ -151,7 +152,6 @@ async function registerPlugins (
     ...(options.webhookResolve !== undefined && { resolve: options.webhookResolve }),
     ...(options.sandboxNow !== undefined && { now: options.sandboxNow })
   })
-  await app.register(databaseWatchPlugin)
   await app.register(requestsPlugin)
   await app.register(docsPlugin)
   await app.register(healthRoutes)

@@ -33,7 +33,7 @@ export class DatabaseWatch {
   #recheck: NodeJS.Timeout | undefined
   #summary: NodeJS.Timeout | undefined
   #summaryFrom = 0
-  #failed = 0
+  readonly #counts = { request: 0, dispatcher: 0 }
   #closed = false
 
   constructor (options: DatabaseWatchOptions) {
@@ -59,21 +59,25 @@ export class DatabaseWatch {
   }
 
   /**
-   * A request failed because the database is unavailable. True when it is to be logged on its own:
-   * the first while the database was thought up (a lone dropped connection keeps its full line);
-   * the rest are counted, and a probe tells whether this is an outage.
+   * A request (or the webhook dispatcher) failed on an unavailable database. True when it is to be
+   * logged on its own: any while the database is thought up, and a probe is asked whether it still
+   * is, but of requests only the first per period (many fail at once as an outage starts). The rest
+   * are counted, and told as one line per period.
    */
-  requestFailed (): boolean {
+  failed (source: 'request' | 'dispatcher'): boolean {
     if (this.#closed) return true
-    const first = this.#up && this.#summary === undefined
-    // While it is known down, the recheck probes: not a connection attempt per failed request.
-    if (this.#up) this.probe().catch(() => {})
-    if (this.#summary === undefined) {
-      this.#summaryFrom = this.#now()
-      this.#summary = this.#timer(() => { this.#summarize() }, this.#options.summaryMs ?? FAILURE_SUMMARY_MS)
+    if (this.#up) {
+      // While it is known down, the recheck probes: not a connection attempt per failure.
+      this.probe().catch(() => {})
+      if (source === 'dispatcher') return true
+      if (this.#summary === undefined) {
+        this.#openSummary()
+        return true
+      }
     }
-    if (!first) this.#failed++
-    return first
+    this.#openSummary()
+    this.#counts[source]++
+    return false
   }
 
   /** Stops probing; what was counted and not yet told is told now. */
@@ -90,15 +94,23 @@ export class DatabaseWatch {
     return timer
   }
 
+  #openSummary (): void {
+    if (this.#summary !== undefined) return
+    this.#summaryFrom = this.#now()
+    this.#summary = this.#timer(() => { this.#summarize() }, this.#options.summaryMs ?? FAILURE_SUMMARY_MS)
+  }
+
   #summarize (): void {
     clearTimeout(this.#summary)
     this.#summary = undefined
-    if (this.#failed === 0) return
+    const { request, dispatcher } = this.#counts
+    if (request + dispatcher === 0) return
     this.#options.log.error(
-      { failedRequests: this.#failed, periodMs: this.#now() - this.#summaryFrom },
-      'requests failed while the database was unavailable'
+      { failedRequests: request, dispatcherErrors: dispatcher, periodMs: this.#now() - this.#summaryFrom },
+      'failures while the database was unavailable'
     )
-    this.#failed = 0
+    this.#counts.request = 0
+    this.#counts.dispatcher = 0
   }
 
   #unreachable (err: unknown): void {
