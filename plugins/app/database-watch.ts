@@ -41,8 +41,11 @@ export default fp(async function databaseWatchPlugin (app) {
   })
   app.decorate('databaseWatch', watch)
   if (app.metrics !== undefined) {
+    const up = async (): Promise<boolean> => await probedWithin(watch, SCRAPE_PROBE_WAIT_MS)
     databaseMetrics(app.metrics, {
-      up: async () => await probedWithin(watch, SCRAPE_PROBE_WAIT_MS),
+      up,
+      // What /health/ready checks (plugins/routes/health.ts), in its order; the probe is shared with `up`.
+      ready: async () => !app.draining && !app.isUnderPressure() && await up(),
       ...(isPostgresUrl(app.config.databaseUrl) && {
         pools: () => [...app.store.poolStats?.() ?? [], ...app.sandbox?.registry.poolStats() ?? []]
       })
@@ -50,4 +53,4 @@ export default fp(async function databaseWatchPlugin (app) {
   }
   // Before the store closes: no probe of a closing store is taken for an outage.
   app.addHook('preClose', async () => { watch.close() })
-}, { name: 'database-watch', dependencies: ['config', 'store', 'metrics'] })
+}, { name: 'database-watch', dependencies: ['config', 'store', 'metrics', 'connections', 'under-pressure'] })

@@ -208,7 +208,7 @@ export default fp(async function metricsPlugin (app) {
  */
 export function databaseMetrics (
   { client, registry }: ServiceMetrics,
-  database: { up: () => Promise<boolean>, pools?: () => PoolStats[] }
+  database: { up: () => Promise<boolean>, ready: () => Promise<boolean>, pools?: () => PoolStats[] }
 ): void {
   const { pools } = database
   // The pools are read before the probe takes a connection of its own: a scrape sees them as the requests leave them.
@@ -218,6 +218,12 @@ export function databaseMetrics (
     help: 'Whether the database answers the readiness probe (1) or not (0), probed at each scrape',
     registers: [],
     async collect () { this.set(await database.up() ? 1 : 0) }
+  }))
+  registry.registerMetric(new client.Gauge({
+    name: `${METRIC_PREFIX}ready`,
+    help: 'Whether GET /health/ready would answer 200 (1): not draining, not shedding load, the database answers',
+    registers: [],
+    async collect () { this.set(await database.ready() ? 1 : 0) }
   }))
 }
 

@@ -32,6 +32,7 @@ function samples (text: string, name: string): Map<string, number> {
 }
 
 const databaseUp = (text: string): number | undefined => samples(text, 'plantstore_database_up').get('')
+const ready = (text: string): number | undefined => samples(text, 'plantstore_ready').get('')
 
 /** `promtool check metrics` over a scrape, when promtool is installed (CI installs it: Debian package prometheus). */
 function promtoolCheck (t: TestContext, text: string): void {
@@ -52,7 +53,7 @@ test('SQLite: plantstore_database_up is 1, then 0 once the file is deleted, logg
   const log = captureLog()
   const app = await buildTestApp(cleanup, { DATABASE_URL: file, METRICS_PORT: '0', LOG_LEVEL: 'info' }, { logStream: log.stream })
   const before = await scrape(app)
-  assert.equal(databaseUp(before), 1)
+  assert.deepEqual([databaseUp(before), ready(before)], [1, 1])
   assert.deepEqual([...samples(before, 'plantstore_db_pool_connections')], [])
   assert.doesNotMatch(before, /plantstore_db_pool/)
   promtoolCheck(t, before)
@@ -60,7 +61,8 @@ test('SQLite: plantstore_database_up is 1, then 0 once the file is deleted, logg
   rmSync(file)
   // The file is looked at most every FILE_CHECK_INTERVAL_MS: the next look is due.
   await sleep(FILE_CHECK_INTERVAL_MS + 5)
-  assert.equal(databaseUp(await scrape(app)), 0)
+  const lost = await scrape(app)
+  assert.deepEqual([databaseUp(lost), ready(lost)], [0, 0])
   assert.equal((await app.inject({ url: '/health/ready' })).statusCode, 503)
   assert.equal(databaseUp(await scrape(app)), 0)
   const down = lines(log.text()).filter((line) => line.msg === 'the database is unreachable')
@@ -146,3 +148,15 @@ for (const database of sandboxDatabases) {
     promtoolCheck(t, text)
   })
 }
+
+test('plantstore_ready is 0 from the start of a drain (as /health/ready), while the database still answers', async (t) => {
+  const app = await buildTestApp(t, { METRICS_PORT: '0', SHUTDOWN_DELAY_MS: '3000' })
+  const text = await scrape(app)
+  assert.deepEqual([databaseUp(text), ready(text)], [1, 1])
+  // SHUTDOWN_DELAY_MS: the instance still serves (and is scraped) while readiness says it is going away.
+  const closing = app.close()
+  await until('the drain has begun', () => app.draining)
+  const draining = await scrape(app)
+  assert.deepEqual([databaseUp(draining), ready(draining)], [1, 0])
+  await closing
+})
