@@ -261,8 +261,10 @@ export default fp(async function errorHandlerPlugin (app) {
     // Load shedding, not-ready and a full sandbox's 503s come in floods when the service is busiest: debug, no stack.
     const quiet = error instanceof ServiceError &&
       (LOAD_SHEDDING_CODES.has(error.code) || QUIET_REFUSALS.has(error.code))
+    // An unavailable database's failures are told by the database watch: its start, end, and a count per period.
+    const told = error instanceof ServiceError && error.code === 'unavailable' && !this.databaseWatch.failed('request')
     if (quiet) request.log.debug({ reason: body.message }, 'request refused')
-    else if (body.error >= 500) request.log.error({ err: error }, 'request failed')
+    else if (body.error >= 500 && !told) request.log.error({ err: error }, 'request failed')
     return reply.code(body.error).headers(refusalHeaders(error, body.error)).send(body)
   })
 

@@ -9,6 +9,7 @@ import { RequestHistogram, type HistogramSeries } from '../../src/metrics/histog
 import { routeLabel } from '../http/route-label.js'
 import { STORE_OPERATIONS, type OperationObserver, type StoreOperation } from '../../src/store/instrumented.js'
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
+import type { PoolStats } from '../../src/store/pool-stats.js'
 
 type PromClient = typeof import('prom-client')
 
@@ -200,6 +201,57 @@ export default fp(async function metricsPlugin (app) {
     address: () => server.address() as AddressInfo
   })
 }, { name: 'metrics', dependencies: ['config'] })
+
+/**
+ * The database as the readiness probe finds it (run at each scrape), and on PostgreSQL every pool's
+ * connections by state: `waiting` counts callers queued for a connection of a full pool.
+ */
+export function databaseMetrics (
+  { client, registry }: ServiceMetrics,
+  database: { up: () => Promise<boolean>, ready: () => Promise<boolean>, pools?: () => PoolStats[] }
+): void {
+  const { pools } = database
+  // The pools are read before the probe takes a connection of its own: a scrape sees them as the requests leave them.
+  if (pools !== undefined) poolMetrics({ client, registry }, pools)
+  registry.registerMetric(new client.Gauge({
+    name: `${METRIC_PREFIX}database_up`,
+    help: 'Whether the database answers the readiness probe (1) or not (0), probed at each scrape',
+    registers: [],
+    async collect () { this.set(await database.up() ? 1 : 0) }
+  }))
+  registry.registerMetric(new client.Gauge({
+    name: `${METRIC_PREFIX}ready`,
+    help: 'Whether GET /health/ready would answer 200 (1): not draining, not shedding load, the database answers',
+    registers: [],
+    async collect () { this.set(await database.ready() ? 1 : 0) }
+  }))
+}
+
+function poolMetrics (
+  { client, registry }: Pick<ServiceMetrics, 'client' | 'registry'>, pools: () => PoolStats[]
+): void {
+  registry.registerMetric(new client.Gauge({
+    name: `${METRIC_PREFIX}db_pool_connections`,
+    help: 'PostgreSQL pool connections by pool (api, webhooks, dispatcher, sandbox, …) and state: idle, busy ' +
+      '(checked out), waiting (callers queued for a connection of a full pool)',
+    labelNames: ['pool', 'state'],
+    registers: [],
+    collect () {
+      for (const stats of pools()) {
+        for (const state of ['idle', 'busy', 'waiting'] as const) this.set({ pool: stats.pool, state }, stats[state])
+      }
+    }
+  }))
+  registry.registerMetric(new client.Gauge({
+    name: `${METRIC_PREFIX}db_pool_max_connections`,
+    help: 'Connections each PostgreSQL pool may open at most (PG_POOL_MAX, or the pool\'s own bound)',
+    labelNames: ['pool'],
+    registers: [],
+    collect () {
+      for (const stats of pools()) this.set({ pool: stats.pool }, stats.max)
+    }
+  }))
+}
 
 /** The SQLite store's own series: its group commits, WAL syncs and checkpoints. */
 function sqliteMetrics (client: PromClient, registry: Registry) {

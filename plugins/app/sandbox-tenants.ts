@@ -182,6 +182,7 @@ async function startTenant (
   }
   const { dispatcher, service: webhooks } = webhookDelivery(app.log.child({ tenant: key.slice(0, 12) }), {
     beforeUse: startDispatcher,
+    watch: app.databaseWatch,
     store: opened.webhooks,
     serviceStore: observed.webhooks,
     eventTypes: eventTypesOf(app.resources),

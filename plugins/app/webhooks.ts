@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import type { DatabaseWatch } from '../../src/store/database-watch.js'
 import { ApiLoadMonitor, type ApiLoadOptions } from '../../src/webhooks/api-load.js'
 import { eventTypesOf, type WebhookEventType } from '../../src/webhooks/events.js'
 import type { RequestFunction } from '../../src/webhooks/deliver.js'
@@ -46,6 +47,7 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
   })
   const { dispatcher, service } = webhookDelivery(log, {
     store: store.webhooks,
+    watch: app.databaseWatch,
     eventTypes: eventTypesOf(app.resources),
     maxSubscriptions: settings.maxSubscriptions,
     lookupTimeoutMs: settings.timeoutMs,
@@ -96,7 +98,7 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
     await stop()
     load.stop()
   })
-}, { name: 'webhooks', dependencies: ['config', 'resources', 'store', 'tracing', 'metrics'] })
+}, { name: 'webhooks', dependencies: ['config', 'resources', 'store', 'database-watch', 'tracing', 'metrics'] })
 
 /**
  * A store's webhook service and the dispatcher that delivers its outbox, logged alike: the app's,
@@ -113,6 +115,8 @@ export function webhookDelivery (log: FastifyBaseLogger, wiring: {
   dispatcher: Omit<DispatcherOptions, 'store'>
   /** Runs before the dispatcher is asked to act (a sandbox tenant's starts it then). */
   beforeUse?: () => Promise<void>
+  /** Counts the dispatcher's failures while the database is down, instead of a line each. */
+  watch: DatabaseWatch
 }): { dispatcher: WebhookDispatcher, service: WebhookService } {
   const dispatcher = new WebhookDispatcher({ store: wiring.store, ...wiring.dispatcher })
   dispatcher.on('attempt', (attempt) => {
@@ -149,6 +153,7 @@ export function webhookDelivery (log: FastifyBaseLogger, wiring: {
   })
   dispatcher.on('pruned', ({ deleted }) => { log.info({ webhook: { deleted } }, 'old webhook deliveries pruned') })
   dispatcher.on('store-error', ({ operation, error }) => {
+    if (!wiring.watch.failed('dispatcher')) return
     log.error(
       { err: error, webhook: { operation } },
       'webhook dispatcher: the database failed; deliveries wait and are retried'

@@ -24,11 +24,8 @@ const StatusOk = Type.Object({ status: Type.Literal('ok') }, { examples: [{ stat
  *   Error shape with Retry-After; from SIGTERM on it answers 503 at once while in-flight work drains.
  */
 const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  // A sandbox's new tenants need its registry and room on its disk as well.
-  const ping = async (): Promise<void> => {
-    await app.store.ping()
-    await app.sandbox?.registry.ping()
-  }
+  // The one probe (plugins/app/database-watch.ts): it logs an outage's start and end, and metrics read it.
+  const ping = async (): Promise<void> => { await app.databaseWatch.probe() }
   healthRoute(app, ping)
   probeRoutes(app, ping)
 }
@@ -75,7 +72,8 @@ function healthRoute (app: App, ping: () => Promise<void>): void {
       try {
         await ping()
       } catch (err) {
-        request.log.warn({ err }, 'health check: the database does not answer')
+        // The database watch logs an outage once, as it starts and ends: not once per probe.
+        request.log.debug({ err }, 'health check: the database does not answer')
         const full = err instanceof ServiceError && err.code === 'storage-full'
         void reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S))
         return reply
@@ -146,7 +144,7 @@ function probeRoutes (app: App, ping: () => Promise<void>): void {
         const reason = err instanceof SchemaUnavailableError
           ? 'this instance cannot serve the database schema as it is now'
           : 'the database does not answer'
-        request.log.warn({ err }, `readiness check: ${reason}`)
+        request.log.debug({ err }, `readiness check: ${reason}`)
         throw notReady(reason, { cause: err })
       }
       reply.removeHeader('retry-after')

@@ -6,6 +6,7 @@ import authPlugin from '../../plugins/app/auth.js'
 import configPlugin from '../../plugins/app/config.js'
 import connectionsPlugin from '../../plugins/app/connections.js'
 import corsPlugin from '../../plugins/external/cors.js'
+import databaseWatchPlugin from '../../plugins/app/database-watch.js'
 import docsPlugin from '../../plugins/external/docs.js'
 import errorsPlugin, {
   clientErrorHandler,
@@ -138,6 +139,7 @@ async function registerPlugins (
   await app.register(helmetPlugin)
   await app.register(corsPlugin)
   await app.register(storePlugin)
+  await app.register(databaseWatchPlugin)
   await app.register(webhooksPlugin, {
     ...(options.webhookRequest !== undefined && { request: options.webhookRequest }),
     ...(options.webhookLoad !== undefined && { load: options.webhookLoad }),

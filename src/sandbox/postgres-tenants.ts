@@ -1,8 +1,8 @@
 import pg from 'pg'
 import { sha256 } from '../digest.js'
 import {
-  inTransaction, isConnectionError, parsePostgresUrl, postgresFailure, queryTimeout, settledPool, survivingDisconnects,
-  tablePrefix
+  inTransaction, isConnectionError, parsePostgresUrl, poolStats, postgresFailure, queryTimeout, settledPool,
+  survivingDisconnects, tablePrefix
 } from '../store/postgres/connection.js'
 import { migrations } from '../store/postgres/migrations.js'
 import { createTableSql } from '../store/postgres/table-sql.js'
@@ -72,7 +72,7 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
   const target = parsePostgresUrl(options.url)
   const resources = options.resources ?? RESOURCES
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000
-  const pool = await openRegistry(options, target, statementTimeoutMs)
+  const { pool, raw } = await openRegistry(options, target, statementTimeoutMs)
   const shared = tenantsPool(options, target, statementTimeoutMs)
   const bookkeeping = tenantsPool(options, target, statementTimeoutMs)
   const schemaOf = (key: string): string => tenantSchema(target.schema, key)
@@ -129,7 +129,10 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
       await remover.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
       return true
     }),
-    close: async () => { await Promise.all([pool.end(), shared.end(), bookkeeping.end()]) }
+    close: async () => { await Promise.all([pool.end(), shared.end(), bookkeeping.end()]) },
+    poolStats: () => [
+      poolStats('sandbox', shared), poolStats('sandbox-dispatcher', bookkeeping), poolStats('sandbox-registry', raw)
+    ]
   })
 }
 
@@ -185,14 +188,15 @@ function tenantsPool (
 /** The pool of the registry (`sandbox_tenants`), the table made when missing, under a lock every instance takes. */
 async function openRegistry (
   options: PostgresTenantOptions, target: ReturnType<typeof parsePostgresUrl>, statementTimeoutMs: number
-): Promise<pg.Pool> {
-  const pool = settledPool(survivingDisconnects(new pg.Pool({
+): Promise<{ pool: pg.Pool, raw: pg.Pool }> {
+  const raw = survivingDisconnects(new pg.Pool({
     connectionString: target.connectionString,
     application_name: 'plant-store sandbox',
     max: 4,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
     ...queryTimeout(statementTimeoutMs)
-  }), options.onIdleError), { schema: target.schema, statementTimeoutMs })
+  }), options.onIdleError)
+  const pool = settledPool(raw, { schema: target.schema, statementTimeoutMs })
   try {
     await inTransaction(pool, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 34))', [
@@ -206,7 +210,7 @@ async function openRegistry (
     await pool.end()
     throw err
   }
-  return pool
+  return { pool, raw }
 }
 
 /** A lost or refused database is `unavailable` (a 503), whichever of the backend's operations met it. */

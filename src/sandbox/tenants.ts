@@ -1,8 +1,10 @@
 import { sandboxBusy, sandboxFull, shuttingDown } from '../errors.js'
 import type { Store, StoreLog } from '../store/contract.js'
+import type { PoolReporter, PoolStats } from '../store/pool-stats.js'
 
 /** Where tenants live: one store each, and a registry of when each was created and last used. */
-export interface TenantBackend {
+/** `poolStats`: its PostgreSQL pools, which every tenant's store shares. */
+export interface TenantBackend extends PoolReporter {
   exists: (key: string) => Promise<boolean>
   /** Records a use at `now`; resolves true when this call created the tenant. */
   touch: (key: string, now: number) => Promise<boolean>
@@ -120,6 +122,11 @@ export class TenantRegistry<T> {
 
   async count (): Promise<number> {
     return await this.#backend.count()
+  }
+
+  /** The pools the tenants' stores share (PostgreSQL), as metrics read them. */
+  poolStats (): PoolStats[] {
+    return this.#backend.poolStats?.() ?? []
   }
 
   /** For /health: rejects (storage-full, unavailable) while new tenants cannot be made. */

@@ -2,6 +2,7 @@ import type { RepositoriesOf, ResourceDefinition } from '../resources/definition
 import type { ServedResources } from '../resources/index.js'
 import type { WebhookStore } from '../webhooks/store-contract.js'
 import type { MigrationReport } from './migration.js'
+import type { PoolReporter } from './pool-stats.js'
 import type { StorageLimits } from './trim.js'
 
 /**
@@ -20,7 +21,7 @@ export interface StoreLog {
  * One repository per resource over one database; a store knows nothing of HTTP (docs/architecture.md).
  * It serves the resources its caller gives it, by default every one of src/resources/.
  */
-export type Store<D extends readonly ResourceDefinition[] = ServedResources> = RepositoriesOf<D> & {
+export type Store<D extends readonly ResourceDefinition[] = ServedResources> = RepositoriesOf<D> & PoolReporter & {
   readonly webhooks: WebhookStore
   /** What opening it found and did to the schema: the steps applied, the version reached. */
   readonly migration: MigrationReport

@@ -1,5 +1,6 @@
 import type { ResourceEvent, WebhookEventType } from './events.js'
 import type { EventOrigin } from './origin.js'
+import type { PoolReporter } from '../store/pool-stats.js'
 
 export interface WebhookSubscription {
   /** int64, far below 2^53 - 1, so JSON carries it exactly. */
@@ -151,7 +152,8 @@ export interface CompletionResult {
 }
 
 /** Webhook persistence, the same contract on SQLite and PostgreSQL; every subscription operation is scoped by owner. */
-export interface WebhookStore {
+/** `poolStats`: its own pools (PostgreSQL), when it opened them. */
+export interface WebhookStore extends PoolReporter {
   /** Rejects with `subscription-limit` at `maxPerOwner`, checked atomically with the insert. */
   createSubscription: (
     record: NewSubscriptionRecord,

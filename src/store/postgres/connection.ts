@@ -1,6 +1,7 @@
 import type pg from 'pg'
 
 import { databaseUnavailable, schemaUnavailable, storageFull, type ServiceError } from '../../errors.js'
+import type { PoolStats } from '../pool-stats.js'
 
 export function isPostgresUrl (url: string): boolean {
   return /^postgres(ql)?:\/\//i.test(url)
@@ -200,5 +201,16 @@ export async function inTransaction<T> (pool: pg.Pool, fn: (client: pg.PoolClien
     throw err
   } finally {
     client.release(broken)
+  }
+}
+
+/** A pg.Pool's counts now, under `name` (read from the pool itself: a settledPool view has none). */
+export function poolStats (name: string, pool: pg.Pool): PoolStats {
+  return {
+    pool: name,
+    max: pool.options.max ?? 10,
+    idle: pool.idleCount,
+    busy: pool.totalCount - pool.idleCount,
+    waiting: pool.waitingCount
   }
 }

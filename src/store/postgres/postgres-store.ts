@@ -4,7 +4,7 @@ import type { Store } from '../contract.js'
 import { schemaUnavailable } from '../../errors.js'
 import { incompatibleSchemaProblem, type MigrationReport } from '../migration.js'
 import {
-  parsePostgresUrl, postgresFailure, queryTimeout, settledPool, survivingDisconnects
+  parsePostgresUrl, poolStats, postgresFailure, queryTimeout, settledPool, survivingDisconnects
 } from './connection.js'
 import { migrateWhenReachable, schemaProbeSql } from './migrate.js'
 import { migrations } from './migrations.js'
@@ -136,11 +136,14 @@ export async function createPostgresStore<D extends readonly ResourceDefinition[
   }
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000
   const owned = options.pools === undefined
-  const pool = options.pools?.pool ?? settledPool(
-    survivingDisconnects(
+  let own: pg.Pool | undefined
+  let pool: pg.Pool
+  if (options.pools === undefined) {
+    own = survivingDisconnects(
       new pg.Pool({ ...connection, max: options.poolMax ?? 10, ...queryTimeout(statementTimeoutMs), types: pgTypes }),
-      options.onIdleError),
-    { schema: target.schema, statementTimeoutMs })
+      options.onIdleError)
+    pool = settledPool(own, { schema: target.schema, statementTimeoutMs })
+  } else pool = options.pools.pool
   const probe = schemaProbeSql(target.schema, resources)
   const wakers = new Set<() => void>()
   const context = repositoryContext(pool, target.schema, options.notifyIntervalMs ?? NOTIFY_INTERVAL_MS, wakers)
@@ -176,6 +179,8 @@ export async function createPostgresStore<D extends readonly ResourceDefinition[
       })
     },
     trim: async (limits) => { await context.guard(async () => { await trim(limits) }) },
+    // A sandbox tenant's pools are the sandbox's, which reports them.
+    poolStats: () => [...own === undefined ? [] : [poolStats('api', own)], ...webhooks.poolStats?.() ?? []],
     async close () {
       if (closed) return
       closed = true

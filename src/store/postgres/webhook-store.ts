@@ -9,9 +9,10 @@ import {
   checkWebhookSchema, disablesSubscription, FAN_OUT_ALL_BATCH, inBatches, PRUNE_BATCH
 } from '../webhook-rules.js'
 import {
-  inTransaction, parsePostgresUrl, queryTimeout, statementRunner, settledPool, survivingDisconnects,
+  inTransaction, parsePostgresUrl, poolStats, queryTimeout, statementRunner, settledPool, survivingDisconnects,
   type PostgresTarget, type RunStatement
 } from './connection.js'
+import type { PoolStats } from '../pool-stats.js'
 import { postgresDeliveryLog, postgresSubscriptions } from './subscriptions.js'
 import { postgresEventMessageValues, WEBHOOK_CHANNEL, webhookStatements } from './webhook-sql.js'
 
@@ -74,21 +75,29 @@ async function checkSchema (run: Run, pool: pg.Pool): Promise<void> {
 /** The API's pool, and the dispatcher's bookkeeping pool with asynchronous commit. */
 function openPools (
   options: PostgresWebhookStoreOptions, target: PostgresTarget
-): { pool: pg.Pool, bookkeeping: pg.Pool, end: () => Promise<void> } {
+): { pool: pg.Pool, bookkeeping: pg.Pool, end: () => Promise<void>, stats: () => PoolStats[] } {
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000
   // A lock wait can never hold the dispatcher (or a shutdown waiting for it) for long.
-  const poolOf = (asynchronousCommit: boolean): pg.Pool => settledPool(survivingDisconnects(new pg.Pool({
+  const open = (): pg.Pool => survivingDisconnects(new pg.Pool({
     connectionString: target.connectionString,
     application_name: 'plant-store',
     max: options.poolMax ?? 4,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
     ...queryTimeout(statementTimeoutMs),
     types: pgTypes
-  }), options.onError), { schema: target.schema, statementTimeoutMs, asynchronousCommit })
-  const pool = poolOf(false)
+  }), options.onError)
+  const own = open()
+  const dispatcher = open()
+  const pool = settledPool(own, { schema: target.schema, statementTimeoutMs })
   // A crash can only cause a delivery sent again with the same webhook-id (at least once).
-  const bookkeeping = poolOf(true)
-  return { pool, bookkeeping, end: async () => { await Promise.all([pool.end(), bookkeeping.end()]) } }
+  const bookkeeping = settledPool(dispatcher, { schema: target.schema, statementTimeoutMs, asynchronousCommit: true })
+  return {
+    pool,
+    bookkeeping,
+    end: async () => { await Promise.all([pool.end(), bookkeeping.end()]) },
+    // Read from the pools themselves: a settledPool view has no counts.
+    stats: () => [poolStats('webhooks', own), poolStats('dispatcher', dispatcher)]
+  }
 }
 
 /** LISTENs on a connection of its own, re-made after a pause when lost; wakes once per (re)connection. */
@@ -283,9 +292,9 @@ function postgresUpkeep (
 export async function createPostgresWebhookStore (options: PostgresWebhookStoreOptions): Promise<WebhookStore> {
   const target = parsePostgresUrl(options.url)
   const run = runner(target.schema)
-  const { pool, bookkeeping, end } = options.pools === undefined
+  const { pool, bookkeeping, end, stats } = options.pools === undefined
     ? openPools(options, target)
-    : { ...options.pools, end: async () => {} }
+    : { ...options.pools, end: async () => {}, stats: undefined }
   try {
     if (options.checkSchema !== false) await checkSchema(run, pool)
   } catch (err) {
@@ -302,6 +311,7 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
     ...postgresClaims(run, bookkeeping),
     ...postgresCompletions(run, bookkeeping),
     ...postgresUpkeep(run, pool, bookkeeping),
+    ...(stats !== undefined && { poolStats: stats }),
     ...(options.listenUrl !== undefined && {
       listen: listener(parsePostgresUrl(options.listenUrl).connectionString, target.schema, options.onError, listeners)
     }),

@@ -1,0 +1,146 @@
+/** Where the watch writes: a pino logger fits. */
+export interface WatchLog {
+  error: (details: object, message: string) => void
+  warn: (details: object, message: string) => void
+}
+
+export interface DatabaseWatchOptions {
+  /** The readiness probe: resolves while the database answers, rejects with why not. */
+  probe: () => Promise<void>
+  log: WatchLog
+  /** How often an unreachable database is probed again, so its return is told without traffic. */
+  recheckMs?: number
+  /** Failed requests of an outage are told as one line per this many milliseconds, with their count. */
+  summaryMs?: number
+  now?: () => number
+}
+
+export const DATABASE_RECHECK_MS = 1000
+export const FAILURE_SUMMARY_MS = 10_000
+
+/**
+ * Whether the database answers, as the readiness probe finds it, told once per change rather than
+ * once per request: one line when it becomes unreachable (with the cause), one when it is back
+ * (with how long it was away); the requests it failed meanwhile are counted, one line per
+ * `summaryMs`. Framework-free: the metrics and the error handler read it.
+ */
+export class DatabaseWatch {
+  readonly #options: DatabaseWatchOptions
+  readonly #now: () => number
+  #up = true
+  #downSince = 0
+  #probing: Promise<void> | undefined
+  #recheck: NodeJS.Timeout | undefined
+  #summary: NodeJS.Timeout | undefined
+  #summaryFrom = 0
+  readonly #counts = { request: 0, dispatcher: 0 }
+  #closed = false
+
+  constructor (options: DatabaseWatchOptions) {
+    this.#options = options
+    this.#now = options.now ?? Date.now
+  }
+
+  /** As the last probe found it; true until one fails. */
+  get up (): boolean {
+    return this.#up
+  }
+
+  /** Runs the probe (callers at the same moment share one) and records what it found; rejects as it did. */
+  async probe (): Promise<void> {
+    this.#probing ??= this.#options.probe().then(
+      () => { this.#reachable() },
+      (err: unknown) => {
+        this.#unreachable(err)
+        throw err
+      }
+    ).finally(() => { this.#probing = undefined })
+    await this.#probing
+  }
+
+  /**
+   * A request (or the webhook dispatcher) failed on an unavailable database. True when it is to be
+   * logged on its own: any while the database is thought up, and a probe is asked whether it still
+   * is, but of requests only the first per period (many fail at once as an outage starts). The rest
+   * are counted, and told as one line per period.
+   */
+  failed (source: 'request' | 'dispatcher'): boolean {
+    if (this.#closed) return true
+    if (this.#up) {
+      // While it is known down, the recheck probes: not a connection attempt per failure.
+      this.probe().catch(() => {})
+      if (source === 'dispatcher') return true
+      if (this.#summary === undefined) {
+        this.#openSummary()
+        return true
+      }
+    }
+    this.#openSummary()
+    this.#counts[source]++
+    return false
+  }
+
+  /** Stops probing; what was counted and not yet told is told now. */
+  close (): void {
+    this.#closed = true
+    clearTimeout(this.#recheck)
+    this.#summarize()
+  }
+
+  #timer (run: () => void, ms: number): NodeJS.Timeout {
+    const timer = setTimeout(run, ms)
+    // Never what keeps a stopping process alive.
+    timer.unref()
+    return timer
+  }
+
+  #openSummary (): void {
+    if (this.#summary !== undefined) return
+    this.#summaryFrom = this.#now()
+    this.#summary = this.#timer(() => { this.#summarize() }, this.#options.summaryMs ?? FAILURE_SUMMARY_MS)
+  }
+
+  #summarize (): void {
+    clearTimeout(this.#summary)
+    this.#summary = undefined
+    const { request, dispatcher } = this.#counts
+    if (request + dispatcher === 0) return
+    this.#options.log.error(
+      { failedRequests: request, dispatcherErrors: dispatcher, periodMs: this.#now() - this.#summaryFrom },
+      'failures while the database was unavailable'
+    )
+    this.#counts.request = 0
+    this.#counts.dispatcher = 0
+  }
+
+  #unreachable (err: unknown): void {
+    if (!this.#up) return
+    this.#up = false
+    this.#downSince = this.#now()
+    this.#options.log.error({ cause: rootCause(err), err }, 'the database is unreachable')
+    this.#scheduleRecheck()
+  }
+
+  #reachable (): void {
+    if (this.#up) return
+    this.#up = true
+    clearTimeout(this.#recheck)
+    this.#recheck = undefined
+    this.#summarize()
+    this.#options.log.warn({ downMs: this.#now() - this.#downSince }, 'the database is back')
+  }
+
+  #scheduleRecheck (): void {
+    if (this.#closed) return
+    this.#recheck = this.#timer(() => {
+      this.probe().catch(() => { this.#scheduleRecheck() })
+    }, this.#options.recheckMs ?? DATABASE_RECHECK_MS)
+  }
+}
+
+/** The innermost cause's message: the driver's own words (`connect ECONNREFUSED …`), not the 503's. */
+function rootCause (err: unknown): string {
+  let inner = err
+  while (inner instanceof Error && inner.cause !== undefined) inner = inner.cause
+  return inner instanceof Error ? inner.message : String(inner)
+}
