@@ -1,5 +1,6 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox'
 import { ConfigError } from '../errors.js'
+import { flagSetting } from '../flag-setting.js'
 import { isPostgresUrl, parsePostgresUrl } from './postgres/connection.js'
 import { SQLITE_SYNCHRONOUS, type SqliteSynchronous } from './sqlite/sqlite-store.js'
 
@@ -48,6 +49,9 @@ export const DATABASE_SETTINGS = {
     description:
       'PostgreSQL: how long a starting instance keeps retrying a database it cannot reach, then exits 1 (0: no retry).'
   }),
+  MIGRATE_ON_START: flagSetting('1',
+    '`1`: `serve` applies pending migrations at start. `0`: it refuses a database behind its schema; ' +
+    'migrations are then a step of their own (`plant-store migrate`, docs/operations.md#upgrading).'),
   SQLITE_SYNCHRONOUS: Type.Unsafe<SqliteSynchronous>({
     type: 'string',
     enum: SQLITE_SYNCHRONOUS,
