@@ -28,7 +28,18 @@ RUN --mount=type=secret,id=ca-bundle \
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY plugins ./plugins
-COPY scripts/bin-mode.mjs ./scripts/
+COPY scripts/bin-mode.mjs scripts/build-info.mjs ./scripts/
+# Which release and commit this is (the build context has no .git): --version, the metrics and the
+# labels below report them. .ci/container-test passes both:
+#   --build-arg PLANT_STORE_VERSION="$(node -p "require('./package.json').version")"
+#   --build-arg PLANT_STORE_COMMIT="$(git rev-parse HEAD)"
+ARG PLANT_STORE_VERSION=
+ARG PLANT_STORE_COMMIT=
+# A version label that is not the package's would lie about what the image holds.
+RUN package="$(node -p "require('./package.json').version")" \
+ && if [ -n "$PLANT_STORE_VERSION" ] && [ "$PLANT_STORE_VERSION" != "$package" ]; then \
+      echo "PLANT_STORE_VERSION=$PLANT_STORE_VERSION, but package.json says $package" >&2; exit 1; \
+    fi
 RUN npm run build \
  && npm prune --omit=dev --no-audit --no-fund \
  && rm -rf dist/.tsbuildinfo
@@ -51,6 +62,12 @@ ENV NODE_ENV=production \
     DATABASE_URL=/data/plants.db
 VOLUME /data
 EXPOSE 3000
+ARG PLANT_STORE_VERSION=
+ARG PLANT_STORE_COMMIT=
+LABEL org.opencontainers.image.title="plant-store" \
+      org.opencontainers.image.licenses="MIT" \
+      org.opencontainers.image.version="${PLANT_STORE_VERSION}" \
+      org.opencontainers.image.revision="${PLANT_STORE_COMMIT}"
 USER 10001:10001
 # Node's own fetch: the image has no curl.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto'
-import { readFileSync } from 'node:fs'
 import { Type, type Static } from '@sinclair/typebox'
 import type { ErrorObject } from 'ajv'
 import envSchema from 'env-schema'
+import { BUILD_INFO } from './build-info.js'
 import { ConfigError } from './errors.js'
 import { OIDC_SETTINGS, oidcConfig, type OidcConfig } from './oidc-settings.js'
 import { SANDBOX_SETTINGS, sandboxConfig, type SandboxConfig } from './sandbox/settings.js'
@@ -389,14 +389,5 @@ function parsePublicUrl (text: string): string {
   return url.href.replace(/\/+$/, '')
 }
 
-/** The build keeps package.json two levels above dist/src. */
-const PACKAGE_VERSION = ((): string => {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-      version?: unknown
-    }
-    return typeof pkg.version === 'string' ? pkg.version : 'unknown'
-  } catch {
-    return 'unknown'
-  }
-})()
+/** What `version` reports (src/build-info.ts reads it once). */
+const PACKAGE_VERSION = BUILD_INFO.version

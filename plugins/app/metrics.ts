@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Registry } from 'prom-client'
+import { BUILD_INFO } from '../../src/build-info.js'
 import { LOAD_SHEDDING_CODES, ServiceError } from '../../src/errors.js'
 import { clientErrorHandler, errorBody } from './error-handler.js'
 import { RequestHistogram, type HistogramSeries } from '../../src/metrics/histogram.js'
@@ -47,12 +48,7 @@ function requestMetrics (app: FastifyInstance, client: PromClient, registry: Reg
     registry.removeSingleMetric(name)
   }
 
-  new client.Gauge({
-    name: `${METRIC_PREFIX}build_info`,
-    help: 'Always 1; the labels say which plant-store runs (version) on which Node.js',
-    labelNames: ['version', 'node_version'],
-    registers: [registry]
-  }).set({ version: app.config.version, node_version: process.version }, 1)
+  buildInfoMetric(client, registry)
 
   // The two histograms observed on every request are the lean ones (src/metrics/histogram.ts).
   const requestDuration = new RequestHistogram('http_request_duration_seconds',
@@ -69,6 +65,16 @@ function requestMetrics (app: FastifyInstance, client: PromClient, registry: Reg
     done()
   })
   refusalMetrics(app, client, registry)
+}
+
+/** Which build runs where (a rollout's progress, two builds of one version told apart). */
+function buildInfoMetric (client: PromClient, registry: Registry): void {
+  new client.Gauge({
+    name: `${METRIC_PREFIX}build_info`,
+    help: 'Always 1; the labels say which plant-store runs (version, the commit it was built from) on which Node.js',
+    labelNames: ['version', 'commit', 'node_version'],
+    registers: [registry]
+  }).set({ version: BUILD_INFO.version, commit: BUILD_INFO.commit, node_version: process.version }, 1)
 }
 
 function refusalMetrics (app: FastifyInstance, client: PromClient, registry: Registry): void {

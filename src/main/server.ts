@@ -1,11 +1,11 @@
 #!/usr/bin/env node
-import { readFileSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { destination } from 'pino'
 import type { PrettyOptions } from 'pino-pretty'
 import type { buildApp } from './app.js'
 import { commandUsage, parseCommandLine, USAGE } from './cli.js'
 import { runBackup, runCheck, runRestore, runToken, type Output } from './commands.js'
+import { BUILD_INFO } from '../build-info.js'
 import { runMigrate } from './migrate-command.js'
 import { ConfigError, StoreOpenError } from '../errors.js'
 import { duration } from '../human.js'
@@ -229,9 +229,9 @@ function url (host: string, address: unknown, fallbackPort: number): string {
   return `http://${host.includes(':') ? `[${host}]` : host}:${port}`
 }
 
+/** `1.1.0 (commit <40 hex>)`: the commit tells two builds of one version apart. */
 function version (): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }
-  return pkg.version
+  return `${BUILD_INFO.version} (commit ${BUILD_INFO.commit})`
 }
 
 async function main (): Promise<void> {

@@ -6,7 +6,7 @@ import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { parseAllDocuments } from 'yaml'
 import { SERVER_NODE_FLAGS } from '../../bench/measure.js'
-import { loadConfig, SHUTDOWN_EXIT_MARGIN_MS, type Config } from '../../src/load-config.js'
+import { EnvSchema, loadConfig, SHUTDOWN_EXIT_MARGIN_MS, type Config } from '../../src/load-config.js'
 import { TOKEN } from '../helpers/app.js'
 import { assertConfigRefused } from '../helpers/config.js'
 
@@ -26,6 +26,8 @@ interface Probe { httpGet: { path: string, port: string | number }, timeoutSecon
 interface Container {
   name: string
   image: string
+  imagePullPolicy?: string
+  args?: string[]
   ports: Array<{ name: string, containerPort: number }>
   env: EnvVar[]
   livenessProbe: Probe
@@ -51,7 +53,19 @@ interface Deployment {
 }
 interface Service { kind: 'Service', spec: { selector: Record<string, string>, ports: Array<{ name: string, port: number, targetPort: string | number }> } }
 interface Budget { kind: 'PodDisruptionBudget', spec: { minAvailable?: number, maxUnavailable?: number, selector: { matchLabels: Record<string, string> } } }
-type Manifest = Deployment | Service | Budget | { kind: string }
+interface PodSpec {
+  restartPolicy?: string
+  automountServiceAccountToken?: boolean
+  securityContext: { runAsNonRoot?: boolean, runAsUser?: number, runAsGroup?: number }
+  initContainers?: Container[]
+  containers: Container[]
+}
+interface Job {
+  kind: 'Job'
+  metadata: { name: string }
+  spec: { backoffLimit?: number, template: { metadata: { labels: Record<string, string> }, spec: PodSpec } }
+}
+type Manifest = Deployment | Service | Budget | Job | { kind: string }
 
 const KUBERNETES = 'deploy/kubernetes'
 
@@ -163,16 +177,21 @@ test('Kubernetes: the Deployment\'s ports, probes, grace period, security and se
 
 test('Kubernetes: the example Secret is never applied with the folder, and its placeholder is never a working token', () => {
   const example = `${KUBERNETES}/secret.yaml.example`
-  assert.deepEqual(applied(), ['deployment.yaml', 'pdb.yaml', 'service.yaml'].map((name) => `${KUBERNETES}/${name}`))
+  assert.deepEqual(applied(), ['deployment.yaml', 'migrate-job.yaml', 'pdb.yaml', 'service.yaml'].map((name) => `${KUBERNETES}/${name}`))
   assert.equal(kubernetes().some((manifest) => manifest.kind === 'Secret'), false, 'apply -f of the folder creates no Secret')
   const [secret, ...others] = documents(example) as Array<{ kind: string, metadata: { name: string }, stringData: Record<string, string> }>
   assert.equal(others.length, 0)
   assert.equal(secret?.kind, 'Secret')
-  // The keys the Deployment reads are the ones the example shows.
-  const refs = byKind<Deployment>(kubernetes(), 'Deployment').spec.template.spec.containers[0]?.env
+  // The keys the Deployment reads are the ones the example shows; the migrate Job reads only some of them.
+  const secretRefs = (container: Container | undefined): Array<{ name: string, key: string }> => container?.env
     .flatMap((variable) => variable.valueFrom?.secretKeyRef === undefined ? [] : [variable.valueFrom.secretKeyRef]) ?? []
+  const refs = secretRefs(byKind<Deployment>(kubernetes(), 'Deployment').spec.template.spec.containers[0])
   for (const ref of refs) assert.equal(ref.name, secret.metadata.name)
   assert.deepEqual(Object.keys(secret.stringData), refs.map((ref) => ref.key).filter((key) => key !== 'redis-url'))
+  for (const ref of secretRefs(byKind<Job>(kubernetes(), 'Job').spec.template.spec.containers[0])) {
+    assert.equal(ref.name, secret.metadata.name)
+    assert.ok(Object.hasOwn(secret.stringData, ref.key), `the Job's ${ref.key} is in the example`)
+  }
   const placeholder = secret.stringData['api-tokens'] ?? ''
   assertConfigRefused([
     [{ API_TOKENS: placeholder }, /a token may only hold the characters/],
@@ -191,7 +210,154 @@ interface ComposeService {
   stop_grace_period?: string
   depends_on?: Record<string, { condition: string }>
   profiles?: string[]
+  command?: string[]
+  restart?: string
 }
+
+const packageVersion = (): string => (JSON.parse(read('package.json')) as { version: string }).version
+const composeServices = (): Record<string, ComposeService> =>
+  (documents('compose.yaml') as Array<{ services: Record<string, ComposeService> }>)[0]?.services ?? {}
+
+/** Every container of the manifests applied with deploy/kubernetes/, init containers too. */
+function containers (manifests: Manifest[]): Container[] {
+  return manifests.flatMap((manifest) => {
+    const pod = manifest.kind === 'Deployment' || manifest.kind === 'Job'
+      ? (manifest as Deployment | Job).spec.template.spec as PodSpec
+      : undefined
+    return [...pod?.initContainers ?? [], ...pod?.containers ?? []]
+  })
+}
+
+/** An image reference's tag (`name:tag`, `registry:port/name:tag`, `name:tag@digest`), or undefined without one. */
+function imageTag (reference: string): string | undefined {
+  const name = reference.split('@')[0] ?? ''
+  const colon = name.lastIndexOf(':')
+  return colon > name.lastIndexOf('/') ? name.slice(colon + 1) : undefined
+}
+
+test('releases: no image in deploy/ or compose.yaml is `latest` or untagged; plant-store\'s is the package version, always pulled', () => {
+  const manifests = kubernetes()
+  const images = [...containers(manifests).map((container) => container.image), ...Object.values(composeServices()).map((service) => service.image)]
+  assert.ok(images.length >= 6, images.join(' '))
+  for (const image of images) {
+    const tag = imageTag(image)
+    assert.ok(tag !== undefined && tag !== '' && tag !== 'latest', `${image}: a tag that names a release`)
+  }
+  assert.equal(imageTag('registry.example:5000/plant-store'), undefined)
+  assert.equal(imageTag('registry.example:5000/plant-store:1.2.3@sha256:00'), '1.2.3')
+
+  // The Deployment and the migrate Job run the same release: the one this checkout is.
+  const ours = containers(manifests).filter((container) => container.image.split(':')[0] === 'plant-store')
+  assert.deepEqual(ours.map((container) => container.name).sort(), ['migrate', 'plant-store'])
+  for (const container of ours) {
+    assert.equal(container.image, `plant-store:${packageVersion()}`, container.name)
+    // A build pushed again under the same tag reaches every node (IfNotPresent keeps a node's cached one).
+    assert.equal(container.imagePullPolicy, 'Always', container.name)
+  }
+})
+
+/** The image's entrypoint ends with the plant-store executable: a container's args are its command line. */
+const entrypointIsExecutable = (): void => {
+  const final = read('Dockerfile').slice(read('Dockerfile').lastIndexOf('\nFROM '))
+  assert.match(final, /^ENTRYPOINT \[.*"dist\/src\/main\/server\.js"\]$/m)
+}
+
+/** A container's variables by name, plain values and Secret references alike. */
+const envOf = (container: Container): Map<string, EnvVar> => new Map(container.env.map((variable) => [variable.name, variable]))
+
+/** Every variable a container or compose service sets is a setting of the service (a typo would be silently ignored). */
+function assertKnownSettings (where: string, names: string[]): void {
+  for (const name of names) assert.ok(Object.hasOwn(EnvSchema.properties, name), `${where}: ${name} is no setting of plant-store`)
+}
+
+test('Kubernetes: a Job per release runs plant-store migrate over DATABASE_DIRECT_URL; the Deployment migrates nothing on start', () => {
+  entrypointIsExecutable()
+  const manifests = kubernetes()
+  const job = byKind<Job>(manifests, 'Job')
+  // A Job's pod template cannot change: each release's is a Job of its own, named after it.
+  assert.equal(job.metadata.name, `plant-store-migrate-${packageVersion().replace(/[^a-z0-9]+/g, '-')}`)
+  assert.match(job.metadata.name, /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'a DNS label')
+  const pod = job.spec.template.spec
+  assert.equal(pod.restartPolicy, 'Never')
+  assert.equal(pod.initContainers, undefined)
+  const [migrate, ...others] = pod.containers
+  assert.ok(migrate !== undefined)
+  assert.equal(others.length, 0)
+  assert.deepEqual(migrate.args, ['migrate'])
+  const jobEnv = envOf(migrate)
+  assertKnownSettings('the Job', [...jobEnv.keys()])
+
+  const deployment = byKind<Deployment>(manifests, 'Deployment')
+  const [server] = deployment.spec.template.spec.containers
+  assert.ok(server !== undefined)
+  const serverEnv = envOf(server)
+  assertKnownSettings('the Deployment', [...serverEnv.keys()])
+  // The database the Deployment serves is the one the Job migrates, reached directly (never through a pooler).
+  for (const name of ['DATABASE_URL', 'DATABASE_DIRECT_URL']) {
+    assert.ok(jobEnv.get(name)?.valueFrom?.secretKeyRef !== undefined, `the Job's ${name} comes from the Secret`)
+    assert.deepEqual(jobEnv.get(name), serverEnv.get(name), name)
+  }
+  assert.equal(serverEnv.get('DATABASE_DIRECT_URL')?.valueFrom?.secretKeyRef?.key, 'database-direct-url')
+  assert.equal(serverEnv.get('MIGRATE_ON_START')?.value, '0')
+  assert.equal(jobEnv.has('MIGRATE_ON_START'), false)
+  // The service accepts the value (a flag: 0 or 1).
+  configFrom({ MIGRATE_ON_START: serverEnv.get('MIGRATE_ON_START')?.value ?? '' })
+
+  // The Job's pod is no server: neither the Service nor the disruption budget may select it.
+  const labels = job.spec.template.metadata.labels
+  const selects = (selector: Record<string, string>): boolean => Object.entries(selector).every(([key, value]) => labels[key] === value)
+  assert.equal(selects(byKind<Service>(manifests, 'Service').spec.selector), false)
+  assert.equal(selects(byKind<Budget>(manifests, 'PodDisruptionBudget').spec.selector.matchLabels), false)
+  // As locked down as the server.
+  assert.equal(pod.automountServiceAccountToken, false)
+  assert.equal(pod.securityContext.runAsNonRoot, true)
+  assert.equal(`${pod.securityContext.runAsUser ?? ''}:${pod.securityContext.runAsGroup ?? ''}`, dockerfile().user)
+  assert.deepEqual(migrate.securityContext, server.securityContext)
+})
+
+test('compose.yaml: a one-shot migrate service the server waits for, on the same image and database; the server migrates nothing', () => {
+  entrypointIsExecutable()
+  const { migrate, 'plant-store': server } = composeServices()
+  assert.ok(migrate !== undefined && server !== undefined)
+  assert.deepEqual(migrate.command, ['migrate'])
+  assert.equal(migrate.image, server.image)
+  assert.equal(migrate.build, server.build)
+  assert.equal(migrate.restart, 'no')
+  assert.equal(migrate.depends_on?.postgres?.condition, 'service_healthy')
+  assert.equal(server.depends_on?.migrate?.condition, 'service_completed_successfully')
+  assertKnownSettings('compose migrate', Object.keys(migrate.environment ?? {}))
+  assertKnownSettings('compose plant-store', Object.keys(server.environment ?? {}))
+  const { API_TOKENS: _tokens, ...serverEnv } = server.environment ?? {}
+  assert.equal(serverEnv.MIGRATE_ON_START, '0')
+  const migrating = configFrom(migrate.environment ?? {})
+  const serving = configFrom(serverEnv)
+  assert.equal(migrating.databaseUrl, serving.databaseUrl)
+  assert.ok(migrating.databaseDirectUrl !== undefined, 'migrations reach PostgreSQL itself')
+  assert.equal(migrating.databaseDirectUrl, serving.databaseDirectUrl)
+  assert.equal(migrate.read_only, true)
+  assert.deepEqual(migrate.cap_drop, ['ALL'])
+})
+
+test('the Dockerfile labels the image with the release and commit given, and builds the commit in', () => {
+  const text = read('Dockerfile').replace(/\\\n/g, ' ')
+  const [build, final] = [text.slice(0, text.lastIndexOf('\nFROM ')), text.slice(text.lastIndexOf('\nFROM '))]
+  for (const stage of [build, final]) {
+    assert.match(stage, /^ARG PLANT_STORE_VERSION=$/m)
+    assert.match(stage, /^ARG PLANT_STORE_COMMIT=$/m)
+  }
+  const label = /^LABEL (.*)$/m.exec(final)?.[1] ?? ''
+  assert.match(label, /\borg\.opencontainers\.image\.version="\$\{PLANT_STORE_VERSION\}"/)
+  assert.match(label, /\borg\.opencontainers\.image\.revision="\$\{PLANT_STORE_COMMIT\}"/)
+  // The build (npm run build, which runs scripts/build-info.mjs) sees the argument, declared before it.
+  assert.ok(build.indexOf('ARG PLANT_STORE_COMMIT=') < build.indexOf('RUN npm run build'))
+  assert.match(JSON.parse(read('package.json')).scripts.build as string, /node scripts\/build-info\.mjs dist$/)
+  // Every script the image build copies is in its context.
+  const ignore = read('.dockerignore').split('\n')
+  for (const copied of /^COPY (scripts\/.*) \.\/scripts\/$/m.exec(build)?.[1]?.split(' ') ?? []) {
+    assert.ok(ignore.includes(`!${copied}`), `.dockerignore lets ${copied} in`)
+  }
+  assert.ok(ignore.includes('!scripts/build-info.mjs'))
+})
 
 test('docs/deployment.md\'s examples work as written: the build tags the image the Deployment names, and the token is shown', () => {
   const { version } = JSON.parse(read('package.json')) as { version: string }

@@ -37,7 +37,7 @@ test('plant-store --help, an unknown command, token and check', async () => {
 
   const version = await plantStore(['--version'])
   assert.equal(version.code, 0)
-  assert.match(version.stdout, /^plant-store \d+\.\d+\.\d+\n$/)
+  assert.match(version.stdout, /^plant-store \d+\.\d+\.\d+ \(commit ([0-9a-f]{40}(-dirty)?|unknown)\)\n$/)
 
   const token = await plantStore(['token'])
   assert.equal(token.code, 0)

@@ -6,6 +6,7 @@ import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { SERVER_ENV, SERVER_NODE_FLAGS } from '../../bench/measure.js'
+import { checkoutCommit } from '../helpers/build-info.js'
 import { startServer } from '../helpers/server-process.js'
 
 const REPO = fileURLToPath(new URL('../../..', import.meta.url))
@@ -42,12 +43,16 @@ test('this Node.js accepts npm start\'s flags: the service starts and answers wi
   assert.equal(response.status, 200)
 })
 
-test('every script that builds dist/ makes the package\'s bin executable after it', () => {
+test('every script that builds dist/ makes the package\'s bin executable after it, and records the commit', () => {
   const building = Object.entries(scripts()).filter(([, command]) => /\btsc\b.*tsconfig\.build\.json/.test(command))
   assert.deepEqual(building.map(([name]) => name).sort(), ['build', 'prestart', 'test'])
   for (const [name, command] of building) {
     assert.match(command, /tsconfig\.build\.json[^&]*&& node scripts\/bin-mode\.mjs( &&|$)/, name)
+    assert.match(command, /&& node scripts\/build-info\.mjs dist( build)?( &&|$)/, name)
   }
+  // build/ too: the tests' own build reports its commit as dist/ does.
+  assert.match(scripts()['build:test'] ?? '', /^tsc -p tsconfig\.json && node scripts\/build-info\.mjs build$/)
+  assert.match(scripts().test ?? '', /&& node scripts\/build-info\.mjs dist build &&/)
 })
 
 /** Whether a process with this pid is still there. */
@@ -64,7 +69,7 @@ test('SIGTERM to npm start\'s own pid drains and stops the server, and leaves no
   // The first start builds dist/ if it is missing or older than the sources (prestart: tsc -b), and
   // makes the bin executable again: as a dist/ that tsc wrote anew leaves it (0644), `npx plant-store`
   // could not run it.
-  assert.match(scripts().prestart ?? '', /^tsc -b tsconfig\.build\.json && node scripts\/bin-mode\.mjs$/)
+  assert.match(scripts().prestart ?? '', /^tsc -b tsconfig\.build\.json && node scripts\/bin-mode\.mjs && node scripts\/build-info\.mjs dist$/)
   const bin = join(REPO, 'dist/src/main/server.js')
   chmodSync(bin, 0o644)
   const server = await startServer(t, { command: { file: 'npm', args: ['start', '--silent'], cwd: REPO }, env: { LOG_LEVEL: 'info' } })
@@ -95,7 +100,7 @@ test('from a clone, npx plant-store runs the package\'s bin (dist/, built by npm
   // --offline: the package's own bin, never one fetched from the registry.
   const version = await run('npx', ['--offline', 'plant-store', '--version'], { cwd: REPO })
   const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string }
-  assert.equal(version.stdout, `plant-store ${pkg.version}\n`)
+  assert.equal(version.stdout, `plant-store ${pkg.version} (commit ${checkoutCommit()})\n`)
   const help = await run('npx', ['--offline', 'plant-store', 'token', '--help'], { cwd: REPO })
   assert.match(help.stdout, /^Usage: plant-store token …\n\n {2}token {12}print a new random API token/)
 })

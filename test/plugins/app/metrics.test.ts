@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { AUTH, buildTestApp } from '../../helpers/app.js'
+import { checkoutCommit, PACKAGE_VERSION } from '../../helpers/build-info.js'
 import { scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
 
 const metricsUrl = (app: FastifyInstance): string => {
@@ -63,7 +64,9 @@ test('with METRICS_PORT, GET /metrics on its own listener serves the Prometheus 
   for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes']) {
     assert.match(text, new RegExp(`^# TYPE ${name} `, 'm'), name)
   }
-  assert.equal(sample(text, 'plantstore_build_info', { version: app.config.version, node_version: process.version }), 1)
+  // Which build runs: the package version and the commit this checkout's build/ came from, asked of git here.
+  const build = { version: PACKAGE_VERSION, commit: checkoutCommit(), node_version: process.version }
+  assert.equal(sample(text, 'plantstore_build_info', build), 1)
   assert.equal(sample(text, 'plantstore_schema_version', {}), app.store.migration.version)
   assert.ok(app.store.migration.version > 0)
   assert.equal((await app.inject({ url: '/metrics' })).statusCode, 404)
