@@ -170,6 +170,13 @@ test('a named token narrowed since its subscriptions were made: after the restar
   assert.deepEqual((await second.inject({ url: `/webhooks/${id}/deliveries`, headers: auth })).json<Array<{ id: number }>>().map(({ id }) => id), [delivery.id])
   await assertExposuresNeedRead(second, id, Number(delivery.id), auth)
   await second.close()
+  // Started again as narrow: still paused, and the log says so again.
+  const againLog = captureLog()
+  const again = await start(narrowed, againLog)
+  assert.deepEqual((await again.inject({ url: `/webhooks/${id}`, headers: auth })).json(), paused)
+  const stillPaused = againLog.text().split('\n').filter((line) => line.includes('webhook subscription stays paused'))
+  assert.deepEqual(stillPaused.map((line) => JSON.parse(line).webhook), [{ subscriptionId: String(id), owner: 'token:integrator', scope: 'plants:read' }])
+  await again.close()
 
   // Its scopes given back: no reason any more; the owner enables it, and it receives again.
   const third = await start(integrator)
