@@ -195,7 +195,7 @@ export interface paths {
         head: operations["headWebhook"];
         /**
          * Update a webhook subscription
-         * @description Applies a JSON merge patch (RFC 7396) to the subscription with this id: a field that is absent is kept, `"description": null` removes the description. A new `url` is checked as on create. `"disabled": false` enables a disabled subscription again (its pending deliveries resume). Sent as `application/merge-patch+json` or plain JSON. A new `events` list is checked as on create: Subscribing to a resource's events needs its read scope as well (`plants:read`, or `plants:write`, for plant events), since every delivery carries the representation: without it, 403 naming the scope.
+         * @description Applies a JSON merge patch (RFC 7396) to the subscription with this id: a field that is absent is kept, `"description": null` removes the description. A new `url` is checked as on create. `"disabled": false` enables a disabled subscription again (its pending deliveries resume). Sent as `application/merge-patch+json` or plain JSON. A new `events` list is checked as on create: Subscribing to a resource's events needs its read scope as well (`plants:read`, or `plants:write`, for plant events), since every delivery carries the representation: without it, 403 naming the scope. A new `url`, or `"disabled": false`, needs the read scopes of the event types the subscription has (403 naming the scope).
          */
         patch: operations["updateWebhook"];
         trace?: never;
@@ -233,7 +233,7 @@ export interface paths {
         };
         /**
          * Get a webhook delivery
-         * @description The delivery with this id of the subscription with this id: its status, its event as every attempt sent it (`webhookId`, `eventType`, the exact `payload`), and every attempt so far, oldest first, each with when it started, how long it took, the status code or the error, and the first 1 KiB of the answer's body.
+         * @description The delivery with this id of the subscription with this id: its status, its event as every attempt sent it (`webhookId`, `eventType`, the exact `payload`), and every attempt so far, oldest first, each with when it started, how long it took, the status code or the error, and the first 1 KiB of the answer's body. The payload carries the representation: the token needs the read scope of its event type, as to subscribe (403 naming the scope).
          */
         get: operations["getWebhookDelivery"];
         put?: never;
@@ -259,7 +259,7 @@ export interface paths {
         put?: never;
         /**
          * Retry a webhook delivery
-         * @description Makes the delivery pending and due now, whatever its status (a failed one gets one more attempt), and answers 202 with it: the attempt itself happens in the background (list the deliveries to see its outcome). The subscription must be enabled, else 409.
+         * @description Makes the delivery pending and due now, whatever its status (a failed one gets one more attempt), and answers 202 with it: the attempt itself happens in the background (list the deliveries to see its outcome). The subscription must be enabled, else 409. The token needs the read scope of the delivery's event type, as to subscribe (403 naming the scope).
          */
         post: operations["retryWebhookDelivery"];
         delete?: never;
@@ -279,7 +279,7 @@ export interface paths {
         put?: never;
         /**
          * Recover failed webhook deliveries
-         * @description Makes every failed delivery of the subscription created at `since` or later pending and due now (one more attempt each, as a retry does) and answers 202 with how many: after an outage of the receiver, this resends what it missed. The attempts happen in the background; a disabled subscription's wait until it is enabled.
+         * @description Makes every failed delivery of the subscription created at `since` or later pending and due now (one more attempt each, as a retry does) and answers 202 with how many: after an outage of the receiver, this resends what it missed. The attempts happen in the background; a disabled subscription's wait until it is enabled. The token needs the read scope of every event type the subscription has, as to subscribe: without it, 403 naming the scope.
          */
         post: operations["recoverWebhook"];
         delete?: never;
@@ -343,7 +343,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test event
-         * @description Sends a `webhook.test` event (`{ type, timestamp, data: { subscriptionId } }`), signed like any delivery (with the current secret and every replaced one still honoured), to its URL now, whether it is enabled or not, and answers with the attempt's outcome once it is over (at most WEBHOOK_TIMEOUT_MS). Nothing is stored or retried. It takes a delivery slot and keeps the deliveries' pace: with none free within a second, a 503 with Retry-After.
+         * @description Sends a `webhook.test` event (`{ type, timestamp, data: { subscriptionId } }`), signed like any delivery (with the current secret and every replaced one still honoured), to its URL now, whether it is enabled or not, and answers with the attempt's outcome once it is over (at most WEBHOOK_TIMEOUT_MS). Nothing is stored or retried. It takes a delivery slot and keeps the deliveries' pace: with none free within a second, a 503 with Retry-After. The token needs the read scope of every event type the subscription has, as to subscribe: without it, 403 naming the scope.
          */
         post: operations["testWebhook"];
         delete?: never;
@@ -775,6 +775,11 @@ export interface components {
              * @example false
              */
             disabled: boolean;
+            /**
+             * @description Why the service keeps a disabled subscription paused, while that still holds: the named token that owns it lacks a read scope its events need (its scopes were narrowed), so it may not receive them; enabling it needs that scope. Read-only
+             * @example Paused: the token that owns it lacks the scope plants:read, which its events need; enabling it needs that scope
+             */
+            disabledReason?: string;
             /**
              * @description The event types delivered, in a fixed order, each once
              * @example [
@@ -1251,6 +1256,11 @@ export interface components {
              * @example false
              */
             disabled: boolean;
+            /**
+             * @description Why the service keeps a disabled subscription paused, while that still holds: the named token that owns it lacks a read scope its events need (its scopes were narrowed), so it may not receive them; enabling it needs that scope. Read-only
+             * @example Paused: the token that owns it lacks the scope plants:read, which its events need; enabling it needs that scope
+             */
+            disabledReason?: string;
             /**
              * @description The event types delivered, in a fixed order, each once
              * @example [

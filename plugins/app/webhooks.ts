@@ -1,13 +1,14 @@
-import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { DatabaseWatch } from '../../src/store/database-watch.js'
 import { ApiLoadMonitor, type ApiLoadOptions } from '../../src/webhooks/api-load.js'
-import { eventTypesOf, type WebhookEventType } from '../../src/webhooks/events.js'
+import { eventTypesOf, missingEventScope, type WebhookEventType } from '../../src/webhooks/events.js'
 import type { RequestFunction } from '../../src/webhooks/deliver.js'
 import { WebhookDispatcher, type DispatcherOptions } from '../../src/webhooks/dispatcher.js'
 import type { Backlog, WebhookStore } from '../../src/webhooks/store-contract.js'
 import { METRIC_PREFIX, type ServiceMetrics } from './metrics.js'
-import { WebhookService } from '../../src/webhooks/service.js'
+import { WebhookService, type OwnerScopes } from '../../src/webhooks/service.js'
+import { namedPrincipal } from '../../src/tokens.js'
 import { defaultAddressPolicy, type Resolver } from '../../src/webhooks/url-policy.js'
 import type { EventOrigin } from '../../src/webhooks/origin.js'
 
@@ -51,6 +52,7 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
     eventTypes: eventTypesOf(app.resources),
     maxSubscriptions: settings.maxSubscriptions,
     lookupTimeoutMs: settings.timeoutMs,
+    ownerScopes: namedTokenScopes(app),
     dispatcher: {
       policy,
       timeoutMs: settings.timeoutMs,
@@ -84,6 +86,14 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
     if (released !== undefined && released > 0) {
       log.warn({ webhook: { released } }, 'webhook deliveries left in flight by a stopped process are due again')
     }
+    for (const { owner, id, scope, paused } of await service.pauseUncovered()) {
+      log.warn(
+        { webhook: { subscriptionId: String(id), owner, scope } },
+        paused
+          ? 'webhook subscription paused: its token lacks a scope its events need'
+          : 'webhook subscription stays paused: its token lacks a scope its events need'
+      )
+    }
     load.start()
     await dispatcher.start()
   })
@@ -99,6 +109,22 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
     load.stop()
   })
 }, { name: 'webhooks', dependencies: ['config', 'resources', 'store', 'database-watch', 'tracing', 'metrics'] })
+
+/** What each named token of API_TOKENS_FILE lacks of a subscription's events' read scopes (fixed until a restart). */
+function namedTokenScopes (app: FastifyInstance): OwnerScopes {
+  const { resources, scopeCatalog } = app
+  const principals = new Map(app.config.namedTokens.map((token) => {
+    const principal = namedPrincipal(token)
+    return [principal.id, principal.scopes] as const
+  }))
+  return {
+    owners: [...principals.keys()],
+    missing: (owner, events) => {
+      const held = principals.get(owner)
+      return held === undefined ? undefined : missingEventScope(events, held, scopeCatalog, resources)
+    }
+  }
+}
 
 /**
  * A store's webhook service and the dispatcher that delivers its outbox, logged alike: the app's,
@@ -117,6 +143,8 @@ export function webhookDelivery (log: FastifyBaseLogger, wiring: {
   beforeUse?: () => Promise<void>
   /** Counts the dispatcher's failures while the database is down, instead of a line each. */
   watch: DatabaseWatch
+  /** Named tokens' scopes: their subscriptions that need more are paused at start. */
+  ownerScopes?: OwnerScopes
 }): { dispatcher: WebhookDispatcher, service: WebhookService } {
   const dispatcher = new WebhookDispatcher({ store: wiring.store, ...wiring.dispatcher })
   dispatcher.on('attempt', (attempt) => {
@@ -165,6 +193,7 @@ export function webhookDelivery (log: FastifyBaseLogger, wiring: {
     lookupTimeoutMs: wiring.lookupTimeoutMs,
     maxSubscriptions: wiring.maxSubscriptions,
     eventTypes: wiring.eventTypes,
+    ...(wiring.ownerScopes !== undefined && { ownerScopes: wiring.ownerScopes }),
     sendTest: async (subscription) => await dispatcher.sendTest(subscription),
     onDue: () => {
       if (wiring.beforeUse === undefined) dispatcher.wake()

@@ -86,6 +86,15 @@ const webhookProperties = (types: readonly WebhookEventType[]) => ({
       '`"disabled": false` enables it again',
     examples: [false]
   }),
+  disabledReason: Type.Optional(Type.String({
+    description:
+      'Why the service keeps a disabled subscription paused, while that still holds: the named token that owns it ' +
+      'lacks a read scope its events need (its scopes were narrowed), so it may not receive them; enabling it ' +
+      'needs that scope. Read-only',
+    examples: [
+      'Paused: the token that owns it lacks the scope plants:read, which its events need; enabling it needs that scope'
+    ]
+  })),
   createdAt: Type.String({
     format: 'date-time',
     description: 'When the subscription was created; never changes',

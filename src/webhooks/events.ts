@@ -1,7 +1,7 @@
 import { randomFillSync } from 'node:crypto'
 import type { ResourceDefinition } from '../resources/definition.js'
 import { RESOURCES, type AnyResource } from '../resources/index.js'
-import { resourceScope, type Scope } from '../scopes.js'
+import { resourceScope, type Scope, type ScopeCatalog } from '../scopes.js'
 import { isoTime } from '../store/iso-time.js'
 import type { EventOrigin } from './origin.js'
 
@@ -62,6 +62,20 @@ export function scopesForEvents (
   const scopeOf = new Map<string, Scope>(resources.flatMap((resource) =>
     RESOURCE_CHANGES.map((change) => [eventTypeOf(resource, change), resourceScope(resource, 'read')] as const)))
   return [...new Set((events ?? [...scopeOf.keys()]).flatMap((type) => scopeOf.get(type) ?? []))]
+}
+
+/**
+ * The first read scope that `held` lacks for `events` (every event type of `resources` when absent):
+ * what subscribing, every exposure of a subscription's events and a named token's paused
+ * subscriptions are judged by.
+ */
+export function missingEventScope (
+  events: readonly string[] | undefined,
+  held: ReadonlySet<Scope>,
+  catalog: Pick<ScopeCatalog, 'grants'>,
+  resources: readonly EventResource[] = RESOURCES
+): Scope | undefined {
+  return scopesForEvents(events, resources).find((scope) => !catalog.grants(held, scope))
 }
 
 /** What an event is about: a resource (its name, `plant`) and its id. */

@@ -22,10 +22,33 @@ export const MAX_DESCRIPTION_LENGTH = 500
 export const MIN_SECRET_BYTES = 24
 export const MAX_SECRET_BYTES = 64
 
-/** A subscription as GET, list and PATCH answer it: the secret only comes from creation, rotation and GET …/secret. */
-export type WebhookView = Omit<WebhookSubscription, 'secret'>
+/** A subscription as answered: why it stays disabled, when the reason still holds. */
+export type ServedSubscription = WebhookSubscription & { disabledReason?: string }
 
-const withoutSecret = ({ secret: _secret, ...view }: WebhookSubscription): WebhookView => view
+/** A subscription as GET, list and PATCH answer it: the secret only comes from creation, rotation and GET …/secret. */
+export type WebhookView = Omit<ServedSubscription, 'secret'>
+
+const withoutSecret = ({ secret: _secret, ...view }: ServedSubscription): WebhookView => view
+
+/**
+ * The owners whose scopes are known while the service runs (named tokens, fixed until a restart), and
+ * the read scope one of them lacks for a subscription's events: such a subscription is paused.
+ */
+export interface OwnerScopes {
+  owners: readonly string[]
+  missing: (owner: string, events: readonly WebhookEventType[]) => string | undefined
+}
+
+/** A subscription whose owner lacks a read scope of its events: `paused` now, or already disabled. */
+export interface PausedSubscription {
+  owner: string
+  id: bigint
+  scope: string
+  paused: boolean
+}
+
+const pausedReason = (scope: string): string =>
+  `Paused: the token that owns it lacks the scope ${scope}, which its events need; enabling it needs that scope`
 
 /**
  * Whose subscriptions a plain API_TOKENS token has: its principal id, the hex SHA-256 of the token (the same as its
@@ -65,6 +88,8 @@ export interface WebhookServiceOptions {
   onSubscriptionsChanged?: () => Promise<void>
   /** The event types a subscription may ask for, in their canonical order: the app's resources' (the default's). */
   eventTypes?: readonly WebhookEventType[]
+  /** Owners with configured scopes (named tokens): their subscriptions that need more are paused at start. */
+  ownerScopes?: OwnerScopes
 }
 
 /** The event types asked for, each once, in the canonical order of `known`. Throws 'invalid-events'. */
@@ -128,6 +153,7 @@ export class WebhookService {
   readonly #maxSubscriptions: number
   readonly #sendTest: ((target: TestTarget) => Promise<TestAttempt>) | undefined
   readonly #eventTypes: readonly WebhookEventType[]
+  readonly #ownerScopes: OwnerScopes | undefined
 
   constructor (options: WebhookServiceOptions) {
     this.#store = options.store
@@ -139,6 +165,7 @@ export class WebhookService {
     this.#maxSubscriptions = options.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS
     this.#sendTest = options.sendTest
     this.#eventTypes = options.eventTypes ?? WEBHOOK_EVENT_TYPES
+    this.#ownerScopes = options.ownerScopes
   }
 
   async createSubscription (owner: string, input: NewSubscriptionInput): Promise<WebhookSubscription> {
@@ -159,12 +186,12 @@ export class WebhookService {
 
   async listSubscriptions (owner: string, query: SubscriptionQuery): Promise<SubscriptionPage<WebhookView>> {
     const page = await this.#store.listSubscriptions(owner, query)
-    const subscriptions = page.subscriptions.map((found) => withoutSecret(this.#served(found)))
+    const subscriptions = page.subscriptions.map((found) => withoutSecret(this.#served(owner, found)))
     return { subscriptions, hasMore: page.hasMore }
   }
 
   async getSubscription (owner: string, id: bigint): Promise<WebhookView> {
-    return withoutSecret(this.#served(await this.#store.getSubscription(owner, id) ?? this.#missing(id)))
+    return withoutSecret(this.#served(owner, await this.#store.getSubscription(owner, id) ?? this.#missing(id)))
   }
 
   async updateSubscription (owner: string, id: bigint, patch: SubscriptionPatch): Promise<WebhookView> {
@@ -183,7 +210,7 @@ export class WebhookService {
     }
     const updated = await this.#store.updateSubscription(owner, id, changes, this.#now()) ?? this.#missing(id)
     await this.#onSubscriptionsChanged()
-    return withoutSecret(this.#served(updated))
+    return withoutSecret(this.#served(owner, updated))
   }
 
   async deleteSubscription (owner: string, id: bigint): Promise<void> {
@@ -200,12 +227,12 @@ export class WebhookService {
    * replaces keeps signing deliveries for 24 hours after its replacement, so receivers can switch
    * over without losing an event, however often it is rotated.
    */
-  async rotateSecret (owner: string, id: bigint, secret?: string): Promise<WebhookSubscription> {
+  async rotateSecret (owner: string, id: bigint, secret?: string): Promise<ServedSubscription> {
     if (secret !== undefined) checkSecret(secret)
     const now = this.#now()
     const previousUntil = now + PREVIOUS_SECRET_TTL_MS
     const rotated = await this.#store.rotateSecret(owner, id, secret ?? newWebhookSecret(), previousUntil, now)
-    return this.#served(rotated ?? this.#missing(id))
+    return this.#served(owner, rotated ?? this.#missing(id))
   }
 
   async listDeliveries (owner: string, subscriptionId: bigint, query: DeliveryQuery): Promise<DeliveryPage> {
@@ -252,10 +279,45 @@ export class WebhookService {
     return result.delivery
   }
 
-  /** A subscription's event types this app serves: another app's on its database (or a newer one's) are left out. */
-  #served (subscription: WebhookSubscription): WebhookSubscription {
+  /**
+   * At start: every subscription of an owner with configured scopes whose events need a read scope
+   * it lacks (a named token narrowed since) is disabled, so it stops receiving them. Each is
+   * returned, for the log, with whether it was disabled now.
+   */
+  async pauseUncovered (): Promise<PausedSubscription[]> {
+    const found: PausedSubscription[] = []
+    for (const owner of this.#ownerScopes?.owners ?? []) {
+      let after: bigint | undefined
+      let hasMore = true
+      while (hasMore) {
+        const page = await this.#store.listSubscriptions(owner, { limit: 100, ...(after !== undefined && { after }) })
+        for (const subscription of page.subscriptions) {
+          const scope = this.#uncovered(owner, subscription)
+          if (scope === undefined) continue
+          if (!subscription.disabled) {
+            await this.#store.updateSubscription(owner, subscription.id, { disabled: true }, this.#now())
+          }
+          found.push({ owner, id: subscription.id, scope, paused: !subscription.disabled })
+        }
+        hasMore = page.hasMore
+        after = page.subscriptions.at(-1)?.id
+      }
+    }
+    return found
+  }
+
+  /** A subscription's event types this app serves (another app's on its database, or a newer one's, are left out). */
+  #served (owner: string, subscription: WebhookSubscription): ServedSubscription {
     const events = subscription.events.filter((type) => this.#eventTypes.includes(type))
-    return events.length === subscription.events.length ? subscription : { ...subscription, events }
+    const served = events.length === subscription.events.length ? subscription : { ...subscription, events }
+    const scope = served.disabled ? this.#uncovered(owner, served) : undefined
+    return scope === undefined ? served : { ...served, disabledReason: pausedReason(scope) }
+  }
+
+  /** The read scope the owner (a named token) lacks for the subscription's events, if any. */
+  #uncovered (owner: string, subscription: WebhookSubscription): string | undefined {
+    const events = subscription.events.filter((type) => this.#eventTypes.includes(type))
+    return this.#ownerScopes?.missing(owner, events)
   }
 
   #missing (id: bigint): never {

@@ -48,15 +48,14 @@ export class DeliverySlots {
    * briefly starve no one, and a receiver that slows down holds them for one timeout at most.
    */
   readonly #allowance = new Map<bigint, number>()
-  /** While several owners have subscriptions, one holds at most half the slots: attempts cannot be preempted. */
-  readonly #perOwnerShare: number
+  /** Whose each subscription is, for the slots its fast receiver earned its owner. */
+  readonly #ownerOf = new Map<bigint, string>()
   #owners = 1
   #lastStart = -Infinity
 
   constructor (options: SlotOptions) {
     this.#concurrency = options.concurrency
     this.#perSubscription = options.perSubscription
-    this.#perOwnerShare = Math.max(1, Math.ceil(options.concurrency / 2))
     this.#fastAttemptMs = options.fastAttemptMs
     this.#busyIntervalMs = options.busyIntervalMs
     this.#apiBusy = options.apiBusy
@@ -70,7 +69,7 @@ export class DeliverySlots {
     return this.#inFlight.size
   }
 
-  /** How many owners have subscriptions: with more than one, each gets at most half the slots. */
+  /** How many owners have enabled subscriptions: with more than one, each gets its share of the slots. */
   get owners (): number {
     return this.#owners
   }
@@ -96,7 +95,7 @@ export class DeliverySlots {
     let perSubscription = this.#perSubscription
     for (const allowed of this.#allowance.values()) perSubscription = Math.max(perSubscription, allowed)
     const skipOwners = [...this.#perOwnerInFlight]
-      .filter(([, count]) => count >= this.#perOwner)
+      .filter(([owner, count]) => count >= this.#ownerLimit(owner))
       .map(([owner]) => owner)
     return { kind: 'claim', busy, shape: { limit, perSubscription, skipSubscriptions, skipOwners } }
   }
@@ -105,7 +104,7 @@ export class DeliverySlots {
   mayStart (subscriptionId: bigint, owner: string, busy: boolean): boolean {
     return this.#free(busy) > 0 &&
       (this.#perSubscriptionInFlight.get(subscriptionId) ?? 0) < this.#allowed(subscriptionId) &&
-      (this.#perOwnerInFlight.get(owner) ?? 0) < this.#perOwner
+      (this.#perOwnerInFlight.get(owner) ?? 0) < this.#ownerLimit(owner)
   }
 
   /** How long until the next attempt may start while the API is busy (always, in a sandbox); 0 or less: now. */
@@ -119,6 +118,7 @@ export class DeliverySlots {
    */
   hold<T> (subscriptionId: bigint, owner: string, attempt: (sent: () => void) => Promise<T>): Promise<T> {
     this.#lastStart = this.#clock()
+    this.#ownerOf.set(subscriptionId, owner)
     count(this.#perSubscriptionInFlight, subscriptionId, 1)
     count(this.#perOwnerInFlight, owner, 1)
     this.#sending++
@@ -129,6 +129,9 @@ export class DeliverySlots {
       this.#sending--
       count(this.#perSubscriptionInFlight, subscriptionId, -1)
       count(this.#perOwnerInFlight, owner, -1)
+      if (!this.#perSubscriptionInFlight.has(subscriptionId) && !this.#allowance.has(subscriptionId)) {
+        this.#ownerOf.delete(subscriptionId)
+      }
       this.#onFree()
     }
     const running = attempt(sent).finally(() => {
@@ -170,8 +173,19 @@ export class DeliverySlots {
     return this.#allowance.get(subscriptionId) ?? this.#perSubscription
   }
 
-  get #perOwner (): number {
-    return this.#owners > 1 ? this.#perOwnerShare : this.#concurrency
+  /**
+   * Attempts cannot be preempted, so while several owners have subscriptions each may hold only its
+   * share of the slots (concurrency / owners, at least one), whatever its receivers do: a slot held
+   * until a timeout then costs only its owner. The slots its fast receivers earned come on top: they
+   * are held for milliseconds. A sole owner uses every slot.
+   */
+  #ownerLimit (owner: string): number {
+    if (this.#owners <= 1) return this.#concurrency
+    let earned = 0
+    for (const [subscriptionId, allowed] of this.#allowance) {
+      if (this.#ownerOf.get(subscriptionId) === owner) earned += allowed - this.#perSubscription
+    }
+    return Math.min(this.#concurrency, Math.max(1, Math.floor(this.#concurrency / this.#owners)) + earned)
   }
 }
 

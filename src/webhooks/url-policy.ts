@@ -44,6 +44,8 @@ export function parseWebhookUrl (raw: string): URL {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalid('must use http or https')
   if (url.username !== '' || url.password !== '') throw invalid('must not contain credentials')
   if (url.hostname === '') throw invalid('has no host')
+  // Nothing listens on port 0: a connection to it fails, or reaches whatever the OS picks.
+  if (url.port === '0') throw invalid('has port 0')
   return url
 }
 

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ref } from '../../../src/schemas/ref.js'
 import { WebhookDeliveryDetailSchema, WebhookDeliveryParamsSchema } from '../../../src/schemas/webhook-delivery.js'
-import { ownerOf, webhooksErrorResponses } from './shared.js'
+import { checkEventScopes, ownerOf, webhooksErrorResponses } from './shared.js'
 
 /** `GET /webhooks/{id}/deliveries/{deliveryId}`: one delivery, its event as sent and every attempt. */
 const getWebhookDeliveryRoute: FastifyPluginAsyncTypebox = async (app) => {
@@ -16,7 +16,9 @@ const getWebhookDeliveryRoute: FastifyPluginAsyncTypebox = async (app) => {
           'The delivery with this id of the subscription with this id: its status, its event as every attempt sent ' +
           'it (`webhookId`, `eventType`, the exact `payload`), and every attempt so far, oldest first, each with ' +
           'when ' +
-          "it started, how long it took, the status code or the error, and the first 1 KiB of the answer's body.",
+          "it started, how long it took, the status code or the error, and the first 1 KiB of the answer's body. " +
+          'The payload carries the representation: the token needs the read scope of its event type, as to ' +
+          'subscribe (403 naming the scope).',
         tags: ['webhooks'],
         params: WebhookDeliveryParamsSchema,
         response: {
@@ -30,7 +32,9 @@ const getWebhookDeliveryRoute: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { id, deliveryId } = request.params
-      return await request.webhooks.getDelivery(ownerOf(request), BigInt(id), BigInt(deliveryId))
+      const delivery = await request.webhooks.getDelivery(ownerOf(request), BigInt(id), BigInt(deliveryId))
+      checkEventScopes(request, [delivery.eventType])
+      return delivery
     }
   )
 }

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ref } from '../../../src/schemas/ref.js'
 import { parseDateTime } from '../../../src/store/iso-time.js'
 import { RecoverWebhookSchema, WebhookParamsSchema, WebhookRecoverySchema } from '../../../src/schemas/webhook.js'
-import { ownerOf, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
+import { checkSubscriptionScopes, ownerOf, READ_SCOPES_TEXT, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
 
 /** `POST /webhooks/{id}/recover`: attempts the failed deliveries since a time again. */
 const recoverWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
@@ -17,7 +17,8 @@ const recoverWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
           'Makes every failed delivery of the subscription created at `since` or later pending and due now (one more ' +
           'attempt each, as a retry does) and answers 202 with how many: after an outage of the receiver, this ' +
           'resends ' +
-          "what it missed. The attempts happen in the background; a disabled subscription's wait until it is enabled.",
+          "what it missed. The attempts happen in the background; a disabled subscription's wait until it is " +
+          `enabled. ${READ_SCOPES_TEXT}`,
         tags: ['webhooks'],
         params: WebhookParamsSchema,
         body: ref(RecoverWebhookSchema),
@@ -33,6 +34,7 @@ const recoverWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
       }
     },
     async (request, reply) => {
+      await checkSubscriptionScopes(request, BigInt(request.params.id))
       const recovery = await request.webhooks.recoverDeliveries(
         ownerOf(request),
         BigInt(request.params.id),

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ref } from '../../../src/schemas/ref.js'
 import { WebhookDeliveryParamsSchema, WebhookDeliverySchema } from '../../../src/schemas/webhook-delivery.js'
-import { ownerOf, webhooksErrorResponses } from './shared.js'
+import { checkEventScopes, ownerOf, webhooksErrorResponses } from './shared.js'
 
 /** `POST /webhooks/{id}/deliveries/{deliveryId}/retry`: attempts a delivery again now. */
 const retryWebhookDeliveryRoute: FastifyPluginAsyncTypebox = async (app) => {
@@ -15,7 +15,8 @@ const retryWebhookDeliveryRoute: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Makes the delivery pending and due now, whatever its status (a failed one gets one more attempt), and ' +
           'answers 202 with it: the attempt itself happens in the background (list the deliveries to see its ' +
-          'outcome). The subscription must be enabled, else 409.',
+          'outcome). The subscription must be enabled, else 409. The token needs the read scope of the ' +
+          "delivery's event type, as to subscribe (403 naming the scope).",
         tags: ['webhooks'],
         params: WebhookDeliveryParamsSchema,
         response: {
@@ -30,7 +31,10 @@ const retryWebhookDeliveryRoute: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { id, deliveryId } = request.params
-      const delivery = await request.webhooks.retryDelivery(ownerOf(request), BigInt(id), BigInt(deliveryId))
+      const owner = ownerOf(request)
+      const { eventType } = await request.webhooks.getDelivery(owner, BigInt(id), BigInt(deliveryId))
+      checkEventScopes(request, [eventType])
+      const delivery = await request.webhooks.retryDelivery(owner, BigInt(id), BigInt(deliveryId))
       return reply.code(202).send(delivery)
     }
   )

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { isoTime } from '../../../src/store/iso-time.js'
 import { ref } from '../../../src/schemas/ref.js'
 import { WebhookParamsSchema, WebhookTestResultSchema } from '../../../src/schemas/webhook.js'
-import { ownerOf, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
+import { checkSubscriptionScopes, ownerOf, READ_SCOPES_TEXT, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
 
 /** `POST /webhooks/{id}/test`: a signed test event, sent now, and how it went. */
 const testWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
@@ -18,7 +18,7 @@ const testWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
           'delivery (with the current secret and every replaced one still honoured), to its URL now, whether it is ' +
           "enabled or not, and answers with the attempt's outcome once it is over (at most WEBHOOK_TIMEOUT_MS). " +
           "Nothing is stored or retried. It takes a delivery slot and keeps the deliveries' pace: with none free " +
-          'within a second, a 503 with Retry-After.',
+          `within a second, a 503 with Retry-After. ${READ_SCOPES_TEXT}`,
         tags: ['webhooks'],
         params: WebhookParamsSchema,
         response: {
@@ -34,6 +34,7 @@ const testWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
       }
     },
     async (request) => {
+      await checkSubscriptionScopes(request, BigInt(request.params.id))
       const { at, ...attempt } = await request.webhooks.sendTest(ownerOf(request), BigInt(request.params.id))
       return { ...attempt, at: isoTime(at) }
     }

@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify'
 import { insufficientScope } from '../../../src/errors.js'
 import type { ResourceDefinition } from '../../../src/resources/definition.js'
 import { resourceScope } from '../../../src/scopes.js'
-import { scopesForEvents } from '../../../src/webhooks/events.js'
+import { missingEventScope } from '../../../src/webhooks/events.js'
 import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
 import { ref } from '../../../src/schemas/ref.js'
 import { WebhookSchema } from '../../../src/schemas/webhook.js'
@@ -48,8 +48,22 @@ export const eventScopesText = (resources: readonly ResourceDefinition[]): strin
  * creation and on every change of the list.
  */
 export function checkEventScopes (request: FastifyRequest, events: readonly string[] | undefined): void {
-  const held = request.principal?.scopes ?? new Set()
   const { resources, scopeCatalog } = request.server
-  const missing = scopesForEvents(events, resources).find((scope) => !scopeCatalog.grants(held, scope))
+  const missing = missingEventScope(events, request.principal?.scopes ?? new Set(), scopeCatalog, resources)
   if (missing !== undefined) throw insufficientScope(missing)
 }
+
+/**
+ * What exposes or redirects a subscription's events (a delivery's payload, a new URL, enabling it,
+ * a retry, a recovery, a test) needs their read scopes too, as subscribing does: another token of
+ * the same principal (a narrower JWT, a named token narrowed since) manages it with `webhooks`
+ * alone but cannot read through it. Another owner's id stays a 404.
+ */
+export async function checkSubscriptionScopes (request: FastifyRequest, id: bigint): Promise<void> {
+  checkEventScopes(request, (await request.webhooks.getSubscription(ownerOf(request), id)).events)
+}
+
+/** What the routes that expose or redirect a subscription's events say of the scopes they need. */
+export const READ_SCOPES_TEXT =
+  'The token needs the read scope of every event type the subscription has, as to subscribe: without it, 403 ' +
+  'naming the scope.'

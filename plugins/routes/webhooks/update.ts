@@ -3,7 +3,8 @@ import { MERGE_PATCH } from '../../http/json-body.js'
 import { ref } from '../../../src/schemas/ref.js'
 import { WebhookParamsSchema, WebhookPatchSchema } from '../../../src/schemas/webhook.js'
 import {
-  checkEventScopes, eventScopesText, ownerOf, WEBHOOK_ERRORS, webhookResponse, webhooksErrorResponses
+  checkEventScopes, checkSubscriptionScopes, eventScopesText, ownerOf, WEBHOOK_ERRORS, webhookResponse,
+  webhooksErrorResponses
 } from './shared.js'
 
 /** `PATCH /webhooks/{id}`: a JSON merge patch (RFC 7396) of a subscription. */
@@ -20,7 +21,9 @@ const updateWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
           '`"description": null` removes the description. A new `url` is checked as on create. `"disabled": false` ' +
           'enables a disabled subscription again (its pending deliveries resume). Sent as ' +
           '`application/merge-patch+json` ' +
-          `or plain JSON. A new \`events\` list is checked as on create: ${eventScopesText(app.resources)}`,
+          `or plain JSON. A new \`events\` list is checked as on create: ${eventScopesText(app.resources)} A new ` +
+          '`url`, or `"disabled": false`, needs the read scopes of the event types the subscription has (403 ' +
+          'naming the scope).',
         tags: ['webhooks'],
         // Only the PATCH routes read merge patches (plugins/app/requests.ts reads what `consumes` lists).
         consumes: [MERGE_PATCH, 'application/json'],
@@ -39,8 +42,11 @@ const updateWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
       }
     },
     async (request) => {
-      if (request.body.events !== undefined) checkEventScopes(request, request.body.events)
-      return await request.webhooks.updateSubscription(ownerOf(request), BigInt(request.params.id), request.body)
+      const { events, url, disabled } = request.body
+      const id = BigInt(request.params.id)
+      if (events !== undefined) checkEventScopes(request, events)
+      else if (url !== undefined || disabled === false) await checkSubscriptionScopes(request, id)
+      return await request.webhooks.updateSubscription(ownerOf(request), id, request.body)
     }
   )
 }

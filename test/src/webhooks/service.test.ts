@@ -154,6 +154,36 @@ describe('webhook service', () => {
     assert.deepEqual(await service.getSecret(ALICE, created.id), { secret: mine })
   })
 
+  test('pauseUncovered: every subscription of an owner that lacks a read scope is disabled, page after page, and says why', async (t) => {
+    const { store } = await setup(t)
+    const policy: AddressPolicy = { allowPrivate: false, resolve: async () => [] }
+    const service = new WebhookService({
+      store,
+      policy,
+      lookupTimeoutMs: 2000,
+      maxSubscriptions: 200,
+      // ALICE is a named token narrowed to webhooks; BOB's scopes are not known (a JWT's).
+      ownerScopes: { owners: [ALICE], missing: (owner, events) => owner === ALICE && events.length > 0 ? 'plants:read' : undefined }
+    })
+    const url = 'https://93.184.216.34/hooks'
+    const alice = []
+    // More than one page of 100, the first one already disabled.
+    for (let i = 0; i < 101; i++) alice.push(await service.createSubscription(ALICE, { url, disabled: i === 0 }))
+    const bob = await service.createSubscription(BOB, { url, disabled: true })
+    const first = await service.pauseUncovered()
+    assert.deepEqual(first, alice.map(({ id }, i) => ({ owner: ALICE, id, scope: 'plants:read', paused: i !== 0 })))
+    const reason = 'Paused: the token that owns it lacks the scope plants:read, which its events need; enabling it needs that scope'
+    for (const { id } of alice) {
+      const view = await service.getSubscription(ALICE, id)
+      assert.deepEqual([view.disabled, view.disabledReason], [true, reason])
+    }
+    assert.equal((await service.listSubscriptions(ALICE, { limit: 100 })).subscriptions.every(({ disabledReason }) => disabledReason === reason), true)
+    const bobs = await service.getSubscription(BOB, bob.id)
+    assert.deepEqual([bobs.disabled, bobs.disabledReason], [true, undefined], 'an owner whose scopes are not known keeps no reason')
+    // At the next start they are reported again, as already paused.
+    assert.deepEqual((await service.pauseUncovered()).map(({ paused }) => paused), Array(101).fill(false))
+  })
+
   test('retry: wakes the dispatcher; refused for a disabled subscription or an unknown delivery', async (t) => {
     const { service, store, woken } = await setup(t)
     const { id } = await service.createSubscription(ALICE, { url: 'https://hooks.example.com/' })

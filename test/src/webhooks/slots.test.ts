@@ -89,7 +89,7 @@ describe('delivery slots: fairness', () => {
     assert.deepEqual(slots.plan(), { kind: 'full' }, 'at most 2 × concurrency in flight')
   })
 
-  test('with several owners one holds at most half the slots; alone it may hold them all', async () => {
+  test('with two owners one holds at most its share, half the slots; alone it may hold them all', async () => {
     const { slots, hold } = setup()
     hold(1n)
     hold(2n)
@@ -99,6 +99,25 @@ describe('delivery slots: fairness', () => {
     assert.deepEqual(claimOf(slots.plan()).shape.skipOwners, [A])
     assert.equal(slots.mayStart(3n, A, false), false)
     assert.equal(slots.mayStart(3n, B, false), true)
+  })
+
+  test('with several owners each holds its share, concurrency / owners (at least one), and what its fast receivers earned', () => {
+    const { slots, hold } = setup({ concurrency: 10 })
+    slots.owners = 6
+    hold(1n, A)
+    assert.equal(slots.mayStart(2n, A, false), false, 'a sixth of ten slots is one')
+    assert.deepEqual(claimOf(slots.plan()).shape.skipOwners, [A])
+    for (const owner of ['c', 'd', 'e', 'f']) hold(3n, owner.repeat(64))
+    assert.equal(slots.mayStart(4n, B, false), true, 'five owners that hold their share leave the sixth its own')
+    slots.answered(1n, 204, 10)
+    assert.equal(slots.mayStart(2n, A, false), true, 'a fast answer earns its owner one more')
+    assert.equal(claimOf(slots.plan()).shape.skipOwners?.includes(A), false)
+    slots.answered(1n, 204, 500)
+    assert.equal(slots.mayStart(2n, A, false), false, 'a slow one takes it back')
+    slots.owners = 20
+    assert.equal(slots.mayStart(4n, B, false), true, 'more owners than slots: one each')
+    hold(4n, B)
+    assert.equal(slots.mayStart(5n, B, false), false)
   })
 
   test('each fast 2xx earns one more slot, up to concurrency; a slow answer or a failure takes them back', () => {

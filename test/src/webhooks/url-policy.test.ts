@@ -44,7 +44,8 @@ describe('webhook URLs', () => {
     for (const url of [
       '/relative', 'example.com/hook', 'ftp://example.com/', 'javascript:alert(1)', 'file:///etc/passwd', 'data:text/plain,x',
       'https://user:pass@example.com/', 'https://user@example.com/', 'https://:pass@example.com/', ' https://example.com/',
-      'https://exa\nmple.com/', 'https://example.com/\t', 'https://example.com/a b', `https://example.com/${'a'.repeat(2049 - 20)}`, 'http://'
+      'https://exa\nmple.com/', 'https://example.com/\t', 'https://example.com/a b', 'https://example.com:0/',
+      'http://example.com:000/', `https://example.com/${'a'.repeat(2049 - 20)}`, 'http://'
     ]) {
       assert.throws(() => parseWebhookUrl(url), (err: unknown) => isServiceError(err, 'invalid-url'), JSON.stringify(url))
     }

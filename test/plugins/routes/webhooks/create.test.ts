@@ -64,6 +64,9 @@ test('the URL must be absolute http(s), without credentials, at most 2048 charac
   }
   assertError(await app.inject(post({ url: 'https://user:pass@93.184.216.34/hooks' })), 400, 'The webhook URL must not contain credentials')
   assertError(await app.inject(post({ url: 'https://user@93.184.216.34/hooks' })), 400, 'The webhook URL must not contain credentials')
+  for (const url of ['https://93.184.216.34:0/hooks', 'http://93.184.216.34:00/', 'http://[2606:4700::1111]:0/']) {
+    assertError(await app.inject(post({ url })), 400, 'The webhook URL has port 0')
+  }
   for (const url of ['/hooks', 'hooks', '']) assertError(await app.inject(post({ url })), 400, 'body/url must match format "uri"')
   const base = `${PUBLIC_RECEIVER}/`
   assertError(await app.inject(post({ url: base + 'a'.repeat(2049 - base.length) })), 400, 'body/url must NOT have more than 2048 characters')

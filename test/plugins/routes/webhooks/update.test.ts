@@ -53,6 +53,7 @@ test('a new URL is checked as on create: refused ones are 400s and change nothin
     ['http://169.254.169.254/', 'The webhook host 169.254.169.254 is a non-public (linkLocal) address; only public addresses are allowed'],
     ['ftp://93.184.216.34/', 'The webhook URL must use http or https'],
     ['https://a:b@93.184.216.34/', 'The webhook URL must not contain credentials'],
+    ['http://93.184.216.34:0/', 'The webhook URL has port 0'],
     [`${PUBLIC_RECEIVER}/${'a'.repeat(2048)}`, 'body/url must NOT have more than 2048 characters'],
     ['relative', 'body/url must match format "uri"']
   ] as const) {
