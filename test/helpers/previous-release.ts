@@ -16,7 +16,7 @@ export interface PreviousRelease {
   commit: string
   /** Its tree, built: under build/previous-release/<commit>, never committed. */
   dir: string
-  /** Its shipped server: `node <serverJs>` is how it runs. */
+  /** Its shipped server, as its package.json's bin names it: `node <serverJs>` is how it runs. */
   serverJs: string
   /** How its dependencies came to be: `npm ci`, or this tree's when both lockfiles are the same. */
   install: 'npm ci' | 'shared node_modules (same package-lock.json)'
@@ -36,11 +36,10 @@ export function previousRelease (): PreviousRelease {
     throw new Error(`${PREVIOUS_RELEASE_PIN}: "commit" must be a full 40-hex commit id, not ${JSON.stringify(commit)}`)
   }
   const dir = join(ROOT, 'build', 'previous-release', commit)
-  const serverJs = join(dir, 'dist', 'src', 'main', 'server.js')
   const marker = join(dir, '.built')
   if (existsSync(marker)) {
     const install = readFileSync(marker, 'utf8').trim() as PreviousRelease['install']
-    return { commit, dir, serverJs, install, built: false }
+    return { commit, dir, serverJs: serverOf(dir), install, built: false }
   }
   if (!hasCommit(commit)) {
     throw new Error(`the previous release ${commit} (${PREVIOUS_RELEASE_PIN}) is not in this clone's history: ` +
@@ -54,9 +53,18 @@ export function previousRelease (): PreviousRelease {
   rmSync(archive)
   const install = installDependencies(dir)
   run('npm', ['run', 'build'], dir)
+  const serverJs = serverOf(dir)
   if (!existsSync(serverJs)) throw new Error(`the previous release's build made no ${serverJs}`)
   writeFileSync(marker, `${install}\n`)
   return { commit, dir, serverJs, install, built: true }
+}
+
+/** The server a release ships (its bin), wherever that release kept it. */
+function serverOf (dir: string): string {
+  const { bin } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { bin?: Record<string, string> }
+  const server = bin?.['plant-store']
+  if (server === undefined) throw new Error(`${join(dir, 'package.json')} names no plant-store bin`)
+  return join(dir, server)
 }
 
 /**

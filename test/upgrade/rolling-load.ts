@@ -116,6 +116,25 @@ export class RollingService {
         }
       }
     }))
+    // And nothing else: a replay that created a second plant, say, would be there too.
+    const listed = await this.listAll(on)
+    const extra = [...listed].filter((id) => !this.created.has(id) || this.deleted.has(id))
+    if (extra.length > 0) this.failures.push(`${on.name} GET /plants lists plants no acknowledged create made: ${extra.join(', ')}`)
+    const kept = [...this.created.keys()].filter((id) => !this.deleted.has(id) && !listed.has(id))
+    if (kept.length > 0) this.failures.push(`${on.name} GET /plants leaves out acknowledged creates: ${kept.join(', ')}`)
+  }
+
+  /** Every plant's id, the list read page by page (keyset, 100 at a time). */
+  private async listAll (on: Instance): Promise<Set<number>> {
+    const ids = new Set<number>()
+    for (let after = ''; ;) {
+      const answer = await this.send(on, 'GET', `/plants?limit=100${after}`)
+      if (!this.expect(answer, 200, on, 'GET /plants afterwards')) return ids
+      const page = JSON.parse(answer.body) as Array<{ id: number }>
+      for (const { id } of page) ids.add(id)
+      if (page.length < 100) return ids
+      after = `&after=${page[page.length - 1]?.id ?? ''}`
+    }
   }
 
   private async client (n: number, stopping: () => boolean): Promise<void> {
