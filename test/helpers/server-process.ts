@@ -39,7 +39,7 @@ export function bannerLine (stdout: string): LogLine | undefined {
   return line === undefined ? undefined : JSON.parse(line) as LogLine
 }
 
-/** How long a start may take before the server is killed and the start fails. */
+/** How long a start may take before the server is killed and the start fails (ServerOptions.startTimeoutMs). */
 const START_TIMEOUT_MS = 30_000
 
 export interface LogLine {
@@ -71,6 +71,8 @@ export interface ServerOptions {
   uid?: number
   /** Runs this instead of `node <nodeArgs> build/src/main/server.js` (e.g. `npm start`, in `cwd`), with the same settings. */
   command?: { file: string, args: readonly string[], cwd: string }
+  /** How long the start may take (default 30 s): longer where it waits on others (a migration beside a load). */
+  startTimeoutMs?: number
 }
 
 export interface ServerProcess {
@@ -180,7 +182,8 @@ async function launch (options: ServerOptions): Promise<Launched> {
   })())
 
   const banner = (async () => {
-    const deadline = Date.now() + START_TIMEOUT_MS
+    const timeoutMs = options.startTimeoutMs ?? START_TIMEOUT_MS
+    const deadline = Date.now() + timeoutMs
     while (Date.now() < deadline) {
       const url = BANNER.exec(readStderr())?.[1] ?? BANNER_LINE.exec(readStdout())?.[1]
       if (url !== undefined) return url
@@ -188,7 +191,7 @@ async function launch (options: ServerOptions): Promise<Launched> {
       await sleep(20)
     }
     child.kill('SIGKILL')
-    throw new Error(`the server did not start within ${START_TIMEOUT_MS} ms:\n${readStdout()}${stderr}`)
+    throw new Error(`the server did not start within ${timeoutMs} ms:\n${readStdout()}${stderr}`)
   })()
 
   return {
