@@ -5,17 +5,15 @@ import { EnvSchema, loadConfig } from '../../src/load-config.js'
 import { TOKEN } from '../helpers/app.js'
 import { assertConfigRefused } from '../helpers/config.js'
 
-test('defaults: port 3000 on 127.0.0.1, data/plants.db, full sync, info logs, one generated token', () => {
+test('defaults: port 3000 on 127.0.0.1, data/plants.db, full sync, info logs, no token (serve decides: withTrialToken)', () => {
   const config = loadConfig({})
   assert.equal(config.port, 3000)
   assert.equal(config.host, '127.0.0.1')
   assert.equal(config.databaseUrl, 'data/plants.db')
   assert.equal(config.sqliteSynchronous, 'full')
   assert.equal(config.logLevel, 'info')
-  assert.equal(config.tokenGenerated, true)
-  assert.equal(config.tokens.length, 1)
-  assert.match(config.tokens[0] ?? '', /^[A-Za-z0-9_-]{43}$/)
-  assert.notEqual(loadConfig({}).tokens[0], config.tokens[0], 'a new random token each start')
+  assert.equal(config.tokenGenerated, false)
+  assert.deepEqual(config.tokens, [])
 })
 
 test('values are read from the environment', () => {
@@ -72,10 +70,11 @@ test('DATABASE_DIRECT_URL: PostgreSQL itself beside a pooler\'s DATABASE_URL', (
   assert.equal(loadConfig({ API_TOKENS: TOKEN, DATABASE_URL: 'postgres://app@db.example/plants' }).databaseDirectUrl, undefined)
 })
 
-test('an empty value is unset, for every setting: its default applies', () => {
+test('an empty value is unset, for every setting but the token settings: its default applies', () => {
   const empty = Object.fromEntries(Object.keys(EnvSchema.properties).map((name) => [name, '']))
+  delete empty.API_TOKENS_FILE
   assert.deepEqual(loadConfig({ ...empty, API_TOKENS: TOKEN }), loadConfig({ API_TOKENS: TOKEN }))
-  const config = loadConfig({ PORT: '', HOST: '', METRICS_PORT: '', API_TOKENS_FILE: '', LOG_FORMAT: '' })
+  const config = loadConfig({ PORT: '', HOST: '', METRICS_PORT: '', LOG_FORMAT: '' })
   assert.equal(config.port, 3000)
   assert.equal(config.host, '127.0.0.1')
   assert.equal(config.metrics, undefined)
