@@ -64,6 +64,23 @@ test('a bad value stops the start with a message that names the variable', () =>
   assertConfigRefused(cases)
 })
 
+test('DATABASE_URL: a SQLite path, :memory: or a postgres(ql):// URL; any other scheme stops the start naming the setting, never the rest', () => {
+  const refusal = (scheme: string) => new RegExp(`^invalid configuration: DATABASE_URL starts with ${scheme}:, a form it does not take: ` +
+    'a SQLite file path \\(data/plants\\.db, /var/lib/plant-store/plants\\.db; \\./ before a name holding a colon\\), :memory:, or a postgres:// or postgresql:// URL$')
+  assertConfigRefused([
+    [{ API_TOKENS: TOKEN, DATABASE_URL: 'file:/var/lib/plants.db' }, refusal('file')],
+    [{ API_TOKENS: TOKEN, DATABASE_URL: 'sqlite:///var/lib/plants.db' }, refusal('sqlite')],
+    [{ API_TOKENS: TOKEN, DATABASE_URL: 'postgres:/x' }, refusal('postgres')],
+    [{ API_TOKENS: TOKEN, DATABASE_URL: 'postgresql:db.example/plants' }, refusal('postgresql')],
+    [{ API_TOKENS: TOKEN, DATABASE_URL: 'postgre://app:secret@db.example/plants' }, refusal('postgre')],
+    [{ API_TOKENS: TOKEN, DATABASE_URL: 'file::memory:' }, refusal('file')]
+  ])
+  for (const url of ['data/plants.db', '/var/lib/plant-store/plants.db', './plants:2.db', ':memory:', 'plants.db',
+    'postgres://db.example/plants', 'postgresql://db.example/plants', 'POSTGRES://db.example/plants']) {
+    assert.equal(loadConfig({ API_TOKENS: TOKEN, DATABASE_URL: url }).databaseUrl, url)
+  }
+})
+
 test('DATABASE_DIRECT_URL: PostgreSQL itself beside a pooler\'s DATABASE_URL', () => {
   const config = loadConfig({ API_TOKENS: TOKEN, DATABASE_URL: 'postgres://app@pooler.example:6432/plants', DATABASE_DIRECT_URL: 'postgres://app@db.example/plants' })
   assert.equal(config.databaseDirectUrl, 'postgres://app@db.example/plants')

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { test } from 'node:test'
@@ -154,4 +154,20 @@ test('the commands other than serve never load Fastify: only serve imports the a
   }
   // The hook sees Fastify where it is loaded: importing the app (what serve does) loads it.
   assert.ok(await fastifyFilesLoadedBy(join(dirname(SERVER_JS), 'app.js'), []) > 0)
+})
+
+test('DATABASE_URL of a scheme it does not take (file:, sqlite:, postgres:/): serve and check refuse it naming the setting, no file is made', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'plant-store-database-url-'))
+  t.after(() => rmSync(dir, { recursive: true, force: true }))
+  const run = async (args: string[], env: Record<string, string>) => await promisify(execFile)(process.execPath, [SERVER_JS, ...args],
+    { cwd: dir, env: { PATH: process.env.PATH ?? '', API_TOKENS: TOKEN, PORT: '0', ...env } })
+    .then(() => undefined, ({ code, stdout, stderr }: { code: number, stdout: string, stderr: string }) => ({ code, stdout, stderr }))
+  for (const [url, scheme] of [['file:/plants.db', 'file'], ['sqlite:///plants.db', 'sqlite'], ['postgres:/x', 'postgres']] as const) {
+    const message = `invalid configuration: DATABASE_URL starts with ${scheme}:, a form it does not take: a SQLite file path ` +
+      '(data/plants.db, /var/lib/plant-store/plants.db; ./ before a name holding a colon), :memory:, or a postgres:// or postgresql:// URL'
+    assert.deepEqual(await run(['check'], { DATABASE_URL: url }), { code: 1, stdout: '', stderr: `plant-store: ${message}\n` })
+    const served = await run([], { DATABASE_URL: url })
+    assert.deepEqual({ code: served?.code, stdout: served?.stdout, message: fatalMessage(served?.stderr ?? '') }, { code: 1, stdout: '', message })
+  }
+  assert.deepEqual(readdirSync(dir), [], 'nothing made under the working directory')
 })
