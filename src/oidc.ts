@@ -3,7 +3,7 @@ import { authUnavailable, invalidToken, ServiceError } from './errors.js'
 import type { OidcConfig } from './oidc-settings.js'
 import { isScope, type Principal, type Scope } from './scopes.js'
 import { tokenDigest } from './tokens.js'
-import { jwtPrincipalId } from './principal-id.js'
+import { isStorableSubject, jwtPrincipalId } from './principal-id.js'
 
 /** The signature algorithms accepted: asymmetric only, so a public key can never serve as an HMAC secret. */
 export const ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'] as const
@@ -288,6 +288,9 @@ export class OidcVerifier {
       throw invalidToken('it was issued in the future (iat)')
     }
     if (typeof payload.sub !== 'string' || payload.sub === '') throw invalidToken('it has no subject (sub)')
+    if (!isStorableSubject(payload.sub)) {
+      throw invalidToken('its subject (sub) is not well-formed text (a NUL or an unpaired UTF-16 surrogate)')
+    }
     const client =
       typeof payload.client_id === 'string'
         ? payload.client_id
