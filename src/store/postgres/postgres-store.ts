@@ -10,6 +10,7 @@ import type { PostgresRepositoryContext } from './context.js'
 import { createPostgresRepository } from './repository.js'
 import { ensureResourceTables } from './table-sql.js'
 import { retryUntilReachable, type StartupRetry } from './startup.js'
+import { assertSameDatabase } from './same-database.js'
 import { createPostgresWebhookStore, postgresEnqueuer } from './webhook-store.js'
 import type { WebhookStore } from '../../webhooks/store-contract.js'
 import { postgresTrim } from './trim.js'
@@ -197,6 +198,11 @@ export async function createPostgresStore<D extends readonly ResourceDefinition[
     connectionString: target.connectionString,
     application_name: 'plant-store',
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000
+  }
+  if (options.directUrl !== undefined && options.pools === undefined) {
+    const directUrl = options.directUrl
+    await retryUntilReachable(async () => { await assertSameDatabase(connection, options.url, directUrl) },
+      options.startup ?? { timeoutMs: 0 })
   }
   if (options.migrate !== false) {
     const migrator = options.directUrl === undefined
