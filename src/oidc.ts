@@ -132,23 +132,27 @@ export class ProviderKeys {
 
   /** jose's key resolver: the cached key for the token's header, refetching the set at most once per cooldown. */
   readonly getKey: JWTVerifyGetKey = async (header, token) => {
+    /** Whether a fetch this request waited for has answered for the kid: the set then settles it. */
+    let fetched = false
     if (this.#keys === undefined) {
       if (this.#pending === undefined && this.#coolingDown()) throw this.#unavailable()
       await this.#refresh()
+      fetched = true
     } else if (this.#now() - this.#fetchedAt >= KEYS_MAX_AGE_MS && !this.#coolingDown()) {
       this.#refresh().catch(() => {})
     }
     try {
       return await (this.#keys as JWTVerifyGetKey)(header, token)
     } catch (err) {
-      if (!isJoseError(err, 'ERR_JWKS_NO_MATCHING_KEY')) throw err
+      if (!isJoseError(err, 'ERR_JWKS_NO_MATCHING_KEY') || fetched) throw err
       // A `kid` not in the cache: perhaps the provider rotated its keys. One fetch per cooldown, whoever asks.
       if (this.#pending !== undefined || !this.#coolingDown()) {
         await this.#refresh()
         return await (this.#keys as JWTVerifyGetKey)(header, token)
       }
-      if (this.#failed) throw this.#unavailable(err)
-      throw err
+      // Within the cooldown the set cannot be fetched: nothing tells a kid the provider lacks from one it
+      // has just rotated in (while it is down, too), so the client is told when a fetch may settle it.
+      throw this.#unavailable(err)
     }
   }
 
