@@ -1595,7 +1595,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not ready: draining, shedding load, or the database does not answer */
+            /** @description Not ready: draining, shedding load, or the database does not answer or is read-only */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
@@ -1652,7 +1652,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not ready: draining, shedding load, or the database does not answer */
+            /** @description Not ready: draining, shedding load, or the database does not answer or is read-only */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { notReady, ServiceError } from '../../src/errors.js'
+import { notReady, ReadOnlyDatabaseError, ServiceError } from '../../src/errors.js'
 import { errorBody, UNAVAILABLE_RETRY_AFTER_S } from '../app/error-handler.js'
 import { ErrorSchema, errorResponses } from '../../src/schemas/error.js'
 import { retryAfterHeader } from '../../src/schemas/headers.js'
@@ -20,7 +20,8 @@ const StatusOk = Type.Object({ status: Type.Literal('ok') }, { examples: [{ stat
  *   reason to restart the process (a restart would not fix either and would cut in-flight work),
  *   and during a drain it stays 200 so the orchestrator lets the drain finish.
  * - `GET /health/ready`: whether this instance should get traffic: not draining, not shedding
- *   load, and the database answers (for SQLite: and no WAL sync has failed). Otherwise 503 in the
+ *   load, and the database answers and takes writes (for SQLite: no WAL sync has failed; for
+ *   PostgreSQL: not read-only, as a standby or a demoted primary is). Otherwise 503 in the
  *   Error shape with Retry-After; from SIGTERM on it answers 503 at once while in-flight work drains.
  */
 const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -80,7 +81,9 @@ function healthRoute (app: App, ping: () => Promise<void>): void {
         void reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S))
         return reply
           .code(503)
-          .send(errorBody(503, full ? 'The database storage is full' : 'The database does not answer'))
+          .send(errorBody(503, full
+            ? 'The database storage is full'
+            : err instanceof ReadOnlyDatabaseError ? 'The database is read-only' : 'The database does not answer'))
       }
       return sandbox ? { status: 'ok' as const, mode: 'sandbox' as const } : { status: 'ok' as const }
     }
@@ -126,7 +129,7 @@ function probeRoutes (app: App, ping: () => Promise<void>): void {
         response: {
           200: { ...StatusOk, description: 'Ready for traffic' },
           503: ref(ErrorSchema, {
-            description: 'Not ready: draining, shedding load, or the database does not answer',
+            description: 'Not ready: draining, shedding load, or the database does not answer or is read-only',
             headers: retryAfterHeader,
             examples: [{ error: 503, message: 'Not ready: the service is shutting down' }]
           }),
@@ -142,8 +145,9 @@ function probeRoutes (app: App, ping: () => Promise<void>): void {
       try {
         await ping()
       } catch (err) {
-        request.log.warn({ err }, 'readiness check: the database does not answer')
-        throw notReady('the database does not answer', { cause: err })
+        const readOnly = err instanceof ReadOnlyDatabaseError
+        request.log.warn({ err }, `readiness check: the database ${readOnly ? 'is read-only' : 'does not answer'}`)
+        throw notReady(readOnly ? 'the database is read-only' : 'the database does not answer', { cause: err })
       }
       reply.removeHeader('retry-after')
       return { status: 'ok' as const }

@@ -11,6 +11,7 @@ import { createPostgresRepository } from './repository.js'
 import { ensureResourceTables } from './table-sql.js'
 import { retryUntilReachable, type StartupRetry } from './startup.js'
 import { assertSameDatabase } from './same-database.js'
+import { pingWritable } from './read-only.js'
 import { createPostgresWebhookStore, postgresEnqueuer } from './webhook-store.js'
 import type { WebhookStore } from '../../webhooks/store-contract.js'
 import { postgresTrim } from './trim.js'
@@ -236,7 +237,7 @@ export async function createPostgresStore<D extends readonly ResourceDefinition[
     ...repositories,
     webhooks,
     async ping () {
-      await context.guard(async () => { await pool.query('SELECT 1') })
+      await context.guard(async () => { await pingWritable(pool) })
     },
     trim: async (limits) => { await context.guard(async () => { await trim(limits) }) },
     async close () {
