@@ -1605,7 +1605,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Not ready: draining, shedding load, or the database does not answer (or has a schema this instance cannot serve) */
+            /** @description Not ready: draining, shedding load, or the database does not answer, is read-only or has a schema this instance cannot serve */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */
@@ -1662,7 +1662,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Not ready: draining, shedding load, or the database does not answer (or has a schema this instance cannot serve) */
+            /** @description Not ready: draining, shedding load, or the database does not answer, is read-only or has a schema this instance cannot serve */
             503: {
                 headers: {
                     /** @description Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load */

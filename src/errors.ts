@@ -90,6 +90,15 @@ export const databaseUnavailable = (cause: unknown): ServiceError =>
   new ServiceError('unavailable', 'The database is unavailable, retry shortly', { cause })
 /** A table or column this code needs is gone or renamed (a newer release's contract step): not this request's fault. */
 export const schemaUnavailable = (cause: unknown): ServiceError => new SchemaUnavailableError(cause)
+/**
+ * The database answers but takes no write (a standby, a demoted primary, default_transaction_read_only):
+ * every write would be a 503, so the instance is not ready for traffic.
+ */
+export class ReadOnlyDatabaseError extends ServiceError {
+  constructor () {
+    super('unavailable', 'The database is read-only, retry shortly')
+  }
+}
 export const storageFull = (cause: unknown): ServiceError =>
   new ServiceError('storage-full', 'The database storage is full; nothing was written', { cause })
 export const idsExhausted = (resource: { title: string }): ServiceError =>

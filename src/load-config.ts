@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto'
 import { Type, type Static } from '@sinclair/typebox'
 import type { ErrorObject } from 'ajv'
 import envSchema from 'env-schema'
@@ -7,7 +6,7 @@ import { ConfigError } from './errors.js'
 import { OIDC_SETTINGS, oidcConfig, type OidcConfig } from './oidc-settings.js'
 import { SANDBOX_SETTINGS, sandboxConfig, type SandboxConfig } from './sandbox/settings.js'
 import { checkDatabaseSettings, DATABASE_SETTINGS, DATABASE_URL_SETTING } from './store/settings.js'
-import { configuredTokens } from './token-settings.js'
+import { configuredTokens, refuseEmptyTokenSettings } from './token-settings.js'
 import { TRACING_SETTINGS, tracingConfig, type TracingConfig } from './tracing-settings.js'
 import type { NamedToken } from './tokens.js'
 import { parseTrustProxy } from './trust-proxy.js'
@@ -43,9 +42,9 @@ export const EnvSchema = Type.Object({
   API_TOKENS: Type.Optional(
     Type.String({
       description:
-        'Accepted bearer tokens, comma-separated, each with every scope. With no token configured and no ' +
-        '`OIDC_ISSUER`, one is made up for the run and printed once; set but holding no token (only commas) stops ' +
-        'the start.'
+        'Accepted bearer tokens, comma-separated, each with every scope. Set but holding no token (empty, blank or ' +
+        'only commas) stops the start. With no token configured and no `OIDC_ISSUER`, the start is refused, but ' +
+        'at a terminal, where a token is made up for the run and shown there once.'
     })
   ),
   API_TOKENS_FILE: Type.Optional(
@@ -53,8 +52,9 @@ export const EnvSchema = Type.Object({
       minLength: 1,
       description:
         'A file of accepted bearer tokens (combined with `API_TOKENS`): a plain token a line (every scope), ' +
-        'or a named entry `<name> <scopes> sha256:<digest>` (see docs/configuration.md). A file without a token, or ' +
-        'with a plain token that is also a named entry, stops the start.'
+        'or a named entry `<name> <scopes> sha256:<digest>` (see docs/configuration.md). Set but empty, a file ' +
+        'without a token, or with a plain token that is also a named entry, or names differing only in case, stops ' +
+        'the start.'
     })
   ),
   ...DATABASE_SETTINGS,
@@ -230,7 +230,7 @@ export interface Config {
   namedTokens: NamedToken[]
   /** OpenID Connect JWT access tokens, when OIDC_ISSUER is set. */
   oidc?: OidcConfig
-  /** True when no token (and no OIDC_ISSUER) was configured and one was made up for this run. */
+  /** True when no token (and no OIDC_ISSUER) was configured and one was made up for this run (withTrialToken). */
   tokenGenerated: boolean
   logLevel: LogLevel
   /** LOG_FORMAT; undefined: chosen by whether stdout is a terminal. */
@@ -275,8 +275,9 @@ export interface Config {
 const MIN_TOKEN_LENGTH = 32
 
 /**
- * The settings this service reads, from `env` only. An empty value is unset, for every setting
- * (`PORT=` in an env file, as .env.example leaves each line): the default applies.
+ * The settings this service reads, from `env` only. An empty value is unset (`PORT=` in an env file,
+ * as .env.example leaves each line): the default applies. The token settings refuse one before
+ * (refuseEmptyTokenSettings).
  */
 function settingsOf (env: NodeJS.ProcessEnv): Record<string, string> {
   return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] =>
@@ -296,6 +297,7 @@ function settingProblems (err: Error & { errors?: ErrorObject[] }): string {
 
 /** Reads and validates the configuration; throws ConfigError with a message for whoever starts the service. */
 export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
+  refuseEmptyTokenSettings(env)
   let parsed: Env
   try {
     parsed = envSchema<Env>({ schema: EnvSchema, data: settingsOf(env), env: false, dotenv: false })
@@ -308,8 +310,6 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   const tokens = file.plain
   const oidc = oidcConfig(parsed)
   const sandbox = sandboxConfig(parsed, tokens.length + file.named.length > 0 || oidc !== undefined)
-  const tokenGenerated = sandbox === undefined && tokens.length === 0 && file.named.length === 0 && oidc === undefined
-  if (tokenGenerated) tokens.push(randomBytes(32).toString('base64url'))
   if (parsed.ALLOW_WEAK_TOKENS !== '1' && tokens.some((token) => token.length < MIN_TOKEN_LENGTH)) {
     throw new ConfigError(
       `invalid configuration: every API token needs at least ${MIN_TOKEN_LENGTH} characters (set ALLOW_WEAK_TOKENS=1 ` +
@@ -340,7 +340,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     tokens: [...new Set(tokens)],
     namedTokens: file.named,
     ...(oidc !== undefined && { oidc }),
-    tokenGenerated,
+    tokenGenerated: false,
     logLevel: parsed.LOG_LEVEL,
     ...(parsed.LOG_FORMAT !== undefined && { logFormat: parsed.LOG_FORMAT }),
     bodyLimit: parsed.BODY_LIMIT,

@@ -3,7 +3,7 @@ import { authUnavailable, invalidToken, ServiceError } from './errors.js'
 import type { OidcConfig } from './oidc-settings.js'
 import { isScope, type Principal, type Scope } from './scopes.js'
 import { tokenDigest } from './tokens.js'
-import { jwtPrincipalId } from './principal-id.js'
+import { isStorableSubject, jwtPrincipalId } from './principal-id.js'
 
 /** The signature algorithms accepted: asymmetric only, so a public key can never serve as an HMAC secret. */
 export const ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'] as const
@@ -132,23 +132,27 @@ export class ProviderKeys {
 
   /** jose's key resolver: the cached key for the token's header, refetching the set at most once per cooldown. */
   readonly getKey: JWTVerifyGetKey = async (header, token) => {
+    /** Whether a fetch this request waited for has answered for the kid: the set then settles it. */
+    let fetched = false
     if (this.#keys === undefined) {
       if (this.#pending === undefined && this.#coolingDown()) throw this.#unavailable()
       await this.#refresh()
+      fetched = true
     } else if (this.#now() - this.#fetchedAt >= KEYS_MAX_AGE_MS && !this.#coolingDown()) {
       this.#refresh().catch(() => {})
     }
     try {
       return await (this.#keys as JWTVerifyGetKey)(header, token)
     } catch (err) {
-      if (!isJoseError(err, 'ERR_JWKS_NO_MATCHING_KEY')) throw err
+      if (!isJoseError(err, 'ERR_JWKS_NO_MATCHING_KEY') || fetched) throw err
       // A `kid` not in the cache: perhaps the provider rotated its keys. One fetch per cooldown, whoever asks.
       if (this.#pending !== undefined || !this.#coolingDown()) {
         await this.#refresh()
         return await (this.#keys as JWTVerifyGetKey)(header, token)
       }
-      if (this.#failed) throw this.#unavailable(err)
-      throw err
+      // Within the cooldown the set cannot be fetched: nothing tells a kid the provider lacks from one it
+      // has just rotated in (while it is down, too), so the client is told when a fetch may settle it.
+      throw this.#unavailable(err)
     }
   }
 
@@ -288,6 +292,9 @@ export class OidcVerifier {
       throw invalidToken('it was issued in the future (iat)')
     }
     if (typeof payload.sub !== 'string' || payload.sub === '') throw invalidToken('it has no subject (sub)')
+    if (!isStorableSubject(payload.sub)) {
+      throw invalidToken('its subject (sub) is not well-formed text (a NUL or an unpaired UTF-16 surrogate)')
+    }
     const client =
       typeof payload.client_id === 'string'
         ? payload.client_id

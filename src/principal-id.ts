@@ -15,3 +15,12 @@ export function jwtPrincipalId (sub: string): string {
   const id = `jwt:${sub}`
   return Buffer.byteLength(id) <= MAX_PRINCIPAL_ID_BYTES ? id : `jwt-sha256:${sha256(sub, 'hex')}`
 }
+
+/**
+ * A `sub` both stores can keep as itself: no NUL (PostgreSQL's text cannot hold it) and no lone
+ * surrogate (no UTF-8 form: PostgreSQL would store U+FFFD, making two subjects one principal). With
+ * `u`, a surrogate pair is one character, so the class matches only a lone one.
+ */
+export function isStorableSubject (sub: string): boolean {
+  return !sub.includes('\u0000') && !/[\uD800-\uDFFF]/u.test(sub)
+}

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { ConfigError } from './errors.js'
 import { isScope, SCOPES, type Scope } from './scopes.js'
@@ -16,6 +17,47 @@ export function configuredTokens (
   return { plain, named: file.named }
 }
 
+/** The settings that name tokens: set, never empty. */
+const TOKEN_SETTINGS = ['API_TOKENS', 'API_TOKENS_FILE'] as const
+
+/**
+ * A token setting that is there but empty (`API_TOKENS=`, an empty Kubernetes Secret) is refused
+ * before the configuration reads an empty value as unset: emptying the list is how a key is revoked,
+ * and unset could make up a token with every scope.
+ */
+export function refuseEmptyTokenSettings (env: NodeJS.ProcessEnv): void {
+  for (const setting of TOKEN_SETTINGS) {
+    if (env[setting] !== undefined && env[setting].trim() === '') {
+      throw new ConfigError(`invalid configuration: ${setting} is set but holds no token (unset it to have none)`)
+    }
+  }
+}
+
+/** What a configuration accepts callers with: with none of these, nothing can call the API. */
+interface TokenSources {
+  tokens: string[]
+  namedTokens: readonly NamedToken[]
+  oidc?: unknown
+  sandbox?: unknown
+  tokenGenerated: boolean
+}
+
+/**
+ * With no token, no OIDC_ISSUER and no sandbox, a token is made up for the run, and only for a
+ * person at a terminal (`terminal`: stdout and stderr both are one), who reads it there: anywhere
+ * else it would land in a log file or a collector, and nothing else could use it. Elsewhere such a
+ * configuration stops the start, naming what to set.
+ */
+export function withTrialToken<C extends TokenSources> (config: C, terminal: boolean): C {
+  if (config.tokens.length > 0 || config.namedTokens.length > 0 || config.oidc !== undefined ||
+    config.sandbox !== undefined) return config
+  if (!terminal) {
+    throw new ConfigError('invalid configuration: no API_TOKENS, API_TOKENS_FILE or OIDC_ISSUER is set, so nothing ' +
+      'could call the API (a token is made up for a trial run only at a terminal; plant-store token prints one)')
+  }
+  return { ...config, tokens: [randomBytes(32).toString('base64url')], tokenGenerated: true }
+}
+
 /**
  * A setting that is there but names no token (only separators, or a file of comments) is refused
  * rather than read as unset: unset makes up a token with every scope, and emptying the list is how
@@ -24,7 +66,7 @@ export function configuredTokens (
 function splitTokens (text: string | undefined, separator: string | RegExp, setting?: string): string[] {
   if (text === undefined) return []
   const tokens = text.split(separator).map((token) => token.trim()).filter((token) => token !== '')
-  if (setting !== undefined && tokens.length === 0 && text.trim() !== '') {
+  if (setting !== undefined && tokens.length === 0) {
     throw new ConfigError(`invalid configuration: ${setting} is set but holds no token (unset it to have none)`)
   }
   for (const token of tokens) {
@@ -76,7 +118,10 @@ function readTokensFile (path: string | undefined): { plain: string[], named: Na
       throw problem('a named entry is "<name> <scope>[,<scope>…] sha256:<hex digest>" (plant-store token prints one)')
     }
     if (!TOKEN_NAME.test(name)) throw problem('a name is 1 to 64 of A-Z a-z 0-9 . _ -')
-    if (named.some((entry) => entry.name === name)) throw problem(`the name ${name} is used twice`)
+    // `ro` and `RO` would be two principals that a person (and a log search) takes for one.
+    const same = named.find((entry) => entry.name.toLowerCase() === name.toLowerCase())
+    if (same?.name === name) throw problem(`the name ${name} is used twice`)
+    if (same !== undefined) throw problem(`the names ${same.name} and ${name} differ only in case`)
     const scopes = scopeList.split(',')
     const unknown = scopes.find((scope) => !isScope(scope))
     if (unknown !== undefined) throw problem(`unknown scope ${JSON.stringify(unknown)} (known: ${SCOPES.join(', ')})`)

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { notReady, SchemaUnavailableError, ServiceError } from '../../src/errors.js'
+import { notReady, ReadOnlyDatabaseError, SchemaUnavailableError, ServiceError } from '../../src/errors.js'
 import { errorBody, UNAVAILABLE_RETRY_AFTER_S } from '../app/error-handler.js'
 import { ErrorSchema, errorResponses } from '../../src/schemas/error.js'
 import { retryAfterHeader } from '../../src/schemas/headers.js'
@@ -20,7 +20,8 @@ const StatusOk = Type.Object({ status: Type.Literal('ok') }, { examples: [{ stat
  *   reason to restart the process (a restart would not fix either and would cut in-flight work),
  *   and during a drain it stays 200 so the orchestrator lets the drain finish.
  * - `GET /health/ready`: whether this instance should get traffic: not draining, not shedding
- *   load, and the database answers (for SQLite: and no WAL sync has failed). Otherwise 503 in the
+ *   load, and the database answers and takes writes (for SQLite: no WAL sync has failed; for
+ *   PostgreSQL: not read-only, as a standby or a demoted primary is). Otherwise 503 in the
  *   Error shape with Retry-After; from SIGTERM on it answers 503 at once while in-flight work drains.
  */
 const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -78,7 +79,9 @@ function healthRoute (app: App, ping: () => Promise<void>): void {
         void reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S))
         return reply
           .code(503)
-          .send(errorBody(503, full ? 'The database storage is full' : 'The database does not answer'))
+          .send(errorBody(503, full
+            ? 'The database storage is full'
+            : err instanceof ReadOnlyDatabaseError ? 'The database is read-only' : 'The database does not answer'))
       }
       return sandbox ? { status: 'ok' as const, mode: 'sandbox' as const } : { status: 'ok' as const }
     }
@@ -124,8 +127,8 @@ function probeRoutes (app: App, ping: () => Promise<void>): void {
         response: {
           200: { ...StatusOk, description: 'Ready for traffic' },
           503: ref(ErrorSchema, {
-            description: 'Not ready: draining, shedding load, or the database does not answer (or has a schema this ' +
-              'instance cannot serve)',
+            description: 'Not ready: draining, shedding load, or the database does not answer, is read-only or ' +
+              'has a schema this instance cannot serve',
             headers: retryAfterHeader,
             examples: [{ error: 503, message: 'Not ready: the service is shutting down' }]
           }),
@@ -141,9 +144,11 @@ function probeRoutes (app: App, ping: () => Promise<void>): void {
       try {
         await ping()
       } catch (err) {
-        const reason = err instanceof SchemaUnavailableError
-          ? 'this instance cannot serve the database schema as it is now'
-          : 'the database does not answer'
+        const reason = err instanceof ReadOnlyDatabaseError
+          ? 'the database is read-only'
+          : err instanceof SchemaUnavailableError
+            ? 'this instance cannot serve the database schema as it is now'
+            : 'the database does not answer'
         request.log.debug({ err }, `readiness check: ${reason}`)
         throw notReady(reason, { cause: err })
       }

@@ -5,6 +5,7 @@ import { countOf } from '../human.js'
 import type { Scope } from '../scopes.js'
 import { tokenDigest } from '../tokens.js'
 import { loadConfig, type Config } from '../load-config.js'
+import { withTrialToken } from '../token-settings.js'
 import { isPostgresUrl, postgresName } from '../store/postgres/connection.js'
 import { backupDatabase, backupDatabaseTo, BackupError, restoreDatabase } from '../store/sqlite/backup.js'
 import { inspectDatabaseFile } from '../store/sqlite/preflight.js'
@@ -14,6 +15,8 @@ export interface Output {
   out: (text: string) => void
   err: (text: string) => void
   data: NodeJS.WritableStream & { isTTY?: boolean }
+  /** Both stdout and stderr are a terminal: `serve` would make up a token for a trial there (withTrialToken). */
+  terminal?: boolean
 }
 
 /** An API token as strong as the generated one: 32 random bytes, base64url (43 characters). */
@@ -37,9 +40,10 @@ export function runToken (output: Output, entry?: { name: string, scopes: readon
   return 0
 }
 
-function readConfig (env: NodeJS.ProcessEnv, output: Output): Config | undefined {
+/** With `serve`, as `serve` reads it (a made-up token at a terminal only, else no token is refused). */
+function readConfig (env: NodeJS.ProcessEnv, output: Output, serve?: boolean): Config | undefined {
   try {
-    return loadConfig(env)
+    return serve === undefined ? loadConfig(env) : withTrialToken(loadConfig(env), serve)
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err
     output.err(`plant-store: ${err.message}\n`)
@@ -128,9 +132,13 @@ export function runRestore (
  * reported; exit code 0 only when every one is fine.
  */
 export async function runCheck (env: NodeJS.ProcessEnv, output: Output): Promise<number> {
-  const config = readConfig(env, output)
+  const config = readConfig(env, output, output.terminal === true)
   if (config === undefined) return 1
   output.out('plant-store check: configuration ok\n')
+  if (config.tokenGenerated) {
+    output.out('plant-store check: no API_TOKENS, API_TOKENS_FILE or OIDC_ISSUER: serve makes up a token for a ' +
+      'trial run at this terminal only\n')
+  }
   const failed: string[] = []
   if (!await checkDatabase(config, output)) {
     failed.push(isPostgresUrl(config.databaseUrl)

@@ -11,16 +11,21 @@ import { ConfigError, StoreOpenError } from '../errors.js'
 import { duration } from '../human.js'
 import { loadConfig, SHUTDOWN_EXIT_MARGIN_MS, type Config, type LogFormat } from '../load-config.js'
 import { isPostgresUrl } from '../store/postgres/connection.js'
+import { withTrialToken } from '../token-settings.js'
 
 /** A log sink that stops reading must not exhaust memory: pending lines beyond this are dropped. */
 const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024
 
 type App = Awaited<ReturnType<typeof buildApp>>
 
+/** A person at a terminal reads both streams: only then may a made-up token be shown (withTrialToken). */
+const atTerminal = process.stdout.isTTY && process.stderr.isTTY
+
 const output: Output = {
   out: (text) => { process.stdout.write(text) },
   err: (text) => { process.stderr.write(text) },
-  data: process.stdout
+  data: process.stdout,
+  terminal: atTerminal
 }
 
 /**
@@ -29,7 +34,7 @@ const output: Output = {
 async function serve (): Promise<void> {
   let config
   try {
-    config = loadConfig(process.env)
+    config = withTrialToken(loadConfig(process.env), atTerminal)
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err
     say('fatal', err.message)

@@ -10,7 +10,8 @@ export const DATABASE_URL_SETTING = Type.String({
   default: 'data/plants.db',
   description:
       'A SQLite file path (its folder is created) or `:memory:`; a `postgres://` or `postgresql://` URL selects ' +
-      'PostgreSQL, with `?schema=name` for a schema of its own (see docs/scaling.md).'
+      'PostgreSQL, with `?schema=name` for a schema of its own (see docs/scaling.md). Any other scheme (`file:`, ' +
+      '`sqlite:`, `postgres:/` with one slash) stops the start.'
 })
 
 /** The store's other settings: their part of EnvSchema (src/load-config.ts composes them, in this order). */
@@ -63,8 +64,28 @@ export const DATABASE_SETTINGS = {
 
 type DatabaseEnv = Static<TObject<{ DATABASE_URL: typeof DATABASE_URL_SETTING } & typeof DATABASE_SETTINGS>>
 
-/** A PostgreSQL URL must parse; DATABASE_DIRECT_URL goes with a PostgreSQL DATABASE_URL only. */
+/** `file:`, `sqlite:`, `postgres:` (one slash): a URL scheme, where a SQLite path has none. */
+const URL_SCHEME = /^([A-Za-z][A-Za-z0-9+.-]*):/
+
+/**
+ * DATABASE_URL is one of the forms the docs name. Anything else with a scheme (`file:/…`,
+ * `sqlite:///…`, `postgres:/x`) would otherwise be a relative SQLite path: a new, empty database
+ * file under the working directory. Only the scheme is named: the rest may hold a password.
+ */
+function refuseUnknownScheme (url: string): void {
+  const scheme = URL_SCHEME.exec(url)?.[1]
+  if (scheme === undefined || isPostgresUrl(url)) return
+  throw new ConfigError(`invalid configuration: DATABASE_URL starts with ${scheme}:, a form it does not take: ` +
+    'a SQLite file path (data/plants.db, /var/lib/plant-store/plants.db; ./ before a name holding a colon), ' +
+    ':memory:, or a postgres:// or postgresql:// URL')
+}
+
+/**
+ * DATABASE_URL is a form the docs name and a PostgreSQL URL must parse; DATABASE_DIRECT_URL goes with a
+ * PostgreSQL DATABASE_URL only.
+ */
 export function checkDatabaseSettings (parsed: DatabaseEnv): void {
+  if (parsed.DATABASE_URL !== ':memory:') refuseUnknownScheme(parsed.DATABASE_URL)
   if (isPostgresUrl(parsed.DATABASE_URL)) {
     try {
       parsePostgresUrl(parsed.DATABASE_URL)

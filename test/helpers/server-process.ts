@@ -73,6 +73,11 @@ export interface ServerOptions {
   command?: { file: string, args: readonly string[], cwd: string }
   /** How long the start may take (default 30 s): longer where it waits on others (a migration beside a load). */
   startTimeoutMs?: number
+  /**
+   * Runs it at a terminal (util-linux `script`: stdin, stdout and stderr a pseudo-terminal), as a
+   * person does: everything it writes, both streams, is then read as `stdout()`.
+   */
+  terminal?: boolean
 }
 
 export interface ServerProcess {
@@ -129,8 +134,14 @@ async function launch (options: ServerOptions): Promise<Launched> {
     DATABASE_URL: databaseUrl
   }
   const env = Object.fromEntries(Object.entries(settings).filter((entry): entry is [string, string] => entry[1] !== undefined))
-  const file = options.command?.file ?? process.execPath
-  const args = options.command?.args ?? [...options.nodeArgs ?? [], SERVER_JS]
+  let file = options.command?.file ?? process.execPath
+  let args = options.command?.args ?? [...options.nodeArgs ?? [], SERVER_JS]
+  if (options.terminal === true) {
+    // `stty -onlcr`: lines end in \n as they do in a pipe, not the terminal's \r\n.
+    const command = [file, ...args].map((word) => `'${word.replaceAll("'", "'\\''")}'`).join(' ')
+    args = ['--quiet', '--return', '--command', `stty -onlcr; exec ${command}`, '/dev/null']
+    file = 'script'
+  }
   const cwd = options.command?.cwd
 
   let child: ChildProcess
@@ -185,7 +196,7 @@ async function launch (options: ServerOptions): Promise<Launched> {
     const timeoutMs = options.startTimeoutMs ?? START_TIMEOUT_MS
     const deadline = Date.now() + timeoutMs
     while (Date.now() < deadline) {
-      const url = BANNER.exec(readStderr())?.[1] ?? BANNER_LINE.exec(readStdout())?.[1]
+      const url = BANNER.exec(readStderr())?.[1] ?? (BANNER_LINE.exec(readStdout()) ?? BANNER.exec(readStdout()))?.[1]
       if (url !== undefined) return url
       if (closed) return undefined
       await sleep(20)

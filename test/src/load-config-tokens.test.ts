@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { loadConfig } from '../../src/load-config.js'
+import { withTrialToken } from '../../src/token-settings.js'
 import { tokenDigest } from '../../src/tokens.js'
-import { assertConfigRefused } from '../helpers/config.js'
+import { assertConfigRefused, assertConfigRefusedBy } from '../helpers/config.js'
 import { escaped, SCOPE_NAMES } from '../helpers/resources.js'
 
 const DIGEST = tokenDigest('a-token-0123456789abcdef0123456789abcdef')
@@ -51,7 +52,39 @@ test('a token setting that is set but holds no token stops the start: no token i
     [{ API_TOKENS_FILE: file('# revoked: the last key\n\n   \n') }, /API_TOKENS_FILE holds no token/],
     [{ API_TOKENS: 'a-token-0123456789abcdef0123456789abcdef', API_TOKENS_FILE: file('# none\n') }, /API_TOKENS_FILE holds no token/]
   ])
-  assert.equal(loadConfig({}).tokenGenerated, true, 'unset (neither setting given) still makes one up for a trial run')
+})
+
+test('a token setting set but empty (an empty Kubernetes Secret) stops the start naming it: read as unset, it would make one up', () => {
+  for (const setting of ['API_TOKENS', 'API_TOKENS_FILE']) {
+    for (const value of ['', '   ', '\t']) {
+      assertConfigRefused([[{ [setting]: value }, new RegExp(`^invalid configuration: ${setting} is set but holds no token \\(unset it to have none\\)$`)]])
+      assertConfigRefused([[{ [setting]: value, OIDC_ISSUER: 'https://login.example.com', OIDC_AUDIENCE: 'plants' }, new RegExp(setting)]])
+    }
+  }
+})
+
+test('withTrialToken: with no token, OIDC_ISSUER or sandbox, a token is made up only at a terminal; elsewhere the start is refused', () => {
+  const made = withTrialToken(loadConfig({}), true)
+  assert.equal(made.tokenGenerated, true)
+  assert.equal(made.tokens.length, 1)
+  assert.match(made.tokens[0] ?? '', /^[A-Za-z0-9_-]{43}$/)
+  assert.notEqual(withTrialToken(loadConfig({}), true).tokens[0], made.tokens[0], 'a new random token each start')
+  assertConfigRefusedBy(() => withTrialToken(loadConfig({}), false),
+    /^invalid configuration: no API_TOKENS, API_TOKENS_FILE or OIDC_ISSUER is set, so nothing could call the API \(a token is made up for a trial run only at a terminal; plant-store token prints one\)$/)
+  for (const env of [{ API_TOKENS: 'a-token-0123456789abcdef0123456789abcdef' }, { API_TOKENS_FILE: file(`a webhooks sha256:${DIGEST}\n`) },
+    { OIDC_ISSUER: 'https://login.example.com', OIDC_AUDIENCE: 'plants' }, { SANDBOX: '1' }]) {
+    for (const terminal of [true, false]) {
+      const config = loadConfig(env)
+      assert.equal(withTrialToken(config, terminal), config, JSON.stringify(env))
+    }
+  }
+})
+
+test('API_TOKENS_FILE: names that differ only in case (ro, RO) stop the start naming both: one principal or two would be a guess', () => {
+  assertConfigRefused([
+    [{ API_TOKENS_FILE: file(`ro plants:read sha256:${DIGEST}\nRO plants:write sha256:${tokenDigest('other')}\n`) },
+      /^invalid configuration: API_TOKENS_FILE line 2: the names ro and RO differ only in case$/]
+  ])
 })
 
 test('a plain token that is also a named API_TOKENS_FILE entry stops the start, naming the entry and never the token', () => {

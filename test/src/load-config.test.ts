@@ -5,17 +5,15 @@ import { EnvSchema, loadConfig } from '../../src/load-config.js'
 import { TOKEN } from '../helpers/app.js'
 import { assertConfigRefused } from '../helpers/config.js'
 
-test('defaults: port 3000 on 127.0.0.1, data/plants.db, full sync, info logs, one generated token', () => {
+test('defaults: port 3000 on 127.0.0.1, data/plants.db, full sync, info logs, no token (serve decides: withTrialToken)', () => {
   const config = loadConfig({})
   assert.equal(config.port, 3000)
   assert.equal(config.host, '127.0.0.1')
   assert.equal(config.databaseUrl, 'data/plants.db')
   assert.equal(config.sqliteSynchronous, 'full')
   assert.equal(config.logLevel, 'info')
-  assert.equal(config.tokenGenerated, true)
-  assert.equal(config.tokens.length, 1)
-  assert.match(config.tokens[0] ?? '', /^[A-Za-z0-9_-]{43}$/)
-  assert.notEqual(loadConfig({}).tokens[0], config.tokens[0], 'a new random token each start')
+  assert.equal(config.tokenGenerated, false)
+  assert.deepEqual(config.tokens, [])
 })
 
 test('values are read from the environment', () => {
@@ -66,16 +64,34 @@ test('a bad value stops the start with a message that names the variable', () =>
   assertConfigRefused(cases)
 })
 
+test('DATABASE_URL: a SQLite path, :memory: or a postgres(ql):// URL; any other scheme stops the start naming the setting, never the rest', () => {
+  const refusal = (scheme: string) => new RegExp(`^invalid configuration: DATABASE_URL starts with ${scheme}:, a form it does not take: ` +
+    'a SQLite file path \\(data/plants\\.db, /var/lib/plant-store/plants\\.db; \\./ before a name holding a colon\\), :memory:, or a postgres:// or postgresql:// URL$')
+  assertConfigRefused([
+    [{ API_TOKENS: TOKEN, DATABASE_URL: 'file:/var/lib/plants.db' }, refusal('file')],
+    [{ API_TOKENS: TOKEN, DATABASE_URL: 'sqlite:///var/lib/plants.db' }, refusal('sqlite')],
+    [{ API_TOKENS: TOKEN, DATABASE_URL: 'postgres:/x' }, refusal('postgres')],
+    [{ API_TOKENS: TOKEN, DATABASE_URL: 'postgresql:db.example/plants' }, refusal('postgresql')],
+    [{ API_TOKENS: TOKEN, DATABASE_URL: 'postgre://app:secret@db.example/plants' }, refusal('postgre')],
+    [{ API_TOKENS: TOKEN, DATABASE_URL: 'file::memory:' }, refusal('file')]
+  ])
+  for (const url of ['data/plants.db', '/var/lib/plant-store/plants.db', './plants:2.db', ':memory:', 'plants.db',
+    'postgres://db.example/plants', 'postgresql://db.example/plants', 'POSTGRES://db.example/plants']) {
+    assert.equal(loadConfig({ API_TOKENS: TOKEN, DATABASE_URL: url }).databaseUrl, url)
+  }
+})
+
 test('DATABASE_DIRECT_URL: PostgreSQL itself beside a pooler\'s DATABASE_URL', () => {
   const config = loadConfig({ API_TOKENS: TOKEN, DATABASE_URL: 'postgres://app@pooler.example:6432/plants', DATABASE_DIRECT_URL: 'postgres://app@db.example/plants' })
   assert.equal(config.databaseDirectUrl, 'postgres://app@db.example/plants')
   assert.equal(loadConfig({ API_TOKENS: TOKEN, DATABASE_URL: 'postgres://app@db.example/plants' }).databaseDirectUrl, undefined)
 })
 
-test('an empty value is unset, for every setting: its default applies', () => {
+test('an empty value is unset, for every setting but the token settings: its default applies', () => {
   const empty = Object.fromEntries(Object.keys(EnvSchema.properties).map((name) => [name, '']))
+  delete empty.API_TOKENS_FILE
   assert.deepEqual(loadConfig({ ...empty, API_TOKENS: TOKEN }), loadConfig({ API_TOKENS: TOKEN }))
-  const config = loadConfig({ PORT: '', HOST: '', METRICS_PORT: '', API_TOKENS_FILE: '', LOG_FORMAT: '' })
+  const config = loadConfig({ PORT: '', HOST: '', METRICS_PORT: '', LOG_FORMAT: '' })
   assert.equal(config.port, 3000)
   assert.equal(config.host, '127.0.0.1')
   assert.equal(config.metrics, undefined)

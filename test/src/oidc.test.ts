@@ -36,9 +36,16 @@ test('ProviderKeys: one fetch per cooldown whether it succeeds or fails; stale k
   now += 30_000
   assert.ok(await keys.getKey(header, { payload: '', signature: '' }))
   assert.equal(op.jwksRequests(), 1)
-  // An unknown kid within the cooldown of a successful fetch: no fetch, the token simply has no key.
-  await assert.rejects(async () => await keys.getKey({ ...header, kid: 'other' }, { payload: '', signature: '' }), { code: 'ERR_JWKS_NO_MATCHING_KEY' })
-  assert.equal(op.jwksRequests(), 1)
+  // An unknown kid within the cooldown of a successful fetch, the provider down meanwhile: no fetch, a 503
+  // (the set cannot be fetched to settle it) whose Retry-After is the cooldown left.
+  await op.stop()
+  now += 10_000
+  const err: unknown = await (async () => await keys.getKey({ ...header, kid: 'other' }, { payload: '', signature: '' }))().then(() => undefined, (caught: unknown) => caught)
+  assert.ok(err instanceof AuthUnavailableError, String(err))
+  assert.equal(err.retryAfterS, 20)
+  assert.equal(op.jwksRequests(), 1, 'nothing asked of it')
+  await op.restart([key])
+  now -= 10_000
 
   // Stale keys: served at once while a background fetch runs; a failed one leaves them in place.
   now += KEYS_MAX_AGE_MS

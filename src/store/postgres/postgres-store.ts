@@ -1,7 +1,7 @@
 import pg from 'pg'
 import { pgTypes } from './types.js'
 import type { Store } from '../contract.js'
-import { schemaUnavailable } from '../../errors.js'
+import { ReadOnlyDatabaseError, schemaUnavailable } from '../../errors.js'
 import { incompatibleSchemaProblem, type MigrationReport } from '../migration.js'
 import {
   parsePostgresUrl, poolStats, postgresFailure, queryTimeout, settledPool, survivingDisconnects
@@ -10,14 +10,16 @@ import { migrateWhenReachable, schemaProbeSql } from './migrate.js'
 import { migrations } from './migrations.js'
 import type { PostgresRepositoryContext } from './context.js'
 import { createPostgresRepository } from './repository.js'
-import type { StartupRetry } from './startup.js'
+import { retryUntilReachable, type StartupRetry } from './startup.js'
+import { assertSameDatabase } from './same-database.js'
+import { pingWritable } from './read-only.js'
 import { createPostgresWebhookStore, postgresEnqueuer } from './webhook-store.js'
 import type { WebhookStore } from '../../webhooks/store-contract.js'
 import { postgresTrim } from './trim.js'
 import type { RepositoriesOf, ResourceDefinition } from '../../resources/definition.js'
 import { RESOURCES, type ServedResources } from '../../resources/index.js'
 
-interface SchemaProbe { tables: boolean, version: number, compatible_from: number | null }
+interface SchemaProbe { tables: boolean, version: number, compatible_from: number | null, read_only: string }
 
 /** At most one NOTIFY to other instances' dispatchers per this many milliseconds from one process's writes. */
 export const NOTIFY_INTERVAL_MS = 50
@@ -125,6 +127,11 @@ export async function createPostgresStore<D extends readonly ResourceDefinition[
     application_name: 'plant-store',
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000
   }
+  if (options.directUrl !== undefined && options.pools === undefined) {
+    const directUrl = options.directUrl
+    await retryUntilReachable(async () => { await assertSameDatabase(connection, options.url, directUrl) },
+      options.startup ?? { timeoutMs: 0 })
+  }
   const known = migrations.length
   let migration: MigrationReport = { from: known, version: known, known, applied: [] }
   if (options.migrate !== false) {
@@ -167,10 +174,11 @@ export async function createPostgresStore<D extends readonly ResourceDefinition[
     async ping () {
       await context.guard(async () => {
         if (options.migrate === false) {
-          await pool.query('SELECT 1')
+          await pingWritable(pool)
           return
         }
         const { rows: [found] } = await pool.query<SchemaProbe>(probe)
+        if (found?.read_only === 'on') throw new ReadOnlyDatabaseError()
         if (found?.tables !== true || (found.version > known && (found.compatible_from ?? Infinity) > known)) {
           throw schemaUnavailable(new Error(found?.tables === true
             ? incompatibleSchemaProblem(found.version, known, found.compatible_from)

@@ -91,7 +91,6 @@ test('every refusal is a 401 with error="invalid_token" and a message naming the
     [await forge(key, op, { exp: undefined } as unknown as JWTPayload), 'it has no expiry (exp)'],
     [await forge(stranger, op), 'its signature does not verify'],
     [await forge(key, op, { sub: undefined } as unknown as JWTPayload), 'it has no subject (sub)'],
-    [await forge(key, op, {}, { kid: 'unknown-kid' }), 'no key of the provider\'s key set matches it (kid)'],
     [await forge(key, op, { iat: now + 3600 }), 'it was issued in the future (iat)'],
     [await forge(key, op, { iat: 'soon' } as unknown as JWTPayload), 'its iat claim is not a number of seconds (NumericDate)'],
     [await forge(key, op, { nbf: String(now) } as unknown as JWTPayload), 'its nbf claim is not a number of seconds (NumericDate)'],
@@ -99,6 +98,9 @@ test('every refusal is a 401 with error="invalid_token" and a message naming the
     [await forge(key, op, {}, { typ: undefined }), 'it is not an access token (its typ header is not at+jwt, RFC 9068)'],
     ['bm90IGpzb24.e30.c2ln', 'it is not a well-formed signed JWT']
   ]
+  // An unknown kid is settled by the fetch it starts (a fresh app's first request): the set lacks it.
+  const unknownKid = await forge(key, op, {}, { kid: 'unknown-kid' })
+  assertInvalid(await read(await buildTestApp(t, oidcEnv(op)), unknownKid), 'no key of the provider\'s key set matches it (kid)', unknownKid)
   for (const [token, check] of cases) assertInvalid(await read(app, token), check, token)
   // Within the clock skew (30 s by default), a just-expired or almost-valid token is still accepted.
   assert.equal((await read(app, await forge(key, op, { exp: now - 10 }))).statusCode, 200)
@@ -143,9 +145,18 @@ test('the provider down: cached keys keep verifying; without a fitting cached ke
   const { provider: op } = await provider(t, [key])
   const warm = await buildTestApp(t, oidcEnv(op, { OIDC_JWKS_COOLDOWN_MS: '0' }))
   const cold = await buildTestApp(t, oidcEnv(op))
+  const cooling = await buildTestApp(t, oidcEnv(op))
   const token = await op.token('reader')
   assert.equal((await read(warm, token)).statusCode, 200)
+  assert.equal((await read(cooling, token)).statusCode, 200)
   await op.stop()
+
+  // Within the cooldown of its successful fetch: an unknown kid cannot be settled, so 503 and when it can be.
+  const unknown = await read(cooling, await forge(await signingKey('key-3'), op))
+  assert.equal(unknown.statusCode, 503, unknown.body)
+  assert.match(String(unknown.headers['retry-after']), /^[1-9]\d*$/)
+  assert.ok(Number(unknown.headers['retry-after']) <= 30)
+  assert.deepEqual(unknown.json(), { error: 503, message: 'The identity provider\'s signing keys cannot be fetched, retry shortly' })
 
   assert.equal((await read(warm, token)).statusCode, 200, 'the cached key fits')
   // Retry-After is when the next fetch may start: 5 s after a failed one (OIDC_JWKS_COOLDOWN_MS 30 s), or the shorter cooldown.
@@ -185,8 +196,12 @@ test('a flood of unknown kids costs the provider one key-set request per cooldow
   assert.equal((await read(app, await op.token('reader'))).statusCode, 200)
   assert.equal(op.jwksRequests(), 1)
   const flood = await Promise.all(Array.from({ length: 50 }, async () => await forge(key, op, {}, { kid: randomBytes(8).toString('hex') })))
-  const answers = await Promise.all(flood.map(async (token) => (await read(app, token)).statusCode))
-  assert.deepEqual([...new Set(answers)], [401])
+  // Within the cooldown the set cannot be fetched to settle them: 503, Retry-After the cooldown left.
+  const answers = await Promise.all(flood.map(async (token) => {
+    const res = await read(app, token)
+    return `${res.statusCode} ${/^[1-9]\d*$/.test(String(res.headers['retry-after'])) && Number(res.headers['retry-after']) <= 600}`
+  }))
+  assert.deepEqual([...new Set(answers)], ['503 true'])
   assert.equal(op.jwksRequests(), 1, 'within the cooldown, no refetch at all')
   // Signatures that fail under the cached kid refetch within the same bound.
   const stranger = await signingKey('key-1')
@@ -196,7 +211,9 @@ test('a flood of unknown kids costs the provider one key-set request per cooldow
 
   // A fresh instance, whose first request is the flood: one fetch serves them all.
   const fresh = await buildTestApp(t, oidcEnv(op, { OIDC_JWKS_COOLDOWN_MS: '600000' }))
+  // Those that joined the fetch are settled by it (401); any arriving once it is done are within its cooldown (503).
   const firsts = await Promise.all(flood.map(async (token) => (await read(fresh, token)).statusCode))
-  assert.deepEqual([...new Set(firsts)], [401])
+  assert.equal(firsts[0], 401)
+  assert.deepEqual([...new Set(firsts)].filter((status) => status !== 401 && status !== 503), [])
   assert.equal(op.jwksRequests(), 2)
 })
