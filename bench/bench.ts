@@ -39,9 +39,10 @@ type Sync = SqliteSynchronous
 type WorkloadName = 'read' | 'list' | 'create' | 'delete'
 /**
  * What answers: a bare Fastify route, the minimal service a user would write instead (SQLite, or
- * PostgreSQL), the idiomatic PostgreSQL peer (bench/peer-pg.ts), or plant-store.
+ * PostgreSQL), the idiomatic PostgreSQL peer (bench/peer-pg.ts), plant-store, or plant-store as
+ * another build made it (--baseline: the release before a change, measured in the same rounds).
  */
-type Server = 'ceiling' | 'minimal' | 'peer' | 'plant-store'
+type Server = 'ceiling' | 'minimal' | 'peer' | 'plant-store' | 'baseline'
 type StoreKind = 'sqlite' | 'postgres'
 /** plant-store measured again with metrics on, with one webhook subscription receiving every event, or called with a JWT. */
 type Variant = 'metrics' | 'webhook' | 'jwt'
@@ -77,6 +78,8 @@ interface Options {
   pairs: number
   /** Interleaved rounds of the PostgreSQL peer, minimal service and plant-store (--rounds). */
   rounds: number
+  /** The build directory (tsc's outDir) of another plant-store, measured beside this one on PostgreSQL. */
+  baseline: string | undefined
 }
 
 interface Row {
@@ -205,7 +208,8 @@ function parseOptions (): Options {
       webhook: { type: 'boolean', default: false },
       jwt: { type: 'boolean', default: false },
       pairs: { type: 'string', default: '1' },
-      rounds: { type: 'string', default: '1' }
+      rounds: { type: 'string', default: '1' },
+      baseline: { type: 'string' }
     }
   })
   const number = (text: string | undefined, fallback: number, name: string): number => {
@@ -244,7 +248,8 @@ function parseOptions (): Options {
     webhook: values.webhook,
     jwt: values.jwt,
     pairs,
-    rounds
+    rounds,
+    baseline: values.baseline
   }
 }
 
@@ -256,8 +261,9 @@ class Child {
   private constructor (readonly process: ChildProcess, readonly url: string) {}
 
   /** plant-store, started as the tests start it; its output goes to `logFile`. */
-  static async server (env: NodeJS.ProcessEnv, logFile: string, nodeArgs: string[]): Promise<Child> {
-    const server = await startServer(undefined, { env, logFile, nodeArgs })
+  static async server (env: NodeJS.ProcessEnv, logFile: string, nodeArgs: string[], build?: string): Promise<Child> {
+    const command = build === undefined ? undefined : { file: process.execPath, args: [...nodeArgs, join(build, 'src', 'main', 'server.js')], cwd: build }
+    const server = await startServer(undefined, { env, logFile, nodeArgs, ...(command !== undefined && { command }) })
     return new Child(server.child, server.baseUrl)
   }
 
@@ -433,7 +439,7 @@ async function main (): Promise<void> {
     options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`, `--cpu-prof-name=${name}.cpuprofile`] : []
 
   const measure = async (child: Child, row: Pick<Row, 'server' | 'store' | 'workload' | 'variant' | 'round' | 'sync' | 'syncSetting'>, traffic: Traffic): Promise<Row> => {
-    const token = row.server === 'peer' ? TOKEN : row.server !== 'plant-store' ? undefined : row.variant === 'jwt' ? await jwtToken() : TOKEN
+    const token = row.server === 'peer' || row.server === 'baseline' ? TOKEN : row.server !== 'plant-store' ? undefined : row.variant === 'jwt' ? await jwtToken() : TOKEN
     const warmup = await drive(child.url, traffic, options.warmup, traffic.amount?.warmup, options.connections, token)
     const dbBefore = await child.backendCpu()
     const cpuBefore = child.cpuSeconds()
@@ -521,7 +527,7 @@ async function main (): Promise<void> {
    * one subscription delivering to `receiverUrl`.
    */
   const service = async (store: StoreChoice, name: string, sync: Sync, plants: number, variant: Variant | null = null, receiverUrl?: string,
-    through?: RoundTripCounter): Promise<{ child: Child, ids: bigint[] }> => {
+    through?: RoundTripCounter, build?: string): Promise<{ child: Child, ids: bigint[] }> => {
     let databaseUrl = join(work, `${name}.db`)
     let serverUrl = databaseUrl
     const applicationName = `plant_store_bench_${runId}_${name.replace(/-/g, '_')}`
@@ -551,7 +557,7 @@ async function main (): Promise<void> {
       ...(variant === 'jwt' && provider !== undefined && { OIDC_ISSUER: provider.issuer, OIDC_AUDIENCE: AUDIENCE }),
       // The receiver is on loopback; every other WEBHOOK_* setting is the default.
       ...(variant === 'webhook' && { WEBHOOK_ALLOW_PRIVATE_URLS: '1' })
-    }, join(work, `${name}.log`), [...SERVER_NODE_FLAGS, ...profileArgs(name)])
+    }, join(work, `${name}.log`), [...SERVER_NODE_FLAGS, ...profileArgs(name)], build)
     if (store.kind === 'postgres' && store.url !== undefined) child.database = { url: parsePostgresUrl(store.url).connectionString, applicationName }
     return { child, ids }
   }
@@ -653,8 +659,12 @@ async function main (): Promise<void> {
           await child.stop()
         }
       }
+      if (options.baseline !== undefined) await runPlantStore(workload, sync, store, null, numbered, false, 'baseline')
       await runPlantStore(workload, sync, store, null, numbered, false)
-      for (const variant of variants) await runPlantStore(workload, sync, store, variant, numbered, round === rounds)
+      for (const variant of variants) {
+        if (options.baseline !== undefined) await runPlantStore(workload, sync, store, variant, numbered, round === rounds, 'baseline')
+        await runPlantStore(workload, sync, store, variant, numbered, round === rounds)
+      }
     }
   }
 
@@ -668,11 +678,11 @@ async function main (): Promise<void> {
     const counter = await RoundTripCounter.start(target.hostname, Number(target.port === '' ? 5432 : target.port))
     const workloads = (['read', 'create', 'delete'] as const).filter((workload) => options.only.has(workload))
     try {
-      for (const server of ['peer', 'minimal', 'plant-store'] as const) {
+      for (const server of ['peer', 'minimal', ...(options.baseline === undefined ? [] : ['baseline' as const]), 'plant-store'] as const) {
         const plants = 2 * ROUND_TRIP_REQUESTS
         const name = `round-trips-${server}`
-        const { child, ids } = server === 'plant-store'
-          ? await service(store, name, 'full', plants, null, undefined, counter)
+        const { child, ids } = server === 'plant-store' || server === 'baseline'
+          ? await service(store, name, 'full', plants, null, undefined, counter, server === 'baseline' ? options.baseline : undefined)
           : { child: await reference(server, store.url as string, `${name}-pg`, plants, counter), ids: oneTo(plants) }
         try {
           const token = server === 'minimal' ? undefined : TOKEN
@@ -714,18 +724,21 @@ async function main (): Promise<void> {
    * `round` of --pairs (null: the only one). `lastRound`: a webhook variant's delivery latency and
    * catch-up are measured (once, in the last round: each waits up to a minute).
    */
-  const runPlantStore = async (workload: WorkloadName, sync: Sync, store: StoreChoice, variant: Variant | null, round: number | null, lastRound: boolean): Promise<void> => {
+  const runPlantStore = async (workload: WorkloadName, sync: Sync, store: StoreChoice, variant: Variant | null, round: number | null, lastRound: boolean,
+    server: 'plant-store' | 'baseline' = 'plant-store'): Promise<void> => {
     const rowSync = workload === 'read' || workload === 'list' ? null : sync
-    const storeName = `${workload}-${sync}${store.kind === 'postgres' ? '-pg' : ''}${variant === null ? '' : `-${variant}`}${round === null ? '' : `-${round}`}`
-    const budget = deleteBudget('plant-store', store.kind, sync)
+    const storeName = `${workload}-${sync}${store.kind === 'postgres' ? '-pg' : ''}${server === 'baseline' ? '-baseline' : ''}` +
+      `${variant === null ? '' : `-${variant}`}${round === null ? '' : `-${round}`}`
+    const budget = deleteBudget(server, store.kind, sync)
     const plants = workload === 'delete' ? budget.seed : SEEDED_PLANTS
     const receiver = variant === 'webhook' ? await Child.start(RECEIVER, process.env, join(work, `${storeName}-receiver.log`), []) : undefined
     try {
-      const { child, ids } = await service(store, storeName, sync, plants, variant, receiver === undefined ? undefined : `${receiver.url}/hooks`)
+      const { child, ids } = await service(store, storeName, sync, plants, variant, receiver === undefined ? undefined : `${receiver.url}/hooks`,
+        undefined, server === 'baseline' ? options.baseline : undefined)
       try {
         const { traffic, exhausted } = workloadTraffic(workload, ids, budget)
         const latency = receiver === undefined || !lastRound ? undefined : await deliveryLatency(child, receiver)
-        const row = await measure(child, { server: 'plant-store', store: store.kind, workload, variant, round, sync: rowSync, syncSetting: store.setting ?? null }, traffic)
+        const row = await measure(child, { server, store: store.kind, workload, variant, round, sync: rowSync, syncSetting: store.setting ?? null }, traffic)
         if (exhausted()) throw new Error(`the ${storeName} workload ran out of seeded plants`)
         // Every 201 of the latency probe, the warm-up and the measurement wrote one event.
         if (receiver !== undefined && latency !== undefined) {
@@ -863,7 +876,7 @@ function compare (rows: Row[]): void {
       row.ratioToMinimal = row.requestsPerSecond / minimal.requestsPerSecond
       row.p99ToMinimal = minimal.p99Ms > 0 ? row.p99Ms / minimal.p99Ms : null
     }
-    if (row.server === 'plant-store' && peer !== undefined) {
+    if ((row.server === 'plant-store' || row.server === 'baseline') && peer !== undefined) {
       row.ratioToPeer = row.requestsPerSecond / peer.requestsPerSecond
       row.p99ToPeer = peer.p99Ms > 0 ? row.p99Ms / peer.p99Ms : null
       const total = (of: Row): number | null =>

@@ -9,6 +9,7 @@ import { migrations } from './migrations.js'
 import type { PostgresRepositoryContext } from './context.js'
 import { createPostgresRepository } from './repository.js'
 import { ensureResourceTables } from './table-sql.js'
+import { ensureWriteFunctions } from './write-functions.js'
 import { retryUntilReachable, type StartupRetry } from './startup.js'
 import { createPostgresWebhookStore, postgresEnqueuer } from './webhook-store.js'
 import type { WebhookStore } from '../../webhooks/store-contract.js'
@@ -89,6 +90,7 @@ async function migrate (
         await client.query('INSERT INTO plant_store_migrations (version) VALUES ($1)', [step + 1])
       }
       await ensureResourceTables(client, resources, target.schema)
+      await ensureWriteFunctions(client, resources, target.schema)
       await client.query('COMMIT')
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {})
