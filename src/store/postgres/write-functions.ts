@@ -125,10 +125,9 @@ export function writeFunctions (resource: ResourceDefinition, schema: string | u
 /** A value as a literal of `type` in a call's text (the call goes with its bounds in one simple-protocol message). */
 export function sqlLiteral (value: unknown, type: string): string {
   if (value === null || value === undefined) return `NULL::${type}`
-  if (typeof value === 'bigint' || typeof value === 'boolean') return `${String(value)}::${type}`
-  if (typeof value === 'number') {
-    return Number.isFinite(value) ? `${String(value)}::${type}` : `'${String(value)}'::${type}`
-  }
+  if (typeof value === 'boolean') return `${String(value)}::${type}`
+  // Quoted: a cast binds tighter than a minus, and -9223372036854775808 is no bigint before it is negated.
+  if (typeof value === 'bigint' || typeof value === 'number') return `'${String(value)}'::${type}`
   if (typeof value !== 'string') throw new TypeError(`no SQL literal for a ${typeof value}`)
   // The simple protocol's text ends at a NUL; text cannot hold one anyway.
   if (value.includes('\0')) throw new RangeError('a NUL in a text value')

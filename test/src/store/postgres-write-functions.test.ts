@@ -16,9 +16,9 @@ const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'
 
 test('a call\'s literals: typed, quoted where they must be, never a NUL (the simple protocol would end the text there)', () => {
   assert.equal(sqlLiteral(null, 'text'), 'NULL::text')
-  assert.equal(sqlLiteral(9007199254740991n, 'bigint'), '9007199254740991::bigint')
+  assert.equal(sqlLiteral(-9223372036854775808n, 'bigint'), '\'-9223372036854775808\'::bigint')
   assert.equal(sqlLiteral(false, 'boolean'), 'false::boolean')
-  assert.equal(sqlLiteral(-1.5, 'double precision'), '-1.5::double precision')
+  assert.equal(sqlLiteral(-1.5, 'double precision'), '\'-1.5\'::double precision')
   assert.equal(sqlLiteral(Number.NaN, 'double precision'), '\'NaN\'::double precision')
   assert.equal(sqlLiteral('it\'s', 'text'), '\'it\'\'s\'::text')
   assert.equal(sqlLiteral('a\\b', 'text'), ' E\'a\\\\b\'::text')
