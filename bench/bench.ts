@@ -671,7 +671,8 @@ async function main (): Promise<void> {
   /**
    * Round trips to PostgreSQL per request of each server and workload, counted apart from the
    * timed runs (a proxy would slow them): ROUND_TRIP_REQUESTS requests one at a time through a
-   * RoundTripCounter, less what the idle server exchanged in as long (its background polls).
+   * RoundTripCounter, on the connections that were quiet while the server idled (not its webhook
+   * dispatcher's, which poll).
    */
   const countRoundTrips = async (store: StoreChoice): Promise<void> => {
     const target = new URL(parsePostgresUrl(store.url as string).connectionString)
@@ -686,16 +687,14 @@ async function main (): Promise<void> {
           : { child: await reference(server, store.url as string, `${name}-pg`, plants, counter), ids: oneTo(plants) }
         try {
           const token = server === 'minimal' ? undefined : TOKEN
-          // What a server exchanges right after its start is not its idle rate.
+          // What a server exchanges right after its start is not its idle state.
           await sleep(1000)
-          const idle = counter.readyForQuery
-          const idleStart = performance.now()
-          await sleep(1000)
-          const idlePerMs = (counter.readyForQuery - idle) / (performance.now() - idleStart)
+          const idle = counter.snapshot()
+          await sleep(2000)
+          const background = RoundTripCounter.busy(idle, counter.snapshot())
           for (const workload of workloads) {
             const paths = workload === 'delete' ? ids.slice(ROUND_TRIP_REQUESTS) : ids
-            const before = counter.readyForQuery
-            const started = performance.now()
+            const before = counter.snapshot()
             for (let i = 0; i < ROUND_TRIP_REQUESTS; i++) {
               const response = await fetch(`${child.url}${workload === 'create' ? '/plants' : `/plants/${paths[i] ?? 0}`}`, {
                 method: workload === 'read' ? 'GET' : workload === 'create' ? 'POST' : 'DELETE',
@@ -705,9 +704,9 @@ async function main (): Promise<void> {
               await response.arrayBuffer()
               if (response.status < 200 || response.status > 299) throw new Error(`${name} ${workload}: ${response.status}`)
             }
-            const exchanged = counter.readyForQuery - before - idlePerMs * (performance.now() - started)
+            const exchanged = RoundTripCounter.exchanged(background, before, counter.snapshot())
             for (const row of rows) {
-              if (row.server === server && row.store === 'postgres' && row.workload === workload) row.roundTrips = Math.max(0, exchanged) / ROUND_TRIP_REQUESTS
+              if (row.server === server && row.store === 'postgres' && row.workload === workload) row.roundTrips = exchanged / ROUND_TRIP_REQUESTS
             }
           }
         } finally {

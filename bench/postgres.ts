@@ -73,8 +73,10 @@ export function backendCpuUsed (before: ReadonlyMap<number, number>, after: Read
  * pipelines). Each is one round trip a client waited for.
  */
 export class RoundTripCounter {
-  readyForQuery = 0
+  /** ReadyForQuery messages so far, by proxied connection (numbered from 1 as they come). */
+  readonly readyForQuery = new Map<number, number>()
   private readonly sockets = new Set<Socket>()
+  private connections = 0
 
   private constructor (private readonly server: Server, readonly port: number) {}
 
@@ -101,6 +103,8 @@ export class RoundTripCounter {
       socket.on('error', () => {})
     }
     client.pipe(upstream)
+    const connection = ++this.connections
+    this.readyForQuery.set(connection, 0)
     // The server's messages: a type byte and a length (which counts itself), from its first byte on.
     let header = Buffer.alloc(0)
     let remaining = 0
@@ -117,12 +121,31 @@ export class RoundTripCounter {
         header = Buffer.concat([header, chunk.subarray(at, at + need)])
         at += Math.min(need, chunk.length - at)
         if (header.length < 5) break
-        if (header[0] === 0x5a) this.readyForQuery++
+        if (header[0] === 0x5a) this.readyForQuery.set(connection, (this.readyForQuery.get(connection) ?? 0) + 1)
         remaining = header.readInt32BE(1) - 4
         header = Buffer.alloc(0)
       }
       client.write(chunk)
     })
+  }
+
+  /** The counts now, by connection. */
+  snapshot (): Map<number, number> {
+    return new Map(this.readyForQuery)
+  }
+
+  /** The connections that exchanged anything between two snapshots (a server's background ones, when it idled). */
+  static busy (from: ReadonlyMap<number, number>, to: ReadonlyMap<number, number>): Set<number> {
+    return new Set([...to].filter(([connection, count]) => count !== (from.get(connection) ?? 0)).map(([connection]) => connection))
+  }
+
+  /** The round trips between two snapshots on every connection but `background`. */
+  static exchanged (background: ReadonlySet<number>, from: ReadonlyMap<number, number>, to: ReadonlyMap<number, number>): number {
+    let count = 0
+    for (const [connection, after] of to) {
+      if (!background.has(connection)) count += after - (from.get(connection) ?? 0)
+    }
+    return count
   }
 
   async stop (): Promise<void> {
