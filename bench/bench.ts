@@ -32,12 +32,17 @@ import type { SqliteSynchronous } from '../src/store/sqlite/sqlite-store.js'
 import { AUDIENCE, signingKey, startProvider } from '../test/helpers/oidc-provider.js'
 import { startServer } from '../test/helpers/server-process.js'
 import { cpuSeconds, median, peakRssMb, SERVER_ENV, SERVER_NODE_FLAGS, startListening } from './measure.js'
+import { backendCpu, backendCpuUsed, postgresQuery, RoundTripCounter, seedReference, withApplicationName } from './postgres.js'
 import { seed } from './seed.js'
 
 type Sync = SqliteSynchronous
 type WorkloadName = 'read' | 'list' | 'create' | 'delete'
-/** What answers: a bare Fastify route, the service a user would write instead, or plant-store. */
-type Server = 'ceiling' | 'minimal' | 'plant-store'
+/**
+ * What answers: a bare Fastify route, the minimal service a user would write instead (SQLite, or
+ * PostgreSQL), the idiomatic PostgreSQL peer (bench/peer-pg.ts), plant-store, or plant-store as
+ * another build made it (--baseline: the release before a change, measured in the same rounds).
+ */
+type Server = 'ceiling' | 'minimal' | 'peer' | 'plant-store' | 'baseline'
 type StoreKind = 'sqlite' | 'postgres'
 /** plant-store measured again with metrics on, with one webhook subscription receiving every event, or called with a JWT. */
 type Variant = 'metrics' | 'webhook' | 'jwt'
@@ -71,11 +76,15 @@ interface Options {
   jwt: boolean
   /** Rounds of plant-store without and with the variants, alternating (--pairs). */
   pairs: number
+  /** Interleaved rounds of the PostgreSQL peer, minimal service and plant-store (--rounds). */
+  rounds: number
+  /** The build directory (tsc's outDir) of another plant-store, measured beside this one on PostgreSQL. */
+  baseline: string | undefined
 }
 
 interface Row {
   server: Server
-  /** The store plant-store ran on (the minimal service is always SQLite); null for the ceiling. */
+  /** The store the server ran on; null for the ceiling. */
   store: StoreKind | null
   workload: WorkloadName | 'ceiling'
   /** plant-store with metrics on, or with a webhook subscription; null: as configured by default. */
@@ -100,6 +109,10 @@ interface Row {
   peakRssMb: number | null
   /** Server CPU time per request: steadier than req/s on a shared machine. */
   cpuUsPerRequest: number | null
+  /** PostgreSQL rows: the CPU time of the backends that served the server, per request. */
+  dbCpuUsPerRequest: number | null
+  /** PostgreSQL rows: ReadyForQuery messages per request, counted apart (see RoundTripCounter). */
+  roundTrips: number | null
   /** req/s ÷ the faster ceiling of the run. */
   ratioToCeiling: number | null
   /** req/s ÷ the minimal service's on the same workload and sync level. */
@@ -108,6 +121,10 @@ interface Row {
   p99ToMinimal: number | null
   /** PostgreSQL rows: req/s ÷ plant-store on SQLite on the same workload and sync level. */
   ratioToSqlite: number | null
+  /** PostgreSQL plant-store rows: req/s, p99 and CPU (node and backends) ÷ the idiomatic peer's, same round. */
+  ratioToPeer: number | null
+  p99ToPeer: number | null
+  cpuToPeer: number | null
   /** Variant rows: req/s ÷ the same plant-store without the variant. */
   ratioToPlain: number | null
   /** Variant rows: CPU µs per request ÷ the same plant-store's without the variant. */
@@ -157,11 +174,15 @@ interface TargetCheck {
 const HERE = dirname(fileURLToPath(import.meta.url))
 const CEILING = join(HERE, 'ceiling.js')
 const MINIMAL = join(HERE, 'minimal.js')
+const MINIMAL_PG = join(HERE, 'minimal-pg.js')
+const PEER_PG = join(HERE, 'peer-pg.js')
 const RECEIVER = join(HERE, 'receiver.js')
 const RESULTS = join(HERE, '..', '..', 'bench', 'results')
 const WORKLOADS: readonly WorkloadName[] = ['read', 'list', 'create', 'delete']
 const SEEDED_PLANTS = 10_000
 const CREATE_BODY = '{"name":"Monstera","tag":"tropical"}'
+/** Requests of each workload, one at a time, whose round trips to PostgreSQL are counted. */
+const ROUND_TRIP_REQUESTS = 100
 /** Creates of the --webhook rows' latency probe, on the idle server before its load. */
 const LATENCY_CREATES = 100
 const TOKEN = randomBytes(24).toString('base64url')
@@ -186,7 +207,9 @@ function parseOptions (): Options {
       metrics: { type: 'boolean', default: false },
       webhook: { type: 'boolean', default: false },
       jwt: { type: 'boolean', default: false },
-      pairs: { type: 'string', default: '1' }
+      pairs: { type: 'string', default: '1' },
+      rounds: { type: 'string', default: '1' },
+      baseline: { type: 'string' }
     }
   })
   const number = (text: string | undefined, fallback: number, name: string): number => {
@@ -209,6 +232,8 @@ function parseOptions (): Options {
   const pairs = Number(values.pairs)
   // Odd, so that the median is one of the pairs, not the better of the middle two.
   if (!Number.isInteger(pairs) || pairs < 1 || pairs % 2 === 0) throw new Error('--pairs must be an odd whole number (1, 3, 5, …)')
+  const rounds = Number(values.rounds)
+  if (!Number.isInteger(rounds) || rounds < 1 || rounds % 2 === 0) throw new Error('--rounds must be an odd whole number (1, 3, 5, …)')
   return {
     quick: values.quick,
     duration: number(values.duration, values.quick ? 1 : 10, 'duration'),
@@ -222,17 +247,23 @@ function parseOptions (): Options {
     metrics: values.metrics,
     webhook: values.webhook,
     jwt: values.jwt,
-    pairs
+    pairs,
+    rounds,
+    baseline: values.baseline
   }
 }
 
 /** A child process that answers HTTP at `url`: a reference service, or plant-store itself. */
 class Child {
+  /** PostgreSQL: the server URL and the application_name of the backends that serve this process. */
+  database: { url: string, applicationName: string } | undefined
+
   private constructor (readonly process: ChildProcess, readonly url: string) {}
 
   /** plant-store, started as the tests start it; its output goes to `logFile`. */
-  static async server (env: NodeJS.ProcessEnv, logFile: string, nodeArgs: string[]): Promise<Child> {
-    const server = await startServer(undefined, { env, logFile, nodeArgs })
+  static async server (env: NodeJS.ProcessEnv, logFile: string, nodeArgs: string[], build?: string): Promise<Child> {
+    const command = build === undefined ? undefined : { file: process.execPath, args: [...nodeArgs, join(build, 'src', 'main', 'server.js')], cwd: build }
+    const server = await startServer(undefined, { env, logFile, nodeArgs, ...(command !== undefined && { command }) })
     return new Child(server.child, server.baseUrl)
   }
 
@@ -240,6 +271,11 @@ class Child {
   static async start (script: string, env: NodeJS.ProcessEnv, logFile: string, nodeArgs: string[]): Promise<Child> {
     const { child, url } = await startListening(process.execPath, [...nodeArgs, script], env, logFile, 60_000)
     return new Child(child, url)
+  }
+
+  /** The CPU each of its PostgreSQL backends has used, by pid (empty without PostgreSQL). */
+  async backendCpu (): Promise<Map<number, number>> {
+    return this.database === undefined ? new Map() : await backendCpu(this.database.url, this.database.applicationName)
   }
 
   /** CPU time (user + system) the process has used, in seconds, or null where /proc is not there. */
@@ -290,23 +326,16 @@ function withSchema (url: string, schema: string): string {
 }
 
 /** One statement on a short-lived connection to the PostgreSQL server `url` names. */
-async function postgresQuery (url: string, text: string): Promise<pg.QueryResultRow[]> {
-  const client = new pg.Client({ connectionString: parsePostgresUrl(url).connectionString })
-  await client.connect()
-  try {
-    return (await client.query(text)).rows
-  } finally {
-    await client.end()
-  }
-}
+const serverQuery = async (url: string, text: string): Promise<pg.QueryResultRow[]> =>
+  await postgresQuery(parsePostgresUrl(url).connectionString, text)
 
 /**
  * PostgreSQL's durability: with fsync and synchronous_commit on, an acknowledged commit survives a
  * power loss, as under SQLite's `full`; otherwise only a process crash, as under `normal`.
  */
 async function postgresDurability (url: string): Promise<{ sync: Sync, setting: string }> {
-  const [fsync] = await postgresQuery(url, 'SHOW fsync')
-  const [commit] = await postgresQuery(url, 'SHOW synchronous_commit')
+  const [fsync] = await serverQuery(url, 'SHOW fsync')
+  const [commit] = await serverQuery(url, 'SHOW synchronous_commit')
   const fsyncOn = fsync?.fsync === 'on'
   const synchronousCommit = String(commit?.synchronous_commit)
   return {
@@ -383,7 +412,7 @@ function rotate (paths: readonly string[], once: boolean): { next: () => string,
 }
 
 const label = (row: Pick<Row, 'server' | 'store' | 'variant' | 'round'>): string =>
-  `${row.server === 'plant-store' && row.store === 'postgres' ? 'plant-store (pg)' : row.server}${row.variant === null ? '' : ` +${row.variant}`}` +
+  `${row.server}${row.store === 'postgres' ? ' (pg)' : ''}${row.variant === null ? '' : ` +${row.variant}`}` +
   (row.round === null ? '' : ` #${row.round}`)
 
 async function main (): Promise<void> {
@@ -410,11 +439,13 @@ async function main (): Promise<void> {
     options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`, `--cpu-prof-name=${name}.cpuprofile`] : []
 
   const measure = async (child: Child, row: Pick<Row, 'server' | 'store' | 'workload' | 'variant' | 'round' | 'sync' | 'syncSetting'>, traffic: Traffic): Promise<Row> => {
-    const token = row.server !== 'plant-store' ? undefined : row.variant === 'jwt' ? await jwtToken() : TOKEN
+    const token = row.server === 'peer' || row.server === 'baseline' ? TOKEN : row.server !== 'plant-store' ? undefined : row.variant === 'jwt' ? await jwtToken() : TOKEN
     const warmup = await drive(child.url, traffic, options.warmup, traffic.amount?.warmup, options.connections, token)
+    const dbBefore = await child.backendCpu()
     const cpuBefore = child.cpuSeconds()
     const { result, latenciesMs } = await drive(child.url, traffic, options.duration, traffic.amount?.measure, options.connections, token)
     const cpuAfter = child.cpuSeconds()
+    const dbAfter = await child.backendCpu()
     const requestsPerSecond = result.requests.total / result.duration
     const measured: Row = {
       ...row,
@@ -431,6 +462,13 @@ async function main (): Promise<void> {
       cpuUsPerRequest: cpuBefore === null || cpuAfter === null || result.requests.total === 0
         ? null
         : (cpuAfter - cpuBefore) * 1e6 / result.requests.total,
+      dbCpuUsPerRequest: child.database === undefined || result.requests.total === 0
+        ? null
+        : backendCpuUsed(dbBefore, dbAfter) * 1e6 / result.requests.total,
+      roundTrips: null,
+      ratioToPeer: null,
+      p99ToPeer: null,
+      cpuToPeer: null,
       ratioToCeiling: null,
       ratioToMinimal: null,
       p99ToMinimal: null,
@@ -441,7 +479,8 @@ async function main (): Promise<void> {
     }
     rows.push(measured)
     process.stderr.write(`  ${row.workload}${row.sync === null ? '' : ` (${row.sync})`} ${label(row)}: ` +
-      `${Math.round(requestsPerSecond)} req/s, ${measured.cpuUsPerRequest?.toFixed(0) ?? 'n/a'} µs CPU/req over ${result.duration} s\n`)
+      `${Math.round(requestsPerSecond)} req/s, ${measured.cpuUsPerRequest?.toFixed(0) ?? 'n/a'} µs CPU/req` +
+      `${measured.dbCpuUsPerRequest === null ? '' : ` + ${measured.dbCpuUsPerRequest.toFixed(0)} µs of PostgreSQL's`} over ${result.duration} s\n`)
     return measured
   }
 
@@ -463,10 +502,10 @@ async function main (): Promise<void> {
    */
   const deleteBudget = (server: Server, store: StoreKind, sync: Sync): { warmup: number, measure: number, seed: number } => {
     const mine = rows.filter((row) => row.server === server && row.store === store && row.variant === null)
-    const created = mine.find((row) => row.workload === 'create' && row.sync === sync)
-    const rate = created === undefined
+    const created = mine.filter((row) => row.workload === 'create' && row.sync === sync)
+    const rate = created.length === 0
       ? Math.max(...(mine.length > 0 ? mine : rows.filter((row) => row.server === 'ceiling')).map((row) => row.requestsPerSecond))
-      : 1.3 * created.requestsPerSecond
+      : 1.3 * Math.max(...created.map((row) => row.requestsPerSecond))
     const warmup = Math.max(options.connections, Math.ceil(rate * options.warmup))
     const measure = Math.max(options.connections, Math.ceil(rate * options.duration))
     // autocannon may build one request per connection more than it sends.
@@ -487,12 +526,15 @@ async function main (): Promise<void> {
    * plant-store on a fresh database of `store` seeded with `plants` plants; with metrics on, or with
    * one subscription delivering to `receiverUrl`.
    */
-  const service = async (store: StoreChoice, name: string, sync: Sync, plants: number, variant: Variant | null = null, receiverUrl?: string): Promise<{ child: Child, ids: bigint[] }> => {
+  const service = async (store: StoreChoice, name: string, sync: Sync, plants: number, variant: Variant | null = null, receiverUrl?: string,
+    through?: RoundTripCounter, build?: string): Promise<{ child: Child, ids: bigint[] }> => {
     let databaseUrl = join(work, `${name}.db`)
+    let serverUrl = databaseUrl
+    const applicationName = `plant_store_bench_${runId}_${name.replace(/-/g, '_')}`
     if (store.kind === 'postgres' && store.url !== undefined) {
-      const schema = `plant_store_bench_${runId}_${name.replace(/-/g, '_')}`
-      schemas.push({ url: store.url, schema })
-      databaseUrl = withSchema(store.url, schema)
+      schemas.push({ url: store.url, schema: applicationName })
+      databaseUrl = withSchema(store.url, applicationName)
+      serverUrl = withApplicationName(through?.url(databaseUrl) ?? databaseUrl, applicationName)
     }
     const ids = await seed(databaseUrl, TOKEN, plants, variant === 'webhook' ? receiverUrl : undefined)
     const child = await Child.server({
@@ -500,7 +542,7 @@ async function main (): Promise<void> {
       ...SERVER_ENV,
       PORT: '0',
       HOST: '127.0.0.1',
-      DATABASE_URL: databaseUrl,
+      DATABASE_URL: serverUrl,
       API_TOKENS: TOKEN,
       SQLITE_SYNCHRONOUS: sync,
       LOG_LEVEL: options.logLevel,
@@ -515,8 +557,28 @@ async function main (): Promise<void> {
       ...(variant === 'jwt' && provider !== undefined && { OIDC_ISSUER: provider.issuer, OIDC_AUDIENCE: AUDIENCE }),
       // The receiver is on loopback; every other WEBHOOK_* setting is the default.
       ...(variant === 'webhook' && { WEBHOOK_ALLOW_PRIVATE_URLS: '1' })
-    }, join(work, `${name}.log`), [...SERVER_NODE_FLAGS, ...profileArgs(name)])
+    }, join(work, `${name}.log`), [...SERVER_NODE_FLAGS, ...profileArgs(name)], build)
+    if (store.kind === 'postgres' && store.url !== undefined) child.database = { url: parsePostgresUrl(store.url).connectionString, applicationName }
     return { child, ids }
+  }
+
+  /**
+   * A PostgreSQL reference (the idiomatic peer or the minimal service) on a fresh schema of `url`
+   * seeded with `plants` plants (ids 1..plants); `through`: a round-trip counter in front of PostgreSQL.
+   */
+  const reference = async (server: 'peer' | 'minimal', url: string, name: string, plants: number, through?: RoundTripCounter): Promise<Child> => {
+    const schema = `plant_store_bench_${runId}_${name.replace(/-/g, '_')}`
+    const connection = parsePostgresUrl(url).connectionString
+    schemas.push({ url, schema })
+    await seedReference(connection, schema, plants)
+    const serverUrl = withApplicationName(through?.url(connection) ?? connection, schema)
+    const env = server === 'peer'
+      ? { PEER_DATABASE_URL: serverUrl, PEER_SCHEMA: schema, PEER_TOKEN: TOKEN }
+      : { MINIMAL_DATABASE_URL: serverUrl, MINIMAL_SCHEMA: schema }
+    const child = await Child.start(server === 'peer' ? PEER_PG : MINIMAL_PG, { ...process.env, ...SERVER_ENV, ...env },
+      join(work, `${name}.log`), [...SERVER_NODE_FLAGS, ...profileArgs(name)])
+    child.database = { url: connection, applicationName: schema }
+    return child
   }
 
   const readTraffic = (ids: ReadonlyArray<bigint | number>): Traffic =>
@@ -563,6 +625,10 @@ async function main (): Promise<void> {
     // Without a variant to compare there is nothing to pair: one round.
     const rounds = variants.length === 0 ? 1 : options.pairs
     for (const store of stores) {
+      if (store.kind === 'postgres' && workload !== 'list') {
+        await runPostgresRounds(workload, sync, store, variants)
+        continue
+      }
       for (let round = 1; round <= rounds; round++) {
         const numbered = rounds === 1 ? null : round
         await runPlantStore(workload, sync, store, null, numbered, false)
@@ -572,22 +638,106 @@ async function main (): Promise<void> {
   }
 
   /**
+   * A workload on PostgreSQL: --rounds rounds of the idiomatic peer, the minimal service and
+   * plant-store (with its variants, as --pairs would run them), interleaved, each on a fresh schema.
+   */
+  const runPostgresRounds = async (workload: WorkloadName, sync: Sync, store: StoreChoice, variants: readonly Variant[]): Promise<void> => {
+    const rowSync = workload === 'read' ? null : sync
+    const rounds = Math.max(options.rounds, variants.length === 0 ? 1 : options.pairs)
+    for (let round = 1; round <= rounds; round++) {
+      const numbered = rounds === 1 ? null : round
+      for (const server of ['peer', 'minimal'] as const) {
+        const budget = deleteBudget(server, 'postgres', sync)
+        const plants = workload === 'delete' ? budget.seed : SEEDED_PLANTS
+        const name = `${workload}-${sync}-${server}-pg${numbered === null ? '' : `-${numbered}`}`
+        const child = await reference(server, store.url as string, name, plants)
+        try {
+          const { traffic, exhausted } = workloadTraffic(workload, oneTo(plants), budget)
+          await measure(child, { server, store: 'postgres', workload, variant: null, round: numbered, sync: rowSync, syncSetting: store.setting ?? null }, traffic)
+          if (exhausted()) throw new Error(`the ${name} workload ran out of seeded plants`)
+        } finally {
+          await child.stop()
+        }
+      }
+      if (options.baseline !== undefined) await runPlantStore(workload, sync, store, null, numbered, false, 'baseline')
+      await runPlantStore(workload, sync, store, null, numbered, false)
+      for (const variant of variants) {
+        if (options.baseline !== undefined) await runPlantStore(workload, sync, store, variant, numbered, round === rounds, 'baseline')
+        await runPlantStore(workload, sync, store, variant, numbered, round === rounds)
+      }
+    }
+  }
+
+  /**
+   * Round trips to PostgreSQL per request of each server and workload, counted apart from the
+   * timed runs (a proxy would slow them): ROUND_TRIP_REQUESTS requests one at a time through a
+   * RoundTripCounter, on the connections that were quiet while the server idled (not its webhook
+   * dispatcher's, which poll).
+   */
+  const countRoundTrips = async (store: StoreChoice): Promise<void> => {
+    const target = new URL(parsePostgresUrl(store.url as string).connectionString)
+    const counter = await RoundTripCounter.start(target.hostname, Number(target.port === '' ? 5432 : target.port))
+    const workloads = (['read', 'create', 'delete'] as const).filter((workload) => options.only.has(workload))
+    try {
+      for (const server of ['peer', 'minimal', ...(options.baseline === undefined ? [] : ['baseline' as const]), 'plant-store'] as const) {
+        const plants = 2 * ROUND_TRIP_REQUESTS
+        const name = `round-trips-${server}`
+        const { child, ids } = server === 'plant-store' || server === 'baseline'
+          ? await service(store, name, 'full', plants, null, undefined, counter, server === 'baseline' ? options.baseline : undefined)
+          : { child: await reference(server, store.url as string, `${name}-pg`, plants, counter), ids: oneTo(plants) }
+        try {
+          const token = server === 'minimal' ? undefined : TOKEN
+          // What a server exchanges right after its start is not its idle state.
+          await sleep(1000)
+          const idle = counter.snapshot()
+          await sleep(2000)
+          const background = RoundTripCounter.busy(idle, counter.snapshot())
+          for (const workload of workloads) {
+            const paths = workload === 'delete' ? ids.slice(ROUND_TRIP_REQUESTS) : ids
+            const before = counter.snapshot()
+            for (let i = 0; i < ROUND_TRIP_REQUESTS; i++) {
+              const response = await fetch(`${child.url}${workload === 'create' ? '/plants' : `/plants/${paths[i] ?? 0}`}`, {
+                method: workload === 'read' ? 'GET' : workload === 'create' ? 'POST' : 'DELETE',
+                headers: { ...(token !== undefined && { authorization: `Bearer ${token}` }), ...(workload === 'create' && { 'content-type': 'application/json' }) },
+                ...(workload === 'create' && { body: CREATE_BODY })
+              })
+              await response.arrayBuffer()
+              if (response.status < 200 || response.status > 299) throw new Error(`${name} ${workload}: ${response.status}`)
+            }
+            const exchanged = RoundTripCounter.exchanged(background, before, counter.snapshot())
+            for (const row of rows) {
+              if (row.server === server && row.store === 'postgres' && row.workload === workload) row.roundTrips = exchanged / ROUND_TRIP_REQUESTS
+            }
+          }
+        } finally {
+          await child.stop()
+        }
+      }
+    } finally {
+      await counter.stop()
+    }
+  }
+
+  /**
    * One workload on plant-store on `store`, as configured by default or with a variant, in round
    * `round` of --pairs (null: the only one). `lastRound`: a webhook variant's delivery latency and
    * catch-up are measured (once, in the last round: each waits up to a minute).
    */
-  const runPlantStore = async (workload: WorkloadName, sync: Sync, store: StoreChoice, variant: Variant | null, round: number | null, lastRound: boolean): Promise<void> => {
+  const runPlantStore = async (workload: WorkloadName, sync: Sync, store: StoreChoice, variant: Variant | null, round: number | null, lastRound: boolean,
+    server: 'plant-store' | 'baseline' = 'plant-store'): Promise<void> => {
     const rowSync = workload === 'read' || workload === 'list' ? null : sync
-    const storeName = `${workload}-${sync}${store.kind === 'postgres' ? '-pg' : ''}${variant === null ? '' : `-${variant}`}${round === null ? '' : `-${round}`}`
-    const budget = deleteBudget('plant-store', store.kind, sync)
+    const storeName = `${workload}-${sync}${store.kind === 'postgres' ? '-pg' : ''}${server === 'baseline' ? '-baseline' : ''}` +
+      `${variant === null ? '' : `-${variant}`}${round === null ? '' : `-${round}`}`
+    const budget = deleteBudget(server, store.kind, sync)
     const plants = workload === 'delete' ? budget.seed : SEEDED_PLANTS
     const receiver = variant === 'webhook' ? await Child.start(RECEIVER, process.env, join(work, `${storeName}-receiver.log`), []) : undefined
     try {
-      const { child, ids } = await service(store, storeName, sync, plants, variant, receiver === undefined ? undefined : `${receiver.url}/hooks`)
+      const { child, ids } = await service(store, storeName, sync, plants, variant, receiver === undefined ? undefined : `${receiver.url}/hooks`,
+        undefined, server === 'baseline' ? options.baseline : undefined)
       try {
         const { traffic, exhausted } = workloadTraffic(workload, ids, budget)
         const latency = receiver === undefined || !lastRound ? undefined : await deliveryLatency(child, receiver)
-        const row = await measure(child, { server: 'plant-store', store: store.kind, workload, variant, round, sync: rowSync, syncSetting: store.setting ?? null }, traffic)
+        const row = await measure(child, { server, store: store.kind, workload, variant, round, sync: rowSync, syncSetting: store.setting ?? null }, traffic)
         if (exhausted()) throw new Error(`the ${storeName} workload ran out of seeded plants`)
         // Every 201 of the latency probe, the warm-up and the measurement wrote one event.
         if (receiver !== undefined && latency !== undefined) {
@@ -680,10 +830,13 @@ async function main (): Promise<void> {
     }
     await measureCeiling()
     fsyncMs.push(fsyncLatencyMs(work))
+    for (const store of options.stores) {
+      if (store.kind === 'postgres') await countRoundTrips(store)
+    }
   } finally {
     await provider?.stop()
     rmSync(work, { recursive: true, force: true })
-    for (const { url, schema } of schemas) await postgresQuery(url, `DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+    for (const { url, schema } of schemas) await serverQuery(url, `DROP SCHEMA IF EXISTS ${schema} CASCADE`)
   }
 
   compare(rows)
@@ -704,7 +857,11 @@ function compare (rows: Row[]): void {
   for (const row of rows) {
     row.ratioToCeiling = row.requestsPerSecond / ceiling
     const same = (other: Row): boolean => other.workload === row.workload && other.sync === row.sync
-    const minimal = rows.find((other) => other.server === 'minimal' && same(other))
+    // PostgreSQL rows: the references of the same round (--rounds).
+    const reference = (server: Server): Row | undefined => rows.find((other) => other.server === server && other.store === row.store && same(other) &&
+      (row.store !== 'postgres' || other.round === row.round))
+    const minimal = reference('minimal')
+    const peer = row.store === 'postgres' ? reference('peer') : undefined
     if (row.variant !== null) {
       // The run without the variant of the same round (--pairs): measured just before it.
       const plain = rows.find((other) => other.server === row.server && other.store === row.store && other.variant === null && other.round === row.round && same(other))
@@ -714,11 +871,22 @@ function compare (rows: Row[]): void {
       }
       continue
     }
-    if (row.server === 'plant-store' && minimal !== undefined) {
+    if ((row.server === 'plant-store' || row.server === 'peer') && minimal !== undefined) {
       row.ratioToMinimal = row.requestsPerSecond / minimal.requestsPerSecond
       row.p99ToMinimal = minimal.p99Ms > 0 ? row.p99Ms / minimal.p99Ms : null
     }
-    const sqlite = rows.find((other) => other.server === 'plant-store' && other.store === 'sqlite' && other.variant === null && other.round === row.round && same(other))
+    if ((row.server === 'plant-store' || row.server === 'baseline') && peer !== undefined) {
+      row.ratioToPeer = row.requestsPerSecond / peer.requestsPerSecond
+      row.p99ToPeer = peer.p99Ms > 0 ? row.p99Ms / peer.p99Ms : null
+      const total = (of: Row): number | null =>
+        of.cpuUsPerRequest === null || of.dbCpuUsPerRequest === null ? null : of.cpuUsPerRequest + of.dbCpuUsPerRequest
+      const mine = total(row)
+      const theirs = total(peer)
+      row.cpuToPeer = mine === null || theirs === null || theirs === 0 ? null : mine / theirs
+    }
+    const sqlites = rows.filter((other) => other.server === 'plant-store' && other.store === 'sqlite' && other.variant === null && same(other))
+    // The same round, or SQLite's only one (--rounds numbers PostgreSQL's alone).
+    const sqlite = sqlites.find((other) => other.round === row.round) ?? sqlites.find((other) => other.round === null)
     if (row.server === 'plant-store' && row.store === 'postgres' && sqlite !== undefined) {
       row.ratioToSqlite = row.requestsPerSecond / sqlite.requestsPerSecond
     }
@@ -763,6 +931,17 @@ function checkTargets (rows: Row[], options: Options): TargetCheck[] {
     atLeast(`create (${sync}) with metrics ≥ 0.95 × without (issue 13${paired})`, ratio(ofRows('sqlite', 'create', sync, 'metrics'), (row) => row.ratioToPlain), 0.95)
     atLeast(`create (${sync}) with a webhook ≥ 0.8 × without (issue 12${paired})`, ratio(ofRows('sqlite', 'create', sync, 'webhook'), (row) => row.ratioToPlain), 0.8)
   }
+  // Issue 53: PostgreSQL against the idiomatic peer, medians of the interleaved rounds.
+  const rounds = options.rounds === 1 ? '' : `, median of ${options.rounds} rounds`
+  const pgRead = ofRows('postgres', 'read', null)
+  atLeast(`PostgreSQL read ≥ 1.0 × peer (issue 53${rounds})`, ratio(pgRead, (row) => row.ratioToPeer), 1)
+  atMost(`PostgreSQL read p99 ≤ 1.0 × peer's (issue 53${rounds})`, ratio(pgRead, (row) => row.p99ToPeer), 1)
+  for (const workload of ['create', 'delete'] as const) {
+    const written = rows.find((row) => row.server === 'plant-store' && row.store === 'postgres' && row.workload === workload)
+    const of = ofRows('postgres', workload, written?.sync ?? null)
+    atLeast(`PostgreSQL ${workload} ≥ 1.0 × peer (issue 53${rounds})`, ratio(of, (row) => row.ratioToPeer), 1)
+    atMost(`PostgreSQL ${workload} CPU ≤ 1.5 × peer's, node + backends (issue 53${rounds})`, ratio(of, (row) => row.cpuToPeer), 1.5)
+  }
   const pgWebhook = rows.filter((row) => row.store === 'postgres' && row.variant === 'webhook')
   atLeast(`PostgreSQL create (${pgWebhook[0]?.sync ?? ''}) with a webhook ≥ 0.8 × without (issue 12${paired})`, ratio(pgWebhook, (row) => row.ratioToPlain), 0.8)
   const rss = rows.filter((row) => row.server === 'plant-store' && row.peakRssMb !== null).map((row) => row.peakRssMb as number)
@@ -783,7 +962,9 @@ function report (rows: Row[], targets: TargetCheck[], options: Options, fsyncMs:
   const withPostgres = rows.some((row) => row.store === 'postgres')
   const withVariants = rows.some((row) => row.variant !== null)
   const header = ['workload', 'sync', 'server', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'peak RSS MB', 'CPU µs/req',
-    '× ceiling', '× minimal', 'p99 × minimal', ...(withPostgres ? ['× SQLite'] : []), ...(withVariants ? ['× without', 'CPU × without'] : [])]
+    ...(withPostgres ? ['PG CPU µs/req', 'round trips'] : []),
+    '× ceiling', '× minimal', 'p99 × minimal',
+    ...(withPostgres ? ['× SQLite', '× peer', 'p99 × peer', 'CPU × peer'] : []), ...(withVariants ? ['× without', 'CPU × without'] : [])]
   const lines = rows.map((row) => [
     row.workload,
     row.sync ?? '',
@@ -795,10 +976,11 @@ function report (rows: Row[], targets: TargetCheck[], options: Options, fsyncMs:
     String(row.errors),
     row.peakRssMb === null ? 'n/a' : row.peakRssMb.toFixed(1),
     row.cpuUsPerRequest === null ? 'n/a' : row.cpuUsPerRequest.toFixed(0),
+    ...(withPostgres ? [fixed(row.dbCpuUsPerRequest, 0), fixed(row.roundTrips, 2)] : []),
     fixed(row.ratioToCeiling, 2),
     fixed(row.ratioToMinimal, 2),
     fixed(row.p99ToMinimal, 2),
-    ...(withPostgres ? [fixed(row.ratioToSqlite, 2)] : []),
+    ...(withPostgres ? [fixed(row.ratioToSqlite, 2), fixed(row.ratioToPeer, 2), fixed(row.p99ToPeer, 2), fixed(row.cpuToPeer, 2)] : []),
     ...(withVariants ? [fixed(row.ratioToPlain, 2), fixed(row.cpuToPlain, 2)] : [])
   ])
   const deliveries = rows.filter((row) => row.deliveries !== null).map((row) => {
@@ -824,7 +1006,7 @@ function report (rows: Row[], targets: TargetCheck[], options: Options, fsyncMs:
     return `pairs, ${key}: × without ${ratios.map((ratio) => ratio.toFixed(2)).join(', ')} (median ${median(ratios).toFixed(2)}); ` +
       `CPU × without ${cpu.map((ratio) => ratio.toFixed(2)).join(', ')} (median ${median(cpu).toFixed(2)})\n`
   }).join('')
-  const targetTable = table(['target (issue 14)', 'this run', ''],
+  const targetTable = table(['target', 'this run', ''],
     targets.map((check) => [check.target, check.value.toFixed(2), check.holds ? 'holds' : '**missed**']))
 
   const cpu = cpus()

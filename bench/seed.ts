@@ -13,7 +13,13 @@ import { newWebhookSecret } from '../src/webhooks/signing.js'
  */
 export async function seed (databaseUrl: string, token: string, count: number, subscriptionUrl?: string): Promise<bigint[]> {
   const app = await buildApp(loadConfig({
-    DATABASE_URL: databaseUrl, API_TOKENS: token, LOG_LEVEL: 'silent', SQLITE_SYNCHRONOUS: 'normal'
+    DATABASE_URL: databaseUrl,
+    API_TOKENS: token,
+    LOG_LEVEL: 'silent',
+    SQLITE_SYNCHRONOUS: 'normal',
+    // A thousand creates queue on the pool at once: on a busy machine the wait may pass the defaults.
+    PG_CONNECT_TIMEOUT_MS: '120000',
+    PG_STATEMENT_TIMEOUT_MS: '120000'
   }))
   try {
     await app.ready()

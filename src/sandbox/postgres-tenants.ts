@@ -6,6 +6,7 @@ import {
 } from '../store/postgres/connection.js'
 import { migrations } from '../store/postgres/migrations.js'
 import { createTableSql } from '../store/postgres/table-sql.js'
+import { allWriteFunctions } from '../store/postgres/write-functions.js'
 import type { ResourceDefinition } from '../resources/definition.js'
 import { RESOURCES, type ServedResources } from '../resources/index.js'
 import { createPostgresStore } from '../store/postgres/postgres-store.js'
@@ -45,6 +46,7 @@ function createSchemaSql (schema: string, resources: readonly ResourceDefinition
     MIGRATIONS_TABLE,
     ...migrations.map((step) => step.up),
     ...resources.map((resource) => createTableSql(resource, schema)),
+    ...allWriteFunctions(resources, schema).map(({ ddl }) => ddl),
     migrationRowsSql(migrations, 0, migrations.length)
   ].join(';\n')
 }
@@ -156,7 +158,11 @@ async function createSchema (
 async function schemaIsCurrent (
   shared: pg.Pool, schema: string, resources: readonly ResourceDefinition[]
 ): Promise<boolean> {
-  const tables = resources.map(({ storage }) => `to_regclass('${schema}.${storage.table}') IS NOT NULL`)
+  const tables = [
+    ...resources.map(({ storage }) => `to_regclass('${schema}.${storage.table}') IS NOT NULL`),
+    // A tenant made by the release before has no write functions yet: migrating makes them.
+    ...allWriteFunctions(resources, schema).map(({ name }) => `to_regproc('${name}') IS NOT NULL`)
+  ]
   let found: { version: number | null, tables: boolean } | undefined
   try {
     found = (await shared.query<{ version: number | null, tables: boolean }>(

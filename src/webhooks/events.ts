@@ -137,19 +137,20 @@ export function newMessageId (): string {
   return `msg_${id}`
 }
 
+/** What an event's body holds before its data; `}` follows the data. */
+export const eventPayloadHead = (type: ResourceEventType, occurredAt: number): string =>
+  `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(isoTime(occurredAt))},"data":`
+
 /** The Standard Webhooks body: `{ type, timestamp (RFC 3339), data }`. */
 export function eventPayload (type: ResourceEventType, data: string, occurredAt: number): string {
-  return `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(isoTime(occurredAt))},"data":${data}}`
+  return `${eventPayloadHead(type, occurredAt)}${data}}`
 }
 
 /** For PostgreSQL's one-statement create, so the body is still made here, never a second way in SQL. */
 export function eventPayloadAroundId (
   type: ResourceEventType, dataAfterId: string, occurredAt: number
 ): { before: string, after: string } {
-  return {
-    before: `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(isoTime(occurredAt))},"data":{"id":`,
-    after: `${dataAfterId}}`
-  }
+  return { before: `${eventPayloadHead(type, occurredAt)}{"id":`, after: `${dataAfterId}}` }
 }
 
 /** Built once, at enqueue time: retries resend these bytes unchanged. */

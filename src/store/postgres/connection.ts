@@ -88,11 +88,17 @@ export interface TransactionSettings {
   asynchronousCommit?: boolean
 }
 
+/** What a pool's transactions set for themselves, as one statement ('' for nothing): see `opening`. */
+const SETTINGS = new WeakMap<pg.Pool, string>()
+
 /** How a transaction on a pool begins: BEGIN and its settings in one round trip (simple protocol). */
-const OPENINGS = new WeakMap<pg.Pool, string>()
+const opening = (pool: pg.Pool): string => {
+  const settings = SETTINGS.get(pool) ?? ''
+  return settings === '' ? 'BEGIN' : `BEGIN; ${settings}`
+}
 
 /** The values are a checked schema name (SCHEMA_NAME), integers and `off`: nothing to quote. */
-function opening ({ schema, statementTimeoutMs, asynchronousCommit }: TransactionSettings): string {
+function settingsSql ({ schema, statementTimeoutMs, asynchronousCommit }: TransactionSettings): string {
   const settings: Array<[string, string]> = [
     ...(schema === undefined ? [] : [['search_path', schema]] as Array<[string, string]>),
     ...(statementTimeoutMs === undefined
@@ -101,8 +107,21 @@ function opening ({ schema, statementTimeoutMs, asynchronousCommit }: Transactio
         Array<[string, string]>),
     ...(asynchronousCommit === true ? [['synchronous_commit', 'off']] as Array<[string, string]> : [])
   ]
-  if (settings.length === 0) return 'BEGIN'
-  return `BEGIN; SELECT ${settings.map(([name, value]) => `set_config('${name}', '${value}', true)`).join(', ')}`
+  if (settings.length === 0) return ''
+  return `SELECT ${settings.map(([name, value]) => `set_config('${name}', '${value}', true)`).join(', ')}`
+}
+
+/**
+ * `text` (a statement without parameters, its values literals) with `pool`'s transaction settings,
+ * in one simple-protocol message: one round trip, one implicit transaction, and the statement
+ * bounded as a transaction's are (PostgreSQL arms statement_timeout per statement of the message).
+ * Its rows.
+ */
+export async function boundedQuery<R extends pg.QueryResultRow> (pool: pg.Pool, text: string): Promise<R[]> {
+  const settings = SETTINGS.get(pool) ?? ''
+  if (settings === '') return (await pool.query<R>(text)).rows
+  const results = (await pool.query(`${settings}; ${text}`)) as unknown as Array<pg.QueryResult<R>>
+  return results[1]?.rows ?? []
 }
 
 /**
@@ -123,7 +142,7 @@ export function settledPool (pool: pg.Pool, settings: TransactionSettings): pg.P
     end: async () => { await pool.end() },
     on: (...args: Parameters<pg.Pool['on']>) => { pool.on(...args); return view }
   } as unknown as pg.Pool
-  OPENINGS.set(view, opening(settings))
+  SETTINGS.set(view, settingsSql(settings))
   return view
 }
 
@@ -191,7 +210,7 @@ export async function inTransaction<T> (pool: pg.Pool, fn: (client: pg.PoolClien
   const client = await pool.connect()
   let broken: Error | undefined
   try {
-    await client.query(OPENINGS.get(pool) ?? 'BEGIN')
+    await client.query(opening(pool))
     const result = await fn(client)
     await client.query('COMMIT')
     return result

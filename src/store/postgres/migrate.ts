@@ -9,6 +9,7 @@ import { tablePrefix, type PostgresTarget } from './connection.js'
 import { migrations } from './migrations.js'
 import { retryUntilReachable, type StartupRetry } from './startup.js'
 import { ensureResourceTables } from './table-sql.js'
+import { ensureWriteFunctions, missingWriteFunctions } from './write-functions.js'
 
 /** Whoever migrates a schema holds this advisory lock (of a session, or of a transaction). */
 export const migrationLock = (schema: string | undefined): string => `plant-store migrations ${schema ?? ''}`
@@ -122,6 +123,10 @@ export async function migrate (
     } else {
       await refuseBehind(client, target, resources, state.version, steps.length)
     }
+    // This release's write functions, beside any other release's (docs/upgrading.md, rule 4): on a
+    // newer schema too, whose release made its own.
+    if (options.apply) await ensureWriteFunctions(client, resources, target.schema)
+    else await refuseMissingFunctions(client, target, resources, state.version, steps.length)
     await client.query('COMMIT')
     return report
   } catch (err) {
@@ -162,6 +167,17 @@ async function refuseBehind (
     if (found?.name === null) {
       throw new StoreOpenError(`${behindSchemaProblem(version, known)}: the table ${storage.table} is missing`)
     }
+  }
+}
+
+async function refuseMissingFunctions (
+  client: pg.ClientBase, target: PostgresTarget, resources: readonly ResourceDefinition[], version: number,
+  known: number
+): Promise<void> {
+  const [missing] = await missingWriteFunctions(client, resources, target.schema)
+  if (missing !== undefined) {
+    throw new StoreOpenError(`${behindSchemaProblem(Math.min(version, known), known)}: the function ${missing.name} ` +
+      'of this release is missing')
   }
 }
 

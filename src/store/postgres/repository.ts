@@ -1,15 +1,16 @@
 import type pg from 'pg'
-import { idsExhausted, idTaken } from '../../errors.js'
+import { idsExhausted, idTaken, notFound } from '../../errors.js'
 import type {
   ColumnsDeclaration, ColumnValues, CreateResult, Repository, ResourceDefinition, ResourceSchemas, ResourceTypes,
   StoredRow
 } from '../../resources/definition.js'
-import { resourceEvent } from '../../webhooks/events.js'
+import { eventPayloadHead, eventType, newMessageId, resourceEvent } from '../../webhooks/events.js'
 import { createOnce, drawFreeId, writableRow } from '../rules.js'
-import { inTransaction, statementRunner, type RunStatement } from './connection.js'
+import { boundedQuery, inTransaction, statementRunner, type RunStatement } from './connection.js'
 import type { PostgresRepositoryContext } from './context.js'
 import { tableStatements, type TableStatements } from './table-sql.js'
 import { postgresEventMessageValues, postgresEventValues } from './webhook-sql.js'
+import { callSql, writeFunctions, type WriteFunctions } from './write-functions.js'
 import type { EventOrigin } from '../../webhooks/origin.js'
 import type { IdempotencyKey } from '../../idempotency.js'
 import type { IfMatch } from '../../resources/definition.js'
@@ -42,6 +43,7 @@ interface Table<R extends ResourceTypes, C extends ColumnsDeclaration> {
   context: PostgresRepositoryContext
   sql: TableStatements
   run: RunStatement<Exclude<keyof TableStatements, 'list'>>
+  functions: WriteFunctions
   stored: (row: Row) => StoredRow<ColumnValues<C>>
   toItem: (row: Row) => R['item']
   /** A row's own values in declaration order: the statements' first parameters. */
@@ -65,6 +67,7 @@ function table<R extends ResourceTypes, C extends ColumnsDeclaration> (
     context,
     sql: { list, ...fixed },
     run: statementRunner(fixed),
+    functions: writeFunctions(resource, context.schema),
     stored,
     toItem: (row) => resource.storage.item(stored(row)),
     ordered: (values) => names.map((name) => values[name])
@@ -138,8 +141,8 @@ async function createGenerated<R extends ResourceTypes, C extends ColumnsDeclara
   const after = jsonAfterId(t.resource.json(storage.item({ id: 0n, values, createdAt: now, updatedAt: now })), 0n)
   if (after === undefined) return undefined
   const event = postgresEventValues(t.resource, 'created', after, now, origin, context.claimNotify(now))
-  const row = await withGeneratedId(t, context.pool, async () =>
-    (await t.run<Written>(context.pool, 'createGenerated', [...t.ordered(values), now, ...event])).rows[0])
+  const call = callSql(t.functions.create, [...t.ordered(values), now, ...event])
+  const row = await withGeneratedId(t, context.pool, async () => (await boundedQuery<Written>(context.pool, call))[0])
   return context.afterCommit({ item: t.toItem(row), replayed: false }, row.deliveries)
 }
 
@@ -175,6 +178,25 @@ async function writeRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
     return result
   })
   return context.afterCommit(item, deliveries)
+}
+
+/**
+ * A delete without If-Match: nothing to check before it, so the row and its event (the data made
+ * from the deleted row by the function, see row-json.ts) go in one call, one round trip.
+ */
+async function deleteInOneCall<R extends ResourceTypes, C extends ColumnsDeclaration> (
+  t: Table<R, C>, id: bigint, origin: EventOrigin | undefined
+): Promise<R['item'] | undefined> {
+  const { resource, context, functions } = t
+  if (functions.delete === undefined) return undefined
+  const now = Date.now()
+  const type = eventType(resource, 'deleted')
+  const [row] = await boundedQuery<Written>(context.pool, callSql(functions.delete, [
+    id, newMessageId(), type, eventPayloadHead(type, now), now, origin?.requestId ?? null, origin?.traceparent ?? null,
+    context.claimNotify(now), resource.name
+  ]))
+  if (row === undefined) throw notFound(resource, id)
+  return context.afterCommit(t.toItem(row), row.deliveries)
 }
 
 /**
@@ -216,6 +238,7 @@ export function createPostgresRepository<R extends ResourceTypes, C extends Colu
       await guard(async () =>
         await writeRow(t, id, (current) => storage.update(current.values, changes), ifMatch, origin)),
     delete: async (id, ifMatch, origin) =>
-      await guard(async () => await writeRow(t, id, () => 'delete', ifMatch, origin))
+      await guard(async () => (ifMatch === undefined ? await deleteInOneCall(t, id, origin) : undefined) ??
+        await writeRow(t, id, () => 'delete', ifMatch, origin))
   }
 }

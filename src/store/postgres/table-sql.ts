@@ -5,7 +5,9 @@ import { MAX_ASSIGNED_ID } from '../contract.js'
 import { tablePrefix } from './connection.js'
 import { writeWithEventSql } from './webhook-sql.js'
 
-const SQL_TYPES: Readonly<Record<ColumnKind, string>> = { text: 'text', integer: 'bigint', real: 'double precision' }
+export const SQL_TYPES: Readonly<Record<ColumnKind, string>> = {
+  text: 'text', integer: 'bigint', real: 'double precision'
+}
 
 /** A collection goes into statements as a literal: it must need no quoting. */
 const SQL_NAME = /^[a-z][a-z0-9_]{0,62}$/
@@ -17,7 +19,7 @@ export interface StoredResource {
 }
 
 /** The declared columns (declaredColumns checks them), the collection a literal: none may need quoting. */
-function checkedNames ({ collection, storage }: StoredResource): readonly string[] {
+export function checkedNames ({ collection, storage }: StoredResource): readonly string[] {
   const names = declaredColumns(storage)
   if (!SQL_NAME.test(collection)) throw new Error(`${collection} is not a plain SQL identifier (a-z, 0-9, _)`)
   // n, deliveries and notified are the write-with-event statements' own.
@@ -63,8 +65,6 @@ export function tableStatements (resource: StoredResource, schema: string | unde
       `SELECT ${columns} FROM ${table} WHERE id > $1${filters.map((column, i) => ` AND ${column} = $${i + 3}`).join('')}
        ORDER BY id LIMIT $2`,
     insertGenerated,
-    /** The usual create, its event in the same statement: one round trip (see writeWithEventSql). */
-    createGenerated: writeWithEventSql(schema, insertGenerated, columns, n + 2),
     // A chosen id the sequence has yet to reach is remembered, so the sequence skips it even after it is deleted.
     insertChosen: `WITH written AS (
         INSERT INTO ${table} (${columns}) VALUES ($${n + 1}, ${values}, $${n + 2}, $${n + 2})
@@ -92,9 +92,9 @@ export function tableStatements (resource: StoredResource, schema: string | unde
     /** Every value and updated_at ($n + 2) of row $n + 1, with its event: the caller has locked the row. */
     update: writeWithEventSql(schema,
       `UPDATE ${table} SET ${names.map((name, i) => `${name} = ${typed(i)}`).join(', ')}, updated_at = $${n + 2}
-       WHERE id = $${n + 1} RETURNING ${columns}`, columns, n + 3, 'whole'),
+       WHERE id = $${n + 1} RETURNING ${columns}`, columns, n + 3),
     /** Row $1 and its event. */
-    delete: writeWithEventSql(schema, `DELETE FROM ${table} WHERE id = $1 RETURNING ${columns}`, columns, 2, 'whole'),
+    delete: writeWithEventSql(schema, `DELETE FROM ${table} WHERE id = $1 RETURNING ${columns}`, columns, 2),
     // Same-key creates queue behind each other, so exactly one of them creates.
     lockKey: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
     // The row as first answered: its values are read back as the table's columns are.

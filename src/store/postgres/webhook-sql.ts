@@ -24,20 +24,15 @@ const notifyColumn = (schema: string | undefined, n: number): string =>
     THEN pg_notify('${WEBHOOK_CHANNEL}', ${schema === undefined ? 'current_schema()' : `'${schema}'`}) END AS notified`
 
 /**
- * A write and its event in one statement: one round trip, atomic without a transaction; the event's
- * values from $p on. `around-id`: postgresEventValues', the data around the id the statement draws;
- * `whole`: postgresEventMessageValues', the event as built.
+ * A write and its event in one statement, atomic without a transaction; the event's values from $p
+ * on, postgresEventMessageValues', the event as built.
  */
-export const writeWithEventSql = (
-  schema: string | undefined, write: string, columns: string, p: number, payload: 'around-id' | 'whole' = 'around-id'
-): string =>
-  `WITH written AS (${write}),${payload === 'whole'
-    ? eventCtes(tablePrefix(schema), p, `$${p + 2}`, `$${p + 6}::bigint`, 'written, receivers')
-    : eventCtes(tablePrefix(schema), p, `$${p + 2} || written.id::text || $${p + 6}`, 'written.id',
-      'written, receivers')}
+export const writeWithEventSql = (schema: string | undefined, write: string, columns: string, p: number): string =>
+  `WITH written AS (${write}),
+  ${eventCtes(tablePrefix(schema), p, `$${p + 2}`, `$${p + 6}::bigint`, 'written, receivers')}
   SELECT ${columns}, n AS deliveries, ${notifyColumn(schema, p + 7)} FROM written, receivers`
 
-/** The values of `writeWithEventSql`'s event: its data is the written row's JSON, around the id the statement draws. */
+/** The values of the create function's event (write-functions.ts): the row's JSON, around the id it draws. */
 export function postgresEventValues (
   resource: { name: string }, change: ResourceChange, dataAfterId: string, now: number, origin: EventOrigin | undefined,
   notify: boolean
@@ -165,7 +160,7 @@ export const webhookStatements = (schema: string | undefined) => ({
   ...upkeepStatements(tablePrefix(schema))
 })
 
-/** The values of the enqueue statement, and of `writeWithEventSql`'s `whole` event. */
+/** The values of the enqueue statement, and of `writeWithEventSql`'s event. */
 export function postgresEventMessageValues (event: ResourceEvent, now: number, notify: boolean): unknown[] {
   const { messageId, type, subject, payload, requestId, traceparent } = buildEventMessage(event, now)
   return [messageId, type, payload, now, requestId, traceparent, String(subject.id), notify, subject.resource]
