@@ -45,14 +45,16 @@ test('this Node.js accepts npm start\'s flags: the service starts and answers wi
 
 test('every script that builds dist/ makes the package\'s bin executable after it, and records the commit', () => {
   const building = Object.entries(scripts()).filter(([, command]) => /\btsc\b.*tsconfig\.build\.json/.test(command))
-  assert.deepEqual(building.map(([name]) => name).sort(), ['build', 'prestart', 'test'])
+  assert.deepEqual(building.map(([name]) => name).sort(), ['build', 'prestart', 'test', 'test:upgrade'])
   for (const [name, command] of building) {
     assert.match(command, /tsconfig\.build\.json[^&]*&& node scripts\/bin-mode\.mjs( &&|$)/, name)
     assert.match(command, /&& node scripts\/build-info\.mjs dist( build)?( &&|$)/, name)
   }
   // build/ too: the tests' own build reports its commit as dist/ does.
   assert.match(scripts()['build:test'] ?? '', /^tsc -p tsconfig\.json && node scripts\/build-info\.mjs build$/)
-  assert.match(scripts().test ?? '', /&& node scripts\/build-info\.mjs dist build &&/)
+  for (const name of ['test', 'test:upgrade']) {
+    assert.match(scripts()[name] ?? '', /&& node scripts\/build-info\.mjs dist build &&/, name)
+  }
 })
 
 /** Whether a process with this pid is still there. */

@@ -44,16 +44,14 @@ const CORE_TABLES = [
 /**
  * One statement that says whether this code can serve the schema as it is now (the readiness
  * probe): every table it uses is there, the newest step applied is this code's or one recorded
- * as compatible with it; and whether the database takes writes (read-only.ts says why that matters).
- * A newer release's contract step (which renames or drops what this code reads) fails it, so a
- * balancer stops sending this instance requests it would fail.
+ * as compatible with it. A newer release's contract step (which renames or drops what this code
+ * reads) fails it, so a balancer stops sending this instance requests it would fail.
  */
 export function schemaProbeSql (schema: string | undefined, resources: readonly ResourceDefinition[]): string {
   const prefix = tablePrefix(schema)
   const tables = [...CORE_TABLES, ...resources.map(({ storage }) => storage.table)]
     .map((table) => `to_regclass('${prefix}${table}') IS NOT NULL`)
-  return `SELECT ${tables.join(' AND ')} AS tables, newest.version, newest.compatible_from,
-      current_setting('transaction_read_only') AS read_only
+  return `SELECT ${tables.join(' AND ')} AS tables, newest.version, newest.compatible_from
     FROM (SELECT version, compatible_from FROM ${prefix}plant_store_migrations
           ORDER BY version DESC LIMIT 1) newest`
 }

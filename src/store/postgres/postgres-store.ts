@@ -1,7 +1,7 @@
 import pg from 'pg'
 import { pgTypes } from './types.js'
 import type { Store } from '../contract.js'
-import { ReadOnlyDatabaseError, schemaUnavailable } from '../../errors.js'
+import { schemaUnavailable } from '../../errors.js'
 import { incompatibleSchemaProblem, type MigrationReport } from '../migration.js'
 import {
   parsePostgresUrl, poolStats, postgresFailure, queryTimeout, settledPool, survivingDisconnects
@@ -19,7 +19,7 @@ import { postgresTrim } from './trim.js'
 import type { RepositoriesOf, ResourceDefinition } from '../../resources/definition.js'
 import { RESOURCES, type ServedResources } from '../../resources/index.js'
 
-interface SchemaProbe { tables: boolean, version: number, compatible_from: number | null, read_only: string }
+interface SchemaProbe { tables: boolean, version: number, compatible_from: number | null }
 
 /** At most one NOTIFY to other instances' dispatchers per this many milliseconds from one process's writes. */
 export const NOTIFY_INTERVAL_MS = 50
@@ -173,12 +173,10 @@ export async function createPostgresStore<D extends readonly ResourceDefinition[
     migration,
     async ping () {
       await context.guard(async () => {
-        if (options.migrate === false) {
-          await pingWritable(pool)
-          return
-        }
+        await pingWritable(pool)
+        // The schema too, once the database answers (a sandbox tenant's is its registry's to check).
+        if (options.migrate === false) return
         const { rows: [found] } = await pool.query<SchemaProbe>(probe)
-        if (found?.read_only === 'on') throw new ReadOnlyDatabaseError()
         if (found?.tables !== true || (found.version > known && (found.compatible_from ?? Infinity) > known)) {
           throw schemaUnavailable(new Error(found?.tables === true
             ? incompatibleSchemaProblem(found.version, known, found.compatible_from)
