@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { test } from 'node:test'
+import { test, type TestContext } from 'node:test'
 import { TOKEN } from '../helpers/app.js'
 import { scratchDatabaseUrl } from '../helpers/postgres.js'
 import { startServer } from '../helpers/server-process.js'
@@ -14,11 +14,16 @@ import { OTHER_AUTH, OTHER_TOKEN } from '../helpers/webhooks.js'
  * deliveries go out while every one of the first owner's attempts still hangs. With TEST_APP_STORE=postgres
  * on a fresh PostgreSQL schema.
  */
-test('one owner\'s backlog to receivers that never answer does not hold another owner\'s deliveries (loopback receivers)', { timeout: 60_000 }, async (t) => {
+
+/**
+ * A server with ten delivery slots and an attempt time limit far beyond the test's waits (so a hung
+ * attempt never ends within it), for `tokens`; with TEST_APP_STORE=postgres on a fresh PostgreSQL schema.
+ */
+async function fairnessServer (t: TestContext, tokens: readonly string[]): Promise<string> {
   const database = process.env.TEST_APP_STORE === 'postgres' ? { DATABASE_URL: scratchDatabaseUrl(t).url } : {}
   const server = await startServer(t, {
     env: {
-      API_TOKENS: `${TOKEN},${OTHER_TOKEN}`,
+      API_TOKENS: tokens.join(','),
       WEBHOOK_ALLOW_PRIVATE_URLS: '1',
       WEBHOOK_POLL_INTERVAL_MS: '100',
       WEBHOOK_TIMEOUT_MS: '40000',
@@ -27,7 +32,11 @@ test('one owner\'s backlog to receivers that never answer does not hold another 
       ...database
     }
   })
-  const base = server.baseUrl
+  return server.baseUrl
+}
+
+test('one owner\'s backlog to receivers that never answer does not hold another owner\'s deliveries (loopback receivers)', { timeout: 60_000 }, async (t) => {
+  const base = await fairnessServer(t, [TOKEN, OTHER_TOKEN])
   const hanging = await startReceiver(t)
   hanging.respond(() => {})
   const fast = await startReceiver(t)
@@ -53,20 +62,8 @@ test('one owner\'s backlog to receivers that never answer does not hold another 
  * PostgreSQL schema.
  */
 test('owners whose receivers hang hold their share of the slots only: another owner\'s deliveries all go out before any hung attempt ends', { timeout: 60_000 }, async (t) => {
-  const database = process.env.TEST_APP_STORE === 'postgres' ? { DATABASE_URL: scratchDatabaseUrl(t).url } : {}
   const hungTokens = Array.from({ length: 5 }, (_, i) => `hung-owner-${i}-0123456789abcdef0123456789`)
-  const server = await startServer(t, {
-    env: {
-      API_TOKENS: [TOKEN, ...hungTokens].join(','),
-      WEBHOOK_ALLOW_PRIVATE_URLS: '1',
-      WEBHOOK_POLL_INTERVAL_MS: '100',
-      WEBHOOK_TIMEOUT_MS: '40000',
-      WEBHOOK_CONCURRENCY: '10',
-      SHUTDOWN_GRACE_MS: '0',
-      ...database
-    }
-  })
-  const base = server.baseUrl
+  const base = await fairnessServer(t, [TOKEN, ...hungTokens])
   const hanging = await startReceiver(t)
   hanging.respond(() => {})
   const healthy = await startReceiver(t)
