@@ -16,7 +16,8 @@ interface Container { name: string, args?: string[], env?: EnvVar[] }
 
 /** The first container of the one workload in a manifest file of deploy/kubernetes/. */
 function container (file: string): Container {
-  const [document] = parseAllDocuments(readFileSync(new URL(`../../../deploy/kubernetes/${file}`, import.meta.url), 'utf8'))
+  const path = new URL(`../../../deploy/kubernetes/${file}`, import.meta.url)
+  const [document] = parseAllDocuments(readFileSync(path, 'utf8'))
   const workload = document?.toJS() as { spec: { template: { spec: { containers: Container[] } } } }
   return workload.spec.template.spec.containers[0] ?? assert.fail(`${file}: no container`)
 }
@@ -33,7 +34,9 @@ function databaseEnv (spec: Container, secret: Record<string, string>): Record<s
 }
 
 // The shipped order of a deploy (docs/deployment.md): the Job migrates, then the Deployment's pods serve.
-describe('deploy/kubernetes: the migrate Job, then the Deployment (PostgreSQL)', { skip: TEST_DATABASE_URL === undefined }, () => {
+const NO_POSTGRES = TEST_DATABASE_URL === undefined
+
+describe('deploy/kubernetes: the migrate Job, then the Deployment (PostgreSQL)', { skip: NO_POSTGRES }, () => {
   test('a pod before the Job is refused; the Job\'s command migrates; then a pod serves', async (t) => {
     const cleanup = cleanupStack(t)
     const { url } = scratchDatabaseUrl(cleanup)

@@ -69,29 +69,30 @@ test('RATE_LIMIT_MAX=0 or RATE_LIMIT_WINDOW=0 turns rate limiting off', async (t
 
 const REDIS_URL = TEST_REDIS_URL ?? ''
 
-test('with REDIS_URL, instances share one limit; keys hold a hash of the token, never the token', { skip: NO_REDIS }, async (t) => {
-  const prefix = `plant-store-test-${randomBytes(6).toString('hex')}:`
-  const env = { ...LIMITED, REDIS_URL, REDIS_KEY_PREFIX: prefix }
-  const a = await buildTestApp(t, env)
-  const b = await buildTestApp(t, env)
-  const redis = new Redis(REDIS_URL)
-  t.after(async () => {
+test('with REDIS_URL, instances share one limit; keys hold a hash of the token, never the token',
+  { skip: NO_REDIS }, async (t) => {
+    const prefix = `plant-store-test-${randomBytes(6).toString('hex')}:`
+    const env = { ...LIMITED, REDIS_URL, REDIS_KEY_PREFIX: prefix }
+    const a = await buildTestApp(t, env)
+    const b = await buildTestApp(t, env)
+    const redis = new Redis(REDIS_URL)
+    t.after(async () => {
+      const keys = await redis.keys(`${prefix}*`)
+      if (keys.length > 0) await redis.del(...keys)
+      redis.disconnect()
+    })
+
+    assert.equal((await del(a)).statusCode, 404)
+    assert.equal((await del(b)).statusCode, 404)
+    assert.equal((await del(a)).statusCode, 404)
+    assertLimited(await del(b))
+    assertLimited(await del(a))
+
     const keys = await redis.keys(`${prefix}*`)
-    if (keys.length > 0) await redis.del(...keys)
-    redis.disconnect()
+    assert.equal(keys.length, 1)
+    assert.match(keys[0] ?? '', new RegExp(`^${prefix}rate-limit:token:[0-9a-f]{64}$`))
+    assert.equal(keys.some((key) => key.includes(TOKEN)), false)
   })
-
-  assert.equal((await del(a)).statusCode, 404)
-  assert.equal((await del(b)).statusCode, 404)
-  assert.equal((await del(a)).statusCode, 404)
-  assertLimited(await del(b))
-  assertLimited(await del(a))
-
-  const keys = await redis.keys(`${prefix}*`)
-  assert.equal(keys.length, 1)
-  assert.match(keys[0] ?? '', new RegExp(`^${prefix}rate-limit:token:[0-9a-f]{64}$`))
-  assert.equal(keys.some((key) => key.includes(TOKEN)), false)
-})
 
 test('a lost Redis does not fail requests: the limiter fails open', async (t) => {
   // Nothing listens on port 1: the client never connects.
@@ -100,30 +101,31 @@ test('a lost Redis does not fail requests: the limiter fails open', async (t) =>
   for (let i = 0; i < 5; i++) assert.equal((await del(app)).statusCode, 404)
 })
 
-test('Redis dropping the connection mid-run: requests still pass (fail open), and limits come back with it', { timeout: 10_000, skip: NO_REDIS }, async (t) => {
-  const prefix = `plant-store-test-${randomBytes(6).toString('hex')}:`
-  const app = await buildTestApp(t, { ...LIMITED, REDIS_URL, REDIS_KEY_PREFIX: prefix })
-  const admin = new Redis(REDIS_URL)
-  t.after(async () => {
-    const keys = await admin.keys(`${prefix}*`)
-    if (keys.length > 0) await admin.del(...keys)
-    admin.disconnect()
-  })
-  assert.equal((await del(app)).headers['ratelimit-remaining'], '2')
+test('Redis dropping the connection mid-run: requests still pass (fail open), and limits come back with it',
+  { timeout: 10_000, skip: NO_REDIS }, async (t) => {
+    const prefix = `plant-store-test-${randomBytes(6).toString('hex')}:`
+    const app = await buildTestApp(t, { ...LIMITED, REDIS_URL, REDIS_KEY_PREFIX: prefix })
+    const admin = new Redis(REDIS_URL)
+    t.after(async () => {
+      const keys = await admin.keys(`${prefix}*`)
+      if (keys.length > 0) await admin.del(...keys)
+      admin.disconnect()
+    })
+    assert.equal((await del(app)).headers['ratelimit-remaining'], '2')
 
-  // Cut this app's connection (and only it) from the server side.
-  const clients = String(await admin.client('LIST')).split('\n').filter((line) => line.includes(` name=${prefix}rate-limit `))
-  assert.equal(clients.length, 1)
-  await admin.client('KILL', 'ID', /id=(\d+)/.exec(clients[0] ?? '')?.[1] ?? '')
-  // While it reconnects, requests go through (uncounted) or are counted again: never a failure.
-  let res = await del(app)
-  while (res.statusCode !== 429) {
-    assert.equal(res.statusCode, 404, res.body)
-    // inject does no I/O: give the client's reconnect a turn of the event loop.
-    await new Promise((resolve) => setTimeout(resolve, 10))
-    res = await del(app)
-  }
-  // Back: the shared limit applies again.
-  assertLimited(res)
-  assert.equal(await admin.get((await admin.keys(`${prefix}rate-limit:*`))[0] ?? ''), '4')
-})
+    // Cut this app's connection (and only it) from the server side.
+    const clients = String(await admin.client('LIST')).split('\n').filter((line) => line.includes(` name=${prefix}rate-limit `))
+    assert.equal(clients.length, 1)
+    await admin.client('KILL', 'ID', /id=(\d+)/.exec(clients[0] ?? '')?.[1] ?? '')
+    // While it reconnects, requests go through (uncounted) or are counted again: never a failure.
+    let res = await del(app)
+    while (res.statusCode !== 429) {
+      assert.equal(res.statusCode, 404, res.body)
+      // inject does no I/O: give the client's reconnect a turn of the event loop.
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      res = await del(app)
+    }
+    // Back: the shared limit applies again.
+    assertLimited(res)
+    assert.equal(await admin.get((await admin.keys(`${prefix}rate-limit:*`))[0] ?? ''), '4')
+  })

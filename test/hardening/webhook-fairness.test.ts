@@ -61,7 +61,8 @@ test('one owner\'s backlog to receivers that never answer does not hold another 
  * is still open: none of them has ended (timed out) yet. With TEST_APP_STORE=postgres on a fresh
  * PostgreSQL schema.
  */
-test('owners whose receivers hang hold their share of the slots only: another owner\'s deliveries all go out before any hung attempt ends', { timeout: 60_000 }, async (t) => {
+test('owners whose receivers hang hold their share of the slots only: another owner\'s deliveries all go out ' +
+  'before any hung attempt ends', { timeout: 60_000 }, async (t) => {
   const hungTokens = Array.from({ length: 5 }, (_, i) => `hung-owner-${i}-0123456789abcdef0123456789`)
   const base = await fairnessServer(t, [TOKEN, ...hungTokens])
   const hanging = await startReceiver(t)

@@ -81,7 +81,8 @@ describe('plant-store migrate on PostgreSQL', { skip: TEST_DATABASE_URL === unde
     assert.equal(output.stdout(), applied(postgresMigrations, 0))
     output = capture()
     assert.equal(await runMigrate(settings, output), 0, output.stderr())
-    assert.equal(output.stdout(), `plant-store migrate: schema version ${postgresMigrations.length}: nothing to apply\n`)
+    assert.equal(output.stdout(),
+      `plant-store migrate: schema version ${postgresMigrations.length}: nothing to apply\n`)
   })
 
   test('a database that does not answer: exit 1 with the cause and what to do', async () => {
@@ -89,7 +90,8 @@ describe('plant-store migrate on PostgreSQL', { skip: TEST_DATABASE_URL === unde
     const settings = env('postgres://postgres@127.0.0.1:1/test', { PG_STARTUP_TIMEOUT_MS: '0' })
     assert.equal(await runMigrate(settings, output), 1)
     assert.equal(output.stdout(), '')
-    assert.match(output.stderr(), /^plant-store migrate: connect ECONNREFUSED 127\.0\.0\.1:1; nothing listens there: .*; no step was applied\n$/)
+    assert.match(output.stderr(),
+      /^plant-store migrate: connect ECONNREFUSED 127\.0\.0\.1:1; nothing listens there: .*; no step was applied\n$/)
   })
 })
 

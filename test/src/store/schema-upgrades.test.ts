@@ -18,7 +18,8 @@ const KNOWN = postgresMigrations.length
 
 test('compatibleFrom: the last contract step up to a version; expand steps keep what came before', () => {
   const steps: Array<MigrationStep<string>> = [
-    { name: 'a', up: '' }, { name: 'b', expand: true, up: '' }, { name: 'c', up: '' }, { name: 'd', expand: true, up: '' }
+    { name: 'a', up: '' }, { name: 'b', expand: true, up: '' },
+    { name: 'c', up: '' }, { name: 'd', expand: true, up: '' }
   ]
   assert.deepEqual([0, 1, 2, 3, 4].map((version) => compatibleFrom(steps, version)), [0, 1, 1, 3, 3])
 })
@@ -34,31 +35,32 @@ describe('SQLite: a migration keeps a copy of the file it changes', () => {
     db.close()
   }
 
-  test('the copy is the database as it was before the first step, named in the report; nothing to copy after', async (t) => {
-    const cleanup = cleanupStack(t)
-    const file = tempDatabaseFile(cleanup, 'plant-store-upgrade-')
-    databaseAt(file, sqliteMigrations.length - 1)
-    const store = createSqliteStore({ filename: file, checkpoint: false })
-    await store.close()
-    const backup = `${file}.schema-${sqliteMigrations.length - 1}.bak`
-    assert.deepEqual(store.migration, {
-      from: sqliteMigrations.length - 1,
-      version: sqliteMigrations.length,
-      known: sqliteMigrations.length,
-      applied: [{ version: sqliteMigrations.length, name: sqliteMigrations.at(-1)?.name }],
-      backup
-    })
-    assert.equal(statSync(backup).mode & 0o777, 0o600)
-    const copy = new Database(backup, { readonly: true })
-    assert.equal(copy.pragma('user_version', { simple: true }), sqliteMigrations.length - 1)
-    assert.deepEqual(copy.prepare('SELECT name, tag FROM plants').all(), [{ name: 'Fern', tag: 'green' }])
-    copy.close()
+  test('the copy is the database as it was before the first step, named in the report; nothing to copy after',
+    async (t) => {
+      const cleanup = cleanupStack(t)
+      const file = tempDatabaseFile(cleanup, 'plant-store-upgrade-')
+      databaseAt(file, sqliteMigrations.length - 1)
+      const store = createSqliteStore({ filename: file, checkpoint: false })
+      await store.close()
+      const backup = `${file}.schema-${sqliteMigrations.length - 1}.bak`
+      assert.deepEqual(store.migration, {
+        from: sqliteMigrations.length - 1,
+        version: sqliteMigrations.length,
+        known: sqliteMigrations.length,
+        applied: [{ version: sqliteMigrations.length, name: sqliteMigrations.at(-1)?.name }],
+        backup
+      })
+      assert.equal(statSync(backup).mode & 0o777, 0o600)
+      const copy = new Database(backup, { readonly: true })
+      assert.equal(copy.pragma('user_version', { simple: true }), sqliteMigrations.length - 1)
+      assert.deepEqual(copy.prepare('SELECT name, tag FROM plants').all(), [{ name: 'Fern', tag: 'green' }])
+      copy.close()
 
-    const again = createSqliteStore({ filename: file, checkpoint: false })
-    await again.close()
-    assert.deepEqual(again.migration,
-      { from: sqliteMigrations.length, version: sqliteMigrations.length, known: sqliteMigrations.length, applied: [] })
-  })
+      const again = createSqliteStore({ filename: file, checkpoint: false })
+      await again.close()
+      const known = sqliteMigrations.length
+      assert.deepEqual(again.migration, { from: known, version: known, known, applied: [] })
+    })
 
   test('a second upgrade from the same version keeps the first copy and writes another beside it', async (t) => {
     const cleanup = cleanupStack(t)
@@ -86,7 +88,8 @@ describe('SQLite: a migration keeps a copy of the file it changes', () => {
     })
     assert.equal(existsSync(file), false)
     databaseAt(file, sqliteMigrations.length - 1)
-    assert.throws(() => createSqliteStore({ filename: file, migrate: 'check' }), { message: /is behind this plant-store/ })
+    assert.throws(() => createSqliteStore({ filename: file, migrate: 'check' }),
+      { message: /is behind this plant-store/ })
     await createSqliteStore({ filename: file }).close()
     const store = createSqliteStore({ filename: file, migrate: 'check', checkpoint: false })
     assert.deepEqual((await store.plants.list({ limit: 5 })).items.map((plant) => plant.name), ['Fern'])
@@ -107,7 +110,8 @@ describe('PostgreSQL: a schema a newer release migrated', { skip: TEST_DATABASE_
       const cleanup = cleanupStack(t)
       const { url, schema } = scratchDatabaseUrl(cleanup)
       await createPostgresStore({ url }).then(async (store) => { await store.close() })
-      await migrateAsNewer(url, [{ name: 'a table of a newer release', expand: true, up: 'CREATE TABLE pots (id bigint)' }])
+      const table = { name: 'a table of a newer release', expand: true, up: 'CREATE TABLE pots (id bigint)' } as const
+      await migrateAsNewer(url, [table])
       const rows = await adminQuery(`SELECT version, name, compatible_from FROM ${schema}.plant_store_migrations
         WHERE version > ${KNOWN - 1} ORDER BY version`)
       assert.deepEqual(rows, [
@@ -123,14 +127,15 @@ describe('PostgreSQL: a schema a newer release migrated', { skip: TEST_DATABASE_
       assert.equal((await store.plants.get(plant.id))?.name, 'Fern')
 
       await migrateAsNewer(url, [
-        { name: 'a table of a newer release', expand: true, up: 'CREATE TABLE pots (id bigint)' },
+        table,
         { name: 'a contract step', up: 'ALTER TABLE pots RENAME TO vases' }
       ])
       // The running instance stops saying it is ready (its balancer moves its traffic elsewhere).
       await assert.rejects(store.ping(), (err: unknown) => isServiceError(err, 'unavailable'))
       await assert.rejects(createPostgresStore({ url }), {
         message: `the database schema (version ${KNOWN + 2}) is newer than this plant-store (${KNOWN}) and not ` +
-          `compatible with it (it needs code of schema version ${KNOWN + 2} or newer): deploy that release, or a newer one`
+          `compatible with it (it needs code of schema version ${KNOWN + 2} or newer): ` +
+          'deploy that release, or a newer one'
       })
     })
 
