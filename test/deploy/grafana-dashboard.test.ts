@@ -65,7 +65,8 @@ test('the dashboard: every panel on the datasource variable, ids unique, each qu
 
 // A real server on PostgreSQL with a sandbox (so the pool and tenant series exist too), after some traffic.
 if (TEST_DATABASE_URL !== undefined) {
-  test('every series the dashboard and the alert rules query is one a real server exports', { timeout: 60_000 }, async (t) => {
+  test('every series the dashboard and the alert rules query is one a real server ' +
+    'exports', { timeout: 60_000 }, async (t) => {
     const cleanup = cleanupStack(t)
     const server = await startServer(cleanup, {
       env: { DATABASE_URL: sandboxSchemaUrl(cleanup).url, SANDBOX: '1', API_TOKENS: undefined, METRICS_PORT: '0' }

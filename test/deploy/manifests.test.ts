@@ -175,7 +175,8 @@ test('Kubernetes: the Deployment\'s ports, probes, grace period, security and se
   assert.equal(budget.spec.minAvailable, 1)
 })
 
-test('Kubernetes: the example Secret is never applied with the folder, and its placeholder is never a working token', () => {
+test('Kubernetes: the example Secret is never applied with the folder, and its placeholder is ' +
+  'never a working token', () => {
   const example = `${KUBERNETES}/secret.yaml.example`
   assert.deepEqual(applied(), ['deployment.yaml', 'migrate-job.yaml', 'pdb.yaml', 'service.yaml'].map((name) => `${KUBERNETES}/${name}`))
   assert.equal(kubernetes().some((manifest) => manifest.kind === 'Secret'), false, 'apply -f of the folder creates no Secret')
@@ -270,7 +271,8 @@ function assertKnownSettings (where: string, names: string[]): void {
   for (const name of names) assert.ok(Object.hasOwn(EnvSchema.properties, name), `${where}: ${name} is no setting of plant-store`)
 }
 
-test('Kubernetes: a Job per release runs plant-store migrate over DATABASE_DIRECT_URL; the Deployment migrates nothing on start', () => {
+test('Kubernetes: a Job per release runs plant-store migrate over DATABASE_DIRECT_URL; the ' +
+  'Deployment migrates nothing on start', () => {
   entrypointIsExecutable()
   const manifests = kubernetes()
   const job = byKind<Job>(manifests, 'Job')
@@ -315,7 +317,8 @@ test('Kubernetes: a Job per release runs plant-store migrate over DATABASE_DIREC
   assert.deepEqual(migrate.securityContext, server.securityContext)
 })
 
-test('compose.yaml: a one-shot migrate service the server waits for, on the same image and database; the server migrates nothing', () => {
+test('compose.yaml: a one-shot migrate service the server waits for, on the same image and ' +
+  'database; the server migrates nothing', () => {
   entrypointIsExecutable()
   const { migrate, 'plant-store': server } = composeServices()
   assert.ok(migrate !== undefined && server !== undefined)
@@ -376,7 +379,8 @@ test('docs/deployment.md\'s examples work as written: the build tags the image t
   assert.match(page, /^export API_TOKENS="\$\(docker run --rm plant-store:local token\)"\necho "\$API_TOKENS" /m)
 })
 
-test('compose.yaml: the service on PostgreSQL and Redis, its ports and stop grace period agree with its configuration; Prometheus behind a profile', () => {
+test('compose.yaml: the service on PostgreSQL and Redis, its ports and stop grace period agree ' +
+  'with its configuration; Prometheus behind a profile', () => {
   const [compose] = documents('compose.yaml') as Array<{ services: Record<string, ComposeService> }>
   assert.ok(compose !== undefined)
   const { 'plant-store': service, postgres, redis, prometheus } = compose.services

@@ -30,7 +30,8 @@ const minutes = (duration: string): number => {
   return Number(match[1]) * (match[2] === 'h' ? 60 : 1)
 }
 
-test('promtool check rules: the rules file is valid, every rule an alert with a severity, a summary and a description', (t) => {
+test('promtool check rules: the rules file is valid, every rule an alert with a severity, a ' +
+  'summary and a description', (t) => {
   const rules = alertingRules()
   for (const rule of rules) {
     assert.ok(['critical', 'warning'].includes(rule.labels?.severity ?? ''), `${rule.alert}: severity`)

@@ -12,7 +12,8 @@ import { TOKEN } from '../helpers/app.js'
 import { SERVER_JS } from '../helpers/server-process.js'
 import { codeBlockUnder, readMarkdown } from './markdown.js'
 
-test('docs/configuration.md holds the tables generated from EnvSchema and the served document (npm run gen:docs)', async () => {
+test('docs/configuration.md holds the tables generated from EnvSchema and the served document ' +
+  '(npm run gen:docs)', async () => {
   const page = readConfigurationPage()
   assert.equal(page, configurationPage(page, await servedOpenApiDocument()), 'stale: run npm run gen:docs')
   for (const { name } of settings()) assert.match(page, new RegExp(`^\\| \`${name}\` \\|`, 'm'))
@@ -38,7 +39,8 @@ test('.env.example lists every setting at its default (npm run gen:docs)', () =>
   assert.equal(readFileSync(ENV_EXAMPLE, 'utf8'), envExample(), 'stale: run npm run gen:docs')
 })
 
-test('.env.example, every line uncommented and a token in API_TOKENS: node --env-file=.env.example server.js check passes (an empty value is unset, but an empty token setting is refused)', async (t) => {
+test('.env.example, every line uncommented and a token in API_TOKENS: node ' +
+  '--env-file=.env.example server.js check passes (an empty value is unset, but an empty token setting is refused)', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-env-example-'))
   t.after(() => rmSync(dir, { recursive: true, force: true }))
   const uncommented = readFileSync(ENV_EXAMPLE, 'utf8').replace(/^# ([A-Z][A-Z0-9_]*=)/gm, '$1')

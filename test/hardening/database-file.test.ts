@@ -102,7 +102,8 @@ test('a second server on the same SQLite file is refused, naming the file; the f
   assert.equal((await fetch(`${next.baseUrl}/plants`, { headers: AUTH })).status, 200)
 })
 
-test('a folder the server may not write: the message says which user must own it (chown), not only EACCES', async (t) => {
+test('a folder the server may not write: the message says which user must own it (chown), not ' +
+  'only EACCES', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-eacces-'))
   t.after(() => rmSync(dir, { recursive: true, force: true }))
   chmodSync(dir, 0o755)

@@ -102,7 +102,8 @@ async function until (done: () => boolean): Promise<void> {
   }
 }
 
-test('backup under write load holds every plant acknowledged before it started; restore is refused while the server runs, then brings them back', { timeout: 120_000 }, async (t) => {
+test('backup under write load holds every plant acknowledged before it started; restore is ' +
+  'refused while the server runs, then brings them back', { timeout: 120_000 }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-backup-'))
   const database = join(dir, 'plants.db')
   const backup = join(dir, 'plants.bak')

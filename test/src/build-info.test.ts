@@ -48,7 +48,8 @@ function runScript (cwd: string, out: string, commit?: string): { status: number
   }
 }
 
-test('the build records PLANT_STORE_COMMIT when set (an image build has no .git), and refuses one that is no commit', (t) => {
+test('the build records PLANT_STORE_COMMIT when set (an image build has no .git), and refuses ' +
+  'one that is no commit', (t) => {
   const dir = tempDir(t)
   const commit = '0123456789abcdef0123456789abcdef01234567'
   assert.deepEqual(runScript(dir, dir, commit), { status: 0, stderr: '', written: commit })

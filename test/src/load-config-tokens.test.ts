@@ -54,7 +54,8 @@ test('a token setting that is set but holds no token stops the start: no token i
   ])
 })
 
-test('a token setting set but empty (an empty Kubernetes Secret) stops the start naming it: read as unset, it would make one up', () => {
+test('a token setting set but empty (an empty Kubernetes Secret) stops the start naming it: ' +
+  'read as unset, it would make one up', () => {
   for (const setting of ['API_TOKENS', 'API_TOKENS_FILE']) {
     for (const value of ['', '   ', '\t']) {
       assertConfigRefused([[{ [setting]: value }, new RegExp(`^invalid configuration: ${setting} is set but holds no token \\(unset it to have none\\)$`)]])
@@ -63,7 +64,8 @@ test('a token setting set but empty (an empty Kubernetes Secret) stops the start
   }
 })
 
-test('withTrialToken: with no token, OIDC_ISSUER or sandbox, a token is made up only at a terminal; elsewhere the start is refused', () => {
+test('withTrialToken: with no token, OIDC_ISSUER or sandbox, a token is made up only at a ' +
+  'terminal; elsewhere the start is refused', () => {
   const made = withTrialToken(loadConfig({}), true)
   assert.equal(made.tokenGenerated, true)
   assert.equal(made.tokens.length, 1)
@@ -80,14 +82,16 @@ test('withTrialToken: with no token, OIDC_ISSUER or sandbox, a token is made up 
   }
 })
 
-test('API_TOKENS_FILE: names that differ only in case (ro, RO) stop the start naming both: one principal or two would be a guess', () => {
+test('API_TOKENS_FILE: names that differ only in case (ro, RO) stop the start naming both: one ' +
+  'principal or two would be a guess', () => {
   assertConfigRefused([
     [{ API_TOKENS_FILE: file(`ro plants:read sha256:${DIGEST}\nRO plants:write sha256:${tokenDigest('other')}\n`) },
       /^invalid configuration: API_TOKENS_FILE line 2: the names ro and RO differ only in case$/]
   ])
 })
 
-test('a plain token that is also a named API_TOKENS_FILE entry stops the start, naming the entry and never the token', () => {
+test('a plain token that is also a named API_TOKENS_FILE entry stops the start, naming the ' +
+  'entry and never the token', () => {
   const token = 'a-token-0123456789abcdef0123456789abcdef'
   const named = `dashboard plants:read sha256:${DIGEST}\n`
   for (const env of [{ API_TOKENS: `other-token-0123456789abcdef0123456789, ${token}`, API_TOKENS_FILE: file(named) },
@@ -102,7 +106,8 @@ test('a plain token that is also a named API_TOKENS_FILE entry stops the start, 
     [{ name: 'dashboard', scopes: ['plants:read'], digest: DIGEST }])
 })
 
-test('OIDC_ISSUER and OIDC_AUDIENCE: both or neither; https (http on loopback only); skew and cooldown default to 30 s', () => {
+test('OIDC_ISSUER and OIDC_AUDIENCE: both or neither; https (http on loopback only); skew and ' +
+  'cooldown default to 30 s', () => {
   assert.equal(loadConfig({}).oidc, undefined)
   const config = loadConfig({ OIDC_ISSUER: 'https://login.example.com/realms/plants', OIDC_AUDIENCE: 'https://plants.example.com' })
   assert.deepEqual(config.oidc, { issuer: 'https://login.example.com/realms/plants', audience: 'https://plants.example.com', clockSkewMs: 30_000, jwksCooldownMs: 30_000, requireAtJwt: true })

@@ -5,7 +5,8 @@ import { EnvSchema, loadConfig } from '../../src/load-config.js'
 import { TOKEN } from '../helpers/app.js'
 import { assertConfigRefused } from '../helpers/config.js'
 
-test('defaults: port 3000 on 127.0.0.1, data/plants.db, full sync, info logs, no token (serve decides: withTrialToken)', () => {
+test('defaults: port 3000 on 127.0.0.1, data/plants.db, full sync, info logs, no token (serve ' +
+  'decides: withTrialToken)', () => {
   const config = loadConfig({})
   assert.equal(config.port, 3000)
   assert.equal(config.host, '127.0.0.1')
@@ -64,7 +65,8 @@ test('a bad value stops the start with a message that names the variable', () =>
   assertConfigRefused(cases)
 })
 
-test('DATABASE_URL: a SQLite path, :memory: or a postgres(ql):// URL; any other scheme stops the start naming the setting, never the rest', () => {
+test('DATABASE_URL: a SQLite path, :memory: or a postgres(ql):// URL; any other scheme stops ' +
+  'the start naming the setting, never the rest', () => {
   const refusal = (scheme: string) => new RegExp(`^invalid configuration: DATABASE_URL starts with ${scheme}:, a form it does not take: ` +
     'a SQLite file path \\(data/plants\\.db, /var/lib/plant-store/plants\\.db; \\./ before a name holding a colon\\), :memory:, or a postgres:// or postgresql:// URL$')
   assertConfigRefused([

@@ -13,7 +13,8 @@ test('looksLikeJwt: three base64url parts (the last may be empty); anything else
   for (const token of ['abc', 'a.b', 'a.b.c.d', 'a..c', 'a+b.c.d', 'test-token-0123456789abcdef0123456789']) assert.equal(looksLikeJwt(token), false, token)
 })
 
-test('ProviderKeys: one fetch per cooldown whether it succeeds or fails; stale keys refresh in the background and keep serving', async (t) => {
+test('ProviderKeys: one fetch per cooldown whether it succeeds or fails; stale keys refresh in ' +
+  'the background and keep serving', async (t) => {
   const key = await signingKey('key-1')
   const op = await startProvider([key])
   t.after(op.stop)
@@ -57,7 +58,8 @@ test('ProviderKeys: one fetch per cooldown whether it succeeds or fails; stale k
   assert.equal(failures.length, 2)
 })
 
-test('ProviderKeys: after a failed fetch, the 503 names the time left until the next fetch may start, and one starts then', async (t) => {
+test('ProviderKeys: after a failed fetch, the 503 names the time left until the next fetch may ' +
+  'start, and one starts then', async (t) => {
   const key = await signingKey('key-1')
   const op = await startProvider([key])
   t.after(op.stop)

@@ -47,7 +47,8 @@ function promtoolCheck (t: TestContext, text: string): void {
 interface Line { level: number, msg: string, cause?: string, downMs?: number }
 const lines = (text: string): Line[] => text.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as Line)
 
-test('SQLite: plantstore_database_up is 1, then 0 once the file is deleted, logged once with its cause; no pool series', async (t) => {
+test('SQLite: plantstore_database_up is 1, then 0 once the file is deleted, logged once with ' +
+  'its cause; no pool series', async (t) => {
   const cleanup = cleanupStack(t)
   const file = tempDatabaseFile(cleanup, 'plant-store-database-up-')
   const log = captureLog()
@@ -112,7 +113,8 @@ if (TEST_DATABASE_URL !== undefined) {
     assert.deepEqual([after.get('pool=api,state=waiting'), after.get('pool=api,state=idle')], [0, 2])
   })
 
-  test('PostgreSQL lost and back: plantstore_database_up 1, 0, 1; one line as it goes (the cause), one as it is back', { timeout: 30_000 }, async (t) => {
+  test('PostgreSQL lost and back: plantstore_database_up 1, 0, 1; one line as it goes (the ' +
+    'cause), one as it is back', { timeout: 30_000 }, async (t) => {
     const proxy = await startTcpProxy(serverPort)
     t.after(() => proxy.close())
     const url = new URL(scratchDatabaseUrl(t).url)
@@ -153,7 +155,8 @@ for (const database of sandboxDatabases) {
   })
 }
 
-test('plantstore_ready is 0 from the start of a drain (as /health/ready), while the database still answers', async (t) => {
+test('plantstore_ready is 0 from the start of a drain (as /health/ready), while the database ' +
+  'still answers', async (t) => {
   const app = await buildTestApp(t, { METRICS_PORT: '0', SHUTDOWN_DELAY_MS: '3000' })
   const text = await scrape(app)
   assert.deepEqual([databaseUp(text), ready(text)], [1, 1])

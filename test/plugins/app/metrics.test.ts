@@ -48,14 +48,16 @@ function promtoolCheck (t: { diagnostic: (message: string) => void }, text: stri
   assert.equal(promtool.stdout + promtool.stderr, '')
 }
 
-test('without METRICS_PORT nothing is measured or served: no app.metrics, and the API port has no /metrics', async (t) => {
+test('without METRICS_PORT nothing is measured or served: no app.metrics, and the API port has ' +
+  'no /metrics', async (t) => {
   const app = await buildTestApp(t)
   assert.equal(app.metrics, undefined)
   const res = await app.inject({ url: '/metrics' })
   assert.equal(res.statusCode, 404)
 })
 
-test('with METRICS_PORT, GET /metrics on its own listener serves the Prometheus text format; the API port still has none', async (t) => {
+test('with METRICS_PORT, GET /metrics on its own listener serves the Prometheus text format; ' +
+  'the API port still has none', async (t) => {
   const app = await buildTestApp(t, { METRICS_PORT: '0' })
   const text = await scrape(app)
   assert.match(text, /^# HELP http_request_duration_seconds /m)
@@ -131,7 +133,8 @@ test('a method a known path lacks (405) is counted under that path\'s route, not
   assert.equal(count({ method: 'PUT', route: 'unmatched', status_code: '404' }), 1)
 })
 
-test('http_request_duration_seconds: by method, route template (never the raw URL; unmatched routes as one label) and status', async (t) => {
+test('http_request_duration_seconds: by method, route template (never the raw URL; unmatched ' +
+  'routes as one label) and status', async (t) => {
   const app = await buildTestApp(t, { METRICS_PORT: '0' })
   const created = await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'Fern' } })
   assert.equal(created.statusCode, 201)

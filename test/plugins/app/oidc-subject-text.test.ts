@@ -32,7 +32,8 @@ async function assertRefused (app: FastifyInstance, token: string, label: string
 
 for (const database of apiTestDatabases) {
   describe(`a JWT whose sub is not well-formed text on ${database.name}`, () => {
-    test('a sub with NUL, or a lone surrogate (short or long enough to be kept as a digest), is a 401; well-formed subs stay distinct', async (t) => {
+    test('a sub with NUL, or a lone surrogate (short or long enough to be kept as a digest), is a ' +
+      '401; well-formed subs stay distinct', async (t) => {
       const cleanup = cleanupStack(t)
       const key = await signingKey('key-1')
       const op = await startProvider([key])

@@ -51,7 +51,8 @@ test('scope matrix, JWT access tokens from a real provider: each client\'s scope
   assert.equal(op.jwksRequests(), 1)
 })
 
-test('a JWT caller is its subject: in the access log with its client, owning its webhooks; opaque tokens work beside it', async (t) => {
+test('a JWT caller is its subject: in the access log with its client, owning its webhooks; ' +
+  'opaque tokens work beside it', async (t) => {
   const { provider: op } = await provider(t)
   const log = captureLog()
   const app = await buildTestApp(t, { ...oidcEnv(op), API_TOKENS: 'opaque-token-0123456789abcdef0123456789', LOG_LEVEL: 'info', WEBHOOK_ALLOW_PRIVATE_URLS: '0' }, { logStream: log.stream })
@@ -71,7 +72,8 @@ test('a JWT caller is its subject: in the access log with its client, owning its
   assert.ok(!log.text().includes(token))
 })
 
-test('every refusal is a 401 with error="invalid_token" and a message naming the failed check, never the token', async (t) => {
+test('every refusal is a 401 with error="invalid_token" and a message naming the failed check, ' +
+  'never the token', async (t) => {
   const key = await signingKey('key-1')
   const { provider: op } = await provider(t, [key])
   const app = await buildTestApp(t, oidcEnv(op))
@@ -123,7 +125,8 @@ test('every refusal is a 401 with error="invalid_token" and a message naming the
   assert.equal(res.headers['www-authenticate'], 'Bearer')
 })
 
-test('key rotation at the provider while the service runs: a token with the new kid makes the service fetch the key set again', async (t) => {
+test('key rotation at the provider while the service runs: a token with the new kid makes the ' +
+  'service fetch the key set again', async (t) => {
   const old = await signingKey('key-old')
   const { provider: op } = await provider(t, [old])
   const app = await buildTestApp(t, oidcEnv(op, { OIDC_JWKS_COOLDOWN_MS: '0' }))
@@ -140,7 +143,8 @@ test('key rotation at the provider while the service runs: a token with the new 
   assert.equal(op.jwksRequests(), 2)
 })
 
-test('the provider down: cached keys keep verifying; without a fitting cached key, 503 with Retry-After in the Error shape', async (t) => {
+test('the provider down: cached keys keep verifying; without a fitting cached key, 503 with ' +
+  'Retry-After in the Error shape', async (t) => {
   const key = await signingKey('key-1')
   const { provider: op } = await provider(t, [key])
   const warm = await buildTestApp(t, oidcEnv(op, { OIDC_JWKS_COOLDOWN_MS: '0' }))
@@ -173,7 +177,8 @@ test('the provider down: cached keys keep verifying; without a fitting cached ke
   assert.equal((await read(cold, token)).statusCode, 200)
 })
 
-test('a key replaced at the provider under the same kid: a signature that fails under the cached kid refetches the key set', async (t) => {
+test('a key replaced at the provider under the same kid: a signature that fails under the ' +
+  'cached kid refetches the key set', async (t) => {
   const old = await signingKey('key-1')
   const { provider: op } = await provider(t, [old])
   const app = await buildTestApp(t, oidcEnv(op, { OIDC_JWKS_COOLDOWN_MS: '0' }))

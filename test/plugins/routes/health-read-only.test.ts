@@ -11,7 +11,8 @@ import { adminQuery, scratchDatabase, terminateDatabaseSessions, TEST_DATABASE_U
 const PG_POOL_MAX = 2
 
 if (TEST_DATABASE_URL !== undefined) {
-  test('PostgreSQL read-only: /health/ready and /health answer 503 saying so, writes 503, reads 200; ready again once writable', async (t) => {
+  test('PostgreSQL read-only: /health/ready and /health answer 503 saying so, writes 503, reads ' +
+    '200; ready again once writable', async (t) => {
     const cleanup = cleanupStack(t)
     const database = await scratchDatabase(cleanup)
     const app = await buildTestApp(cleanup, { DATABASE_URL: database.url, PG_POOL_MAX: String(PG_POOL_MAX) })

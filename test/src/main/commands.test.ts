@@ -47,7 +47,8 @@ test('token with an entry prints the token once, then the API_TOKENS_FILE line h
   assert.deepEqual(loadConfig({ API_TOKENS_FILE: file }).namedTokens, [{ name: 'ci', scopes: ['plants:read', 'webhooks'], digest: tokenDigest(token) }])
 })
 
-test('check: 0 for a good configuration and database (or one not created yet), 1 with the reason otherwise', async () => {
+test('check: 0 for a good configuration and database (or one not created yet), 1 with the ' +
+  'reason otherwise', async () => {
   const dir = tempDir()
   const good = join(dir, 'plants.db')
   await database(good, ['Fern'])
@@ -258,7 +259,8 @@ test('check verifies Redis when REDIS_URL is set, names it without its password,
   assert.ok(output.stdout().endsWith(`\nplant-store check: Redis ${TEST_REDIS_URL} answers\n`), output.stdout())
 })
 
-test('files: a new database, its WAL and shared-memory files, and backups are readable by their owner only', async (t) => {
+test('files: a new database, its WAL and shared-memory files, and backups are readable by their ' +
+  'owner only', async (t) => {
   const umask = process.umask(0o022)
   t.after(() => process.umask(umask))
   const dir = tempDir()

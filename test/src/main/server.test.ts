@@ -9,7 +9,8 @@ import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
 import { TOKEN } from '../../helpers/app.js'
 import { bannerLine, expectStartFailure, fatalMessage, logLines, SERVER_JS, startServer } from '../../helpers/server-process.js'
 
-test('at a terminal with no token setting, the server shows where it listens, the docs URL and a made-up token that works', async (t) => {
+test('at a terminal with no token setting, the server shows where it listens, the docs URL and ' +
+  'a made-up token that works', async (t) => {
   const server = await startServer(t, { terminal: true, env: { API_TOKENS: undefined } })
   const base = server.baseUrl
   const shown = server.stdout()
@@ -23,7 +24,8 @@ test('at a terminal with no token setting, the server shows where it listens, th
   assert.deepEqual(await health.json(), { status: 'ok' })
 })
 
-test('off a terminal, no token setting stops the start naming the settings: no token is made up, none is logged', async () => {
+test('off a terminal, no token setting stops the start naming the settings: no token is made ' +
+  'up, none is logged', async () => {
   const message = 'invalid configuration: no API_TOKENS, API_TOKENS_FILE or OIDC_ISSUER is set, so nothing could call the API ' +
     '(a token is made up for a trial run only at a terminal; plant-store token prints one)'
   for (const env of [{ API_TOKENS: undefined }, { API_TOKENS: undefined, LOG_FORMAT: 'pretty' }, { API_TOKENS: undefined, LOG_FORMAT: 'json', LOG_LEVEL: 'trace' }]) {
@@ -47,7 +49,8 @@ test('a token setting set but empty stops the start naming it, at a terminal too
   }
 })
 
-test('check: no token setting is refused off a terminal, and at a terminal it says serve makes one up there', async (t) => {
+test('check: no token setting is refused off a terminal, and at a terminal it says serve makes ' +
+  'one up there', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-check-'))
   t.after(() => rmSync(dir, { recursive: true, force: true }))
   const env = { PATH: process.env.PATH, DATABASE_URL: join(dir, 'plants.db') }
@@ -81,7 +84,8 @@ test('a bad configuration value stops the start with a clear message and exit co
   assert.equal(json.stdout, '')
 })
 
-test('JSON logs end to end (not a terminal, LOG_FORMAT unset): every line of both streams, from start to exit, is a JSON log line', async (t) => {
+test('JSON logs end to end (not a terminal, LOG_FORMAT unset): every line of both streams, from ' +
+  'start to exit, is a JSON log line', async (t) => {
   const server = await startServer(t, { env: { LOG_LEVEL: 'info', METRICS_PORT: '0' } })
   const base = server.baseUrl
   const banner = bannerLine(server.stdout())
@@ -123,7 +127,8 @@ test('JSON logs end to end: a crash is one fatal JSON line on stderr, with its s
   assert.match(String((err as { stack?: unknown }).stack), /^TypeError: a bug\n {4}at /)
 })
 
-test('LOG_FORMAT=pretty writes lines for a person (no JSON); LOG_FORMAT=json is the default off a terminal', async (t) => {
+test('LOG_FORMAT=pretty writes lines for a person (no JSON); LOG_FORMAT=json is the default off ' +
+  'a terminal', async (t) => {
   const server = await startServer(t, { env: { LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' } })
   assert.equal((await fetch(`${server.baseUrl}/health`)).status, 200)
   assert.equal(await server.stop(), 0)
@@ -156,7 +161,8 @@ test('the commands other than serve never load Fastify: only serve imports the a
   assert.ok(await fastifyFilesLoadedBy(join(dirname(SERVER_JS), 'app.js'), []) > 0)
 })
 
-test('DATABASE_URL of a scheme it does not take (file:, sqlite:, postgres:/): serve and check refuse it naming the setting, no file is made', async (t) => {
+test('DATABASE_URL of a scheme it does not take (file:, sqlite:, postgres:/): serve and check ' +
+  'refuse it naming the setting, no file is made', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-database-url-'))
   t.after(() => rmSync(dir, { recursive: true, force: true }))
   const run = async (args: string[], env: Record<string, string>) => await promisify(execFile)(process.execPath, [SERVER_JS, ...args],

@@ -68,7 +68,8 @@ test('failures: the first of a period is told on its own, the rest counted into 
   assert.equal(told[2]?.details.failedRequests, 1)
 })
 
-test('while it is thought up, a dispatcher failure is told and a lone request failure keeps its line; nothing is counted', async (t) => {
+test('while it is thought up, a dispatcher failure is told and a lone request failure keeps its ' +
+  'line; nothing is counted', async (t) => {
   const { watch, told, state } = watched({ summaryMs: 20 })
   t.after(() => { watch.close() })
   assert.equal(watch.failed('dispatcher'), true)

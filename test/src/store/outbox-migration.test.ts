@@ -38,7 +38,8 @@ async function deliverTo (cleanup: Cleanup, store: Store): Promise<WebhookReceiv
   return receiver
 }
 
-test('SQLite: a file of the previous release keeps its pending events, with the bytes that release would have sent', async (t) => {
+test('SQLite: a file of the previous release keeps its pending events, with the bytes that ' +
+  'release would have sent', async (t) => {
   const file = releaseFile()
   const before = new Database(file, { readonly: true })
   assert.equal(before.pragma('user_version', { simple: true }), 9)
@@ -73,7 +74,8 @@ test('SQLite: a file of the previous release keeps its pending events, with the 
 })
 
 if (TEST_DATABASE_URL !== undefined) {
-  test('PostgreSQL: events written before the outbox held subjects get theirs from their payload, and are delivered unchanged', async (t) => {
+  test('PostgreSQL: events written before the outbox held subjects get theirs from their payload, ' +
+    'and are delivered unchanged', async (t) => {
     const { url, schema } = scratchDatabaseUrl(t)
     const released = postgresMigrations.slice(0, 8).map((step) => step.up)
     const [messageId, body] = RELEASE_BODIES[2] ?? assert.fail('body')

@@ -15,7 +15,8 @@ if (TEST_DATABASE_URL !== undefined) {
   const refusal = (url: string, direct: string, what: string): string =>
     `DATABASE_DIRECT_URL (${postgresName(direct)}) ${what} than DATABASE_URL (${postgresName(url)}): both must reach the same database`
 
-  test('a DATABASE_DIRECT_URL of another database stops the store naming both, before anything is migrated', async (t) => {
+  test('a DATABASE_DIRECT_URL of another database stops the store naming both, before anything is ' +
+    'migrated', async (t) => {
     const cleanup = cleanupStack(t)
     const { url, schema } = scratchDatabaseUrl(cleanup)
     const other = await scratchDatabase(cleanup)
@@ -31,7 +32,8 @@ if (TEST_DATABASE_URL !== undefined) {
     await assert.rejects(createPostgresStore({ url, directUrl: elsewhere }), { message: refusal(url, elsewhere, 'names another schema') })
   })
 
-  test('the real server refuses to start with DATABASE_DIRECT_URL on another database: one fatal line naming both, exit 1', async (t) => {
+  test('the real server refuses to start with DATABASE_DIRECT_URL on another database: one fatal ' +
+    'line naming both, exit 1', async (t) => {
     const cleanup = cleanupStack(t)
     const { url } = scratchDatabaseUrl(cleanup)
     const other = await scratchDatabase(cleanup)
@@ -43,7 +45,8 @@ if (TEST_DATABASE_URL !== undefined) {
     assert.deepEqual(await adminQuery('SELECT 1 FROM pg_database WHERE datname = $1', [other.name]), [{ '?column?': 1 }])
   })
 
-  test('behind a pooler (another host and port), a DATABASE_DIRECT_URL of the same database opens the store', { timeout: 60_000 }, async (t) => {
+  test('behind a pooler (another host and port), a DATABASE_DIRECT_URL of the same database opens ' +
+    'the store', { timeout: 60_000 }, async (t) => {
     const cleanup = cleanupStack(t)
     const { url } = scratchDatabaseUrl(cleanup)
     const pooler = await startPgbouncer({ backend: directUrl(url), poolMode: 'transaction' }, cleanup)

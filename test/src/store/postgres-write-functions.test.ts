@@ -42,7 +42,8 @@ if (TEST_DATABASE_URL !== undefined) {
       lease: 'check', now: Date.now() + 1000, leaseMs: 60_000, limit: 100, perSubscription: 100, skipSubscriptions: []
     })).map((delivery) => delivery.payload)
 
-  test('PostgreSQL: a create and a delete in one call each send the very bytes JavaScript makes of the plant', async (t) => {
+  test('PostgreSQL: a create and a delete in one call each send the very bytes JavaScript makes ' +
+    'of the plant', async (t) => {
     const { url } = scratchDatabaseUrl(t)
     const store = await createPostgresStore({ url, poolMax: 2 })
     t.after(() => store.close())
@@ -95,7 +96,8 @@ if (TEST_DATABASE_URL !== undefined) {
     assert.deepEqual(rows, [{ n: '0' }], 'the refused create wrote nothing')
   })
 
-  test('PostgreSQL: the functions are made when missing (a schema of the release before), left alone when there', async (t) => {
+  test('PostgreSQL: the functions are made when missing (a schema of the release before), left ' +
+    'alone when there', async (t) => {
     const { url, schema } = scratchDatabaseUrl(t)
     const functions = async (): Promise<Array<{ name: string, oid: number }>> => await adminQuery(
       `SELECT p.proname AS name, p.oid::integer AS oid FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace

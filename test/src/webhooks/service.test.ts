@@ -154,7 +154,8 @@ describe('webhook service', () => {
     assert.deepEqual(await service.getSecret(ALICE, created.id), { secret: mine })
   })
 
-  test('pauseUncovered: every subscription of an owner that lacks a read scope is disabled, page after page, and says why', async (t) => {
+  test('pauseUncovered: every subscription of an owner that lacks a read scope is disabled, page ' +
+    'after page, and says why', async (t) => {
     const { store } = await setup(t)
     const policy: AddressPolicy = { allowPrivate: false, resolve: async () => [] }
     const service = new WebhookService({

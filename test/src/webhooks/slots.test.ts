@@ -101,7 +101,8 @@ describe('delivery slots: fairness', () => {
     assert.equal(slots.mayStart(3n, B, false), true)
   })
 
-  test('with several owners each holds its share, concurrency / owners (at least one), and what its fast receivers earned', () => {
+  test('with several owners each holds its share, concurrency / owners (at least one), and what ' +
+    'its fast receivers earned', () => {
     const { slots, hold } = setup({ concurrency: 10 })
     slots.owners = 6
     hold(1n, A)

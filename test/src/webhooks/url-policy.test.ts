@@ -117,7 +117,8 @@ describe('address ranges', () => {
 })
 
 describe('resolving a webhook target', () => {
-  test('an IP literal is judged as it is, without asking the resolver, in every notation the URL parser accepts', async () => {
+  test('an IP literal is judged as it is, without asking the resolver, in every notation the URL ' +
+    'parser accepts', async () => {
     const resolve = fakeResolver({})
     assert.deepEqual(await resolveWebhookTarget(new URL('https://93.184.216.34:8443/x'), policy(resolve)), { address: '93.184.216.34', family: 4 })
     assert.deepEqual(await resolveWebhookTarget(new URL('https://[2606:4700::1111]/'), policy(resolve)), { address: '2606:4700::1111', family: 6 })
@@ -171,7 +172,8 @@ describe('resolving a webhook target', () => {
     assert.deepEqual(resolve.calls, ['hooks.example.com', 'internal.example.com'], 'an invalid URL is refused before any resolving')
   })
 
-  test('checkWebhookUrl waits for a lookup at most timeoutMs: one that takes longer is a host that does not resolve', async () => {
+  test('checkWebhookUrl waits for a lookup at most timeoutMs: one that takes longer is a host ' +
+    'that does not resolve', async () => {
     let late: (addresses: ResolvedAddress[]) => void = () => {}
     const table = fakeResolver({ 'hooks.example.com': ['93.184.216.34'] })
     const slow: AddressPolicy['resolve'] = async (hostname) => hostname === 'hooks.example.com'

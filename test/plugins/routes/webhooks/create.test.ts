@@ -22,7 +22,8 @@ const NON_PUBLIC = [
   ['http://[::1]:8080/hooks', 'loopback']
 ] as const
 
-test('a subscription with only a URL: 201, Location, every event type, enabled, a whsec_ secret, no description', async (t) => {
+test('a subscription with only a URL: 201, Location, every event type, enabled, a whsec_ ' +
+  'secret, no description', async (t) => {
   const app = await buildWebhooksApp(t)
   const res = await app.inject(post({ url: PUBLIC_RECEIVER }))
   assert.equal(res.statusCode, 201, res.body)
@@ -42,7 +43,8 @@ test('a subscription with only a URL: 201, Location, every event type, enabled, 
   assert.deepEqual((await app.inject({ url: '/webhooks/1/secret', headers: AUTH })).json(), { secret: body.secret })
 })
 
-test('events are normalised (the canonical order, each once); description and disabled are kept; each subscription has its own id and secret', async (t) => {
+test('events are normalised (the canonical order, each once); description and disabled are ' +
+  'kept; each subscription has its own id and secret', async (t) => {
   const app = await buildWebhooksApp(t)
   const res = await app.inject(post({ url: 'http://93.184.216.34:8080/a?b=c', events: ['plant.deleted', 'plant.created', 'plant.created'], description: 'shop', disabled: true }))
   assert.equal(res.statusCode, 201, res.body)
@@ -57,7 +59,8 @@ test('events are normalised (the canonical order, each once); description and di
   assert.notEqual(body.secret, first.secret)
 })
 
-test('the URL must be absolute http(s), without credentials, at most 2048 characters: else 400 and nothing is created', async (t) => {
+test('the URL must be absolute http(s), without credentials, at most 2048 characters: else 400 ' +
+  'and nothing is created', async (t) => {
   const app = await buildWebhooksApp(t)
   for (const url of ['ftp://93.184.216.34/hooks', 'javascript:alert(1)', 'file:///etc/passwd', 'mailto:hooks@example.com']) {
     assertError(await app.inject(post({ url })), 400, 'The webhook URL must use http or https')
@@ -78,7 +81,8 @@ test('the URL must be absolute http(s), without credentials, at most 2048 charac
   assert.equal(longest.statusCode, 201, longest.body)
 })
 
-test('a loopback, private, link-local or unique-local address is refused with 400 unless WEBHOOK_ALLOW_PRIVATE_URLS=1', async (t) => {
+test('a loopback, private, link-local or unique-local address is refused with 400 unless ' +
+  'WEBHOOK_ALLOW_PRIVATE_URLS=1', async (t) => {
   const app = await buildWebhooksApp(t)
   for (const [url, range] of NON_PUBLIC) {
     const host = new URL(url).hostname.replace(/^\[|\]$/g, '')
@@ -143,7 +147,8 @@ test('events: an unknown type, none, or not a list of strings is a 400', async (
   assert.deepEqual(await listOf(app), [])
 })
 
-test('an unknown field (a secret or an id included) is a 400 that names it; description and disabled are checked', async (t) => {
+test('an unknown field (a secret or an id included) is a 400 that names it; description and ' +
+  'disabled are checked', async (t) => {
   const app = await buildWebhooksApp(t)
   for (const field of ['secret', 'id', 'createdAt', 'colour']) {
     assertError(await app.inject(post({ url: PUBLIC_RECEIVER, [field]: 'x' })), 400, `body has unknown property '${field}'`)
@@ -162,7 +167,8 @@ test('an unknown field (a secret or an id included) is a 400 that names it; desc
   assert.equal(longest.statusCode, 201)
 })
 
-test('at most WEBHOOK_MAX_SUBSCRIPTIONS per token (25 by default): one more is a 409 until one is deleted', async (t) => {
+test('at most WEBHOOK_MAX_SUBSCRIPTIONS per token (25 by default): one more is a 409 until one ' +
+  'is deleted', async (t) => {
   const app = await buildWebhooksApp(t, { WEBHOOK_MAX_SUBSCRIPTIONS: '2' })
   for (let i = 0; i < 2; i++) assert.equal((await app.inject(post({ url: PUBLIC_RECEIVER }))).statusCode, 201)
   const refused = await app.inject(post({ url: PUBLIC_RECEIVER }))

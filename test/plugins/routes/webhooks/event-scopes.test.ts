@@ -20,7 +20,8 @@ function assertNeedsRead (res: Awaited<ReturnType<FastifyInstance['inject']>>, l
   assert.deepEqual(res.json(), { error: 403, message: 'This token lacks the scope plants:read, which this operation needs' }, label)
 }
 
-test('subscribing to plant events needs plants:read (or plants:write): webhooks alone is a 403 naming it, and nothing is created', async (t) => {
+test('subscribing to plant events needs plants:read (or plants:write): webhooks alone is a 403 ' +
+  'naming it, and nothing is created', async (t) => {
   const integrator = scopedToken('integrator', ['webhooks'])
   // Every resource's read (or write) scope: a subscription to every event type needs them all.
   const reader = scopedToken('reader', ['webhooks', ...READ_SCOPES])
@@ -45,7 +46,8 @@ async function provider (t: Cleanup) {
   return op
 }
 
-test('changing the event list needs the read scope again; deliveries already recorded are readable by their owner only', async (t) => {
+test('changing the event list needs the read scope again; deliveries already recorded are ' +
+  'readable by their owner only', async (t) => {
   const op = await provider(t)
   // One subject (the client `admin`) with two tokens: all of its scopes, and webhooks only.
   const app = await buildTestApp(t, { OIDC_ISSUER: op.issuer, OIDC_AUDIENCE: AUDIENCE })
@@ -137,7 +139,8 @@ test('a token of the same principal with webhooks only cannot read, redirect, re
   assert.equal((await app.inject({ url: `/webhooks/${id}`, headers: narrow })).json<WebhookBody>().url, 'https://93.184.216.35/moved')
 })
 
-test('a named token narrowed since its subscriptions were made: after the restart they are paused, say why, and cannot be read through', async (t) => {
+test('a named token narrowed since its subscriptions were made: after the restart they are ' +
+  'paused, say why, and cannot be read through', async (t) => {
   const cleanup = cleanupStack(t)
   const database = process.env.TEST_APP_STORE === 'postgres' ? scratchDatabaseUrl(cleanup).url : tempDatabaseFile(cleanup)
   const integrator = scopedToken('integrator', ['webhooks', ...READ_SCOPES])
