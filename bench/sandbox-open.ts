@@ -13,7 +13,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import pg from 'pg'
 import { buildApp } from '../src/main/app.js'
-import { loadConfig } from '../src/load-config.js'
+import { loadConfig } from '../src/config/load-config.js'
 import type { TenantLease } from '../src/sandbox/tenants.js'
 import type { SandboxTenant } from '../plugins/app/sandbox-tenants.js'
 

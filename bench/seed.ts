@@ -1,7 +1,7 @@
 import { buildApp } from '../src/main/app.js'
-import { loadConfig } from '../src/load-config.js'
+import { loadConfig } from '../src/config/load-config.js'
 import type { Store } from '../src/store/contract.js'
-import { tokenDigest } from '../src/tokens.js'
+import { tokenDigest } from '../src/auth/tokens.js'
 import { WEBHOOK_EVENT_TYPES } from '../src/webhooks/events.js'
 import { newWebhookSecret } from '../src/webhooks/signing.js'
 

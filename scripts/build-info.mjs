@@ -1,5 +1,5 @@
 // Writes build-info.json into each output folder given (dist, build), beside the compiled code, for
-// src/build-info.ts: the commit this build came from. PLANT_STORE_COMMIT when set (an image build
+// src/config/build-info.ts: the commit this build came from. PLANT_STORE_COMMIT when set (an image build
 // has no .git: it passes it as a build argument), else this checkout's `git rev-parse HEAD`, with
 // `-dirty` when tracked files differ from that commit (as `git describe --dirty`), else `unknown`.
 // `--print` prints the commit instead (.ci/container-test labels the image with it).

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { TSchema } from '@sinclair/typebox'
-import { EnvSchema } from '../src/load-config.js'
-import { SCOPE_DESCRIPTIONS, SCOPES } from '../src/scopes.js'
+import { EnvSchema } from '../src/config/load-config.js'
+import { SCOPE_DESCRIPTIONS, SCOPES } from '../src/auth/scopes.js'
 
 /** Where the generated parts live; `npm run gen:docs` rewrites them, a test checks they are current. */
 export const CONFIGURATION_PAGE = fileURLToPath(new URL('../../docs/configuration.md', import.meta.url))

@@ -1,5 +1,5 @@
 import { buildApp } from '../src/main/app.js'
-import { loadConfig } from '../src/load-config.js'
+import { loadConfig } from '../src/config/load-config.js'
 
 /**
  * The OpenAPI document exactly as the service serves it at `GET /openapi.json`, read through

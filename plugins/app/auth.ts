@@ -1,10 +1,10 @@
 import bearerAuth from '@fastify/bearer-auth'
 import type { onRequestHookHandler, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
-import { insufficientScope } from '../../src/errors.js'
-import type { Principal, Scope } from '../../src/scopes.js'
+import { insufficientScope } from '../../src/lib/errors.js'
+import type { Principal, Scope } from '../../src/auth/scopes.js'
 import { sandboxPrincipal } from '../../src/sandbox/principal.js'
-import { bearerToken, TokenSet } from '../../src/tokens.js'
+import { bearerToken, TokenSet } from '../../src/auth/tokens.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -35,7 +35,7 @@ export default fp(async function authPlugin (app) {
   const oidc = app.config.oidc === undefined
     ? undefined
     : await (async (config) => {
-      const { OidcVerifier, looksLikeJwt } = await import('../../src/oidc.js')
+      const { OidcVerifier, looksLikeJwt } = await import('../../src/auth/oidc.js')
       const onKeysFailure = (err: unknown): void => {
         app.log.warn({ err }, 'OIDC: the provider\'s key set cannot be fetched')
       }

@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import type { Config } from '../../src/load-config.js'
+import type { Config } from '../../src/config/load-config.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import fp from 'fastify-plugin'
-import { connectionSpent, shuttingDown } from '../../src/errors.js'
+import { connectionSpent, shuttingDown } from '../../src/lib/errors.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -13,7 +13,7 @@ import { SANDBOX_FULL_RETRY_AFTER_S } from '../../src/sandbox/tenants.js'
 import {
   AuthError, AuthUnavailableError, expectationFailed, LOAD_SHEDDING_CODES, MethodNotAllowedError, methodNotImplemented,
   RetryLaterError, routeNotFound, ServiceError, type ErrorCode
-} from '../../src/errors.js'
+} from '../../src/lib/errors.js'
 import type { ErrorBody } from '../../src/schemas/error.js'
 import { patternMessages } from '../../src/schemas/pattern-messages.js'
 import { labelUnroutedRequest } from '../http/route-label.js'

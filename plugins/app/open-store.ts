@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { StoreOpenError } from '../../src/errors.js'
+import { StoreOpenError } from '../../src/lib/errors.js'
 import { instrumentStore, type OperationObserver } from '../../src/store/instrumented.js'
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'

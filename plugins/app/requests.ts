@@ -7,7 +7,7 @@ import {
   invalidQuery,
   unsupportedContentEncoding,
   unsupportedMediaType
-} from '../../src/errors.js'
+} from '../../src/lib/errors.js'
 import { isUtf8Label, parseJsonBody } from '../http/json-body.js'
 import { notFoundError } from './error-handler.js'
 

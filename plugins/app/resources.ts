@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import type { ResourceDefinition } from '../../src/resources/definition.js'
-import { scopeCatalog, type ScopeCatalog } from '../../src/scopes.js'
+import { scopeCatalog, type ScopeCatalog } from '../../src/auth/scopes.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

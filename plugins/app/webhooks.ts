@@ -8,7 +8,7 @@ import { WebhookDispatcher, type DispatcherOptions } from '../../src/webhooks/di
 import type { Backlog, WebhookStore } from '../../src/webhooks/store-contract.js'
 import { METRIC_PREFIX, type ServiceMetrics } from './metrics.js'
 import { WebhookService, type OwnerScopes } from '../../src/webhooks/service.js'
-import { namedPrincipal } from '../../src/tokens.js'
+import { namedPrincipal } from '../../src/auth/tokens.js'
 import { defaultAddressPolicy, type Resolver } from '../../src/webhooks/url-policy.js'
 import type { EventOrigin } from '../../src/webhooks/origin.js'
 

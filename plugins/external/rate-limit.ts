@@ -2,7 +2,7 @@ import rateLimit from '@fastify/rate-limit'
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
-import { rateLimited } from '../../src/errors.js'
+import { rateLimited } from '../../src/lib/errors.js'
 
 /**
  * Per principal (never the token), else per IP, so wrong tokens share one bucket per IP and cannot

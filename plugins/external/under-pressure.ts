@@ -1,6 +1,6 @@
 import underPressure from '@fastify/under-pressure'
 import fp from 'fastify-plugin'
-import { OverloadedError } from '../../src/errors.js'
+import { OverloadedError } from '../../src/lib/errors.js'
 
 const OVERLOAD_RETRY_AFTER_S = 10
 

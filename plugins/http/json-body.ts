@@ -1,4 +1,4 @@
-import { invalidBody } from '../../src/errors.js'
+import { invalidBody } from '../../src/lib/errors.js'
 
 export const MERGE_PATCH = 'application/merge-patch+json'
 

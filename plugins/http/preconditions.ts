@@ -1,4 +1,4 @@
-import { invalidHeader, noneMatchFailed, preconditionFailed } from '../../src/errors.js'
+import { invalidHeader, noneMatchFailed, preconditionFailed } from '../../src/lib/errors.js'
 import type { Resource } from '../../src/resources/definition.js'
 import type { IfMatch } from '../../src/resources/definition.js'
 

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { notReady, ReadOnlyDatabaseError, SchemaUnavailableError, ServiceError } from '../../src/errors.js'
+import { notReady, ReadOnlyDatabaseError, SchemaUnavailableError, ServiceError } from '../../src/lib/errors.js'
 import { errorBody, UNAVAILABLE_RETRY_AFTER_S } from '../app/error-handler.js'
 import { ErrorSchema, errorResponses } from '../../src/schemas/error.js'
 import { retryAfterHeader } from '../../src/schemas/headers.js'

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { invalidQuery } from '../../src/errors.js'
+import { invalidQuery } from '../../src/lib/errors.js'
 import { isCanonicalInteger } from '../../src/schemas/int64.js'
 
 /**

@@ -1,4 +1,4 @@
-import { isScope, SCOPES, type Scope } from '../scopes.js'
+import { isScope, SCOPES, type Scope } from '../auth/scopes.js'
 
 /** The commands of the `plant-store` executable (src/main/server.ts runs them). */
 export type Command =

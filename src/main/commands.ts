@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { ConfigError } from '../errors.js'
-import { countOf } from '../human.js'
-import type { Scope } from '../scopes.js'
-import { tokenDigest } from '../tokens.js'
-import { loadConfig, type Config } from '../load-config.js'
-import { withTrialToken } from '../token-settings.js'
+import { ConfigError } from '../lib/errors.js'
+import { countOf } from '../lib/human.js'
+import type { Scope } from '../auth/scopes.js'
+import { tokenDigest } from '../auth/tokens.js'
+import { loadConfig, type Config } from '../config/load-config.js'
+import { withTrialToken } from '../auth/token-settings.js'
 import { isPostgresUrl, postgresName } from '../store/postgres/connection.js'
 import { backupDatabase, backupDatabaseTo, BackupError, restoreDatabase } from '../store/sqlite/backup.js'
 import { inspectDatabaseFile } from '../store/sqlite/preflight.js'
@@ -217,7 +217,7 @@ async function checkRedis (url: string, output: Output): Promise<boolean> {
 }
 
 async function checkOidc (issuer: string, output: Output): Promise<boolean> {
-  const { checkProvider } = await import('../oidc.js')
+  const { checkProvider } = await import('../auth/oidc.js')
   try {
     const keys = await checkProvider(issuer)
     output.out(`plant-store check: the OpenID provider ${issuer} answers: discovery document and ` +

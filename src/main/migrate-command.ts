@@ -1,5 +1,5 @@
-import { ConfigError, StoreOpenError } from '../errors.js'
-import { loadConfig, type Config } from '../load-config.js'
+import { ConfigError, StoreOpenError } from '../lib/errors.js'
+import { loadConfig, type Config } from '../config/load-config.js'
 import { RESOURCES } from '../resources/index.js'
 import { migrationLines, type MigrationReport } from '../store/migration.js'
 import { isPostgresUrl } from '../store/postgres/connection.js'

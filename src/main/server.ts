@@ -5,13 +5,13 @@ import type { PrettyOptions } from 'pino-pretty'
 import type { buildApp } from './app.js'
 import { commandUsage, parseCommandLine, USAGE } from './cli.js'
 import { runBackup, runCheck, runRestore, runToken, type Output } from './commands.js'
-import { BUILD_INFO } from '../build-info.js'
+import { BUILD_INFO } from '../config/build-info.js'
 import { runMigrate } from './migrate-command.js'
-import { ConfigError, StoreOpenError } from '../errors.js'
-import { duration } from '../human.js'
-import { loadConfig, SHUTDOWN_EXIT_MARGIN_MS, type Config, type LogFormat } from '../load-config.js'
+import { ConfigError, StoreOpenError } from '../lib/errors.js'
+import { duration } from '../lib/human.js'
+import { loadConfig, SHUTDOWN_EXIT_MARGIN_MS, type Config, type LogFormat } from '../config/load-config.js'
 import { isPostgresUrl } from '../store/postgres/connection.js'
-import { withTrialToken } from '../token-settings.js'
+import { withTrialToken } from '../auth/token-settings.js'
 
 /** A log sink that stops reading must not exhaust memory: pending lines beyond this are dropped. */
 const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024

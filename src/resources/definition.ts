@@ -1,6 +1,6 @@
 import type { Static, TArray, TObject, TString } from '@sinclair/typebox'
-import { sha256 } from '../digest.js'
-import type { CreateFields, IdempotencyKey } from '../idempotency.js'
+import { sha256 } from '../lib/digest.js'
+import type { CreateFields, IdempotencyKey } from './idempotency.js'
 import type { EventOrigin } from '../webhooks/origin.js'
 
 /** `*`: any current row. Checked inside the write's transaction, so no other write can slip in between. */

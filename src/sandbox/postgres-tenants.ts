@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { sha256 } from '../digest.js'
+import { sha256 } from '../lib/digest.js'
 import {
   inTransaction, isConnectionError, parsePostgresUrl, poolStats, postgresFailure, queryTimeout, settledPool,
   survivingDisconnects, tablePrefix

@@ -1,5 +1,5 @@
-import type { Principal, Scope } from '../scopes.js'
-import { plainPrincipal, tokenDigest } from '../tokens.js'
+import type { Principal, Scope } from '../auth/scopes.js'
+import { plainPrincipal, tokenDigest } from '../auth/tokens.js'
 
 /** What a sandbox accepts as a token: 16 to 256 URL-safe characters (RFC 3986 unreserved). */
 export const SANDBOX_TOKEN = /^[A-Za-z0-9._~-]{16,256}$/

@@ -1,4 +1,4 @@
-import { collectionLimit } from '../errors.js'
+import { collectionLimit } from '../lib/errors.js'
 import type { Repository, ResourceDefinition, ResourceTypes } from '../resources/definition.js'
 
 const PAGE = 1000

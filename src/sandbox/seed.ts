@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { Ajv } from 'ajv'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../lib/errors.js'
 import { PlantUpdateSchema } from '../schemas/plant.js'
 import type { NewPlant } from '../resources/plants.js'
 

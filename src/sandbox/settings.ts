@@ -1,11 +1,11 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../lib/errors.js'
 import type { NewPlant } from '../resources/plants.js'
 import { loadSeed } from './seed.js'
 import { OPEN_WAIT_MS } from './tenants.js'
-import { flagSetting } from '../flag-setting.js'
+import { flagSetting } from '../config/flag-setting.js'
 
-/** The SANDBOX_* settings: their part of EnvSchema (src/load-config.ts composes them, in this order). */
+/** The SANDBOX_* settings: their part of EnvSchema (src/config/load-config.ts composes them, in this order). */
 export const SANDBOX_SETTINGS = {
   // Public sandbox (docs/operations.md#running-a-public-sandbox).
   SANDBOX: flagSetting(

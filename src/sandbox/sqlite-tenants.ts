@@ -1,7 +1,7 @@
 import { constants, copyFileSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
-import { isServiceError } from '../errors.js'
+import { isServiceError } from '../lib/errors.js'
 import { createOwnerOnly } from '../store/sqlite/connection.js'
 import { sqliteFailure } from '../store/sqlite/failures.js'
 import { createSqliteStore, type SqliteStoreOptions } from '../store/sqlite/sqlite-store.js'

@@ -1,4 +1,4 @@
-import { sandboxBusy, sandboxFull, shuttingDown } from '../errors.js'
+import { sandboxBusy, sandboxFull, shuttingDown } from '../lib/errors.js'
 import type { Store, StoreLog } from '../store/contract.js'
 import type { PoolReporter, PoolStats } from '../store/pool-stats.js'
 

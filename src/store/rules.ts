@@ -1,6 +1,6 @@
-import { idempotencyKeyReused, notFound, preconditionFailed } from '../errors.js'
+import { idempotencyKeyReused, notFound, preconditionFailed } from '../lib/errors.js'
 import type { CreateResult, Resource } from '../resources/definition.js'
-import type { IdempotencyKey } from '../idempotency.js'
+import type { IdempotencyKey } from '../resources/idempotency.js'
 import type { IfMatch } from '../resources/definition.js'
 
 /** With If-Match, a missing row fails the precondition (RFC 9110 §13.1.1). */

@@ -1,6 +1,6 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox'
-import { ConfigError } from '../errors.js'
-import { flagSetting } from '../flag-setting.js'
+import { ConfigError } from '../lib/errors.js'
+import { flagSetting } from '../config/flag-setting.js'
 import { isPostgresUrl, parsePostgresUrl } from './postgres/connection.js'
 import { SQLITE_SYNCHRONOUS, type SqliteSynchronous } from './sqlite/sqlite-store.js'
 
@@ -14,7 +14,7 @@ export const DATABASE_URL_SETTING = Type.String({
       '`sqlite:`, `postgres:/` with one slash) stops the start.'
 })
 
-/** The store's other settings: their part of EnvSchema (src/load-config.ts composes them, in this order). */
+/** The store's other settings: their part of EnvSchema (src/config/load-config.ts composes them, in this order). */
 export const DATABASE_SETTINGS = {
   DATABASE_DIRECT_URL: Type.Optional(
     Type.String({

@@ -1,4 +1,4 @@
-import { StoreOpenError } from '../errors.js'
+import { StoreOpenError } from '../lib/errors.js'
 import type { DeliveryCompletion } from '../webhooks/store-contract.js'
 
 /** int64's largest: the cursor of a first delivery page, which walks back from the newest. */

@@ -1,6 +1,6 @@
 import * as http from 'node:http'
 import * as https from 'node:https'
-import { isServiceError } from '../errors.js'
+import { isServiceError } from '../lib/errors.js'
 import { storableText } from './rows.js'
 import {
   parseWebhookUrl,

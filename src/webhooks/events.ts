@@ -1,7 +1,7 @@
 import { randomFillSync } from 'node:crypto'
 import type { ResourceDefinition } from '../resources/definition.js'
 import { RESOURCES, type AnyResource } from '../resources/index.js'
-import { resourceScope, type Scope, type ScopeCatalog } from '../scopes.js'
+import { resourceScope, type Scope, type ScopeCatalog } from '../auth/scopes.js'
 import { isoTime } from '../store/iso-time.js'
 import type { EventOrigin } from './origin.js'
 

@@ -1,5 +1,5 @@
-import { tokenDigest } from '../tokens.js'
-import { ServiceError } from '../errors.js'
+import { tokenDigest } from '../auth/tokens.js'
+import { ServiceError } from '../lib/errors.js'
 import type { TestAttempt, TestTarget } from './dispatcher.js'
 import { DEFAULT_MAX_SUBSCRIPTIONS } from './limits.js'
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from './events.js'

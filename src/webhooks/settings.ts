@@ -1,5 +1,5 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox'
-import { ConfigError } from '../errors.js'
+import { ConfigError } from '../lib/errors.js'
 import {
   DEFAULT_BUSY_INTERVAL_MS,
   DEFAULT_CONCURRENCY,
@@ -11,12 +11,12 @@ import {
 } from './dispatcher.js'
 import { DEFAULT_MAX_SUBSCRIPTIONS } from './limits.js'
 import { DEFAULT_RETRY_SCHEDULE_MS } from './schedule.js'
-import { flagSetting } from '../flag-setting.js'
+import { flagSetting } from '../config/flag-setting.js'
 
 const MAX_WEBHOOK_MS = 365 * 24 * 3_600_000
 const MAX_WEBHOOK_RETRIES = 50
 
-/** The WEBHOOK_* settings: their part of EnvSchema (src/load-config.ts composes them, in this order). */
+/** The WEBHOOK_* settings: their part of EnvSchema (src/config/load-config.ts composes them, in this order). */
 export const WEBHOOK_SETTINGS = {
   // Webhooks (docs/webhooks.md).
   WEBHOOK_TIMEOUT_MS: Type.Integer({

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { webhookBusy } from '../errors.js'
+import { webhookBusy } from '../lib/errors.js'
 import { describeFailure, type Send } from './attempt.js'
 import { newMessageId, testEventPayload } from './events.js'
 import type { DeliverySlots } from './slots.js'

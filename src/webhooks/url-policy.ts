@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns/promises'
 import { isIP, type LookupFunction } from 'node:net'
 import ipaddr from 'ipaddr.js'
-import { ServiceError } from '../errors.js'
+import { ServiceError } from '../lib/errors.js'
 
 export const MAX_WEBHOOK_URL_LENGTH = 2048
 

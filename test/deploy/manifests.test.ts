@@ -6,7 +6,7 @@ import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { parseAllDocuments } from 'yaml'
 import { SERVER_NODE_FLAGS } from '../../bench/measure.js'
-import { EnvSchema, loadConfig, SHUTDOWN_EXIT_MARGIN_MS, type Config } from '../../src/load-config.js'
+import { EnvSchema, loadConfig, SHUTDOWN_EXIT_MARGIN_MS, type Config } from '../../src/config/load-config.js'
 import { TOKEN } from '../helpers/app.js'
 import { assertConfigRefused } from '../helpers/config.js'
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { bearerToken, TokenSet } from '../../src/tokens.js'
+import { bearerToken, TokenSet } from '../../src/auth/tokens.js'
 import { AUTH, buildTestApp, captureLog, TOKEN } from '../helpers/app.js'
 
 test('TokenSet matches every configured token, and nothing else', () => {

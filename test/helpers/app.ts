@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { buildApp, type BuildOptions } from '../../src/main/app.js'
-import { loadConfig, type Config } from '../../src/load-config.js'
+import { loadConfig, type Config } from '../../src/config/load-config.js'
 import { cleanupStack, type Cleanup } from './cleanup.js'
 import { loopbackOnlyRequest } from './loopback-only.js'
 import { scratchDatabaseUrl } from './postgres.js'

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
-import { ConfigError } from '../../src/errors.js'
-import { loadConfig } from '../../src/load-config.js'
+import { ConfigError } from '../../src/lib/errors.js'
+import { loadConfig } from '../../src/config/load-config.js'
 
 /** Asserts that each environment stops the start: a ConfigError whose message matches (and names the setting). */
 export function assertConfigRefused (cases: ReadonlyArray<readonly [NodeJS.ProcessEnv, RegExp]>): void {

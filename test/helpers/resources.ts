@@ -1,6 +1,6 @@
 import type { ResourceDefinition } from '../../src/resources/definition.js'
 import { RESOURCES } from '../../src/resources/index.js'
-import { resourceScope, type Scope } from '../../src/scopes.js'
+import { resourceScope, type Scope } from '../../src/auth/scopes.js'
 
 /**
  * What every declared resource brings to the API, as issue 32 names it, computed from RESOURCES'

@@ -9,7 +9,7 @@ import { EVENT_TYPES, RESOURCE_OPERATIONS } from '../helpers/resources.js'
 import { scopedToken, tokensFile } from '../helpers/scoped-tokens.js'
 import { OTHER_TOKEN, PUBLIC_RECEIVER } from '../helpers/webhooks.js'
 import { SECRET_EXAMPLE } from '../../src/schemas/webhook.js'
-import { webhookBusy } from '../../src/errors.js'
+import { webhookBusy } from '../../src/lib/errors.js'
 import type { Repository, ResourceDefinition, ResourceTypes } from '../../src/resources/definition.js'
 import { RESOURCES } from '../../src/resources/index.js'
 

@@ -6,7 +6,7 @@ import { promisify } from 'node:util'
 import { TOKEN } from '../helpers/app.js'
 
 const APP_JS = fileURLToPath(new URL('../../src/main/app.js', import.meta.url))
-const LOAD_CONFIG_JS = fileURLToPath(new URL('../../src/load-config.js', import.meta.url))
+const LOAD_CONFIG_JS = fileURLToPath(new URL('../../src/config/load-config.js', import.meta.url))
 
 /**
  * Builds the app in a fresh process with `env` and lists the packages of interest it loaded (every

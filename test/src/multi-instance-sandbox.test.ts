@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test, type TestContext } from 'node:test'
-import { tokenDigest } from '../../src/tokens.js'
+import { tokenDigest } from '../../src/auth/tokens.js'
 import { cleanupStack } from '../helpers/cleanup.js'
 import { adminQuery, TEST_DATABASE_URL } from '../helpers/postgres.js'
 import { AUTH_A, AUTH_B, existingSchemas, sandboxSchemaUrl, TOKEN_A } from '../helpers/sandbox.js'

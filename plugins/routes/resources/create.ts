@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { idempotencyKey } from '../../../src/idempotency.js'
+import { idempotencyKey } from '../../../src/resources/idempotency.js'
 import {
   etagHeaderOf,
   IdempotencyKeyHeaderSchema,
@@ -8,7 +8,7 @@ import {
 } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
 import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
-import { resourceScope } from '../../../src/scopes.js'
+import { resourceScope } from '../../../src/auth/scopes.js'
 import {
   aOne,
   capitalized,

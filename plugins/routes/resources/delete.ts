@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { writeConditionsHeaders } from '../../../src/schemas/headers.js'
 import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
-import { resourceScope } from '../../../src/scopes.js'
+import { resourceScope } from '../../../src/auth/scopes.js'
 import {
   aOne,
   operationId,

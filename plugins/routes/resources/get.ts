@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { notFound, preconditionFailed } from '../../../src/errors.js'
+import { notFound, preconditionFailed } from '../../../src/lib/errors.js'
 import { matchFails, noneMatchFails, parseEntityTags } from '../../http/preconditions.js'
 import { etagHeaderOf, readConditionsHeaders } from '../../../src/schemas/headers.js'
 import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
-import { resourceScope } from '../../../src/scopes.js'
+import { resourceScope } from '../../../src/auth/scopes.js'
 import { aOne, itemResponse, operationId, repositoryOf, sharedErrors, type ResourceRouteOptions } from './shared.js'
 
 /** `GET /plants/{id}`: one representation with its ETag; 304 when the client's copy is current. */

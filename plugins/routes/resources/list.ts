@@ -3,7 +3,7 @@ import { resourceLinkHeader } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
 import { canonicalLimit, linkNextPage } from '../paging.js'
 import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
-import { resourceScope } from '../../../src/scopes.js'
+import { resourceScope } from '../../../src/auth/scopes.js'
 import { operationId, repositoryOf, type ResourceRouteOptions } from './shared.js'
 
 /** `GET /plants`: a page in id order, keyset-paginated. */

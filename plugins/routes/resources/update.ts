@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { MERGE_PATCH } from '../../http/json-body.js'
 import { writeConditionsHeaders } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
-import { resourceScope } from '../../../src/scopes.js'
+import { resourceScope } from '../../../src/auth/scopes.js'
 import {
   aOne, bodyWriteErrors, itemResponse, operationId, repositoryOf, withEtag, writeCondition, writeConditions,
   type ResourceRouteOptions

@@ -1,6 +1,6 @@
 import type pg from 'pg'
 
-import { databaseUnavailable, schemaUnavailable, storageFull, type ServiceError } from '../../errors.js'
+import { databaseUnavailable, schemaUnavailable, storageFull, type ServiceError } from '../../lib/errors.js'
 import type { PoolStats } from '../pool-stats.js'
 
 export function isPostgresUrl (url: string): boolean {

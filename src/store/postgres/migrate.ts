@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { StoreOpenError } from '../../errors.js'
+import { StoreOpenError } from '../../lib/errors.js'
 import type { ResourceDefinition } from '../../resources/definition.js'
 import {
   behindSchemaProblem, compatibleFrom, incompatibleSchemaProblem, newerSchemaProblem, type MigrationReport,

@@ -149,7 +149,7 @@ export const migrations: ReadonlyArray<MigrationStep<string>> = [
      subject_id = (payload::json -> 'data' ->> 'id')::bigint;`
   },
   // 10: a JWT principal id longer than 256 bytes is `jwt-sha256:<hex SHA-256 of the sub>` (see
-  // src/principal-id.ts), so any sub fits an index row: ids stored before are rewritten the same way.
+  // src/auth/principal-id.ts), so any sub fits an index row: ids stored before are rewritten the same way.
   {
     name: 'long JWT principal ids are digests',
     up: `UPDATE webhook_subscriptions

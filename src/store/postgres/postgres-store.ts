@@ -1,7 +1,7 @@
 import pg from 'pg'
 import { pgTypes } from './types.js'
 import type { Store } from '../contract.js'
-import { schemaUnavailable } from '../../errors.js'
+import { schemaUnavailable } from '../../lib/errors.js'
 import { incompatibleSchemaProblem, type MigrationReport } from '../migration.js'
 import {
   parsePostgresUrl, poolStats, postgresFailure, queryTimeout, settledPool, survivingDisconnects

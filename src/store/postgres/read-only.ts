@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import { ReadOnlyDatabaseError } from '../../errors.js'
+import { ReadOnlyDatabaseError } from '../../lib/errors.js'
 
 /**
  * A ping that also asks whether the database takes writes: a standby, a demoted primary or

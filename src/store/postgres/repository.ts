@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import { idsExhausted, idTaken, notFound } from '../../errors.js'
+import { idsExhausted, idTaken, notFound } from '../../lib/errors.js'
 import type {
   ColumnsDeclaration, ColumnValues, CreateResult, Repository, ResourceDefinition, ResourceSchemas, ResourceTypes,
   StoredRow
@@ -12,7 +12,7 @@ import { tableStatements, type TableStatements } from './table-sql.js'
 import { postgresEventMessageValues, postgresEventValues } from './webhook-sql.js'
 import { callSql, writeFunctions, type WriteFunctions } from './write-functions.js'
 import type { EventOrigin } from '../../webhooks/origin.js'
-import type { IdempotencyKey } from '../../idempotency.js'
+import type { IdempotencyKey } from '../../resources/idempotency.js'
 import type { IfMatch } from '../../resources/definition.js'
 
 type Queryable = pg.Pool | pg.PoolClient

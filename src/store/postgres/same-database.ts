@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { StoreOpenError } from '../../errors.js'
+import { StoreOpenError } from '../../lib/errors.js'
 import { parsePostgresUrl, postgresName } from './connection.js'
 
 /** What a server says it is: its cluster (pg_control_system's identifier) and the database a session is in. */

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { StoreOpenError } from '../../errors.js'
+import { StoreOpenError } from '../../lib/errors.js'
 import { isConnectionError } from './connection.js'
 
 export interface StartupRetry {

@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { sha256 } from '../../digest.js'
+import { sha256 } from '../../lib/digest.js'
 import type { ColumnKind, ResourceDefinition } from '../../resources/definition.js'
 import { tablePrefix } from './connection.js'
 import { rowJsonSql } from './row-json.js'

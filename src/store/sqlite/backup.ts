@@ -6,7 +6,7 @@ import {
 import { pipeline } from 'node:stream/promises'
 import { basename, dirname, join, resolve } from 'node:path'
 import Database from 'better-sqlite3'
-import { countOf } from '../../human.js'
+import { countOf } from '../../lib/human.js'
 import { RESOURCES } from '../../resources/index.js'
 import { createOwnerOnly } from './connection.js'
 import { identityProblem, lockIdle, readIdentity } from './preflight.js'

@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs'
 import Database from 'better-sqlite3'
-import { databaseUnavailable, storageFull, type ServiceError } from '../../errors.js'
+import { databaseUnavailable, storageFull, type ServiceError } from '../../lib/errors.js'
 
 /** Primary codes meaning "the database cannot be used right now", not a bug. */
 const UNAVAILABLE = new Set(['SQLITE_IOERR', 'SQLITE_BUSY', 'SQLITE_CANTOPEN', 'SQLITE_READONLY', 'SQLITE_PROTOCOL'])

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import { idsExhausted, idTaken } from '../../errors.js'
+import { idsExhausted, idTaken } from '../../lib/errors.js'
 import { MAX_ASSIGNED_ID } from '../contract.js'
 
 interface Sequence { table: string, resource: string }

@@ -1,6 +1,6 @@
 import { existsSync, statSync } from 'node:fs'
 import type Database from 'better-sqlite3'
-import { StoreOpenError } from '../../errors.js'
+import { StoreOpenError } from '../../lib/errors.js'
 import { behindSchemaProblem, type MigrationReport, type MigrationStep } from '../migration.js'
 import { createOwnerOnly } from './connection.js'
 import { APPLICATION_ID, applyMigration, migrations, type Migration } from './migrations.js'

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3'
 import type { MigrationStep } from '../migration.js'
-import { MAX_PRINCIPAL_ID_BYTES, jwtPrincipalId } from '../../principal-id.js'
+import { MAX_PRINCIPAL_ID_BYTES, jwtPrincipalId } from '../../auth/principal-id.js'
 import { plantJson } from '../../resources/plants.js'
 import { eventPayload, type WebhookEventType } from '../../webhooks/events.js'
 

@@ -12,7 +12,7 @@ import { boundLimit } from './connection.js'
 import { sqliteIdDrawer } from './ids.js'
 import type { SqliteOutbox } from './outbox.js'
 import type { EventOrigin } from '../../webhooks/origin.js'
-import type { IdempotencyKey } from '../../idempotency.js'
+import type { IdempotencyKey } from '../../resources/idempotency.js'
 import type { IfMatch } from '../../resources/definition.js'
 
 /** What a repository of a SQLite store is given by the store that opened the database. */

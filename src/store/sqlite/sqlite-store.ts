@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import { ServiceError, StoreOpenError } from '../../errors.js'
+import { ServiceError, StoreOpenError } from '../../lib/errors.js'
 import type { RepositoriesOf, ResourceDefinition } from '../../resources/definition.js'
 import { RESOURCES, type ServedResources } from '../../resources/index.js'
 import type { Store, StoreLog } from '../contract.js'

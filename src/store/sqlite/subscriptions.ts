@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import { subscriptionLimit } from '../../errors.js'
+import { subscriptionLimit } from '../../lib/errors.js'
 import {
   activeSecrets, afterRotation, toDelivery, toDeliveryDetail, toSubscription, type AttemptRow, type DeliveryDetailRow,
   type DeliveryRow, type SubscriptionRow

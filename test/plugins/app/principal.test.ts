@@ -6,7 +6,7 @@ import { test } from 'node:test'
 import { AUTH, captureLog, TOKEN } from '../../helpers/app.js'
 import { scopedToken, tokensFile } from '../../helpers/scoped-tokens.js'
 import { buildWebhooksApp, createWebhook, PUBLIC_RECEIVER } from '../../helpers/webhooks.js'
-import { idempotencyKey } from '../../../src/idempotency.js'
+import { idempotencyKey } from '../../../src/resources/idempotency.js'
 import { webhookOwner } from '../../../src/webhooks/service.js'
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` })

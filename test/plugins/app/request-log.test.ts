@@ -3,9 +3,9 @@ import { test } from 'node:test'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AccessLog } from '../../../plugins/app/request-log.js'
 import { buildApp } from '../../../src/main/app.js'
-import { loadConfig } from '../../../src/load-config.js'
+import { loadConfig } from '../../../src/config/load-config.js'
 import { AUTH, TOKEN } from '../../helpers/app.js'
-import { tokenDigest } from '../../../src/tokens.js'
+import { tokenDigest } from '../../../src/auth/tokens.js'
 
 interface Line { level: number, msg: string, reqId?: string, [field: string]: unknown }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { buildApp } from '../../../src/main/app.js'
-import { loadConfig } from '../../../src/load-config.js'
+import { loadConfig } from '../../../src/config/load-config.js'
 import { AUTH, TOKEN } from '../../helpers/app.js'
 import { startOtlpReceiver } from '../../helpers/otlp-receiver.js'
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../../src/main/app.js'
-import { loadConfig } from '../../../src/load-config.js'
+import { loadConfig } from '../../../src/config/load-config.js'
 import { TOKEN } from '../../helpers/app.js'
 
 interface Line { msg: string, ip?: string, reqId?: string }

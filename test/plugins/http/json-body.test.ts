@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import { isServiceError } from '../../../src/errors.js'
+import { isServiceError } from '../../../src/lib/errors.js'
 import { parseJsonBody } from '../../../plugins/http/json-body.js'
 
 /** What parseJsonBody says of a text: the value, or the message of its invalid-body error. */

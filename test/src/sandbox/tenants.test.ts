@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { isServiceError } from '../../../src/errors.js'
+import { isServiceError } from '../../../src/lib/errors.js'
 import { TenantRegistry, type TenantBackend } from '../../../src/sandbox/tenants.js'
 import type { Store } from '../../../src/store/contract.js'
 

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict'
 import { describe, test, type TestContext } from 'node:test'
 import { plantEtag } from '../../../src/resources/plants.js'
-import { ServiceError, type ErrorCode } from '../../../src/errors.js'
+import { ServiceError, type ErrorCode } from '../../../src/lib/errors.js'
 import type { Plant } from '../../../src/schemas/plant.js'
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../../../src/webhooks/events.js'
 import { IDEMPOTENCY_TTL_MS } from '../../../src/store/rules.js'
 import { MAX_ASSIGNED_ID, type Store } from '../../../src/store/contract.js'
-import type { IdempotencyKey } from '../../../src/idempotency.js'
+import type { IdempotencyKey } from '../../../src/resources/idempotency.js'
 
 /** The conformance suite's fresh, empty database for one test. Everything is cleaned up by `t.after`. */
 export interface ConformanceDatabase {

@@ -7,7 +7,7 @@ import Database from 'better-sqlite3'
 import { plantEtag } from '../../../src/resources/plants.js'
 import { createGroupCommit } from '../../../src/store/sqlite/group-commit.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
-import { ServiceError } from '../../../src/errors.js'
+import { ServiceError } from '../../../src/lib/errors.js'
 import type { Store } from '../../../src/store/contract.js'
 import type { Cleanup } from '../../helpers/cleanup.js'
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import Database from 'better-sqlite3'
-import { ServiceError } from '../../../src/errors.js'
+import { ServiceError } from '../../../src/lib/errors.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
 import type { Store } from '../../../src/store/contract.js'
 import { sqliteFromDump } from '../../helpers/sqlite-dump.js'

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { StoreOpenError } from '../../../src/errors.js'
+import { StoreOpenError } from '../../../src/lib/errors.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { postgresName } from '../../../src/store/postgres/connection.js'
 import { cleanupStack } from '../../helpers/cleanup.js'

@@ -4,7 +4,7 @@ import { migrations } from '../../../src/store/postgres/migrations.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
 import { adminQuery, scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
-import type { IdempotencyKey } from '../../../src/idempotency.js'
+import type { IdempotencyKey } from '../../../src/resources/idempotency.js'
 
 /**
  * A schema of the release before idempotency keys and chosen ids were resource-neutral (version 10):

@@ -5,7 +5,7 @@ import pg from 'pg'
 import { migrations } from '../../../src/store/postgres/migrations.js'
 import { inTransaction, isConnectionError, isPostgresUrl, parsePostgresUrl, postgresFailure, settledPool, tablePrefix } from '../../../src/store/postgres/connection.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
-import { StoreOpenError } from '../../../src/errors.js'
+import { StoreOpenError } from '../../../src/lib/errors.js'
 import type { Store } from '../../../src/store/contract.js'
 import {
   adminQuery, scratchDatabaseUrl, terminateSessions, TEST_DATABASE_URL, withApplicationName

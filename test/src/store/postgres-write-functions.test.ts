@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import pg from 'pg'
-import { ServiceError } from '../../../src/errors.js'
+import { ServiceError } from '../../../src/lib/errors.js'
 import { PLANTS, plantJson } from '../../../src/resources/plants.js'
 import type { Plant } from '../../../src/schemas/plant.js'
 import type { Store } from '../../../src/store/contract.js'

@@ -5,7 +5,7 @@ import { PLANTS, type PlantTypes } from '../../../src/resources/plants.js'
 import type { WebhookStore } from '../../../src/webhooks/store-contract.js'
 import { eventType, RESOURCE_CHANGES, type WebhookEventType } from '../../../src/webhooks/events.js'
 import { settled } from './conformance.js'
-import type { IdempotencyKey } from '../../../src/idempotency.js'
+import type { IdempotencyKey } from '../../../src/resources/idempotency.js'
 
 /** One store serving the resource under test, as its suite sees it. */
 export interface ResourceStore<R extends ResourceTypes> {

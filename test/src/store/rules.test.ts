@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { ServiceError } from '../../../src/errors.js'
+import { ServiceError } from '../../../src/lib/errors.js'
 import { createOnce, IDEMPOTENCY_TTL_MS, settled, type CreateSteps } from '../../../src/store/rules.js'
-import type { IdempotencyKey } from '../../../src/idempotency.js'
+import type { IdempotencyKey } from '../../../src/resources/idempotency.js'
 
 const KEY: IdempotencyKey = { scope: 'principal', key: 'k', fingerprint: 'body-1' }
 const NOW = 1_000_000_000

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { loadConfig } from '../../../src/load-config.js'
+import { loadConfig } from '../../../src/config/load-config.js'
 import { assertConfigRefused } from '../../helpers/config.js'
 
 test('webhook defaults: 10 s timeout, the Standard Webhooks schedule, 10 at once, 5 days to disable, 7 days kept, 10 attempts a second while the API is busy, public URLs only', () => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { ServiceError } from '../../../src/errors.js'
+import { ServiceError } from '../../../src/lib/errors.js'
 import { describe, test, type TestContext } from 'node:test'
 import type { Plant } from '../../../src/schemas/plant.js'
 import { isoTime } from '../../../src/store/iso-time.js'

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { isServiceError } from '../../../src/errors.js'
+import { isServiceError } from '../../../src/lib/errors.js'
 import {
   checkWebhookUrl, nonPublicRange, parseWebhookUrl, pinnedLookup, resolveWebhookTarget, type AddressPolicy, type ResolvedAddress
 } from '../../../src/webhooks/url-policy.js'

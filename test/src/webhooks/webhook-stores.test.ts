@@ -10,7 +10,7 @@ import { createPostgresWebhookStore } from '../../../src/store/postgres/webhook-
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
 import { enqueueSqliteEvent } from '../../../src/store/sqlite/outbox.js'
 import { createSqliteWebhookStore, openSqliteWebhookDatabase } from '../../../src/store/sqlite/webhook-store.js'
-import { StoreOpenError } from '../../../src/errors.js'
+import { StoreOpenError } from '../../../src/lib/errors.js'
 import type { Store } from '../../../src/store/contract.js'
 import { PLANTS } from '../../../src/resources/plants.js'
 import { resourceEvent, WEBHOOK_EVENT_TYPES } from '../../../src/webhooks/events.js'

@@ -1,4 +1,4 @@
-import { sha256 } from './digest.js'
+import { sha256 } from '../lib/digest.js'
 
 /**
  * A principal id longer than this (UTF-8 bytes) is kept as a digest: ids are keys (webhook owners,

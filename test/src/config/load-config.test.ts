@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { ConfigError } from '../../src/errors.js'
-import { EnvSchema, loadConfig } from '../../src/load-config.js'
-import { TOKEN } from '../helpers/app.js'
-import { assertConfigRefused } from '../helpers/config.js'
+import { ConfigError } from '../../../src/lib/errors.js'
+import { EnvSchema, loadConfig } from '../../../src/config/load-config.js'
+import { TOKEN } from '../../helpers/app.js'
+import { assertConfigRefused } from '../../helpers/config.js'
 
 test('defaults: port 3000 on 127.0.0.1, data/plants.db, full sync, info logs, no token (serve ' +
   'decides: withTrialToken)', () => {

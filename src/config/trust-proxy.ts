@@ -1,6 +1,6 @@
 import { isIP } from 'node:net'
 import ipaddr from 'ipaddr.js'
-import { ConfigError } from './errors.js'
+import { ConfigError } from '../lib/errors.js'
 
 const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal'])
 

@@ -1,5 +1,5 @@
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from 'jose'
-import { authUnavailable, invalidToken, ServiceError } from './errors.js'
+import { authUnavailable, invalidToken, ServiceError } from '../lib/errors.js'
 import type { OidcConfig } from './oidc-settings.js'
 import { isScope, type Principal, type Scope } from './scopes.js'
 import { tokenDigest } from './tokens.js'

@@ -1,4 +1,4 @@
-import { RESOURCES, type AnyResource } from './resources/index.js'
+import { RESOURCES, type AnyResource } from '../resources/index.js'
 
 /** What a token may do: read or change each resource (`plants:read`, `plants:write`), manage its own webhooks. */
 export type Scope = `${AnyResource['collection']}:${'read' | 'write'}` | 'webhooks'

@@ -3,11 +3,11 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { loadConfig } from '../../src/load-config.js'
-import { withTrialToken } from '../../src/token-settings.js'
-import { tokenDigest } from '../../src/tokens.js'
-import { assertConfigRefused, assertConfigRefusedBy } from '../helpers/config.js'
-import { escaped, SCOPE_NAMES } from '../helpers/resources.js'
+import { loadConfig } from '../../../src/config/load-config.js'
+import { withTrialToken } from '../../../src/auth/token-settings.js'
+import { tokenDigest } from '../../../src/auth/tokens.js'
+import { assertConfigRefused, assertConfigRefusedBy } from '../../helpers/config.js'
+import { escaped, SCOPE_NAMES } from '../../helpers/resources.js'
 
 const DIGEST = tokenDigest('a-token-0123456789abcdef0123456789abcdef')
 

@@ -4,9 +4,9 @@ import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import { decodeJwt, decodeProtectedHeader } from 'jose'
-import { AuthUnavailableError, isServiceError } from '../../src/errors.js'
-import { FAILED_FETCH_COOLDOWN_MS, KEYS_MAX_AGE_MS, looksLikeJwt, OidcVerifier, ProviderKeys } from '../../src/oidc.js'
-import { AUDIENCE, signingKey, startProvider } from '../helpers/oidc-provider.js'
+import { AuthUnavailableError, isServiceError } from '../../../src/lib/errors.js'
+import { FAILED_FETCH_COOLDOWN_MS, KEYS_MAX_AGE_MS, looksLikeJwt, OidcVerifier, ProviderKeys } from '../../../src/auth/oidc.js'
+import { AUDIENCE, signingKey, startProvider } from '../../helpers/oidc-provider.js'
 
 test('looksLikeJwt: three base64url parts (the last may be empty); anything else is an opaque token', () => {
   for (const token of ['a.b.c', 'eyJh-_.e30.', 'x.y.z_-']) assert.equal(looksLikeJwt(token), true, token)

@@ -2,15 +2,15 @@ import { Type, type Static } from '@sinclair/typebox'
 import type { ErrorObject } from 'ajv'
 import envSchema from 'env-schema'
 import { BUILD_INFO } from './build-info.js'
-import { ConfigError } from './errors.js'
-import { OIDC_SETTINGS, oidcConfig, type OidcConfig } from './oidc-settings.js'
-import { SANDBOX_SETTINGS, sandboxConfig, type SandboxConfig } from './sandbox/settings.js'
-import { checkDatabaseSettings, DATABASE_SETTINGS, DATABASE_URL_SETTING } from './store/settings.js'
-import { configuredTokens, refuseEmptyTokenSettings } from './token-settings.js'
+import { ConfigError } from '../lib/errors.js'
+import { OIDC_SETTINGS, oidcConfig, type OidcConfig } from '../auth/oidc-settings.js'
+import { SANDBOX_SETTINGS, sandboxConfig, type SandboxConfig } from '../sandbox/settings.js'
+import { checkDatabaseSettings, DATABASE_SETTINGS, DATABASE_URL_SETTING } from '../store/settings.js'
+import { configuredTokens, refuseEmptyTokenSettings } from '../auth/token-settings.js'
 import { TRACING_SETTINGS, tracingConfig, type TracingConfig } from './tracing-settings.js'
-import type { NamedToken } from './tokens.js'
+import type { NamedToken } from '../auth/tokens.js'
 import { parseTrustProxy } from './trust-proxy.js'
-import { WEBHOOK_SETTINGS, webhookConfig, type WebhookConfig } from './webhooks/settings.js'
+import { WEBHOOK_SETTINGS, webhookConfig, type WebhookConfig } from '../webhooks/settings.js'
 import { flagSetting } from './flag-setting.js'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -389,5 +389,5 @@ function parsePublicUrl (text: string): string {
   return url.href.replace(/\/+$/, '')
 }
 
-/** What `version` reports (src/build-info.ts reads it once). */
+/** What `version` reports (src/config/build-info.ts reads it once). */
 const PACKAGE_VERSION = BUILD_INFO.version

@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { promisify } from 'node:util'
-import { BUILD_INFO } from '../../src/build-info.js'
-import { checkoutCommit, git, PACKAGE_VERSION, REPO } from '../helpers/build-info.js'
-import { SERVER_JS } from '../helpers/server-process.js'
+import { BUILD_INFO } from '../../../src/config/build-info.js'
+import { checkoutCommit, git, PACKAGE_VERSION, REPO } from '../../helpers/build-info.js'
+import { SERVER_JS } from '../../helpers/server-process.js'
 
 const SCRIPT = join(REPO, 'scripts/build-info.mjs')
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { ConfigError } from './errors.js'
+import { ConfigError } from '../lib/errors.js'
 import { isScope, SCOPES, type Scope } from './scopes.js'
 import { tokenDigest, type NamedToken } from './tokens.js'
 

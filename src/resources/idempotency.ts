@@ -1,4 +1,4 @@
-import { sha256 } from './digest.js'
+import { sha256 } from '../lib/digest.js'
 
 export interface IdempotencyKey {
   /** The caller's principal id, never its token, so clients cannot collide. */

@@ -1,10 +1,10 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox'
-import { ConfigError } from './errors.js'
+import { ConfigError } from '../lib/errors.js'
 
 const OTLP_PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'] as const
 export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number]
 
-/** The OTEL_* settings: their part of EnvSchema (src/load-config.ts composes them, in this order). */
+/** The OTEL_* settings: their part of EnvSchema (src/config/load-config.ts composes them, in this order). */
 export const TRACING_SETTINGS = {
   OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(
     Type.String({

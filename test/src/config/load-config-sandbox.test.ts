@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { loadConfig } from '../../src/load-config.js'
-import { BUILT_IN_SEED } from '../../src/sandbox/seed.js'
-import { assertConfigRefused } from '../helpers/config.js'
+import { loadConfig } from '../../../src/config/load-config.js'
+import { BUILT_IN_SEED } from '../../../src/sandbox/seed.js'
+import { assertConfigRefused } from '../../helpers/config.js'
 
 test('SANDBOX unset: no sandbox; SANDBOX=1: the defaults, and no token is made up', () => {
   assert.equal(loadConfig({}).sandbox, undefined)

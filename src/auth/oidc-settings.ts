@@ -1,8 +1,8 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox'
-import { ConfigError } from './errors.js'
-import { flagSetting } from './flag-setting.js'
+import { ConfigError } from '../lib/errors.js'
+import { flagSetting } from '../config/flag-setting.js'
 
-/** The OIDC_* settings: their part of EnvSchema (src/load-config.ts composes them, in this order). */
+/** The OIDC_* settings: their part of EnvSchema (src/config/load-config.ts composes them, in this order). */
 export const OIDC_SETTINGS = {
   // OpenID Connect access tokens (docs/configuration.md).
   OIDC_ISSUER: Type.Optional(

@@ -21,10 +21,10 @@ function readJson (path: string): Record<string, unknown> | undefined {
 const known = (value: unknown): string => typeof value === 'string' && value !== '' ? value : 'unknown'
 
 /**
- * Read once. This module runs from dist/src/ (or build/src/): package.json is two folders up, and
- * build-info.json (scripts/build-info.mjs writes it after each compile) one.
+ * Read once. This module runs from dist/src/config/ (or build/src/config/): package.json is three folders up, and
+ * build-info.json (scripts/build-info.mjs writes it after each compile) two.
  */
 export const BUILD_INFO: BuildInfo = {
-  version: known(readJson('../../package.json')?.version),
-  commit: known(readJson('../build-info.json')?.commit)
+  version: known(readJson('../../../package.json')?.version),
+  commit: known(readJson('../../build-info.json')?.commit)
 }

@@ -1,4 +1,4 @@
-import { sha256 } from './digest.js'
+import { sha256 } from '../lib/digest.js'
 import { ALL_SCOPES, type Principal, type Scope } from './scopes.js'
 
 /**

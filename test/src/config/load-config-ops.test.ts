@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import Fastify from 'fastify'
-import { ConfigError } from '../../src/errors.js'
-import { loadConfig, type Config } from '../../src/load-config.js'
-import { assertConfigRefused } from '../helpers/config.js'
+import { ConfigError } from '../../../src/lib/errors.js'
+import { loadConfig, type Config } from '../../../src/config/load-config.js'
+import { assertConfigRefused } from '../../helpers/config.js'
 
 test('operations settings: defaults leave metrics, tracing and proxies off, and wait 30 s for PostgreSQL', () => {
   const config = loadConfig({})

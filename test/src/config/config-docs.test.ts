@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { ConfigError } from '../../src/errors.js'
-import { loadConfig } from '../../src/load-config.js'
-import { buildTestApp } from '../helpers/app.js'
+import { ConfigError } from '../../../src/lib/errors.js'
+import { loadConfig } from '../../../src/config/load-config.js'
+import { buildTestApp } from '../../helpers/app.js'
 
 /** The settings of the published documentation: PUBLIC_URL (OpenAPI `servers`) and DOCS_PERSIST_AUTHORIZATION (Swagger UI). */
 
