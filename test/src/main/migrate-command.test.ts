@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs'
 import { describe, test } from 'node:test'
 import { promisify } from 'node:util'
 import Database from 'better-sqlite3'
+import { runCheck } from '../../../src/main/commands.js'
 import { runMigrate } from '../../../src/main/migrate-command.js'
 import { migrations as postgresMigrations } from '../../../src/store/postgres/migrations.js'
 import { applyMigration, APPLICATION_ID, migrations as sqliteMigrations } from '../../../src/store/sqlite/migrations.js'
@@ -39,12 +40,7 @@ describe('plant-store migrate on SQLite', () => {
 
   test('a file of the release before: the copy it kept, then the step', async (t) => {
     const file = tempDatabaseFile(cleanupStack(t), 'plant-store-migrate-')
-    const before = sqliteMigrations.length - 1
-    const db = new Database(file)
-    for (let step = 0; step < before; step++) applyMigration(db, step)
-    db.pragma(`application_id = ${APPLICATION_ID}`)
-    db.pragma(`user_version = ${before}`)
-    db.close()
+    const before = fileOfTheReleaseBefore(file)
     const output = capture()
     assert.equal(await runMigrate(env(file), output), 0, output.stderr())
     assert.equal(output.stdout(), `plant-store migrate: kept a copy of the database before migrating: ${file}.schema-` +
@@ -72,6 +68,34 @@ describe('plant-store migrate on SQLite', () => {
   })
 })
 
+/** A file at the schema version before this release's, as the release before left it. */
+function fileOfTheReleaseBefore (file: string): number {
+  const before = sqliteMigrations.length - 1
+  const db = new Database(file)
+  for (let step = 0; step < before; step++) applyMigration(db, step)
+  db.pragma(`application_id = ${APPLICATION_ID}`)
+  db.pragma(`user_version = ${before}`)
+  db.close()
+  return before
+}
+
+test('plant-store check on SQLite with MIGRATE_ON_START=0: a file behind fails naming plant-store migrate; ' +
+  'once migrated it passes', async (t) => {
+  const file = tempDatabaseFile(cleanupStack(t), 'plant-store-check-')
+  const before = fileOfTheReleaseBefore(file)
+  let output = capture()
+  assert.equal(await runCheck(env(file, { MIGRATE_ON_START: '0' }), output), 1)
+  assert.equal(output.stderr(), `plant-store check: cannot use the database ${file}: the database schema (version ` +
+    `${before}) is behind this plant-store (${sqliteMigrations.length}) and MIGRATE_ON_START=0: run ` +
+    '`plant-store migrate` first (docs/upgrading.md)\nplant-store check: failed: the SQLite database\n')
+  output = capture()
+  assert.equal(await runCheck(env(file), output), 0, output.stderr())
+  assert.equal(await runMigrate(env(file), capture()), 0)
+  output = capture()
+  assert.equal(await runCheck(env(file, { MIGRATE_ON_START: '0' }), output), 0, output.stderr())
+  assert.match(output.stdout(), new RegExp(`plant-store check: database ${file} ok \\(quick_check\\)\n$`))
+})
+
 describe('plant-store migrate on PostgreSQL', { skip: TEST_DATABASE_URL === undefined }, () => {
   test('over DATABASE_DIRECT_URL: every step, then the version; run again it applies nothing', async (t) => {
     const { url } = scratchDatabaseUrl(cleanupStack(t))
@@ -83,6 +107,22 @@ describe('plant-store migrate on PostgreSQL', { skip: TEST_DATABASE_URL === unde
     assert.equal(await runMigrate(settings, output), 0, output.stderr())
     assert.equal(output.stdout(),
       `plant-store migrate: schema version ${postgresMigrations.length}: nothing to apply\n`)
+  })
+
+  test('plant-store check with MIGRATE_ON_START=0: a schema behind fails naming plant-store migrate; ' +
+    'once migrated it passes', async (t) => {
+    const { url } = scratchDatabaseUrl(cleanupStack(t))
+    let output = capture()
+    assert.equal(await runCheck(env(url, { MIGRATE_ON_START: '0' }), output), 1)
+    assert.match(output.stderr(), new RegExp(
+      '^plant-store check: the PostgreSQL database [^\\n]*: the database schema ' +
+      `\\(version 0\\) is behind this plant-store \\(${postgresMigrations.length}\\) and MIGRATE_ON_START=0: run ` +
+      '`plant-store migrate` first \\(docs/upgrading\\.md\\)\nplant-store check: failed: PostgreSQL\n$'))
+    assert.equal(await runCheck(env(url), capture()), 0)
+    assert.equal(await runMigrate(env(url), capture()), 0)
+    output = capture()
+    assert.equal(await runCheck(env(url, { MIGRATE_ON_START: '0' }), output), 0, output.stderr())
+    assert.match(output.stdout(), /answers and its schema is usable\n$/)
   })
 
   test('a database that does not answer: exit 1 with the cause and what to do', async () => {
