@@ -17,7 +17,7 @@ import { integerSetting, stringSetting } from './setting-types.js'
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
 const LOG_FORMATS = ['json', 'pretty'] as const
-export type LogFormat = (typeof LOG_FORMATS)[number]
+type LogFormat = (typeof LOG_FORMATS)[number]
 
 /**
  * How long past SHUTDOWN_DELAY_MS + SHUTDOWN_GRACE_MS a stopping process may take to close the database and flush
