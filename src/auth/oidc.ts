@@ -6,32 +6,23 @@ import { tokenDigest } from './tokens.js'
 import { isStorableSubject, jwtPrincipalId } from './principal-id.js'
 
 /** The signature algorithms accepted: asymmetric only, so a public key can never serve as an HMAC secret. */
-export const ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'] as const
+const ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'] as const
 
-/** One fetch of the discovery document or the key set may take this long. */
 const FETCH_TIMEOUT_MS = 5000
-/**
- * Cached keys are refetched in the background this long after the last fetch, so a key the provider dropped stops
- * working.
- */
+/** Cached keys are refetched in the background this long after a fetch, so a key the provider dropped stops working. */
 export const KEYS_MAX_AGE_MS = 10 * 60_000
 
-/**
- * After a failed fetch the next one may come this soon (or after OIDC_JWKS_COOLDOWN_MS, when
- * shorter): the 503's Retry-After is the time left, so a client that obeys it finds a fetch allowed.
- */
+/** The cooldown after a failed fetch, if OIDC_JWKS_COOLDOWN_MS is longer: the 503's Retry-After is what is left. */
 export const FAILED_FETCH_COOLDOWN_MS = 5000
 
 /** Verified tokens remembered until they expire; past this many, the oldest is forgotten first. */
-export const VERIFIED_CACHE_SIZE = 10_000
+const VERIFIED_CACHE_SIZE = 10_000
 
-/**
- * Whether a bearer token has a JWS compact serialization's shape (three base64url parts), so is worth verifying as a
- * JWT.
- */
+/** A JWS compact serialization's shape (three base64url parts): worth verifying as a JWT. */
 export const looksLikeJwt = (token: string): boolean => /^[\w-]+\.[\w-]+\.[\w-]*$/.test(token)
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null
+const asString = (value: unknown): string | undefined => typeof value === 'string' ? value : undefined
 
 async function fetchJson (url: string): Promise<unknown> {
   const response = await fetch(url, {
@@ -43,7 +34,6 @@ async function fetchJson (url: string): Promise<unknown> {
   return await response.json()
 }
 
-/** The provider's key set URL, from its discovery document. */
 async function discoverKeySet (issuer: string): Promise<string> {
   const discovery = await fetchJson(`${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`)
   // OpenID Connect Discovery §4.3: the document must name the issuer it was fetched for.
@@ -54,10 +44,7 @@ async function discoverKeySet (issuer: string): Promise<string> {
   return discovery.jwks_uri
 }
 
-/**
- * What `plant-store check` looks at, as the first token would: the discovery document, then the
- * key set it names, which must hold a key. Resolves with the number of keys; rejects saying what failed.
- */
+/** For `plant-store check`, as the first token would: the discovery document, then a key set with a key. */
 export async function checkProvider (issuer: string): Promise<number> {
   const set = await fetchJson(await discoverKeySet(issuer))
   const keys = isObject(set) && Array.isArray(set.keys) ? set.keys.length : 0
@@ -67,12 +54,10 @@ export async function checkProvider (issuer: string): Promise<number> {
 }
 
 /**
- * The provider's keys, found through discovery and cached. Not jose's createRemoteJWKSet: its
- * cooldown counts from the last successful fetch (a down provider gets a request per unknown
- * `kid`), and a stale cache refetches before answering (an outage fails keys that still fit).
- * Here every fetch starts the cooldown (a shorter one after a failure, which the 503's Retry-After
- * states), and a signature that fails under a cached `kid` refetches too (a key replaced under the
- * same `kid`), which jose's never does; key selection and crypto stay jose's (createLocalJWKSet).
+ * The provider's keys, cached. Not jose's createRemoteJWKSet: its cooldown counts from the last successful fetch
+ * (a down provider gets a request per unknown `kid`) and a stale cache refetches before answering (an outage fails
+ * keys that still fit). Here every fetch starts the cooldown, and a signature failing under a cached `kid` refetches
+ * too (a key replaced under it); key selection and crypto stay jose's.
  */
 export class ProviderKeys {
   readonly #issuer: string
@@ -110,8 +95,7 @@ export class ProviderKeys {
   async #load (): Promise<void> {
     this.#attemptedAt = this.#now()
     this.#jwksUri ??= await discoverKeySet(this.#issuer)
-    const keys = createLocalJWKSet(await fetchJson(this.#jwksUri) as JSONWebKeySet)
-    this.#keys = keys
+    this.#keys = createLocalJWKSet(await fetchJson(this.#jwksUri) as JSONWebKeySet)
     this.#fetchedAt = this.#now()
   }
 
@@ -156,10 +140,7 @@ export class ProviderKeys {
     }
   }
 
-  /**
-   * Fetches the key set again when the cooldown allows (or joins a fetch under way): true when it
-   * did, so the caller may verify once more; false within the cooldown.
-   */
+  /** Fetches the key set again unless within the cooldown (false then), or joins a fetch under way. */
   async refetch (): Promise<boolean> {
     if (this.#pending === undefined && this.#coolingDown()) return false
     await this.#refresh()
@@ -199,27 +180,18 @@ function failedCheck (err: unknown): string | undefined {
   }
 }
 
-/**
- * The scopes a token grants: `scope` (space-separated, RFC 9068) or `scp` (an array, as some providers send); unknown
- * ones are ignored.
- */
+/** `scope` (space-separated, RFC 9068), else `scp` (an array, as some providers send); unknown ones are ignored. */
 function scopesOf (payload: JWTPayload, known: (name: string) => name is Scope): Set<Scope> {
-  const { scope, scp } = payload
-  const names =
-    typeof scope === 'string'
-      ? scope.split(' ')
-      : Array.isArray(scp)
-        ? scp.filter((name): name is string => typeof name === 'string')
-        : typeof scp === 'string'
-          ? scp.split(' ')
-          : []
+  const granted = asString(payload.scope) ?? payload.scp
+  const names = Array.isArray(granted)
+    ? granted.filter((name): name is string => typeof name === 'string')
+    : asString(granted)?.split(' ') ?? []
   return new Set(names.filter(known))
 }
 
 /**
- * Verifies one provider's JWT access tokens; refusals are 'invalid-token' errors naming the check.
- * A signature check is dear and clients reuse a token until it expires, so a verified token's
- * principal is remembered by its digest until `exp`; refusals are not.
+ * Verifies one provider's JWT access tokens. A signature check is dear and clients reuse a token until it expires,
+ * so a verified token's principal is remembered by its digest until `exp`; refusals are not.
  */
 export class OidcVerifier {
   readonly #config: OidcConfig
@@ -295,12 +267,7 @@ export class OidcVerifier {
     if (!isStorableSubject(payload.sub)) {
       throw invalidToken('its subject (sub) is not well-formed text (a NUL or an unpaired UTF-16 surrogate)')
     }
-    const client =
-      typeof payload.client_id === 'string'
-        ? payload.client_id
-        : typeof payload.azp === 'string'
-          ? payload.azp
-          : undefined
+    const client = asString(payload.client_id) ?? asString(payload.azp)
     const principal: Principal = {
       id: jwtPrincipalId(payload.sub),
       name: payload.sub,

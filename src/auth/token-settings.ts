@@ -4,10 +4,7 @@ import { ConfigError } from '../lib/errors.js'
 import { isScope, SCOPES, type Scope } from './scopes.js'
 import { tokenDigest, type NamedToken } from './tokens.js'
 
-/**
- * The tokens of API_TOKENS and API_TOKENS_FILE: plain ones (every scope, API_TOKENS first) and named
- * ones; a plain token that is also a named entry is refused.
- */
+/** The tokens of API_TOKENS and API_TOKENS_FILE: plain ones (every scope, API_TOKENS first) and named ones. */
 export function configuredTokens (
   apiTokens: string | undefined, tokensFile: string | undefined
 ): { plain: string[], named: NamedToken[] } {
@@ -17,13 +14,11 @@ export function configuredTokens (
   return { plain, named: file.named }
 }
 
-/** The settings that name tokens: set, never empty. */
 const TOKEN_SETTINGS = ['API_TOKENS', 'API_TOKENS_FILE'] as const
 
 /**
- * A token setting that is there but empty (`API_TOKENS=`, an empty Kubernetes Secret) is refused
- * before the configuration reads an empty value as unset: emptying the list is how a key is revoked,
- * and unset could make up a token with every scope.
+ * `API_TOKENS=` (an empty Kubernetes Secret, say) is refused before an empty value reads as unset: emptying the
+ * list is how a key is revoked, and unset could make up a token with every scope.
  */
 export function refuseEmptyTokenSettings (env: NodeJS.ProcessEnv): void {
   for (const setting of TOKEN_SETTINGS) {
@@ -43,10 +38,8 @@ interface TokenSources {
 }
 
 /**
- * With no token, no OIDC_ISSUER and no sandbox, a token is made up for the run, and only for a
- * person at a terminal (`terminal`: stdout and stderr both are one), who reads it there: anywhere
- * else it would land in a log file or a collector, and nothing else could use it. Elsewhere such a
- * configuration stops the start, naming what to set.
+ * With no token, no OIDC_ISSUER and no sandbox, a token is made up for the run only for a person at a terminal
+ * (stdout and stderr both): anywhere else it would land in a log, and nothing could use it; the start stops there.
  */
 export function withTrialToken<C extends TokenSources> (config: C, terminal: boolean): C {
   if (config.tokens.length > 0 || config.namedTokens.length > 0 || config.oidc !== undefined ||
@@ -58,11 +51,7 @@ export function withTrialToken<C extends TokenSources> (config: C, terminal: boo
   return { ...config, tokens: [randomBytes(32).toString('base64url')], tokenGenerated: true }
 }
 
-/**
- * A setting that is there but names no token (only separators, or a file of comments) is refused
- * rather than read as unset: unset makes up a token with every scope, and emptying the list is how
- * a key is revoked.
- */
+/** A setting that names no token (only separators) is refused, as refuseEmptyTokenSettings says why. */
 function splitTokens (text: string | undefined, separator: string | RegExp, setting?: string): string[] {
   if (text === undefined) return []
   const tokens = text.split(separator).map((token) => token.trim()).filter((token) => token !== '')
@@ -85,10 +74,8 @@ const TOKEN_NAME = /^[A-Za-z0-9._-]{1,64}$/
 const DIGEST = /^sha256:([0-9a-fA-F]{64})$/
 
 /**
- * API_TOKENS_FILE: one entry per line. A line of one word is a plain token (every scope), as
- * before scopes existed; `<name> <scope>[,<scope>…] sha256:<hex digest of the token>` is a named
- * entry (what `plant-store token` prints), which holds no token at all. Blank lines and lines
- * starting with `#` are skipped (no token can start with `#`).
+ * One entry a line: a plain token (every scope), or `<name> <scope>[,<scope>…] sha256:<hex digest>` (what
+ * `plant-store token` prints), which holds no token. Blank lines and `#` comments (no token starts so) are skipped.
  */
 function readTokensFile (path: string | undefined): { plain: string[], named: NamedToken[] } {
   if (path === undefined) return { plain: [], named: [] }
@@ -127,9 +114,8 @@ function readTokensFile (path: string | undefined): { plain: string[], named: Na
     if (unknown !== undefined) throw problem(`unknown scope ${JSON.stringify(unknown)} (known: ${SCOPES.join(', ')})`)
     const digest = DIGEST.exec(digestField)?.[1]?.toLowerCase()
     if (digest === undefined) throw problem('the third field is sha256: and the token\'s 64 hex digit SHA-256')
-    if (named.some((entry) => entry.digest === digest)) {
-      throw problem(`the same token digest as the entry ${named.find((entry) => entry.digest === digest)?.name ?? ''}`)
-    }
+    const twin = named.find((entry) => entry.digest === digest)
+    if (twin !== undefined) throw problem(`the same token digest as the entry ${twin.name}`)
     named.push({ name, scopes: [...new Set(scopes as Scope[])], digest })
   })
   if (plain.length === 0 && named.length === 0) {

@@ -1,21 +1,14 @@
 import { sha256 } from '../lib/digest.js'
 import { ALL_SCOPES, type Principal, type Scope } from './scopes.js'
 
-/**
- * A token's digest: what API_TOKENS_FILE entries, rate-limit keys, idempotency scopes and logs carry instead of the
- * token.
- */
+/** What API_TOKENS_FILE entries, rate-limit keys, idempotency scopes and logs carry instead of the token. */
 export const tokenDigest = (token: string): string => sha256(token, 'hex')
 
 const SCHEME = 'bearer '
 
 /** Exactly what @fastify/bearer-auth (specCompliance rfc6749) accepts, so the two never disagree. */
 export function bearerToken (header: string | undefined): string | undefined {
-  if (
-    header === undefined ||
-    header.length <= SCHEME.length ||
-    header.slice(0, SCHEME.length).toLowerCase() !== SCHEME
-  ) { return undefined }
+  if (header?.slice(0, SCHEME.length).toLowerCase() !== SCHEME) return undefined
   const token = header.slice(SCHEME.length).trim()
   return token === '' ? undefined : token
 }
@@ -63,13 +56,11 @@ export class TokenSet {
     ]
   }
 
-  /** The principal of the candidate when it is one of the tokens, else undefined. */
   match (candidate: string): Principal | undefined {
     const digest = tokenDigest(candidate)
     let found: Principal | undefined
     for (const entry of this.#entries) {
-      const same = sameDigest(entry.digest, digest)
-      found = same ? entry.principal : found
+      found = sameDigest(entry.digest, digest) ? entry.principal : found
     }
     return found
   }

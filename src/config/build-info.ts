@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 
 /** Which plant-store this is: what `--version`, the metrics and the traces report. */
-export interface BuildInfo {
+interface BuildInfo {
   /** package.json's version. */
   version: string
   /** The git commit it was built from (`<hex>-dirty` from changed files), or `unknown`. */

@@ -12,51 +12,35 @@ import type { NamedToken } from '../auth/tokens.js'
 import { parseTrustProxy } from './trust-proxy.js'
 import { WEBHOOK_SETTINGS, webhookConfig, type WebhookConfig } from '../webhooks/settings.js'
 import { flagSetting } from './flag-setting.js'
+import { integerSetting, stringSetting } from './setting-types.js'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
 const LOG_FORMATS = ['json', 'pretty'] as const
-export type LogFormat = (typeof LOG_FORMATS)[number]
+type LogFormat = (typeof LOG_FORMATS)[number]
 
 /**
- * How long past SHUTDOWN_DELAY_MS + SHUTDOWN_GRACE_MS a stopping process may take before it exits
- * regardless: enough to close the database and hand the last log lines to a live log sink, never
- * forever. A supervisor's grace period (Kubernetes, compose) must cover all three.
+ * How long past SHUTDOWN_DELAY_MS + SHUTDOWN_GRACE_MS a stopping process may take to close the database and flush
+ * its log before it exits regardless. A supervisor's grace period (Kubernetes, compose) must cover all three.
  */
 export const SHUTDOWN_EXIT_MARGIN_MS = 3000
 
 /** The environment variables plant-store reads, validated once at start-up. */
 export const EnvSchema = Type.Object({
-  PORT: Type.Integer({
-    minimum: 0,
-    maximum: 65535,
-    default: 3000,
-    description: 'TCP port to listen on (0 picks a free one).'
-  }),
-  HOST: Type.String({
-    minLength: 1,
-    default: '127.0.0.1',
-    description: 'Address to listen on (`0.0.0.0` for all interfaces).'
-  }),
+  PORT: integerSetting({ minimum: 0, maximum: 65535, default: 3000 }, 'TCP port to listen on (0 picks a free one).'),
+  HOST: stringSetting({ minLength: 1, default: '127.0.0.1' }, 'Address to listen on (`0.0.0.0` for all interfaces).'),
   DATABASE_URL: DATABASE_URL_SETTING,
-  API_TOKENS: Type.Optional(
-    Type.String({
-      description:
-        'Accepted bearer tokens, comma-separated, each with every scope. Set but holding no token (empty, blank or ' +
-        'only commas) stops the start. With no token configured and no `OIDC_ISSUER`, the start is refused, but ' +
-        'at a terminal, where a token is made up for the run and shown there once.'
-    })
-  ),
-  API_TOKENS_FILE: Type.Optional(
-    Type.String({
-      minLength: 1,
-      description:
-        'A file of accepted bearer tokens (combined with `API_TOKENS`): a plain token a line (every scope), ' +
-        'or a named entry `<name> <scopes> sha256:<digest>` (see docs/configuration.md). Set but empty, a file ' +
-        'without a token, or with a plain token that is also a named entry, or names differing only in case, stops ' +
-        'the start.'
-    })
-  ),
+  API_TOKENS: Type.Optional(Type.String({
+    description:
+      'Accepted bearer tokens, comma-separated, each with every scope. Set but holding no token (empty, blank or ' +
+      'only commas) stops the start. With no token configured and no `OIDC_ISSUER`, the start is refused, but ' +
+      'at a terminal, where a token is made up for the run and shown there once.'
+  })),
+  API_TOKENS_FILE: Type.Optional(stringSetting({ minLength: 1 },
+    'A file of accepted bearer tokens (combined with `API_TOKENS`): a plain token a line (every scope), ' +
+    'or a named entry `<name> <scopes> sha256:<digest>` (see docs/configuration.md). Set but empty, a file ' +
+    'without a token, or with a plain token that is also a named entry, or names differing only in case, stops ' +
+    'the start.')),
   ...DATABASE_SETTINGS,
   LOG_LEVEL: Type.Unsafe<LogLevel>({
     type: 'string',
@@ -64,146 +48,64 @@ export const EnvSchema = Type.Object({
     default: 'info',
     description: '`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`.'
   }),
-  LOG_FORMAT: Type.Optional(
-    Type.Unsafe<LogFormat>({
-      type: 'string',
-      enum: LOG_FORMATS,
-      description:
-        'How log lines are written to stdout: json (one JSON object a line) or pretty (for a person); unset, pretty ' +
-        'on a terminal and json otherwise.'
-    })
-  ),
-  ALLOW_WEAK_TOKENS: flagSetting(
-    '0',
-    '`1` accepts tokens shorter than 32 characters (local trials only; otherwise they stop the start).'
-  ),
+  LOG_FORMAT: Type.Optional(Type.Unsafe<LogFormat>({
+    type: 'string',
+    enum: LOG_FORMATS,
+    description:
+      'How log lines are written to stdout: json (one JSON object a line) or pretty (for a person); unset, pretty ' +
+      'on a terminal and json otherwise.'
+  })),
+  ALLOW_WEAK_TOKENS: flagSetting('0',
+    '`1` accepts tokens shorter than 32 characters (local trials only; otherwise they stop the start).'),
   // Limits and timeouts (docs/operations.md).
-  BODY_LIMIT: Type.Integer({
-    minimum: 1,
-    default: 16 * 1024,
-    description: 'Largest request body in bytes; larger is 413.'
-  }),
-  HEADERS_TIMEOUT_MS: Type.Integer({
-    minimum: 1,
-    default: 10_000,
-    description:
-      'The request headers must arrive within this many milliseconds (else 408 and the connection is closed).'
-  }),
-  REQUEST_TIMEOUT_MS: Type.Integer({
-    minimum: 1,
-    default: 30_000,
-    description: 'The whole request (headers and body) must arrive within this many milliseconds.'
-  }),
-  CONNECTION_TIMEOUT_MS: Type.Integer({
-    minimum: 0,
-    default: 120_000,
-    description:
-      'A socket with no traffic for this many milliseconds is closed (0: never; keep it above `KEEP_ALIVE_TIMEOUT_MS`).'
-  }),
-  KEEP_ALIVE_TIMEOUT_MS: Type.Integer({
-    minimum: 1,
-    default: 72_000,
-    description:
-      "An idle keep-alive connection is closed after this many milliseconds (above common load balancers' 60 s)."
-  }),
-  MAX_REQUESTS_PER_SOCKET: Type.Integer({
-    minimum: 0,
-    default: 1000,
-    description: 'Requests one connection may carry; the last answer says `Connection: close` (0: no limit).'
-  }),
-  SHUTDOWN_GRACE_MS: Type.Integer({
-    minimum: 0,
-    default: 10_000,
-    description: 'On SIGTERM or SIGINT, how long in-flight requests may take before their connections are cut.'
-  }),
-  SHUTDOWN_DELAY_MS: Type.Integer({
-    minimum: 0,
-    maximum: 600_000,
-    default: 0,
-    description:
-      'On SIGTERM or SIGINT, how long to keep serving while `/health/ready` already answers 503, before the drain ' +
-      '(for balancers that poll readiness).'
-  }),
-  RATE_LIMIT_MAX: Type.Integer({
-    minimum: 0,
-    default: 1000,
-    description: 'Requests per window per token (per client address without a valid token); 0 turns rate limiting off.'
-  }),
-  RATE_LIMIT_WINDOW: Type.Integer({
-    minimum: 0,
-    default: 60_000,
-    description: 'The rate-limit window in milliseconds; 0 turns rate limiting off.'
-  }),
-  REDIS_URL: Type.Optional(
-    Type.String({
-      minLength: 1,
-      description:
-        'A Redis URL (`redis://127.0.0.1:6379`): rate-limit counters shared by every instance. Unreachable, the ' +
-        'limiter fails open.'
-    })
-  ),
-  REDIS_KEY_PREFIX: Type.String({
-    default: 'plant-store:',
-    description: 'Prefix of every Redis key (rate limits use `<prefix>rate-limit:`).'
-  }),
-  MAX_EVENT_LOOP_DELAY_MS: Type.Integer({
-    minimum: 0,
-    default: 1000,
-    description: 'Shed load (503) while the mean event-loop delay exceeds this many milliseconds; 0: off.'
-  }),
+  BODY_LIMIT: integerSetting({ minimum: 1, default: 16 * 1024 }, 'Largest request body in bytes; larger is 413.'),
+  HEADERS_TIMEOUT_MS: integerSetting({ minimum: 1, default: 10_000 },
+    'The request headers must arrive within this many milliseconds (else 408 and the connection is closed).'),
+  REQUEST_TIMEOUT_MS: integerSetting({ minimum: 1, default: 30_000 },
+    'The whole request (headers and body) must arrive within this many milliseconds.'),
+  CONNECTION_TIMEOUT_MS: integerSetting({ minimum: 0, default: 120_000 },
+    'A socket with no traffic for this many milliseconds is closed (0: never; keep it above `KEEP_ALIVE_TIMEOUT_MS`).'),
+  KEEP_ALIVE_TIMEOUT_MS: integerSetting({ minimum: 1, default: 72_000 },
+    "An idle keep-alive connection is closed after this many milliseconds (above common load balancers' 60 s)."),
+  MAX_REQUESTS_PER_SOCKET: integerSetting({ minimum: 0, default: 1000 },
+    'Requests one connection may carry; the last answer says `Connection: close` (0: no limit).'),
+  SHUTDOWN_GRACE_MS: integerSetting({ minimum: 0, default: 10_000 },
+    'On SIGTERM or SIGINT, how long in-flight requests may take before their connections are cut.'),
+  SHUTDOWN_DELAY_MS: integerSetting({ minimum: 0, maximum: 600_000, default: 0 },
+    'On SIGTERM or SIGINT, how long to keep serving while `/health/ready` already answers 503, before the drain ' +
+    '(for balancers that poll readiness).'),
+  RATE_LIMIT_MAX: integerSetting({ minimum: 0, default: 1000 },
+    'Requests per window per token (per client address without a valid token); 0 turns rate limiting off.'),
+  RATE_LIMIT_WINDOW: integerSetting({ minimum: 0, default: 60_000 },
+    'The rate-limit window in milliseconds; 0 turns rate limiting off.'),
+  REDIS_URL: Type.Optional(stringSetting({ minLength: 1 },
+    'A Redis URL (`redis://127.0.0.1:6379`): rate-limit counters shared by every instance. Unreachable, the ' +
+    'limiter fails open.')),
+  REDIS_KEY_PREFIX: stringSetting({ default: 'plant-store:' },
+    'Prefix of every Redis key (rate limits use `<prefix>rate-limit:`).'),
+  MAX_EVENT_LOOP_DELAY_MS: integerSetting({ minimum: 0, default: 1000 },
+    'Shed load (503) while the mean event-loop delay exceeds this many milliseconds; 0: off.'),
   MAX_EVENT_LOOP_UTILIZATION: Type.Number({
-    minimum: 0,
-    maximum: 1,
-    default: 0,
-    description: 'Shed load above this event-loop utilization (0 to 1); 0: off.'
+    minimum: 0, maximum: 1, default: 0, description: 'Shed load above this event-loop utilization (0 to 1); 0: off.'
   }),
-  MAX_HEAP_USED_BYTES: Type.Integer({
-    minimum: 0,
-    default: 0,
-    description: 'Shed load above this V8 heap use in bytes; 0: off.'
-  }),
-  MAX_RSS_BYTES: Type.Integer({
-    minimum: 0,
-    default: 0,
-    description: 'Shed load above this resident memory in bytes; 0: off.'
-  }),
-  CORS_ORIGINS: Type.String({
-    default: '',
-    description: 'Comma-separated browser origins allowed by CORS (`*`: any); empty: CORS off.'
-  }),
-  PUBLIC_URL: Type.Optional(
-    Type.String({
-      minLength: 1,
-      description:
-        'Where clients reach the service (an absolute http(s) URL without credentials, query or fragment): the ' +
-        "OpenAPI document's `servers`; unset: `/`."
-    })
-  ),
-  DOCS_PERSIST_AUTHORIZATION: flagSetting(
-    '0',
-    "`1`: Swagger UI keeps the token you authorize with in the browser's localStorage across reloads."
-  ),
+  MAX_HEAP_USED_BYTES: integerSetting({ minimum: 0, default: 0 }, 'Shed load above this V8 heap use in bytes; 0: off.'),
+  MAX_RSS_BYTES: integerSetting({ minimum: 0, default: 0 }, 'Shed load above this resident memory in bytes; 0: off.'),
+  CORS_ORIGINS: stringSetting({ default: '' },
+    'Comma-separated browser origins allowed by CORS (`*`: any); empty: CORS off.'),
+  PUBLIC_URL: Type.Optional(stringSetting({ minLength: 1 },
+    'Where clients reach the service (an absolute http(s) URL without credentials, query or fragment): the ' +
+    "OpenAPI document's `servers`; unset: `/`.")),
+  DOCS_PERSIST_AUTHORIZATION: flagSetting('0',
+    "`1`: Swagger UI keeps the token you authorize with in the browser's localStorage across reloads."),
   // Operations (docs/operations.md).
-  METRICS_PORT: Type.Optional(
-    Type.Integer({
-      minimum: 0,
-      maximum: 65535,
-      description:
-        'Serve Prometheus metrics at `GET /metrics` on this port, on a listener of its own; unset: no metrics at all.'
-    })
-  ),
-  METRICS_HOST: Type.String({
-    minLength: 1,
-    default: '127.0.0.1',
-    description: 'Address of the metrics listener (`0.0.0.0` for a Prometheus on another host).'
-  }),
+  METRICS_PORT: Type.Optional(integerSetting({ minimum: 0, maximum: 65535 },
+    'Serve Prometheus metrics at `GET /metrics` on this port, on a listener of its own; unset: no metrics at all.')),
+  METRICS_HOST: stringSetting({ minLength: 1, default: '127.0.0.1' },
+    'Address of the metrics listener (`0.0.0.0` for a Prometheus on another host).'),
   ...TRACING_SETTINGS,
-  TRUST_PROXY: Type.String({
-    default: '',
-    description:
-      'The reverse proxies whose `X-Forwarded-For`/`-Proto` to believe: a hop count, or comma-separated addresses or ' +
-      'CIDRs (`loopback` too); empty: none.'
-  }),
+  TRUST_PROXY: stringSetting({ default: '' },
+    'The reverse proxies whose `X-Forwarded-For`/`-Proto` to believe: a hop count, or comma-separated addresses or ' +
+    'CIDRs (`loopback` too); empty: none.'),
   ...WEBHOOK_SETTINGS,
   ...SANDBOX_SETTINGS,
   ...OIDC_SETTINGS
@@ -228,14 +130,12 @@ export interface Config {
   tokens: string[]
   /** API_TOKENS_FILE entries with a name, scopes and the token's digest. */
   namedTokens: NamedToken[]
-  /** OpenID Connect JWT access tokens, when OIDC_ISSUER is set. */
   oidc?: OidcConfig
-  /** True when no token (and no OIDC_ISSUER) was configured and one was made up for this run (withTrialToken). */
+  /** No token (nor OIDC_ISSUER) was configured and one was made up for this run (withTrialToken). */
   tokenGenerated: boolean
   logLevel: LogLevel
   /** LOG_FORMAT; undefined: chosen by whether stdout is a terminal. */
   logFormat?: LogFormat
-  /** Largest request body accepted, in bytes (413 beyond). */
   bodyLimit: number
   timeouts: { headers: number; request: number; connection: number; keepAlive: number }
   maxRequestsPerSocket: number
@@ -254,19 +154,11 @@ export interface Config {
   publicUrl?: string
   docs: { persistAuthorization: boolean }
   metrics?: { port: number; host: string }
-  /**
-   * OTLP trace export, when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set;
-   * nothing is loaded otherwise. The OpenTelemetry SDK reads the OTEL_* variables itself, from
-   * process.env: `tracesUrl` and `protocol` are what it will use, for logs and checks.
-   */
+  /** The OpenTelemetry SDK reads the OTEL_* variables itself: this says what it will use, for logs and checks. */
   tracing?: TracingConfig
-  /**
-   * Fastify's `trustProxy`: false (the default: the socket's peer is the client), a hop count, or the
-   * proxies' addresses/CIDRs. Decides `request.ip` (rate limits, logs) and `request.protocol`.
-   */
+  /** Fastify's `trustProxy`: false (the socket's peer is the client), a hop count, or the proxies' addresses/CIDRs. */
   trustProxy: false | number | string[]
   webhooks: WebhookConfig
-  /** SANDBOX=1: every valid-looking token is a tenant of its own. */
   sandbox?: SandboxConfig
   version: string
 }
@@ -274,11 +166,7 @@ export interface Config {
 /** Shorter bearer tokens are guessable in principle; refused unless ALLOW_WEAK_TOKENS=1. */
 const MIN_TOKEN_LENGTH = 32
 
-/**
- * The settings this service reads, from `env` only. An empty value is unset (`PORT=` in an env file,
- * as .env.example leaves each line): the default applies. The token settings refuse one before
- * (refuseEmptyTokenSettings).
- */
+/** The settings this service reads, from `env` only; an empty value (`PORT=` in an env file) is unset. */
 function settingsOf (env: NodeJS.ProcessEnv): Record<string, string> {
   return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] =>
     Object.hasOwn(EnvSchema.properties, entry[0]) && entry[1] !== undefined && entry[1] !== ''))
@@ -369,7 +257,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: parseTrustProxy(parsed.TRUST_PROXY),
     webhooks: webhookConfig(parsed),
     ...(sandbox !== undefined && { sandbox }),
-    version: PACKAGE_VERSION
+    version: BUILD_INFO.version
   }
 }
 
@@ -377,17 +265,11 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
 function parsePublicUrl (text: string): string {
   const problem = (what: string) =>
     new ConfigError(`invalid configuration: PUBLIC_URL ${what} (e.g. https://plants.example.com)`)
-  let url: URL
-  try {
-    url = new URL(text)
-  } catch {
+  const url = URL.canParse(text) ? new URL(text) : undefined
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
     throw problem('must be an absolute http or https URL')
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw problem('must be an absolute http or https URL')
   if (url.username !== '' || url.password !== '') throw problem('must not carry credentials')
   if (text.includes('?') || text.includes('#')) throw problem('must have no query string or fragment')
   return url.href.replace(/\/+$/, '')
 }
-
-/** What `version` reports (src/config/build-info.ts reads it once). */
-const PACKAGE_VERSION = BUILD_INFO.version

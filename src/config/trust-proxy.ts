@@ -4,10 +4,7 @@ import { ConfigError } from '../lib/errors.js'
 
 const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal'])
 
-/**
- * `true` (trust anyone who sends the header) is refused: any client could choose its own address and escape its rate
- * limit.
- */
+/** `true` (trust anyone who sends the header) is refused: any client could pick its address and escape its limit. */
 export function parseTrustProxy (text: string): false | number | string[] {
   const value = text.trim()
   if (value === '' || value === '0' || value === 'false') return false
@@ -37,10 +34,7 @@ export function parseTrustProxy (text: string): false | number | string[] {
   return entries
 }
 
-/**
- * A prefix of 0 is refused as Fastify's proxy-addr refuses it at start-up (`check` and `serve`
- * must agree); a netmask after the slash is not accepted either.
- */
+/** A prefix of 0 (or a netmask) is refused as Fastify's proxy-addr refuses it, so `check` and `serve` agree. */
 function isAddressOrCidr (entry: string): boolean {
   const [address = '', prefix, extra] = entry.split('/')
   const family = isIP(address)
@@ -57,20 +51,17 @@ const IPV4_MAPPED_LAST = IPV4_MAPPED_FIRST + 0xffffffffn
 const IPV6_LAST = (1n << 128n) - 1n
 
 /**
- * Whether the ranges together trust every IPv4 or every IPv6 client (`0.0.0.0/1,128.0.0.0/1`):
- * then any client could write its own address into X-Forwarded-For. Each range is placed in the
- * IPv6 space (IPv4 as IPv4-mapped, as proxy-addr compares them), merged, and the two spaces checked.
+ * Whether the ranges together trust every IPv4 or IPv6 client (`0.0.0.0/1,128.0.0.0/1`). Each is placed in the IPv6
+ * space (IPv4 as IPv4-mapped, as proxy-addr compares them), merged, and the two spaces checked.
  */
 function trustsEveryone (ranges: readonly string[]): 'IPv4' | 'IPv6' | undefined {
   const spans = ranges.map((range): [bigint, bigint] => {
     const [address, bits] = range.includes('/') ? ipaddr.parseCIDR(range) : [ipaddr.parse(range), -1]
     const v6 = address.kind() === 'ipv4' ? (address as ipaddr.IPv4).toIPv4MappedAddress() : address as ipaddr.IPv6
     const prefix = bits < 0 ? 128 : address.kind() === 'ipv4' ? 96 + bits : bits
-    const first =
-      v6.toByteArray().reduce((n, byte) => (n << 8n) | BigInt(byte), 0n) &
-      ~((1n << BigInt(128 - prefix)) - 1n) &
-      IPV6_LAST
-    return [first, first + (1n << BigInt(128 - prefix)) - 1n]
+    const size = 1n << BigInt(128 - prefix)
+    const first = v6.toByteArray().reduce((n, byte) => (n << 8n) | BigInt(byte), 0n) & ~(size - 1n) & IPV6_LAST
+    return [first, first + size - 1n]
   }).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
   const covers = (from: bigint, to: bigint): boolean => {
     let next = from

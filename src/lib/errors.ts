@@ -1,59 +1,31 @@
 /** Every error class, in one place. None knows HTTP: plugins/app/error-handler.ts maps each `code` to a status. */
 
 export type ErrorCode =
-  | 'not-found'
-  | 'conflict'
-  | 'precondition-failed'
-  | 'idempotency-key-reused'
+  | 'not-found' | 'conflict' | 'precondition-failed' | 'idempotency-key-reused'
   /** Retrying later may work. */
   | 'unavailable'
   | 'storage-full'
   /** Only server-assigned ids (1 to 2^53 - 1); a client may still choose one. */
   | 'ids-exhausted'
-  | 'invalid-header'
-  | 'invalid-query'
-  | 'shutting-down'
-  | 'overloaded'
-  | 'connection-spent'
-  | 'rate-limited'
-  | 'invalid-url'
-  | 'url-not-allowed'
-  /** A webhook URL whose host name does not resolve to any address (or not in time). */
-  | 'url-unresolvable'
-  | 'invalid-events'
-  | 'invalid-description'
-  /** A webhook secret supplied for a rotation that is not `whsec_` and 24 to 64 bytes in base64. */
-  | 'invalid-secret'
-  /** The owner already has as many webhook subscriptions as WEBHOOK_MAX_SUBSCRIPTIONS allows. */
-  | 'subscription-limit'
-  /** A sandbox tenant already holds SANDBOX_MAX_PLANTS of a resource (plants, …). */
+  | 'invalid-header' | 'invalid-query'
+  | 'shutting-down' | 'overloaded' | 'connection-spent' | 'rate-limited'
+  | 'invalid-url' | 'url-not-allowed' | 'url-unresolvable' | 'invalid-events' | 'invalid-description'
+  | 'invalid-secret' | 'subscription-limit'
+  /** A sandbox tenant already holds SANDBOX_MAX_PLANTS of a resource. */
   | 'collection-limit'
-  /** A sandbox at SANDBOX_MAX_TENANTS whose tenants are all in use: a new one cannot be made yet. */
+  /** At SANDBOX_MAX_TENANTS with every tenant in use. */
   | 'sandbox-full'
-  /** Every tenant store this sandbox instance may open is in use: retry shortly. */
+  /** Every tenant store this instance may open is in use. */
   | 'sandbox-busy'
-  /**
-   * No webhook delivery slot is free for a test event now (slots and pacing as deliveries): retry
-   * after `retryAfterS`.
-   */
+  /** No delivery slot free for a test event (paced as deliveries). */
   | 'webhook-busy'
-  /** A delivery of a disabled subscription: not retried until the subscription is enabled. */
+  /** Not retried until the subscription is enabled. */
   | 'subscription-disabled'
-  | 'method-not-allowed'
-  | 'method-not-implemented'
-  /**
-   * The request body is malformed in a way its schema cannot say (not JSON, not UTF-8, not I-JSON, prototype keys, a
-   * body where none is defined).
-   */
+  | 'method-not-allowed' | 'method-not-implemented'
+  /** What its schema cannot say: not JSON, not UTF-8, not I-JSON, prototype keys, a body where none is defined. */
   | 'invalid-body'
-  | 'unsupported-media-type'
-  | 'unsupported-content-encoding'
-  | 'expectation-failed'
-  | 'not-ready'
-  /** A bearer token that fails a check (a JWT's signature, issuer, audience, lifetime, algorithm). */
-  | 'invalid-token'
-  /** A valid token without the scope the operation needs. */
-  | 'insufficient-scope'
+  | 'unsupported-media-type' | 'unsupported-content-encoding' | 'expectation-failed' | 'not-ready'
+  | 'invalid-token' | 'insufficient-scope'
   /** The identity provider's keys cannot be fetched and no cached key fits the token. */
   | 'auth-unavailable'
 
@@ -90,10 +62,7 @@ export const databaseUnavailable = (cause: unknown): ServiceError =>
   new ServiceError('unavailable', 'The database is unavailable, retry shortly', { cause })
 /** A table or column this code needs is gone or renamed (a newer release's contract step): not this request's fault. */
 export const schemaUnavailable = (cause: unknown): ServiceError => new SchemaUnavailableError(cause)
-/**
- * The database answers but takes no write (a standby, a demoted primary, default_transaction_read_only):
- * every write would be a 503, so the instance is not ready for traffic.
- */
+/** A standby or read-only database: every write would be a 503, so the instance is not ready for traffic. */
 export class ReadOnlyDatabaseError extends ServiceError {
   constructor () {
     super('unavailable', 'The database is read-only, retry shortly')
@@ -119,7 +88,7 @@ export const sandboxBusy = (): ServiceError =>
   new ServiceError('sandbox-busy', 'Every sandbox store this instance may open is in use: retry shortly')
 export const sandboxFull = (): ServiceError =>
   new ServiceError('sandbox-full', 'The sandbox holds as many tenants as it may and all are in use: retry later')
-/** A refusal that says when to come back (Retry-After). */
+
 /** 503 `unavailable`, of the schema rather than the connection: readiness says which. */
 export class SchemaUnavailableError extends ServiceError {
   constructor (cause: unknown) {
@@ -127,6 +96,7 @@ export class SchemaUnavailableError extends ServiceError {
   }
 }
 
+/** A refusal that says when to come back (Retry-After). */
 export class RetryLaterError extends ServiceError {
   override name = 'RetryLaterError'
   constructor (code: ErrorCode, message: string, readonly retryAfterS: number) {
@@ -174,10 +144,7 @@ export class OverloadedError extends ServiceError {
   }
 }
 
-/**
- * A refusal of the caller's credentials, with the `WWW-Authenticate` challenge (RFC 6750 §3) that
- * tells the client what to do about it.
- */
+/** A refusal of the caller's credentials, with the `WWW-Authenticate` challenge (RFC 6750 §3). */
 export class AuthError extends ServiceError {
   constructor (code: 'invalid-token' | 'insufficient-scope', message: string, readonly challenge: string) {
     super(code, message)
@@ -193,10 +160,7 @@ export const insufficientScope = (scope: string): AuthError =>
     `This token lacks the scope ${scope}, which this operation needs`,
     `Bearer error="insufficient_scope", scope="${scope}"`
   )
-/**
- * The key set cannot be fetched; `retryAfterS` is when the next fetch may be tried, so a client that
- * waits that long is served.
- */
+/** `retryAfterS`: when the next key fetch may be tried, so a client that waits that long is served. */
 export class AuthUnavailableError extends ServiceError {
   constructor (readonly retryAfterS: number, options?: ErrorOptions) {
     super('auth-unavailable', 'The identity provider\'s signing keys cannot be fetched, retry shortly', options)

@@ -1,7 +1,7 @@
 import { isScope, SCOPES, type Scope } from '../auth/scopes.js'
 
 /** The commands of the `plant-store` executable (src/main/server.ts runs them). */
-export type Command =
+type Command =
   | { name: 'serve' }
   | { name: 'backup', file: string }
   | { name: 'restore', file: string, force: boolean }
@@ -39,7 +39,7 @@ const COMMAND_HELP = {
 `
 } as const
 
-export type CommandName = keyof typeof COMMAND_HELP
+type CommandName = keyof typeof COMMAND_HELP
 
 const PG_NOTE = 'PostgreSQL (a postgres:// DATABASE_URL) is backed up and restored with pg_dump and pg_restore ' +
   '(docs/operations.md).\n'

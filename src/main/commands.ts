@@ -19,22 +19,16 @@ export interface Output {
   terminal?: boolean
 }
 
-/** An API token as strong as the generated one: 32 random bytes, base64url (43 characters). */
+/** 32 random bytes, base64url (43 characters), as withTrialToken makes one. */
 export function newToken (): string {
   return randomBytes(32).toString('base64url')
 }
 
-/**
- * Prints a new token; with an entry, then the API_TOKENS_FILE line for it, which holds only the
- * token's digest: the token is shown this once and kept nowhere.
- */
+/** With an entry, then the API_TOKENS_FILE line, which holds only the digest: the token is shown this once. */
 export function runToken (output: Output, entry?: { name: string, scopes: readonly Scope[] }): number {
   const token = newToken()
-  if (entry === undefined) {
-    output.out(`${token}\n`)
-    return 0
-  }
   output.out(`${token}\n`)
+  if (entry === undefined) return 0
   output.err('plant-store token: the token above is shown only once; add this line to API_TOKENS_FILE and restart:\n')
   output.out(`${entry.name} ${entry.scopes.join(',')} sha256:${tokenDigest(token)}\n`)
   return 0
@@ -104,10 +98,7 @@ export async function runBackup (file: string, env: NodeJS.ProcessEnv, output: O
 }
 
 export function runRestore (
-  file: string,
-  env: NodeJS.ProcessEnv,
-  output: Output,
-  options: { force?: boolean } = {}
+  file: string, env: NodeJS.ProcessEnv, output: Output, options: { force?: boolean } = {}
 ): number {
   const config = readConfig(env, output)
   const database = config === undefined ? undefined : sqliteFile(config, 'restore', output)
@@ -124,13 +115,7 @@ export function runRestore (
   }
 }
 
-/**
- * Validates the configuration and looks at every dependency it names, without changing anything: a
- * SQLite file is checked as a start would (plant-store's, not newer than this code, quick_check);
- * PostgreSQL must answer and hold no schema newer than this code; Redis (REDIS_URL) must answer a
- * PING; the OpenID provider (OIDC_ISSUER) must serve its discovery document and a key set. Each is
- * reported; exit code 0 only when every one is fine.
- */
+/** Validates the configuration and looks at every dependency it names, changing nothing; 0 when all are fine. */
 export async function runCheck (env: NodeJS.ProcessEnv, output: Output): Promise<number> {
   const config = readConfig(env, output, output.terminal === true)
   if (config === undefined) return 1
@@ -141,9 +126,7 @@ export async function runCheck (env: NodeJS.ProcessEnv, output: Output): Promise
   }
   const failed: string[] = []
   if (!await checkDatabase(config, output)) {
-    failed.push(isPostgresUrl(config.databaseUrl)
-      ? 'PostgreSQL'
-      : 'the SQLite database')
+    failed.push(isPostgresUrl(config.databaseUrl) ? 'PostgreSQL' : 'the SQLite database')
   }
   if (config.redis !== undefined && !await checkRedis(config.redis.url, output)) failed.push('Redis')
   if (config.oidc !== undefined && !await checkOidc(config.oidc.issuer, output)) failed.push('the OpenID provider')
@@ -177,7 +160,6 @@ async function checkDatabase (config: Config, output: Output): Promise<boolean> 
   return true
 }
 
-/** How long `check` waits for Redis to connect and answer. */
 const REDIS_CHECK_TIMEOUT_MS = 3000
 
 /** REDIS_URL without what may be secret in it (its user and password): scheme, host, port, database. */

@@ -5,25 +5,18 @@ import { migrationLines, type MigrationReport } from '../store/migration.js'
 import { isPostgresUrl } from '../store/postgres/connection.js'
 import type { Output } from './commands.js'
 
-/**
- * PostgreSQL: the steps run over DATABASE_DIRECT_URL when set (a session of PostgreSQL itself, not a
- * pooler's), under the same advisory lock and in the same one transaction as a start's, retried
- * while the database cannot be reached for PG_STARTUP_TIMEOUT_MS.
- */
+/** Over DATABASE_DIRECT_URL when set (a session of PostgreSQL itself, not a pooler's), as a start migrates. */
 async function migratePostgres (config: Config): Promise<MigrationReport> {
   const { parsePostgresUrl } = await import('../store/postgres/connection.js')
   const { migrateWhenReachable } = await import('../store/postgres/migrate.js')
   const { startFailure } = await import('../store/postgres/startup.js')
   const target = parsePostgresUrl(config.databaseUrl)
-  const direct = config.databaseDirectUrl === undefined
-    ? target.connectionString
-    : parsePostgresUrl(config.databaseDirectUrl).connectionString
+  const connection = {
+    connectionString: parsePostgresUrl(config.databaseDirectUrl ?? config.databaseUrl).connectionString,
+    application_name: 'plant-store migrate',
+    connectionTimeoutMillis: config.pgConnectTimeoutMs
+  }
   try {
-    const connection = {
-      connectionString: direct,
-      application_name: 'plant-store migrate',
-      connectionTimeoutMillis: config.pgConnectTimeoutMs
-    }
     return await migrateWhenReachable(connection, target, RESOURCES,
       { apply: true, startup: { timeoutMs: config.pgStartupTimeoutMs } })
   } catch (err) {
@@ -42,10 +35,7 @@ async function migrateSqliteFile (config: Config): Promise<MigrationReport> {
   return store.migration
 }
 
-/**
- * `plant-store migrate`: applies the pending migrations of the database DATABASE_URL names and says
- * each step it applied and the version reached; run again it applies nothing. Exit 0, or 1 with the cause.
- */
+/** `plant-store migrate`: says each step it applied and the version reached; exit 0, or 1 with the cause. */
 export async function runMigrate (env: NodeJS.ProcessEnv, output: Output): Promise<number> {
   let config
   try {

@@ -9,7 +9,7 @@ import { BUILD_INFO } from '../config/build-info.js'
 import { runMigrate } from './migrate-command.js'
 import { ConfigError, StoreOpenError } from '../lib/errors.js'
 import { duration } from '../lib/human.js'
-import { loadConfig, SHUTDOWN_EXIT_MARGIN_MS, type Config, type LogFormat } from '../config/load-config.js'
+import { loadConfig, SHUTDOWN_EXIT_MARGIN_MS, type Config } from '../config/load-config.js'
 import { isPostgresUrl } from '../store/postgres/connection.js'
 import { withTrialToken } from '../auth/token-settings.js'
 
@@ -28,9 +28,7 @@ const output: Output = {
   terminal: atTerminal
 }
 
-/**
- * A second signal kills it; whatever the log sink does, it exits within the delay, grace and SHUTDOWN_EXIT_MARGIN_MS.
- */
+/** A second signal kills it; whatever the log sink does, it exits within delay + grace + SHUTDOWN_EXIT_MARGIN_MS. */
 async function serve (): Promise<void> {
   let config
   try {
@@ -75,37 +73,19 @@ async function serve (): Promise<void> {
     }),
     ...(config.tokenGenerated && { generatedToken: config.tokens[0] })
   }
-  if (!pretty) {
-    // Node's own warnings (a deprecation in a dependency, say) become log lines instead of plain text on stderr.
-    process.removeAllListeners('warning')
-    process.on('warning', (warning) => { app.log.warn({ err: warning }, `node: ${warning.message}`) })
-  }
-  // Whatever LOG_LEVEL says, as the banner for a person is: it may hold the only token that works.
+  // The banner is written whatever LOG_LEVEL says: it may hold the only token that works.
   if (pretty) {
     process.stderr.write(bannerText(banner))
-  } else {
-    logStream.write(`${JSON.stringify({
-      level: 30,
-      time: Date.now(),
-      pid: process.pid,
-      hostname: hostname(),
-      msg: `plant-store is listening on ${base}`,
-      ...banner
-    })}\n`)
+    return
   }
+  // Node's own warnings (a deprecation in a dependency, say) become log lines instead of plain text on stderr.
+  process.removeAllListeners('warning')
+  process.on('warning', (warning) => { app.log.warn({ err: warning }, `node: ${warning.message}`) })
+  logStream.write(logLine(30, `plant-store is listening on ${base}`, banner))
 }
 
-/**
- * SIGINT or SIGTERM: finish in-flight requests within the delay and grace, close the app, then exit
- * 0 (1 when the close failed or the deadline passed).
- */
+/** SIGINT or SIGTERM: finish in-flight requests, close the app, exit 0 (1 if the close failed or took too long). */
 function stopOnSignals (app: App, config: Config, logStream: ReturnType<typeof destination>): void {
-  /** The stream is marked destroyed first, so pino's exit-time flush has nothing to do. */
-  const exitNow = (code: number): void => {
-    logStream.destroy()
-    process.exit(code)
-  }
-
   let stopping = false
   const stop = (signal: NodeJS.Signals): void => {
     if (stopping) return
@@ -122,7 +102,9 @@ function stopOnSignals (app: App, config: Config, logStream: ReturnType<typeof d
     let closed = false
     setTimeout(() => {
       if (!closed) say('error', 'shutdown deadline passed before the database was closed')
-      exitNow(closed ? 0 : 1)
+      // Destroyed first, so pino's exit-time flush has nothing to do.
+      logStream.destroy()
+      process.exit(closed ? 0 : 1)
     }, config.shutdownDelayMs + config.shutdownGraceMs + SHUTDOWN_EXIT_MARGIN_MS)
     app.close().then(
       () => {
@@ -170,42 +152,29 @@ function bannerText ({ url, docs, openapi, metrics, sandbox, generatedToken }: B
 }
 
 /**
- * JSON log lines, or lines for a person: LOG_FORMAT, else JSON off a terminal. Read from the
- * environment as it is when the configuration could not be loaded (the message saying why is a line too).
+ * LOG_FORMAT, else JSON off a terminal; read from the environment too when the configuration could not be loaded
+ * (the message saying why is a log line too).
  */
-function jsonLines (format: LogFormat | undefined = rawLogFormat()): boolean {
-  return (format ?? (process.stdout.isTTY ? 'pretty' : 'json')) === 'json'
+function jsonLines (format: string | undefined = process.env.LOG_FORMAT): boolean {
+  return format === 'json' || (format !== 'pretty' && !process.stdout.isTTY)
 }
 
-function rawLogFormat (): LogFormat | undefined {
-  const value = process.env.LOG_FORMAT
-  return value === 'json' || value === 'pretty' ? value : undefined
+/** A log line as pino writes them. */
+function logLine (level: number, msg: string, fields: object): string {
+  return `${JSON.stringify({ level, time: Date.now(), pid: process.pid, hostname: hostname(), msg, ...fields })}\n`
 }
 
-/**
- * A message of the process itself (not of a request), on stderr: `plant-store: <message>` for a
- * person, or a JSON log line as pino writes them, so a collector merging both streams reads only JSON.
- */
+/** The process's own message, on stderr: a JSON line where a collector merging both streams reads only JSON. */
 function say (level: 'fatal' | 'error', message: string, err?: Error): void {
   if (!jsonLines()) {
     process.stderr.write(`plant-store: ${message}\n`)
     return
   }
-  const line = {
-    level: level === 'fatal' ? 60 : 50,
-    time: Date.now(),
-    pid: process.pid,
-    hostname: hostname(),
-    msg: message,
-    ...(err !== undefined && { err: { type: err.name, message: err.message, stack: err.stack } })
-  }
-  process.stderr.write(`${JSON.stringify(line)}\n`)
+  const details = err === undefined ? {} : { err: { type: err.name, message: err.message, stack: err.stack } }
+  process.stderr.write(logLine(level === 'fatal' ? 60 : 50, message, details))
 }
 
-/**
- * A bug that escapes every handler ends the process as it would anyway (exit 1), but as a JSON log
- * line where a collector reads JSON, not Node's plain stack trace. A person at a terminal keeps Node's.
- */
+/** An uncaught bug ends the process (exit 1) as a JSON log line, not Node's stack trace, but at a terminal. */
 function crashAsLogLine (): void {
   if (!jsonLines()) return
   process.on('uncaughtException', (err) => {
@@ -214,10 +183,7 @@ function crashAsLogLine (): void {
   })
 }
 
-/**
- * Log lines for a person at a terminal (LOG_FORMAT=pretty, the default there), written on into
- * `out`. pino-pretty is loaded only then.
- */
+/** Log lines for a person (LOG_FORMAT=pretty); pino-pretty is loaded only then. */
 async function prettyLog (out: NonNullable<PrettyOptions['destination']>): Promise<{ write (line: string): void }> {
   const { default: pinoPretty } = await import('pino-pretty')
   return pinoPretty({
@@ -234,11 +200,6 @@ function url (host: string, address: unknown, fallbackPort: number): string {
   return `http://${host.includes(':') ? `[${host}]` : host}:${port}`
 }
 
-/** `1.1.0 (commit <40 hex>)`: the commit tells two builds of one version apart. */
-function version (): string {
-  return `${BUILD_INFO.version} (commit ${BUILD_INFO.commit})`
-}
-
 async function main (): Promise<void> {
   let command
   try {
@@ -250,7 +211,8 @@ async function main (): Promise<void> {
   switch (command.name) {
     case 'serve': crashAsLogLine(); return await serve()
     case 'help': process.stdout.write(command.command === undefined ? USAGE : commandUsage(command.command)); return
-    case 'version': process.stdout.write(`plant-store ${version()}\n`); return
+    // The commit tells two builds of one version apart.
+    case 'version': process.stdout.write(`plant-store ${BUILD_INFO.version} (commit ${BUILD_INFO.commit})\n`); return
     case 'token': process.exitCode = runToken(output, command.entry); return
     case 'check': process.exitCode = await runCheck(process.env, output); return
     case 'migrate': process.exitCode = await runMigrate(process.env, output); return

@@ -14,7 +14,7 @@ import { isCurrentVersion, migrationLock, migrationRowsSql, MIGRATIONS_TABLE } f
 import { pgTypes } from '../store/postgres/types.js'
 import type { TenantBackend } from './tenants.js'
 
-export interface PostgresTenantOptions {
+interface PostgresTenantOptions {
   /** DATABASE_URL: its schema holds the registry; each tenant gets a schema of its own beside it. */
   url: string
   /** PG_POOL_MAX: the tenants share this many connections, and as many for dispatcher bookkeeping. */
@@ -26,18 +26,13 @@ export interface PostgresTenantOptions {
   resources?: ServedResources
 }
 
-/** Then a shared connection is replaced: a backend caches the catalog of every schema it has used. */
+/** Uses after which a shared connection is replaced: a backend caches the catalog of every schema it has used. */
 const SHARED_CONNECTION_USES = 2000
 
-/**
- * New schemas made at once: their DDL is PostgreSQL's CPU, and more would only hold pooled connections requests need.
- */
+/** New schemas made at once: their DDL is PostgreSQL's CPU; more would only hold connections requests need. */
 const CREATIONS_AT_ONCE = 2
 
-/**
- * A new tenant's schema in one round trip: every migration and resource table, one transaction,
- * under the migrator's lock.
- */
+/** A new tenant's schema in one round trip and one transaction, under the migrator's lock. */
 function createSchemaSql (schema: string, resources: readonly ResourceDefinition[]): string {
   return [
     `SELECT pg_advisory_xact_lock(hashtextextended('${migrationLock(schema)}', 0))`,
@@ -51,10 +46,7 @@ function createSchemaSql (schema: string, resources: readonly ResourceDefinition
   ].join(';\n')
 }
 
-/**
- * A tenant's schema: a digest of DATABASE_URL's schema and the tenant key, so two sandboxes on one database never share
- * one.
- */
+/** Digests DATABASE_URL's schema with the key, so two sandboxes on one database never share a schema. */
 export const tenantSchema = (mainSchema: string | undefined, key: string): string =>
   `sbx_${sha256(`${mainSchema ?? ''}/${key}`, 'hex').slice(0, 40)}`
 
@@ -65,25 +57,20 @@ const REGISTRY = `CREATE TABLE IF NOT EXISTS sandbox_tenants (
   last_used_at bigint NOT NULL)`
 
 /**
- * One schema per tenant, and a registry table (`sandbox_tenants`) in DATABASE_URL's schema that
- * every instance shares. A tenant is deleted by one transaction that deletes its row only while it
- * is still idle and drops its schema: an instance recording a use at the same time either keeps it
- * or, after the drop, makes it anew.
+ * One schema per tenant, and a registry (`sandbox_tenants`) in DATABASE_URL's schema that every instance shares.
+ * One transaction deletes a tenant's row only while it is idle and drops its schema: a use recorded meanwhile
+ * either keeps the tenant or makes it anew.
  */
 export async function createPostgresTenants (options: PostgresTenantOptions): Promise<TenantBackend> {
   const target = parsePostgresUrl(options.url)
   const resources = options.resources ?? RESOURCES
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000
   const { pool, raw } = await openRegistry(options, target, statementTimeoutMs)
-  const shared = tenantsPool(options, target, statementTimeoutMs)
-  const bookkeeping = tenantsPool(options, target, statementTimeoutMs)
+  const sharing = { max: options.poolMax ?? 10, maxUses: SHARED_CONNECTION_USES, types: pgTypes }
+  const shared = sandboxPool(options, sharing)
+  const bookkeeping = sandboxPool(options, sharing)
   const schemaOf = (key: string): string => tenantSchema(target.schema, key)
   const creations = inTurn(CREATIONS_AT_ONCE)
-  const tenantUrl = (key: string): string => {
-    const url = new URL(options.url)
-    url.searchParams.set('schema', schemaOf(key))
-    return url.toString()
-  }
   const registry = `${tablePrefix(target.schema)}sandbox_tenants`
   return failuresMapped({
     exists: async (key) => (await pool.query(`SELECT 1 FROM ${registry} WHERE key = $1`, [key])).rowCount === 1,
@@ -99,11 +86,12 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
       const current = created
         ? await creations.run(async () => await createSchema(shared, schema, resources))
         : await schemaIsCurrent(shared, schema, resources)
+      const url = new URL(options.url)
+      url.searchParams.set('schema', schema)
       const store = await createPostgresStore({
-        url: tenantUrl(key),
+        url: url.toString(),
         resources,
-        // The tenant's schema is each transaction's search_path: a pooled connection keeps no
-        // tenant's setting for the next one (nor does a transaction pooler's).
+        // Each transaction sets its tenant's search_path: a pooled connection (or a pooler's) keeps none for the next.
         pools: {
           pool: settledPool(shared, { schema, statementTimeoutMs }),
           bookkeeping: settledPool(bookkeeping, { schema, statementTimeoutMs, asynchronousCommit: true })
@@ -138,7 +126,7 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
   })
 }
 
-/** True when made; false when it could not be (another instance made it meanwhile): the migrator then looks. */
+/** False when it could not be made (another instance made it meanwhile): the migrator then looks. */
 async function createSchema (
   shared: pg.Pool, schema: string, resources: readonly ResourceDefinition[]
 ): Promise<boolean> {
@@ -151,10 +139,7 @@ async function createSchema (
   }
 }
 
-/**
- * Whether the schema is this code's version with a table for each resource (else the store migrates it and makes
- * what is missing: a resource declared since the tenant was made); a newer version is refused.
- */
+/** Whether the schema is this code's version with every resource's table and function (else the store migrates it). */
 async function schemaIsCurrent (
   shared: pg.Pool, schema: string, resources: readonly ResourceDefinition[]
 ): Promise<boolean> {
@@ -176,32 +161,21 @@ async function schemaIsCurrent (
   return isCurrentVersion(found?.version ?? 0) && found?.tables === true
 }
 
-/** Connections every tenant's store shares (each transaction sets its tenant's schema). */
-function tenantsPool (
-  options: PostgresTenantOptions, target: ReturnType<typeof parsePostgresUrl>, statementTimeoutMs: number
-): pg.Pool {
+function sandboxPool (options: PostgresTenantOptions, settings: pg.PoolConfig): pg.Pool {
   return survivingDisconnects(new pg.Pool({
-    connectionString: target.connectionString,
+    connectionString: parsePostgresUrl(options.url).connectionString,
     application_name: 'plant-store sandbox',
-    max: options.poolMax ?? 10,
-    maxUses: SHARED_CONNECTION_USES,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-    ...queryTimeout(statementTimeoutMs),
-    types: pgTypes
+    ...queryTimeout(options.statementTimeoutMs ?? 5000),
+    ...settings
   }), options.onIdleError)
 }
 
-/** The pool of the registry (`sandbox_tenants`), the table made when missing, under a lock every instance takes. */
+/** The registry's pool; the table is made when missing, under a lock every instance takes. */
 async function openRegistry (
   options: PostgresTenantOptions, target: ReturnType<typeof parsePostgresUrl>, statementTimeoutMs: number
 ): Promise<{ pool: pg.Pool, raw: pg.Pool }> {
-  const raw = survivingDisconnects(new pg.Pool({
-    connectionString: target.connectionString,
-    application_name: 'plant-store sandbox',
-    max: 4,
-    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-    ...queryTimeout(statementTimeoutMs)
-  }), options.onIdleError)
+  const raw = sandboxPool(options, { max: 4 })
   const pool = settledPool(raw, { schema: target.schema, statementTimeoutMs })
   try {
     await inTransaction(pool, async (client) => {

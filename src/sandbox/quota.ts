@@ -19,9 +19,8 @@ async function countUpTo (repository: Repository<ResourceTypes>, max: number): P
 }
 
 /**
- * At most `max` of a resource (every resource a sandbox serves has a cap): creates of one tenant
- * run one at a time on this instance, each after a count, so concurrent creates cannot overshoot
- * (instances sharing a tenant may, by one each).
+ * At most `max` of a resource: one tenant's creates run one at a time here, each after a count, so concurrent
+ * creates cannot overshoot (instances sharing a tenant may, by one each).
  */
 export function limitCreates<R extends Repository<ResourceTypes>> (
   repository: R, resource: ResourceDefinition, max: number
@@ -34,16 +33,8 @@ export function limitCreates<R extends Repository<ResourceTypes>> (
       const turn = queue.then(async () => {
         // At the cap a keyed create may still replay one that landed: the store refuses only a new one.
         const full = await countUpTo(repository, max) >= max
-        return await repository.create(
-          item,
-          idempotency,
-          origin,
-          full
-            ? () => {
-                throw collectionLimit(resource, max)
-              }
-            : undefined
-        )
+        const refuse = (): never => { throw collectionLimit(resource, max) }
+        return await repository.create(item, idempotency, origin, full ? refuse : undefined)
       })
       queue = turn.catch(() => {})
       return await turn

@@ -13,9 +13,7 @@ export const BUILT_IN_SEED: ReadonlyArray<Omit<NewPlant, 'id'>> = [
   { name: 'Aloe vera', tag: 'succulent' }
 ]
 
-/**
- * The plants SANDBOX_SEED names (`none`, a JSON file, unset: the built-in set), checked as a create would check them.
- */
+/** The plants SANDBOX_SEED names (`none`, a JSON file, unset: the built-in set), checked as a create checks them. */
 export function loadSeed (seed: string | undefined, maxPlants: number): Array<Omit<NewPlant, 'id'>> {
   if (seed === undefined) return BUILT_IN_SEED.slice(0, maxPlants)
   if (seed === 'none') return []

@@ -10,7 +10,7 @@ import type { TenantBackend } from './tenants.js'
 /** The folder of a SQLite sandbox's tenant files, next to DATABASE_URL's file. */
 export const tenantDirectory = (databaseUrl: string): string => `${databaseUrl}.tenants`
 
-export interface SqliteTenantOptions {
+interface SqliteTenantOptions {
   /** DATABASE_URL: a file (SANDBOX=1 refuses `:memory:`, whose tenants could never be closed). */
   databaseUrl: string
   store?: Omit<SqliteStoreOptions, 'filename' | 'checkpoint'>
@@ -21,10 +21,7 @@ const KEY = /^[0-9a-f]{64}$/
 /** A tenant's WAL is checkpointed at, and cut back to, this size (SQLite's default lets it reach 4 MiB). */
 export const TENANT_WAL_BYTES = 256 * 1024
 
-/**
- * One file per tenant (`<key>.db`) in one folder, and a small registry database there
- * (`registry.db`). One process owns the folder, as it owns DATABASE_URL's file.
- */
+/** One file per tenant (`<key>.db`) and a registry (`registry.db`) in a folder one process owns, as DATABASE_URL. */
 export async function createSqliteTenants (options: SqliteTenantOptions): Promise<TenantBackend> {
   const dir = tenantDirectory(options.databaseUrl)
   const registryFile = join(dir, 'registry.db')
@@ -35,13 +32,12 @@ export async function createSqliteTenants (options: SqliteTenantOptions): Promis
     return join(dir, `${key}.db`)
   }
   removeOrphans(dir, (key) => sql.exists.get(key) !== undefined)
-  // A new tenant's file is a copy of an empty, migrated one, made anew at each start: a copy costs
-  // far less than running every migration once per tenant.
+  // A new tenant's file is a copy of an empty, migrated one made at each start: far cheaper than migrating each.
   const template = join(dir, 'template.db')
   for (const suffix of ['', '-wal', '-shm']) rmSync(`${template}${suffix}`, { force: true })
   await createSqliteStore({ ...options.store, filename: template, checkpoint: false }).close()
 
-  // Set when a tenant could not be made for lack of space: the ping then makes the copy a new tenant needs.
+  // Set when a tenant could not be made for lack of space: the ping then tries the copy a new tenant needs.
   let full = false
   const failing = (err: unknown): unknown => {
     const failure = sqliteFailure(err) ?? err
@@ -108,7 +104,6 @@ export async function createSqliteTenants (options: SqliteTenantOptions): Promis
   }
 }
 
-/** The registry: one row per tenant, with when it was last used. */
 function openRegistry (registryFile: string) {
   createOwnerOnly(registryFile)
   const db = new Database(registryFile)
@@ -127,11 +122,8 @@ function openRegistry (registryFile: string) {
     ),
     touch: db.prepare<[number, string]>('UPDATE tenants SET last_used_at = max(last_used_at, ?) WHERE key = ?'),
     count: db.prepare<[], number>('SELECT count(*) FROM tenants').pluck(),
-    lru: db
-      .prepare<[number, number], string>(
-        'SELECT key FROM tenants WHERE last_used_at < ? ORDER BY last_used_at, key LIMIT ?'
-      )
-      .pluck(),
+    lru: db.prepare<[number, number], string>(
+      'SELECT key FROM tenants WHERE last_used_at < ? ORDER BY last_used_at, key LIMIT ?').pluck(),
     remove: db.prepare<[string, number]>('DELETE FROM tenants WHERE key = ? AND last_used_at < ?')
   }
   return { db, sql }

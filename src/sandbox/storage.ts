@@ -2,28 +2,22 @@ import type { Repository, ResourceTypes } from '../resources/definition.js'
 import type { Store, StoreLog } from '../store/contract.js'
 import type { StorageLimits } from '../store/trim.js'
 
-/**
- * What a sandbox tenant keeps at most of what outlives its plants (docs/operations.md states the
- * size this bounds a tenant to): the last 200 idempotency keys, chosen ids, deliveries and events.
- */
+/** What a tenant keeps at most of what outlives its plants (docs/operations.md states the size this bounds). */
 export const TENANT_STORAGE_LIMITS: Readonly<StorageLimits> = {
   keys: 200, chosenIds: 200, deliveries: 200, events: 200
 }
 
 /** Writes between two trims: a tenant holds at most this many rows past each limit. */
-export const TRIM_EVERY_WRITES = 50
+const TRIM_EVERY_WRITES = 50
 
-export interface TenantTrimmer {
+interface TenantTrimmer {
   /** The repository, whose writes count towards the next trim. */
   counting: <R extends Repository<ResourceTypes>>(repository: R) => R
   /** Trims what the writes since the last trim added: before the store closes. */
   flush: () => Promise<void>
 }
 
-/**
- * Every TRIM_EVERY_WRITES writes of a tenant, the write that reaches the count trims its store
- * before it answers, and its close trims what is left; a trim that fails is logged, and the next runs.
- */
+/** The write that reaches TRIM_EVERY_WRITES trims before it answers, and the close trims what is left. */
 export function tenantTrimmer (store: Pick<Store, 'trim'>, log?: Pick<StoreLog, 'error'>): TenantTrimmer {
   let untrimmed = 0
   const trim = async (): Promise<void> => {

@@ -3,16 +3,11 @@ import type { Store, StoreLog } from '../store/contract.js'
 import type { PoolReporter, PoolStats } from '../store/pool-stats.js'
 
 /** Where tenants live: one store each, and a registry of when each was created and last used. */
-/** `poolStats`: its PostgreSQL pools, which every tenant's store shares. */
 export interface TenantBackend extends PoolReporter {
   exists: (key: string) => Promise<boolean>
   /** Records a use at `now`; resolves true when this call created the tenant. */
   touch: (key: string, now: number) => Promise<boolean>
-  /**
-   * `created`: the tenant is new (its touch made it), so its files or schema are made here. Resolves
-   * with its store, and `created` true when its data is new (to be seeded): also when a creation that
-   * failed left a registry row without data.
-   */
+  /** Resolves `created` true when its data is new (to seed): also after a failed creation left a row without data. */
   open: (key: string, created: boolean) => Promise<{ store: Store, created: boolean }>
   count: () => Promise<number>
   /** Rejects while the registry does not answer, or (SQLite) while a new tenant would not fit on the disk. */
@@ -24,7 +19,7 @@ export interface TenantBackend extends PoolReporter {
   close: () => Promise<void>
 }
 
-export interface TenantRegistryOptions<T> {
+interface TenantRegistryOptions<T> {
   backend: TenantBackend
   maxTenants: number
   openTenants: number
@@ -62,11 +57,8 @@ interface Waiter {
   refuse: (err: Error) => void
 }
 
-/**
- * How long a store whose last request just ended is kept for its tenant's next one before a
- * waiting tenant may take its place: a client's requests in a row then share one open.
- */
-export const KEEP_IDLE_MS = 250
+/** A store just left idle is kept this long for its tenant: a client's requests in a row then share one open. */
+const KEEP_IDLE_MS = 250
 
 /** Expired tenants deleted at once: PostgreSQL drops a schema per transaction. */
 const SWEEP_PARALLEL = 4
@@ -74,14 +66,13 @@ const SWEEP_PARALLEL = 4
 /** Seconds a caller refused for a full sandbox is asked to wait. */
 export const SANDBOX_FULL_RETRY_AFTER_S = 60
 
-/** SANDBOX_OPEN_WAIT_MS's default: how long a request waits for one of the SANDBOX_OPEN_TENANTS stores before a 503. */
+/** SANDBOX_OPEN_WAIT_MS's default. */
 export const OPEN_WAIT_MS = 30_000
 
 /**
- * The open tenants of this instance, least recently used first, each closed only when no request
- * holds it (reference counts); opens, closes and deletes of one tenant run one at a time. The
- * sweep deletes tenants idle past the TTL, closes handles idle for a quarter of it (so a shared
- * database never deletes a tenant another instance still has open), and records uses.
+ * The open tenants, least recently used first, closed only when no request holds them; one tenant's opens, closes
+ * and deletes run one at a time. Handles close after a quarter of the TTL, so a shared database never deletes a
+ * tenant another instance still has open.
  */
 export class TenantRegistry<T> {
   readonly #options: TenantRegistryOptions<T>
@@ -96,7 +87,7 @@ export class TenantRegistry<T> {
   #opening = 0
   #pumpTimer: NodeJS.Timeout | undefined
   #pumpAt = Infinity
-  /** How often a use is written to the registry, and how long a handle stays open unused. */
+  /** How often a use is recorded, and how long a handle stays open unused. */
   readonly touchIntervalMs: number
   readonly sweepIntervalMs: number
   #timer: NodeJS.Timeout | undefined
@@ -115,7 +106,6 @@ export class TenantRegistry<T> {
     return this.#open.size
   }
 
-  /** Requests waiting for a store to be free. */
   get waiting (): number {
     return this.#queue.length
   }
@@ -246,11 +236,7 @@ export class TenantRegistry<T> {
     this.#idle.set(key, entry)
   }
 
-  /**
-   * Deletes up to `count` of the least recently used tenants unused for a touch interval (a minute,
-   * or a quarter of the TTL); resolves with how many. The registry may lag a use by that interval
-   * (here and on other instances): this instance's open entries are judged by their own last use.
-   */
+  /** Deletes up to `count` LRU tenants unused for a touch interval, by which the registry may lag a use. */
   async #evict (count: number, now: number): Promise<number> {
     const before = now - this.touchIntervalMs
     const candidates = await this.#backend.leastRecentlyUsed(before, count + this.#open.size)
@@ -276,22 +262,15 @@ export class TenantRegistry<T> {
     })
   }
 
-  /**
-   * Resolves holding a place under SANDBOX_OPEN_TENANTS (`#opening`): at once, or in turn, first come
-   * first served; past SANDBOX_OPEN_WAIT_MS a 503 sandbox-busy.
-   */
+  /** Takes a place under SANDBOX_OPEN_TENANTS (`#opening`), in turn; past SANDBOX_OPEN_WAIT_MS a 503 sandbox-busy. */
   async #waitForRoom (): Promise<void> {
     if (this.#queue.length === 0 && this.#room()) {
       this.#opening++
       return
     }
     await new Promise<void>((resolve, reject) => {
-      const waiter = {
-        deadline: performance.now() + (this.#options.openWaitMs ?? OPEN_WAIT_MS),
-        grant: resolve,
-        refuse: reject
-      }
-      this.#queue.push(waiter)
+      const deadline = performance.now() + (this.#options.openWaitMs ?? OPEN_WAIT_MS)
+      this.#queue.push({ deadline, grant: resolve, refuse: reject })
       this.#pump()
     })
   }
@@ -300,10 +279,7 @@ export class TenantRegistry<T> {
     return this.#open.size + this.#opening < this.#options.openTenants
   }
 
-  /**
-   * Gives the first waiters a free place or that of the longest idle store, closed for them; a store
-   * idle for less than KEEP_IDLE_MS is kept for its tenant unless the first waiter's wait is over.
-   */
+  /** Gives waiters a free place or the longest idle store's, unless it is within KEEP_IDLE_MS and none is late. */
   #pump (): void {
     const clock = performance.now()
     while (this.#queue.length > 0) {
@@ -332,7 +308,7 @@ export class TenantRegistry<T> {
     }
   }
 
-  /** One timer for the next moment the queue can move without a release: a kept store's end, or a wait's. */
+  /** One timer for the next moment the queue can move without a release. */
   #pumpIn (ms: number): void {
     const at = performance.now() + ms
     if (this.#pumpTimer !== undefined && this.#pumpAt <= at) return
