@@ -12,6 +12,13 @@ import { deliverySchemasOf, WebhookDeliveryAttemptSchema } from '../../src/schem
 import { eventTypesOf } from '../../src/webhooks/events.js'
 import { webhookEventSchemas } from '../../src/schemas/webhook-events.js'
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The shared webhook schemas that name the app's event types: routes `ref` these. */
+    webhookSchemas: ReturnType<typeof webhookSchemasOf> & ReturnType<typeof deliverySchemasOf>
+  }
+}
+
 /**
  * Registers the shared schemas at the root, so routes `$ref` them, the serializer compiles them
  * once, and the OpenAPI document names them under `components/schemas`.
@@ -24,12 +31,12 @@ export default fp(async function schemasPlugin (app) {
     }
   }
   // Those naming event types list the app's resources' ones.
+  const webhookSchemas = { ...webhookSchemasOf(app.resources), ...deliverySchemasOf(eventTypesOf(app.resources)) }
+  app.decorate('webhookSchemas', webhookSchemas)
   const {
     WebhookSchema, WebhookWithSecretSchema, WebhookListSchema, NewWebhookSchema, WebhookPatchSchema,
-    WebhookEventTypeListSchema
-  } = webhookSchemasOf(app.resources)
-  const { WebhookDeliverySchema, WebhookDeliveryDetailSchema, WebhookDeliveryListSchema } =
-    deliverySchemasOf(eventTypesOf(app.resources))
+    WebhookEventTypeListSchema, WebhookDeliverySchema, WebhookDeliveryDetailSchema, WebhookDeliveryListSchema
+  } = webhookSchemas
   app.addSchema(WebhookSchema)
   app.addSchema(WebhookWithSecretSchema)
   app.addSchema(WebhookSecretSchema)

@@ -97,7 +97,9 @@ function documentHead (schema: JsonObject): JsonObject {
  */
 function securityOf (scope: Scope | undefined, schemes: readonly string[], { grantedBy }: ScopeCatalog): JsonObject {
   if (scope === undefined) return {}
-  return { security: schemes.map((scheme) => ({ [scheme]: [] })), 'x-scopes': [...grantedBy[scope]] }
+  const granting = grantedBy[scope]
+  if (granting === undefined) throw new Error(`a route declares the scope ${scope}, which no served resource has`)
+  return { security: schemes.map((scheme) => ({ [scheme]: [] })), 'x-scopes': [...granting] }
 }
 
 const transformWith = (schemes: readonly string[], scopes: ScopeCatalog): Transform => ({ schema, url, route }) => {
@@ -196,8 +198,8 @@ function sandboxNote ({ maxPlants, maxSubscriptions, ttlMs }: SandboxConfig): st
 function securitySchemesOf (
   { oidc, sandbox }: FastifyInstance['config'], scopeCatalog: FastifyInstance['scopeCatalog']
 ) {
-  const scopeList = scopeCatalog.scopes
-    .map((scope) => `\`${scope}\` (${scopeCatalog.descriptions[scope].toLowerCase()})`).join(', ')
+  const scopeList = Object.entries(scopeCatalog.descriptions)
+    .map(([scope, description]) => `\`${scope}\` (${description.toLowerCase()})`).join(', ')
   return {
     bearerAuth: {
       type: 'http' as const,

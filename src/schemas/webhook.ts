@@ -1,7 +1,6 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { Type } from '@sinclair/typebox'
 import { MAX_DESCRIPTION_LENGTH } from '../webhooks/service.js'
 import { eventSubjectsOf, eventTypesOf, type WebhookEventType } from '../webhooks/events.js'
-import { RESOURCES } from '../resources/index.js'
 import { MAX_WEBHOOK_URL_LENGTH } from '../webhooks/url-policy.js'
 import { int64IdSchema, int64StringSchema } from './int64.js'
 import { cursorSchema, listLimitSchema } from './paging.js'
@@ -313,10 +312,3 @@ export function webhookSchemasOf (resources: Parameters<typeof eventTypesOf>[0])
     WebhookEventTypeListSchema: webhookEventTypeListSchema(eventSubjectsOf(resources))
   }
 }
-
-/** Those of the resources served by default: routes `ref` them by `$id` and take their static types. */
-export const {
-  WebhookSchema, WebhookWithSecretSchema, WebhookListSchema, NewWebhookSchema, WebhookPatchSchema,
-  WebhookEventTypeListSchema
-} = webhookSchemasOf(RESOURCES)
-export type Webhook = Static<typeof WebhookSchema>

@@ -3,7 +3,7 @@ import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK, type JWTPayload } from 'jose'
 import Provider from 'oidc-provider'
-import { SCOPES } from '../../src/auth/scopes.js'
+import { SCOPES } from './resources.js'
 
 /** The audience (resource indicator) the test provider issues access tokens for. */
 export const AUDIENCE = 'https://plants.test'

@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { webhookLocationHeader } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
-import { NewWebhookSchema, WebhookWithSecretSchema } from '../../../src/schemas/webhook.js'
-import { eventSubjectsOf } from '../../../src/webhooks/events.js'
+import { eventSubjectsOf, eventTypesOf } from '../../../src/webhooks/events.js'
 import { checkEventScopes, eventScopesText, ownerOf, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
 
 /** `POST /webhooks`: subscribes a URL to the resources' events. */
@@ -24,9 +23,9 @@ const createWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
           'most WEBHOOK_MAX_SUBSCRIPTIONS (25 by default), and creating one more is a 409 until one is deleted. ' +
           eventScopesText(app.resources),
         tags: ['webhooks'],
-        body: ref(NewWebhookSchema),
+        body: ref(app.webhookSchemas.NewWebhookSchema),
         response: {
-          201: ref(WebhookWithSecretSchema, {
+          201: ref(app.webhookSchemas.WebhookWithSecretSchema, {
             description: 'The subscription was created',
             headers: webhookLocationHeader
           }),
@@ -40,7 +39,7 @@ const createWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
       }
     },
     async (request, reply) => {
-      checkEventScopes(request, request.body.events)
+      checkEventScopes(request, request.body.events ?? eventTypesOf(app.resources))
       const subscription = await request.webhooks.createSubscription(ownerOf(request), request.body)
       void reply.code(201).header('location', `/webhooks/${subscription.id}`)
       return subscription

@@ -6,6 +6,7 @@ import { test } from 'node:test'
 import { decodeJwt, decodeProtectedHeader } from 'jose'
 import { AuthUnavailableError, isServiceError } from '../../../src/lib/errors.js'
 import { FAILED_FETCH_COOLDOWN_MS, KEYS_MAX_AGE_MS, looksLikeJwt, OidcVerifier, ProviderKeys } from '../../../src/auth/oidc.js'
+import { DEFAULT_SCOPES } from '../../../src/auth/scopes.js'
 import { AUDIENCE, signingKey, startProvider } from '../../helpers/oidc-provider.js'
 
 test('looksLikeJwt: three base64url parts (the last may be empty); anything else is an opaque token', () => {
@@ -110,7 +111,8 @@ test('OidcVerifier remembers a verified token until its exp (verified once), and
   const op = await startProvider([key])
   t.after(op.stop)
   let now = Date.now()
-  const verifier = new OidcVerifier({ issuer: op.issuer, audience: AUDIENCE, clockSkewMs: 30_000, jwksCooldownMs: 30_000, requireAtJwt: true }, () => {}, () => now)
+  const verifier = new OidcVerifier({ issuer: op.issuer, audience: AUDIENCE, clockSkewMs: 30_000, jwksCooldownMs: 30_000, requireAtJwt: true },
+    () => {}, DEFAULT_SCOPES.isScope, () => now)
   const token = await op.token('reader')
   const first = await verifier.verify(token)
   assert.deepEqual({ ...first, scopes: [...first.scopes] }, { id: 'jwt:reader', name: 'reader', client: 'reader', scopes: ['plants:read'] })

@@ -14,6 +14,7 @@ import type { AddressPolicy } from '../../../src/webhooks/url-policy.js'
 import { USER_AGENT } from '../../../src/webhooks/user-agent.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
 import { sqliteWebhookDatabase } from '../../helpers/sqlite-webhooks.js'
+import { RESOURCE_EVENT_TYPES } from '../../helpers/resources.js'
 import { startReceiver, until, verifyWebhook, type WebhookReceiver } from '../../helpers/webhook-receiver.js'
 import { plant } from './store-conformance.js'
 
@@ -51,7 +52,9 @@ async function setup (t: TestContext, options: Partial<DispatcherOptions> = {}):
     return dispatcher
   }
   const dispatcher = newDispatcher()
-  const service = new WebhookService({ store, policy: loopback, lookupTimeoutMs: 2000, onDue: () => { dispatcher.wake() } })
+  const service = new WebhookService({
+    store, policy: loopback, lookupTimeoutMs: 2000, eventTypes: RESOURCE_EVENT_TYPES, onDue: () => { dispatcher.wake() }
+  })
   let plantId = 0n
   return {
     store,

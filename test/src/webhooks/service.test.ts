@@ -42,7 +42,9 @@ async function setup (t: TestContext): Promise<Fixture> {
     }
   }
   let wakes = 0
-  const service = new WebhookService({ store, policy, lookupTimeoutMs: 2000, onDue: () => { wakes++ } })
+  const service = new WebhookService({
+    store, policy, lookupTimeoutMs: 2000, eventTypes: RESOURCE_EVENT_TYPES, onDue: () => { wakes++ }
+  })
   return { service, store, lookups, woken: () => wakes }
 }
 
@@ -162,6 +164,7 @@ describe('webhook service', () => {
       store,
       policy,
       lookupTimeoutMs: 2000,
+      eventTypes: RESOURCE_EVENT_TYPES,
       maxSubscriptions: 200,
       // ALICE is a named token narrowed to webhooks; BOB's scopes are not known (a JWT's).
       ownerScopes: { owners: [ALICE], missing: (owner, events) => owner === ALICE && events.length > 0 ? 'plants:read' : undefined }

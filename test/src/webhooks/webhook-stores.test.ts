@@ -13,12 +13,13 @@ import { createSqliteWebhookStore, openSqliteWebhookDatabase } from '../../../sr
 import { StoreOpenError } from '../../../src/lib/errors.js'
 import type { Store } from '../../../src/store/contract.js'
 import { PLANTS } from '../../../src/resources/plants.js'
-import { resourceEvent, WEBHOOK_EVENT_TYPES } from '../../../src/webhooks/events.js'
+import { resourceEvent } from '../../../src/webhooks/events.js'
+import { RESOURCE_EVENT_TYPES } from '../../helpers/resources.js'
 import { cleanupStack, type Cleanup } from '../../helpers/cleanup.js'
 import { adminQuery, scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
 import { plant } from './store-conformance.js'
 
-const record = { owner: 'a'.repeat(64), url: 'https://hooks.example.com/', events: [...WEBHOOK_EVENT_TYPES], disabled: false, secret: 'whsec_c2VjcmV0' }
+const record = { owner: 'a'.repeat(64), url: 'https://hooks.example.com/', events: [...RESOURCE_EVENT_TYPES], disabled: false, secret: 'whsec_c2VjcmV0' }
 
 function tempFile (cleanup: Cleanup): string {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-webhook-stores-'))
