@@ -153,12 +153,19 @@ export const RotateWebhookSecretSchema = Type.Object(
   }
 )
 
-/** What a subscription's creation sends: `types` are the app's. */
-const newWebhookSchema = (types: readonly WebhookEventType[]) => Type.Object(
+/**
+ * What a subscription without `events` gets, as the schema and the create route say it: every event type while
+ * one resource is served, those of the resources the token may read when several are.
+ */
+export const defaultEventsText = (resources: readonly unknown[]): string =>
+  resources.length === 1 ? 'every event type' : 'the event types of every resource the token may read'
+
+/** What a subscription's creation sends: `types` are the app's; `absent` what it gets without `events`. */
+const newWebhookSchema = (types: readonly WebhookEventType[], absent: string) => Type.Object(
   {
     url: urlInput(`Where to POST events: ${URL_RULE}`),
     events: Type.Optional(
-      eventsInput(types, 'The event types to deliver (duplicates count once); every event type when absent')
+      eventsInput(types, `The event types to deliver (duplicates count once); ${absent} when absent`)
     ),
     description: Type.Optional(Type.String(descriptionOptions)),
     disabled: Type.Optional(
@@ -307,7 +314,7 @@ export function webhookSchemasOf (resources: Parameters<typeof eventTypesOf>[0])
     WebhookSchema: webhook,
     WebhookWithSecretSchema: withSecret,
     WebhookListSchema: list,
-    NewWebhookSchema: newWebhookSchema(types),
+    NewWebhookSchema: newWebhookSchema(types, defaultEventsText(resources)),
     WebhookPatchSchema: webhookPatchSchema(types),
     WebhookEventTypeListSchema: webhookEventTypeListSchema(eventSubjectsOf(resources))
   }

@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { webhookLocationHeader } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
-import { eventSubjectsOf, eventTypesOf } from '../../../src/webhooks/events.js'
-import { checkEventScopes, eventScopesText, ownerOf, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
+import { eventSubjectsOf } from '../../../src/webhooks/events.js'
+import { defaultEventsText } from '../../../src/schemas/webhook.js'
+import { eventScopesText, eventsToSubscribe, ownerOf, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
 
 /** `POST /webhooks`: subscribes a URL to the resources' events. */
 const createWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
@@ -15,7 +16,7 @@ const createWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Create a webhook subscription',
         description:
           `Subscribes a URL to ${eventSubjectsOf(app.resources)} events ` +
-          '(every event type unless `events` narrows them) and ' +
+          `(${defaultEventsText(app.resources)} unless \`events\` narrows them) and ` +
           'answers 201 with the subscription, its signing `secret` included (the only answer besides `GET ' +
           '/webhooks/{id}/secret` and a rotation that carries it), and `Location: /webhooks/{id}`. The URL must be ' +
           'an absolute http or https URL of at most 2048 characters without credentials, whose host is (or resolves ' +
@@ -39,8 +40,8 @@ const createWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
       }
     },
     async (request, reply) => {
-      checkEventScopes(request, request.body.events ?? eventTypesOf(app.resources))
-      const subscription = await request.webhooks.createSubscription(ownerOf(request), request.body)
+      const events = eventsToSubscribe(request, request.body.events)
+      const subscription = await request.webhooks.createSubscription(ownerOf(request), { ...request.body, events })
       void reply.code(201).header('location', `/webhooks/${subscription.id}`)
       return subscription
     }

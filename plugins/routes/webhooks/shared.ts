@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { insufficientScope } from '../../../src/lib/errors.js'
 import type { ResourceDefinition } from '../../../src/resources/definition.js'
 import { resourceScope } from '../../../src/auth/scopes.js'
-import { missingEventScope } from '../../../src/webhooks/events.js'
+import { eventTypesOf, missingEventScope } from '../../../src/webhooks/events.js'
 import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
 import { ref } from '../../../src/schemas/ref.js'
 
@@ -51,6 +51,21 @@ export function checkEventScopes (request: FastifyRequest, events: readonly stri
   const { resources, scopeCatalog } = request.server
   const missing = missingEventScope(events, request.principal?.scopes ?? new Set(), scopeCatalog, resources)
   if (missing !== undefined) throw insufficientScope(missing)
+}
+
+/**
+ * The events a new subscription asks for, checked: `events`, or when absent the event types of every
+ * resource the caller may read, fixed at creation like a list it sent (a scope gained later, or a
+ * resource served later, adds events by a PATCH of `events`, never by itself). A caller that may read
+ * none is refused as for every event type: 403 naming the first read scope it lacks.
+ */
+export function eventsToSubscribe (request: FastifyRequest, events: readonly string[] | undefined): readonly string[] {
+  const { resources, scopeCatalog } = request.server
+  const held = request.principal?.scopes ?? new Set()
+  const chosen = events ??
+    eventTypesOf(resources.filter((resource) => scopeCatalog.grants(held, resourceScope(resource, 'read'))))
+  checkEventScopes(request, chosen.length > 0 ? chosen : eventTypesOf(resources))
+  return chosen
 }
 
 /**
