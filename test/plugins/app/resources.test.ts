@@ -214,3 +214,14 @@ test('serving it refuses no subscriber: without events, a token gets the events 
   assert.equal(widened.statusCode, 200, widened.body)
   assert.deepEqual(widened.json<WebhookBody>().events, events)
 })
+
+test('its store operations are timed as every resource\'s are', async (t) => {
+  const app = await buildTestApp(t, { METRICS_PORT: '0' }, { resources: [...RESOURCES, POTS] })
+  const created = await app.inject({ method: 'POST', url: '/pots', headers: AUTH, payload: { name: 'Terracotta' } })
+  assert.equal(created.statusCode, 201)
+  const address = app.metrics?.address()
+  assert.ok(address)
+  const text = await (await fetch(`http://127.0.0.1:${address.port}/metrics`)).text()
+  assert.match(text, /^plantstore_store_operation_duration_seconds_count\{operation="pots\.create",outcome="ok"\} 1$/m)
+  assert.match(text, /^plantstore_store_operation_duration_seconds_count\{operation="pots\.list",outcome="ok"\} 0$/m)
+})
