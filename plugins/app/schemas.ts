@@ -9,7 +9,6 @@ import {
   webhookSchemasOf
 } from '../../src/schemas/webhook.js'
 import { deliverySchemasOf, WebhookDeliveryAttemptSchema } from '../../src/schemas/webhook-delivery.js'
-import { eventTypesOf } from '../../src/webhooks/events.js'
 import { webhookEventSchemas } from '../../src/schemas/webhook-events.js'
 
 declare module 'fastify' {
@@ -31,7 +30,7 @@ export default fp(async function schemasPlugin (app) {
     }
   }
   // Those naming event types list the app's resources' ones.
-  const webhookSchemas = { ...webhookSchemasOf(app.resources), ...deliverySchemasOf(eventTypesOf(app.resources)) }
+  const webhookSchemas = { ...webhookSchemasOf(app.resources), ...deliverySchemasOf(app.eventTypes) }
   app.decorate('webhookSchemas', webhookSchemas)
   const {
     WebhookSchema, WebhookWithSecretSchema, WebhookListSchema, NewWebhookSchema, WebhookPatchSchema,

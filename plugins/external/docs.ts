@@ -8,7 +8,7 @@ import { duration } from '../../src/lib/human.js'
 import type { Scope, ScopeCatalog } from '../../src/auth/scopes.js'
 import { rateLimitHeaders, requestIdHeader } from '../../src/schemas/headers.js'
 import { webhookEventsDocument } from '../../src/schemas/webhook-events.js'
-import { eventSubjectsOf, eventTypesOf } from '../../src/webhooks/events.js'
+import { eventSubjectsOf } from '../../src/webhooks/events.js'
 
 type Transform = NonNullable<FastifyDynamicSwaggerOptions['transform']>
 type JsonObject = Record<string, unknown>
@@ -226,7 +226,7 @@ function securitySchemesOf (
 }
 
 export default fp(async function docsPlugin (app) {
-  const { config: { oidc, sandbox }, resources, scopeCatalog } = app
+  const { config: { oidc, sandbox }, resources, scopeCatalog, eventTypes } = app
   const securitySchemes = securitySchemesOf(app.config, scopeCatalog)
   const schemes = Object.keys(securitySchemes)
   await app.register(swagger, {
@@ -248,7 +248,7 @@ export default fp(async function docsPlugin (app) {
         {
           name: 'webhooks',
           description: `Webhook subscriptions: the service POSTs every ${eventSubjectsOf(resources)} change ` +
-            `(${eventTypesOf(resources).map((type) => `\`${type}\``).join(', ')}) ` +
+            `(${eventTypes.map((type) => `\`${type}\``).join(', ')}) ` +
             'to the URLs a token subscribed, signed as Standard Webhooks specifies. Each token sees and manages its ' +
             'own subscriptions only. The events themselves are described under `webhooks`.'
         },

@@ -64,7 +64,7 @@ export function eventsToSubscribe (request: FastifyRequest, events: readonly str
   const held = request.principal?.scopes ?? new Set()
   const chosen = events ??
     eventTypesOf(resources.filter((resource) => scopeCatalog.grants(held, resourceScope(resource, 'read'))))
-  checkEventScopes(request, chosen.length > 0 ? chosen : eventTypesOf(resources))
+  checkEventScopes(request, chosen.length > 0 ? chosen : request.server.eventTypes)
   return chosen
 }
 
