@@ -1,5 +1,6 @@
 import type { ResourceDefinition } from '../../src/resources/definition.js'
 import { RESOURCES } from '../../src/resources/index.js'
+import { PLANTS } from '../../src/resources/plants.js'
 import { resourceScope, type Scope } from '../../src/auth/scopes.js'
 import type { WebhookEventType } from '../../src/webhooks/events.js'
 
@@ -79,6 +80,13 @@ export const SCOPE_NAMES = SCOPES.join(', ')
 /** As the document's security schemes list them: `plants:read` (list and get plants), … */
 export const SCOPE_LIST_TEXT = EXPECTED_SCOPES
   .map(({ scope, description }) => `\`${scope}\` (${description.toLowerCase()})`).join(', ')
+
+/** The plants' event types and scopes, from their declaration: what tests that write plants expect. */
+export const PLANT_CREATED = `${PLANTS.name}.created` as const
+export const PLANT_UPDATED = `${PLANTS.name}.updated` as const
+export const PLANT_DELETED = `${PLANTS.name}.deleted` as const
+export const PLANTS_READ = resourceScope(PLANTS, 'read')
+export const PLANTS_WRITE = resourceScope(PLANTS, 'write')
 
 /** Every resource's read scope: what a token needs to subscribe to every event type. */
 export const READ_SCOPES: readonly Scope[] = RESOURCES.map((resource) => resourceScope(resource, 'read'))

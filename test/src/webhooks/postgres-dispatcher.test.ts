@@ -15,7 +15,7 @@ import type { WebhookStore, WebhookSubscription } from '../../../src/webhooks/st
 import type { AddressPolicy } from '../../../src/webhooks/url-policy.js'
 import { directUrl, scratchDatabaseUrl, terminateSessions, TEST_DATABASE_URL, withApplicationName } from '../../helpers/postgres.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
-import { RESOURCE_EVENT_TYPES } from '../../helpers/resources.js'
+import { PLANT_CREATED, PLANT_DELETED, RESOURCE_EVENT_TYPES } from '../../helpers/resources.js'
 import { startReceiver, until, verifyWebhook, type WebhookReceiver } from '../../helpers/webhook-receiver.js'
 import { plant } from './store-conformance.js'
 
@@ -135,7 +135,7 @@ if (TEST_DATABASE_URL !== undefined) {
       const plants = await createPostgresStore({ url, directUrl: directUrl(url), notifyIntervalMs: 60_000 })
       cleanup.after(() => plants.close())
       const subscription = await serviceOf(plants.webhooks)
-        .createSubscription(OWNER, { url: 'http://127.0.0.1:9/hooks', events: ['plant.created', 'plant.deleted'] })
+        .createSubscription(OWNER, { url: 'http://127.0.0.1:9/hooks', events: [PLANT_CREATED, PLANT_DELETED] })
       assert.ok(subscription.id > 0n)
       // Another instance, as PostgreSQL tells it: a LISTEN of its own.
       const other = new pg.Client({ connectionString: parsePostgresUrl(directUrl(url)).connectionString })
