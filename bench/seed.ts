@@ -2,7 +2,7 @@ import { buildApp } from '../src/main/app.js'
 import { loadConfig } from '../src/config/load-config.js'
 import type { Store } from '../src/store/contract.js'
 import { tokenDigest } from '../src/auth/tokens.js'
-import { WEBHOOK_EVENT_TYPES } from '../src/webhooks/events.js'
+import { eventTypesOf } from '../src/webhooks/events.js'
 import { newWebhookSecret } from '../src/webhooks/signing.js'
 
 /**
@@ -32,7 +32,7 @@ export async function seed (databaseUrl: string, token: string, count: number, s
     }
     if (subscriptionUrl !== undefined) {
       await store.webhooks.createSubscription({
-        owner: tokenDigest(token), url: subscriptionUrl, events: [...WEBHOOK_EVENT_TYPES], disabled: false, secret: newWebhookSecret()
+        owner: tokenDigest(token), url: subscriptionUrl, events: eventTypesOf(app.resources), disabled: false, secret: newWebhookSecret()
       }, Date.now())
     }
     return ids

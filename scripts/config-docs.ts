@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { TSchema } from '@sinclair/typebox'
 import { EnvSchema } from '../src/config/load-config.js'
-import { SCOPE_DESCRIPTIONS, SCOPES } from '../src/auth/scopes.js'
+import { DEFAULT_SCOPES } from '../src/auth/scopes.js'
 
 /** Where the generated parts live; `npm run gen:docs` rewrites them, a test checks they are current. */
 export const CONFIGURATION_PAGE = fileURLToPath(new URL('../../docs/configuration.md', import.meta.url))
@@ -44,19 +44,22 @@ type OpenApiPaths = Record<string, Record<string, { operationId?: string, 'x-sco
 /** Each scope, what it grants, and the operations of the served document that need it (HEADs said once). */
 export function scopeTable (document: { paths?: unknown }): string {
   const operations = Object.values(document.paths as OpenApiPaths).flatMap((methods) => Object.entries(methods))
-  const rows = SCOPES.map((scope) => {
+  const rows = Object.entries(DEFAULT_SCOPES.descriptions).map(([scope, description]) => {
     const needing = operations.filter(([, operation]) => operation['x-scopes']?.includes(scope) === true)
     const named = needing.filter(([method]) => method !== 'head').map(([, operation]) => `\`${operation.operationId ?? '?'}\``)
     const heads = needing.some(([method]) => method === 'head') ? ' (and their HEADs)' : ''
-    return `| \`${scope}\` | ${cell(SCOPE_DESCRIPTIONS[scope])} | ${named.join(', ')}${heads} |`
+    return `| \`${scope}\` | ${cell(description)} | ${named.join(', ')}${heads} |`
   })
   return ['| scope | grants | operations |', '| --- | --- | --- |', ...rows].join('\n')
 }
 
-function replaceBetween (page: string, startMarker: string, endMarker: string, content: string): string {
+/** `page` with what lies between the two marker lines replaced by `content`. */
+export function replaceBetween (
+  page: string, startMarker: string, endMarker: string, content: string, name = CONFIGURATION_PAGE
+): string {
   const start = page.indexOf(startMarker)
   const end = page.indexOf(endMarker)
-  if (start === -1 || end < start) throw new Error(`${CONFIGURATION_PAGE} lacks the generated table's markers`)
+  if (start === -1 || end < start) throw new Error(`${name} lacks the generated table's markers`)
   return `${page.slice(0, start)}${startMarker}\n${content}\n${page.slice(end)}`
 }
 

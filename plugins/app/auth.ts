@@ -39,7 +39,7 @@ export default fp(async function authPlugin (app) {
       const onKeysFailure = (err: unknown): void => {
         app.log.warn({ err }, 'OIDC: the provider\'s key set cannot be fetched')
       }
-      const verifier = new OidcVerifier(config, onKeysFailure, undefined, isScope)
+      const verifier = new OidcVerifier(config, onKeysFailure, isScope)
       return { verifier, looksLikeJwt }
     })(app.config.oidc)
 

@@ -8,7 +8,7 @@ import { LOAD_SHEDDING_CODES, ServiceError } from '../../src/lib/errors.js'
 import { clientErrorHandler, errorBody } from './error-handler.js'
 import { RequestHistogram, type HistogramSeries } from '../../src/metrics/histogram.js'
 import { routeLabel } from '../http/route-label.js'
-import { STORE_OPERATIONS, type OperationObserver, type StoreOperation } from '../../src/store/instrumented.js'
+import { storeOperations, type OperationObserver, type StoreOperation } from '../../src/store/instrumented.js'
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
 import type { PoolStats } from '../../src/store/pool-stats.js'
 
@@ -103,7 +103,7 @@ function refusalMetrics (app: FastifyInstance, client: PromClient, registry: Reg
 }
 
 /** Every store operation's duration, by operation and outcome, its series made once. */
-function storeMetrics (registry: Registry): OperationObserver {
+function storeMetrics (registry: Registry, resources: FastifyInstance['resources']): OperationObserver {
   const storeDuration = new RequestHistogram(
     `${METRIC_PREFIX}store_operation_duration_seconds`,
     'Time a store operation took, from the call to its answer (for SQLite writes: committed and, with full sync, on ' +
@@ -112,7 +112,7 @@ function storeMetrics (registry: Registry): OperationObserver {
     registry
   )
   const storeSeries = new Map<StoreOperation, { ok: HistogramSeries, error: HistogramSeries }>(
-    STORE_OPERATIONS.map((operation) => [
+    storeOperations(resources).map((operation) => [
       operation,
       {
         ok: storeDuration.series(`${operation} ok`, { operation, outcome: 'ok' }),
@@ -192,7 +192,7 @@ export default fp(async function metricsPlugin (app) {
   const client = await import('prom-client')
   const registry = new client.Registry()
   requestMetrics(app, client, registry)
-  const storeOperation = storeMetrics(registry)
+  const storeOperation = storeMetrics(registry, app.resources)
   // On PostgreSQL these would only ever be zeros: they are not exported at all.
   const sqlite = isPostgresUrl(app.config.databaseUrl) ? undefined : sqliteMetrics(client, registry)
   const server = await serveMetrics(app, registry, settings)
@@ -206,7 +206,7 @@ export default fp(async function metricsPlugin (app) {
     walCheckpoint: (thread, ms) => { sqlite?.checkpoints[thread].observe(ms / 1000) },
     address: () => server.address() as AddressInfo
   })
-}, { name: 'metrics', dependencies: ['config'] })
+}, { name: 'metrics', dependencies: ['config', 'resources'] })
 
 /**
  * The database as the readiness probe finds it (run at each scrape), and on PostgreSQL every pool's

@@ -20,7 +20,7 @@ export function instrumented (app: FastifyInstance, store: Store): Store {
   const observers = [app.metrics?.storeOperation, app.tracing?.storeOperation].filter(
     (observer): observer is OperationObserver => observer !== undefined
   )
-  return instrumentStore(store, observers)
+  return instrumentStore(store, observers, app.resources)
 }
 
 /**

@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import type { ResourceDefinition } from '../../src/resources/definition.js'
 import { scopeCatalog, type ScopeCatalog } from '../../src/auth/scopes.js'
+import { eventTypesOf, type WebhookEventType } from '../../src/webhooks/events.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -8,6 +9,8 @@ declare module 'fastify' {
     resources: readonly ResourceDefinition[]
     /** Their scopes: what routes declare, the auth hook checks, plain tokens hold and the document lists. */
     scopeCatalog: ScopeCatalog
+    /** Their event types, in order: what subscriptions may ask for, and what schemas and the document list. */
+    eventTypes: readonly WebhookEventType[]
   }
 }
 
@@ -22,4 +25,5 @@ export interface ResourcesPluginOptions {
 export default fp<ResourcesPluginOptions>(async function resourcesPlugin (app, { resources }) {
   app.decorate('resources', resources)
   app.decorate('scopeCatalog', scopeCatalog(resources))
+  app.decorate('eventTypes', eventTypesOf(resources))
 }, { name: 'resources' })

@@ -6,7 +6,6 @@ import { tenantTrimmer } from '../../src/sandbox/storage.js'
 import { TenantRegistry, type TenantBackend } from '../../src/sandbox/tenants.js'
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
 import type { Store } from '../../src/store/contract.js'
-import { eventTypesOf } from '../../src/webhooks/events.js'
 import { WebhookService } from '../../src/webhooks/service.js'
 import { defaultAddressPolicy } from '../../src/webhooks/url-policy.js'
 import { METRIC_PREFIX, type ServiceMetrics } from './metrics.js'
@@ -185,7 +184,7 @@ async function startTenant (
     watch: app.databaseWatch,
     store: opened.webhooks,
     serviceStore: observed.webhooks,
-    eventTypes: eventTypesOf(app.resources),
+    eventTypes: app.eventTypes,
     maxSubscriptions: sandbox.maxSubscriptions,
     lookupTimeoutMs: settings.timeoutMs,
     dispatcher: {

@@ -9,8 +9,14 @@ import {
   webhookSchemasOf
 } from '../../src/schemas/webhook.js'
 import { deliverySchemasOf, WebhookDeliveryAttemptSchema } from '../../src/schemas/webhook-delivery.js'
-import { eventTypesOf } from '../../src/webhooks/events.js'
 import { webhookEventSchemas } from '../../src/schemas/webhook-events.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The shared webhook schemas that name the app's event types: routes `ref` these. */
+    webhookSchemas: ReturnType<typeof webhookSchemasOf> & ReturnType<typeof deliverySchemasOf>
+  }
+}
 
 /**
  * Registers the shared schemas at the root, so routes `$ref` them, the serializer compiles them
@@ -23,28 +29,15 @@ export default fp(async function schemasPlugin (app) {
       app.addSchema(schema)
     }
   }
-  // Those naming event types list the app's resources' ones.
-  const {
-    WebhookSchema, WebhookWithSecretSchema, WebhookListSchema, NewWebhookSchema, WebhookPatchSchema,
-    WebhookEventTypeListSchema
-  } = webhookSchemasOf(app.resources)
-  const { WebhookDeliverySchema, WebhookDeliveryDetailSchema, WebhookDeliveryListSchema } =
-    deliverySchemasOf(eventTypesOf(app.resources))
-  app.addSchema(WebhookSchema)
-  app.addSchema(WebhookWithSecretSchema)
-  app.addSchema(WebhookSecretSchema)
-  app.addSchema(RotateWebhookSecretSchema)
-  app.addSchema(WebhookListSchema)
-  app.addSchema(NewWebhookSchema)
-  app.addSchema(WebhookPatchSchema)
-  app.addSchema(WebhookDeliverySchema)
-  app.addSchema(WebhookDeliveryAttemptSchema)
-  app.addSchema(WebhookDeliveryDetailSchema)
-  app.addSchema(RecoverWebhookSchema)
-  app.addSchema(WebhookRecoverySchema)
-  app.addSchema(WebhookTestResultSchema)
-  app.addSchema(WebhookEventTypeListSchema)
-  app.addSchema(WebhookDeliveryListSchema)
+  // Those naming event types list the app's resources' ones. Added in the order of components/schemas.
+  const named = { ...webhookSchemasOf(app.resources), ...deliverySchemasOf(app.eventTypes) }
+  app.decorate('webhookSchemas', named)
+  for (const schema of [
+    named.WebhookSchema, named.WebhookWithSecretSchema, WebhookSecretSchema, RotateWebhookSecretSchema,
+    named.WebhookListSchema, named.NewWebhookSchema, named.WebhookPatchSchema, named.WebhookDeliverySchema,
+    WebhookDeliveryAttemptSchema, named.WebhookDeliveryDetailSchema, RecoverWebhookSchema, WebhookRecoverySchema,
+    WebhookTestResultSchema, named.WebhookEventTypeListSchema, named.WebhookDeliveryListSchema
+  ]) app.addSchema(schema)
   // Only the OpenAPI `webhooks` section refers to these: the bodies receivers get.
   for (const schema of webhookEventSchemas(app.resources)) app.addSchema(schema)
 }, { name: 'schemas', dependencies: ['resources'] })

@@ -2,7 +2,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify
 import fp from 'fastify-plugin'
 import type { DatabaseWatch } from '../../src/store/database-watch.js'
 import { ApiLoadMonitor, type ApiLoadOptions } from '../../src/webhooks/api-load.js'
-import { eventTypesOf, missingEventScope, type WebhookEventType } from '../../src/webhooks/events.js'
+import { missingEventScope, type WebhookEventType } from '../../src/webhooks/events.js'
 import type { RequestFunction } from '../../src/webhooks/deliver.js'
 import { WebhookDispatcher, type DispatcherOptions } from '../../src/webhooks/dispatcher.js'
 import type { Backlog, WebhookStore } from '../../src/webhooks/store-contract.js'
@@ -49,7 +49,7 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
   const { dispatcher, service } = webhookDelivery(log, {
     store: store.webhooks,
     watch: app.databaseWatch,
-    eventTypes: eventTypesOf(app.resources),
+    eventTypes: app.eventTypes,
     maxSubscriptions: settings.maxSubscriptions,
     lookupTimeoutMs: settings.timeoutMs,
     ownerScopes: namedTokenScopes(app),

@@ -8,7 +8,7 @@ import { duration } from '../../src/lib/human.js'
 import type { Scope, ScopeCatalog } from '../../src/auth/scopes.js'
 import { rateLimitHeaders, requestIdHeader } from '../../src/schemas/headers.js'
 import { webhookEventsDocument } from '../../src/schemas/webhook-events.js'
-import { eventSubjectsOf, eventTypesOf } from '../../src/webhooks/events.js'
+import { eventSubjectsOf } from '../../src/webhooks/events.js'
 
 type Transform = NonNullable<FastifyDynamicSwaggerOptions['transform']>
 type JsonObject = Record<string, unknown>
@@ -97,7 +97,9 @@ function documentHead (schema: JsonObject): JsonObject {
  */
 function securityOf (scope: Scope | undefined, schemes: readonly string[], { grantedBy }: ScopeCatalog): JsonObject {
   if (scope === undefined) return {}
-  return { security: schemes.map((scheme) => ({ [scheme]: [] })), 'x-scopes': [...grantedBy[scope]] }
+  const granting = grantedBy[scope]
+  if (granting === undefined) throw new Error(`a route declares the scope ${scope}, which no served resource has`)
+  return { security: schemes.map((scheme) => ({ [scheme]: [] })), 'x-scopes': [...granting] }
 }
 
 const transformWith = (schemes: readonly string[], scopes: ScopeCatalog): Transform => ({ schema, url, route }) => {
@@ -196,8 +198,8 @@ function sandboxNote ({ maxPlants, maxSubscriptions, ttlMs }: SandboxConfig): st
 function securitySchemesOf (
   { oidc, sandbox }: FastifyInstance['config'], scopeCatalog: FastifyInstance['scopeCatalog']
 ) {
-  const scopeList = scopeCatalog.scopes
-    .map((scope) => `\`${scope}\` (${scopeCatalog.descriptions[scope].toLowerCase()})`).join(', ')
+  const scopeList = Object.entries(scopeCatalog.descriptions)
+    .map(([scope, description]) => `\`${scope}\` (${description.toLowerCase()})`).join(', ')
   return {
     bearerAuth: {
       type: 'http' as const,
@@ -224,7 +226,7 @@ function securitySchemesOf (
 }
 
 export default fp(async function docsPlugin (app) {
-  const { config: { oidc, sandbox }, resources, scopeCatalog } = app
+  const { config: { oidc, sandbox }, resources, scopeCatalog, eventTypes } = app
   const securitySchemes = securitySchemesOf(app.config, scopeCatalog)
   const schemes = Object.keys(securitySchemes)
   await app.register(swagger, {
@@ -246,7 +248,7 @@ export default fp(async function docsPlugin (app) {
         {
           name: 'webhooks',
           description: `Webhook subscriptions: the service POSTs every ${eventSubjectsOf(resources)} change ` +
-            `(${eventTypesOf(resources).map((type) => `\`${type}\``).join(', ')}) ` +
+            `(${eventTypes.map((type) => `\`${type}\``).join(', ')}) ` +
             'to the URLs a token subscribed, signed as Standard Webhooks specifies. Each token sees and manages its ' +
             'own subscriptions only. The events themselves are described under `webhooks`.'
         },

@@ -5,7 +5,7 @@ import type { FastifyOtelInstrumentationOpts, FastifyOtelRequestContext } from '
 import type { SpanStatus } from '@opentelemetry/api'
 import { ServiceError } from '../../src/lib/errors.js'
 import { REDACTED, redactQuery, redactUrl } from '../http/redact-url.js'
-import { STORE_OPERATIONS, type OperationObserver } from '../../src/store/instrumented.js'
+import { storeOperations, type OperationObserver } from '../../src/store/instrumented.js'
 import type { AttemptTrace } from '../../src/webhooks/dispatcher.js'
 import type { ClaimedDelivery } from '../../src/webhooks/store-contract.js'
 
@@ -194,7 +194,7 @@ function traceRequests (app: FastifyInstance, { context }: Api): void {
 /** A CLIENT span per store operation; a refusal the store answers with is not a failure. */
 function storeSpans (app: FastifyInstance, { trace, SpanKind, SpanStatusCode }: Api): OperationObserver {
   const tracer = trace.getTracer('plant-store', app.config.version)
-  const spanNames = new Map(STORE_OPERATIONS.map((operation) => [operation, `store.${operation}`]))
+  const spanNames = new Map(storeOperations(app.resources).map((operation) => [operation, `store.${operation}`]))
   const storeKind = app.config.databaseUrl.startsWith('postgres') ? 'postgresql' : 'sqlite'
   return (operation) => {
     const span = tracer.startSpan(spanNames.get(operation) ?? operation, {
@@ -296,4 +296,4 @@ export default fp(async function otelPlugin (app) {
     injectTraceContext: (headers) => { api.propagation.inject(api.context.active(), headers) },
     webhookAttempt: webhookSpans(app, api)
   })
-}, { name: 'tracing', dependencies: ['config'] })
+}, { name: 'tracing', dependencies: ['config', 'resources'] })

@@ -1,7 +1,7 @@
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyGetKey } from 'jose'
 import { authUnavailable, invalidToken, ServiceError } from '../lib/errors.js'
 import type { OidcConfig } from './oidc-settings.js'
-import { isScope, type Principal, type Scope } from './scopes.js'
+import type { Principal, Scope } from './scopes.js'
 import { tokenDigest } from './tokens.js'
 import { isStorableSubject, jwtPrincipalId } from './principal-id.js'
 
@@ -202,8 +202,8 @@ export class OidcVerifier {
   readonly keys: ProviderKeys
 
   constructor (
-    config: OidcConfig, onKeysFailure: (err: unknown) => void, now: () => number = Date.now,
-    known: (name: string) => name is Scope = isScope
+    config: OidcConfig, onKeysFailure: (err: unknown) => void, known: (name: string) => name is Scope,
+    now: () => number = Date.now
   ) {
     this.#config = config
     this.#now = now

@@ -1,11 +1,14 @@
-import { RESOURCES, type AnyResource } from '../resources/index.js'
+import { RESOURCES } from '../resources/index.js'
 
-/** What a token may do: read or change each resource (`plants:read`, `plants:write`), manage its own webhooks. */
-export type Scope = `${AnyResource['collection']}:${'read' | 'write'}` | 'webhooks'
+/**
+ * What a token may do: read or change a resource (`plants:read`, `plants:write`), manage its own webhooks.
+ * Which resources exist is an app's to say (its ScopeCatalog).
+ */
+export type Scope = `${string}:${'read' | 'write'}` | 'webhooks'
 
 /** `plants:read`, `plants:write`: a resource's scopes, as routes declare them and tokens carry them. */
 export const resourceScope = ({ collection }: { collection: string }, access: 'read' | 'write'): Scope =>
-  `${collection}:${access}` as Scope
+  `${collection}:${access}`
 
 /** What the scopes are made from: a resource's collection and what its scopes say. */
 export interface ScopedResource {
@@ -65,16 +68,11 @@ export function scopeCatalog (resources: readonly ScopedResource[]): ScopeCatalo
   }
 }
 
-/** The scopes of the resources served by default (RESOURCES): configuration and the CLI check tokens against these. */
+/**
+ * The scopes of the resources served by default (RESOURCES): configuration and the CLI, which have no
+ * app, check tokens against these; an app checks against its own catalog.
+ */
 export const DEFAULT_SCOPES = scopeCatalog(RESOURCES)
-
-export const SCOPE_DESCRIPTIONS = DEFAULT_SCOPES.descriptions
-
-export const SCOPES = DEFAULT_SCOPES.scopes
-
-export const ALL_SCOPES = DEFAULT_SCOPES.all
-
-export const isScope = DEFAULT_SCOPES.isScope
 
 /**
  * Who is calling, once authenticated. `id` is what stored data is keyed by (idempotency scopes,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { ConfigError } from '../lib/errors.js'
-import { isScope, SCOPES, type Scope } from './scopes.js'
+import { DEFAULT_SCOPES, type Scope } from './scopes.js'
 import { tokenDigest, type NamedToken } from './tokens.js'
 
 /** The tokens of API_TOKENS and API_TOKENS_FILE: plain ones (every scope, API_TOKENS first) and named ones. */
@@ -110,8 +110,10 @@ function readTokensFile (path: string | undefined): { plain: string[], named: Na
     if (same?.name === name) throw problem(`the name ${name} is used twice`)
     if (same !== undefined) throw problem(`the names ${same.name} and ${name} differ only in case`)
     const scopes = scopeList.split(',')
-    const unknown = scopes.find((scope) => !isScope(scope))
-    if (unknown !== undefined) throw problem(`unknown scope ${JSON.stringify(unknown)} (known: ${SCOPES.join(', ')})`)
+    const unknown = scopes.find((scope) => !DEFAULT_SCOPES.isScope(scope))
+    if (unknown !== undefined) {
+      throw problem(`unknown scope ${JSON.stringify(unknown)} (known: ${DEFAULT_SCOPES.scopes.join(', ')})`)
+    }
     const digest = DIGEST.exec(digestField)?.[1]?.toLowerCase()
     if (digest === undefined) throw problem('the third field is sha256: and the token\'s 64 hex digit SHA-256')
     const twin = named.find((entry) => entry.digest === digest)

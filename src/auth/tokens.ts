@@ -1,5 +1,5 @@
 import { sha256 } from '../lib/digest.js'
-import { ALL_SCOPES, type Principal, type Scope } from './scopes.js'
+import type { Principal, Scope } from './scopes.js'
 
 /** What API_TOKENS_FILE entries, rate-limit keys, idempotency scopes and logs carry instead of the token. */
 export const tokenDigest = (token: string): string => sha256(token, 'hex')
@@ -34,7 +34,7 @@ export interface NamedToken {
 }
 
 /** A plain API_TOKENS token: every scope (the app's), and its digest as id, as data stored before scopes is keyed. */
-export const plainPrincipal = (digest: string, every: ReadonlySet<Scope> = ALL_SCOPES): Principal =>
+export const plainPrincipal = (digest: string, every: ReadonlySet<Scope>): Principal =>
   ({ id: digest, name: `sha256:${digest.slice(0, DIGEST_NAME_LENGTH)}`, scopes: every })
 
 /** A named token: its name, so a token replaced under the same name keeps its data. */
@@ -46,7 +46,7 @@ export class TokenSet {
   readonly #entries: ReadonlyArray<{ digest: string, principal: Principal }>
 
   /** `every`: what a plain token holds, every scope of the app's resources. */
-  constructor (plain: readonly string[], named: readonly NamedToken[] = [], every: ReadonlySet<Scope> = ALL_SCOPES) {
+  constructor (plain: readonly string[], named: readonly NamedToken[], every: ReadonlySet<Scope>) {
     this.#entries = [
       ...plain.map((token) => {
         const digest = tokenDigest(token)

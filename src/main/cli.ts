@@ -1,4 +1,4 @@
-import { isScope, SCOPES, type Scope } from '../auth/scopes.js'
+import { DEFAULT_SCOPES, type Scope } from '../auth/scopes.js'
 
 /** The commands of the `plant-store` executable (src/main/server.ts runs them). */
 type Command =
@@ -28,7 +28,7 @@ const COMMAND_HELP = {
   token: `  token            print a new random API token (for API_TOKENS or API_TOKENS_FILE)
   token --name <name> --scopes <scope>[,<scope>…]
                    print a new token once, and the API_TOKENS_FILE line that grants it those scopes
-                   (${SCOPES.join(', ')}); the line holds only the token's SHA-256
+                   (${DEFAULT_SCOPES.scopes.join(', ')}); the line holds only the token's SHA-256
 `,
   check: `  check            validate the configuration and every dependency it names (the database, Redis,
                    the OpenID provider) without starting; says which failed; exit 0 when all are fine
@@ -118,9 +118,9 @@ function parseToken (args: readonly string[]): Command {
   }
   if (!/^[A-Za-z0-9._-]{1,64}$/.test(name)) throw new Error('token: a name is 1 to 64 of A-Z a-z 0-9 . _ -')
   const scopes = scopeList.split(',').map((scope) => scope.trim())
-  const unknown = scopes.find((scope) => !isScope(scope))
+  const unknown = scopes.find((scope) => !DEFAULT_SCOPES.isScope(scope))
   if (unknown !== undefined) {
-    throw new Error(`token: unknown scope ${JSON.stringify(unknown)} (known: ${SCOPES.join(', ')})`)
+    throw new Error(`token: unknown scope ${JSON.stringify(unknown)} (known: ${DEFAULT_SCOPES.scopes.join(', ')})`)
   }
   return { name: 'token', entry: { name, scopes: [...new Set(scopes as Scope[])] } }
 }

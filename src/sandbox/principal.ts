@@ -5,5 +5,5 @@ import { plainPrincipal, tokenDigest } from '../auth/tokens.js'
 const SANDBOX_TOKEN = /^[A-Za-z0-9._~-]{16,256}$/
 
 /** Any well-formed token is a tenant with every scope; its key is the token's digest, never the token. */
-export const sandboxPrincipal = (token: string, every?: ReadonlySet<Scope>): Principal | undefined =>
+export const sandboxPrincipal = (token: string, every: ReadonlySet<Scope>): Principal | undefined =>
   SANDBOX_TOKEN.test(token) ? plainPrincipal(tokenDigest(token), every) : undefined

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/events.js'
+import type { WebhookEventType } from '../webhooks/events.js'
 import { int64IdSchema, int64StringSchema } from './int64.js'
 import { cursorSchema, listLimitSchema } from './paging.js'
 import { ref } from './ref.js'
@@ -151,11 +151,6 @@ export function deliverySchemasOf (types: readonly WebhookEventType[]) {
     })
   }
 }
-
-/** Those of the resources served by default: routes `ref` them by `$id`. */
-export const {
-  WebhookDeliverySchema, WebhookDeliveryDetailSchema, WebhookDeliveryListSchema
-} = deliverySchemasOf(WEBHOOK_EVENT_TYPES)
 
 export const WebhookDeliveryParamsSchema = Type.Object(
   { id: int64StringSchema('The subscription id'), deliveryId: int64StringSchema('The delivery id') },

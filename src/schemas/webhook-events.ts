@@ -2,8 +2,8 @@ import type { OpenAPIV3_2 as OpenApi } from '@fastify/swagger'
 import { Type, type TObject, type TSchema } from '@sinclair/typebox'
 import type { ResourceDefinition } from '../resources/definition.js'
 import {
-  EVENT_DESCRIPTIONS, eventPayload, eventType, RESOURCE_CHANGES, TEST_EVENT_TYPE, testEventPayload,
-  type ResourceChange, type ResourceEventType
+  eventPayload, eventType, RESOURCE_CHANGES, TEST_EVENT_DESCRIPTION, TEST_EVENT_TYPE, testEventPayload,
+  type ResourceChange, type WebhookEventType
 } from '../webhooks/events.js'
 import { signatureHeader } from '../webhooks/signing.js'
 import { ref } from './ref.js'
@@ -21,7 +21,7 @@ const EXAMPLE_MESSAGE_ID = 'msg_2KWPBgLlAfxdpx2AI54pPJ'
 const EXAMPLE_TIME = '2026-01-02T03:04:05.678Z'
 const EXAMPLE_SECONDS = Math.floor(Date.parse(EXAMPLE_TIME) / 1000)
 
-function examplePayload (type: ResourceEventType, resource: ResourceDefinition): string {
+function examplePayload (type: WebhookEventType, resource: ResourceDefinition): string {
   return eventPayload(
     type,
     resource.json({ ...resource.example, id: BigInt(resource.example.id) }),
@@ -78,7 +78,7 @@ const sentEvents = (resources: readonly ResourceDefinition[]): readonly SentEven
   {
     type: TEST_EVENT_TYPE,
     schema: 'WebhookTestEvent',
-    what: EVENT_DESCRIPTIONS[TEST_EVENT_TYPE],
+    what: TEST_EVENT_DESCRIPTION,
     data: testEventData,
     example: testEventPayload(1n, Date.parse(EXAMPLE_TIME)),
     sentTo: 'The service POSTs it when `POST /webhooks/{id}/test` asks, to that subscription only, enabled or not',

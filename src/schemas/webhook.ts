@@ -1,7 +1,6 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { Type } from '@sinclair/typebox'
 import { MAX_DESCRIPTION_LENGTH } from '../webhooks/service.js'
 import { eventSubjectsOf, eventTypesOf, type WebhookEventType } from '../webhooks/events.js'
-import { RESOURCES } from '../resources/index.js'
 import { MAX_WEBHOOK_URL_LENGTH } from '../webhooks/url-policy.js'
 import { int64IdSchema, int64StringSchema } from './int64.js'
 import { cursorSchema, listLimitSchema } from './paging.js'
@@ -154,12 +153,19 @@ export const RotateWebhookSecretSchema = Type.Object(
   }
 )
 
-/** What a subscription's creation sends: `types` are the app's. */
-const newWebhookSchema = (types: readonly WebhookEventType[]) => Type.Object(
+/**
+ * What a subscription without `events` gets, as the schema and the create route say it: every event type while
+ * one resource is served, those of the resources the token may read when several are.
+ */
+export const defaultEventsText = (resources: readonly unknown[]): string =>
+  resources.length === 1 ? 'every event type' : 'the event types of every resource the token may read'
+
+/** What a subscription's creation sends: `types` are the app's; `absent` what it gets without `events`. */
+const newWebhookSchema = (types: readonly WebhookEventType[], absent: string) => Type.Object(
   {
     url: urlInput(`Where to POST events: ${URL_RULE}`),
     events: Type.Optional(
-      eventsInput(types, 'The event types to deliver (duplicates count once); every event type when absent')
+      eventsInput(types, `The event types to deliver (duplicates count once); ${absent} when absent`)
     ),
     description: Type.Optional(Type.String(descriptionOptions)),
     disabled: Type.Optional(
@@ -308,15 +314,8 @@ export function webhookSchemasOf (resources: Parameters<typeof eventTypesOf>[0])
     WebhookSchema: webhook,
     WebhookWithSecretSchema: withSecret,
     WebhookListSchema: list,
-    NewWebhookSchema: newWebhookSchema(types),
+    NewWebhookSchema: newWebhookSchema(types, defaultEventsText(resources)),
     WebhookPatchSchema: webhookPatchSchema(types),
     WebhookEventTypeListSchema: webhookEventTypeListSchema(eventSubjectsOf(resources))
   }
 }
-
-/** Those of the resources served by default: routes `ref` them by `$id` and take their static types. */
-export const {
-  WebhookSchema, WebhookWithSecretSchema, WebhookListSchema, NewWebhookSchema, WebhookPatchSchema,
-  WebhookEventTypeListSchema
-} = webhookSchemasOf(RESOURCES)
-export type Webhook = Static<typeof WebhookSchema>

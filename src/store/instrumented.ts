@@ -1,5 +1,4 @@
 import { REPOSITORY_OPERATIONS } from '../resources/definition.js'
-import { RESOURCES, type AnyResource } from '../resources/index.js'
 import type { WebhookStore } from '../webhooks/store-contract.js'
 import type { Store } from './contract.js'
 
@@ -8,20 +7,24 @@ const WEBHOOK_OPERATIONS = [
   'rotateSecret', 'signingTarget', 'listDeliveries', 'getDelivery', 'recoverDeliveries', 'retryDelivery'
 ] as const satisfies ReadonlyArray<keyof WebhookStore>
 
-/** Timed and traced as `<repository>.<operation>`; the dispatcher's own calls have metrics of their own. */
-export const INSTRUMENTED: Readonly<Record<string, readonly string[]>> = {
-  ...Object.fromEntries(RESOURCES.map((resource) => [resource.collection, REPOSITORY_OPERATIONS])),
-  webhooks: WEBHOOK_OPERATIONS
-}
+/** What the repositories of `resources` (an app's) and the webhook store time and trace, by repository. */
+const instrumented = (resources: readonly Collection[]): ReadonlyArray<readonly [string, readonly string[]]> => [
+  ...resources.map(({ collection }) => [collection, REPOSITORY_OPERATIONS] as const),
+  ['webhooks', WEBHOOK_OPERATIONS]
+]
 
+interface Collection { readonly collection: string }
+
+/** `<repository>.<operation>`; the dispatcher's own calls have metrics of their own. */
 export type StoreOperation =
   | 'ping'
-  | `${AnyResource['collection']}.${(typeof REPOSITORY_OPERATIONS)[number]}`
+  | `${string}.${(typeof REPOSITORY_OPERATIONS)[number]}`
   | `webhooks.${(typeof WEBHOOK_OPERATIONS)[number]}`
 
-export const STORE_OPERATIONS: readonly StoreOperation[] = [
+/** Every operation a store serving `resources` reports, in order. */
+export const storeOperations = (resources: readonly Collection[]): StoreOperation[] => [
   'ping',
-  ...Object.entries(INSTRUMENTED).flatMap(([repository, operations]) =>
+  ...instrumented(resources).flatMap(([repository, operations]) =>
     operations.map((operation) => `${repository}.${operation}` as StoreOperation))
 ]
 
@@ -64,7 +67,9 @@ function instrumentRepository<R extends object> (
  * The same store, with every listed operation reported to the observers. Used only when metrics or
  * tracing are configured: without them the routes call the bare store, at no cost.
  */
-export function instrumentStore (store: Store, observers: readonly OperationObserver[]): Store {
+export function instrumentStore (
+  store: Store, observers: readonly OperationObserver[], resources: readonly Collection[]
+): Store {
   if (observers.length === 0) return store
   // One observer (metrics or tracing alone, the usual case) is called directly: this runs on every
   // request, and an array of end callbacks per call would be garbage for nothing.
@@ -75,7 +80,7 @@ export function instrumentStore (store: Store, observers: readonly OperationObse
         const ends = observers.map((observer) => observer(operation))
         return (error) => { for (const end of ends) end(error) }
       }
-  const repositories = Object.fromEntries(Object.entries(INSTRUMENTED).map(([name, operations]) =>
+  const repositories = Object.fromEntries(instrumented(resources).map(([name, operations]) =>
     [name, instrumentRepository(name, store[name as keyof Store] as object, operations, start)]))
   return {
     ...store,

@@ -1,6 +1,4 @@
 import { randomFillSync } from 'node:crypto'
-import type { ResourceDefinition } from '../resources/definition.js'
-import { RESOURCES, type AnyResource } from '../resources/index.js'
 import { resourceScope, type Scope, type ScopeCatalog } from '../auth/scopes.js'
 import { isoTime } from '../store/iso-time.js'
 import type { EventOrigin } from './origin.js'
@@ -8,13 +6,10 @@ import type { EventOrigin } from './origin.js'
 export const RESOURCE_CHANGES = ['created', 'updated', 'deleted'] as const
 export type ResourceChange = (typeof RESOURCE_CHANGES)[number]
 
-/** Each resource's `<name>.created`, `.updated` and `.deleted`; a new subscription gets all of them. */
-export type WebhookEventType = `${AnyResource['name']}.${(typeof RESOURCE_CHANGES)[number]}`
+/** A resource's `<name>.created`, `.updated` or `.deleted`: an app's resources declare which exist. */
+export type WebhookEventType = `${string}.${ResourceChange}`
 export const eventType = <N extends string>(resource: { name: N }, change: ResourceChange): `${N}.${ResourceChange}` =>
   `${resource.name}.${change}`
-
-/** Any resource's event type, a served one or one a store's caller declared (a test's resource). */
-export type ResourceEventType = `${string}.${ResourceChange}`
 
 /** What events are made from: a resource's name (`plant`), and its collection for the scope. */
 interface EventResource {
@@ -22,60 +17,35 @@ interface EventResource {
   readonly collection: string
 }
 
-/** `plant.created`: a resource's name is one of AnyResource's only at the type level (a test declares others). */
-const eventTypeOf = (resource: EventResource, change: ResourceChange): WebhookEventType =>
-  eventType(resource as { name: AnyResource['name'] }, change)
-
 /** The event types of `resources` (an app's), in their order: each one's created, updated and deleted. */
 export const eventTypesOf = (resources: readonly EventResource[]): WebhookEventType[] =>
-  resources.flatMap((resource) => RESOURCE_CHANGES.map((change) => eventTypeOf(resource, change)))
+  resources.flatMap((resource) => RESOURCE_CHANGES.map((change) => eventType(resource, change)))
 
 /** What the events of `resources` are about, as the docs name them: `plant` (`plant events`), `plant and pot`. */
 export const eventSubjectsOf = (resources: readonly EventResource[]): string =>
   resources.map((resource) => resource.name).join(' and ')
 
-/** Every resource event type with what it is made of: the one list the types, descriptions and body schemas follow. */
-export const RESOURCE_EVENTS = RESOURCES.flatMap((resource: ResourceDefinition<string, AnyResource['name']>) =>
-  RESOURCE_CHANGES.map((change) => ({ type: eventType(resource, change), resource, change })))
-export const WEBHOOK_EVENT_TYPES: readonly WebhookEventType[] = eventTypesOf(RESOURCES)
-
 /** The event `POST /webhooks/{id}/test` sends; no subscription asks for it, every one can get it. */
 export const TEST_EVENT_TYPE = 'webhook.test'
-
-/** What each event type means, for the catalog (GET /webhooks/event-types) and the OpenAPI document. */
-export const EVENT_DESCRIPTIONS = Object.fromEntries([
-  ...RESOURCE_EVENTS.map(({ type, resource, change }) => [type, resource.texts.events[change]]),
-  [TEST_EVENT_TYPE, 'A test, sent by `POST /webhooks/{id}/test` to that subscription only; `data` names it']
-]) as Readonly<Record<WebhookEventType | typeof TEST_EVENT_TYPE, string>>
+export const TEST_EVENT_DESCRIPTION =
+  'A test, sent by `POST /webhooks/{id}/test` to that subscription only; `data` names it'
 
 export const testEventPayload = (subscriptionId: bigint, now: number): string =>
   `{"type":"${TEST_EVENT_TYPE}","timestamp":${JSON.stringify(isoTime(now))},` +
   `"data":{"subscriptionId":${subscriptionId.toString()}}}`
 
 /**
- * The scopes a subscription to `events` needs (every event type of `resources` when absent); unknown
- * names are the service's to refuse.
- */
-export function scopesForEvents (
-  events: readonly string[] | undefined, resources: readonly EventResource[] = RESOURCES
-): Scope[] {
-  const scopeOf = new Map<string, Scope>(resources.flatMap((resource) =>
-    RESOURCE_CHANGES.map((change) => [eventTypeOf(resource, change), resourceScope(resource, 'read')] as const)))
-  return [...new Set((events ?? [...scopeOf.keys()]).flatMap((type) => scopeOf.get(type) ?? []))]
-}
-
-/**
- * The first read scope that `held` lacks for `events` (every event type of `resources` when absent):
- * what subscribing, every exposure of a subscription's events and a named token's paused
- * subscriptions are judged by.
+ * The first read scope that `held` lacks for `events`, among `resources`' (an app's): what subscribing,
+ * every exposure of a subscription's events and a named token's paused subscriptions are judged by.
+ * Unknown names are the service's to refuse.
  */
 export function missingEventScope (
-  events: readonly string[] | undefined,
-  held: ReadonlySet<Scope>,
-  catalog: Pick<ScopeCatalog, 'grants'>,
-  resources: readonly EventResource[] = RESOURCES
+  events: readonly string[], held: ReadonlySet<Scope>, catalog: Pick<ScopeCatalog, 'grants'>,
+  resources: readonly EventResource[]
 ): Scope | undefined {
-  return scopesForEvents(events, resources).find((scope) => !catalog.grants(held, scope))
+  const scopeOf = new Map<string, Scope>(resources.flatMap((resource) =>
+    RESOURCE_CHANGES.map((change) => [eventType(resource, change), resourceScope(resource, 'read')] as const)))
+  return events.flatMap((type) => scopeOf.get(type) ?? []).find((scope) => !catalog.grants(held, scope))
 }
 
 /** What an event is about: a resource (its name, `plant`) and its id. */
@@ -90,7 +60,7 @@ export interface EventSubject {
  */
 export interface ResourceEvent {
   origin?: EventOrigin
-  type: ResourceEventType
+  type: WebhookEventType
   subject: EventSubject
   data: string
   occurredAt?: number
@@ -116,7 +86,7 @@ export interface EventMessage {
   traceparent: string | null
   /** The `webhook-id`: the same on every attempt and for every subscription. */
   messageId: string
-  type: ResourceEventType
+  type: WebhookEventType
   subject: EventSubject
   payload: string
 }
@@ -138,17 +108,17 @@ export function newMessageId (): string {
 }
 
 /** What an event's body holds before its data; `}` follows the data. */
-export const eventPayloadHead = (type: ResourceEventType, occurredAt: number): string =>
+export const eventPayloadHead = (type: WebhookEventType, occurredAt: number): string =>
   `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(isoTime(occurredAt))},"data":`
 
 /** The Standard Webhooks body: `{ type, timestamp (RFC 3339), data }`. */
-export function eventPayload (type: ResourceEventType, data: string, occurredAt: number): string {
+export function eventPayload (type: WebhookEventType, data: string, occurredAt: number): string {
   return `${eventPayloadHead(type, occurredAt)}${data}}`
 }
 
 /** For PostgreSQL's one-statement create, so the body is still made here, never a second way in SQL. */
 export function eventPayloadAroundId (
-  type: ResourceEventType, dataAfterId: string, occurredAt: number
+  type: WebhookEventType, dataAfterId: string, occurredAt: number
 ): { before: string, after: string } {
   return { before: `${eventPayloadHead(type, occurredAt)}{"id":`, after: `${dataAfterId}}` }
 }

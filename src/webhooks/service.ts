@@ -2,7 +2,7 @@ import { tokenDigest } from '../auth/tokens.js'
 import { ServiceError } from '../lib/errors.js'
 import type { TestAttempt, TestTarget } from './dispatcher.js'
 import { DEFAULT_MAX_SUBSCRIPTIONS } from './limits.js'
-import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from './events.js'
+import type { WebhookEventType } from './events.js'
 import { newWebhookSecret, PREVIOUS_SECRET_TTL_MS } from './signing.js'
 import type {
   DeliveryDetail,
@@ -86,15 +86,15 @@ export interface WebhookServiceOptions {
   onDue?: () => void
   /** Awaited after a subscription changed: the dispatcher recounts owners before the next write's event. */
   onSubscriptionsChanged?: () => Promise<void>
-  /** The event types a subscription may ask for, in their canonical order: the app's resources' (the default's). */
-  eventTypes?: readonly WebhookEventType[]
+  /** The event types a subscription may ask for, in their canonical order: the app's resources'. */
+  eventTypes: readonly WebhookEventType[]
   /** Owners with configured scopes (named tokens): their subscriptions that need more are paused at start. */
   ownerScopes?: OwnerScopes
 }
 
 /** The event types asked for, each once, in the canonical order of `known`. Throws 'invalid-events'. */
 export function normalizeEvents (
-  events: readonly string[] | undefined, known: readonly WebhookEventType[] = WEBHOOK_EVENT_TYPES
+  events: readonly string[] | undefined, known: readonly WebhookEventType[]
 ): WebhookEventType[] {
   if (events === undefined) return [...known]
   const unknown = events.filter((name) => !(known as readonly string[]).includes(name))
@@ -164,7 +164,7 @@ export class WebhookService {
     this.#onSubscriptionsChanged = options.onSubscriptionsChanged ?? (async () => {})
     this.#maxSubscriptions = options.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS
     this.#sendTest = options.sendTest
-    this.#eventTypes = options.eventTypes ?? WEBHOOK_EVENT_TYPES
+    this.#eventTypes = options.eventTypes
     this.#ownerScopes = options.ownerScopes
   }
 

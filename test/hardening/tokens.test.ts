@@ -2,10 +2,11 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { bearerToken, TokenSet } from '../../src/auth/tokens.js'
 import { AUTH, buildTestApp, captureLog, TOKEN } from '../helpers/app.js'
+import { SCOPES } from '../helpers/resources.js'
 
 test('TokenSet matches every configured token, and nothing else', () => {
   const second = 'second-token-0123456789abcdef0123456789'
-  const tokens = new TokenSet([TOKEN, second])
+  const tokens = new TokenSet([TOKEN, second], [], new Set(SCOPES))
   assert.ok(tokens.match(TOKEN))
   assert.ok(tokens.match(second))
   // Same length, prefix, longer, shorter, empty: all refused.

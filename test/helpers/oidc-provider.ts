@@ -3,7 +3,7 @@ import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK, type JWTPayload } from 'jose'
 import Provider from 'oidc-provider'
-import { SCOPES } from '../../src/auth/scopes.js'
+import { PLANTS_READ, PLANTS_WRITE, SCOPES } from './resources.js'
 
 /** The audience (resource indicator) the test provider issues access tokens for. */
 export const AUDIENCE = 'https://plants.test'
@@ -18,10 +18,10 @@ export async function signingKey (kid: string, alg: SigningKey['alg'] = 'ES256')
 
 /** One client per scope and one with every scope: `client_id` = its name, secret `<name>-secret`. */
 export const CLIENTS: Record<string, readonly string[]> = {
-  reader: ['plants:read'],
-  writer: ['plants:write'],
+  reader: [PLANTS_READ],
+  writer: [PLANTS_WRITE],
   // Subscribing to plant events needs plants:read as well.
-  integrator: ['webhooks', 'plants:read'],
+  integrator: ['webhooks', PLANTS_READ],
   admin: SCOPES
 }
 
@@ -139,7 +139,7 @@ function makeProvider (issuer: string, keys: readonly SigningKey[]): Provider {
 /** A token signed with `key` (the provider's, or any other), with the claims the provider would put, changed by `claims`. */
 export async function forge (key: SigningKey, provider: TestProvider, claims: JWTPayload = {}, header: Record<string, unknown> = {}): Promise<string> {
   const now = Math.floor(Date.now() / 1000)
-  return await new SignJWT({ sub: 'forger', client_id: 'forger', scope: 'plants:read', iss: provider.issuer, aud: AUDIENCE, iat: now, exp: now + 300, ...claims })
+  return await new SignJWT({ sub: 'forger', client_id: 'forger', scope: PLANTS_READ, iss: provider.issuer, aud: AUDIENCE, iat: now, exp: now + 300, ...claims })
     .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt', ...header })
     .sign(await importJWK(key.privateJwk, key.alg))
 }

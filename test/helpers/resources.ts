@@ -1,6 +1,8 @@
 import type { ResourceDefinition } from '../../src/resources/definition.js'
 import { RESOURCES } from '../../src/resources/index.js'
+import { PLANTS } from '../../src/resources/plants.js'
 import { resourceScope, type Scope } from '../../src/auth/scopes.js'
+import type { WebhookEventType } from '../../src/webhooks/events.js'
 
 /**
  * What every declared resource brings to the API, as issue 32 names it, computed from RESOURCES'
@@ -48,8 +50,8 @@ export const grantingScopes = (resource: Pick<ResourceDefinition, 'collection'>,
     : [resourceScope(resource, 'write')]
 
 /** Each resource's created, updated and deleted, in RESOURCES' order: what a subscription gets by default. */
-export const RESOURCE_EVENT_TYPES: readonly string[] =
-  RESOURCES.flatMap(({ name }) => ['created', 'updated', 'deleted'].map((change) => `${name}.${change}`))
+export const RESOURCE_EVENT_TYPES: readonly WebhookEventType[] =
+  RESOURCES.flatMap(({ name }) => (['created', 'updated', 'deleted'] as const).map((change) => `${name}.${change}` as const))
 
 /** The enum's 400 message lists them: `"plant.created", "plant.updated", "plant.deleted"`. */
 export const KNOWN_EVENT_TYPES_TEXT = RESOURCE_EVENT_TYPES.map((type) => `"${type}"`).join(', ')
@@ -69,12 +71,22 @@ export const EXPECTED_SCOPES: ReadonlyArray<{ scope: Scope, description: string 
   { scope: 'webhooks', description: 'Manage the caller\'s own webhook subscriptions' }
 ]
 
+/** Every scope, in that order. */
+export const SCOPES: readonly Scope[] = EXPECTED_SCOPES.map(({ scope }) => scope)
+
 /** `plants:read, plants:write, webhooks`: as configuration and the CLI list the known scopes. */
-export const SCOPE_NAMES = EXPECTED_SCOPES.map(({ scope }) => scope).join(', ')
+export const SCOPE_NAMES = SCOPES.join(', ')
 
 /** As the document's security schemes list them: `plants:read` (list and get plants), … */
 export const SCOPE_LIST_TEXT = EXPECTED_SCOPES
   .map(({ scope, description }) => `\`${scope}\` (${description.toLowerCase()})`).join(', ')
+
+/** The plants' event types and scopes, from their declaration: what tests that write plants expect. */
+export const PLANT_CREATED = `${PLANTS.name}.created` as const
+export const PLANT_UPDATED = `${PLANTS.name}.updated` as const
+export const PLANT_DELETED = `${PLANTS.name}.deleted` as const
+export const PLANTS_READ = resourceScope(PLANTS, 'read')
+export const PLANTS_WRITE = resourceScope(PLANTS, 'write')
 
 /** Every resource's read scope: what a token needs to subscribe to every event type. */
 export const READ_SCOPES: readonly Scope[] = RESOURCES.map((resource) => resourceScope(resource, 'read'))

@@ -5,9 +5,9 @@ import assert from 'node:assert/strict'
 import type { FastifyInstance } from 'fastify'
 import { newToken } from '../../src/main/commands.js'
 import { RESOURCES } from '../../src/resources/index.js'
-import { resourceScope, SCOPES, type Scope } from '../../src/auth/scopes.js'
+import { resourceScope, type Scope } from '../../src/auth/scopes.js'
 import { tokenDigest } from '../../src/auth/tokens.js'
-import { RESOURCE_OPERATIONS } from './resources.js'
+import { RESOURCE_OPERATIONS, SCOPES } from './resources.js'
 
 /** A named API_TOKENS_FILE entry made as `plant-store token --name … --scopes …` makes it, with its token. */
 export interface ScopedToken { name: string, scopes: readonly Scope[], token: string }

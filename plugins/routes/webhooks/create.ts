@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { webhookLocationHeader } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
-import { NewWebhookSchema, WebhookWithSecretSchema } from '../../../src/schemas/webhook.js'
 import { eventSubjectsOf } from '../../../src/webhooks/events.js'
-import { checkEventScopes, eventScopesText, ownerOf, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
+import { defaultEventsText } from '../../../src/schemas/webhook.js'
+import { eventScopesText, eventsToSubscribe, ownerOf, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
 
 /** `POST /webhooks`: subscribes a URL to the resources' events. */
 const createWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
@@ -16,7 +16,7 @@ const createWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Create a webhook subscription',
         description:
           `Subscribes a URL to ${eventSubjectsOf(app.resources)} events ` +
-          '(every event type unless `events` narrows them) and ' +
+          `(${defaultEventsText(app.resources)} unless \`events\` narrows them) and ` +
           'answers 201 with the subscription, its signing `secret` included (the only answer besides `GET ' +
           '/webhooks/{id}/secret` and a rotation that carries it), and `Location: /webhooks/{id}`. The URL must be ' +
           'an absolute http or https URL of at most 2048 characters without credentials, whose host is (or resolves ' +
@@ -24,9 +24,9 @@ const createWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
           'most WEBHOOK_MAX_SUBSCRIPTIONS (25 by default), and creating one more is a 409 until one is deleted. ' +
           eventScopesText(app.resources),
         tags: ['webhooks'],
-        body: ref(NewWebhookSchema),
+        body: ref(app.webhookSchemas.NewWebhookSchema),
         response: {
-          201: ref(WebhookWithSecretSchema, {
+          201: ref(app.webhookSchemas.WebhookWithSecretSchema, {
             description: 'The subscription was created',
             headers: webhookLocationHeader
           }),
@@ -40,8 +40,8 @@ const createWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
       }
     },
     async (request, reply) => {
-      checkEventScopes(request, request.body.events)
-      const subscription = await request.webhooks.createSubscription(ownerOf(request), request.body)
+      const events = eventsToSubscribe(request, request.body.events)
+      const subscription = await request.webhooks.createSubscription(ownerOf(request), { ...request.body, events })
       void reply.code(201).header('location', `/webhooks/${subscription.id}`)
       return subscription
     }

@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ref } from '../../../src/schemas/ref.js'
-import { WebhookEventTypeListSchema } from '../../../src/schemas/webhook.js'
 import { eventTypeCatalog } from '../../../src/schemas/webhook-events.js'
 import { eventSubjectsOf } from '../../../src/webhooks/events.js'
 import { webhooksErrorResponses } from './shared.js'
@@ -21,7 +20,7 @@ const listWebhookEventTypesRoute: FastifyPluginAsyncTypebox = async (app) => {
           'events a subscription asks for in `events`, and `webhook.test` (sent by `POST /webhooks/{id}/test` only).',
         tags: ['webhooks'],
         response: {
-          200: ref(WebhookEventTypeListSchema, { description: 'The event types' }),
+          200: ref(app.webhookSchemas.WebhookEventTypeListSchema, { description: 'The event types' }),
           ...webhooksErrorResponses({})
         }
       }

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ref } from '../../../src/schemas/ref.js'
-import { WebhookDeliveryDetailSchema, WebhookDeliveryParamsSchema } from '../../../src/schemas/webhook-delivery.js'
+import { WebhookDeliveryParamsSchema } from '../../../src/schemas/webhook-delivery.js'
 import { checkEventScopes, ownerOf, webhooksErrorResponses } from './shared.js'
 
 /** `GET /webhooks/{id}/deliveries/{deliveryId}`: one delivery, its event as sent and every attempt. */
@@ -22,7 +22,7 @@ const getWebhookDeliveryRoute: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['webhooks'],
         params: WebhookDeliveryParamsSchema,
         response: {
-          200: ref(WebhookDeliveryDetailSchema, { description: 'The delivery' }),
+          200: ref(app.webhookSchemas.WebhookDeliveryDetailSchema, { description: 'The delivery' }),
           ...webhooksErrorResponses({
             400: 'An id is not a signed 64-bit integer',
             404: 'This token has no subscription with this id, or the subscription has no delivery with this id'

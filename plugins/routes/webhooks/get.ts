@@ -17,7 +17,7 @@ const getWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['webhooks'],
         params: WebhookParamsSchema,
         response: {
-          200: webhookResponse('The subscription'),
+          200: webhookResponse(app, 'The subscription'),
           ...webhooksErrorResponses({ 400: WEBHOOK_ERRORS.badId, 404: WEBHOOK_ERRORS.notFound })
         }
       }

@@ -3,8 +3,7 @@ import { deliveryLinkHeader } from '../../../src/schemas/headers.js'
 import { LIST_LIMIT_DEFAULT } from '../../../src/schemas/paging.js'
 import { ref } from '../../../src/schemas/ref.js'
 import { WebhookParamsSchema } from '../../../src/schemas/webhook.js'
-import { deliveryListQuerySchema, WebhookDeliveryListSchema } from '../../../src/schemas/webhook-delivery.js'
-import { eventTypesOf } from '../../../src/webhooks/events.js'
+import { deliveryListQuerySchema } from '../../../src/schemas/webhook-delivery.js'
 import { canonicalLimit, linkNextPage } from '../paging.js'
 import { ownerOf, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
 
@@ -25,9 +24,9 @@ const listWebhookDeliveriesRoute: FastifyPluginAsyncTypebox = async (app) => {
           'deliveries are kept for WEBHOOK_RETENTION_MS (7 days by default).',
         tags: ['webhooks'],
         params: WebhookParamsSchema,
-        querystring: deliveryListQuerySchema(eventTypesOf(app.resources)),
+        querystring: deliveryListQuerySchema(app.eventTypes),
         response: {
-          200: ref(WebhookDeliveryListSchema, {
+          200: ref(app.webhookSchemas.WebhookDeliveryListSchema, {
             description: 'A page of deliveries, newest first',
             headers: deliveryLinkHeader
           }),

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { webhookLinkHeader } from '../../../src/schemas/headers.js'
 import { LIST_LIMIT_DEFAULT } from '../../../src/schemas/paging.js'
 import { ref } from '../../../src/schemas/ref.js'
-import { WebhookListQuerySchema, WebhookListSchema } from '../../../src/schemas/webhook.js'
+import { WebhookListQuerySchema } from '../../../src/schemas/webhook.js'
 import { canonicalLimit, linkNextPage } from '../paging.js'
 import { ownerOf, webhooksErrorResponses } from './shared.js'
 
@@ -21,7 +21,7 @@ const listWebhooksRoute: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['webhooks'],
         querystring: WebhookListQuerySchema,
         response: {
-          200: ref(WebhookListSchema, {
+          200: ref(app.webhookSchemas.WebhookListSchema, {
             description: 'A page of subscriptions, ordered by id',
             headers: webhookLinkHeader
           }),

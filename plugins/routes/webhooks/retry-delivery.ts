@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ref } from '../../../src/schemas/ref.js'
-import { WebhookDeliveryParamsSchema, WebhookDeliverySchema } from '../../../src/schemas/webhook-delivery.js'
+import { WebhookDeliveryParamsSchema } from '../../../src/schemas/webhook-delivery.js'
 import { checkEventScopes, ownerOf, webhooksErrorResponses } from './shared.js'
 
 /** `POST /webhooks/{id}/deliveries/{deliveryId}/retry`: attempts a delivery again now. */
@@ -20,7 +20,7 @@ const retryWebhookDeliveryRoute: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['webhooks'],
         params: WebhookDeliveryParamsSchema,
         response: {
-          202: ref(WebhookDeliverySchema, { description: 'The delivery is due now' }),
+          202: ref(app.webhookSchemas.WebhookDeliverySchema, { description: 'The delivery is due now' }),
           ...webhooksErrorResponses({
             400: 'An id is not a signed 64-bit integer, or the request has a body',
             404: 'This token has no subscription with this id, or the subscription has no delivery with this id',

@@ -1,10 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ref } from '../../../src/schemas/ref.js'
-import {
-  RotateWebhookSecretSchema,
-  WebhookParamsSchema,
-  WebhookWithSecretSchema
-} from '../../../src/schemas/webhook.js'
+import { RotateWebhookSecretSchema, WebhookParamsSchema } from '../../../src/schemas/webhook.js'
 import { ownerOf, WEBHOOK_ERRORS, webhooksErrorResponses } from './shared.js'
 
 /** `POST /webhooks/{id}/rotate-secret`: a new signing secret, random or the integrator's. */
@@ -26,7 +22,7 @@ const rotateWebhookSecretRoute: FastifyPluginAsyncTypebox = async (app) => {
         params: WebhookParamsSchema,
         body: ref(RotateWebhookSecretSchema),
         response: {
-          200: ref(WebhookWithSecretSchema, { description: 'The subscription with its new secret' }),
+          200: ref(app.webhookSchemas.WebhookWithSecretSchema, { description: 'The subscription with its new secret' }),
           ...webhooksErrorResponses({
             400:
               `${WEBHOOK_ERRORS.badId}, or the body is not a RotateWebhookSecret (a secret not \`whsec_\` and 24 to ` +

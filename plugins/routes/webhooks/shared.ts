@@ -1,11 +1,10 @@
-import type { FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { insufficientScope } from '../../../src/lib/errors.js'
 import type { ResourceDefinition } from '../../../src/resources/definition.js'
 import { resourceScope } from '../../../src/auth/scopes.js'
-import { missingEventScope } from '../../../src/webhooks/events.js'
+import { eventTypesOf, missingEventScope } from '../../../src/webhooks/events.js'
 import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
 import { ref } from '../../../src/schemas/ref.js'
-import { WebhookSchema } from '../../../src/schemas/webhook.js'
 
 /** Error answers several webhooks routes share, described once. */
 export const WEBHOOK_ERRORS = {
@@ -22,7 +21,8 @@ export const WEBHOOK_ERRORS = {
 export const webhooksErrorResponses = authenticatedErrorResponses
 
 /** A subscription response, without its secret. */
-export const webhookResponse = (description: string) => ref(WebhookSchema, { description })
+export const webhookResponse = (app: FastifyInstance, description: string) =>
+  ref(app.webhookSchemas.WebhookSchema, { description })
 
 /**
  * Whose subscriptions a request addresses: its principal's id. The auth hook has identified the
@@ -44,13 +44,28 @@ export const eventScopesText = (resources: readonly ResourceDefinition[]): strin
 
 /**
  * Subscribing to a resource's events hands its representations to the receiver: the caller needs
- * the resource's read scope for every event type of `events` (all of them when absent), checked at
- * creation and on every change of the list.
+ * the resource's read scope for every event type of `events`, checked at creation and on every
+ * change of the list.
  */
-export function checkEventScopes (request: FastifyRequest, events: readonly string[] | undefined): void {
+export function checkEventScopes (request: FastifyRequest, events: readonly string[]): void {
   const { resources, scopeCatalog } = request.server
   const missing = missingEventScope(events, request.principal?.scopes ?? new Set(), scopeCatalog, resources)
   if (missing !== undefined) throw insufficientScope(missing)
+}
+
+/**
+ * The events a new subscription asks for, checked: `events`, or when absent the event types of every
+ * resource the caller may read, fixed at creation like a list it sent (a scope gained later, or a
+ * resource served later, adds events by a PATCH of `events`, never by itself). A caller that may read
+ * none is refused as for every event type: 403 naming the first read scope it lacks.
+ */
+export function eventsToSubscribe (request: FastifyRequest, events: readonly string[] | undefined): readonly string[] {
+  const { resources, scopeCatalog } = request.server
+  const held = request.principal?.scopes ?? new Set()
+  const chosen = events ??
+    eventTypesOf(resources.filter((resource) => scopeCatalog.grants(held, resourceScope(resource, 'read'))))
+  checkEventScopes(request, chosen.length > 0 ? chosen : request.server.eventTypes)
+  return chosen
 }
 
 /**

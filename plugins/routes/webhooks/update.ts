@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { MERGE_PATCH } from '../../http/json-body.js'
 import { ref } from '../../../src/schemas/ref.js'
-import { WebhookParamsSchema, WebhookPatchSchema } from '../../../src/schemas/webhook.js'
+import { WebhookParamsSchema } from '../../../src/schemas/webhook.js'
 import {
   checkEventScopes, checkSubscriptionScopes, eventScopesText, ownerOf, WEBHOOK_ERRORS, webhookResponse,
   webhooksErrorResponses
@@ -28,9 +28,9 @@ const updateWebhookRoute: FastifyPluginAsyncTypebox = async (app) => {
         // Only the PATCH routes read merge patches (plugins/app/requests.ts reads what `consumes` lists).
         consumes: [MERGE_PATCH, 'application/json'],
         params: WebhookParamsSchema,
-        body: ref(WebhookPatchSchema),
+        body: ref(app.webhookSchemas.WebhookPatchSchema),
         response: {
-          200: webhookResponse('The subscription as updated'),
+          200: webhookResponse(app, 'The subscription as updated'),
           ...webhooksErrorResponses({
             400: 'The id is not a signed 64-bit integer, the body is not a valid WebhookPatch (the message names the ' +
               `field), or: ${WEBHOOK_ERRORS.badUrl}`,

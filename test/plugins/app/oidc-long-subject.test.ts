@@ -7,11 +7,12 @@ import { cleanupStack } from '../../helpers/cleanup.js'
 import { apiTestDatabases } from '../../helpers/databases.js'
 import { AUDIENCE, forge, signingKey, startProvider } from '../../helpers/oidc-provider.js'
 import { PUBLIC_RECEIVER } from '../../helpers/webhooks.js'
+import { PLANTS_READ, PLANTS_WRITE } from '../../helpers/resources.js'
 
 // A JWT's sub (and client_id) may be any string: a principal of ~3,000 characters owns webhooks
 // and idempotency keys like any other, on every store (PostgreSQL's index rows are bounded).
 
-const SCOPE = 'plants:read plants:write webhooks'
+const SCOPE = `${PLANTS_READ} ${PLANTS_WRITE} webhooks`
 /** Random, so PostgreSQL cannot compress it into an index row. */
 const SUB = randomBytes(2250).toString('base64url').slice(0, 2999)
 const longSub = (last: string): string => `${SUB}${last}`

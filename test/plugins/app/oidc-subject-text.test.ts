@@ -6,12 +6,13 @@ import { cleanupStack } from '../../helpers/cleanup.js'
 import { apiTestDatabases } from '../../helpers/databases.js'
 import { AUDIENCE, forge, signingKey, startProvider } from '../../helpers/oidc-provider.js'
 import { PUBLIC_RECEIVER } from '../../helpers/webhooks.js'
+import { PLANTS_READ, PLANTS_WRITE } from '../../helpers/resources.js'
 
 // A JWT's sub is a key of stored data (webhook owners, idempotency scopes): one that is not
 // well-formed text (a NUL, a lone surrogate) has no faithful form in PostgreSQL, so it is refused
 // as an invalid token, the same on both stores, rather than a 500 or two subjects made one.
 
-const SCOPE = 'plants:read plants:write webhooks'
+const SCOPE = `${PLANTS_READ} ${PLANTS_WRITE} webhooks`
 const CHECK = 'its subject (sub) is not well-formed text (a NUL or an unpaired UTF-16 surrogate)'
 
 /** The three requests that key stored data by the principal. */

@@ -5,7 +5,7 @@ import { SignJWT, type JWTPayload } from 'jose'
 import type { FastifyInstance } from 'fastify'
 import { buildTestApp, captureLog } from '../../helpers/app.js'
 import { AUDIENCE, forge, signingKey, startProvider, type SigningKey, type TestProvider } from '../../helpers/oidc-provider.js'
-import { EXPECTED_SCOPES } from '../../helpers/resources.js'
+import { EXPECTED_SCOPES, PLANTS_READ, PLANTS_WRITE } from '../../helpers/resources.js'
 import { assertScopeMatrix } from '../../helpers/scoped-tokens.js'
 import type { Cleanup } from '../../helpers/cleanup.js'
 
@@ -38,13 +38,13 @@ test('scope matrix, JWT access tokens from a real provider: each client\'s scope
   const { provider: op } = await provider(t)
   const app = await buildTestApp(t, oidcEnv(op))
   await assertScopeMatrix(app, [
-    { label: 'reader', scopes: ['plants:read'], authorization: `Bearer ${await op.token('reader')}` },
-    { label: 'writer', scopes: ['plants:write'], authorization: `Bearer ${await op.token('writer')}` },
-    { label: 'integrator', scopes: ['webhooks', 'plants:read'], authorization: `Bearer ${await op.token('integrator')}` },
+    { label: 'reader', scopes: [PLANTS_READ], authorization: `Bearer ${await op.token('reader')}` },
+    { label: 'writer', scopes: [PLANTS_WRITE], authorization: `Bearer ${await op.token('writer')}` },
+    { label: 'integrator', scopes: ['webhooks', PLANTS_READ], authorization: `Bearer ${await op.token('integrator')}` },
     // Every scope there is.
     { label: 'admin', scopes: EXPECTED_SCOPES.map(({ scope }) => scope), authorization: `Bearer ${await op.token('admin')}` },
     // A token with fewer scopes than its client may have.
-    { label: 'admin asking plants:read only', scopes: ['plants:read'], authorization: `Bearer ${await op.token('admin', 'plants:read')}` },
+    { label: `admin asking ${PLANTS_READ} only`, scopes: [PLANTS_READ], authorization: `Bearer ${await op.token('admin', PLANTS_READ)}` },
     { label: 'admin asking webhooks only', scopes: ['webhooks'], authorization: `Bearer ${await op.token('admin', 'webhooks')}` }
   ])
   // Discovery and the key set were fetched once for all of it.
@@ -80,9 +80,9 @@ test('every refusal is a 401 with error="invalid_token" and a message naming the
   const now = Math.floor(Date.now() / 1000)
   const stranger = await signingKey('key-1')
   const hmacSecret = new TextEncoder().encode(JSON.stringify({ ...key.privateJwk, d: undefined }))
-  const hs256 = await new SignJWT({ sub: 'x', iss: op.issuer, aud: AUDIENCE, exp: now + 300, scope: 'plants:read' })
+  const hs256 = await new SignJWT({ sub: 'x', iss: op.issuer, aud: AUDIENCE, exp: now + 300, scope: PLANTS_READ })
     .setProtectedHeader({ alg: 'HS256', kid: key.kid }).sign(hmacSecret)
-  const none = `${b64({ alg: 'none', kid: key.kid })}.${b64({ sub: 'x', iss: op.issuer, aud: AUDIENCE, exp: now + 300, scope: 'plants:read' })}.`
+  const none = `${b64({ alg: 'none', kid: key.kid })}.${b64({ sub: 'x', iss: op.issuer, aud: AUDIENCE, exp: now + 300, scope: PLANTS_READ })}.`
   const cases: Array<[string, string]> = [
     [none, 'its algorithm is not accepted (only RS256, PS256, ES256, EdDSA)'],
     [hs256, 'its algorithm is not accepted (only RS256, PS256, ES256, EdDSA)'],

@@ -8,13 +8,14 @@ import { scopedToken, tokensFile } from '../../helpers/scoped-tokens.js'
 import { buildWebhooksApp, createWebhook, PUBLIC_RECEIVER } from '../../helpers/webhooks.js'
 import { idempotencyKey } from '../../../src/resources/idempotency.js'
 import { webhookOwner } from '../../../src/webhooks/service.js'
+import { PLANTS_READ, PLANTS_WRITE } from '../../helpers/resources.js'
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
 
 test('a named token is known by its name: replaced under the same name it keeps its webhooks and idempotency keys', async (t) => {
-  const first = scopedToken('integrator', ['webhooks', 'plants:write'])
+  const first = scopedToken('integrator', ['webhooks', PLANTS_WRITE])
   const replacement = { ...first, token: scopedToken('x', []).token }
-  const other = scopedToken('someone-else', ['webhooks', 'plants:write'])
+  const other = scopedToken('someone-else', ['webhooks', PLANTS_WRITE])
   const before = tokensFile([first, other])
   // A database that outlives the app: a file, or (TEST_APP_STORE=postgres) the scratch schema, dropped after the test.
   const file = process.env.TEST_APP_STORE === 'postgres' ? {} : { DATABASE_URL: join(mkdtempSync(join(tmpdir(), 'plant-store-principal-')), 'plants.db') }
@@ -48,7 +49,7 @@ test('a plain API_TOKENS token keeps the principal stored before scopes: its dig
 
 test('the access log and the rate limit go by the principal: a named token\'s name, never the token', async (t) => {
   const log = captureLog()
-  const reader = scopedToken('dashboard', ['plants:read'])
+  const reader = scopedToken('dashboard', [PLANTS_READ])
   const app = await buildWebhooksApp(t, { API_TOKENS_FILE: tokensFile([reader]), LOG_LEVEL: 'info', RATE_LIMIT_MAX: '100', RATE_LIMIT_WINDOW: '600000' }, { logStream: log.stream })
   const first = await app.inject({ url: '/plants', headers: bearer(reader.token) })
   assert.equal(first.statusCode, 200)

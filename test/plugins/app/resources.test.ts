@@ -7,15 +7,17 @@ import { RESOURCES } from '../../../src/resources/index.js'
 import { PLANTS } from '../../../src/resources/plants.js'
 import { resourceScope } from '../../../src/auth/scopes.js'
 import { tokenDigest } from '../../../src/auth/tokens.js'
+import { eventTypesOf } from '../../../src/webhooks/events.js'
 import { AUTH, buildTestApp } from '../../helpers/app.js'
-import { cleanupStack } from '../../helpers/cleanup.js'
+import { cleanupStack, tempDatabaseFile } from '../../helpers/cleanup.js'
+import { scratchDatabaseUrl } from '../../helpers/postgres.js'
 import { apiTestDatabases } from '../../helpers/databases.js'
 import { AUTH_A, buildSandboxApp, sandboxDatabases } from '../../helpers/sandbox.js'
 import { assertError } from '../../helpers/plants.js'
-import { grantingScopes, RESOURCE_EVENT_TYPES, resourceOperations } from '../../helpers/resources.js'
-import { scopedToken } from '../../helpers/scoped-tokens.js'
+import { grantingScopes, READ_SCOPES, RESOURCE_EVENT_TYPES, resourceOperations } from '../../helpers/resources.js'
+import { scopedToken, type ScopedToken } from '../../helpers/scoped-tokens.js'
 import {
-  buildWebhooksApp, createWebhook, deliveriesWhen, PUBLIC_RECEIVER, type DeliveryBody
+  buildWebhooksApp, createWebhook, deliveriesWhen, PUBLIC_RECEIVER, type DeliveryBody, type WebhookBody
 } from '../../helpers/webhooks.js'
 
 /**
@@ -171,4 +173,55 @@ test('its events are subscribable: validated, defaulted, delivered, filtered, li
   assert.deepEqual(catalog.map(({ type }) => type), [...RESOURCE_EVENT_TYPES, ...potEvents, 'webhook.test'])
   const document = (await app.inject({ url: '/openapi.json' })).json<{ webhooks: Record<string, unknown> }>()
   assert.deepEqual(Object.keys(document.webhooks), [...RESOURCE_EVENT_TYPES, ...potEvents, 'webhook.test'])
+})
+
+test('serving it refuses no subscriber: without events, a token gets the events it may read, fixed at creation', async (t) => {
+  const cleanup = cleanupStack(t)
+  const database = process.env.TEST_APP_STORE === 'postgres' ? scratchDatabaseUrl(cleanup).url : tempDatabaseFile(cleanup)
+  const plantHooks = scopedToken('plant-hooks', ['webhooks', ...READ_SCOPES])
+  const potHooks = scopedToken('pot-hooks', ['webhooks', resourceScope(POTS, 'write')])
+  const hooks = scopedToken('hooks', ['webhooks'])
+  const potEvents = eventTypesOf([POTS])
+  const start = async (tokens: readonly ScopedToken[]) => await buildTestApp(cleanup, { DATABASE_URL: database },
+    { resources: [...RESOURCES, POTS] }, (config) => ({
+      ...config,
+      namedTokens: tokens.map(({ name, scopes, token }) => ({ name, scopes, digest: tokenDigest(token) }))
+    }))
+  const before = await start([plantHooks, potHooks, hooks])
+  const bearer = ({ token }: ScopedToken) => ({ authorization: `Bearer ${token}` })
+  const plantOnly = await createWebhook(before, { url: PUBLIC_RECEIVER }, bearer(plantHooks))
+  assert.deepEqual(plantOnly.events, RESOURCE_EVENT_TYPES)
+  assert.deepEqual((await createWebhook(before, { url: PUBLIC_RECEIVER }, bearer(potHooks))).events, potEvents)
+  // Reading none of them, the token is refused as before: 403 naming the first resource's read scope.
+  const first = resourceScope(RESOURCES[0], 'read')
+  const refused = await before.inject({
+    method: 'POST', url: '/webhooks', headers: bearer(hooks), payload: { url: PUBLIC_RECEIVER }
+  })
+  assert.equal(refused.statusCode, 403)
+  assert.equal(refused.headers['www-authenticate'], `Bearer error="insufficient_scope", scope="${first}"`)
+  assert.deepEqual(refused.json(),
+    { error: 403, message: `This token lacks the scope ${first}, which this operation needs` })
+  await before.close()
+
+  // Given the pots' scope since, the token's subscription keeps the list it was created with; a PATCH adds them.
+  const after = await start([{ ...plantHooks, scopes: [...plantHooks.scopes, resourceScope(POTS, 'read')] }])
+  const url = `/webhooks/${plantOnly.id}`
+  const read = await after.inject({ url, headers: bearer(plantHooks) })
+  const { secret: _secret, ...view } = plantOnly
+  assert.deepEqual(read.json<WebhookBody>(), view)
+  const events = [...RESOURCE_EVENT_TYPES, ...potEvents]
+  const widened = await after.inject({ method: 'PATCH', url, headers: bearer(plantHooks), payload: { events } })
+  assert.equal(widened.statusCode, 200, widened.body)
+  assert.deepEqual(widened.json<WebhookBody>().events, events)
+})
+
+test('its store operations are timed as every resource\'s are', async (t) => {
+  const app = await buildTestApp(t, { METRICS_PORT: '0' }, { resources: [...RESOURCES, POTS] })
+  const created = await app.inject({ method: 'POST', url: '/pots', headers: AUTH, payload: { name: 'Terracotta' } })
+  assert.equal(created.statusCode, 201)
+  const address = app.metrics?.address()
+  assert.ok(address)
+  const text = await (await fetch(`http://127.0.0.1:${address.port}/metrics`)).text()
+  assert.match(text, /^plantstore_store_operation_duration_seconds_count\{operation="pots\.create",outcome="ok"\} 1$/m)
+  assert.match(text, /^plantstore_store_operation_duration_seconds_count\{operation="pots\.list",outcome="ok"\} 0$/m)
 })

@@ -9,6 +9,7 @@ import { AUTH_A, AUTH_B, buildSandboxApp, sandboxDatabases } from '../../helpers
 import { bannerLine, startServer } from '../../helpers/server-process.js'
 import { until } from '../../helpers/webhook-receiver.js'
 import type { DeliveryBody } from '../../helpers/webhooks.js'
+import { PLANT_CREATED } from '../../helpers/resources.js'
 
 const [sqlite] = sandboxDatabases
 assert.ok(sqlite !== undefined)
@@ -76,7 +77,7 @@ for (const database of sandboxDatabases) {
         assert.equal(res.statusCode, 400, `${url}: ${res.body}`)
         assert.match(res.json<{ message: string }>().message, /is not allowed|only public addresses are allowed/)
       }
-      const created = await app.inject({ method: 'POST', url: '/webhooks', headers: AUTH_A, payload: { url: 'http://hooks.example.com/in', events: ['plant.created'] } })
+      const created = await app.inject({ method: 'POST', url: '/webhooks', headers: AUTH_A, payload: { url: 'http://hooks.example.com/in', events: [PLANT_CREATED] } })
       assert.equal(created.statusCode, 201, created.body)
       rebound = true
       assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH_A, payload: { name: 'x' } })).statusCode, 201)
@@ -94,7 +95,7 @@ for (const database of sandboxDatabases) {
       const request: RequestFunction = (url, options) => { connections.push(url.hostname); return loopbackOnlyRequest(url, options) }
       const app = await buildSandboxApp(t, database, { SANDBOX_OPEN_TENANTS: '1', SANDBOX_SEED: 'none' }, { webhookRequest: request })
       assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH_A, payload: { name: 'before' } })).statusCode, 201)
-      assert.equal((await app.inject({ method: 'POST', url: '/webhooks', headers: AUTH_A, payload: { url: 'https://93.184.216.34/hooks', events: ['plant.created'] } })).statusCode, 201)
+      assert.equal((await app.inject({ method: 'POST', url: '/webhooks', headers: AUTH_A, payload: { url: 'https://93.184.216.34/hooks', events: [PLANT_CREATED] } })).statusCode, 201)
       // B takes the only store: A's is closed, and opened again by A's next request.
       assert.equal((await app.inject({ url: '/plants', headers: AUTH_B })).statusCode, 200)
       assert.equal(app.sandbox?.registry.openCount, 1)
@@ -111,7 +112,7 @@ for (const database of sandboxDatabases) {
       const connections: string[] = []
       const request: RequestFunction = (url, options) => { connections.push(url.hostname); return loopbackOnlyRequest(url, options) }
       const app = await buildSandboxApp(t, database, { SANDBOX_WEBHOOK_ATTEMPTS_PER_MINUTE: '1', SANDBOX_SEED: 'none' }, { webhookRequest: request })
-      assert.equal((await app.inject({ method: 'POST', url: '/webhooks', headers: AUTH_A, payload: { url: 'https://93.184.216.34/hooks', events: ['plant.created'] } })).statusCode, 201)
+      assert.equal((await app.inject({ method: 'POST', url: '/webhooks', headers: AUTH_A, payload: { url: 'https://93.184.216.34/hooks', events: [PLANT_CREATED] } })).statusCode, 201)
       for (const name of ['a', 'b', 'c']) assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH_A, payload: { name } })).statusCode, 201)
       let deliveries: DeliveryBody[] = []
       await until('one delivery was attempted', async () => {

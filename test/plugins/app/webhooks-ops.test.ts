@@ -3,6 +3,7 @@ import { test } from 'node:test'
 import { webhookOwner } from '../../../src/webhooks/service.js'
 import { AUTH, buildTestApp, captureLog, TOKEN } from '../../helpers/app.js'
 import { startReceiver } from '../../helpers/webhook-receiver.js'
+import { PLANT_CREATED } from '../../helpers/resources.js'
 
 /** Operating webhooks: which request caused a delivery (logs), and how delivery goes (metrics). */
 
@@ -34,7 +35,7 @@ test('a delivery logs the request id of the write that caused it, as that reques
   assert.equal(delivered.reqId, 'order-4711')
   assert.deepEqual({ ...delivered.webhook, durationMs: undefined, deliveryId: undefined, messageId: undefined }, {
     subscriptionId: String(subscription.id),
-    eventType: 'plant.created',
+    eventType: PLANT_CREATED,
     attempt: 1,
     status: 'succeeded',
     statusCode: 204,

@@ -6,7 +6,9 @@ import { test } from 'node:test'
 import { decodeJwt, decodeProtectedHeader } from 'jose'
 import { AuthUnavailableError, isServiceError } from '../../../src/lib/errors.js'
 import { FAILED_FETCH_COOLDOWN_MS, KEYS_MAX_AGE_MS, looksLikeJwt, OidcVerifier, ProviderKeys } from '../../../src/auth/oidc.js'
+import { DEFAULT_SCOPES } from '../../../src/auth/scopes.js'
 import { AUDIENCE, signingKey, startProvider } from '../../helpers/oidc-provider.js'
+import { PLANTS_READ } from '../../helpers/resources.js'
 
 test('looksLikeJwt: three base64url parts (the last may be empty); anything else is an opaque token', () => {
   for (const token of ['a.b.c', 'eyJh-_.e30.', 'x.y.z_-']) assert.equal(looksLikeJwt(token), true, token)
@@ -110,10 +112,11 @@ test('OidcVerifier remembers a verified token until its exp (verified once), and
   const op = await startProvider([key])
   t.after(op.stop)
   let now = Date.now()
-  const verifier = new OidcVerifier({ issuer: op.issuer, audience: AUDIENCE, clockSkewMs: 30_000, jwksCooldownMs: 30_000, requireAtJwt: true }, () => {}, () => now)
+  const verifier = new OidcVerifier({ issuer: op.issuer, audience: AUDIENCE, clockSkewMs: 30_000, jwksCooldownMs: 30_000, requireAtJwt: true },
+    () => {}, DEFAULT_SCOPES.isScope, () => now)
   const token = await op.token('reader')
   const first = await verifier.verify(token)
-  assert.deepEqual({ ...first, scopes: [...first.scopes] }, { id: 'jwt:reader', name: 'reader', client: 'reader', scopes: ['plants:read'] })
+  assert.deepEqual({ ...first, scopes: [...first.scopes] }, { id: 'jwt:reader', name: 'reader', client: 'reader', scopes: [PLANTS_READ] })
   assert.equal(await verifier.verify(token), first, 'the same principal: not verified again')
   now = (decodeJwt(token).exp ?? 0) * 1000
   const again = await verifier.verify(token)

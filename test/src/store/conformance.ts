@@ -3,7 +3,8 @@ import { describe, test, type TestContext } from 'node:test'
 import { plantEtag } from '../../../src/resources/plants.js'
 import { ServiceError, type ErrorCode } from '../../../src/lib/errors.js'
 import type { Plant } from '../../../src/schemas/plant.js'
-import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../../../src/webhooks/events.js'
+import type { WebhookEventType } from '../../../src/webhooks/events.js'
+import { RESOURCE_EVENT_TYPES } from '../../helpers/resources.js'
 import { IDEMPOTENCY_TTL_MS } from '../../../src/store/rules.js'
 import { MAX_ASSIGNED_ID, type Store } from '../../../src/store/contract.js'
 import type { IdempotencyKey } from '../../../src/resources/idempotency.js'
@@ -439,7 +440,7 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
     })
 
     describe('events: every change writes its deliveries in its own transaction', () => {
-      const subscribe = async (store: Store, events: WebhookEventType[] = [...WEBHOOK_EVENT_TYPES], disabled = false): Promise<bigint> =>
+      const subscribe = async (store: Store, events: WebhookEventType[] = [...RESOURCE_EVENT_TYPES], disabled = false): Promise<bigint> =>
         (await store.webhooks.createSubscription({ owner: 'owner-a', url: 'https://receiver.example/hook', events, disabled, secret: SECRET }, Date.now())).id
       /** Every delivery of the subscription, oldest first, with its event as the receiver gets it. */
       const outbox = async (store: Store, id: bigint): Promise<Array<{ type: string, data: Record<string, unknown> }>> => {
@@ -520,7 +521,7 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
         const store = await fresh(t)
         const all = await subscribe(store)
         const deletions = await subscribe(store, ['plant.deleted'])
-        const disabled = await subscribe(store, [...WEBHOOK_EVENT_TYPES], true)
+        const disabled = await subscribe(store, [...RESOURCE_EVENT_TYPES], true)
         const { item: plant } = await store.plants.create({ name: 'a' })
         await store.plants.delete(plant.id)
         const page = await store.webhooks.listDeliveries('owner-a', all, { limit: 10 })

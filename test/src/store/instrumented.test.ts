@@ -2,16 +2,17 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { instrumentStore, type OperationObserver } from '../../../src/store/instrumented.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
+import { RESOURCES } from '../../../src/resources/index.js'
 
 test('no observer: the bare store itself; observers: each told when every operation starts and how it ended', async () => {
   const store = createSqliteStore({ filename: ':memory:' })
-  assert.equal(instrumentStore(store, []), store)
+  assert.equal(instrumentStore(store, [], RESOURCES), store)
   const events: string[] = []
   const observer = (name: string): OperationObserver => (operation) => {
     events.push(`${name} ${operation} start`)
     return (error) => { events.push(`${name} ${operation} ${error === undefined ? 'ok' : (error as Error).message}`) }
   }
-  const observed = instrumentStore(store, [observer('metrics'), observer('tracing')])
+  const observed = instrumentStore(store, [observer('metrics'), observer('tracing')], RESOURCES)
   const { item: plant } = await observed.plants.create({ name: 'Fern' })
   await observed.plants.update(plant.id, { tag: 'green' })
   await observed.plants.replace(plant.id, { name: 'Fern' })

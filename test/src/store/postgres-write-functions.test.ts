@@ -7,7 +7,8 @@ import type { Plant } from '../../../src/schemas/plant.js'
 import type { Store } from '../../../src/store/contract.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { allWriteFunctions, sqlLiteral, writeFunctions } from '../../../src/store/postgres/write-functions.js'
-import { eventPayload, WEBHOOK_EVENT_TYPES } from '../../../src/webhooks/events.js'
+import { eventPayload } from '../../../src/webhooks/events.js'
+import { RESOURCE_EVENT_TYPES } from '../../helpers/resources.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
 import { adminQuery, scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
 import { settled } from './conformance.js'
@@ -48,7 +49,7 @@ if (TEST_DATABASE_URL !== undefined) {
     const store = await createPostgresStore({ url, poolMax: 2 })
     t.after(() => store.close())
     await store.webhooks.createSubscription({
-      owner: 'owner-a', url: 'https://receiver.example/hook', events: [...WEBHOOK_EVENT_TYPES], disabled: false, secret: SECRET
+      owner: 'owner-a', url: 'https://receiver.example/hook', events: [...RESOURCE_EVENT_TYPES], disabled: false, secret: SECRET
     }, Date.now())
     const names = ['it\'s "quoted"', 'back\\slash E\'x\'', 'line\nbreak\ttab \u0001 \u007f', 'é 😀 \u2028 \u2029', '$plant_store$']
     const created: Plant[] = []

@@ -9,6 +9,7 @@ import type { DeliveryCompletion, WebhookStore } from '../../../src/webhooks/sto
 import { cleanupStack } from '../../helpers/cleanup.js'
 import { sqliteWebhookDatabase } from '../../helpers/sqlite-webhooks.js'
 import { plant } from './store-conformance.js'
+import { PLANT_CREATED } from '../../helpers/resources.js'
 
 // The queue over a real SQLite webhook store; failures are the store's, wrapped per test.
 
@@ -21,7 +22,7 @@ async function setup (
   t: TestContext, deliveries: number, wrap = (store: WebhookStore): WebhookStore => store
 ): Promise<{ store: WebhookStore, queue: DeliveryQueue, errors: string[] }> {
   const store = sqliteWebhookDatabase(cleanupStack(t), 'plant-store-queue-').openWebhookStore()
-  const record = { owner: OWNER, url: 'http://127.0.0.1:9/hooks', events: ['plant.created' as const], disabled: false }
+  const record = { owner: OWNER, url: 'http://127.0.0.1:9/hooks', events: [PLANT_CREATED], disabled: false }
   await store.createSubscription({ ...record, secret: newWebhookSecret() }, NOW)
   for (let i = 1; i <= deliveries; i++) await store.enqueue(resourceEvent(PLANTS, 'created', plant(BigInt(i))), NOW)
   const errors: string[] = []

@@ -14,6 +14,7 @@ import type { AddressPolicy } from '../../../src/webhooks/url-policy.js'
 import { USER_AGENT } from '../../../src/webhooks/user-agent.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
 import { sqliteWebhookDatabase } from '../../helpers/sqlite-webhooks.js'
+import { PLANT_CREATED, PLANT_DELETED, PLANT_UPDATED, RESOURCE_EVENT_TYPES } from '../../helpers/resources.js'
 import { startReceiver, until, verifyWebhook, type WebhookReceiver } from '../../helpers/webhook-receiver.js'
 import { plant } from './store-conformance.js'
 
@@ -51,7 +52,9 @@ async function setup (t: TestContext, options: Partial<DispatcherOptions> = {}):
     return dispatcher
   }
   const dispatcher = newDispatcher()
-  const service = new WebhookService({ store, policy: loopback, lookupTimeoutMs: 2000, onDue: () => { dispatcher.wake() } })
+  const service = new WebhookService({
+    store, policy: loopback, lookupTimeoutMs: 2000, eventTypes: RESOURCE_EVENT_TYPES, onDue: () => { dispatcher.wake() }
+  })
   let plantId = 0n
   return {
     store,
@@ -89,7 +92,7 @@ describe('webhook dispatcher', () => {
     assert.ok(timestamp >= before && timestamp <= before + 2, 'unix seconds of the attempt')
     assert.match(String(request.headers['webhook-signature']), /^v1,[A-Za-z0-9+/]+=*$/)
     const event = verifyWebhook(subscription.secret, request) as Record<string, unknown>
-    assert.equal(event.type, 'plant.updated')
+    assert.equal(event.type, PLANT_UPDATED)
     assert.match(String(event.timestamp), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
     assert.match(request.body, /"data":\{"id":9007199254740993,"name":"Fern",/, 'the int64 id exactly, as the API writes it')
     await until('the delivery is recorded', async () => (await deliveries(subscription.id))[0]?.status === 'succeeded')
@@ -198,7 +201,7 @@ describe('webhook dispatcher', () => {
 
   test('deliveries to a subscription not matching the event, or disabled, are never made', async (t) => {
     const { dispatcher, subscribe, publish, receiver, service } = await setup(t)
-    await subscribe('/deleted-only', ['plant.deleted'])
+    await subscribe('/deleted-only', [PLANT_DELETED])
     const paused = await subscribe('/paused')
     await service.updateSubscription(OWNER, paused.id, { disabled: true })
     const active = await subscribe('/active')
@@ -567,7 +570,7 @@ describe('webhook dispatcher', () => {
 
   test('a secret that cannot sign fails the attempt (retried, then failed) without a request', async (t) => {
     const { store, dispatcher, publish, receiver, deliveries, attempts } = await setup(t, { schedule: [10] })
-    const broken = await store.createSubscription({ owner: OWNER, url: `${receiver.origin}/x`, events: ['plant.created'], disabled: false, secret: 'whsec_' }, Date.now())
+    const broken = await store.createSubscription({ owner: OWNER, url: `${receiver.origin}/x`, events: [PLANT_CREATED], disabled: false, secret: 'whsec_' }, Date.now())
     await dispatcher.start()
     await publish()
     await until('failed', async () => (await deliveries(broken.id))[0]?.status === 'failed')

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { PLANTS, plantJson } from '../../../src/resources/plants.js'
 import { buildEventMessage, eventPayload, eventPayloadAroundId, newMessageId, resourceEvent } from '../../../src/webhooks/events.js'
+import { PLANT_CREATED, PLANT_UPDATED } from '../../helpers/resources.js'
 
 const PLANT = { id: 9223372036854775807n, name: 'Mon"stera\n', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-02T00:00:00.000Z' }
 
@@ -12,9 +13,9 @@ test('a plant is JSON with its int64 id exact (no rounding beyond 2^53), strings
 })
 
 test('the body is { type, timestamp (RFC 3339), data }', () => {
-  const body = JSON.parse(eventPayload('plant.updated', plantJson({ ...PLANT, id: 7n, tag: 'green' }), Date.UTC(2026, 0, 2, 3, 4, 5, 678))) as unknown
+  const body = JSON.parse(eventPayload(PLANT_UPDATED, plantJson({ ...PLANT, id: 7n, tag: 'green' }), Date.UTC(2026, 0, 2, 3, 4, 5, 678))) as unknown
   assert.deepEqual(body, {
-    type: 'plant.updated',
+    type: PLANT_UPDATED,
     timestamp: '2026-01-02T03:04:05.678Z',
     data: { id: 7, name: 'Mon"stera\n', tag: 'green', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-02T00:00:00.000Z' }
   })
@@ -26,11 +27,11 @@ test('the body around the id, joined with an id, is the body of the plant with t
     const { id: _id, ...withoutId } = plant
     // What PostgreSQL's one-statement create does: the JSON after its id, with the id left to the statement.
     const afterId = plantJson({ ...plant, id: 0n }).slice('{"id":0'.length)
-    const { before, after } = eventPayloadAroundId('plant.created', afterId, at)
+    const { before, after } = eventPayloadAroundId(PLANT_CREATED, afterId, at)
     for (const id of [1n, 9007199254740993n]) {
       const body = before + id.toString() + after
       assert.deepEqual(JSON.parse(body.replace(/"id":(\d+)/, '"id":"$1"')), {
-        type: 'plant.created', timestamp: '2026-01-02T03:04:05.678Z', data: { ...withoutId, id: id.toString() }
+        type: PLANT_CREATED, timestamp: '2026-01-02T03:04:05.678Z', data: { ...withoutId, id: id.toString() }
       })
     }
   }

@@ -15,6 +15,7 @@ import type { WebhookStore, WebhookSubscription } from '../../../src/webhooks/st
 import type { AddressPolicy } from '../../../src/webhooks/url-policy.js'
 import { directUrl, scratchDatabaseUrl, terminateSessions, TEST_DATABASE_URL, withApplicationName } from '../../helpers/postgres.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
+import { PLANT_CREATED, PLANT_DELETED, RESOURCE_EVENT_TYPES } from '../../helpers/resources.js'
 import { startReceiver, until, verifyWebhook, type WebhookReceiver } from '../../helpers/webhook-receiver.js'
 import { plant } from './store-conformance.js'
 
@@ -22,6 +23,8 @@ import { plant } from './store-conformance.js'
 
 const OWNER = 'a'.repeat(64)
 const loopback: AddressPolicy = { allowPrivate: true, resolve: async () => { throw new Error('no DNS in these tests') } }
+const serviceOf = (store: WebhookStore): WebhookService =>
+  new WebhookService({ store, policy: loopback, lookupTimeoutMs: 2000, eventTypes: RESOURCE_EVENT_TYPES })
 
 interface Cluster {
   url: string
@@ -70,7 +73,7 @@ if (TEST_DATABASE_URL !== undefined) {
     test('two instances deliver everything, each delivery claimed and sent exactly once', async (t) => {
       const { receiver, openStore, dispatcher, publish } = await cluster(t)
       const [storeA, storeB] = [await openStore(), await openStore()]
-      const service = new WebhookService({ store: storeA, policy: loopback, lookupTimeoutMs: 2000 })
+      const service = serviceOf(storeA)
       const subscriptions: WebhookSubscription[] = []
       for (let i = 0; i < 4; i++) subscriptions.push(await service.createSubscription(OWNER, { url: `${receiver.origin}/s${i}` }))
       receiver.respond(async (_request, res) => {
@@ -111,7 +114,7 @@ if (TEST_DATABASE_URL !== undefined) {
     test('a committed event reaches an idle instance at once through LISTEN/NOTIFY; a rolled-back one never', async (t) => {
       const { receiver, openStore, dispatcher, publish } = await cluster(t)
       const store = await openStore()
-      await new WebhookService({ store, policy: loopback, lookupTimeoutMs: 2000 }).createSubscription(OWNER, { url: `${receiver.origin}/hooks` })
+      await serviceOf(store).createSubscription(OWNER, { url: `${receiver.origin}/hooks` })
       // No poll to speak of: only the notification can wake it.
       const idle = dispatcher(store, { pollIntervalMs: 60_000 })
       await idle.start()
@@ -131,8 +134,8 @@ if (TEST_DATABASE_URL !== undefined) {
       const { url, schema } = scratchDatabaseUrl(cleanup)
       const plants = await createPostgresStore({ url, directUrl: directUrl(url), notifyIntervalMs: 60_000 })
       cleanup.after(() => plants.close())
-      const subscription = await new WebhookService({ store: plants.webhooks, policy: loopback, lookupTimeoutMs: 2000 })
-        .createSubscription(OWNER, { url: 'http://127.0.0.1:9/hooks', events: ['plant.created', 'plant.deleted'] })
+      const subscription = await serviceOf(plants.webhooks)
+        .createSubscription(OWNER, { url: 'http://127.0.0.1:9/hooks', events: [PLANT_CREATED, PLANT_DELETED] })
       assert.ok(subscription.id > 0n)
       // Another instance, as PostgreSQL tells it: a LISTEN of its own.
       const other = new pg.Client({ connectionString: parsePostgresUrl(directUrl(url)).connectionString })
@@ -163,7 +166,7 @@ if (TEST_DATABASE_URL !== undefined) {
       const { receiver, openStore, dispatcher, publish } = await cluster(t)
       const applicationName = `plant-store-test-${randomBytes(4).toString('hex')}`
       const store = await openStore(applicationName)
-      await new WebhookService({ store, policy: loopback, lookupTimeoutMs: 2000 }).createSubscription(OWNER, { url: `${receiver.origin}/hooks` })
+      await serviceOf(store).createSubscription(OWNER, { url: `${receiver.origin}/hooks` })
       const idle = dispatcher(store, { pollIntervalMs: 60_000 })
       await idle.start()
       assert.ok(await terminateSessions(applicationName, { listening: true }) >= 1, 'the listener was cut off')

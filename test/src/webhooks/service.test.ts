@@ -8,7 +8,9 @@ import { WebhookService, webhookOwner } from '../../../src/webhooks/service.js'
 import type { WebhookStore } from '../../../src/webhooks/store-contract.js'
 import type { AddressPolicy, ResolvedAddress } from '../../../src/webhooks/url-policy.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
-import { RESOURCE_EVENT_TYPES } from '../../helpers/resources.js'
+import {
+  PLANT_CREATED, PLANT_DELETED, PLANT_UPDATED, PLANTS_READ, RESOURCE_EVENT_TYPES
+} from '../../helpers/resources.js'
 import { sqliteWebhookDatabase } from '../../helpers/sqlite-webhooks.js'
 import { plant } from './store-conformance.js'
 
@@ -42,7 +44,9 @@ async function setup (t: TestContext): Promise<Fixture> {
     }
   }
   let wakes = 0
-  const service = new WebhookService({ store, policy, lookupTimeoutMs: 2000, onDue: () => { wakes++ } })
+  const service = new WebhookService({
+    store, policy, lookupTimeoutMs: 2000, eventTypes: RESOURCE_EVENT_TYPES, onDue: () => { wakes++ }
+  })
   return { service, store, lookups, woken: () => wakes }
 }
 
@@ -69,9 +73,9 @@ describe('webhook service', () => {
     assert.match(subscription.secret, /^whsec_[A-Za-z0-9+/]{43}=$/)
     assert.equal('description' in subscription, false)
     const second = await service.createSubscription(ALICE, {
-      url: 'https://other.example.com/', events: ['plant.deleted', 'plant.created', 'plant.deleted'], description: 'audit', disabled: true
+      url: 'https://other.example.com/', events: [PLANT_DELETED, PLANT_CREATED, PLANT_DELETED], description: 'audit', disabled: true
     })
-    assert.deepEqual(second.events, ['plant.created', 'plant.deleted'], 'each once, in the canonical order')
+    assert.deepEqual(second.events, [PLANT_CREATED, PLANT_DELETED], 'each once, in the canonical order')
     assert.equal(second.description, 'audit')
     assert.equal(second.disabled, true)
     assert.notEqual(second.secret, subscription.secret)
@@ -115,9 +119,9 @@ describe('webhook service', () => {
     await rejectsWithCode(service.updateSubscription(ALICE, id, { url: 'https://intranet.example.com/' }), 'url-not-allowed')
     await rejectsWithCode(service.updateSubscription(ALICE, id, { events: [] }), 'invalid-events')
     await rejectsWithCode(service.updateSubscription(ALICE, id, { description: 'x'.repeat(501) }), 'invalid-description')
-    const updated = await service.updateSubscription(ALICE, id, { url: 'https://other.example.com/', events: ['plant.updated'], description: null })
+    const updated = await service.updateSubscription(ALICE, id, { url: 'https://other.example.com/', events: [PLANT_UPDATED], description: null })
     assert.equal(updated.url, 'https://other.example.com/')
-    assert.deepEqual(updated.events, ['plant.updated'])
+    assert.deepEqual(updated.events, [PLANT_UPDATED])
     assert.equal('description' in updated, false)
     await service.deleteSubscription(ALICE, id)
     await rejectsWithCode(service.getSubscription(ALICE, id), 'not-found')
@@ -162,9 +166,10 @@ describe('webhook service', () => {
       store,
       policy,
       lookupTimeoutMs: 2000,
+      eventTypes: RESOURCE_EVENT_TYPES,
       maxSubscriptions: 200,
       // ALICE is a named token narrowed to webhooks; BOB's scopes are not known (a JWT's).
-      ownerScopes: { owners: [ALICE], missing: (owner, events) => owner === ALICE && events.length > 0 ? 'plants:read' : undefined }
+      ownerScopes: { owners: [ALICE], missing: (owner, events) => owner === ALICE && events.length > 0 ? PLANTS_READ : undefined }
     })
     const url = 'https://93.184.216.34/hooks'
     const alice = []
@@ -172,8 +177,8 @@ describe('webhook service', () => {
     for (let i = 0; i < 101; i++) alice.push(await service.createSubscription(ALICE, { url, disabled: i === 0 }))
     const bob = await service.createSubscription(BOB, { url, disabled: true })
     const first = await service.pauseUncovered()
-    assert.deepEqual(first, alice.map(({ id }, i) => ({ owner: ALICE, id, scope: 'plants:read', paused: i !== 0 })))
-    const reason = 'Paused: the token that owns it lacks the scope plants:read, which its events need; enabling it needs that scope'
+    assert.deepEqual(first, alice.map(({ id }, i) => ({ owner: ALICE, id, scope: PLANTS_READ, paused: i !== 0 })))
+    const reason = `Paused: the token that owns it lacks the scope ${PLANTS_READ}, which its events need; enabling it needs that scope`
     for (const { id } of alice) {
       const view = await service.getSubscription(ALICE, id)
       assert.deepEqual([view.disabled, view.disabledReason], [true, reason])

@@ -6,7 +6,6 @@ import { isoTime } from '../../../src/store/iso-time.js'
 import { PLANTS } from '../../../src/resources/plants.js'
 import { resourceEvent } from '../../../src/webhooks/events.js'
 import type { ResourceEvent } from '../../../src/webhooks/events.js'
-import { WEBHOOK_EVENT_TYPES } from '../../../src/webhooks/events.js'
 import type { ClaimedDelivery, ClaimRequest, DeliveryQuery, NewSubscriptionRecord, WebhookStore } from '../../../src/webhooks/store-contract.js'
 import { RESOURCE_EVENT_TYPES } from '../../helpers/resources.js'
 
@@ -35,7 +34,7 @@ const created = (id: bigint, occurredAt = T0): ResourceEvent => resourceEvent(PL
 const record = (overrides: Partial<NewSubscriptionRecord> = {}): NewSubscriptionRecord => ({
   owner: ALICE,
   url: 'https://hooks.example.com/plants',
-  events: [...WEBHOOK_EVENT_TYPES],
+  events: [...RESOURCE_EVENT_TYPES],
   disabled: false,
   secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
   ...overrides

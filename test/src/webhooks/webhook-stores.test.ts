@@ -13,12 +13,13 @@ import { createSqliteWebhookStore, openSqliteWebhookDatabase } from '../../../sr
 import { StoreOpenError } from '../../../src/lib/errors.js'
 import type { Store } from '../../../src/store/contract.js'
 import { PLANTS } from '../../../src/resources/plants.js'
-import { resourceEvent, WEBHOOK_EVENT_TYPES } from '../../../src/webhooks/events.js'
+import { resourceEvent } from '../../../src/webhooks/events.js'
+import { PLANT_CREATED, PLANT_DELETED, RESOURCE_EVENT_TYPES } from '../../helpers/resources.js'
 import { cleanupStack, type Cleanup } from '../../helpers/cleanup.js'
 import { adminQuery, scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
 import { plant } from './store-conformance.js'
 
-const record = { owner: 'a'.repeat(64), url: 'https://hooks.example.com/', events: [...WEBHOOK_EVENT_TYPES], disabled: false, secret: 'whsec_c2VjcmV0' }
+const record = { owner: 'a'.repeat(64), url: 'https://hooks.example.com/', events: [...RESOURCE_EVENT_TYPES], disabled: false, secret: 'whsec_c2VjcmV0' }
 
 function tempFile (cleanup: Cleanup): string {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-webhook-stores-'))
@@ -119,17 +120,17 @@ async function eventsOnlyForWantedTypes (t: TestContext, open: (t: TestContext) 
   const { plants, waiting } = await open(t)
   await plants.plants.create({ name: 'Fern' })
   assert.deepEqual(await waiting(), [], 'no subscription: no event')
-  const { id } = await plants.webhooks.createSubscription({ ...record, events: ['plant.deleted'] }, Date.now())
+  const { id } = await plants.webhooks.createSubscription({ ...record, events: [PLANT_DELETED] }, Date.now())
   const fern = await plants.plants.create({ name: 'Fern' })
-  assert.deepEqual(await waiting(), [], 'nobody asked for plant.created')
+  assert.deepEqual(await waiting(), [], `nobody asked for ${PLANT_CREATED}`)
   await plants.plants.delete(fern.item.id)
-  assert.deepEqual(await waiting(), ['plant.deleted'])
-  await plants.webhooks.updateSubscription(record.owner, id, { events: ['plant.created'] }, Date.now())
+  assert.deepEqual(await waiting(), [PLANT_DELETED])
+  await plants.webhooks.updateSubscription(record.owner, id, { events: [PLANT_CREATED] }, Date.now())
   await plants.plants.create({ name: 'Ivy' })
-  assert.deepEqual(await waiting(), ['plant.deleted', 'plant.created'], 'the change of the subscription is seen by the next write')
+  assert.deepEqual(await waiting(), [PLANT_DELETED, PLANT_CREATED], 'the change of the subscription is seen by the next write')
   await plants.webhooks.updateSubscription(record.owner, id, { disabled: true }, Date.now())
   await plants.plants.create({ name: 'Moss' })
-  assert.deepEqual(await waiting(), ['plant.deleted', 'plant.created'], 'a disabled subscription asks for nothing')
+  assert.deepEqual(await waiting(), [PLANT_DELETED, PLANT_CREATED], 'a disabled subscription asks for nothing')
 }
 
 async function fanOutOnlyWhenShort (t: TestContext, open: (t: TestContext) => Promise<OutboxUnderTest>): Promise<void> {
@@ -147,7 +148,7 @@ async function fanOutOnlyWhenShort (t: TestContext, open: (t: TestContext) => Pr
   await store.enqueue(resourceEvent(PLANTS, 'created', plant(2n)), now)
   const [retry] = await store.claimDue({ ...claim, lease: 'a:2' })
   assert.equal(retry?.id, first?.id, 'the due retry fills the claim')
-  assert.deepEqual(await waiting(), ['plant.created'], 'so the new event still waits in the outbox')
+  assert.deepEqual(await waiting(), [PLANT_CREATED], 'so the new event still waits in the outbox')
   const [second] = await store.claimDue({ ...claim, lease: 'a:3' })
   assert.match(second?.payload ?? '', /"id":2,/)
   assert.deepEqual(await waiting(), [])

@@ -3,7 +3,9 @@ import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { AUTH, captureLog } from '../../../helpers/app.js'
 import { assertError, JSON_TYPE } from '../../../helpers/plants.js'
-import { KNOWN_EVENT_TYPES_TEXT, RESOURCE_EVENT_TYPES } from '../../../helpers/resources.js'
+import {
+  KNOWN_EVENT_TYPES_TEXT, PLANT_CREATED, PLANT_DELETED, PLANT_UPDATED, RESOURCE_EVENT_TYPES
+} from '../../../helpers/resources.js'
 import { until } from '../../../helpers/webhook-receiver.js'
 import { buildWebhooksApp, deliveriesWhen, OTHER_AUTH, PUBLIC_RECEIVER, SECRET, viewOf, type WebhookBody } from '../../../helpers/webhooks.js'
 import type { ResolvedAddress } from '../../../../src/webhooks/url-policy.js'
@@ -46,16 +48,16 @@ test('a subscription with only a URL: 201, Location, every event type, enabled, 
 test('events are normalised (the canonical order, each once); description and disabled are ' +
   'kept; each subscription has its own id and secret', async (t) => {
   const app = await buildWebhooksApp(t)
-  const res = await app.inject(post({ url: 'http://93.184.216.34:8080/a?b=c', events: ['plant.deleted', 'plant.created', 'plant.created'], description: 'shop', disabled: true }))
+  const res = await app.inject(post({ url: 'http://93.184.216.34:8080/a?b=c', events: [PLANT_DELETED, PLANT_CREATED, PLANT_CREATED], description: 'shop', disabled: true }))
   assert.equal(res.statusCode, 201, res.body)
   const first = res.json<WebhookBody>()
   assert.deepEqual({ url: first.url, events: first.events, description: first.description, disabled: first.disabled },
-    { url: 'http://93.184.216.34:8080/a?b=c', events: ['plant.created', 'plant.deleted'], description: 'shop', disabled: true })
-  const second = await app.inject(post({ url: PUBLIC_RECEIVER, events: ['plant.updated'], description: '', disabled: false }))
+    { url: 'http://93.184.216.34:8080/a?b=c', events: [PLANT_CREATED, PLANT_DELETED], description: 'shop', disabled: true })
+  const second = await app.inject(post({ url: PUBLIC_RECEIVER, events: [PLANT_UPDATED], description: '', disabled: false }))
   assert.equal(second.statusCode, 201)
   assert.equal(second.headers.location, '/webhooks/2')
   const body = second.json<WebhookBody>()
-  assert.deepEqual([body.id, body.events, body.description, body.disabled], [2, ['plant.updated'], '', false])
+  assert.deepEqual([body.id, body.events, body.description, body.disabled], [2, [PLANT_UPDATED], '', false])
   assert.notEqual(body.secret, first.secret)
 })
 
@@ -140,9 +142,9 @@ test('events: an unknown type, none, or not a list of strings is a 400', async (
   const app = await buildWebhooksApp(t)
   const known = KNOWN_EVENT_TYPES_TEXT
   assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: ['plant.moved'] })), 400, `body/events/0 must be one of ${known}`)
-  assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: ['plant.created', 'Plant.Created'] })), 400, `body/events/1 must be one of ${known}`)
+  assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: [PLANT_CREATED, 'Plant.Created'] })), 400, `body/events/1 must be one of ${known}`)
   assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: [] })), 400, 'body/events must NOT have fewer than 1 items')
-  assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: 'plant.created' })), 400, 'body/events must be array')
+  assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: PLANT_CREATED })), 400, 'body/events must be array')
   assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: null })), 400, 'body/events must be array')
   assert.deepEqual(await listOf(app), [])
 })

@@ -3,7 +3,9 @@ import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { AUDIENCE, startProvider, signingKey } from '../../../helpers/oidc-provider.js'
 import { buildTestApp, TOKEN } from '../../../helpers/app.js'
-import { READ_SCOPES, WRITE_SCOPES } from '../../../helpers/resources.js'
+import {
+  PLANT_CREATED, PLANT_DELETED, PLANT_UPDATED, PLANTS_READ, READ_SCOPES, WRITE_SCOPES
+} from '../../../helpers/resources.js'
 import { scopedToken, tokensFile } from '../../../helpers/scoped-tokens.js'
 import { deliveriesWhen, PUBLIC_RECEIVER, type WebhookBody } from '../../../helpers/webhooks.js'
 import { cleanupStack, tempDatabaseFile, type Cleanup } from '../../../helpers/cleanup.js'
@@ -16,8 +18,8 @@ const bearer = (token: string): Record<string, string> => ({ authorization: `Bea
 
 function assertNeedsRead (res: Awaited<ReturnType<FastifyInstance['inject']>>, label: string): void {
   assert.equal(res.statusCode, 403, label)
-  assert.equal(res.headers['www-authenticate'], 'Bearer error="insufficient_scope", scope="plants:read"', label)
-  assert.deepEqual(res.json(), { error: 403, message: 'This token lacks the scope plants:read, which this operation needs' }, label)
+  assert.equal(res.headers['www-authenticate'], `Bearer error="insufficient_scope", scope="${PLANTS_READ}"`, label)
+  assert.deepEqual(res.json(), { error: 403, message: `This token lacks the scope ${PLANTS_READ}, which this operation needs` }, label)
 }
 
 test('subscribing to plant events needs plants:read (or plants:write): webhooks alone is a 403 ' +
@@ -27,7 +29,7 @@ test('subscribing to plant events needs plants:read (or plants:write): webhooks 
   const reader = scopedToken('reader', ['webhooks', ...READ_SCOPES])
   const writer = scopedToken('writer', ['webhooks', ...WRITE_SCOPES])
   const app = await buildTestApp(t, { API_TOKENS_FILE: tokensFile([integrator, reader, writer]) })
-  for (const events of [undefined, ['plant.created'], ['plant.deleted', 'plant.updated']]) {
+  for (const events of [undefined, [PLANT_CREATED], [PLANT_DELETED, PLANT_UPDATED]]) {
     const res = await app.inject({ method: 'POST', url: '/webhooks', headers: bearer(integrator.token), payload: { url: PUBLIC_RECEIVER, ...(events !== undefined && { events }) } })
     assertNeedsRead(res, JSON.stringify(events))
   }
@@ -53,18 +55,18 @@ test('changing the event list needs the read scope again; deliveries already rec
   const app = await buildTestApp(t, { OIDC_ISSUER: op.issuer, OIDC_AUDIENCE: AUDIENCE })
   const full = bearer(await op.token('admin'))
   const narrow = bearer(await op.token('admin', 'webhooks'))
-  const created = await app.inject({ method: 'POST', url: '/webhooks', headers: full, payload: { url: PUBLIC_RECEIVER, events: ['plant.created'] } })
+  const created = await app.inject({ method: 'POST', url: '/webhooks', headers: full, payload: { url: PUBLIC_RECEIVER, events: [PLANT_CREATED] } })
   assert.equal(created.statusCode, 201)
   const { id } = created.json<WebhookBody>()
 
-  for (const events of [['plant.created', 'plant.updated'], ['plant.deleted'], ['plant.created']]) {
+  for (const events of [[PLANT_CREATED, PLANT_UPDATED], [PLANT_DELETED], [PLANT_CREATED]]) {
     const res = await app.inject({ method: 'PATCH', url: `/webhooks/${id}`, headers: narrow, payload: { events } })
     assertNeedsRead(res, JSON.stringify(events))
   }
   const other = await app.inject({ method: 'PATCH', url: `/webhooks/${id}`, headers: narrow, payload: { description: 'no event change' } })
   assert.equal(other.statusCode, 200, 'a change that leaves the event list alone needs webhooks only')
-  assert.deepEqual(other.json<WebhookBody>().events, ['plant.created'])
-  const widened = await app.inject({ method: 'PATCH', url: `/webhooks/${id}`, headers: full, payload: { events: ['plant.created', 'plant.deleted'] } })
+  assert.deepEqual(other.json<WebhookBody>().events, [PLANT_CREATED])
+  const widened = await app.inject({ method: 'PATCH', url: `/webhooks/${id}`, headers: full, payload: { events: [PLANT_CREATED, PLANT_DELETED] } })
   assert.equal(widened.statusCode, 200)
 
   // A delivery recorded for the subscription: its owner reads it (with the read scope, issue 55); another
@@ -74,7 +76,7 @@ test('changing the event list needs the read scope again; deliveries already rec
   assert.ok(delivery !== undefined)
   const own = await app.inject({ url: `/webhooks/${id}/deliveries/${delivery.id}`, headers: full })
   assert.equal(own.statusCode, 200)
-  assert.equal(own.json<{ eventType: string }>().eventType, 'plant.created')
+  assert.equal(own.json<{ eventType: string }>().eventType, PLANT_CREATED)
   for (const stranger of [bearer(TOKEN), bearer(await op.token('integrator'))]) {
     for (const url of [`/webhooks/${id}/deliveries/${delivery.id}`, `/webhooks/${id}/deliveries`]) {
       assert.equal((await app.inject({ url, headers: stranger })).statusCode, 404, url)
@@ -105,7 +107,7 @@ async function assertExposuresNeedRead (app: FastifyInstance, id: number, delive
     const res = await app.inject({ ...request, headers })
     if (request.method === 'HEAD') {
       assert.equal(res.statusCode, 403, label)
-      assert.equal(res.headers['www-authenticate'], 'Bearer error="insufficient_scope", scope="plants:read"', label)
+      assert.equal(res.headers['www-authenticate'], `Bearer error="insufficient_scope", scope="${PLANTS_READ}"`, label)
     } else assertNeedsRead(res, label)
   }
   const after = (await app.inject({ url: `/webhooks/${id}`, headers })).json<WebhookBody>()
@@ -161,13 +163,13 @@ test('a named token narrowed since its subscriptions were made: after the restar
 
   const log = captureLog()
   const second = await start(narrowed, log)
-  const reason = 'Paused: the token that owns it lacks the scope plants:read, which its events need; enabling it needs that scope'
+  const reason = `Paused: the token that owns it lacks the scope ${PLANTS_READ}, which its events need; enabling it needs that scope`
   const paused = (await second.inject({ url: `/webhooks/${id}`, headers: auth })).json<WebhookBody & { disabledReason?: string }>()
   assert.deepEqual([paused.disabled, paused.disabledReason], [true, reason])
   assert.deepEqual((await second.inject({ url: '/webhooks', headers: auth })).json<unknown[]>(), [paused])
   const lines = log.text().split('\n').filter((line) => line.includes('webhook subscription paused'))
   assert.equal(lines.length, 1, log.text())
-  assert.deepEqual(JSON.parse(lines[0] ?? '{}').webhook, { subscriptionId: String(id), owner: 'token:integrator', scope: 'plants:read' })
+  assert.deepEqual(JSON.parse(lines[0] ?? '{}').webhook, { subscriptionId: String(id), owner: 'token:integrator', scope: PLANTS_READ })
   // It receives nothing more: a new plant's event is not its.
   assert.equal((await second.inject({ method: 'POST', url: '/plants', headers: bearer(TOKEN), payload: { name: 'Ivy' } })).statusCode, 201)
   assert.deepEqual((await second.inject({ url: `/webhooks/${id}/deliveries`, headers: auth })).json<Array<{ id: number }>>().map(({ id }) => id), [delivery.id])
@@ -178,7 +180,7 @@ test('a named token narrowed since its subscriptions were made: after the restar
   const again = await start(narrowed, againLog)
   assert.deepEqual((await again.inject({ url: `/webhooks/${id}`, headers: auth })).json(), paused)
   const stillPaused = againLog.text().split('\n').filter((line) => line.includes('webhook subscription stays paused'))
-  assert.deepEqual(stillPaused.map((line) => JSON.parse(line).webhook), [{ subscriptionId: String(id), owner: 'token:integrator', scope: 'plants:read' }])
+  assert.deepEqual(stillPaused.map((line) => JSON.parse(line).webhook), [{ subscriptionId: String(id), owner: 'token:integrator', scope: PLANTS_READ }])
   await again.close()
 
   // Its scopes given back: no reason any more; the owner enables it, and it receives again.

@@ -4,7 +4,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import { AUTH } from '../../../helpers/app.js'
 import { assertError, createPlant, JSON_TYPE } from '../../../helpers/plants.js'
-import { EVENT_TYPES } from '../../../helpers/resources.js'
+import { EVENT_TYPES, PLANT_CREATED } from '../../../helpers/resources.js'
 import { startReceiver } from '../../../helpers/webhook-receiver.js'
 import { buildWebhooksApp, createWebhook } from '../../../helpers/webhooks.js'
 
@@ -34,7 +34,7 @@ test('event-types: every type with its description and body schema; real bodies 
     const validate = validators.get(body.type)
     assert.ok(validate !== undefined, body.type)
     assert.equal(validate(body), true, JSON.stringify(validate.errors))
-    assert.equal(validators.get(body.type === 'webhook.test' ? 'plant.created' : 'webhook.test')?.(body), false, 'each schema is its own type\'s')
+    assert.equal(validators.get(body.type === 'webhook.test' ? PLANT_CREATED : 'webhook.test')?.(body), false, 'each schema is its own type\'s')
   }
   assertError(await app.inject({ url: '/webhooks/event-types' }), 401, /authorization/i)
 })

@@ -5,6 +5,7 @@ import { AUTH } from '../../../helpers/app.js'
 import { assertError, createPlant, JSON_TYPE } from '../../../helpers/plants.js'
 import { startReceiver } from '../../../helpers/webhook-receiver.js'
 import { buildWebhooksApp, createWebhook, deliveriesWhen, OTHER_AUTH, type DeliveryBody } from '../../../helpers/webhooks.js'
+import { PLANT_CREATED, PLANT_DELETED } from '../../../helpers/resources.js'
 
 interface DetailBody extends DeliveryBody {
   webhookId: string
@@ -40,7 +41,7 @@ test('a delivery with its event as sent and every attempt: status or error, dura
   assert.equal(webhookId, first.headers['webhook-id'])
   assert.equal(payload, first.body)
   assert.equal(payload, second.body)
-  assert.deepEqual(JSON.parse(payload), { type: 'plant.created', timestamp: plant.plant.createdAt, data: plant.plant })
+  assert.deepEqual(JSON.parse(payload), { type: PLANT_CREATED, timestamp: plant.plant.createdAt, data: plant.plant })
   assert.equal(attemptLog.length, 2)
   const [failed, succeeded] = attemptLog
   assert.ok(failed !== undefined && succeeded !== undefined)
@@ -67,7 +68,7 @@ test('a delivery that got no answer: the error, no status code and no body', asy
 
 test('the list filters by status and eventType, and its Link keeps the filters', async (t) => {
   const receiver = await startReceiver(t)
-  receiver.respond((request, res) => { res.writeHead(request.body.includes('"plant.deleted"') ? 500 : 204).end() })
+  receiver.respond((request, res) => { res.writeHead(request.body.includes(`"${PLANT_DELETED}"`) ? 500 : 204).end() })
   const app = await buildWebhooksApp(t, { WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_RETRY_SCHEDULE: 'none' })
   await createWebhook(app, { url: `${receiver.origin}/hooks` })
   for (const name of ['a', 'b', 'c']) await createPlant(app, { name })
@@ -78,10 +79,10 @@ test('the list filters by status and eventType, and its Link keeps the filters',
     assert.equal(res.statusCode, 200, res.body)
     return { kinds: res.json<DeliveryBody[]>().map((delivery) => `${delivery.eventType} ${delivery.status}`), link: res.headers.link as string | undefined }
   }
-  assert.deepEqual((await list('?status=failed')).kinds, ['plant.deleted failed'])
-  assert.deepEqual((await list('?eventType=plant.created&status=failed')).kinds, [])
-  const page = await list('?eventType=plant.created&limit=2')
-  assert.deepEqual(page.kinds, ['plant.created succeeded', 'plant.created succeeded'])
+  assert.deepEqual((await list('?status=failed')).kinds, [`${PLANT_DELETED} failed`])
+  assert.deepEqual((await list(`?eventType=${PLANT_CREATED}&status=failed`)).kinds, [])
+  const page = await list(`?eventType=${PLANT_CREATED}&limit=2`)
+  assert.deepEqual(page.kinds, [`${PLANT_CREATED} succeeded`, `${PLANT_CREATED} succeeded`])
   assert.match(page.link ?? '', /^<\/webhooks\/1\/deliveries\?limit=2&eventType=plant\.created&before=\d+>; rel="next"$/)
   assertError(await app.inject({ url: '/webhooks/1/deliveries?status=done', headers: AUTH }), 400, /^querystring\/status/)
   assertError(await app.inject({ url: '/webhooks/1/deliveries?eventType=plant.moved', headers: AUTH }), 400, /^querystring\/eventType/)

@@ -5,6 +5,7 @@ import { AUTH } from '../../../helpers/app.js'
 import { assertError, createPlant, JSON_TYPE } from '../../../helpers/plants.js'
 import { startReceiver } from '../../../helpers/webhook-receiver.js'
 import { buildWebhooksApp, createWebhook, deliveriesWhen, OTHER_AUTH, PUBLIC_RECEIVER, type DeliveryBody } from '../../../helpers/webhooks.js'
+import { PLANT_CREATED, PLANT_DELETED, PLANT_UPDATED } from '../../../helpers/resources.js'
 
 const deliveries = (app: FastifyInstance, query: string, headers: Record<string, string> = AUTH, id = 1) =>
   app.inject({ url: `/webhooks/${id}/deliveries${query}`, headers })
@@ -18,7 +19,7 @@ test('a plant write makes a delivery; an attempt that cannot connect leaves it p
   const [delivery] = await deliveriesWhen(app, 1, ([first]) => (first?.attempts ?? 0) >= 1)
   assert.ok(delivery !== undefined)
   assert.deepEqual(Object.keys(delivery).sort(), ['attempts', 'createdAt', 'eventType', 'id', 'lastAttemptAt', 'lastError', 'nextAttemptAt', 'status'])
-  assert.deepEqual([delivery.id, delivery.eventType, delivery.status, delivery.attempts], [1, 'plant.created', 'pending', 1])
+  assert.deepEqual([delivery.id, delivery.eventType, delivery.status, delivery.attempts], [1, PLANT_CREATED, 'pending', 1])
   assert.match(String(delivery.lastError), /^connection: .*test network rule: no connection to 93\.184\.216\.34/)
   assert.equal(delivery.createdAt, plant.createdAt)
   assert.ok(String(delivery.nextAttemptAt) > String(delivery.lastAttemptAt))
@@ -37,25 +38,25 @@ test('a receiver that answers 2xx: succeeded, with its status code (receiver on 
   const [delivery] = await deliveriesWhen(app, 1, ([first]) => first?.status === 'succeeded')
   assert.ok(delivery !== undefined)
   assert.deepEqual({ ...delivery, lastAttemptAt: '', createdAt: '' },
-    { id: 1, eventType: 'plant.created', status: 'succeeded', attempts: 1, lastAttemptAt: '', lastStatusCode: 204, createdAt: '' })
+    { id: 1, eventType: PLANT_CREATED, status: 'succeeded', attempts: 1, lastAttemptAt: '', lastStatusCode: 204, createdAt: '' })
   assert.equal(receiver.requests.length, 1)
 })
 
 test('newest first, only the event types subscribed, paged with limit, before and Link', async (t) => {
   const app = await buildWebhooksApp(t)
-  await createWebhook(app, { url: PUBLIC_RECEIVER, events: ['plant.created', 'plant.deleted'] })
-  await createWebhook(app, { url: PUBLIC_RECEIVER, events: ['plant.updated'], disabled: true })
+  await createWebhook(app, { url: PUBLIC_RECEIVER, events: [PLANT_CREATED, PLANT_DELETED] })
+  await createWebhook(app, { url: PUBLIC_RECEIVER, events: [PLANT_UPDATED], disabled: true })
   for (const name of ['a', 'b', 'c']) await createPlant(app, { name })
   await app.inject({ method: 'PATCH', url: '/plants/1', headers: AUTH, payload: { tag: 'x' } })
   await app.inject({ method: 'DELETE', url: '/plants/2', headers: AUTH })
   const summary = (list: DeliveryBody[]) => list.map(({ id, eventType }) => [id, eventType])
   const all = await deliveries(app, '')
-  assert.deepEqual(summary(all.json()), [[4, 'plant.deleted'], [3, 'plant.created'], [2, 'plant.created'], [1, 'plant.created']])
+  assert.deepEqual(summary(all.json()), [[4, PLANT_DELETED], [3, PLANT_CREATED], [2, PLANT_CREATED], [1, PLANT_CREATED]])
   const first = await deliveries(app, '?limit=2')
-  assert.deepEqual(summary(first.json()), [[4, 'plant.deleted'], [3, 'plant.created']])
+  assert.deepEqual(summary(first.json()), [[4, PLANT_DELETED], [3, PLANT_CREATED]])
   assert.equal(first.headers.link, '</webhooks/1/deliveries?limit=2&before=3>; rel="next"')
   const second = await deliveries(app, '?limit=2&before=3')
-  assert.deepEqual(summary(second.json()), [[2, 'plant.created'], [1, 'plant.created']])
+  assert.deepEqual(summary(second.json()), [[2, PLANT_CREATED], [1, PLANT_CREATED]])
   assert.equal(second.headers.link, undefined)
   // A disabled subscription gets no deliveries.
   assert.deepEqual((await deliveries(app, '', AUTH, 2)).json(), [])

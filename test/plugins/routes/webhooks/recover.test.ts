@@ -5,6 +5,7 @@ import { AUTH } from '../../../helpers/app.js'
 import { assertError, createPlant, JSON_TYPE } from '../../../helpers/plants.js'
 import { startReceiver } from '../../../helpers/webhook-receiver.js'
 import { buildWebhooksApp, createWebhook, deliveriesWhen, OTHER_AUTH } from '../../../helpers/webhooks.js'
+import { PLANT_DELETED } from '../../../helpers/resources.js'
 
 const recover = (app: FastifyInstance, id: number | string, payload: unknown, headers: Record<string, string> = AUTH) =>
   app.inject({ method: 'POST', url: `/webhooks/${id}/recover`, headers, payload: payload as Record<string, unknown> })
@@ -14,7 +15,7 @@ test('recover: 202 with how many failed deliveries since then are due again; the
   receiver.respond((_request, res) => { res.writeHead(503).end() })
   const app = await buildWebhooksApp(t, { WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_RETRY_SCHEDULE: 'none' })
   const subscription = await createWebhook(app, { url: `${receiver.origin}/hooks` })
-  const other = await createWebhook(app, { url: `${receiver.origin}/other`, events: ['plant.deleted'] })
+  const other = await createWebhook(app, { url: `${receiver.origin}/other`, events: [PLANT_DELETED] })
   await createPlant(app, { name: 'old' })
   await deliveriesWhen(app, subscription.id, ([first]) => first?.status === 'failed')
   await new Promise((resolve) => setTimeout(resolve, 5))

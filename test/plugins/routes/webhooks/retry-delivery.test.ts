@@ -5,6 +5,7 @@ import { AUTH } from '../../../helpers/app.js'
 import { assertError, createPlant, JSON_TYPE } from '../../../helpers/plants.js'
 import { startReceiver } from '../../../helpers/webhook-receiver.js'
 import { buildWebhooksApp, createWebhook, deliveriesWhen, OTHER_AUTH, type DeliveryBody } from '../../../helpers/webhooks.js'
+import { PLANT_CREATED, PLANT_DELETED } from '../../../helpers/resources.js'
 
 const retry = (app: FastifyInstance, id: number | string, deliveryId: number | string, headers: Record<string, string> = AUTH) =>
   app.inject({ method: 'POST', url: `/webhooks/${id}/deliveries/${deliveryId}/retry`, headers })
@@ -60,8 +61,8 @@ test('a delivery of a disabled subscription is a 409 until the subscription is e
 
 test('an unknown delivery, another subscription\'s delivery and another token\'s subscription are 404s', async (t) => {
   const app = await buildWebhooksApp(t, { WEBHOOK_RETRY_SCHEDULE: '3600000' })
-  await createWebhook(app, { url: 'https://93.184.216.34/one', events: ['plant.created'] })
-  await createWebhook(app, { url: 'https://93.184.216.34/two', events: ['plant.deleted'] })
+  await createWebhook(app, { url: 'https://93.184.216.34/one', events: [PLANT_CREATED] })
+  await createWebhook(app, { url: 'https://93.184.216.34/two', events: [PLANT_DELETED] })
   await createPlant(app, { name: 'Fern' })
   await app.inject({ method: 'DELETE', url: '/plants/1', headers: AUTH })
   const [ofSecond] = await deliveriesWhen(app, 2, (list) => list.length === 1)

@@ -5,6 +5,7 @@ import { AUTH } from '../../../helpers/app.js'
 import { assertError, JSON_TYPE } from '../../../helpers/plants.js'
 import { startReceiver, verifyWebhook } from '../../../helpers/webhook-receiver.js'
 import { buildWebhooksApp, createWebhook, OTHER_AUTH, SECRET, type WebhookBody } from '../../../helpers/webhooks.js'
+import { PLANT_CREATED } from '../../../helpers/resources.js'
 
 const rotate = (app: FastifyInstance, id: number | string, headers: Record<string, string> = AUTH, payload?: unknown) =>
   app.inject({ method: 'POST', url: `/webhooks/${id}/rotate-secret`, headers, ...(payload !== undefined && { payload: payload as Record<string, unknown> }) })
@@ -81,7 +82,7 @@ test('a secret without entropy (one byte repeated, all zeros included) is a 400 
 test('every replaced secret keeps signing for its own 24 hours: two rotations, three signatures (receiver on 127.0.0.1)', async (t) => {
   const receiver = await startReceiver(t)
   const app = await buildWebhooksApp(t, { WEBHOOK_ALLOW_PRIVATE_URLS: '1' })
-  const created = await createWebhook(app, { url: `${receiver.origin}/hooks`, events: ['plant.created'] })
+  const created = await createWebhook(app, { url: `${receiver.origin}/hooks`, events: [PLANT_CREATED] })
   const first = (await rotate(app, created.id)).json<WebhookBody>()
   const second = (await rotate(app, created.id, AUTH, { secret: MINE })).json<WebhookBody>()
   await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'Fern' } })
@@ -90,7 +91,7 @@ test('every replaced secret keeps signing for its own 24 hours: two rotations, t
   assert.equal(String(request.headers['webhook-signature']).split(' ').length, 3)
   // Any one secret alone verifies the delivery (Standard Webhooks accepts any one matching signature).
   for (const secret of [second.secret, first.secret, created.secret]) {
-    assert.equal((verifyWebhook(secret, request) as { type: string }).type, 'plant.created')
+    assert.equal((verifyWebhook(secret, request) as { type: string }).type, PLANT_CREATED)
   }
 })
 

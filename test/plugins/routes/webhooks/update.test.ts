@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { AUTH } from '../../../helpers/app.js'
 import { assertError, JSON_TYPE } from '../../../helpers/plants.js'
-import { KNOWN_EVENT_TYPES_TEXT } from '../../../helpers/resources.js'
+import { KNOWN_EVENT_TYPES_TEXT, PLANT_CREATED, PLANT_DELETED } from '../../../helpers/resources.js'
 import { buildWebhooksApp, createWebhook, OTHER_AUTH, PUBLIC_RECEIVER, viewOf, type WebhookBody } from '../../../helpers/webhooks.js'
 
 const MERGE_PATCH = { 'content-type': 'application/merge-patch+json' }
@@ -16,18 +16,18 @@ const get = async (app: FastifyInstance, id: number): Promise<WebhookBody> => (a
 test('a merge patch changes only what it names; "description": null removes the description', async (t) => {
   const app = await buildWebhooksApp(t)
   const created = viewOf(await createWebhook(app, { url: PUBLIC_RECEIVER, description: 'shop' }))
-  const res = await patch(app, 1, { events: ['plant.deleted', 'plant.created'] })
+  const res = await patch(app, 1, { events: [PLANT_DELETED, PLANT_CREATED] })
   assert.equal(res.statusCode, 200, res.body)
   assert.equal(res.headers['content-type'], JSON_TYPE)
   const updated = res.json<WebhookBody>()
-  assert.deepEqual({ ...updated, updatedAt: '' }, { ...created, events: ['plant.created', 'plant.deleted'], updatedAt: '' })
+  assert.deepEqual({ ...updated, updatedAt: '' }, { ...created, events: [PLANT_CREATED, PLANT_DELETED], updatedAt: '' })
   assert.ok(updated.updatedAt > created.updatedAt)
 
   const removed = (await patch(app, 1, { description: null })).json<WebhookBody>()
   assert.equal('description' in removed, false)
   assert.deepEqual(await get(app, 1), removed)
   const described = (await patch(app, 1, { description: 'again', disabled: true })).json<WebhookBody>()
-  assert.deepEqual([described.description, described.disabled, described.events, 'secret' in described], ['again', true, ['plant.created', 'plant.deleted'], false])
+  assert.deepEqual([described.description, described.disabled, described.events, 'secret' in described], ['again', true, [PLANT_CREATED, PLANT_DELETED], false])
   const enabled = (await patch(app, 1, { disabled: false })).json<WebhookBody>()
   assert.deepEqual([enabled.description, enabled.disabled], ['again', false])
   // An empty patch changes nothing but updatedAt.
