@@ -1,11 +1,10 @@
 import { performance, type EventLoopUtilization } from 'node:perf_hooks'
 
-/** The dispatcher reacts within one interval. */
-export const API_LOAD_INTERVAL_MS = 100
+const API_LOAD_INTERVAL_MS = 100
 /** The event loop's utilization, not the machine's. */
-export const API_BUSY_UTILIZATION = 0.9
+const API_BUSY_UTILIZATION = 0.9
 /** Hysteresis, as the utilization includes deliveries: see docs/performance.md#what-the-measurements-decided. */
-export const API_IDLE_UTILIZATION = 0.7
+const API_IDLE_UTILIZATION = 0.7
 
 export interface ApiLoadOptions {
   intervalMs?: number

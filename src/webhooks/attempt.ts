@@ -7,19 +7,14 @@ import { signatureHeader } from './signing.js'
 import type { ClaimedDelivery, DeliveryCompletion, DeliveryStatus } from './store-contract.js'
 
 /** What an attempt sends, signed now: a delivery's, or a test event's. */
-export type SignedMessage = Pick<ClaimedDelivery, 'url' | 'payload' | 'messageId' | 'secrets'>
-
-export interface SenderOptions extends AttemptOptions {
-  userAgent: string
-}
+type SignedMessage = Pick<ClaimedDelivery, 'url' | 'payload' | 'messageId' | 'secrets'>
 
 /** Signs a message now with every secret it carries and sends it: never rejects. */
 export type Send = (
   message: SignedMessage, attemptedAt: number, extraHeaders?: Record<string, string>
 ) => Promise<AttemptResult>
 
-export function sender (options: SenderOptions): Send {
-  const { userAgent, ...attempt } = options
+export function sender ({ userAgent, ...attempt }: AttemptOptions & { userAgent: string }): Send {
   return async (message, attemptedAt, extraHeaders) => {
     let request: AttemptRequest
     try {
@@ -138,7 +133,7 @@ interface Judged {
 }
 
 /** What the store records of an attempt under `lease`. */
-export function completionOf (
+function completionOf (
   id: bigint, lease: string, { attemptedAt, durationMs, result, outcome }: Judged, disableAfterMs: number
 ): DeliveryCompletion {
   const status: DeliveryStatus =

@@ -8,7 +8,7 @@ export const HEARTBEAT_INTERVAL_MS = 3_000
 /** Completions written in one round trip at most: bounds a statement's size. */
 const COMPLETION_BATCH = 100
 
-export interface DeliveryQueueOptions {
+interface DeliveryQueueOptions {
   store: WebhookStore
   /** Leases are named after it, so one instance's never collide with another's. */
   instanceId: string
@@ -28,9 +28,8 @@ interface PendingCompletion {
 }
 
 /**
- * The outbox's deliveries as a queue: claimed under a lease, the leases of those in flight renewed
- * (where the store renews them), given back, completed in batches, and pruned once old. A failing
- * store is reported and never thrown: what is not recorded comes due again when its lease runs out.
+ * The outbox's deliveries as a queue: claimed under a lease (renewed where the store can), given back, completed in
+ * batches, pruned. A failing store is reported, never thrown: what is not recorded comes due again with its lease.
  */
 export class DeliveryQueue {
   readonly #store: WebhookStore
@@ -68,7 +67,7 @@ export class DeliveryQueue {
     }
   }
 
-  /** Stops the heartbeat and pruning; the promise settles once a prune under way is over. */
+  /** Settles once a prune under way is over. */
   stop (): Promise<void> {
     this.#stopped = true
     clearInterval(this.#pruneTimer)
@@ -76,7 +75,7 @@ export class DeliveryQueue {
     return this.#pruning ?? Promise.resolve()
   }
 
-  /** Calls `wake` on the store's notifications (PostgreSQL LISTEN); undefined where it has none. */
+  /** Calls `wake` on the store's notifications (PostgreSQL LISTEN), where it has them. */
   async listen (wake: () => void): Promise<(() => Promise<void>) | undefined> {
     return await this.#store.listen?.(wake)
   }
@@ -117,10 +116,7 @@ export class DeliveryQueue {
     }
   }
 
-  /**
-   * Where the store takes several at once, completions that come in while one batch is written go
-   * together in the next: one round trip for many attempts, without waiting for a timer.
-   */
+  /** Completions that come in while one batch is written go together in the next: no timer to wait for. */
   async complete (completion: DeliveryCompletion): Promise<CompletionResult> {
     if (this.#store.completeDeliveries === undefined) return await this.#completeAlone(completion)
     return await new Promise((resolve, reject) => {
@@ -149,10 +145,7 @@ export class DeliveryQueue {
     this.#flushing = false
   }
 
-  /**
-   * A completion the store refuses is written again without the receiver's answer: its attempt
-   * still counts, so the delivery keeps to its retry schedule.
-   */
+  /** A refused completion is written again without the receiver's answer: the attempt still counts. */
   async #completeAlone (completion: DeliveryCompletion): Promise<CompletionResult> {
     try {
       return await this.#store.completeDelivery(completion)
@@ -164,7 +157,7 @@ export class DeliveryQueue {
     }
   }
 
-  /** Extends the leases of the attempts in flight; a failure is reported, and the next beat tries again. */
+  /** A failure is reported, and the next beat tries again. */
   #renew (): void {
     if (this.#leases.size === 0) return
     const leases = [...this.#leases].map(([id, lease]) => ({ id, lease }))

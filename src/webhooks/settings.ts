@@ -1,13 +1,8 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox'
 import { ConfigError } from '../lib/errors.js'
 import {
-  DEFAULT_BUSY_INTERVAL_MS,
-  DEFAULT_CONCURRENCY,
-  DEFAULT_DISABLE_AFTER_MS,
-  DEFAULT_PER_SUBSCRIPTION,
-  DEFAULT_POLL_INTERVAL_MS,
-  DEFAULT_RETENTION_MS,
-  DEFAULT_TIMEOUT_MS
+  DEFAULT_BUSY_INTERVAL_MS, DEFAULT_CONCURRENCY, DEFAULT_DISABLE_AFTER_MS, DEFAULT_PER_SUBSCRIPTION,
+  DEFAULT_POLL_INTERVAL_MS, DEFAULT_RETENTION_MS, DEFAULT_TIMEOUT_MS
 } from './dispatcher.js'
 import { DEFAULT_MAX_SUBSCRIPTIONS } from './limits.js'
 import { DEFAULT_RETRY_SCHEDULE_MS } from './schedule.js'
@@ -92,22 +87,9 @@ export const WEBHOOK_SETTINGS = {
 type WebhookEnv = Static<TObject<typeof WEBHOOK_SETTINGS>>
 
 /** How webhooks are delivered (the WEBHOOK_* settings). */
-export interface WebhookConfig {
-  timeoutMs: number
-  schedule: number[]
-  concurrency: number
-  perSubscription: number
-  disableAfterMs: number
-  retentionMs: number
-  pollIntervalMs: number
-  busyIntervalMs: number
-  /** The most subscriptions one owner (token) may have. */
-  maxSubscriptions: number
-  /** Loopback, private, link-local ... receivers allowed (local development and tests only). */
-  allowPrivate: boolean
-}
+export type WebhookConfig = ReturnType<typeof webhookConfig>
 
-export function webhookConfig (parsed: WebhookEnv): WebhookConfig {
+export function webhookConfig (parsed: WebhookEnv) {
   return {
     timeoutMs: parsed.WEBHOOK_TIMEOUT_MS,
     schedule: parseRetrySchedule(parsed.WEBHOOK_RETRY_SCHEDULE),
@@ -119,7 +101,6 @@ export function webhookConfig (parsed: WebhookEnv): WebhookConfig {
     busyIntervalMs: parsed.WEBHOOK_BUSY_INTERVAL_MS,
     maxSubscriptions: parsed.WEBHOOK_MAX_SUBSCRIPTIONS,
     allowPrivate: parsed.WEBHOOK_ALLOW_PRIVATE_URLS === '1'
-
   }
 }
 

@@ -37,16 +37,12 @@ export class DeliverySlots {
   readonly #onFree: () => void
   readonly #onSettled: () => void
   readonly #clock: () => number
-  /** Attempts whose request has not ended yet (the rest of #inFlight are writing their completion). */
+  /** Attempts whose request has not ended (the rest of #inFlight are writing their completion). */
   #sending = 0
   readonly #inFlight = new Set<Promise<void>>()
   readonly #perSubscriptionInFlight = new Map<bigint, number>()
   readonly #perOwnerInFlight = new Map<string, number>()
-  /**
-   * Attempts a subscription may have in flight when more than perSubscription: each fast 2xx adds
-   * one, up to concurrency; any other outcome takes it back to perSubscription. Slots held only
-   * briefly starve no one, and a receiver that slows down holds them for one timeout at most.
-   */
+  /** Slots a fast receiver earned beyond perSubscription: held briefly, they starve no one. */
   readonly #allowance = new Map<bigint, number>()
   /** Whose each subscription is, for the slots its fast receiver earned its owner. */
   readonly #ownerOf = new Map<bigint, string>()
@@ -64,7 +60,6 @@ export class DeliverySlots {
     this.#clock = options.clock ?? performance.now.bind(performance)
   }
 
-  /** Attempts running or writing their completion. */
   get inFlight (): number {
     return this.#inFlight.size
   }
@@ -112,10 +107,7 @@ export class DeliverySlots {
     return busy ? this.#lastStart + this.#busyIntervalMs - this.#clock() : 0
   }
 
-  /**
-   * Runs `attempt` in a slot of the subscription and its owner: `sent` (called at the latest when
-   * it ends) frees the slot; until it ends it counts as in flight.
-   */
+  /** Runs `attempt` in a slot: `sent` (called at the latest when it ends) frees the slot; until it ends it counts. */
   hold<T> (subscriptionId: bigint, owner: string, attempt: (sent: () => void) => Promise<T>): Promise<T> {
     this.#lastStart = this.#clock()
     this.#ownerOf.set(subscriptionId, owner)
@@ -159,10 +151,7 @@ export class DeliverySlots {
     while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight])
   }
 
-  /**
-   * A slot is free again once its request has ended: the completion is written meanwhile, with others
-   * (at most `concurrency` waiting). While the API is busy, one attempt at a time, completion included.
-   */
+  /** A slot frees when its request ends, its completion written meanwhile (at most `concurrency` waiting). */
   #free (busy: boolean): number {
     return busy
       ? 1 - this.#inFlight.size
@@ -174,10 +163,8 @@ export class DeliverySlots {
   }
 
   /**
-   * Attempts cannot be preempted, so while several owners have subscriptions each may hold only its
-   * share of the slots (concurrency / owners, at least one), whatever its receivers do: a slot held
-   * until a timeout then costs only its owner. The slots its fast receivers earned come on top: they
-   * are held for milliseconds. A sole owner uses every slot.
+   * Attempts cannot be preempted, so with several owners each holds at most its share (at least one), plus what
+   * its fast receivers earned: a slot held until a timeout then costs only its owner.
    */
   #ownerLimit (owner: string): number {
     if (this.#owners <= 1) return this.#concurrency
