@@ -26,12 +26,10 @@ export default fp(async function connectionsPlugin (app) {
   // During the delay the listener still accepts and serves, while readiness already says "going away".
   app.addHook('preClose', async () => {
     draining = true
-    if (app.config.shutdownDelayMs > 0) {
-      app.log.info(
-        { delayMs: app.config.shutdownDelayMs },
-        'shutting down: not ready, still serving until the delay is over'
-      )
-      await sleep(app.config.shutdownDelayMs)
+    const delayMs = app.config.shutdownDelayMs
+    if (delayMs > 0) {
+      app.log.info({ delayMs }, 'shutting down: not ready, still serving until the delay is over')
+      await sleep(delayMs)
     }
     refusing = true
   })
@@ -42,11 +40,7 @@ export default fp(async function connectionsPlugin (app) {
       return
     }
     void reply.header('connection', 'close')
-    if (request.routeOptions.config.answersWhileDraining === true) {
-      done()
-      return
-    }
-    done(shuttingDown())
+    done(request.routeOptions.config.answersWhileDraining === true ? undefined : shuttingDown())
   })
   app.addHook('onSend', function closeWhileDraining (_request, reply, payload, done) {
     if (refusing) void reply.header('connection', 'close')

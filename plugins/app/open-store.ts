@@ -23,10 +23,7 @@ export function instrumented (app: FastifyInstance, store: Store): Store {
   return instrumentStore(store, observers)
 }
 
-/**
- * The app's resources (buildApp's `resources`) as a store takes them: typed as the default list, since routes
- * reach each repository by its collection (plugins/routes/resources/shared.ts).
- */
+/** The app's resources typed as the default list: routes reach each repository by its collection. */
 export const servedResources = (app: FastifyInstance): ServedResources => app.resources as ServedResources
 
 /** The PostgreSQL store; a start it cannot make is logged with the server's reason before it stops the process. */
@@ -80,9 +77,7 @@ export default fp(async function storePlugin (app) {
         checkpoint: { onCheckpoint: (report) => { metrics.walCheckpoint(report.thread, report.durationMs) } }
       })
     })
-  for (const line of migrationLines(store.migration)) {
-    app.log.info({ schemaVersion: store.migration.version }, line)
-  }
+  for (const line of migrationLines(store.migration)) app.log.info({ schemaVersion: store.migration.version }, line)
   if (metrics !== undefined) {
     new metrics.client.Gauge({
       name: `${METRIC_PREFIX}schema_version`,

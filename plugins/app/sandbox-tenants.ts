@@ -39,15 +39,12 @@ declare module 'fastify' {
   }
 }
 
-export interface TenantStoreOptions extends WebhooksPluginOptions {
+interface TenantStoreOptions extends WebhooksPluginOptions {
   /** The sandbox's clock (tests move it instead of waiting). */
   now?: () => number
 }
 
-/**
- * `request.store` and `request.webhooks`. Without SANDBOX they are the app's; with it, each
- * authenticated request opens (or finds open) its token's tenant before its handler runs.
- */
+/** Without SANDBOX `request.store` and `request.webhooks` are the app's; with it, its token's tenant's. */
 export default fp<TenantStoreOptions>(async function tenantStorePlugin (app, options) {
   const sandbox = app.config.sandbox
   app.decorateRequest('tenant', null)
@@ -62,9 +59,8 @@ export default fp<TenantStoreOptions>(async function tenantStorePlugin (app, opt
   app.decorateRequest('store', { getter (this: FastifyRequest) { return this.tenant?.store ?? outside() } })
   app.decorateRequest('webhooks', { getter (this: FastifyRequest) { return this.tenant?.webhooks ?? outside() } })
 
-  const backend = await openBackend(app)
   const registry = new TenantRegistry<SandboxTenant>({
-    backend,
+    backend: await openBackend(app),
     maxTenants: sandbox.maxTenants,
     openTenants: sandbox.openTenants,
     openWaitMs: sandbox.openWaitMs,
