@@ -13,10 +13,7 @@ export interface ApiLoadOptions {
   utilization?: () => number
 }
 
-/**
- * Busy needs both a utilized event loop and requests served: utilization alone counts the
- * dispatcher's own work, and a catching-up dispatcher would throttle itself for nothing.
- */
+/** Busy needs requests served too: utilization alone counts the dispatcher's own work, and it would throttle itself. */
 export class ApiLoadMonitor {
   readonly #intervalMs: number
   readonly #threshold: number
@@ -33,13 +30,9 @@ export class ApiLoadMonitor {
     this.#utilization = options.utilization ?? loopUtilization()
   }
 
-  countRequest (): void {
-    this.#requests++
-  }
+  countRequest (): void { this.#requests++ }
 
-  get busy (): boolean {
-    return this.#busy
-  }
+  get busy (): boolean { return this.#busy }
 
   sample (): void {
     const utilization = this.#utilization()

@@ -59,10 +59,7 @@ export interface AttemptContext {
   report: Report
 }
 
-/**
- * One attempt at a claimed delivery: sent, judged, and its completion written. `sent` is called
- * when the request is over, so the next one can start while this one's completion is written.
- */
+/** One attempt: sent, judged, its completion written. `sent` lets the next start while the completion is written. */
 export async function attempt (
   context: AttemptContext, delivery: ClaimedDelivery, lease: string, sent: () => void
 ): Promise<void> {
@@ -112,7 +109,6 @@ export async function attempt (
   context.report('attempt', event)
 }
 
-/** What every attempt event says of its delivery. */
 type DeliveryFields = Pick<AttemptEvent, 'deliveryId' | 'subscriptionId' | 'messageId' | 'eventType' | 'attempt'>
 
 function eventOf (delivery: ClaimedDelivery, attempt: number): DeliveryFields {
@@ -132,7 +128,6 @@ interface Judged {
   outcome: AttemptVerdict
 }
 
-/** What the store records of an attempt under `lease`. */
 function completionOf (
   id: bigint, lease: string, { attemptedAt, durationMs, result, outcome }: Judged, disableAfterMs: number
 ): DeliveryCompletion {

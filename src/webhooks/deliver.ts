@@ -56,10 +56,7 @@ interface ConnectionPool {
   close: () => void
 }
 
-/**
- * One pool per receiver address that was checked: a pooled socket is only reused for the very
- * address an attempt's own check allowed, so DNS rebinding reaches no pooled socket.
- */
+/** One pool per checked receiver address: a pooled socket serves only the address its attempt's own check allowed. */
 export function createConnectionPool (): ConnectionPool {
   const agents = new Map<string, http.Agent>()
   return {
@@ -94,9 +91,7 @@ export function createConnectionPool (): ConnectionPool {
   }
 }
 
-class AttemptTimeout extends Error {
-  override name = 'AttemptTimeout'
-}
+class AttemptTimeout extends Error { override name = 'AttemptTimeout' }
 
 /** The URL is checked again (its host may resolve elsewhere by now); redirects are never followed. Never rejects. */
 export async function attemptDelivery (request: AttemptRequest, options: AttemptOptions): Promise<AttemptResult> {

@@ -57,7 +57,6 @@ export class DeliveryQueue {
     this.#report = options.report
   }
 
-  /** Starts pruning every `pruneIntervalMs` and, where the store renews leases, the heartbeat. */
   start (pruneIntervalMs: number): void {
     this.#pruneTimer = setInterval(() => { this.prune() }, pruneIntervalMs)
     this.#pruneTimer.unref()
@@ -80,9 +79,7 @@ export class DeliveryQueue {
     return await this.#store.listen?.(wake)
   }
 
-  async activeOwners (): Promise<number> {
-    return await this.#store.activeOwners()
-  }
+  async activeOwners (): Promise<number> { return await this.#store.activeOwners() }
 
   /** Claims due deliveries under a new lease; none when the store fails. */
   async claim (shape: ClaimShape): Promise<{ lease: string, claimed: ClaimedDelivery[] }> {
@@ -96,14 +93,9 @@ export class DeliveryQueue {
     }
   }
 
-  /** Keeps the lease of a delivery in flight alive until `untrack`. */
-  track (id: bigint, lease: string): void {
-    this.#leases.set(id, lease)
-  }
+  track (id: bigint, lease: string): void { this.#leases.set(id, lease) }
 
-  untrack (id: bigint): void {
-    this.#leases.delete(id)
-  }
+  untrack (id: bigint): void { this.#leases.delete(id) }
 
   /** Gives deliveries back untouched, due at once. */
   async release (lease: string, ids: readonly bigint[]): Promise<void> {
@@ -166,7 +158,6 @@ export class DeliveryQueue {
     })
   }
 
-  /** Deletes finished deliveries older than the retention, one prune at a time. */
   prune (): void {
     if (this.#stopped || this.#pruning !== undefined) return
     this.#pruning = this.#store.pruneDeliveries(this.#now() - this.#retentionMs).then(

@@ -20,10 +20,8 @@ export type { TestAttempt, TestTarget } from './test-send.js'
 type State = 'idle' | 'running' | 'stopping' | 'stopped'
 
 /**
- * Delivers what the outbox holds, off the request path: due deliveries are claimed from the queue
- * (delivery-queue.ts) as the slots allow (slots.ts: fairness, pacing) and attempted (attempt.ts);
- * test events take the same slots and the same signing (test-send.ts). Woken by wake() (after a
- * commit), store notifications (PostgreSQL LISTEN), a poll, and freed slots.
+ * Delivers the outbox off the request path: claims due deliveries (delivery-queue.ts) as the slots allow (slots.ts)
+ * and attempts them (attempt.ts). Woken by wake() after a commit, store notifications, a poll, and freed slots.
  */
 export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   readonly #queue: DeliveryQueue
@@ -76,9 +74,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     setMaxListeners(settings.concurrency + 10, this.#abandon.signal)
   }
 
-  get inFlight (): number {
-    return this.#slots.inFlight
-  }
+  get inFlight (): number { return this.#slots.inFlight }
 
   async start (): Promise<void> {
     if (this.#state !== 'idle') throw new Error('a dispatcher starts once')
@@ -151,7 +147,6 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     }
   }
 
-  /** See test-send.ts. */
   async sendTest (target: TestTarget): Promise<TestAttempt> {
     return await sendTest({ slots: this.#slots, send: this.#attempt.send, now: this.#settings.now }, target)
   }
@@ -206,7 +201,6 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     })
   }
 
-  /** Wakes the dispatcher in `ms` (once, however often asked meanwhile). */
   #wakeIn (ms: number): void {
     if (this.#paceTimer !== undefined) return
     this.#paceTimer = setTimeout(() => {

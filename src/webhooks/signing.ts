@@ -7,10 +7,7 @@ export const PREVIOUS_SECRET_TTL_MS = 24 * 60 * 60 * 1000
 /** A new signing secret: `whsec_` and 32 random bytes in base64, as Standard Webhooks prescribes. */
 export const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`
 
-/**
- * One signature per secret, so during a rotation receivers holding either can verify; by the standardwebhooks
- * package (the reference receivers verify with), never by hand.
- */
+/** One signature per secret, so either verifies during a rotation; by the reference package, never by hand. */
 export function signatureHeader (
   secrets: readonly string[], messageId: string, timestampSeconds: number, payload: string
 ): string {

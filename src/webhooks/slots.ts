@@ -4,17 +4,13 @@ import type { ClaimShape } from './delivery-queue.js'
 export interface SlotOptions {
   concurrency: number
   perSubscription: number
-  /** A 2xx answered within this many ms earns its subscription one more attempt in flight. */
   fastAttemptMs: number
-  /** While the API is busy, attempts start this far apart at least. */
   busyIntervalMs: number
-  /** True while the API needs the CPU (src/webhooks/api-load.ts): deliveries then yield to requests. */
   apiBusy?: () => boolean
   /** A slot is free again (its request ended): a claim can fill it. */
   onFree: () => void
   /** An attempt is over, its completion written too. */
   onSettled: () => void
-  /** Monotonic milliseconds, performance.now by default. */
   clock?: () => number
 }
 
@@ -24,10 +20,7 @@ export type ClaimPlan =
   | { kind: 'wait', ms: number }
   | { kind: 'claim', busy: boolean, shape: ClaimShape }
 
-/**
- * The dispatcher's slots: how many attempts run at once, shared fairly between owners and
- * subscriptions, and paced while the API is busy. It decides; the queue and the attempt act.
- */
+/** How many attempts run at once, shared fairly between owners and subscriptions, and paced while the API is busy. */
 export class DeliverySlots {
   readonly #concurrency: number
   readonly #perSubscription: number
@@ -46,7 +39,8 @@ export class DeliverySlots {
   readonly #allowance = new Map<bigint, number>()
   /** Whose each subscription is, for the slots its fast receiver earned its owner. */
   readonly #ownerOf = new Map<bigint, string>()
-  #owners = 1
+  /** How many owners have enabled subscriptions: with more than one, each gets its share of the slots. */
+  owners = 1
   #lastStart = -Infinity
 
   constructor (options: SlotOptions) {
@@ -60,22 +54,9 @@ export class DeliverySlots {
     this.#clock = options.clock ?? performance.now.bind(performance)
   }
 
-  get inFlight (): number {
-    return this.#inFlight.size
-  }
+  get inFlight (): number { return this.#inFlight.size }
 
-  /** How many owners have enabled subscriptions: with more than one, each gets its share of the slots. */
-  get owners (): number {
-    return this.#owners
-  }
-
-  set owners (owners: number) {
-    this.#owners = owners
-  }
-
-  isApiBusy (): boolean {
-    return this.#apiBusy?.() === true
-  }
+  isApiBusy (): boolean { return this.#apiBusy?.() === true }
 
   // While the API is busy, one attempt at a time, paced: see docs/performance.md#what-the-measurements-decided.
   plan (): ClaimPlan {
@@ -95,7 +76,6 @@ export class DeliverySlots {
     return { kind: 'claim', busy, shape: { limit, perSubscription, skipSubscriptions, skipOwners } }
   }
 
-  /** Whether an attempt for this subscription and owner may start now. */
   mayStart (subscriptionId: bigint, owner: string, busy: boolean): boolean {
     return this.#free(busy) > 0 &&
       (this.#perSubscriptionInFlight.get(subscriptionId) ?? 0) < this.#allowed(subscriptionId) &&
@@ -103,9 +83,7 @@ export class DeliverySlots {
   }
 
   /** How long until the next attempt may start while the API is busy (always, in a sandbox); 0 or less: now. */
-  paceWait (busy: boolean): number {
-    return busy ? this.#lastStart + this.#busyIntervalMs - this.#clock() : 0
-  }
+  paceWait (busy: boolean): number { return busy ? this.#lastStart + this.#busyIntervalMs - this.#clock() : 0 }
 
   /** Runs `attempt` in a slot: `sent` (called at the latest when it ends) frees the slot; until it ends it counts. */
   hold<T> (subscriptionId: bigint, owner: string, attempt: (sent: () => void) => Promise<T>): Promise<T> {
@@ -158,21 +136,16 @@ export class DeliverySlots {
       : Math.min(this.#concurrency - this.#sending, 2 * this.#concurrency - this.#inFlight.size)
   }
 
-  #allowed (subscriptionId: bigint): number {
-    return this.#allowance.get(subscriptionId) ?? this.#perSubscription
-  }
+  #allowed (subscriptionId: bigint): number { return this.#allowance.get(subscriptionId) ?? this.#perSubscription }
 
-  /**
-   * Attempts cannot be preempted, so with several owners each holds at most its share (at least one), plus what
-   * its fast receivers earned: a slot held until a timeout then costs only its owner.
-   */
+  /** No preemption: with several owners each holds its share (at least one), plus what its fast receivers earned. */
   #ownerLimit (owner: string): number {
-    if (this.#owners <= 1) return this.#concurrency
+    if (this.owners <= 1) return this.#concurrency
     let earned = 0
     for (const [subscriptionId, allowed] of this.#allowance) {
       if (this.#ownerOf.get(subscriptionId) === owner) earned += allowed - this.#perSubscription
     }
-    return Math.min(this.#concurrency, Math.max(1, Math.floor(this.#concurrency / this.#owners)) + earned)
+    return Math.min(this.#concurrency, Math.max(1, Math.floor(this.#concurrency / this.owners)) + earned)
   }
 }
 
