@@ -15,8 +15,7 @@ declare module 'fastify' {
 }
 
 /**
- * Draining and keep-alive bounds, answered with 503 in the Error shape: Fastify's
- * `return503OnClosing` and Node's `maxRequestsPerSocket` answer bare bodies, so both are off.
+ * Draining and keep-alive bounds, answered with 503 in the Error shape (Fastify's and Node's own answer bare bodies).
  * Every answer while draining, and the last one on a spent connection, says `Connection: close`.
  */
 export default fp(async function connectionsPlugin (app) {

@@ -126,9 +126,8 @@ class RouteTemplates {
 const routeTemplates = new WeakMap<FastifyInstance, RouteTemplates>()
 
 /**
- * A path with routes, but not for this method, is a 405 with `Allow` (counted under its route);
- * anything else is a 404: an unknown path, or a route that found nothing to serve. Neither needs a
- * token: which methods a path has is in the public OpenAPI document.
+ * A path with routes, but not for this method, is a 405 with `Allow`; anything else a 404. Neither needs a token:
+ * which methods a path has is in the public OpenAPI document.
  */
 export function notFoundError (app: FastifyInstance, request: FastifyRequest): ServiceError {
   const path = quotedPath(request.url)
@@ -144,9 +143,7 @@ export function notFoundError (app: FastifyInstance, request: FastifyRequest): S
   return routeNotFound(`Route ${request.method} ${path} not found`)
 }
 
-export function errorBody (status: number, message: string): ErrorBody {
-  return { error: status, message }
-}
+export function errorBody (status: number, message: string): ErrorBody { return { error: status, message } }
 
 /** Anything but a ServiceError or a framework 4xx is a generic 500: no stack, SQL or path leaves the service. */
 function toErrorBody (error: unknown): ErrorBody {
@@ -207,7 +204,6 @@ function writeRawError (socket: Socket, body: ErrorBody): void {
   )
 }
 
-/** An Error-shaped answer written below Fastify. */
 export function writeErrorResponse (response: ServerResponse, body: ErrorBody, headers: Record<string, string> = {}) {
   const json = JSON.stringify(body)
   response.writeHead(body.error, {
@@ -250,8 +246,7 @@ export default fp(async function errorHandlerPlugin (app) {
     return reply.code(body.error).headers(refusalHeaders(error, body.error)).send(body)
   })
 
-  // Unrouted requests are answered before their body is read (plugins/app/requests.ts); this handler
-  // also answers a route that finds nothing to serve (reply.callNotFound: a missing Swagger UI file).
+  // Unrouted requests are answered in requests.ts; this answers a route that finds nothing to serve (callNotFound).
   const templates = new RouteTemplates()
   routeTemplates.set(app, templates)
   app.addHook('onRoute', (route) => { templates.add(route.url) })

@@ -43,8 +43,7 @@ const SYNC_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025
 /** The process, its version and every request: duration by route, 429s and 503s by cause. */
 function requestMetrics (app: FastifyInstance, client: PromClient, registry: Registry): void {
   client.collectDefaultMetrics({ register: registry })
-  // prom-client's sums of the by-type gauges beside them, gauges named `_total`, which Prometheus
-  // reserves for counters (promtool check metrics refuses them): sum the by-type series instead.
+  // prom-client's `_total` gauges (sums of the by-type ones) break Prometheus' naming: promtool refuses them.
   for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
     registry.removeSingleMetric(name)
   }
@@ -188,10 +187,7 @@ export default fp(async function metricsPlugin (app) {
   })
 }, { name: 'metrics', dependencies: ['config'] })
 
-/**
- * The database as the readiness probe finds it (run at each scrape), and on PostgreSQL every pool's
- * connections by state: `waiting` counts callers queued for a connection of a full pool.
- */
+/** The readiness probe's verdict at each scrape and, on PostgreSQL, every pool's connections by state. */
 export function databaseMetrics (
   { client, registry }: ServiceMetrics,
   database: { up: () => Promise<boolean>, ready: () => Promise<boolean>, pools?: () => PoolStats[] }
@@ -238,7 +234,6 @@ function poolMetrics (
   }))
 }
 
-/** The SQLite store's own series: its group commits, WAL syncs and checkpoints. */
 function sqliteMetrics (client: PromClient, registry: Registry) {
   const batchSize = new client.Histogram({
     name: `${METRIC_PREFIX}sqlite_group_commit_batch_size`,

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { StoreOpenError } from '../../src/lib/errors.js'
-import { instrumentStore, type OperationObserver } from '../../src/store/instrumented.js'
+import { instrumentStore } from '../../src/store/instrumented.js'
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
 import type { Store } from '../../src/store/contract.js'
@@ -17,10 +17,8 @@ declare module 'fastify' {
 
 /** The store observed by metrics and tracing, where they are on; else the bare store. */
 export function instrumented (app: FastifyInstance, store: Store): Store {
-  const observers = [app.metrics?.storeOperation, app.tracing?.storeOperation].filter(
-    (observer): observer is OperationObserver => observer !== undefined
-  )
-  return instrumentStore(store, observers)
+  const observers = [app.metrics?.storeOperation, app.tracing?.storeOperation]
+  return instrumentStore(store, observers.filter((observer) => observer !== undefined))
 }
 
 /** The app's resources typed as the default list: routes reach each repository by its collection. */

@@ -21,9 +21,7 @@ const enabled = (level: string, line: 'info' | 'warn'): boolean =>
 
 /** Fastify's two lines per request become one access line, naming the caller by its principal, never its token. */
 export class AccessLog extends LogController {
-  override incomingRequest (request: FastifyRequest): void {
-    request.log.debug({ req: request }, 'incoming request')
-  }
+  override incomingRequest (request: FastifyRequest): void { request.log.debug({ req: request }, 'incoming request') }
 
   override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     const failed = error !== null && error !== undefined

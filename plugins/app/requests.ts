@@ -102,8 +102,7 @@ export default fp(async function requestsPlugin (app) {
     done()
   })
 
-  // Unrouted requests are answered (404, or 405 with Allow) before Fastify judges their framing and
-  // Content-Type; after the root hooks that set headers or count requests, so those still apply.
+  // Before Fastify judges framing and Content-Type; after the root hooks that set headers or count requests.
   app.addHook('onRequest', function answerUnrouted (request, _reply, done) {
     done(request.is404 ? notFoundError(app, request) : undefined)
   })

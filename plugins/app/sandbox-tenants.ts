@@ -32,7 +32,6 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The request's store: routes use it, never `app.store`, so a sandbox tenant sees only its own. */
     readonly store: Store
-    /** The request's webhook service (see `store`). */
     readonly webhooks: WebhookService
     /** The sandbox tenant the request holds, released when its response is done. */
     tenant: Tenant | null
@@ -161,8 +160,7 @@ async function startTenant (
   const settings = config.webhooks
   // SANDBOX=1 refuses WEBHOOK_ALLOW_PRIVATE_URLS at load: only public receivers.
   const policy = { ...defaultAddressPolicy(false), ...(options.resolve !== undefined && { resolve: options.resolve }) }
-  // Started once there is something to deliver: a write with an event (the store's listeners are
-  // told after its commit), a subscription's change or a retry. Most tenants never subscribe.
+  // Started once there is something to deliver (an event, a subscription's change, a retry): most tenants never do.
   let starting: Promise<void> | undefined
   let stopped = false
   const startDispatcher = async (): Promise<void> => {

@@ -3,10 +3,7 @@ import type { FastifyRequest } from 'fastify'
 /** Requests that matched no route although their path has one (a 405), and that path's route template. */
 const knownPathRoutes = new WeakMap<FastifyRequest, string>()
 
-/**
- * The route template a request matched (`/plants/:id`), never its raw URL: one value per id would grow a metric
- * without bound. A request that matched no route is `unmatched`.
- */
+/** The route template (`/plants/:id`), never the raw URL: one value per id would grow a metric without bound. */
 export function routeLabel (request: FastifyRequest): string {
   return request.routeOptions.url ?? knownPathRoutes.get(request) ?? 'unmatched'
 }
