@@ -15,7 +15,7 @@ export const DEFAULT_RETENTION_MS = 7 * 24 * 3_600_000
 const DEFAULT_PRUNE_INTERVAL_MS = 3_600_000
 export const DEFAULT_STOP_GRACE_MS = 10_000
 /** A lease's length where the store renews leases (PostgreSQL): how long a dead instance's claims outlive it. */
-export const HEARTBEAT_LEASE_MS = 10_000
+const HEARTBEAT_LEASE_MS = 10_000
 // Busy-API pacing of attempts: see docs/performance.md#what-the-measurements-decided.
 export const DEFAULT_BUSY_INTERVAL_MS = 100
 /** An answer this fast earns its subscription one more attempt in flight: see DeliverySlots.answered. */

@@ -11,8 +11,6 @@ import { sendTest, type TestAttempt, type TestTarget } from './test-send.js'
 import { USER_AGENT } from './user-agent.js'
 
 // The dispatcher's public face: its settings, events and test sends are importable from here.
-export { describeFailure } from './attempt.js'
-export { HEARTBEAT_INTERVAL_MS } from './delivery-queue.js'
 export * from './dispatcher-options.js'
 export type { AttemptEvent, AttemptTrace, DispatcherEvents } from './dispatcher-events.js'
 export type { TestAttempt, TestTarget } from './test-send.js'
