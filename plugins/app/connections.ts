@@ -34,12 +34,8 @@ export default fp(async function connectionsPlugin (app) {
   })
   // Callback-form hooks: an async hook costs a promise and a microtask per request even when idle.
   app.addHook('onRequest', function refuseWhileDraining (request, reply, done) {
-    if (!refusing) {
-      done()
-      return
-    }
-    void reply.header('connection', 'close')
-    done(request.routeOptions.config.answersWhileDraining === true ? undefined : shuttingDown())
+    if (refusing) void reply.header('connection', 'close')
+    done(refusing && request.routeOptions.config.answersWhileDraining !== true ? shuttingDown() : undefined)
   })
   app.addHook('onSend', function closeWhileDraining (_request, reply, payload, done) {
     if (refusing) void reply.header('connection', 'close')

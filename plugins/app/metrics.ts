@@ -208,9 +208,7 @@ export function databaseMetrics (
   }))
 }
 
-function poolMetrics (
-  { client, registry }: Pick<ServiceMetrics, 'client' | 'registry'>, pools: () => PoolStats[]
-): void {
+function poolMetrics ({ client, registry }: Pick<ServiceMetrics, 'client' | 'registry'>, pools: () => PoolStats[]) {
   registry.registerMetric(new client.Gauge({
     name: `${METRIC_PREFIX}db_pool_connections`,
     help: 'PostgreSQL pool connections by pool (api, webhooks, dispatcher, sandbox, …) and state: idle, busy ' +

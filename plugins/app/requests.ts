@@ -95,11 +95,8 @@ async function readBody (request: FastifyRequest, body: Buffer): Promise<unknown
 export default fp(async function requestsPlugin (app) {
   app.addHook('onRequest', function requireOneHost (request, _reply, done) {
     const { raw } = request
-    if (raw.headers.host === undefined ? raw.httpVersion === '1.1' : hostLines(raw.rawHeaders) > 1) {
-      done(invalidHeader('The request must have exactly one Host header'))
-      return
-    }
-    done()
+    const wrong = raw.headers.host === undefined ? raw.httpVersion === '1.1' : hostLines(raw.rawHeaders) > 1
+    done(wrong ? invalidHeader('The request must have exactly one Host header') : undefined)
   })
 
   // Before Fastify judges framing and Content-Type; after the root hooks that set headers or count requests.
@@ -112,22 +109,15 @@ export default fp(async function requestsPlugin (app) {
 
   app.addHook('preValidation', function refuseQueryNotUtf8 (request, _reply, done) {
     const name = badQueryParameter(request.url)
-    if (name === undefined) {
-      done()
-      return
-    }
-    done(invalidQuery(name === ''
-      ? 'querystring has a parameter name that is not percent-encoded UTF-8'
-      : `querystring/${clipped(name, QUOTED_VALUE_MAX)} is not percent-encoded UTF-8`))
+    if (name === undefined) done()
+    else if (name === '') done(invalidQuery('querystring has a parameter name that is not percent-encoded UTF-8'))
+    else done(invalidQuery(`querystring/${clipped(name, QUOTED_VALUE_MAX)} is not percent-encoded UTF-8`))
   })
 
   // Fastify never reads a GET or HEAD body (it would be silently ignored): refuse one from its framing.
   app.addHook('preValidation', function refuseGetBody (request, _reply, done) {
-    if ((request.method === 'GET' || request.method === 'HEAD') && framesBody(request.headers)) {
-      done(takesNoBody(request))
-      return
-    }
-    done()
+    const bodyless = request.method === 'GET' || request.method === 'HEAD'
+    done(bodyless && framesBody(request.headers) ? takesNoBody(request) : undefined)
   })
 }, { name: 'requests', dependencies: ['errors'] })
 

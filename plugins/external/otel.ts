@@ -257,7 +257,6 @@ export default fp(async function otelPlugin (app) {
   const instrumentation = new FastifyOtelInstrumentation({
     instrumentHooks: false,
     instrumentHandler: false,
-    // Method and route template, never the raw URL, whose ids would make every span name unique.
     requestHook: describeServerSpan(api)
   })
   const sdk = new NodeSDK({
