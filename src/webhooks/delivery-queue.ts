@@ -32,11 +32,8 @@ interface PendingCompletion {
  * batches, pruned. A failing store is reported, never thrown: what is not recorded comes due again with its lease.
  */
 export class DeliveryQueue {
+  readonly #options: DeliveryQueueOptions
   readonly #store: WebhookStore
-  readonly #instanceId: string
-  readonly #leaseMs: number
-  readonly #retentionMs: number
-  readonly #now: () => number
   readonly #report: Report
   #claims = 0
   /** The lease each attempt in flight holds, by delivery id (the heartbeat renews them). */
@@ -49,11 +46,8 @@ export class DeliveryQueue {
   #stopped = false
 
   constructor (options: DeliveryQueueOptions) {
+    this.#options = options
     this.#store = options.store
-    this.#instanceId = options.instanceId
-    this.#leaseMs = options.leaseMs
-    this.#retentionMs = options.retentionMs
-    this.#now = options.now
     this.#report = options.report
   }
 
@@ -83,9 +77,10 @@ export class DeliveryQueue {
 
   /** Claims due deliveries under a new lease; none when the store fails. */
   async claim (shape: ClaimShape): Promise<{ lease: string, claimed: ClaimedDelivery[] }> {
-    const lease = `${this.#instanceId}:${++this.#claims}`
+    const { instanceId, now, leaseMs } = this.#options
+    const lease = `${instanceId}:${++this.#claims}`
     try {
-      const claimed = await this.#store.claimDue({ lease, now: this.#now(), leaseMs: this.#leaseMs, ...shape })
+      const claimed = await this.#store.claimDue({ lease, now: now(), leaseMs, ...shape })
       return { lease, claimed }
     } catch (error) {
       this.#report('store-error', { operation: 'claim', error })
@@ -153,14 +148,14 @@ export class DeliveryQueue {
   #renew (): void {
     if (this.#leases.size === 0) return
     const leases = [...this.#leases].map(([id, lease]) => ({ id, lease }))
-    this.#store.renewLeases?.(leases, this.#now() + this.#leaseMs).catch((error: unknown) => {
+    this.#store.renewLeases?.(leases, this.#options.now() + this.#options.leaseMs).catch((error: unknown) => {
       this.#report('store-error', { operation: 'renew', error })
     })
   }
 
   prune (): void {
     if (this.#stopped || this.#pruning !== undefined) return
-    this.#pruning = this.#store.pruneDeliveries(this.#now() - this.#retentionMs).then(
+    this.#pruning = this.#store.pruneDeliveries(this.#options.now() - this.#options.retentionMs).then(
       (deleted) => { if (deleted > 0) this.#report('pruned', { deleted }) },
       (error: unknown) => { this.#report('store-error', { operation: 'prune', error }) }
     ).finally(() => { this.#pruning = undefined })

@@ -22,13 +22,9 @@ export type ClaimPlan =
 
 /** How many attempts run at once, shared fairly between owners and subscriptions, and paced while the API is busy. */
 export class DeliverySlots {
+  readonly #options: SlotOptions
   readonly #concurrency: number
   readonly #perSubscription: number
-  readonly #fastAttemptMs: number
-  readonly #busyIntervalMs: number
-  readonly #apiBusy: (() => boolean) | undefined
-  readonly #onFree: () => void
-  readonly #onSettled: () => void
   readonly #clock: () => number
   /** Attempts whose request has not ended (the rest of #inFlight are writing their completion). */
   #sending = 0
@@ -44,19 +40,15 @@ export class DeliverySlots {
   #lastStart = -Infinity
 
   constructor (options: SlotOptions) {
+    this.#options = options
     this.#concurrency = options.concurrency
     this.#perSubscription = options.perSubscription
-    this.#fastAttemptMs = options.fastAttemptMs
-    this.#busyIntervalMs = options.busyIntervalMs
-    this.#apiBusy = options.apiBusy
-    this.#onFree = options.onFree
-    this.#onSettled = options.onSettled
     this.#clock = options.clock ?? performance.now.bind(performance)
   }
 
   get inFlight (): number { return this.#inFlight.size }
 
-  isApiBusy (): boolean { return this.#apiBusy?.() === true }
+  isApiBusy (): boolean { return this.#options.apiBusy?.() === true }
 
   // While the API is busy, one attempt at a time, paced: see docs/performance.md#what-the-measurements-decided.
   plan (): ClaimPlan {
@@ -83,7 +75,9 @@ export class DeliverySlots {
   }
 
   /** How long until the next attempt may start while the API is busy (always, in a sandbox); 0 or less: now. */
-  paceWait (busy: boolean): number { return busy ? this.#lastStart + this.#busyIntervalMs - this.#clock() : 0 }
+  paceWait (busy: boolean): number {
+    return busy ? this.#lastStart + this.#options.busyIntervalMs - this.#clock() : 0
+  }
 
   /** Runs `attempt` in a slot: `sent` (called at the latest when it ends) frees the slot; until it ends it counts. */
   hold<T> (subscriptionId: bigint, owner: string, attempt: (sent: () => void) => Promise<T>): Promise<T> {
@@ -102,12 +96,12 @@ export class DeliverySlots {
       if (!this.#perSubscriptionInFlight.has(subscriptionId) && !this.#allowance.has(subscriptionId)) {
         this.#ownerOf.delete(subscriptionId)
       }
-      this.#onFree()
+      this.#options.onFree()
     }
     const running = attempt(sent).finally(() => {
       sent()
       this.#inFlight.delete(settled)
-      this.#onSettled()
+      this.#options.onSettled()
     })
     const settled = running.then(() => {}, () => {})
     this.#inFlight.add(settled)
@@ -116,7 +110,8 @@ export class DeliverySlots {
 
   /** A fast 2xx earns the subscription one more slot (up to concurrency); any other answer takes them back. */
   answered (subscriptionId: bigint, statusCode: number | undefined, durationMs: number): void {
-    if (statusCode !== undefined && statusCode >= 200 && statusCode < 300 && durationMs <= this.#fastAttemptMs) {
+    const fast = durationMs <= this.#options.fastAttemptMs
+    if (statusCode !== undefined && statusCode >= 200 && statusCode < 300 && fast) {
       const most = Math.max(this.#concurrency, this.#perSubscription)
       this.#allowance.set(subscriptionId, Math.min(this.#allowed(subscriptionId) + 1, most))
     } else {
