@@ -8,11 +8,6 @@ declare module 'fastify' {
   }
 }
 
-export interface ConfigPluginOptions {
-  config: Config
-}
-
-/** Makes the start-up configuration available to every plugin as `app.config`. */
-export default fp<ConfigPluginOptions>(async function configPlugin (app, { config }) {
+export default fp<{ config: Config }>(async function configPlugin (app, { config }) {
   app.decorate('config', config)
 }, { name: 'config' })

@@ -15,8 +15,7 @@ declare module 'fastify' {
 }
 
 /**
- * Draining and keep-alive bounds, answered with 503 in the Error shape: Fastify's
- * `return503OnClosing` and Node's `maxRequestsPerSocket` answer bare bodies, so both are off.
+ * Draining and keep-alive bounds, answered with 503 in the Error shape (Fastify's and Node's own answer bare bodies).
  * Every answer while draining, and the last one on a spent connection, says `Connection: close`.
  */
 export default fp(async function connectionsPlugin (app) {
@@ -26,27 +25,17 @@ export default fp(async function connectionsPlugin (app) {
   // During the delay the listener still accepts and serves, while readiness already says "going away".
   app.addHook('preClose', async () => {
     draining = true
-    if (app.config.shutdownDelayMs > 0) {
-      app.log.info(
-        { delayMs: app.config.shutdownDelayMs },
-        'shutting down: not ready, still serving until the delay is over'
-      )
-      await sleep(app.config.shutdownDelayMs)
+    const delayMs = app.config.shutdownDelayMs
+    if (delayMs > 0) {
+      app.log.info({ delayMs }, 'shutting down: not ready, still serving until the delay is over')
+      await sleep(delayMs)
     }
     refusing = true
   })
   // Callback-form hooks: an async hook costs a promise and a microtask per request even when idle.
   app.addHook('onRequest', function refuseWhileDraining (request, reply, done) {
-    if (!refusing) {
-      done()
-      return
-    }
-    void reply.header('connection', 'close')
-    if (request.routeOptions.config.answersWhileDraining === true) {
-      done()
-      return
-    }
-    done(shuttingDown())
+    if (refusing) void reply.header('connection', 'close')
+    done(refusing && request.routeOptions.config.answersWhileDraining !== true ? shuttingDown() : undefined)
   })
   app.addHook('onSend', function closeWhileDraining (_request, reply, payload, done) {
     if (refusing) void reply.header('connection', 'close')

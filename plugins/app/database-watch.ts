@@ -10,10 +10,7 @@ declare module 'fastify' {
   }
 }
 
-/**
- * How long a scrape waits for the probe; past it, the last state found is reported (a full pool
- * queues the probe behind the requests, and a scrape must not time out for it).
- */
+/** Past it, a scrape reports the last state found: a full pool queues the probe behind the requests. */
 const SCRAPE_PROBE_WAIT_MS = 1000
 
 async function probedWithin (watch: DatabaseWatch, ms: number): Promise<boolean> {
@@ -27,8 +24,8 @@ async function probedWithin (watch: DatabaseWatch, ms: number): Promise<boolean>
 }
 
 /**
- * The one database probe: readiness, /health and `plantstore_database_up` all run it, and a
- * request failed by an unavailable database asks it again, so an outage is logged as it starts and ends.
+ * The one database probe: readiness, /health and `plantstore_database_up` run it, and a request failed by an
+ * unavailable database asks it again, so an outage is logged as it starts and ends.
  */
 export default fp(async function databaseWatchPlugin (app) {
   const watch = new DatabaseWatch({

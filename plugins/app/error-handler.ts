@@ -1,12 +1,7 @@
 import type { Socket } from 'node:net'
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import type {
-  FastifyError,
-  FastifyInstance,
-  FastifyReply,
-  FastifyRequest,
-  FastifySchemaValidationError,
-  HTTPMethods
+  FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError, HTTPMethods
 } from 'fastify'
 import fp from 'fastify-plugin'
 import { SANDBOX_FULL_RETRY_AFTER_S } from '../../src/sandbox/tenants.js'
@@ -59,37 +54,37 @@ const STATUS: Readonly<Record<ErrorCode, number>> = {
   'auth-unavailable': 503
 }
 
-/**
- * RFC 9110 §11.6.1 (401), §15.5.6 (405), §15.5.16 (415), RFC 6750 §3 (a refused token or scope), and Retry-After on a
- * database or key-set 503.
- */
+/** Long enough for a restarted PostgreSQL to come back, short enough not to idle; /health says the same. */
+export const UNAVAILABLE_RETRY_AFTER_S = 5
+
+/** The Retry-After of the 503s whose error does not carry one. */
+const RETRY_AFTER_S: Partial<Record<ErrorCode, number>> = {
+  unavailable: UNAVAILABLE_RETRY_AFTER_S,
+  'sandbox-full': SANDBOX_FULL_RETRY_AFTER_S,
+  'sandbox-busy': 1
+}
+
+/** RFC 9110 §11.6.1 (401), §15.5.6 (405), §15.5.16 (415), RFC 6750 §3 (a refused token or scope), Retry-After. */
 function refusalHeaders (error: unknown, status: number): Record<string, string> {
   if (error instanceof AuthError) return { 'www-authenticate': error.challenge }
   if (status === 401) return { 'www-authenticate': 'Bearer' }
   if (error instanceof MethodNotAllowedError) return { allow: error.allowed.join(', ') }
-  if (error instanceof ServiceError && error.code === 'unsupported-content-encoding') {
-    return { 'accept-encoding': 'identity' }
+  if (error instanceof AuthUnavailableError || error instanceof RetryLaterError) {
+    return { 'retry-after': String(error.retryAfterS) }
   }
-  if (error instanceof AuthUnavailableError) return { 'retry-after': String(error.retryAfterS) }
-  if (error instanceof ServiceError && error.code === 'unavailable') {
-    return { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_S) }
-  }
-  if (error instanceof ServiceError && error.code === 'sandbox-full') {
-    return { 'retry-after': String(SANDBOX_FULL_RETRY_AFTER_S) }
-  }
-  if (error instanceof ServiceError && error.code === 'sandbox-busy') return { 'retry-after': '1' }
-  if (error instanceof RetryLaterError) return { 'retry-after': String(error.retryAfterS) }
-  return {}
+  if (!(error instanceof ServiceError)) return {}
+  if (error.code === 'unsupported-content-encoding') return { 'accept-encoding': 'identity' }
+  const retryAfterS = RETRY_AFTER_S[error.code]
+  return retryAfterS === undefined ? {} : { 'retry-after': String(retryAfterS) }
 }
 
-const QUOTED_PATH_MAX = 100
+/** At most `max` characters of what a client sent, so a message never grows with the request. */
+export const clipped = (text: string, max: number): string => text.length > max ? `${text.slice(0, max)}…` : text
+
+const pathOf = (url: string): string => url.split('?', 1)[0] ?? url
 
 /** Messages never echo a whole URL back: it may be kilobytes long, or carry a secret in its query string. */
-export function quotedPath (url: string): string {
-  const end = url.indexOf('?')
-  const path = end === -1 ? url : url.slice(0, end)
-  return path.length > QUOTED_PATH_MAX ? `${path.slice(0, QUOTED_PATH_MAX)}…` : path
-}
+const quotedPath = (url: string): string => clipped(pathOf(url), 100)
 
 const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
 const methodRank = (method: string): number => {
@@ -106,10 +101,7 @@ function allowedMethods (app: FastifyInstance, url: string): string[] {
   return allowed.sort((a, b) => methodRank(a) - methodRank(b))
 }
 
-/**
- * The routes' URL templates, to find the route of a path whose method has none (the router only says some method has
- * one).
- */
+/** The routes' URL templates, to find the route of a path whose method has none (the router does not say). */
 class RouteTemplates {
   readonly #patterns: Array<{ template: string, pattern: RegExp }> = []
 
@@ -120,16 +112,12 @@ class RouteTemplates {
       : segment === '*' ? '.*' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('/')
     this.#patterns.push({ template, pattern: new RegExp(`^${source}$`) })
     // Static templates first, as the router tries them.
-    this.#patterns.sort(
-      (a, b) =>
-        Number(a.template.includes(':') || a.template.includes('*')) -
-        Number(b.template.includes(':') || b.template.includes('*'))
-    )
+    const dynamic = (template: string): number => Number(template.includes(':') || template.includes('*'))
+    this.#patterns.sort((a, b) => dynamic(a.template) - dynamic(b.template))
   }
 
   match (url: string): string | undefined {
-    const end = url.indexOf('?')
-    const path = end === -1 ? url : url.slice(0, end)
+    const path = pathOf(url)
     return this.#patterns.find(({ pattern }) => pattern.test(path))?.template
   }
 }
@@ -138,9 +126,8 @@ class RouteTemplates {
 const routeTemplates = new WeakMap<FastifyInstance, RouteTemplates>()
 
 /**
- * A path with routes, but not for this method, is a 405 with `Allow` (counted under its route);
- * anything else is a 404: an unknown path, or a route that found nothing to serve. Neither needs a
- * token: which methods a path has is in the public OpenAPI document.
+ * A path with routes, but not for this method, is a 405 with `Allow`; anything else a 404. Neither needs a token:
+ * which methods a path has is in the public OpenAPI document.
  */
 export function notFoundError (app: FastifyInstance, request: FastifyRequest): ServiceError {
   const path = quotedPath(request.url)
@@ -156,12 +143,7 @@ export function notFoundError (app: FastifyInstance, request: FastifyRequest): S
   return routeNotFound(`Route ${request.method} ${path} not found`)
 }
 
-/** Long enough for a restarted PostgreSQL to come back, short enough not to idle; /health says the same. */
-export const UNAVAILABLE_RETRY_AFTER_S = 5
-
-export function errorBody (status: number, message: string): ErrorBody {
-  return { error: status, message }
-}
+export function errorBody (status: number, message: string): ErrorBody { return { error: status, message } }
 
 /** Anything but a ServiceError or a framework 4xx is a generic 500: no stack, SQL or path leaves the service. */
 function toErrorBody (error: unknown): ErrorBody {
@@ -222,31 +204,27 @@ function writeRawError (socket: Socket, body: ErrorBody): void {
   )
 }
 
-function writeNodeError (response: ServerResponse, body: ErrorBody): void {
+export function writeErrorResponse (response: ServerResponse, body: ErrorBody, headers: Record<string, string> = {}) {
   const json = JSON.stringify(body)
   response.writeHead(body.error, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(json),
-    connection: 'close'
+    ...headers
   })
   response.end(json)
 }
 
-const QUOTED_EXPECT_MAX = 40
-
 /** Node answers a bad `Expect` (bare 417) and CONNECT (dropped) itself: answer them in the Error shape. */
 function answerBelowFastify (app: FastifyInstance): void {
   app.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
-    const expect = String(request.headers.expect)
-    const quoted = expect.length > QUOTED_EXPECT_MAX ? `${expect.slice(0, QUOTED_EXPECT_MAX)}…` : expect
-    const error = expectationFailed(`Expect: ${quoted} is not supported (only 100-continue is)`)
-    writeNodeError(response, errorBody(STATUS[error.code], error.message))
+    const expect = clipped(String(request.headers.expect), 40)
+    const error = expectationFailed(`Expect: ${expect} is not supported (only 100-continue is)`)
+    writeErrorResponse(response, toErrorBody(error), { connection: 'close' })
   })
   app.server.on('connect', (_request: IncomingMessage, socket: Socket) => {
     // Node hands the socket over without its own error listener: a client that resets it must not crash the process.
     socket.on('error', () => socket.destroy())
-    const error = methodNotImplemented('CONNECT is not supported: this service is not a proxy')
-    writeRawError(socket, errorBody(STATUS[error.code], error.message))
+    writeRawError(socket, toErrorBody(methodNotImplemented('CONNECT is not supported: this service is not a proxy')))
   })
 }
 
@@ -268,8 +246,7 @@ export default fp(async function errorHandlerPlugin (app) {
     return reply.code(body.error).headers(refusalHeaders(error, body.error)).send(body)
   })
 
-  // Unrouted requests are answered before their body is read (plugins/app/requests.ts); this handler
-  // also answers a route that finds nothing to serve (reply.callNotFound: a missing Swagger UI file).
+  // Unrouted requests are answered in requests.ts; this answers a route that finds nothing to serve (callNotFound).
   const templates = new RouteTemplates()
   routeTemplates.set(app, templates)
   app.addHook('onRoute', (route) => { templates.add(route.url) })

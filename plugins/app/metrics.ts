@@ -1,11 +1,12 @@
-import { createServer, type Server, type ServerResponse } from 'node:http'
+import { once } from 'node:events'
+import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Registry } from 'prom-client'
 import { BUILD_INFO } from '../../src/config/build-info.js'
 import { LOAD_SHEDDING_CODES, ServiceError } from '../../src/lib/errors.js'
-import { clientErrorHandler, errorBody } from './error-handler.js'
+import { clientErrorHandler, errorBody, writeErrorResponse } from './error-handler.js'
 import { RequestHistogram, type HistogramSeries } from '../../src/metrics/histogram.js'
 import { routeLabel } from '../http/route-label.js'
 import { storeOperations, type OperationObserver, type StoreOperation } from '../../src/store/instrumented.js'
@@ -42,8 +43,7 @@ const SYNC_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025
 /** The process, its version and every request: duration by route, 429s and 503s by cause. */
 function requestMetrics (app: FastifyInstance, client: PromClient, registry: Registry): void {
   client.collectDefaultMetrics({ register: registry })
-  // prom-client's sums of the by-type gauges beside them, gauges named `_total`, which Prometheus
-  // reserves for counters (promtool check metrics refuses them): sum the by-type series instead.
+  // prom-client's `_total` gauges (sums of the by-type ones) break Prometheus' naming: promtool refuses them.
   for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
     registry.removeSingleMetric(name)
   }
@@ -55,13 +55,8 @@ function requestMetrics (app: FastifyInstance, client: PromClient, registry: Reg
     'Time from a request\'s arrival to its answer, by method, route template and status', HTTP_BUCKETS, registry)
   app.addHook('onResponse', function measureRequest (request, reply, done) {
     const route = routeLabel(request)
-    requestDuration
-      .series(`${request.method} ${reply.statusCode} ${route}`, {
-        method: request.method,
-        route,
-        status_code: reply.statusCode
-      })
-      .observe(reply.elapsedTime / 1000)
+    const labels = { method: request.method, route, status_code: reply.statusCode }
+    requestDuration.series(`${request.method} ${reply.statusCode} ${route}`, labels).observe(reply.elapsedTime / 1000)
     done()
   })
   refusalMetrics(app, client, registry)
@@ -104,13 +99,9 @@ function refusalMetrics (app: FastifyInstance, client: PromClient, registry: Reg
 
 /** Every store operation's duration, by operation and outcome, its series made once. */
 function storeMetrics (registry: Registry, resources: FastifyInstance['resources']): OperationObserver {
-  const storeDuration = new RequestHistogram(
-    `${METRIC_PREFIX}store_operation_duration_seconds`,
+  const storeDuration = new RequestHistogram(`${METRIC_PREFIX}store_operation_duration_seconds`,
     'Time a store operation took, from the call to its answer (for SQLite writes: committed and, with full sync, on ' +
-      'disk)',
-    STORE_BUCKETS,
-    registry
-  )
+      'disk)', STORE_BUCKETS, registry)
   const storeSeries = new Map<StoreOperation, { ok: HistogramSeries, error: HistogramSeries }>(
     storeOperations(resources).map((operation) => [
       operation,
@@ -130,17 +121,6 @@ function storeMetrics (registry: Registry, resources: FastifyInstance['resources
   }
 }
 
-function answerError (response: ServerResponse, status: number, message: string, headers: Record<string, string> = {}) {
-  const json = JSON.stringify(errorBody(status, message))
-  response
-    .writeHead(status, {
-      ...headers,
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': Buffer.byteLength(json)
-    })
-    .end(json)
-}
-
 /** The metrics listener: `GET /metrics` and nothing else, closed with the app. */
 async function serveMetrics (app: FastifyInstance, registry: Registry, settings: { port: number, host: string }) {
   // The API's slow-client deadlines, so a scraper's port is no easier to hold open than the API's.
@@ -151,15 +131,13 @@ async function serveMetrics (app: FastifyInstance, registry: Registry, settings:
     keepAliveTimeout: timeouts.keepAlive,
     connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(timeouts.headers / 2)))
   }, (request, response) => {
-    const path = (request.url ?? '').split('?')[0]
-    if (path !== '/metrics') {
-      answerError(response, 404, 'Not found: metrics are at /metrics')
+    if ((request.url ?? '').split('?')[0] !== '/metrics') {
+      writeErrorResponse(response, errorBody(404, 'Not found: metrics are at /metrics'))
       return
     }
     if (request.method !== 'GET' && request.method !== 'HEAD') {
-      answerError(response, 405, `Method ${request.method ?? ''} is not allowed on /metrics (it allows GET, HEAD)`, {
-        allow: 'GET, HEAD'
-      })
+      const message = `Method ${request.method ?? ''} is not allowed on /metrics (it allows GET, HEAD)`
+      writeErrorResponse(response, errorBody(405, message), { allow: 'GET, HEAD' })
       return
     }
     registry.metrics().then((text) => {
@@ -167,13 +145,14 @@ async function serveMetrics (app: FastifyInstance, registry: Registry, settings:
       response.end(request.method === 'HEAD' ? undefined : text)
     }, (err: unknown) => {
       app.log.error({ err }, 'metrics: collecting failed')
-      answerError(response, 500, 'Collecting the metrics failed')
+      writeErrorResponse(response, errorBody(500, 'Collecting the metrics failed'))
     })
   })
   server.setTimeout(timeouts.connection)
   // Malformed requests and deadlines passed are answered in the Error shape, as on the API port.
   server.on('clientError', clientErrorHandler)
-  await listen(server, settings.port, settings.host)
+  server.listen(settings.port, settings.host)
+  await once(server, 'listening')
   app.log.info({ address: server.address() }, 'metrics: serving GET /metrics')
   app.addHook('onClose', async () => {
     server.closeAllConnections()
@@ -208,17 +187,13 @@ export default fp(async function metricsPlugin (app) {
   })
 }, { name: 'metrics', dependencies: ['config', 'resources'] })
 
-/**
- * The database as the readiness probe finds it (run at each scrape), and on PostgreSQL every pool's
- * connections by state: `waiting` counts callers queued for a connection of a full pool.
- */
+/** The readiness probe's verdict at each scrape and, on PostgreSQL, every pool's connections by state. */
 export function databaseMetrics (
   { client, registry }: ServiceMetrics,
   database: { up: () => Promise<boolean>, ready: () => Promise<boolean>, pools?: () => PoolStats[] }
 ): void {
-  const { pools } = database
   // The pools are read before the probe takes a connection of its own: a scrape sees them as the requests leave them.
-  if (pools !== undefined) poolMetrics({ client, registry }, pools)
+  if (database.pools !== undefined) poolMetrics({ client, registry }, database.pools)
   registry.registerMetric(new client.Gauge({
     name: `${METRIC_PREFIX}database_up`,
     help: 'Whether the database answers the readiness probe (1) or not (0), probed at each scrape',
@@ -233,9 +208,7 @@ export function databaseMetrics (
   }))
 }
 
-function poolMetrics (
-  { client, registry }: Pick<ServiceMetrics, 'client' | 'registry'>, pools: () => PoolStats[]
-): void {
+function poolMetrics ({ client, registry }: Pick<ServiceMetrics, 'client' | 'registry'>, pools: () => PoolStats[]) {
   registry.registerMetric(new client.Gauge({
     name: `${METRIC_PREFIX}db_pool_connections`,
     help: 'PostgreSQL pool connections by pool (api, webhooks, dispatcher, sandbox, …) and state: idle, busy ' +
@@ -259,7 +232,6 @@ function poolMetrics (
   }))
 }
 
-/** The SQLite store's own series: its group commits, WAL syncs and checkpoints. */
 function sqliteMetrics (client: PromClient, registry: Registry) {
   const batchSize = new client.Histogram({
     name: `${METRIC_PREFIX}sqlite_group_commit_batch_size`,
@@ -286,14 +258,4 @@ function sqliteMetrics (client: PromClient, registry: Registry) {
     syncDuration,
     checkpoints: { worker: checkpointDuration.labels('worker'), loop: checkpointDuration.labels('loop') }
   }
-}
-
-async function listen (server: Server, port: number, host: string): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(port, host, () => {
-      server.off('error', reject)
-      resolve()
-    })
-  })
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { StoreOpenError } from '../../src/lib/errors.js'
-import { instrumentStore, type OperationObserver } from '../../src/store/instrumented.js'
+import { instrumentStore } from '../../src/store/instrumented.js'
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
 import { createSqliteStore } from '../../src/store/sqlite/sqlite-store.js'
 import type { Store } from '../../src/store/contract.js'
@@ -17,16 +17,11 @@ declare module 'fastify' {
 
 /** The store observed by metrics and tracing, where they are on; else the bare store. */
 export function instrumented (app: FastifyInstance, store: Store): Store {
-  const observers = [app.metrics?.storeOperation, app.tracing?.storeOperation].filter(
-    (observer): observer is OperationObserver => observer !== undefined
-  )
-  return instrumentStore(store, observers, app.resources)
+  const observers = [app.metrics?.storeOperation, app.tracing?.storeOperation]
+  return instrumentStore(store, observers.filter((observer) => observer !== undefined), app.resources)
 }
 
-/**
- * The app's resources (buildApp's `resources`) as a store takes them: typed as the default list, since routes
- * reach each repository by its collection (plugins/routes/resources/shared.ts).
- */
+/** The app's resources typed as the default list: routes reach each repository by its collection. */
 export const servedResources = (app: FastifyInstance): ServedResources => app.resources as ServedResources
 
 /** The PostgreSQL store; a start it cannot make is logged with the server's reason before it stops the process. */
@@ -80,9 +75,7 @@ export default fp(async function storePlugin (app) {
         checkpoint: { onCheckpoint: (report) => { metrics.walCheckpoint(report.thread, report.durationMs) } }
       })
     })
-  for (const line of migrationLines(store.migration)) {
-    app.log.info({ schemaVersion: store.migration.version }, line)
-  }
+  for (const line of migrationLines(store.migration)) app.log.info({ schemaVersion: store.migration.version }, line)
   if (metrics !== undefined) {
     new metrics.client.Gauge({
       name: `${METRIC_PREFIX}schema_version`,

@@ -19,14 +19,9 @@ export function requestId (raw: IncomingMessage): string {
 const enabled = (level: string, line: 'info' | 'warn'): boolean =>
   (levels.values[level] ?? Infinity) <= (levels.values[line] ?? 0)
 
-/**
- * Fastify's two lines per request become one access line at info, naming the caller by its
- * principal, never its token; arrival is logged at debug only.
- */
+/** Fastify's two lines per request become one access line, naming the caller by its principal, never its token. */
 export class AccessLog extends LogController {
-  override incomingRequest (request: FastifyRequest): void {
-    request.log.debug({ req: request }, 'incoming request')
-  }
+  override incomingRequest (request: FastifyRequest): void { request.log.debug({ req: request }, 'incoming request') }
 
   override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     const failed = error !== null && error !== undefined

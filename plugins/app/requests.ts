@@ -2,21 +2,16 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import {
-  invalidBody,
-  invalidHeader,
-  invalidQuery,
-  unsupportedContentEncoding,
-  unsupportedMediaType
+  invalidBody, invalidHeader, invalidQuery, unsupportedContentEncoding, unsupportedMediaType
 } from '../../src/lib/errors.js'
 import { isUtf8Label, parseJsonBody } from '../http/json-body.js'
-import { notFoundError } from './error-handler.js'
+import { clipped, notFoundError } from './error-handler.js'
 
 const DEFAULT_MEDIA_TYPES: readonly string[] = ['application/json']
 
 const QUOTED_VALUE_MAX = 40
 
-const quoted = (value: string): string =>
-  `"${value.length > QUOTED_VALUE_MAX ? `${value.slice(0, QUOTED_VALUE_MAX)}…` : value}"`
+const quoted = (value: string): string => `"${clipped(value, QUOTED_VALUE_MAX)}"`
 
 const documentedPath = (url: string | undefined): string => (url ?? '').replace(/:(\w+)/g, '{$1}')
 
@@ -32,9 +27,7 @@ function parseContentType (header: string | undefined): { mediaType: string | un
   return { mediaType: mediaType.trim().toLowerCase(), charsets }
 }
 
-/**
- * `identity` is a no-op (accepted, though RFC 9110 reserves it for Accept-Encoding); others need decoding we do not do.
- */
+/** `identity` is a no-op (accepted, though RFC 9110 reserves it for Accept-Encoding); others need decoding. */
 function contentCoding (header: string | undefined): string | undefined {
   if (header === undefined) return undefined
   const codings = header.split(',').map((coding) => coding.trim()).filter((coding) => coding !== '')
@@ -42,10 +35,8 @@ function contentCoding (header: string | undefined): string | undefined {
 }
 
 /**
- * The first query parameter whose name or value is not percent-encoded UTF-8 (a `%` without two hex
- * digits, bytes that are not UTF-8, an encoded surrogate): its name, or '' when the name itself is
- * not. Fastify's query parser keeps such text as it is (`%FF` stays those three characters), so a
- * filter would match it literally; a body with the same bytes is already a 400.
+ * The name of the first query parameter that is not percent-encoded UTF-8 ('' when the name itself is not): Fastify
+ * keeps such text as it is (`%FF` stays three characters), so a filter would match it literally.
  */
 function badQueryParameter (url: string): string | undefined {
   const start = url.indexOf('?')
@@ -66,16 +57,13 @@ function badQueryParameter (url: string): string | undefined {
   return undefined
 }
 
-/** Whether a request's framing announces a body: a non-zero Content-Length, or any Transfer-Encoding. */
 const framesBody = (headers: IncomingHttpHeaders): boolean =>
   headers['transfer-encoding'] !== undefined ||
   (headers['content-length'] !== undefined && Number(headers['content-length']) > 0)
 
 /**
- * The one reader of request bodies. A route without a body takes an empty one in any media type
- * (clients send `Content-Type: application/json` on a bare DELETE); a content coding, another media
- * type or charset is a 415, never read as if it were UTF-8 JSON; text that is not UTF-8 I-JSON is a
- * 400. Unrouted requests (404, 405) never get here: see `answerUnrouted`.
+ * The one reader of request bodies. A route without a body takes an empty one in any media type (clients send
+ * `Content-Type: application/json` on a bare DELETE); a content coding, media type or charset it cannot read is a 415.
  */
 async function readBody (request: FastifyRequest, body: Buffer): Promise<unknown> {
   const schema = request.routeOptions.schema
@@ -107,15 +95,11 @@ async function readBody (request: FastifyRequest, body: Buffer): Promise<unknown
 export default fp(async function requestsPlugin (app) {
   app.addHook('onRequest', function requireOneHost (request, _reply, done) {
     const { raw } = request
-    if (raw.headers.host === undefined ? raw.httpVersion === '1.1' : hostLines(raw.rawHeaders) > 1) {
-      done(invalidHeader('The request must have exactly one Host header'))
-      return
-    }
-    done()
+    const wrong = raw.headers.host === undefined ? raw.httpVersion === '1.1' : hostLines(raw.rawHeaders) > 1
+    done(wrong ? invalidHeader('The request must have exactly one Host header') : undefined)
   })
 
-  // Unrouted requests are answered (404, or 405 with Allow) before Fastify judges their framing and
-  // Content-Type; after the root hooks that set headers or count requests, so those still apply.
+  // Before Fastify judges framing and Content-Type; after the root hooks that set headers or count requests.
   app.addHook('onRequest', function answerUnrouted (request, _reply, done) {
     done(request.is404 ? notFoundError(app, request) : undefined)
   })
@@ -125,27 +109,15 @@ export default fp(async function requestsPlugin (app) {
 
   app.addHook('preValidation', function refuseQueryNotUtf8 (request, _reply, done) {
     const name = badQueryParameter(request.url)
-    if (name === undefined) {
-      done()
-      return
-    }
-    done(
-      invalidQuery(
-        name === ''
-          ? 'querystring has a parameter name that is not percent-encoded UTF-8'
-          : `querystring/${name.length > QUOTED_VALUE_MAX ? `${name.slice(0, QUOTED_VALUE_MAX)}…` : name} is not ` +
-            'percent-encoded UTF-8'
-      )
-    )
+    if (name === undefined) done()
+    else if (name === '') done(invalidQuery('querystring has a parameter name that is not percent-encoded UTF-8'))
+    else done(invalidQuery(`querystring/${clipped(name, QUOTED_VALUE_MAX)} is not percent-encoded UTF-8`))
   })
 
   // Fastify never reads a GET or HEAD body (it would be silently ignored): refuse one from its framing.
   app.addHook('preValidation', function refuseGetBody (request, _reply, done) {
-    if ((request.method === 'GET' || request.method === 'HEAD') && framesBody(request.headers)) {
-      done(takesNoBody(request))
-      return
-    }
-    done()
+    const bodyless = request.method === 'GET' || request.method === 'HEAD'
+    done(bodyless && framesBody(request.headers) ? takesNoBody(request) : undefined)
   })
 }, { name: 'requests', dependencies: ['errors'] })
 

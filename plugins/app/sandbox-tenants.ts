@@ -31,22 +31,18 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The request's store: routes use it, never `app.store`, so a sandbox tenant sees only its own. */
     readonly store: Store
-    /** The request's webhook service (see `store`). */
     readonly webhooks: WebhookService
     /** The sandbox tenant the request holds, released when its response is done. */
     tenant: Tenant | null
   }
 }
 
-export interface TenantStoreOptions extends WebhooksPluginOptions {
+interface TenantStoreOptions extends WebhooksPluginOptions {
   /** The sandbox's clock (tests move it instead of waiting). */
   now?: () => number
 }
 
-/**
- * `request.store` and `request.webhooks`. Without SANDBOX they are the app's; with it, each
- * authenticated request opens (or finds open) its token's tenant before its handler runs.
- */
+/** Without SANDBOX `request.store` and `request.webhooks` are the app's; with it, its token's tenant's. */
 export default fp<TenantStoreOptions>(async function tenantStorePlugin (app, options) {
   const sandbox = app.config.sandbox
   app.decorateRequest('tenant', null)
@@ -61,9 +57,8 @@ export default fp<TenantStoreOptions>(async function tenantStorePlugin (app, opt
   app.decorateRequest('store', { getter (this: FastifyRequest) { return this.tenant?.store ?? outside() } })
   app.decorateRequest('webhooks', { getter (this: FastifyRequest) { return this.tenant?.webhooks ?? outside() } })
 
-  const backend = await openBackend(app)
   const registry = new TenantRegistry<SandboxTenant>({
-    backend,
+    backend: await openBackend(app),
     maxTenants: sandbox.maxTenants,
     openTenants: sandbox.openTenants,
     openWaitMs: sandbox.openWaitMs,
@@ -164,8 +159,7 @@ async function startTenant (
   const settings = config.webhooks
   // SANDBOX=1 refuses WEBHOOK_ALLOW_PRIVATE_URLS at load: only public receivers.
   const policy = { ...defaultAddressPolicy(false), ...(options.resolve !== undefined && { resolve: options.resolve }) }
-  // Started once there is something to deliver: a write with an event (the store's listeners are
-  // told after its commit), a subscription's change or a retry. Most tenants never subscribe.
+  // Started once there is something to deliver (an event, a subscription's change, a retry): most tenants never do.
   let starting: Promise<void> | undefined
   let stopped = false
   const startDispatcher = async (): Promise<void> => {

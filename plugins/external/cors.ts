@@ -3,9 +3,8 @@ import fp from 'fastify-plugin'
 import { DOCUMENTED_RESPONSE_HEADERS } from '../../src/schemas/headers.js'
 
 /**
- * CORS (`@fastify/cors`), off unless CORS_ORIGINS lists origins (`*` for any). Preflights are
- * answered in a root onRequest hook, before any route's auth hook, so they never need a token.
- * Tokens travel in a header, not a cookie: no credentials mode.
+ * Off unless CORS_ORIGINS lists origins. Preflights are answered in a root onRequest hook, before any auth hook, so
+ * they never need a token. Tokens travel in a header, not a cookie: no credentials mode.
  */
 export default fp(async function corsPlugin (app) {
   const origins = app.config.corsOrigins

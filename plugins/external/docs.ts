@@ -15,61 +15,48 @@ type JsonObject = Record<string, unknown>
 
 const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null
 
-/** Validated as decimal strings (never rounded), but to a client they are `integer, format: int64`. */
-function documentInt64AsInteger (schema: unknown): unknown {
-  if (!isObject(schema) || !isObject(schema.properties)) return schema
-  const properties = Object.fromEntries(Object.entries(schema.properties).map(([name, property]) => {
-    if (!isObject(property) || property.format !== 'int64' || property.type !== 'string') return [name, property]
-    const examples = Array.isArray(property.examples) ? property.examples.map(Number) : undefined
-    return [name, { ...property, type: 'integer', ...(examples && { examples }) }]
-  }))
-  return { ...schema, properties }
+/** A copy of `object` with each member that is an object replaced by `change(member, name)`. */
+function mapMembers (object: unknown, change: (member: JsonObject, name: string) => unknown): unknown {
+  if (!isObject(object)) return object
+  return Object.fromEntries(Object.entries(object).map(([name, member]) =>
+    [name, isObject(member) ? change(member, name) : member]))
 }
 
-/**
- * Swagger UI pre-fills examples in "Try it out": an optional one would be sent unasked (a bogus If-Match, a reused
- * key).
- */
+const mapProperties = (schema: unknown, change: (property: JsonObject, name: string) => unknown): unknown =>
+  isObject(schema) && isObject(schema.properties)
+    ? { ...schema, properties: mapMembers(schema.properties, change) }
+    : schema
+
+/** Validated as decimal strings (never rounded), but to a client they are `integer, format: int64`. */
+const documentInt64AsInteger = (schema: unknown): unknown => mapProperties(schema, (property) => {
+  if (property.format !== 'int64' || property.type !== 'string') return property
+  const examples = Array.isArray(property.examples) ? property.examples.map(Number) : undefined
+  return { ...property, type: 'integer', ...(examples && { examples }) }
+})
+
+/** Swagger UI's "Try it out" would send an optional example unasked (a bogus If-Match, a reused key). */
 function withoutOptionalExamples (schema: unknown): unknown {
-  if (!isObject(schema) || !isObject(schema.properties)) return schema
-  const required = Array.isArray(schema.required) ? schema.required : []
-  const properties = Object.fromEntries(Object.entries(schema.properties).map(([name, property]) => {
-    if (!isObject(property) || required.includes(name)) return [name, property]
+  const required = isObject(schema) && Array.isArray(schema.required) ? schema.required : []
+  return mapProperties(schema, (property, name) => {
+    if (required.includes(name)) return property
     const { examples: _examples, ...documented } = property
-    return [name, documented]
-  }))
-  return { ...schema, properties }
+    return documented
+  })
 }
 
 /** @fastify/swagger drops the keywords next to a `$ref` response schema, so the example goes on the media type. */
-function documentRefExamples (responses: unknown): unknown {
-  if (!isObject(responses)) return responses
-  return Object.fromEntries(Object.entries(responses).map(([status, response]) => {
-    if (!isObject(response) || typeof response.$ref !== 'string' || !Array.isArray(response.examples)) {
-      return [status, response]
-    }
-    const { examples, description, headers, ...schema } = response
-    return [
-      status,
-      {
-        description,
-        ...(headers !== undefined && { headers }),
-        content: { 'application/json': { schema, example: examples[0] } }
-      }
-    ]
-  }))
-}
+const documentRefExamples = (responses: unknown): unknown => mapMembers(responses, (response) => {
+  if (typeof response.$ref !== 'string' || !Array.isArray(response.examples)) return response
+  const { examples, description, headers, ...schema } = response
+  return {
+    description,
+    ...(headers !== undefined && { headers }),
+    content: { 'application/json': { schema, example: examples[0] } }
+  }
+})
 
-function withRateLimitHeaders (responses: unknown): unknown {
-  if (!isObject(responses)) return responses
-  return Object.fromEntries(Object.entries(responses).map(([status, response]) => {
-    if (!isObject(response)) return [status, response]
-    return [
-      status,
-      { ...response, headers: { ...(isObject(response.headers) ? response.headers : {}), ...rateLimitHeaders } }
-    ]
-  }))
-}
+const withRateLimitHeaders = (responses: unknown): unknown => mapMembers(responses, (response) =>
+  ({ ...response, headers: { ...(isObject(response.headers) ? response.headers : {}), ...rateLimitHeaders } }))
 
 /** Fastify answers HEAD on every GET route (`exposeHeadRoutes`); @fastify/swagger names it `<operationId>-head`. */
 function documentHead (schema: JsonObject): JsonObject {
@@ -88,12 +75,9 @@ function documentHead (schema: JsonObject): JsonObject {
 }
 
 /**
- * What a route that declares a scope (`config.scope`, what the auth hook checks) needs, so the
- * document and the check come from one place: each scope that grants it (the scope catalogue's
- * `grantedBy`: a read scope, or its write scope), any one of them. Linters (Spectral's oas3-operation-security-defined)
- * accept
- * scopes in a requirement only when an OAuth2 flow lists them, which neither the bearer nor the
- * OpenID Connect scheme has: each requirement is empty, and `x-scopes` names the granting scopes.
+ * A route's `config.scope` (what the auth hook checks) as the scopes that grant it, any one of them. Linters
+ * (Spectral's oas3-operation-security-defined) accept scopes in a requirement only with an OAuth2 flow, which
+ * neither scheme has: each requirement is empty, and `x-scopes` names the granting scopes.
  */
 function securityOf (scope: Scope | undefined, schemes: readonly string[], { grantedBy }: ScopeCatalog): JsonObject {
   if (scope === undefined) return {}
@@ -118,18 +102,17 @@ const transformWith = (schemes: readonly string[], scopes: ScopeCatalog): Transf
   return { schema: route.method === 'HEAD' ? documentHead(documented) : documented, url } as ReturnType<Transform>
 }
 
-type TransformObject = NonNullable<FastifyDynamicSwaggerOptions['transformObject']>
-
 const COMPONENT_SCHEMA = '#/components/schemas/'
 
 const values = (value: unknown): unknown[] => (isObject(value) ? Object.values(value) : [])
 
+const operationsOf = (document: JsonObject): JsonObject[] => values(document.paths).flatMap(values).filter(isObject)
+const responsesOf = (document: JsonObject): JsonObject[] =>
+  operationsOf(document).flatMap((operation) => values(operation.responses)).filter(isObject)
+
 /** @fastify/swagger puts `required: true` into the header's schema; tools read it on the header object. */
 function hoistRequiredHeaders (document: JsonObject): void {
-  const headers = values(document.paths).flatMap(values)
-    .flatMap((operation) => (isObject(operation) ? values(operation.responses) : []))
-    .flatMap((response) => (isObject(response) ? values(response.headers) : []))
-  for (const header of headers) {
+  for (const header of responsesOf(document).flatMap((response) => values(response.headers))) {
     if (!isObject(header) || !isObject(header.schema) || header.schema.required !== true) continue
     const { required: _required, ...schema } = header.schema
     header.schema = schema
@@ -142,15 +125,11 @@ const REQUEST_ID_HEADER = 'X-Request-Id'
 /** Every answer carries X-Request-Id: one header component, referenced by every response. */
 function documentRequestId (document: JsonObject): void {
   const { type, pattern, description } = requestIdHeader[REQUEST_ID_HEADER]
-  const components = isObject(document.components) ? document.components : {}
   document.components = {
-    ...components,
+    ...(isObject(document.components) ? document.components : {}),
     headers: { [REQUEST_ID_HEADER]: { description, required: true, schema: { type, pattern } } }
   }
-  const responses = values(document.paths).flatMap(values)
-    .flatMap((operation) => (isObject(operation) ? values(operation.responses) : []))
-  for (const response of responses) {
-    if (!isObject(response)) continue
+  for (const response of responsesOf(document)) {
     response.headers = {
       ...(isObject(response.headers) ? response.headers : {}),
       [REQUEST_ID_HEADER]: { $ref: `#/components/headers/${REQUEST_ID_HEADER}` }
@@ -159,14 +138,14 @@ function documentRequestId (document: JsonObject): void {
 }
 
 /** A `$ref` body shows its schema's first example, so examples are written once, on the TypeBox schemas. */
-const finishDocument: TransformObject = (documentObject) => {
+const finishDocument: NonNullable<FastifyDynamicSwaggerOptions['transformObject']> = (documentObject) => {
   if (!('openapiObject' in documentObject)) return documentObject.swaggerObject
   const document = documentObject.openapiObject
   hoistRequiredHeaders(document as JsonObject)
   documentRequestId(document as JsonObject)
   const schemas = document.components?.schemas ?? {}
-  const mediaTypes = values(document.paths).flatMap(values)
-    .flatMap((operation) => (isObject(operation) ? [operation.requestBody, ...values(operation.responses)] : []))
+  const mediaTypes = operationsOf(document as JsonObject)
+    .flatMap((operation) => [operation.requestBody, ...values(operation.responses)])
     .flatMap((body) => (isObject(body) ? values(body.content) : []))
   for (const media of mediaTypes) {
     if (!isObject(media) || 'example' in media || 'examples' in media || !isObject(media.schema)) continue
@@ -190,8 +169,7 @@ function sandboxNote ({ maxPlants, maxSubscriptions, ttlMs }: SandboxConfig): st
   return 'This service runs as a public sandbox: authorize with any token of 16 to 256 URL-safe characters (A-Z a-z ' +
     '0-9 . _ ~ -), make one up. Each token has plants of its own, starting with a few examples (ids from 1), ' +
     `at most ${maxPlants} plants and ${maxSubscriptions} webhook subscriptions (to public addresses only); a token ` +
-    'unused ' +
-    `for ${duration(ttlMs)} is deleted with its data. Never put anything private here. `
+    `unused for ${duration(ttlMs)} is deleted with its data. Never put anything private here. `
 }
 
 /** Bearer tokens as this instance accepts them, and the OpenID provider's when there is one. */
@@ -296,7 +274,5 @@ export default fp(async function docsPlugin (app) {
     })
   })
 
-  app.get('/openapi.json', {
-    schema: { hide: true }
-  }, async () => app.swagger())
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 }, { name: 'docs', dependencies: ['config', 'resources', 'schemas'] })

@@ -26,9 +26,7 @@ const API_HELMET_OPTIONS: HelmetOptions = {
 function helmetHeaders (options: HelmetOptions): Record<string, string> {
   const headers: Record<string, string> = {}
   const recorder = {
-    setHeader (name: string, value: string | number | readonly string[]) {
-      headers[name.toLowerCase()] = String(value)
-    },
+    setHeader (name: string, value: unknown) { headers[name.toLowerCase()] = String(value) },
     removeHeader () {}
   }
   // helmet only calls setHeader/removeHeader on the response, synchronously, and never reads the request.

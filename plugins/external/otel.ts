@@ -8,8 +8,9 @@ import { REDACTED, redactQuery, redactUrl } from '../http/redact-url.js'
 import { storeOperations, type OperationObserver } from '../../src/store/instrumented.js'
 import type { AttemptTrace } from '../../src/webhooks/dispatcher.js'
 import type { ClaimedDelivery } from '../../src/webhooks/store-contract.js'
+import { urlHost } from '../../src/webhooks/url-policy.js'
 
-export interface ServiceTracing {
+interface ServiceTracing {
   storeOperation: OperationObserver
   /** W3C `traceparent`/`tracestate` for calls this service makes, so the receiver's spans join the trace. */
   injectTraceContext: (headers: Record<string, string>) => void
@@ -29,7 +30,7 @@ declare module 'fastify' {
 /** Failed exports while running are logged at most this often (each line counts the ones not logged). */
 const EXPORT_ERROR_LOG_INTERVAL_MS = 60_000
 
-/** The SDK hands an error on as its JSON (a failed export's HTTP status, its text): its message, when it is that. */
+/** The SDK hands a failed export's error on as JSON: its message, when it is that. */
 function sdkMessage (message: string): string {
   try {
     const parsed = JSON.parse(message) as { message?: unknown }
@@ -41,10 +42,7 @@ function sdkMessage (message: string): string {
 
 const DEFAULT_PORTS: Readonly<Record<string, number>> = { http: 80, https: 443 }
 
-/**
- * What the HTTP conventions want on a server span that @fastify/otel leaves out (it sets method,
- * route, path, status).
- */
+/** What the HTTP conventions want on a server span that @fastify/otel leaves out. */
 function serverAttributes (request: FastifyRequest): Record<string, string | number> {
   const scheme = request.protocol
   const userAgent = request.headers['user-agent']
@@ -73,7 +71,7 @@ function clientAttributes (target: string): Record<string, string | number> {
   const scheme = url.protocol.slice(0, -1)
   return {
     'url.full': redactUrl(url.href),
-    'server.address': url.hostname.replace(/^\[(.*)\]$/, '$1'),
+    'server.address': urlHost(url),
     'server.port': url.port === '' ? DEFAULT_PORTS[scheme] ?? 0 : Number(url.port)
   }
 }
@@ -81,10 +79,7 @@ function clientAttributes (target: string): Record<string, string | number> {
 type Api = typeof import('@opentelemetry/api')
 type TracingSettings = NonNullable<FastifyInstance['config']['tracing']>
 
-/**
- * The SDK reports failed exports (and its other troubles) through its diagnostic logger: into the
- * service's log, at most one line a minute, counting the ones left out.
- */
+/** The SDK's diagnostic logger (failed exports and other troubles) into the log, at most one line a minute. */
 function logSdkProblems (app: FastifyInstance, settings: TracingSettings, { diag, DiagLogLevel }: Api): void {
   let lastReport = -Infinity
   let unreported = 0
@@ -117,8 +112,7 @@ function logSdkProblems (app: FastifyInstance, settings: TracingSettings, { diag
 /** Names and completes each request's server span; ERROR is kept for a 5xx only. */
 function describeServerSpan ({ SpanStatusCode }: Api): NonNullable<FastifyOtelInstrumentationOpts['requestHook']> {
   return (span, request) => {
-    // Named as the OpenTelemetry HTTP conventions name server spans: method and route template
-    // (never the raw URL, whose ids would make every span name unique).
+    // Method and route template, as the HTTP conventions name server spans: never the raw URL.
     const route = request.routeOptions.url
     span.updateName(route === undefined ? request.method : `${request.method} ${route}`)
     span.setAttributes(serverAttributes(request))
@@ -128,8 +122,7 @@ function describeServerSpan ({ SpanStatusCode }: Api): NonNullable<FastifyOtelIn
       span.setAttribute('url.path', request.url.slice(0, question))
       span.setAttribute('url.query', redactQuery(request.url.slice(question + 1)))
     }
-    // @fastify/otel marks the span ERROR whenever a hook or handler throws, a 401 or 404 too.
-    // The status waits for the answer: ERROR stays for a 5xx only.
+    // @fastify/otel marks the span ERROR whenever a hook or handler throws, a 401 too: the answer decides.
     const setStatus = span.setStatus.bind(span)
     const end = span.end.bind(span)
     let error: SpanStatus | undefined
@@ -156,16 +149,15 @@ function flushOnClose (app: FastifyInstance, sdk: { shutdown: () => Promise<void
     })
     const gaveUp = sleep(TRACE_FLUSH_TIMEOUT_MS, false, { ref: false })
     if (!await Promise.race([flushed, gaveUp])) {
-      app.log.warn({ timeoutMs: TRACE_FLUSH_TIMEOUT_MS }, 'tracing: the collector did not take the last spans in ' +
-      'time; they are dropped')
+      const timeoutMs = TRACE_FLUSH_TIMEOUT_MS
+      app.log.warn({ timeoutMs }, 'tracing: the collector did not take the last spans in time; they are dropped')
     }
     diag.disable()
   })
 }
 
-/** Log lines carry the request's trace, and the handler runs in the request span's context. */
+/** Log lines name the request's trace and span, and the handler runs in the request span's context. */
 function traceRequests (app: FastifyInstance, { context }: Api): void {
-  // Every line logged for a request names its trace and span, so logs and traces lead to each other.
   app.addHook('onRequest', function logTraceIds (request, reply, done) {
     const span = request.opentelemetry().span
     if (span != null) {
@@ -205,10 +197,7 @@ function storeSpans (app: FastifyInstance, { trace, SpanKind, SpanStatusCode }: 
       // A missing resource or a failed If-Match is an answer, not a failure of the operation.
       const failed = error !== undefined && !(error instanceof ServiceError && error.code !== 'unavailable')
       if (failed) {
-        span.setStatus({
-          code: SpanStatusCode.ERROR,
-          message: error instanceof Error ? error.message : String(error)
-        })
+        span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) })
       }
       span.end()
     }
@@ -249,11 +238,8 @@ function webhookSpans (app: FastifyInstance, api: Api): ServiceTracing['webhookA
 }
 
 /**
- * Traces over OTLP as the standard variables say: the SDK picks the exporter by
- * OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL and the exporter reads endpoint, headers and timeout itself.
- * A 4xx leaves the server span's status unset (the client's error, per the HTTP conventions), a
- * 5xx sets ERROR. Hook spans are off: a dozen per request would cost more than they tell.
- * Registered first, so the request span covers every other hook.
+ * Traces over OTLP as the standard OTEL_* variables say. Hook spans are off: a dozen per request would cost more
+ * than they tell. Registered first, so the request span covers every other hook.
  */
 export default fp(async function otelPlugin (app) {
   const settings = app.config.tracing
@@ -271,13 +257,11 @@ export default fp(async function otelPlugin (app) {
   const instrumentation = new FastifyOtelInstrumentation({
     instrumentHooks: false,
     instrumentHandler: false,
-    // Method and route template, never the raw URL, whose ids would make every span name unique.
     requestHook: describeServerSpan(api)
   })
   const sdk = new NodeSDK({
     serviceName: settings.serviceName,
-    // The SDK's default resource (telemetry.sdk.*) and the version; OTEL_RESOURCE_ATTRIBUTES, detected
-    // after, still overrides it.
+    // OTEL_RESOURCE_ATTRIBUTES, detected after, still overrides the version.
     resource: resources.defaultResource()
       .merge(resources.resourceFromAttributes({ 'service.version': app.config.version })),
     instrumentations: [instrumentation],

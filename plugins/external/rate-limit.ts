@@ -1,7 +1,6 @@
 import rateLimit from '@fastify/rate-limit'
-import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
+import type { FastifyBaseLogger } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Redis } from 'ioredis'
 import { rateLimited } from '../../src/lib/errors.js'
 
 /**
@@ -13,10 +12,6 @@ export default fp(async function rateLimitPlugin (app) {
   const { max, windowMs } = app.config.rateLimit
   if (max === 0 || windowMs === 0) return
 
-  // The auth plugin has already read the header (its onRequest hook runs first).
-  const clientKey = (request: FastifyRequest): string =>
-    request.principal === undefined ? `ip:${request.ip}` : `token:${request.principal.id}`
-
   const redis = app.config.redis === undefined ? undefined : await connectRedis(app.config.redis, app.log)
   if (redis !== undefined) app.addHook('onClose', async () => { redis.disconnect() })
 
@@ -25,7 +20,8 @@ export default fp(async function rateLimitPlugin (app) {
     max,
     timeWindow: windowMs,
     enableDraftSpec: true,
-    keyGenerator: clientKey,
+    // The auth plugin's onRequest hook, which runs first, has already read the token.
+    keyGenerator: (request) => request.principal === undefined ? `ip:${request.ip}` : `token:${request.principal.id}`,
     skipOnError: true,
     errorResponseBuilder: (_request, context) => rateLimited(context.after),
     ...(redis !== undefined && { redis, nameSpace: `${app.config.redis?.keyPrefix ?? ''}rate-limit:` })
@@ -33,14 +29,10 @@ export default fp(async function rateLimitPlugin (app) {
 
   const limit = app.rateLimit()
   // A sandbox mints tenants for any token: one address cycling tokens is limited as well.
-  const perAddress =
-    app.config.sandbox === undefined || app.config.sandbox.ratePerAddress === 0
-      ? undefined
-      : app.createRateLimit({
-        max: app.config.sandbox.ratePerAddress,
-        timeWindow: windowMs,
-        keyGenerator: (request) => `address:${request.ip}`
-      })
+  const perAddressMax = app.config.sandbox?.ratePerAddress ?? 0
+  const perAddress = perAddressMax === 0
+    ? undefined
+    : app.createRateLimit({ max: perAddressMax, timeWindow: windowMs, keyGenerator: ({ ip }) => `address:${ip}` })
   // The callback form: an async hook around the limiter's own promise would add one more per request.
   app.addHook('onRequest', function applyRateLimit (request, reply, done) {
     if (request.routeOptions.config.rateLimit === false) {
@@ -68,10 +60,7 @@ export default fp(async function rateLimitPlugin (app) {
 }, { name: 'rate-limit', dependencies: ['config', 'errors', 'auth'] })
 
 /** Never makes a request wait: no offline queue, no retries, a short timeout; start-up goes on without Redis. */
-async function connectRedis (
-  { url, keyPrefix }: { url: string; keyPrefix: string },
-  log: FastifyBaseLogger
-): Promise<Redis> {
+async function connectRedis ({ url, keyPrefix }: { url: string; keyPrefix: string }, log: FastifyBaseLogger) {
   // Loaded only with REDIS_URL: see docs/performance.md#what-the-measurements-decided.
   const { Redis } = await import('ioredis')
   const redis = new Redis(url, {

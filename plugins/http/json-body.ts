@@ -2,8 +2,6 @@ import { invalidBody } from '../../src/lib/errors.js'
 
 export const MERGE_PATCH = 'application/merge-patch+json'
 
-/** JSON exchanged between systems is UTF-8 (RFC 8259 §8.1). */
-
 /** The WHATWG Encoding labels of UTF-8. */
 export function isUtf8Label (label: string): boolean {
   try {
@@ -13,7 +11,7 @@ export function isUtf8Label (label: string): boolean {
   }
 }
 
-// `fatal`: non-UTF-8 bytes are an error, never stored as U+FFFD. A leading BOM is dropped (RFC 8259 allows it).
+// JSON between systems is UTF-8 (RFC 8259 §8.1); `fatal`: never stored as U+FFFD. A leading BOM is dropped.
 const UTF8 = new TextDecoder('utf-8', { fatal: true })
 
 export function parseJsonBody (bytes: Uint8Array, mediaType: string): unknown {
@@ -44,13 +42,9 @@ export function parseJsonBody (bytes: Uint8Array, mediaType: string): unknown {
   return value
 }
 
-/**
- * An `id` written with a fraction or exponent: JSON.parse would round it onto another id. Without \u escapes `"id"`
- * there is a member name.
- */
+/** An `id` with a fraction or exponent, which JSON.parse would round onto another id (no \u escapes: a member name). */
 const INEXACT_ID = /[{,]\s*"id"\s*:\s*-?\d+[.eE]/
 
-/** How many times `char` occurs in `text`. */
 function occurrences (text: string, char: string): number {
   let count = 0
   for (let at = text.indexOf(char); at !== -1; at = text.indexOf(char, at + 1)) count++
@@ -58,9 +52,8 @@ function occurrences (text: string, char: string): number {
 }
 
 /**
- * Whether a text without \u escapes may break I-JSON, from one walk of the parsed value: its colons
- * equal the members plus the colons inside strings exactly when no member was dropped as a repeat;
- * and a numeric `id` needs INEXACT_ID's look at the text.
+ * Whether a text without \u escapes may break I-JSON: its colons equal the members plus the colons inside strings
+ * exactly when no member was dropped as a repeat; a numeric `id` needs INEXACT_ID's look at the text.
  */
 function needsStrictScan (text: string, value: unknown): boolean {
   if (!isObject(value)) return false
@@ -87,7 +80,6 @@ function needsStrictScan (text: string, value: unknown): boolean {
   return colons !== 0 || (numericId && INEXACT_ID.test(text))
 }
 
-/** The longest member name a message quotes. */
 const QUOTED_NAME_MAX = 40
 
 const quotedName = (name: string): string =>

@@ -1,6 +1,5 @@
 import { invalidHeader, noneMatchFailed, preconditionFailed } from '../../src/lib/errors.js'
-import type { Resource } from '../../src/resources/definition.js'
-import type { IfMatch } from '../../src/resources/definition.js'
+import type { IfMatch, Resource } from '../../src/resources/definition.js'
 
 /** RFC 9110 §8.8.3. */
 type EntityTagCondition = { any: true } | { any: false, tags: EntityTag[] }
@@ -44,22 +43,16 @@ export function matchFails (condition: EntityTagCondition | undefined, currentEt
 }
 
 /** Only strong tags go to the store, which checks them inside the write. */
-export function ifMatchForStore (condition: EntityTagCondition | undefined): IfMatch | undefined {
+function ifMatchForStore (condition: EntityTagCondition | undefined): IfMatch | undefined {
   if (condition === undefined) return undefined
   if (condition.any) return '*'
   return condition.tags.filter((tag) => !tag.weak).map((tag) => tag.opaque)
 }
 
-/**
- * RFC 9110 §13.2.2. With If-None-Match the resource is read once and the write tied to its ETag, so a
- * write that slips in between makes this one a 412, never a lost update.
- */
+/** RFC 9110 §13.2.2. With If-None-Match the write is tied to the ETag read: one slipping in between makes a 412. */
 export async function writePrecondition<T> (
-  resource: Resource<T>,
-  id: bigint,
-  ifMatch: EntityTagCondition | undefined,
-  ifNoneMatch: EntityTagCondition | undefined,
-  read: (id: bigint) => Promise<T | undefined>
+  resource: Resource<T>, id: bigint, ifMatch: EntityTagCondition | undefined,
+  ifNoneMatch: EntityTagCondition | undefined, read: (id: bigint) => Promise<T | undefined>
 ): Promise<IfMatch | undefined> {
   if (ifNoneMatch === undefined) return ifMatchForStore(ifMatch)
   const current = await read(id)

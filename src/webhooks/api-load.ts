@@ -1,11 +1,10 @@
 import { performance, type EventLoopUtilization } from 'node:perf_hooks'
 
-/** The dispatcher reacts within one interval. */
-export const API_LOAD_INTERVAL_MS = 100
+const API_LOAD_INTERVAL_MS = 100
 /** The event loop's utilization, not the machine's. */
-export const API_BUSY_UTILIZATION = 0.9
+const API_BUSY_UTILIZATION = 0.9
 /** Hysteresis, as the utilization includes deliveries: see docs/performance.md#what-the-measurements-decided. */
-export const API_IDLE_UTILIZATION = 0.7
+const API_IDLE_UTILIZATION = 0.7
 
 export interface ApiLoadOptions {
   intervalMs?: number
@@ -14,10 +13,7 @@ export interface ApiLoadOptions {
   utilization?: () => number
 }
 
-/**
- * Busy needs both a utilized event loop and requests served: utilization alone counts the
- * dispatcher's own work, and a catching-up dispatcher would throttle itself for nothing.
- */
+/** Busy needs requests served too: utilization alone counts the dispatcher's own work, and it would throttle itself. */
 export class ApiLoadMonitor {
   readonly #intervalMs: number
   readonly #threshold: number
@@ -34,13 +30,9 @@ export class ApiLoadMonitor {
     this.#utilization = options.utilization ?? loopUtilization()
   }
 
-  countRequest (): void {
-    this.#requests++
-  }
+  countRequest (): void { this.#requests++ }
 
-  get busy (): boolean {
-    return this.#busy
-  }
+  get busy (): boolean { return this.#busy }
 
   sample (): void {
     const utilization = this.#utilization()

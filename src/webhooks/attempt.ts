@@ -7,19 +7,14 @@ import { signatureHeader } from './signing.js'
 import type { ClaimedDelivery, DeliveryCompletion, DeliveryStatus } from './store-contract.js'
 
 /** What an attempt sends, signed now: a delivery's, or a test event's. */
-export type SignedMessage = Pick<ClaimedDelivery, 'url' | 'payload' | 'messageId' | 'secrets'>
-
-export interface SenderOptions extends AttemptOptions {
-  userAgent: string
-}
+type SignedMessage = Pick<ClaimedDelivery, 'url' | 'payload' | 'messageId' | 'secrets'>
 
 /** Signs a message now with every secret it carries and sends it: never rejects. */
 export type Send = (
   message: SignedMessage, attemptedAt: number, extraHeaders?: Record<string, string>
 ) => Promise<AttemptResult>
 
-export function sender (options: SenderOptions): Send {
-  const { userAgent, ...attempt } = options
+export function sender ({ userAgent, ...attempt }: AttemptOptions & { userAgent: string }): Send {
   return async (message, attemptedAt, extraHeaders) => {
     let request: AttemptRequest
     try {
@@ -64,10 +59,7 @@ export interface AttemptContext {
   report: Report
 }
 
-/**
- * One attempt at a claimed delivery: sent, judged, and its completion written. `sent` is called
- * when the request is over, so the next one can start while this one's completion is written.
- */
+/** One attempt: sent, judged, its completion written. `sent` lets the next start while the completion is written. */
 export async function attempt (
   context: AttemptContext, delivery: ClaimedDelivery, lease: string, sent: () => void
 ): Promise<void> {
@@ -117,7 +109,6 @@ export async function attempt (
   context.report('attempt', event)
 }
 
-/** What every attempt event says of its delivery. */
 type DeliveryFields = Pick<AttemptEvent, 'deliveryId' | 'subscriptionId' | 'messageId' | 'eventType' | 'attempt'>
 
 function eventOf (delivery: ClaimedDelivery, attempt: number): DeliveryFields {
@@ -137,8 +128,7 @@ interface Judged {
   outcome: AttemptVerdict
 }
 
-/** What the store records of an attempt under `lease`. */
-export function completionOf (
+function completionOf (
   id: bigint, lease: string, { attemptedAt, durationMs, result, outcome }: Judged, disableAfterMs: number
 ): DeliveryCompletion {
   const status: DeliveryStatus =

@@ -3,15 +3,11 @@ import * as https from 'node:https'
 import { isServiceError } from '../lib/errors.js'
 import { storableText } from './rows.js'
 import {
-  parseWebhookUrl,
-  pinnedLookup,
-  resolveWebhookTarget,
-  type AddressPolicy,
-  type ResolvedAddress
+  parseWebhookUrl, pinnedLookup, resolveWebhookTarget, type AddressPolicy, type ResolvedAddress
 } from './url-policy.js'
 
 /** How much of a receiver's answer is read: its status is what counts. */
-export const MAX_RESPONSE_BYTES = 4096
+const MAX_RESPONSE_BYTES = 4096
 /** How much of the answer's body is kept with the attempt, for its owner to inspect. */
 export const KEPT_RESPONSE_BYTES = 1024
 
@@ -34,7 +30,7 @@ export interface AttemptOptions {
   pool?: ConnectionPool
 }
 
-export type AttemptFailure =
+type AttemptFailure =
   'timeout' | 'connection' | 'invalid-url' | 'url-not-allowed' | 'url-unresolvable' | 'aborted' | 'internal'
 
 export type AttemptResult =
@@ -52,24 +48,15 @@ const defaultRequest: RequestFunction = (url, options) =>
 const IDLE_CONNECTION_MS = 4000
 /** Connections open at once to one receiver (origin and checked address); more attempts queue for one. */
 export const MAX_SOCKETS_PER_TARGET = 32
-/**
- * Idle connections kept per receiver: all of them, as a browser does. Fewer would close a burst's
- * connections as soon as it ends and open them again at the next one; an idle one still closes
- * after IDLE_CONNECTION_MS.
- */
-const MAX_FREE_SOCKETS_PER_TARGET = MAX_SOCKETS_PER_TARGET
 /** Receivers (checked addresses) with connections kept at once; the least recently used go first. */
 const MAX_POOLED_TARGETS = 256
 
-export interface ConnectionPool {
+interface ConnectionPool {
   agentFor: (url: URL, target: ResolvedAddress) => http.Agent
   close: () => void
 }
 
-/**
- * One pool per receiver address that was checked: a pooled socket is only reused for the very
- * address an attempt's own check allowed, so DNS rebinding reaches no pooled socket.
- */
+/** One pool per checked receiver address: a pooled socket serves only the address its attempt's own check allowed. */
 export function createConnectionPool (): ConnectionPool {
   const agents = new Map<string, http.Agent>()
   return {
@@ -84,7 +71,8 @@ export function createConnectionPool (): ConnectionPool {
           timeout: IDLE_CONNECTION_MS,
           scheduling: 'lifo' as const,
           maxSockets: MAX_SOCKETS_PER_TARGET,
-          maxFreeSockets: MAX_FREE_SOCKETS_PER_TARGET
+          // Every idle one kept, as a browser does: fewer would close a burst's connections and reopen them next burst.
+          maxFreeSockets: MAX_SOCKETS_PER_TARGET
         }
         agent = url.protocol === 'https:' ? new https.Agent(settings) : new http.Agent(settings)
         const [oldest] = agents
@@ -103,14 +91,9 @@ export function createConnectionPool (): ConnectionPool {
   }
 }
 
-class AttemptTimeout extends Error {
-  override name = 'AttemptTimeout'
-}
+class AttemptTimeout extends Error { override name = 'AttemptTimeout' }
 
-/**
- * The URL is checked again (its host may resolve elsewhere by now); redirects are never followed.
- * Never rejects.
- */
+/** The URL is checked again (its host may resolve elsewhere by now); redirects are never followed. Never rejects. */
 export async function attemptDelivery (request: AttemptRequest, options: AttemptOptions): Promise<AttemptResult> {
   const controller = new AbortController()
   const timer = setTimeout(() => {
@@ -122,10 +105,11 @@ export async function attemptDelivery (request: AttemptRequest, options: Attempt
   try {
     const url = parseWebhookUrl(request.url)
     const target = await untilAborted(resolveWebhookTarget(url, options.policy), controller.signal)
-    const sent = await send(url, target, request, options, controller.signal, options.pool)
+    const sent = await send(url, target, request, options, controller.signal)
     // A kept-alive connection closed just as it was reused says nothing about the receiver: send again at once.
     if (sent.reusedConnection && sent.result.kind === 'error' && sent.result.reason === 'connection') {
-      return (await send(url, target, request, options, controller.signal, undefined)).result
+      const { pool: _pool, ...unpooled } = options
+      return (await send(url, target, request, unpooled, controller.signal)).result
     }
     return sent.result
   } catch (err) {
@@ -174,12 +158,7 @@ function failure (err: unknown, signal: AbortSignal): AttemptResult {
 }
 
 async function send (
-  url: URL,
-  target: ResolvedAddress,
-  { headers, body }: AttemptRequest,
-  options: AttemptOptions,
-  signal: AbortSignal,
-  pool: ConnectionPool | undefined
+  url: URL, target: ResolvedAddress, { headers, body }: AttemptRequest, options: AttemptOptions, signal: AbortSignal
 ): Promise<{ result: AttemptResult; reusedConnection: boolean }> {
   const maxBytes = options.maxResponseBytes ?? MAX_RESPONSE_BYTES
   return await new Promise((resolve) => {
@@ -187,8 +166,11 @@ async function send (
     let settled = false
     const kept: Buffer[] = []
     let keptBytes = 0
-    const answerBody = (): string =>
-      storableText(Buffer.concat(kept).subarray(0, KEPT_RESPONSE_BYTES).toString('utf8'))
+    const response = (): AttemptResult => ({
+      kind: 'response',
+      statusCode: statusCode as number,
+      body: storableText(Buffer.concat(kept).subarray(0, KEPT_RESPONSE_BYTES).toString('utf8'))
+    })
     const settle = (result: AttemptResult, keepConnection = false): void => {
       if (settled) return
       settled = true
@@ -196,14 +178,12 @@ async function send (
       // Only an answer read to its end leaves its connection to the pool.
       if (!keepConnection) req.destroy()
     }
-    const answered = (): void => {
-      settle({ kind: 'response', statusCode: statusCode as number, body: answerBody() })
-    }
+    const answered = (): void => { settle(response()) }
     const req = (options.request ?? defaultRequest)(url, {
       method: 'POST',
       headers: { ...headers, 'content-length': Buffer.byteLength(body) },
       lookup: pinnedLookup(target),
-      agent: pool?.agentFor(url, target) ?? false,
+      agent: options.pool?.agentFor(url, target) ?? false,
       signal
     })
     req.on('response', (res) => {
@@ -217,9 +197,7 @@ async function send (
         read += chunk.length
         if (read >= maxBytes) answered()
       })
-      res.on('end', () => {
-        settle({ kind: 'response', statusCode: statusCode as number, body: answerBody() }, true)
-      })
+      res.on('end', () => { settle(response(), true) })
       // The status is in: a body cut short changes nothing.
       res.on('error', answered)
       res.on('close', answered)

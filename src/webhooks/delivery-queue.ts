@@ -8,7 +8,7 @@ export const HEARTBEAT_INTERVAL_MS = 3_000
 /** Completions written in one round trip at most: bounds a statement's size. */
 const COMPLETION_BATCH = 100
 
-export interface DeliveryQueueOptions {
+interface DeliveryQueueOptions {
   store: WebhookStore
   /** Leases are named after it, so one instance's never collide with another's. */
   instanceId: string
@@ -28,16 +28,12 @@ interface PendingCompletion {
 }
 
 /**
- * The outbox's deliveries as a queue: claimed under a lease, the leases of those in flight renewed
- * (where the store renews them), given back, completed in batches, and pruned once old. A failing
- * store is reported and never thrown: what is not recorded comes due again when its lease runs out.
+ * The outbox's deliveries as a queue: claimed under a lease (renewed where the store can), given back, completed in
+ * batches, pruned. A failing store is reported, never thrown: what is not recorded comes due again with its lease.
  */
 export class DeliveryQueue {
+  readonly #options: DeliveryQueueOptions
   readonly #store: WebhookStore
-  readonly #instanceId: string
-  readonly #leaseMs: number
-  readonly #retentionMs: number
-  readonly #now: () => number
   readonly #report: Report
   #claims = 0
   /** The lease each attempt in flight holds, by delivery id (the heartbeat renews them). */
@@ -50,15 +46,11 @@ export class DeliveryQueue {
   #stopped = false
 
   constructor (options: DeliveryQueueOptions) {
+    this.#options = options
     this.#store = options.store
-    this.#instanceId = options.instanceId
-    this.#leaseMs = options.leaseMs
-    this.#retentionMs = options.retentionMs
-    this.#now = options.now
     this.#report = options.report
   }
 
-  /** Starts pruning every `pruneIntervalMs` and, where the store renews leases, the heartbeat. */
   start (pruneIntervalMs: number): void {
     this.#pruneTimer = setInterval(() => { this.prune() }, pruneIntervalMs)
     this.#pruneTimer.unref()
@@ -68,7 +60,7 @@ export class DeliveryQueue {
     }
   }
 
-  /** Stops the heartbeat and pruning; the promise settles once a prune under way is over. */
+  /** Settles once a prune under way is over. */
   stop (): Promise<void> {
     this.#stopped = true
     clearInterval(this.#pruneTimer)
@@ -76,20 +68,19 @@ export class DeliveryQueue {
     return this.#pruning ?? Promise.resolve()
   }
 
-  /** Calls `wake` on the store's notifications (PostgreSQL LISTEN); undefined where it has none. */
+  /** Calls `wake` on the store's notifications (PostgreSQL LISTEN), where it has them. */
   async listen (wake: () => void): Promise<(() => Promise<void>) | undefined> {
     return await this.#store.listen?.(wake)
   }
 
-  async activeOwners (): Promise<number> {
-    return await this.#store.activeOwners()
-  }
+  async activeOwners (): Promise<number> { return await this.#store.activeOwners() }
 
   /** Claims due deliveries under a new lease; none when the store fails. */
   async claim (shape: ClaimShape): Promise<{ lease: string, claimed: ClaimedDelivery[] }> {
-    const lease = `${this.#instanceId}:${++this.#claims}`
+    const { instanceId, now, leaseMs } = this.#options
+    const lease = `${instanceId}:${++this.#claims}`
     try {
-      const claimed = await this.#store.claimDue({ lease, now: this.#now(), leaseMs: this.#leaseMs, ...shape })
+      const claimed = await this.#store.claimDue({ lease, now: now(), leaseMs, ...shape })
       return { lease, claimed }
     } catch (error) {
       this.#report('store-error', { operation: 'claim', error })
@@ -97,14 +88,9 @@ export class DeliveryQueue {
     }
   }
 
-  /** Keeps the lease of a delivery in flight alive until `untrack`. */
-  track (id: bigint, lease: string): void {
-    this.#leases.set(id, lease)
-  }
+  track (id: bigint, lease: string): void { this.#leases.set(id, lease) }
 
-  untrack (id: bigint): void {
-    this.#leases.delete(id)
-  }
+  untrack (id: bigint): void { this.#leases.delete(id) }
 
   /** Gives deliveries back untouched, due at once. */
   async release (lease: string, ids: readonly bigint[]): Promise<void> {
@@ -117,10 +103,7 @@ export class DeliveryQueue {
     }
   }
 
-  /**
-   * Where the store takes several at once, completions that come in while one batch is written go
-   * together in the next: one round trip for many attempts, without waiting for a timer.
-   */
+  /** Completions that come in while one batch is written go together in the next: no timer to wait for. */
   async complete (completion: DeliveryCompletion): Promise<CompletionResult> {
     if (this.#store.completeDeliveries === undefined) return await this.#completeAlone(completion)
     return await new Promise((resolve, reject) => {
@@ -149,10 +132,7 @@ export class DeliveryQueue {
     this.#flushing = false
   }
 
-  /**
-   * A completion the store refuses is written again without the receiver's answer: its attempt
-   * still counts, so the delivery keeps to its retry schedule.
-   */
+  /** A refused completion is written again without the receiver's answer: the attempt still counts. */
   async #completeAlone (completion: DeliveryCompletion): Promise<CompletionResult> {
     try {
       return await this.#store.completeDelivery(completion)
@@ -164,19 +144,18 @@ export class DeliveryQueue {
     }
   }
 
-  /** Extends the leases of the attempts in flight; a failure is reported, and the next beat tries again. */
+  /** A failure is reported, and the next beat tries again. */
   #renew (): void {
     if (this.#leases.size === 0) return
     const leases = [...this.#leases].map(([id, lease]) => ({ id, lease }))
-    this.#store.renewLeases?.(leases, this.#now() + this.#leaseMs).catch((error: unknown) => {
+    this.#store.renewLeases?.(leases, this.#options.now() + this.#options.leaseMs).catch((error: unknown) => {
       this.#report('store-error', { operation: 'renew', error })
     })
   }
 
-  /** Deletes finished deliveries older than the retention, one prune at a time. */
   prune (): void {
     if (this.#stopped || this.#pruning !== undefined) return
-    this.#pruning = this.#store.pruneDeliveries(this.#now() - this.#retentionMs).then(
+    this.#pruning = this.#store.pruneDeliveries(this.#options.now() - this.#options.retentionMs).then(
       (deleted) => { if (deleted > 0) this.#report('pruned', { deleted }) },
       (error: unknown) => { this.#report('store-error', { operation: 'prune', error }) }
     ).finally(() => { this.#pruning = undefined })

@@ -1,7 +1,6 @@
 import type { WebhookEventType } from './events.js'
 import type { DeliveryStatus } from './store-contract.js'
 
-/** An attempt as tracing sees it. */
 export interface AttemptTrace {
   headers: Record<string, string>
   end: (attempt: AttemptEvent) => void
@@ -23,8 +22,7 @@ export interface AttemptEvent {
   recorded: boolean
 }
 
-/** The store operations whose failure the dispatcher reports and carries on past. */
-export type StoreOperation = 'claim' | 'complete' | 'release' | 'renew' | 'prune'
+type StoreOperation = 'claim' | 'complete' | 'release' | 'renew' | 'prune'
 
 export interface DispatcherEvents {
   attempt: [AttemptEvent]

@@ -5,22 +5,21 @@ import { DEFAULT_JITTER, DEFAULT_RETRY_SCHEDULE_MS } from './schedule.js'
 import type { ClaimedDelivery, WebhookStore } from './store-contract.js'
 import type { AddressPolicy } from './url-policy.js'
 
-// The dispatcher's settings: their defaults (load-config.ts reads WEBHOOK_* over them) and their checks.
-
+// The dispatcher's settings: their defaults (WEBHOOK_* are read over them) and their checks.
 export const DEFAULT_TIMEOUT_MS = 10_000
 export const DEFAULT_CONCURRENCY = 10
 export const DEFAULT_PER_SUBSCRIPTION = 2
 export const DEFAULT_POLL_INTERVAL_MS = 1000
 export const DEFAULT_DISABLE_AFTER_MS = 5 * 24 * 3_600_000
 export const DEFAULT_RETENTION_MS = 7 * 24 * 3_600_000
-export const DEFAULT_PRUNE_INTERVAL_MS = 3_600_000
+const DEFAULT_PRUNE_INTERVAL_MS = 3_600_000
 export const DEFAULT_STOP_GRACE_MS = 10_000
 /** A lease's length where the store renews leases (PostgreSQL): how long a dead instance's claims outlive it. */
-export const HEARTBEAT_LEASE_MS = 10_000
+const HEARTBEAT_LEASE_MS = 10_000
 // Busy-API pacing of attempts: see docs/performance.md#what-the-measurements-decided.
 export const DEFAULT_BUSY_INTERVAL_MS = 100
 /** An answer this fast earns its subscription one more attempt in flight: see DeliverySlots.answered. */
-export const DEFAULT_FAST_ATTEMPT_MS = 100
+const DEFAULT_FAST_ATTEMPT_MS = 100
 
 export interface DispatcherOptions {
   store: WebhookStore
@@ -66,25 +65,8 @@ function leaseLength (options: DispatcherOptions, timeoutMs: number): number {
   return leaseMs
 }
 
-/** The options with their defaults, each checked: the first bad one, in the order above, is named. */
-export interface DispatcherSettings {
-  concurrency: number
-  perSubscription: number
-  timeoutMs: number
-  schedule: readonly number[]
-  jitter: number
-  leaseMs: number
-  pollIntervalMs: number
-  disableAfterMs: number
-  retentionMs: number
-  pruneIntervalMs: number
-  random: () => number
-  now: () => number
-  busyIntervalMs: number
-  fastAttemptMs: number
-}
-
-export function dispatcherSettings (options: DispatcherOptions): DispatcherSettings {
+/** The options with their defaults, each checked: the first bad one, in this order, is named. */
+export function dispatcherSettings (options: DispatcherOptions) {
   const concurrency = positive(options.concurrency ?? DEFAULT_CONCURRENCY, 'concurrency')
   const perSubscription = positive(options.perSubscription ?? DEFAULT_PER_SUBSCRIPTION, 'perSubscription')
   const timeoutMs = positive(options.timeoutMs ?? DEFAULT_TIMEOUT_MS, 'timeoutMs')

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { EventEmitter, setMaxListeners } from 'node:events'
-import { attempt, sender, type AttemptContext, type Send } from './attempt.js'
+import { attempt, sender, type AttemptContext } from './attempt.js'
 import { createConnectionPool } from './deliver.js'
 import { DeliveryQueue } from './delivery-queue.js'
 import type { DispatcherEvents } from './dispatcher-events.js'
@@ -11,8 +11,6 @@ import { sendTest, type TestAttempt, type TestTarget } from './test-send.js'
 import { USER_AGENT } from './user-agent.js'
 
 // The dispatcher's public face: its settings, events and test sends are importable from here.
-export { describeFailure } from './attempt.js'
-export { HEARTBEAT_INTERVAL_MS } from './delivery-queue.js'
 export * from './dispatcher-options.js'
 export type { AttemptEvent, AttemptTrace, DispatcherEvents } from './dispatcher-events.js'
 export type { TestAttempt, TestTarget } from './test-send.js'
@@ -20,19 +18,14 @@ export type { TestAttempt, TestTarget } from './test-send.js'
 type State = 'idle' | 'running' | 'stopping' | 'stopped'
 
 /**
- * Delivers what the outbox holds, off the request path: due deliveries are claimed from the queue
- * (delivery-queue.ts) as the slots allow (slots.ts: fairness, pacing) and attempted (attempt.ts);
- * test events take the same slots and the same signing (test-send.ts). Woken by wake() (after a
- * commit), store notifications (PostgreSQL LISTEN), a poll, and freed slots.
+ * Delivers the outbox off the request path: claims due deliveries (delivery-queue.ts) as the slots allow (slots.ts)
+ * and attempts them (attempt.ts). Woken by wake() after a commit, store notifications, a poll, and freed slots.
  */
 export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   readonly #queue: DeliveryQueue
   readonly #slots: DeliverySlots
   readonly #attempt: AttemptContext
-  readonly #send: Send
-  readonly #now: () => number
-  readonly #pollIntervalMs: number
-  readonly #pruneIntervalMs: number
+  readonly #settings: ReturnType<typeof dispatcherSettings>
   #state: State = 'idle'
   #wakeSoonPending = false
   #claiming: Promise<void> | undefined
@@ -49,50 +42,37 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   constructor (options: DispatcherOptions) {
     super()
     const settings = dispatcherSettings(options)
-    const { concurrency, timeoutMs, leaseMs, retentionMs, now } = settings
-    this.#pollIntervalMs = settings.pollIntervalMs
-    this.#pruneIntervalMs = settings.pruneIntervalMs
-    this.#now = now
+    this.#settings = settings
     const report = this.#report.bind(this)
     const instanceId = options.instanceId ?? randomBytes(6).toString('hex')
-    this.#queue = new DeliveryQueue({ store: options.store, instanceId, leaseMs, retentionMs, now, report })
+    this.#queue = new DeliveryQueue({ ...settings, store: options.store, instanceId, report })
     this.#slots = new DeliverySlots({
-      concurrency,
-      perSubscription: settings.perSubscription,
-      fastAttemptMs: settings.fastAttemptMs,
-      busyIntervalMs: settings.busyIntervalMs,
+      ...settings,
       ...(options.apiBusy !== undefined && { apiBusy: options.apiBusy }),
       onFree: () => { this.#wakeSoon() },
       onSettled: () => { this.wake() }
     })
-    this.#send = sender({
-      userAgent: options.userAgent ?? USER_AGENT,
-      policy: options.policy,
-      timeoutMs,
-      signal: this.#abandon.signal,
-      pool: this.#connections,
-      ...(options.maxResponseBytes !== undefined && { maxResponseBytes: options.maxResponseBytes }),
-      ...(options.request !== undefined && { request: options.request })
-    })
     this.#attempt = {
-      send: this.#send,
+      ...settings,
+      send: sender({
+        userAgent: options.userAgent ?? USER_AGENT,
+        policy: options.policy,
+        timeoutMs: settings.timeoutMs,
+        signal: this.#abandon.signal,
+        pool: this.#connections,
+        ...(options.maxResponseBytes !== undefined && { maxResponseBytes: options.maxResponseBytes }),
+        ...(options.request !== undefined && { request: options.request })
+      }),
       queue: this.#queue,
-      schedule: settings.schedule,
-      jitter: settings.jitter,
-      random: settings.random,
-      now,
-      disableAfterMs: settings.disableAfterMs,
       answered: this.#slots.answered.bind(this.#slots),
       traceAttempt: options.traceAttempt,
       report
     }
     // Every attempt in flight listens to it: more than the default 10 is expected, not a leak.
-    setMaxListeners(concurrency + 10, this.#abandon.signal)
+    setMaxListeners(settings.concurrency + 10, this.#abandon.signal)
   }
 
-  get inFlight (): number {
-    return this.#slots.inFlight
-  }
+  get inFlight (): number { return this.#slots.inFlight }
 
   async start (): Promise<void> {
     if (this.#state !== 'idle') throw new Error('a dispatcher starts once')
@@ -100,9 +80,9 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     this.#pollTimer = setInterval(() => {
       void this.countOwners()
       this.wake()
-    }, this.#pollIntervalMs)
+    }, this.#settings.pollIntervalMs)
     this.#pollTimer.unref()
-    this.#queue.start(this.#pruneIntervalMs)
+    this.#queue.start(this.#settings.pruneIntervalMs)
     this.#starting = this.#listen()
     await this.#starting
     void this.countOwners()
@@ -128,10 +108,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     this.#claiming = this.#claimLoop()
   }
 
-  /**
-   * Lets attempts in flight finish for up to `graceMs`, then releases the rest untouched, to be
-   * attempted again. Call it before closing the store.
-   */
+  /** Lets attempts finish for up to `graceMs`, then releases the rest untouched; call it before closing the store. */
   async stop (graceMs = DEFAULT_STOP_GRACE_MS): Promise<void> {
     this.#stopped ??= this.#stop(graceMs)
     await this.#stopped
@@ -168,12 +145,8 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     }
   }
 
-  /**
-   * A signed test event now, outside the outbox (nothing stored or retried), in a delivery's slot
-   * and pace; resolves with the outcome. With no slot free now it is refused (`webhook-busy`), never queued.
-   */
   async sendTest (target: TestTarget): Promise<TestAttempt> {
-    return await sendTest({ slots: this.#slots, send: this.#send, now: this.#now }, target)
+    return await sendTest({ slots: this.#slots, send: this.#attempt.send, now: this.#settings.now }, target)
   }
 
   async #claimLoop (): Promise<void> {
@@ -226,7 +199,6 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     })
   }
 
-  /** Wakes the dispatcher in `ms` (once, however often asked meanwhile). */
   #wakeIn (ms: number): void {
     if (this.#paceTimer !== undefined) return
     this.#paceTimer = setTimeout(() => {

@@ -4,17 +4,13 @@ import type { ClaimShape } from './delivery-queue.js'
 export interface SlotOptions {
   concurrency: number
   perSubscription: number
-  /** A 2xx answered within this many ms earns its subscription one more attempt in flight. */
   fastAttemptMs: number
-  /** While the API is busy, attempts start this far apart at least. */
   busyIntervalMs: number
-  /** True while the API needs the CPU (src/webhooks/api-load.ts): deliveries then yield to requests. */
   apiBusy?: () => boolean
   /** A slot is free again (its request ended): a claim can fill it. */
   onFree: () => void
   /** An attempt is over, its completion written too. */
   onSettled: () => void
-  /** Monotonic milliseconds, performance.now by default. */
   clock?: () => number
 }
 
@@ -24,63 +20,35 @@ export type ClaimPlan =
   | { kind: 'wait', ms: number }
   | { kind: 'claim', busy: boolean, shape: ClaimShape }
 
-/**
- * The dispatcher's slots: how many attempts run at once, shared fairly between owners and
- * subscriptions, and paced while the API is busy. It decides; the queue and the attempt act.
- */
+/** How many attempts run at once, shared fairly between owners and subscriptions, and paced while the API is busy. */
 export class DeliverySlots {
+  readonly #options: SlotOptions
   readonly #concurrency: number
   readonly #perSubscription: number
-  readonly #fastAttemptMs: number
-  readonly #busyIntervalMs: number
-  readonly #apiBusy: (() => boolean) | undefined
-  readonly #onFree: () => void
-  readonly #onSettled: () => void
   readonly #clock: () => number
-  /** Attempts whose request has not ended yet (the rest of #inFlight are writing their completion). */
+  /** Attempts whose request has not ended (the rest of #inFlight are writing their completion). */
   #sending = 0
   readonly #inFlight = new Set<Promise<void>>()
   readonly #perSubscriptionInFlight = new Map<bigint, number>()
   readonly #perOwnerInFlight = new Map<string, number>()
-  /**
-   * Attempts a subscription may have in flight when more than perSubscription: each fast 2xx adds
-   * one, up to concurrency; any other outcome takes it back to perSubscription. Slots held only
-   * briefly starve no one, and a receiver that slows down holds them for one timeout at most.
-   */
+  /** Slots a fast receiver earned beyond perSubscription: held briefly, they starve no one. */
   readonly #allowance = new Map<bigint, number>()
   /** Whose each subscription is, for the slots its fast receiver earned its owner. */
   readonly #ownerOf = new Map<bigint, string>()
-  #owners = 1
+  /** How many owners have enabled subscriptions: with more than one, each gets its share of the slots. */
+  owners = 1
   #lastStart = -Infinity
 
   constructor (options: SlotOptions) {
+    this.#options = options
     this.#concurrency = options.concurrency
     this.#perSubscription = options.perSubscription
-    this.#fastAttemptMs = options.fastAttemptMs
-    this.#busyIntervalMs = options.busyIntervalMs
-    this.#apiBusy = options.apiBusy
-    this.#onFree = options.onFree
-    this.#onSettled = options.onSettled
     this.#clock = options.clock ?? performance.now.bind(performance)
   }
 
-  /** Attempts running or writing their completion. */
-  get inFlight (): number {
-    return this.#inFlight.size
-  }
+  get inFlight (): number { return this.#inFlight.size }
 
-  /** How many owners have enabled subscriptions: with more than one, each gets its share of the slots. */
-  get owners (): number {
-    return this.#owners
-  }
-
-  set owners (owners: number) {
-    this.#owners = owners
-  }
-
-  isApiBusy (): boolean {
-    return this.#apiBusy?.() === true
-  }
+  isApiBusy (): boolean { return this.#options.apiBusy?.() === true }
 
   // While the API is busy, one attempt at a time, paced: see docs/performance.md#what-the-measurements-decided.
   plan (): ClaimPlan {
@@ -100,7 +68,6 @@ export class DeliverySlots {
     return { kind: 'claim', busy, shape: { limit, perSubscription, skipSubscriptions, skipOwners } }
   }
 
-  /** Whether an attempt for this subscription and owner may start now. */
   mayStart (subscriptionId: bigint, owner: string, busy: boolean): boolean {
     return this.#free(busy) > 0 &&
       (this.#perSubscriptionInFlight.get(subscriptionId) ?? 0) < this.#allowed(subscriptionId) &&
@@ -109,13 +76,10 @@ export class DeliverySlots {
 
   /** How long until the next attempt may start while the API is busy (always, in a sandbox); 0 or less: now. */
   paceWait (busy: boolean): number {
-    return busy ? this.#lastStart + this.#busyIntervalMs - this.#clock() : 0
+    return busy ? this.#lastStart + this.#options.busyIntervalMs - this.#clock() : 0
   }
 
-  /**
-   * Runs `attempt` in a slot of the subscription and its owner: `sent` (called at the latest when
-   * it ends) frees the slot; until it ends it counts as in flight.
-   */
+  /** Runs `attempt` in a slot: `sent` (called at the latest when it ends) frees the slot; until it ends it counts. */
   hold<T> (subscriptionId: bigint, owner: string, attempt: (sent: () => void) => Promise<T>): Promise<T> {
     this.#lastStart = this.#clock()
     this.#ownerOf.set(subscriptionId, owner)
@@ -132,12 +96,12 @@ export class DeliverySlots {
       if (!this.#perSubscriptionInFlight.has(subscriptionId) && !this.#allowance.has(subscriptionId)) {
         this.#ownerOf.delete(subscriptionId)
       }
-      this.#onFree()
+      this.#options.onFree()
     }
     const running = attempt(sent).finally(() => {
       sent()
       this.#inFlight.delete(settled)
-      this.#onSettled()
+      this.#options.onSettled()
     })
     const settled = running.then(() => {}, () => {})
     this.#inFlight.add(settled)
@@ -146,7 +110,8 @@ export class DeliverySlots {
 
   /** A fast 2xx earns the subscription one more slot (up to concurrency); any other answer takes them back. */
   answered (subscriptionId: bigint, statusCode: number | undefined, durationMs: number): void {
-    if (statusCode !== undefined && statusCode >= 200 && statusCode < 300 && durationMs <= this.#fastAttemptMs) {
+    const fast = durationMs <= this.#options.fastAttemptMs
+    if (statusCode !== undefined && statusCode >= 200 && statusCode < 300 && fast) {
       const most = Math.max(this.#concurrency, this.#perSubscription)
       this.#allowance.set(subscriptionId, Math.min(this.#allowed(subscriptionId) + 1, most))
     } else {
@@ -159,33 +124,23 @@ export class DeliverySlots {
     while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight])
   }
 
-  /**
-   * A slot is free again once its request has ended: the completion is written meanwhile, with others
-   * (at most `concurrency` waiting). While the API is busy, one attempt at a time, completion included.
-   */
+  /** A slot frees when its request ends, its completion written meanwhile (at most `concurrency` waiting). */
   #free (busy: boolean): number {
     return busy
       ? 1 - this.#inFlight.size
       : Math.min(this.#concurrency - this.#sending, 2 * this.#concurrency - this.#inFlight.size)
   }
 
-  #allowed (subscriptionId: bigint): number {
-    return this.#allowance.get(subscriptionId) ?? this.#perSubscription
-  }
+  #allowed (subscriptionId: bigint): number { return this.#allowance.get(subscriptionId) ?? this.#perSubscription }
 
-  /**
-   * Attempts cannot be preempted, so while several owners have subscriptions each may hold only its
-   * share of the slots (concurrency / owners, at least one), whatever its receivers do: a slot held
-   * until a timeout then costs only its owner. The slots its fast receivers earned come on top: they
-   * are held for milliseconds. A sole owner uses every slot.
-   */
+  /** No preemption: with several owners each holds its share (at least one), plus what its fast receivers earned. */
   #ownerLimit (owner: string): number {
-    if (this.#owners <= 1) return this.#concurrency
+    if (this.owners <= 1) return this.#concurrency
     let earned = 0
     for (const [subscriptionId, allowed] of this.#allowance) {
       if (this.#ownerOf.get(subscriptionId) === owner) earned += allowed - this.#perSubscription
     }
-    return Math.min(this.#concurrency, Math.max(1, Math.floor(this.#concurrency / this.#owners)) + earned)
+    return Math.min(this.#concurrency, Math.max(1, Math.floor(this.#concurrency / this.owners)) + earned)
   }
 }
 

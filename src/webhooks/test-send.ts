@@ -6,9 +6,8 @@ import { newMessageId, testEventPayload } from './events.js'
 import type { DeliverySlots } from './slots.js'
 import type { SigningTarget } from './store-contract.js'
 
-/** A test event waits this long at most for a free slot and its turn in the pace; longer is a 503 with Retry-After. */
+/** A test event waits this long at most for a free slot and its turn in the pace. */
 const TEST_WAIT_MS = 1000
-/** How often a waiting test event looks for a free slot. */
 const TEST_SLOT_POLL_MS = 20
 
 /** Where a test event goes, whose it is, and the secrets it is signed with (every one a delivery would carry). */
@@ -27,16 +26,15 @@ export interface TestAttempt {
   responseBody?: string
 }
 
-export interface TestSendContext {
+interface TestSendContext {
   slots: DeliverySlots
   send: Send
   now: () => number
 }
 
 /**
- * A signed test event (events.ts names its type) now, outside the outbox (nothing stored or retried),
- * in a delivery's slot and pace; resolves with the outcome. With no slot free within TEST_WAIT_MS it
- * is refused (`webhook-busy`), never queued.
+ * A signed test event now, outside the outbox (nothing stored or retried), in a delivery's slot and pace. With no
+ * slot free within TEST_WAIT_MS it is refused (`webhook-busy`), never queued.
  */
 export async function sendTest (context: TestSendContext, target: TestTarget): Promise<TestAttempt> {
   const { slots } = context
@@ -45,7 +43,6 @@ export async function sendTest (context: TestSendContext, target: TestTarget): P
     const busy = slots.isApiBusy()
     const pace = slots.paceWait(busy)
     if (pace <= 0 && slots.mayStart(target.id, target.owner, busy)) break
-    // A slot frees within an attempt's time: looked at again shortly. The pace says when.
     const wait = pace > 0 ? pace : TEST_SLOT_POLL_MS
     if (performance.now() + wait > deadline) throw webhookBusy(Math.max(1, Math.ceil(pace / 1000)))
     await sleep(wait)

@@ -13,7 +13,7 @@ export interface ResolvedAddress {
 export type Resolver = (hostname: string) => Promise<readonly ResolvedAddress[]>
 
 /** What `http.request` itself would use (getaddrinfo: /etc/hosts, then DNS). */
-export const systemResolver: Resolver = async (hostname) => {
+const systemResolver: Resolver = async (hostname) => {
   const addresses = await lookup(hostname, { all: true, verbatim: true })
   return addresses.map(({ address, family }) => ({ address, family: family === 6 ? 6 : 4 }))
 }
@@ -26,7 +26,7 @@ export interface AddressPolicy {
 
 export const defaultAddressPolicy = (allowPrivate = false): AddressPolicy => ({ allowPrivate, resolve: systemResolver })
 
-/** Control characters and spaces, which the URL parser would silently drop or trim. */
+// Control characters and spaces, which the URL parser would silently drop or trim.
 // eslint-disable-next-line no-control-regex -- control characters are exactly what this refuses
 const INVISIBLE = /[\u0000-\u0020\u007f]/
 
@@ -94,9 +94,8 @@ async function resolveHost (host: string, resolve: Resolver): Promise<readonly R
 }
 
 /**
- * Every address the host resolves to must pass, and the caller connects to exactly the address
- * returned (pinnedLookup), so DNS rebinding changes nothing. A refused host name is never told what
- * it resolves to: the answer would let any token holder map internal names.
+ * Every address must pass, and the caller connects to exactly the one returned (pinnedLookup): DNS rebinding changes
+ * nothing. A refused name is never told what it resolves to: any token holder could map internal names.
  */
 export async function resolveWebhookTarget (url: URL, policy: AddressPolicy): Promise<ResolvedAddress> {
   const host = urlHost(url)
@@ -104,16 +103,9 @@ export async function resolveWebhookTarget (url: URL, policy: AddressPolicy): Pr
   for (const { address } of addresses) {
     const range = policy.allowPrivate ? (isIP(address) === 0 ? 'invalid' : undefined) : nonPublicRange(address)
     if (range === undefined) continue
-    if (address === host) {
-      throw new ServiceError(
-        'url-not-allowed',
-        `The webhook host ${host} is a non-public (${range}) address; only public addresses are allowed`
-      )
-    }
-    throw new ServiceError(
-      'url-not-allowed',
-      `The webhook host ${host} is not allowed: it must resolve to public addresses only`
-    )
+    throw new ServiceError('url-not-allowed', address === host
+      ? `The webhook host ${host} is a non-public (${range}) address; only public addresses are allowed`
+      : `The webhook host ${host} is not allowed: it must resolve to public addresses only`)
   }
   return addresses[0] as ResolvedAddress
 }
@@ -136,13 +128,8 @@ function withTimeout (resolve: Resolver, timeoutMs: number): Resolver {
 }
 
 /** The check at creation or a URL change; a lookup slower than `timeoutMs` counts as unresolvable. */
-export async function checkWebhookUrl (
-  raw: string,
-  policy: AddressPolicy,
-  { timeoutMs }: { timeoutMs: number }
-): Promise<void> {
-  const url = parseWebhookUrl(raw)
-  await resolveWebhookTarget(url, { ...policy, resolve: withTimeout(policy.resolve, timeoutMs) })
+export async function checkWebhookUrl (raw: string, policy: AddressPolicy, { timeoutMs }: { timeoutMs: number }) {
+  await resolveWebhookTarget(parseWebhookUrl(raw), { ...policy, resolve: withTimeout(policy.resolve, timeoutMs) })
 }
 
 /** The socket connects where the policy looked; Host and TLS server name stay the URL's host. */
