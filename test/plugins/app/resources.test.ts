@@ -63,8 +63,11 @@ test('an app given another resource documents it: its paths, operations, scopes,
     assert.deepEqual(operation['x-scopes'], grantingScopes(POTS, access), operationId)
     assert.deepEqual(operation.tags, ['pots'], operationId)
   }
-  assert.deepEqual(document.tags.map(({ name }) => name), [...RESOURCES.map(({ collection }) => collection), 'pots', 'webhooks', 'service'])
-  for (const name of ['Pot', 'PotList', 'NewPot', 'PotUpdate', 'PotPatch']) assert.ok(name in document.components.schemas, name)
+  assert.deepEqual(document.tags.map(({ name }) => name),
+    [...RESOURCES.map(({ collection }) => collection), 'pots', 'webhooks', 'service'])
+  for (const name of ['Pot', 'PotList', 'NewPot', 'PotUpdate', 'PotPatch']) {
+    assert.ok(name in document.components.schemas, name)
+  }
   assert.match(document.components.securitySchemes.bearerAuth.description,
     /`pots:read` \(list and get pots\), `pots:write` \(change pots; includes `pots:read`\), `webhooks`/)
   // The default app is unchanged by it.
@@ -91,14 +94,21 @@ test('its scopes are checked, named tokens may hold them, and a plain token hold
   ] as const
   for (const { token, method, url, expected } of cases) {
     const headers = { authorization: `Bearer ${token}` }
-    const answer = await app.inject(method === 'POST' ? { method, url, headers, payload: {} } : { method, url, headers })
+    const answer = await app.inject(method === 'POST'
+      ? { method, url, headers, payload: {} }
+      : {
+          method,
+          url,
+          headers
+        })
     assert.equal(answer.statusCode, expected.status, `${method} ${url}`)
     assert.equal(answer.headers['www-authenticate'], expected.challenge)
     assert.deepEqual(answer.json(), expected.body)
   }
   // Past the scope check, validation answers: the reader may read, the plain token may write.
   const badId = { error: 400, message: 'params/id must match format "int64"' }
-  assert.deepEqual((await app.inject({ url: '/pots/x', headers: { authorization: `Bearer ${reader.token}` } })).json(), badId)
+  assert.deepEqual((await app.inject({ url: '/pots/x', headers: { authorization: `Bearer ${reader.token}` } })).json(),
+    badId)
   assert.deepEqual((await app.inject({ method: 'DELETE', url: '/pots/x', headers: AUTH })).json(), badId)
   assert.deepEqual((await app.inject({ method: 'POST', url: '/pots', headers: AUTH, payload: {} })).json(),
     { error: 400, message: "body must have property 'name'" })
@@ -141,12 +151,16 @@ for (const database of sandboxDatabases) {
     const url = database.url(cleanupStack(t))
     const same = { name: database.name, url: () => url }
     const before = await buildSandboxApp(t, same, { SANDBOX_SEED: 'none' })
-    assert.equal((await before.inject({ method: 'POST', url: '/plants', headers: AUTH_A, payload: { name: 'Fern' } })).statusCode, 201)
+    assert.equal(
+      (await before.inject({ method: 'POST', url: '/plants', headers: AUTH_A, payload: { name: 'Fern' } })).statusCode,
+      201)
     await before.close()
     const after = await buildSandboxApp(t, same, { SANDBOX_SEED: 'none' }, { resources: [...RESOURCES, POTS] })
     const pot = await after.inject({ method: 'POST', url: '/pots', headers: AUTH_A, payload: { name: 'Terracotta' } })
     assert.equal(pot.statusCode, 201, pot.body)
-    assert.deepEqual((await after.inject({ url: '/plants', headers: AUTH_A })).json<Array<{ name: string }>>().map(({ name }) => name), ['Fern'])
+    assert.deepEqual(
+      (await after.inject({ url: '/plants', headers: AUTH_A })).json<Array<{ name: string }>>().map(({ name }) => name),
+      ['Fern'])
   })
 }
 
@@ -156,15 +170,22 @@ test('its events are subscribable: validated, defaulted, delivered, filtered, li
   assert.deepEqual((await createWebhook(app)).events, [...RESOURCE_EVENT_TYPES, ...potEvents])
   const subscription = await createWebhook(app, { url: PUBLIC_RECEIVER, events: ['pot.deleted', 'pot.created'] })
   assert.deepEqual(subscription.events, ['pot.created', 'pot.deleted'])
-  assert.deepEqual((await app.inject({ url: `/webhooks/${subscription.id}`, headers: AUTH })).json<{ events: string[] }>().events,
-    ['pot.created', 'pot.deleted'])
+  assert.deepEqual((await app.inject(
+    { url: `/webhooks/${subscription.id}`, headers: AUTH })).json<{ events: string[] }>().events,
+  ['pot.created', 'pot.deleted'])
   const known = [...RESOURCE_EVENT_TYPES, ...potEvents].map((type) => `"${type}"`).join(', ')
-  assertError(await app.inject({ method: 'POST', url: '/webhooks', headers: AUTH, payload: { url: PUBLIC_RECEIVER, events: ['pot.moved'] } }),
-    400, `body/events/0 must be one of ${known}`)
-  assert.equal((await app.inject({ method: 'POST', url: '/pots', headers: AUTH, payload: { name: 'Terracotta' } })).statusCode, 201)
+  assertError(await app.inject(
+    { method: 'POST', url: '/webhooks', headers: AUTH, payload: { url: PUBLIC_RECEIVER, events: ['pot.moved'] } }),
+  400, `body/events/0 must be one of ${known}`)
+  assert.equal(
+    (await app.inject({ method: 'POST', url: '/pots', headers: AUTH, payload: { name: 'Terracotta' } })).statusCode,
+    201)
   const [delivery] = await deliveriesWhen(app, subscription.id, (deliveries) => deliveries.length === 1)
   assert.equal(delivery?.eventType, 'pot.created')
-  const filtered = await app.inject({ url: `/webhooks/${subscription.id}/deliveries?eventType=pot.created`, headers: AUTH })
+  const filtered = await app.inject({
+    url: `/webhooks/${subscription.id}/deliveries?eventType=pot.created`,
+    headers: AUTH
+  })
   assert.equal(filtered.statusCode, 200, filtered.body)
   assert.deepEqual(filtered.json<DeliveryBody[]>().map(({ id }) => id), [delivery?.id])
   const catalog = (await app.inject({ url: '/webhooks/event-types', headers: AUTH })).json<Array<{ type: string }>>()

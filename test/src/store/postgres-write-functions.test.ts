@@ -14,7 +14,8 @@ import { settled } from './conformance.js'
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'
 
-test('a call\'s literals: typed, quoted where they must be, never a NUL (the simple protocol would end the text there)', () => {
+test('a call\'s literals: typed, quoted where they must be, never a NUL (the simple protocol ' +
+  'would end the text there)', () => {
   assert.equal(sqlLiteral(null, 'text'), 'NULL::text')
   assert.equal(sqlLiteral(-9223372036854775808n, 'bigint'), '\'-9223372036854775808\'::bigint')
   assert.equal(sqlLiteral(false, 'boolean'), 'false::boolean')
@@ -48,9 +49,14 @@ if (TEST_DATABASE_URL !== undefined) {
     const store = await createPostgresStore({ url, poolMax: 2 })
     t.after(() => store.close())
     await store.webhooks.createSubscription({
-      owner: 'owner-a', url: 'https://receiver.example/hook', events: [...WEBHOOK_EVENT_TYPES], disabled: false, secret: SECRET
+      owner: 'owner-a',
+      url: 'https://receiver.example/hook',
+      events: [...WEBHOOK_EVENT_TYPES],
+      disabled: false,
+      secret: SECRET
     }, Date.now())
-    const names = ['it\'s "quoted"', 'back\\slash E\'x\'', 'line\nbreak\ttab \u0001 \u007f', 'é 😀 \u2028 \u2029', '$plant_store$']
+    const names = ['it\'s "quoted"', 'back\\slash E\'x\'', 'line\nbreak\ttab \u0001 \u007f', 'é 😀 \u2028 \u2029',
+      '$plant_store$']
     const created: Plant[] = []
     for (const [i, name] of names.entries()) {
       const { item } = await store.plants.create({ name, ...(i % 2 === 0 && { tag: `${name} tag` }) })
@@ -73,7 +79,8 @@ if (TEST_DATABASE_URL !== undefined) {
     for (const plant of created) assert.equal(await settled(store.plants.delete(plant.id)), 'not-found')
   })
 
-  test('PostgreSQL: a create and a delete in one call are bounded by the store\'s lock_timeout, as its transactions are', { timeout: 20_000 }, async (t) => {
+  test('PostgreSQL: a create and a delete in one call are bounded by the store\'s lock_timeout, as ' +
+    'its transactions are', { timeout: 20_000 }, async (t) => {
     const cleanup = cleanupStack(t)
     const { url, schema } = scratchDatabaseUrl(cleanup)
     const store = await createPostgresStore({ url, poolMax: 2, statementTimeoutMs: 300 })

@@ -9,7 +9,8 @@ import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
 import { newWebhookSecret } from '../../../src/webhooks/signing.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
 
-test("SQLite (one process per file): releaseOrphanedLeases gives back a dead process's leased deliveries, due as they were", async (t) => {
+test("SQLite (one process per file): releaseOrphanedLeases gives back a dead process's leased " +
+  'deliveries, due as they were', async (t) => {
   const cleanup = cleanupStack(t)
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-webhooks-'))
   cleanup.after(() => { rmSync(dir, { recursive: true, force: true }) })
@@ -17,9 +18,18 @@ test("SQLite (one process per file): releaseOrphanedLeases gives back a dead pro
   cleanup.after(() => plants.close())
   const store = plants.webhooks
   const now = Date.now()
-  await store.createSubscription({ owner: 'owner', url: 'http://127.0.0.1:9/hook', events: ['plant.created'], disabled: false, secret: newWebhookSecret() }, now)
+  await store.createSubscription(
+    {
+      owner: 'owner',
+      url: 'http://127.0.0.1:9/hook',
+      events: ['plant.created'],
+      disabled: false,
+      secret: newWebhookSecret()
+    }, now)
   const at = new Date(now).toISOString()
-  assert.equal(await store.enqueue(resourceEvent(PLANTS, 'created', { id: 1n, name: 'fern', createdAt: at, updatedAt: at }), now), 1)
+  assert.equal(
+    await store.enqueue(resourceEvent(PLANTS, 'created', { id: 1n, name: 'fern', createdAt: at, updatedAt: at }), now),
+    1)
   const claim = { now, leaseMs: 60_000, limit: 10, perSubscription: 10, skipSubscriptions: [] }
   const [dead] = await store.claimDue({ ...claim, lease: 'killed:1' })
   assert.ok(dead !== undefined)
