@@ -22,26 +22,27 @@ import {
  * buildApp serves the resources it is given: routes, scopes, the auth check, plain tokens' scopes,
  * shared schemas, the document and the store (each tenant's in a sandbox) follow the list, not the module's
  * RESOURCES. The resource here is declared in this file alone: the plants' declaration under other names,
- * in a table of its own.
+ * in a table of its own. The names are its own too: `pots` is the trial resource of
+ * test/src/store/second-resource.test.ts and docs/architecture.md.
  */
 
 const renamed = <S extends object>(schema: S, $id: string): S => ({ ...schema, $id })
 const { schemas } = PLANTS
-const POTS = {
+const TRAYS = {
   ...PLANTS,
-  collection: 'pots',
-  name: 'pot',
-  title: 'Pot',
+  collection: 'trays',
+  name: 'tray',
+  title: 'Tray',
   schemas: {
     ...schemas,
-    representation: renamed(schemas.representation, 'Pot'),
-    list: renamed(schemas.list, 'PotList'),
-    create: renamed(schemas.create, 'NewPot'),
-    replace: renamed(schemas.replace, 'PotUpdate'),
-    patch: renamed(schemas.patch, 'PotPatch')
+    representation: renamed(schemas.representation, 'Tray'),
+    list: renamed(schemas.list, 'TrayList'),
+    create: renamed(schemas.create, 'NewTray'),
+    replace: renamed(schemas.replace, 'TrayUpdate'),
+    patch: renamed(schemas.patch, 'TrayPatch')
   },
-  texts: { ...PLANTS.texts, tag: 'The pots resource', scopes: { read: 'List and get pots', write: 'Change pots' } },
-  storage: { ...PLANTS.storage, table: 'pots' }
+  texts: { ...PLANTS.texts, tag: 'The trays resource', scopes: { read: 'List and get trays', write: 'Change trays' } },
+  storage: { ...PLANTS.storage, table: 'trays' }
 } as unknown as ResourceDefinition
 
 interface Operation { operationId: string, 'x-scopes'?: string[], tags?: string[] }
@@ -52,33 +53,33 @@ interface Document {
 }
 
 test('an app given another resource documents it: its paths, operations, scopes, tag and schemas', async (t) => {
-  const app = await buildTestApp(t, {}, { resources: [...RESOURCES, POTS] })
+  const app = await buildTestApp(t, {}, { resources: [...RESOURCES, TRAYS] })
   const res = await app.inject({ url: '/openapi.json' })
   assert.equal(res.statusCode, 200)
   const document = res.json<Document>()
   assert.equal((await new Validator().validate(res.json())).valid, true)
-  for (const { path, method, operationId, access } of resourceOperations(POTS)) {
+  for (const { path, method, operationId, access } of resourceOperations(TRAYS)) {
     const operation = document.paths[path]?.[method]
     assert.equal(operation?.operationId, operationId, `${method} ${path}`)
-    assert.deepEqual(operation['x-scopes'], grantingScopes(POTS, access), operationId)
-    assert.deepEqual(operation.tags, ['pots'], operationId)
+    assert.deepEqual(operation['x-scopes'], grantingScopes(TRAYS, access), operationId)
+    assert.deepEqual(operation.tags, ['trays'], operationId)
   }
   assert.deepEqual(document.tags.map(({ name }) => name),
-    [...RESOURCES.map(({ collection }) => collection), 'pots', 'webhooks', 'service'])
-  for (const name of ['Pot', 'PotList', 'NewPot', 'PotUpdate', 'PotPatch']) {
+    [...RESOURCES.map(({ collection }) => collection), 'trays', 'webhooks', 'service'])
+  for (const name of ['Tray', 'TrayList', 'NewTray', 'TrayUpdate', 'TrayPatch']) {
     assert.ok(name in document.components.schemas, name)
   }
   assert.match(document.components.securitySchemes.bearerAuth.description,
-    /`pots:read` \(list and get pots\), `pots:write` \(change pots; includes `pots:read`\), `webhooks`/)
+    /`trays:read` \(list and get trays\), `trays:write` \(change trays; includes `trays:read`\), `webhooks`/)
   // The default app is unchanged by it.
   const plain = (await (await buildTestApp(t)).inject({ url: '/openapi.json' })).json<Document>()
-  assert.equal(plain.paths['/pots'], undefined)
+  assert.equal(plain.paths['/trays'], undefined)
 })
 
 test('its scopes are checked, named tokens may hold them, and a plain token holds them all', async (t) => {
-  const reader = scopedToken('reader', [resourceScope(POTS, 'read')])
+  const reader = scopedToken('reader', [resourceScope(TRAYS, 'read')])
   const hooks = scopedToken('hooks', ['webhooks'])
-  const app = await buildTestApp(t, {}, { resources: [...RESOURCES, POTS] }, (config) => ({
+  const app = await buildTestApp(t, {}, { resources: [...RESOURCES, TRAYS] }, (config) => ({
     ...config,
     namedTokens: [reader, hooks].map(({ name, scopes, token }) => ({ name, scopes, digest: tokenDigest(token) }))
   }))
@@ -88,9 +89,9 @@ test('its scopes are checked, named tokens may hold them, and a plain token hold
     body: { error: 403, message: `This token lacks the scope ${needed}, which this operation needs` }
   })
   const cases = [
-    { token: hooks.token, method: 'GET', url: '/pots', expected: refused('pots:read') },
-    { token: reader.token, method: 'POST', url: '/pots', expected: refused('pots:write') },
-    { token: reader.token, method: 'DELETE', url: '/pots/1', expected: refused('pots:write') }
+    { token: hooks.token, method: 'GET', url: '/trays', expected: refused('trays:read') },
+    { token: reader.token, method: 'POST', url: '/trays', expected: refused('trays:write') },
+    { token: reader.token, method: 'DELETE', url: '/trays/1', expected: refused('trays:write') }
   ] as const
   for (const { token, method, url, expected } of cases) {
     const headers = { authorization: `Bearer ${token}` }
@@ -107,10 +108,10 @@ test('its scopes are checked, named tokens may hold them, and a plain token hold
   }
   // Past the scope check, validation answers: the reader may read, the plain token may write.
   const badId = { error: 400, message: 'params/id must match format "int64"' }
-  assert.deepEqual((await app.inject({ url: '/pots/x', headers: { authorization: `Bearer ${reader.token}` } })).json(),
+  assert.deepEqual((await app.inject({ url: '/trays/x', headers: { authorization: `Bearer ${reader.token}` } })).json(),
     badId)
-  assert.deepEqual((await app.inject({ method: 'DELETE', url: '/pots/x', headers: AUTH })).json(), badId)
-  assert.deepEqual((await app.inject({ method: 'POST', url: '/pots', headers: AUTH, payload: {} })).json(),
+  assert.deepEqual((await app.inject({ method: 'DELETE', url: '/trays/x', headers: AUTH })).json(), badId)
+  assert.deepEqual((await app.inject({ method: 'POST', url: '/trays', headers: AUTH, payload: {} })).json(),
     { error: 400, message: "body must have property 'name'" })
 })
 
@@ -118,30 +119,30 @@ test('its scopes are checked, named tokens may hold them, and a plain token hold
 async function storesBoth (app: FastifyInstance, headers: Record<string, string>): Promise<void> {
   const create = async (url: string, name: string) =>
     await app.inject({ method: 'POST', url, headers, payload: { name } })
-  const pot = await create('/pots', 'Terracotta')
-  assert.equal(pot.statusCode, 201, pot.body)
-  assert.equal(pot.headers.location, '/pots/1')
+  const tray = await create('/trays', 'Terracotta')
+  assert.equal(tray.statusCode, 201, tray.body)
+  assert.equal(tray.headers.location, '/trays/1')
   const plant = await create('/plants', 'Monstera')
   assert.equal(plant.statusCode, 201, plant.body)
   assert.equal(plant.headers.location, '/plants/1')
-  const read = await app.inject({ url: '/pots/1', headers })
+  const read = await app.inject({ url: '/trays/1', headers })
   assert.equal(read.statusCode, 200)
-  assert.deepEqual(read.json(), pot.json())
-  assert.equal(read.headers.etag, pot.headers.etag)
-  assert.deepEqual((await app.inject({ url: '/pots', headers })).json(), [pot.json()])
+  assert.deepEqual(read.json(), tray.json())
+  assert.equal(read.headers.etag, tray.headers.etag)
+  assert.deepEqual((await app.inject({ url: '/trays', headers })).json(), [tray.json()])
   assert.equal((await app.inject({ url: '/plants/1', headers })).json<{ name: string }>().name, 'Monstera')
 }
 
 for (const database of apiTestDatabases) {
   test(`${database.name}: the app's store serves the resource it is given`, async (t) => {
-    const app = await buildTestApp(t, database.env(t), { resources: [...RESOURCES, POTS] })
+    const app = await buildTestApp(t, database.env(t), { resources: [...RESOURCES, TRAYS] })
     await storesBoth(app, AUTH)
   })
 }
 
 for (const database of sandboxDatabases) {
   test(`${database.name}, SANDBOX=1: each tenant's store serves the resource the app is given`, async (t) => {
-    const app = await buildSandboxApp(t, database, { SANDBOX_SEED: 'none' }, { resources: [...RESOURCES, POTS] })
+    const app = await buildSandboxApp(t, database, { SANDBOX_SEED: 'none' }, { resources: [...RESOURCES, TRAYS] })
     await storesBoth(app, AUTH_A)
   })
 }
@@ -155,9 +156,9 @@ for (const database of sandboxDatabases) {
       (await before.inject({ method: 'POST', url: '/plants', headers: AUTH_A, payload: { name: 'Fern' } })).statusCode,
       201)
     await before.close()
-    const after = await buildSandboxApp(t, same, { SANDBOX_SEED: 'none' }, { resources: [...RESOURCES, POTS] })
-    const pot = await after.inject({ method: 'POST', url: '/pots', headers: AUTH_A, payload: { name: 'Terracotta' } })
-    assert.equal(pot.statusCode, 201, pot.body)
+    const after = await buildSandboxApp(t, same, { SANDBOX_SEED: 'none' }, { resources: [...RESOURCES, TRAYS] })
+    const tray = await after.inject({ method: 'POST', url: '/trays', headers: AUTH_A, payload: { name: 'Terracotta' } })
+    assert.equal(tray.statusCode, 201, tray.body)
     assert.deepEqual(
       (await after.inject({ url: '/plants', headers: AUTH_A })).json<Array<{ name: string }>>().map(({ name }) => name),
       ['Fern'])
@@ -165,31 +166,31 @@ for (const database of sandboxDatabases) {
 }
 
 test('its events are subscribable: validated, defaulted, delivered, filtered, listed and documented', async (t) => {
-  const app = await buildWebhooksApp(t, {}, { resources: [...RESOURCES, POTS] })
-  const potEvents = ['pot.created', 'pot.updated', 'pot.deleted']
-  assert.deepEqual((await createWebhook(app)).events, [...RESOURCE_EVENT_TYPES, ...potEvents])
-  const subscription = await createWebhook(app, { url: PUBLIC_RECEIVER, events: ['pot.deleted', 'pot.created'] })
-  assert.deepEqual(subscription.events, ['pot.created', 'pot.deleted'])
+  const app = await buildWebhooksApp(t, {}, { resources: [...RESOURCES, TRAYS] })
+  const trayEvents = ['tray.created', 'tray.updated', 'tray.deleted']
+  assert.deepEqual((await createWebhook(app)).events, [...RESOURCE_EVENT_TYPES, ...trayEvents])
+  const subscription = await createWebhook(app, { url: PUBLIC_RECEIVER, events: ['tray.deleted', 'tray.created'] })
+  assert.deepEqual(subscription.events, ['tray.created', 'tray.deleted'])
   assert.deepEqual((await app.inject(
     { url: `/webhooks/${subscription.id}`, headers: AUTH })).json<{ events: string[] }>().events,
-  ['pot.created', 'pot.deleted'])
-  const known = [...RESOURCE_EVENT_TYPES, ...potEvents].map((type) => `"${type}"`).join(', ')
+  ['tray.created', 'tray.deleted'])
+  const known = [...RESOURCE_EVENT_TYPES, ...trayEvents].map((type) => `"${type}"`).join(', ')
   assertError(await app.inject(
-    { method: 'POST', url: '/webhooks', headers: AUTH, payload: { url: PUBLIC_RECEIVER, events: ['pot.moved'] } }),
+    { method: 'POST', url: '/webhooks', headers: AUTH, payload: { url: PUBLIC_RECEIVER, events: ['tray.moved'] } }),
   400, `body/events/0 must be one of ${known}`)
   assert.equal(
-    (await app.inject({ method: 'POST', url: '/pots', headers: AUTH, payload: { name: 'Terracotta' } })).statusCode,
+    (await app.inject({ method: 'POST', url: '/trays', headers: AUTH, payload: { name: 'Terracotta' } })).statusCode,
     201)
   const [delivery] = await deliveriesWhen(app, subscription.id, (deliveries) => deliveries.length === 1)
-  assert.equal(delivery?.eventType, 'pot.created')
+  assert.equal(delivery?.eventType, 'tray.created')
   const filtered = await app.inject({
-    url: `/webhooks/${subscription.id}/deliveries?eventType=pot.created`,
+    url: `/webhooks/${subscription.id}/deliveries?eventType=tray.created`,
     headers: AUTH
   })
   assert.equal(filtered.statusCode, 200, filtered.body)
   assert.deepEqual(filtered.json<DeliveryBody[]>().map(({ id }) => id), [delivery?.id])
   const catalog = (await app.inject({ url: '/webhooks/event-types', headers: AUTH })).json<Array<{ type: string }>>()
-  assert.deepEqual(catalog.map(({ type }) => type), [...RESOURCE_EVENT_TYPES, ...potEvents, 'webhook.test'])
+  assert.deepEqual(catalog.map(({ type }) => type), [...RESOURCE_EVENT_TYPES, ...trayEvents, 'webhook.test'])
   const document = (await app.inject({ url: '/openapi.json' })).json<{ webhooks: Record<string, unknown> }>()
-  assert.deepEqual(Object.keys(document.webhooks), [...RESOURCE_EVENT_TYPES, ...potEvents, 'webhook.test'])
+  assert.deepEqual(Object.keys(document.webhooks), [...RESOURCE_EVENT_TYPES, ...trayEvents, 'webhook.test'])
 })
