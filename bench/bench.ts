@@ -32,7 +32,10 @@ import type { SqliteSynchronous } from '../src/store/sqlite/sqlite-store.js'
 import { AUDIENCE, signingKey, startProvider } from '../test/helpers/oidc-provider.js'
 import { startServer } from '../test/helpers/server-process.js'
 import { cpuSeconds, median, peakRssMb, SERVER_ENV, SERVER_NODE_FLAGS, startListening } from './measure.js'
-import { backendCpu, backendCpuUsed, postgresQuery, RoundTripCounter, seedReference, withApplicationName } from './postgres.js'
+import {
+  backendCpu, backendCpuUsed, postgresQuery, RoundTripCounter, seedReference,
+  withApplicationName
+} from './postgres.js'
 import { seed } from './seed.js'
 
 type Sync = SqliteSynchronous
@@ -44,7 +47,10 @@ type WorkloadName = 'read' | 'list' | 'create' | 'delete'
  */
 type Server = 'ceiling' | 'minimal' | 'peer' | 'plant-store' | 'baseline'
 type StoreKind = 'sqlite' | 'postgres'
-/** plant-store measured again with metrics on, with one webhook subscription receiving every event, or called with a JWT. */
+/**
+ * plant-store measured again with metrics on, with one webhook subscription receiving every event, or called with a
+ * JWT.
+ */
 type Variant = 'metrics' | 'webhook' | 'jwt'
 
 /** A store plant-store is measured on (`--db`, repeatable). */
@@ -142,9 +148,15 @@ interface Row {
     connections: number
     byRunEnd: number
     catchUpS: number
-    /** Distinct events the receiver had per second after the run, from its first poll to its last: the idle server draining its backlog. */
+    /**
+     * Distinct events the receiver had per second after the run, from its first poll to its last: the idle server
+     * draining its backlog.
+     */
     drainPerS: number | null
-    /** Measured on the idle server before its load: LATENCY_CREATES creates, one at a time, from each 201 to its delivery. */
+    /**
+     * Measured on the idle server before its load: LATENCY_CREATES creates, one at a time, from each 201 to its
+     * delivery.
+     */
     latency: { creates: number, p50Ms: number, p99Ms: number }
   } | null
 }
@@ -199,7 +211,8 @@ function parseOptions (): Options {
       only: { type: 'string' },
       // `sqlite` (a fresh file per workload) or a postgres:// URL; repeat to measure both in one run.
       db: { type: 'string', multiple: true },
-      // Request logging at info costs more than the rest of a read: see docs/performance.md#what-the-measurements-decided.
+      // Request logging at info costs more than the rest of a read: see
+      // docs/performance.md#what-the-measurements-decided.
       'log-level': { type: 'string', default: 'warn' },
       // `on`: the rate limit and the per-connection request cap run, with limits no run reaches.
       limits: { type: 'string', default: 'on' },
@@ -220,20 +233,28 @@ function parseOptions (): Options {
   }
   const only = values.only === undefined ? WORKLOADS : values.only.split(',').map((name) => name.trim())
   for (const name of only) {
-    if (!WORKLOADS.includes(name as WorkloadName)) throw new Error(`--only: unknown workload ${name} (${WORKLOADS.join(', ')})`)
+    if (!WORKLOADS.includes(name as WorkloadName)) {
+      throw new Error(`--only: unknown workload ${name} (${WORKLOADS.join(', ')})`)
+    }
   }
   const stores = (values.db ?? ['sqlite']).map((db): StoreChoice => {
     if (db === 'sqlite') return { kind: 'sqlite' }
     if (isPostgresUrl(db)) return { kind: 'postgres', url: db }
     throw new Error(`--db: "sqlite" or a postgres:// URL, not ${db}`)
   })
-  if (new Set(stores.map((store) => store.kind)).size !== stores.length) throw new Error('--db: each store at most once')
+  if (new Set(stores.map((store) => store.kind)).size !== stores.length) {
+    throw new Error('--db: each store at most once')
+  }
   if (values.limits !== 'on' && values.limits !== 'off') throw new Error('--limits: on or off')
   const pairs = Number(values.pairs)
   // Odd, so that the median is one of the pairs, not the better of the middle two.
-  if (!Number.isInteger(pairs) || pairs < 1 || pairs % 2 === 0) throw new Error('--pairs must be an odd whole number (1, 3, 5, …)')
+  if (!Number.isInteger(pairs) || pairs < 1 || pairs % 2 === 0) {
+    throw new Error('--pairs must be an odd whole number (1, 3, 5, …)')
+  }
   const rounds = Number(values.rounds)
-  if (!Number.isInteger(rounds) || rounds < 1 || rounds % 2 === 0) throw new Error('--rounds must be an odd whole number (1, 3, 5, …)')
+  if (!Number.isInteger(rounds) || rounds < 1 || rounds % 2 === 0) {
+    throw new Error('--rounds must be an odd whole number (1, 3, 5, …)')
+  }
   return {
     quick: values.quick,
     duration: number(values.duration, values.quick ? 1 : 10, 'duration'),
@@ -262,7 +283,13 @@ class Child {
 
   /** plant-store, started as the tests start it; its output goes to `logFile`. */
   static async server (env: NodeJS.ProcessEnv, logFile: string, nodeArgs: string[], build?: string): Promise<Child> {
-    const command = build === undefined ? undefined : { file: process.execPath, args: [...nodeArgs, join(build, 'src', 'main', 'server.js')], cwd: build }
+    const command = build === undefined
+      ? undefined
+      : {
+          file: process.execPath,
+          args: [...nodeArgs, join(build, 'src', 'main', 'server.js')],
+          cwd: build
+        }
     const server = await startServer(undefined, { env, logFile, nodeArgs, ...(command !== undefined && { command }) })
     return new Child(server.child, server.baseUrl)
   }
@@ -354,7 +381,8 @@ interface Drive {
  * Sends `traffic` for `seconds`, or `amount` requests (then for at most three times `seconds`: a
  * slower moment shortens the measurement rather than stretching the run).
  */
-async function drive (url: string, traffic: Traffic, seconds: number, amount: number | undefined, connections: number, token: string | undefined): Promise<Drive> {
+async function drive (url: string, traffic: Traffic, seconds: number, amount: number | undefined, connections: number,
+  token: string | undefined): Promise<Drive> {
   const headers: Record<string, string> = token === undefined ? {} : { authorization: `Bearer ${token}` }
   if (traffic.body !== undefined) headers['content-type'] = 'application/json'
   const { nextPath } = traffic
@@ -438,12 +466,22 @@ async function main (): Promise<void> {
   const profileArgs = (name: string): string[] =>
     options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profiles}`, `--cpu-prof-name=${name}.cpuprofile`] : []
 
-  const measure = async (child: Child, row: Pick<Row, 'server' | 'store' | 'workload' | 'variant' | 'round' | 'sync' | 'syncSetting'>, traffic: Traffic): Promise<Row> => {
-    const token = row.server === 'peer' || row.server === 'baseline' ? TOKEN : row.server !== 'plant-store' ? undefined : row.variant === 'jwt' ? await jwtToken() : TOKEN
+  const measure = async (child: Child,
+    row: Pick<Row, 'server' | 'store' | 'workload' | 'variant' | 'round' | 'sync' | 'syncSetting'>,
+    traffic: Traffic): Promise<Row> => {
+    const token = row.server === 'peer' ||
+      row.server === 'baseline'
+      ? TOKEN
+      : row.server !== 'plant-store'
+        ? undefined
+        : row.variant === 'jwt'
+          ? await jwtToken()
+          : TOKEN
     const warmup = await drive(child.url, traffic, options.warmup, traffic.amount?.warmup, options.connections, token)
     const dbBefore = await child.backendCpu()
     const cpuBefore = child.cpuSeconds()
-    const { result, latenciesMs } = await drive(child.url, traffic, options.duration, traffic.amount?.measure, options.connections, token)
+    const { result, latenciesMs } = await drive(child.url, traffic, options.duration, traffic.amount?.measure,
+      options.connections, token)
     const cpuAfter = child.cpuSeconds()
     const dbAfter = await child.backendCpu()
     const requestsPerSecond = result.requests.total / result.duration
@@ -480,7 +518,8 @@ async function main (): Promise<void> {
     rows.push(measured)
     process.stderr.write(`  ${row.workload}${row.sync === null ? '' : ` (${row.sync})`} ${label(row)}: ` +
       `${Math.round(requestsPerSecond)} req/s, ${measured.cpuUsPerRequest?.toFixed(0) ?? 'n/a'} µs CPU/req` +
-      `${measured.dbCpuUsPerRequest === null ? '' : ` + ${measured.dbCpuUsPerRequest.toFixed(0)} µs of PostgreSQL's`} over ${result.duration} s\n`)
+      (measured.dbCpuUsPerRequest === null ? '' : ` + ${measured.dbCpuUsPerRequest.toFixed(0)} µs of PostgreSQL's`) +
+      ` over ${result.duration} s\n`)
     return measured
   }
 
@@ -488,7 +527,16 @@ async function main (): Promise<void> {
   const measureCeiling = async (): Promise<void> => {
     const ceiling = await Child.start(CEILING, process.env, join(work, 'ceiling.log'), [])
     try {
-      await measure(ceiling, { server: 'ceiling', store: null, workload: 'ceiling', variant: null, round: null, sync: null, syncSetting: null }, { method: 'GET', path: '/' })
+      await measure(ceiling,
+        {
+          server: 'ceiling',
+          store: null,
+          workload: 'ceiling',
+          variant: null,
+          round: null,
+          sync: null,
+          syncSetting: null
+        }, { method: 'GET', path: '/' })
     } finally {
       await ceiling.stop()
     }
@@ -500,11 +548,14 @@ async function main (): Promise<void> {
    * little faster than creates), or, without a create measured, at its own fastest rate so far (the
    * ceiling's before any). Seed `warmup + measure + margin` plants.
    */
-  const deleteBudget = (server: Server, store: StoreKind, sync: Sync): { warmup: number, measure: number, seed: number } => {
+  const deleteBudget = (server: Server, store: StoreKind,
+    sync: Sync): { warmup: number, measure: number, seed: number } => {
     const mine = rows.filter((row) => row.server === server && row.store === store && row.variant === null)
     const created = mine.filter((row) => row.workload === 'create' && row.sync === sync)
     const rate = created.length === 0
-      ? Math.max(...(mine.length > 0 ? mine : rows.filter((row) => row.server === 'ceiling')).map((row) => row.requestsPerSecond))
+      ? Math.max(
+        ...(mine.length > 0 ? mine : rows.filter((row) => row.server === 'ceiling')).map(
+          (row) => row.requestsPerSecond))
       : 1.3 * Math.max(...created.map((row) => row.requestsPerSecond))
     const warmup = Math.max(options.connections, Math.ceil(rate * options.warmup))
     const measure = Math.max(options.connections, Math.ceil(rate * options.duration))
@@ -526,7 +577,8 @@ async function main (): Promise<void> {
    * plant-store on a fresh database of `store` seeded with `plants` plants; with metrics on, or with
    * one subscription delivering to `receiverUrl`.
    */
-  const service = async (store: StoreChoice, name: string, sync: Sync, plants: number, variant: Variant | null = null, receiverUrl?: string,
+  const service = async (store: StoreChoice, name: string, sync: Sync, plants: number, variant: Variant | null = null,
+    receiverUrl?: string,
     through?: RoundTripCounter, build?: string): Promise<{ child: Child, ids: bigint[] }> => {
     let databaseUrl = join(work, `${name}.db`)
     let serverUrl = databaseUrl
@@ -558,7 +610,9 @@ async function main (): Promise<void> {
       // The receiver is on loopback; every other WEBHOOK_* setting is the default.
       ...(variant === 'webhook' && { WEBHOOK_ALLOW_PRIVATE_URLS: '1' })
     }, join(work, `${name}.log`), [...SERVER_NODE_FLAGS, ...profileArgs(name)], build)
-    if (store.kind === 'postgres' && store.url !== undefined) child.database = { url: parsePostgresUrl(store.url).connectionString, applicationName }
+    if (store.kind === 'postgres' && store.url !== undefined) {
+      child.database = { url: parsePostgresUrl(store.url).connectionString, applicationName }
+    }
     return { child, ids }
   }
 
@@ -566,7 +620,8 @@ async function main (): Promise<void> {
    * A PostgreSQL reference (the idiomatic peer or the minimal service) on a fresh schema of `url`
    * seeded with `plants` plants (ids 1..plants); `through`: a round-trip counter in front of PostgreSQL.
    */
-  const reference = async (server: 'peer' | 'minimal', url: string, name: string, plants: number, through?: RoundTripCounter): Promise<Child> => {
+  const reference = async (server: 'peer' | 'minimal', url: string, name: string, plants: number,
+    through?: RoundTripCounter): Promise<Child> => {
     const schema = `plant_store_bench_${runId}_${name.replace(/-/g, '_')}`
     const connection = parsePostgresUrl(url).connectionString
     schemas.push({ url, schema })
@@ -585,11 +640,16 @@ async function main (): Promise<void> {
     ({ method: 'GET', path: '/plants/1', nextPath: rotate(ids.map((id) => `/plants/${id}`), false).next })
   // Cursors from the second half of the table: deep pages, each a different one.
   const listTraffic = (ids: ReadonlyArray<bigint | number>): Traffic =>
-    ({ method: 'GET', path: '/plants?limit=20', nextPath: rotate(ids.slice(ids.length / 2, -20).map((id) => `/plants?limit=20&after=${id}`), false).next })
+    ({
+      method: 'GET',
+      path: '/plants?limit=20',
+      nextPath: rotate(ids.slice(ids.length / 2, -20).map((id) => `/plants?limit=20&after=${id}`), false).next
+    })
   const oneTo = (count: number): number[] => Array.from({ length: count }, (_, i) => i + 1)
 
   /** What a workload sends over the seeded `ids`; `exhausted` tells whether deletes ran out of them. */
-  const workloadTraffic = (workload: WorkloadName, ids: ReadonlyArray<bigint | number>, budget: Traffic['amount']): { traffic: Traffic, exhausted: () => boolean } => {
+  const workloadTraffic = (workload: WorkloadName, ids: ReadonlyArray<bigint | number>,
+    budget: Traffic['amount']): { traffic: Traffic, exhausted: () => boolean } => {
     const deletes = rotate(ids.map((id) => `/plants/${id}`), true)
     const traffic: Traffic = workload === 'read'
       ? readTraffic(ids)
@@ -597,7 +657,12 @@ async function main (): Promise<void> {
         ? listTraffic(ids)
         : workload === 'create'
           ? { method: 'POST', path: '/plants', body: CREATE_BODY }
-          : { method: 'DELETE', path: '/plants/1', nextPath: deletes.next, ...(budget !== undefined && { amount: budget }) }
+          : {
+              method: 'DELETE',
+              path: '/plants/1',
+              nextPath: deletes.next,
+              ...(budget !== undefined && { amount: budget })
+            }
     return { traffic, exhausted: deletes.exhausted }
   }
 
@@ -611,7 +676,16 @@ async function main (): Promise<void> {
       const child = await minimal(name, sync, plants)
       try {
         const { traffic, exhausted } = workloadTraffic(workload, oneTo(plants), budget)
-        await measure(child, { server: 'minimal', store: 'sqlite', workload, variant: null, round: null, sync: rowSync, syncSetting: null }, traffic)
+        await measure(child,
+          {
+            server: 'minimal',
+            store: 'sqlite',
+            workload,
+            variant: null,
+            round: null,
+            sync: rowSync,
+            syncSetting: null
+          }, traffic)
         if (exhausted()) throw new Error(`the minimal ${name} workload ran out of seeded plants`)
       } finally {
         await child.stop()
@@ -641,7 +715,8 @@ async function main (): Promise<void> {
    * A workload on PostgreSQL: --rounds rounds of the idiomatic peer, the minimal service and
    * plant-store (with its variants, as --pairs would run them), interleaved, each on a fresh schema.
    */
-  const runPostgresRounds = async (workload: WorkloadName, sync: Sync, store: StoreChoice, variants: readonly Variant[]): Promise<void> => {
+  const runPostgresRounds = async (workload: WorkloadName, sync: Sync, store: StoreChoice,
+    variants: readonly Variant[]): Promise<void> => {
     const rowSync = workload === 'read' ? null : sync
     const rounds = Math.max(options.rounds, variants.length === 0 ? 1 : options.pairs)
     for (let round = 1; round <= rounds; round++) {
@@ -653,7 +728,16 @@ async function main (): Promise<void> {
         const child = await reference(server, store.url as string, name, plants)
         try {
           const { traffic, exhausted } = workloadTraffic(workload, oneTo(plants), budget)
-          await measure(child, { server, store: 'postgres', workload, variant: null, round: numbered, sync: rowSync, syncSetting: store.setting ?? null }, traffic)
+          await measure(child,
+            {
+              server,
+              store: 'postgres',
+              workload,
+              variant: null,
+              round: numbered,
+              sync: rowSync,
+              syncSetting: store.setting ?? null
+            }, traffic)
           if (exhausted()) throw new Error(`the ${name} workload ran out of seeded plants`)
         } finally {
           await child.stop()
@@ -662,7 +746,9 @@ async function main (): Promise<void> {
       if (options.baseline !== undefined) await runPlantStore(workload, sync, store, null, numbered, false, 'baseline')
       await runPlantStore(workload, sync, store, null, numbered, false)
       for (const variant of variants) {
-        if (options.baseline !== undefined) await runPlantStore(workload, sync, store, variant, numbered, round === rounds, 'baseline')
+        if (options.baseline !== undefined) {
+          await runPlantStore(workload, sync, store, variant, numbered, round === rounds, 'baseline')
+        }
         await runPlantStore(workload, sync, store, variant, numbered, round === rounds)
       }
     }
@@ -679,11 +765,13 @@ async function main (): Promise<void> {
     const counter = await RoundTripCounter.start(target.hostname, Number(target.port === '' ? 5432 : target.port))
     const workloads = (['read', 'create', 'delete'] as const).filter((workload) => options.only.has(workload))
     try {
-      for (const server of ['peer', 'minimal', ...(options.baseline === undefined ? [] : ['baseline' as const]), 'plant-store'] as const) {
+      for (const server of ['peer', 'minimal', ...(options.baseline === undefined ? [] : ['baseline' as const]),
+        'plant-store'] as const) {
         const plants = 2 * ROUND_TRIP_REQUESTS
         const name = `round-trips-${server}`
         const { child, ids } = server === 'plant-store' || server === 'baseline'
-          ? await service(store, name, 'full', plants, null, undefined, counter, server === 'baseline' ? options.baseline : undefined)
+          ? await service(store, name, 'full', plants, null, undefined, counter,
+            server === 'baseline' ? options.baseline : undefined)
           : { child: await reference(server, store.url as string, `${name}-pg`, plants, counter), ids: oneTo(plants) }
         try {
           const token = server === 'minimal' ? undefined : TOKEN
@@ -696,17 +784,25 @@ async function main (): Promise<void> {
             const paths = workload === 'delete' ? ids.slice(ROUND_TRIP_REQUESTS) : ids
             const before = counter.snapshot()
             for (let i = 0; i < ROUND_TRIP_REQUESTS; i++) {
-              const response = await fetch(`${child.url}${workload === 'create' ? '/plants' : `/plants/${paths[i] ?? 0}`}`, {
-                method: workload === 'read' ? 'GET' : workload === 'create' ? 'POST' : 'DELETE',
-                headers: { ...(token !== undefined && { authorization: `Bearer ${token}` }), ...(workload === 'create' && { 'content-type': 'application/json' }) },
-                ...(workload === 'create' && { body: CREATE_BODY })
-              })
+              const response =
+                await fetch(`${child.url}${workload === 'create' ? '/plants' : `/plants/${paths[i] ?? 0}`}`, {
+                  method: workload === 'read' ? 'GET' : workload === 'create' ? 'POST' : 'DELETE',
+                  headers: {
+                    ...(token !== undefined && { authorization: `Bearer ${token}` }),
+                    ...(workload === 'create' && { 'content-type': 'application/json' })
+                  },
+                  ...(workload === 'create' && { body: CREATE_BODY })
+                })
               await response.arrayBuffer()
-              if (response.status < 200 || response.status > 299) throw new Error(`${name} ${workload}: ${response.status}`)
+              if (response.status < 200 || response.status > 299) {
+                throw new Error(`${name} ${workload}: ${response.status}`)
+              }
             }
             const exchanged = RoundTripCounter.exchanged(background, before, counter.snapshot())
             for (const row of rows) {
-              if (row.server === server && row.store === 'postgres' && row.workload === workload) row.roundTrips = exchanged / ROUND_TRIP_REQUESTS
+              if (row.server === server && row.store === 'postgres' && row.workload === workload) {
+                row.roundTrips = exchanged / ROUND_TRIP_REQUESTS
+              }
             }
           }
         } finally {
@@ -723,25 +819,36 @@ async function main (): Promise<void> {
    * `round` of --pairs (null: the only one). `lastRound`: a webhook variant's delivery latency and
    * catch-up are measured (once, in the last round: each waits up to a minute).
    */
-  const runPlantStore = async (workload: WorkloadName, sync: Sync, store: StoreChoice, variant: Variant | null, round: number | null, lastRound: boolean,
+  const runPlantStore = async (workload: WorkloadName, sync: Sync, store: StoreChoice, variant: Variant | null,
+    round: number | null, lastRound: boolean,
     server: 'plant-store' | 'baseline' = 'plant-store'): Promise<void> => {
     const rowSync = workload === 'read' || workload === 'list' ? null : sync
-    const storeName = `${workload}-${sync}${store.kind === 'postgres' ? '-pg' : ''}${server === 'baseline' ? '-baseline' : ''}` +
+    const storeName =
+      `${workload}-${sync}${store.kind === 'postgres' ? '-pg' : ''}${server === 'baseline' ? '-baseline' : ''}` +
       `${variant === null ? '' : `-${variant}`}${round === null ? '' : `-${round}`}`
     const budget = deleteBudget(server, store.kind, sync)
     const plants = workload === 'delete' ? budget.seed : SEEDED_PLANTS
-    const receiver = variant === 'webhook' ? await Child.start(RECEIVER, process.env, join(work, `${storeName}-receiver.log`), []) : undefined
+    const receiver = variant === 'webhook'
+      ? await Child.start(RECEIVER, process.env,
+        join(work, `${storeName}-receiver.log`), [])
+      : undefined
     try {
-      const { child, ids } = await service(store, storeName, sync, plants, variant, receiver === undefined ? undefined : `${receiver.url}/hooks`,
+      const { child, ids } = await service(store, storeName, sync, plants, variant,
+        receiver === undefined ? undefined : `${receiver.url}/hooks`,
         undefined, server === 'baseline' ? options.baseline : undefined)
       try {
         const { traffic, exhausted } = workloadTraffic(workload, ids, budget)
         const latency = receiver === undefined || !lastRound ? undefined : await deliveryLatency(child, receiver)
-        const row = await measure(child, { server, store: store.kind, workload, variant, round, sync: rowSync, syncSetting: store.setting ?? null }, traffic)
+        const row = await measure(child,
+          { server, store: store.kind, workload, variant, round, sync: rowSync, syncSetting: store.setting ?? null },
+          traffic)
         if (exhausted()) throw new Error(`the ${storeName} workload ran out of seeded plants`)
         // Every 201 of the latency probe, the warm-up and the measurement wrote one event.
         if (receiver !== undefined && latency !== undefined) {
-          row.deliveries = { ...await catchUp(receiver, LATENCY_CREATES + row.successes + row.warmupSuccesses), latency }
+          row.deliveries = {
+            ...await catchUp(receiver, LATENCY_CREATES + row.successes + row.warmupSuccesses),
+            latency
+          }
         }
       } finally {
         await child.stop()
@@ -767,12 +874,16 @@ async function main (): Promise<void> {
     }
     for (let i = 0; i < LATENCY_CREATES; i++) {
       const response = await fetch(`${child.url}/plants`, {
-        method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: CREATE_BODY
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: CREATE_BODY
       })
       const answered = performance.timeOrigin + performance.now()
       const text = await response.text()
       const id = /"id":(\d+)/.exec(text)?.[1]
-      if (response.status !== 201 || id === undefined) throw new Error(`the latency probe's create ${i + 1} answered ${response.status}: ${text}`)
+      if (response.status !== 201 || id === undefined) {
+        throw new Error(`the latency probe's create ${i + 1} answered ${response.status}: ${text}`)
+      }
       for (;;) {
         const arrival = await fetch(`${receiver.url}/arrival?plant=${id}`)
         if (arrival.status === 200) {
@@ -780,7 +891,9 @@ async function main (): Promise<void> {
           break
         }
         await arrival.arrayBuffer()
-        if (performance.timeOrigin + performance.now() - answered > 10_000) throw new Error(`plant ${id}'s event did not arrive within 10 s`)
+        if (performance.timeOrigin + performance.now() - answered > 10_000) {
+          throw new Error(`plant ${id}'s event did not arrive within 10 s`)
+        }
         await sleep(1)
       }
       await sleep(20)
@@ -789,8 +902,12 @@ async function main (): Promise<void> {
     return { creates: LATENCY_CREATES, p50Ms: percentile(sorted, 0.5), p99Ms: percentile(sorted, 0.99) }
   }
 
-  /** Waits (up to 60 s) until the receiver has had `created` distinct events; what it had, and how long that took after the run. */
-  const catchUp = async (receiver: Child, created: number): Promise<Omit<NonNullable<Row['deliveries']>, 'latency'>> => {
+  /**
+   * Waits (up to 60 s) until the receiver has had `created` distinct events; what it had, and how long that took after
+   * the run.
+   */
+  const catchUp = async (receiver: Child,
+    created: number): Promise<Omit<NonNullable<Row['deliveries']>, 'latency'>> => {
     const started = performance.now()
     let count = { received: 0, distinct: 0, connections: 0 }
     let byRunEnd: number | undefined
@@ -805,13 +922,22 @@ async function main (): Promise<void> {
     }
     const drainS = (polled - started) / 1000
     const drainPerS = drainS > 0.5 ? (count.distinct - (byRunEnd ?? 0)) / drainS : null
-    return { created, delivered: count.received, distinct: count.distinct, connections: count.connections, byRunEnd: byRunEnd ?? 0, catchUpS: (performance.now() - started) / 1000, drainPerS }
+    return {
+      created,
+      delivered: count.received,
+      distinct: count.distinct,
+      connections: count.connections,
+      byRunEnd: byRunEnd ?? 0,
+      catchUpS: (performance.now() - started) / 1000,
+      drainPerS
+    }
   }
 
   try {
     const pool = process.env.PG_POOL_MAX ?? '10'
     process.stderr.write(`plant-store bench: ${options.duration}s per workload after ${options.warmup}s warm-up, ` +
-      `${options.connections} connections, LOG_LEVEL=${options.logLevel}, limits ${options.limits ? 'on' : 'off'}, stores: ${options.stores.map((store) =>
+      `${options.connections} connections, LOG_LEVEL=${options.logLevel}, limits ${options.limits ? 'on' : 'off'}, ` +
+      `stores: ${options.stores.map((store) =>
         store.kind === 'postgres' ? `postgres (${store.setting ?? ''}, PG_POOL_MAX=${pool})` : 'sqlite').join(', ')}\n`)
     if (options.cpuProf) mkdirSync(profiles, { recursive: true })
     fsyncMs.push(fsyncLatencyMs(work))
@@ -846,7 +972,8 @@ async function main (): Promise<void> {
   // Speed is never a failure; a broken run is (no traffic, errors, or answers other than 2xx).
   const broken = rows.filter((row) => row.requests === 0 || row.errors > 0 || row.non2xx > 0)
   if (broken.length > 0) {
-    throw new Error(`invalid run: ${broken.map((row) => `${row.workload}${row.sync === null ? '' : ` (${row.sync})`} ${label(row)}`).join(', ')} had no traffic, errors or non-2xx answers`)
+    const runs = broken.map((row) => `${row.workload}${row.sync === null ? '' : ` (${row.sync})`} ${label(row)}`)
+    throw new Error(`invalid run: ${runs.join(', ')} had no traffic, errors or non-2xx answers`)
   }
 }
 
@@ -858,16 +985,22 @@ function compare (rows: Row[]): void {
     row.ratioToCeiling = row.requestsPerSecond / ceiling
     const same = (other: Row): boolean => other.workload === row.workload && other.sync === row.sync
     // PostgreSQL rows: the references of the same round (--rounds).
-    const reference = (server: Server): Row | undefined => rows.find((other) => other.server === server && other.store === row.store && same(other) &&
+    const reference = (server: Server): Row | undefined => rows.find((other) => other.server === server &&
+      other.store === row.store && same(other) &&
       (row.store !== 'postgres' || other.round === row.round))
     const minimal = reference('minimal')
     const peer = row.store === 'postgres' ? reference('peer') : undefined
     if (row.variant !== null) {
       // The run without the variant of the same round (--pairs): measured just before it.
-      const plain = rows.find((other) => other.server === row.server && other.store === row.store && other.variant === null && other.round === row.round && same(other))
+      const plain = rows.find(
+        (other) => other.server === row.server && other.store === row.store && other.variant === null &&
+          other.round === row.round && same(other))
       if (plain !== undefined) {
         row.ratioToPlain = row.requestsPerSecond / plain.requestsPerSecond
-        row.cpuToPlain = row.cpuUsPerRequest === null || plain.cpuUsPerRequest === null ? null : row.cpuUsPerRequest / plain.cpuUsPerRequest
+        row.cpuToPlain = row.cpuUsPerRequest === null ||
+          plain.cpuUsPerRequest === null
+          ? null
+          : row.cpuUsPerRequest / plain.cpuUsPerRequest
       }
       continue
     }
@@ -884,7 +1017,8 @@ function compare (rows: Row[]): void {
       const theirs = total(peer)
       row.cpuToPeer = mine === null || theirs === null || theirs === 0 ? null : mine / theirs
     }
-    const sqlites = rows.filter((other) => other.server === 'plant-store' && other.store === 'sqlite' && other.variant === null && same(other))
+    const sqlites = rows.filter(
+      (other) => other.server === 'plant-store' && other.store === 'sqlite' && other.variant === null && same(other))
     // The same round, or SQLite's only one (--rounds numbers PostgreSQL's alone).
     const sqlite = sqlites.find((other) => other.round === row.round) ?? sqlites.find((other) => other.round === null)
     if (row.server === 'plant-store' && row.store === 'postgres' && sqlite !== undefined) {
@@ -898,7 +1032,9 @@ function checkTargets (rows: Row[], options: Options): TargetCheck[] {
   const checks: TargetCheck[] = []
   /** plant-store's rows of one workload: one, or with --pairs one per round. */
   const ofRows = (store: StoreKind, workload: WorkloadName, sync: Sync | null, variant: Variant | null = null): Row[] =>
-    rows.filter((row) => row.server === 'plant-store' && row.store === store && row.workload === workload && row.sync === sync && row.variant === variant)
+    rows.filter(
+      (row) => row.server === 'plant-store' && row.store === store && row.workload === workload && row.sync === sync &&
+        row.variant === variant)
   /** A ratio of those rows: with --pairs, the median of the rounds'. */
   const ratio = (of: Row[], pick: (row: Row) => number | null): number | null => {
     const values = of.map(pick).filter((value): value is number => value !== null)
@@ -918,18 +1054,25 @@ function checkTargets (rows: Row[], options: Options): TargetCheck[] {
   atLeast('list ≥ 0.30 × ceiling', ratio(list, (row) => row.ratioToCeiling), 0.30)
   atLeast('list ≥ 0.85 × minimal', ratio(list, (row) => row.ratioToMinimal), 0.85)
   for (const workload of ['create', 'delete'] as const) {
-    atLeast(`${workload} (normal) ≥ 1.2 × minimal`, ratio(ofRows('sqlite', workload, 'normal'), (row) => row.ratioToMinimal), 1.2)
-    atLeast(`${workload} (full) ≥ 4 × minimal`, ratio(ofRows('sqlite', workload, 'full'), (row) => row.ratioToMinimal), 4)
+    atLeast(`${workload} (normal) ≥ 1.2 × minimal`,
+      ratio(ofRows('sqlite', workload, 'normal'), (row) => row.ratioToMinimal), 1.2)
+    atLeast(`${workload} (full) ≥ 4 × minimal`, ratio(ofRows('sqlite', workload, 'full'), (row) => row.ratioToMinimal),
+      4)
   }
   atLeast('PostgreSQL read ≥ 0.4 × SQLite', ratio(ofRows('postgres', 'read', null), (row) => row.ratioToSqlite), 0.4)
-  const pgCreate = rows.find((row) => row.server === 'plant-store' && row.store === 'postgres' && row.workload === 'create')
-  atLeast(`PostgreSQL create ≥ 0.3 × SQLite (${pgCreate?.sync ?? ''})`, ratio(ofRows('postgres', 'create', pgCreate?.sync ?? null), (row) => row.ratioToSqlite), 0.3)
+  const pgCreate = rows.find(
+    (row) => row.server === 'plant-store' && row.store === 'postgres' && row.workload === 'create')
+  atLeast(`PostgreSQL create ≥ 0.3 × SQLite (${pgCreate?.sync ?? ''})`,
+    ratio(ofRows('postgres', 'create', pgCreate?.sync ?? null), (row) => row.ratioToSqlite), 0.3)
   // Issue 13: what metrics cost; issue 12: what one subscription receiving every event costs.
   const paired = options.pairs === 1 ? '' : `, median of ${options.pairs} pairs`
-  atLeast(`read with metrics ≥ 0.95 × without (issue 13${paired})`, ratio(ofRows('sqlite', 'read', null, 'metrics'), (row) => row.ratioToPlain), 0.95)
+  atLeast(`read with metrics ≥ 0.95 × without (issue 13${paired})`,
+    ratio(ofRows('sqlite', 'read', null, 'metrics'), (row) => row.ratioToPlain), 0.95)
   for (const sync of ['normal', 'full'] as const) {
-    atLeast(`create (${sync}) with metrics ≥ 0.95 × without (issue 13${paired})`, ratio(ofRows('sqlite', 'create', sync, 'metrics'), (row) => row.ratioToPlain), 0.95)
-    atLeast(`create (${sync}) with a webhook ≥ 0.8 × without (issue 12${paired})`, ratio(ofRows('sqlite', 'create', sync, 'webhook'), (row) => row.ratioToPlain), 0.8)
+    atLeast(`create (${sync}) with metrics ≥ 0.95 × without (issue 13${paired})`,
+      ratio(ofRows('sqlite', 'create', sync, 'metrics'), (row) => row.ratioToPlain), 0.95)
+    atLeast(`create (${sync}) with a webhook ≥ 0.8 × without (issue 12${paired})`,
+      ratio(ofRows('sqlite', 'create', sync, 'webhook'), (row) => row.ratioToPlain), 0.8)
   }
   // Issue 53: PostgreSQL against the idiomatic peer, medians of the interleaved rounds.
   const rounds = options.rounds === 1 ? '' : `, median of ${options.rounds} rounds`
@@ -937,14 +1080,18 @@ function checkTargets (rows: Row[], options: Options): TargetCheck[] {
   atLeast(`PostgreSQL read ≥ 1.0 × peer (issue 53${rounds})`, ratio(pgRead, (row) => row.ratioToPeer), 1)
   atMost(`PostgreSQL read p99 ≤ 1.0 × peer's (issue 53${rounds})`, ratio(pgRead, (row) => row.p99ToPeer), 1)
   for (const workload of ['create', 'delete'] as const) {
-    const written = rows.find((row) => row.server === 'plant-store' && row.store === 'postgres' && row.workload === workload)
+    const written = rows.find(
+      (row) => row.server === 'plant-store' && row.store === 'postgres' && row.workload === workload)
     const of = ofRows('postgres', workload, written?.sync ?? null)
     atLeast(`PostgreSQL ${workload} ≥ 1.0 × peer (issue 53${rounds})`, ratio(of, (row) => row.ratioToPeer), 1)
-    atMost(`PostgreSQL ${workload} CPU ≤ 1.5 × peer's, node + backends (issue 53${rounds})`, ratio(of, (row) => row.cpuToPeer), 1.5)
+    atMost(`PostgreSQL ${workload} CPU ≤ 1.5 × peer's, node + backends (issue 53${rounds})`,
+      ratio(of, (row) => row.cpuToPeer), 1.5)
   }
   const pgWebhook = rows.filter((row) => row.store === 'postgres' && row.variant === 'webhook')
-  atLeast(`PostgreSQL create (${pgWebhook[0]?.sync ?? ''}) with a webhook ≥ 0.8 × without (issue 12${paired})`, ratio(pgWebhook, (row) => row.ratioToPlain), 0.8)
-  const rss = rows.filter((row) => row.server === 'plant-store' && row.peakRssMb !== null).map((row) => row.peakRssMb as number)
+  atLeast(`PostgreSQL create (${pgWebhook[0]?.sync ?? ''}) with a webhook ≥ 0.8 × without (issue 12${paired})`,
+    ratio(pgWebhook, (row) => row.ratioToPlain), 0.8)
+  const rss = rows.filter((row) => row.server === 'plant-store' && row.peakRssMb !== null).map(
+    (row) => row.peakRssMb as number)
   if (rss.length > 0) atMost('peak RSS ≤ 120 MB (every plant-store workload)', Math.max(...rss), 120)
   return checks
 }
@@ -953,18 +1100,23 @@ const fixed = (value: number | null, digits: number): string => (value === null 
 
 /** A Markdown table, columns padded to their widest cell. */
 function table (header: string[], lines: string[][]): string {
-  const widths = header.map((title, column) => Math.max(title.length, ...lines.map((line) => (line[column] ?? '').length)))
-  const format = (cells: string[]): string => `| ${cells.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join(' | ')} |`
-  return [format(header), `|${widths.map((width) => '-'.repeat(width + 2)).join('|')}|`, ...lines.map(format)].join('\n')
+  const widths = header.map(
+    (title, column) => Math.max(title.length, ...lines.map((line) => (line[column] ?? '').length)))
+  const format = (cells: string[]): string =>
+    `| ${cells.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join(' | ')} |`
+  return [format(header), `|${widths.map((width) => '-'.repeat(width + 2)).join('|')}|`, ...lines.map(format)].join(
+    '\n')
 }
 
 function report (rows: Row[], targets: TargetCheck[], options: Options, fsyncMs: number[]): void {
   const withPostgres = rows.some((row) => row.store === 'postgres')
   const withVariants = rows.some((row) => row.variant !== null)
-  const header = ['workload', 'sync', 'server', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'peak RSS MB', 'CPU µs/req',
+  const header = ['workload', 'sync', 'server', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'peak RSS MB',
+    'CPU µs/req',
     ...(withPostgres ? ['PG CPU µs/req', 'round trips'] : []),
     '× ceiling', '× minimal', 'p99 × minimal',
-    ...(withPostgres ? ['× SQLite', '× peer', 'p99 × peer', 'CPU × peer'] : []), ...(withVariants ? ['× without', 'CPU × without'] : [])]
+    ...(withPostgres ? ['× SQLite', '× peer', 'p99 × peer', 'CPU × peer'] : []),
+    ...(withVariants ? ['× without', 'CPU × without'] : [])]
   const lines = rows.map((row) => [
     row.workload,
     row.sync ?? '',
@@ -980,14 +1132,23 @@ function report (rows: Row[], targets: TargetCheck[], options: Options, fsyncMs:
     fixed(row.ratioToCeiling, 2),
     fixed(row.ratioToMinimal, 2),
     fixed(row.p99ToMinimal, 2),
-    ...(withPostgres ? [fixed(row.ratioToSqlite, 2), fixed(row.ratioToPeer, 2), fixed(row.p99ToPeer, 2), fixed(row.cpuToPeer, 2)] : []),
+    ...(withPostgres
+      ? [fixed(row.ratioToSqlite, 2), fixed(row.ratioToPeer, 2), fixed(row.p99ToPeer, 2),
+          fixed(row.cpuToPeer, 2)]
+      : []),
     ...(withVariants ? [fixed(row.ratioToPlain, 2), fixed(row.cpuToPlain, 2)] : [])
   ])
   const deliveries = rows.filter((row) => row.deliveries !== null).map((row) => {
-    const { created, delivered, distinct, connections, byRunEnd, catchUpS, drainPerS, latency } = row.deliveries as NonNullable<Row['deliveries']>
-    return `webhook delivery latency, create (${row.sync ?? ''}) ${label(row)}, idle, ${latency.creates} creates one at a time: ` +
+    const {
+      created, delivered, distinct, connections, byRunEnd, catchUpS, drainPerS,
+      latency
+    } = row.deliveries as NonNullable<Row['deliveries']>
+    return `webhook delivery latency, create (${row.sync ?? ''}) ${label(row)}, idle, ${latency.creates} ` +
+      'creates one at a time: ' +
       `p50 ${latency.p50Ms.toFixed(2)} ms, p99 ${latency.p99Ms.toFixed(2)} ms from the 201 to the receiver\n` +
-      `webhook deliveries, create (${row.sync ?? ''}) ${label(row)}: ${distinct} distinct events in ${delivered} deliveries ` +
+      'webhook ' +
+        `deliveries, create (${row.sync ?? ''}) ${label(row)}: ${distinct} distinct events in ${delivered} ` +
+          'deliveries ' +
       `on ${connections} connections ` +
       `(${created} 201s counted, up to ${2 * options.connections} more in flight at the ends of warm-up and run); ` +
       `${byRunEnd} delivered while the load ran, the last ${catchUpS.toFixed(1)} s after it ended; ` +
@@ -1003,21 +1164,25 @@ function report (rows: Row[], targets: TargetCheck[], options: Options, fsyncMs:
   const pairLines = [...groups].map(([key, group]) => {
     const ratios = group.map((row) => row.ratioToPlain).filter((ratio): ratio is number => ratio !== null)
     const cpu = group.map((row) => row.cpuToPlain).filter((ratio): ratio is number => ratio !== null)
-    return `pairs, ${key}: × without ${ratios.map((ratio) => ratio.toFixed(2)).join(', ')} (median ${median(ratios).toFixed(2)}); ` +
+    return `pairs, ${key}: × without ${ratios.map((ratio) => ratio.toFixed(2)).join(', ')} ` +
+      `(median ${median(ratios).toFixed(2)}); ` +
       `CPU × without ${cpu.map((ratio) => ratio.toFixed(2)).join(', ')} (median ${median(cpu).toFixed(2)})\n`
   }).join('')
   const targetTable = table(['target', 'this run', ''],
     targets.map((check) => [check.target, check.value.toFixed(2), check.holds ? 'holds' : '**missed**']))
 
   const cpu = cpus()
-  const machine = `${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GB RAM, Node.js ${process.version}, ${process.platform}`
+  const machine = `${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GB ` +
+    `RAM, Node.js ${process.version}, ${process.platform}`
   const date = new Date().toISOString()
   const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`
   const fsync = `fdatasync of a 4 KiB append: ${fsyncMs.map((ms) => `${ms.toFixed(2)} ms`).join(' (start), ')} (end)`
   const postgres = options.stores.filter((store) => store.kind === 'postgres')
     .map((store) => `PostgreSQL: ${store.setting ?? ''}, PG_POOL_MAX=${process.env.PG_POOL_MAX ?? '10'}\n`).join('')
-  process.stdout.write(`\n${date}  ${machine}\n${redactPassword(command)}  (LOG_LEVEL=${options.logLevel}, limits ${options.limits ? 'on' : 'off'})\n${fsync}\n${postgres}\n` +
-    `${table(header, lines)}\n\n${deliveries}${pairLines}${deliveries === '' && pairLines === '' ? '' : '\n'}${targetTable}\n`)
+  process.stdout.write(`\n${date}  ${machine}\n${redactPassword(command)}  (LOG_LEVEL=${options.logLevel}, ` +
+    `limits ${options.limits ? 'on' : 'off'})\n${fsync}\n${postgres}\n` +
+    `${table(header, lines)}\n\n${deliveries}${pairLines}` +
+    `${deliveries === '' && pairLines === '' ? '' : '\n'}${targetTable}\n`)
 
   mkdirSync(RESULTS, { recursive: true })
   const file = join(RESULTS, `bench-${date.replace(/[:.]/g, '-')}${options.quick ? '-quick' : ''}.json`)
@@ -1025,9 +1190,11 @@ function report (rows: Row[], targets: TargetCheck[], options: Options, fsyncMs:
     ...options,
     only: [...options.only],
     // The server URL, without a password it may carry.
-    stores: options.stores.map(({ url, ...store }) => ({ ...store, ...(url !== undefined && { url: redactPassword(url) }) }))
+    stores: options.stores.map(
+      ({ url, ...store }) => ({ ...store, ...(url !== undefined && { url: redactPassword(url) }) }))
   }
-  writeFileSync(file, `${JSON.stringify({ date, machine, command: redactPassword(command), fsyncMs, options: recorded, results: rows, targets }, null, 2)}\n`)
+  const record = { date, machine, command: redactPassword(command), fsyncMs, options: recorded, results: rows, targets }
+  writeFileSync(file, `${JSON.stringify(record, null, 2)}\n`)
   process.stdout.write(`\nwritten to ${file}\n`)
 }
 

@@ -12,7 +12,8 @@ import Fastify from 'fastify'
 import { SECURITY_HEADERS } from '../plugins/external/helmet.js'
 import { cpuSeconds, median } from './measure.js'
 
-const BODY = '{"id":1,"name":"Plant 1","createdAt":"2026-11-23T20:54:51.006Z","updatedAt":"2026-11-23T20:54:51.006Z","tag":"indoor"}'
+const BODY = '{"id":1,"name":"Plant ' +
+  '1","createdAt":"2026-11-23T20:54:51.006Z","updatedAt":"2026-11-23T20:54:51.006Z","tag":"indoor"}'
 
 /**
  * The headers of `GET /plants/1` on plant-store that a bare route does not send: helmet's (the
@@ -31,7 +32,8 @@ const EXTRA = Object.keys(READ_HEADERS).length
 if (process.argv[2] === 'serve') {
   const headers = process.argv[3] === 'with' ? READ_HEADERS : {}
   const app = Fastify({ logger: false })
-  app.get('/plants/1', (_request, reply) => { void reply.headers(headers).type('application/json; charset=utf-8').send(BODY) })
+  app.get('/plants/1',
+    (_request, reply) => { void reply.headers(headers).type('application/json; charset=utf-8').send(BODY) })
   const address = await app.listen({ port: 0, host: '127.0.0.1' })
   process.send?.(address)
 } else {
@@ -39,7 +41,8 @@ if (process.argv[2] === 'serve') {
   const measure = async (variant: 'without' | 'with'): Promise<{ rps: number, cpuUs: number }> => {
     const child = fork(fileURLToPath(import.meta.url), ['serve', variant])
     try {
-      const url = await new Promise<string>((resolve) => child.once('message', (message) => { resolve(String(message)) }))
+      const url = await new Promise<string>(
+        (resolve) => child.once('message', (message) => { resolve(String(message)) }))
       await autocannon({ url: `${url}/plants/1`, connections: 32, duration: 2 })
       const before = cpuSeconds(child.pid as number) ?? Number.NaN
       const result = await autocannon({ url: `${url}/plants/1`, connections: 32, duration: 5 })
@@ -49,12 +52,17 @@ if (process.argv[2] === 'serve') {
       child.kill()
     }
   }
-  const seen = { without: [] as Array<{ rps: number, cpuUs: number }>, with: [] as Array<{ rps: number, cpuUs: number }> }
+  const seen = {
+    without: [] as Array<{ rps: number, cpuUs: number }>,
+    with: [] as Array<{ rps: number, cpuUs: number }>
+  }
   for (let round = 1; round <= rounds; round++) {
     for (const variant of ['without', 'with'] as const) {
       const figures = await measure(variant)
       seen[variant].push(figures)
-      process.stdout.write(`round ${round}, ${variant} the ${EXTRA} headers: ${Math.round(figures.rps)} req/s, ${figures.cpuUs.toFixed(1)} µs CPU/req\n`)
+      process.stdout.write(
+        `round ${round}, ${variant} the ${EXTRA} headers: ${Math.round(figures.rps)} ` +
+          `req/s, ${figures.cpuUs.toFixed(1)} µs CPU/req\n`)
     }
   }
   for (const variant of ['without', 'with'] as const) {

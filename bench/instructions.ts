@@ -44,12 +44,15 @@ interface Count {
   total: number
   compile: number
   gc: number
-  /** Full collections inside the counted window: a run whose window held one is not comparable with one that did not. */
+  /**
+   * Full collections inside the counted window: a run whose window held one is not comparable with one that did not.
+   */
   fullCollections: number
 }
 
 /** Sends `count` GETs over `agent`'s keep-alive connections; any answer but 200 stops the run. */
-async function drive (agent: Agent, url: string, paths: readonly string[], count: number, connections: number): Promise<void> {
+async function drive (agent: Agent, url: string, paths: readonly string[], count: number,
+  connections: number): Promise<void> {
   let sent = 0
   const one = async (path: string): Promise<void> => {
     await new Promise<void>((resolve, reject) => {
@@ -57,7 +60,13 @@ async function drive (agent: Agent, url: string, paths: readonly string[], count
         let body = ''
         res.setEncoding('utf8')
         res.on('data', (chunk: string) => { body += chunk })
-        res.on('end', () => { res.statusCode === 200 ? resolve() : reject(new Error(`GET ${path}: ${res.statusCode ?? '?'} ${body}`)) })
+        res.on('end',
+          () => {
+            res.statusCode === 200
+              ? resolve()
+              : reject(
+                new Error(`GET ${path}: ${res.statusCode ?? '?'} ${body}`))
+          })
       })
       req.on('error', reject)
       req.end()
@@ -68,7 +77,8 @@ async function drive (agent: Agent, url: string, paths: readonly string[], count
   }))
 }
 
-async function measure (server: Server, workload: Workload, options: { warmup: number, requests: number, connections: number, set: Record<string, string> }): Promise<Count> {
+async function measure (server: Server, workload: Workload,
+  options: { warmup: number, requests: number, connections: number, set: Record<string, string> }): Promise<Count> {
   const work = mkdtempSync(join(tmpdir(), 'plant-store-instructions-'))
   let child: ChildProcess | undefined
   // One set of connections for the warm-up and the count: opening them is not what is counted.
@@ -98,15 +108,22 @@ async function measure (server: Server, workload: Workload, options: { warmup: n
       }
     } else {
       ids = Array.from({ length: SEEDED_PLANTS }, (_, i) => i + 1)
-      env = { ...process.env, ...SERVER_ENV, MINIMAL_DATABASE: join(work, 'minimal.db'), MINIMAL_SEED: String(SEEDED_PLANTS) }
+      env = {
+        ...process.env,
+        ...SERVER_ENV,
+        MINIMAL_DATABASE: join(work, 'minimal.db'),
+        MINIMAL_SEED: String(SEEDED_PLANTS)
+      }
     }
     const paths = workload === 'read'
       ? ids.map((id) => `/plants/${id}`)
       : ids.slice(ids.length / 2, -20).map((id) => `/plants?limit=20&after=${id}`)
 
     const out = join(work, 'callgrind.out')
-    const started = await startListening('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}`, '--dump-instr=no', '--dump-line=no',
-      process.execPath, ...DETERMINISTIC_V8, ...SERVER_NODE_FLAGS, server === 'plant-store' ? SERVER_JS : MINIMAL], env, join(work, 'server.log'), 300_000)
+    const started = await startListening('valgrind',
+      ['--tool=callgrind', `--callgrind-out-file=${out}`, '--dump-instr=no', '--dump-line=no', process.execPath,
+        ...DETERMINISTIC_V8, ...SERVER_NODE_FLAGS, server === 'plant-store' ? SERVER_JS : MINIMAL], env,
+      join(work, 'server.log'), 300_000)
     child = started.child
     const { url } = started
     const pid = String(child.pid)
@@ -120,12 +137,21 @@ async function measure (server: Server, workload: Workload, options: { warmup: n
     const dump = join(work, dumps.at(-1) ?? 'callgrind.out')
     const dumped = readFileSync(dump, 'utf8')
     const total = Number(/^summary:\s+(\d+)/m.exec(dumped)?.[1] ?? Number.NaN)
-    const listing = execFileSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', dump], { maxBuffer: 1 << 28 }).toString()
+    const listing = execFileSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', dump],
+      { maxBuffer: 1 << 28 }).toString()
     const compile = inclusive(listing, /Runtime_CompileOptimized\(/) + inclusive(listing, /Runtime_CompileLazy\(/)
     const gc = inclusive(listing, /Heap::CollectGarbage\(/)
     const perRequest = (instructions: number): number => instructions / options.requests
     const fullCollections = calls(dumped, 'v8::internal::Heap::MarkCompact()')
-    return { server, workload, steady: perRequest(total - compile), total: perRequest(total), compile: perRequest(compile), gc: perRequest(gc), fullCollections }
+    return {
+      server,
+      workload,
+      steady: perRequest(total - compile),
+      total: perRequest(total),
+      compile: perRequest(compile),
+      gc: perRequest(gc),
+      fullCollections
+    }
   } finally {
     agent.destroy()
     child?.kill('SIGKILL')
@@ -144,7 +170,11 @@ async function main (): Promise<void> {
     }
   })
   const workloads = values.only.split(',').map((name) => name.trim())
-  for (const name of workloads) if (name !== 'read' && name !== 'list') throw new Error(`--only: unknown workload "${name}" (read, list)`)
+  for (const name of workloads) {
+    if (name !== 'read' && name !== 'list') {
+      throw new Error(`--only: unknown workload "${name}" (read, list)`)
+    }
+  }
   const whole = (name: string, text: string): number => {
     const value = Number(text)
     if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a whole number above 0`)
@@ -153,11 +183,19 @@ async function main (): Promise<void> {
   const set: Record<string, string> = {}
   for (const setting of values.set) {
     const [name, ...value] = setting.split('=')
-    if (name === undefined || name === '' || value.length === 0) throw new Error(`--set ${setting}: expected NAME=VALUE`)
+    if (name === undefined || name === '' || value.length === 0) {
+      throw new Error(`--set ${setting}: expected NAME=VALUE`)
+    }
     set[name] = value.join('=')
   }
-  const options = { warmup: whole('warmup', values.warmup), requests: whole('requests', values.requests), connections: whole('connections', values.connections), set }
-  process.stderr.write(`instructions a request under callgrind: ${options.warmup} requests of warm-up, then ${options.requests} counted, ` +
+  const options = {
+    warmup: whole('warmup', values.warmup),
+    requests: whole('requests', values.requests),
+    connections: whole('connections', values.connections),
+    set
+  }
+  process.stderr.write(`instructions a request under callgrind: ${options.warmup} ` +
+    `requests of warm-up, then ${options.requests} counted, ` +
     `${options.connections} connections${values.set.length > 0 ? `, plant-store with ${values.set.join(' ')}` : ''}\n`)
 
   const k = (instructions: number): string => (instructions / 1000).toFixed(1)
@@ -169,12 +207,16 @@ async function main (): Promise<void> {
       process.stderr.write(`  ${workload} ${server}: ${k(count.steady)}k instructions a request\n`)
     }
   }
-  console.log('\n| workload | server | k instructions a request | × minimal | total (with compilation) | optimizing compilation | garbage collection | full collections |')
+  console.log(
+    '\n| workload | server | k instructions a request | × minimal | total (with compilation) | optimizing ' +
+      'compilation | garbage collection | full collections |')
   console.log('|---|---|---|---|---|---|---|---|')
   for (const row of rows) {
     const minimal = rows.find((other) => other.workload === row.workload && other.server === 'minimal')
     const ratio = row.server === 'minimal' || minimal === undefined ? '' : (row.steady / minimal.steady).toFixed(2)
-    console.log(`| ${row.workload} | ${row.server} | ${k(row.steady)} | ${ratio} | ${k(row.total)} | ${k(row.compile)} | ${k(row.gc)} | ${row.fullCollections} |`)
+    console.log(
+      `| ${row.workload} | ${row.server} | ${k(row.steady)} | ${ratio} | ${k(row.total)} | ${k(row.compile)} ` +
+        `| ${k(row.gc)} | ${row.fullCollections} |`)
   }
 }
 

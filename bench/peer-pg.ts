@@ -51,7 +51,8 @@ const plant = (row: PlantRow): { id: number, name: string, tag?: string, created
 const app = Fastify({ logger: false }).withTypeProvider<TypeBoxTypeProvider>()
 const headers = helmet()
 app.addHook('onRequest', (request, reply, done) => {
-  headers(request.raw as IncomingMessage, reply.raw as ServerResponse, (err?: unknown) => { done(err as Error | undefined) })
+  headers(request.raw as IncomingMessage, reply.raw as ServerResponse,
+    (err?: unknown) => { done(err as Error | undefined) })
 })
 await app.register(cors)
 await app.register(bearerAuth, { keys: new Set([process.env.PEER_TOKEN ?? '']) })
@@ -63,7 +64,8 @@ app.addHook('onSend', async (request, reply, payload) => {
   return payload
 })
 
-app.get('/plants/:id', { schema: { params: Params, response: { 200: Plant, 404: Problem } } }, async (request, reply) => {
+app.get('/plants/:id', { schema: { params: Params, response: { 200: Plant, 404: Problem } } }, async (request,
+  reply) => {
   const { rows: [row] } = await pool.query<PlantRow>(`SELECT * FROM ${table} WHERE id = $1`, [request.params.id])
   if (row === undefined) return await reply.code(404).send({ error: 404, message: 'not found' })
   return plant(row)
@@ -77,7 +79,8 @@ app.post('/plants', { schema: { body: NewPlant, response: { 201: Plant } } }, as
   return await reply.code(201).send(plant(row as PlantRow))
 })
 
-app.delete('/plants/:id', { schema: { params: Params, response: { 204: Type.Null(), 404: Problem } } }, async (request, reply) => {
+app.delete('/plants/:id', { schema: { params: Params, response: { 204: Type.Null(), 404: Problem } } }, async (request,
+  reply) => {
   const { rowCount } = await pool.query(`DELETE FROM ${table} WHERE id = $1`, [request.params.id])
   if (rowCount === 0) return await reply.code(404).send({ error: 404, message: 'not found' })
   return await reply.code(204).send(null)

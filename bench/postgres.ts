@@ -136,11 +136,13 @@ export class RoundTripCounter {
 
   /** The connections that exchanged anything between two snapshots (a server's background ones, when it idled). */
   static busy (from: ReadonlyMap<number, number>, to: ReadonlyMap<number, number>): Set<number> {
-    return new Set([...to].filter(([connection, count]) => count !== (from.get(connection) ?? 0)).map(([connection]) => connection))
+    return new Set(
+      [...to].filter(([connection, count]) => count !== (from.get(connection) ?? 0)).map(([connection]) => connection))
   }
 
   /** The round trips between two snapshots on every connection but `background`. */
-  static exchanged (background: ReadonlySet<number>, from: ReadonlyMap<number, number>, to: ReadonlyMap<number, number>): number {
+  static exchanged (background: ReadonlySet<number>, from: ReadonlyMap<number, number>,
+    to: ReadonlyMap<number, number>): number {
     let count = 0
     for (const [connection, after] of to) {
       if (!background.has(connection)) count += after - (from.get(connection) ?? 0)

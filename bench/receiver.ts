@@ -21,7 +21,8 @@ const arrivals = new Map<string, number>()
 const server = createServer((request, response) => {
   const url = new URL(request.url ?? '/', 'http://receiver')
   if (request.method === 'GET' && url.pathname === '/count') {
-    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ received, distinct: ids.size, connections }))
+    response.writeHead(200, { 'content-type': 'application/json' }).end(
+      JSON.stringify({ received, distinct: ids.size, connections }))
     return
   }
   if (request.method === 'GET' && url.pathname === '/arrival') {

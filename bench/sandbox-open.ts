@@ -17,18 +17,43 @@ import { loadConfig } from '../src/config/load-config.js'
 import type { TenantLease } from '../src/sandbox/tenants.js'
 import type { SandboxTenant } from '../plugins/app/sandbox-tenants.js'
 
-const { values } = parseArgs({ options: { db: { type: 'string' }, tenants: { type: 'string', default: '300' }, hold: { type: 'string', default: '500' }, open: { type: 'string', default: '50' }, seed: { type: 'string', default: 'none' } } })
+const { values } = parseArgs(
+  {
+    options: {
+      db: { type: 'string' },
+      tenants: { type: 'string', default: '300' },
+      hold: { type: 'string', default: '500' },
+      open: { type: 'string', default: '50' },
+      seed: { type: 'string', default: 'none' }
+    }
+  })
 const tenants = Number(values.tenants)
 const hold = Number(values.hold)
 const dir = mkdtempSync(join(tmpdir(), 'plant-store-sandbox-open-'))
 const schema = `plant_store_bench_${randomBytes(4).toString('hex')}`
-const databaseUrl = values.db === undefined ? join(dir, 'plants.db') : (() => { const url = new URL(values.db); url.searchParams.set('schema', schema); return url.toString() })()
+const databaseUrl = values.db === undefined
+  ? join(dir,
+    'plants.db')
+  : (() => {
+      const url = new URL(values.db); url.searchParams.set('schema',
+        schema); return url.toString()
+    })()
 const keyOf = (i: number): string => createHash('sha256').update(`bench-open-${i}`).digest('hex')
 const rssMb = (): number => process.memoryUsage().rss / 1024 / 1024
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => {})
 
 async function run (openTenants: number): Promise<void> {
-  const config = loadConfig({ DATABASE_URL: databaseUrl, SANDBOX: '1', SANDBOX_SEED: values.seed, SANDBOX_OPEN_TENANTS: String(openTenants), SANDBOX_MAX_TENANTS: '1000000', LOG_LEVEL: 'silent', MAX_EVENT_LOOP_DELAY_MS: '0', SQLITE_SYNCHRONOUS: 'normal', RATE_LIMIT_MAX: '0' })
+  const config = loadConfig({
+    DATABASE_URL: databaseUrl,
+    SANDBOX: '1',
+    SANDBOX_SEED: values.seed,
+    SANDBOX_OPEN_TENANTS: String(openTenants),
+    SANDBOX_MAX_TENANTS: '1000000',
+    LOG_LEVEL: 'silent',
+    MAX_EVENT_LOOP_DELAY_MS: '0',
+    SQLITE_SYNCHRONOUS: 'normal',
+    RATE_LIMIT_MAX: '0'
+  })
   const app = await buildApp(config)
   await app.ready()
   const registry = app.sandbox?.registry
@@ -50,7 +75,16 @@ async function run (openTenants: number): Promise<void> {
 }
 
 async function memory (): Promise<void> {
-  const config = loadConfig({ DATABASE_URL: databaseUrl, SANDBOX: '1', SANDBOX_SEED: values.seed, SANDBOX_OPEN_TENANTS: String(hold + 10), SANDBOX_MAX_TENANTS: '1000000', LOG_LEVEL: 'silent', MAX_EVENT_LOOP_DELAY_MS: '0', SQLITE_SYNCHRONOUS: 'normal' })
+  const config = loadConfig({
+    DATABASE_URL: databaseUrl,
+    SANDBOX: '1',
+    SANDBOX_SEED: values.seed,
+    SANDBOX_OPEN_TENANTS: String(hold + 10),
+    SANDBOX_MAX_TENANTS: '1000000',
+    LOG_LEVEL: 'silent',
+    MAX_EVENT_LOOP_DELAY_MS: '0',
+    SQLITE_SYNCHRONOUS: 'normal'
+  })
   const app = await buildApp(config)
   await app.ready()
   const registry = app.sandbox?.registry
@@ -69,7 +103,9 @@ async function memory (): Promise<void> {
   const ms = (performance.now() - started) / hold
   gc()
   const after = rssMb()
-  process.stdout.write(`C ${hold} stores held open: ${((after - before) * 1024 / hold).toFixed(1)} KB RSS each (${before.toFixed(0)} -> ${after.toFixed(0)} MB), ${ms.toFixed(2)} ms per open + write\n`)
+  process.stdout.write(
+    `C ${hold} stores held open: ${((after - before) * 1024 / hold).toFixed(1)} KB RSS each (${before.toFixed(0)} ` +
+      `-> ${after.toFixed(0)} MB), ${ms.toFixed(2)} ms per open + write\n`)
   for (const lease of leases) lease.release()
   await app.close()
 }
@@ -82,7 +118,8 @@ try {
   if (values.db !== undefined) {
     const client = new pg.Client({ connectionString: values.db })
     await client.connect()
-    const { rows } = await client.query<{ schema_name: string }>(`SELECT schema_name FROM ${schema}.sandbox_tenants`).catch(() => ({ rows: [] as Array<{ schema_name: string }> }))
+    const { rows } = await client.query<{ schema_name: string }>(
+      `SELECT schema_name FROM ${schema}.sandbox_tenants`).catch(() => ({ rows: [] as Array<{ schema_name: string }> }))
     for (const row of rows) await client.query(`DROP SCHEMA IF EXISTS ${row.schema_name} CASCADE`)
     await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
     await client.end()

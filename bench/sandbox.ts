@@ -5,7 +5,8 @@
  * memory, the disk its tenants take, and whether a restart with a short SANDBOX_TTL_MS deletes
  * every tenant's file or schema.
  *
- *   npm run build:test && node build/bench/sandbox.js [--tenants 10000] [--plants 10] [--concurrency 2000] [--db postgres://…] [--open N]
+ *   npm run build:test && node build/bench/sandbox.js [--tenants 10000] [--plants 10] [--concurrency 2000] \
+ *     [--db postgres://…] [--open N]
  */
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
@@ -72,8 +73,18 @@ function allocated (dir: string): { bytes: number, tenantFiles: number } {
   return { bytes, tenantFiles }
 }
 
-// SQLITE_SYNCHRONOUS=normal, as docs/operations.md advises for a sandbox: its data is disposable, an fsync per write is not.
-const SETTINGS = { API_TOKENS: undefined, LOG_LEVEL: 'error', SANDBOX: '1', SANDBOX_SEED: 'none', SQLITE_SYNCHRONOUS: 'normal', RATE_LIMIT_MAX: '0', SANDBOX_RATE_LIMIT_PER_ADDRESS: '0', ...SERVER_ENV }
+// SQLITE_SYNCHRONOUS=normal, as docs/operations.md advises for a sandbox: its data is disposable, an fsync per write is
+// not.
+const SETTINGS = {
+  API_TOKENS: undefined,
+  LOG_LEVEL: 'error',
+  SANDBOX: '1',
+  SANDBOX_SEED: 'none',
+  SQLITE_SYNCHRONOUS: 'normal',
+  RATE_LIMIT_MAX: '0',
+  SANDBOX_RATE_LIMIT_PER_ADDRESS: '0',
+  ...SERVER_ENV
+}
 
 /** Where the sandbox keeps its tenants, and how the run counts and measures them. */
 interface SandboxPlace {
@@ -96,7 +107,8 @@ function sqlitePlace (dir: string): SandboxPlace {
   }
 }
 
-const CATALOGS = ['pg_attribute', 'pg_depend', 'pg_class', 'pg_index', 'pg_constraint', 'pg_type', 'pg_attrdef', 'pg_sequence', 'pg_namespace', 'pg_trigger', 'pg_shdepend']
+const CATALOGS = ['pg_attribute', 'pg_depend', 'pg_class', 'pg_index', 'pg_constraint', 'pg_type', 'pg_attrdef',
+  'pg_sequence', 'pg_namespace', 'pg_trigger', 'pg_shdepend']
 
 async function postgresPlace (server: string): Promise<SandboxPlace> {
   const schema = `plant_store_scale_${randomBytes(6).toString('hex')}`
@@ -104,18 +116,23 @@ async function postgresPlace (server: string): Promise<SandboxPlace> {
   url.searchParams.set('schema', schema)
   const client = new pg.Client({ connectionString: server })
   await client.connect()
-  const size = async (): Promise<number> => Number((await client.query<{ n: string }>('SELECT pg_database_size(current_database()) AS n')).rows[0]?.n)
+  const size = async (): Promise<number> => Number(
+    (await client.query<{ n: string }>('SELECT pg_database_size(current_database()) AS n')).rows[0]?.n)
   const before = await size()
   // The tenants' schemas are named from the sandbox's schema and their keys: only the registry knows them.
-  const tenantSchemas = `SELECT n.nspname FROM pg_namespace n WHERE n.nspname LIKE 'sbx\\_%' AND n.nspname IN (SELECT schema_name FROM ${schema}.sandbox_tenants)`
+  const tenantSchemas = 'SELECT n.nspname FROM pg_namespace n WHERE n.nspname LIKE \'sbx\\_%\' AND n.nspname IN ' +
+    `(SELECT schema_name FROM ${schema}.sandbox_tenants)`
   let seen: string[] = []
   return {
     store: 'PostgreSQL',
     databaseUrl: url.toString(),
     count: async () => {
-      const known = (await client.query<{ nspname: string }>(tenantSchemas).catch(() => ({ rows: [] }))).rows.map((row) => row.nspname)
+      const known = (await client.query<{ nspname: string }>(tenantSchemas).catch(() => ({ rows: [] }))).rows.map(
+        (row) => row.nspname)
       if (known.length > seen.length) seen = known
-      return Number((await client.query<{ n: string }>('SELECT count(*) AS n FROM pg_namespace WHERE nspname = ANY ($1)', [seen])).rows[0]?.n)
+      return Number(
+        (await client.query<{ n: string }>('SELECT count(*) AS n FROM pg_namespace WHERE nspname = ANY ($1)',
+          [seen])).rows[0]?.n)
     },
     disk: async () => {
       const { rows: [row] } = await client.query<{ n: string | null }>(
@@ -125,7 +142,8 @@ async function postgresPlace (server: string): Promise<SandboxPlace> {
     },
     remove: async () => {
       try {
-        const names = (await client.query<{ nspname: string }>(tenantSchemas).catch(() => ({ rows: [] }))).rows.map((row) => row.nspname)
+        const names = (await client.query<{ nspname: string }>(tenantSchemas).catch(() => ({ rows: [] }))).rows.map(
+          (row) => row.nspname)
         for (const name of new Set([...seen, ...names])) await client.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`)
         await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
         // Thousands of schemas made and dropped leave the catalogs full of dead rows: every later
@@ -151,7 +169,13 @@ export async function runSandboxBench (options: SandboxBenchOptions): Promise<Sa
   try {
     const { databaseUrl } = place
     const server = await startServer(undefined, {
-      env: { ...SETTINGS, DATABASE_URL: databaseUrl, SANDBOX_MAX_TENANTS: String(options.tenants), SANDBOX_MAX_PLANTS: String(options.plantsPerTenant), ...(options.openTenants !== undefined && { SANDBOX_OPEN_TENANTS: String(options.openTenants) }) },
+      env: {
+        ...SETTINGS,
+        DATABASE_URL: databaseUrl,
+        SANDBOX_MAX_TENANTS: String(options.tenants),
+        SANDBOX_MAX_PLANTS: String(options.plantsPerTenant),
+        ...(options.openTenants !== undefined && { SANDBOX_OPEN_TENANTS: String(options.openTenants) })
+      },
       nodeArgs: SERVER_NODE_FLAGS,
       logFile: join(dir, 'server.log')
     })
@@ -164,7 +188,8 @@ export async function runSandboxBench (options: SandboxBenchOptions): Promise<Sa
     const run = randomBytes(4).toString('hex')
     /** The status, or 0 when the connection failed (the client's own limits under thousands of sockets). */
     const failedAnswers: Record<string, number> = {}
-    const post = async (headers: Record<string, string>, body: string): Promise<{ status: number, retryAfter: number, message: string }> => {
+    const post = async (headers: Record<string, string>,
+      body: string): Promise<{ status: number, retryAfter: number, message: string }> => {
       try {
         const res = await fetch(`${server.baseUrl}/plants`, { method: 'POST', headers, body })
         const text = await res.text()
@@ -217,7 +242,10 @@ export async function runSandboxBench (options: SandboxBenchOptions): Promise<Sa
     // The same store with a TTL the tenants have all outlived: the sweep deletes every one.
     await sleep(1000)
     const expiryStarted = performance.now()
-    const sweeper = await startServer(undefined, { env: { ...SETTINGS, DATABASE_URL: databaseUrl, SANDBOX_TTL_MS: '1000' }, logFile: join(dir, 'sweeper.log') })
+    const sweeper = await startServer(undefined, {
+      env: { ...SETTINGS, DATABASE_URL: databaseUrl, SANDBOX_TTL_MS: '1000' },
+      logFile: join(dir, 'sweeper.log')
+    })
     running.push(sweeper)
     let left = stored
     for (let waited = 0; waited < (options.expiryTimeoutMs ?? 600_000) && left > 0; waited += 250) {
@@ -250,7 +278,16 @@ export async function runSandboxBench (options: SandboxBenchOptions): Promise<Sa
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { values } = parseArgs({ options: { tenants: { type: 'string', default: '10000' }, plants: { type: 'string', default: '10' }, concurrency: { type: 'string', default: '2000' }, db: { type: 'string' }, open: { type: 'string' } } })
+  const { values } = parseArgs(
+    {
+      options: {
+        tenants: { type: 'string', default: '10000' },
+        plants: { type: 'string', default: '10' },
+        concurrency: { type: 'string', default: '2000' },
+        db: { type: 'string' },
+        open: { type: 'string' }
+      }
+    })
   const options = {
     tenants: Number(values.tenants),
     plantsPerTenant: Number(values.plants),
@@ -262,12 +299,20 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const mb = (bytes: number): string => (bytes / 1024 / 1024).toFixed(1)
   const what = result.store === 'SQLite' ? 'tenant files' : 'tenant schemas'
   process.stdout.write(
-    `sandbox: ${result.tenants} tenants x ${options.plantsPerTenant} plants, ${options.concurrency} tenants at once, ${result.store}` +
+    `sandbox: ${result.tenants} tenants x ${options.plantsPerTenant} plants, ${options.concurrency} tenants at ` +
+      `once, ${result.store}` +
     `${options.openTenants === undefined ? '' : `, SANDBOX_OPEN_TENANTS=${options.openTenants}`}\n` +
-    `  plants written: ${result.plantsWritten} (failures: ${result.failures}; retried 503s, 408s and failed connections: ${result.retries}) in ${result.seconds.toFixed(1)} s\n` +
+    `  plants written: ${result.plantsWritten} (failures: ${result.failures}; retried 503s, 408s and ` +
+      `failed connections: ${result.retries}) in ${result.seconds.toFixed(1)} s\n` +
     `  peak RSS of the server: ${result.peakRssMb?.toFixed(1) ?? 'n/a'} MB\n` +
-    `  disk: ${mb(result.diskBytes)} MB for ${result.tenantsStored} ${what} (${(result.diskBytes / Math.max(1, result.tenantsStored) / 1024).toFixed(1)} KB each)` +
-    `${result.databaseGrowthBytes === undefined ? '' : `; pg_database_size grew ${mb(result.databaseGrowthBytes)} MB`}\n` +
-    `  ${what} left after an expiry sweep: ${result.tenantsAfterExpiry} (${result.expirySeconds.toFixed(1)} s after the restart)\n` +
-    (result.failures === 0 ? '' : `  failed answers: ${JSON.stringify(result.failedAnswers)}\n  server errors:\n${result.serverErrors.join('\n')}\n`))
+    `  disk: ${mb(result.diskBytes)} MB for ${result.tenantsStored} ${what} ` +
+      `(${(result.diskBytes / Math.max(1, result.tenantsStored) / 1024).toFixed(1)} KB each)` +
+    (result.databaseGrowthBytes === undefined ? '' : `; pg_database_size grew ${mb(result.databaseGrowthBytes)} MB`) +
+    '\n' +
+    `  ${what} left after an expiry sweep: ${result.tenantsAfterExpiry} (${result.expirySeconds.toFixed(1)} s ` +
+      'after the restart)\n' +
+    (result.failures === 0
+      ? ''
+      : `  failed answers: ${JSON.stringify(result.failedAnswers)}\n  server ` +
+      `errors:\n${result.serverErrors.join('\n')}\n`))
 }

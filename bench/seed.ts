@@ -11,7 +11,8 @@ import { newWebhookSecret } from '../src/webhooks/signing.js'
  * tagged indoor and outdoor in turn; with `subscriptionUrl`, then one subscription of `token`'s to
  * every event, so it receives the workload's events only. Resolves with the plants' ids in order.
  */
-export async function seed (databaseUrl: string, token: string, count: number, subscriptionUrl?: string): Promise<bigint[]> {
+export async function seed (databaseUrl: string, token: string, count: number,
+  subscriptionUrl?: string): Promise<bigint[]> {
   const app = await buildApp(loadConfig({
     DATABASE_URL: databaseUrl,
     API_TOKENS: token,
@@ -32,7 +33,11 @@ export async function seed (databaseUrl: string, token: string, count: number, s
     }
     if (subscriptionUrl !== undefined) {
       await store.webhooks.createSubscription({
-        owner: tokenDigest(token), url: subscriptionUrl, events: eventTypesOf(app.resources), disabled: false, secret: newWebhookSecret()
+        owner: tokenDigest(token),
+        url: subscriptionUrl,
+        events: eventTypesOf(app.resources),
+        disabled: false,
+        secret: newWebhookSecret()
       }, Date.now())
     }
     return ids

@@ -24,7 +24,8 @@ const VARIANTS: ReadonlyArray<[string, Record<string, string>]> = [
   ['OTEL_EXPORTER_OTLP_ENDPOINT', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' }]
 ]
 
-const kib = (status: string, field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN)
+const kib = (status: string,
+  field: string): number => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN)
 
 async function once (env: Record<string, string>): Promise<{ startMs: number, rssMb: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-startup-'))
@@ -32,7 +33,16 @@ async function once (env: Record<string, string>): Promise<{ startMs: number, rs
   const fd = openSync(log, 'w')
   const started = process.hrtime.bigint()
   const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, SERVER], {
-    env: { PATH: process.env.PATH, ...SERVER_ENV, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: join(dir, 'plants.db'), API_TOKENS: TOKEN, LOG_LEVEL: 'warn', ...env },
+    env: {
+      PATH: process.env.PATH,
+      ...SERVER_ENV,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_URL: join(dir, 'plants.db'),
+      API_TOKENS: TOKEN,
+      LOG_LEVEL: 'warn',
+      ...env
+    },
     stdio: ['ignore', fd, fd]
   })
   closeSync(fd)
@@ -65,7 +75,9 @@ async function main (): Promise<void> {
   process.stdout.write(`\n${runs} starts each, medians (${process.version}, ${process.platform})\n\n`)
   process.stdout.write('| configuration | start to listening, ms | idle RSS, MB |\n|---|---|---|\n')
   for (const [name, samples] of results) {
-    process.stdout.write(`| ${name} | ${median(samples.map((sample) => sample.startMs)).toFixed(0)} | ${median(samples.map((sample) => sample.rssMb)).toFixed(1)} |\n`)
+    process.stdout.write(
+      `| ${name} | ${median(samples.map((sample) => sample.startMs)).toFixed(0)} ` +
+        `| ${median(samples.map((sample) => sample.rssMb)).toFixed(1)} |\n`)
   }
 }
 

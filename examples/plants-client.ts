@@ -45,7 +45,9 @@ console.log(`updated ${show(renamed)}`)
 
 for (const plant of [renamed, cactus]) {
   const { response, error } = await client.DELETE('/plants/{id}', { params: { path: { id: plant.id } } })
-  if (error !== undefined || response.status !== 204) throw new Error(`delete: ${response.status} ${error?.message ?? ''}`)
+  if (error !== undefined || response.status !== 204) {
+    throw new Error(`delete: ${response.status} ${error?.message ?? ''}`)
+  }
   console.log(`deleted #${plant.id}`)
 }
 

@@ -72,7 +72,8 @@ export function checkSecret (secret: string): void {
   const bytes = Buffer.from(encoded, 'base64')
   // Node skips what is not base64: only a canonical encoding reads back the same.
   if (bytes.toString('base64') !== encoded || bytes.length < MIN_SECRET_BYTES || bytes.length > MAX_SECRET_BYTES) {
-    throw new Error(`WEBHOOK_SECRET is not a subscription's secret: whsec_ and ${MIN_SECRET_BYTES} to ${MAX_SECRET_BYTES} bytes in base64 ` +
+    throw new Error('WEBHOOK_SECRET is not a ' +
+      `subscription's secret: whsec_ and ${MIN_SECRET_BYTES} to ${MAX_SECRET_BYTES} bytes in base64 ` +
       '(the `secret` of the answer to POST /webhooks, or GET /webhooks/{id}/secret)')
   }
 }
@@ -186,7 +187,8 @@ export async function startWebhookReceiver (options: ReceiverOptions): Promise<R
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const secret = process.env.WEBHOOK_SECRET
   if (secret === undefined || secret === '') {
-    process.stderr.write('Set WEBHOOK_SECRET to the subscription\'s secret (whsec_..., in the answer to POST /webhooks).\n')
+    process.stderr.write(
+      'Set WEBHOOK_SECRET to the subscription\'s secret (whsec_..., in the answer to POST /webhooks).\n')
     process.exit(2)
   }
   try {

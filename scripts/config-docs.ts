@@ -10,7 +10,8 @@ export const ENV_EXAMPLE = fileURLToPath(new URL('../../.env.example', import.me
 
 const START = '<!-- generated from EnvSchema (npm run gen:docs): do not edit by hand -->'
 const END = '<!-- end of generated table -->'
-const SCOPES_START = '<!-- generated from the scopes and the served document (npm run gen:docs): do not edit by hand -->'
+const SCOPES_START = '<!-- generated from the scopes and the served document (npm run gen:docs): do ' +
+  'not edit by hand -->'
 const SCOPES_END = '<!-- end of generated scope table -->'
 
 interface Setting { name: string, defaultValue: string | undefined, description: string }
@@ -46,7 +47,8 @@ export function scopeTable (document: { paths?: unknown }): string {
   const operations = Object.values(document.paths as OpenApiPaths).flatMap((methods) => Object.entries(methods))
   const rows = Object.entries(DEFAULT_SCOPES.descriptions).map(([scope, description]) => {
     const needing = operations.filter(([, operation]) => operation['x-scopes']?.includes(scope) === true)
-    const named = needing.filter(([method]) => method !== 'head').map(([, operation]) => `\`${operation.operationId ?? '?'}\``)
+    const named = needing.filter(([method]) => method !== 'head').map(
+      ([, operation]) => `\`${operation.operationId ?? '?'}\``)
     const heads = needing.some(([method]) => method === 'head') ? ' (and their HEADs)' : ''
     return `| \`${scope}\` | ${cell(description)} | ${named.join(', ')}${heads} |`
   })
@@ -63,9 +65,13 @@ export function replaceBetween (
   return `${page.slice(0, start)}${startMarker}\n${content}\n${page.slice(end)}`
 }
 
-/** The configuration page with its generated tables (settings, and scopes from the served document) replaced by the current ones. */
+/**
+ * The configuration page with its generated tables (settings, and scopes from the served document) replaced by the
+ * current ones.
+ */
 export function configurationPage (current: string, document: { paths?: unknown }): string {
-  return replaceBetween(replaceBetween(current, START, END, configurationTable()), SCOPES_START, SCOPES_END, scopeTable(document))
+  return replaceBetween(replaceBetween(current, START, END, configurationTable()), SCOPES_START, SCOPES_END,
+    scopeTable(document))
 }
 
 /** Strips the Markdown of a description for a shell comment. */

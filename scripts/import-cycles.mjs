@@ -43,7 +43,12 @@ function components () {
     index.set(file, next); low.set(file, next); next++
     stack.push(file); onStack.add(file)
     for (const target of graph.get(file)) {
-      if (!index.has(target)) { visit(target); low.set(file, Math.min(low.get(file), low.get(target))) } else if (onStack.has(target)) low.set(file, Math.min(low.get(file), index.get(target)))
+      if (!index.has(target)) {
+        visit(target); low.set(file,
+          Math.min(low.get(file), low.get(target)))
+      } else if (onStack.has(target)) {
+        low.set(file, Math.min(low.get(file), index.get(target)))
+      }
     }
     if (low.get(file) !== index.get(file)) return
     const component = []

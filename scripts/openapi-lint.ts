@@ -25,17 +25,36 @@ export async function checkOpenApiDocument (document: Record<string, unknown>): 
   const validator = new Validator()
   const result = await validator.validate(document)
   if (validator.version !== '3.1') {
-    problems.push({ source: 'openapi-3.1-schema', rule: 'version', where: '#/openapi', message: `expected OpenAPI 3.1, got ${validator.version}` })
+    problems.push({
+      source: 'openapi-3.1-schema',
+      rule: 'version',
+      where: '#/openapi',
+      message: `expected OpenAPI 3.1, got ${validator.version}`
+    })
   }
   for (const error of Array.isArray(result.errors) ? result.errors : []) {
-    problems.push({ source: 'openapi-3.1-schema', rule: error.keyword, where: `#${error.instancePath}`, message: error.message ?? '' })
+    problems.push({
+      source: 'openapi-3.1-schema',
+      rule: error.keyword,
+      where: `#${error.instancePath}`,
+      message: error.message ?? ''
+    })
   }
 
   const config = await loadConfig({ configPath: REDOCLY_CONFIG })
-  const lintProblems = await lintFromString({ source: JSON.stringify(document, null, 2), absoluteRef: 'openapi.json', config })
+  const lintProblems = await lintFromString({
+    source: JSON.stringify(document, null, 2),
+    absoluteRef: 'openapi.json',
+    config
+  })
   for (const problem of lintProblems) {
     if (problem.ignored === true) continue
-    problems.push({ source: 'redocly', rule: problem.ruleId, where: problem.location[0]?.pointer ?? '#', message: `${problem.severity}: ${problem.message}` })
+    problems.push({
+      source: 'redocly',
+      rule: problem.ruleId,
+      where: problem.location[0]?.pointer ?? '#',
+      message: `${problem.severity}: ${problem.message}`
+    })
   }
   problems.push(...await spectralProblems(document))
   return problems

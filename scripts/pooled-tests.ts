@@ -21,5 +21,7 @@ const code = await new Promise<number>((resolve) => {
   child.once('exit', (exitCode, signal) => { resolve(exitCode ?? (signal === null ? 1 : 128)) })
 })
 await pooler.stop()
-process.stdout.write(`pooled-tests: ${process.argv.length - 2} files through pgbouncer (transaction mode) in ${Math.round((Date.now() - started) / 1000)} s\n`)
+process.stdout.write(
+  `pooled-tests: ${process.argv.length - 2} files through pgbouncer ` +
+    `(transaction mode) in ${Math.round((Date.now() - started) / 1000)} s\n`)
 process.exit(code)

@@ -12,7 +12,8 @@ function logFile (t: { after: (fn: () => void) => void }): string {
 }
 
 test('startListening resolves with the URL the process prints, once it prints it', async (t) => {
-  const script = 'setTimeout(() => { console.log("minimal is listening on http://127.0.0.1:4321 now") }, 100); setTimeout(() => {}, 60_000)'
+  const script = 'setTimeout(() => { console.log("minimal is listening on http://127.0.0.1:4321 now") }, 100); ' +
+    'setTimeout(() => {}, 60_000)'
   const { child, url } = await startListening(process.execPath, ['-e', script], {}, logFile(t), 10_000)
   t.after(() => { child.kill('SIGKILL') })
   assert.equal(url, 'http://127.0.0.1:4321')
@@ -20,7 +21,11 @@ test('startListening resolves with the URL the process prints, once it prints it
 })
 
 test('startListening reads the URL out of a JSON log line too (plant-store off a terminal)', async (t) => {
-  const line = JSON.stringify({ level: 30, msg: 'plant-store is listening on http://127.0.0.1:4321', url: 'http://127.0.0.1:4321' })
+  const line = JSON.stringify({
+    level: 30,
+    msg: 'plant-store is listening on http://127.0.0.1:4321',
+    url: 'http://127.0.0.1:4321'
+  })
   const script = `console.log(${JSON.stringify(line)}); setTimeout(() => {}, 60_000)`
   const { child, url } = await startListening(process.execPath, ['-e', script], {}, logFile(t), 10_000)
   t.after(() => { child.kill('SIGKILL') })

@@ -26,17 +26,30 @@ const stores = [
 ]
 
 for (const store of stores) {
-  test(`sandbox at scale on ${store.name}: ${TENANTS} tenants x ${PLANTS} plants, ${AT_ONCE} written at once: every write lands, peak RSS <= ${MAX_RSS_MB} MB, disk bounded, expiry deletes every tenant`, async (t) => {
-    const result = await runSandboxBench({ tenants: TENANTS, plantsPerTenant: PLANTS, concurrency: AT_ONCE, ...(store.postgres !== undefined && { postgres: store.postgres }) })
+  test(`sandbox at scale on ${store.name}: ${TENANTS} tenants x ${PLANTS} plants, ${AT_ONCE} written at once: every ` +
+    `write lands, peak RSS <= ${MAX_RSS_MB} MB, disk bounded, expiry deletes every tenant`, async (t) => {
+    const result = await runSandboxBench({
+      tenants: TENANTS,
+      plantsPerTenant: PLANTS,
+      concurrency: AT_ONCE,
+      ...(store.postgres !== undefined && { postgres: store.postgres })
+    })
     t.diagnostic(JSON.stringify(result))
-    assert.deepEqual({ written: result.plantsWritten, failures: result.failures, stored: result.tenantsStored, left: result.tenantsAfterExpiry },
-      { written: TENANTS * PLANTS, failures: 0, stored: TENANTS, left: 0 })
+    assert.deepEqual({
+      written: result.plantsWritten,
+      failures: result.failures,
+      stored: result.tenantsStored,
+      left: result.tenantsAfterExpiry
+    },
+    { written: TENANTS * PLANTS, failures: 0, stored: TENANTS, left: 0 })
     assert.ok(result.peakRssMb !== null && result.peakRssMb <= MAX_RSS_MB, `peak RSS ${result.peakRssMb ?? ''} MB`)
     if (store.postgres === undefined) {
       assert.ok(result.diskBytes <= TENANTS * MAX_SQLITE_TENANT_BYTES, `${result.diskBytes} bytes on disk`)
     } else {
-      assert.ok(result.diskBytes <= TENANTS * MAX_POSTGRES_TENANT_BYTES, `${result.diskBytes} bytes of tenant relations`)
-      assert.ok((result.databaseGrowthBytes ?? 0) <= TENANTS * MAX_POSTGRES_GROWTH_BYTES, `pg_database_size grew ${result.databaseGrowthBytes ?? ''} bytes`)
+      assert.ok(result.diskBytes <= TENANTS * MAX_POSTGRES_TENANT_BYTES,
+        `${result.diskBytes} bytes of tenant relations`)
+      assert.ok((result.databaseGrowthBytes ?? 0) <= TENANTS * MAX_POSTGRES_GROWTH_BYTES,
+        `pg_database_size grew ${result.databaseGrowthBytes ?? ''} bytes`)
     }
   })
 }

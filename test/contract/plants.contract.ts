@@ -15,8 +15,8 @@ import { startServer } from '../helpers/server-process.js'
  * The third-party contract test (`npm run test:contract`): Portman turns the OpenAPI document the
  * real server serves into a Postman collection with contract tests (status, content type, JSON body,
  * schema, required headers) and variation tests (no token, a wrong token, a plant or a webhook
- * subscription gone after its delete), following test/contract/portman-config.json; Newman runs it against the server, started
- * as a child process on 127.0.0.1 with a fresh database. Neither tool may reach the network.
+ * subscription gone after its delete), following test/contract/portman-config.json; Newman runs it against the
+ * server, started as a child process on 127.0.0.1 with a fresh database. Neither tool may reach the network.
  */
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
@@ -27,7 +27,11 @@ const GUARD = new URL('./offline-guard.js', import.meta.url).href
 /** Runs a command to its end; resolves with its exit code and everything it printed. */
 async function run (command: string, args: string[], cwd: string): Promise<{ code: number | null, output: string }> {
   return await new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env: { PATH: process.env.PATH, NO_COLOR: '1', FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(command, args, {
+      cwd,
+      env: { PATH: process.env.PATH, NO_COLOR: '1', FORCE_COLOR: '0' },
+      stdio: ['ignore', 'pipe', 'pipe']
+    })
     let output = ''
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => { output += chunk })
@@ -49,7 +53,8 @@ async function runNewman (collection: unknown): Promise<NewmanRunSummary> {
   })
 }
 
-test('Portman\'s contract and variation tests, made from the served OpenAPI document, all pass against the real server (Newman)', async (t) => {
+test('Portman\'s contract and variation tests, made from the served OpenAPI document, all pass against the ' +
+  'real server (Newman)', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-contract-'))
   t.after(() => rmSync(dir, { recursive: true, force: true }))
   // A fresh database in the helper's own temporary directory, stopped when the test ends.
@@ -94,13 +99,16 @@ test('Portman\'s contract and variation tests, made from the served OpenAPI docu
   const unauthorized = (requests: string[]): string[] =>
     requests.flatMap((request) => [`${request}[Without a token]`, `${request}[With a wrong token]`])
   const webhookRequests = ['GET List webhook event types', 'HEAD List webhook event types: headers only',
-    'POST Create a webhook subscription', 'GET Get a webhook subscription', 'HEAD Get a webhook subscription: headers only',
-    'GET List webhook subscriptions', 'HEAD List webhook subscriptions: headers only', 'PATCH Update a webhook subscription',
+    'POST Create a webhook subscription', 'GET Get a webhook subscription',
+    'HEAD Get a webhook subscription: headers only',
+    'GET List webhook subscriptions', 'HEAD List webhook subscriptions: headers only',
+    'PATCH Update a webhook subscription',
     'POST Rotate a webhook secret', 'GET Get a webhook secret', 'HEAD Get a webhook secret: headers only',
     'GET List webhook deliveries', 'HEAD List webhook deliveries: headers only', 'POST Retry a webhook delivery',
     'GET Get a webhook delivery', 'HEAD Get a webhook delivery: headers only', 'POST Recover failed webhook deliveries',
     'DELETE Delete a webhook subscription', 'POST Send a test event']
-  const plantRequests = ['POST Create a plant', 'GET Get a plant', 'HEAD Get a plant: headers only', 'GET List plants', 'HEAD List plants: headers only',
+  const plantRequests = ['POST Create a plant', 'GET Get a plant', 'HEAD Get a plant: headers only', 'GET List plants',
+    'HEAD List plants: headers only',
     'PUT Replace a plant', 'PATCH Update a plant', 'DELETE Delete a plant']
   const executed = summary.run.executions.map((execution) => `${execution.request.method} ${execution.item.name}`)
   assert.deepEqual(executed, [
@@ -117,7 +125,8 @@ test('Portman\'s contract and variation tests, made from the served OpenAPI docu
     ...unauthorized(webhookRequests),
     'GET Get a webhook subscription[After it was deleted]'
   ])
-  const statuses = summary.run.executions.map((execution) => (execution.response as { code?: number } | undefined)?.code)
+  const statuses = summary.run.executions.map(
+    (execution) => (execution.response as { code?: number } | undefined)?.code)
   assert.deepEqual(statuses, [
     ...Array<number>(6).fill(200),
     // The retry and the delivery's read find no delivery (see above): 404. The test event is sent

@@ -25,10 +25,13 @@ const dashboard = (): Dashboard => JSON.parse(readFileSync(join(REPO, DASHBOARD)
 function queries (): Array<{ where: string, expr: string }> {
   const { panels, templating } = dashboard()
   return [
-    ...panels.flatMap((panel) => (panel.targets ?? []).map((target) => ({ where: `${panel.title} ${target.refId}`, expr: target.expr }))),
+    ...panels.flatMap(
+      (panel) => (panel.targets ?? []).map(
+        (target) => ({ where: `${panel.title} ${target.refId}`, expr: target.expr }))),
     ...templating.list.filter((variable) => variable.type === 'query').map((variable) => ({
       where: `variable ${variable.name}`,
-      expr: (typeof variable.query === 'string' ? variable.query : variable.query.query).replace(/^label_values\((.*), *\w+\)$/, '$1')
+      expr: (typeof variable.query === 'string' ? variable.query : variable.query.query).replace(
+        /^label_values\((.*), *\w+\)$/, '$1')
     }))
   ]
 }
@@ -40,12 +43,18 @@ function exported (text: string): Set<string> {
 }
 
 test('metricNames finds the series of a query, never its functions, labels, keywords or variables', () => {
-  assert.deepEqual(metricNames('histogram_quantile(0.99, sum by (route, le) (rate(a_bucket{job="x",route!~"/h.*"}[$__rate_interval])))'), ['a_bucket'])
-  assert.deepEqual(metricNames('sum(rate(b_count{s=~"5.."}[5m])) / sum(rate(b_count[5m])) > 0.01 and on (job) max(c) > bool 1'), ['b_count', 'c'])
+  assert.deepEqual(
+    metricNames(
+      'histogram_quantile(0.99, sum by (route, le) (rate(a_bucket{job="x",route!~"/h.*"}[$__rate_interval])))'),
+    ['a_bucket'])
+  assert.deepEqual(
+    metricNames('sum(rate(b_count{s=~"5.."}[5m])) / sum(rate(b_count[5m])) > 0.01 and on (job) max(c) > bool 1'),
+    ['b_count', 'c'])
   assert.deepEqual(metricNames('max by (job) (deriv(d{job="plant-store"}[15m])) > 0 unless e offset 5m'), ['d', 'e'])
 })
 
-test('the dashboard: every panel on the datasource variable, ids unique, each query with a refId; the issue\'s panels are there', () => {
+test('the dashboard: every panel on the datasource variable, ids unique, each query with a refId; the ' +
+  'issue\'s panels are there', () => {
   const { uid, panels } = dashboard()
   assert.equal(uid, 'plant-store')
   assert.equal(new Set(panels.map((panel) => panel.id)).size, panels.length)
@@ -56,8 +65,10 @@ test('the dashboard: every panel on the datasource variable, ids unique, each qu
     for (const target of panel.targets ?? []) assert.equal(target.datasource.uid, DATASOURCE, panel.title)
   }
   const named = new Set(queries().flatMap(({ expr }) => metricNames(expr)))
-  for (const name of ['http_request_duration_seconds_count', 'http_request_duration_seconds_bucket', 'plantstore_database_up',
-    'plantstore_db_pool_connections', 'plantstore_webhook_backlog_deliveries', 'plantstore_webhook_delivery_attempts_total',
+  for (const name of ['http_request_duration_seconds_count', 'http_request_duration_seconds_bucket',
+    'plantstore_database_up',
+    'plantstore_db_pool_connections', 'plantstore_webhook_backlog_deliveries',
+    'plantstore_webhook_delivery_attempts_total',
     'plantstore_sandbox_tenants', 'process_resident_memory_bytes']) {
     assert.ok(named.has(name), `a panel shows ${name}`)
   }
@@ -72,7 +83,8 @@ if (TEST_DATABASE_URL !== undefined) {
       env: { DATABASE_URL: sandboxSchemaUrl(cleanup).url, SANDBOX: '1', API_TOKENS: undefined, METRICS_PORT: '0' }
     })
     const json = { ...AUTH_A, 'content-type': 'application/json' }
-    assert.equal((await fetch(`${server.baseUrl}/plants`, { method: 'POST', headers: json, body: '{"name":"Fern"}' })).status, 201)
+    assert.equal(
+      (await fetch(`${server.baseUrl}/plants`, { method: 'POST', headers: json, body: '{"name":"Fern"}' })).status, 201)
     assert.equal((await fetch(`${server.baseUrl}/plants`, { headers: AUTH_A })).status, 200)
     assert.equal((await fetch(`${server.baseUrl}/plants/999`, { headers: AUTH_A })).status, 404)
     assert.equal((await fetch(`${server.baseUrl}/health/ready`)).status, 200)

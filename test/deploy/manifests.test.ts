@@ -35,7 +35,11 @@ interface Container {
   startupProbe?: Probe
   lifecycle?: { preStop?: { exec?: { command: string[] }, sleep?: { seconds: number } } }
   resources?: { requests?: Record<string, string>, limits?: Record<string, string> }
-  securityContext?: { readOnlyRootFilesystem?: boolean, allowPrivilegeEscalation?: boolean, capabilities?: { drop?: string[] } }
+  securityContext?: {
+    readOnlyRootFilesystem?: boolean,
+    allowPrivilegeEscalation?: boolean,
+    capabilities?: { drop?: string[] }
+  }
 }
 interface Deployment {
   kind: 'Deployment'
@@ -51,8 +55,14 @@ interface Deployment {
     }
   }
 }
-interface Service { kind: 'Service', spec: { selector: Record<string, string>, ports: Array<{ name: string, port: number, targetPort: string | number }> } }
-interface Budget { kind: 'PodDisruptionBudget', spec: { minAvailable?: number, maxUnavailable?: number, selector: { matchLabels: Record<string, string> } } }
+interface Service {
+  kind: 'Service',
+  spec: { selector: Record<string, string>, ports: Array<{ name: string, port: number, targetPort: string | number }> }
+}
+interface Budget {
+  kind: 'PodDisruptionBudget',
+  spec: { minAvailable?: number, maxUnavailable?: number, selector: { matchLabels: Record<string, string> } }
+}
 interface PodSpec {
   restartPolicy?: string
   automountServiceAccountToken?: boolean
@@ -69,7 +79,9 @@ type Manifest = Deployment | Service | Budget | Job | { kind: string }
 
 const KUBERNETES = 'deploy/kubernetes'
 
-/** What `kubectl apply -R -f deploy/kubernetes/` applies: every .yaml, .yml and .json file under it (without -R, fewer). */
+/**
+ * What `kubectl apply -R -f deploy/kubernetes/` applies: every .yaml, .yml and .json file under it (without -R, fewer).
+ */
 function applied (): string[] {
   return readdirSync(join(REPO, KUBERNETES), { recursive: true, encoding: 'utf8' })
     .filter((name) => /\.(ya?ml|json)$/.test(name)).sort().map((name) => join(KUBERNETES, name))
@@ -104,14 +116,16 @@ function dockerfile (): { user: string, expose: number, port: number, nodeFlags:
   }
 }
 
-test('the Dockerfile: a non-root numeric user, the port it exposes is the one it sets, and npm start\'s node flags', () => {
+test('the Dockerfile: a non-root numeric user, the port it exposes is the one it sets, and ' +
+  'npm start\'s node flags', () => {
   const image = dockerfile()
   assert.match(image.user, /^[1-9]\d*:[1-9]\d*$/)
   assert.equal(image.expose, image.port)
   assert.deepEqual(image.nodeFlags, SERVER_NODE_FLAGS)
   // Continued lines joined, as Docker reads them.
   const joined = read('Dockerfile').replace(/\\\n/g, ' ')
-  assert.match(joined, /^HEALTHCHECK .*CMD \["node", "-e", "fetch\(`http:\/\/127\.0\.0\.1:\$\{process\.env\.PORT\}\/health\/live`\)/m)
+  assert.match(joined,
+    /^HEALTHCHECK .*CMD \["node", "-e", "fetch\(`http:\/\/127\.0\.0\.1:\$\{process\.env\.PORT\}\/health\/live`\)/m)
   assert.match(read('Dockerfile'), /^STOPSIGNAL SIGTERM$/m)
   assert.match(read('Dockerfile'), /^VOLUME \/data$/m)
   assert.match(read('Dockerfile'), /^ARG BASE_IMAGE=docker\.io\/library\/node:\d+-\S+-slim$/m)
@@ -120,7 +134,8 @@ test('the Dockerfile: a non-root numeric user, the port it exposes is the one it
   assert.doesNotMatch(read('Dockerfile'), /^(COPY|ADD) .*\.(crt|pem)\b/m)
 })
 
-test('Kubernetes: the Deployment\'s ports, probes, grace period, security and secrets agree with the service\'s configuration', () => {
+test('Kubernetes: the Deployment\'s ports, probes, grace period, security and secrets agree with the ' +
+  'service\'s configuration', () => {
   const manifests = kubernetes()
   const deployment = byKind<Deployment>(manifests, 'Deployment')
   const pod = deployment.spec.template.spec
@@ -128,9 +143,12 @@ test('Kubernetes: the Deployment\'s ports, probes, grace period, security and se
   assert.ok(container !== undefined)
   assert.equal(others.length, 0)
 
-  const plain = Object.fromEntries(container.env.filter((variable) => variable.value !== undefined).map((variable) => [variable.name, variable.value as string]))
+  const plain = Object.fromEntries(
+    container.env.filter((variable) => variable.value !== undefined).map(
+      (variable) => [variable.name, variable.value as string]))
   const config = configFrom(plain)
-  const port = (name: string): number | undefined => container.ports.find((candidate) => candidate.name === name)?.containerPort
+  const port = (name: string): number | undefined => container.ports.find(
+    (candidate) => candidate.name === name)?.containerPort
   assert.equal(port('http'), config.port)
   assert.equal(port('metrics'), config.metrics?.port)
   assert.equal(config.host, '0.0.0.0')
@@ -145,18 +163,24 @@ test('Kubernetes: the Deployment\'s ports, probes, grace period, security and se
   // its exit margin: all of it inside terminationGracePeriodSeconds, or the kubelet kills it mid-drain.
   const preStop = container.lifecycle?.preStop
   const preStopSeconds = preStop?.sleep?.seconds ?? Number(preStop?.exec?.command.join(' ').match(/^sleep (\d+)$/)?.[1])
-  assert.ok(Number.isInteger(preStopSeconds) && preStopSeconds > 0, 'a preStop that waits for the endpoints to drop the pod')
+  assert.ok(Number.isInteger(preStopSeconds) && preStopSeconds > 0,
+    'a preStop that waits for the endpoints to drop the pod')
   const needed = preStopSeconds * 1000 + config.shutdownDelayMs + config.shutdownGraceMs + SHUTDOWN_EXIT_MARGIN_MS
-  assert.ok(pod.terminationGracePeriodSeconds * 1000 >= needed, `terminationGracePeriodSeconds ${pod.terminationGracePeriodSeconds} s < ${needed} ms`)
+  assert.ok(pod.terminationGracePeriodSeconds * 1000 >= needed,
+    `terminationGracePeriodSeconds ${pod.terminationGracePeriodSeconds} s < ${needed} ms`)
   // A probe that times out after the service's own slow-header deadline would never see its answer.
-  for (const probe of [container.livenessProbe, container.readinessProbe]) assert.ok((probe.timeoutSeconds ?? 1) * 1000 <= config.timeouts.headers)
+  for (const probe of [container.livenessProbe, container.readinessProbe]) {
+    assert.ok((probe.timeoutSeconds ?? 1) * 1000 <= config.timeouts.headers)
+  }
 
   assert.equal(pod.securityContext.runAsNonRoot, true)
   assert.equal(`${pod.securityContext.runAsUser ?? ''}:${pod.securityContext.runAsGroup ?? ''}`, dockerfile().user)
   assert.equal(container.securityContext?.readOnlyRootFilesystem, true)
   assert.equal(container.securityContext?.allowPrivilegeEscalation, false)
   assert.deepEqual(container.securityContext?.capabilities?.drop, ['ALL'])
-  assert.ok(container.resources?.requests?.cpu !== undefined && container.resources.requests.memory !== undefined && container.resources.limits?.memory !== undefined)
+  assert.ok(
+    container.resources?.requests?.cpu !== undefined && container.resources.requests.memory !== undefined &&
+      container.resources.limits?.memory !== undefined)
 
   // Secrets come from a Secret, never a literal value.
   for (const name of ['API_TOKENS', 'DATABASE_URL']) {
@@ -169,7 +193,10 @@ test('Kubernetes: the Deployment\'s ports, probes, grace period, security and se
   assert.deepEqual(deployment.spec.selector.matchLabels, labels)
   const service = byKind<Service>(manifests, 'Service')
   assert.deepEqual(service.spec.selector, labels)
-  for (const servicePort of service.spec.ports) assert.ok(port(String(servicePort.targetPort)) !== undefined, `Service port ${servicePort.name} targets a container port`)
+  for (const servicePort of service.spec.ports) {
+    assert.ok(port(String(servicePort.targetPort)) !== undefined,
+      `Service port ${servicePort.name} targets a container port`)
+  }
   const budget = byKind<Budget>(manifests, 'PodDisruptionBudget')
   assert.deepEqual(budget.spec.selector.matchLabels, labels)
   assert.equal(budget.spec.minAvailable, 1)
@@ -178,14 +205,21 @@ test('Kubernetes: the Deployment\'s ports, probes, grace period, security and se
 test('Kubernetes: the example Secret is never applied with the folder, and its placeholder is ' +
   'never a working token', () => {
   const example = `${KUBERNETES}/secret.yaml.example`
-  assert.deepEqual(applied(), ['deployment.yaml', 'migrate-job.yaml', 'pdb.yaml', 'service.yaml'].map((name) => `${KUBERNETES}/${name}`))
-  assert.equal(kubernetes().some((manifest) => manifest.kind === 'Secret'), false, 'apply -f of the folder creates no Secret')
-  const [secret, ...others] = documents(example) as Array<{ kind: string, metadata: { name: string }, stringData: Record<string, string> }>
+  assert.deepEqual(applied(),
+    ['deployment.yaml', 'migrate-job.yaml', 'pdb.yaml', 'service.yaml'].map((name) => `${KUBERNETES}/${name}`))
+  assert.equal(kubernetes().some((manifest) => manifest.kind === 'Secret'), false,
+    'apply -f of the folder creates no Secret')
+  const [secret, ...others] = documents(example) as Array<{
+    kind: string,
+    metadata: { name: string },
+    stringData: Record<string, string>
+  }>
   assert.equal(others.length, 0)
   assert.equal(secret?.kind, 'Secret')
   // The keys the Deployment reads are the ones the example shows; the migrate Job reads only some of them.
   const secretRefs = (container: Container | undefined): Array<{ name: string, key: string }> => container?.env
-    .flatMap((variable) => variable.valueFrom?.secretKeyRef === undefined ? [] : [variable.valueFrom.secretKeyRef]) ?? []
+    .flatMap((variable) => variable.valueFrom?.secretKeyRef === undefined ? [] : [variable.valueFrom.secretKeyRef]) ??
+      []
   const refs = secretRefs(byKind<Deployment>(kubernetes(), 'Deployment').spec.template.spec.containers[0])
   for (const ref of refs) assert.equal(ref.name, secret.metadata.name)
   assert.deepEqual(Object.keys(secret.stringData), refs.map((ref) => ref.key).filter((key) => key !== 'redis-url'))
@@ -236,9 +270,11 @@ function imageTag (reference: string): string | undefined {
   return colon > name.lastIndexOf('/') ? name.slice(colon + 1) : undefined
 }
 
-test('releases: no image in deploy/ or compose.yaml is `latest` or untagged; plant-store\'s is the package version, always pulled', () => {
+test('releases: no image in deploy/ or compose.yaml is `latest` or untagged; plant-store\'s is the package ' +
+  'version, always pulled', () => {
   const manifests = kubernetes()
-  const images = [...containers(manifests).map((container) => container.image), ...Object.values(composeServices()).map((service) => service.image)]
+  const images = [...containers(manifests).map((container) => container.image),
+    ...Object.values(composeServices()).map((service) => service.image)]
   assert.ok(images.length >= 6, images.join(' '))
   for (const image of images) {
     const tag = imageTag(image)
@@ -264,11 +300,16 @@ const entrypointIsExecutable = (): void => {
 }
 
 /** A container's variables by name, plain values and Secret references alike. */
-const envOf = (container: Container): Map<string, EnvVar> => new Map(container.env.map((variable) => [variable.name, variable]))
+const envOf = (container: Container): Map<string, EnvVar> => new Map(
+  container.env.map((variable) => [variable.name, variable]))
 
-/** Every variable a container or compose service sets is a setting of the service (a typo would be silently ignored). */
+/**
+ * Every variable a container or compose service sets is a setting of the service (a typo would be silently ignored).
+ */
 function assertKnownSettings (where: string, names: string[]): void {
-  for (const name of names) assert.ok(Object.hasOwn(EnvSchema.properties, name), `${where}: ${name} is no setting of plant-store`)
+  for (const name of names) {
+    assert.ok(Object.hasOwn(EnvSchema.properties, name), `${where}: ${name} is no setting of plant-store`)
+  }
 }
 
 test('Kubernetes: a Job per release runs plant-store migrate over DATABASE_DIRECT_URL; the ' +
@@ -307,7 +348,8 @@ test('Kubernetes: a Job per release runs plant-store migrate over DATABASE_DIREC
 
   // The Job's pod is no server: neither the Service nor the disruption budget may select it.
   const labels = job.spec.template.metadata.labels
-  const selects = (selector: Record<string, string>): boolean => Object.entries(selector).every(([key, value]) => labels[key] === value)
+  const selects = (selector: Record<string, string>): boolean => Object.entries(selector).every(
+    ([key, value]) => labels[key] === value)
   assert.equal(selects(byKind<Service>(manifests, 'Service').spec.selector), false)
   assert.equal(selects(byKind<Budget>(manifests, 'PodDisruptionBudget').spec.selector.matchLabels), false)
   // As locked down as the server.
@@ -362,7 +404,8 @@ test('the Dockerfile labels the image with the release and commit given, and bui
   assert.ok(ignore.includes('!scripts/build-info.mjs'))
 })
 
-test('docs/deployment.md\'s examples work as written: the build tags the image the Deployment names, and the token is shown', () => {
+test('docs/deployment.md\'s examples work as written: the build tags the image the Deployment names, ' +
+  'and the token is shown', () => {
   const { version } = JSON.parse(read('package.json')) as { version: string }
   const deployment = byKind<Deployment>(kubernetes(), 'Deployment')
   const images = deployment.spec.template.spec.containers.map((container) => container.image)
@@ -374,7 +417,9 @@ test('docs/deployment.md\'s examples work as written: the build tags the image t
   // The token the container accepts is one the user has: made first, printed, then passed and used.
   const run = page.slice(page.indexOf('TOKEN="$(docker run --rm plant-store token)"'))
   assert.ok(run.length < page.length, 'the token is made before docker run')
-  assert.match(run, /^TOKEN="\$\(docker run --rm plant-store token\)"\necho "\$TOKEN" .*\ndocker run -d [^]*?-e API_TOKENS="\$TOKEN"[^]*?\ncurl -s \S+ -H "Authorization: Bearer \$TOKEN"/)
+  assert.match(run,
+    new RegExp(/^TOKEN="\$\(docker run --rm plant-store token\)"\necho "\$TOKEN" .*\ndocker run -d [^]*?-e /.source +
+      /API_TOKENS="\$TOKEN"[^]*?\ncurl -s \S+ -H "Authorization: Bearer \$TOKEN"/.source))
   assert.doesNotMatch(page, /-e API_TOKENS="\$\(/, 'no token the user never sees')
   assert.match(page, /^export API_TOKENS="\$\(docker run --rm plant-store:local token\)"\necho "\$API_TOKENS" /m)
 })
@@ -397,15 +442,18 @@ test('compose.yaml: the service on PostgreSQL and Redis, its ports and stop grac
   assert.deepEqual(service.cap_drop, ['ALL'])
   assert.equal(service.depends_on?.postgres?.condition, 'service_healthy')
   const grace = Number(/^(\d+)s$/.exec(service.stop_grace_period ?? '')?.[1]) * 1000
-  assert.ok(grace >= config.shutdownDelayMs + config.shutdownGraceMs + SHUTDOWN_EXIT_MARGIN_MS, `stop_grace_period ${service.stop_grace_period ?? ''}`)
+  assert.ok(grace >= config.shutdownDelayMs + config.shutdownGraceMs + SHUTDOWN_EXIT_MARGIN_MS,
+    `stop_grace_period ${service.stop_grace_period ?? ''}`)
 
   assert.deepEqual(prometheus.profiles, ['prometheus'])
-  const [scrape] = documents('deploy/compose/prometheus.yml') as Array<{ scrape_configs: Array<{ static_configs: Array<{ targets: string[] }> }> }>
+  type ScrapeConfig = { scrape_configs: Array<{ static_configs: Array<{ targets: string[] }> }> }
+  const [scrape] = documents('deploy/compose/prometheus.yml') as ScrapeConfig[]
   assert.deepEqual(scrape?.scrape_configs[0]?.static_configs[0]?.targets, [`plant-store:${config.metrics?.port ?? ''}`])
 })
 
 test('yamllint passes on compose.yaml and deploy/ when it is installed', (t) => {
-  const lint = spawnSync('yamllint', ['-c', '.yamllint.yaml', '-f', 'parsable', 'compose.yaml', 'deploy'], { cwd: REPO, encoding: 'utf8' })
+  const lint = spawnSync('yamllint', ['-c', '.yamllint.yaml', '-f', 'parsable', 'compose.yaml', 'deploy'],
+    { cwd: REPO, encoding: 'utf8' })
   if (lint.error !== undefined) {
     t.diagnostic('yamllint not installed (Debian package yamllint): its check was skipped')
     return

@@ -14,7 +14,10 @@ interface RuleTest {
   alert_rule_test: Array<{ eval_time: string, alertname: string, exp_alerts: unknown[] }>
 }
 
-/** promtool's answer, or undefined (and the test skipped) where it is not installed; CI installs it (package prometheus). */
+/**
+ * promtool's answer, or undefined (and the test skipped) where it is not installed; CI installs it (package
+ * prometheus).
+ */
 function promtool (t: TestContext, args: readonly string[]): { status: number | null, output: string } | undefined {
   const run = spawnSync('promtool', args, { cwd: REPO, encoding: 'utf8' })
   if (run.error !== undefined) {
@@ -62,7 +65,8 @@ test('promtool test rules: each alert stays silent, fires, then clears on synthe
   assert.match(run.output, /SUCCESS/)
 })
 
-test('compose\'s optional Prometheus loads the rules: mounted where its configuration names them; promtool check config', (t) => {
+test('compose\'s optional Prometheus loads the rules: mounted where its configuration names them; ' +
+  'promtool check config', (t) => {
   const compose = parse(readFileSync(join(REPO, 'compose.yaml'), 'utf8')) as {
     services: { prometheus: { volumes: string[] } }
   }

@@ -5,7 +5,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { test } from 'node:test'
-import { configurationPage, ENV_EXAMPLE, envExample, readConfigurationPage, scopeTable, settings, tableRow } from '../../scripts/config-docs.js'
+import {
+  configurationPage, ENV_EXAMPLE, envExample, readConfigurationPage, scopeTable, settings,
+  tableRow
+} from '../../scripts/config-docs.js'
 import { servedOpenApiDocument } from '../../scripts/openapi-document.js'
 import { EXPECTED_SCOPES } from '../helpers/resources.js'
 import { TOKEN } from '../helpers/app.js'
@@ -23,7 +26,10 @@ test('docs/configuration.md holds the tables generated from EnvSchema and the se
 test('the scope table lists each scope\'s operations from the document\'s x-scopes', () => {
   const document = {
     paths: {
-      '/a': { get: { operationId: 'listA', 'x-scopes': ['plants:read'] }, head: { operationId: 'headA', 'x-scopes': ['plants:read'] } },
+      '/a': {
+        get: { operationId: 'listA', 'x-scopes': ['plants:read'] },
+        head: { operationId: 'headA', 'x-scopes': ['plants:read'] }
+      },
       '/b': { post: { operationId: 'makeB', 'x-scopes': ['webhooks'] } },
       '/health': { get: { operationId: 'health', security: [] } }
     }
@@ -40,7 +46,8 @@ test('.env.example lists every setting at its default (npm run gen:docs)', () =>
 })
 
 test('.env.example, every line uncommented and a token in API_TOKENS: node ' +
-  '--env-file=.env.example server.js check passes (an empty value is unset, but an empty token setting is refused)', async (t) => {
+  '--env-file=.env.example server.js check passes (an empty value is unset, but an empty token setting is refused)',
+async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-env-example-'))
   t.after(() => rmSync(dir, { recursive: true, force: true }))
   const uncommented = readFileSync(ENV_EXAMPLE, 'utf8').replace(/^# ([A-Z][A-Z0-9_]*=)/gm, '$1')
@@ -49,12 +56,20 @@ test('.env.example, every line uncommented and a token in API_TOKENS: node ' +
   const check = async (text: string): Promise<{ stdout: string, stderr: string, code?: number }> => {
     writeFileSync(join(dir, '.env'), text)
     // Only PATH from here: the file is the whole configuration (DATABASE_URL's default is relative to cwd).
-    return await promisify(execFile)(process.execPath, ['--env-file=.env', SERVER_JS, 'check'], { cwd: dir, env: { PATH: process.env.PATH } })
+    return await promisify(execFile)(process.execPath, ['--env-file=.env', SERVER_JS, 'check'],
+      { cwd: dir, env: { PATH: process.env.PATH } })
       .catch(({ stdout, stderr, code }: { stdout: string, stderr: string, code: number }) => ({ stdout, stderr, code }))
   }
-  assert.deepEqual(await check(uncommented), { stdout: '', stderr: 'plant-store: invalid configuration: API_TOKENS is set but holds no token (unset it to have none)\n', code: 1 })
-  const run = await check(uncommented.replace(/^API_TOKENS=$/m, `API_TOKENS=${TOKEN}`).replace(/^API_TOKENS_FILE=$/m, '# API_TOKENS_FILE='))
-  assert.equal(run.stdout, 'plant-store check: configuration ok\nplant-store check: database data/plants.db does not exist yet; the first start creates it\n')
+  assert.deepEqual(await check(uncommented), {
+    stdout: '',
+    stderr: 'plant-store: invalid configuration: API_TOKENS is set but holds no token (unset it to have none)\n',
+    code: 1
+  })
+  const run = await check(
+    uncommented.replace(/^API_TOKENS=$/m, `API_TOKENS=${TOKEN}`).replace(/^API_TOKENS_FILE=$/m, '# API_TOKENS_FILE='))
+  assert.equal(run.stdout,
+    'plant-store check: configuration ok\nplant-store check: database data/plants.db does not exist yet; the ' +
+      'first start creates it\n')
   assert.equal(run.stderr, '')
 })
 

@@ -6,7 +6,8 @@ export const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 
 /** README.md and every page of docs/, as paths relative to the root. */
 export function markdownFiles (): string[] {
-  return ['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md', ...readdirSync(`${ROOT}docs`).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)]
+  return ['README.md', 'CONTRIBUTING.md', 'CHANGELOG.md',
+    ...readdirSync(`${ROOT}docs`).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)]
 }
 
 export function readMarkdown (path: string): string {

@@ -75,12 +75,14 @@ export function checkStep (output: string, expected: string, label: string): voi
     if (colon === -1) {
       assert.ok(headers.has(part.toLowerCase()), `${label}: a ${part} header`)
     } else {
-      assert.equal(headers.get(part.slice(0, colon).toLowerCase()), part.slice(colon + 2), `${label}: ${part.slice(0, colon)}`)
+      assert.equal(headers.get(part.slice(0, colon).toLowerCase()), part.slice(colon + 2),
+        `${label}: ${part.slice(0, colon)}`)
     }
   }
 }
 
-test('the README walk-through, run with curl against a started server, answers what each "# →" line says', { timeout: 60_000 }, async (t) => {
+test('the README walk-through, run with curl against a started server, answers what ' +
+  'each "# →" line says', { timeout: 60_000 }, async (t) => {
   const block = readCodeBlock()
   assert.equal(block.split('\n')[0], BASE_LINE)
   const { script, steps } = parseWalkthrough(block)
@@ -93,7 +95,8 @@ test('the README walk-through, run with curl against a started server, answers w
   await promisify(execFile)('bash', ['-c', bash], { env: { PATH: process.env.PATH, TOKEN, OUT: out } })
 
   steps.forEach((step, i) => {
-    checkStep(readFileSync(join(out, String(i + 1)), 'utf8'), step.expected, `step ${i + 1} (${step.command.split('\n')[0] ?? ''})`)
+    checkStep(readFileSync(join(out, String(i + 1)), 'utf8'), step.expected,
+      `step ${i + 1} (${step.command.split('\n')[0] ?? ''})`)
   })
 })
 

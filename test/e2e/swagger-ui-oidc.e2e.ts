@@ -4,10 +4,12 @@ import { AUDIENCE, signingKey, startProvider } from '../helpers/oidc-provider.js
 import { launchChromium, screenshot } from '../helpers/chromium.js'
 import { startServer } from '../helpers/server-process.js'
 
-test('Swagger UI with OIDC_ISSUER: Authorize gets a client-credentials token from the provider, and "Try it out" lists plants with it (200)', { timeout: 120_000 }, async (t) => {
+test('Swagger UI with OIDC_ISSUER: Authorize gets a client-credentials token from the provider, and "Try it out" ' +
+  'lists plants with it (200)', { timeout: 120_000 }, async (t) => {
   const provider = await startProvider([await signingKey('e2e-key')])
   t.after(provider.stop)
-  const server = await startServer(t, { env: { API_TOKENS: undefined, OIDC_ISSUER: provider.issuer, OIDC_AUDIENCE: AUDIENCE } })
+  const server = await startServer(t,
+    { env: { API_TOKENS: undefined, OIDC_ISSUER: provider.issuer, OIDC_AUDIENCE: AUDIENCE } })
   const origins = new Set([new URL(server.baseUrl).origin, provider.issuer])
 
   const { page, requested } = await launchChromium(t, origins)
@@ -30,7 +32,8 @@ test('Swagger UI with OIDC_ISSUER: Authorize gets a client-credentials token fro
   await screenshot(page, 'oidc-02-authorized')
   await dialog.locator('button.btn-done').first().click()
 
-  // GET /plants with "Try it out": 200. The service has no opaque token the page knows (API_TOKENS unset: a generated one), so the JWT did it.
+  // GET /plants with "Try it out": 200. The service has no opaque token the page knows (API_TOKENS unset: a generated
+  // one), so the JWT did it.
   await listOp.locator('.opblock-summary').click()
   const tryOut = listOp.locator('button.try-out__btn')
   if ((await tryOut.textContent())?.trim() === 'Try it out') await tryOut.click()

@@ -11,7 +11,8 @@ async function tryItOut (operation: Locator): Promise<void> {
   if ((await button.textContent())?.trim() === 'Try it out') await button.click()
 }
 
-test('Swagger UI: the webhooks section shows the three events; authorize, create and delete a plant with "Try it out" (201, 204), then 401 without a token', { timeout: 120_000 }, async (t) => {
+test('Swagger UI: the webhooks section shows the three events; authorize, create and delete a plant with "Try it ' +
+  'out" (201, 204), then 401 without a token', { timeout: 120_000 }, async (t) => {
   const server = await startServer(t)
   const origin = new URL(server.baseUrl).origin
 
@@ -23,7 +24,9 @@ test('Swagger UI: the webhooks section shows the three events; authorize, create
 
   // The OpenAPI 3.1 webhooks section: the three events, each with its signed headers and body.
   await page.locator('h2', { hasText: /^Webhooks$/ }).waitFor()
-  for (const event of ['plantCreatedEvent', 'plantUpdatedEvent', 'plantDeletedEvent']) await page.locator(`#operations-webhooks-${event}`).waitFor()
+  for (const event of ['plantCreatedEvent', 'plantUpdatedEvent', 'plantDeletedEvent']) {
+    await page.locator(`#operations-webhooks-${event}`).waitFor()
+  }
   const createdEvent = page.locator('#operations-webhooks-plantCreatedEvent')
   await createdEvent.locator('.opblock-summary').click()
   for (const header of ['webhook-id', 'webhook-timestamp', 'webhook-signature']) {
@@ -46,12 +49,15 @@ test('Swagger UI: the webhooks section shows the three events; authorize, create
   const createOp = page.locator('#operations-plants-createPlant')
   await createOp.locator('.opblock-summary').click()
   await tryItOut(createOp)
-  await createOp.locator('textarea.body-param__text').fill(JSON.stringify({ name: 'Fern from the browser', tag: 'e2e' }))
+  await createOp.locator('textarea.body-param__text').fill(
+    JSON.stringify({ name: 'Fern from the browser', tag: 'e2e' }))
   await createOp.locator('button.execute').click()
   const created = createOp.locator('.live-responses-table .response .response-col_status')
   await created.waitFor()
   assert.equal((await created.textContent())?.trim(), '201')
-  const plant = JSON.parse(await createOp.locator('.live-responses-table .response-col_description pre').first().textContent() ?? '') as Record<string, unknown>
+  const plant = JSON.parse(
+    await createOp.locator('.live-responses-table .response-col_description pre').first().textContent() ??
+      '') as Record<string, unknown>
   assert.equal(plant.name, 'Fern from the browser')
   assert.equal(plant.tag, 'e2e')
   assert.equal(typeof plant.id, 'number')
@@ -74,7 +80,9 @@ test('Swagger UI: the webhooks section shows the three events; authorize, create
   await dialog.locator('button.btn-done').click()
   await deleteOp.locator('button.execute').click()
   await deleteOp.locator('.live-responses-table .response .response-col_status', { hasText: '401' }).waitFor()
-  const body = JSON.parse(await deleteOp.locator('.live-responses-table .response-col_description pre').first().textContent() ?? '') as unknown
+  const body = JSON.parse(
+    await deleteOp.locator('.live-responses-table .response-col_description pre').first().textContent() ??
+      '') as unknown
   // Exactly what the service answers a client without a token.
   const direct = await fetch(`${server.baseUrl}/plants/${id}`, { method: 'DELETE' })
   assert.equal(direct.status, 401)

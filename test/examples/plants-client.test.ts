@@ -9,7 +9,8 @@ import { startServer } from '../helpers/server-process.js'
 const EXAMPLE = fileURLToPath(new URL('../../examples/plants-client.js', import.meta.url))
 const run = promisify(execFile)
 
-test('examples/plants-client.ts (openapi-fetch + the generated types) creates, lists, updates and deletes plants on a real server', async (t) => {
+test('examples/plants-client.ts (openapi-fetch + the generated types) creates, lists, updates and deletes ' +
+  'plants on a real server', async (t) => {
   const server = await startServer(t)
   const { stdout, stderr } = await run(process.execPath, [EXAMPLE], {
     env: { PATH: process.env.PATH, PLANT_STORE_URL: server.baseUrl, PLANT_STORE_TOKEN: TOKEN }

@@ -27,13 +27,17 @@ const EXAMPLE = join(ROOT, documented.script)
 
 test('docs/webhooks.md starts the receiver from what `npm run build` compiles', () => {
   assert.equal(documented.script, 'dist/examples/webhook-receiver.js')
-  const build = JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8')) as { include: string[], compilerOptions: { outDir: string } }
+  const build = JSON.parse(readFileSync(join(ROOT, 'tsconfig.build.json'), 'utf8')) as {
+    include: string[],
+    compilerOptions: { outDir: string }
+  }
   assert.equal(build.compilerOptions.outDir, 'dist')
   assert.ok(build.include.includes('examples'))
   assert.ok(existsSync(EXAMPLE), `${EXAMPLE} is missing: npm test runs npm run build first`)
 })
 
-test('examples/webhook-receiver.ts verifies, prints and de-duplicates the events of a real server, every type the catalog lists, and refuses a forged signature with 401', { timeout: 60_000 }, async (t) => {
+test('examples/webhook-receiver.ts verifies, prints and de-duplicates the events of a real server, every type the ' +
+  'catalog lists, and refuses a forged signature with 401', { timeout: 60_000 }, async (t) => {
   const server = await startServer(t, { env: { WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_POLL_INTERVAL_MS: '100' } })
   const base = server.baseUrl
   // The subscription's secret is what the receiver is started with: subscribe its URL first.
@@ -56,7 +60,8 @@ test('examples/webhook-receiver.ts verifies, prints and de-duplicates the events
   })
   const lines = (): string[] => stdout.split('\n').filter((line) => line !== '')
   const untilLines = async (count: number): Promise<string[]> => {
-    await until(`the receiver printed ${count} lines (so far: ${JSON.stringify(stdout)}${stderr})`, () => lines().length >= count, 15_000)
+    await until(`the receiver printed ${count} lines (so far: ${JSON.stringify(stdout)}${stderr})`,
+      () => lines().length >= count, 15_000)
     return lines()
   }
   assert.deepEqual(await untilLines(1), [`listening on http://127.0.0.1:${port}/`])
@@ -84,7 +89,8 @@ test('examples/webhook-receiver.ts verifies, prints and de-duplicates the events
   await callOk(202, base, 'POST', `/webhooks/${subscription.id}/deliveries/${created.id}/retry`)
   assert.equal((await untilLines(5))[4], `duplicate ${ids[0]}: already handled`)
   await untilDeliveries(base, subscription.id, 'the retry recorded as a success', (all) =>
-    all.find((delivery) => delivery.id === created.id)?.attempts === 2 && all.every((delivery) => delivery.status === 'succeeded'))
+    all.find((delivery) => delivery.id === created.id)?.attempts === 2 &&
+      all.every((delivery) => delivery.status === 'succeeded'))
 
   // A forged request: a signature made with another key.
   const forged = await fetch(`http://127.0.0.1:${port}/`, {
@@ -101,13 +107,15 @@ test('examples/webhook-receiver.ts verifies, prints and de-duplicates the events
   assert.equal((await untilLines(6))[5], 'refused msg_forged: No matching signature found')
 
   // The test event carries no plant: `data` names the subscription.
-  const tested = await callOk<{ succeeded: boolean, webhookId: string }>(200, base, 'POST', `/webhooks/${subscription.id}/test`)
+  const tested = await callOk<{ succeeded: boolean, webhookId: string }>(200, base, 'POST',
+    `/webhooks/${subscription.id}/test`)
   assert.equal(tested.succeeded, true)
   assert.equal((await untilLines(7))[6], `webhook.test for subscription #${subscription.id} (${tested.webhookId})`)
 
   // Every event type the service lists was received and printed.
   const catalog = await callOk<Array<{ type: string }>>(200, base, 'GET', '/webhooks/event-types')
-  const printedTypes = new Set(lines().slice(1).map((line) => /^([a-z]+\.[a-z]+) /.exec(line)?.[1]).filter((type) => type !== undefined))
+  const printedTypes = new Set(
+    lines().slice(1).map((line) => /^([a-z]+\.[a-z]+) /.exec(line)?.[1]).filter((type) => type !== undefined))
   assert.deepEqual([...printedTypes].sort(), catalog.map(({ type }) => type).sort())
 
   child.kill('SIGTERM')
@@ -118,14 +126,17 @@ test('examples/webhook-receiver.ts verifies, prints and de-duplicates the events
 
 test('the receiver example refuses a secret that cannot verify anything, saying why', async () => {
   // Not whsec_, not base64, too short, too long: no subscription has such a secret.
-  for (const secret of ['nope', 'whsec_nope', 'whsec_not base64 at all, not at all!!', `whsec_${Buffer.alloc(23, 1).toString('base64')}`,
+  for (const secret of ['nope', 'whsec_nope', 'whsec_not base64 at all, not at all!!',
+    `whsec_${Buffer.alloc(23, 1).toString('base64')}`,
     `whsec_${Buffer.alloc(65, 1).toString('base64')}`]) {
     await assert.rejects(
-      promisify(execFile)(process.execPath, [EXAMPLE], { env: { PATH: process.env.PATH, WEBHOOK_SECRET: secret, PORT: '0' }, timeout: 10_000 }),
+      promisify(execFile)(process.execPath, [EXAMPLE],
+        { env: { PATH: process.env.PATH, WEBHOOK_SECRET: secret, PORT: '0' }, timeout: 10_000 }),
       (err: { code?: number, stdout?: string, stderr?: string }) => {
         assert.equal(err.code, 2, secret)
         assert.equal(err.stdout, '', secret)
-        assert.equal(err.stderr, 'WEBHOOK_SECRET is not a subscription\'s secret: whsec_ and 24 to 64 bytes in base64 ' +
+        assert.equal(err.stderr,
+          'WEBHOOK_SECRET is not a subscription\'s secret: whsec_ and 24 to 64 bytes in base64 ' +
           '(the `secret` of the answer to POST /webhooks, or GET /webhooks/{id}/secret)\n', secret)
         return true
       }

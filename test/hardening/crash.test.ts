@@ -30,7 +30,8 @@ function send (agent: Agent, port: number, method: string, path: string, body?: 
   })
 }
 
-test('SIGKILL mid-load, several times: every acknowledged create is there, every acknowledged delete gone, no corruption', { timeout: 60_000 }, async (t) => {
+test('SIGKILL mid-load, several times: every acknowledged create is there, every acknowledged ' +
+  'delete gone, no corruption', { timeout: 60_000 }, async (t) => {
   const file = tempDatabaseFile(t, 'plant-store-crash-')
   const created = new Map<number, string>() // acknowledged creates: id → name
   const deleted = new Set<number>() // acknowledged deletes
@@ -53,7 +54,10 @@ test('SIGKILL mid-load, several times: every acknowledged create is there, every
         if (deleting) maybeDeleted.add(target)
         let answer: Answer
         try {
-          answer = deleting ? await send(agent, server.port, 'DELETE', `/plants/${target}`) : await send(agent, server.port, 'POST', '/plants', { name })
+          answer = deleting
+            ? await send(agent, server.port, 'DELETE', `/plants/${target}`)
+            : await send(agent,
+              server.port, 'POST', '/plants', { name })
         } catch {
           return // the server is gone: this request's fate is unknown
         }
@@ -82,7 +86,9 @@ test('SIGKILL mid-load, several times: every acknowledged create is there, every
 
   const db = new Database(file, { readonly: true })
   assert.equal(db.pragma('integrity_check', { simple: true }), 'ok')
-  const rows = new Map((db.prepare('SELECT id, name FROM plants').all() as Array<{ id: number, name: string }>).map((row) => [row.id, row.name]))
+  const rows = new Map(
+    (db.prepare('SELECT id, name FROM plants').all() as Array<{ id: number, name: string }>).map(
+      (row) => [row.id, row.name]))
   db.close()
   assert.ok(created.size >= 100, `only ${created.size} creates were acknowledged`)
   assert.ok(deleted.size >= 10, `only ${deleted.size} deletes were acknowledged`)

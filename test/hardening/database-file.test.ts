@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict'
-import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs'
+import {
+  chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync,
+  writeFileSync, writeSync
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
@@ -37,7 +40,8 @@ test('a database at schema version 1 is migrated at start-up, its plants kept', 
  */
 function assertRefused (file: string, message: RegExp): void {
   const before = readFileSync(file)
-  assert.throws(() => createSqliteStore({ filename: file }), (err: unknown) => err instanceof StoreOpenError && message.test(err.message))
+  assert.throws(() => createSqliteStore({ filename: file }),
+    (err: unknown) => err instanceof StoreOpenError && message.test(err.message))
   assert.ok(readFileSync(file).equals(before), 'the file was changed')
   assert.equal(existsSync(`${file}-wal`) ? statSync(`${file}-wal`).size : 0, 0)
 }
@@ -62,7 +66,10 @@ test('a plant-store database from a newer version is refused and left untouched'
   newer.pragma(`application_id = ${APPLICATION_ID}`)
   newer.pragma(`user_version = ${migrations.length + 1}`)
   newer.close()
-  assertRefused(file, new RegExp(`^the database schema \\(version ${migrations.length + 1}\\) is newer than this plant-store \\(${migrations.length}\\)$`))
+  assertRefused(file,
+    new RegExp(
+      `^the database schema \\(version ${migrations.length + 1}\\) is newer than ` +
+        `this plant-store \\(${migrations.length}\\)$`))
 })
 
 test('a corrupt plant-store database is refused and left untouched', async (t) => {
@@ -83,7 +90,8 @@ test('the server refuses a foreign file with a clear message and exit code 1', a
   const before = readFileSync(file)
   const { code, stderr } = await expectStartFailure({ env: { DATABASE_URL: file } })
   assert.equal(code, 1)
-  assert.equal(fatalMessage(stderr), `cannot use the database ${file}: the file is not a SQLite database; the file was left untouched`)
+  assert.equal(fatalMessage(stderr),
+    `cannot use the database ${file}: the file is not a SQLite database; the file was left untouched`)
   assert.ok(readFileSync(file).equals(before))
 })
 
@@ -92,8 +100,10 @@ test('a second server on the same SQLite file is refused, naming the file; the f
   const { code, stdout, stderr } = await expectStartFailure({ env: { DATABASE_URL: first.databaseUrl } })
   assert.equal(code, 1)
   assert.equal(stdout, '')
-  assert.equal(fatalMessage(stderr), `cannot use the database ${first.databaseUrl}: it is in use by another process (a plant-store server running on it?): ` +
-    'one server per SQLite file; stop the other, or give this one another DATABASE_URL (several instances need PostgreSQL, docs/scaling.md); ' +
+  assert.equal(fatalMessage(stderr), `cannot use the database ${first.databaseUrl}: it is in use by another process ` +
+    '(a plant-store server running on it?): ' +
+    'one server per SQLite file; stop the other, or give this one another DATABASE_URL (several instances need ' +
+      'PostgreSQL, docs/scaling.md); ' +
     'the file was left untouched')
   assert.equal((await fetch(`${first.baseUrl}/plants`, { headers: AUTH })).status, 200)
   // Once the first has stopped, the file is free again.
@@ -109,11 +119,14 @@ test('a folder the server may not write: the message says which user must own it
   chmodSync(dir, 0o755)
   const data = join(dir, 'data')
   mkdirSync(data, { mode: 0o555 })
-  // As root (CI, a container) the server runs as nobody against a root-owned folder; otherwise as this user, the folder read-only.
+  // As root (CI, a container) the server runs as nobody against a root-owned folder; otherwise as this user, the folder
+  // read-only.
   const uid = process.getuid?.() === 0 ? 65534 : process.getuid?.()
   const file = join(data, 'plants.db')
   const { code, stderr } = await expectStartFailure({ env: { DATABASE_URL: file }, ...(uid === 65534 && { uid }) })
   assert.equal(code, 1)
-  assert.equal(fatalMessage(stderr), `cannot use the database ${file}: permission denied (EACCES): the folder ${data} must be writable by ` +
-    `uid ${uid}, the user this process runs as (on the host of a mounted folder: chown ${uid} <that folder>); the file was left untouched`)
+  assert.equal(fatalMessage(stderr), `cannot use the database ${file}: permission denied ` +
+    `(EACCES): the folder ${data} must be writable by ` +
+    `uid ${uid}, the user this process runs as (on the host of a mounted folder: chown ${uid} <that folder>); the ` +
+      'file was left untouched')
 })

@@ -3,10 +3,12 @@ import { test } from 'node:test'
 import { AUTH, buildTestApp } from '../helpers/app.js'
 
 // Helmet's defaults that only mean something on an HTML document.
-const DOCUMENT_ONLY = ['cross-origin-opener-policy', 'origin-agent-cluster', 'x-dns-prefetch-control', 'x-download-options',
+const DOCUMENT_ONLY = ['cross-origin-opener-policy', 'origin-agent-cluster', 'x-dns-prefetch-control',
+  'x-download-options',
   'x-permitted-cross-domain-policies', 'x-xss-protection']
 
-test("API responses carry a JSON API's security headers, a content security policy that allows nothing, and none of the HTML-only ones", async (t) => {
+test("API responses carry a JSON API's security headers, a content security policy that allows nothing, and none " +
+  'of the HTML-only ones', async (t) => {
   const app = await buildTestApp(t)
   for (const request of [
     { method: 'GET', url: '/health' },
@@ -69,7 +71,12 @@ test('/docs works under its policy: every script and style it loads is same-orig
 test('CORS is off by default: no CORS headers, and a preflight never asks for a token', async (t) => {
   const app = await buildTestApp(t)
   const res = await app.inject({
-    method: 'OPTIONS', url: '/plants/1', headers: { origin: 'https://app.example', 'access-control-request-method': 'DELETE' }
+    method: 'OPTIONS',
+    url: '/plants/1',
+    headers: {
+      origin: 'https://app.example',
+      'access-control-request-method': 'DELETE'
+    }
   })
   assert.notEqual(res.statusCode, 401)
   // Without CORS, OPTIONS is a method /plants/1 does not have.
@@ -83,14 +90,22 @@ test('CORS_ORIGINS allows the listed origins; a preflight needs no token', async
   const preflight = await app.inject({
     method: 'OPTIONS',
     url: '/plants/1',
-    headers: { origin: 'https://app.example', 'access-control-request-method': 'DELETE', 'access-control-request-headers': 'authorization, if-match' }
+    headers: {
+      origin: 'https://app.example',
+      'access-control-request-method': 'DELETE',
+      'access-control-request-headers': 'authorization, if-match'
+    }
   })
   assert.equal(preflight.statusCode, 204)
   assert.equal(preflight.headers['access-control-allow-origin'], 'https://app.example')
   assert.match(String(preflight.headers['access-control-allow-methods']), /DELETE/)
   assert.match(String(preflight.headers['access-control-allow-headers']), /Authorization/)
 
-  const other = await app.inject({ method: 'OPTIONS', url: '/plants/1', headers: { origin: 'https://evil.example', 'access-control-request-method': 'DELETE' } })
+  const other = await app.inject({
+    method: 'OPTIONS',
+    url: '/plants/1',
+    headers: { origin: 'https://evil.example', 'access-control-request-method': 'DELETE' }
+  })
   assert.notEqual(other.statusCode, 401)
   assert.equal(other.headers['access-control-allow-origin'], undefined)
 
@@ -98,7 +113,11 @@ test('CORS_ORIGINS allows the listed origins; a preflight needs no token', async
   const bare = await app.inject({ method: 'OPTIONS', url: '/plants/1' })
   assert.notEqual(bare.statusCode, 401)
 
-  const actual = await app.inject({ method: 'DELETE', url: '/plants/1', headers: { ...AUTH, origin: 'https://admin.example' } })
+  const actual = await app.inject({
+    method: 'DELETE',
+    url: '/plants/1',
+    headers: { ...AUTH, origin: 'https://admin.example' }
+  })
   assert.equal(actual.statusCode, 404)
   assert.equal(actual.headers['access-control-allow-origin'], 'https://admin.example')
 })

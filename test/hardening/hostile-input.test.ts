@@ -10,13 +10,15 @@ import type { Cleanup } from '../helpers/cleanup.js'
  * 5xx, every non-2xx is exactly `{ error, message }`, and a refused request changes nothing.
  */
 
-const printable = (maxLength: number): fc.Arbitrary<string> => fc.stringMatching(new RegExp(`^[\\x20-\\x7e]{0,${maxLength}}$`))
+const printable = (maxLength: number): fc.Arbitrary<string> => fc.stringMatching(
+  new RegExp(`^[\\x20-\\x7e]{0,${maxLength}}$`))
 
 const hostileText = fc.oneof(
   fc.string(),
   fc.string({ unit: 'grapheme', maxLength: 40 }),
   fc.string({ unit: 'binary', maxLength: 40 }),
-  fc.constantFrom('', ' ', '\u0000', '\ud800', '🌱'.repeat(300), 'a'.repeat(10_000), '__proto__', 'constructor', 'null', 'true')
+  fc.constantFrom('', ' ', '\u0000', '\ud800', '🌱'.repeat(300), 'a'.repeat(10_000), '__proto__', 'constructor', 'null',
+    'true')
 )
 
 const numberLike = fc.oneof(
@@ -28,23 +30,27 @@ const numberLike = fc.oneof(
 )
 
 /** Percent-encodes any string, lone surrogates included (encodeURIComponent throws on those). */
-const percentEncode = (text: string): string => [...Buffer.from(text)].map((byte) => `%${byte.toString(16).padStart(2, '0')}`).join('')
+const percentEncode = (text: string): string => [...Buffer.from(text)].map(
+  (byte) => `%${byte.toString(16).padStart(2, '0')}`).join('')
 const encode = (text: string): string => /[\ud800-\udfff]/.test(text) ? percentEncode(text) : encodeURIComponent(text)
 
 const pathId = fc.oneof(
   numberLike.map(encode),
   hostileText.map(encode),
   // Bytes that are not UTF-8 at all, e.g. %FF%FE.
-  fc.uint8Array({ minLength: 1, maxLength: 12 }).map((bytes) => [...bytes].map((byte) => `%${byte.toString(16).padStart(2, '0')}`).join(''))
+  fc.uint8Array({ minLength: 1, maxLength: 12 }).map(
+    (bytes) => [...bytes].map((byte) => `%${byte.toString(16).padStart(2, '0')}`).join(''))
 )
 
 const queryString = fc.array(fc.tuple(
-  fc.oneof(fc.constantFrom('limit', 'after', 'tag', '__proto__', 'constructor', 'limit[]', 'tag[a]'), fc.string({ maxLength: 8 })),
+  fc.oneof(fc.constantFrom('limit', 'after', 'tag', '__proto__', 'constructor', 'limit[]', 'tag[a]'),
+    fc.string({ maxLength: 8 })),
   fc.oneof(numberLike, hostileText)
 ), { maxLength: 4 }).map((pairs) => pairs.map(([key, value]) => `${encode(key)}=${encode(value)}`).join('&'))
 
 const jsonValue = fc.jsonValue({ maxDepth: 6 })
-const field = fc.oneof(jsonValue, hostileText, numberLike.map(Number), fc.constantFrom(2 ** 53, 2 ** 53 + 2, 1e308, -1, 0, 1.5))
+const field = fc.oneof(jsonValue, hostileText, numberLike.map(Number),
+  fc.constantFrom(2 ** 53, 2 ** 53 + 2, 1e308, -1, 0, 1.5))
 const plantLike = fc.record({ id: field, name: field, tag: field, extra: field }, { requiredKeys: [] })
 
 /** Raw bodies: JSON.stringify cannot write duplicate keys, huge literals or deep nesting. */
@@ -72,11 +78,13 @@ const rawBody = fc.oneof(
 )
 
 const contentTypes = ['application/json', 'application/json; charset=utf-8', 'application/merge-patch+json',
-  'text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1', 'multipart/form-data; boundary=x', 'garbage']
+  'text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1',
+  'multipart/form-data; boundary=x', 'garbage']
 const contentType = fc.option(fc.constantFrom(...contentTypes), { nil: undefined })
 
 const headers = fc.record({
-  authorization: fc.oneof(fc.constant(AUTH.authorization), fc.constant(AUTH.authorization), printable(60), fc.constant(`bearer ${TOKEN}`)),
+  authorization: fc.oneof(fc.constant(AUTH.authorization), fc.constant(AUTH.authorization), printable(60),
+    fc.constant(`bearer ${TOKEN}`)),
   'if-match': fc.oneof(printable(60), fc.constantFrom('*', '"x"', 'W/"x"', '"a", "b"')),
   'if-none-match': fc.oneof(printable(60), fc.constantFrom('*', '"x"', 'W/"x"')),
   'idempotency-key': printable(300),
@@ -112,16 +120,24 @@ async function snapshot (app: FastifyInstance): Promise<string> {
 
 async function seededApp (t: Cleanup): Promise<FastifyInstance> {
   const app = await buildTestApp(t, { RATE_LIMIT_MAX: '0' })
-  for (const id of [1n, 2n, 3n, 9007199254740993n]) await app.store.plants.create({ id, name: `Plant ${id}`, tag: 'seed' })
+  for (const id of [1n, 2n, 3n, 9007199254740993n]) {
+    await app.store.plants.create({ id, name: `Plant ${id}`, tag: 'seed' })
+  }
   return app
 }
 
-test('arbitrary requests against every operation: never a 5xx, non-2xx always in the Error shape, refusals change nothing', async (t) => {
+test('arbitrary requests against every operation: never a 5xx, non-2xx always in the Error shape, ' +
+  'refusals change nothing', async (t) => {
   const app = await seededApp(t)
   await fc.assert(fc.asyncProperty(request, async ({ operation, id, query, headers, body }) => {
     const before = await snapshot(app)
     const url = operation.path(id) + (query === '' ? '' : `?${query}`)
-    const res = await app.inject({ method: operation.method, url, headers, ...(body !== undefined && { payload: body }) })
+    const res = await app.inject({
+      method: operation.method,
+      url,
+      headers,
+      ...(body !== undefined && { payload: body })
+    })
     assert.ok(res.statusCode < 500, `${operation.method} ${url} → ${res.statusCode} ${res.body}`)
     if (res.statusCode >= 300 && res.statusCode !== 304 && operation.method !== 'HEAD') {
       assert.equal(res.headers['content-type'], 'application/json; charset=utf-8', `${res.statusCode} ${res.body}`)
@@ -130,18 +146,26 @@ test('arbitrary requests against every operation: never a 5xx, non-2xx always in
       assert.equal(answer.error, res.statusCode)
       assert.equal(typeof answer.message, 'string')
     }
-    if (res.statusCode >= 300) assert.equal(await snapshot(app), before, `${operation.method} ${url} → ${res.statusCode} changed the database`)
+    if (res.statusCode >= 300) {
+      assert.equal(await snapshot(app), before, `${operation.method} ${url} → ${res.statusCode} changed the database`)
+    }
   }), { numRuns: 300 })
 })
 
-test('arbitrary JSON bodies on the writes: never a 5xx, never a prototype polluted, refusals change nothing', async (t) => {
+test('arbitrary JSON bodies on the writes: never a 5xx, never a prototype polluted, ' +
+  'refusals change nothing', async (t) => {
   const app = await seededApp(t)
   const writes = fc.constantFrom(
     { method: 'POST', url: '/plants' }, { method: 'PUT', url: '/plants/1' }, { method: 'PATCH', url: '/plants/2' }
   ) as fc.Arbitrary<{ method: NonNullable<InjectOptions['method']>, url: string }>
   await fc.assert(fc.asyncProperty(writes, rawBody, contentType, async ({ method, url }, body, type) => {
     const before = await snapshot(app)
-    const res = await app.inject({ method, url, headers: { ...AUTH, ...(type !== undefined && { 'content-type': type }) }, payload: body })
+    const res = await app.inject({
+      method,
+      url,
+      headers: { ...AUTH, ...(type !== undefined && { 'content-type': type }) },
+      payload: body
+    })
     assert.ok(res.statusCode < 500, `${method} ${url} ${body.slice(0, 200)} → ${res.statusCode} ${res.body}`)
     if (res.statusCode >= 300) {
       assert.deepEqual(Object.keys(res.json()), ['error', 'message'])

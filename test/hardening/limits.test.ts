@@ -9,7 +9,8 @@ test('a body over BODY_LIMIT (16 KiB by default) is refused with 413 in the Erro
   const app = await buildTestApp(t)
   assert.equal(app.config.bodyLimit, 16 * 1024)
   await app.store.plants.create({ id: 1n, name: 'Fern' })
-  for (const [method, url] of [['POST', '/plants'], ['PUT', '/plants/1'], ['PATCH', '/plants/1'], ['DELETE', '/plants/1']] as const) {
+  for (const [method, url] of [['POST', '/plants'], ['PUT', '/plants/1'], ['PATCH', '/plants/1'],
+    ['DELETE', '/plants/1']] as const) {
     const res = await app.inject({
       method,
       url,
@@ -23,7 +24,12 @@ test('a body over BODY_LIMIT (16 KiB by default) is refused with 413 in the Erro
   assert.equal((await app.store.plants.get(1n))?.name, 'Fern')
 
   const small = await buildTestApp(t, { BODY_LIMIT: '10' })
-  const refused = await small.inject({ method: 'DELETE', url: '/plants/1', headers: { ...AUTH, 'content-type': 'application/json' }, payload: '{"a":"12345678"}' })
+  const refused = await small.inject({
+    method: 'DELETE',
+    url: '/plants/1',
+    headers: { ...AUTH, 'content-type': 'application/json' },
+    payload: '{"a":"12345678"}'
+  })
   assert.equal(refused.statusCode, 413)
 })
 
@@ -52,7 +58,8 @@ function open (port: number): Promise<Socket> {
   })
 }
 
-test('slowloris: a client dribbling its headers is cut off with 408 once HEADERS_TIMEOUT_MS passes', { timeout: 10_000 }, async (t) => {
+test('slowloris: a client dribbling its headers is cut off with 408 once ' +
+  'HEADERS_TIMEOUT_MS passes', { timeout: 10_000 }, async (t) => {
   const { port } = await listen(t, { HEADERS_TIMEOUT_MS: '300' })
   const socket = await open(port)
   const closed = untilClosed(socket)
@@ -66,11 +73,14 @@ test('slowloris: a client dribbling its headers is cut off with 408 once HEADERS
   assert.ok(received.endsWith('{"error":408,"message":"Request Timeout"}'))
 })
 
-test('a client dribbling its body is cut off with 408 once REQUEST_TIMEOUT_MS passes', { timeout: 10_000 }, async (t) => {
+test('a client dribbling its body is cut off with 408 once ' +
+  'REQUEST_TIMEOUT_MS passes', { timeout: 10_000 }, async (t) => {
   const { port } = await listen(t, { HEADERS_TIMEOUT_MS: '200', REQUEST_TIMEOUT_MS: '400' })
   const socket = await open(port)
   const closed = untilClosed(socket)
-  socket.write(`DELETE /plants/1 HTTP/1.1\r\nHost: localhost\r\nAuthorization: ${AUTH.authorization}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n`)
+  socket.write(
+    `DELETE /plants/1 HTTP/1.1\r\nHost: localhost\r\nAuthorization: ${AUTH.authorization}\r\nContent-Type: ` +
+      'application/json\r\nContent-Length: 1000\r\n\r\n')
   const drip = setInterval(() => { if (socket.writable) socket.write(' ') }, 50)
   t.after(() => { clearInterval(drip); socket.destroy() })
   const received = await closed
@@ -89,7 +99,8 @@ test('an idle keep-alive connection is closed after KEEP_ALIVE_TIMEOUT_MS', { ti
   assert.match(await closed, /^HTTP\/1\.1 200 OK\r\n/)
 })
 
-test('a connection serves at most MAX_REQUESTS_PER_SOCKET requests; a request past it is not run', { timeout: 10_000 }, async (t) => {
+test('a connection serves at most MAX_REQUESTS_PER_SOCKET requests; a ' +
+  'request past it is not run', { timeout: 10_000 }, async (t) => {
   const { app, port } = await listen(t, { MAX_REQUESTS_PER_SOCKET: '2' })
   for (const id of [1n, 2n, 3n]) await app.store.plants.create({ id, name: 'Fern' })
   const socket = await open(port)
@@ -97,7 +108,8 @@ test('a connection serves at most MAX_REQUESTS_PER_SOCKET requests; a request pa
   const closed = untilClosed(socket)
   // Three pipelined deletes: two answered, the second with `Connection: close`; the third, sent
   // regardless, is refused before it runs (its answer cannot reach a closed connection).
-  const request = (id: number): string => `DELETE /plants/${id} HTTP/1.1\r\nHost: localhost\r\nAuthorization: ${AUTH.authorization}\r\n\r\n`
+  const request = (id: number): string => `DELETE /plants/${id} HTTP/1.1\r\nHost: ` +
+    `localhost\r\nAuthorization: ${AUTH.authorization}\r\n\r\n`
   socket.write(request(1) + request(2) + request(3))
   const responses = (await closed).split(/(?=HTTP\/1\.1 )/)
   assert.equal(responses.length, 2)

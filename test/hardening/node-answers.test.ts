@@ -99,13 +99,17 @@ test('an Expect other than 100-continue is a 417 in the Error shape; 100-continu
   assert.equal(created.status, 201, created.body)
 })
 
-test('a too-long URL or header block is a 431 in the Error shape; an over-long id within the limit is a 400 like any invalid id', async (t) => {
+test('a too-long URL or header block is a 431 in the Error shape; an over-long id within the limit is a ' +
+  '400 like any invalid id', async (t) => {
   const { port } = await listening(t)
-  assertRawError(await exchange(port, `GET /plants/${'1'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`), 431, 'Request Header Fields Too Large')
-  assertRawError(await exchange(port, `GET /health HTTP/1.1\r\nHost: x\r\nX-Padding: ${'p'.repeat(20_000)}\r\n\r\n`), 431, 'Request Header Fields Too Large')
+  assertRawError(await exchange(port, `GET /plants/${'1'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`), 431,
+    'Request Header Fields Too Large')
+  assertRawError(await exchange(port, `GET /health HTTP/1.1\r\nHost: x\r\nX-Padding: ${'p'.repeat(20_000)}\r\n\r\n`),
+    431, 'Request Header Fields Too Large')
   const longId = await exchange(port, `GET /plants/${'9'.repeat(10_000)} HTTP/1.1\r\nHost: x\r\n${AUTH_LINE}\r\n`)
   assertRawError(longId, 400, 'params/id must match format "int64"')
-  assertRawError(await exchange(port, `DELETE /plants/-${'1'.repeat(10_000)} HTTP/1.1\r\nHost: x\r\n${AUTH_LINE}\r\n`), 400,
+  assertRawError(await exchange(port, `DELETE /plants/-${'1'.repeat(10_000)} HTTP/1.1\r\nHost: x\r\n${AUTH_LINE}\r\n`),
+    400,
     'params/id must match format "int64"')
 })
 
@@ -121,14 +125,17 @@ test('no error echoes the whole URL: the path is quoted without its query, cut a
     `'${badUrl.slice(0, 100)}…' is not a valid url component`)
 })
 
-test('a method the path lacks is a 405 on the wire too, with or without Content-Type or body (QUERY included)', async (t) => {
+test('a method the path lacks is a 405 on the wire too, with or without Content-Type or ' +
+  'body (QUERY included)', async (t) => {
   const { port } = await listening(t)
   const bare = await exchange(port, 'QUERY /plants HTTP/1.1\r\nHost: x\r\n\r\n')
   assertRawError(bare, 405, 'Method QUERY is not allowed on /plants (it allows GET, HEAD, POST)')
   assert.equal(bare.headers.allow, 'GET, HEAD, POST')
-  const chunked = await exchange(port, 'QUERY /plants HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n')
+  const chunked = await exchange(port,
+    'QUERY /plants HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n')
   assertRawError(chunked, 405, 'Method QUERY is not allowed on /plants (it allows GET, HEAD, POST)')
-  assertRawError(await exchange(port, 'QUERY /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}'), 404, 'Route QUERY /nowhere not found')
+  assertRawError(await exchange(port, 'QUERY /nowhere HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}'), 404,
+    'Route QUERY /nowhere not found')
 })
 
 test('CONNECT, which Node would drop without a word, is a 501 in the Error shape', async (t) => {
@@ -147,15 +154,19 @@ test('CONNECT, which Node would drop without a word, is a 501 in the Error shape
   assert.equal(health.status, 200)
 })
 
-test('parser errors keep the status Node would give: oversized chunk extensions are a 413, a malformed request a 400', async (t) => {
+test('parser errors keep the status Node would give: oversized chunk extensions are a 413, a ' +
+  'malformed request a 400', async (t) => {
   const { port } = await listening(t)
   assertRawError(await exchange(port, 'POST /plants HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n' +
     `1;${'e'.repeat(20_000)}\r\nx\r\n0\r\n\r\n`), 413, STATUS_CODES[413] ?? '')
-  assertRawError(await exchange(port, 'GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n'), 400, 'Bad Request')
+  assertRawError(
+    await exchange(port, 'GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n'),
+    400, 'Bad Request')
 })
 
 test('a GET whose framing carries a body (chunked) is a 400 that says so', async (t) => {
   const { port } = await listening(t)
-  assertRawError(await exchange(port, `GET /plants HTTP/1.1\r\nHost: x\r\n${AUTH_LINE}Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`), 400,
-    'GET /plants takes no request body')
+  assertRawError(await exchange(port,
+    `GET /plants HTTP/1.1\r\nHost: x\r\n${AUTH_LINE}Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`), 400,
+  'GET /plants takes no request body')
 })

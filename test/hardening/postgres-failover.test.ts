@@ -37,7 +37,8 @@ async function synchronousPair (cleanup: Cleanup): Promise<{ primary: PgCluster,
   await primary.query("ALTER SYSTEM SET synchronous_standby_names = '*'")
   await primary.query('SELECT pg_reload_conf()')
   await until('the standby is synchronous', async () =>
-    (await primary.query<{ sync_state: string }>('SELECT sync_state FROM pg_stat_replication'))[0]?.sync_state === 'sync', 10_000)
+    (await primary.query<{ sync_state: string }>(
+      'SELECT sync_state FROM pg_stat_replication'))[0]?.sync_state === 'sync', 10_000)
   return { primary, standby }
 }
 
@@ -48,7 +49,8 @@ const RECOVERY_BOUND_MS = 15_000
 // lost (stopped as by a crash), the standby promoted and the pooler pointed at it, the service
 // untouched. It recovers by itself and loses nothing it acknowledged (docs/scaling.md#failover).
 if (TEST_DATABASE_URL !== undefined) {
-  test('failover to a synchronous standby behind PgBouncer: no restart, nothing acknowledged lost, every event delivered', { timeout: 180_000 }, async (t) => {
+  test('failover to a synchronous standby behind PgBouncer: no restart, nothing acknowledged lost, ' +
+    'every event delivered', { timeout: 180_000 }, async (t) => {
     const cleanup = cleanupStack(t)
     const { primary, standby } = await synchronousPair(cleanup)
     // Transaction mode with stock settings, as production runs it; no DATABASE_DIRECT_URL (it would name the
@@ -61,7 +63,13 @@ if (TEST_DATABASE_URL !== undefined) {
     }, cleanup)
     const receiver = await startReceiver(cleanup)
     const server = await startServer(cleanup, {
-      env: { DATABASE_URL: pooler.url(primary.url()), PG_POOL_MAX: '4', PG_CONNECT_TIMEOUT_MS: '2000', WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_POLL_INTERVAL_MS: '200' }
+      env: {
+        DATABASE_URL: pooler.url(primary.url()),
+        PG_POOL_MAX: '4',
+        PG_CONNECT_TIMEOUT_MS: '2000',
+        WEBHOOK_ALLOW_PRIVATE_URLS: '1',
+        WEBHOOK_POLL_INTERVAL_MS: '200'
+      }
     })
     const subscription = await subscribe(server.baseUrl, `${receiver.origin}/hook`)
     const load = startWriteLoad(server.baseUrl, { clients: CLIENTS, headers: () => AUTH })
@@ -109,7 +117,8 @@ if (TEST_DATABASE_URL !== undefined) {
 // write would be acknowledged while on the primary alone, and a failover would lose it. PostgreSQL's
 // statement_timeout does not end that wait; the driver's bound fails the request (docs/scaling.md#failover).
 if (TEST_DATABASE_URL !== undefined) {
-  test('a write whose synchronous standby is away is never acknowledged: 503, then 201 once the standby is back', { timeout: 120_000 }, async (t) => {
+  test('a write whose synchronous standby is away is never acknowledged: 503, then 201 ' +
+    'once the standby is back', { timeout: 120_000 }, async (t) => {
     const cleanup = cleanupStack(t)
     const { primary, standby } = await synchronousPair(cleanup)
     const server = await startServer(cleanup, { env: { DATABASE_URL: primary.url(), PG_STATEMENT_TIMEOUT_MS: '300' } })

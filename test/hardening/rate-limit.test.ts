@@ -7,7 +7,8 @@ import { AUTH, buildTestApp, TOKEN } from '../helpers/app.js'
 import { NO_REDIS, TEST_REDIS_URL } from '../helpers/redis.js'
 
 const LIMITED = { RATE_LIMIT_MAX: '3', RATE_LIMIT_WINDOW: '60000' }
-const del = (app: FastifyInstance, headers: Record<string, string> = AUTH, remoteAddress = '127.0.0.1'): Promise<LightMyRequestResponse> =>
+const del = (app: FastifyInstance, headers: Record<string, string> = AUTH,
+  remoteAddress = '127.0.0.1'): Promise<LightMyRequestResponse> =>
   app.inject({ method: 'DELETE', url: '/plants/1', headers, remoteAddress })
 
 function assertLimited (res: LightMyRequestResponse): void {
@@ -114,7 +115,8 @@ test('Redis dropping the connection mid-run: requests still pass (fail open), an
     assert.equal((await del(app)).headers['ratelimit-remaining'], '2')
 
     // Cut this app's connection (and only it) from the server side.
-    const clients = String(await admin.client('LIST')).split('\n').filter((line) => line.includes(` name=${prefix}rate-limit `))
+    const clients = String(await admin.client('LIST')).split('\n').filter(
+      (line) => line.includes(` name=${prefix}rate-limit `))
     assert.equal(clients.length, 1)
     await admin.client('KILL', 'ID', /id=(\d+)/.exec(clients[0] ?? '')?.[1] ?? '')
     // While it reconnects, requests go through (uncounted) or are counted again: never a failure.

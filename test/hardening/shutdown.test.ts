@@ -11,7 +11,14 @@ import { startServer, type ServerProcess } from '../helpers/server-process.js'
 /** A create; resolves with the status, or 0 when the connection died without an answer. */
 function create (agent: Agent, port: number, name: string): Promise<number> {
   return new Promise((resolve) => {
-    const req = request({ agent, host: '127.0.0.1', port, method: 'POST', path: '/plants', headers: { ...AUTH, 'content-type': 'application/json' } }, (res) => {
+    const req = request({
+      agent,
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/plants',
+      headers: { ...AUTH, 'content-type': 'application/json' }
+    }, (res) => {
       res.resume()
       res.on('end', () => resolve(res.statusCode ?? 0))
       res.on('error', () => resolve(0))
@@ -38,16 +45,19 @@ function untilClosed (socket: Socket): Promise<string> {
 }
 
 /** Sends a PUT's headers and half its body: the request is accepted and waits for the rest. */
-async function startSlowReplace (server: ServerProcess, id: number, body: string): Promise<{ socket: Socket, answer: Promise<string>, finish: () => void }> {
+async function startSlowReplace (server: ServerProcess, id: number,
+  body: string): Promise<{ socket: Socket, answer: Promise<string>, finish: () => void }> {
   const socket = await open(server.port)
   const answer = untilClosed(socket)
   socket.write(`PUT /plants/${id} HTTP/1.1\r\nHost: localhost\r\nAuthorization: ${AUTH.authorization}\r\n` +
     `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body.slice(0, 5)}`)
-  await server.waitForLog((line) => line.msg === 'incoming request' && line.req?.method === 'PUT' && line.req.url === `/plants/${id}`)
+  await server.waitForLog(
+    (line) => line.msg === 'incoming request' && line.req?.method === 'PUT' && line.req.url === `/plants/${id}`)
   return { socket, answer, finish: () => { socket.write(body.slice(5)) } }
 }
 
-test('SIGTERM under load: accepted requests finish, later ones get 503 or no connection, none is dropped; the database is checkpointed', { timeout: 30_000 }, async (t) => {
+test('SIGTERM under load: accepted requests finish, later ones get 503 or no connection, none is dropped; the ' +
+  'database is checkpointed', { timeout: 30_000 }, async (t) => {
   const file = tempDatabaseFile(t, 'plant-store-shutdown-')
   const server = await startServer(t, { env: { DATABASE_URL: file, LOG_LEVEL: 'debug' } })
   const agent = new Agent({ keepAlive: true, maxSockets: 8 })
@@ -97,14 +107,17 @@ test('SIGTERM under load: accepted requests finish, later ones get 503 or no con
   for (const [name, status] of outcomes) {
     // 201: written. 503: refused while draining, never run. 0: never reached the service.
     assert.ok([201, 503, 0].includes(status), `${name}: ${status}`)
-    assert.equal(names.has(name), status === 201, `${name} answered ${status} but is ${names.has(name) ? '' : 'not '}in the database`)
+    assert.equal(names.has(name), status === 201,
+      `${name} answered ${status} but is ${names.has(name) ? '' : 'not '}in the database`)
   }
   assert.ok(statuses.has(201))
 })
 
-test('past SHUTDOWN_GRACE_MS the connections left are cut and the service still stops cleanly', { timeout: 10_000 }, async (t) => {
+test('past SHUTDOWN_GRACE_MS the connections left are cut and the ' +
+  'service still stops cleanly', { timeout: 10_000 }, async (t) => {
   const file = tempDatabaseFile(t, 'plant-store-shutdown-')
-  const server = await startServer(t, { env: { DATABASE_URL: file, LOG_LEVEL: 'debug', SHUTDOWN_GRACE_MS: '300', REQUEST_TIMEOUT_MS: '60000' } })
+  const server = await startServer(t,
+    { env: { DATABASE_URL: file, LOG_LEVEL: 'debug', SHUTDOWN_GRACE_MS: '300', REQUEST_TIMEOUT_MS: '60000' } })
   const agent = new Agent({ keepAlive: true })
   assert.equal(await create(agent, server.port, 'seed'), 201)
   agent.destroy()

@@ -45,5 +45,6 @@ test('tokens and the Authorization header never reach the log, error bodies or t
     assert.equal(bodies.some((body) => body.includes(secret)), false, 'a token reached a response')
     assert.equal(openapi.includes(secret), false, 'a token reached the OpenAPI document')
   }
-  assert.equal(/authorization"\s*:\s*"(?!\[redacted\])/i.test(log.text()), false, 'an Authorization header reached the log')
+  assert.equal(/authorization"\s*:\s*"(?!\[redacted\])/i.test(log.text()), false,
+    'an Authorization header reached the log')
 })

@@ -3,13 +3,15 @@ import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { AUTH, buildTestApp, captureLog } from '../helpers/app.js'
 
-test('under memory pressure every request, /health included, gets 503 in the Error shape with Retry-After', async (t) => {
+test('under memory pressure every request, /health included, gets 503 in the Error ' +
+  'shape with Retry-After', async (t) => {
   // Any process uses more than 1 byte of RSS: the service is under pressure from the first sample on.
   const app = await buildTestApp(t, { MAX_RSS_BYTES: '1' })
   // Waits for the first sample (taken once a second); the test's own timeout bounds the wait.
   while (!app.isUnderPressure()) await sleep(50)
 
-  for (const request of [{ method: 'GET', url: '/health' }, { method: 'DELETE', url: '/plants/1', headers: AUTH }] as const) {
+  for (const request of [{ method: 'GET', url: '/health' },
+    { method: 'DELETE', url: '/plants/1', headers: AUTH }] as const) {
     const res = await app.inject(request)
     assert.equal(res.statusCode, 503, request.url)
     assert.equal(res.headers['content-type'], 'application/json; charset=utf-8')
@@ -26,7 +28,8 @@ test('with thresholds not reached, requests go through', async (t) => {
 
 test('shed requests are not logged as errors: they come in floods, exactly when the service is busiest', async (t) => {
   const log = captureLog()
-  const app = await buildTestApp(t, { DATABASE_URL: ':memory:', LOG_LEVEL: 'info', MAX_RSS_BYTES: '1' }, { logStream: log.stream })
+  const app = await buildTestApp(t, { DATABASE_URL: ':memory:', LOG_LEVEL: 'info', MAX_RSS_BYTES: '1' },
+    { logStream: log.stream })
   while (!app.isUnderPressure()) await sleep(50)
   assert.equal((await app.inject({ method: 'GET', url: '/health' })).statusCode, 503)
   assert.match(log.text(), /"statusCode":503/)

@@ -11,9 +11,15 @@ import { callOk, deliveries, subscribe, untilDeliveries, type EventBody } from '
 /** Retries every 300 ms (± 20 %) for about 15 s: long enough to outlast a restart, short enough to retry promptly. */
 const RETRY_EVERY_300_MS = Array.from({ length: 50 }, () => '300').join(',')
 
-test('SIGKILL right after the writes, receiver down: after a restart every committed event is delivered, promptly', { timeout: 60_000 }, async (t) => {
+test('SIGKILL right after the writes, receiver down: after a restart every committed event ' +
+  'is delivered, promptly', { timeout: 60_000 }, async (t) => {
   const file = tempDatabaseFile(t, 'plant-store-webhook-crash-')
-  const env = { DATABASE_URL: file, WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_POLL_INTERVAL_MS: '100', WEBHOOK_RETRY_SCHEDULE: RETRY_EVERY_300_MS }
+  const env = {
+    DATABASE_URL: file,
+    WEBHOOK_ALLOW_PRIVATE_URLS: '1',
+    WEBHOOK_POLL_INTERVAL_MS: '100',
+    WEBHOOK_RETRY_SCHEDULE: RETRY_EVERY_300_MS
+  }
   // A port that refuses connections, where the receiver comes back later.
   const down = await startReceiver(t)
   const port = down.port
@@ -52,12 +58,14 @@ test('SIGKILL right after the writes, receiver down: after a restart every commi
     assert.equal(plantIds.get(id) ?? event.data.id, event.data.id)
     plantIds.set(id, event.data.id as number)
   }
-  assert.deepEqual([...plantIds.values()].sort((a, b) => a - b), created.sort((a, b) => a - b), 'each committed plant exactly once by webhook-id')
+  assert.deepEqual([...plantIds.values()].sort((a, b) => a - b), created.sort((a, b) => a - b),
+    'each committed plant exactly once by webhook-id')
   await untilDeliveries(second.baseUrl, subscription.id, 'every delivery recorded as succeeded',
     (all) => all.length === N && all.every((delivery) => delivery.status === 'succeeded'))
 })
 
-test('SIGTERM during a delivery: the attempt in flight finishes within SHUTDOWN_GRACE_MS and is recorded; the process exits 0', { timeout: 60_000 }, async (t) => {
+test('SIGTERM during a delivery: the attempt in flight finishes within SHUTDOWN_GRACE_MS and is ' +
+  'recorded; the process exits 0', { timeout: 60_000 }, async (t) => {
   const file = tempDatabaseFile(t, 'plant-store-webhook-sigterm-')
   const env = { DATABASE_URL: file, WEBHOOK_ALLOW_PRIVATE_URLS: '1', SHUTDOWN_GRACE_MS: '10000' }
   const receiver = await startReceiver(t)
@@ -87,9 +95,15 @@ test('SIGTERM during a delivery: the attempt in flight finishes within SHUTDOWN_
   assert.equal(receiver.requests.length, 1, 'delivered once')
 })
 
-test('SIGTERM during a delivery slower than SHUTDOWN_GRACE_MS: the attempt is given back untouched and delivered after a restart', { timeout: 60_000 }, async (t) => {
+test('SIGTERM during a delivery slower than SHUTDOWN_GRACE_MS: the attempt is given back untouched and ' +
+  'delivered after a restart', { timeout: 60_000 }, async (t) => {
   const file = tempDatabaseFile(t, 'plant-store-webhook-sigterm-')
-  const env = { DATABASE_URL: file, WEBHOOK_ALLOW_PRIVATE_URLS: '1', SHUTDOWN_GRACE_MS: '300', WEBHOOK_POLL_INTERVAL_MS: '100' }
+  const env = {
+    DATABASE_URL: file,
+    WEBHOOK_ALLOW_PRIVATE_URLS: '1',
+    SHUTDOWN_GRACE_MS: '300',
+    WEBHOOK_POLL_INTERVAL_MS: '100'
+  }
   const receiver = await startReceiver(t)
   receiver.respond(async (_request, res) => {
     // The first request outlasts the grace period; the server is gone before it answers.
@@ -106,13 +120,21 @@ test('SIGTERM during a delivery slower than SHUTDOWN_GRACE_MS: the attempt is gi
   const again = await startServer(t, { env })
   const [first, second] = await receiver.waitFor(2, 10_000)
   assert.equal(second?.headers['webhook-id'], first?.headers['webhook-id'])
-  const [delivery] = await untilDeliveries(again.baseUrl, subscription.id, 'delivered after the restart', (all) => all[0]?.status === 'succeeded')
+  const [delivery] = await untilDeliveries(again.baseUrl, subscription.id, 'delivered after the restart',
+    (all) => all[0]?.status === 'succeeded')
   // The abandoned attempt never counted: it was released, not recorded as a failure.
   assert.deepEqual([delivery?.attempts, delivery?.lastStatusCode], [1, 204])
 })
 
-test('PostgreSQL, SIGKILL with attempts in flight: the dead instance\'s claims lapse within seconds, and every event is delivered within 15 s of the restart', { timeout: 90_000, skip: TEST_DATABASE_URL === undefined && 'no TEST_DATABASE_URL' }, async (t) => {
-  const env = { DATABASE_URL: scratchDatabaseUrl(t).url, WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_POLL_INTERVAL_MS: '100', WEBHOOK_RETRY_SCHEDULE: RETRY_EVERY_300_MS }
+test('PostgreSQL, SIGKILL with attempts in flight: the dead instance\'s claims lapse within seconds, and every event ' +
+  'is delivered within 15 s of the restart',
+{ timeout: 90_000, skip: TEST_DATABASE_URL === undefined && 'no TEST_DATABASE_URL' }, async (t) => {
+  const env = {
+    DATABASE_URL: scratchDatabaseUrl(t).url,
+    WEBHOOK_ALLOW_PRIVATE_URLS: '1',
+    WEBHOOK_POLL_INTERVAL_MS: '100',
+    WEBHOOK_RETRY_SCHEDULE: RETRY_EVERY_300_MS
+  }
   // A receiver that never answers: when the process dies, its attempts are in flight, their deliveries claimed.
   const hanging = await startReceiver(t)
   hanging.respond(() => {})
@@ -120,7 +142,9 @@ test('PostgreSQL, SIGKILL with attempts in flight: the dead instance\'s claims l
   const first = await startServer(t, { env })
   const subscription = await subscribe(first.baseUrl, `http://127.0.0.1:${port}/hook`)
   const created: number[] = []
-  for (let i = 0; i < 12; i++) created.push((await callOk<{ id: number }>(201, first.baseUrl, 'POST', '/plants', { name: `plant ${i}` })).id)
+  for (let i = 0; i < 12; i++) {
+    created.push((await callOk<{ id: number }>(201, first.baseUrl, 'POST', '/plants', { name: `plant ${i}` })).id)
+  }
   await hanging.waitFor(2)
   first.child.kill('SIGKILL')
   assert.equal(await first.exited, null, 'killed by the signal')
@@ -132,7 +156,9 @@ test('PostgreSQL, SIGKILL with attempts in flight: the dead instance\'s claims l
   const distinct = (): Set<string> => new Set(receiver.requests.map((request) => String(request.headers['webhook-id'])))
   // Without a heartbeat, the claimed deliveries would wait for a lease of WEBHOOK_TIMEOUT_MS + 60 s.
   await until(`all ${created.length} events delivered`, () => distinct().size >= created.length, 15_000)
-  t.diagnostic(`${created.length} events delivered ${(performance.now() - restarted).toFixed(0)} ms after the restart began`)
-  const delivered = receiver.requests.map((request) => (verifyWebhook(subscription.secret, request) as EventBody).data.id as number)
+  t.diagnostic(
+    `${created.length} events delivered ${(performance.now() - restarted).toFixed(0)} ms after the restart began`)
+  const delivered = receiver.requests.map(
+    (request) => (verifyWebhook(subscription.secret, request) as EventBody).data.id as number)
   assert.deepEqual([...new Set(delivered)].sort((a, b) => a - b), created.sort((a, b) => a - b))
 })

@@ -7,11 +7,15 @@ import { median } from '../../bench/measure.js'
 import { newWebhookSecret } from '../../src/webhooks/signing.js'
 import { scratchDatabaseUrl } from '../helpers/postgres.js'
 import { startServer } from '../helpers/server-process.js'
-import { startReceiver, verifyWebhook, type ReceivedRequest, type WebhookReceiver } from '../helpers/webhook-receiver.js'
+import {
+  startReceiver, verifyWebhook, type ReceivedRequest,
+  type WebhookReceiver
+} from '../helpers/webhook-receiver.js'
 import { call, callOk, deliveries, subscribe, untilDeliveries, type EventBody } from '../helpers/webhook-http.js'
 import type { DeliveryBody, WebhookBody } from '../helpers/webhooks.js'
 
-const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version
+const VERSION = (JSON.parse(
+  readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version
 
 interface Setup {
   base: string
@@ -26,7 +30,8 @@ interface Setup {
  */
 async function setup (t: TestContext, env: Record<string, string> = {}): Promise<Setup> {
   const database = process.env.TEST_APP_STORE === 'postgres' ? { DATABASE_URL: scratchDatabaseUrl(t).url } : {}
-  const server = await startServer(t, { env: { WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_POLL_INTERVAL_MS: '100', ...database, ...env } })
+  const server = await startServer(t,
+    { env: { WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_POLL_INTERVAL_MS: '100', ...database, ...env } })
   const receiver = await startReceiver(t)
   const subscription = await subscribe(server.baseUrl, `${receiver.origin}/hook`)
   return { base: server.baseUrl, receiver, subscription }
@@ -38,15 +43,20 @@ const header = (request: ReceivedRequest, name: string): string => {
   return value as string
 }
 
-/** Waits until the subscription's only delivery (a plant.created) has failed; asserts what else it lists is exactly `outcome`. */
+/**
+ * Waits until the subscription's only delivery (a plant.created) has failed; asserts what else it lists is exactly
+ * `outcome`.
+ */
 async function untilFailed (base: string, subscriptionId: number, outcome: Partial<DeliveryBody>): Promise<void> {
-  const [delivery] = await untilDeliveries(base, subscriptionId, 'the delivery failed', (all) => all[0]?.status === 'failed')
+  const [delivery] = await untilDeliveries(base, subscriptionId, 'the delivery failed',
+    (all) => all[0]?.status === 'failed')
   const { id, lastAttemptAt, createdAt, ...rest } = delivery as DeliveryBody
   assert.ok(id > 0 && lastAttemptAt !== undefined && createdAt !== undefined)
   assert.deepEqual(rest, { eventType: 'plant.created', status: 'failed', ...outcome })
 }
 
-test('deliveries end to end: Standard Webhooks headers, the plant the API answered, verified by standardwebhooks (prints latency)', { timeout: 60_000 }, async (t) => {
+test('deliveries end to end: Standard Webhooks headers, the plant the API answered, verified by ' +
+  'standardwebhooks (prints latency)', { timeout: 60_000 }, async (t) => {
   const { base, receiver, subscription } = await setup(t)
   // When each delivery arrived, by webhook-id.
   const arrivals = new Map<string, number>()
@@ -58,7 +68,8 @@ test('deliveries end to end: Standard Webhooks headers, the plant the API answer
   // One write at a time, each delivered before the next: the latency of an idle service.
   const latencies: number[] = []
   const answers: Array<{ type: string, plant: unknown }> = []
-  const write = async (type: string, status: number, method: string, path: string, body?: unknown): Promise<unknown> => {
+  const write = async (type: string, status: number, method: string, path: string,
+    body?: unknown): Promise<unknown> => {
     const sent = performance.now()
     const answer = await callOk<unknown>(status, base, method, path, body)
     answers.push({ type, plant: answer })
@@ -66,7 +77,9 @@ test('deliveries end to end: Standard Webhooks headers, the plant the API answer
     latencies.push((arrivals.get(String(request.headers['webhook-id'])) as number) - sent)
     return answer
   }
-  for (let i = 0; i < 20; i++) await write('plant.created', 201, 'POST', '/plants', { name: `plant ${i}`, tag: 'latency' })
+  for (let i = 0; i < 20; i++) {
+    await write('plant.created', 201, 'POST', '/plants', { name: `plant ${i}`, tag: 'latency' })
+  }
   const updated = await write('plant.updated', 200, 'PATCH', '/plants/1', { name: 'renamed', tag: null })
   // A deleted plant's event carries it as it was when deleted.
   const deleting = performance.now()
@@ -88,7 +101,8 @@ test('deliveries end to end: Standard Webhooks headers, the plant the API answer
     assert.match(id, /^msg_[\w-]{22}$/)
     ids.add(id)
     const timestamp = Number(header(request, 'webhook-timestamp'))
-    assert.ok(Number.isInteger(timestamp) && Math.abs(timestamp - Date.now() / 1000) < 60, `webhook-timestamp ${timestamp}`)
+    assert.ok(Number.isInteger(timestamp) && Math.abs(timestamp - Date.now() / 1000) < 60,
+      `webhook-timestamp ${timestamp}`)
     assert.match(header(request, 'webhook-signature'), /^v1,[A-Za-z0-9+/]{43}=$/, 'one signature: no rotation')
     // The standardwebhooks package, as a receiver uses it: signature and timestamp check out.
     const event = verifyWebhook(subscription.secret, request) as EventBody
@@ -104,15 +118,18 @@ test('deliveries end to end: Standard Webhooks headers, the plant the API answer
   const list = await untilDeliveries(base, subscription.id, 'every delivery recorded as succeeded',
     (all) => all.length === answers.length && all.every((delivery) => delivery.status === 'succeeded'))
   for (const delivery of list) {
-    assert.deepEqual(Object.keys(delivery).sort(), ['attempts', 'createdAt', 'eventType', 'id', 'lastAttemptAt', 'lastStatusCode', 'status'])
+    assert.deepEqual(Object.keys(delivery).sort(),
+      ['attempts', 'createdAt', 'eventType', 'id', 'lastAttemptAt', 'lastStatusCode', 'status'])
     assert.deepEqual([delivery.attempts, delivery.lastStatusCode], [1, 204])
   }
 
-  t.diagnostic(`${process.env.TEST_APP_STORE === 'postgres' ? 'PostgreSQL' : 'SQLite'} webhook latency (request sent → receiver), ${latencies.length} sequential writes: ` +
+  t.diagnostic(`${process.env.TEST_APP_STORE === 'postgres' ? 'PostgreSQL' : 'SQLite'} webhook latency ` +
+    `(request sent → receiver), ${latencies.length} sequential writes: ` +
     `median ${median(latencies).toFixed(1)} ms, max ${Math.max(...latencies).toFixed(1)} ms`)
 })
 
-test('a 500 is retried with the same webhook-id, the same body and a new timestamp and signature; the delivery then succeeds', { timeout: 30_000 }, async (t) => {
+test('a 500 is retried with the same webhook-id, the same body and a new timestamp and signature; the ' +
+  'delivery then succeeds', { timeout: 30_000 }, async (t) => {
   // Retries at least 1040 ms apart (1300 ms ± 20 %): the timestamp, in seconds, must move on.
   const { base, receiver, subscription } = await setup(t, { WEBHOOK_RETRY_SCHEDULE: '1300,1300' })
   receiver.respond((_request, res) => { res.writeHead(receiver.requests.length === 1 ? 500 : 204).end() })
@@ -124,29 +141,37 @@ test('a 500 is retried with the same webhook-id, the same body and a new timesta
   assert.notEqual(header(second, 'webhook-signature'), header(first, 'webhook-signature'))
   for (const request of [first, second]) verifyWebhook(subscription.secret, request)
 
-  const [delivery] = await untilDeliveries(base, subscription.id, 'the retry succeeded', (all) => all[0]?.status === 'succeeded')
+  const [delivery] = await untilDeliveries(base, subscription.id, 'the retry succeeded',
+    (all) => all[0]?.status === 'succeeded')
   assert.deepEqual([delivery?.attempts, delivery?.lastStatusCode, delivery?.lastError], [2, 204, undefined])
   await sleep(500)
   assert.equal(receiver.requests.length, 2, 'nothing more once it succeeded')
 })
 
-test('a receiver that keeps failing: retried per WEBHOOK_RETRY_SCHEDULE, then the delivery is failed and left alone', { timeout: 30_000 }, async (t) => {
+test('a receiver that keeps failing: retried per WEBHOOK_RETRY_SCHEDULE, then the delivery is ' +
+  'failed and left alone', { timeout: 30_000 }, async (t) => {
   const { base, receiver, subscription } = await setup(t, { WEBHOOK_RETRY_SCHEDULE: '200,200' })
   receiver.respond((_request, res) => { res.writeHead(500).end('down') })
   await callOk(201, base, 'POST', '/plants', { name: 'never delivered' })
 
   await untilFailed(base, subscription.id, { attempts: 3, lastStatusCode: 500, lastError: 'the receiver answered 500' })
   assert.equal(receiver.requests.length, 3, 'the first attempt and two retries')
-  assert.equal(new Set(receiver.requests.map((request) => request.headers['webhook-id'])).size, 1, 'one webhook-id on every attempt')
+  assert.equal(new Set(receiver.requests.map((request) => request.headers['webhook-id'])).size, 1,
+    'one webhook-id on every attempt')
   await sleep(600)
   assert.equal(receiver.requests.length, 3, 'a failed delivery is not attempted again')
 })
 
-test('410 Gone disables the subscription: GET shows disabled: true and later events are not sent', { timeout: 30_000 }, async (t) => {
+test('410 Gone disables the subscription: GET shows disabled: true and ' +
+  'later events are not sent', { timeout: 30_000 }, async (t) => {
   const { base, receiver, subscription } = await setup(t)
   receiver.respond((_request, res) => { res.writeHead(410).end() })
   await callOk(201, base, 'POST', '/plants', { name: 'first' })
-  await untilFailed(base, subscription.id, { attempts: 1, lastStatusCode: 410, lastError: 'the receiver answered 410 Gone: the subscription is disabled' })
+  await untilFailed(base, subscription.id, {
+    attempts: 1,
+    lastStatusCode: 410,
+    lastError: 'the receiver answered 410 Gone: the subscription is disabled'
+  })
   const after = await callOk<WebhookBody>(200, base, 'GET', `/webhooks/${subscription.id}`)
   assert.equal(after.disabled, true)
 
@@ -159,12 +184,17 @@ test('a redirect is not followed: it counts as a failed attempt', { timeout: 30_
   const { base, receiver, subscription } = await setup(t, { WEBHOOK_RETRY_SCHEDULE: 'none' })
   receiver.respond((_request, res) => { res.writeHead(302, { location: `${receiver.origin}/elsewhere` }).end() })
   await callOk(201, base, 'POST', '/plants', { name: 'redirected' })
-  await untilFailed(base, subscription.id, { attempts: 1, lastStatusCode: 302, lastError: 'the receiver answered 302, a redirect: redirects are not followed' })
+  await untilFailed(base, subscription.id, {
+    attempts: 1,
+    lastStatusCode: 302,
+    lastError: 'the receiver answered 302, a redirect: redirects are not followed'
+  })
   await sleep(300)
   assert.deepEqual(receiver.requests.map((request) => request.url), ['/hook'], 'the Location was never requested')
 })
 
-test('a receiver that never answers: the attempt ends at WEBHOOK_TIMEOUT_MS, and the retry waits its schedule after that', { timeout: 30_000 }, async (t) => {
+test('a receiver that never answers: the attempt ends at WEBHOOK_TIMEOUT_MS, and the retry waits ' +
+  'its schedule after that', { timeout: 30_000 }, async (t) => {
   const { base, receiver, subscription } = await setup(t, { WEBHOOK_TIMEOUT_MS: '400', WEBHOOK_RETRY_SCHEDULE: '500' })
   receiver.respond(() => {}) // never answers
   await callOk(201, base, 'POST', '/plants', { name: 'unanswered' })
@@ -184,7 +214,8 @@ test('a receiver that never answers: the attempt ends at WEBHOOK_TIMEOUT_MS, and
   assert.ok(gap >= 798, `the retry came ${gap} ms after the first attempt began`)
 })
 
-test('writes that are refused, replayed or change nothing emit nothing: 400, 404, 409, 412, 422, a replay, PATCH {}, an identical PUT', { timeout: 30_000 }, async (t) => {
+test('writes that are refused, replayed or change nothing emit nothing: 400, 404, 409, 412, 422, a replay, PATCH ' +
+  '{}, an identical PUT', { timeout: 30_000 }, async (t) => {
   const { base, receiver, subscription } = await setup(t)
   const plant = await callOk<{ id: number }>(201, base, 'POST', '/plants', { id: 5, name: 'chosen' })
   const refused: Array<[number, string, string, unknown?, Record<string, string>?]> = [
@@ -205,9 +236,11 @@ test('writes that are refused, replayed or change nothing emit nothing: 400, 404
   await callOk(422, base, 'POST', '/plants', { name: 'another body' }, once)
   // Writes that change nothing: 200 with the plant, the same ETag, no event.
   const unchanged = await call(base, 'GET', `/plants/${plant.id}`)
-  for (const [method, body] of [['PATCH', {}], ['PUT', { name: 'chosen' }], ['PATCH', { name: 'chosen', tag: null }]] as const) {
+  for (const [method, body] of [['PATCH', {}], ['PUT', { name: 'chosen' }],
+    ['PATCH', { name: 'chosen', tag: null }]] as const) {
     const answer = await call(base, method, `/plants/${plant.id}`, body)
-    assert.deepEqual([answer.status, answer.body, answer.headers.get('etag')], [200, unchanged.body, unchanged.headers.get('etag')])
+    assert.deepEqual([answer.status, answer.body, answer.headers.get('etag')],
+      [200, unchanged.body, unchanged.headers.get('etag')])
   }
   // The last write: once it is delivered, whatever the refusals had emitted would be there too.
   await callOk(201, base, 'POST', '/plants', { name: 'last' })
@@ -217,11 +250,13 @@ test('writes that are refused, replayed or change nothing emit nothing: 400, 404
   await sleep(300)
   assert.equal((await deliveries(base, subscription.id)).length, 3, 'one delivery per event that happened: no more')
   assert.deepEqual(list.map((delivery) => delivery.eventType), ['plant.created', 'plant.created', 'plant.created'])
-  const names = receiver.requests.map((request) => (verifyWebhook(subscription.secret, request) as EventBody).data.name).sort()
+  const names = receiver.requests.map(
+    (request) => (verifyWebhook(subscription.secret, request) as EventBody).data.name).sort()
   assert.deepEqual(names, ['chosen', 'last', 'once'])
 })
 
-test('after a secret rotation every delivery carries two signatures: receivers with the old or the new secret both verify', { timeout: 30_000 }, async (t) => {
+test('after a secret rotation every delivery carries two signatures: receivers with the old or the ' +
+  'new secret both verify', { timeout: 30_000 }, async (t) => {
   const { base, receiver, subscription } = await setup(t)
   await callOk(201, base, 'POST', '/plants', { name: 'before' })
   const [before] = await receiver.waitFor(1) as [ReceivedRequest]

@@ -35,7 +35,8 @@ async function fairnessServer (t: TestContext, tokens: readonly string[]): Promi
   return server.baseUrl
 }
 
-test('one owner\'s backlog to receivers that never answer does not hold another owner\'s deliveries (loopback receivers)', { timeout: 60_000 }, async (t) => {
+test('one owner\'s backlog to receivers that never answer does not hold another owner\'s deliveries ' +
+  '(loopback receivers)', { timeout: 60_000 }, async (t) => {
   const base = await fairnessServer(t, [TOKEN, OTHER_TOKEN])
   const hanging = await startReceiver(t)
   hanging.respond(() => {})
@@ -86,7 +87,8 @@ test('owners whose receivers hang hold their share of the slots only: another ow
   await hanging.waitFor(5, 30_000)
   assert.equal(hanging.requests.length, 5, 'each hung owner holds its share, one slot')
   for (const { id, auth } of hung) {
-    const list = await callOk<Array<{ attempts: number }>>(200, base, 'GET', `/webhooks/${id}/deliveries?limit=100`, undefined, auth)
+    const list = await callOk<Array<{ attempts: number }>>(200, base, 'GET', `/webhooks/${id}/deliveries?limit=100`,
+      undefined, auth)
     assert.equal(list.length, 8)
     assert.deepEqual(list.filter(({ attempts }) => attempts > 0), [], `no attempt of subscription ${id} has ended`)
   }

@@ -23,11 +23,20 @@ export async function buildTestApp (
 ): Promise<FastifyInstance> {
   // Last in, first out: the app closes before its PostgreSQL schema is dropped (t.after runs in order).
   const cleanup = cleanupStack(t)
-  const database = process.env.TEST_APP_STORE === 'postgres' && env.DATABASE_URL === undefined ? scratchDatabaseUrl(cleanup).url : ':memory:'
+  const database = process.env.TEST_APP_STORE === 'postgres' &&
+    env.DATABASE_URL === undefined
+    ? scratchDatabaseUrl(cleanup).url
+    : ':memory:'
   // Load shedding off unless a test sets it: on a busy CI machine an event-loop lag past the
   // threshold would turn any test's request into a 503 (the child-process helper does the same).
   const config = configure(
-    loadConfig({ DATABASE_URL: database, API_TOKENS: TOKEN, LOG_LEVEL: 'silent', MAX_EVENT_LOOP_DELAY_MS: '0', ...env }))
+    loadConfig({
+      DATABASE_URL: database,
+      API_TOKENS: TOKEN,
+      LOG_LEVEL: 'silent',
+      MAX_EVENT_LOOP_DELAY_MS: '0',
+      ...env
+    }))
   // Webhook deliveries of any test app stay on loopback (the network rule for tests).
   const app = await buildApp(config, { webhookRequest: loopbackOnlyRequest, ...options })
   cleanup.after(async () => { await app.close() })

@@ -19,7 +19,8 @@ export async function screenshot (page: Page, name: string): Promise<void> {
  * recorded in `requested`; one to an origin outside `origins` is refused, so the page loads nothing
  * from elsewhere (and the machine's closed network is never tried).
  */
-export async function launchChromium (t: Cleanup, origins: ReadonlySet<string>): Promise<{ browser: BrowserContext, page: Page, requested: string[] }> {
+export async function launchChromium (t: Cleanup,
+  origins: ReadonlySet<string>): Promise<{ browser: BrowserContext, page: Page, requested: string[] }> {
   const userDataDir = mkdtempSync(join(tmpdir(), 'plant-store-chromium-'))
   const browser = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,

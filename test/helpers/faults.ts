@@ -10,7 +10,8 @@ type Cleanup = { after: (fn: () => Promise<void>) => void }
  * in the order they were registered and the store on it may close after this one), so a test can
  * fill a real disk. Undefined when this process may not mount (not root): the caller skips.
  */
-export function smallDisk (t: Cleanup, bytes: number): { dir: string, fill: (leave: number) => void, free: () => void } | undefined {
+export function smallDisk (t: Cleanup,
+  bytes: number): { dir: string, fill: (leave: number) => void, free: () => void } | undefined {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-disk-'))
   try {
     execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${bytes}`, 'tmpfs', dir], { stdio: 'ignore' })
@@ -54,10 +55,14 @@ export function smallDisk (t: Cleanup, bytes: number): { dir: string, fill: (lea
  * prlimit is not available: the caller skips.
  */
 export function limitFileSize (t: Cleanup, bytes: number): (() => void) | undefined {
-  const set = (limit: string): void => { execFileSync('prlimit', ['--pid', String(process.pid), `--fsize=${limit}:`], { stdio: 'ignore' }) }
+  const set = (limit: string): void => {
+    execFileSync('prlimit', ['--pid', String(process.pid), `--fsize=${limit}:`],
+      { stdio: 'ignore' })
+  }
   let original: string
   try {
-    original = execFileSync('prlimit', ['--pid', String(process.pid), '--fsize', '--raw', '--noheadings', '--output=SOFT'], { encoding: 'utf8' }).trim()
+    original = execFileSync('prlimit',
+      ['--pid', String(process.pid), '--fsize', '--raw', '--noheadings', '--output=SOFT'], { encoding: 'utf8' }).trim()
     set(String(bytes))
   } catch {
     return undefined

@@ -20,7 +20,9 @@ export const loopbackOnlyRequest: RequestFunction = (url, options) => {
     ...withoutAgent,
     createConnection: () => {
       const socket = new Socket()
-      process.nextTick(() => socket.destroy(Object.assign(new Error(`test network rule: no connection to ${url.hostname}`), { code: 'ETESTNETWORK' })))
+      process.nextTick(
+        () => socket.destroy(
+          Object.assign(new Error(`test network rule: no connection to ${url.hostname}`), { code: 'ETESTNETWORK' })))
       return socket
     }
   })

@@ -57,19 +57,30 @@ message Span {
 }
 message Status { string message = 2; int32 code = 3; }
 message KeyValue { string key = 1; AnyValue value = 2; }
-message AnyValue { oneof value { string string_value = 1; bool bool_value = 2; int64 int_value = 3; double double_value = 4; } }
+message AnyValue {
+  oneof value { string string_value = 1; bool bool_value = 2; int64 int_value = 3; double double_value = 4; }
+}
 `
 const ExportTraceServiceRequest = protobuf.parse(TRACE_PROTO).root.lookupType('otlp.ExportTraceServiceRequest')
 
-const attributes = (list: OtlpAttribute[] = []): Record<string, unknown> => Object.fromEntries(list.map(({ key, value = {} }) =>
-  [key, value.stringValue ?? (value.intValue === undefined ? undefined : Number(value.intValue)) ?? value.boolValue ?? value.doubleValue]))
+const attributes = (list: OtlpAttribute[] = []): Record<string, unknown> => Object.fromEntries(list.map(({
+  key,
+  value = {}
+}) =>
+  [key, value.stringValue ?? (value.intValue === undefined ? undefined : Number(value.intValue)) ?? value.boolValue ??
+    value.doubleValue]))
 
 /** JSON carries ids in hex, protobuf as bytes. */
-const hex = (id: string | Uint8Array | undefined): string | undefined => id === undefined || typeof id === 'string' ? id : Buffer.from(id).toString('hex')
+const hex = (id: string | Uint8Array | undefined): string | undefined => id === undefined ||
+  typeof id === 'string'
+  ? id
+  : Buffer.from(id).toString('hex')
 
 function decode (body: Buffer, contentType: string): OtlpExport {
   if (contentType === 'application/json') return JSON.parse(body.toString('utf8')) as OtlpExport
-  if (contentType === 'application/x-protobuf') return ExportTraceServiceRequest.toObject(ExportTraceServiceRequest.decode(body), { longs: String }) as OtlpExport
+  if (contentType === 'application/x-protobuf') {
+    return ExportTraceServiceRequest.toObject(ExportTraceServiceRequest.decode(body), { longs: String }) as OtlpExport
+  }
   throw new Error(`unexpected content-type ${contentType}`)
 }
 

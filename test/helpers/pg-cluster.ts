@@ -13,8 +13,13 @@ const run = promisify(execFile)
 function binDir (): string {
   if (process.env.PG_BIN !== undefined) return process.env.PG_BIN
   const root = '/usr/lib/postgresql'
-  const versions = existsSync(root) ? readdirSync(root).filter((name) => /^\d+$/.test(name)).sort((a, b) => Number(b) - Number(a)) : []
-  if (versions[0] === undefined) throw new Error(`no PostgreSQL server binaries under ${root} (apt-get install postgresql)`)
+  const versions = existsSync(root)
+    ? readdirSync(root).filter((name) => /^\d+$/.test(name)).sort(
+      (a, b) => Number(b) - Number(a))
+    : []
+  if (versions[0] === undefined) {
+    throw new Error(`no PostgreSQL server binaries under ${root} (apt-get install postgresql)`)
+  }
   return join(root, versions[0], 'bin')
 }
 
@@ -80,7 +85,10 @@ function settings (dir: string, port: number): string {
 async function open (t: Cleanup, dir: string, port: number): Promise<PgCluster> {
   const logFile = join(dir, 'server.log')
   let running = false
-  const ctl = async (...args: string[]): Promise<void> => { await pgCommand('pg_ctl', ['-D', join(dir, 'data'), '-w', ...args]) }
+  const ctl = async (...args: string[]): Promise<void> => {
+    await pgCommand('pg_ctl',
+      ['-D', join(dir, 'data'), '-w', ...args])
+  }
   const url = (database = 'postgres'): string => `postgres://postgres@127.0.0.1:${port}/${database}`
   const cluster: PgCluster = {
     port,
@@ -106,7 +114,9 @@ async function open (t: Cleanup, dir: string, port: number): Promise<PgCluster> 
     },
     standby: async () => {
       const standbyDir = dataDirectory(t, 'plant-store-pg-standby-')
-      await pgCommand('pg_basebackup', ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-D', join(standbyDir, 'data'), '-R', '-X', 'stream', '--no-sync'])
+      await pgCommand('pg_basebackup',
+        ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-D', join(standbyDir, 'data'), '-R', '-X', 'stream',
+          '--no-sync'])
       const standbyPort = await freePort()
       appendFileSync(join(standbyDir, 'data', 'postgresql.conf'), settings(standbyDir, standbyPort))
       const made = await open(t, standbyDir, standbyPort)
@@ -127,7 +137,8 @@ async function open (t: Cleanup, dir: string, port: number): Promise<PgCluster> 
  */
 export async function startCluster (t: Cleanup): Promise<PgCluster> {
   const dir = dataDirectory(t, 'plant-store-pg-')
-  await pgCommand('initdb', ['-D', join(dir, 'data'), '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions'])
+  await pgCommand('initdb',
+    ['-D', join(dir, 'data'), '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions'])
   const port = await freePort()
   appendFileSync(join(dir, 'data', 'postgresql.conf'), settings(dir, port))
   const cluster = await open(t, dir, port)

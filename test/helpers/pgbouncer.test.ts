@@ -21,12 +21,14 @@ if (TEST_DATABASE_URL !== undefined) {
   const databaseUrl: string = TEST_DATABASE_URL
   const backend = new URL(databaseUrl)
 
-  test('startPgbouncer: a transaction pooler in front of the server, refusing what a stock pgbouncer refuses', async (t) => {
+  test('startPgbouncer: a transaction pooler in front of the server, refusing what a ' +
+    'stock pgbouncer refuses', async (t) => {
     const after = cleanupStack(t)
     const pooler = await startPgbouncer({ backend: databaseUrl, poolMode: 'transaction' }, after)
     assert.notEqual(pooler.port, Number(backend.port || 5432))
     assert.deepEqual(await query(pooler.url(), 'SELECT 1 AS one'), [{ one: 1 }])
-    const modes = await query(pooler.url(new URL('/pgbouncer', databaseUrl).toString()), 'SHOW CONFIG') as Array<{ key: string, value: string }>
+    const modes = await query(pooler.url(new URL('/pgbouncer', databaseUrl).toString()),
+      'SHOW CONFIG') as Array<{ key: string, value: string }>
     assert.equal(modes.find((row) => row.key === 'pool_mode')?.value, 'transaction')
     const refused = new URL(pooler.url())
     refused.searchParams.set('options', '-c statement_timeout=5000')

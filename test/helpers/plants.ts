@@ -13,7 +13,8 @@ export interface PlantBody {
 export const JSON_TYPE = 'application/json; charset=utf-8'
 
 /** Creates a plant through the API and returns the 201's body and ETag. */
-export async function createPlant (app: FastifyInstance, body: Record<string, unknown>): Promise<{ plant: PlantBody, etag: string }> {
+export async function createPlant (app: FastifyInstance,
+  body: Record<string, unknown>): Promise<{ plant: PlantBody, etag: string }> {
   const res = await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: body })
   assert.equal(res.statusCode, 201, res.body)
   const etag = res.headers.etag

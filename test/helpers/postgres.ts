@@ -22,7 +22,8 @@ export function withSchema (base: string, schema: string): string {
 let adminPool: pg.Pool | undefined
 
 /** One statement on an admin session of the server itself, outside any transaction. */
-export async function adminQuery<R extends pg.QueryResultRow = pg.QueryResultRow> (text: string, values: unknown[] = []): Promise<R[]> {
+export async function adminQuery<R extends pg.QueryResultRow = pg.QueryResultRow> (text: string,
+  values: unknown[] = []): Promise<R[]> {
   if (adminPool === undefined) {
     adminPool = new pg.Pool({ connectionString: directUrl(requireTestDatabaseUrl()), max: 2, allowExitOnIdle: true })
     // An idle session ended by the server: the pool has already dropped it.
@@ -79,7 +80,8 @@ export function withApplicationName (url: string, name: string): string {
  */
 export async function terminateSessions (applicationName: string, { listening = false } = {}): Promise<number> {
   const rows = await adminQuery<{ terminated: boolean }>(
-    'SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()' +
+    'SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity WHERE application_name = $1 AND ' +
+      'pid <> pg_backend_pid()' +
     (listening ? " AND query LIKE 'LISTEN %'" : ''), [applicationName])
   return rows.filter((row) => row.terminated).length
 }
@@ -89,7 +91,10 @@ export async function terminateSessions (applicationName: string, { listening = 
  * ends), for tests that change a whole database (ALTER DATABASE …): never the shared one. Returns
  * its URL and its name.
  */
-export async function scratchDatabase (t: { after: (fn: () => Promise<void>) => void }): Promise<{ url: string, name: string }> {
+export async function scratchDatabase (t: { after: (fn: () => Promise<void>) => void }): Promise<{
+  url: string,
+  name: string
+}> {
   const name = `plant_store_scratch_${randomBytes(6).toString('hex')}`
   await adminQuery(`CREATE DATABASE ${name}`)
   t.after(async () => { await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) })
@@ -101,7 +106,8 @@ export async function scratchDatabase (t: { after: (fn: () => Promise<void>) => 
 /** Ends every session connected to database `name` from an admin connection; returns how many. */
 export async function terminateDatabaseSessions (name: string): Promise<number> {
   const rows = await adminQuery<{ terminated: boolean }>(
-    'SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name])
+    'SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity WHERE datname = $1 AND ' +
+      'pid <> pg_backend_pid()', [name])
   return rows.filter((row) => row.terminated).length
 }
 

@@ -43,7 +43,10 @@ export function resourceOperations (
 export const RESOURCE_OPERATIONS: ReadonlyArray<ExpectedOperation & { resource: ResourceDefinition }> =
   RESOURCES.flatMap((resource) => resourceOperations(resource).map((operation) => ({ ...operation, resource })))
 
-/** The scopes that grant an access: a read, the resource's read or write scope (write includes read); a write, its write scope. */
+/**
+ * The scopes that grant an access: a read, the resource's read or write scope (write includes read); a write, its write
+ * scope.
+ */
 export const grantingScopes = (resource: Pick<ResourceDefinition, 'collection'>, access: 'read' | 'write'): Scope[] =>
   access === 'read'
     ? [resourceScope(resource, 'read'), resourceScope(resource, 'write')]

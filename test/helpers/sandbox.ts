@@ -20,7 +20,8 @@ export interface SandboxDatabase {
 /** The sandbox schemas of a PostgreSQL DATABASE_URL's schema, as its registry lists them. */
 export async function tenantSchemas (schema: string): Promise<string[]> {
   try {
-    return (await adminQuery<{ schema_name: string }>(`SELECT schema_name FROM ${schema}.sandbox_tenants ORDER BY schema_name`)).map((row) => row.schema_name)
+    return (await adminQuery<{ schema_name: string }>(
+      `SELECT schema_name FROM ${schema}.sandbox_tenants ORDER BY schema_name`)).map((row) => row.schema_name)
   } catch (err) {
     if ((err as { code?: unknown }).code === '42P01' || (err as { code?: unknown }).code === '3F000') return []
     throw err
@@ -29,7 +30,8 @@ export async function tenantSchemas (schema: string): Promise<string[]> {
 
 /** Every sandbox schema on the server whose name is in `names`: what actually exists. */
 export async function existingSchemas (names: readonly string[]): Promise<string[]> {
-  return (await adminQuery<{ nspname: string }>('SELECT nspname FROM pg_namespace WHERE nspname = ANY ($1) ORDER BY nspname', [names])).map((row) => row.nspname)
+  return (await adminQuery<{ nspname: string }>(
+    'SELECT nspname FROM pg_namespace WHERE nspname = ANY ($1) ORDER BY nspname', [names])).map((row) => row.nspname)
 }
 
 /** A fresh PostgreSQL schema for a sandbox; it and its tenants' schemas are dropped when the test ends. */
@@ -58,8 +60,10 @@ export function manualClock (start = Date.now()): { now: () => number, advance: 
  * A sandbox app on `database` (no API_TOKENS: SANDBOX=1 refuses them), closed before its files or
  * schemas are removed.
  */
-export async function buildSandboxApp (t: { after: (fn: () => Promise<void>) => void }, database: SandboxDatabase, env: NodeJS.ProcessEnv = {}, options: BuildOptions = {}): Promise<FastifyInstance> {
+export async function buildSandboxApp (t: { after: (fn: () => Promise<void>) => void }, database: SandboxDatabase,
+  env: NodeJS.ProcessEnv = {}, options: BuildOptions = {}): Promise<FastifyInstance> {
   const cleanup = cleanupStack(t)
   const url = database.url(cleanup)
-  return await buildTestApp(cleanup, { DATABASE_URL: url, API_TOKENS: undefined, SANDBOX: '1', PG_POOL_MAX: '4', ...env }, options)
+  return await buildTestApp(cleanup,
+    { DATABASE_URL: url, API_TOKENS: undefined, SANDBOX: '1', PG_POOL_MAX: '4', ...env }, options)
 }

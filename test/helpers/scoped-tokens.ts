@@ -12,13 +12,16 @@ import { RESOURCE_OPERATIONS, SCOPES } from './resources.js'
 /** A named API_TOKENS_FILE entry made as `plant-store token --name … --scopes …` makes it, with its token. */
 export interface ScopedToken { name: string, scopes: readonly Scope[], token: string }
 
-export const scopedToken = (name: string, scopes: readonly Scope[]): ScopedToken => ({ name, scopes, token: newToken() })
+export const scopedToken = (name: string,
+  scopes: readonly Scope[]): ScopedToken => ({ name, scopes, token: newToken() })
 
 /** Writes an API_TOKENS_FILE of named entries (digests only); returns its path. */
 export function tokensFile (entries: readonly ScopedToken[], extraLines: readonly string[] = []): string {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-scopes-'))
   const file = join(dir, 'tokens')
-  writeFileSync(file, [...entries.map(({ name, scopes, token }) => `${name} ${scopes.join(',')} sha256:${tokenDigest(token)}`), ...extraLines, ''].join('\n'))
+  writeFileSync(file,
+    [...entries.map(({ name, scopes, token }) => `${name} ${scopes.join(',')} sha256:${tokenDigest(token)}`),
+      ...extraLines, ''].join('\n'))
   return file
 }
 
@@ -51,7 +54,12 @@ export interface Operation { method: string, path: string, operationId: string }
 /** Every operation the OpenAPI document lists behind a token (HEAD included): a new one joins the matrix by itself. */
 export async function authenticatedOperations (app: FastifyInstance): Promise<Operation[]> {
   const res = await app.inject({ url: '/openapi.json' })
-  const paths = res.json<{ paths: Record<string, Record<string, { operationId: string, security?: unknown[] }>> }>().paths
+  const paths = res.json<{
+    paths: Record<string, Record<string, {
+      operationId: string,
+      security?: unknown[]
+    }>>
+  }>().paths
   return Object.entries(paths).flatMap(([path, operations]) => Object.entries(operations)
     .filter(([, operation]) => operation.security === undefined || operation.security.length > 0)
     .map(([method, operation]) => ({ method, path, operationId: operation.operationId })))
@@ -63,7 +71,10 @@ export async function authenticatedOperations (app: FastifyInstance): Promise<Op
  * parameters that fail validation (400), a body that fails validation (400), or a plain list (200).
  * Validation runs after the auth hook, so the status tells whether the token got through.
  */
-export function probe ({ method, path }: Operation): { request: { method: string, url: string, payload?: object }, status: number } {
+export function probe ({ method, path }: Operation): {
+  request: { method: string, url: string, payload?: object },
+  status: number
+} {
   const url = path.replace(/\{[^}]+\}/g, 'x')
   const hasBody = method === 'post' || method === 'put' || method === 'patch'
   const status = url !== path || hasBody ? 400 : 200
@@ -89,7 +100,8 @@ export async function assertScopeMatrix (app: FastifyInstance, callers: readonly
     const { request, status } = probe(operation)
     const label = `${operation.operationId} (${needed})`
     const listed = paths[operation.path]?.[operation.method]?.['x-scopes'] ?? []
-    assert.deepEqual([...listed].sort(), SCOPES.filter((scope) => allowed([scope], needed)).sort(), `${label}: x-scopes lists the scopes that pass`)
+    assert.deepEqual([...listed].sort(), SCOPES.filter((scope) => allowed([scope], needed)).sort(),
+      `${label}: x-scopes lists the scopes that pass`)
     for (const caller of callers) {
       const res = await app.inject({ ...request, headers: { authorization: caller.authorization } })
       if (allowed(caller.scopes, needed)) {
@@ -98,7 +110,10 @@ export async function assertScopeMatrix (app: FastifyInstance, callers: readonly
       }
       assert.equal(res.statusCode, 403, `${label} with ${caller.label}`)
       assert.equal(res.headers['www-authenticate'], `Bearer error="insufficient_scope", scope="${needed}"`, label)
-      if (request.method !== 'HEAD') assert.deepEqual(res.json(), { error: 403, message: `This token lacks the scope ${needed}, which this operation needs` }, label)
+      if (request.method !== 'HEAD') {
+        assert.deepEqual(res.json(),
+          { error: 403, message: `This token lacks the scope ${needed}, which this operation needs` }, label)
+      }
     }
   }
 }

@@ -19,7 +19,9 @@ const BANNER = /^plant-store is listening on (http:\/\/\S+)\n(?:.+\n)*\n/m
 /** The banner as a JSON log line (off a terminal, LOG_FORMAT unset or json), on stdout: its `url`. */
 const BANNER_LINE = /^\{.*"msg":"plant-store is listening on (http:\/\/[^"]+)".*\}$/m
 
-/** Every line of a stream's output as a JSON log line; throws on a line that is not one (or an unfinished last line). */
+/**
+ * Every line of a stream's output as a JSON log line; throws on a line that is not one (or an unfinished last line).
+ */
 export function logLines (output: string): LogLine[] {
   const lines = output.split('\n')
   if (lines.pop() !== '') throw new Error(`the last line is unfinished: ${output}`)
@@ -33,7 +35,9 @@ export function fatalMessage (stderr: string): string {
   return String(lines[0].msg)
 }
 
-/** The banner's fields, from the JSON log line that announces the start (undefined before it, or for a person's banner). */
+/**
+ * The banner's fields, from the JSON log line that announces the start (undefined before it, or for a person's banner).
+ */
 export function bannerLine (stdout: string): LogLine | undefined {
   const line = BANNER_LINE.exec(stdout)?.[0]
   return line === undefined ? undefined : JSON.parse(line) as LogLine
@@ -69,7 +73,10 @@ export interface ServerOptions {
   logFile?: string
   /** Runs the server as this user id (the test runs as root): what a container's unprivileged user meets. */
   uid?: number
-  /** Runs this instead of `node <nodeArgs> build/src/main/server.js` (e.g. `npm start`, in `cwd`), with the same settings. */
+  /**
+   * Runs this instead of `node <nodeArgs> build/src/main/server.js` (e.g. `npm start`, in `cwd`), with the same
+   * settings.
+   */
   command?: { file: string, args: readonly string[], cwd: string }
   /** How long the start may take (default 30 s): longer where it waits on others (a migration beside a load). */
   startTimeoutMs?: number
@@ -133,7 +140,8 @@ async function launch (options: ServerOptions): Promise<Launched> {
     ...options.env,
     DATABASE_URL: databaseUrl
   }
-  const env = Object.fromEntries(Object.entries(settings).filter((entry): entry is [string, string] => entry[1] !== undefined))
+  const env = Object.fromEntries(
+    Object.entries(settings).filter((entry): entry is [string, string] => entry[1] !== undefined))
   let file = options.command?.file ?? process.execPath
   let args = options.command?.args ?? [...options.nodeArgs ?? [], SERVER_JS]
   if (options.terminal === true) {
@@ -151,7 +159,12 @@ async function launch (options: ServerOptions): Promise<Launched> {
   const waiters = new Set<{ matches: (line: LogLine) => boolean, resolve: (line: LogLine) => void }>()
   const { logFile } = options
   if (logFile === undefined) {
-    child = spawn(file, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'], ...(options.uid !== undefined && { uid: options.uid, gid: options.uid }) })
+    child = spawn(file, args, {
+      env,
+      cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(options.uid !== undefined && { uid: options.uid, gid: options.uid })
+    })
     let pending = ''
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
@@ -239,7 +252,8 @@ export async function startServer (t: Cleanup | undefined, options: ServerOption
   })
   if (baseUrl === undefined) {
     const code = await server.stop()
-    throw new Error(`the server exited (${code ?? server.child.signalCode}) before listening:\n${server.stdout()}${server.stderr()}`)
+    throw new Error(
+      `the server exited (${code ?? server.child.signalCode}) before listening:\n${server.stdout()}${server.stderr()}`)
   }
   return { ...server, baseUrl, port: Number(new URL(baseUrl).port) }
 }

@@ -9,7 +9,8 @@ import { tempDatabaseFile, type Cleanup } from './cleanup.js'
  * instance would have. `cleanup` should be last in, first out (cleanupStack): stores close before
  * the file goes.
  */
-export function sqliteWebhookDatabase (cleanup: Cleanup, prefix: string): { filename: string, openWebhookStore: () => WebhookStore } {
+export function sqliteWebhookDatabase (cleanup: Cleanup,
+  prefix: string): { filename: string, openWebhookStore: () => WebhookStore } {
   const filename = tempDatabaseFile(cleanup, prefix)
   const plants = createSqliteStore({ filename, synchronous: 'normal' })
   cleanup.after(() => plants.close())

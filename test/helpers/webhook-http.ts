@@ -15,7 +15,8 @@ export interface Answer {
 }
 
 /** One request to a real server (a base URL such as startServer's), with the test token. */
-export async function call (base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+export async function call (base: string, method: string, path: string, body?: unknown,
+  headers: Record<string, string> = {}): Promise<Answer> {
   const res = await fetch(`${base}${path}`, {
     method,
     headers: { ...AUTH, ...(body !== undefined && { 'content-type': 'application/json' }), ...headers },
@@ -25,7 +26,8 @@ export async function call (base: string, method: string, path: string, body?: u
 }
 
 /** Asserts the status and parses the body. */
-export async function callOk<T> (status: number, base: string, method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<T> {
+export async function callOk<T> (status: number, base: string, method: string, path: string, body?: unknown,
+  headers?: Record<string, string>): Promise<T> {
   const answer = await call(base, method, path, body, headers)
   assert.equal(answer.status, status, `${method} ${path}: ${answer.body}`)
   return (answer.body === '' ? undefined : JSON.parse(answer.body)) as T
@@ -51,7 +53,8 @@ export async function untilDeliveries (
   base: string, subscriptionId: number, what: string, predicate: (list: DeliveryBody[]) => boolean, timeoutMs = 15_000
 ): Promise<DeliveryBody[]> {
   let list: DeliveryBody[] = []
-  await until(what, async () => predicate(list = await deliveries(base, subscriptionId)), timeoutMs).catch((err: Error) => {
+  await until(what, async () => predicate(list = await deliveries(base, subscriptionId)),
+    timeoutMs).catch((err: Error) => {
     throw new Error(`${err.message}; deliveries: ${JSON.stringify(list)}`)
   })
   return list

@@ -31,7 +31,8 @@ export interface WebhookReceiver {
  * test ends. It records every request and answers through the current responder. `port`: a given
  * one (e.g. where a receiver closed earlier listened) instead of a free one.
  */
-export async function startReceiver (t: { after: (fn: () => Promise<void>) => void }, port = 0): Promise<WebhookReceiver> {
+export async function startReceiver (t: { after: (fn: () => Promise<void>) => void },
+  port = 0): Promise<WebhookReceiver> {
   const requests: ReceivedRequest[] = []
   const waiters: Array<() => void> = []
   let responder: Responder = (_request, res) => { res.writeHead(204).end() }
@@ -98,7 +99,8 @@ export function verifyWebhook (secret: string, request: ReceivedRequest): unknow
 }
 
 /** Polls `predicate` every 10 ms until it holds; rejects, naming `what`, after `timeoutMs`. */
-export async function until (what: string, predicate: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+export async function until (what: string, predicate: () => boolean | Promise<boolean>,
+  timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (!await predicate()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`)

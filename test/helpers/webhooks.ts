@@ -28,12 +28,14 @@ export type DeliveryBody = Omit<WebhookDelivery, 'id'> & { id: number }
 export const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/
 
 /** A test app (see buildTestApp) with two tokens: AUTH's and OTHER_AUTH's. */
-export async function buildWebhooksApp (t: Cleanup, env: NodeJS.ProcessEnv = {}, options: BuildOptions = {}): Promise<FastifyInstance> {
+export async function buildWebhooksApp (t: Cleanup, env: NodeJS.ProcessEnv = {},
+  options: BuildOptions = {}): Promise<FastifyInstance> {
   return await buildTestApp(t, { API_TOKENS: `${TOKEN},${OTHER_TOKEN}`, ...env }, options)
 }
 
 /** Creates a subscription through the API (AUTH's by default) and returns the 201's body. */
-export async function createWebhook (app: FastifyInstance, body: Record<string, unknown> = { url: PUBLIC_RECEIVER }, headers: Record<string, string> = AUTH): Promise<WebhookBody> {
+export async function createWebhook (app: FastifyInstance, body: Record<string, unknown> = { url: PUBLIC_RECEIVER },
+  headers: Record<string, string> = AUTH): Promise<WebhookBody> {
   const res = await app.inject({ method: 'POST', url: '/webhooks', headers, payload: body })
   assert.equal(res.statusCode, 201, res.body)
   return res.json<WebhookBody>()
@@ -41,7 +43,8 @@ export async function createWebhook (app: FastifyInstance, body: Record<string, 
 
 /** Lists a subscription's deliveries until `done` holds for them (the dispatcher runs in the background). */
 export async function deliveriesWhen (
-  app: FastifyInstance, id: number, done: (deliveries: DeliveryBody[]) => boolean, headers: Record<string, string> = AUTH
+  app: FastifyInstance, id: number, done: (deliveries: DeliveryBody[]) => boolean,
+  headers: Record<string, string> = AUTH
 ): Promise<DeliveryBody[]> {
   let deliveries: DeliveryBody[] = []
   await until(`the deliveries of subscription ${id} are as expected`, async () => {

@@ -31,9 +31,16 @@ export interface WriteLoadOptions {
 
 /** Each client creates plants and deletes every other one it was given, one request at a time. */
 export function startWriteLoad (baseUrl: string, options: WriteLoadOptions): WriteLoad {
-  const record: LoadRecord = { statuses: new Map(), unexpected: [], kept: new Map(), deleted: new Map(), issued: new Map() }
+  const record: LoadRecord = {
+    statuses: new Map(),
+    unexpected: [],
+    kept: new Map(),
+    deleted: new Map(),
+    issued: new Map()
+  }
   const stopping = new AbortController()
-  const answer = async (method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number, id?: number }> => {
+  const answer = async (method: string, path: string, headers: Record<string, string>,
+    body?: unknown): Promise<{ status: number, id?: number }> => {
     try {
       const res = await fetch(`${baseUrl}${path}`, {
         method,
@@ -44,7 +51,12 @@ export function startWriteLoad (baseUrl: string, options: WriteLoadOptions): Wri
       record.statuses.set(res.status, (record.statuses.get(res.status) ?? 0) + 1)
       if (res.status === 503) assertErrorShape(text)
       else if (res.status < 200 || res.status > 299) record.unexpected.push(`${method} ${path}: ${res.status} ${text}`)
-      return res.status === 201 ? { status: res.status, id: (JSON.parse(text) as { id: number }).id } : { status: res.status }
+      return res.status === 201
+        ? {
+            status: res.status,
+            id: (JSON.parse(text) as { id: number }).id
+          }
+        : { status: res.status }
     } catch (err) {
       record.unexpected.push(`${method} ${path}: ${(err as Error).message}`)
       await sleep(50)
@@ -123,7 +135,8 @@ export async function assertAcknowledgedWrites (baseUrl: string, record: LoadRec
 }
 
 /** Creates a plant until one is acknowledged (503s in between) and resolves with how long that took. */
-export async function untilWritesSucceed (baseUrl: string, headers: Record<string, string>, timeoutMs: number): Promise<number> {
+export async function untilWritesSucceed (baseUrl: string, headers: Record<string, string>,
+  timeoutMs: number): Promise<number> {
   const started = Date.now()
   for (;;) {
     const res = await fetch(`${baseUrl}/plants`, {

@@ -5,7 +5,8 @@ import { servedOpenApiDocument } from '../../scripts/openapi-document.js'
 import { buildTestApp } from '../helpers/app.js'
 
 type JsonObject = Record<string, unknown>
-const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null && !Array.isArray(value)
+const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null &&
+  !Array.isArray(value)
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
 
 /** Every operation of the document, with its path and method. */
@@ -22,8 +23,12 @@ test('the served document is valid OpenAPI 3.1 and passes the committed Redocly 
   assert.deepEqual(await checkOpenApiDocument(await servedOpenApiDocument()), [])
 })
 
-test('with OIDC_ISSUER (an openIdConnect scheme too) the document passes the same lint with zero problems', async (t) => {
-  const app = await buildTestApp(t, { OIDC_ISSUER: 'https://login.example.com/realms/plants', OIDC_AUDIENCE: 'https://plants.example.com' })
+test('with OIDC_ISSUER (an openIdConnect scheme too) the document passes the same ' +
+  'lint with zero problems', async (t) => {
+  const app = await buildTestApp(t, {
+    OIDC_ISSUER: 'https://login.example.com/realms/plants',
+    OIDC_AUDIENCE: 'https://plants.example.com'
+  })
   assert.deepEqual(await checkOpenApiDocument((await app.inject({ url: '/openapi.json' })).json()), [])
 })
 
@@ -34,10 +39,12 @@ test('the lint catches a missing summary, a missing example and an unknown tag',
   assert.ok(deletePlant !== undefined)
   delete deletePlant.summary
   deletePlant.tags = ['nowhere']
-  const notFound = (deletePlant.responses as Record<string, { content: Record<string, JsonObject> }>)['404']?.content['application/json']
+  const responses = deletePlant.responses as Record<string, { content: Record<string, JsonObject> }>
+  const notFound = responses['404']?.content['application/json']
   assert.ok(notFound !== undefined)
   delete notFound.example
-  const rules = (await checkOpenApiDocument(broken)).map((problem) => `${problem.source} ${problem.rule} ${problem.where}`).sort()
+  const rules = (await checkOpenApiDocument(broken)).map(
+    (problem) => `${problem.source} ${problem.rule} ${problem.where}`).sort()
   assert.deepEqual(rules, [
     'redocly operation-summary #/paths/~1plants~1{id}/delete/summary',
     'redocly operation-tag-defined #/paths/~1plants~1{id}/delete/tags/0',
@@ -46,7 +53,8 @@ test('the lint catches a missing summary, a missing example and an unknown tag',
   ])
 })
 
-test('every operation has an operationId, a summary, a description, tags and examples, and documents every status it can answer', async () => {
+test('every operation has an operationId, a summary, a description, tags and examples, and documents every ' +
+  'status it can answer', async () => {
   const document = await servedOpenApiDocument()
   const list = operations(document)
   assert.ok(list.length >= 7, 'health + the six plants operations')
@@ -81,35 +89,45 @@ test('every operation has an operationId, a summary, a description, tags and exa
         continue
       }
       assert.ok(isObject(content) && isObject(content['application/json']), `${where} ${status}: an Error body`)
-      assert.deepEqual((content['application/json'] as JsonObject).schema, { $ref: '#/components/schemas/Error' }, `${where} ${status}`)
+      assert.deepEqual((content['application/json'] as JsonObject).schema, { $ref: '#/components/schemas/Error' },
+        `${where} ${status}`)
     }
     assert.ok(Object.keys(responses).some((status) => status.startsWith('2')), `${where}: a 2xx`)
   }
 })
 
-test('no optional parameter carries an example (Swagger UI would send it unasked) and a defaulted limit is optional', async () => {
+test('no optional parameter carries an example (Swagger UI would send it unasked) and a ' +
+  'defaulted limit is optional', async () => {
   const document = await servedOpenApiDocument()
   for (const { where, operation } of operations(document)) {
     for (const parameter of Array.isArray(operation.parameters) ? operation.parameters : []) {
       assert.ok(isObject(parameter) && isObject(parameter.schema))
       if (parameter.required === true) continue
-      assert.ok(!('example' in parameter) && !('examples' in parameter) && !('examples' in parameter.schema), `${where} ${String(parameter.name)}`)
+      assert.ok(!('example' in parameter) && !('examples' in parameter) && !('examples' in parameter.schema),
+        `${where} ${String(parameter.name)}`)
     }
   }
   const list = operations(document).find(({ where }) => where === 'GET /plants')
   const limit = (list?.operation.parameters as JsonObject[]).find((parameter) => parameter.name === 'limit')
-  assert.deepEqual({ required: limit?.required, default: (limit?.schema as JsonObject).default }, { required: false, default: 20 })
+  assert.deepEqual({ required: limit?.required, default: (limit?.schema as JsonObject).default },
+    { required: false, default: 20 })
 })
 
-test('Spectral (spectral:oas) is part of the lint: a scope under the http bearer scheme and a missing contact are caught', async () => {
-  const broken = structuredClone(await servedOpenApiDocument()) as { info: JsonObject, paths: Record<string, Record<string, JsonObject>> }
+test('Spectral (spectral:oas) is part of the lint: a scope under the http bearer scheme and a ' +
+  'missing contact are caught', async () => {
+  const broken = structuredClone(await servedOpenApiDocument()) as {
+    info: JsonObject,
+    paths: Record<string, Record<string, JsonObject>>
+  }
   delete broken.info.contact
   const deletePlant = broken.paths['/plants/{id}']?.delete
   assert.ok(deletePlant !== undefined)
   deletePlant.security = [{ bearerAuth: ['plants:write'] }]
-  const found = (await checkOpenApiDocument(broken)).map(({ source, rule, where, message }) => `${source} ${rule} ${where} ${message}`).sort()
+  const found = (await checkOpenApiDocument(broken)).map(
+    ({ source, rule, where, message }) => `${source} ${rule} ${where} ${message}`).sort()
   assert.deepEqual(found, [
     'spectral info-contact #/info warning: Info object must have "contact" object.',
-    'spectral oas3-operation-security-defined #/paths/~1plants~1{id}/delete/security/0/bearerAuth/0 warning: "plants:write" must be listed among scopes.'
+    'spectral oas3-operation-security-defined #/paths/~1plants~1{id}/delete/security/0/bearerAuth/0 warning: ' +
+      '"plants:write" must be listed among scopes.'
   ])
 })

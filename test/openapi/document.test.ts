@@ -27,17 +27,28 @@ interface Operation {
   security?: unknown[]
   parameters?: Array<{ name: string, in: string }>
   requestBody?: { content: Record<string, { schema: Json }> }
-  responses: Record<string, { description: string, headers?: Record<string, Header | { $ref: string }>, content?: Record<string, { schema: Json }> }>
+  responses: Record<string, {
+    description: string,
+    headers?: Record<string, Header | { $ref: string }>,
+    content?: Record<string, { schema: Json }>
+  }>
 }
 interface Header { schema: Json, required?: boolean }
-interface OpenApi { paths: Record<string, Record<string, Operation>>, components: { schemas: Record<string, Json>, headers: Record<string, Header> } }
+interface OpenApi {
+  paths: Record<string, Record<string, Operation>>,
+  components: { schemas: Record<string, Json>, headers: Record<string, Header> }
+}
 
 /** The schema of each media type (each also carries an example, checked in contract-lint.test.ts). */
 const schemasOf = (content: Record<string, { schema: Json }> | undefined): Record<string, Json> | undefined =>
-  content === undefined ? undefined : Object.fromEntries(Object.entries(content).map(([type, media]) => [type, media.schema]))
+  content === undefined
+    ? undefined
+    : Object.fromEntries(
+      Object.entries(content).map(([type, media]) => [type, media.schema]))
 
 /** Headers this API defines; each must be documented on the response that carries it. */
-const API_HEADERS = ['etag', 'location', 'link', 'idempotent-replayed', 'www-authenticate', 'accept-encoding', 'retry-after',
+const API_HEADERS = ['etag', 'location', 'link', 'idempotent-replayed', 'www-authenticate', 'accept-encoding',
+  'retry-after',
   'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'x-request-id']
 const METHODS = ['get', 'head', 'put', 'post', 'delete', 'patch']
 
@@ -80,9 +91,14 @@ class ResponseChecker {
 
     // A header the document says is always sent is sent (a shared one is a component).
     const headers = Object.entries(declared.headers ?? {}).map(([name, header]): [string, Header] =>
-      [name, '$ref' in header ? this.doc.components.headers[header.$ref.replace('#/components/headers/', '')] as Header : header])
+      [name, '$ref' in header
+        ? this.doc.components.headers[header.$ref.replace('#/components/headers/',
+          '')] as Header
+        : header])
     for (const [name, header] of headers) {
-      if (header.required === true) assert.ok(res.headers[name.toLowerCase()] !== undefined, `${where} must send ${name}`)
+      if (header.required === true) {
+        assert.ok(res.headers[name.toLowerCase()] !== undefined, `${where} must send ${name}`)
+      }
     }
     for (const header of API_HEADERS) {
       if (res.headers[header] === undefined) continue
@@ -104,19 +120,22 @@ class ResponseChecker {
     }
     const mediaType = String(res.headers['content-type']).split(';')[0] ?? ''
     assert.ok(mediaType in declared.content, `${where} answers ${mediaType}, not declared`)
-    const validate = this.ajv.compile({ $ref: `openapi.json#/${pointer('paths', path, method, 'responses', key, 'content', mediaType, 'schema')}` })
+    const validate = this.ajv.compile(
+      { $ref: `openapi.json#/${pointer('paths', path, method, 'responses', key, 'content', mediaType, 'schema')}` })
     assert.ok(validate(res.json()), `${where}: ${this.ajv.errorsText(validate.errors)} in ${res.body}`)
   }
 }
 
-test('every operation is described: operationId, summary, description, tags, and the statuses its inputs imply', async (t) => {
+test('every operation is described: operationId, summary, description, tags, and the ' +
+  'statuses its inputs imply', async (t) => {
   const app = await buildTestApp(t)
   const doc = await loadDocument(app)
   const all = operations(doc)
   assert.deepEqual(all.map(({ operation }) => operation.operationId).sort(), [
     ...RESOURCE_OPERATIONS.map(({ operationId }) => operationId),
     'createWebhook', 'deleteWebhook', 'getHealth', 'getLiveness', 'getReadiness', 'getWebhook',
-    'getWebhookDelivery', 'getWebhookSecret', 'headHealth', 'headLiveness', 'headReadiness', 'headWebhook', 'headWebhookDeliveries',
+    'getWebhookDelivery', 'getWebhookSecret', 'headHealth', 'headLiveness', 'headReadiness', 'headWebhook',
+    'headWebhookDeliveries',
     'headWebhookDelivery', 'headWebhookSecret', 'headWebhooks',
     'headWebhookEventTypes', 'listWebhookDeliveries', 'listWebhookEventTypes', 'listWebhooks', 'recoverWebhook',
     'retryWebhookDelivery', 'rotateWebhookSecret', 'testWebhook', 'updateWebhook'].sort())
@@ -125,7 +144,8 @@ test('every operation is described: operationId, summary, description, tags, and
     assert.ok(operation.summary && operation.description, `${id} has a summary and a description`)
     assert.ok(operation.tags && operation.tags.length > 0, `${id} has tags`)
     const statuses = Object.keys(operation.responses)
-    const expect = (status: string, why: string) => assert.ok(statuses.includes(status), `${id} must declare ${status}: ${why}`)
+    const expect = (status: string,
+      why: string) => assert.ok(statuses.includes(status), `${id} must declare ${status}: ${why}`)
     expect('4XX', 'any client error')
     expect('5XX', 'any server error')
     const params = operation.parameters ?? []
@@ -142,14 +162,19 @@ test('every operation is described: operationId, summary, description, tags, and
     if (params.some((param) => param.in === 'header' && param.name === 'if-match')) expect('412', 'it honours If-Match')
     const honours = (name: string) => params.some((param) => param.in === 'header' && param.name === name)
     // If-None-Match makes a read a 304, a write a 412.
-    if (honours('if-none-match')) expect(method === 'get' || method === 'head' ? '304' : '412', 'it honours If-None-Match')
-    if (params.some((param) => param.in === 'header' && param.name === 'idempotency-key')) expect('422', 'a key can be reused with another body')
+    if (honours('if-none-match')) {
+      expect(method === 'get' || method === 'head' ? '304' : '412', 'it honours If-None-Match')
+    }
+    if (params.some((param) => param.in === 'header' && param.name === 'idempotency-key')) {
+      expect('422', 'a key can be reused with another body')
+    }
     for (const [status, response] of Object.entries(operation.responses)) {
       assert.ok(response.description, `${id} → ${status} has a description`)
       if (method === 'head') {
         assert.equal(response.content, undefined, `${id} → ${status}: a HEAD answer has no body`)
       } else if (/^[45]/.test(status)) {
-        assert.deepEqual(schemasOf(response.content), { 'application/json': { $ref: '#/components/schemas/Error' } }, `${id} → ${status} is an Error`)
+        assert.deepEqual(schemasOf(response.content), { 'application/json': { $ref: '#/components/schemas/Error' } },
+          `${id} → ${status} is an Error`)
       }
     }
   }
@@ -163,16 +188,22 @@ test('request bodies and lists use the named schemas, and their examples are val
   for (const { collection, schemas } of RESOURCES) {
     assert.deepEqual(body(`/${collection}`, 'post'), { 'application/json': named(schemas.create) })
     assert.deepEqual(body(`/${collection}/{id}`, 'put'), { 'application/json': named(schemas.replace) })
-    assert.deepEqual(body(`/${collection}/{id}`, 'patch'), { 'application/merge-patch+json': named(schemas.patch), 'application/json': named(schemas.patch) })
-    assert.deepEqual(schemasOf(doc.paths[`/${collection}`]?.get?.responses['200']?.content), { 'application/json': named(schemas.list) })
+    assert.deepEqual(body(`/${collection}/{id}`, 'patch'), {
+      'application/merge-patch+json': named(schemas.patch),
+      'application/json': named(schemas.patch)
+    })
+    assert.deepEqual(schemasOf(doc.paths[`/${collection}`]?.get?.responses['200']?.content),
+      { 'application/json': named(schemas.list) })
   }
   assert.deepEqual(body('/webhooks', 'post'), { 'application/json': { $ref: '#/components/schemas/NewWebhook' } })
   assert.deepEqual(body('/webhooks/{id}', 'patch'), {
     'application/merge-patch+json': { $ref: '#/components/schemas/WebhookPatch' },
     'application/json': { $ref: '#/components/schemas/WebhookPatch' }
   })
-  assert.deepEqual(schemasOf(doc.paths['/webhooks']?.get?.responses['200']?.content), { 'application/json': { $ref: '#/components/schemas/WebhookList' } })
-  assert.deepEqual(schemasOf(doc.paths['/webhooks/{id}/deliveries']?.get?.responses['200']?.content), { 'application/json': { $ref: '#/components/schemas/WebhookDeliveryList' } })
+  assert.deepEqual(schemasOf(doc.paths['/webhooks']?.get?.responses['200']?.content),
+    { 'application/json': { $ref: '#/components/schemas/WebhookList' } })
+  assert.deepEqual(schemasOf(doc.paths['/webhooks/{id}/deliveries']?.get?.responses['200']?.content),
+    { 'application/json': { $ref: '#/components/schemas/WebhookDeliveryList' } })
   const ajv = new Ajv2020({ strict: false })
   addFormats.default(ajv)
   ajv.addSchema(doc as unknown as Json, 'openapi.json')
@@ -190,7 +221,8 @@ type Call = (path: string, options: InjectOptions) => Promise<LightMyRequestResp
  * Every status a resource's routes declare, with bodies made of its declaration's example: each
  * body schema's fields the example has (the id aside), so any declared resource is exercised alike.
  */
-async function exerciseResource (t: TestContext, app: FastifyInstance, call: Call, resource: ResourceDefinition): Promise<void> {
+async function exerciseResource (t: TestContext, app: FastifyInstance, call: Call,
+  resource: ResourceDefinition): Promise<void> {
   const items = `/${resource.collection}`
   const one = `${items}/{id}`
   const example = resource.example as unknown as Json
@@ -198,28 +230,41 @@ async function exerciseResource (t: TestContext, app: FastifyInstance, call: Cal
     .filter((key) => key !== 'id' && key in example).map((key) => [key, example[key]]))
   const body = fieldsOf(resource.schemas.create)
   const keyed = { ...AUTH, 'idempotency-key': 'k' }
-  const huge = { headers: { 'content-type': 'application/json', ...AUTH }, payload: JSON.stringify({ ...body, padding: 'x'.repeat(1024 * 1024) }) }
+  const huge = {
+    headers: { 'content-type': 'application/json', ...AUTH },
+    payload: JSON.stringify({ ...body, padding: 'x'.repeat(1024 * 1024) })
+  }
   const notJson = { headers: { ...AUTH, 'content-type': 'text/plain' }, payload: 'x' }
 
   // create: 201, its replay, 422 (the key, another body), 409 (a taken id), 400, 401, 413, 415
   const created = await call(items, { method: 'POST', url: items, headers: keyed, payload: body })
   await call(items, { method: 'POST', url: items, headers: keyed, payload: body })
   await call(items, { method: 'POST', url: items, headers: keyed, payload: { ...body, id: 5 } })
-  await call(items, { method: 'POST', url: items, headers: AUTH, payload: { ...body, id: Number(created.json<Json>().id) } })
+  await call(items, {
+    method: 'POST',
+    url: items,
+    headers: AUTH,
+    payload: { ...body, id: Number(created.json<Json>().id) }
+  })
   await call(items, { method: 'POST', url: items, headers: AUTH, payload: { ...body, 'unknown-field': 1 } })
   await call(items, { method: 'POST', url: items, payload: body })
   await call(items, { method: 'POST', url: items, ...huge })
   await call(items, { method: 'POST', url: items, ...notJson })
-  const replaced = String((await call(items, { method: 'POST', url: items, headers: AUTH, payload: body })).headers.location)
-  const deleted = String((await call(items, { method: 'POST', url: items, headers: AUTH, payload: body })).headers.location)
+  const replaced = String(
+    (await call(items, { method: 'POST', url: items, headers: AUTH, payload: body })).headers.location)
+  const deleted = String(
+    (await call(items, { method: 'POST', url: items, headers: AUTH, payload: body })).headers.location)
   const first = String(created.headers.location)
   const etag = String(created.headers.etag)
 
   // list: 200, 400, 401, and a store failure (5XX, not declared)
   for (const method of ['GET', 'HEAD'] as const) {
-    for (const [query, headers] of [['?limit=1', AUTH], ['?limit=0', AUTH], ['', {}]] as const) await call(items, { method, url: `${items}${query}`, headers })
+    for (const [query, headers] of [['?limit=1', AUTH], ['?limit=0', AUTH], ['', {}]] as const) {
+      await call(items, { method, url: `${items}${query}`, headers })
+    }
   }
-  const list = t.mock.method((app.store as unknown as Record<string, Repository<ResourceTypes>>)[resource.collection] as Repository<ResourceTypes>,
+  const repositories = app.store as unknown as Record<string, Repository<ResourceTypes>>
+  const list = t.mock.method(repositories[resource.collection] as Repository<ResourceTypes>,
     'list', async () => { throw new Error('SQLITE_CORRUPT at /secret/path') })
   const failed = await call(items, { url: items, headers: AUTH })
   assert.deepEqual(failed.json(), { error: 500, message: 'Internal Server Error' })
@@ -227,13 +272,16 @@ async function exerciseResource (t: TestContext, app: FastifyInstance, call: Cal
 
   // get: 200, 304, 412, 400, 401, 404
   for (const method of ['GET', 'HEAD'] as const) {
-    for (const headers of [AUTH, { ...AUTH, 'if-none-match': etag }, { ...AUTH, 'if-match': '"stale"' }, {}]) await call(one, { method, url: first, headers })
+    for (const headers of [AUTH, { ...AUTH, 'if-none-match': etag }, { ...AUTH, 'if-match': '"stale"' }, {}]) {
+      await call(one, { method, url: first, headers })
+    }
     await call(one, { method, url: `${items}/x`, headers: AUTH })
     await call(one, { method, url: `${items}/99`, headers: AUTH })
   }
 
   // replace and update: 200, 400, 401, 404, 412, 413, 415
-  for (const [method, payload] of [['PUT', fieldsOf(resource.schemas.replace)], ['PATCH', fieldsOf(resource.schemas.patch)]] as const) {
+  for (const [method, payload] of [['PUT', fieldsOf(resource.schemas.replace)],
+    ['PATCH', fieldsOf(resource.schemas.patch)]] as const) {
     await call(one, { method, url: replaced, headers: AUTH, payload })
     await call(one, { method, url: replaced, headers: AUTH, payload: { ...payload, 'unknown-field': 1 } })
     await call(one, { method, url: replaced, payload })
@@ -243,7 +291,10 @@ async function exerciseResource (t: TestContext, app: FastifyInstance, call: Cal
     await call(one, { method, url: replaced, ...notJson })
   }
   await call(one, {
-    method: 'PATCH', url: replaced, headers: { ...AUTH, 'content-type': 'application/merge-patch+json' }, payload: JSON.stringify(fieldsOf(resource.schemas.patch))
+    method: 'PATCH',
+    url: replaced,
+    headers: { ...AUTH, 'content-type': 'application/merge-patch+json' },
+    payload: JSON.stringify(fieldsOf(resource.schemas.patch))
   })
 
   // delete: 412, 204, 404, 400, 401
@@ -254,10 +305,14 @@ async function exerciseResource (t: TestContext, app: FastifyInstance, call: Cal
   await call(one, { method: 'DELETE', url: first })
 }
 
-test('every declared status is answered, every answer is declared, and every answer validates against the document', async (t) => {
+test('every declared status is answered, every answer is declared, and every answer validates ' +
+  'against the document', async (t) => {
   const reader = scopedToken('reader', ['plants:read'])
   const hooks = scopedToken('hooks', ['webhooks'])
-  const app = await buildTestApp(t, { API_TOKENS: `${TOKEN},${OTHER_TOKEN}`, API_TOKENS_FILE: tokensFile([reader, hooks]) })
+  const app = await buildTestApp(t, {
+    API_TOKENS: `${TOKEN},${OTHER_TOKEN}`,
+    API_TOKENS_FILE: tokensFile([reader, hooks])
+  })
   const doc = await loadDocument(app)
   const checker = new ResponseChecker(doc)
   const call = async (path: string, options: InjectOptions): Promise<LightMyRequestResponse> => {
@@ -289,12 +344,24 @@ test('every declared status is answered, every answer is declared, and every ans
 
   // webhooks (deliveries to a public address fail under the test network rule, without a connection)
   const other = { authorization: `Bearer ${OTHER_TOKEN}` }
-  const hook = await call('/webhooks', { method: 'POST', url: '/webhooks', headers: AUTH, payload: { url: PUBLIC_RECEIVER } })
+  const hook = await call('/webhooks', {
+    method: 'POST',
+    url: '/webhooks',
+    headers: AUTH,
+    payload: { url: PUBLIC_RECEIVER }
+  })
   await call('/webhooks', { method: 'POST', url: '/webhooks', headers: AUTH, payload: { url: 'http://127.0.0.1/' } })
   await call('/webhooks', { method: 'POST', url: '/webhooks', payload: { url: PUBLIC_RECEIVER } })
   await call('/webhooks', { method: 'POST', url: '/webhooks', headers: json, payload: huge })
-  await call('/webhooks', { method: 'POST', url: '/webhooks', headers: { ...AUTH, 'content-type': 'text/plain' }, payload: PUBLIC_RECEIVER })
-  for (let i = 0; i < 25; i++) await app.inject({ method: 'POST', url: '/webhooks', headers: other, payload: { url: PUBLIC_RECEIVER } })
+  await call('/webhooks', {
+    method: 'POST',
+    url: '/webhooks',
+    headers: { ...AUTH, 'content-type': 'text/plain' },
+    payload: PUBLIC_RECEIVER
+  })
+  for (let i = 0; i < 25; i++) {
+    await app.inject({ method: 'POST', url: '/webhooks', headers: other, payload: { url: PUBLIC_RECEIVER } })
+  }
   await call('/webhooks', { method: 'POST', url: '/webhooks', headers: other, payload: { url: PUBLIC_RECEIVER } })
   const hookUrl = String(hook.headers.location)
   for (const method of ['GET', 'HEAD'] as const) {
@@ -306,19 +373,44 @@ test('every declared status is answered, every answer is declared, and every ans
     await call('/webhooks/{id}', { method, url: hookUrl })
     await call('/webhooks/{id}', { method, url: hookUrl, headers: other })
   }
-  await call('/webhooks/{id}', { method: 'PATCH', url: hookUrl, headers: { ...AUTH, 'content-type': 'application/merge-patch+json' }, payload: '{"description":null}' })
+  await call('/webhooks/{id}', {
+    method: 'PATCH',
+    url: hookUrl,
+    headers: { ...AUTH, 'content-type': 'application/merge-patch+json' },
+    payload: '{"description":null}'
+  })
   await call('/webhooks/{id}', { method: 'PATCH', url: hookUrl, headers: AUTH, payload: { events: ['plant.moved'] } })
   await call('/webhooks/{id}', { method: 'PATCH', url: hookUrl, payload: {} })
   await call('/webhooks/{id}', { method: 'PATCH', url: hookUrl, headers: other, payload: {} })
   await call('/webhooks/{id}', { method: 'PATCH', url: hookUrl, headers: json, payload: huge })
-  await call('/webhooks/{id}', { method: 'PATCH', url: hookUrl, headers: { ...AUTH, 'content-type': 'text/plain' }, payload: '{}' })
+  await call('/webhooks/{id}', {
+    method: 'PATCH',
+    url: hookUrl,
+    headers: { ...AUTH, 'content-type': 'text/plain' },
+    payload: '{}'
+  })
   await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: `${hookUrl}/rotate-secret`, headers: AUTH })
   await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: '/webhooks/x/rotate-secret', headers: AUTH })
   await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: `${hookUrl}/rotate-secret` })
   await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: `${hookUrl}/rotate-secret`, headers: other })
-  await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: `${hookUrl}/rotate-secret`, headers: AUTH, payload: { secret: SECRET_EXAMPLE } })
-  await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: `${hookUrl}/rotate-secret`, headers: json, payload: huge })
-  await call('/webhooks/{id}/rotate-secret', { method: 'POST', url: `${hookUrl}/rotate-secret`, headers: { ...AUTH, 'content-type': 'text/plain' }, payload: 'x' })
+  await call('/webhooks/{id}/rotate-secret', {
+    method: 'POST',
+    url: `${hookUrl}/rotate-secret`,
+    headers: AUTH,
+    payload: { secret: SECRET_EXAMPLE }
+  })
+  await call('/webhooks/{id}/rotate-secret', {
+    method: 'POST',
+    url: `${hookUrl}/rotate-secret`,
+    headers: json,
+    payload: huge
+  })
+  await call('/webhooks/{id}/rotate-secret', {
+    method: 'POST',
+    url: `${hookUrl}/rotate-secret`,
+    headers: { ...AUTH, 'content-type': 'text/plain' },
+    payload: 'x'
+  })
   for (const method of ['GET', 'HEAD'] as const) {
     await call('/webhooks/{id}/secret', { method, url: `${hookUrl}/secret`, headers: AUTH })
     await call('/webhooks/{id}/secret', { method, url: '/webhooks/x/secret', headers: AUTH })
@@ -341,7 +433,11 @@ test('every declared status is answered, every answer is declared, and every ans
     await call('/webhooks/{id}/deliveries/{deliveryId}', { method, url: `${hookUrl}/deliveries/x`, headers: AUTH })
     await call('/webhooks/{id}/deliveries/{deliveryId}', { method, url: deliveryUrl })
     await call('/webhooks/{id}/deliveries/{deliveryId}', { method, url: deliveryUrl, headers: other })
-    await call('/webhooks/{id}/deliveries', { method, url: `${hookUrl}/deliveries?status=failed&eventType=plant.created`, headers: AUTH })
+    await call('/webhooks/{id}/deliveries', {
+      method,
+      url: `${hookUrl}/deliveries?status=failed&eventType=plant.created`,
+      headers: AUTH
+    })
   }
   await call(retryPath, { method: 'POST', url: retryUrl, headers: AUTH })
   await call(retryPath, { method: 'POST', url: `${hookUrl}/deliveries/x/retry`, headers: AUTH })
@@ -349,11 +445,21 @@ test('every declared status is answered, every answer is declared, and every ans
   await call(retryPath, { method: 'POST', url: retryUrl, headers: other })
   const since = { since: '2026-01-01T00:00:00Z' }
   await call('/webhooks/{id}/recover', { method: 'POST', url: `${hookUrl}/recover`, headers: AUTH, payload: since })
-  await call('/webhooks/{id}/recover', { method: 'POST', url: `${hookUrl}/recover`, headers: AUTH, payload: { since: 'now' } })
+  await call('/webhooks/{id}/recover', {
+    method: 'POST',
+    url: `${hookUrl}/recover`,
+    headers: AUTH,
+    payload: { since: 'now' }
+  })
   await call('/webhooks/{id}/recover', { method: 'POST', url: `${hookUrl}/recover`, payload: since })
   await call('/webhooks/{id}/recover', { method: 'POST', url: `${hookUrl}/recover`, headers: other, payload: since })
   await call('/webhooks/{id}/recover', { method: 'POST', url: `${hookUrl}/recover`, headers: json, payload: huge })
-  await call('/webhooks/{id}/recover', { method: 'POST', url: `${hookUrl}/recover`, headers: { ...AUTH, 'content-type': 'text/plain' }, payload: 'x' })
+  await call('/webhooks/{id}/recover', {
+    method: 'POST',
+    url: `${hookUrl}/recover`,
+    headers: { ...AUTH, 'content-type': 'text/plain' },
+    payload: 'x'
+  })
   await call('/webhooks/{id}/test', { method: 'POST', url: `${hookUrl}/test`, headers: AUTH })
   await call('/webhooks/{id}/test', { method: 'POST', url: '/webhooks/x/test', headers: AUTH })
   await call('/webhooks/{id}/test', { method: 'POST', url: `${hookUrl}/test` })
@@ -376,7 +482,11 @@ test('every declared status is answered, every answer is declared, and every ans
   for (const { path, method, operation } of operations(doc)) {
     if (operation.security?.length === 0) continue
     const lacking = path.startsWith('/webhooks') ? reader : hooks
-    await call(path, { method: method.toUpperCase() as 'GET', url: path.replace(/\{[^}]+\}/g, '1'), headers: { authorization: `Bearer ${lacking.token}` } })
+    await call(path, {
+      method: method.toUpperCase() as 'GET',
+      url: path.replace(/\{[^}]+\}/g, '1'),
+      headers: { authorization: `Bearer ${lacking.token}` }
+    })
   }
 
   for (const { operation } of operations(doc)) {
@@ -386,32 +496,56 @@ test('every declared status is answered, every answer is declared, and every ans
   }
 })
 
-test('the webhooks section documents every event type GET /webhooks/event-types lists: a signed POST of { type, timestamp, data }, its webhook-* headers, and what answers mean', async (t) => {
+test('the webhooks section documents every event type GET /webhooks/event-types lists: a signed POST of { type, ' +
+  'timestamp, data }, its webhook-* headers, and what answers mean', async (t) => {
   const app = await buildTestApp(t)
-  const doc = await app.inject({ url: '/openapi.json' }).then((res) => res.json<OpenApi & { webhooks: Record<string, Record<string, Operation>> }>())
+  const doc = await app.inject({ url: '/openapi.json' }).then(
+    (res) => res.json<OpenApi & { webhooks: Record<string, Record<string, Operation>> }>())
   const catalog = (await app.inject({ url: '/webhooks/event-types', headers: AUTH })).json<Array<{ type: string }>>()
   assert.deepEqual(Object.keys(doc.webhooks), catalog.map(({ type }) => type))
   assert.deepEqual(Object.keys(doc.webhooks), EVENT_TYPES)
-  const secretExample = (doc.components.schemas.WebhookSecret as { properties: { secret: { examples: string[] } } }).properties.secret.examples[0]
+  const webhookSecret = doc.components.schemas.WebhookSecret as { properties: { secret: { examples: string[] } } }
+  const secretExample = webhookSecret.properties.secret.examples[0]
   assert.ok(secretExample !== undefined)
   for (const [type, item] of Object.entries(doc.webhooks)) {
     assert.deepEqual(Object.keys(item), ['post'])
-    const operation = item.post as Omit<Operation, 'parameters'> & { parameters: Array<{ name: string, in: string, required: boolean, example: string }> }
+    const operation = item.post as Omit<Operation, 'parameters'> & {
+      parameters: Array<{
+        name: string,
+        in: string,
+        required: boolean,
+        example: string
+      }>
+    }
     assert.deepEqual(operation.tags, ['webhooks'])
     assert.ok(operation.summary && operation.description, type)
     assert.deepEqual(operation.parameters.map((parameter) => [parameter.name, parameter.in, parameter.required]),
       [['webhook-id', 'header', true], ['webhook-timestamp', 'header', true], ['webhook-signature', 'header', true]])
     // A test event is not retried, and a 410 to it disables nothing.
-    assert.deepEqual(Object.keys(operation.responses), type === 'webhook.test' ? ['2XX', '4XX', '5XX'] : ['410', '2XX', '4XX', '5XX'])
+    assert.deepEqual(Object.keys(operation.responses),
+      type === 'webhook.test' ? ['2XX', '4XX', '5XX'] : ['410', '2XX', '4XX', '5XX'])
     const media = operation.requestBody?.content['application/json'] as { schema: Json, example: unknown } | undefined
     assert.ok(media !== undefined, type)
     const name = String(media.schema.$ref).replace('#/components/schemas/', '')
     const schema = doc.components.schemas[name] as { properties: Record<string, Json>, required: string[] }
-    assert.deepEqual(schema.properties.type, { type: 'string', enum: [type], description: 'The event type', examples: [type] })
+    assert.deepEqual(schema.properties.type, {
+      type: 'string',
+      enum: [type],
+      description: 'The event type',
+      examples: [type]
+    })
     assert.equal(schema.properties.timestamp?.format, 'date-time')
     assert.deepEqual(schema.properties.data, type === 'webhook.test'
-      ? { type: 'object', additionalProperties: false, required: ['subscriptionId'], properties: { subscriptionId: { type: 'integer', description: 'The subscription tested' } } }
-      : { $ref: `#/components/schemas/${String(RESOURCES.find(({ name }) => type.startsWith(`${name}.`))?.schemas.representation.$id)}` })
+      ? {
+          type: 'object',
+          additionalProperties: false,
+          required: ['subscriptionId'],
+          properties: { subscriptionId: { type: 'integer', description: 'The subscription tested' } }
+        }
+      : {
+          $ref: '#/components/schemas/' +
+            String(RESOURCES.find(({ name }) => type.startsWith(`${name}.`))?.schemas.representation.$id)
+        })
     assert.deepEqual(schema.required, ['type', 'timestamp', 'data'])
     // The example headers are a real signature of the example body with the example secret.
     const [id, timestamp, signature] = operation.parameters.map((parameter) => parameter.example)

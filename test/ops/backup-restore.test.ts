@@ -13,10 +13,16 @@ import { contentsText, escaped } from '../helpers/resources.js'
 import { SERVER_JS, startServer } from '../helpers/server-process.js'
 
 /** Runs the plant-store executable with these arguments and settings; resolves with its exit code and output. */
-async function plantStore (args: string[], env: Record<string, string> = {}): Promise<{ code: number, stdout: string, stderr: string }> {
+async function plantStore (args: string[],
+  env: Record<string, string> = {}): Promise<{ code: number, stdout: string, stderr: string }> {
   try {
     const { stdout, stderr } = await promisify(execFile)(process.execPath, [SERVER_JS, ...args], {
-      env: { PATH: process.env.PATH, API_TOKENS: TOKEN, ...(process.env.NODE_V8_COVERAGE !== undefined && { NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE }), ...env }
+      env: {
+        PATH: process.env.PATH,
+        API_TOKENS: TOKEN,
+        ...(process.env.NODE_V8_COVERAGE !== undefined && { NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE }),
+        ...env
+      }
     })
     return { code: 0, stdout, stderr }
   } catch (err) {
@@ -49,7 +55,9 @@ test('plant-store --help, an unknown command, token and check', async () => {
   assert.match(fresh.stdout, /^plant-store check: configuration ok\n/)
   const bad = await plantStore(['check'], { DATABASE_URL: join(dir, 'plants.db'), LOG_LEVEL: 'loud' })
   assert.equal(bad.code, 1)
-  assert.equal(bad.stderr, 'plant-store: invalid configuration: LOG_LEVEL must be equal to one of the allowed values (fatal, error, warn, info, debug, trace, silent)\n')
+  assert.equal(bad.stderr,
+    'plant-store: invalid configuration: LOG_LEVEL must be equal to one of the allowed values (fatal, error, warn, ' +
+      'info, debug, trace, silent)\n')
 })
 
 test('<command> --help prints that command\'s help on stdout and exits 0', async () => {
@@ -69,7 +77,8 @@ test('backup - | head -c 100: the closed pipe ends the backup without a word on 
   const store = createSqliteStore({ filename: database, synchronous: 'normal', checkpoint: false })
   for (let i = 0; i < 2000; i++) await store.plants.create({ name: `plant ${i} ${'x'.repeat(100)}` })
   await store.close()
-  const script = `"${process.execPath}" "${SERVER_JS}" backup - 2>"${join(dir, 'stderr')}" | head -c 100 > "${join(dir, 'head')}"`
+  const script = `"${process.execPath}" "${SERVER_JS}" backup - 2>"${join(dir, 'stderr')}" | head -c 100 > ` +
+    `"${join(dir, 'head')}"`
   const { stdout } = await promisify(execFile)('bash', ['-c', `${script}; echo "\${PIPESTATUS[0]}"`], {
     env: { PATH: process.env.PATH, API_TOKENS: TOKEN, DATABASE_URL: database }
   })
@@ -82,7 +91,14 @@ test('backup - | head -c 100: the closed pipe ends the backup without a word on 
 /** POST /plants; the id when it was acknowledged (201), else undefined (never waits more than 10 s). */
 function create (agent: Agent, port: number, name: string): Promise<string | undefined> {
   return new Promise((resolve) => {
-    const req = request({ agent, host: '127.0.0.1', port, method: 'POST', path: '/plants', headers: { ...AUTH, 'content-type': 'application/json' } }, (res) => {
+    const req = request({
+      agent,
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/plants',
+      headers: { ...AUTH, 'content-type': 'application/json' }
+    }, (res) => {
       let body = ''
       res.setEncoding('utf8').on('data', (chunk: string) => { body += chunk })
       res.on('end', () => resolve(res.statusCode === 201 ? /"id":(\d+)/.exec(body)?.[1] : undefined))
@@ -141,10 +157,12 @@ test('backup under write load holds every plant acknowledged before it started; 
   assert.equal(result.code, 0, result.stderr)
   const copy = new Database(backup, { readonly: true })
   assert.equal(copy.pragma('integrity_check', { simple: true }), 'ok')
-  const backedUp = new Set((copy.prepare('SELECT id FROM plants').pluck().safeIntegers(true).all() as bigint[]).map(String))
+  const backedUp = new Set(
+    (copy.prepare('SELECT id FROM plants').pluck().safeIntegers(true).all() as bigint[]).map(String))
   copy.close()
   const contents = escaped(contentsText({ plants: backedUp.size }))
-  assert.match(result.stdout, new RegExp(`^plant-store backup: ${database} → ${backup}: ${contents}, \\d+ pages, integrity_check ok\\n$`))
+  assert.match(result.stdout,
+    new RegExp(`^plant-store backup: ${database} → ${backup}: ${contents}, \\d+ pages, integrity_check ok\\n$`))
   const missing = [...before].filter((id) => !backedUp.has(id))
   assert.deepEqual(missing, [], 'every plant acknowledged before the backup started is in it')
   assert.ok(backedUp.size < acknowledged.length, 'the writes after the backup are not in it')
@@ -152,7 +170,9 @@ test('backup under write load holds every plant acknowledged before it started; 
   // Restore while the server holds the database: refused, nothing changed.
   const refused = await plantStore(['restore', '--force', backup], { DATABASE_URL: database })
   assert.equal(refused.code, 1)
-  assert.equal(refused.stderr, `plant-store restore: ${database} is in use (a plant-store server is running on it?): stop it first, then restore\n`)
+  assert.equal(refused.stderr,
+    `plant-store restore: ${database} is in use (a plant-store server is running on it?): stop it ` +
+      'first, then restore\n')
   const total = await fetch(`${server.baseUrl}/plants?limit=1`, { headers: AUTH })
   assert.equal(total.status, 200)
 
@@ -160,10 +180,13 @@ test('backup under write load holds every plant acknowledged before it started; 
   assert.equal(await server.exited, 0)
   const unforced = await plantStore(['restore', backup], { DATABASE_URL: database })
   assert.equal(unforced.code, 1)
-  assert.equal(unforced.stderr, `plant-store restore: the database ${database} exists; run restore with --force to replace it (the old file is kept beside it)\n`)
+  assert.equal(unforced.stderr,
+    `plant-store restore: the database ${database} exists; run restore with --force to replace it (the old file ` +
+      'is kept beside it)\n')
   const restored = await plantStore(['restore', '--force', backup], { DATABASE_URL: database })
   assert.equal(restored.code, 0, restored.stderr)
-  assert.match(restored.stdout, new RegExp(`^plant-store restore: ${backup} → ${database}: ${contents}, integrity_check ok; start the server again\n` +
+  assert.match(restored.stdout, new RegExp(`^plant-store restore: ${backup} → ${database}: ${contents}, ` +
+    'integrity_check ok; start the server again\n' +
     'plant-store restore: the database it replaced is kept as \\S+\\.before-restore-\\d{8}T\\d{6}Z\n$'))
   assert.equal(existsSync(`${database}-wal`), false)
 
@@ -171,7 +194,8 @@ test('backup under write load holds every plant acknowledged before it started; 
   const again = await startServer(t, { env: { DATABASE_URL: database } })
   const served = new Set<string>()
   for (let after = '0'; ;) {
-    const page = await (await fetch(`${again.baseUrl}/plants?limit=100&after=${after}`, { headers: AUTH })).json() as Array<{ id: number }>
+    const page = await (await fetch(`${again.baseUrl}/plants?limit=100&after=${after}`,
+      { headers: AUTH })).json() as Array<{ id: number }>
     for (const plant of page) served.add(String(plant.id))
     if (page.length < 100) break
     after = String(page.at(-1)?.id)

@@ -9,7 +9,9 @@ import { TEST_DATABASE_URL } from '../helpers/postgres.js'
 import { bannerLine, logLines, startServer, type LogLine } from '../helpers/server-process.js'
 import { until } from '../helpers/webhook-receiver.js'
 
-/** Longer than the watch's summary period (FAILURE_SUMMARY_MS): the outage gets a periodic summary, and one at its end. */
+/**
+ * Longer than the watch's summary period (FAILURE_SUMMARY_MS): the outage gets a periodic summary, and one at its end.
+ */
 const OUTAGE_MS = 11_000
 
 /** Writes from a few clients, each paced, until stopped: the statuses they were answered. */
@@ -41,12 +43,14 @@ async function databaseUp (metricsUrl: string): Promise<string | undefined> {
 // Directly, and as the issue's operator runs it: behind PgBouncer in transaction mode (server_login_retry
 // lowered, as docs/scaling.md#failover advises, or the pooler itself waits 15 s before trying the server again).
 for (const via of TEST_DATABASE_URL === undefined ? [] : ['directly', 'through PgBouncer'] as const) {
-  test(`PostgreSQL stopped under load, ${via}: one line as it goes, summaries instead of a line per failed request, one as it is back`, { timeout: 90_000 }, async (t) => {
+  test(`PostgreSQL stopped under load, ${via}: one line as it goes, summaries instead of a line per failed ` +
+    'request, one as it is back', { timeout: 90_000 }, async (t) => {
     const cleanup = cleanupStack(t)
     const cluster = await startCluster(cleanup)
     const databaseUrl = via === 'directly'
       ? cluster.url()
-      : (await startPgbouncer({ backend: cluster.url(), poolMode: 'transaction', settings: { server_login_retry: 1 } }, cleanup)).url()
+      : (await startPgbouncer({ backend: cluster.url(), poolMode: 'transaction', settings: { server_login_retry: 1 } },
+          cleanup)).url()
     const server = await startServer(cleanup, {
       env: { DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', METRICS_PORT: '0', PG_CONNECT_TIMEOUT_MS: '2000' }
     })
@@ -76,7 +80,8 @@ for (const via of TEST_DATABASE_URL === undefined ? [] : ['directly', 'through P
     assert.equal(named('the database is back').length, 1)
     assert.equal(down?.level, 50)
     // The driver's (or the pooler's) words, not the 503's.
-    assert.match(String(down?.cause), /ECONNREFUSED|ECONNRESET|terminating connection|shutting down|Connection terminated|server/)
+    assert.match(String(down?.cause),
+      /ECONNREFUSED|ECONNRESET|terminating connection|shutting down|Connection terminated|server/)
     t.diagnostic(`cause: ${String(down?.cause)}`)
     assert.equal(up?.level, 40)
     assert.ok(Number(up?.downMs) >= OUTAGE_MS, `downMs ${String(up?.downMs)}`)
@@ -97,6 +102,7 @@ for (const via of TEST_DATABASE_URL === undefined ? [] : ['directly', 'through P
     assert.equal(failed.length + summaries.reduce((sum, line) => sum + Number(line.failedRequests), 0), refused.length)
     // The last summary is written before the line that says the database is back.
     assert.ok(lines.indexOf(summaries.at(-1) as LogLine) < lines.indexOf(up as LogLine))
-    t.diagnostic(`${refused.length} requests answered 503; ${lines.filter((line) => Number(line.level) >= 50).length} error lines`)
+    t.diagnostic(
+      `${refused.length} requests answered 503; ${lines.filter((line) => Number(line.level) >= 50).length} error lines`)
   })
 }

@@ -7,10 +7,16 @@ import Database from 'better-sqlite3'
 import { AUTH } from '../helpers/app.js'
 import { startServer } from '../helpers/server-process.js'
 
-test('a log sink that stopped reading stdout does not keep SIGTERM from exiting: the database is closed cleanly, then the process exits 0', { timeout: 60_000 }, async () => {
+test('a log sink that stopped reading stdout does not keep SIGTERM from exiting: the database is closed cleanly, ' +
+  'then the process exits 0', { timeout: 60_000 }, async () => {
   const file = join(mkdtempSync(join(tmpdir(), 'plant-store-dead-sink-')), 'plants.db')
-  const server = await startServer(undefined, { env: { DATABASE_URL: file, LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: '500' } })
-  const created = await fetch(`${server.baseUrl}/plants`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: '{"name":"kept"}' })
+  const server = await startServer(undefined,
+    { env: { DATABASE_URL: file, LOG_LEVEL: 'info', SHUTDOWN_GRACE_MS: '500' } })
+  const created = await fetch(`${server.baseUrl}/plants`, {
+    method: 'POST',
+    headers: { ...AUTH, 'content-type': 'application/json' },
+    body: '{"name":"kept"}'
+  })
   assert.equal(created.status, 201)
 
   // The reader of stdout (a log shipper) stops reading: the pipe fills and stays full.

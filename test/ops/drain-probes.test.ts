@@ -6,7 +6,8 @@ import { test } from 'node:test'
 import { AUTH } from '../helpers/app.js'
 import { startServer } from '../helpers/server-process.js'
 
-test('SIGTERM: /health/ready answers 503 at once, /health/live 200, and the API keeps serving through SHUTDOWN_DELAY_MS; then it drains and exits 0', { timeout: 30_000 }, async () => {
+test('SIGTERM: /health/ready answers 503 at once, /health/live 200, and the API keeps serving through ' +
+  'SHUTDOWN_DELAY_MS; then it drains and exits 0', { timeout: 30_000 }, async () => {
   const server = await startServer(undefined, {
     env: {
       DATABASE_URL: join(mkdtempSync(join(tmpdir(), 'plant-store-drain-')), 'plants.db'),
@@ -31,7 +32,11 @@ test('SIGTERM: /health/ready answers 503 at once, /health/live 200, and the API 
   assert.deepEqual(await live.json(), { status: 'ok' })
 
   // Traffic a balancer still sends during the delay is served, not refused.
-  const created = await fetch(`${server.baseUrl}/plants`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: '{"name":"late"}' })
+  const created = await fetch(`${server.baseUrl}/plants`, {
+    method: 'POST',
+    headers: { ...AUTH, 'content-type': 'application/json' },
+    body: '{"name":"late"}'
+  })
   assert.equal(created.status, 201)
   assert.equal((await fetch(`${server.baseUrl}/health`)).status, 200)
 

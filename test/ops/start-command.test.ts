@@ -67,14 +67,19 @@ function alive (pid: number): boolean {
   }
 }
 
-test('SIGTERM to npm start\'s own pid drains and stops the server, and leaves no process behind; a current dist/ is not rebuilt', { timeout: 120_000 }, async (t) => {
+test('SIGTERM to npm start\'s own pid drains and stops the server, and leaves no process behind; a current ' +
+  'dist/ is not rebuilt', { timeout: 120_000 }, async (t) => {
   // The first start builds dist/ if it is missing or older than the sources (prestart: tsc -b), and
   // makes the bin executable again: as a dist/ that tsc wrote anew leaves it (0644), `npx plant-store`
   // could not run it.
-  assert.match(scripts().prestart ?? '', /^tsc -b tsconfig\.build\.json && node scripts\/bin-mode\.mjs && node scripts\/build-info\.mjs dist$/)
+  assert.match(scripts().prestart ?? '',
+    /^tsc -b tsconfig\.build\.json && node scripts\/bin-mode\.mjs && node scripts\/build-info\.mjs dist$/)
   const bin = join(REPO, 'dist/src/main/server.js')
   chmodSync(bin, 0o644)
-  const server = await startServer(t, { command: { file: 'npm', args: ['start', '--silent'], cwd: REPO }, env: { LOG_LEVEL: 'info' } })
+  const server = await startServer(t, {
+    command: { file: 'npm', args: ['start', '--silent'], cwd: REPO },
+    env: { LOG_LEVEL: 'info' }
+  })
   const listening = await server.waitForLog((line) => typeof line.pid === 'number')
   const serverPid = listening.pid as number
   assert.notEqual(serverPid, server.child.pid, 'the server runs in its own process, under npm')
@@ -94,8 +99,10 @@ test('SIGTERM to npm start\'s own pid drains and stops the server, and leaves no
   assert.equal(await again.stop(), 0)
 })
 
-test('from a clone, npx plant-store runs the package\'s bin (dist/, built by npm start above), as the README says', async () => {
-  assert.match(readFileSync(join(REPO, 'README.md'), 'utf8'), /run it as `npx plant-store …` or\n`node dist\/src\/main\/server\.js …`/)
+test('from a clone, npx plant-store runs the package\'s bin (dist/, built by npm start ' +
+  'above), as the README says', async () => {
+  assert.match(readFileSync(join(REPO, 'README.md'), 'utf8'),
+    /run it as `npx plant-store …` or\n`node dist\/src\/main\/server\.js …`/)
   // Without coverage: npx and dist/ are not the build/ that it measures.
   const run = async (file: string, args: string[], options: { cwd: string }): Promise<{ stdout: string }> =>
     await promisify(execFile)(file, args, { ...options, env: { ...process.env, NODE_V8_COVERAGE: '' } })

@@ -10,12 +10,17 @@ import { AUTH, buildTestApp } from '../helpers/app.js'
  * The origin's document (see test/fixtures/README.md). A client generated from it sends what it
  * describes and expects back what it describes: every answer here is checked against its schemas.
  */
-const ORIGIN = JSON.parse(readFileSync(new URL('../../../test/fixtures/origin-plant-store.openapi.json', import.meta.url), 'utf8')) as Record<string, unknown>
+const ORIGIN = JSON.parse(
+  readFileSync(new URL('../../../test/fixtures/origin-plant-store.openapi.json', import.meta.url),
+    'utf8')) as Record<string, unknown>
 
 const ajv = new Ajv2020({ strict: false, allErrors: true })
 addFormats.default(ajv)
 // OpenAPI's integer formats, checked for range (a JSON number beyond 2^53 cannot come back exactly anyway).
-ajv.addFormat('int32', { type: 'number', validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31 })
+ajv.addFormat('int32', {
+  type: 'number',
+  validate: (n: number) => Number.isInteger(n) && n >= -(2 ** 31) && n < 2 ** 31
+})
 ajv.addFormat('int64', { type: 'number', validate: (n: number) => Number.isSafeInteger(n) })
 ajv.addSchema(ORIGIN, 'origin')
 
@@ -32,7 +37,8 @@ const NEW_PLANT = '/paths/~1plants/post/requestBody/content/application~1json/sc
 const ERROR = '/components/schemas/Error'
 
 /** How a generated client calls: JSON in and out, the bearer token, the origin's paths. */
-async function call (app: FastifyInstance, method: 'GET' | 'POST' | 'DELETE', url: string, body?: unknown): Promise<LightMyRequestResponse> {
+async function call (app: FastifyInstance, method: 'GET' | 'POST' | 'DELETE', url: string,
+  body?: unknown): Promise<LightMyRequestResponse> {
   return app.inject({
     method,
     url,
@@ -48,10 +54,18 @@ function assertErrorAnswer (res: LightMyRequestResponse, status: number): void {
   assert.equal(res.json<{ error: number }>().error, status)
 }
 
-test('the origin\'s Plant allows additional properties (so id, createdAt, updatedAt are fine) and requires name', () => {
-  assertOrigin('/components/schemas/Plant', { id: 1, name: 'Aloe', tag: 'succulent', createdAt: '2026-01-02T03:04:05.678Z', updatedAt: '2026-01-02T03:04:05.678Z' })
+test('the origin\'s Plant allows additional properties (so id, createdAt, updatedAt are ' +
+  'fine) and requires name', () => {
+  assertOrigin('/components/schemas/Plant', {
+    id: 1,
+    name: 'Aloe',
+    tag: 'succulent',
+    createdAt: '2026-01-02T03:04:05.678Z',
+    updatedAt: '2026-01-02T03:04:05.678Z'
+  })
   assert.equal(ajv.getSchema('origin#/components/schemas/Plant')?.({ tag: 'succulent' }), false)
-  assert.equal(ajv.getSchema('origin#/components/schemas/NewPlant')?.({ name: 'Aloe' }), false, 'the origin\'s NewPlant requires id')
+  assert.equal(ajv.getSchema('origin#/components/schemas/NewPlant')?.({ name: 'Aloe' }), false,
+    'the origin\'s NewPlant requires id')
 })
 
 test('a client generated from the origin\'s document: create with a NewPlant, list with limit, delete', async (t) => {
@@ -64,7 +78,8 @@ test('a client generated from the origin\'s document: create with a NewPlant, li
   // The origin documents 200; plant-store answers 201 Created. Generated clients accept any 2xx.
   assert.equal(created.statusCode, 201, created.body)
   assertOrigin(CREATE_200, created.json())
-  assert.deepEqual({ ...created.json<Record<string, unknown>>(), createdAt: 'x', updatedAt: 'x' }, { ...newPlant, createdAt: 'x', updatedAt: 'x' })
+  assert.deepEqual({ ...created.json<Record<string, unknown>>(), createdAt: 'x', updatedAt: 'x' },
+    { ...newPlant, createdAt: 'x', updatedAt: 'x' })
 
   const second = await call(app, 'POST', '/plants', { id: 4243, name: 'Echeveria' })
   assert.equal(second.statusCode, 201, second.body)

@@ -38,7 +38,8 @@ async function appWithLog (t: TestContext, env: NodeJS.ProcessEnv): Promise<{ ap
       done()
     }
   })
-  const app = await buildApp(loadConfig({ API_TOKENS: TOKEN, LOG_LEVEL: 'info', MAX_EVENT_LOOP_DELAY_MS: '0', ...env }), { logStream })
+  const app = await buildApp(loadConfig({ API_TOKENS: TOKEN, LOG_LEVEL: 'info', MAX_EVENT_LOOP_DELAY_MS: '0', ...env }),
+    { logStream })
   t.after(() => app.close())
   await app.ready()
   return { app, log }
@@ -72,7 +73,8 @@ describe('SQLite under a running server', () => {
       [[50, 'the database file was deleted or replaced: writes, reads and /health answer 503 until a restart']])
   })
 
-  test('a full disk: writes answer 507, /health 503 with Retry-After until space is back, then it recovers by itself', async (t) => {
+  test('a full disk: writes answer 507, /health 503 with Retry-After until space is back, then ' +
+    'it recovers by itself', async (t) => {
     const disk = smallDisk(t, 1024 * 1024)
     if (disk === undefined) {
       t.skip('mounting a tmpfs needs root')
@@ -114,11 +116,13 @@ describe('SQLite under a running server', () => {
     disk.free()
     assert.deepEqual((await app.inject({ url: '/health' })).json(), { status: 'ok' })
     assert.equal((await app.inject(post('after'))).statusCode, 201)
-    assert.deepEqual(log.filter((line) => line.msg.startsWith('database writes')).map((line) => [line.level, line.msg, line.code]),
-      [[50, 'database writes fail', 'storage-full'], [30, 'database writes work again', 'storage-full']])
+    assert.deepEqual(log.filter((line) => line.msg.startsWith('database writes')).map(
+      (line) => [line.level, line.msg, line.code]),
+    [[50, 'database writes fail', 'storage-full'], [30, 'database writes work again', 'storage-full']])
   })
 
-  test('I/O errors: writes and /health answer 503 with Retry-After while they last, then it recovers by itself', async (t) => {
+  test('I/O errors: writes and /health answer 503 with Retry-After while they last, then ' +
+    'it recovers by itself', async (t) => {
     const app = await buildTestApp(t, { DATABASE_URL: tempDatabaseFile(t) })
     await createPlant(app, { name: 'before' })
     const lift = limitFileSize(t, 4096)
@@ -137,9 +141,13 @@ describe('SQLite under a running server', () => {
 
 if (TEST_DATABASE_URL !== undefined) {
   describe('PostgreSQL under a running server', () => {
-    test('a database that stops accepting connections (SQLSTATE 55000): 503 with Retry-After, then it recovers', async (t) => {
+    test('a database that stops accepting connections (SQLSTATE 55000): 503 with ' +
+      'Retry-After, then it recovers', async (t) => {
       const database = await scratchDatabase(t)
-      const app = await buildTestApp(t, { DATABASE_URL: withSchema(database.url, 'plants'), PG_CONNECT_TIMEOUT_MS: '2000' })
+      const app = await buildTestApp(t, {
+        DATABASE_URL: withSchema(database.url, 'plants'),
+        PG_CONNECT_TIMEOUT_MS: '2000'
+      })
       const { plant } = await createPlant(app, { name: 'before' })
 
       await adminQuery(`ALTER DATABASE ${database.name} ALLOW_CONNECTIONS false`)
@@ -154,13 +162,16 @@ if (TEST_DATABASE_URL !== undefined) {
 
       await adminQuery(`ALTER DATABASE ${database.name} ALLOW_CONNECTIONS true`)
       // A pooler in front (.ci/run's pooled pass) tries a refused login again only after its server_login_retry.
-      await until('the database answers again', async () => (await app.inject({ url: '/health' })).statusCode === 200, 30_000)
+      await until('the database answers again', async () => (await app.inject({ url: '/health' })).statusCode === 200,
+        30_000)
       assert.deepEqual((await app.inject({ url: '/health' })).json(), { status: 'ok' })
       assert.equal((await app.inject(post('after'))).statusCode, 201)
-      assert.equal((await app.inject({ url: '/plants', headers: AUTH })).json<unknown[]>().length, 2, 'the refused creates left nothing')
+      assert.equal((await app.inject({ url: '/plants', headers: AUTH })).json<unknown[]>().length, 2,
+        'the refused creates left nothing')
     })
 
-    test('a row locked elsewhere: the write answers 503 with Retry-After after PG_STATEMENT_TIMEOUT_MS, never waits for ever', async (t) => {
+    test('a row locked elsewhere: the write answers 503 with Retry-After after PG_STATEMENT_TIMEOUT_MS, ' +
+      'never waits for ever', async (t) => {
       const { url, schema } = scratchDatabaseUrl(t)
       const app = await buildTestApp(t, { DATABASE_URL: url, PG_STATEMENT_TIMEOUT_MS: '300' })
       const { plant, etag } = await createPlant(app, { name: 'locked' })
@@ -172,14 +183,23 @@ if (TEST_DATABASE_URL !== undefined) {
 
       const started = Date.now()
       assertUnavailable(await app.inject({ method: 'DELETE', url: `/plants/${plant.id}`, headers: AUTH }))
-      assertUnavailable(await app.inject({ method: 'PUT', url: `/plants/${plant.id}`, headers: { ...AUTH, 'if-match': etag }, payload: { name: 'x' } }))
+      assertUnavailable(
+        await app.inject({
+          method: 'PUT',
+          url: `/plants/${plant.id}`,
+          headers: { ...AUTH, 'if-match': etag },
+          payload: { name: 'x' }
+        }))
       const elapsed = Date.now() - started
       assert.ok(elapsed >= 500 && elapsed < 5000, `two bounded waits of 300 ms took ${elapsed} ms`)
-      assert.equal((await app.inject({ url: `/plants/${plant.id}`, headers: AUTH })).statusCode, 200, 'reads do not wait for the lock')
+      assert.equal((await app.inject({ url: `/plants/${plant.id}`, headers: AUTH })).statusCode, 200,
+        'reads do not wait for the lock')
       assert.deepEqual((await app.inject({ url: '/health' })).json(), { status: 'ok' })
 
       await holder.query('ROLLBACK')
-      assert.equal((await app.inject({ method: 'DELETE', url: `/plants/${plant.id}`, headers: { ...AUTH, 'if-match': etag } })).statusCode, 204)
+      assert.equal(
+        (await app.inject(
+          { method: 'DELETE', url: `/plants/${plant.id}`, headers: { ...AUTH, 'if-match': etag } })).statusCode, 204)
     })
   })
 }

@@ -16,11 +16,13 @@ async function ids (base: string, auth: Record<string, string>): Promise<number[
 }
 
 /** Two sandbox instances on one fresh schema; stopped, then the schemas dropped, when the test ends. */
-async function twoInstances (t: TestContext, env: Record<string, string> = {}): Promise<{ a: string, b: string, schema: string }> {
+async function twoInstances (t: TestContext,
+  env: Record<string, string> = {}): Promise<{ a: string, b: string, schema: string }> {
   const cleanup = cleanupStack(t)
   const { url, schema } = sandboxSchemaUrl(cleanup)
   const start = async (): Promise<string> => {
-    const server = await startServer(undefined, { env: { DATABASE_URL: url, API_TOKENS: undefined, SANDBOX: '1', PG_POOL_MAX: '4', ...env } })
+    const server = await startServer(undefined,
+      { env: { DATABASE_URL: url, API_TOKENS: undefined, SANDBOX: '1', PG_POOL_MAX: '4', ...env } })
     cleanup.after(async () => { assert.equal(await server.stop(), 0, 'the instance stops cleanly') })
     return server.baseUrl
   }
@@ -37,7 +39,11 @@ if (TEST_DATABASE_URL !== undefined) {
       const [first, second] = await Promise.all([ids(a, AUTH_A), ids(b, AUTH_A)])
       assert.ok(first.every((id) => SEED_IDS.includes(id)) && second.every((id) => SEED_IDS.includes(id)))
       assert.deepEqual(await ids(a, AUTH_A), SEED_IDS)
-      const created = await fetch(`${a}/plants`, { method: 'POST', headers: { ...AUTH_A, 'content-type': 'application/json' }, body: '{"name":"on a"}' })
+      const created = await fetch(`${a}/plants`, {
+        method: 'POST',
+        headers: { ...AUTH_A, 'content-type': 'application/json' },
+        body: '{"name":"on a"}'
+      })
       assert.equal(created.status, 201)
       assert.deepEqual(await ids(b, AUTH_A), [...SEED_IDS, 6])
       assert.equal((await fetch(`${b}/plants/6`, { headers: AUTH_B })).status, 404)
@@ -46,9 +52,14 @@ if (TEST_DATABASE_URL !== undefined) {
       assert.equal(rows[0]?.n, '2')
     })
 
-    test('a tenant idle past SANDBOX_TTL_MS is deleted by one instance while the other had it open; its next request starts afresh', async (t) => {
+    test('a tenant idle past SANDBOX_TTL_MS is deleted by one instance while the other had it open; its next ' +
+      'request starts afresh', async (t) => {
       const { a, b, schema } = await twoInstances(t, { SANDBOX_TTL_MS: '2000' })
-      const created = await fetch(`${a}/plants`, { method: 'POST', headers: { ...AUTH_A, 'content-type': 'application/json' }, body: '{"name":"kept?"}' })
+      const created = await fetch(`${a}/plants`, {
+        method: 'POST',
+        headers: { ...AUTH_A, 'content-type': 'application/json' },
+        body: '{"name":"kept?"}'
+      })
       assert.equal(created.status, 201)
       assert.deepEqual(await ids(b, AUTH_A), [...SEED_IDS, 6])
       const { tenantSchema } = await import('../../src/sandbox/postgres-tenants.js')

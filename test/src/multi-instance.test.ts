@@ -19,13 +19,19 @@ interface Answer {
   replayed: string | null
 }
 
-async function call (base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+async function call (base: string, method: string, path: string, body?: unknown,
+  headers: Record<string, string> = {}): Promise<Answer> {
   const res = await fetch(`${base}${path}`, {
     method,
     headers: { ...AUTH, ...(body !== undefined && { 'content-type': 'application/json' }), ...headers },
     ...(body !== undefined && { body: JSON.stringify(body) })
   })
-  return { status: res.status, body: await res.text(), etag: res.headers.get('etag'), replayed: res.headers.get('idempotent-replayed') }
+  return {
+    status: res.status,
+    body: await res.text(),
+    etag: res.headers.get('etag'),
+    replayed: res.headers.get('idempotent-replayed')
+  }
 }
 
 const count = (answers: Answer[], status: number): number => answers.filter((answer) => answer.status === status).length
@@ -43,7 +49,9 @@ if (TEST_DATABASE_URL !== undefined) {
     test('concurrent deletes of the same ids spread across both: exactly one 204 per id', async (t) => {
       const [a, b] = await twoInstances(t)
       const ids: number[] = []
-      for (let i = 0; i < 15; i++) ids.push(JSON.parse((await call(i % 2 === 0 ? a : b, 'POST', '/plants', { name: `p${i}` })).body).id)
+      for (let i = 0; i < 15; i++) {
+        ids.push(JSON.parse((await call(i % 2 === 0 ? a : b, 'POST', '/plants', { name: `p${i}` })).body).id)
+      }
       const answers = await Promise.all(ids.flatMap((id) =>
         [a, b, a, b, a, b].map(async (base) => ({ id, answer: await call(base, 'DELETE', `/plants/${id}`) }))))
       for (const id of ids) {
@@ -58,7 +66,8 @@ if (TEST_DATABASE_URL !== undefined) {
       const [a, b] = await twoInstances(t)
       const ids = Array.from({ length: 15 }, (_, i) => 1000 + i)
       const answers = await Promise.all(ids.flatMap((id) =>
-        [a, b, a, b, a, b].map(async (base, n) => ({ id, answer: await call(base, 'POST', '/plants', { id, name: `racer ${n}` }) }))))
+        [a, b, a, b, a, b].map(
+          async (base, n) => ({ id, answer: await call(base, 'POST', '/plants', { id, name: `racer ${n}` }) }))))
       for (const id of ids) {
         const mine = answers.filter((entry) => entry.id === id).map((entry) => entry.answer)
         assert.equal(count(mine, 201), 1, `id ${id}`)
@@ -82,7 +91,8 @@ if (TEST_DATABASE_URL !== undefined) {
       const replaced = await call(b, 'PUT', `/plants/${id}`, { name: 'replaced' }, { 'if-match': String(created.etag) })
       assert.equal(replaced.status, 200)
       assert.equal((await call(a, 'GET', `/plants/${id}`)).body, replaced.body)
-      assert.equal((await call(a, 'PUT', `/plants/${id}`, { name: 'stale' }, { 'if-match': String(created.etag) })).status, 412)
+      assert.equal(
+        (await call(a, 'PUT', `/plants/${id}`, { name: 'stale' }, { 'if-match': String(created.etag) })).status, 412)
 
       const patched = await call(a, 'PATCH', `/plants/${id}`, { tag: 'y' })
       assert.equal(patched.status, 200)
@@ -106,14 +116,27 @@ test('an instance that cannot reach PostgreSQL at start-up exits 1 with a clear 
   await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
   const { port } = probe.address() as AddressInfo
   await new Promise<void>((resolve) => probe.close(() => resolve()))
-  const { code, stdout, stderr } = await expectStartFailure({ env: { LOG_LEVEL: 'warn', PG_STARTUP_TIMEOUT_MS: '0', DATABASE_URL: `postgres://postgres:s3cret-pw@127.0.0.1:${port}/test` } })
+  const {
+    code, stdout,
+    stderr
+  } = await expectStartFailure(
+    {
+      env: {
+        LOG_LEVEL: 'warn',
+        PG_STARTUP_TIMEOUT_MS: '0',
+        DATABASE_URL: `postgres://postgres:s3cret-pw@127.0.0.1:${port}/test`
+      }
+    })
   const output = stdout + stderr
   assert.equal(code, 1)
-  const reason = `connect ECONNREFUSED 127\\.0\\.0\\.1:${port}; nothing listens there: start PostgreSQL \\(or its pooler\\), or correct the host and port in DATABASE_URL`
+  const reason = `connect ECONNREFUSED 127\\.0\\.0\\.1:${port}; nothing listens there: start PostgreSQL \\(or its ` +
+    'pooler\\), or correct the host and port in DATABASE_URL'
   assert.match(fatalMessage(stderr), new RegExp(`^cannot use the PostgreSQL database: ${reason}; nothing was changed$`))
   // The log says it too, as its one line.
-  const lines = stdout.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as { msg: string, err?: { message: string, code?: string } })
-  assert.deepEqual(lines.map((line) => [line.msg, line.err?.code]), [['cannot use the PostgreSQL database', 'ECONNREFUSED']])
+  const lines = stdout.split('\n').filter((line) => line !== '').map(
+    (line) => JSON.parse(line) as { msg: string, err?: { message: string, code?: string } })
+  assert.deepEqual(lines.map((line) => [line.msg, line.err?.code]),
+    [['cannot use the PostgreSQL database', 'ECONNREFUSED']])
   assert.match(lines[0]?.err?.message ?? '', new RegExp(`^${reason}$`))
   assert.doesNotMatch(output, /s3cret-pw/)
 })

@@ -78,7 +78,9 @@ export class RollingService {
     return instance
   }
 
-  /** Starts `clients` concurrent clients, each one request at a time; `stop` resolves once each has had its last answer. */
+  /**
+   * Starts `clients` concurrent clients, each one request at a time; `stop` resolves once each has had its last answer.
+   */
   startLoad (clients: number): { stop: () => Promise<void> } {
     let stopping = false
     const running = Array.from({ length: clients }, async (_, n) => { await this.client(n, () => stopping) })
@@ -93,10 +95,13 @@ export class RollingService {
   /** Replays on `on` every key created by the other build that no instance of `on`'s build has answered yet. */
   async replayAcross (on: Instance, concurrency = 4): Promise<number> {
     const pending = [...this.created.values()]
-      .filter((created) => created.key !== undefined && created.by.build !== on.build && !created.replayedOn.has(on.build))
+      .filter((created) => created.key !== undefined && created.by.build !== on.build &&
+        !created.replayedOn.has(on.build))
     let next = 0
     await Promise.all(Array.from({ length: concurrency }, async () => {
-      for (let created = pending[next++]; created !== undefined; created = pending[next++]) await this.replay(on, created)
+      for (let created = pending[next++]; created !== undefined; created = pending[next++]) {
+        await this.replay(on, created)
+      }
     }))
     return pending.length
   }
@@ -112,16 +117,21 @@ export class RollingService {
         if (!this.expect(answer, gone ? 404 : 200, on, `GET /plants/${created.id} afterwards`) || gone) continue
         if (answer?.body !== created.body || answer.headers.get('etag') !== created.etag) {
           this.failures.push(`${on.name} GET /plants/${created.id} afterwards: ${answer?.body ?? ''} ` +
-            `(etag ${answer?.headers.get('etag') ?? ''}), created by ${created.by.name} as ${created.body} (etag ${created.etag ?? ''})`)
+            `(etag ${answer?.headers.get('etag') ?? ''}), created by ${created.by.name} as ${created.body} ` +
+              `(etag ${created.etag ?? ''})`)
         }
       }
     }))
     // And nothing else: a replay that created a second plant, say, would be there too.
     const listed = await this.listAll(on)
     const extra = [...listed].filter((id) => !this.created.has(id) || this.deleted.has(id))
-    if (extra.length > 0) this.failures.push(`${on.name} GET /plants lists plants no acknowledged create made: ${extra.join(', ')}`)
+    if (extra.length > 0) {
+      this.failures.push(`${on.name} GET /plants lists plants no acknowledged create made: ${extra.join(', ')}`)
+    }
     const kept = [...this.created.keys()].filter((id) => !this.deleted.has(id) && !listed.has(id))
-    if (kept.length > 0) this.failures.push(`${on.name} GET /plants leaves out acknowledged creates: ${kept.join(', ')}`)
+    if (kept.length > 0) {
+      this.failures.push(`${on.name} GET /plants leaves out acknowledged creates: ${kept.join(', ')}`)
+    }
   }
 
   /** Every plant's id, the list read page by page (keyset, 100 at a time). */
@@ -160,8 +170,11 @@ export class RollingService {
   private async create (instance: Instance, n: number, i: number, withKey: boolean): Promise<Created | undefined> {
     const request = { name: `plant ${n}-${i}`, tag: `client-${n}` }
     const key = withKey ? `rolling-${n}-${i}` : undefined
-    const answer = await this.send(instance, 'POST', '/plants', request, key === undefined ? {} : { 'idempotency-key': key })
-    if (answer === undefined || !this.expect(answer, 201, instance, `POST /plants (${key ?? 'no key'})`)) return undefined
+    const answer = await this.send(instance, 'POST', '/plants', request,
+      key === undefined ? {} : { 'idempotency-key': key })
+    if (answer === undefined || !this.expect(answer, 201, instance, `POST /plants (${key ?? 'no key'})`)) {
+      return undefined
+    }
     const { id } = JSON.parse(answer.body) as { id: number }
     const created: Created = {
       id,
@@ -190,7 +203,8 @@ export class RollingService {
   private async read (instance: Instance, created: Created): Promise<void> {
     const answer = await this.send(instance, 'GET', `/plants/${created.id}`)
     if (this.expect(answer, 200, instance, `GET /plants/${created.id}`) && answer?.body !== created.body) {
-      this.failures.push(`${instance.name} GET /plants/${created.id}: ${answer?.body ?? ''}, created as ${created.body}`)
+      this.failures.push(
+        `${instance.name} GET /plants/${created.id}: ${answer?.body ?? ''}, created as ${created.body}`)
     }
   }
 
@@ -198,11 +212,14 @@ export class RollingService {
   private async replay (instance: Instance, created: Created): Promise<void> {
     const key = created.key as string
     const answer = await this.send(instance, 'POST', '/plants', created.request, { 'idempotency-key': key })
-    if (answer === undefined || !this.expect(answer, 201, instance, `replay of ${key} (created by ${created.by.name})`)) return
-    const seen = [answer.headers.get('location'), answer.headers.get('etag'), answer.body, answer.headers.get('idempotent-replayed')]
+    if (answer === undefined ||
+      !this.expect(answer, 201, instance, `replay of ${key} (created by ${created.by.name})`)) return
+    const seen = [answer.headers.get('location'), answer.headers.get('etag'), answer.body,
+      answer.headers.get('idempotent-replayed')]
     const first = [created.location, created.etag, created.body, 'true']
     if (seen.some((value, n) => value !== first[n])) {
-      this.failures.push(`${instance.name} replay of ${key}: Location, ETag, body, Idempotent-Replayed ${JSON.stringify(seen)}; ` +
+      this.failures.push(`${instance.name} replay of ${key}: Location, ETag, body, ` +
+        `Idempotent-Replayed ${JSON.stringify(seen)}; ` +
         `${created.by.name} first answered ${JSON.stringify(first)}`)
       return
     }

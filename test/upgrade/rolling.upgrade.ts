@@ -45,14 +45,23 @@ test('rolling upgrade on PostgreSQL: the previous release and this build side by
   const service = new RollingService()
   const servers = new Map<Instance, ServerProcess>()
   // PG_POOL_MAX 4: up to four instances at once stay well inside the test server's connections.
-  const env = { DATABASE_URL: url, DATABASE_DIRECT_URL: directUrl(url), PG_POOL_MAX: '4', WEBHOOK_ALLOW_PRIVATE_URLS: '1', LOG_LEVEL: 'warn' }
+  const env = {
+    DATABASE_URL: url,
+    DATABASE_DIRECT_URL: directUrl(url),
+    PG_POOL_MAX: '4',
+    WEBHOOK_ALLOW_PRIVATE_URLS: '1',
+    LOG_LEVEL: 'warn'
+  }
   const start = async (name: string, build: Build): Promise<Running> => {
     const serverJs = build === 'previous' ? release.serverJs : CURRENT_SERVER_JS
     const server = await startServer(cleanup, {
-      env, command: { file: process.execPath, args: [serverJs], cwd: dirname(serverJs) }, startTimeoutMs: READY_TIMEOUT_MS
+      env,
+      command: { file: process.execPath, args: [serverJs], cwd: dirname(serverJs) },
+      startTimeoutMs: READY_TIMEOUT_MS
     })
     // The balancer sends traffic only once the readiness probe says so.
-    await until(`${name} is ready`, async () => (await fetch(`${server.baseUrl}/health/ready`)).status === 200, READY_TIMEOUT_MS)
+    await until(`${name} is ready`, async () => (await fetch(`${server.baseUrl}/health/ready`)).status === 200,
+      READY_TIMEOUT_MS)
     const instance = service.join(name, build, server.baseUrl)
     servers.set(instance, server)
     return { instance, server }
@@ -65,7 +74,8 @@ test('rolling upgrade on PostgreSQL: the previous release and this build side by
     await sleep(PHASE_MS)
     await until(what, done, READY_TIMEOUT_MS)
   }
-  const createdBy = (build: Build): number => [...service.created.values()].filter((created) => created.by.build === build).length
+  const createdBy = (build: Build): number => [...service.created.values()].filter(
+    (created) => created.by.build === build).length
 
   // 1. The previous release, two instances on the empty schema (they migrate it), and a subscription to every event.
   const [old1, old2] = await Promise.all([start('old-1', 'previous'), start('old-2', 'previous')]) as [Running, Running]
@@ -79,7 +89,9 @@ test('rolling upgrade on PostgreSQL: the previous release and this build side by
   const new1 = await start('new-1', 'current')
   mark('new-1 ready')
   const changed = diff(before, await schemaObjects(schema))
-  t.diagnostic(`what this build changed in the previous release's schema: ${changed.length === 0 ? 'nothing' : changed.join(', ')}`)
+  t.diagnostic(
+    'what this build changed in the ' +
+      `previous release's schema: ${changed.length === 0 ? 'nothing' : changed.join(', ')}`)
   await phase('this build acknowledged creates', () => createdBy('current') > 0)
   // Keys each build created, replayed on the other while both serve.
   const crossed = [await service.replayAcross(new1.instance), await service.replayAcross(old1.instance)]
@@ -120,7 +132,8 @@ test('rolling upgrade on PostgreSQL: the previous release and this build side by
     `run ${((Date.now() - began) / 1000).toFixed(1)} s`)
 
   assert.deepEqual(instances.map((i) => [i.name, serverErrors(i)]), instances.map((i) => [i.name, 0]),
-    `5xx answers; what the instances logged:\n${instances.map((i) => `${i.name}: ${errorsLogged(servers.get(i))}`).join('\n')}`)
+    '5xx answers; what ' +
+      `the instances logged:\n${instances.map((i) => `${i.name}: ${errorsLogged(servers.get(i))}`).join('\n')}`)
   assert.deepEqual(service.failures.slice(0, 20), [], `${service.failures.length} failures`)
   assert.ok(createdBy('previous') > 0 && createdBy('current') > 0, 'both builds acknowledged creates')
   // Every key the previous release created answered the same on this build, and the other way round.
@@ -129,7 +142,8 @@ test('rolling upgrade on PostgreSQL: the previous release and this build side by
   assert.ok(keyed.some((created) => created.by.build === 'current' && created.replayedOn.has('previous')),
     'a key this build created was replayed on the previous release')
   assert.deepEqual([...expected].filter((subject) => !delivered.subjects.has(subject)), [], 'events never delivered')
-  assert.deepEqual([...delivered.subjects.keys()].filter((subject) => !expected.has(subject)), [], 'events of no acknowledged write')
+  assert.deepEqual([...delivered.subjects.keys()].filter((subject) => !expected.has(subject)), [],
+    'events of no acknowledged write')
   // At least once, but one event per write: every delivery of a write carries the same webhook-id.
   assert.deepEqual([...delivered.subjects].filter(([, ids]) => ids.size !== 1), [], 'writes with more than one event')
 })

@@ -1,11 +1,15 @@
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Static, TSchema } from '@sinclair/typebox'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { parseEntityTags, writePrecondition } from '../../http/preconditions.js'
 import type { Repository, ResourceDefinition, ResourceTypes } from '../../../src/resources/definition.js'
 import type { AnyResource } from '../../../src/resources/index.js'
 import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
-import { etagHeaderOf } from '../../../src/schemas/headers.js'
+import { etagHeaderOf, writeConditionsHeaders } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
 import type { IfMatch } from '../../../src/resources/definition.js'
+import { resourceScope } from '../../../src/auth/scopes.js'
+import type { EventOrigin } from '../../../src/webhooks/origin.js'
 
 export interface ResourceRouteOptions {
   resource: ResourceDefinition
@@ -71,4 +75,52 @@ export async function writeCondition (
     ifNoneMatch,
     async (itemId) => await repository.get(itemId)
   )
+}
+
+/** What a PUT and a PATCH of one item differ in; the rest of both routes is `bodyWriteRoute`'s. */
+export interface BodyWrite<B extends TSchema> {
+  method: 'PUT' | 'PATCH'
+  verb: 'replace' | 'update'
+  body: B
+  /** What a 415 means. */
+  notJson: string
+  consumes?: string[]
+  write: (
+    repository: Repository<ResourceTypes>, id: bigint, body: Static<B>, condition: IfMatch | undefined,
+    origin: EventOrigin
+  ) => Promise<ResourceTypes['item']>
+}
+
+/** `PUT` or `PATCH /{collection}/{id}`: a conditional write of one item from a body, answered with its ETag. */
+export function bodyWriteRoute<B extends TSchema> (
+  app: FastifyInstance,
+  resource: ResourceDefinition,
+  { method, verb, body, notJson, consumes, write }: BodyWrite<B>
+): void {
+  const { collection, name, schemas } = resource
+  app.withTypeProvider<TypeBoxTypeProvider>().route({
+    method,
+    url: `/${collection}/:id`,
+    config: { scope: resourceScope(resource, 'write') },
+    schema: {
+      operationId: operationId(verb, name),
+      summary: `${capitalized(verb)} ${aOne(resource)}`,
+      description: `${resource.texts[verb].description} ${writeConditions(resource)}`,
+      tags: [collection],
+      ...(consumes !== undefined && { consumes }),
+      params: schemas.params,
+      headers: writeConditionsHeaders(name),
+      body: ref(body),
+      response: {
+        200: itemResponse(resource, `The ${name} as ${verb === 'replace' ? 'replaced' : 'updated'}`),
+        ...bodyWriteErrors(resource, body.$id ?? '', notJson)
+      }
+    },
+    handler: async (request, reply) => {
+      const id = BigInt(request.params.id)
+      const repository = repositoryOf(request, resource)
+      const condition = await writeCondition(repository, resource, id, request.headers)
+      return withEtag(reply, resource, await write(repository, id, request.body, condition, app.eventOrigin(request)))
+    }
+  })
 }

@@ -6,7 +6,11 @@ import { test } from 'node:test'
 import { buildTestApp, TOKEN } from '../../helpers/app.js'
 
 async function deleteWith (app: Awaited<ReturnType<typeof buildTestApp>>, authorization?: string) {
-  return app.inject({ method: 'DELETE', url: '/plants/1', headers: authorization === undefined ? {} : { authorization } })
+  return app.inject({
+    method: 'DELETE',
+    url: '/plants/1',
+    headers: authorization === undefined ? {} : { authorization }
+  })
 }
 
 test('no Authorization header: 401 in the Error shape with WWW-Authenticate: Bearer', async (t) => {
@@ -49,7 +53,10 @@ test('every token from API_TOKENS and API_TOKENS_FILE is accepted, others are no
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-auth-'))
   const file = join(dir, 'tokens')
   writeFileSync(file, 'file-token-a-0123456789abcdef0123456789\n\nfile-token-b-0123456789abcdef0123456789\n')
-  const app = await buildTestApp(t, { API_TOKENS: 'env-token-0123456789abcdef0123456789, second-env-token-0123456789abcdef01', API_TOKENS_FILE: file })
+  const app = await buildTestApp(t, {
+    API_TOKENS: 'env-token-0123456789abcdef0123456789, second-env-token-0123456789abcdef01',
+    API_TOKENS_FILE: file
+  })
   for (const token of ['env-token-0123456789abcdef0123456789', 'second-env-token-0123456789abcdef01',
     'file-token-a-0123456789abcdef0123456789', 'file-token-b-0123456789abcdef0123456789']) {
     assert.equal((await deleteWith(app, `Bearer ${token}`)).statusCode, 404, token)

@@ -31,25 +31,38 @@ test('every Authorization header auth accepts counts in the canonical form\'s ra
 
 test('a header auth refuses counts per IP, never in the token\'s bucket', async (t) => {
   const app = await buildTestApp(t, { RATE_LIMIT_MAX: '10000', RATE_LIMIT_WINDOW: '600000' })
-  const before = Number((await app.inject({ url: '/plants', headers: { authorization: CANONICAL } })).headers['ratelimit-remaining'])
+  const before = Number(
+    (await app.inject({ url: '/plants', headers: { authorization: CANONICAL } })).headers['ratelimit-remaining'])
   for (const authorization of [`Bearer\t${TOKEN}`, `Bearer${TOKEN}`, `Basic ${TOKEN}`, `Bearer ${TOKEN}x`]) {
     const res = await app.inject({ url: '/plants', headers: { authorization } })
     assert.equal(res.statusCode, 401, JSON.stringify(authorization))
   }
-  const after = Number((await app.inject({ url: '/plants', headers: { authorization: CANONICAL } })).headers['ratelimit-remaining'])
+  const after = Number(
+    (await app.inject({ url: '/plants', headers: { authorization: CANONICAL } })).headers['ratelimit-remaining'])
   assert.equal(after, before - 1, 'the four refused requests did not count against the token')
 })
 
 test('every Authorization header auth accepts shares the canonical form\'s idempotency scope', async (t) => {
   const app = await buildTestApp(t)
   const body = { name: 'Scoped' }
-  const first = await app.inject({ method: 'POST', url: '/plants', headers: { authorization: CANONICAL, 'idempotency-key': 'one-key' }, payload: body })
+  const first = await app.inject({
+    method: 'POST',
+    url: '/plants',
+    headers: { authorization: CANONICAL, 'idempotency-key': 'one-key' },
+    payload: body
+  })
   assert.equal(first.statusCode, 201)
   await fc.assert(fc.asyncProperty(acceptedHeader, async (authorization) => {
-    const replay = await app.inject({ method: 'POST', url: '/plants', headers: { authorization, 'idempotency-key': 'one-key' }, payload: body })
+    const replay = await app.inject({
+      method: 'POST',
+      url: '/plants',
+      headers: { authorization, 'idempotency-key': 'one-key' },
+      payload: body
+    })
     assert.equal(replay.statusCode, 201, JSON.stringify(authorization))
     assert.equal(replay.headers['idempotent-replayed'], 'true', JSON.stringify(authorization))
     assert.deepEqual(replay.json(), first.json())
   }), { numRuns: 40 })
-  assert.equal((await app.inject({ url: '/plants', headers: { authorization: CANONICAL } })).json<unknown[]>().length, 1)
+  assert.equal((await app.inject({ url: '/plants', headers: { authorization: CANONICAL } })).json<unknown[]>().length,
+    1)
 })

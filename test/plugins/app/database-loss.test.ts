@@ -2,7 +2,10 @@ import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { describe, test } from 'node:test'
 import { AUTH, buildTestApp } from '../../helpers/app.js'
-import { scratchDatabaseUrl, terminateSessions, TEST_DATABASE_URL, withApplicationName } from '../../helpers/postgres.js'
+import {
+  scratchDatabaseUrl, terminateSessions, TEST_DATABASE_URL,
+  withApplicationName
+} from '../../helpers/postgres.js'
 import { startTcpProxy } from '../../helpers/tcp-proxy.js'
 
 const JSON_TYPE = 'application/json; charset=utf-8'
@@ -40,12 +43,14 @@ if (TEST_DATABASE_URL !== undefined) {
     test('terminated sessions: each answer is a success or a 503, and the next ones succeed', async (t) => {
       const name = `plant-store-test-${randomBytes(6).toString('hex')}`
       const app = await buildTestApp(t, { DATABASE_URL: withApplicationName(scratchDatabaseUrl(t).url, name) })
-      const plants = await Promise.all(Array.from({ length: 3 }, async (_, i) => (await app.store.plants.create({ name: `p${i}` })).item))
+      const plants = await Promise.all(
+        Array.from({ length: 3 }, async (_, i) => (await app.store.plants.create({ name: `p${i}` })).item))
 
       assert.ok(await terminateSessions(name) >= 1)
       const answers = await Promise.all([
         app.inject({ method: 'GET', url: '/health' }),
-        ...plants.map(async (plant) => await app.inject({ method: 'DELETE', url: `/plants/${plant.id}`, headers: AUTH }))
+        ...plants.map(
+          async (plant) => await app.inject({ method: 'DELETE', url: `/plants/${plant.id}`, headers: AUTH }))
       ])
       for (const res of answers) {
         assert.ok([200, 204, 503].includes(res.statusCode), `status ${res.statusCode}`)
@@ -58,7 +63,8 @@ if (TEST_DATABASE_URL !== undefined) {
       assert.deepEqual((await app.inject({ method: 'GET', url: '/health' })).json(), { status: 'ok' })
       for (const plant of plants) {
         const expected = answers[plants.indexOf(plant) + 1]?.statusCode === 204 ? 404 : 204
-        assert.equal((await app.inject({ method: 'DELETE', url: `/plants/${plant.id}`, headers: AUTH })).statusCode, expected)
+        assert.equal((await app.inject({ method: 'DELETE', url: `/plants/${plant.id}`, headers: AUTH })).statusCode,
+          expected)
       }
     })
   })

@@ -45,14 +45,16 @@ function promtoolCheck (t: TestContext, text: string): void {
 }
 
 interface Line { level: number, msg: string, cause?: string, downMs?: number }
-const lines = (text: string): Line[] => text.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as Line)
+const lines = (text: string): Line[] => text.split('\n').filter((line) => line !== '').map(
+  (line) => JSON.parse(line) as Line)
 
 test('SQLite: plantstore_database_up is 1, then 0 once the file is deleted, logged once with ' +
   'its cause; no pool series', async (t) => {
   const cleanup = cleanupStack(t)
   const file = tempDatabaseFile(cleanup, 'plant-store-database-up-')
   const log = captureLog()
-  const app = await buildTestApp(cleanup, { DATABASE_URL: file, METRICS_PORT: '0', LOG_LEVEL: 'info' }, { logStream: log.stream })
+  const app = await buildTestApp(cleanup, { DATABASE_URL: file, METRICS_PORT: '0', LOG_LEVEL: 'info' },
+    { logStream: log.stream })
   const before = await scrape(app)
   assert.deepEqual([databaseUp(before), ready(before)], [1, 1])
   assert.deepEqual([...samples(before, 'plantstore_db_pool_connections')], [])
@@ -74,7 +76,8 @@ test('SQLite: plantstore_database_up is 1, then 0 once the file is deleted, logg
 if (TEST_DATABASE_URL !== undefined) {
   const serverPort = Number(new URL(TEST_DATABASE_URL).port || 5432)
 
-  test('PostgreSQL: every pool by state (idle, busy, waiting) and its bound; a full pool\'s callers are `waiting`', { timeout: 30_000 }, async (t) => {
+  test('PostgreSQL: every pool by state (idle, busy, waiting) and its bound; a full pool\'s ' +
+    'callers are `waiting`', { timeout: 30_000 }, async (t) => {
     const { url, schema } = scratchDatabaseUrl(t)
     const app = await buildTestApp(t, { DATABASE_URL: url, METRICS_PORT: '0', PG_POOL_MAX: '2' })
     const first = await scrape(app)
@@ -120,8 +123,13 @@ if (TEST_DATABASE_URL !== undefined) {
     const url = new URL(scratchDatabaseUrl(t).url)
     url.port = String(proxy.port)
     const log = captureLog()
-    const app = await buildTestApp(t, { DATABASE_URL: url.toString(), METRICS_PORT: '0', LOG_LEVEL: 'info', PG_CONNECT_TIMEOUT_MS: '2000' },
-      { logStream: log.stream })
+    const app = await buildTestApp(t, {
+      DATABASE_URL: url.toString(),
+      METRICS_PORT: '0',
+      LOG_LEVEL: 'info',
+      PG_CONNECT_TIMEOUT_MS: '2000'
+    },
+    { logStream: log.stream })
     assert.equal(databaseUp(await scrape(app)), 1)
 
     await proxy.down()

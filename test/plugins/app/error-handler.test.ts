@@ -16,17 +16,20 @@ function assertError (res: LightMyRequestResponse, status: number, message: stri
 
 test('validation errors are 400 in the Error shape', async (t) => {
   const app = await buildTestApp(t)
-  assertError(await app.inject({ method: 'DELETE', url: '/plants/abc', headers: AUTH }), 400, 'params/id must match format "int64"')
+  assertError(await app.inject({ method: 'DELETE', url: '/plants/abc', headers: AUTH }), 400,
+    'params/id must match format "int64"')
 })
 
-test('unknown routes are 404 in the Error shape (a known path with another method: test/plugins/method-not-allowed.test.ts)', async (t) => {
+test('unknown routes are 404 in the Error shape (a known path with another method: ' +
+  'test/plugins/method-not-allowed.test.ts)', async (t) => {
   const app = await buildTestApp(t)
   assertError(await app.inject({ method: 'GET', url: '/nowhere' }), 404, 'Route GET /nowhere not found')
 })
 
 test('a malformed URL is 400 in the Error shape', async (t) => {
   const app = await buildTestApp(t)
-  assertError(await app.inject({ method: 'DELETE', url: '/plants/%', headers: AUTH }), 400, /is not a valid url component/)
+  assertError(await app.inject({ method: 'DELETE', url: '/plants/%', headers: AUTH }), 400,
+    /is not a valid url component/)
 })
 
 test('body parser failures are in the Error shape: malformed JSON, empty JSON, 415, 413', async (t) => {
@@ -37,16 +40,19 @@ test('body parser failures are in the Error shape: malformed JSON, empty JSON, 4
     "Body is not valid JSON but content-type is set to 'application/json'")
   assertError(await app.inject({ method: 'POST', url: '/plants', headers: json, payload: '' }), 400,
     "Body cannot be empty when content-type is set to 'application/json'")
-  assertError(await app.inject({ method: 'POST', url: '/plants', headers: { ...AUTH, 'content-type': 'application/xml' }, payload: '<plant/>' }),
-    415, 'Unsupported Media Type')
-  assertError(await app.inject({ method: 'POST', url: '/plants', headers: json, payload: `{"padding":"${'x'.repeat(2 * 1024 * 1024)}"}` }),
-    413, 'Request body is too large')
+  assertError(await app.inject(
+    { method: 'POST', url: '/plants', headers: { ...AUTH, 'content-type': 'application/xml' }, payload: '<plant/>' }),
+  415, 'Unsupported Media Type')
+  assertError(await app.inject(
+    { method: 'POST', url: '/plants', headers: json, payload: `{"padding":"${'x'.repeat(2 * 1024 * 1024)}"}` }),
+  413, 'Request body is too large')
 })
 
 test('an unexpected failure is a generic 500: no stack, SQL text or file path leaves the service', async (t) => {
   const app = await buildTestApp(t)
   app.store.plants.delete = async () => {
-    const error = new Error('SQLITE_CORRUPT: database disk image is malformed: DELETE FROM plants WHERE id = ? (/var/lib/plants.db)')
+    const error = new Error(
+      'SQLITE_CORRUPT: database disk image is malformed: DELETE FROM plants WHERE id = ? (/var/lib/plants.db)')
     Object.assign(error, { code: 'SQLITE_CORRUPT', statusCode: 502 })
     throw error
   }

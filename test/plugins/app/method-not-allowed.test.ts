@@ -7,9 +7,11 @@ import { assertError } from '../../helpers/plants.js'
 
 const ONE_PLANT = 'GET, HEAD, PUT, PATCH, DELETE'
 
-test('a method a path does not have is a 405 in the Error shape, with Allow listing the methods it has (HEAD where GET is)', async (t) => {
+test('a method a path does not have is a 405 in the Error shape, with Allow listing the methods it ' +
+  'has (HEAD where GET is)', async (t) => {
   const app = await buildTestApp(t)
-  const cases: Array<[method: 'POST' | 'DELETE' | 'PUT' | 'PATCH' | 'OPTIONS' | 'PROPFIND' | 'TRACE', url: string, allow: string]> = [
+  type Method = 'POST' | 'DELETE' | 'PUT' | 'PATCH' | 'OPTIONS' | 'PROPFIND' | 'TRACE'
+  const cases: Array<[method: Method, url: string, allow: string]> = [
     ['POST', '/plants/1', ONE_PLANT],
     ['POST', '/plants/abc', ONE_PLANT],
     ['DELETE', '/plants', 'GET, HEAD, POST'],
@@ -47,7 +49,8 @@ test('the 405 reads no body and quotes the path without its query string', async
 
 test('unknown paths stay 404, whatever the method', async (t) => {
   const app = await buildTestApp(t)
-  for (const [method, url] of [['GET', '/nowhere'], ['POST', '/plantz'], ['DELETE', '/plants/1/leaves'], ['PUT', '/'], ['OPTIONS', '/nowhere']] as const) {
+  for (const [method, url] of [['GET', '/nowhere'], ['POST', '/plantz'], ['DELETE', '/plants/1/leaves'], ['PUT', '/'],
+    ['OPTIONS', '/nowhere']] as const) {
     const res = await app.inject({ method, url, headers: AUTH })
     assertError(res, 404, `Route ${method} ${url} not found`)
     assert.equal(res.headers.allow, undefined)
@@ -64,7 +67,8 @@ test('with CORS on, OPTIONS is answered on every path, and Allow lists it', asyn
   assertError(await app.inject({ method: 'GET', url: '/nowhere' }), 404, 'Route GET /nowhere not found')
 })
 
-test('a method no route has (QUERY, PURGE…) is a 405 with Allow whatever its headers and body; on an unknown path a 404', async (t) => {
+test('a method no route has (QUERY, PURGE…) is a 405 with Allow whatever its headers and body; on ' +
+  'an unknown path a 404', async (t) => {
   const app = await buildTestApp(t)
   // Content-Type and framing never decide first: missing, malformed, foreign, with or without a body.
   const variants: Array<{ headers: Record<string, string>, payload?: string }> = [
@@ -78,7 +82,8 @@ test('a method no route has (QUERY, PURGE…) is a 405 with Allow whatever its h
   ]
   for (const { headers, payload } of variants) {
     const where = JSON.stringify(headers)
-    for (const [method, url, allow] of [['QUERY', '/plants', 'GET, HEAD, POST'], ['PURGE', '/plants/1', ONE_PLANT], ['POST', '/plants/1', ONE_PLANT]] as const) {
+    for (const [method, url, allow] of [['QUERY', '/plants', 'GET, HEAD, POST'], ['PURGE', '/plants/1', ONE_PLANT],
+      ['POST', '/plants/1', ONE_PLANT]] as const) {
       const res = await app.inject({ method, url, headers, ...(payload !== undefined && { payload }) })
       assertError(res, 405, `Method ${method} is not allowed on ${url} (it allows ${allow})`)
       assert.equal(res.headers.allow, allow, `${method} ${url} ${where}`)

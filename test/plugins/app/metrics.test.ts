@@ -63,7 +63,8 @@ test('with METRICS_PORT, GET /metrics on its own listener serves the Prometheus 
   assert.match(text, /^# HELP http_request_duration_seconds /m)
   assert.match(text, /^# TYPE http_request_duration_seconds histogram$/m)
   // prom-client's default process and runtime metrics.
-  for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes']) {
+  for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds',
+    'nodejs_heap_size_used_bytes']) {
     assert.match(text, new RegExp(`^# TYPE ${name} `, 'm'), name)
   }
   // Which build runs: the package version and the commit this checkout's build/ came from, asked of git here.
@@ -81,7 +82,10 @@ test('with METRICS_PORT, GET /metrics on its own listener serves the Prometheus 
   assert.equal(post.status, 405)
   assert.equal(post.headers.get('allow'), 'GET, HEAD')
   assert.equal(post.headers.get('content-type'), 'application/json; charset=utf-8')
-  assert.deepEqual(await post.json(), { error: 405, message: 'Method POST is not allowed on /metrics (it allows GET, HEAD)' })
+  assert.deepEqual(await post.json(), {
+    error: 405,
+    message: 'Method POST is not allowed on /metrics (it allows GET, HEAD)'
+  })
   const missing = await fetch(base.replace('/metrics', '/'))
   assert.equal(missing.status, 404)
   assert.deepEqual(await missing.json(), { error: 404, message: 'Not found: metrics are at /metrics' })
@@ -97,7 +101,8 @@ async function raw (app: FastifyInstance, text: string): Promise<string> {
   return answer
 }
 
-test('the metrics listener answers malformed requests in the Error shape and keeps the API\'s slow-client deadlines', { timeout: 20_000 }, async (t) => {
+test('the metrics listener answers malformed requests in the Error shape and keeps the API\'s ' +
+  'slow-client deadlines', { timeout: 20_000 }, async (t) => {
   const app = await buildTestApp(t, { METRICS_PORT: '0', HEADERS_TIMEOUT_MS: '300', REQUEST_TIMEOUT_MS: '300' })
   const garbage = await raw(app, 'NOT A REQUEST\r\n\r\n')
   assert.match(garbage, /^HTTP\/1\.1 400 Bad Request\r\nContent-Type: application\/json; charset=utf-8\r\n/)
@@ -108,7 +113,8 @@ test('the metrics listener answers malformed requests in the Error shape and kee
   assert.equal(slow.split('\r\n\r\n')[1], '{"error":408,"message":"Request Timeout"}')
 })
 
-test('promtool\'s rule: no gauge is named _total (that suffix is a counter\'s); promtool check metrics passes when installed', async (t) => {
+test('promtool\'s rule: no gauge is named _total (that suffix is a counter\'s); promtool check metrics ' +
+  'passes when installed', async (t) => {
   const app = await buildTestApp(t, { METRICS_PORT: '0' })
   await app.inject({ url: '/health' })
   const text = await scrape(app)
@@ -126,7 +132,8 @@ test('a method a known path lacks (405) is counted under that path\'s route, not
   assert.equal((await app.inject({ method: 'POST', url: '/health/live' })).statusCode, 405)
   assert.equal((await app.inject({ method: 'PUT', url: '/no/such/path' })).statusCode, 404)
   const text = await scrape(app)
-  const count = (labels: Record<string, string>): number | undefined => sample(text, 'http_request_duration_seconds_count', labels)
+  const count = (labels: Record<string, string>): number | undefined => sample(text,
+    'http_request_duration_seconds_count', labels)
   assert.equal(count({ method: 'POST', route: '/plants/:id', status_code: '405' }), 1)
   assert.equal(count({ method: 'DELETE', route: '/plants', status_code: '405' }), 1)
   assert.equal(count({ method: 'POST', route: '/health/live', status_code: '405' }), 1)
@@ -144,13 +151,16 @@ test('http_request_duration_seconds: by method, route template (never the raw UR
   await app.inject({ url: '/no/such/page/123' })
   await app.inject({ url: '/no/such/page/456' })
   const text = await scrape(app)
-  const count = (labels: Record<string, string>): number | undefined => sample(text, 'http_request_duration_seconds_count', labels)
+  const count = (labels: Record<string, string>): number | undefined => sample(text,
+    'http_request_duration_seconds_count', labels)
   assert.equal(count({ method: 'POST', route: '/plants', status_code: '201' }), 1)
   assert.equal(count({ method: 'GET', route: '/plants/:id', status_code: '200' }), 2)
   assert.equal(count({ method: 'GET', route: '/plants/:id', status_code: '404' }), 1)
   assert.equal(count({ method: 'GET', route: 'unmatched', status_code: '404' }), 2)
   assert.doesNotMatch(text, /\/plants\/1"|no\/such/)
-  assert.equal(sample(text, 'http_request_duration_seconds_bucket', { le: '+Inf', method: 'GET', route: '/plants/:id', status_code: '200' }), 2)
+  assert.equal(
+    sample(text, 'http_request_duration_seconds_bucket',
+      { le: '+Inf', method: 'GET', route: '/plants/:id', status_code: '200' }), 2)
 })
 
 test('store operations are timed by operation and outcome', async (t) => {
@@ -195,12 +205,14 @@ test('SQLite WAL checkpoints are timed by the thread that ran them', async (t) =
   await app.store.plants.create({ name: 'Fern' })
   // The checkpoint thread looks at the WAL every 100 ms.
   let text = await scrape(app)
-  for (let waited = 0; (sample(text, 'plantstore_sqlite_wal_checkpoint_duration_seconds_count', { thread: 'worker' }) ?? 0) === 0 && waited < 5000; waited += 50) {
+  for (let waited = 0; (sample(text, 'plantstore_sqlite_wal_checkpoint_duration_seconds_count', { thread: 'worker' }) ??
+    0) === 0 && waited < 5000; waited += 50) {
     await sleep(50)
     text = await scrape(app)
   }
   assert.ok((sample(text, 'plantstore_sqlite_wal_checkpoint_duration_seconds_count', { thread: 'worker' }) ?? 0) >= 1)
-  assert.equal(sample(text, 'plantstore_sqlite_wal_checkpoint_duration_seconds_count', { thread: 'loop' }) ?? 0, 0, 'a small WAL is never checkpointed on the loop')
+  assert.equal(sample(text, 'plantstore_sqlite_wal_checkpoint_duration_seconds_count', { thread: 'loop' }) ?? 0, 0,
+    'a small WAL is never checkpointed on the loop')
 })
 
 test('rate-limit rejections are counted by what was limited, a token or an IP', async (t) => {
@@ -234,10 +246,13 @@ test('the metrics listener closes with the app', async (t) => {
 if (TEST_DATABASE_URL !== undefined) {
   test('on PostgreSQL no plantstore_sqlite_* series is exported; the store operations are', async (t) => {
     const app = await buildTestApp(t, { METRICS_PORT: '0', DATABASE_URL: scratchDatabaseUrl(t).url })
-    assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'Fern' } })).statusCode, 201)
+    assert.equal(
+      (await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'Fern' } })).statusCode, 201)
     const text = await scrape(app)
     assert.deepEqual(text.split('\n').filter((line) => line.includes('plantstore_sqlite_')), [])
-    assert.equal(sample(text, 'plantstore_store_operation_duration_seconds_count', { operation: 'plants.create', outcome: 'ok' }), 1)
+    assert.equal(
+      sample(text, 'plantstore_store_operation_duration_seconds_count', { operation: 'plants.create', outcome: 'ok' }),
+      1)
     promtoolCheck(t, text)
   })
 }

@@ -17,7 +17,12 @@ const CHECK = 'its subject (sub) is not well-formed text (a NUL or an unpaired U
 
 /** The three requests that key stored data by the principal. */
 const requests = (authorization: string) => [
-  { method: 'POST' as const, url: '/plants', headers: { authorization, 'idempotency-key': 'k-1' }, payload: { name: 'Fern' } },
+  {
+    method: 'POST' as const,
+    url: '/plants',
+    headers: { authorization, 'idempotency-key': 'k-1' },
+    payload: { name: 'Fern' }
+  },
   { method: 'POST' as const, url: '/webhooks', headers: { authorization }, payload: { url: PUBLIC_RECEIVER } },
   { method: 'GET' as const, url: '/webhooks', headers: { authorization } }
 ]
@@ -39,9 +44,15 @@ for (const database of apiTestDatabases) {
       const key = await signingKey('key-1')
       const op = await startProvider([key])
       cleanup.after(op.stop)
-      const app = await buildTestApp(cleanup, { ...database.env(cleanup), API_TOKENS: undefined, OIDC_ISSUER: op.issuer, OIDC_AUDIENCE: AUDIENCE })
+      const app = await buildTestApp(cleanup, {
+        ...database.env(cleanup),
+        API_TOKENS: undefined,
+        OIDC_ISSUER: op.issuer,
+        OIDC_AUDIENCE: AUDIENCE
+      })
       const long = 'x'.repeat(300)
-      for (const sub of ['user\u0000admin', '\u0000', 'user\uD800', 'user\uDC00', '\uDBFF\uD800', `${long}\uD800`, `${long}\uDFFF`]) {
+      for (const sub of ['user\u0000admin', '\u0000', 'user\uD800', 'user\uDC00', '\uDBFF\uD800', `${long}\uD800`,
+        `${long}\uDFFF`]) {
         await assertRefused(app, await forge(key, op, { sub, scope: SCOPE }), JSON.stringify(sub))
       }
 
@@ -56,7 +67,8 @@ for (const database of apiTestDatabases) {
       const [otherCreate, , otherList] = requests(`Bearer ${replaced}`)
       assert.ok(otherCreate !== undefined && otherList !== undefined)
       const elsewhere = await app.inject(otherCreate)
-      assert.deepEqual([elsewhere.statusCode, elsewhere.headers['idempotent-replayed']], [201, undefined], elsewhere.body)
+      assert.deepEqual([elsewhere.statusCode, elsewhere.headers['idempotent-replayed']], [201, undefined],
+        elsewhere.body)
       assert.deepEqual((await app.inject(otherList)).json(), [])
       assert.equal((await app.inject(list)).json<unknown[]>().length, 1)
     })

@@ -12,7 +12,10 @@ import { smallDisk } from '../../helpers/faults.js'
 import { assertError, JSON_TYPE } from '../../helpers/plants.js'
 import { until } from '../../helpers/webhook-receiver.js'
 import { PUBLIC_RECEIVER } from '../../helpers/webhooks.js'
-import { AUTH_A, AUTH_B, buildSandboxApp, existingSchemas, manualClock, sandboxDatabases } from '../../helpers/sandbox.js'
+import {
+  AUTH_A, AUTH_B, buildSandboxApp, existingSchemas, manualClock,
+  sandboxDatabases
+} from '../../helpers/sandbox.js'
 
 const SEED_NAMES = ['Monstera', 'Snake plant', 'Fiddle-leaf fig', 'Pothos', 'Aloe vera']
 
@@ -24,13 +27,15 @@ const names = async (app: FastifyInstance, auth: Record<string, string>): Promis
 
 for (const database of sandboxDatabases) {
   describe(`sandbox on ${database.name}`, () => {
-    test('any token of 16 to 256 URL-safe characters is a tenant; shorter, longer or other characters are 401 with WWW-Authenticate', async (t) => {
+    test('any token of 16 to 256 URL-safe characters is a tenant; shorter, longer or other characters are 401 ' +
+      'with WWW-Authenticate', async (t) => {
       const app = await buildSandboxApp(t, database)
       for (const token of ['a'.repeat(16), 'Z9._~-'.repeat(40).slice(0, 256)]) {
         const res = await app.inject({ url: '/plants/1', headers: { authorization: `Bearer ${token}` } })
         assert.equal(res.statusCode, 200, res.body)
       }
-      for (const token of ['a'.repeat(15), 'a'.repeat(257), 'abcdefghijklmnop+', 'abcdefghijklmnop/', 'abcdefghijklmnop=']) {
+      for (const token of ['a'.repeat(15), 'a'.repeat(257), 'abcdefghijklmnop+', 'abcdefghijklmnop/',
+        'abcdefghijklmnop=']) {
         const res = await app.inject({ url: '/plants', headers: { authorization: `Bearer ${token}` } })
         assert.equal(res.statusCode, 401, token)
         assert.equal(res.headers['www-authenticate'], 'Bearer')
@@ -46,9 +51,20 @@ for (const database of sandboxDatabases) {
       const res = await app.inject({ url: '/plants/1', headers: AUTH_A })
       assert.equal(res.statusCode, 200)
       assert.equal(res.headers['content-type'], JSON_TYPE)
-      assert.deepEqual({ ...res.json<Record<string, unknown>>(), createdAt: '', updatedAt: '' }, { id: 1, name: 'Monstera', tag: 'tropical', createdAt: '', updatedAt: '' })
+      assert.deepEqual({ ...res.json<Record<string, unknown>>(), createdAt: '', updatedAt: '' }, {
+        id: 1,
+        name: 'Monstera',
+        tag: 'tropical',
+        createdAt: '',
+        updatedAt: ''
+      })
       assert.deepEqual(await names(app, AUTH_A), SEED_NAMES)
-      const created = await app.inject({ method: 'POST', url: '/plants', headers: AUTH_A, payload: { name: 'Only in A' } })
+      const created = await app.inject({
+        method: 'POST',
+        url: '/plants',
+        headers: AUTH_A,
+        payload: { name: 'Only in A' }
+      })
       assert.equal(created.statusCode, 201)
       assert.equal(created.json<{ id: number }>().id, 6)
       assert.deepEqual(await names(app, AUTH_B), SEED_NAMES)
@@ -57,26 +73,46 @@ for (const database of sandboxDatabases) {
       assert.deepEqual(await names(app, AUTH_A), [...SEED_NAMES, 'Only in A'])
     })
 
-    test('isolation: every plant operation of one tenant leaves the other untouched, and the other\'s plants are 404', async (t) => {
+    test('isolation: every plant operation of one tenant leaves the other untouched, and the ' +
+      'other\'s plants are 404', async (t) => {
       const app = await buildSandboxApp(t, database, { SANDBOX_SEED: 'none' })
-      const a = await app.inject({ method: 'POST', url: '/plants', headers: AUTH_A, payload: { id: 42, name: 'A plant' } })
+      const a = await app.inject({
+        method: 'POST',
+        url: '/plants',
+        headers: AUTH_A,
+        payload: { id: 42, name: 'A plant' }
+      })
       assert.equal(a.statusCode, 201)
-      for (const [method, payload] of [['GET'], ['PUT', { name: 'x' }], ['PATCH', { name: 'x' }], ['DELETE']] as const) {
-        const res = await app.inject({ method, url: '/plants/42', headers: AUTH_B, ...(payload === undefined ? {} : { payload }) })
+      for (const [method, payload] of [['GET'], ['PUT', { name: 'x' }], ['PATCH', { name: 'x' }],
+        ['DELETE']] as const) {
+        const res = await app.inject({
+          method,
+          url: '/plants/42',
+          headers: AUTH_B,
+          ...(payload === undefined ? {} : { payload })
+        })
         assert.equal(res.statusCode, 404, `${method}: ${res.body}`)
         assert.deepEqual(res.json(), { error: 404, message: 'Plant 42 not found' })
       }
       assert.deepEqual(await names(app, AUTH_B), [])
       // B may take the same id: ids are per tenant.
-      assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH_B, payload: { id: 42, name: 'B plant' } })).statusCode, 201)
+      assert.equal(
+        (await app.inject(
+          { method: 'POST', url: '/plants', headers: AUTH_B, payload: { id: 42, name: 'B plant' } })).statusCode, 201)
       assert.equal((await app.inject({ method: 'DELETE', url: '/plants/42', headers: AUTH_B })).statusCode, 204)
-      assert.deepEqual((await app.inject({ url: '/plants/42', headers: AUTH_A })).json<{ name: string }>().name, 'A plant')
+      assert.deepEqual((await app.inject({ url: '/plants/42', headers: AUTH_A })).json<{ name: string }>().name,
+        'A plant')
     })
 
     test('isolation of idempotency keys: the same key in two tenants makes two plants', async (t) => {
       const app = await buildSandboxApp(t, database, { SANDBOX_SEED: 'none' })
       const create = async (auth: Record<string, string>, name: string) =>
-        await app.inject({ method: 'POST', url: '/plants', headers: { ...auth, 'idempotency-key': 'same-key' }, payload: { name } })
+        await app.inject({
+          method: 'POST',
+          url: '/plants',
+          headers: { ...auth, 'idempotency-key': 'same-key' },
+          payload: { name }
+        })
       const a = await create(AUTH_A, 'A')
       const b = await create(AUTH_B, 'B')
       assert.deepEqual([a.statusCode, b.statusCode], [201, 201])
@@ -91,33 +127,58 @@ for (const database of sandboxDatabases) {
 
     test('isolation of webhook subscriptions: another tenant\'s are 404 and never listed', async (t) => {
       const app = await buildSandboxApp(t, database)
-      const created = await app.inject({ method: 'POST', url: '/webhooks', headers: AUTH_A, payload: { url: PUBLIC_RECEIVER } })
+      const created = await app.inject({
+        method: 'POST',
+        url: '/webhooks',
+        headers: AUTH_A,
+        payload: { url: PUBLIC_RECEIVER }
+      })
       assert.equal(created.statusCode, 201, created.body)
       assert.equal(created.headers.location, '/webhooks/1')
       for (const [method, url, payload] of [
-        ['GET', '/webhooks/1'], ['GET', '/webhooks/1/secret'], ['PATCH', '/webhooks/1', { description: 'x' }], ['DELETE', '/webhooks/1'],
+        ['GET', '/webhooks/1'], ['GET', '/webhooks/1/secret'], ['PATCH', '/webhooks/1', { description: 'x' }],
+        ['DELETE', '/webhooks/1'],
         ['POST', '/webhooks/1/rotate-secret'], ['GET', '/webhooks/1/deliveries'], ['POST', '/webhooks/1/test']
       ] as const) {
         const res = await app.inject({ method, url, headers: AUTH_B, ...(payload !== undefined && { payload }) })
         assert.equal(res.statusCode, 404, `${method} ${url}: ${res.body}`)
       }
       assert.deepEqual((await app.inject({ url: '/webhooks', headers: AUTH_B })).json(), [])
-      const inB = await app.inject({ method: 'POST', url: '/webhooks', headers: AUTH_B, payload: { url: PUBLIC_RECEIVER } })
+      const inB = await app.inject({
+        method: 'POST',
+        url: '/webhooks',
+        headers: AUTH_B,
+        payload: { url: PUBLIC_RECEIVER }
+      })
       assert.equal(inB.headers.location, '/webhooks/1')
       assert.equal((await app.inject({ url: '/webhooks', headers: AUTH_A })).json<unknown[]>().length, 1)
     })
 
-    test('quotas: SANDBOX_MAX_PLANTS and SANDBOX_MAX_SUBSCRIPTIONS per tenant, then 409 in the Error shape', async (t) => {
+    test('quotas: SANDBOX_MAX_PLANTS and SANDBOX_MAX_SUBSCRIPTIONS per tenant, then ' +
+      '409 in the Error shape', async (t) => {
       const app = await buildSandboxApp(t, database, { SANDBOX_MAX_PLANTS: '7', SANDBOX_MAX_SUBSCRIPTIONS: '2' })
-      const results = await Promise.all([1, 2, 3, 4].map(async (i) => await app.inject({ method: 'POST', url: '/plants', headers: AUTH_A, payload: { name: `p${i}` } })))
+      const results = await Promise.all(
+        [1, 2, 3, 4].map(
+          async (i) => await app.inject({
+            method: 'POST',
+            url: '/plants',
+            headers: AUTH_A,
+            payload: { name: `p${i}` }
+          })))
       assert.deepEqual(results.map((res) => res.statusCode).sort(), [201, 201, 409, 409])
       const refused = results.find((res) => res.statusCode === 409)
       assert.equal(refused?.headers['content-type'], JSON_TYPE)
-      assert.deepEqual(refused?.json(), { error: 409, message: 'This sandbox token already has 7 plants, the most allowed: delete one first' })
+      assert.deepEqual(refused?.json(), {
+        error: 409,
+        message: 'This sandbox token already has 7 plants, the most allowed: delete one first'
+      })
       // Another tenant is not counted against; a delete makes room.
-      assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH_B, payload: { name: 'b' } })).statusCode, 201)
+      assert.equal(
+        (await app.inject({ method: 'POST', url: '/plants', headers: AUTH_B, payload: { name: 'b' } })).statusCode, 201)
       assert.equal((await app.inject({ method: 'DELETE', url: '/plants/1', headers: AUTH_A })).statusCode, 204)
-      assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH_A, payload: { name: 'again' } })).statusCode, 201)
+      assert.equal(
+        (await app.inject({ method: 'POST', url: '/plants', headers: AUTH_A, payload: { name: 'again' } })).statusCode,
+        201)
       // At the cap again: a keyed create that landed (its answer lost, say) is replayed; a new key is refused.
       assert.equal((await app.inject({ method: 'DELETE', url: '/plants/2', headers: AUTH_A })).statusCode, 204)
       const keyed = { ...AUTH_A, 'idempotency-key': 'k' }
@@ -127,13 +188,28 @@ for (const database of sandboxDatabases) {
       assert.equal(replayed.statusCode, 201, replayed.body)
       assert.equal(replayed.headers['idempotent-replayed'], 'true')
       assert.deepEqual(replayed.json(), landed.json())
-      const another = await app.inject({ method: 'POST', url: '/plants', headers: { ...AUTH_A, 'idempotency-key': 'k2' }, payload: { name: 'more' } })
-      assert.deepEqual(another.json(), { error: 409, message: 'This sandbox token already has 7 plants, the most allowed: delete one first' })
+      const another = await app.inject({
+        method: 'POST',
+        url: '/plants',
+        headers: { ...AUTH_A, 'idempotency-key': 'k2' },
+        payload: { name: 'more' }
+      })
+      assert.deepEqual(another.json(), {
+        error: 409,
+        message: 'This sandbox token already has 7 plants, the most allowed: delete one first'
+      })
       for (const expected of [201, 201, 409]) {
-        const res = await app.inject({ method: 'POST', url: '/webhooks', headers: AUTH_A, payload: { url: PUBLIC_RECEIVER } })
+        const res = await app.inject({
+          method: 'POST',
+          url: '/webhooks',
+          headers: AUTH_A,
+          payload: { url: PUBLIC_RECEIVER }
+        })
         assert.equal(res.statusCode, expected, res.body)
       }
-      assert.equal((await app.inject({ method: 'POST', url: '/webhooks', headers: AUTH_B, payload: { url: PUBLIC_RECEIVER } })).statusCode, 201)
+      assert.equal(
+        (await app.inject(
+          { method: 'POST', url: '/webhooks', headers: AUTH_B, payload: { url: PUBLIC_RECEIVER } })).statusCode, 201)
     })
   })
 }
@@ -160,11 +236,14 @@ const registryOf = (app: FastifyInstance) => {
 
 for (const database of sandboxDatabases) {
   describe(`sandbox lifecycle on ${database.name}`, () => {
-    test('a tenant idle for SANDBOX_TTL_MS is deleted by the sweep with all its data; the token then starts afresh', async (t) => {
+    test('a tenant idle for SANDBOX_TTL_MS is deleted by the sweep with all its data; the ' +
+      'token then starts afresh', async (t) => {
       const clock = manualClock()
       const app = await buildSandboxApp(t, database, { SANDBOX_TTL_MS: '60000' }, { sandboxNow: clock.now })
       assert.equal((await app.inject({ method: 'DELETE', url: '/plants/1', headers: AUTH_A })).statusCode, 204)
-      assert.equal((await app.inject({ method: 'POST', url: '/webhooks', headers: AUTH_A, payload: { url: PUBLIC_RECEIVER } })).statusCode, 201)
+      assert.equal(
+        (await app.inject(
+          { method: 'POST', url: '/webhooks', headers: AUTH_A, payload: { url: PUBLIC_RECEIVER } })).statusCode, 201)
       assert.equal((await app.inject({ url: '/plants/1', headers: AUTH_B })).statusCode, 200)
       assert.equal(await tenantDataExists(app, AUTH_A), true)
       const registry = registryOf(app)
@@ -182,10 +261,13 @@ for (const database of sandboxDatabases) {
       assert.deepEqual((await app.inject({ url: '/webhooks', headers: AUTH_A })).json(), [])
     })
 
-    test('at SANDBOX_MAX_TENANTS a new tenant replaces the least recently used idle one; with every tenant in use it is 503 with Retry-After', async (t) => {
+    test('at SANDBOX_MAX_TENANTS a new tenant replaces the least recently used idle one; with every tenant in use it ' +
+      'is 503 with Retry-After', async (t) => {
       const clock = manualClock()
       const log = captureLog()
-      const app = await buildSandboxApp(t, database, { SANDBOX_MAX_TENANTS: '2', SANDBOX_TTL_MS: '3600000', LOG_LEVEL: 'debug' }, { sandboxNow: clock.now, logStream: log.stream })
+      const app = await buildSandboxApp(t, database,
+        { SANDBOX_MAX_TENANTS: '2', SANDBOX_TTL_MS: '3600000', LOG_LEVEL: 'debug' },
+        { sandboxNow: clock.now, logStream: log.stream })
       const registry = registryOf(app)
       assert.equal((await app.inject({ method: 'DELETE', url: '/plants/1', headers: AUTH_A })).statusCode, 204)
       clock.advance(1000)
@@ -202,24 +284,33 @@ for (const database of sandboxDatabases) {
       const refused = await app.inject({ url: '/plants', headers: AUTH_A })
       assert.equal(refused.statusCode, 503)
       assert.equal(refused.headers['retry-after'], '60')
-      assert.deepEqual(refused.json(), { error: 503, message: 'The sandbox holds as many tenants as it may and all are in use: retry later' })
+      assert.deepEqual(refused.json(), {
+        error: 503,
+        message: 'The sandbox holds as many tenants as it may and all are in use: retry later'
+      })
       // Expected back-pressure, not a failure: logged at debug, never as an error with a stack.
-      const refusals = log.text().split('\n').filter((line) => line.includes('retry later')).map((line) => JSON.parse(line) as { level: number, msg: string })
+      const refusals = log.text().split('\n').filter((line) => line.includes('retry later')).map(
+        (line) => JSON.parse(line) as { level: number, msg: string })
       assert.deepEqual(refusals.map(({ level, msg }) => [level, msg]), [[20, 'request refused']])
       for (const lease of held) lease.release()
       assert.equal((await app.inject({ url: '/plants', headers: AUTH_A })).statusCode, 200)
       assert.equal(await registry.count(), 2)
     })
 
-    test('a tenant used within the last minute is never evicted: a burst of new tokens gets 503 + Retry-After instead', async (t) => {
+    test('a tenant used within the last minute is never evicted: a burst of new tokens gets 503 ' +
+      '+ Retry-After instead', async (t) => {
       const clock = manualClock()
-      const app = await buildSandboxApp(t, database, { SANDBOX_MAX_TENANTS: '2', SANDBOX_TTL_MS: '3600000' }, { sandboxNow: clock.now })
+      const app = await buildSandboxApp(t, database, { SANDBOX_MAX_TENANTS: '2', SANDBOX_TTL_MS: '3600000' },
+        { sandboxNow: clock.now })
       assert.equal((await app.inject({ method: 'DELETE', url: '/plants/1', headers: AUTH_B })).statusCode, 204)
       // A is read every 200 ms while newcomers arrive; B was used at the start, within the minute too.
       for (let i = 0; i < 20; i++) {
         clock.advance(200)
         assert.equal((await app.inject({ url: '/plants/2', headers: AUTH_A })).statusCode, 200, `A's read ${i}`)
-        const newcomer = await app.inject({ url: '/plants', headers: { authorization: `Bearer sandbox-newcomer-${i}-0123456789` } })
+        const newcomer = await app.inject({
+          url: '/plants',
+          headers: { authorization: `Bearer sandbox-newcomer-${i}-0123456789` }
+        })
         assert.equal(newcomer.statusCode, 503, newcomer.body)
         assert.equal(newcomer.headers['retry-after'], '60')
       }
@@ -228,7 +319,9 @@ for (const database of sandboxDatabases) {
       clock.advance(56_000)
       assert.equal((await app.inject({ url: '/plants/2', headers: AUTH_A })).statusCode, 200)
       clock.advance(1000)
-      assert.equal((await app.inject({ url: '/plants/1', headers: { authorization: 'Bearer sandbox-newcomer-x-0123456789' } })).statusCode, 200)
+      assert.equal(
+        (await app.inject(
+          { url: '/plants/1', headers: { authorization: 'Bearer sandbox-newcomer-x-0123456789' } })).statusCode, 200)
       assert.equal(await tenantDataExists(app, AUTH_B), false)
       assert.deepEqual(await names(app, AUTH_A), SEED_NAMES)
     })
@@ -238,7 +331,9 @@ for (const database of sandboxDatabases) {
       const registry = registryOf(app)
       const tokens = [0, 1, 2, 3].map((i) => ({ authorization: `Bearer sandbox-visitor-${i}-0123456789` }))
       for (const auth of tokens) {
-        assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: auth, payload: { name: auth.authorization } })).statusCode, 201)
+        assert.equal(
+          (await app.inject(
+            { method: 'POST', url: '/plants', headers: auth, payload: { name: auth.authorization } })).statusCode, 201)
         assert.ok(registry.openCount <= 2, `${registry.openCount} open`)
       }
       for (const auth of tokens) assert.deepEqual(await names(app, auth), [auth.authorization])
@@ -271,7 +366,9 @@ for (const database of sandboxDatabases) {
       gone.end()
       await until('B waits for a store', () => registry.waiting === 1)
       gone.destroy()
-      await until('the server saw B go', async () => await new Promise<boolean>((resolve) => { app.server.getConnections((_err, count) => { resolve(count === 0) }) }))
+      await until('the server saw B go',
+        async () => await new Promise<boolean>(
+          (resolve) => { app.server.getConnections((_err, count) => { resolve(count === 0) }) }))
       held.release()
       // C needs B's store closed: a B store kept by the gone request would make C wait, then 503.
       const C = { authorization: 'Bearer sandbox-visitor-c-0123456789' }
@@ -291,7 +388,8 @@ for (const database of sandboxDatabases) {
   })
 }
 
-test('a full disk in a SQLite sandbox: a new tenant is 507, /health 503, and both recover when space is back', async (t) => {
+test('a full disk in a SQLite sandbox: a new tenant is 507, /health 503, and both ' +
+  'recover when space is back', async (t) => {
   const disk = smallDisk(t, 2 * 1024 * 1024)
   if (disk === undefined) {
     t.skip('mounting a tmpfs needs root')
@@ -302,12 +400,14 @@ test('a full disk in a SQLite sandbox: a new tenant is 507, /health 503, and bot
   const app = await buildSandboxApp(t, { ...sqlite, url: () => join(disk.dir, 'sandbox.db') })
   assert.equal((await app.inject({ url: '/plants/1', headers: AUTH_A })).statusCode, 200)
   disk.fill(16 * 1024)
-  assertError(await app.inject({ url: '/plants', headers: AUTH_B }), 507, 'The database storage is full; nothing was written')
+  assertError(await app.inject({ url: '/plants', headers: AUTH_B }), 507,
+    'The database storage is full; nothing was written')
   const health = await app.inject({ url: '/health' })
   assertError(health, 503, 'The database storage is full')
   assert.equal(health.headers['retry-after'], '5')
   assert.equal((await app.inject({ url: '/health/ready' })).statusCode, 503)
-  assert.equal((await app.inject({ url: '/plants/1', headers: AUTH_A })).statusCode, 200, 'an existing tenant is still read')
+  assert.equal((await app.inject({ url: '/plants/1', headers: AUTH_A })).statusCode, 200,
+    'an existing tenant is still read')
   assert.equal(await tenantDataExists(app, AUTH_B), false, 'no half-made tenant is left')
 
   disk.free()

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import Fastify, { type FastifyInstance } from 'fastify'
-import { ajvOptions, onFirstCall, sharedSerializer, validatorWithoutBodyCoercion } from '../../../plugins/app/schemas.js'
+import {
+  ajvOptions, onFirstCall, sharedSerializer,
+  validatorWithoutBodyCoercion
+} from '../../../plugins/app/schemas.js'
 
 interface Compiled { validate: unknown, serialize: unknown }
 
@@ -12,7 +15,12 @@ interface Compiled { validate: unknown, serialize: unknown }
 async function appWith (count: 'string' | 'integer', compiled: Compiled[]): Promise<FastifyInstance> {
   const app = Fastify({
     ajv: ajvOptions,
-    schemaController: { compilersFactory: { buildValidator: validatorWithoutBodyCoercion, buildSerializer: sharedSerializer } }
+    schemaController: {
+      compilersFactory: {
+        buildValidator: validatorWithoutBodyCoercion,
+        buildSerializer: sharedSerializer
+      }
+    }
   })
   app.addSchema({
     $id: 'Thing',
@@ -80,7 +88,8 @@ test('apps whose shared schemas differ never share one: each validates and seria
   assert.notEqual(ofStrings.serialize, ofIntegers.serialize)
 })
 
-test('a compiled function is made on its first call, once; Fastify reads its errors and schemaEnv through the stand-in', () => {
+test('a compiled function is made on its first call, once; Fastify reads its errors and schemaEnv ' +
+  'through the stand-in', () => {
   let compiles = 0
   const compiled = Object.assign((value: unknown) => {
     compiled.errors = value === 1 ? null : [{ message: 'must be 1' }]
@@ -97,11 +106,17 @@ test('a compiled function is made on its first call, once; Fastify reads its err
   assert.equal(compiles, 1)
 })
 
-test('an app starts without an Ajv instance or a compiled validator: the first request that needs one makes it', async (t) => {
+test('an app starts without an Ajv instance or a compiled validator: the first request ' +
+  'that needs one makes it', async (t) => {
   let instances = 0
   const app = Fastify({
     ajv: { ...ajvOptions, plugins: [<Ajv>(ajv: Ajv): Ajv => { instances++; return ajv }] },
-    schemaController: { compilersFactory: { buildValidator: validatorWithoutBodyCoercion, buildSerializer: sharedSerializer } }
+    schemaController: {
+      compilersFactory: {
+        buildValidator: validatorWithoutBodyCoercion,
+        buildSerializer: sharedSerializer
+      }
+    }
   })
   t.after(async () => { await app.close() })
   app.post('/counts', { schema: { body: { type: 'object', properties: { count: { type: 'integer' } } } } },

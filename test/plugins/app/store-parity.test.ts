@@ -23,10 +23,12 @@ for (const database of apiTestDatabases) {
       await app.store.plants.create({ id: 9007199254740992n, name: 'two to the 53' })
       await app.store.plants.create({ id: 9007199254740993n, name: 'one more' })
       await app.store.plants.create({ id: 9223372036854775807n, name: 'int64 max' })
-      assert.equal((await app.inject({ method: 'DELETE', url: '/plants/9007199254740993', headers: AUTH })).statusCode, 204)
+      assert.equal((await app.inject({ method: 'DELETE', url: '/plants/9007199254740993', headers: AUTH })).statusCode,
+        204)
       assert.equal(await app.store.plants.get(9007199254740993n), undefined)
       assert.equal((await app.store.plants.get(9007199254740992n))?.name, 'two to the 53')
-      assert.equal((await app.inject({ method: 'DELETE', url: '/plants/9223372036854775807', headers: AUTH })).statusCode, 204)
+      assert.equal(
+        (await app.inject({ method: 'DELETE', url: '/plants/9223372036854775807', headers: AUTH })).statusCode, 204)
       const again = await app.inject({ method: 'DELETE', url: '/plants/9223372036854775807', headers: AUTH })
       assert.equal(again.statusCode, 404)
       assert.deepEqual(again.json(), { error: 404, message: 'Plant 9223372036854775807 not found' })
@@ -41,7 +43,8 @@ for (const database of apiTestDatabases) {
       assert.equal(statuses.filter((status) => status === 204).length, 1)
       assert.equal(statuses.filter((status) => status === 404).length, 29)
     })
-    test('ids are exact: int64 max and 2^53 + 1 in GET, list and DELETE; POST takes chosen ids up to 2^53 - 1', async (t) => {
+    test('ids are exact: int64 max and 2^53 + 1 in GET, list and DELETE; POST takes ' +
+      'chosen ids up to 2^53 - 1', async (t) => {
       const app = await buildTestApp(t, database.env(t))
       await app.store.plants.create({ id: BigInt(MAX), name: 'max' })
       await app.store.plants.create({ id: 9007199254740993n, name: '2^53+1' })
@@ -49,19 +52,29 @@ for (const database of apiTestDatabases) {
       assert.match(read.body, new RegExp(`^\\{"id":${MAX},"name":"max",`))
       const list = await app.inject({ url: '/plants', headers: AUTH })
       assert.match(list.body, new RegExp(`^\\[\\{"id":9007199254740993,.*\\{"id":${MAX},`))
-      const created = await app.inject({ method: 'POST', url: '/plants', headers: JSON_AUTH, payload: '{"id":9007199254740991,"name":"2^53-1"}' })
+      const created = await app.inject({
+        method: 'POST',
+        url: '/plants',
+        headers: JSON_AUTH,
+        payload: '{"id":9007199254740991,"name":"2^53-1"}'
+      })
       assert.equal(created.statusCode, 201)
       assert.equal(created.headers.location, '/plants/9007199254740991')
       assert.match(created.body, /^\{"id":9007199254740991,/)
-      assertError(await app.inject({ method: 'POST', url: '/plants', headers: JSON_AUTH, payload: `{"id":${MAX},"name":"x"}` }), 400, /body\/id/)
-      assert.equal((await app.inject({ method: 'DELETE', url: '/plants/9007199254740993', headers: AUTH })).statusCode, 204)
+      assertError(
+        await app.inject({ method: 'POST', url: '/plants', headers: JSON_AUTH, payload: `{"id":${MAX},"name":"x"}` }),
+        400, /body\/id/)
+      assert.equal((await app.inject({ method: 'DELETE', url: '/plants/9007199254740993', headers: AUTH })).statusCode,
+        204)
       assert.equal((await app.inject({ url: `/plants/${MAX}`, headers: AUTH })).statusCode, 200)
     })
 
     test('POST of a taken id is 409 and changes nothing; generated ids skip chosen ones', async (t) => {
       const app = await buildTestApp(t, database.env(t))
       const { plant } = await createPlant(app, { id: 2, name: 'chosen' })
-      assertError(await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { id: 2, name: 'again' } }), 409, 'Plant 2 already exists')
+      assertError(
+        await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { id: 2, name: 'again' } }), 409,
+        'Plant 2 already exists')
       assert.deepEqual((await app.inject({ url: '/plants/2', headers: AUTH })).json(), plant)
       assert.equal((await createPlant(app, { name: 'generated' })).plant.id, 1)
       assert.equal((await createPlant(app, { name: 'generated' })).plant.id, 3)
@@ -73,13 +86,26 @@ for (const database of apiTestDatabases) {
       const url = `/plants/${plant.id}`
       assert.equal((await app.inject({ url, headers: AUTH })).headers.etag, etag)
       assert.equal((await app.inject({ url, headers: { ...AUTH, 'if-none-match': etag } })).statusCode, 304)
-      const put = await app.inject({ method: 'PUT', url, headers: { ...AUTH, 'if-match': etag }, payload: { name: 'renamed' } })
+      const put = await app.inject({
+        method: 'PUT',
+        url,
+        headers: { ...AUTH, 'if-match': etag },
+        payload: { name: 'renamed' }
+      })
       assert.equal(put.statusCode, 200)
       assert.notEqual(put.headers.etag, etag)
-      const stale = await app.inject({ method: 'PUT', url, headers: { ...AUTH, 'if-match': etag }, payload: { name: 'lost update' } })
+      const stale = await app.inject({
+        method: 'PUT',
+        url,
+        headers: { ...AUTH, 'if-match': etag },
+        payload: { name: 'lost update' }
+      })
       assertError(stale, 412, `Plant ${plant.id} does not match If-Match: it has changed or is gone; GET it again`)
-      assertError(await app.inject({ method: 'DELETE', url, headers: { ...AUTH, 'if-match': etag } }), 412, /does not match If-Match/)
-      assert.equal((await app.inject({ method: 'DELETE', url, headers: { ...AUTH, 'if-match': String(put.headers.etag) } })).statusCode, 204)
+      assertError(await app.inject({ method: 'DELETE', url, headers: { ...AUTH, 'if-match': etag } }), 412,
+        /does not match If-Match/)
+      assert.equal(
+        (await app.inject(
+          { method: 'DELETE', url, headers: { ...AUTH, 'if-match': String(put.headers.etag) } })).statusCode, 204)
     })
 
     test('pagination: Link rel="next" pages through every plant once, in id order, with the tag filter', async (t) => {
@@ -107,7 +133,8 @@ for (const database of apiTestDatabases) {
       assert.equal(retry.body, first.body)
       assert.equal(retry.headers.etag, first.headers.etag)
       assert.equal(retry.headers['idempotent-replayed'], 'true')
-      assertError(await post({ name: 'different' }), 422, 'This Idempotency-Key was already used with a different request body')
+      assertError(await post({ name: 'different' }), 422,
+        'This Idempotency-Key was already used with a different request body')
       assert.equal((await app.inject({ url: '/plants', headers: AUTH })).json<PlantBody[]>().length, 1)
     })
 
@@ -124,7 +151,12 @@ for (const database of apiTestDatabases) {
 
 /** The same requests, in order, on one app: statuses, chosen headers and bodies, timestamps masked. */
 async function script (app: FastifyInstance): Promise<unknown[]> {
-  const requests: Array<{ method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, payload?: unknown, headers?: Record<string, string> }> = [
+  const requests: Array<{
+    method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+    url: string,
+    payload?: unknown,
+    headers?: Record<string, string>
+  }> = [
     { method: 'POST', url: '/plants', payload: { name: 'A', tag: 't' } },
     { method: 'POST', url: '/plants', payload: { id: 10, name: 'B' } },
     { method: 'POST', url: '/plants', payload: { id: 10, name: 'B again' } },
@@ -134,7 +166,12 @@ async function script (app: FastifyInstance): Promise<unknown[]> {
     { url: '/plants?limit=2' },
     { url: '/plants?limit=2&after=10' },
     { url: '/plants?tag=t' },
-    { method: 'PATCH', url: '/plants/10', payload: { tag: 'u' }, headers: { 'content-type': 'application/merge-patch+json' } },
+    {
+      method: 'PATCH',
+      url: '/plants/10',
+      payload: { tag: 'u' },
+      headers: { 'content-type': 'application/merge-patch+json' }
+    },
     { method: 'PUT', url: '/plants/1', payload: { name: 'A2' } },
     { method: 'PUT', url: '/plants/404', payload: { name: 'nobody' } },
     { method: 'DELETE', url: '/plants/11' },

@@ -10,12 +10,17 @@ import { PLANT_CREATED } from '../../helpers/resources.js'
 const OWNER = webhookOwner(TOKEN)
 const LOOPBACK = { WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_POLL_INTERVAL_MS: '50' }
 
-interface LogLine { msg?: string, reqId?: string, webhook?: { status?: string, eventType?: string, subscriptionId?: string } }
+interface LogLine {
+  msg?: string,
+  reqId?: string,
+  webhook?: { status?: string, eventType?: string, subscriptionId?: string }
+}
 
 async function waitForLine (text: () => string, match: (line: LogLine) => boolean, timeoutMs = 5000): Promise<LogLine> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
-    const found = text().split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as LogLine).find(match)
+    const found = text().split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as LogLine).find(
+      match)
     if (found !== undefined) return found
     if (Date.now() > deadline) throw new Error(`no such log line in:\n${text()}`)
     await new Promise((resolve) => setTimeout(resolve, 20))
@@ -27,7 +32,12 @@ test('a delivery logs the request id of the write that caused it, as that reques
   const log = captureLog()
   const app = await buildTestApp(t, { ...LOOPBACK, LOG_LEVEL: 'info' }, { logStream: log.stream })
   const subscription = await app.webhooks.createSubscription(OWNER, { url: `${receiver.origin}/hooks` })
-  const created = await app.inject({ method: 'POST', url: '/plants', headers: { ...AUTH, 'x-request-id': 'order-4711' }, payload: { name: 'Fern' } })
+  const created = await app.inject({
+    method: 'POST',
+    url: '/plants',
+    headers: { ...AUTH, 'x-request-id': 'order-4711' },
+    payload: { name: 'Fern' }
+  })
   assert.equal(created.statusCode, 201)
   assert.equal(created.headers['x-request-id'], 'order-4711')
   await receiver.waitFor(1)
@@ -45,10 +55,12 @@ test('a delivery logs the request id of the write that caused it, as that reques
   })
   const access = await waitForLine(log.text, (line) => line.reqId === 'order-4711' && line.msg !== 'webhook delivered')
   assert.equal(access.reqId, 'order-4711')
-  assert.doesNotMatch(log.text(), new RegExp(subscription.secret.slice(6, 30).replace(/[+/]/g, '.')), 'the secret never reaches the log')
+  assert.doesNotMatch(log.text(), new RegExp(subscription.secret.slice(6, 30).replace(/[+/]/g, '.')),
+    'the secret never reaches the log')
 })
 
-test('while requests saturate the event loop, the app\'s deliveries go one at a time; once requests stop, both of a subscription\'s slots are used again', async (t) => {
+test('while requests saturate the event loop, the app\'s deliveries go one at a time; once requests stop, both of a ' +
+  'subscription\'s slots are used again', async (t) => {
   const receiver = await startReceiver(t)
   const held: Array<() => void> = []
   receiver.respond((_request, res) => { held.push(() => { res.writeHead(204).end() }) })
@@ -72,11 +84,14 @@ test('while requests saturate the event loop, the app\'s deliveries go one at a 
   })
   await new Promise((resolve) => setTimeout(resolve, 50))
   for (let i = 0; i < 4; i++) {
-    assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { name: `plant ${i}` } })).statusCode, 201)
+    assert.equal(
+      (await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { name: `plant ${i}` } })).statusCode,
+      201)
   }
   await receiver.waitFor(1)
   await new Promise((resolve) => setTimeout(resolve, 150))
-  assert.equal(receiver.requests.length, 1, 'one attempt at a time while the API is busy (WEBHOOK_SUBSCRIPTION_CONCURRENCY is 2)')
+  assert.equal(receiver.requests.length, 1,
+    'one attempt at a time while the API is busy (WEBHOOK_SUBSCRIPTION_CONCURRENCY is 2)')
 
   traffic = false
   await requests
@@ -113,11 +128,13 @@ test('metrics: attempts by outcome, the backlog and the age of its oldest delive
   assert.equal(sample(before, 'plantstore_webhook_inflight_attempts'), 0)
 
   await app.webhooks.createSubscription(OWNER, { url: `${receiver.origin}/hooks` })
-  assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'a' } })).statusCode, 201)
+  assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'a' } })).statusCode,
+    201)
   await receiver.waitFor(1)
   // The receiver now refuses: the next event waits for its retry, an hour away.
   receiver.respond((_request, res) => { res.writeHead(500).end() })
-  assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'b' } })).statusCode, 201)
+  assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'b' } })).statusCode,
+    201)
   await receiver.waitFor(2)
   for (let turn = 0; turn < 100; turn++) {
     before = await scrape(app)
@@ -131,13 +148,15 @@ test('metrics: attempts by outcome, the backlog and the age of its oldest delive
   assert.ok((sample(before, 'plantstore_webhook_backlog_oldest_age_seconds') ?? 0) > 0)
 })
 
-test('metrics: a receiver answering 410 Gone counts a failed delivery and a subscription disabled as gone', async (t) => {
+test('metrics: a receiver answering 410 Gone counts a failed delivery and a ' +
+  'subscription disabled as gone', async (t) => {
   const receiver = await startReceiver(t)
   receiver.respond((_request, res) => { res.writeHead(410).end() })
   const app = await buildTestApp(t, { ...LOOPBACK, METRICS_PORT: '0' })
   assert.equal(sample(await scrape(app), 'plantstore_webhook_subscriptions_disabled_total', '{reason="gone"}'), 0)
   const subscription = await app.webhooks.createSubscription(OWNER, { url: `${receiver.origin}/hooks` })
-  assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'a' } })).statusCode, 201)
+  assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'a' } })).statusCode,
+    201)
   await receiver.waitFor(1)
   let text = ''
   for (let turn = 0; turn < 100; turn++) {
@@ -148,6 +167,7 @@ test('metrics: a receiver answering 410 Gone counts a failed delivery and a subs
   assert.equal(sample(text, 'plantstore_webhook_subscriptions_disabled_total', '{reason="gone"}'), 1)
   assert.equal(sample(text, 'plantstore_webhook_subscriptions_disabled_total', '{reason="failing"}'), 0)
   assert.equal(sample(text, 'plantstore_webhook_delivery_attempts_total', '{outcome="failed"}'), 1)
-  assert.equal(sample(text, 'plantstore_webhook_backlog_deliveries'), 0, 'a disabled subscription\'s deliveries wait for nothing')
+  assert.equal(sample(text, 'plantstore_webhook_backlog_deliveries'), 0,
+    'a disabled subscription\'s deliveries wait for nothing')
   assert.equal((await app.webhooks.getSubscription(OWNER, subscription.id)).disabled, true)
 })

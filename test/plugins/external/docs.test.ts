@@ -41,7 +41,8 @@ test('the document names Plant and Error, and makes bearerAuth the default secur
     bearerAuth: {
       type: 'http',
       scheme: 'bearer',
-      description: 'A token from API_TOKENS (every scope) or API_TOKENS_FILE (its scopes). Each operation lists the scopes that grant it ' +
+      description: 'A token from API_TOKENS (every scope) or API_TOKENS_FILE (its scopes). Each operation lists the ' +
+        'scopes that grant it ' +
         `(a write scope includes its read scope): ${SCOPE_LIST_TEXT}. A token with none of them is answered 403.`
     }
   })
@@ -64,7 +65,8 @@ test('DELETE /plants/{id} is documented with an int64 integer path id and every 
   assert.equal(id?.schema.format, 'int64')
   assert.deepEqual(operation.responses['204']?.content, undefined)
   for (const status of ['400', '401', '403', '404', '4XX', '5XX']) {
-    assert.equal(operation.responses[status]?.content?.['application/json']?.schema.$ref, '#/components/schemas/Error', status)
+    assert.equal(operation.responses[status]?.content?.['application/json']?.schema.$ref, '#/components/schemas/Error',
+      status)
   }
 })
 
@@ -82,9 +84,12 @@ test('GET /docs serves Swagger UI, wired to the document', async (t) => {
   assert.deepEqual(json.json().components.securitySchemes.bearerAuth.scheme, 'bearer')
 })
 
-test('each operation documents the scopes that grant it (a read: the resource\'s read or write scope); with OIDC_ISSUER an openIdConnect scheme offers the same', async (t) => {
-  const scopesOf = (document: { paths: Record<string, Record<string, Operation>> }) => Object.fromEntries(Object.values(document.paths)
-    .flatMap((item) => Object.values(item)).map((operation) => [operation.operationId, { security: operation.security, scopes: operation['x-scopes'] }]))
+test('each operation documents the scopes that grant it (a read: the resource\'s read or write scope); with ' +
+  'OIDC_ISSUER an openIdConnect scheme offers the same', async (t) => {
+  const scopesOf = (document: { paths: Record<string, Record<string, Operation>> }) => Object.fromEntries(Object.values(
+    document.paths)
+    .flatMap((item) => Object.values(item)).map(
+      (operation) => [operation.operationId, { security: operation.security, scopes: operation['x-scopes'] }]))
   const plain = (await (await buildTestApp(t)).inject({ url: '/openapi.json' })).json()
   const expected = (schemes: string[]) => {
     const requirement = (...scopes: string[]) => ({
@@ -123,15 +128,20 @@ test('each operation documents the scopes that grant it (a read: the resource\'s
   }
   assert.deepEqual(scopesOf(plain), expected(['bearerAuth']))
 
-  const oidc = (await (await buildTestApp(t, { OIDC_ISSUER: 'https://login.example.com/realms/plants', OIDC_AUDIENCE: 'https://plants.example.com' }))
+  const oidc = (await (await buildTestApp(t, {
+    OIDC_ISSUER: 'https://login.example.com/realms/plants',
+    OIDC_AUDIENCE: 'https://plants.example.com'
+  }))
     .inject({ url: '/openapi.json' })).json()
   assert.deepEqual(scopesOf(oidc), expected(['bearerAuth', 'openIdConnect']))
   assert.deepEqual(oidc.security, [{ bearerAuth: [] }, { openIdConnect: [] }])
   assert.deepEqual(oidc.components.securitySchemes.openIdConnect, {
     type: 'openIdConnect',
     openIdConnectUrl: 'https://login.example.com/realms/plants/.well-known/openid-configuration',
-    description: 'JWT access tokens of https://login.example.com/realms/plants for the audience https://plants.example.com, with the scopes in ' +
+    description: 'JWT access tokens of https://login.example.com/realms/plants for the audience ' +
+      'https://plants.example.com, with the scopes in ' +
       `\`scope\` or \`scp\`: ${SCOPE_LIST_TEXT}.`
   })
-  assert.match(oidc.components.securitySchemes.bearerAuth.description, /, or a JWT access token of the OpenID provider\./)
+  assert.match(oidc.components.securitySchemes.bearerAuth.description,
+    /, or a JWT access token of the OpenID provider\./)
 })

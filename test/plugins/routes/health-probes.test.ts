@@ -29,7 +29,8 @@ test('the probes are not rate limited', async (t) => {
   assert.equal((await app.inject({ url: '/plants', headers: AUTH })).statusCode, 429)
 })
 
-test('ready answers 503 with Retry-After when the database does not answer (or a WAL sync failed); live stays 200', async (t) => {
+test('ready answers 503 with Retry-After when the database does not answer (or a WAL sync ' +
+  'failed); live stays 200', async (t) => {
   const app = await buildTestApp(t)
   t.mock.method(app.store, 'ping', async () => { throw new Error('SQLITE_IOERR: disk I/O error at /secret/path') })
   const ready = await app.inject({ url: '/health/ready' })
@@ -40,7 +41,8 @@ test('ready answers 503 with Retry-After when the database does not answer (or a
   assert.deepEqual(live.json(), { status: 'ok' })
 })
 
-test('while the service sheds load, ready answers 503 (overloaded) and live 200; the API and /health are shed as before', async (t) => {
+test('while the service sheds load, ready answers 503 (overloaded) and live 200; the API and ' +
+  '/health are shed as before', async (t) => {
   // Any heap is over one byte: the service is under pressure from its first sample on.
   const app = await buildTestApp(t, { MAX_HEAP_USED_BYTES: '1' })
   for (let waited = 0; !app.isUnderPressure() && waited < 100; waited++) await sleep(50)

@@ -21,7 +21,8 @@ if (TEST_DATABASE_URL !== undefined) {
 
     // New sessions are read-only; ending the open ones makes the pool take new ones.
     const readOnly = async (on: boolean): Promise<void> => {
-      await adminQuery(`ALTER DATABASE ${database.name} ${on ? 'SET default_transaction_read_only = on' : 'RESET default_transaction_read_only'}`)
+      const readOnly = on ? 'SET default_transaction_read_only = on' : 'RESET default_transaction_read_only'
+      await adminQuery(`ALTER DATABASE ${database.name} ${readOnly}`)
       await terminateDatabaseSessions(database.name)
     }
     /** Readiness once the pool has dropped the sessions ended under it (each is one failed statement at most). */
@@ -45,6 +46,7 @@ if (TEST_DATABASE_URL !== undefined) {
 
     await readOnly(false)
     assert.equal((await settledReadiness()).statusCode, 200)
-    assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: auth, payload: { name: 'Fern' } })).statusCode, 201)
+    assert.equal(
+      (await app.inject({ method: 'POST', url: '/plants', headers: auth, payload: { name: 'Fern' } })).statusCode, 201)
   })
 }

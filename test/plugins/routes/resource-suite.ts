@@ -63,7 +63,11 @@ function assertRepresents (resource: ResourceDefinition, item: Body, id: number,
 function scopedCallers (resource: ResourceDefinition) {
   const read = resourceScope(resource, 'read')
   const write = resourceScope(resource, 'write')
-  return { read, write, tokens: [scopedToken('reader', [read]), scopedToken('writer', [write]), scopedToken('hooks', ['webhooks'])] }
+  return {
+    read,
+    write,
+    tokens: [scopedToken('reader', [read]), scopedToken('writer', [write]), scopedToken('hooks', ['webhooks'])]
+  }
 }
 
 /** Registers `fixture` as a suite per test database: `describe('<collection> routes on SQLite')`. */
@@ -81,7 +85,8 @@ function suiteOn (fixture: ResourceSuiteFixture, database: ApiTestDatabase): voi
     fixture.resources === undefined ? {} : { resources: fixture.resources },
     (config) => ({
       ...config,
-      namedTokens: [...config.namedTokens, ...callers.tokens.map(({ name, scopes, token }) => ({ name, scopes, digest: tokenDigest(token) }))]
+      namedTokens: [...config.namedTokens,
+        ...callers.tokens.map(({ name, scopes, token }) => ({ name, scopes, digest: tokenDigest(token) }))]
     }))
   const post = async (app: FastifyInstance, body: Body, headers: Record<string, string> = {}) =>
     await app.inject({ method: 'POST', url: base, headers: { ...AUTH, ...headers }, payload: body })
@@ -98,11 +103,22 @@ function suiteOn (fixture: ResourceSuiteFixture, database: ApiTestDatabase): voi
     await app.inject({ url: `${base}/${id}`, headers: { ...AUTH, ...headers } })
   const writes = (id: number | string): Array<{ ok: number, request: InjectOptions }> => [
     { ok: 200, request: { method: 'PUT', url: `${base}/${id}`, payload: fixture.replacement } },
-    { ok: 200, request: { method: 'PATCH', url: `${base}/${id}`, headers: { 'content-type': MERGE_PATCH }, payload: JSON.stringify(fixture.patch) } },
+    {
+      ok: 200,
+      request: {
+        method: 'PATCH',
+        url: `${base}/${id}`,
+        headers: { 'content-type': MERGE_PATCH },
+        payload: JSON.stringify(fixture.patch)
+      }
+    },
     { ok: 204, request: { method: 'DELETE', url: `${base}/${id}` } }
   ]
   const send = async (app: FastifyInstance, request: InjectOptions, headers: Record<string, string> = AUTH) =>
-    await app.inject({ ...request, headers: { ...headers, ...(request.headers as Record<string, string> | undefined) } })
+    await app.inject({
+      ...request,
+      headers: { ...headers, ...(request.headers as Record<string, string> | undefined) }
+    })
   const text = messages(resource)
 
   test('POST creates: 201, Location, a strong ETag and the representation, which GET answers again', async (t) => {
@@ -142,7 +158,8 @@ function suiteOn (fixture: ResourceSuiteFixture, database: ApiTestDatabase): voi
     assert.equal(retry.body, first.body)
     assert.equal(retry.headers.location, first.headers.location)
     assert.equal(retry.headers.etag, first.headers.etag)
-    assertError(await post(app, bodies[1] ?? {}, key), 422, 'This Idempotency-Key was already used with a different request body')
+    assertError(await post(app, bodies[1] ?? {}, key), 422,
+      'This Idempotency-Key was already used with a different request body')
     assert.deepEqual((await app.inject({ url: base, headers: AUTH })).json(), [first.json()])
   })
 
@@ -161,7 +178,8 @@ function suiteOn (fixture: ResourceSuiteFixture, database: ApiTestDatabase): voi
       assert.equal(page.statusCode, 200, page.body)
       seen.push(...page.json<Body[]>())
       const more = seen.length < items.length
-      assert.equal(page.headers.link, more ? `<${base}?limit=1&after=${String(seen.at(-1)?.id)}>; rel="next"` : undefined)
+      assert.equal(page.headers.link,
+        more ? `<${base}?limit=1&after=${String(seen.at(-1)?.id)}>; rel="next"` : undefined)
       url = nextLink(page.headers.link)
     }
     assert.deepEqual(seen, items)
@@ -182,7 +200,8 @@ function suiteOn (fixture: ResourceSuiteFixture, database: ApiTestDatabase): voi
       const app = await appFor(t)
       const items = await created(app, bodies.length)
       const kept = items.filter((_item, i) => filter.keeps(bodies[i] ?? {}))
-      assert.ok(kept.length > 1 && kept.length < items.length, 'the fixture\'s filter keeps some, not all, and more than one')
+      assert.ok(kept.length > 1 && kept.length < items.length,
+        'the fixture\'s filter keeps some, not all, and more than one')
       const query = `${filter.parameter}=${encodeURIComponent(filter.value)}`
       assert.deepEqual((await app.inject({ url: `${base}?${query}`, headers: AUTH })).json(), kept)
       const page = await app.inject({ url: `${base}?limit=1&${query}`, headers: AUTH })
@@ -243,7 +262,8 @@ function suiteOn (fixture: ResourceSuiteFixture, database: ApiTestDatabase): voi
     assertError(await send(app, { method: 'DELETE', url: `${base}/1` }), 404, text.notFound(1))
   })
 
-  test('PUT, PATCH and DELETE with a stale If-Match are 412s that change nothing; with the current ETag they go on', async (t) => {
+  test('PUT, PATCH and DELETE with a stale If-Match are 412s that change nothing; with the ' +
+    'current ETag they go on', async (t) => {
     const app = await appFor(t)
     await created(app, 1)
     for (const { ok, request } of writes(1)) {
@@ -269,9 +289,14 @@ function suiteOn (fixture: ResourceSuiteFixture, database: ApiTestDatabase): voi
     await created(app, 1)
     const unknown = "body has unknown property 'unknown-field'"
     assertError(await post(app, { ...bodies[0], 'unknown-field': 1 }), 400, unknown)
-    assertError(await send(app, { method: 'PUT', url: `${base}/1`, payload: { ...fixture.replacement, 'unknown-field': 1 } }), 400, unknown)
+    assertError(
+      await send(app, { method: 'PUT', url: `${base}/1`, payload: { ...fixture.replacement, 'unknown-field': 1 } }),
+      400, unknown)
     assertError(await send(app, {
-      method: 'PATCH', url: `${base}/1`, headers: { 'content-type': MERGE_PATCH }, payload: JSON.stringify({ 'unknown-field': 1 })
+      method: 'PATCH',
+      url: `${base}/1`,
+      headers: { 'content-type': MERGE_PATCH },
+      payload: JSON.stringify({ 'unknown-field': 1 })
     }), 400, unknown)
     assert.deepEqual((await app.inject({ url: base, headers: AUTH })).json<Body[]>().length, 1)
   })
@@ -280,7 +305,11 @@ function suiteOn (fixture: ResourceSuiteFixture, database: ApiTestDatabase): voi
 }
 
 /** Every operation of the resource, and the access it needs, in an order a write-only caller can run them through. */
-function operations (fixture: ResourceSuiteFixture): Array<{ access: 'read' | 'write', ok: number, request: InjectOptions }> {
+function operations (fixture: ResourceSuiteFixture): Array<{
+  access: 'read' | 'write',
+  ok: number,
+  request: InjectOptions
+}> {
   const base = `/${fixture.resource.collection}`
   return [
     { access: 'read', ok: 200, request: { method: 'GET', url: base } },
@@ -292,7 +321,12 @@ function operations (fixture: ResourceSuiteFixture): Array<{ access: 'read' | 'w
     {
       access: 'write',
       ok: 200,
-      request: { method: 'PATCH', url: `${base}/1`, headers: { 'content-type': MERGE_PATCH }, payload: JSON.stringify(fixture.patch) }
+      request: {
+        method: 'PATCH',
+        url: `${base}/1`,
+        headers: { 'content-type': MERGE_PATCH },
+        payload: JSON.stringify(fixture.patch)
+      }
     },
     { access: 'write', ok: 204, request: { method: 'DELETE', url: `${base}/1` } }
   ]
@@ -303,29 +337,41 @@ function scopeTests (
   appFor: (t: Cleanup) => Promise<FastifyInstance>,
   { read, write, tokens }: ReturnType<typeof scopedCallers>
 ): void {
-  const inject = async (app: FastifyInstance, request: InjectOptions, authorization?: string): Promise<LightMyRequestResponse> =>
-    await app.inject({ ...request, headers: { ...(request.headers as object), ...(authorization !== undefined && { authorization }) } })
+  const inject = async (app: FastifyInstance, request: InjectOptions,
+    authorization?: string): Promise<LightMyRequestResponse> =>
+    await app.inject({
+      ...request,
+      headers: { ...(request.headers as object), ...(authorization !== undefined && { authorization }) }
+    })
   const seed = async (app: FastifyInstance): Promise<void> => {
-    assert.equal((await inject(app, { method: 'POST', url: `/${fixture.resource.collection}`, payload: fixture.bodies[0] ?? {} },
-      AUTH.authorization)).statusCode, 201)
+    assert.equal((await inject(app, {
+      method: 'POST',
+      url: `/${fixture.resource.collection}`,
+      payload: fixture.bodies[0] ?? {}
+    },
+    AUTH.authorization)).statusCode, 201)
   }
 
   test('without a token, or with an unknown one, every operation is a 401 with a Bearer challenge', async (t) => {
     const app = await appFor(t)
     await seed(app)
     for (const { request } of operations(fixture)) {
-      for (const [authorization, message] of [[undefined, 'missing'], ['Bearer not-a-token-of-this-app', 'invalid']] as const) {
+      for (const [authorization, message] of [[undefined, 'missing'],
+        ['Bearer not-a-token-of-this-app', 'invalid']] as const) {
         const res = await inject(app, request, authorization)
         const label = `${String(request.method)} ${String(request.url)} (${message})`
         assert.equal(res.statusCode, 401, label)
         assert.equal(res.headers['www-authenticate'], 'Bearer', label)
-        if (request.method !== 'HEAD') assert.deepEqual(res.json(), { error: 401, message: `${message} authorization header` }, label)
+        if (request.method !== 'HEAD') {
+          assert.deepEqual(res.json(), { error: 401, message: `${message} authorization header` }, label)
+        }
       }
     }
     assert.equal((await inject(app, { url: `/${fixture.resource.collection}/1` }, AUTH.authorization)).statusCode, 200)
   })
 
-  test(`${read} reads and nothing else; ${write} does everything (write includes read); webhooks alone nothing`, async (t) => {
+  test(`${read} reads and nothing else; ${write} does everything (write includes read); ` +
+    'webhooks alone nothing', async (t) => {
     const app = await appFor(t)
     await seed(app)
     const [reader, writer, hooks] = tokens.map(({ token }) => `Bearer ${token}`)

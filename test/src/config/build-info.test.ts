@@ -37,7 +37,8 @@ function tempDir (t: TestContext): string {
 }
 
 /** scripts/build-info.mjs run in `cwd` for the folder `out`: its exit code, stderr, and the commit it wrote. */
-function runScript (cwd: string, out: string, commit?: string): { status: number | null, stderr: string, written?: string } {
+function runScript (cwd: string, out: string,
+  commit?: string): { status: number | null, stderr: string, written?: string } {
   const env = { PATH: process.env.PATH, HOME: cwd, ...(commit !== undefined && { PLANT_STORE_COMMIT: commit }) }
   const run = spawnSync(process.execPath, [SCRIPT, out], { cwd, env, encoding: 'utf8' })
   const file = join(out, 'build-info.json')
@@ -63,7 +64,11 @@ test('the build records PLANT_STORE_COMMIT when set (an image build has no .git)
   // An empty value (a Docker build argument not given) is unset: no repository here, so unknown.
   assert.deepEqual(runScript(dir, dir, ''), { status: 0, stderr: '', written: 'unknown' })
   // --print, for .ci/container-test's image labels: the same answer on stdout, nothing written.
-  const print = spawnSync(process.execPath, [SCRIPT, '--print'], { cwd: dir, env: { PATH: process.env.PATH, PLANT_STORE_COMMIT: commit }, encoding: 'utf8' })
+  const print = spawnSync(process.execPath, [SCRIPT, '--print'], {
+    cwd: dir,
+    env: { PATH: process.env.PATH, PLANT_STORE_COMMIT: commit },
+    encoding: 'utf8'
+  })
   assert.equal(print.stdout, `${commit}\n`)
 })
 
@@ -74,7 +79,8 @@ test('from git: HEAD, marked -dirty when a tracked file changed; unknown in a fo
   }
   const repo = tempDir(t)
   const inRepo = (...args: string[]): string => {
-    const answer = git(repo, '-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'commit.gpgsign=false', ...args)
+    const answer = git(repo, '-c', 'user.name=t', '-c', 'user.email=t@example.com', '-c', 'commit.gpgsign=false',
+      ...args)
     assert.ok(answer !== undefined, `git ${args.join(' ')}`)
     return answer
   }

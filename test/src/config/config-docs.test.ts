@@ -4,7 +4,10 @@ import { ConfigError } from '../../../src/lib/errors.js'
 import { loadConfig } from '../../../src/config/load-config.js'
 import { buildTestApp } from '../../helpers/app.js'
 
-/** The settings of the published documentation: PUBLIC_URL (OpenAPI `servers`) and DOCS_PERSIST_AUTHORIZATION (Swagger UI). */
+/**
+ * The settings of the published documentation: PUBLIC_URL (OpenAPI `servers`) and DOCS_PERSIST_AUTHORIZATION (Swagger
+ * UI).
+ */
 
 test('PUBLIC_URL: unset by default; an absolute http(s) URL is kept without its trailing slash', () => {
   assert.equal(loadConfig({}).publicUrl, undefined)
@@ -13,7 +16,8 @@ test('PUBLIC_URL: unset by default; an absolute http(s) URL is kept without its 
   assert.equal(loadConfig({ PUBLIC_URL: 'https://example.com/api/v1//' }).publicUrl, 'https://example.com/api/v1')
 })
 
-test('PUBLIC_URL that is not an absolute http(s) URL, carries credentials, a query or a fragment stops the start', () => {
+test('PUBLIC_URL that is not an absolute http(s) URL, carries credentials, a query or a ' +
+  'fragment stops the start', () => {
   const cases: Array<[string, string]> = [
     ['plants.example.com', 'must be an absolute http or https URL'],
     ['/plants', 'must be an absolute http or https URL'],
@@ -38,7 +42,8 @@ test('PUBLIC_URL that is not an absolute http(s) URL, carries credentials, a que
 test('Swagger UI keeps the token in localStorage only with DOCS_PERSIST_AUTHORIZATION=1', async (t) => {
   assert.equal(loadConfig({}).docs.persistAuthorization, false)
   assert.equal(loadConfig({ DOCS_PERSIST_AUTHORIZATION: '1' }).docs.persistAuthorization, true)
-  assert.throws(() => loadConfig({ DOCS_PERSIST_AUTHORIZATION: 'yes' }), /DOCS_PERSIST_AUTHORIZATION must be equal to one of the allowed values/)
+  assert.throws(() => loadConfig({ DOCS_PERSIST_AUTHORIZATION: 'yes' }),
+    /DOCS_PERSIST_AUTHORIZATION must be equal to one of the allowed values/)
   const initializer = async (env: NodeJS.ProcessEnv): Promise<string> => {
     const app = await buildTestApp(t, env)
     const res = await app.inject({ url: '/docs/static/swagger-initializer.js' })

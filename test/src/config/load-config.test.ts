@@ -19,10 +19,29 @@ test('defaults: port 3000 on 127.0.0.1, data/plants.db, full sync, info logs, no
 
 test('values are read from the environment', () => {
   const config = loadConfig({
-    PORT: '8080', HOST: '0.0.0.0', DATABASE_URL: ':memory:', API_TOKENS: ' a-token , b-token ,, ', LOG_LEVEL: 'warn', SQLITE_SYNCHRONOUS: 'normal', ALLOW_WEAK_TOKENS: '1'
+    PORT: '8080',
+    HOST: '0.0.0.0',
+    DATABASE_URL: ':memory:',
+    API_TOKENS: ' a-token , b-token ,, ',
+    LOG_LEVEL: 'warn',
+    SQLITE_SYNCHRONOUS: 'normal',
+    ALLOW_WEAK_TOKENS: '1'
   })
-  const { port, host, databaseUrl, sqliteSynchronous, tokens, tokenGenerated, logLevel, pgPoolMax, pgConnectTimeoutMs } = config
-  assert.deepEqual({ port, host, databaseUrl, sqliteSynchronous, tokens, tokenGenerated, logLevel, pgPoolMax, pgConnectTimeoutMs }, {
+  const {
+    port, host, databaseUrl, sqliteSynchronous, tokens, tokenGenerated, logLevel, pgPoolMax,
+    pgConnectTimeoutMs
+  } = config
+  assert.deepEqual({
+    port,
+    host,
+    databaseUrl,
+    sqliteSynchronous,
+    tokens,
+    tokenGenerated,
+    logLevel,
+    pgPoolMax,
+    pgConnectTimeoutMs
+  }, {
     port: 8080,
     host: '0.0.0.0',
     databaseUrl: ':memory:',
@@ -42,7 +61,9 @@ test('a bad value stops the start with a message that names the variable', () =>
     [{ LOG_LEVEL: 'verbose' }, /LOG_LEVEL must be equal to one of the allowed values/],
     [{ SQLITE_SYNCHRONOUS: 'off' }, /SQLITE_SYNCHRONOUS must be equal to one of the allowed values/],
     [{ PORT: '70000', HOST: ' ' }, /^invalid configuration: PORT must be <= 65535$/],
-    [{ PORT: '-1', LOG_LEVEL: 'x' }, /^invalid configuration: PORT must be >= 0, LOG_LEVEL must be equal to one of the allowed values \(fatal, error, warn, info, debug, trace, silent\)$/],
+    [{ PORT: '-1', LOG_LEVEL: 'x' },
+      new RegExp(/^invalid configuration: PORT must be >= 0, LOG_LEVEL must be equal to one of the allowed /.source +
+        /values \(fatal, error, warn, info, debug, trace, silent\)$/.source)],
     [{ API_TOKENS_FILE: '/nonexistent/tokens' }, /API_TOKENS_FILE cannot be read \(ENOENT: \/nonexistent\/tokens\)/],
     [{ API_TOKENS: 'has space inside' }, /a token may only hold the characters/],
     [{ PG_POOL_MAX: '0' }, /PG_POOL_MAX must be >= 1/],
@@ -50,25 +71,34 @@ test('a bad value stops the start with a message that names the variable', () =>
     [{ PG_STATEMENT_TIMEOUT_MS: '0' }, /PG_STATEMENT_TIMEOUT_MS must be >= 100/],
     [{ PG_STATEMENT_TIMEOUT_MS: 'forever' }, /PG_STATEMENT_TIMEOUT_MS must be integer/],
     [{ PG_STATEMENT_TIMEOUT_MS: '600001' }, /PG_STATEMENT_TIMEOUT_MS must be <= 600000/],
-    [{ DATABASE_URL: 'postgres://db.example/plants?schema=Bad-Name' }, /DATABASE_URL schema must be a lower-case SQL name/],
-    [{ DATABASE_URL: 'postgres://db.example/plants?schema=pg_catalog' }, /DATABASE_URL schema pg_catalog is PostgreSQL's own \(pg_… and information_schema are reserved\): choose another name$/],
-    [{ DATABASE_URL: 'postgres://db.example/plants?schema=information_schema' }, /DATABASE_URL schema information_schema is PostgreSQL's own/],
-    [{ DATABASE_URL: 'data/plants.db', DATABASE_DIRECT_URL: 'postgres://db.example/plants' }, /DATABASE_DIRECT_URL must be a postgres:\/\/ URL, and DATABASE_URL one too$/],
-    [{ DATABASE_URL: 'postgres://pooler.example/plants', DATABASE_DIRECT_URL: 'db.example' }, /DATABASE_DIRECT_URL must be a postgres:\/\/ URL/],
+    [{ DATABASE_URL: 'postgres://db.example/plants?schema=Bad-Name' },
+      /DATABASE_URL schema must be a lower-case SQL name/],
+    [{ DATABASE_URL: 'postgres://db.example/plants?schema=pg_catalog' },
+      new RegExp(/DATABASE_URL schema pg_catalog is PostgreSQL's own \(pg_… and information_schema are /.source +
+        /reserved\): choose another name$/.source)],
+    [{ DATABASE_URL: 'postgres://db.example/plants?schema=information_schema' },
+      /DATABASE_URL schema information_schema is PostgreSQL's own/],
+    [{ DATABASE_URL: 'data/plants.db', DATABASE_DIRECT_URL: 'postgres://db.example/plants' },
+      /DATABASE_DIRECT_URL must be a postgres:\/\/ URL, and DATABASE_URL one too$/],
+    [{ DATABASE_URL: 'postgres://pooler.example/plants', DATABASE_DIRECT_URL: 'db.example' },
+      /DATABASE_DIRECT_URL must be a postgres:\/\/ URL/],
     [{ DATABASE_URL: 'postgres://[broken' }, /DATABASE_URL is not a valid postgres:\/\/ URL/],
     [{ BODY_LIMIT: '0' }, /BODY_LIMIT must be >= 1/],
     [{ RATE_LIMIT_MAX: '-1' }, /RATE_LIMIT_MAX must be >= 0/],
     [{ MAX_EVENT_LOOP_UTILIZATION: '2' }, /MAX_EVENT_LOOP_UTILIZATION must be <= 1/],
     [{ ALLOW_WEAK_TOKENS: 'yes' }, /ALLOW_WEAK_TOKENS must be equal to one of the allowed values/],
-    [{ HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '1000' }, /HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS/]
+    [{ HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '1000' },
+      /HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS/]
   ]
   assertConfigRefused(cases)
 })
 
 test('DATABASE_URL: a SQLite path, :memory: or a postgres(ql):// URL; any other scheme stops ' +
   'the start naming the setting, never the rest', () => {
-  const refusal = (scheme: string) => new RegExp(`^invalid configuration: DATABASE_URL starts with ${scheme}:, a form it does not take: ` +
-    'a SQLite file path \\(data/plants\\.db, /var/lib/plant-store/plants\\.db; \\./ before a name holding a colon\\), :memory:, or a postgres:// or postgresql:// URL$')
+  const refusal = (scheme: string) => new RegExp(`^invalid configuration: DATABASE_URL starts with ${scheme}:, a ` +
+    'form it does not take: ' +
+    'a SQLite file path \\(data/plants\\.db, /var/lib/plant-store/plants\\.db; \\./ before a name holding a ' +
+      'colon\\), :memory:, or a postgres:// or postgresql:// URL$')
   assertConfigRefused([
     [{ API_TOKENS: TOKEN, DATABASE_URL: 'file:/var/lib/plants.db' }, refusal('file')],
     [{ API_TOKENS: TOKEN, DATABASE_URL: 'sqlite:///var/lib/plants.db' }, refusal('sqlite')],
@@ -84,9 +114,14 @@ test('DATABASE_URL: a SQLite path, :memory: or a postgres(ql):// URL; any other 
 })
 
 test('DATABASE_DIRECT_URL: PostgreSQL itself beside a pooler\'s DATABASE_URL', () => {
-  const config = loadConfig({ API_TOKENS: TOKEN, DATABASE_URL: 'postgres://app@pooler.example:6432/plants', DATABASE_DIRECT_URL: 'postgres://app@db.example/plants' })
+  const config = loadConfig({
+    API_TOKENS: TOKEN,
+    DATABASE_URL: 'postgres://app@pooler.example:6432/plants',
+    DATABASE_DIRECT_URL: 'postgres://app@db.example/plants'
+  })
   assert.equal(config.databaseDirectUrl, 'postgres://app@db.example/plants')
-  assert.equal(loadConfig({ API_TOKENS: TOKEN, DATABASE_URL: 'postgres://app@db.example/plants' }).databaseDirectUrl, undefined)
+  assert.equal(loadConfig({ API_TOKENS: TOKEN, DATABASE_URL: 'postgres://app@db.example/plants' }).databaseDirectUrl,
+    undefined)
 })
 
 test('an empty value is unset, for every setting but the token settings: its default applies', () => {
@@ -110,7 +145,10 @@ test('a bad token never appears in the error message', () => {
 
 test('PostgreSQL settings: a postgres:// URL with a schema, pool size and connect timeout', () => {
   const config = loadConfig({
-    DATABASE_URL: 'postgresql://app@db.example:5432/plants?schema=plant_store', PG_POOL_MAX: '25', PG_CONNECT_TIMEOUT_MS: '1500', PG_STATEMENT_TIMEOUT_MS: '2500'
+    DATABASE_URL: 'postgresql://app@db.example:5432/plants?schema=plant_store',
+    PG_POOL_MAX: '25',
+    PG_CONNECT_TIMEOUT_MS: '1500',
+    PG_STATEMENT_TIMEOUT_MS: '2500'
   })
   assert.equal(config.databaseUrl, 'postgresql://app@db.example:5432/plants?schema=plant_store')
   assert.equal(config.pgPoolMax, 25)
@@ -134,13 +172,21 @@ test('hardening settings: defaults', () => {
   assert.equal(config.shutdownGraceMs, 10_000)
   assert.deepEqual(config.rateLimit, { max: 1000, windowMs: 60_000 })
   assert.equal(config.redis, undefined)
-  assert.deepEqual(config.pressure, { maxEventLoopDelayMs: 1000, maxEventLoopUtilization: 0, maxHeapUsedBytes: 0, maxRssBytes: 0 })
+  assert.deepEqual(config.pressure, {
+    maxEventLoopDelayMs: 1000,
+    maxEventLoopUtilization: 0,
+    maxHeapUsedBytes: 0,
+    maxRssBytes: 0
+  })
   assert.deepEqual(config.corsOrigins, [])
 })
 
 test('hardening settings: read from the environment', () => {
   const config = loadConfig({
-    REDIS_URL: 'redis://127.0.0.1:6379/2', REDIS_KEY_PREFIX: 'ps:', CORS_ORIGINS: ' https://a.example ,https://b.example,', RATE_LIMIT_MAX: '0'
+    REDIS_URL: 'redis://127.0.0.1:6379/2',
+    REDIS_KEY_PREFIX: 'ps:',
+    CORS_ORIGINS: ' https://a.example ,https://b.example,',
+    RATE_LIMIT_MAX: '0'
   })
   assert.deepEqual(config.redis, { url: 'redis://127.0.0.1:6379/2', keyPrefix: 'ps:' })
   assert.deepEqual(config.corsOrigins, ['https://a.example', 'https://b.example'])

@@ -8,9 +8,15 @@ test('the command line: serve by default; backup and restore take one file; toke
   assert.deepEqual(parseCommandLine(['serve']), { name: 'serve' })
   assert.deepEqual(parseCommandLine(['backup', 'plants.bak']), { name: 'backup', file: 'plants.bak' })
   assert.deepEqual(parseCommandLine(['backup', '-']), { name: 'backup', file: '-' })
-  assert.deepEqual(parseCommandLine(['restore', '/backups/plants.bak']), { name: 'restore', file: '/backups/plants.bak', force: false })
-  assert.deepEqual(parseCommandLine(['restore', '--force', 'plants.bak']), { name: 'restore', file: 'plants.bak', force: true })
-  assert.deepEqual(parseCommandLine(['restore', 'plants.bak', '--force']), { name: 'restore', file: 'plants.bak', force: true })
+  assert.deepEqual(parseCommandLine(['restore', '/backups/plants.bak']), {
+    name: 'restore',
+    file: '/backups/plants.bak',
+    force: false
+  })
+  assert.deepEqual(parseCommandLine(['restore', '--force', 'plants.bak']),
+    { name: 'restore', file: 'plants.bak', force: true })
+  assert.deepEqual(parseCommandLine(['restore', 'plants.bak', '--force']),
+    { name: 'restore', file: 'plants.bak', force: true })
   assert.deepEqual(parseCommandLine(['token']), { name: 'token' })
   assert.deepEqual(parseCommandLine(['check']), { name: 'check' })
   assert.deepEqual(parseCommandLine(['migrate']), { name: 'migrate' })
@@ -45,26 +51,34 @@ test('<command> --help (or -h): that command\'s help, wherever the option stands
   assert.equal(commandUsage('check'), 'Usage: plant-store check …\n\n' +
     '  check            validate the configuration and every dependency it names (the database, Redis,\n' +
     '                   the OpenID provider) without starting; says which failed; exit 0 when all are fine\n')
-  assert.match(commandUsage('backup'), /\n\nPostgreSQL \(a postgres:\/\/ DATABASE_URL\) is backed up and restored with pg_dump/)
+  assert.match(commandUsage('backup'),
+    /\n\nPostgreSQL \(a postgres:\/\/ DATABASE_URL\) is backed up and restored with pg_dump/)
 })
 
 test('the usage names every command', () => {
-  for (const command of ['serve', 'backup <file>', 'restore [--force] <file>', '(- for\n                   stdout)', 'token', 'check', '--help', '--version', 'pg_dump']) {
+  for (const command of ['serve', 'backup <file>', 'restore [--force] <file>', '(- for\n                   stdout)',
+    'token', 'check', '--help', '--version', 'pg_dump']) {
     assert.ok(USAGE.includes(command), command)
   }
 })
 
 test('token --name <name> --scopes <list>: a named entry; both options or neither, a valid name, known scopes', () => {
-  assert.deepEqual(parseCommandLine(['token', '--name', 'ci', '--scopes', 'plants:read']), { name: 'token', entry: { name: 'ci', scopes: ['plants:read'] } })
+  assert.deepEqual(parseCommandLine(['token', '--name', 'ci', '--scopes', 'plants:read']), {
+    name: 'token',
+    entry: { name: 'ci', scopes: ['plants:read'] }
+  })
   assert.deepEqual(parseCommandLine(['token', '--scopes=plants:write, webhooks,plants:write', '--name=batch.job']),
     { name: 'token', entry: { name: 'batch.job', scopes: ['plants:write', 'webhooks'] } })
   const cases: Array<[string[], string]> = [
-    [['token', '--name', 'ci'], 'token: --name and --scopes go together (plant-store token --name ci --scopes plants:read)'],
-    [['token', '--scopes', 'webhooks'], 'token: --name and --scopes go together (plant-store token --name ci --scopes plants:read)'],
+    [['token', '--name', 'ci'],
+      'token: --name and --scopes go together (plant-store token --name ci --scopes plants:read)'],
+    [['token', '--scopes', 'webhooks'],
+      'token: --name and --scopes go together (plant-store token --name ci --scopes plants:read)'],
     [['token', '--name'], 'token: --name needs a value'],
     [['token', '--name=', '--scopes', 'webhooks'], 'token: --name needs a value'],
     [['token', '--name', 'c i', '--scopes', 'webhooks'], 'token: a name is 1 to 64 of A-Z a-z 0-9 . _ -'],
-    [['token', '--name', 'ci', '--scopes', 'plants:read,admin'], `token: unknown scope "admin" (known: ${SCOPE_NAMES})`],
+    [['token', '--name', 'ci', '--scopes', 'plants:read,admin'],
+      `token: unknown scope "admin" (known: ${SCOPE_NAMES})`],
     [['token', '--name', 'ci', '--scope', 'webhooks'], 'token: unexpected argument "--scope"']
   ]
   for (const [args, message] of cases) assert.throws(() => parseCommandLine(args), { message }, args.join(' '))

@@ -40,11 +40,13 @@ test('token with an entry prints the token once, then the API_TOKENS_FILE line h
   assert.match(token, /^[A-Za-z0-9_-]{43}$/)
   assert.equal(line, `ci plants:read,webhooks sha256:${tokenDigest(token)}`)
   assert.deepEqual(rest, [''])
-  assert.equal(output.stderr(), 'plant-store token: the token above is shown only once; add this line to API_TOKENS_FILE and restart:\n')
+  assert.equal(output.stderr(),
+    'plant-store token: the token above is shown only once; add this line to API_TOKENS_FILE and restart:\n')
   // The line is what API_TOKENS_FILE reads.
   const file = join(tempDir(), 'tokens')
   writeFileSync(file, `${line}\n`)
-  assert.deepEqual(loadConfig({ API_TOKENS_FILE: file }).namedTokens, [{ name: 'ci', scopes: ['plants:read', 'webhooks'], digest: tokenDigest(token) }])
+  assert.deepEqual(loadConfig({ API_TOKENS_FILE: file }).namedTokens,
+    [{ name: 'ci', scopes: ['plants:read', 'webhooks'], digest: tokenDigest(token) }])
 })
 
 test('check: 0 for a good configuration and database (or one not created yet), 1 with the ' +
@@ -54,7 +56,8 @@ test('check: 0 for a good configuration and database (or one not created yet), 1
   await database(good, ['Fern'])
   let output = capture()
   assert.equal(await runCheck(env(good), output), 0)
-  assert.equal(output.stdout(), `plant-store check: configuration ok\nplant-store check: database ${good} ok (quick_check)\n`)
+  assert.equal(output.stdout(),
+    `plant-store check: configuration ok\nplant-store check: database ${good} ok (quick_check)\n`)
 
   output = capture()
   assert.equal(await runCheck(env(join(dir, 'later.db')), output), 0)
@@ -71,7 +74,9 @@ test('check: 0 for a good configuration and database (or one not created yet), 1
   other.close()
   output = capture()
   assert.equal(await runCheck(env(foreign), output), 1)
-  assert.equal(output.stderr(), `plant-store check: cannot use the database ${foreign}: the file is not a plant-store database\nplant-store check: failed: the SQLite database\n`)
+  assert.equal(output.stderr(),
+    `plant-store check: cannot use the database ${foreign}: the file is not a plant-store database\nplant-store ` +
+      'check: failed: the SQLite database\n')
 
   const text = join(dir, 'notes.txt')
   writeFileSync(text, 'not a database at all, just some text that is long enough to have a header'.repeat(20))
@@ -85,8 +90,11 @@ test('check: a token setting that holds no token fails, as the start does, never
   const tokens = join(dir, 'tokens')
   writeFileSync(tokens, '# the last key was revoked\n')
   for (const [settings, message] of [
-    [{ API_TOKENS_FILE: tokens }, `plant-store: invalid configuration: API_TOKENS_FILE holds no token (${tokens}); with no token nothing can call the API\n`],
-    [{ API_TOKENS: ' , ' }, 'plant-store: invalid configuration: API_TOKENS is set but holds no token (unset it to have none)\n']
+    [{ API_TOKENS_FILE: tokens },
+      `plant-store: invalid configuration: API_TOKENS_FILE holds no token (${tokens}); with no token ` +
+        'nothing can call the API\n'],
+    [{ API_TOKENS: ' , ' },
+      'plant-store: invalid configuration: API_TOKENS is set but holds no token (unset it to have none)\n']
   ] as const) {
     const output = capture()
     assert.equal(await runCheck({ DATABASE_URL: join(dir, 'plants.db'), ...settings }, output), 1)
@@ -105,12 +113,15 @@ test('backup and restore refuse what they cannot do, saying why', async () => {
     assert.equal(output.stderr(), message)
     assert.equal(output.stdout(), '')
   }
-  await expectFailure((o) => runBackup(join(dir, 'b.db'), { DATABASE_URL: 'postgres://db.internal/plants', API_TOKENS: TOKEN }, o),
-    'plant-store backup: DATABASE_URL is PostgreSQL; use pg_dump and pg_restore (docs/operations.md, "Backups and restore")\n')
+  await expectFailure((o) => runBackup(join(dir, 'b.db'),
+    { DATABASE_URL: 'postgres://db.internal/plants', API_TOKENS: TOKEN }, o),
+  'plant-store backup: DATABASE_URL is PostgreSQL; use pg_dump and pg_restore (docs/operations.md, ' +
+      '"Backups and restore")\n')
   await expectFailure((o) => runRestore(join(dir, 'b.db'), { DATABASE_URL: ':memory:', API_TOKENS: TOKEN }, o),
     'plant-store restore: DATABASE_URL is :memory:, there is no file to restore\n')
   await expectFailure((o) => runBackup(join(dir, 'b.db'), { DATABASE_URL: file, API_TOKENS: 'short' }, o),
-    'plant-store: invalid configuration: every API token needs at least 32 characters (set ALLOW_WEAK_TOKENS=1 for local trials only)\n')
+    'plant-store: invalid configuration: every API token needs at least 32 characters (set ALLOW_WEAK_TOKENS=1 for ' +
+      'local trials only)\n')
   await expectFailure((o) => runBackup(join(dir, 'b.db'), env(join(dir, 'missing.db')), o),
     `plant-store backup: the database ${join(dir, 'missing.db')} does not exist\n`)
   await expectFailure((o) => runBackup(file, env(file), o),
@@ -125,12 +136,14 @@ test('backup and restore refuse what they cannot do, saying why', async () => {
 
   const garbage = join(dir, 'garbage.bak')
   writeFileSync(garbage, 'x'.repeat(8192))
-  await expectFailure((o) => runRestore(garbage, env(file), o, { force: true }), `plant-store restore: the backup ${garbage} is unusable: not a SQLite database\n`)
+  await expectFailure((o) => runRestore(garbage, env(file), o, { force: true }),
+    `plant-store restore: the backup ${garbage} is unusable: not a SQLite database\n`)
   const foreign = join(dir, 'foreign.bak')
   const other = new Database(foreign)
   other.exec('CREATE TABLE accounts (id INTEGER)')
   other.close()
-  await expectFailure((o) => runRestore(foreign, env(file), o, { force: true }), `plant-store restore: the backup ${foreign} is unusable: the file is not a plant-store database\n`)
+  await expectFailure((o) => runRestore(foreign, env(file), o, { force: true }),
+    `plant-store restore: the backup ${foreign} is unusable: the file is not a plant-store database\n`)
 
   // Nothing was touched: the database still holds its one plant, and no temporary file is left.
   const db = new Database(file, { readonly: true })
@@ -138,14 +151,17 @@ test('backup and restore refuse what they cannot do, saying why', async () => {
   db.close()
 })
 
-test('backup, then restore over a changed database: the backup\'s plants come back and the stale WAL is gone', async () => {
+test('backup, then restore over a changed database: the backup\'s plants come back and ' +
+  'the stale WAL is gone', async () => {
   const dir = tempDir()
   const file = join(dir, 'plants.db')
   await database(file, ['Fern', 'Rose'])
   const backup = join(dir, 'plants.bak')
   let output = capture()
   assert.equal(await runBackup(backup, env(file), output), 0)
-  assert.equal(output.stdout(), `plant-store backup: ${file} → ${backup}: ${contentsText({ plants: 2 })}, ${pages(backup)} pages, integrity_check ok\n`)
+  assert.equal(output.stdout(),
+    `plant-store backup: ${file} → ${backup}: ${contentsText({ plants: 2 })}, ${pages(backup)} pages, ` +
+      'integrity_check ok\n')
 
   // The database moves on, and a WAL is left behind as a crashed server would leave it.
   await database(file, ['Lily'])
@@ -160,12 +176,14 @@ test('backup, then restore over a changed database: the backup\'s plants come ba
   output = capture()
   assert.equal(runRestore(backup, env(file), output, { force: true }), 0)
   const kept = /kept as (\S+)\n$/.exec(output.stdout())?.[1] ?? ''
-  assert.equal(output.stdout(), `plant-store restore: ${backup} → ${file}: ${contentsText({ plants: 2 })}, integrity_check ok; start the server again\n` +
+  assert.equal(output.stdout(), `plant-store restore: ${backup} → ${file}: ${contentsText({ plants: 2 })}, ` +
+    'integrity_check ok; start the server again\n' +
     `plant-store restore: the database it replaced is kept as ${kept}\n`)
   assert.match(kept, new RegExp(`^${file.replace(/[.\\/]/g, '\\$&')}\\.before-restore-\\d{8}T\\d{6}Z$`))
   // The replaced database, its WAL folded in, is whole beside the restored one.
   const old = new Database(kept, { readonly: true })
-  assert.deepEqual(old.prepare('SELECT name FROM plants ORDER BY id').pluck().all(), ['Fern', 'Rose', 'Lily', 'in the WAL only'])
+  assert.deepEqual(old.prepare('SELECT name FROM plants ORDER BY id').pluck().all(),
+    ['Fern', 'Rose', 'Lily', 'in the WAL only'])
   old.close()
   assert.equal(existsSync(`${file}-wal`), false)
   const db = new Database(file, { readonly: true })
@@ -192,7 +210,9 @@ test('restore refuses an existing database without --force, and leaves it as it 
   await database(file, ['Rose'])
   const output = capture()
   assert.equal(runRestore(backup, env(file), output), 1)
-  assert.equal(output.stderr(), `plant-store restore: the database ${file} exists; run restore with --force to replace it (the old file is kept beside it)\n`)
+  assert.equal(output.stderr(),
+    `plant-store restore: the database ${file} exists; run restore with --force to replace it (the old file ` +
+      'is kept beside it)\n')
   assert.equal(output.stdout(), '')
   const db = new Database(file, { readonly: true })
   assert.deepEqual(db.prepare('SELECT name FROM plants ORDER BY id').pluck().all(), ['Fern', 'Rose'])
@@ -203,7 +223,9 @@ test('restore refuses an existing database without --force, and leaves it as it 
   const fresh = join(dir, 'fresh.db')
   const restored = capture()
   assert.equal(runRestore(backup, env(fresh), restored), 0)
-  assert.equal(restored.stdout(), `plant-store restore: ${backup} → ${fresh}: ${contentsText({ plants: 1 })}, integrity_check ok; start the server again\n`)
+  assert.equal(restored.stdout(),
+    `plant-store restore: ${backup} → ${fresh}: ${contentsText({ plants: 1 })}, integrity_check ok; ` +
+      'start the server again\n')
 })
 
 test('backup - writes the consistent copy to stdout and its report to stderr, and leaves no file behind', async () => {
@@ -213,7 +235,10 @@ test('backup - writes the consistent copy to stdout and its report to stderr, an
   const output = capture()
   assert.equal(await runBackup('-', env(file), output), 0)
   assert.equal(output.stdout(), '')
-  assert.match(output.stderr(), new RegExp(`^plant-store backup: ${file.replace(/[.\\/]/g, '\\$&')} → stdout: ${escaped(contentsText({ plants: 2 }))}, \\d+ pages, integrity_check ok\n$`))
+  assert.match(output.stderr(),
+    new RegExp(
+      `^plant-store backup: ${file.replace(/[.\\/]/g, '\\$&')} → stdout: ${escaped(contentsText({ plants: 2 }))}, ` +
+        '\\d+ pages, integrity_check ok\n$'))
   assert.deepEqual(readdirSync(dir), ['plants.db'])
   const copy = join(dir, 'copy.db')
   writeFileSync(copy, output.bytes())
@@ -225,7 +250,8 @@ test('backup - writes the consistent copy to stdout and its report to stderr, an
   const terminal = capture()
   Object.assign(terminal.data, { isTTY: true })
   assert.equal(await runBackup('-', env(file), terminal), 1)
-  assert.equal(terminal.stderr(), 'plant-store backup: stdout is a terminal; redirect it to a file or a pipe (plant-store backup - > plants.bak)\n')
+  assert.equal(terminal.stderr(),
+    'plant-store backup: stdout is a terminal; redirect it to a file or a pipe (plant-store backup - > plants.bak)\n')
   assert.equal(terminal.bytes().length, 0)
 })
 
@@ -241,8 +267,12 @@ test('check verifies Redis when REDIS_URL is set, names it without its password,
 
   let output = capture()
   assert.equal(await runCheck({ ...env(file), REDIS_URL: `redis://:secret-password@127.0.0.1:${port}/0` }, output), 1)
-  assert.equal(output.stdout(), `plant-store check: configuration ok\nplant-store check: database ${file} ok (quick_check)\n`)
-  assert.match(output.stderr(), new RegExp(`^plant-store check: Redis redis://127\\.0\\.0\\.1:${port}/0: .*ECONNREFUSED.*\nplant-store check: failed: Redis\n$`))
+  assert.equal(output.stdout(),
+    `plant-store check: configuration ok\nplant-store check: database ${file} ok (quick_check)\n`)
+  assert.match(output.stderr(),
+    new RegExp(
+      `^plant-store check: Redis redis://127\\.0\\.0\\.1:${port}/0: .*ECONNREFUSED.*\nplant-store ` +
+        'check: failed: Redis\n$'))
   assert.doesNotMatch(output.stderr(), /secret-password/)
 
   // Both failing: both named.
@@ -281,25 +311,35 @@ test('files: a new database, its WAL and shared-memory files, and backups are re
   assert.equal(mode(restored), '600')
 })
 
-test('check refuses what serve refuses: a PostgreSQL schema of PostgreSQL\'s own (one validation for both)', async () => {
+test('check refuses what serve refuses: a PostgreSQL schema of PostgreSQL\'s own (one ' +
+  'validation for both)', async () => {
   const output = capture()
-  assert.equal(await runCheck({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/test?schema=pg_catalog', API_TOKENS: TOKEN }, output), 1)
-  assert.equal(output.stderr(), 'plant-store: invalid configuration: DATABASE_URL schema pg_catalog is PostgreSQL\'s own (pg_… and information_schema are reserved): choose another name\n')
+  assert.equal(
+    await runCheck({ DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/test?schema=pg_catalog', API_TOKENS: TOKEN },
+      output), 1)
+  assert.equal(output.stderr(),
+    'plant-store: invalid configuration: DATABASE_URL schema pg_catalog is PostgreSQL\'s own (pg_… and ' +
+      'information_schema are reserved): choose another name\n')
   assert.equal(output.stdout(), '')
 })
 
-test('check looks at OIDC_ISSUER: the provider\'s discovery document and key set, named; a provider down fails it', async (t) => {
+test('check looks at OIDC_ISSUER: the provider\'s discovery document and key set, named; a ' +
+  'provider down fails it', async (t) => {
   const file = join(tempDir(), 'plants.db')
   const op = await startProvider([await signingKey('check-a'), await signingKey('check-b')])
   t.after(op.stop)
   const settings = { DATABASE_URL: file, OIDC_ISSUER: op.issuer, OIDC_AUDIENCE: AUDIENCE }
   let output = capture()
   assert.equal(await runCheck(settings, output), 0, output.stderr())
-  assert.equal(output.stdout(), `plant-store check: configuration ok\nplant-store check: database ${file} does not exist yet; the first start creates it\n` +
+  assert.equal(output.stdout(), `plant-store check: configuration ok\nplant-store check: database ${file} does not ` +
+    'exist yet; the first start creates it\n' +
     `plant-store check: the OpenID provider ${op.issuer} answers: discovery document and 2 keys\n`)
 
   await op.stop()
   output = capture()
   assert.equal(await runCheck(settings, output), 1)
-  assert.match(output.stderr(), new RegExp(`^plant-store check: the OpenID provider ${op.issuer.replace(/[.]/g, '\\.')}: fetch failed \\(.*ECONNREFUSED.*\\)\nplant-store check: failed: the OpenID provider\n$`))
+  assert.match(output.stderr(),
+    new RegExp(
+      `^plant-store check: the OpenID provider ${op.issuer.replace(/[.]/g, '\\.')}: fetch failed ` +
+        '\\(.*ECONNREFUSED.*\\)\nplant-store check: failed: the OpenID provider\n$'))
 })

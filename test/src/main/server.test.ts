@@ -7,7 +7,10 @@ import { test } from 'node:test'
 import { promisify } from 'node:util'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
 import { TOKEN } from '../../helpers/app.js'
-import { bannerLine, expectStartFailure, fatalMessage, logLines, SERVER_JS, startServer } from '../../helpers/server-process.js'
+import {
+  bannerLine, expectStartFailure, fatalMessage, logLines, SERVER_JS,
+  startServer
+} from '../../helpers/server-process.js'
 
 test('at a terminal with no token setting, the server shows where it listens, the docs URL and ' +
   'a made-up token that works', async (t) => {
@@ -18,7 +21,10 @@ test('at a terminal with no token setting, the server shows where it listens, th
   const token = /accepts the bearer token\n {4}(\S+)\n/.exec(shown)?.[1]
   assert.ok(token !== undefined, shown)
 
-  const authorized = await fetch(`${base}/plants/1`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } })
+  const authorized = await fetch(`${base}/plants/1`, {
+    method: 'DELETE',
+    headers: { authorization: `Bearer ${token}` }
+  })
   assert.equal(authorized.status, 404)
   const health = await fetch(`${base}/health`)
   assert.deepEqual(await health.json(), { status: 'ok' })
@@ -26,26 +32,39 @@ test('at a terminal with no token setting, the server shows where it listens, th
 
 test('off a terminal, no token setting stops the start naming the settings: no token is made ' +
   'up, none is logged', async () => {
-  const message = 'invalid configuration: no API_TOKENS, API_TOKENS_FILE or OIDC_ISSUER is set, so nothing could call the API ' +
+  const message = 'invalid configuration: no API_TOKENS, API_TOKENS_FILE or OIDC_ISSUER is set, so ' +
+    'nothing could call the API ' +
     '(a token is made up for a trial run only at a terminal; plant-store token prints one)'
-  for (const env of [{ API_TOKENS: undefined }, { API_TOKENS: undefined, LOG_FORMAT: 'pretty' }, { API_TOKENS: undefined, LOG_FORMAT: 'json', LOG_LEVEL: 'trace' }]) {
+  for (const env of [{ API_TOKENS: undefined }, { API_TOKENS: undefined, LOG_FORMAT: 'pretty' }, {
+    API_TOKENS: undefined,
+    LOG_FORMAT: 'json',
+    LOG_LEVEL: 'trace'
+  }]) {
     const { code, stdout, stderr } = await expectStartFailure({ env })
     assert.equal(code, 1)
     assert.equal(stdout, '')
-    assert.equal(env.LOG_FORMAT === 'pretty' ? stderr : fatalMessage(stderr), env.LOG_FORMAT === 'pretty' ? `plant-store: ${message}\n` : message)
+    assert.equal(env.LOG_FORMAT === 'pretty' ? stderr : fatalMessage(stderr),
+      env.LOG_FORMAT === 'pretty' ? `plant-store: ${message}\n` : message)
   }
 })
 
 test('a token setting set but empty stops the start naming it, at a terminal too, and check refuses it', async () => {
-  for (const [setting, value] of [['API_TOKENS', ''], ['API_TOKENS', '   '], ['API_TOKENS_FILE', ''], ['API_TOKENS_FILE', ' ']] as const) {
+  for (const [setting, value] of [['API_TOKENS', ''], ['API_TOKENS', '   '], ['API_TOKENS_FILE', ''],
+    ['API_TOKENS_FILE', ' ']] as const) {
     const message = `invalid configuration: ${setting} is set but holds no token (unset it to have none)`
-    const { code, stdout, stderr } = await expectStartFailure({ env: { API_TOKENS: undefined, [setting]: value, LOG_LEVEL: 'info' } })
-    assert.deepEqual({ code, stdout, message: fatalMessage(stderr) }, { code: 1, stdout: '', message }, `${setting}=${value}`)
+    const {
+      code, stdout,
+      stderr
+    } = await expectStartFailure({ env: { API_TOKENS: undefined, [setting]: value, LOG_LEVEL: 'info' } })
+    assert.deepEqual({ code, stdout, message: fatalMessage(stderr) }, { code: 1, stdout: '', message },
+      `${setting}=${value}`)
     const terminal = await expectStartFailure({ terminal: true, env: { API_TOKENS: undefined, [setting]: value } })
     assert.deepEqual({ code: terminal.code, stdout: terminal.stdout }, { code: 1, stdout: `plant-store: ${message}\n` })
-    const check = await promisify(execFile)(process.execPath, [SERVER_JS, 'check'], { env: { PATH: process.env.PATH, [setting]: value } })
+    const check = await promisify(execFile)(process.execPath, [SERVER_JS, 'check'],
+      { env: { PATH: process.env.PATH, [setting]: value } })
       .then(() => undefined, (err: { code: number, stdout: string, stderr: string }) => err)
-    assert.deepEqual({ code: check?.code, stdout: check?.stdout, stderr: check?.stderr }, { code: 1, stdout: '', stderr: `plant-store: ${message}\n` })
+    assert.deepEqual({ code: check?.code, stdout: check?.stdout, stderr: check?.stderr },
+      { code: 1, stdout: '', stderr: `plant-store: ${message}\n` })
   }
 })
 
@@ -57,10 +76,14 @@ test('check: no token setting is refused off a terminal, and at a terminal it sa
   const off = await promisify(execFile)(process.execPath, [SERVER_JS, 'check'], { env })
     .then(() => undefined, (err: { code: number, stdout: string, stderr: string }) => err)
   assert.equal(off?.code, 1)
-  assert.match(String(off?.stderr), /^plant-store: invalid configuration: no API_TOKENS, API_TOKENS_FILE or OIDC_ISSUER is set/)
-  const at = await promisify(execFile)('script', ['--quiet', '--return', '--command', `stty -onlcr; exec '${process.execPath}' '${SERVER_JS}' check`, '/dev/null'], { env })
+  assert.match(String(off?.stderr),
+    /^plant-store: invalid configuration: no API_TOKENS, API_TOKENS_FILE or OIDC_ISSUER is set/)
+  const at = await promisify(execFile)('script',
+    ['--quiet', '--return', '--command', `stty -onlcr; exec '${process.execPath}' '${SERVER_JS}' check`, '/dev/null'],
+    { env })
   assert.equal(at.stdout, 'plant-store check: configuration ok\n' +
-    'plant-store check: no API_TOKENS, API_TOKENS_FILE or OIDC_ISSUER: serve makes up a token for a trial run at this terminal only\n' +
+    'plant-store check: no API_TOKENS, API_TOKENS_FILE or OIDC_ISSUER: serve makes up a token for a trial run at ' +
+      'this terminal only\n' +
     `plant-store check: database ${join(dir, 'plants.db')} does not exist yet; the first start creates it\n`)
 })
 
@@ -80,7 +103,8 @@ test('a bad configuration value stops the start with a clear message and exit co
   // Off a terminal (LOG_FORMAT unset), the same message is a JSON log line.
   const json = await expectStartFailure({ env: { PORT: 'eighty' } })
   assert.equal(json.code, 1)
-  assert.deepEqual(logLines(json.stderr).map(({ level, msg }) => ({ level, msg })), [{ level: 60, msg: 'invalid configuration: PORT must be integer' }])
+  assert.deepEqual(logLines(json.stderr).map(({ level, msg }) => ({ level, msg })),
+    [{ level: 60, msg: 'invalid configuration: PORT must be integer' }])
   assert.equal(json.stdout, '')
 })
 
@@ -123,7 +147,8 @@ test('JSON logs end to end: a crash is one fatal JSON line on stderr, with its s
   const { time, pid, hostname, err, ...fields } = crash ?? {}
   assert.deepEqual([typeof time, typeof pid, typeof hostname], ['number', 'number', 'string'])
   assert.deepEqual(fields, { level: 60, msg: 'crashed: a bug' })
-  assert.deepEqual({ ...(err as Record<string, unknown>), stack: undefined }, { type: 'TypeError', message: 'a bug', stack: undefined })
+  assert.deepEqual({ ...(err as Record<string, unknown>), stack: undefined },
+    { type: 'TypeError', message: 'a bug', stack: undefined })
   assert.match(String((err as { stack?: unknown }).stack), /^TypeError: a bug\n {4}at /)
 })
 
@@ -165,15 +190,22 @@ test('DATABASE_URL of a scheme it does not take (file:, sqlite:, postgres:/): se
   'refuse it naming the setting, no file is made', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-database-url-'))
   t.after(() => rmSync(dir, { recursive: true, force: true }))
-  const run = async (args: string[], env: Record<string, string>) => await promisify(execFile)(process.execPath, [SERVER_JS, ...args],
+  const run = async (args: string[],
+    env: Record<string, string>) => await promisify(execFile)(process.execPath, [SERVER_JS, ...args],
     { cwd: dir, env: { PATH: process.env.PATH ?? '', API_TOKENS: TOKEN, PORT: '0', ...env } })
-    .then(() => undefined, ({ code, stdout, stderr }: { code: number, stdout: string, stderr: string }) => ({ code, stdout, stderr }))
-  for (const [url, scheme] of [['file:/plants.db', 'file'], ['sqlite:///plants.db', 'sqlite'], ['postgres:/x', 'postgres']] as const) {
-    const message = `invalid configuration: DATABASE_URL starts with ${scheme}:, a form it does not take: a SQLite file path ` +
-      '(data/plants.db, /var/lib/plant-store/plants.db; ./ before a name holding a colon), :memory:, or a postgres:// or postgresql:// URL'
-    assert.deepEqual(await run(['check'], { DATABASE_URL: url }), { code: 1, stdout: '', stderr: `plant-store: ${message}\n` })
+    .then(() => undefined,
+      ({ code, stdout, stderr }: { code: number, stdout: string, stderr: string }) => ({ code, stdout, stderr }))
+  for (const [url, scheme] of [['file:/plants.db', 'file'], ['sqlite:///plants.db', 'sqlite'],
+    ['postgres:/x', 'postgres']] as const) {
+    const message = `invalid configuration: DATABASE_URL starts with ${scheme}:, a form it does not ` +
+      'take: a SQLite file path ' +
+      '(data/plants.db, /var/lib/plant-store/plants.db; ./ before a name holding a colon), :memory:, or a ' +
+        'postgres:// or postgresql:// URL'
+    assert.deepEqual(await run(['check'], { DATABASE_URL: url }),
+      { code: 1, stdout: '', stderr: `plant-store: ${message}\n` })
     const served = await run([], { DATABASE_URL: url })
-    assert.deepEqual({ code: served?.code, stdout: served?.stdout, message: fatalMessage(served?.stderr ?? '') }, { code: 1, stdout: '', message })
+    assert.deepEqual({ code: served?.code, stdout: served?.stdout, message: fatalMessage(served?.stderr ?? '') },
+      { code: 1, stdout: '', message })
   }
   assert.deepEqual(readdirSync(dir), [], 'nothing made under the working directory')
 })

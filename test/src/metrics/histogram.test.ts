@@ -3,7 +3,8 @@ import { test } from 'node:test'
 import { Registry } from 'prom-client'
 import { RequestHistogram } from '../../../src/metrics/histogram.js'
 
-test('RequestHistogram: le buckets are cumulative and inclusive, each series keeps its labels, and prom-client prints it as a histogram', async () => {
+test('RequestHistogram: le buckets are cumulative and inclusive, each series keeps its labels, and prom-client ' +
+  'prints it as a histogram', async () => {
   const registry = new Registry()
   const histogram = new RequestHistogram('demo_seconds', 'A demo', [0.1, 1], registry)
   const fast = histogram.series('GET 200', { method: 'GET', status_code: 200 })

@@ -11,17 +11,24 @@ function fakeBackend (): TenantBackend & { closes: string[] } {
   return {
     closes,
     exists: async (key) => rows.has(key),
-    touch: async (key, now) => { const created = !rows.has(key); rows.set(key, Math.max(rows.get(key) ?? 0, now)); return created },
+    touch: async (key,
+      now) => { const created = !rows.has(key); rows.set(key, Math.max(rows.get(key) ?? 0, now)); return created },
     open: async (key, created) => ({ store: { close: async () => { closes.push(key) } } as unknown as Store, created }),
     count: async () => rows.size,
     ping: async () => {},
-    leastRecentlyUsed: async (before, limit) => [...rows].filter(([, at]) => at < before).sort((a, b) => a[1] - b[1]).slice(0, limit).map(([key]) => key),
+    leastRecentlyUsed: async (before,
+      limit) => [...rows].filter(([, at]) => at < before).sort((a, b) => a[1] - b[1]).slice(0, limit).map(
+      ([key]) => key),
     remove: async (key, before) => (rows.get(key) ?? Infinity) < before && rows.delete(key),
     close: async () => {}
   }
 }
 
-const registryOn = (backend: TenantBackend, options: { openTenants?: number, openWaitMs?: number, start?: (key: string) => Promise<string> } = {}) =>
+const registryOn = (backend: TenantBackend, options: {
+  openTenants?: number,
+  openWaitMs?: number,
+  start?: (key: string) => Promise<string>
+} = {}) =>
   new TenantRegistry<string>({
     backend,
     maxTenants: 100,
@@ -45,7 +52,8 @@ test('with every open store held past the wait, a new tenant is refused with san
 test('a tenant whose start fails is not kept: its store is closed, the next request tries again', async () => {
   const backend = fakeBackend()
   let fail = true
-  const registry = registryOn(backend, { start: async (key) => { if (fail) throw new Error('seed failed'); return key } })
+  const registry = registryOn(backend,
+    { start: async (key) => { if (fail) throw new Error('seed failed'); return key } })
   await assert.rejects(registry.acquire('a'), /seed failed/)
   assert.deepEqual(backend.closes, ['a'])
   fail = false
@@ -54,11 +62,13 @@ test('a tenant whose start fails is not kept: its store is closed, the next requ
   await assert.rejects(registry.acquire('a'), (err: unknown) => isServiceError(err, 'shutting-down'))
 })
 
-test('opens waiting for a store are served in the order they came, each taking the place of the store idle longest', async () => {
+test('opens waiting for a store are served in the order they came, each taking the place of ' +
+  'the store idle longest', async () => {
   const registry = registryOn(fakeBackend(), { openTenants: 1 })
   const held = await registry.acquire('a')
   const served: string[] = []
-  const waiting = ['b', 'c', 'd'].map((key) => registry.acquire(key).then((lease) => { served.push(key); return lease }))
+  const waiting = ['b', 'c', 'd'].map(
+    (key) => registry.acquire(key).then((lease) => { served.push(key); return lease }))
   while (registry.waiting < 3) await new Promise((resolve) => setImmediate(resolve))
   held.release()
   for (const [i, lease] of waiting.entries()) {
@@ -72,7 +82,8 @@ test('opens waiting for a store are served in the order they came, each taking t
   await registry.close()
 })
 
-test('a request arriving while others wait queues behind them, even for a place that has just become free', async () => {
+test('a request arriving while others wait queues behind them, even for a place that ' +
+  'has just become free', async () => {
   const registry = registryOn(fakeBackend(), { openTenants: 1 })
   const held = await registry.acquire('a')
   const order: string[] = []
@@ -85,7 +96,8 @@ test('a request arriving while others wait queues behind them, even for a place 
   await registry.close()
 })
 
-test('the sweep runs every quarter of SANDBOX_TTL_MS, at most a minute apart (the issue: at least every half TTL and every minute)', () => {
+test('the sweep runs every quarter of SANDBOX_TTL_MS, at most a minute apart (the issue: at least every half ' +
+  'TTL and every minute)', () => {
   const every = (ttlMs: number): number => new TenantRegistry<string>({
     backend: fakeBackend(), maxTenants: 1, openTenants: 1, ttlMs, start: async (key) => key, stop: async () => {}
   }).sweepIntervalMs

@@ -11,7 +11,10 @@ import { cleanupStack, tempDatabaseFile } from '../../helpers/cleanup.js'
  * `found()` resolves with the first report `accept` takes. An idle checkpoint thread does not hold
  * the process open, so a timer does while a test waits (its timeout ends a wait that never ends).
  */
-function nextReport (accept: (report: CheckpointReport) => boolean): { onCheckpoint: (report: CheckpointReport) => void, found: () => Promise<CheckpointReport> } {
+function nextReport (accept: (report: CheckpointReport) => boolean): {
+  onCheckpoint: (report: CheckpointReport) => void,
+  found: () => Promise<CheckpointReport>
+} {
   let settle: (report: CheckpointReport) => void = () => {}
   const report = new Promise<CheckpointReport>((resolve) => { settle = resolve })
   const found = async (): Promise<CheckpointReport> => {
@@ -26,7 +29,11 @@ function nextReport (accept: (report: CheckpointReport) => boolean): { onCheckpo
 }
 
 /** A connection to a fresh file in WAL mode with one table, closed when the test ends. */
-function walDatabase (t: Parameters<typeof cleanupStack>[0]): { db: Database.Database, file: string, after: (fn: () => unknown) => void } {
+function walDatabase (t: Parameters<typeof cleanupStack>[0]): {
+  db: Database.Database,
+  file: string,
+  after: (fn: () => unknown) => void
+} {
   const { after } = cleanupStack(t)
   const file = tempDatabaseFile({ after })
   const db = configureConnection(new Database(file))
@@ -35,14 +42,21 @@ function walDatabase (t: Parameters<typeof cleanupStack>[0]): { db: Database.Dat
   return { db, file, after }
 }
 
-test('the store\'s WAL is checkpointed by the worker thread as it is written, and the store\'s own connection no longer checkpoints', { timeout: 10_000 }, async (t) => {
+test('the store\'s WAL is checkpointed by the worker thread as it is written, and the store\'s own connection ' +
+  'no longer checkpoints', { timeout: 10_000 }, async (t) => {
   const { db, file, after } = walDatabase(t)
-  const { onCheckpoint, found } = nextReport((report) => report.thread === 'worker' && !('error' in report) && report.frames > 0 && report.checkpointed === report.frames)
+  const {
+    onCheckpoint,
+    found
+  } = nextReport(
+    (report) => report.thread === 'worker' && !('error' in report) && report.frames > 0 &&
+        report.checkpointed === report.frames)
   // The WAL starts empty: else the thread's first report could be of CREATE TABLE's frames (on a busy machine).
   db.pragma('wal_checkpoint(TRUNCATE)')
   const checkpointer = startCheckpointer(db, file, { intervalMs: 10, onCheckpoint })
   after(async () => { await checkpointer.close() })
-  assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), 1000n, 'SQLite checkpoints by itself until the thread is ready')
+  assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), 1000n,
+    'SQLite checkpoints by itself until the thread is ready')
   assert.equal(await checkpointer.ready, true)
   assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), 0n)
   db.prepare('INSERT INTO t VALUES (?)').run('x'.repeat(10_000))
@@ -50,7 +64,8 @@ test('the store\'s WAL is checkpointed by the worker thread as it is written, an
   assert.ok(!('error' in report) && report.frames >= 3, 'the 10 kB row took several pages')
 })
 
-test('once the WAL holds catchUpPages frames the thread could not copy (a reader held them), the event loop copies them', { timeout: 10_000 }, async (t) => {
+test('once the WAL holds catchUpPages frames the thread could not copy (a reader held them), the ' +
+  'event loop copies them', { timeout: 10_000 }, async (t) => {
   const { db, file, after } = walDatabase(t)
   // A reader's open snapshot keeps the thread's checkpoint from copying the frames written after it.
   const reader = new Database(file)
@@ -63,7 +78,8 @@ test('once the WAL holds catchUpPages frames the thread could not copy (a reader
     onCheckpoint: (report) => {
       reports.push(report)
       // Released as the thread reports falling short: the loop's checkpoint, which follows at once, can copy it all.
-      if (report.thread === 'worker' && !('error' in report) && report.checkpointed < report.frames && reader.inTransaction) reader.exec('COMMIT')
+      if (report.thread === 'worker' && !('error' in report) && report.checkpointed < report.frames &&
+        reader.inTransaction) reader.exec('COMMIT')
       onCheckpoint(report)
     }
   })
@@ -75,25 +91,33 @@ test('once the WAL holds catchUpPages frames the thread could not copy (a reader
   const loop = await found()
   assert.ok(!('error' in loop) && loop.frames >= 3 && loop.checkpointed === loop.frames, 'the loop copied every frame')
   const asked = reports.filter((report) => report.thread === 'worker').at(-1)
-  assert.ok(asked !== undefined && !('error' in asked) && asked.frames >= 3 && asked.checkpointed < asked.frames, 'after the thread fell short')
+  assert.ok(asked !== undefined && !('error' in asked) && asked.frames >= 3 && asked.checkpointed < asked.frames,
+    'after the thread fell short')
 })
 
-test('a WAL past catchUpPages is checkpointed on the loop even when the thread copied every frame it saw', { timeout: 10_000 }, async (t) => {
+test('a WAL past catchUpPages is checkpointed on the loop even when the thread ' +
+  'copied every frame it saw', { timeout: 10_000 }, async (t) => {
   const { db, file, after } = walDatabase(t)
   const reports: CheckpointReport[] = []
   const { onCheckpoint, found } = nextReport((report) => report.thread === 'loop')
-  const checkpointer = startCheckpointer(db, file, { intervalMs: 10, catchUpPages: 3, onCheckpoint: (report) => { reports.push(report); onCheckpoint(report) } })
+  const checkpointer = startCheckpointer(db, file, {
+    intervalMs: 10,
+    catchUpPages: 3,
+    onCheckpoint: (report) => { reports.push(report); onCheckpoint(report) }
+  })
   after(async () => { await checkpointer.close() })
   assert.equal(await checkpointer.ready, true)
   db.prepare('INSERT INTO t VALUES (?)').run('x'.repeat(10_000))
   const loop = await found()
   // Under load the loop commits more while the thread copies: its "every frame" is old news.
   const asked = reports.filter((report) => report.thread === 'worker').at(-1)
-  assert.ok(asked !== undefined && !('error' in asked) && asked.frames >= 3 && asked.checkpointed === asked.frames, 'the thread had copied all it saw')
+  assert.ok(asked !== undefined && !('error' in asked) && asked.frames >= 3 && asked.checkpointed === asked.frames,
+    'the thread had copied all it saw')
   assert.ok(!('error' in loop) && loop.checkpointed === loop.frames)
 })
 
-test('under steady writes the WAL starts over every catchUpPages or so, instead of growing for as long as they last', { timeout: 30_000 }, async (t) => {
+test('under steady writes the WAL starts over every catchUpPages or so, instead of growing for ' +
+  'as long as they last', { timeout: 30_000 }, async (t) => {
   const { after } = cleanupStack(t)
   const file = tempDatabaseFile({ after })
   const catchUpPages = 100
@@ -101,7 +125,11 @@ test('under steady writes the WAL starts over every catchUpPages or so, instead 
   const store = createSqliteStore({
     filename: file,
     synchronous: 'normal',
-    checkpoint: { intervalMs: 5, catchUpPages, onCheckpoint: (report) => { if (!('error' in report)) largest = Math.max(largest, report.frames) } }
+    checkpoint: {
+      intervalMs: 5,
+      catchUpPages,
+      onCheckpoint: (report) => { if (!('error' in report)) largest = Math.max(largest, report.frames) }
+    }
   })
   after(async () => { await store.close() })
   // 40,000 creates, 32 at a time: about 6,000 WAL frames, written without a pause (the old rule left a
@@ -118,8 +146,14 @@ test('under steady writes the WAL starts over every catchUpPages or so, instead 
 test('a WAL below catchUpPages is never checkpointed on the event loop', { timeout: 10_000 }, async (t) => {
   const { db, file, after } = walDatabase(t)
   const reports: CheckpointReport[] = []
-  const { onCheckpoint, found } = nextReport((report) => report.thread === 'worker' && !('error' in report) && report.frames > 0)
-  const checkpointer = startCheckpointer(db, file, { intervalMs: 10, onCheckpoint: (report) => { reports.push(report); onCheckpoint(report) } })
+  const {
+    onCheckpoint,
+    found
+  } = nextReport((report) => report.thread === 'worker' && !('error' in report) && report.frames > 0)
+  const checkpointer = startCheckpointer(db, file, {
+    intervalMs: 10,
+    onCheckpoint: (report) => { reports.push(report); onCheckpoint(report) }
+  })
   after(async () => { await checkpointer.close() })
   assert.equal(await checkpointer.ready, true)
   db.prepare('INSERT INTO t VALUES (?)').run('small')
@@ -127,7 +161,8 @@ test('a WAL below catchUpPages is never checkpointed on the event loop', { timeo
   assert.deepEqual(reports.filter((report) => report.thread === 'loop'), [])
 })
 
-test('when the thread cannot open the database, the connection checkpoints by itself again and the log says so once', { timeout: 10_000 }, async (t) => {
+test('when the thread cannot open the database, the connection checkpoints by itself again and ' +
+  'the log says so once', { timeout: 10_000 }, async (t) => {
   const { db, file } = walDatabase(t)
   const errors: string[] = []
   const log = { error: (_details: object, message: string) => { errors.push(message) }, info: () => {} }
@@ -135,13 +170,18 @@ test('when the thread cannot open the database, the connection checkpoints by it
   const checkpointer = startCheckpointer(db, `${file}.missing`, { log })
   assert.equal(await checkpointer.ready, false)
   assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), 1000n)
-  assert.deepEqual(errors, ['the checkpoint thread could not open the database: SQLite checkpoints the WAL on the event loop again'])
+  assert.deepEqual(errors,
+    ['the checkpoint thread could not open the database: SQLite checkpoints the WAL on the event loop again'])
   await checkpointer.close()
 })
 
-test('one thread checkpoints every database of the process, each on its own, and outlives them for the next', { timeout: 10_000 }, async (t) => {
+test('one thread checkpoints every database of the process, each on its own, and ' +
+  'outlives them for the next', { timeout: 10_000 }, async (t) => {
   const [first, second] = [walDatabase(t), walDatabase(t)]
-  const { onCheckpoint, found } = nextReport((report) => report.thread === 'worker' && !('error' in report) && report.frames > 0)
+  const {
+    onCheckpoint,
+    found
+  } = nextReport((report) => report.thread === 'worker' && !('error' in report) && report.frames > 0)
   const one = startCheckpointer(first.db, first.file, { intervalMs: 10 })
   const two = startCheckpointer(second.db, second.file, { intervalMs: 10, onCheckpoint })
   t.after(async () => { await Promise.all([one.close(), two.close()]) })
@@ -162,11 +202,16 @@ test('one thread checkpoints every database of the process, each on its own, and
   assert.equal(again.threadId, one.threadId)
 })
 
-test('a closed store leaves no WAL behind: the thread\'s connection is closed before the store\'s last checkpoint', { timeout: 10_000 }, async (t) => {
+test('a closed store leaves no WAL behind: the thread\'s connection is closed before the ' +
+  'store\'s last checkpoint', { timeout: 10_000 }, async (t) => {
   const { after } = cleanupStack(t)
   const file = tempDatabaseFile({ after })
   const { onCheckpoint, found } = nextReport((report) => report.thread === 'worker')
-  const store = createSqliteStore({ filename: file, synchronous: 'normal', checkpoint: { intervalMs: 10, onCheckpoint } })
+  const store = createSqliteStore({
+    filename: file,
+    synchronous: 'normal',
+    checkpoint: { intervalMs: 10, onCheckpoint }
+  })
   for (let i = 0; i < 20; i++) await store.plants.create({ name: `plant ${i}` })
   await found()
   await store.close()

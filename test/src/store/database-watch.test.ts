@@ -13,10 +13,13 @@ function watched (options: { summaryMs?: number, recheckMs?: number } = {}) {
     probe: async () => {
       state.probes++
       await new Promise((resolve) => setImmediate(resolve))
-      if (!state.up) throw new Error('the database is unavailable', { cause: new Error('connect ECONNREFUSED 127.0.0.1:5432') })
+      if (!state.up) {
+        throw new Error('the database is unavailable', { cause: new Error('connect ECONNREFUSED 127.0.0.1:5432') })
+      }
     },
     log: {
-      error: (details, message) => { told.push({ level: 'error', message, details: details as Record<string, unknown> }) },
+      error: (details,
+        message) => { told.push({ level: 'error', message, details: details as Record<string, unknown> }) },
       warn: (details, message) => { told.push({ level: 'warn', message, details: details as Record<string, unknown> }) }
     },
     summaryMs: options.summaryMs ?? 60_000,
@@ -55,16 +58,19 @@ test('failures: the first of a period is told on its own, the rest counted into 
   state.up = false
   assert.equal(watch.failed('request'), true)
   await until('the probe the failure asked for found it down', () => !watch.up)
-  assert.deepEqual([watch.failed('request'), watch.failed('request'), watch.failed('dispatcher')], [false, false, false])
+  assert.deepEqual([watch.failed('request'), watch.failed('request'), watch.failed('dispatcher')],
+    [false, false, false])
   await until('the period is over', () => told.length === 2)
-  assert.deepEqual(messages(), ['error: the database is unreachable', 'error: failures while the database was unavailable'])
+  assert.deepEqual(messages(),
+    ['error: the database is unreachable', 'error: failures while the database was unavailable'])
   assert.equal(told[1]?.details.failedRequests, 2)
   assert.equal(told[1]?.details.dispatcherErrors, 1)
   // While it is down, even the first failure of a period is only counted; the period ends when it is back.
   assert.equal(watch.failed('request'), false)
   state.up = true
   await until('the database is back', () => watch.up)
-  assert.deepEqual(messages().slice(2), ['error: failures while the database was unavailable', 'warn: the database is back'])
+  assert.deepEqual(messages().slice(2),
+    ['error: failures while the database was unavailable', 'warn: the database is back'])
   assert.equal(told[2]?.details.failedRequests, 1)
 })
 
@@ -85,7 +91,8 @@ test('closed: what was counted is told, nothing is counted any more', async () =
   await assert.rejects(watch.probe())
   assert.equal(watch.failed('request'), false)
   watch.close()
-  assert.deepEqual(messages(), ['error: the database is unreachable', 'error: failures while the database was unavailable'])
+  assert.deepEqual(messages(),
+    ['error: the database is unreachable', 'error: failures while the database was unavailable'])
   assert.equal(told[1]?.details.failedRequests, 1)
   assert.equal(watch.failed('request'), true)
 })

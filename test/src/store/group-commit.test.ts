@@ -19,7 +19,10 @@ function storeWithCommits (t: Cleanup, filename = ':memory:'): { store: Store, c
   return { store, commits }
 }
 
-/** A store on a fresh file under `full`, recording each commit and each sync; every WAL flush is held until the test releases it. */
+/**
+ * A store on a fresh file under `full`, recording each commit and each sync; every WAL flush is held until the test
+ * releases it.
+ */
 function fullStoreWithEvents (t: Cleanup): { store: Store, events: string[], held: Array<() => void> } {
   const events: string[] = []
   // Each held flush runs the real fdatasync once released: the test decides when a flush is under
@@ -49,7 +52,8 @@ async function until (condition: () => boolean): Promise<void> {
 test('writes queued in the same turn commit in one transaction, results in request order', async (t) => {
   const { store, commits } = storeWithCommits(t)
   const created = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((name) => store.plants.create({ name })))
-  assert.deepEqual(created.map(({ item: plant }) => [plant.id, plant.name]), [[1n, 'a'], [2n, 'b'], [3n, 'c'], [4n, 'd'], [5n, 'e']])
+  assert.deepEqual(created.map(({ item: plant }) => [plant.id, plant.name]),
+    [[1n, 'a'], [2n, 'b'], [3n, 'c'], [4n, 'd'], [5n, 'e']])
   assert.deepEqual(commits, [5])
 
   // A later turn is a new transaction: creates, replaces, updates and deletes share it.
@@ -74,7 +78,9 @@ test('a conflicting create fails alone: its neighbours in the batch are committe
   assert.deepEqual(commits, [1 + 1 + 1])
   assert.equal(results[0]?.status, 'fulfilled')
   assert.equal(results[1]?.status, 'rejected')
-  assert.ok(results[1]?.status === 'rejected' && results[1].reason instanceof ServiceError && results[1].reason.code === 'conflict')
+  assert.ok(
+    results[1]?.status === 'rejected' && results[1].reason instanceof ServiceError &&
+      results[1].reason.code === 'conflict')
   assert.equal(results[2]?.status, 'fulfilled')
   assert.equal((await store.plants.get(10n))?.name, 'first')
   assert.equal((await store.plants.get(11n))?.name, 'after')
@@ -91,7 +97,8 @@ test('a failed precondition changes nothing and does not stop the other writes o
     store.plants.delete(other.id)
   ])
   const refused = (outcome: PromiseSettledResult<unknown>): boolean =>
-    outcome.status === 'rejected' && outcome.reason instanceof ServiceError && outcome.reason.code === 'precondition-failed'
+    outcome.status === 'rejected' && outcome.reason instanceof ServiceError &&
+      outcome.reason.code === 'precondition-failed'
   assert.ok(refused(stale))
   assert.ok(refused(staleDelete))
   assert.ok(fresh.status === 'fulfilled' && fresh.value.name === 'renamed')
@@ -103,9 +110,11 @@ test('a failed precondition changes nothing and does not stop the other writes o
 test('the same id deleted twice in one batch: deleted once, then not-found', async (t) => {
   const { store, commits } = storeWithCommits(t)
   const { item: plant } = await store.plants.create({ name: 'once' })
-  const outcomes = await Promise.allSettled([store.plants.delete(plant.id), store.plants.delete(plant.id), store.plants.delete(plant.id + 1n)])
-  assert.deepEqual(outcomes.map((outcome) => outcome.status === 'fulfilled' ? outcome.value.id : (outcome.reason as ServiceError).code),
-    [plant.id, 'not-found', 'not-found'])
+  const outcomes = await Promise.allSettled(
+    [store.plants.delete(plant.id), store.plants.delete(plant.id), store.plants.delete(plant.id + 1n)])
+  assert.deepEqual(outcomes.map(
+    (outcome) => outcome.status === 'fulfilled' ? outcome.value.id : (outcome.reason as ServiceError).code),
+  [plant.id, 'not-found', 'not-found'])
   assert.deepEqual(commits, [1, 3])
 })
 
@@ -123,7 +132,9 @@ test('idempotency keys keep their meaning inside a batch', async (t) => {
   assert.ok(first?.status === 'fulfilled' && !first.value.replayed)
   assert.ok(replay?.status === 'fulfilled' && replay.value.replayed)
   assert.deepEqual(replay.value.item, first.value.item)
-  assert.ok(reuse?.status === 'rejected' && reuse.reason instanceof ServiceError && reuse.reason.code === 'idempotency-key-reused')
+  assert.ok(
+    reuse?.status === 'rejected' && reuse.reason instanceof ServiceError &&
+      reuse.reason.code === 'idempotency-key-reused')
   assert.ok(plain?.status === 'fulfilled' && plain.value.item.id === first.value.item.id + 1n)
   // Only the two creates that made a plant made one.
   assert.deepEqual((await store.plants.list({ limit: 10 })).items.map((plant) => plant.name), ['fern', 'no key'])
@@ -157,7 +168,8 @@ test('closing the store commits the writes still queued', async () => {
   await reopened.close()
 })
 
-test('under full, writes are answered after one fdatasync of the WAL; reads that saw them wait for it too', async (t) => {
+test('under full, writes are answered after one fdatasync of the WAL; reads that saw ' +
+  'them wait for it too', async (t) => {
   const { store, events, held } = fullStoreWithEvents(t)
 
   const writes = Promise.all([store.plants.create({ name: 'a' }), store.plants.create({ name: 'b' })])
@@ -178,7 +190,8 @@ test('under full, writes are answered after one fdatasync of the WAL; reads that
   assert.equal(held.length, 0)
 })
 
-test('under full, a write that does not await the sync is answered once committed; its neighbours and later reads still wait', { timeout: 10_000 }, async (t) => {
+test('under full, a write that does not await the sync is answered once committed; its neighbours and ' +
+  'later reads still wait', { timeout: 10_000 }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-group-'))
   const db = new Database(join(dir, 'plants.db'))
   db.pragma('journal_mode = WAL')
@@ -195,12 +208,15 @@ test('under full, a write that does not await the sync is answered once committe
   })
   const insert = db.prepare('INSERT INTO t VALUES (?)')
   const events: string[] = []
-  const durable = writes.enqueue(() => insert.run(1).changes).then((changes) => { events.push('durable answered'); return changes })
-  const bookkeeping = writes.enqueue(() => insert.run(2).changes, { awaitSync: false }).then((changes) => { events.push('bookkeeping answered'); return changes })
+  const durable = writes.enqueue(() => insert.run(1).changes).then(
+    (changes) => { events.push('durable answered'); return changes })
+  const bookkeeping = writes.enqueue(() => insert.run(2).changes, { awaitSync: false }).then(
+    (changes) => { events.push('bookkeeping answered'); return changes })
   assert.equal(await bookkeeping, 1)
   await until(() => held.length === 1)
   // Committed together; the flush is held: only the write that does not await it is answered.
-  const read = Promise.resolve(writes.afterDurable('read')).then((value) => { events.push('read answered'); return value })
+  const read = Promise.resolve(writes.afterDurable('read')).then(
+    (value) => { events.push('read answered'); return value })
   await new Promise((resolve) => setTimeout(resolve, 20))
   assert.deepEqual(events, ['bookkeeping answered'])
   held.shift()?.()
@@ -209,7 +225,8 @@ test('under full, a write that does not await the sync is answered once committe
   assert.deepEqual(events, ['bookkeeping answered', 'durable answered', 'read answered'])
 })
 
-test('under full, a claim hands out a delivery only once its event is on disk; outcomes do not wait for the disk, the API\'s reads of them do', { timeout: 10_000 }, async (t) => {
+test('under full, a claim hands out a delivery only once its event is on disk; outcomes do not wait for the disk, ' +
+  'the API\'s reads of them do', { timeout: 10_000 }, async (t) => {
   const { store, held } = fullStoreWithEvents(t)
   const releaseAll = (): void => { for (const release of held.splice(0)) release() }
   const settle = async <T>(promise: Promise<T>): Promise<T> => {
@@ -219,7 +236,11 @@ test('under full, a claim hands out a delivery only once its event is on disk; o
   }
   const owner = 'a'.repeat(64)
   const subscription = await settle(store.webhooks.createSubscription({
-    owner, url: 'https://example.com/hooks', events: ['plant.created'], disabled: false, secret: `whsec_${Buffer.alloc(32).toString('base64')}`
+    owner,
+    url: 'https://example.com/hooks',
+    events: ['plant.created'],
+    disabled: false,
+    secret: `whsec_${Buffer.alloc(32).toString('base64')}`
   }, Date.now()))
   // The plant and its event are committed; their flush is held.
   let created = false
@@ -227,21 +248,36 @@ test('under full, a claim hands out a delivery only once its event is on disk; o
   await until(() => held.length > 0)
   const now = Date.now()
   let claimedYet = false
-  const claiming = store.webhooks.claimDue({ lease: 'l1', now, leaseMs: 60_000, limit: 10, perSubscription: 2, skipSubscriptions: [] })
+  const claiming = store.webhooks.claimDue({
+    lease: 'l1',
+    now,
+    leaseMs: 60_000,
+    limit: 10,
+    perSubscription: 2,
+    skipSubscriptions: []
+  })
     .then((result) => { claimedYet = true; return result })
   await new Promise((resolve) => setTimeout(resolve, 20))
-  assert.deepEqual([created, claimedYet], [false, false], 'the event is committed, but nothing is sent before it is on disk')
+  assert.deepEqual([created, claimedYet], [false, false],
+    'the event is committed, but nothing is sent before it is on disk')
   releaseAll()
   await create
   const [claimed] = await claiming
   assert.ok(claimed !== undefined)
   assert.equal(held.length, 0, 'no flush is left under way')
   const done = await store.webhooks.completeDelivery({
-    id: claimed.id, lease: 'l1', attemptedAt: now, statusCode: 204, status: 'succeeded', disableSubscription: false, failingDisableBefore: 0
+    id: claimed.id,
+    lease: 'l1',
+    attemptedAt: now,
+    statusCode: 204,
+    status: 'succeeded',
+    disableSubscription: false,
+    failingDisableBefore: 0
   })
   assert.deepEqual(done, { recorded: true, subscriptionDisabled: false })
   let answered = false
-  const page = store.webhooks.listDeliveries(owner, subscription.id, { limit: 10 }).then((result) => { answered = true; return result })
+  const page = store.webhooks.listDeliveries(owner, subscription.id, { limit: 10 }).then(
+    (result) => { answered = true; return result })
   await until(() => held.length > 0)
   await new Promise((resolve) => setTimeout(resolve, 20))
   assert.equal(answered, false, 'the outcome was answered unflushed; the API does not show it before it is on disk')

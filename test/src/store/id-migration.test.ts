@@ -41,7 +41,8 @@ function sqliteVersion2 (write: (db: Database.Database) => void): string {
 describe('upgrading the id sequence (schema version 2 to the latest)', () => {
   test('SQLite: a sequence within range goes on where it was, past deleted ids', async (t) => {
     const file = sqliteVersion2((db) => {
-      db.exec("INSERT INTO plants (name, created_at, updated_at) VALUES ('a', 0, 0), ('b', 0, 0), ('c', 0, 0); DELETE FROM plants WHERE id = 3")
+      db.exec("INSERT INTO plants (name, created_at, updated_at) VALUES ('a', 0, 0), ('b', 0, 0), ('c', 0, 0); " +
+        'DELETE FROM plants WHERE id = 3')
     })
     const store = createSqliteStore({ filename: file })
     t.after(() => store.close())
@@ -63,7 +64,8 @@ describe('upgrading the id sequence (schema version 2 to the latest)', () => {
     const store = createSqliteStore({ filename: file })
     t.after(() => store.close())
     assert.deepEqual(await generatedIds(store, 2), [101n, 102n])
-    assert.equal((await store.plants.get(MAX + 2n))?.name, 'generated beyond', 'rows beyond the range are kept as they are')
+    assert.equal((await store.plants.get(MAX + 2n))?.name, 'generated beyond',
+      'rows beyond the range are kept as they are')
   })
 })
 
@@ -81,7 +83,8 @@ if (TEST_DATABASE_URL !== undefined) {
 
   describe('upgrading the PostgreSQL id sequence (schema version 2 to the latest)', () => {
     test('a sequence within range goes on where it was, past deleted ids', async (t) => {
-      const url = await postgresVersion2(t, `INSERT INTO plants (name, created_at, updated_at) VALUES ('a', 0, 0), ('b', 0, 0), ('c', 0, 0);
+      const url = await postgresVersion2(t, `INSERT INTO plants (name, created_at, updated_at)
+        VALUES ('a', 0, 0), ('b', 0, 0), ('c', 0, 0);
         DELETE FROM plants WHERE id = 3`)
       const store = await createPostgresStore({ url })
       t.after(() => store.close())
@@ -96,14 +99,19 @@ if (TEST_DATABASE_URL !== undefined) {
 
     test('a sequence pushed past 2^53 - 1 comes back below the ids chosen at the top', async (t) => {
       // The old code raised the sequence to every chosen id, then went on above 2^53 - 1.
-      const url = await postgresVersion2(t, `INSERT INTO plants (name, created_at, updated_at) VALUES ('generated 1', 0, 0), ('generated 2', 0, 0);
-        INSERT INTO plants (id, name, created_at, updated_at) VALUES (100, 'chosen', 0, 0), (${MAX - 1n}, 'chosen at the top', 0, 0), (${MAX}, 'chosen at the very top', 0, 0);
+      const url = await postgresVersion2(t, `INSERT INTO plants (name, created_at, updated_at)
+        VALUES ('generated 1', 0, 0), ('generated 2', 0, 0);
+        INSERT INTO plants (id, name, created_at, updated_at)
+        VALUES (100, 'chosen', 0, 0), (${MAX - 1n}, 'chosen at the top', 0, 0),
+          (${MAX}, 'chosen at the very top', 0, 0);
         SELECT setval('plants_id_seq', ${MAX});
-        INSERT INTO plants (name, created_at, updated_at) VALUES ('generated beyond', 0, 0), ('generated beyond', 0, 0)`)
+        INSERT INTO plants (name, created_at, updated_at)
+        VALUES ('generated beyond', 0, 0), ('generated beyond', 0, 0)`)
       const store = await createPostgresStore({ url })
       t.after(() => store.close())
       assert.deepEqual(await generatedIds(store, 2), [101n, 102n])
-      assert.equal((await store.plants.get(MAX + 2n))?.name, 'generated beyond', 'rows beyond the range are kept as they are')
+      assert.equal((await store.plants.get(MAX + 2n))?.name, 'generated beyond',
+        'rows beyond the range are kept as they are')
     })
   })
 }

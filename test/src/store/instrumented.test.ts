@@ -4,7 +4,8 @@ import { instrumentStore, type OperationObserver } from '../../../src/store/inst
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
 import { RESOURCES } from '../../../src/resources/index.js'
 
-test('no observer: the bare store itself; observers: each told when every operation starts and how it ended', async () => {
+test('no observer: the bare store itself; observers: each told when every operation ' +
+  'starts and how it ended', async () => {
   const store = createSqliteStore({ filename: ':memory:' })
   assert.equal(instrumentStore(store, [], RESOURCES), store)
   const events: string[] = []
@@ -22,12 +23,23 @@ test('no observer: the bare store itself; observers: each told when every operat
   await observed.plants.delete(plant.id)
   await observed.webhooks.listSubscriptions('owner', { limit: 1 })
   // The dispatcher's own calls are not operations anyone asked for: not observed.
-  await observed.webhooks.claimDue({ lease: 'l', now: Date.now(), leaseMs: 1000, limit: 1, perSubscription: 1, skipSubscriptions: [] })
+  await observed.webhooks.claimDue({
+    lease: 'l',
+    now: Date.now(),
+    leaseMs: 1000,
+    limit: 1,
+    perSubscription: 1,
+    skipSubscriptions: []
+  })
   await assert.rejects(observed.plants.delete(plant.id), { message: `Plant ${plant.id} not found` })
   await observed.close()
-  const operations = ['plants.create', 'plants.update', 'plants.replace', 'plants.list', 'plants.get', 'ping', 'plants.delete', 'webhooks.listSubscriptions']
+  const operations = ['plants.create', 'plants.update', 'plants.replace', 'plants.list', 'plants.get', 'ping',
+    'plants.delete', 'webhooks.listSubscriptions']
   assert.deepEqual(events, [
-    ...operations.flatMap((operation) => [`metrics ${operation} start`, `tracing ${operation} start`, `metrics ${operation} ok`, `tracing ${operation} ok`]),
-    'metrics plants.delete start', 'tracing plants.delete start', `metrics plants.delete Plant ${plant.id} not found`, `tracing plants.delete Plant ${plant.id} not found`
+    ...operations.flatMap(
+      (operation) => [`metrics ${operation} start`, `tracing ${operation} start`, `metrics ${operation} ok`,
+        `tracing ${operation} ok`]),
+    'metrics plants.delete start', 'tracing plants.delete start', `metrics plants.delete Plant ${plant.id} not found`,
+      `tracing plants.delete Plant ${plant.id} not found`
   ])
 })

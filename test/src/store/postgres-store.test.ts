@@ -3,7 +3,10 @@ import { randomBytes } from 'node:crypto'
 import { describe, test } from 'node:test'
 import pg from 'pg'
 import { migrations } from '../../../src/store/postgres/migrations.js'
-import { inTransaction, isConnectionError, isPostgresUrl, parsePostgresUrl, postgresFailure, settledPool, tablePrefix } from '../../../src/store/postgres/connection.js'
+import {
+  inTransaction, isConnectionError, isPostgresUrl, parsePostgresUrl, postgresFailure, settledPool,
+  tablePrefix
+} from '../../../src/store/postgres/connection.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { StoreOpenError } from '../../../src/lib/errors.js'
 import type { Store } from '../../../src/store/contract.js'
@@ -20,24 +23,29 @@ test('postgres:// and postgresql:// URLs select PostgreSQL; paths and :memory: d
   assert.equal(isPostgresUrl('postgres.db'), false)
 })
 
-test('?schema= is taken out of the URL (no startup parameter for it); other parameters stay; bad names are refused', () => {
+test('?schema= is taken out of the URL (no startup parameter for it); other parameters stay; ' +
+  'bad names are refused', () => {
   assert.deepEqual(parsePostgresUrl('postgres://u@h/db'), { connectionString: 'postgres://u@h/db' })
   const target = parsePostgresUrl('postgres://u@h:5433/db?schema=plants_1&application_name=x')
   assert.deepEqual(target, { connectionString: 'postgres://u@h:5433/db?application_name=x', schema: 'plants_1' })
   for (const bad of ['Plants', 'a-b', 'x;drop', '1st', '', 'a'.repeat(64)]) {
-    assert.throws(() => parsePostgresUrl(`postgres://u@h/db?schema=${encodeURIComponent(bad)}`), /schema must be a lower-case SQL name/, bad)
+    assert.throws(() => parsePostgresUrl(`postgres://u@h/db?schema=${encodeURIComponent(bad)}`),
+      /schema must be a lower-case SQL name/, bad)
   }
 })
 
 if (TEST_DATABASE_URL !== undefined) {
-  test('PostgreSQL: a settled pool\'s transactions carry its settings, lone statements go as they are (in a transaction of their own with asynchronous commit), and its session keeps none of them', async (t) => {
+  test('PostgreSQL: a settled pool\'s transactions carry its settings, lone statements go as they are (in a ' +
+    'transaction of their own with asynchronous commit), and its session keeps none of them', async (t) => {
     const { url, schema } = scratchDatabaseUrl(t)
-    await adminQuery(`CREATE SCHEMA ${schema}; CREATE TABLE ${schema}.here (x integer); INSERT INTO ${schema}.here VALUES (7)`)
+    await adminQuery(
+      `CREATE SCHEMA ${schema}; CREATE TABLE ${schema}.here (x integer); INSERT INTO ${schema}.here VALUES (7)`)
     // One connection: what a transaction set would be seen by the next statement, if it leaked.
     const raw = new pg.Pool({ connectionString: parsePostgresUrl(url).connectionString, max: 1 })
     t.after(async () => { await raw.end() })
     const pool = settledPool(raw, { schema, statementTimeoutMs: 1234, asynchronousCommit: true })
-    const settings = "SELECT current_setting('search_path') AS path, current_setting('statement_timeout') AS statement, " +
+    const settings = "SELECT current_setting('search_path') AS path, " +
+      "current_setting('statement_timeout') AS statement, " +
       "current_setting('lock_timeout') AS lock, current_setting('synchronous_commit') AS commit"
     const inside = await inTransaction(pool, async (client) => (await client.query(settings)).rows[0] as unknown)
     assert.deepEqual(inside, { path: schema, statement: '1234ms', lock: '1234ms', commit: 'off' })
@@ -60,7 +68,8 @@ if (TEST_DATABASE_URL !== undefined) {
 
 test('connection errors are told apart from other errors', () => {
   const coded = (code: string): Error => Object.assign(new Error('x'), { code })
-  for (const err of [coded('ECONNREFUSED'), coded('57P01'), coded('08006'), new Error('Connection terminated unexpectedly'),
+  for (const err of [coded('ECONNREFUSED'), coded('57P01'), coded('08006'),
+    new Error('Connection terminated unexpectedly'),
     new Error('timeout exceeded when trying to connect')]) {
     assert.equal(isConnectionError(err), true, err.message)
   }
@@ -69,7 +78,8 @@ test('connection errors are told apart from other errors', () => {
   }
 })
 
-test('every failure to reach or use the database is unavailable (storage-full when its disk is); bugs stay bugs', () => {
+test('every failure to reach or use the database is unavailable (storage-full when its ' +
+  'disk is); bugs stay bugs', () => {
   const coded = (code: string): Error => Object.assign(new Error(`error ${code}`), { code })
   const cases: Array<[unknown, string | undefined]> = [
     [coded('ECONNREFUSED'), 'unavailable'],
@@ -115,14 +125,17 @@ if (TEST_DATABASE_URL !== undefined) {
   describe('PostgreSQL store', () => {
     test('instances starting together on a new schema migrate it exactly once', async (t) => {
       const { url, schema } = scratchDatabaseUrl(t)
-      const stores = await Promise.all(Array.from({ length: 4 }, async () => await createPostgresStore({ url, poolMax: 2 })))
+      const stores = await Promise.all(
+        Array.from({ length: 4 }, async () => await createPostgresStore({ url, poolMax: 2 })))
       t.after(async () => { await Promise.all(stores.map(async (store) => { await store.close() })) })
-      const rows = await adminQuery<{ version: number }>(`SELECT version FROM ${schema}.plant_store_migrations ORDER BY version`)
+      const rows = await adminQuery<{ version: number }>(
+        `SELECT version FROM ${schema}.plant_store_migrations ORDER BY version`)
       assert.deepEqual(rows.map((row) => row.version), migrations.map((_, i) => i + 1))
       const tables = await adminQuery<{ table_name: string }>(
         'SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name', [schema])
       assert.deepEqual(tables.map((row) => row.table_name),
-        ['chosen_ids', 'idempotency_keys', 'plant_store_migrations', 'plants', 'webhook_attempts', 'webhook_deliveries', 'webhook_events', 'webhook_subscriptions'])
+        ['chosen_ids', 'idempotency_keys', 'plant_store_migrations', 'plants', 'webhook_attempts', 'webhook_deliveries',
+          'webhook_events', 'webhook_subscriptions'])
     })
 
     test('a generated id that runs into a row the sequence did not know of moves past it', async (t) => {
@@ -130,7 +143,9 @@ if (TEST_DATABASE_URL !== undefined) {
       const store = await createPostgresStore({ url })
       t.after(() => store.close())
       // Rows written behind the store's back (a restore, a manual insert) leave the sequence behind.
-      await adminQuery(`INSERT INTO ${schema}.plants (id, name, created_at, updated_at) VALUES (1, 'restored', 0, 0), (2, 'restored', 0, 0)`)
+      await adminQuery(
+        `INSERT INTO ${schema}.plants (id, name, created_at, updated_at) VALUES (1, 'restored', 0, 0), ` +
+          '(2, \'restored\', 0, 0)')
       assert.equal((await store.plants.create({ name: 'generated' })).item.id, 3n)
       assert.equal((await store.plants.create({ name: 'next' })).item.id, 4n)
     })
@@ -150,16 +165,23 @@ if (TEST_DATABASE_URL !== undefined) {
       const proxy = await startTcpProxy(serverPort)
       t.after(() => proxy.close())
       await proxy.down()
-      await assert.rejects(createPostgresStore({ url: viaProxy(base, proxy.port) }), (err: unknown) => err instanceof StoreOpenError && isConnectionError(err.cause))
+      await assert.rejects(createPostgresStore({ url: viaProxy(base, proxy.port) }),
+        (err: unknown) => err instanceof StoreOpenError && isConnectionError(err.cause))
     })
 
-    test('when the database goes away: unavailable errors, idle errors do not crash, and it recovers when it returns', async (t) => {
+    test('when the database goes away: unavailable errors, idle errors do not crash, and it ' +
+      'recovers when it returns', async (t) => {
       const proxy = await startTcpProxy(serverPort)
       t.after(() => proxy.close())
       const { url } = scratchDatabaseUrl(t)
       let idleError: (err: Error) => void = () => {}
       const idleErrorSeen = new Promise<Error>((resolve) => { idleError = resolve })
-      const store = await createPostgresStore({ url: viaProxy(url, proxy.port), poolMax: 3, connectTimeoutMs: 2000, onIdleError: (err) => { idleError(err) } })
+      const store = await createPostgresStore({
+        url: viaProxy(url, proxy.port),
+        poolMax: 3,
+        connectTimeoutMs: 2000,
+        onIdleError: (err) => { idleError(err) }
+      })
       t.after(() => store.close())
       const { item: plant } = await store.plants.create({ name: 'survivor' })
 
@@ -185,15 +207,22 @@ if (TEST_DATABASE_URL !== undefined) {
     test('terminated sessions: each call either succeeds or is unavailable, and the store recovers', async (t) => {
       const { url } = scratchDatabaseUrl(t)
       const name = `plant-store-test-${randomBytes(6).toString('hex')}`
-      const store: Store = await createPostgresStore({ url: withApplicationName(url, name), poolMax: 3, onIdleError: () => {} })
+      const store: Store = await createPostgresStore({
+        url: withApplicationName(url, name),
+        poolMax: 3,
+        onIdleError: () => {}
+      })
       t.after(() => store.close())
       const { item: plant } = await store.plants.create({ name: 'survivor' })
       await Promise.all([store.ping(), store.ping(), store.ping()])
 
       assert.ok(await terminateSessions(name) >= 1)
-      const outcomes = await Promise.allSettled([store.ping(), store.plants.get(plant.id), store.plants.list({ limit: 1 })])
+      const outcomes = await Promise.allSettled(
+        [store.ping(), store.plants.get(plant.id), store.plants.list({ limit: 1 })])
       for (const outcome of outcomes) {
-        if (outcome.status === 'rejected') assert.equal((outcome.reason as { code?: string }).code, 'unavailable', String(outcome.reason))
+        if (outcome.status === 'rejected') {
+          assert.equal((outcome.reason as { code?: string }).code, 'unavailable', String(outcome.reason))
+        }
       }
       await store.ping()
       assert.deepEqual(await store.plants.get(plant.id), plant)

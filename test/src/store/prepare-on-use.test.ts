@@ -3,7 +3,8 @@ import { test } from 'node:test'
 import Database from 'better-sqlite3'
 import { prepareOnUse } from '../../../src/store/sqlite/prepare-on-use.js'
 
-test('prepareOnUse: a statement is compiled at its first run, with the modifiers chained before it; the rest is the connection', () => {
+test('prepareOnUse: a statement is compiled at its first run, with the modifiers chained before it; the ' +
+  'rest is the connection', () => {
   const raw = new Database(':memory:')
   const db = prepareOnUse(raw)
   const missing = db.prepare('SELECT x FROM later')

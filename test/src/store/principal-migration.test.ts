@@ -32,7 +32,8 @@ async function assertUpgraded (store: Store, owners: () => Promise<string[]>): P
   const id = jwtPrincipalId(LONG_SUB)
   assert.equal(id, `jwt-sha256:${sha256(LONG_SUB, 'hex')}`)
   assert.deepEqual(await owners(), [id, SHORT])
-  assert.equal((await store.webhooks.getSubscription(id, 1n))?.url, 'https://hooks.example.com/long', 'the subscription keeps its owner')
+  assert.equal((await store.webhooks.getSubscription(id, 1n))?.url, 'https://hooks.example.com/long',
+    'the subscription keeps its owner')
   assert.equal((await store.webhooks.getSubscription(SHORT, 2n))?.url, 'https://hooks.example.com/short')
   const replay = await store.plants.create({ name: 'Fern' }, { scope: id, key: 'key-1', fingerprint: 'fingerprint-1' })
   assert.deepEqual([replay.replayed, replay.item.id, replay.item.name], [true, 7n, 'Fern'], 'the key still replays')
@@ -74,6 +75,7 @@ describe('upgrading long JWT principal ids to their bounded form', () => {
     const store = await createPostgresStore({ url })
     cleanup.after(async () => { await store.close() })
     await assertUpgraded(store, async () =>
-      (await adminQuery<{ owner: string }>(`SELECT owner FROM ${schema}.webhook_subscriptions ORDER BY id`)).map(({ owner }) => owner))
+      (await adminQuery<{ owner: string }>(`SELECT owner FROM ${schema}.webhook_subscriptions ORDER BY id`)).map(
+        ({ owner }) => owner))
   })
 })

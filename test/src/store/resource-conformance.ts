@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, test, type TestContext } from 'node:test'
-import type { Repository, ResourceDefinition, ResourceSchemas, ResourceTypes } from '../../../src/resources/definition.js'
+import type {
+  Repository, ResourceDefinition, ResourceSchemas,
+  ResourceTypes
+} from '../../../src/resources/definition.js'
 import { PLANTS, type PlantTypes } from '../../../src/resources/plants.js'
 import type { WebhookStore } from '../../../src/webhooks/store-contract.js'
 import { eventType, RESOURCE_CHANGES, type WebhookEventType } from '../../../src/webhooks/events.js'

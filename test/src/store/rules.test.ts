@@ -8,7 +8,8 @@ const KEY: IdempotencyKey = { scope: 'principal', key: 'k', fingerprint: 'body-1
 const NOW = 1_000_000_000
 
 /** Steps that record their calls, as a store's would run them; `earlier` is the key's row when it exists. */
-function recorded (earlier?: { fingerprint: string, item: string }, wrap: <T>(value: T) => T | Promise<T> = (value) => value) {
+function recorded (earlier?: { fingerprint: string, item: string },
+  wrap: <T>(value: T) => T | Promise<T> = (value) => value) {
   const calls: string[] = []
   const steps: CreateSteps<{ fingerprint: string, item: string }, string, string> = {
     findKey: (key, cutoff) => { calls.push(`find ${key.key} ${cutoff}`); return wrap(earlier) },
@@ -27,23 +28,27 @@ test('without a key, a create inserts and makes its item: nothing is looked up, 
   assert.deepEqual(calls, ['insert', 'created row'])
 })
 
-test('with a new key: find it (keys created at or before the cutoff are expired), expire, insert, save, then the event', () => {
+test('with a new key: find it (keys created at or before the cutoff are expired), expire, insert, ' +
+  'save, then the event', () => {
   const { calls, steps } = recorded()
   assert.deepEqual(settled(createOnce(KEY, NOW, steps)), { item: 'item of row', replayed: false })
   const cutoff = NOW - IDEMPOTENCY_TTL_MS
   assert.deepEqual(calls, [`find k ${cutoff}`, `expire ${cutoff}`, 'insert', 'save k row', 'created row'])
 })
 
-test('a key seen with the same body replays what it created; with another body it is refused, and nothing is written', () => {
+test('a key seen with the same body replays what it created; with another body it is refused, ' +
+  'and nothing is written', () => {
   const same = recorded({ fingerprint: 'body-1', item: 'first' })
   assert.deepEqual(settled(createOnce(KEY, NOW, same.steps)), { item: 'first', replayed: true })
   assert.equal(same.calls.length, 1)
   const other = recorded({ fingerprint: 'body-2', item: 'first' })
-  assert.throws(() => createOnce(KEY, NOW, other.steps), (err: unknown) => err instanceof ServiceError && err.code === 'idempotency-key-reused')
+  assert.throws(() => createOnce(KEY, NOW, other.steps),
+    (err: unknown) => err instanceof ServiceError && err.code === 'idempotency-key-reused')
   assert.equal(other.calls.length, 1)
 })
 
-test('admit runs only for a new create, before anything is written; a replay is not asked, a refusal writes nothing', () => {
+test('admit runs only for a new create, before anything is written; a replay is not asked, a ' +
+  'refusal writes nothing', () => {
   const refuse = (): void => { throw new Error('full') }
   const replay = recorded({ fingerprint: 'body-1', item: 'first' })
   assert.deepEqual(settled(createOnce(KEY, NOW, replay.steps, refuse)), { item: 'first', replayed: true })
@@ -55,12 +60,15 @@ test('admit runs only for a new create, before anything is written; a replay is 
   assert.deepEqual(bare.calls, [])
   const admitted = recorded()
   const order: string[] = []
-  settled(createOnce(KEY, NOW, { ...admitted.steps, expireKeys: (cutoff) => { order.push('expire'); return admitted.steps.expireKeys(cutoff) } }, () => { order.push('admit') }))
+  settled(createOnce(KEY, NOW,
+    { ...admitted.steps, expireKeys: (cutoff) => { order.push('expire'); return admitted.steps.expireKeys(cutoff) } },
+    () => { order.push('admit') }))
   assert.deepEqual(order, ['admit', 'expire'])
 })
 
 test('asynchronous steps run in the same order, each after the last has settled', async () => {
-  const { calls, steps } = recorded(undefined, async (value) => await new Promise((resolve) => setImmediate(() => resolve(value))))
+  const { calls, steps } = recorded(undefined,
+    async (value) => await new Promise((resolve) => setImmediate(() => resolve(value))))
   const result = createOnce(KEY, NOW, steps)
   assert.ok(result instanceof Promise)
   assert.deepEqual(await result, { item: 'item of row', replayed: false })

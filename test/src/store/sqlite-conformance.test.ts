@@ -55,7 +55,8 @@ webhookStoreConformance('SQLite', async (t) => {
       try {
         // What the event fans out to, counted inside the transaction that wrote it.
         const receivers = db.prepare<[string], bigint>(
-          'SELECT count(*) FROM webhook_events e JOIN webhook_subscriptions s ON s.disabled = 0 AND s.first_event_id <= e.id AND instr(s.events, ?) > 0').pluck()
+          'SELECT count(*) FROM webhook_events e JOIN webhook_subscriptions s ON s.disabled = 0 AND s.first_event_id ' +
+            '<= e.id AND instr(s.events, ?) > 0').pluck()
         let count = 0
         const write = db.transaction(() => {
           enqueueSqliteEvent(db, event, now)

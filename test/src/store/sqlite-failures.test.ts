@@ -15,14 +15,17 @@ import { settled } from './conformance.js'
 interface Logged { level: 'error' | 'info', message: string, code?: unknown }
 
 /** A store on `filename` whose state changes are recorded in `logged`; closed when the test ends. */
-function openStore (t: TestContext, filename: string, synchronous: SqliteSynchronous = 'full'): { store: Store, logged: Logged[] } {
+function openStore (t: TestContext, filename: string,
+  synchronous: SqliteSynchronous = 'full'): { store: Store, logged: Logged[] } {
   const logged: Logged[] = []
   const store = createSqliteStore({
     filename,
     synchronous,
     log: {
-      error: (details, message) => { logged.push({ level: 'error', message, code: (details as { code?: unknown }).code }) },
-      info: (details, message) => { logged.push({ level: 'info', message, code: (details as { code?: unknown }).code }) }
+      error: (details,
+        message) => { logged.push({ level: 'error', message, code: (details as { code?: unknown }).code }) },
+      info: (details,
+        message) => { logged.push({ level: 'info', message, code: (details as { code?: unknown }).code }) }
     }
   })
   t.after(() => store.close())
@@ -77,7 +80,8 @@ for (const [how, replace] of [
     writeFileSync(folder, 'not a folder')
   }]
 ] as const) {
-  test(`a database file ${how} while open: nothing more is acknowledged, reads and ping fail, logged once`, async (t) => {
+  test(`a database file ${how} while open: nothing more is acknowledged, reads and ` +
+    'ping fail, logged once', async (t) => {
     const file = tempFile(t)
     const { store, logged } = openStore(t, file)
     const { item: plant } = await store.plants.create({ name: 'before' })
@@ -85,12 +89,15 @@ for (const [how, replace] of [
     // Writes and reads look at most every FILE_CHECK_INTERVAL_MS: the next look after that is due.
     await sleep(FILE_CHECK_INTERVAL_MS + 5)
     // Writes of the same batch all fail: none of them is acknowledged into the file that is gone.
-    const writes = await Promise.all([store.plants.create({ name: 'lost' }), store.plants.update(plant.id, { name: 'lost' }), store.plants.delete(plant.id)].map(settled))
+    const writes = await Promise.all(
+      [store.plants.create({ name: 'lost' }), store.plants.update(plant.id, { name: 'lost' }),
+        store.plants.delete(plant.id)].map(settled))
     assert.deepEqual(writes, ['unavailable', 'unavailable', 'unavailable'])
     assert.equal(await settled(store.ping()), 'unavailable')
     assert.equal(await settled(store.plants.get(plant.id)), 'unavailable')
     assert.equal(await settled(store.plants.list({ limit: 1 })), 'unavailable')
-    assert.equal(await settled(store.plants.create({ name: 'later' })), 'unavailable', 'it stays so: a restart opens the path afresh')
+    assert.equal(await settled(store.plants.create({ name: 'later' })), 'unavailable',
+      'it stays so: a restart opens the path afresh')
     // The store's report is what must come once.
     assert.deepEqual(storeLines(logged).map(({ level, message }) => [level, message]),
       [['error', 'the database file was deleted or replaced: writes, reads and /health answer 503 until a restart']])
@@ -121,7 +128,8 @@ test(':memory: has no file to lose', async (t) => {
 })
 
 for (const synchronous of ['full', 'normal'] as const) {
-  test(`a full disk (${synchronous}): storage-full, ping fails until space is back, then writes work again and survive a restart`, async (t) => {
+  test(`a full disk (${synchronous}): storage-full, ping fails until space is back, then writes work again ` +
+    'and survive a restart', async (t) => {
     const disk = smallDisk(t, 1024 * 1024)
     if (disk === undefined) {
       t.skip('mounting a tmpfs needs root')
@@ -138,7 +146,9 @@ for (const synchronous of ['full', 'normal'] as const) {
     }
     assert.equal(refused, 'storage-full')
     // A whole batch fails with the transaction SQLite rolled back, not only the write that hit the wall.
-    assert.deepEqual(await Promise.all([store.plants.create({ name: 'a' }), store.plants.create({ name: 'b' })].map(settled)), ['storage-full', 'storage-full'])
+    assert.deepEqual(
+      await Promise.all([store.plants.create({ name: 'a' }), store.plants.create({ name: 'b' })].map(settled)),
+      ['storage-full', 'storage-full'])
     assert.equal(await settled(store.ping()), 'storage-full')
     assert.equal(await settled(store.ping()), 'storage-full', 'still full: the probe write does not fit either')
     assert.equal((await store.plants.list({ limit: 100 })).items.length, acknowledged.length, 'reads go on')
@@ -160,7 +170,8 @@ for (const synchronous of ['full', 'normal'] as const) {
   })
 }
 
-test('closing on a full disk keeps the WAL (the checkpoint fails, logged): every acknowledged write is there at the next start', async (t) => {
+test('closing on a full disk keeps the WAL (the checkpoint fails, logged): every acknowledged write is ' +
+  'there at the next start', async (t) => {
   const disk = smallDisk(t, 1024 * 1024)
   if (disk === undefined) {
     t.skip('mounting a tmpfs needs root')
@@ -169,7 +180,9 @@ test('closing on a full disk keeps the WAL (the checkpoint fails, logged): every
   const file = join(disk.dir, 'plants.db')
   const { store, logged } = openStore(t, file, 'normal')
   const acknowledged: bigint[] = []
-  for (let i = 0; i < 50; i++) acknowledged.push((await store.plants.create({ name: `plant ${i} ${'x'.repeat(80)}` })).item.id)
+  for (let i = 0; i < 50; i++) {
+    acknowledged.push((await store.plants.create({ name: `plant ${i} ${'x'.repeat(80)}` })).item.id)
+  }
   // The WAL holds them; folding it into the main file needs room the disk no longer has.
   disk.fill(4 * 1024)
   await store.close()
@@ -198,7 +211,8 @@ test('I/O errors (writes past a file size limit): unavailable, ping fails, and i
   assert.equal((refused.cause as { code?: string }).code, 'SQLITE_IOERR_WRITE')
   assert.equal(await settled(store.ping()), 'ok', 'the limit is gone: the probe write succeeds')
   assert.equal((await store.plants.create({ name: 'after' })).item.id, 4n)
-  assert.deepEqual(storeLines(logged).map(({ level, code }) => [level, code]), [['error', 'unavailable'], ['info', 'unavailable']])
+  assert.deepEqual(storeLines(logged).map(({ level, code }) => [level, code]),
+    [['error', 'unavailable'], ['info', 'unavailable']])
 })
 
 test('I/O errors: ping fails while they last', async (t) => {
@@ -210,7 +224,8 @@ test('I/O errors: ping fails while they last', async (t) => {
     t.skip('prlimit (util-linux) is not available')
     return
   }
-  const outcomes = [await settled(store.plants.create({ name: 'refused' })), await settled(store.ping()), await settled(store.ping())]
+  const outcomes = [await settled(store.plants.create({ name: 'refused' })), await settled(store.ping()),
+    await settled(store.ping())]
   lift()
   assert.deepEqual(outcomes, ['unavailable', 'unavailable', 'unavailable'])
   await store.ping()

@@ -13,11 +13,14 @@ function tempFile (): string {
   return join(mkdtempSync(join(tmpdir(), 'plant-store-sqlite-')), 'nested', 'plants.db')
 }
 
-test('no SQLite statement binds a bare LIMIT parameter (SQLite prepares such a statement again at every run: see boundLimit)', () => {
+test('no SQLite statement binds a bare LIMIT parameter (SQLite prepares such a statement again at every ' +
+  'run: see boundLimit)', () => {
   const folder = new URL('../../../src/store/sqlite/', import.meta.url)
   const files = readdirSync(folder).filter((name) => name.endsWith('.js'))
   assert.ok(files.includes('sqlite-store.js') && files.includes('webhook-store.js'))
-  const bare = files.flatMap((name) => [...readFileSync(new URL(name, folder), 'utf8').matchAll(/LIMIT\s+(\?|[@:$]\w+)/gi)].map(([match]) => `${name}: ${match}`))
+  const bare = files.flatMap(
+    (name) => [...readFileSync(new URL(name, folder), 'utf8').matchAll(/LIMIT\s+(\?|[@:$]\w+)/gi)].map(
+      ([match]) => `${name}: ${match}`))
   assert.deepEqual(bare, [])
 })
 
@@ -60,11 +63,13 @@ test('a delete of the same id answers the plant once, then not-found', async () 
   const { item: plant } = await store.plants.create({ name: 'a' })
   const [first, second] = await Promise.allSettled([store.plants.delete(plant.id), store.plants.delete(plant.id)])
   assert.deepEqual(first, { status: 'fulfilled', value: plant })
-  assert.ok(second?.status === 'rejected' && second.reason instanceof ServiceError && second.reason.code === 'not-found')
+  assert.ok(
+    second?.status === 'rejected' && second.reason instanceof ServiceError && second.reason.code === 'not-found')
   await store.close()
 })
 
-test('a subscription another connection to the file enabled is seen by the next write: its event is written', async (t) => {
+test('a subscription another connection to the file enabled is seen by the next write: ' +
+  'its event is written', async (t) => {
   const file = tempFile()
   const store = createSqliteStore({ filename: file, synchronous: 'normal' })
   t.after(() => store.close())
@@ -73,7 +78,11 @@ test('a subscription another connection to the file enabled is seen by the next 
   const other = createSqliteWebhookStore({ db: openSqliteWebhookDatabase(file), ownsDb: true })
   t.after(() => other.close())
   const { id } = await other.createSubscription({
-    owner: 'o', url: 'https://receiver.example/hooks', events: ['plant.created'], disabled: false, secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'
+    owner: 'o',
+    url: 'https://receiver.example/hooks',
+    events: ['plant.created'],
+    disabled: false,
+    secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'
   }, Date.now())
   await store.plants.create({ name: 'after' })
   const page = await store.webhooks.listDeliveries('o', id, { limit: 10 })

@@ -3,7 +3,8 @@ import { test } from 'node:test'
 import { loadConfig } from '../../../src/config/load-config.js'
 import { assertConfigRefused } from '../../helpers/config.js'
 
-test('webhook defaults: 10 s timeout, the Standard Webhooks schedule, 10 at once, 5 days to disable, 7 days kept, 10 attempts a second while the API is busy, public URLs only', () => {
+test('webhook defaults: 10 s timeout, the Standard Webhooks schedule, 10 at once, 5 days to disable, 7 days kept, 10 ' +
+  'attempts a second while the API is busy, public URLs only', () => {
   assert.deepEqual(loadConfig({}).webhooks, {
     timeoutMs: 10_000,
     schedule: [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
@@ -60,6 +61,7 @@ test('bad webhook values stop the start with the variable named', () => {
     WEBHOOK_RETRY_SCHEDULE: '1000,,2000'
   }
   assertConfigRefused(Object.entries(bad).map(([name, value]) => [{ [name]: value }, new RegExp(name)] as const))
-  assert.throws(() => loadConfig({ WEBHOOK_RETRY_SCHEDULE: Array(51).fill('1').join(',') }), /WEBHOOK_RETRY_SCHEDULE must be "none" or up to 50/)
+  assert.throws(() => loadConfig({ WEBHOOK_RETRY_SCHEDULE: Array(51).fill('1').join(',') }),
+    /WEBHOOK_RETRY_SCHEDULE must be "none" or up to 50/)
   assert.throws(() => loadConfig({ WEBHOOK_RETRY_SCHEDULE: '0' }), /WEBHOOK_RETRY_SCHEDULE/)
 })

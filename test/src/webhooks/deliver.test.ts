@@ -3,7 +3,10 @@ import { createServer, request as httpRequest, type ClientRequest } from 'node:h
 import type { AddressInfo } from 'node:net'
 import { createServer as createTlsServer } from 'node:tls'
 import { describe, test } from 'node:test'
-import { attemptDelivery, createConnectionPool, MAX_SOCKETS_PER_TARGET, type AttemptRequest, type RequestFunction } from '../../../src/webhooks/deliver.js'
+import {
+  attemptDelivery, createConnectionPool, MAX_SOCKETS_PER_TARGET, type AttemptRequest,
+  type RequestFunction
+} from '../../../src/webhooks/deliver.js'
 import { checkWebhookUrl, type AddressPolicy, type ResolvedAddress } from '../../../src/webhooks/url-policy.js'
 import { startReceiver } from '../../helpers/webhook-receiver.js'
 
@@ -47,7 +50,8 @@ const message = (url: string): AttemptRequest => ({
 describe('one delivery attempt', () => {
   test('POSTs the body with the headers given; a 2xx answer is a response with its status', async (t) => {
     const receiver = await startReceiver(t)
-    const result = await attemptDelivery(message(`${receiver.origin}/hooks?x=1`), { policy: loopbackOnly, timeoutMs: 2000 })
+    const result = await attemptDelivery(message(`${receiver.origin}/hooks?x=1`),
+      { policy: loopbackOnly, timeoutMs: 2000 })
     assert.deepEqual(result, { kind: 'response', statusCode: 204, body: '' })
     const [request] = receiver.requests
     assert.equal(request?.method, 'POST')
@@ -63,7 +67,8 @@ describe('one delivery attempt', () => {
     const receiver = await startReceiver(t)
     for (const status of [500, 410, 404, 429]) {
       receiver.respond((_request, res) => { res.writeHead(status).end('nope') })
-      assert.deepEqual(await attemptDelivery(message(receiver.origin), { policy: loopbackOnly, timeoutMs: 2000 }), { kind: 'response', statusCode: status, body: 'nope' })
+      assert.deepEqual(await attemptDelivery(message(receiver.origin), { policy: loopbackOnly, timeoutMs: 2000 }),
+        { kind: 'response', statusCode: status, body: 'nope' })
     }
   })
 
@@ -73,7 +78,9 @@ describe('one delivery attempt', () => {
       if (request.url === '/start') res.writeHead(307, { location: `${receiver.origin}/elsewhere` }).end()
       else res.writeHead(200).end()
     })
-    assert.deepEqual(await attemptDelivery(message(`${receiver.origin}/start`), { policy: loopbackOnly, timeoutMs: 2000 }), { kind: 'response', statusCode: 307, body: '' })
+    assert.deepEqual(
+      await attemptDelivery(message(`${receiver.origin}/start`), { policy: loopbackOnly, timeoutMs: 2000 }),
+      { kind: 'response', statusCode: 307, body: '' })
     await new Promise((resolve) => setTimeout(resolve, 50))
     assert.deepEqual(receiver.requests.map((request) => request.url), ['/start'])
   })
@@ -98,7 +105,8 @@ describe('one delivery attempt', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
     const { port } = closed.address() as AddressInfo
     await new Promise((resolve) => closed.close(resolve))
-    const result = await attemptDelivery(message(`http://127.0.0.1:${port}/`), { policy: loopbackOnly, timeoutMs: 2000 })
+    const result = await attemptDelivery(message(`http://127.0.0.1:${port}/`),
+      { policy: loopbackOnly, timeoutMs: 2000 })
     assert.equal(result.kind, 'error')
     assert.equal(result.kind === 'error' && result.reason, 'connection')
     assert.match(result.kind === 'error' ? result.message : '', /ECONNREFUSED/)
@@ -118,7 +126,11 @@ describe('one delivery attempt', () => {
       res.on('close', () => { closedEarly = written < 50 * 1024 * 1024 })
       pump()
     })
-    const result = await attemptDelivery(message(receiver.origin), { policy: loopbackOnly, timeoutMs: 5000, maxResponseBytes: 4096 })
+    const result = await attemptDelivery(message(receiver.origin), {
+      policy: loopbackOnly,
+      timeoutMs: 5000,
+      maxResponseBytes: 4096
+    })
     assert.deepEqual(result, { kind: 'response', statusCode: 200, body: 'x'.repeat(1024) }, 'the first KiB kept')
     await new Promise((resolve) => setTimeout(resolve, 50))
     assert.equal(closedEarly, true, 'the connection was closed long before the body ended')
@@ -128,7 +140,8 @@ describe('one delivery attempt', () => {
     const receiver = await startReceiver(t)
     // .invalid never resolves through DNS: only the pinned address can have been used.
     const policy = resolving(true, ['127.0.0.1'])
-    const result = await attemptDelivery(message(`http://receiver.invalid:${receiver.port}/hook`), { policy, timeoutMs: 2000 })
+    const result = await attemptDelivery(message(`http://receiver.invalid:${receiver.port}/hook`),
+      { policy, timeoutMs: 2000 })
     assert.deepEqual(result, { kind: 'response', statusCode: 204, body: '' })
     assert.deepEqual(policy.calls, ['receiver.invalid'], 'resolved once, by the policy, not again by http')
     assert.equal(receiver.requests[0]?.headers.host, `receiver.invalid:${receiver.port}`)
@@ -138,7 +151,8 @@ describe('one delivery attempt', () => {
   test('https: the socket goes to the pinned address while TLS names the URL\'s host (SNI)', async (t) => {
     const serverNames: string[] = []
     // No certificate needed: the server name arrives in the ClientHello, before any is chosen.
-    const server = createTlsServer({ SNICallback: (name, done) => { serverNames.push(name); done(new Error('no certificate here')) } })
+    const server = createTlsServer(
+      { SNICallback: (name, done) => { serverNames.push(name); done(new Error('no certificate here')) } })
     server.on('tlsClientError', () => {})
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     t.after(() => { server.close() })
@@ -157,7 +171,8 @@ describe('no SSRF: refused before any connection', () => {
     const request = recordingRequest()
     const policy = resolving(false)
     for (const url of [receiver.origin, `http://[::1]:${receiver.port}/`, `http://[::ffff:127.0.0.1]:${receiver.port}/`,
-      `http://2130706433:${receiver.port}/`, 'http://169.254.169.254/latest/meta-data/', 'http://10.0.0.1/', 'http://[fd00::1]/']) {
+      `http://2130706433:${receiver.port}/`, 'http://169.254.169.254/latest/meta-data/', 'http://10.0.0.1/',
+      'http://[fd00::1]/']) {
       const result = await attemptDelivery(message(url), { policy, timeoutMs: 2000, request })
       assert.equal(result.kind === 'error' && result.reason, 'url-not-allowed', url)
     }
@@ -177,12 +192,14 @@ describe('no SSRF: refused before any connection', () => {
     assert.deepEqual(request.calls, [])
   })
 
-  test('DNS rebinding: public when the subscription was checked, loopback at delivery: refused at delivery', async (t) => {
+  test('DNS rebinding: public when the subscription was checked, loopback at ' +
+    'delivery: refused at delivery', async (t) => {
     const receiver = await startReceiver(t)
     const request = recordingRequest()
     const policy = resolving(false, ['93.184.216.34'], ['127.0.0.1'])
     await checkWebhookUrl(`http://rebind.example.com:${receiver.port}/`, policy, { timeoutMs: 2000 })
-    const result = await attemptDelivery(message(`http://rebind.example.com:${receiver.port}/`), { policy, timeoutMs: 2000, request })
+    const result = await attemptDelivery(message(`http://rebind.example.com:${receiver.port}/`),
+      { policy, timeoutMs: 2000, request })
     assert.equal(result.kind === 'error' && result.reason, 'url-not-allowed')
     assert.deepEqual(policy.calls, ['rebind.example.com', 'rebind.example.com'])
     assert.deepEqual(request.calls, [])
@@ -191,9 +208,11 @@ describe('no SSRF: refused before any connection', () => {
 
   test('an unresolvable host and an invalid stored URL are failures of their own', async () => {
     const request = recordingRequest()
-    const unresolvable = await attemptDelivery(message('https://gone.example.com/'), { policy: resolving(false, []), timeoutMs: 2000, request })
+    const unresolvable = await attemptDelivery(message('https://gone.example.com/'),
+      { policy: resolving(false, []), timeoutMs: 2000, request })
     assert.equal(unresolvable.kind === 'error' && unresolvable.reason, 'url-unresolvable')
-    const invalid = await attemptDelivery(message('ftp://example.com/'), { policy: resolving(false), timeoutMs: 2000, request })
+    const invalid = await attemptDelivery(message('ftp://example.com/'),
+      { policy: resolving(false), timeoutMs: 2000, request })
     assert.equal(invalid.kind === 'error' && invalid.reason, 'invalid-url')
     assert.deepEqual(request.calls, [])
   })
@@ -202,16 +221,28 @@ describe('no SSRF: refused before any connection', () => {
     const receiver = await startReceiver(t)
     receiver.respond(() => {})
     const controller = new AbortController()
-    const attempt = attemptDelivery(message(receiver.origin), { policy: loopbackOnly, timeoutMs: 5000, signal: controller.signal })
+    const attempt = attemptDelivery(message(receiver.origin), {
+      policy: loopbackOnly,
+      timeoutMs: 5000,
+      signal: controller.signal
+    })
     await receiver.waitFor(1)
     controller.abort()
-    assert.deepEqual(await attempt, { kind: 'error', reason: 'aborted', message: 'the attempt was abandoned (stopping)' })
+    assert.deepEqual(await attempt, {
+      kind: 'error',
+      reason: 'aborted',
+      message: 'the attempt was abandoned (stopping)'
+    })
   })
 })
 
 describe('kept-alive connections (the dispatcher\'s pool)', () => {
-  /** A receiver on 127.0.0.1 counting the connections it accepts; `drop` destroys a reused connection at its next request. */
-  async function countingReceiver (t: { after: (fn: () => Promise<void>) => void }, drop = false): Promise<{ origin: string, connections: () => number, requests: () => number }> {
+  /**
+   * A receiver on 127.0.0.1 counting the connections it accepts; `drop` destroys a reused connection at its next
+   * request.
+   */
+  async function countingReceiver (t: { after: (fn: () => Promise<void>) => void },
+    drop = false): Promise<{ origin: string, connections: () => number, requests: () => number }> {
     let connections = 0
     let requests = 0
     const server = createServer((req, res) => {
@@ -231,7 +262,11 @@ describe('kept-alive connections (the dispatcher\'s pool)', () => {
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
     })
-    return { origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, connections: () => connections, requests: () => requests }
+    return {
+      origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      connections: () => connections,
+      requests: () => requests
+    }
   }
 
   test('attempts to the same receiver reuse one connection; without a pool each attempt connects anew', async (t) => {
@@ -239,10 +274,14 @@ describe('kept-alive connections (the dispatcher\'s pool)', () => {
     const pool = createConnectionPool()
     t.after(() => { pool.close() })
     for (let i = 0; i < 3; i++) {
-      assert.deepEqual(await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 2000, pool }), { kind: 'response', statusCode: 204, body: '' })
+      assert.deepEqual(
+        await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 2000, pool }),
+        { kind: 'response', statusCode: 204, body: '' })
     }
     assert.equal(receiver.connections(), 1)
-    for (let i = 0; i < 2; i++) await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 2000 })
+    for (let i = 0; i < 2; i++) {
+      await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 2000 })
+    }
     assert.equal(receiver.connections(), 3)
   })
 
@@ -252,12 +291,15 @@ describe('kept-alive connections (the dispatcher\'s pool)', () => {
     t.after(() => { pool.close() })
     const attempts = Array.from({ length: MAX_SOCKETS_PER_TARGET + 8 }, async () =>
       await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 5000, pool }))
-    for (const result of await Promise.all(attempts)) assert.deepEqual(result, { kind: 'response', statusCode: 204, body: '' })
+    for (const result of await Promise.all(attempts)) {
+      assert.deepEqual(result, { kind: 'response', statusCode: 204, body: '' })
+    }
     assert.equal(receiver.requests(), MAX_SOCKETS_PER_TARGET + 8)
     assert.equal(receiver.connections(), MAX_SOCKETS_PER_TARGET)
   })
 
-  test('bursts of attempts reuse the connections of the bursts before: ten bursts, never more than MAX_SOCKETS_PER_TARGET connections', async (t) => {
+  test('bursts of attempts reuse the connections of the bursts before: ten bursts, never more than ' +
+    'MAX_SOCKETS_PER_TARGET connections', async (t) => {
     const receiver = await countingReceiver(t)
     const pool = createConnectionPool()
     t.after(() => { pool.close() })
@@ -265,24 +307,33 @@ describe('kept-alive connections (the dispatcher\'s pool)', () => {
     for (let burst = 0; burst < bursts; burst++) {
       const attempts = Array.from({ length: MAX_SOCKETS_PER_TARGET }, async () =>
         await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 5000, pool }))
-      for (const result of await Promise.all(attempts)) assert.deepEqual(result, { kind: 'response', statusCode: 204, body: '' })
+      for (const result of await Promise.all(attempts)) {
+        assert.deepEqual(result, { kind: 'response', statusCode: 204, body: '' })
+      }
     }
     assert.equal(receiver.requests(), bursts * MAX_SOCKETS_PER_TARGET)
     // Idle connections are kept between bursts, not closed and opened again.
     assert.ok(receiver.connections() <= MAX_SOCKETS_PER_TARGET, `${receiver.connections()} connections`)
   })
 
-  test('a pooled connection the receiver dropped is not a failure: the attempt is sent again on a fresh one', async (t) => {
+  test('a pooled connection the receiver dropped is not a failure: the attempt is sent ' +
+    'again on a fresh one', async (t) => {
     const receiver = await countingReceiver(t, true)
     const pool = createConnectionPool()
     t.after(() => { pool.close() })
-    assert.deepEqual(await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 2000, pool }), { kind: 'response', statusCode: 204, body: '' })
-    assert.deepEqual(await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 2000, pool }), { kind: 'response', statusCode: 204, body: '' })
-    assert.equal(receiver.requests(), 3, 'the second attempt met the dropped connection, then went through on a new one')
+    assert.deepEqual(
+      await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 2000, pool }),
+      { kind: 'response', statusCode: 204, body: '' })
+    assert.deepEqual(
+      await attemptDelivery(message(`${receiver.origin}/hooks`), { policy: loopbackOnly, timeoutMs: 2000, pool }),
+      { kind: 'response', statusCode: 204, body: '' })
+    assert.equal(receiver.requests(), 3,
+      'the second attempt met the dropped connection, then went through on a new one')
     assert.equal(receiver.connections(), 2)
   })
 
-  test('a connection is reused only for the address that was checked: the same host resolving elsewhere connects anew', async (t) => {
+  test('a connection is reused only for the address that was checked: the same host resolving ' +
+    'elsewhere connects anew', async (t) => {
     const receiver = await countingReceiver(t)
     const port = new URL(receiver.origin).port
     // receiver.test resolves to 127.0.0.1, then to ::1.
@@ -290,7 +341,8 @@ describe('kept-alive connections (the dispatcher\'s pool)', () => {
     const pool = createConnectionPool()
     t.after(() => { pool.close() })
     await attemptDelivery(message(`http://receiver.test:${port}/hooks`), { policy, timeoutMs: 2000, pool })
-    const second = await attemptDelivery(message(`http://receiver.test:${port}/hooks`), { policy, timeoutMs: 2000, pool })
+    const second = await attemptDelivery(message(`http://receiver.test:${port}/hooks`),
+      { policy, timeoutMs: 2000, pool })
     // The receiver listens on 127.0.0.1 only: ::1 is refused, never served over the pooled socket.
     assert.equal(second.kind, 'error')
     assert.equal(receiver.requests(), 1)

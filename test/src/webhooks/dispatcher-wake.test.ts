@@ -7,7 +7,10 @@ import { cleanupStack } from '../../helpers/cleanup.js'
 import { sqliteWebhookDatabase } from '../../helpers/sqlite-webhooks.js'
 import { until } from '../../helpers/webhook-receiver.js'
 
-const loopback: AddressPolicy = { allowPrivate: true, resolve: async () => { throw new Error('no DNS in these tests') } }
+const loopback: AddressPolicy = {
+  allowPrivate: true,
+  resolve: async () => { throw new Error('no DNS in these tests') }
+}
 
 /** Resolves after `depth` microtasks: no timer, so the same step of the claim loop every run. */
 async function microtasks (depth: number): Promise<void> {

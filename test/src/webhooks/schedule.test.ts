@@ -3,7 +3,8 @@ import { test } from 'node:test'
 import { DEFAULT_RETRY_SCHEDULE_MS, retryDelay, verdict } from '../../../src/webhooks/schedule.js'
 
 test('the default schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h', () => {
-  assert.deepEqual(DEFAULT_RETRY_SCHEDULE_MS, [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000])
+  assert.deepEqual(DEFAULT_RETRY_SCHEDULE_MS,
+    [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000])
 })
 
 test('retryDelay: the n-th wait after n failed attempts, scaled by the jitter; none once the schedule is spent', () => {
@@ -24,11 +25,16 @@ test('retryDelay: the n-th wait after n failed attempts, scaled by the jitter; n
 test('verdict: 2xx succeeds, 410 is gone, anything else retries on the schedule and then fails', () => {
   const schedule = [1000]
   const at = 1_000_000
-  for (const statusCode of [200, 201, 204, 299]) assert.deepEqual(verdict({ statusCode, attempts: 1, attemptedAt: at }, schedule, 0), { status: 'succeeded' })
+  for (const statusCode of [200, 201, 204, 299]) {
+    assert.deepEqual(verdict({ statusCode, attempts: 1, attemptedAt: at }, schedule, 0), { status: 'succeeded' })
+  }
   assert.deepEqual(verdict({ statusCode: 410, attempts: 1, attemptedAt: at }, schedule, 0), { status: 'gone' })
   for (const statusCode of [100, 199, 301, 302, 304, 400, 404, 429, 500, 503, undefined]) {
-    assert.deepEqual(verdict({ ...(statusCode !== undefined && { statusCode }), attempts: 1, attemptedAt: at }, schedule, 0),
-      { status: 'retry', nextAttemptAt: at + 1000 }, String(statusCode))
-    assert.deepEqual(verdict({ ...(statusCode !== undefined && { statusCode }), attempts: 2, attemptedAt: at }, schedule, 0), { status: 'failed' })
+    assert.deepEqual(verdict({ ...(statusCode !== undefined && { statusCode }), attempts: 1, attemptedAt: at },
+      schedule, 0),
+    { status: 'retry', nextAttemptAt: at + 1000 }, String(statusCode))
+    assert.deepEqual(
+      verdict({ ...(statusCode !== undefined && { statusCode }), attempts: 2, attemptedAt: at }, schedule, 0),
+      { status: 'failed' })
   }
 })

@@ -31,5 +31,7 @@ test('during a rotation the header carries both signatures, space-separated: eit
   const header = signatureHeader([current, previous], 'msg_2', now, BODY)
   assert.match(header, /^v1,\S+ v1,\S+$/)
   const headers = { 'webhook-id': 'msg_2', 'webhook-timestamp': String(now), 'webhook-signature': header }
-  for (const secret of [current, previous]) assert.deepEqual(new Webhook(secret).verify(BODY, headers), JSON.parse(BODY))
+  for (const secret of [current, previous]) {
+    assert.deepEqual(new Webhook(secret).verify(BODY, headers), JSON.parse(BODY))
+  }
 })

@@ -2,19 +2,23 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { isServiceError } from '../../../src/lib/errors.js'
 import {
-  checkWebhookUrl, nonPublicRange, parseWebhookUrl, pinnedLookup, resolveWebhookTarget, type AddressPolicy, type ResolvedAddress
+  checkWebhookUrl, nonPublicRange, parseWebhookUrl, pinnedLookup, resolveWebhookTarget, type AddressPolicy,
+  type ResolvedAddress
 } from '../../../src/webhooks/url-policy.js'
 
 // Nothing here opens a connection: addresses are literals, and host names go to a fake resolver.
 
 /** A resolver answering from a table, counting its calls; unknown names fail like getaddrinfo does. */
-function fakeResolver (answers: Record<string, string[] | (() => string[])>): AddressPolicy['resolve'] & { calls: string[] } {
+function fakeResolver (
+  answers: Record<string, string[] | (() => string[])>
+): AddressPolicy['resolve'] & { calls: string[] } {
   const calls: string[] = []
   const resolve = async (hostname: string): Promise<ResolvedAddress[]> => {
     calls.push(hostname)
     const answer = answers[hostname]
     if (answer === undefined) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' })
-    return (typeof answer === 'function' ? answer() : answer).map((address) => ({ address, family: address.includes(':') ? 6 : 4 }))
+    return (typeof answer === 'function' ? answer() : answer).map(
+      (address) => ({ address, family: address.includes(':') ? 6 : 4 }))
   }
   return Object.assign(resolve, { calls })
 }
@@ -35,21 +39,26 @@ async function rejectsWithCode (promise: Promise<unknown>, code: string, message
 
 describe('webhook URLs', () => {
   test('absolute http and https URLs are accepted', () => {
-    for (const url of ['https://hooks.example.com/plants?x=1', 'http://example.com', 'https://example.com:8443/a/b#frag', 'https://[2606:4700::1111]/']) {
+    for (const url of ['https://hooks.example.com/plants?x=1', 'http://example.com',
+      'https://example.com:8443/a/b#frag', 'https://[2606:4700::1111]/']) {
       assert.equal(parseWebhookUrl(url).href.length > 0, true, url)
     }
   })
 
   test('anything else is invalid-url', () => {
     for (const url of [
-      '/relative', 'example.com/hook', 'ftp://example.com/', 'javascript:alert(1)', 'file:///etc/passwd', 'data:text/plain,x',
-      'https://user:pass@example.com/', 'https://user@example.com/', 'https://:pass@example.com/', ' https://example.com/',
+      '/relative', 'example.com/hook', 'ftp://example.com/', 'javascript:alert(1)', 'file:///etc/passwd',
+      'data:text/plain,x',
+      'https://user:pass@example.com/', 'https://user@example.com/', 'https://:pass@example.com/',
+      ' https://example.com/',
       'https://exa\nmple.com/', 'https://example.com/\t', 'https://example.com/a b', 'https://example.com:0/',
       'http://example.com:000/', `https://example.com/${'a'.repeat(2049 - 20)}`, 'http://'
     ]) {
-      assert.throws(() => parseWebhookUrl(url), (err: unknown) => isServiceError(err, 'invalid-url'), JSON.stringify(url))
+      assert.throws(() => parseWebhookUrl(url), (err: unknown) => isServiceError(err, 'invalid-url'),
+        JSON.stringify(url))
     }
-    assert.equal(parseWebhookUrl(`https://example.com/${'a'.repeat(2048 - 20)}`).protocol, 'https:', '2048 characters are fine')
+    assert.equal(parseWebhookUrl(`https://example.com/${'a'.repeat(2048 - 20)}`).protocol, 'https:',
+      '2048 characters are fine')
   })
 })
 
@@ -109,7 +118,8 @@ describe('address ranges', () => {
   })
 
   test('public addresses pass', () => {
-    for (const address of ['93.184.216.34', '8.8.8.8', '1.1.1.1', '100.63.255.255', '100.128.0.0', '172.15.255.255', '172.32.0.0',
+    for (const address of ['93.184.216.34', '8.8.8.8', '1.1.1.1', '100.63.255.255', '100.128.0.0', '172.15.255.255',
+      '172.32.0.0',
       '192.169.0.1', '169.253.255.255', '2606:4700:4700::1111', '2a00:1450:4001:81b::200e', '::ffff:8.8.8.8']) {
       assert.equal(nonPublicRange(address), undefined, address)
     }
@@ -120,12 +130,18 @@ describe('resolving a webhook target', () => {
   test('an IP literal is judged as it is, without asking the resolver, in every notation the URL ' +
     'parser accepts', async () => {
     const resolve = fakeResolver({})
-    assert.deepEqual(await resolveWebhookTarget(new URL('https://93.184.216.34:8443/x'), policy(resolve)), { address: '93.184.216.34', family: 4 })
-    assert.deepEqual(await resolveWebhookTarget(new URL('https://[2606:4700::1111]/'), policy(resolve)), { address: '2606:4700::1111', family: 6 })
-    for (const url of ['http://127.0.0.1/', 'http://2130706433/', 'http://0x7f.1/', 'http://017700000001/', 'http://127.1/',
-      'http://[::1]/', 'http://[::ffff:127.0.0.1]/', 'http://[::ffff:a9fe:a9fe]/', 'http://169.254.169.254/latest/meta-data/',
-      'http://0.0.0.0:3000/', 'http://[fd00::1]/', 'http://100.100.100.200/', 'http://[ff02::1]/', 'http://224.0.0.251/']) {
-      await rejectsWithCode(resolveWebhookTarget(new URL(url), policy(resolve)), 'url-not-allowed', /only public addresses/)
+    assert.deepEqual(await resolveWebhookTarget(new URL('https://93.184.216.34:8443/x'), policy(resolve)),
+      { address: '93.184.216.34', family: 4 })
+    assert.deepEqual(await resolveWebhookTarget(new URL('https://[2606:4700::1111]/'), policy(resolve)),
+      { address: '2606:4700::1111', family: 6 })
+    for (const url of ['http://127.0.0.1/', 'http://2130706433/', 'http://0x7f.1/', 'http://017700000001/',
+      'http://127.1/',
+      'http://[::1]/', 'http://[::ffff:127.0.0.1]/', 'http://[::ffff:a9fe:a9fe]/',
+      'http://169.254.169.254/latest/meta-data/',
+      'http://0.0.0.0:3000/', 'http://[fd00::1]/', 'http://100.100.100.200/', 'http://[ff02::1]/',
+      'http://224.0.0.251/']) {
+      await rejectsWithCode(resolveWebhookTarget(new URL(url), policy(resolve)), 'url-not-allowed',
+        /only public addresses/)
     }
     assert.deepEqual(resolve.calls, [])
   })
@@ -139,17 +155,23 @@ describe('resolving a webhook target', () => {
       'bogus.example.com': ['127.1'],
       'empty.example.com': []
     })
-    assert.deepEqual(await resolveWebhookTarget(new URL('https://hooks.example.com/'), policy(resolve)), { address: '93.184.216.34', family: 4 })
+    assert.deepEqual(await resolveWebhookTarget(new URL('https://hooks.example.com/'), policy(resolve)),
+      { address: '93.184.216.34', family: 4 })
     // Refused names are never told what they resolve to: neither the address nor its range.
-    const refused = (host: string): RegExp => new RegExp(`^The webhook host ${host.replaceAll('.', '\\.')} is not allowed: it must resolve to public addresses only$`)
+    const refused = (host: string): RegExp => new RegExp(
+      `^The webhook host ${host.replaceAll('.', '\\.')} is not allowed: it must resolve to public addresses only$`)
     for (const host of ['metadata.example.com', 'mixed.example.com', 'mapped.example.com']) {
-      await rejectsWithCode(resolveWebhookTarget(new URL(`https://${host}/`), policy(resolve)), 'url-not-allowed', refused(host))
+      await rejectsWithCode(resolveWebhookTarget(new URL(`https://${host}/`), policy(resolve)), 'url-not-allowed',
+        refused(host))
     }
-    await rejectsWithCode(resolveWebhookTarget(new URL('https://bogus.example.com/'), policy(resolve, true)), 'url-not-allowed', refused('bogus.example.com'))
-    await rejectsWithCode(resolveWebhookTarget(new URL('https://empty.example.com/'), policy(resolve)), 'url-unresolvable',
+    await rejectsWithCode(resolveWebhookTarget(new URL('https://bogus.example.com/'), policy(resolve, true)),
+      'url-not-allowed', refused('bogus.example.com'))
+    await rejectsWithCode(resolveWebhookTarget(new URL('https://empty.example.com/'), policy(resolve)),
+      'url-unresolvable',
       /^The webhook host empty\.example\.com does not resolve$/)
     // Why it does not resolve is kept for the log (the cause), not told.
-    await assert.rejects(resolveWebhookTarget(new URL('https://nowhere.example.com/'), policy(resolve)), (err: unknown) => {
+    await assert.rejects(resolveWebhookTarget(new URL('https://nowhere.example.com/'),
+      policy(resolve)), (err: unknown) => {
       assert.ok(isServiceError(err, 'url-unresolvable'))
       assert.equal(err.message, 'The webhook host nowhere.example.com does not resolve')
       assert.equal((err.cause as { code?: string }).code, 'ENOTFOUND')
@@ -159,17 +181,21 @@ describe('resolving a webhook target', () => {
 
   test('allowPrivate lets non-public addresses through (development), still only as IP literals', async () => {
     const resolve = fakeResolver({ 'receiver.test': ['127.0.0.1'] })
-    assert.deepEqual(await resolveWebhookTarget(new URL('http://receiver.test:8080/'), policy(resolve, true)), { address: '127.0.0.1', family: 4 })
-    assert.deepEqual(await resolveWebhookTarget(new URL('http://[::1]:8080/'), policy(resolve, true)), { address: '::1', family: 6 })
+    assert.deepEqual(await resolveWebhookTarget(new URL('http://receiver.test:8080/'), policy(resolve, true)),
+      { address: '127.0.0.1', family: 4 })
+    assert.deepEqual(await resolveWebhookTarget(new URL('http://[::1]:8080/'), policy(resolve, true)),
+      { address: '::1', family: 6 })
   })
 
   test('checkWebhookUrl: the creation-time check, with the same codes', async () => {
     const resolve = fakeResolver({ 'hooks.example.com': ['93.184.216.34'], 'internal.example.com': ['10.0.0.1'] })
     await checkWebhookUrl('https://hooks.example.com/plants', policy(resolve), LOOKUP)
     await rejectsWithCode(checkWebhookUrl('https://internal.example.com/', policy(resolve), LOOKUP), 'url-not-allowed')
-    await rejectsWithCode(checkWebhookUrl('https://user:secret@hooks.example.com/', policy(resolve), LOOKUP), 'invalid-url')
+    await rejectsWithCode(checkWebhookUrl('https://user:secret@hooks.example.com/', policy(resolve), LOOKUP),
+      'invalid-url')
     await rejectsWithCode(checkWebhookUrl('ftp://hooks.example.com/', policy(resolve), LOOKUP), 'invalid-url')
-    assert.deepEqual(resolve.calls, ['hooks.example.com', 'internal.example.com'], 'an invalid URL is refused before any resolving')
+    assert.deepEqual(resolve.calls, ['hooks.example.com', 'internal.example.com'],
+      'an invalid URL is refused before any resolving')
   })
 
   test('checkWebhookUrl waits for a lookup at most timeoutMs: one that takes longer is a host ' +
@@ -179,7 +205,8 @@ describe('resolving a webhook target', () => {
     const slow: AddressPolicy['resolve'] = async (hostname) => hostname === 'hooks.example.com'
       ? await table(hostname)
       : await new Promise<ResolvedAddress[]>((resolve) => { late = resolve })
-    await rejectsWithCode(checkWebhookUrl('https://slow.example.com/', policy(slow), { timeoutMs: 20 }), 'url-unresolvable',
+    await rejectsWithCode(checkWebhookUrl('https://slow.example.com/', policy(slow), { timeoutMs: 20 }),
+      'url-unresolvable',
       /^The webhook host slow\.example\.com does not resolve$/)
     // The answer coming after the time is up changes nothing; one in time is judged as usual.
     late([{ address: '93.184.216.34', family: 4 }])

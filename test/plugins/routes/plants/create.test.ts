@@ -8,7 +8,12 @@ const NAME_RULE = 'body/name must be 1 to 100 characters after trimming surround
 const INEXACT_ID = 'body/id must be an integer written without a fraction or exponent: an id is an exact int64'
 
 const post = (payload: unknown, headers: Record<string, string> = {}) =>
-  ({ method: 'POST' as const, url: '/plants', headers: { ...AUTH, ...headers }, payload: payload as Record<string, unknown> })
+  ({
+    method: 'POST' as const,
+    url: '/plants',
+    headers: { ...AUTH, ...headers },
+    payload: payload as Record<string, unknown>
+  })
 
 test('name: 0 characters after trimming is a 400', async (t) => {
   const app = await buildTestApp(t)
@@ -60,7 +65,8 @@ test('tag: 1 and 50 characters are accepted, 0 and 51 are 400s, null is a 400 on
   assert.equal((await createPlant(app, { name: 'a', tag: 't' })).plant.tag, 't')
   assert.equal((await createPlant(app, { name: 'a', tag: 't'.repeat(50) })).plant.tag, 't'.repeat(50))
   assertError(await app.inject(post({ name: 'a', tag: '' })), 400, 'body/tag must NOT have fewer than 1 characters')
-  assertError(await app.inject(post({ name: 'a', tag: 't'.repeat(51) })), 400, 'body/tag must NOT have more than 50 characters')
+  assertError(await app.inject(post({ name: 'a', tag: 't'.repeat(51) })), 400,
+    'body/tag must NOT have more than 50 characters')
   assertError(await app.inject(post({ name: 'a', tag: null })), 400, 'body/tag must be string')
   assertError(await app.inject(post({ name: 'a', tag: 7 })), 400, 'body/tag must be string')
 })
@@ -74,7 +80,8 @@ test('a plant without a tag has no tag property at all', async (t) => {
 test('an unknown field is a 400 that names it, and nothing is created', async (t) => {
   const app = await buildTestApp(t)
   assertError(await app.inject(post({ name: 'a', colour: 'green' })), 400, "body has unknown property 'colour'")
-  assertError(await app.inject(post({ name: 'a', createdAt: '2020-01-01T00:00:00.000Z' })), 400, "body has unknown property 'createdAt'")
+  assertError(await app.inject(post({ name: 'a', createdAt: '2020-01-01T00:00:00.000Z' })), 400,
+    "body has unknown property 'createdAt'")
   assert.deepEqual((await app.inject({ url: '/plants', headers: AUTH })).json(), [])
 })
 
@@ -90,9 +97,11 @@ test('the body must be a JSON object', async (t) => {
 
 test('a body that is not JSON is a 415 (merge patches are for PATCH only)', async (t) => {
   const app = await buildTestApp(t)
-  assertError(await app.inject(post('name=a', { 'content-type': 'application/x-www-form-urlencoded' })), 415, 'Unsupported Media Type')
+  assertError(await app.inject(post('name=a', { 'content-type': 'application/x-www-form-urlencoded' })), 415,
+    'Unsupported Media Type')
   assertError(await app.inject(post('a', { 'content-type': 'text/plain' })), 415, 'Unsupported Media Type')
-  assertError(await app.inject(post('{"name":"a"}', { 'content-type': 'application/merge-patch+json' })), 415, 'Unsupported Media Type')
+  assertError(await app.inject(post('{"name":"a"}', { 'content-type': 'application/merge-patch+json' })), 415,
+    'Unsupported Media Type')
 })
 
 test('a body over the size limit is a 413', async (t) => {
@@ -138,11 +147,14 @@ test('an id beyond 2^53 - 1 is refused with a 400, never rounded; 2^53 - 1 itsel
 test('an id written with a fraction or an exponent is a 400, never rounded onto another id', async (t) => {
   const app = await buildTestApp(t)
   const { plant } = await createPlant(app, { id: 9007199254740991, name: 'taken' })
-  for (const id of ['1.0', '1e3', '1E3', '1e+3', '10e-1', '-1.5', '9007199254740991.4', '9007199254740990.9', '1e300', '0.0']) {
-    assertError(await app.inject(post(`{"name":"a", "id" : ${id}}`, { 'content-type': 'application/json' })), 400, INEXACT_ID)
+  for (const id of ['1.0', '1e3', '1E3', '1e+3', '10e-1', '-1.5', '9007199254740991.4', '9007199254740990.9', '1e300',
+    '0.0']) {
+    assertError(await app.inject(post(`{"name":"a", "id" : ${id}}`, { 'content-type': 'application/json' })), 400,
+      INEXACT_ID)
   }
   // A \u escape spells the same member name.
-  assertError(await app.inject(post('{"\\u0069d":1e3,"name":"a"}', { 'content-type': 'application/json' })), 400, INEXACT_ID)
+  assertError(await app.inject(post('{"\\u0069d":1e3,"name":"a"}', { 'content-type': 'application/json' })), 400,
+    INEXACT_ID)
   assert.deepEqual((await app.inject({ url: '/plants', headers: AUTH })).json(), [plant])
   // The same digits without fraction or exponent are an id; a fraction elsewhere is not an id's business.
   const res = await app.inject(post('{"id":1000,"name":"1.5e3"}', { 'content-type': 'application/json' }))
@@ -153,7 +165,9 @@ test('an id written with a fraction or an exponent is a 400, never rounded onto 
 test('a member named twice is a 400 naming it (I-JSON), and nothing is created', async (t) => {
   const app = await buildTestApp(t)
   const json = { 'content-type': 'application/json' }
-  const twice = (name: string, where = 'body') => `${where} has the member "${name}" more than once: member names must be unique (I-JSON, RFC 7493)`
+  const twice = (name: string,
+    where = 'body') => `${where} has the member "${name}" more than once: member names must be ` +
+      'unique (I-JSON, RFC 7493)'
   assertError(await app.inject(post('{"name":"a","name":"b"}', json)), 400, twice('name'))
   assertError(await app.inject(post('{"name":"a","tag":"x:y","tag":"x"}', json)), 400, twice('tag'))
   assertError(await app.inject(post('{"id":5,"name":"a","id":5}', json)), 400, twice('id'))

@@ -25,7 +25,8 @@ test('a deleted id is never handed out again', async (t) => {
 test('DELETE: 400 for an id that is not an int64, 401 without a token', async (t) => {
   const app = await buildTestApp(t)
   await createPlant(app, { name: 'a' })
-  assertError(await app.inject({ method: 'DELETE', url: '/plants/one', headers: AUTH }), 400, 'params/id must match format "int64"')
+  assertError(await app.inject({ method: 'DELETE', url: '/plants/one', headers: AUTH }), 400,
+    'params/id must match format "int64"')
   assertError(await app.inject({ method: 'DELETE', url: '/plants/1' }), 401, /authorization/i)
   assert.equal((await app.inject({ url: '/plants/1', headers: AUTH })).statusCode, 200)
 })
@@ -33,11 +34,13 @@ test('DELETE: 400 for an id that is not an int64, 401 without a token', async (t
 test('DELETE accepts every canonical int64, the extremes included', async (t) => {
   const app = await buildTestApp(t)
   for (const id of ['0', '-1', '9223372036854775807', '-9223372036854775808']) {
-    assertError(await app.inject({ method: 'DELETE', url: `/plants/${id}`, headers: AUTH }), 404, `Plant ${id} not found`)
+    assertError(await app.inject({ method: 'DELETE', url: `/plants/${id}`, headers: AUTH }), 404,
+      `Plant ${id} not found`)
   }
 })
 
-test('DELETE answers 400 for every id that is not a canonical int64, and deletes nothing a lenient reading would match', async (t) => {
+test('DELETE answers 400 for every id that is not a canonical int64, and deletes nothing a ' +
+  'lenient reading would match', async (t) => {
   const app = await buildTestApp(t)
   await app.store.plants.create({ id: 1000n, name: 'would match 1e3' })
   await app.store.plants.create({ id: 16n, name: 'would match 0x10' })

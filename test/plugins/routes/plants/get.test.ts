@@ -49,7 +49,8 @@ test('a malformed If-None-Match is a 400', async (t) => {
 
 test('If-None-Match on a missing plant is still a 404', async (t) => {
   const app = await buildTestApp(t)
-  assertError(await app.inject({ url: '/plants/9', headers: { ...AUTH, 'if-none-match': '*' } }), 404, 'Plant 9 not found')
+  assertError(await app.inject({ url: '/plants/9', headers: { ...AUTH, 'if-none-match': '*' } }), 404,
+    'Plant 9 not found')
 })
 
 test('HEAD /plants/{id} answers like GET without a body', async (t) => {
@@ -63,8 +64,10 @@ test('HEAD /plants/{id} answers like GET without a body', async (t) => {
 
 test('ids: 404 for a valid absent id (int64 max included), 400 for anything that is not an int64', async (t) => {
   const app = await buildTestApp(t)
-  assertError(await app.inject({ url: '/plants/9223372036854775807', headers: AUTH }), 404, 'Plant 9223372036854775807 not found')
-  assertError(await app.inject({ url: '/plants/-9223372036854775808', headers: AUTH }), 404, 'Plant -9223372036854775808 not found')
+  assertError(await app.inject({ url: '/plants/9223372036854775807', headers: AUTH }), 404,
+    'Plant 9223372036854775807 not found')
+  assertError(await app.inject({ url: '/plants/-9223372036854775808', headers: AUTH }), 404,
+    'Plant -9223372036854775808 not found')
   for (const id of ['9223372036854775808', 'abc', '1.0', '01', '1e3', '%201']) {
     assertError(await app.inject({ url: `/plants/${id}`, headers: AUTH }), 400, 'params/id must match format "int64"')
   }

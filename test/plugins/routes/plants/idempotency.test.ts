@@ -8,15 +8,21 @@ import { IDEMPOTENCY_TTL_MS } from '../../../../src/store/rules.js'
 
 const OTHER_TOKEN = 'other-token-abcdefghijklmnopqrstuvwxyz'
 
-const create = (app: FastifyInstance, payload: Record<string, unknown> | string, key?: string, authorization: string = AUTH.authorization) =>
+const create = (app: FastifyInstance, payload: Record<string, unknown> | string, key?: string,
+  authorization: string = AUTH.authorization) =>
   app.inject({
     method: 'POST',
     url: '/plants',
-    headers: { authorization, 'content-type': 'application/json', ...(key !== undefined && { 'idempotency-key': key }) },
+    headers: {
+      authorization,
+      'content-type': 'application/json',
+      ...(key !== undefined && { 'idempotency-key': key })
+    },
     payload: typeof payload === 'string' ? payload : JSON.stringify(payload)
   })
 
-const listAll = async (app: FastifyInstance) => (await app.inject({ url: '/plants?limit=100', headers: AUTH })).json<PlantBody[]>()
+const listAll = async (app: FastifyInstance) => (await app.inject(
+  { url: '/plants?limit=100', headers: AUTH })).json<PlantBody[]>()
 
 test('a retry with the same key and body answers the first 201 again and creates nothing', async (t) => {
   const app = await buildTestApp(t)
@@ -46,7 +52,8 @@ test('the replay is the first answer, even after the plant has changed or gone',
   assert.deepEqual(await listAll(app), [])
 })
 
-test('bodies that create the same plant are the same request: key order and surrounding white space do not matter', async (t) => {
+test('bodies that create the same plant are the same request: key order and surrounding ' +
+  'white space do not matter', async (t) => {
   const app = await buildTestApp(t)
   const first = await create(app, '{"name":"Fern","tag":"green"}', 'key-1')
   const retry = await create(app, '{ "tag": "green", "name": "  Fern " }', 'key-1')
@@ -59,7 +66,8 @@ test('the same key with another body is a 422 and creates nothing', async (t) =>
   const app = await buildTestApp(t)
   await create(app, { name: 'Fern' }, 'key-1')
   for (const body of [{ name: 'Rose' }, { name: 'Fern', tag: 'x' }, { name: 'Fern', id: 5 }]) {
-    assertError(await create(app, body, 'key-1'), 422, 'This Idempotency-Key was already used with a different request body')
+    assertError(await create(app, body, 'key-1'), 422,
+      'This Idempotency-Key was already used with a different request body')
   }
   assert.equal((await listAll(app)).length, 1)
 })
@@ -132,10 +140,13 @@ test('the key must be 1 to 255 visible ASCII characters', async (t) => {
   const app = await buildTestApp(t)
   assert.equal((await create(app, { name: 'a' }, 'k'.repeat(255))).statusCode, 201)
   assert.equal((await create(app, { name: 'a' }, '!~"#$%&\'()*+,-./0123456789:;<=>?@[\\]^_`{|}')).statusCode, 201)
-  assertError(await create(app, { name: 'a' }, ''), 400, 'headers/idempotency-key must NOT have fewer than 1 characters')
-  assertError(await create(app, { name: 'a' }, 'k'.repeat(256)), 400, 'headers/idempotency-key must NOT have more than 255 characters')
+  assertError(await create(app, { name: 'a' }, ''), 400,
+    'headers/idempotency-key must NOT have fewer than 1 characters')
+  assertError(await create(app, { name: 'a' }, 'k'.repeat(256)), 400,
+    'headers/idempotency-key must NOT have more than 255 characters')
   for (const key of ['a b', 'a\tb', 'caf\u00e9']) {
-    assertError(await create(app, { name: 'a' }, key), 400, 'headers/idempotency-key must be visible ASCII characters only (no spaces)')
+    assertError(await create(app, { name: 'a' }, key), 400,
+      'headers/idempotency-key must be visible ASCII characters only (no spaces)')
   }
   assert.equal((await listAll(app)).length, 2)
 })

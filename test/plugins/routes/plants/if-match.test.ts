@@ -5,10 +5,47 @@ import { AUTH, buildTestApp } from '../../../helpers/app.js'
 import { assertError, createPlant } from '../../../helpers/plants.js'
 
 /** The three conditional writes, each as a request factory and the status it answers on success. */
-const WRITES: Array<{ method: 'PUT' | 'PATCH' | 'DELETE', ok: number, request: (id: number, ifMatch?: string) => InjectOptions }> = [
-  { method: 'PUT', ok: 200, request: (id, ifMatch) => ({ method: 'PUT', url: `/plants/${id}`, headers: { ...AUTH, ...(ifMatch !== undefined && { 'if-match': ifMatch }) }, payload: { name: 'New name' } }) },
-  { method: 'PATCH', ok: 200, request: (id, ifMatch) => ({ method: 'PATCH', url: `/plants/${id}`, headers: { ...AUTH, 'content-type': 'application/merge-patch+json', ...(ifMatch !== undefined && { 'if-match': ifMatch }) }, payload: '{"tag":null}' }) },
-  { method: 'DELETE', ok: 204, request: (id, ifMatch) => ({ method: 'DELETE', url: `/plants/${id}`, headers: { ...AUTH, ...(ifMatch !== undefined && { 'if-match': ifMatch }) } }) }
+const WRITES: Array<{
+  method: 'PUT' | 'PATCH' | 'DELETE',
+  ok: number,
+  request: (id: number, ifMatch?: string) => InjectOptions
+}> = [
+  {
+    method: 'PUT',
+    ok: 200,
+    request: (id,
+      ifMatch) => ({
+      method: 'PUT',
+      url: `/plants/${id}`,
+      headers: { ...AUTH, ...(ifMatch !== undefined && { 'if-match': ifMatch }) },
+      payload: { name: 'New name' }
+    })
+  },
+  {
+    method: 'PATCH',
+    ok: 200,
+    request: (id,
+      ifMatch) => ({
+      method: 'PATCH',
+      url: `/plants/${id}`,
+      headers: {
+        ...AUTH,
+        'content-type': 'application/merge-patch+json',
+        ...(ifMatch !== undefined && { 'if-match': ifMatch })
+      },
+      payload: '{"tag":null}'
+    })
+  },
+  {
+    method: 'DELETE',
+    ok: 204,
+    request: (id,
+      ifMatch) => ({
+      method: 'DELETE',
+      url: `/plants/${id}`,
+      headers: { ...AUTH, ...(ifMatch !== undefined && { 'if-match': ifMatch }) }
+    })
+  }
 ]
 
 const getPlant = (app: FastifyInstance, id: number) => app.inject({ url: `/plants/${id}`, headers: AUTH })
@@ -42,9 +79,11 @@ for (const write of WRITES) {
     assert.equal((await getPlant(app, 1)).headers.etag, etag)
   })
 
-  test(`${write.method}: If-Match on a missing plant is a 412 (no current representation), without it a 404`, async (t) => {
+  test(`${write.method}: If-Match on a missing plant is a 412 (no current ` +
+    'representation), without it a 404', async (t) => {
     const app = await buildTestApp(t)
-    assertError(await app.inject(write.request(9, '*')), 412, 'Plant 9 does not match If-Match: it has changed or is gone; GET it again')
+    assertError(await app.inject(write.request(9, '*')), 412,
+      'Plant 9 does not match If-Match: it has changed or is gone; GET it again')
     assertError(await app.inject(write.request(9, '"abc"')), 412, /does not match If-Match/)
     assertError(await app.inject(write.request(9)), 404, 'Plant 9 not found')
     assert.equal((await getPlant(app, 9)).statusCode, 404)
@@ -54,7 +93,8 @@ for (const write of WRITES) {
     const app = await buildTestApp(t)
     const { etag } = await createPlant(app, { name: 'Fern' })
     for (const condition of ['abc', etag.slice(1, -1), '"a" "b"', '*, "a"', '']) {
-      assertError(await app.inject(write.request(1, condition)), 400, 'If-Match must be * or a list of quoted entity tags')
+      assertError(await app.inject(write.request(1, condition)), 400,
+        'If-Match must be * or a list of quoted entity tags')
     }
     assert.equal((await getPlant(app, 1)).headers.etag, etag)
   })
@@ -64,7 +104,8 @@ test('two clients editing the same version: the second write is refused, no upda
   const app = await buildTestApp(t)
   const { etag } = await createPlant(app, { name: 'Fern', tag: 'green' })
   const [first, second] = await Promise.all([
-    app.inject({ method: 'PATCH', url: '/plants/1', headers: { ...AUTH, 'if-match': etag }, payload: { name: 'Alice' } }),
+    app.inject(
+      { method: 'PATCH', url: '/plants/1', headers: { ...AUTH, 'if-match': etag }, payload: { name: 'Alice' } }),
     app.inject({ method: 'PATCH', url: '/plants/1', headers: { ...AUTH, 'if-match': etag }, payload: { tag: 'Bob' } })
   ])
   assert.deepEqual([first.statusCode, second.statusCode].sort(), [200, 412])
@@ -75,9 +116,23 @@ test('two clients editing the same version: the second write is refused, no upda
 test('the ETag a write returns is the one the next conditional write needs', async (t) => {
   const app = await buildTestApp(t)
   const { etag } = await createPlant(app, { name: 'Fern' })
-  const put = await app.inject({ method: 'PUT', url: '/plants/1', headers: { ...AUTH, 'if-match': etag }, payload: { name: 'a' } })
-  const patch = await app.inject({ method: 'PATCH', url: '/plants/1', headers: { ...AUTH, 'if-match': String(put.headers.etag) }, payload: { tag: 'b' } })
+  const put = await app.inject({
+    method: 'PUT',
+    url: '/plants/1',
+    headers: { ...AUTH, 'if-match': etag },
+    payload: { name: 'a' }
+  })
+  const patch = await app.inject({
+    method: 'PATCH',
+    url: '/plants/1',
+    headers: { ...AUTH, 'if-match': String(put.headers.etag) },
+    payload: { tag: 'b' }
+  })
   assert.equal(patch.statusCode, 200)
-  const del = await app.inject({ method: 'DELETE', url: '/plants/1', headers: { ...AUTH, 'if-match': String(patch.headers.etag) } })
+  const del = await app.inject({
+    method: 'DELETE',
+    url: '/plants/1',
+    headers: { ...AUTH, 'if-match': String(patch.headers.etag) }
+  })
   assert.equal(del.statusCode, 204)
 })

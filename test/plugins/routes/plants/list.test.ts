@@ -4,7 +4,8 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { AUTH, buildTestApp } from '../../../helpers/app.js'
 import { assertError, createPlant, JSON_TYPE, nextLink, type PlantBody } from '../../../helpers/plants.js'
 
-async function seed (app: FastifyInstance, count: number, tagOf: (i: number) => string | undefined = () => undefined): Promise<PlantBody[]> {
+async function seed (app: FastifyInstance, count: number,
+  tagOf: (i: number) => string | undefined = () => undefined): Promise<PlantBody[]> {
   const plants: PlantBody[] = []
   for (let i = 1; i <= count; i++) {
     const tag = tagOf(i)
@@ -52,7 +53,8 @@ test('limit 1 and 100 are accepted; 0 and 101 are 400s', async (t) => {
 test('limit must be a canonical decimal integer', async (t) => {
   const app = await buildTestApp(t)
   for (const limit of ['1e1', '+5', '05', '5.0', '0x10', ' 5', '5 ', '', 'ten', '-0']) {
-    assertError(await list(app, `?limit=${encodeURIComponent(limit)}`), 400, 'querystring/limit must be a canonical decimal integer')
+    assertError(await list(app, `?limit=${encodeURIComponent(limit)}`), 400,
+      'querystring/limit must be a canonical decimal integer')
   }
   assertError(await list(app, '?limit=5.5'), 400, 'querystring/limit must be a canonical decimal integer')
   assertError(await list(app, '?limit=1&limit=2'), 400, 'querystring/limit must be integer')
@@ -138,7 +140,8 @@ test('tag must be 1 to 50 characters; unknown parameters are 400s', async (t) =>
   assertError(await list(app, '?limt=5'), 400, "querystring has unknown property 'limt'")
 })
 
-test('query text that is not percent-encoded UTF-8 is a 400 for every parameter, never matched literally', async (t) => {
+test('query text that is not percent-encoded UTF-8 is a 400 for every parameter, ' +
+  'never matched literally', async (t) => {
   const app = await buildTestApp(t)
   // A plant whose tag is literally what a lenient decoder would leave of an invalid escape.
   await createPlant(app, { name: 'literal', tag: '%FF' })
@@ -147,7 +150,8 @@ test('query text that is not percent-encoded UTF-8 is a 400 for every parameter,
     for (const name of ['tag', 'after', 'limit']) {
       assertError(await list(app, `?${name}=${bad}`), 400, `querystring/${name} is not percent-encoded UTF-8`)
     }
-    assertError(await list(app, `?limit=5&tag=ok&${bad}=1`), 400, 'querystring has a parameter name that is not percent-encoded UTF-8')
+    assertError(await list(app, `?limit=5&tag=ok&${bad}=1`), 400,
+      'querystring has a parameter name that is not percent-encoded UTF-8')
   }
   // The first bad parameter is named, past good ones; valid escapes still decode.
   assertError(await list(app, '?tag=%25FF&after=%FF'), 400, 'querystring/after is not percent-encoded UTF-8')

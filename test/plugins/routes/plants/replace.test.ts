@@ -5,7 +5,12 @@ import { assertError, createPlant, JSON_TYPE, type PlantBody } from '../../../he
 
 const NAME_RULE = 'body/name must be 1 to 100 characters after trimming surrounding white space'
 const put = (id: string | number, payload: unknown, headers: Record<string, string> = {}) =>
-  ({ method: 'PUT' as const, url: `/plants/${id}`, headers: { ...AUTH, ...headers }, payload: payload as Record<string, unknown> })
+  ({
+    method: 'PUT' as const,
+    url: `/plants/${id}`,
+    headers: { ...AUTH, ...headers },
+    payload: payload as Record<string, unknown>
+  })
 
 test('PUT replaces name and tag: 200, the plant, its new ETag; createdAt kept, updatedAt later', async (t) => {
   const app = await buildTestApp(t)
@@ -14,7 +19,13 @@ test('PUT replaces name and tag: 200, the plant, its new ETag; createdAt kept, u
   assert.equal(res.statusCode, 200)
   assert.equal(res.headers['content-type'], JSON_TYPE)
   const replaced = res.json<PlantBody>()
-  assert.deepEqual({ ...replaced, updatedAt: '' }, { id: 1, name: 'Boston fern', tag: 'shade', createdAt: plant.createdAt, updatedAt: '' })
+  assert.deepEqual({ ...replaced, updatedAt: '' }, {
+    id: 1,
+    name: 'Boston fern',
+    tag: 'shade',
+    createdAt: plant.createdAt,
+    updatedAt: ''
+  })
   assert.ok(replaced.updatedAt > plant.updatedAt, 'updatedAt moves forward')
   assert.notEqual(res.headers.etag, etag)
   const get = await app.inject({ url: '/plants/1', headers: AUTH })
@@ -61,7 +72,8 @@ test('PUT name boundaries: 0 and 101 characters after trimming are 400s, 1 and 1
   assert.equal((await app.inject(put(1, { name: ' y ' }))).json().name, 'y')
   assert.equal((await app.inject(put(1, { name: ` ${'z'.repeat(100)} ` }))).json().name, 'z'.repeat(100))
   assertError(await app.inject(put(1, { name: 'a', tag: '' })), 400, 'body/tag must NOT have fewer than 1 characters')
-  assertError(await app.inject(put(1, { name: 'a', tag: 't'.repeat(51) })), 400, 'body/tag must NOT have more than 50 characters')
+  assertError(await app.inject(put(1, { name: 'a', tag: 't'.repeat(51) })), 400,
+    'body/tag must NOT have more than 50 characters')
   assert.equal((await app.inject(put(1, { name: 'a', tag: 't'.repeat(50) }))).json().tag, 't'.repeat(50))
 })
 
@@ -73,7 +85,8 @@ test('PUT needs the whole plant: a missing name, an unknown field or an id in th
   assertError(await app.inject(put(1, { name: 'a', id: 1 })), 400, "body has unknown property 'id'")
   assertError(await app.inject(put(1, { name: 'a', tag: null })), 400, 'body/tag must be string')
   assertError(await app.inject(put(1, '[]', { 'content-type': 'application/json' })), 400, 'body must be object')
-  assertError(await app.inject(put(1, '{"name":"a"}', { 'content-type': 'application/merge-patch+json' })), 415, 'Unsupported Media Type')
+  assertError(await app.inject(put(1, '{"name":"a"}', { 'content-type': 'application/merge-patch+json' })), 415,
+    'Unsupported Media Type')
   assert.deepEqual((await app.inject({ url: '/plants/1', headers: AUTH })).json(), plant)
 })
 

@@ -34,24 +34,40 @@ for (const database of apiTestDatabases) {
     test('POST: a name or a tag with NUL or an unpaired surrogate is a 400, and nothing is created', async (t) => {
       const app = await buildTestApp(t, database.env(t))
       for (const text of UNSTORABLE) {
-        const name = await app.inject({ method: 'POST', url: '/plants', headers: JSON_AUTH, payload: `{"name":"${text}"}` })
+        const name = await app.inject({
+          method: 'POST',
+          url: '/plants',
+          headers: JSON_AUTH,
+          payload: `{"name":"${text}"}`
+        })
         assertError(name, 400, `body/name ${NOT_STORABLE}`)
-        const tag = await app.inject({ method: 'POST', url: '/plants', headers: JSON_AUTH, payload: `{"name":"ok","tag":"${text}"}` })
+        const tag = await app.inject({
+          method: 'POST',
+          url: '/plants',
+          headers: JSON_AUTH,
+          payload: `{"name":"ok","tag":"${text}"}`
+        })
         assertError(tag, 400, `body/tag ${NOT_STORABLE}`)
       }
       assert.deepEqual((await app.inject({ url: '/plants', headers: AUTH })).json(), [])
     })
 
-    test('PUT and PATCH: a name or a tag with NUL or an unpaired surrogate is a 400, and the plant is unchanged', async (t) => {
+    test('PUT and PATCH: a name or a tag with NUL or an unpaired surrogate is a 400, and ' +
+      'the plant is unchanged', async (t) => {
       const app = await buildTestApp(t, database.env(t))
       const { plant } = await createPlant(app, { name: 'kept', tag: 'kept' })
       const url = `/plants/${plant.id}`
       const patchHeaders = { ...AUTH, 'content-type': 'application/merge-patch+json' }
       for (const text of UNSTORABLE) {
-        assertError(await app.inject({ method: 'PUT', url, headers: JSON_AUTH, payload: `{"name":"${text}"}` }), 400, `body/name ${NOT_STORABLE}`)
-        assertError(await app.inject({ method: 'PUT', url, headers: JSON_AUTH, payload: `{"name":"ok","tag":"${text}"}` }), 400, `body/tag ${NOT_STORABLE}`)
-        assertError(await app.inject({ method: 'PATCH', url, headers: patchHeaders, payload: `{"name":"${text}"}` }), 400, `body/name ${NOT_STORABLE}`)
-        assertError(await app.inject({ method: 'PATCH', url, headers: patchHeaders, payload: `{"tag":"${text}"}` }), 400, `body/tag ${NOT_STORABLE}`)
+        assertError(await app.inject({ method: 'PUT', url, headers: JSON_AUTH, payload: `{"name":"${text}"}` }), 400,
+          `body/name ${NOT_STORABLE}`)
+        assertError(
+          await app.inject({ method: 'PUT', url, headers: JSON_AUTH, payload: `{"name":"ok","tag":"${text}"}` }), 400,
+            `body/tag ${NOT_STORABLE}`)
+        assertError(await app.inject({ method: 'PATCH', url, headers: patchHeaders, payload: `{"name":"${text}"}` }),
+          400, `body/name ${NOT_STORABLE}`)
+        assertError(await app.inject({ method: 'PATCH', url, headers: patchHeaders, payload: `{"tag":"${text}"}` }),
+          400, `body/tag ${NOT_STORABLE}`)
       }
       assert.deepEqual((await app.inject({ url, headers: AUTH })).json(), plant)
     })
@@ -59,15 +75,23 @@ for (const database of apiTestDatabases) {
     test('GET /plants?tag= with NUL or an encoded surrogate is a 400', async (t) => {
       const app = await buildTestApp(t, database.env(t))
       assertError(await app.inject({ url: '/plants?tag=%00', headers: AUTH }), 400, `querystring/tag ${NOT_STORABLE}`)
-      assertError(await app.inject({ url: '/plants?tag=a%00b&limit=5', headers: AUTH }), 400, `querystring/tag ${NOT_STORABLE}`)
+      assertError(await app.inject({ url: '/plants?tag=a%00b&limit=5', headers: AUTH }), 400,
+        `querystring/tag ${NOT_STORABLE}`)
       // Percent-encoded surrogates are not UTF-8 (CESU-8): refused, never matched as the text the query parser kept.
-      assertError(await app.inject({ url: '/plants?tag=%ED%A0%80', headers: AUTH }), 400, 'querystring/tag is not percent-encoded UTF-8')
+      assertError(await app.inject({ url: '/plants?tag=%ED%A0%80', headers: AUTH }), 400,
+        'querystring/tag is not percent-encoded UTF-8')
     })
 
-    test('valid text (astral, combining, ZWJ, controls, noncharacters) comes back exactly, and finds its tag', async (t) => {
+    test('valid text (astral, combining, ZWJ, controls, noncharacters) comes back ' +
+      'exactly, and finds its tag', async (t) => {
       const app = await buildTestApp(t, database.env(t))
       for (const text of STORABLE) {
-        const created = await app.inject({ method: 'POST', url: '/plants', headers: JSON_AUTH, payload: `{"name":"${text}","tag":"${text}"}` })
+        const created = await app.inject({
+          method: 'POST',
+          url: '/plants',
+          headers: JSON_AUTH,
+          payload: `{"name":"${text}","tag":"${text}"}`
+        })
         assert.equal(created.statusCode, 201, created.body)
         const expected = JSON.parse(`"${text}"`) as string
         const plant = created.json<PlantBody>()
@@ -85,10 +109,12 @@ for (const database of apiTestDatabases) {
       const { plant } = await createPlant(app, { name: '🌿'.repeat(100), tag: '🌱'.repeat(50) })
       assert.equal(plant.name, '🌿'.repeat(100))
       assert.deepEqual((await app.inject({ url: `/plants/${plant.id}`, headers: AUTH })).json(), plant)
-      assertError(await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { name: '🌿'.repeat(101) } }), 400,
-        'body/name must be 1 to 100 characters after trimming surrounding white space')
-      assertError(await app.inject({ method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'x', tag: '🌱'.repeat(51) } }), 400,
-        'body/tag must NOT have more than 50 characters')
+      assertError(await app.inject(
+        { method: 'POST', url: '/plants', headers: AUTH, payload: { name: '🌿'.repeat(101) } }), 400,
+      'body/name must be 1 to 100 characters after trimming surrounding white space')
+      assertError(await app.inject(
+        { method: 'POST', url: '/plants', headers: AUTH, payload: { name: 'x', tag: '🌱'.repeat(51) } }), 400,
+      'body/tag must NOT have more than 50 characters')
     })
   })
 }

@@ -18,7 +18,12 @@ test('PATCH with a merge patch changes only the fields it names', async (t) => {
   assert.deepEqual({ ...patched, updatedAt: '' }, { ...plant, name: 'Boston fern', updatedAt: '' })
   assert.ok(patched.updatedAt > plant.updatedAt)
   const tagged = await app.inject(patch(1, '{"tag":"shade"}'))
-  assert.deepEqual({ ...tagged.json<PlantBody>(), updatedAt: '' }, { ...plant, name: 'Boston fern', tag: 'shade', updatedAt: '' })
+  assert.deepEqual({ ...tagged.json<PlantBody>(), updatedAt: '' }, {
+    ...plant,
+    name: 'Boston fern',
+    tag: 'shade',
+    updatedAt: ''
+  })
 })
 
 test('"tag": null clears the tag; a missing tag keeps it', async (t) => {
@@ -35,8 +40,11 @@ test('plain JSON (with or without charset) is accepted as a merge patch too', as
   const app = await buildTestApp(t)
   await createPlant(app, { name: 'Fern' })
   assert.equal((await app.inject(patch(1, '{"tag":"a"}', { 'content-type': 'application/json' }))).json().tag, 'a')
-  assert.equal((await app.inject(patch(1, '{"tag":"b"}', { 'content-type': 'application/json; charset=utf-8' }))).json().tag, 'b')
-  assert.equal((await app.inject(patch(1, '{"tag":"c"}', { 'content-type': 'application/merge-patch+json; charset=utf-8' }))).json().tag, 'c')
+  assert.equal(
+    (await app.inject(patch(1, '{"tag":"b"}', { 'content-type': 'application/json; charset=utf-8' }))).json().tag, 'b')
+  assert.equal(
+    (await app.inject(
+      patch(1, '{"tag":"c"}', { 'content-type': 'application/merge-patch+json; charset=utf-8' }))).json().tag, 'c')
 })
 
 test('a patch that changes nothing changes nothing: the same plant, updatedAt and ETag', async (t) => {
@@ -54,12 +62,15 @@ test('the name cannot be removed or emptied, and keeps the 1..100 rule', async (
   const app = await buildTestApp(t)
   const { plant } = await createPlant(app, { name: 'Fern', tag: 'green' })
   assertError(await app.inject(patch(1, '{"name":null}')), 400, 'body/name must be string')
-  assertError(await app.inject(patch(1, '{"name":"  "}')), 400, 'body/name must be 1 to 100 characters after trimming surrounding white space')
-  assertError(await app.inject(patch(1, `{"name":"${'x'.repeat(101)}"}`)), 400, 'body/name must be 1 to 100 characters after trimming surrounding white space')
+  assertError(await app.inject(patch(1, '{"name":"  "}')), 400,
+    'body/name must be 1 to 100 characters after trimming surrounding white space')
+  assertError(await app.inject(patch(1, `{"name":"${'x'.repeat(101)}"}`)), 400,
+    'body/name must be 1 to 100 characters after trimming surrounding white space')
   assert.equal((await app.inject(patch(1, `{"name":" ${'x'.repeat(100)} "}`))).json().name, 'x'.repeat(100))
   assert.equal((await app.inject(patch(1, '{"name":"x"}'))).json().name, 'x')
   assertError(await app.inject(patch(1, '{"tag":""}')), 400, 'body/tag must NOT have fewer than 1 characters')
-  assertError(await app.inject(patch(1, `{"tag":"${'t'.repeat(51)}"}`)), 400, 'body/tag must NOT have more than 50 characters')
+  assertError(await app.inject(patch(1, `{"tag":"${'t'.repeat(51)}"}`)), 400,
+    'body/tag must NOT have more than 50 characters')
   assert.equal((await app.inject(patch(1, `{"tag":"${'t'.repeat(50)}"}`))).json().tag, 't'.repeat(50))
   assertError(await app.inject(patch(1, '{"tag":5}')), 400, 'body/tag must be string,null')
   assert.equal((await app.inject({ url: '/plants/1', headers: AUTH })).json().createdAt, plant.createdAt)
@@ -96,5 +107,6 @@ test('PATCH on a missing plant is a 404; a bad id a 400', async (t) => {
 test('PATCH needs a token', async (t) => {
   const app = await buildTestApp(t)
   await createPlant(app, { name: 'Fern' })
-  assertError(await app.inject({ method: 'PATCH', url: '/plants/1', headers: MERGE_PATCH, payload: '{}' }), 401, /authorization/i)
+  assertError(await app.inject({ method: 'PATCH', url: '/plants/1', headers: MERGE_PATCH, payload: '{}' }), 401,
+    /authorization/i)
 })

@@ -3,13 +3,20 @@ import { test } from 'node:test'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { AUTH } from '../../../helpers/app.js'
 import { assertError, JSON_TYPE, nextLink } from '../../../helpers/plants.js'
-import { buildWebhooksApp, createWebhook, OTHER_AUTH, PUBLIC_RECEIVER, viewOf, type WebhookViewBody } from '../../../helpers/webhooks.js'
+import {
+  buildWebhooksApp, createWebhook, OTHER_AUTH, PUBLIC_RECEIVER, viewOf,
+  type WebhookViewBody
+} from '../../../helpers/webhooks.js'
 
-const list = (app: FastifyInstance, query: string, headers: Record<string, string> = AUTH) => app.inject({ url: `/webhooks${query}`, headers })
+const list = (app: FastifyInstance, query: string,
+  headers: Record<string, string> = AUTH) => app.inject({ url: `/webhooks${query}`, headers })
 
-async function seed (app: FastifyInstance, count: number, headers: Record<string, string> = AUTH): Promise<WebhookViewBody[]> {
+async function seed (app: FastifyInstance, count: number,
+  headers: Record<string, string> = AUTH): Promise<WebhookViewBody[]> {
   const created: WebhookViewBody[] = []
-  for (let i = 0; i < count; i++) created.push(viewOf(await createWebhook(app, { url: `${PUBLIC_RECEIVER}/${i}` }, headers)))
+  for (let i = 0; i < count; i++) {
+    created.push(viewOf(await createWebhook(app, { url: `${PUBLIC_RECEIVER}/${i}` }, headers)))
+  }
   return created
 }
 
@@ -66,7 +73,8 @@ test('invalid or unknown query parameters are 400s', async (t) => {
   assertError(await list(app, '?limit=0'), 400, 'querystring/limit must be >= 1')
   assertError(await list(app, '?limit=101'), 400, 'querystring/limit must be <= 100')
   for (const limit of ['1e1', '+5', '05', ' 5']) {
-    assertError(await list(app, `?limit=${encodeURIComponent(limit)}`), 400, 'querystring/limit must be a canonical decimal integer')
+    assertError(await list(app, `?limit=${encodeURIComponent(limit)}`), 400,
+      'querystring/limit must be a canonical decimal integer')
   }
   assertError(await list(app, '?after=x'), 400, 'querystring/after must match format "int64"')
   assertError(await list(app, '?after=9223372036854775808'), 400, 'querystring/after must match format "int64"')

@@ -17,7 +17,9 @@ import { buildWebhooksApp, createWebhook, deliveriesWhen, OTHER_AUTH } from '../
 // every delivery still ends succeeded after one attempt, and both stores show the same answer.
 
 const GZIP = gzipSync('{"ok":true}')
-/** What the API shows of an answer: its bytes decoded as UTF-8, a zero byte as U+FFFD like any byte that is not text. */
+/**
+ * What the API shows of an answer: its bytes decoded as UTF-8, a zero byte as U+FFFD like any byte that is not text.
+ */
 const shown = (bytes: Buffer): string => bytes.toString('utf8').replaceAll('\0', '\uFFFD')
 
 const ANSWERS: Record<string, { status?: number, body: Buffer, headers?: Record<string, string>, shows: string }> = {
@@ -39,11 +41,14 @@ function answerByPath (receiver: WebhookReceiver): void {
 
 interface AttemptBody { statusCode?: number, error?: string, responseBody?: string }
 
-/** Waits until the subscription has `count` deliveries, all `status` after one attempt; answers each one's attempt log. */
+/**
+ * Waits until the subscription has `count` deliveries, all `status` after one attempt; answers each one's attempt log.
+ */
 async function endedOnce (
   app: FastifyInstance, id: number, count: number, headers: Record<string, string>, status = 'succeeded'
 ): Promise<AttemptBody[][]> {
-  const list = await deliveriesWhen(app, id, (all) => all.length === count && all.every((d) => d.status === status), headers)
+  const list = await deliveriesWhen(app, id, (all) => all.length === count && all.every((d) => d.status === status),
+    headers)
   assert.deepEqual(list.map((d) => d.attempts), Array(count).fill(1))
   return await Promise.all(list.map(async (delivery) => {
     const res = await app.inject({ url: `/webhooks/${id}/deliveries/${delivery.id}`, headers })
@@ -55,7 +60,8 @@ async function endedOnce (
 
 /** Each path got `count` requests, each a different delivery (webhook-id): nothing was sent twice. */
 function sentOnce (receiver: WebhookReceiver, path: string, count: number): void {
-  const ids = receiver.requests.filter((request) => request.url === path).map((request) => request.headers['webhook-id'])
+  const ids = receiver.requests.filter((request) => request.url === path).map(
+    (request) => request.headers['webhook-id'])
   assert.equal(ids.length, count, `${path}: ${ids.length} requests`)
   assert.equal(new Set(ids).size, count, `${path}: a delivery was sent twice`)
 }
@@ -102,11 +108,16 @@ function poisonableDatabase (t: Cleanup, database: string): { env: NodeJS.Proces
 
 for (const database of apiTestDatabases) {
   describe(`receivers' answers on ${database.name}`, () => {
-    test('zero bytes, gzip and 0xFF answers beside another owner\'s healthy receiver: all succeed, each sent once, shown alike', async (t) => {
+    test('zero bytes, gzip and 0xFF answers beside another owner\'s healthy receiver: all succeed, each ' +
+      'sent once, shown alike', async (t) => {
       const cleanup = cleanupStack(t)
       const receiver = await startReceiver(cleanup)
       answerByPath(receiver)
-      const app = await buildWebhooksApp(cleanup, { ...database.env(cleanup), WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_POLL_INTERVAL_MS: '50' })
+      const app = await buildWebhooksApp(cleanup, {
+        ...database.env(cleanup),
+        WEBHOOK_ALLOW_PRIVATE_URLS: '1',
+        WEBHOOK_POLL_INTERVAL_MS: '50'
+      })
       const paths = ['/zero', '/gzip', '/ff']
       const mine = []
       for (const path of paths) mine.push(await createWebhook(app, { url: `${receiver.origin}${path}` }))
@@ -115,20 +126,27 @@ for (const database of apiTestDatabases) {
       for (const [i, subscription] of mine.entries()) {
         const logs = await endedOnce(app, subscription.id, 2, AUTH)
         const shows = ANSWERS[paths[i] as string]?.shows
-        assert.deepEqual(logs, [[{ statusCode: 200, responseBody: shows }], [{ statusCode: 200, responseBody: shows }]], paths[i])
+        assert.deepEqual(logs, [[{ statusCode: 200, responseBody: shows }], [{ statusCode: 200, responseBody: shows }]],
+          paths[i])
       }
       assert.deepEqual(await endedOnce(app, theirs.id, 2, OTHER_AUTH),
         [[{ statusCode: 200, responseBody: '{"ok":true}' }], [{ statusCode: 200, responseBody: '{"ok":true}' }]])
       for (const path of [...paths, '/healthy']) sentOnce(receiver, path, 2)
     })
 
-    test('an attempt row the database refuses fails no other row of its batch; its delivery still succeeds once', async (t) => {
+    test('an attempt row the database refuses fails no other row of its batch; its ' +
+      'delivery still succeeds once', async (t) => {
       const cleanup = cleanupStack(t)
       const receiver = await startReceiver(cleanup)
       answerByPath(receiver)
       const { env, refuse } = poisonableDatabase(cleanup, database.name)
       // No retry: a failed attempt that counts ends its delivery failed, one that does not sends it again.
-      const app = await buildWebhooksApp(cleanup, { ...env, WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_POLL_INTERVAL_MS: '50', WEBHOOK_RETRY_SCHEDULE: 'none' })
+      const app = await buildWebhooksApp(cleanup, {
+        ...env,
+        WEBHOOK_ALLOW_PRIVATE_URLS: '1',
+        WEBHOOK_POLL_INTERVAL_MS: '50',
+        WEBHOOK_RETRY_SCHEDULE: 'none'
+      })
       await refuse()
       const poisoned = await createWebhook(app, { url: `${receiver.origin}/poison` })
       const failing = await createWebhook(app, { url: `${receiver.origin}/poison-500` })
@@ -136,8 +154,10 @@ for (const database of apiTestDatabases) {
       for (const name of ['Fern', 'Ivy', 'Moss']) await createPlant(app, { name })
       // The refused row is kept without the answer: the attempt counts, on schedule.
       assert.deepEqual(await endedOnce(app, poisoned.id, 3, AUTH), Array(3).fill([{ statusCode: 200 }]))
-      assert.deepEqual(await endedOnce(app, failing.id, 3, AUTH, 'failed'), Array(3).fill([{ statusCode: 500, error: 'the receiver answered 500' }]))
-      assert.deepEqual(await endedOnce(app, healthy.id, 3, OTHER_AUTH), Array(3).fill([{ statusCode: 200, responseBody: '{"ok":true}' }]))
+      assert.deepEqual(await endedOnce(app, failing.id, 3, AUTH, 'failed'),
+        Array(3).fill([{ statusCode: 500, error: 'the receiver answered 500' }]))
+      assert.deepEqual(await endedOnce(app, healthy.id, 3, OTHER_AUTH),
+        Array(3).fill([{ statusCode: 200, responseBody: '{"ok":true}' }]))
       for (const path of ['/poison', '/poison-500', '/healthy']) sentOnce(receiver, path, 3)
     })
   })

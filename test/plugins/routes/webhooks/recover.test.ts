@@ -10,7 +10,8 @@ import { PLANT_DELETED } from '../../../helpers/resources.js'
 const recover = (app: FastifyInstance, id: number | string, payload: unknown, headers: Record<string, string> = AUTH) =>
   app.inject({ method: 'POST', url: `/webhooks/${id}/recover`, headers, payload: payload as Record<string, unknown> })
 
-test('recover: 202 with how many failed deliveries since then are due again; they are delivered (receiver on 127.0.0.1)', async (t) => {
+test('recover: 202 with how many failed deliveries since then are due again; they are delivered ' +
+  '(receiver on 127.0.0.1)', async (t) => {
   const receiver = await startReceiver(t)
   receiver.respond((_request, res) => { res.writeHead(503).end() })
   const app = await buildWebhooksApp(t, { WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_RETRY_SCHEDULE: 'none' })
@@ -23,7 +24,8 @@ test('recover: 202 with how many failed deliveries since then are due again; the
   await new Promise((resolve) => setTimeout(resolve, 5))
   for (const name of ['a', 'b']) await createPlant(app, { name })
   await app.inject({ method: 'DELETE', url: '/plants/1', headers: AUTH })
-  await deliveriesWhen(app, subscription.id, (all) => all.length === 4 && all.every((delivery) => delivery.status === 'failed'))
+  await deliveriesWhen(app, subscription.id,
+    (all) => all.length === 4 && all.every((delivery) => delivery.status === 'failed'))
   await deliveriesWhen(app, other.id, (all) => all.length === 1 && all[0]?.status === 'failed')
   receiver.respond((_request, res) => { res.writeHead(204).end() })
   const before = receiver.requests.length
@@ -31,13 +33,17 @@ test('recover: 202 with how many failed deliveries since then are due again; the
   assert.equal(res.statusCode, 202, res.body)
   assert.equal(res.headers['content-type'], JSON_TYPE)
   assert.deepEqual(res.json(), { recovered: 3 })
-  const after = await deliveriesWhen(app, subscription.id, (all) => all.filter((delivery) => delivery.status === 'succeeded').length === 3)
-  assert.deepEqual(after.map((delivery) => delivery.status), ['succeeded', 'succeeded', 'succeeded', 'failed'], 'the one before `since` stays failed')
-  assert.deepEqual(receiver.requests.slice(before).map((request) => request.url), ['/hooks', '/hooks', '/hooks'], 'another subscription\'s are left alone')
+  const after = await deliveriesWhen(app, subscription.id,
+    (all) => all.filter((delivery) => delivery.status === 'succeeded').length === 3)
+  assert.deepEqual(after.map((delivery) => delivery.status), ['succeeded', 'succeeded', 'succeeded', 'failed'],
+    'the one before `since` stays failed')
+  assert.deepEqual(receiver.requests.slice(before).map((request) => request.url), ['/hooks', '/hooks', '/hooks'],
+    'another subscription\'s are left alone')
   assert.deepEqual((await recover(app, subscription.id, { since })).json(), { recovered: 0 })
 })
 
-test('recover: another token\'s or a missing subscription is a 404; a bad since or body a 400; no token a 401', async (t) => {
+test('recover: another token\'s or a missing subscription is a 404; a bad since or body ' +
+  'a 400; no token a 401', async (t) => {
   const app = await buildWebhooksApp(t)
   await createWebhook(app)
   const since = '2026-01-01T00:00:00Z'

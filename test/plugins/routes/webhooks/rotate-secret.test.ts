@@ -8,7 +8,12 @@ import { buildWebhooksApp, createWebhook, OTHER_AUTH, SECRET, type WebhookBody }
 import { PLANT_CREATED } from '../../../helpers/resources.js'
 
 const rotate = (app: FastifyInstance, id: number | string, headers: Record<string, string> = AUTH, payload?: unknown) =>
-  app.inject({ method: 'POST', url: `/webhooks/${id}/rotate-secret`, headers, ...(payload !== undefined && { payload: payload as Record<string, unknown> }) })
+  app.inject({
+    method: 'POST',
+    url: `/webhooks/${id}/rotate-secret`,
+    headers,
+    ...(payload !== undefined && { payload: payload as Record<string, unknown> })
+  })
 const secretOf = async (app: FastifyInstance, id: number): Promise<string> =>
   (await app.inject({ url: `/webhooks/${id}/secret`, headers: AUTH })).json<{ secret: string }>().secret
 /** 24 and 64 bytes: the bounds Standard Webhooks sets (distinct bytes: one byte repeated is refused). */
@@ -16,7 +21,8 @@ const bytes = (count: number): Buffer => Buffer.from(Array.from({ length: count 
 const MINE = `whsec_${bytes(24).toString('base64')}`
 const LONGEST = `whsec_${bytes(64).toString('base64')}`
 
-test('rotate-secret: 200 with the subscription carrying a new whsec_ secret, which GET …/secret shows from then on', async (t) => {
+test('rotate-secret: 200 with the subscription carrying a new whsec_ secret, which GET ' +
+  '…/secret shows from then on', async (t) => {
   const app = await buildWebhooksApp(t)
   const created = await createWebhook(app)
   const res = await rotate(app, 1)
@@ -76,10 +82,12 @@ test('a secret without entropy (one byte repeated, all zeros included) is a 400 
   assert.equal(await secretOf(app, 1), before)
   const almost = Buffer.alloc(32)
   almost[31] = 1
-  assert.equal((await rotate(app, 1, AUTH, { secret: `whsec_${almost.toString('base64')}` })).statusCode, 200, 'two distinct bytes pass')
+  assert.equal((await rotate(app, 1, AUTH, { secret: `whsec_${almost.toString('base64')}` })).statusCode, 200,
+    'two distinct bytes pass')
 })
 
-test('every replaced secret keeps signing for its own 24 hours: two rotations, three signatures (receiver on 127.0.0.1)', async (t) => {
+test('every replaced secret keeps signing for its own 24 hours: two rotations, three signatures ' +
+  '(receiver on 127.0.0.1)', async (t) => {
   const receiver = await startReceiver(t)
   const app = await buildWebhooksApp(t, { WEBHOOK_ALLOW_PRIVATE_URLS: '1' })
   const created = await createWebhook(app, { url: `${receiver.origin}/hooks`, events: [PLANT_CREATED] })
@@ -100,7 +108,8 @@ test('another token\'s subscription or a missing one: 404, and the secret stays'
   const created = await createWebhook(app)
   assertError(await rotate(app, 1, OTHER_AUTH), 404, 'Webhook subscription 1 not found')
   assertError(await rotate(app, 2), 404, 'Webhook subscription 2 not found')
-  assertError(await app.inject({ url: '/webhooks/1/secret', headers: OTHER_AUTH }), 404, 'Webhook subscription 1 not found')
+  assertError(await app.inject({ url: '/webhooks/1/secret', headers: OTHER_AUTH }), 404,
+    'Webhook subscription 1 not found')
   assert.equal(await secretOf(app, 1), created.secret)
 })
 
@@ -108,8 +117,14 @@ test('a malformed id is a 400; a body not JSON a 415; without a token, 401', asy
   const app = await buildWebhooksApp(t)
   const created = await createWebhook(app)
   assertError(await rotate(app, 'x'), 400, 'params/id must match format "int64"')
-  assertError(await app.inject({ url: '/webhooks/x/secret', headers: AUTH }), 400, 'params/id must match format "int64"')
-  const text = await app.inject({ method: 'POST', url: '/webhooks/1/rotate-secret', headers: { ...AUTH, 'content-type': 'text/plain' }, payload: 'whsec_x' })
+  assertError(await app.inject({ url: '/webhooks/x/secret', headers: AUTH }), 400,
+    'params/id must match format "int64"')
+  const text = await app.inject({
+    method: 'POST',
+    url: '/webhooks/1/rotate-secret',
+    headers: { ...AUTH, 'content-type': 'text/plain' },
+    payload: 'whsec_x'
+  })
   assert.equal(text.statusCode, 415)
   assertError(await rotate(app, 1, {}), 401, /authorization/i)
   assertError(await app.inject({ url: '/webhooks/1/secret' }), 401, /authorization/i)
