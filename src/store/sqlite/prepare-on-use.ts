@@ -47,10 +47,7 @@ class StatementOnUse {
   }
 }
 
-/**
- * The connection with `prepare` deferred to each statement's first run: for stores opened often that run few
- * statements.
- */
+/** `prepare` deferred to each statement's first run: for stores opened often that run few statements. */
 export function prepareOnUse (db: Database.Database): Database.Database {
   const prepare = (source: string): Statement => new StatementOnUse(db, source) as unknown as Statement
   const bound = new Map<PropertyKey, unknown>()
