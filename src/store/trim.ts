@@ -1,7 +1,6 @@
 /**
- * The most rows a sandbox tenant keeps of what grows with use and outlives it: idempotency keys,
- * chosen ids remembered ahead of the id sequence, deliveries (with their attempts) and outbox
- * events. Beyond, the oldest go first (see docs/operations.md#running-a-public-sandbox).
+ * The most rows a sandbox tenant keeps of what grows with use; beyond, the oldest go first
+ * (see docs/operations.md#running-a-public-sandbox). `chosenIds`: those remembered ahead of the sequence.
  */
 export interface StorageLimits {
   keys: number
