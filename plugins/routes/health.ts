@@ -12,8 +12,8 @@ const StatusOk = Type.Object({ status: Type.Literal('ok') }, { examples: [{ stat
 
 /**
  * For load balancers and orchestrators. `/health` keeps the meaning balancers were configured for; `/health/live`
- * stays 200 through outages, overload and drains, none of which a restart cures. The database is probed through
- * plugins/app/database-watch.ts, which logs an outage's start and end.
+ * stays 200 through outages and overload (a restart cures neither) and drains (so they finish). The database is
+ * probed through plugins/app/database-watch.ts, which logs an outage's start and end.
  */
 const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
   healthRoute(app)
@@ -63,13 +63,11 @@ function healthRoute (app: App): void {
         await app.databaseWatch.probe()
       } catch (err) {
         request.log.debug({ err }, 'health check: the database does not answer')
-        const full = err instanceof ServiceError && err.code === 'storage-full'
+        const message = err instanceof ServiceError && err.code === 'storage-full'
+          ? 'The database storage is full'
+          : err instanceof ReadOnlyDatabaseError ? 'The database is read-only' : 'The database does not answer'
         void reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S))
-        return reply
-          .code(503)
-          .send(errorBody(503, full
-            ? 'The database storage is full'
-            : err instanceof ReadOnlyDatabaseError ? 'The database is read-only' : 'The database does not answer'))
+        return reply.code(503).send(errorBody(503, message))
       }
       return sandbox ? { status: 'ok' as const, mode: 'sandbox' as const } : { status: 'ok' as const }
     }

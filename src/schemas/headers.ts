@@ -33,18 +33,16 @@ export const writeConditionsHeaders = (name: string) =>
 const IDEMPOTENCY_KEY_MAX_LENGTH = 255
 
 export const IdempotencyKeyHeaderSchema = Type.Object({
-  'idempotency-key': Type.Optional(
-    Type.String({
-      minLength: 1,
-      maxLength: IDEMPOTENCY_KEY_MAX_LENGTH,
-      pattern: describedPattern('^[\\x21-\\x7E]+$', 'must be visible ASCII characters only (no spaces)'),
-      description:
-        'Makes the create safe to retry for 24 hours: a retry with the same key and body answers the first 201 again ' +
-        '(with `Idempotent-Replayed: true`) and creates nothing; the same key with another body is a 422. ' +
-        `1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters; keys are per token.`,
-      examples: ['5f0c6f7e-2b8e-4c43-9d55-1c1e4f7c2a10']
-    })
-  )
+  'idempotency-key': Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: IDEMPOTENCY_KEY_MAX_LENGTH,
+    pattern: describedPattern('^[\\x21-\\x7E]+$', 'must be visible ASCII characters only (no spaces)'),
+    description:
+      'Makes the create safe to retry for 24 hours: a retry with the same key and body answers the first 201 again ' +
+      '(with `Idempotent-Replayed: true`) and creates nothing; the same key with another body is a 422. ' +
+      `1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters; keys are per token.`,
+    examples: ['5f0c6f7e-2b8e-4c43-9d55-1c1e4f7c2a10']
+  }))
 })
 
 /** For the OpenAPI document only; plugins/external/docs.ts moves `required: true` to the header object. */

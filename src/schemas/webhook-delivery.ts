@@ -25,7 +25,6 @@ const statusSchema = (description: string, example: string) =>
     examples: [example]
   })
 
-/** `types`: the app's event types. */
 const webhookDeliverySchema = (types: readonly WebhookEventType[]) => Type.Object(
   {
     id: int64IdSchema('The delivery identifier (signed 64-bit)'),
@@ -93,7 +92,6 @@ export const WebhookDeliveryAttemptSchema = Type.Object(
   }
 )
 
-/** `delivery`: the app's WebhookDelivery schema. */
 const webhookDeliveryDetailSchema = (delivery: ReturnType<typeof webhookDeliverySchema>) => Type.Object(
   {
     ...delivery.properties,
@@ -147,7 +145,6 @@ export const WebhookDeliveryParamsSchema = Type.Object(
   { additionalProperties: false }
 )
 
-/** `types`: the app's event types. */
 export const deliveryListQuerySchema = (types: readonly WebhookEventType[]) => Type.Object(
   {
     limit: listLimitSchema('deliveries'),

@@ -1,7 +1,6 @@
 interface DatabaseWatchOptions {
   /** The readiness probe: rejects with why the database does not answer. */
   probe: () => Promise<void>
-  /** A pino logger fits. */
   log: {
     error: (details: object, message: string) => void
     warn: (details: object, message: string) => void
@@ -55,9 +54,8 @@ export class DatabaseWatch {
   }
 
   /**
-   * A failure on an unavailable database: true when it is to be logged on its own. While the database
-   * is thought up, a probe checks; of requests only the first per period is logged (many fail at once
-   * as an outage starts), the rest are counted.
+   * A failure on an unavailable database: true when it is to be logged on its own. While it is thought up, a probe
+   * checks; of requests only the first per period is logged (many fail as an outage starts), the rest are counted.
    */
   failed (source: 'request' | 'dispatcher'): boolean {
     if (this.#closed) return true

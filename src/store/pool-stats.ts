@@ -6,7 +6,6 @@ export interface PoolStats {
   idle: number
   /** Connections checked out by a caller (open minus idle). */
   busy: number
-  /** Callers queued for a connection of a full pool. */
   waiting: number
 }
 

@@ -1,7 +1,4 @@
-/**
- * The most rows a sandbox tenant keeps of what grows with use; beyond, the oldest go first
- * (see docs/operations.md#running-a-public-sandbox). `chosenIds`: those remembered ahead of the sequence.
- */
+/** What a sandbox tenant keeps at most; beyond, the oldest go first (docs/operations.md#running-a-public-sandbox). */
 export interface StorageLimits {
   keys: number
   chosenIds: number

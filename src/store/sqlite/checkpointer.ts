@@ -11,13 +11,8 @@ export type FromCheckpointThread = { id: number } & (
   | { type: 'failed', error: string }
   | { type: 'report', report: CheckpointReport })
 
-export type CheckpointReport = {
-  thread: 'worker' | 'loop'
-  durationMs: number
-} & ({
-  frames: number
-  checkpointed: number
-} | { error: string })
+export type CheckpointReport = { thread: 'worker' | 'loop', durationMs: number } &
+  ({ frames: number, checkpointed: number } | { error: string })
 
 /** PASSIVE never takes the write lock; a failure (full disk, I/O) is retried next time. */
 export function passiveCheckpoint (db: Database.Database, thread: CheckpointReport['thread']): CheckpointReport {
@@ -108,9 +103,8 @@ function checkpointThread (): CheckpointThread {
 }
 
 /**
- * Moves `db`'s WAL checkpoints to the process's checkpoint thread
- * (see docs/performance.md#what-the-measurements-decided). Steady writes can keep the WAL from
- * starting over, so at `catchUpPages` the loop checkpoints once itself. Without the thread, `db` checkpoints itself.
+ * Moves `db`'s WAL checkpoints off the event loop (see docs/performance.md#what-the-measurements-decided), but for
+ * one at `catchUpPages`: steady writes can keep the WAL from starting over. Without the thread, `db` does them.
  */
 export function startCheckpointer (
   db: Database.Database, filename: string, options: CheckpointerOptions = {}

@@ -36,8 +36,8 @@ function identityOf (filename: string): FileIdentity | undefined {
 export const FILE_CHECK_INTERVAL_MS = 10
 
 /**
- * SQLite goes on writing into open files that were deleted or renamed over, and each write would be
- * lost at the next start: the store looks before it acknowledges a commit, before a read, and on /health.
+ * SQLite goes on writing into open files deleted or renamed over, every write lost at the next start: the store
+ * looks before it acknowledges a commit, before a read, and on /health.
  */
 export function createFileCheck (
   filename: string, onLost: (error: ServiceError) => void

@@ -108,7 +108,6 @@ function createDurability ({ walFile, onSync, fdatasync: flushWal = fdatasync }:
 
   return {
     failure: () => failure,
-    /** Counts a commit: its number. */
     committed: (): number => {
       committed++
       if (walFile === undefined) synced = committed
@@ -127,8 +126,8 @@ function createDurability ({ walFile, onSync, fdatasync: flushWal = fdatasync }:
 }
 
 /**
- * Writes of one event-loop turn share a transaction, committed in `setImmediate`; syncs overlap CPU
- * work (SQLite itself runs at NORMAL). After a failed sync nothing is acknowledged: the page cache's state is unknown.
+ * Writes of one event-loop turn share a transaction, committed in `setImmediate`; syncs overlap CPU work (SQLite
+ * runs at NORMAL). After a failed sync nothing is acknowledged: the page cache's state is unknown.
  */
 export function createGroupCommit (db: Database.Database, options: GroupCommitOptions = {}): GroupCommit {
   const { onCommit, verify } = options

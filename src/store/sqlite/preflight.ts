@@ -30,9 +30,8 @@ export function identityProblem (
 }
 
 /**
- * Why the file cannot be used, read before anything writes to it (WAL, migrations): a foreign or
- * damaged file is left byte for byte as it was. `quick_check` costs a read of every page at start-up,
- * and catches corruption before writes are acknowledged on top of it. `refuseBehind`: MIGRATE_ON_START=0.
+ * Why the file cannot be used, read before anything writes to it (WAL, migrations): a foreign or damaged file is
+ * left as it was. `quick_check` reads every page, to catch corruption before writes are acknowledged on top of it.
  */
 export function inspectDatabaseFile (filename: string, options: { refuseBehind?: boolean } = {}): string | undefined {
   if (filename === ':memory:' || (statSync(filename, { throwIfNoEntry: false })?.size ?? 0) === 0) {

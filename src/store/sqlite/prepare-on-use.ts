@@ -5,13 +5,11 @@ type Modifier = (statement: Statement) => void
 
 class StatementOnUse {
   readonly #db: Database.Database
-  readonly source: string
   #statement: Statement | undefined
   readonly #modifiers: Modifier[] = []
 
-  constructor (db: Database.Database, source: string) {
+  constructor (db: Database.Database, readonly source: string) {
     this.#db = db
-    this.source = source
   }
 
   get #compiled (): Statement {
