@@ -36,12 +36,8 @@ export class DatabaseWatch {
     this.#now = options.now ?? Date.now
   }
 
-  /** True until a probe fails. */
-  get up (): boolean {
-    return this.#up
-  }
+  get up (): boolean { return this.#up }
 
-  /** Callers at the same moment share one probe. */
   async probe (): Promise<void> {
     this.#probing ??= this.#options.probe().then(
       () => { this.#reachable() },
@@ -73,7 +69,6 @@ export class DatabaseWatch {
     return false
   }
 
-  /** What was counted and not yet told is told now. */
   close (): void {
     this.#closed = true
     clearTimeout(this.#recheck)

@@ -22,7 +22,6 @@ export function syncPath (path: string, flags: 'r' | 'r+'): void {
  */
 export const boundLimit = (name?: string): string => `CAST(${name === undefined ? '?' : `@${name}`} AS INTEGER)`
 
-/** The settings of every connection plant-store opens to its SQLite file. */
 export function configureConnection (db: Database.Database): Database.Database {
   // Ids are int64: read every INTEGER as a bigint so nothing is rounded on the way back.
   db.defaultSafeIntegers(true)
