@@ -75,11 +75,9 @@ export class DatabaseWatch {
     this.#summarize()
   }
 
+  /** Never what keeps a stopping process alive. */
   #timer (run: () => void, ms: number): NodeJS.Timeout {
-    const timer = setTimeout(run, ms)
-    // Never what keeps a stopping process alive.
-    timer.unref()
-    return timer
+    return setTimeout(run, ms).unref()
   }
 
   #openSummary (): void {

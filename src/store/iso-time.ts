@@ -11,7 +11,7 @@ const pad4 = (n: number): string => (n < 1000 ? `0${pad3(n)}` : `${n}`)
 export function isoTime (ms: number): string {
   if (!Number.isInteger(ms) || ms < MIN_MS || ms > MAX_MS) return new Date(ms).toISOString()
   const days = Math.floor(ms / MS_PER_DAY)
-  let rest = ms - days * MS_PER_DAY
+  const timeOfDay = ms - days * MS_PER_DAY
   // H. Hinnant's days_from_civil, inverted.
   const z = days + 719_468
   const era = Math.floor(z / 146_097)
@@ -24,12 +24,10 @@ export function isoTime (ms: number): string {
   const day = dayOfYear - Math.floor((153 * shiftedMonth + 2) / 5) + 1
   const month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
   const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-  const hours = Math.floor(rest / 3_600_000)
-  rest -= hours * 3_600_000
-  const minutes = Math.floor(rest / 60_000)
-  rest -= minutes * 60_000
-  const seconds = Math.floor(rest / 1000)
-  const millis = rest - seconds * 1000
+  const hours = Math.floor(timeOfDay / 3_600_000)
+  const minutes = Math.floor(timeOfDay / 60_000) % 60
+  const seconds = Math.floor(timeOfDay / 1000) % 60
+  const millis = timeOfDay % 1000
   return `${pad4(year)}-${pad2(month)}-${pad2(day)}T${pad2(hours)}:${pad2(minutes)}:${pad2(seconds)}.${pad3(millis)}Z`
 }
 
