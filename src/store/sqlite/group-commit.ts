@@ -157,14 +157,10 @@ export function createGroupCommit (db: Database.Database, options: GroupCommitOp
     if (writes.length === 0) return
     const rejectAll = (reason: unknown): void => { for (const write of writes) write.reject(report(reason)) }
     let outcomes: Outcome[]
+    let commit: number
     try {
       outcomes = runBatch.immediate(writes)
-    } catch (error) {
-      rejectAll(error)
-      return
-    }
-    const commit = durability.committed()
-    try {
+      commit = durability.committed()
       verify?.()
     } catch (error) {
       rejectAll(error)
