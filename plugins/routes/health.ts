@@ -6,34 +6,23 @@ import { ErrorSchema, errorResponses } from '../../src/schemas/error.js'
 import { retryAfterHeader } from '../../src/schemas/headers.js'
 import { ref } from '../../src/schemas/ref.js'
 
-/** Seconds a client (or a balancer) is asked to wait before asking a not-ready instance again. */
 const NOT_READY_RETRY_AFTER_S = 5
 
 const StatusOk = Type.Object({ status: Type.Literal('ok') }, { examples: [{ status: 'ok' }] })
 
 /**
- * Health for load balancers and orchestrators; none needs a token or is rate-limited.
- *
- * - `GET /health`: 200 once the database answers, 503 when not (and, like every API route, while
- *   the service sheds load or drains). Unchanged: balancers configured for it keep working.
- * - `GET /health/live`: the process answers. Nothing else: a database outage or an overload is no
- *   reason to restart the process (a restart would not fix either and would cut in-flight work),
- *   and during a drain it stays 200 so the orchestrator lets the drain finish.
- * - `GET /health/ready`: whether this instance should get traffic: not draining, not shedding
- *   load, and the database answers and takes writes (for SQLite: no WAL sync has failed; for
- *   PostgreSQL: not read-only, as a standby or a demoted primary is). Otherwise 503 in the
- *   Error shape with Retry-After; from SIGTERM on it answers 503 at once while in-flight work drains.
+ * For load balancers and orchestrators. `/health` keeps the meaning balancers were configured for; `/health/live`
+ * stays 200 through outages and overload (a restart cures neither) and drains (so they finish). The database is
+ * probed through plugins/app/database-watch.ts, which logs an outage's start and end.
  */
 const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  // The one probe (plugins/app/database-watch.ts): it logs an outage's start and end, and metrics read it.
-  const ping = async (): Promise<void> => { await app.databaseWatch.probe() }
-  healthRoute(app, ping)
-  probeRoutes(app, ping)
+  healthRoute(app)
+  probeRoutes(app)
 }
 
 type App = Parameters<FastifyPluginAsyncTypebox>[0]
 
-function healthRoute (app: App, ping: () => Promise<void>): void {
+function healthRoute (app: App): void {
   // A sandbox says so; without SANDBOX the body (and the document) stay as they were.
   const sandbox = app.config.sandbox !== undefined
   const healthy = sandbox
@@ -71,24 +60,21 @@ function healthRoute (app: App, ping: () => Promise<void>): void {
     },
     async (request, reply) => {
       try {
-        await ping()
+        await app.databaseWatch.probe()
       } catch (err) {
-        // The database watch logs an outage once, as it starts and ends: not once per probe.
         request.log.debug({ err }, 'health check: the database does not answer')
-        const full = err instanceof ServiceError && err.code === 'storage-full'
+        const message = err instanceof ServiceError && err.code === 'storage-full'
+          ? 'The database storage is full'
+          : err instanceof ReadOnlyDatabaseError ? 'The database is read-only' : 'The database does not answer'
         void reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S))
-        return reply
-          .code(503)
-          .send(errorBody(503, full
-            ? 'The database storage is full'
-            : err instanceof ReadOnlyDatabaseError ? 'The database is read-only' : 'The database does not answer'))
+        return reply.code(503).send(errorBody(503, message))
       }
       return sandbox ? { status: 'ok' as const, mode: 'sandbox' as const } : { status: 'ok' as const }
     }
   )
 }
 
-function probeRoutes (app: App, ping: () => Promise<void>): void {
+function probeRoutes (app: App): void {
   // Probes run whatever the load (under-pressure lets them through: ready reports the pressure
   // itself) and while draining (see plugins/app/connections.ts).
   const probeConfig = { rateLimit: false, answersWhileDraining: true, pressureHandler: () => undefined }
@@ -142,7 +128,7 @@ function probeRoutes (app: App, ping: () => Promise<void>): void {
       if (app.draining) throw notReady('the service is shutting down')
       if (app.isUnderPressure()) throw notReady('the service is overloaded')
       try {
-        await ping()
+        await app.databaseWatch.probe()
       } catch (err) {
         const reason = err instanceof ReadOnlyDatabaseError
           ? 'the database is read-only'

@@ -2,10 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { invalidQuery } from '../../src/lib/errors.js'
 import { isCanonicalInteger } from '../../src/schemas/int64.js'
 
-/**
- * A list route's preValidation: the schema would coerce `1e1`, `+5` or `05` into numbers, so only
- * canonical decimals are accepted as `limit`.
- */
+/** A list route's preValidation: the schema would coerce `1e1`, `+5` or `05` into a `limit`. */
 export async function canonicalLimit (request: FastifyRequest): Promise<void> {
   const { limit } = request.query as Record<string, unknown>
   if (typeof limit === 'string' && !isCanonicalInteger(limit)) {
@@ -13,7 +10,6 @@ export async function canonicalLimit (request: FastifyRequest): Promise<void> {
   }
 }
 
-/** `Link: <url>; rel="next"`: the next page of a list, when there is one. */
 export function linkNextPage (reply: FastifyReply, url: string): void {
   void reply.header('link', `<${url}>; rel="next"`)
 }

@@ -22,6 +22,10 @@ const STATUS_HEADERS: Readonly<Record<string, Record<string, unknown>>> = {
   503: retryAfterHeader
 }
 
+/** `4xx` and `5xx` carry Retry-After: a 429, a 503 while shedding load. */
+const rangeResponse = (description: string, error: number, message: string): ErrorRef =>
+  ref(ErrorSchema, { description, examples: [{ error, message }], headers: retryAfterHeader })
+
 /** Error responses for a route's statuses and `4xx`/`5xx`, so the serializer enforces the shape everywhere. */
 export function errorResponses<const S extends number> (
   statuses: Record<S, string>
@@ -36,16 +40,8 @@ export function errorResponses<const S extends number> (
       ...(headers !== undefined && { headers })
     })
   }
-  responses['4xx'] = ref(ErrorSchema, {
-    description: 'Client error',
-    examples: [{ error: 415, message: 'Unsupported Media Type' }],
-    headers: retryAfterHeader
-  })
-  responses['5xx'] = ref(ErrorSchema, {
-    description: 'Server error',
-    examples: [{ error: 500, message: 'Internal Server Error' }],
-    headers: retryAfterHeader
-  })
+  responses['4xx'] = rangeResponse('Client error', 415, 'Unsupported Media Type')
+  responses['5xx'] = rangeResponse('Server error', 500, 'Internal Server Error')
   return responses as Record<S | '4xx' | '5xx', ErrorRef>
 }
 

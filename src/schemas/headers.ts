@@ -33,18 +33,16 @@ export const writeConditionsHeaders = (name: string) =>
 const IDEMPOTENCY_KEY_MAX_LENGTH = 255
 
 export const IdempotencyKeyHeaderSchema = Type.Object({
-  'idempotency-key': Type.Optional(
-    Type.String({
-      minLength: 1,
-      maxLength: IDEMPOTENCY_KEY_MAX_LENGTH,
-      pattern: describedPattern('^[\\x21-\\x7E]+$', 'must be visible ASCII characters only (no spaces)'),
-      description:
-        'Makes the create safe to retry for 24 hours: a retry with the same key and body answers the first 201 again ' +
-        '(with `Idempotent-Replayed: true`) and creates nothing; the same key with another body is a 422. ' +
-        `1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters; keys are per token.`,
-      examples: ['5f0c6f7e-2b8e-4c43-9d55-1c1e4f7c2a10']
-    })
-  )
+  'idempotency-key': Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: IDEMPOTENCY_KEY_MAX_LENGTH,
+    pattern: describedPattern('^[\\x21-\\x7E]+$', 'must be visible ASCII characters only (no spaces)'),
+    description:
+      'Makes the create safe to retry for 24 hours: a retry with the same key and body answers the first 201 again ' +
+      '(with `Idempotent-Replayed: true`) and creates nothing; the same key with another body is a 422. ' +
+      `1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} visible ASCII characters; keys are per token.`,
+    examples: ['5f0c6f7e-2b8e-4c43-9d55-1c1e4f7c2a10']
+  }))
 })
 
 /** For the OpenAPI document only; plugins/external/docs.ts moves `required: true` to the header object. */
@@ -58,17 +56,17 @@ interface ResponseHeader {
 }
 type ResponseHeaders = Record<string, ResponseHeader>
 
-const SECONDS = '^[0-9]+$'
+const secondsHeader = (description: string) =>
+  ({ type: 'string', pattern: '^[0-9]+$', description }) satisfies ResponseHeader
 
 /** A resource's answers: its ETag, and a create's Location (`name`: `plant`, `collection`: `plants`). */
-export const etagHeaderOf = (name: string) =>
-  ({
-    ETag: {
-      type: 'string',
-      required: true,
-      description: `The strong entity tag of the ${name}, for If-Match and If-None-Match`
-    }
-  }) satisfies ResponseHeaders
+export const etagHeaderOf = (name: string) => ({
+  ETag: {
+    type: 'string',
+    required: true,
+    description: `The strong entity tag of the ${name}, for If-Match and If-None-Match`
+  }
+}) satisfies ResponseHeaders
 const locationOf = (description: string) => ({
   Location: { type: 'string', required: true, format: 'uri-reference', description }
 }) satisfies ResponseHeaders
@@ -110,41 +108,20 @@ export const acceptEncodingHeader = {
   }
 } satisfies ResponseHeaders
 export const retryAfterHeader = {
-  'Retry-After': {
-    type: 'string',
-    pattern: SECONDS,
-    description:
-      'Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load'
-  }
+  'Retry-After': secondsHeader(
+    'Seconds to wait before retrying: on a 429 (rate limit reached) and on a 503 while the service sheds load'
+  )
 } satisfies ResponseHeaders
 export const rateLimitHeaders = {
-  'RateLimit-Limit': {
-    type: 'string',
-    pattern: SECONDS,
-    description: 'Requests allowed per window for this caller (when rate limiting is on)'
-  },
-  'RateLimit-Remaining': {
-    type: 'string',
-    pattern: SECONDS,
-    description: 'Requests left in the current window (when rate limiting is on)'
-  },
-  'RateLimit-Reset': {
-    type: 'string',
-    pattern: SECONDS,
-    description: 'Seconds until the window resets (when rate limiting is on)'
-  }
+  'RateLimit-Limit': secondsHeader('Requests allowed per window for this caller (when rate limiting is on)'),
+  'RateLimit-Remaining': secondsHeader('Requests left in the current window (when rate limiting is on)'),
+  'RateLimit-Reset': secondsHeader('Seconds until the window resets (when rate limiting is on)')
 } satisfies ResponseHeaders
 
-/**
- * A caller's `X-Request-Id` kept as the request's id (it goes into logs and back out in a header):
- * only when this tame.
- */
+/** A caller's `X-Request-Id` goes into logs and back out in a header: kept only when this tame. */
 export const REQUEST_ID_PATTERN = '^[A-Za-z0-9._:-]{1,128}$'
 
-/**
- * On every answer of the API (plugins/app/request-log.ts): one component, referenced by every
- * response of the document.
- */
+/** On every answer (plugins/app/request-log.ts): one component, referenced by every response of the document. */
 export const requestIdHeader = {
   'X-Request-Id': {
     type: 'string',

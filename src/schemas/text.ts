@@ -1,18 +1,14 @@
 import { Type, type TString } from '@sinclair/typebox'
 import { describedPattern } from './pattern-messages.js'
 
-/**
- * No NUL (PostgreSQL cannot store it) and no lone surrogates (no UTF-8 form). Ajv compiles with the
- * `u` flag, so a surrogate pair is one character and the class matches only lone surrogates.
- */
+/** PostgreSQL cannot store NUL, a lone surrogate has no UTF-8 form; with ajv's `u` flag a pair is one character. */
 export const STORABLE_TEXT = describedPattern('^[^\\u0000\\uD800-\\uDFFF]*$',
   'must not contain NUL (U+0000) or unpaired UTF-16 surrogates (U+D800 to U+DFFF)')
 export const STORABLE_TEXT_RULE = 'no NUL (U+0000) or unpaired UTF-16 surrogates'
 
 /**
- * A text a client writes and the store keeps trimmed (`what`: `The plant name`). `\s` is what
- * String#trim removes; the storable-text rule sits under allOf to keep its own message, with its
- * type, or generated clients type the property as `unknown` or `any`.
+ * Stored trimmed (`what`: `The plant name`); `\s` is what String#trim removes. The storable-text rule sits under
+ * allOf to keep its own message, with its type, or generated clients type the property as `unknown` or `any`.
  */
 export const trimmedTextSchema = (what: string, maxLength: number, example: string): TString =>
   Type.String({

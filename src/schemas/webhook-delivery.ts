@@ -5,8 +5,6 @@ import { cursorSchema, listLimitSchema } from './paging.js'
 import { ref } from './ref.js'
 import { eventTypeSchema, PAYLOAD_EXAMPLE, TIME_EXAMPLE } from './webhook.js'
 
-/** A subscription's deliveries: one event on its way to one subscription, and the attempts made. */
-
 const DELIVERY_EXAMPLE = {
   id: 7,
   eventType: 'plant.created',
@@ -19,43 +17,35 @@ const DELIVERY_EXAMPLE = {
   createdAt: TIME_EXAMPLE
 }
 
-/** A delivery with its latest attempt: its `eventType` is one of `types` (the app's). */
+const timeSchema = (description: string) => Type.String({ format: 'date-time', description, examples: [TIME_EXAMPLE] })
+
+const statusSchema = (description: string, example: string) =>
+  Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')], {
+    description,
+    examples: [example]
+  })
+
 const webhookDeliverySchema = (types: readonly WebhookEventType[]) => Type.Object(
   {
     id: int64IdSchema('The delivery identifier (signed 64-bit)'),
     eventType: eventTypeSchema(types),
-    status: Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')], {
-      description:
-        '`pending`: an attempt is due (at `nextAttemptAt`); `succeeded`: the receiver answered 2xx; `failed`: ' +
+    status: statusSchema(
+      '`pending`: an attempt is due (at `nextAttemptAt`); `succeeded`: the receiver answered 2xx; `failed`: ' +
         'the retries are spent, or the receiver answered 410 Gone',
-      examples: ['pending']
-    }),
+      'pending'
+    ),
     attempts: Type.Integer({ format: 'int32', minimum: 0, description: 'Attempts made so far', examples: [1] }),
-    lastAttemptAt: Type.Optional(
-      Type.String({ format: 'date-time', description: 'When the latest attempt was made', examples: [TIME_EXAMPLE] })
-    ),
-    lastStatusCode: Type.Optional(
-      Type.Integer({
-        format: 'int32',
-        description: "The receiver's status code for the latest attempt, when it answered",
-        examples: [503]
-      })
-    ),
+    lastAttemptAt: Type.Optional(timeSchema('When the latest attempt was made')),
+    lastStatusCode: Type.Optional(Type.Integer({
+      format: 'int32',
+      description: "The receiver's status code for the latest attempt, when it answered",
+      examples: [503]
+    })),
     lastError: Type.Optional(
       Type.String({ description: 'Why the latest attempt did not succeed', examples: ['the receiver answered 503'] })
     ),
-    nextAttemptAt: Type.Optional(
-      Type.String({
-        format: 'date-time',
-        description: 'When the next attempt is due (pending deliveries only)',
-        examples: [TIME_EXAMPLE]
-      })
-    ),
-    createdAt: Type.String({
-      format: 'date-time',
-      description: 'When the event happened and the delivery was created',
-      examples: [TIME_EXAMPLE]
-    })
+    nextAttemptAt: Type.Optional(timeSchema('When the next attempt is due (pending deliveries only)')),
+    createdAt: timeSchema('When the event happened and the delivery was created')
   },
   {
     $id: 'WebhookDelivery',
@@ -75,7 +65,7 @@ const ATTEMPT_EXAMPLE = {
 
 export const WebhookDeliveryAttemptSchema = Type.Object(
   {
-    at: Type.String({ format: 'date-time', description: 'When the attempt started', examples: [TIME_EXAMPLE] }),
+    at: timeSchema('When the attempt started'),
     durationMs: Type.Integer({
       format: 'int32',
       minimum: 0,
@@ -85,18 +75,14 @@ export const WebhookDeliveryAttemptSchema = Type.Object(
     statusCode: Type.Optional(
       Type.Integer({ format: 'int32', description: "The receiver's status code, when it answered", examples: [503] })
     ),
-    error: Type.Optional(
-      Type.String({
-        description: 'Why the attempt did not succeed (no answer, or not a 2xx)',
-        examples: ['the receiver answered 503']
-      })
-    ),
-    responseBody: Type.Optional(
-      Type.String({
-        description: "The first 1 KiB of the answer's body (as UTF-8), when it answered",
-        examples: ['{"error":"try later"}']
-      })
-    )
+    error: Type.Optional(Type.String({
+      description: 'Why the attempt did not succeed (no answer, or not a 2xx)',
+      examples: ['the receiver answered 503']
+    })),
+    responseBody: Type.Optional(Type.String({
+      description: "The first 1 KiB of the answer's body (as UTF-8), when it answered",
+      examples: ['{"error":"try later"}']
+    }))
   },
   {
     $id: 'WebhookDeliveryAttempt',
@@ -106,7 +92,6 @@ export const WebhookDeliveryAttemptSchema = Type.Object(
   }
 )
 
-/** A delivery with its event as sent and every attempt: `delivery` is the app's WebhookDelivery schema. */
 const webhookDeliveryDetailSchema = (delivery: ReturnType<typeof webhookDeliverySchema>) => Type.Object(
   {
     ...delivery.properties,
@@ -127,14 +112,12 @@ const webhookDeliveryDetailSchema = (delivery: ReturnType<typeof webhookDelivery
     $id: 'WebhookDeliveryDetail',
     additionalProperties: false,
     description: 'One delivery with its event as sent and every attempt',
-    examples: [
-      {
-        ...DELIVERY_EXAMPLE,
-        webhookId: 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W',
-        payload: PAYLOAD_EXAMPLE,
-        attemptLog: [ATTEMPT_EXAMPLE]
-      }
-    ]
+    examples: [{
+      ...DELIVERY_EXAMPLE,
+      webhookId: 'msg_2KWPBgLlAfxdpx2AI54pPJ85f4W',
+      payload: PAYLOAD_EXAMPLE,
+      attemptLog: [ATTEMPT_EXAMPLE]
+    }]
   }
 )
 
@@ -157,25 +140,17 @@ export const WebhookDeliveryParamsSchema = Type.Object(
   { additionalProperties: false }
 )
 
-/** The query of a subscription's delivery list: `eventType` is one of `types` (the app's). */
 export const deliveryListQuerySchema = (types: readonly WebhookEventType[]) => Type.Object(
   {
     limit: listLimitSchema('deliveries'),
     before: cursorSchema('Cursor: only deliveries with a smaller id (older ones)'),
-    status: Type.Optional(
-      Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')], {
-        description: 'Only deliveries with this status',
-        examples: ['failed']
-      })
-    ),
-    eventType: Type.Optional(
-      Type.Unsafe<WebhookEventType>({
-        type: 'string',
-        enum: [...types],
-        description: 'Only deliveries of this event type',
-        examples: ['plant.updated']
-      })
-    )
+    status: Type.Optional(statusSchema('Only deliveries with this status', 'failed')),
+    eventType: Type.Optional(Type.Unsafe<WebhookEventType>({
+      type: 'string',
+      enum: [...types],
+      description: 'Only deliveries of this event type',
+      examples: ['plant.updated']
+    }))
   },
   { additionalProperties: false }
 )

@@ -1,28 +1,23 @@
-/** Where the watch writes: a pino logger fits. */
-export interface WatchLog {
-  error: (details: object, message: string) => void
-  warn: (details: object, message: string) => void
-}
-
-export interface DatabaseWatchOptions {
-  /** The readiness probe: resolves while the database answers, rejects with why not. */
+interface DatabaseWatchOptions {
+  /** The readiness probe: rejects with why the database does not answer. */
   probe: () => Promise<void>
-  log: WatchLog
-  /** How often an unreachable database is probed again, so its return is told without traffic. */
+  log: {
+    error: (details: object, message: string) => void
+    warn: (details: object, message: string) => void
+  }
+  /** Probes an unreachable database again, so its return is told without traffic. */
   recheckMs?: number
-  /** Failed requests of an outage are told as one line per this many milliseconds, with their count. */
+  /** Failed requests of an outage are told as one line per period, with their count. */
   summaryMs?: number
   now?: () => number
 }
 
-export const DATABASE_RECHECK_MS = 1000
+const DATABASE_RECHECK_MS = 1000
 export const FAILURE_SUMMARY_MS = 10_000
 
 /**
- * Whether the database answers, as the readiness probe finds it, told once per change rather than
- * once per request: one line when it becomes unreachable (with the cause), one when it is back
- * (with how long it was away); the requests it failed meanwhile are counted, one line per
- * `summaryMs`. Framework-free: the metrics and the error handler read it.
+ * Whether the database answers, logged once per change rather than once per request (the cause when
+ * it goes, how long it was away when it is back); requests failed meanwhile are counted.
  */
 export class DatabaseWatch {
   readonly #options: DatabaseWatchOptions
@@ -41,12 +36,8 @@ export class DatabaseWatch {
     this.#now = options.now ?? Date.now
   }
 
-  /** As the last probe found it; true until one fails. */
-  get up (): boolean {
-    return this.#up
-  }
+  get up (): boolean { return this.#up }
 
-  /** Runs the probe (callers at the same moment share one) and records what it found; rejects as it did. */
   async probe (): Promise<void> {
     this.#probing ??= this.#options.probe().then(
       () => { this.#reachable() },
@@ -59,10 +50,8 @@ export class DatabaseWatch {
   }
 
   /**
-   * A request (or the webhook dispatcher) failed on an unavailable database. True when it is to be
-   * logged on its own: any while the database is thought up, and a probe is asked whether it still
-   * is, but of requests only the first per period (many fail at once as an outage starts). The rest
-   * are counted, and told as one line per period.
+   * A failure on an unavailable database: true when it is to be logged on its own. While it is thought up, a probe
+   * checks; of requests only the first per period is logged (many fail as an outage starts), the rest are counted.
    */
   failed (source: 'request' | 'dispatcher'): boolean {
     if (this.#closed) return true
@@ -80,18 +69,15 @@ export class DatabaseWatch {
     return false
   }
 
-  /** Stops probing; what was counted and not yet told is told now. */
   close (): void {
     this.#closed = true
     clearTimeout(this.#recheck)
     this.#summarize()
   }
 
+  /** Never what keeps a stopping process alive. */
   #timer (run: () => void, ms: number): NodeJS.Timeout {
-    const timer = setTimeout(run, ms)
-    // Never what keeps a stopping process alive.
-    timer.unref()
-    return timer
+    return setTimeout(run, ms).unref()
   }
 
   #openSummary (): void {

@@ -7,14 +7,12 @@ const pad2 = (n: number): string => (n < 10 ? `0${n}` : `${n}`)
 const pad3 = (n: number): string => (n < 10 ? `00${n}` : n < 100 ? `0${n}` : `${n}`)
 const pad4 = (n: number): string => (n < 1000 ? `0${pad3(n)}` : `${n}`)
 
-/**
- * `new Date(ms).toISOString()`, character for character, without the Date (see
- * docs/performance.md#what-the-measurements-decided). H. Hinnant's days_from_civil inverted.
- */
+/** `new Date(ms).toISOString()` without the Date (docs/performance.md#what-the-measurements-decided). */
 export function isoTime (ms: number): string {
   if (!Number.isInteger(ms) || ms < MIN_MS || ms > MAX_MS) return new Date(ms).toISOString()
   const days = Math.floor(ms / MS_PER_DAY)
-  let rest = ms - days * MS_PER_DAY
+  const timeOfDay = ms - days * MS_PER_DAY
+  // H. Hinnant's days_from_civil, inverted.
   const z = days + 719_468
   const era = Math.floor(z / 146_097)
   const dayOfEra = z - era * 146_097
@@ -26,19 +24,14 @@ export function isoTime (ms: number): string {
   const day = dayOfYear - Math.floor((153 * shiftedMonth + 2) / 5) + 1
   const month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
   const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-  const hours = Math.floor(rest / 3_600_000)
-  rest -= hours * 3_600_000
-  const minutes = Math.floor(rest / 60_000)
-  rest -= minutes * 60_000
-  const seconds = Math.floor(rest / 1000)
-  const millis = rest - seconds * 1000
+  const hours = Math.floor(timeOfDay / 3_600_000)
+  const minutes = Math.floor(timeOfDay / 60_000) % 60
+  const seconds = Math.floor(timeOfDay / 1000) % 60
+  const millis = timeOfDay % 1000
   return `${pad4(year)}-${pad2(month)}-${pad2(day)}T${pad2(hours)}:${pad2(minutes)}:${pad2(seconds)}.${pad3(millis)}Z`
 }
 
-/**
- * Epoch ms of an RFC 3339 date-time as the `date-time` format accepts it. A leap second (`:60`,
- * which Date.parse refuses) is the second after `:59`, as POSIX time counts it.
- */
+/** Epoch ms of a `date-time`; a leap second (`:60`, which Date.parse refuses) is the one after `:59`, as in POSIX. */
 export function parseDateTime (text: string): number {
   const ms = Date.parse(text)
   if (!Number.isNaN(ms)) return ms

@@ -1,16 +1,11 @@
-/**
- * One connection pool's state as plain data, read when metrics are scraped: what the metrics
- * plugin turns into gauges, without the store knowing of them.
- */
+/** Read when metrics are scraped: the metrics plugin makes gauges of it, the store knows nothing of them. */
 export interface PoolStats {
   /** Which pool: `api`, `webhooks`, `dispatcher`, `sandbox`, `sandbox-dispatcher`, `sandbox-registry`. */
   pool: string
-  /** Connections it may open at most. */
   max: number
   idle: number
   /** Connections checked out by a caller (open minus idle). */
   busy: number
-  /** Callers queued for a connection of a full pool. */
   waiting: number
 }
 

@@ -4,7 +4,6 @@ import { flagSetting } from '../config/flag-setting.js'
 import { isPostgresUrl, parsePostgresUrl } from './postgres/connection.js'
 import { SQLITE_SYNCHRONOUS, type SqliteSynchronous } from './sqlite/sqlite-store.js'
 
-/** DATABASE_URL: which store, and where. */
 export const DATABASE_URL_SETTING = Type.String({
   minLength: 1,
   default: 'data/plants.db',
@@ -64,26 +63,19 @@ export const DATABASE_SETTINGS = {
 
 type DatabaseEnv = Static<TObject<{ DATABASE_URL: typeof DATABASE_URL_SETTING } & typeof DATABASE_SETTINGS>>
 
-/** `file:`, `sqlite:`, `postgres:` (one slash): a URL scheme, where a SQLite path has none. */
-const URL_SCHEME = /^([A-Za-z][A-Za-z0-9+.-]*):/
-
 /**
- * DATABASE_URL is one of the forms the docs name. Anything else with a scheme (`file:/…`,
- * `sqlite:///…`, `postgres:/x`) would otherwise be a relative SQLite path: a new, empty database
- * file under the working directory. Only the scheme is named: the rest may hold a password.
+ * A scheme other than PostgreSQL's (`file:/…`, `sqlite:///…`, `postgres:/x`) would otherwise be a relative SQLite
+ * path: a new, empty database under the working directory. Only the scheme is named: the rest may hold a password.
  */
 function refuseUnknownScheme (url: string): void {
-  const scheme = URL_SCHEME.exec(url)?.[1]
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(url)?.[1]
   if (scheme === undefined || isPostgresUrl(url)) return
   throw new ConfigError(`invalid configuration: DATABASE_URL starts with ${scheme}:, a form it does not take: ` +
     'a SQLite file path (data/plants.db, /var/lib/plant-store/plants.db; ./ before a name holding a colon), ' +
     ':memory:, or a postgres:// or postgresql:// URL')
 }
 
-/**
- * DATABASE_URL is a form the docs name and a PostgreSQL URL must parse; DATABASE_DIRECT_URL goes with a
- * PostgreSQL DATABASE_URL only.
- */
+/** DATABASE_URL is a form the docs name, a PostgreSQL URL parses, DATABASE_DIRECT_URL goes with one. */
 export function checkDatabaseSettings (parsed: DatabaseEnv): void {
   if (parsed.DATABASE_URL !== ':memory:') refuseUnknownScheme(parsed.DATABASE_URL)
   if (isPostgresUrl(parsed.DATABASE_URL)) {

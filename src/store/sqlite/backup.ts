@@ -1,58 +1,34 @@
 import { randomBytes } from 'node:crypto'
-import {
-  chmodSync, closeSync, copyFileSync, createReadStream, existsSync, fsyncSync, linkSync, openSync, renameSync, rmSync,
-  statSync
-} from 'node:fs'
+import { chmodSync, copyFileSync, createReadStream, existsSync, linkSync, renameSync, rmSync, statSync } from 'node:fs'
 import { pipeline } from 'node:stream/promises'
 import { basename, dirname, join, resolve } from 'node:path'
 import Database from 'better-sqlite3'
 import { countOf } from '../../lib/human.js'
 import { RESOURCES } from '../../resources/index.js'
-import { createOwnerOnly } from './connection.js'
+import { createOwnerOnly, syncPath } from './connection.js'
 import { identityProblem, lockIdle, readIdentity } from './preflight.js'
 
 export class BackupError extends Error {
   override name = 'BackupError'
 }
 
-export interface BackupResult {
-  /** What the copy holds, as the command prints it: `3 plants`, `1 plant` (a count per resource's table). */
+interface BackupResult {
+  /** What the copy holds, as the command prints it: `3 plants`, `1 plant`. */
   contents: string
   pages: number
-}
-
-export interface RestoreResult extends BackupResult {
-  /** Where the replaced database is kept (restore --force over an existing one). */
-  kept?: string
 }
 
 /** All pages in one step: SQLite restarts a backup whenever another connection writes between steps. */
 const ALL_PAGES = 0x7fffffff
 
-/** A rename is only durable once its directory is synced. */
-function syncDirectory (file: string): void {
-  const fd = openSync(dirname(file), 'r')
-  try {
-    fsyncSync(fd)
-  } finally {
-    closeSync(fd)
-  }
-}
-
-function syncFile (file: string): void {
-  const fd = openSync(file, 'r+')
-  try {
-    fsyncSync(fd)
-  } finally {
-    closeSync(fd)
-  }
-}
-
 /** Same directory, so the final rename is atomic. */
 const besides = (file: string, purpose: string): string =>
   join(dirname(file), `.${basename(file)}.${purpose}-${randomBytes(6).toString('hex')}`)
 
-function verify (file: string): BackupResult {
+const codeOf = (err: unknown): string => String((err as { code?: unknown }).code ?? (err as Error).message)
+
+/** `what` names the file in the refusal: `the backup`. */
+function verify (file: string, what: string): BackupResult {
   let db: Database.Database | undefined
   try {
     const opened = db = new Database(file, { fileMustExist: true })
@@ -63,18 +39,18 @@ function verify (file: string): BackupResult {
     const problem = identityProblem(readIdentity(db))
     if (problem !== undefined) throw new BackupError(problem)
     return {
-      // Counted in each resource's declared table.
       contents: RESOURCES.map(({ collection, name, storage }) =>
         countOf(Number(opened.prepare(`SELECT count(*) FROM ${storage.table}`).pluck().get()), name, collection)
       ).join(', '),
       pages: Number(db.pragma('page_count', { simple: true }))
     }
   } catch (err) {
-    if (err instanceof BackupError) throw err
-    const code = (err as { code?: unknown }).code
-    throw new BackupError(
-      code === 'SQLITE_NOTADB' ? 'not a SQLite database' : `cannot be read (${String(code ?? (err as Error).message)})`
-    )
+    const problem = err instanceof BackupError
+      ? err.message
+      : (err as { code?: unknown }).code === 'SQLITE_NOTADB'
+          ? 'not a SQLite database'
+          : `cannot be read (${codeOf(err)})`
+    throw new BackupError(`${what} is unusable: ${problem}`)
   } finally {
     db?.close()
   }
@@ -98,14 +74,14 @@ export async function backupDatabase (source: string, target: string): Promise<B
     db.close()
   }
   try {
-    const result = verify(partial)
-    syncFile(partial)
+    const result = verify(partial, 'the backup')
+    syncPath(partial, 'r+')
     renameSync(partial, target)
-    syncDirectory(target)
+    syncPath(dirname(target), 'r')
     return result
   } catch (err) {
     rmSync(partial, { force: true })
-    throw err instanceof BackupError ? new BackupError(`the backup is unusable: ${err.message}`) : err
+    throw err
   }
 }
 
@@ -126,9 +102,7 @@ function lockIdleDatabase (file: string): Database.Database | undefined {
   try {
     lock = lockIdle(file)
   } catch (err) {
-    throw new BackupError(
-      `${file} cannot be opened (${String((err as { code?: unknown }).code ?? (err as Error).message)})`
-    )
+    throw new BackupError(`${file} cannot be opened (${codeOf(err)})`)
   }
   if (lock === 'busy') {
     throw new BackupError(`${file} is in use (a plant-store server is running on it?): stop it first, then restore`)
@@ -142,7 +116,7 @@ function lockIdleDatabase (file: string): Database.Database | undefined {
  */
 export function restoreDatabase (
   source: string, target: string, options: { force?: boolean, now?: Date } = {}
-): RestoreResult {
+): BackupResult & { kept?: string } {
   if (!existsSync(source)) throw new BackupError(`the backup ${source} does not exist`)
   if (statSync(source).isDirectory()) {
     throw new BackupError(`the backup ${source} is a directory, not a backup file (plant-store backup writes one)`)
@@ -163,13 +137,8 @@ export function restoreDatabase (
     copyFileSync(source, incoming)
     // The copy takes the backup's mode; the database it becomes is owner-only, as a new one is.
     chmodSync(incoming, 0o600)
-    let result: BackupResult
-    try {
-      result = verify(incoming)
-    } catch (err) {
-      throw err instanceof BackupError ? new BackupError(`the backup ${source} is unusable: ${err.message}`) : err
-    }
-    syncFile(incoming)
+    const result = verify(incoming, `the backup ${source}`)
+    syncPath(incoming, 'r+')
     lock?.close()
     for (const suffix of ['-wal', '-shm', '-journal']) rmSync(`${target}${suffix}`, { force: true })
     if (lock !== undefined) {
@@ -179,7 +148,7 @@ export function restoreDatabase (
       linkSync(target, kept)
     }
     renameSync(incoming, target)
-    syncDirectory(target)
+    syncPath(dirname(target), 'r')
     return { ...result, ...(kept !== undefined && { kept }) }
   } finally {
     if (lock?.open === true) lock.close()

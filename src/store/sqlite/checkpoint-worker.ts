@@ -1,9 +1,4 @@
-/**
- * The checkpoint thread (see checkpointer.ts), one per process: for each SQLite file it is given, a
- * connection of its own that folds the WAL back into the database file whenever the WAL was written
- * since it last looked. It runs PASSIVE checkpoints, which never take the write lock: the event
- * loop's writes go on meanwhile.
- */
+/** The checkpoint thread (see checkpointer.ts): PASSIVE checkpoints of each file whose WAL was written since. */
 import { statSync } from 'node:fs'
 import { parentPort } from 'node:worker_threads'
 import Database from 'better-sqlite3'
@@ -19,11 +14,8 @@ const databases = new Map<number, { db: Database.Database, timer: NodeJS.Timeout
 function watch (id: number, filename: string, intervalMs: number): void {
   const db = configureConnection(new Database(filename, { fileMustExist: true }))
   const walFile = `${filename}-wal`
-  /**
-   * The WAL as last seen: a checkpoint runs only when it changed (an idle service does nothing). A
-   * write within the same clock tick as the last look, into a WAL no longer growing, is checkpointed
-   * after the next write (or by close): until then SQLite reads it from the WAL, durable either way.
-   */
+  // Only a changed WAL is checkpointed. A write in the tick of the last look waits for the next
+  // write (or close); until then SQLite reads it from the WAL, durable either way.
   let seen = ''
   const timer = setInterval(() => {
     const stats = statSync(walFile, { throwIfNoEntry: false })
@@ -37,8 +29,6 @@ function watch (id: number, filename: string, intervalMs: number): void {
   databases.set(id, { db, timer })
 }
 
-// The thread outlives the files it is given (the process does not wait for it): the next store
-// opened in the process reuses it instead of starting a thread again.
 port.on('message', (message: ToCheckpointThread) => {
   const { id } = message
   if (message.type === 'open') {

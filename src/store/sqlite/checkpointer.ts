@@ -2,27 +2,19 @@ import { Worker } from 'node:worker_threads'
 import type Database from 'better-sqlite3'
 import type { StoreLog } from '../contract.js'
 
-/** What the checkpoint thread is told: watch a database file (under an id of the process's), or stop. */
 export type ToCheckpointThread =
   | { type: 'open', id: number, filename: string, intervalMs: number }
   | { type: 'close', id: number }
 
-/** What the checkpoint thread answers about one database: opened or not, a checkpoint, closed. */
 export type FromCheckpointThread = { id: number } & (
   | { type: 'ready' | 'closed' }
   | { type: 'failed', error: string }
   | { type: 'report', report: CheckpointReport })
 
-/** One checkpoint: by the worker thread, or by the event loop catching up. */
-export type CheckpointReport = {
-  thread: 'worker' | 'loop'
-  durationMs: number
-} & ({
-  frames: number
-  checkpointed: number
-} | { error: string })
+export type CheckpointReport = { thread: 'worker' | 'loop', durationMs: number } &
+  ({ frames: number, checkpointed: number } | { error: string })
 
-/** One PASSIVE checkpoint (never takes the write lock); a failure (full disk, I/O) is retried next time. */
+/** PASSIVE never takes the write lock; a failure (full disk, I/O) is retried next time. */
 export function passiveCheckpoint (db: Database.Database, thread: CheckpointReport['thread']): CheckpointReport {
   const started = performance.now()
   try {
@@ -47,28 +39,24 @@ export interface CheckpointerOptions {
   log?: StoreLog
 }
 
-export interface Checkpointer {
+interface Checkpointer {
   ready: Promise<boolean>
-  /** The checkpoint thread's id: one thread for every database of the process. */
   threadId: number
   close: () => Promise<void>
 }
 
 const SQLITE_AUTOCHECKPOINT_PAGES = 1000
-export const DEFAULT_CHECKPOINT_INTERVAL_MS = 100
-export const DEFAULT_CATCH_UP_PAGES = 4 * SQLITE_AUTOCHECKPOINT_PAGES
 const CLOSE_TIMEOUT_MS = 10_000
 
 interface Registration {
   receive: (message: FromCheckpointThread) => void
-  /** The thread failed or stopped: the database is no longer checkpointed there. */
   lost: (details: object, message: string) => void
 }
 
 interface CheckpointThread {
   worker: Worker
   registrations: Map<number, Registration>
-  /** Requests the thread has not answered yet (an open, a close): while there are any, it holds the process. */
+  /** Opens and closes not answered yet: while there are any, the thread holds the process. */
   unanswered: number
 }
 
@@ -85,15 +73,12 @@ let thread: CheckpointThread | undefined
 let lastId = 0
 
 /**
- * The process's checkpoint thread, started with the first database. A thread costs a V8 isolate and
- * its start: a process that opens databases one after another (the CLI's commands, a test suite)
- * would otherwise start one for each. If it fails or stops, every database it had checkpoints on
- * its own event loop again, and the next one opened starts a new thread.
+ * One thread for every database of the process: a thread costs a V8 isolate and its start. If it
+ * fails, its databases checkpoint on the event loop again and the next one opened starts a new thread.
  */
 function checkpointThread (): CheckpointThread {
   if (thread !== undefined) return thread
   const worker = new Worker(new URL('./checkpoint-worker.js', import.meta.url), {
-    // A small heap is plenty for a few connections and their timers.
     resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 }
   })
   const started: CheckpointThread = { worker, registrations: new Map(), unanswered: 0 }
@@ -110,25 +95,21 @@ function checkpointThread (): CheckpointThread {
   })
   worker.on('error', (err) => { lose({ err }, 'the checkpoint thread failed') })
   worker.on('exit', (code) => { lose({ code }, 'the checkpoint thread stopped') })
-  // Idle, never what keeps the process alive: a process that exits without closing loses nothing (WAL
-  // replay). After the listeners: listening for messages refs the worker again.
+  // Idle, it never keeps the process alive (an exit without close loses nothing: WAL replay).
+  // After the listeners: listening for messages refs the worker again.
   worker.unref()
   thread = started
   return started
 }
 
 /**
- * Moves SQLite's WAL checkpoints off the event loop: `db` stops checkpointing and the process's
- * checkpoint thread, with a connection of its own, runs PASSIVE checkpoints
- * (see docs/performance.md#what-the-measurements-decided). Steady writes can keep the WAL from
- * starting over, so at `catchUpPages` the loop runs one checkpoint itself, between batches. If the
- * thread cannot take the database or dies, `db` checkpoints itself again.
+ * Moves `db`'s WAL checkpoints off the event loop (see docs/performance.md#what-the-measurements-decided), but for
+ * one at `catchUpPages`: steady writes can keep the WAL from starting over. Without the thread, `db` does them.
  */
 export function startCheckpointer (
   db: Database.Database, filename: string, options: CheckpointerOptions = {}
 ): Checkpointer {
-  const { log, onCheckpoint } = options
-  const catchUpPages = options.catchUpPages ?? DEFAULT_CATCH_UP_PAGES
+  const { log, onCheckpoint, catchUpPages = 4 * SQLITE_AUTOCHECKPOINT_PAGES, intervalMs = 100 } = options
   const started = checkpointThread()
   const { worker, registrations } = started
   const id = ++lastId
@@ -164,13 +145,10 @@ export function startCheckpointer (
   const receive = (message: FromCheckpointThread): void => {
     if (message.type === 'report') {
       report(message.report)
-      // The thread's report is already old when it arrives: at catchUpPages the loop checkpoints whatever
-      // is left, or under steady writes the WAL would grow for as long as they last.
+      // The report is old when it arrives: under steady writes the WAL would grow for as long as they last.
       const behind = !('error' in message.report) && message.report.frames >= catchUpPages
       if (behind && db.open && !closing) report(passiveCheckpoint(db, 'loop'))
-      return
-    }
-    if (message.type === 'ready') {
+    } else if (message.type === 'ready') {
       if (db.open && !closing) db.pragma('wal_autocheckpoint = 0')
       markReady(true)
     } else if (message.type === 'failed') {
@@ -181,7 +159,6 @@ export function startCheckpointer (
     }
   }
   registrations.set(id, { receive, lost: fallBack })
-  const intervalMs = options.intervalMs ?? DEFAULT_CHECKPOINT_INTERVAL_MS
   awaitAnswer(started)
   worker.postMessage({ type: 'open', id, filename, intervalMs } satisfies ToCheckpointThread)
 

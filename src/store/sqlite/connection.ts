@@ -1,12 +1,19 @@
-import { closeSync, openSync } from 'node:fs'
+import { closeSync, fsyncSync, openSync } from 'node:fs'
 import type Database from 'better-sqlite3'
 
-/**
- * Creates `file` empty and owner-only when it does not exist yet: it holds webhook secrets, and
- * SQLite gives the -wal, -shm and -journal files the database file's mode.
- */
+/** Empty and owner-only if new: it holds webhook secrets, and SQLite gives its -wal, -shm and -journal that mode. */
 export function createOwnerOnly (file: string): void {
   closeSync(openSync(file, 'a', 0o600))
+}
+
+/** `flags`: 'r+' for a file; 'r' for a directory, whose sync makes a rename or a new entry in it durable. */
+export function syncPath (path: string, flags: 'r' | 'r+'): void {
+  const fd = openSync(path, flags)
+  try {
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
 }
 
 /**
@@ -15,7 +22,6 @@ export function createOwnerOnly (file: string): void {
  */
 export const boundLimit = (name?: string): string => `CAST(${name === undefined ? '?' : `@${name}`} AS INTEGER)`
 
-/** The settings of every connection plant-store opens to its SQLite file. */
 export function configureConnection (db: Database.Database): Database.Database {
   // Ids are int64: read every INTEGER as a bigint so nothing is rounded on the way back.
   db.defaultSafeIntegers(true)

@@ -2,7 +2,7 @@ import { statSync } from 'node:fs'
 import Database from 'better-sqlite3'
 import { databaseUnavailable, storageFull, type ServiceError } from '../../lib/errors.js'
 
-/** Primary codes meaning "the database cannot be used right now", not a bug. */
+/** "The database cannot be used right now", not a bug. */
 const UNAVAILABLE = new Set(['SQLITE_IOERR', 'SQLITE_BUSY', 'SQLITE_CANTOPEN', 'SQLITE_READONLY', 'SQLITE_PROTOCOL'])
 
 /** Anything else stays a bug (SQLITE_CORRUPT needs a person, not a retry). */
@@ -13,9 +13,9 @@ export function sqliteFailure (err: unknown): ServiceError | undefined {
     if (primary !== undefined && UNAVAILABLE.has(primary)) return databaseUnavailable(err)
     return undefined
   }
-  const code = (err as NodeJS.ErrnoException | undefined)?.code
+  const { code, syscall } = (err ?? {}) as NodeJS.ErrnoException
   if (code === 'ENOSPC' || code === 'EDQUOT') return storageFull(err)
-  if (typeof (err as NodeJS.ErrnoException | undefined)?.syscall === 'string') return databaseUnavailable(err)
+  if (typeof syscall === 'string') return databaseUnavailable(err)
   return undefined
 }
 
@@ -26,29 +26,22 @@ const sameFile = (a: FileIdentity | undefined, b: FileIdentity | undefined): boo
 
 function identityOf (filename: string): FileIdentity | undefined {
   try {
-    const stats = statSync(filename, { throwIfNoEntry: false })
-    return stats === undefined ? undefined : { dev: stats.dev, ino: stats.ino }
+    return statSync(filename, { throwIfNoEntry: false })
   } catch {
     return undefined
   }
 }
 
-/**
- * Reads look at most this often; commits and /health always do: see
- * docs/performance.md#what-the-measurements-decided.
- */
+/** Reads look at most this often, commits and /health always (docs/performance.md#what-the-measurements-decided). */
 export const FILE_CHECK_INTERVAL_MS = 10
 
 /**
- * SQLite in WAL mode goes on writing into open files that were deleted or renamed over: every
- * write would be acknowledged and then lost at the next start. So the store looks before it
- * acknowledges a commit, before a read, and on /health.
+ * SQLite goes on writing into open files deleted or renamed over, every write lost at the next start: the store
+ * looks before it acknowledges a commit, before a read, and on /health.
  */
-export interface FileCheck {
-  verify: (always?: boolean) => void
-}
-
-export function createFileCheck (filename: string, onLost: (error: ServiceError) => void): FileCheck {
+export function createFileCheck (
+  filename: string, onLost: (error: ServiceError) => void
+): { verify: (always?: boolean) => void } {
   const paths = [filename, `${filename}-wal`]
   const opened = paths.map(identityOf)
   let lost: ServiceError | undefined
@@ -62,8 +55,7 @@ export function createFileCheck (filename: string, onLost: (error: ServiceError)
       const moved = paths.find((path, i) =>
         (i === 0 || opened[i] !== undefined) && !sameFile(opened[i], identityOf(path)))
       if (moved === undefined) return
-      // Once gone, for good: switching to whatever file is there now would hide the loss. A restart opens the path
-      // afresh.
+      // For good: switching to whatever file is there now would hide the loss. A restart opens the path afresh.
       lost = databaseUnavailable(new Error(`${moved} was deleted or replaced while in use`))
       onLost(lost)
       throw lost

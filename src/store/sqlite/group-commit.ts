@@ -1,6 +1,7 @@
-import { closeSync, fdatasync, fsyncSync, openSync } from 'node:fs'
+import { closeSync, fdatasync, openSync } from 'node:fs'
 import { dirname } from 'node:path'
 import type Database from 'better-sqlite3'
+import { syncPath } from './connection.js'
 
 interface PendingWrite {
   run: () => unknown
@@ -29,11 +30,10 @@ export interface GroupCommitOptions {
   fdatasync?: (fd: number, callback: (error: NodeJS.ErrnoException | null) => void) => void
 }
 
-export interface GroupCommit {
+interface GroupCommit {
   /**
-   * A `write` that throws must have changed nothing (one statement at most, or a `db.transaction`,
-   * which runs as a SAVEPOINT), so its neighbours commit as if it had never run. `awaitSync: false`
-   * is for the dispatcher's bookkeeping only, which a crash may lose at no cost but a repeated delivery.
+   * A `write` that throws must have changed nothing (one statement, or a `db.transaction`: a SAVEPOINT).
+   * `awaitSync: false` is for the dispatcher's bookkeeping, whose loss in a crash only repeats a delivery.
    */
   enqueue: <T>(write: () => T, options?: { awaitSync?: boolean }) => Promise<T>
   /** A read never answers with a write that could still be lost. */
@@ -47,19 +47,11 @@ const MAX_SYNCS_IN_FLIGHT = 3
 function openWal (file: string): number {
   const fd = openSync(file, 'r')
   // The WAL's directory entry must be durable too, once (SQLite's FULL does the same).
-  const directory = openSync(dirname(file), 'r')
-  try {
-    fsyncSync(directory)
-  } finally {
-    closeSync(directory)
-  }
+  syncPath(dirname(file), 'r')
   return fd
 }
 
-/**
- * Which commits are durable: one `fdatasync` of the WAL on libuv's pool covers every commit before
- * it started. Without a WAL file to sync (normal, `:memory:`) a commit is durable once committed.
- */
+/** One `fdatasync` of the WAL on libuv's pool makes every commit before it started durable. */
 function createDurability ({ walFile, onSync, fdatasync: flushWal = fdatasync }: GroupCommitOptions) {
   let committed = 0
   let synced = 0
@@ -116,7 +108,6 @@ function createDurability ({ walFile, onSync, fdatasync: flushWal = fdatasync }:
 
   return {
     failure: () => failure,
-    /** Counts a commit; its number. */
     committed: (): number => {
       committed++
       if (walFile === undefined) synced = committed
@@ -135,10 +126,8 @@ function createDurability ({ walFile, onSync, fdatasync: flushWal = fdatasync }:
 }
 
 /**
- * Group commit: writes of one event-loop turn share a transaction, committed in `setImmediate`;
- * one `fdatasync` of the WAL covers every commit before it, so disk latency overlaps CPU work
- * (SQLite itself runs at NORMAL). Once a sync has failed nothing is acknowledged: the page cache's
- * state is unknown.
+ * Writes of one event-loop turn share a transaction, committed in `setImmediate`; syncs overlap CPU work (SQLite
+ * runs at NORMAL). After a failed sync nothing is acknowledged: the page cache's state is unknown.
  */
 export function createGroupCommit (db: Database.Database, options: GroupCommitOptions = {}): GroupCommit {
   const { onCommit, verify } = options
@@ -153,8 +142,7 @@ export function createGroupCommit (db: Database.Database, options: GroupCommitOp
       try {
         outcomes.push({ ok: true, value: write.run() })
       } catch (error) {
-        // An error SQLite answers by rolling back the whole transaction fails the batch; others were undone at their
-        // savepoint.
+        // An error that rolled back the whole transaction fails the batch; others were undone at their savepoint.
         if (!db.inTransaction) throw error
         outcomes.push({ ok: false, error })
       }
@@ -167,18 +155,15 @@ export function createGroupCommit (db: Database.Database, options: GroupCommitOp
     const writes = queue
     queue = []
     if (writes.length === 0) return
+    const rejectAll = (reason: unknown): void => { for (const write of writes) write.reject(report(reason)) }
     let outcomes: Outcome[]
+    let commit: number
     try {
       outcomes = runBatch.immediate(writes)
-    } catch (error) {
-      for (const write of writes) write.reject(report(error))
-      return
-    }
-    const commit = durability.committed()
-    try {
+      commit = durability.committed()
       verify?.()
     } catch (error) {
-      for (const write of writes) write.reject(report(error))
+      rejectAll(error)
       return
     }
     onCommit?.(writes.length)
@@ -190,7 +175,7 @@ export function createGroupCommit (db: Database.Database, options: GroupCommitOp
     writes.forEach((write, index) => { if (!write.awaitSync) settle(write, index) })
     durability.whenDurable(commit, () => {
       writes.forEach((write, index) => { if (write.awaitSync) settle(write, index) })
-    }, (reason) => { for (const write of writes) write.reject(report(reason)) })
+    }, rejectAll)
   }
 
   return {

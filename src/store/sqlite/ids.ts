@@ -27,10 +27,7 @@ function statementsFor (db: Database.Database, { table }: Sequence) {
   }
 }
 
-/**
- * Inserts a row with its id: the one chosen, or the next the server assigns from the table's own
- * sequence. `insert` runs the INSERT with that id, in the caller's transaction.
- */
+/** The id chosen, or the next of the table's own sequence; `insert` runs in the caller's transaction. */
 export function sqliteIdDrawer (db: Database.Database, sequence: Sequence, resource: { title: string }) {
   const ids = statementsFor(db, sequence)
   const named = { resource: sequence.resource }

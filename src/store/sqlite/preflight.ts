@@ -3,15 +3,14 @@ import Database from 'better-sqlite3'
 import { behindSchemaProblem, newerSchemaProblem } from '../migration.js'
 import { APPLICATION_ID, migrations } from './migrations.js'
 
-/** What a SQLite file says about itself: whose it is, which schema version, whether it is empty. */
-export interface DatabaseIdentity {
+interface DatabaseIdentity {
   applicationId: number
   /** `PRAGMA user_version`: how many migrations have run. */
   version: number
   tables: number
 }
 
-/** Reads the identity of an open database (read-only statements: safe before anything writes). */
+/** Read-only statements: safe before anything writes. */
 export function readIdentity (db: Database.Database): DatabaseIdentity {
   return {
     applicationId: Number(db.pragma('application_id', { simple: true })),
@@ -20,29 +19,19 @@ export function readIdentity (db: Database.Database): DatabaseIdentity {
   }
 }
 
-/**
- * Why this code must not use a database with this identity, or undefined when it may: a fresh
- * empty file, or a plant-store database no newer than the migrations this code knows.
- */
+/** Why this code must not use the database: undefined for an empty file or a plant-store one it knows. */
 export function identityProblem (
   { applicationId, version, tables }: DatabaseIdentity, known = migrations.length
 ): string | undefined {
   if (applicationId !== APPLICATION_ID && (applicationId !== 0 || version !== 0 || tables !== 0)) {
     return 'the file is not a plant-store database'
   }
-  if (version > known) {
-    return newerSchemaProblem(version, known)
-  }
-  return undefined
+  return version > known ? newerSchemaProblem(version, known) : undefined
 }
 
 /**
- * Looks at an existing database file through a read-only connection, before anything writes to it
- * (switching to WAL, migrating): why it cannot be used, or undefined when it can (or does not exist
- * yet). A foreign or damaged file is thus refused and left byte-for-byte as it was.
- * `quick_check` reads every page once: it costs a moment at start-up on a large file, and catches
- * corruption before the service acknowledges writes on top of it. `refuseBehind` (MIGRATE_ON_START=0):
- * a file this code would have to migrate (or make) is refused too.
+ * Why the file cannot be used, read before anything writes to it (WAL, migrations): a foreign or damaged file is
+ * left as it was. `quick_check` reads every page, to catch corruption before writes are acknowledged on top of it.
  */
 export function inspectDatabaseFile (filename: string, options: { refuseBehind?: boolean } = {}): string | undefined {
   if (filename === ':memory:' || (statSync(filename, { throwIfNoEntry: false })?.size ?? 0) === 0) {
@@ -71,9 +60,8 @@ export function inspectDatabaseFile (filename: string, options: { refuseBehind?:
 }
 
 /**
- * SQLite's own exclusive lock, held until the connection closes: 'busy' while another process has
- * the database open (a running server), undefined when there is no file. A crashed server leaves
- * no stale lock. `restore` holds it; a starting server only takes and drops it, to refuse a file in use.
+ * SQLite's own exclusive lock (a crash leaves none stale), held until close: 'busy' while another
+ * process has the file open. `restore` holds it; a starting server takes and drops it.
  */
 export function lockIdle (file: string): Database.Database | 'busy' | undefined {
   if (!existsSync(file)) return undefined

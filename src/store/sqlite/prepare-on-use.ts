@@ -5,13 +5,11 @@ type Modifier = (statement: Statement) => void
 
 class StatementOnUse {
   readonly #db: Database.Database
-  readonly source: string
   #statement: Statement | undefined
   readonly #modifiers: Modifier[] = []
 
-  constructor (db: Database.Database, source: string) {
+  constructor (db: Database.Database, readonly source: string) {
     this.#db = db
-    this.source = source
   }
 
   get #compiled (): Statement {
@@ -47,10 +45,7 @@ class StatementOnUse {
   }
 }
 
-/**
- * The connection with `prepare` deferred to each statement's first run: for stores opened often that run few
- * statements.
- */
+/** `prepare` deferred to each statement's first run: for stores opened often that run few statements. */
 export function prepareOnUse (db: Database.Database): Database.Database {
   const prepare = (source: string): Statement => new StatementOnUse(db, source) as unknown as Statement
   const bound = new Map<PropertyKey, unknown>()
