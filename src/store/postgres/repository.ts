@@ -5,7 +5,7 @@ import type {
   StoredRow
 } from '../../resources/definition.js'
 import {
-  eventPayloadAroundId, eventPayloadHead, eventType, newMessageId, resourceEvent
+  buildEventMessage, eventPayloadAroundId, eventPayloadHead, eventType, newMessageId, resourceEvent
 } from '../../webhooks/events.js'
 import { createOnce, drawFreeId, writableRow } from '../rules.js'
 import { boundedQuery, inTransaction, statementRunner, type RunStatement } from './connection.js'
@@ -168,11 +168,55 @@ function generatedCreates<R extends ResourceTypes, C extends ColumnsDeclaration>
   })
 }
 
+/** A row's next state from its current one: its values, or 'delete'. */
+type Change<C extends ColumnsDeclaration> = (current: StoredRow<ColumnValues<C>>) => ColumnValues<C> | 'delete'
+
+/** How often a write of a row as read meets the row changed since, before it locks the row instead. */
+const READ_ATTEMPTS = 3
+
+/**
+ * A replace, update or delete (with If-Match, or one a delete function cannot make: see row-json.ts):
+ * the row read, its precondition checked, then the write and its event in one call, made only if the
+ * row is still as read, which is what a lock held from the read to the write would give. Two round
+ * trips, no transaction held open between them. A row changed in between is read again; one that
+ * keeps changing is locked (lockedWriteRow). A write that changes nothing keeps the row (no event).
+ */
+async function writeRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
+  t: Table<R, C>, id: bigint, change: Change<C>, ifMatch: IfMatch | undefined, origin: EventOrigin | undefined
+): Promise<R['item']> {
+  const { resource, context, run, functions } = t
+  for (let attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
+    const now = Date.now()
+    const { rows: [found] } = await run<Row>(context.pool, 'get', [id])
+    const current = t.stored(writableRow(resource, id, found, ifMatch, t.toItem))
+    const next = change(current)
+    if (next !== 'delete' && t.names.every((name) => next[name] === current.values[name])) {
+      return resource.storage.item(current)
+    }
+    // updated_at strictly increases, so the ETag changes with every write.
+    const written = next === 'delete'
+      ? current
+      : { ...current, values: next, updatedAt: Math.max(now, current.updatedAt + 1) }
+    const result = resource.storage.item(written)
+    const message = buildEventMessage(
+      resourceEvent(resource, next === 'delete' ? 'deleted' : 'updated', result, now, origin), now)
+    // Arrays of one: the functions take a batch's writes.
+    const read = [[id], [current.createdAt], [current.updatedAt], ...t.names.map((name) => [current.values[name]])]
+    const event = [[message.messageId], message.type, [message.payload], now, [message.requestId],
+      [message.traceparent], context.claimNotify(now), resource.name]
+    const [row] = await boundedQuery<Written>(context.pool, next === 'delete'
+      ? callSql(functions.deleteRead, [...read, ...event])
+      : callSql(functions.update, [...t.names.map((name) => [next[name]]), ...read, [written.updatedAt], ...event]))
+    if (row !== undefined) return context.afterCommit(result, row.deliveries)
+  }
+  return await lockedWriteRow(t, id, change, ifMatch, origin)
+}
+
 /**
  * A replace, update or delete: the row locked (its precondition checked), then the write and its
  * event in one statement, in one transaction. A write that changes nothing keeps the row (no event).
  */
-async function writeRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
+async function lockedWriteRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
   t: Table<R, C>, id: bigint, change: (current: StoredRow<ColumnValues<C>>) => ColumnValues<C> | 'delete',
   ifMatch: IfMatch | undefined, origin: EventOrigin | undefined
 ): Promise<R['item']> {

@@ -40,6 +40,15 @@ export interface WriteFunctions {
    * with its `ordinal`; none for an id not there (or deleted by an earlier write of the call).
    */
   delete: WriteFunction | undefined
+  /**
+   * A write of a row as it was read (replace, update): per write its new values (an array a column),
+   * id, created_at, updated_at and values as read, new updated_at, then the events': message ids,
+   * type, payloads, now, request ids, traceparents (arrays but type and now), notify, subject type.
+   * No row for a write whose row is no longer as read (changed or gone: the caller reads it again).
+   */
+  update: WriteFunction
+  /** The delete of a row as it was read: as `update` without the new values and updated_at. */
+  deleteRead: WriteFunction
 }
 
 /** The event's arguments: positions in the function's arguments (those of each write `[ps_k]`-indexed). */
@@ -139,7 +148,26 @@ export function writeFunctions (resource: ResourceDefinition, schema: string | u
       (label) => batchBody(schema, 1, `DELETE FROM ${table} AS w WHERE w.id = $1[ps_k]
       ${returning}`, { message: 2, type: 3, now: 5, request: 6, trace: 7, notify: 8, subject: 9 }, `${label}.id`,
       `$4 || ${rowJsonSql(resource, label) as string} || '}'`))
-  return { create, delete: remove }
+  // A row as it was read: its id, times and every value (a row deleted and made again with that id is another).
+  const asRead = (first: number): string => `w.id = $${first}[ps_k] AND w.created_at = $${first + 1}[ps_k]
+        AND w.updated_at = $${first + 2}[ps_k]
+        AND ROW(${names.map((name) => `w.${name}`).join(', ')}) IS NOT DISTINCT FROM
+          ROW(${names.map((_, i) => `$${first + 3 + i}[ps_k]`).join(', ')})`
+  const readTypes = ['bigint[]', 'bigint[]', 'bigint[]', ...own]
+  const eventTypes = ['text[]', 'text', 'text[]', 'bigint', 'text[]', 'text[]', 'boolean', 'text']
+  const events = (m: number): EventArguments =>
+    ({ message: m, type: m + 1, now: m + 3, request: m + 4, trace: m + 5, notify: m + 6, subject: m + 7 })
+  const u = 2 * n + 5
+  const update = defined(schema, 'update', resource, [...own, ...readTypes, 'bigint[]', ...eventTypes], (label) =>
+    batchBody(schema, n + 1, `UPDATE ${table} AS w
+      SET ${names.map((name, i) => `${name} = $${i + 1}[ps_k], `).join('')}updated_at = $${2 * n + 4}[ps_k]
+      WHERE ${asRead(n + 1)}
+      ${returning}`, events(u), `${label}.id`, `$${u + 2}[ps_k]`))
+  const d = n + 4
+  const deleteRead = defined(schema, 'delete_read', resource, [...readTypes, ...eventTypes], (label) =>
+    batchBody(schema, 1, `DELETE FROM ${table} AS w WHERE ${asRead(1)}
+      ${returning}`, events(d), `${label}.id`, `$${d + 2}[ps_k]`))
+  return { create, delete: remove, update, deleteRead }
 }
 
 /** A value as a literal of `type` in a call's text (the call goes with its bounds in one simple-protocol message). */
@@ -167,8 +195,8 @@ export const allWriteFunctions = (
   resources: readonly ResourceDefinition[], schema: string | undefined
 ): WriteFunction[] =>
   resources.flatMap((resource) => {
-    const { create, delete: remove } = writeFunctions(resource, schema)
-    return remove === undefined ? [create] : [create, remove]
+    const { create, delete: remove, update, deleteRead } = writeFunctions(resource, schema)
+    return [create, ...remove === undefined ? [] : [remove], update, deleteRead]
   })
 
 /** The functions of `resources` that `schema` lacks: this release's, named by their definition (see above). */
