@@ -109,4 +109,34 @@ if (TEST_DATABASE_URL !== undefined) {
       assert.equal(event?.payload, eventPayload(type, plantJson(plant as Plant), Number(event?.created_at)))
     }
   })
+
+  test('PostgreSQL: concurrent updates of one row without If-Match each write the row as it was read: ' +
+    'every one answered, none lost, each event the row its update made', async (t) => {
+    const { url, schema } = scratchDatabaseUrl(t)
+    const store = await createPostgresStore({ url, poolMax: 4 })
+    t.after(() => store.close())
+    const events = [...WEBHOOK_EVENT_TYPES]
+    await store.webhooks.createSubscription(
+      { owner: 'owner-a', url: 'https://receiver.example/hook', events, disabled: false, secret: SECRET }, Date.now())
+    const { item } = await store.plants.create({ name: 'start', tag: 'a' })
+    // Each update changes one field: an update made from a stale row would undo another's change.
+    const answers = await Promise.all(Array.from({ length: 12 }, async (_, i) =>
+      await store.plants.update(item.id, i % 2 === 0 ? { name: `name ${i}` } : { tag: `tag ${i}` })))
+    const final = await store.plants.get(item.id)
+    const last = answers.reduce((a, b) => Date.parse(a.updatedAt) >= Date.parse(b.updatedAt) ? a : b)
+    assert.deepEqual(final, last, 'the row is the last update\'s answer')
+    assert.equal(new Set(answers.map(({ updatedAt }) => updatedAt)).size, 12, 'each update a version of its own')
+    const ordered = [...answers].sort((a, b) => Date.parse(a.updatedAt) - Date.parse(b.updatedAt))
+    let expected = { name: 'start', tag: 'a' as string | undefined }
+    for (const answer of ordered) {
+      // Each answer is the one before it with one field changed: nothing another update wrote was undone.
+      const changed = [answer.name !== expected.name, answer.tag !== expected.tag].filter(Boolean).length
+      assert.equal(changed, 1, `${answer.name} ${String(answer.tag)} after ${expected.name} ${String(expected.tag)}`)
+      expected = { name: answer.name, tag: answer.tag }
+    }
+    const written = await adminQuery<{ payload: string, created_at: string }>(
+      `SELECT payload, created_at::text FROM ${schema}.webhook_events WHERE event_type = 'plant.updated' ORDER BY id`)
+    assert.deepEqual(written.map(({ payload }) => (JSON.parse(payload) as { data: unknown }).data),
+      ordered.map((plant) => JSON.parse(plantJson(plant)) as unknown))
+  })
 }
