@@ -4,13 +4,16 @@ import type {
   ColumnsDeclaration, ColumnValues, CreateResult, Repository, ResourceDefinition, ResourceSchemas, ResourceTypes,
   StoredRow
 } from '../../resources/definition.js'
-import { eventPayloadHead, eventType, newMessageId, resourceEvent } from '../../webhooks/events.js'
+import {
+  buildEventMessage, eventPayloadAroundId, eventPayloadHead, eventType, newMessageId, resourceEvent
+} from '../../webhooks/events.js'
 import { createOnce, drawFreeId, writableRow } from '../rules.js'
 import { boundedQuery, inTransaction, statementRunner, type RunStatement } from './connection.js'
 import type { PostgresRepositoryContext } from './context.js'
 import { tableStatements, type TableStatements } from './table-sql.js'
-import { postgresEventMessageValues, postgresEventValues } from './webhook-sql.js'
-import { callSql, writeFunctions, type WriteFunctions } from './write-functions.js'
+import { postgresEventMessageValues } from './webhook-sql.js'
+import { callSql, writeFunctions, type WriteFunction, type WriteFunctions } from './write-functions.js'
+import { writeBatch, type WriteBatch } from './write-batch.js'
 import type { EventOrigin } from '../../webhooks/origin.js'
 import type { IdempotencyKey } from '../../resources/idempotency.js'
 import type { IfMatch } from '../../resources/definition.js'
@@ -44,6 +47,8 @@ interface Table<R extends ResourceTypes, C extends ColumnsDeclaration> {
   sql: TableStatements
   run: RunStatement<Exclude<keyof TableStatements, 'list'>>
   functions: WriteFunctions
+  /** The declared columns, in order. */
+  names: ReadonlyArray<keyof C & string>
   stored: (row: Row) => StoredRow<ColumnValues<C>>
   toItem: (row: Row) => R['item']
   /** A row's own values in declaration order: the statements' first parameters. */
@@ -68,6 +73,7 @@ function table<R extends ResourceTypes, C extends ColumnsDeclaration> (
     sql: { list, ...fixed },
     run: statementRunner(fixed),
     functions: writeFunctions(resource, context.schema),
+    names,
     stored,
     toItem: (row) => resource.storage.item(stored(row)),
     ordered: (values) => names.map((name) => values[name])
@@ -127,30 +133,90 @@ async function createInTransaction<R extends ResourceTypes, C extends ColumnsDec
   return context.afterCommit(result, deliveries)
 }
 
+/** A create without key or chosen id, as a batch takes it. */
+interface GeneratedCreate<C extends ColumnsDeclaration> { values: ColumnValues<C>, origin: EventOrigin | undefined }
+
 /**
- * The usual create, without key or chosen id: the row and its event in one statement, one round
- * trip. The event's data is the item's JSON around the id the statement draws; undefined when
- * that JSON does not begin with the id (the caller then creates in a transaction).
+ * The usual creates, without key or chosen id, of a batch (write-batch.ts): their rows and events in
+ * one call. Each event's data is its item's JSON around the id the call draws. A write's outcome:
+ * its row; undefined when its drawn id was taken; 'alone' when its JSON does not begin with the id
+ * (the caller then creates in a transaction).
  */
-async function createGenerated<R extends ResourceTypes, C extends ColumnsDeclaration> (
-  t: Table<R, C>, item: R['create'], origin: EventOrigin | undefined
-): Promise<CreateResult<R['item']> | undefined> {
-  const { resource: { storage }, context } = t
-  const now = Date.now()
-  const values = storage.create(item)
-  const after = jsonAfterId(t.resource.json(storage.item({ id: 0n, values, createdAt: now, updatedAt: now })), 0n)
-  if (after === undefined) return undefined
-  const event = postgresEventValues(t.resource, 'created', after, now, origin, context.claimNotify(now))
-  const call = callSql(t.functions.create, [...t.ordered(values), now, ...event])
-  const row = await withGeneratedId(t, context.pool, async () => (await boundedQuery<Written>(context.pool, call))[0])
-  return context.afterCommit({ item: t.toItem(row), replayed: false }, row.deliveries)
+function generatedCreates<R extends ResourceTypes, C extends ColumnsDeclaration> (
+  t: Table<R, C>
+): WriteBatch<GeneratedCreate<C>, Written | undefined | 'alone'> {
+  const { resource, context } = t
+  return writeBatch(async (writes) => {
+    const now = Date.now()
+    const afters = writes.map(({ values }) =>
+      jsonAfterId(resource.json(resource.storage.item({ id: 0n, values, createdAt: now, updatedAt: now })), 0n))
+    const made = writes.flatMap((write, i) => afters[i] === undefined ? [] : [{ ...write, after: afters[i] }])
+    const outcomes: Array<Written | undefined | 'alone'> =
+      afters.map((after) => after === undefined ? 'alone' : undefined)
+    if (made.length === 0) return outcomes
+    const type = eventType(resource, 'created')
+    const around = made.map(({ after }) => eventPayloadAroundId(type, after, now))
+    const columns = t.names.map((name) => made.map(({ values }) => values[name]))
+    const rows = await boundedQuery<Written & { ordinal: number }>(context.pool, callSql(t.functions.create, [
+      ...columns, now, made.map(() => newMessageId()), type, around[0]?.before,
+      made.map(({ origin }) => origin?.requestId ?? null), made.map(({ origin }) => origin?.traceparent ?? null),
+      around.map(({ after }) => after), context.claimNotify(now), resource.name
+    ]))
+    const at = afters.flatMap((after, i) => after === undefined ? [] : [i])
+    for (const row of rows) outcomes[at[row.ordinal - 1] as number] = row
+    return outcomes
+  })
+}
+
+/** A row's next state from its current one: its values, or 'delete'. */
+type Change<C extends ColumnsDeclaration> = (current: StoredRow<ColumnValues<C>>) => ColumnValues<C> | 'delete'
+
+/** How often a write of a row as read meets the row changed since, before it locks the row instead. */
+const READ_ATTEMPTS = 3
+
+/**
+ * A replace, update or delete (with If-Match, or one a delete function cannot make: see row-json.ts):
+ * the row read, its precondition checked, then the write and its event in one call, made only if the
+ * row is still as read, which is what a lock held from the read to the write would give. Two round
+ * trips, no transaction held open between them. A row changed in between is read again; one that
+ * keeps changing is locked (lockedWriteRow). A write that changes nothing keeps the row (no event).
+ */
+async function writeRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
+  t: Table<R, C>, id: bigint, change: Change<C>, ifMatch: IfMatch | undefined, origin: EventOrigin | undefined
+): Promise<R['item']> {
+  const { resource, context, run, functions } = t
+  for (let attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
+    const now = Date.now()
+    const { rows: [found] } = await run<Row>(context.pool, 'get', [id])
+    const current = t.stored(writableRow(resource, id, found, ifMatch, t.toItem))
+    const next = change(current)
+    if (next !== 'delete' && t.names.every((name) => next[name] === current.values[name])) {
+      return resource.storage.item(current)
+    }
+    // updated_at strictly increases, so the ETag changes with every write.
+    const written = next === 'delete'
+      ? current
+      : { ...current, values: next, updatedAt: Math.max(now, current.updatedAt + 1) }
+    const result = resource.storage.item(written)
+    const message = buildEventMessage(
+      resourceEvent(resource, next === 'delete' ? 'deleted' : 'updated', result, now, origin), now)
+    // Arrays of one: the functions take a batch's writes.
+    const read = [[id], [current.createdAt], [current.updatedAt], ...t.names.map((name) => [current.values[name]])]
+    const event = [[message.messageId], message.type, [message.payload], now, [message.requestId],
+      [message.traceparent], context.claimNotify(now), resource.name]
+    const [row] = await boundedQuery<Written>(context.pool, next === 'delete'
+      ? callSql(functions.deleteRead, [...read, ...event])
+      : callSql(functions.update, [...t.names.map((name) => [next[name]]), ...read, [written.updatedAt], ...event]))
+    if (row !== undefined) return context.afterCommit(result, row.deliveries)
+  }
+  return await lockedWriteRow(t, id, change, ifMatch, origin)
 }
 
 /**
  * A replace, update or delete: the row locked (its precondition checked), then the write and its
  * event in one statement, in one transaction. A write that changes nothing keeps the row (no event).
  */
-async function writeRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
+async function lockedWriteRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
   t: Table<R, C>, id: bigint, change: (current: StoredRow<ColumnValues<C>>) => ColumnValues<C> | 'delete',
   ifMatch: IfMatch | undefined, origin: EventOrigin | undefined
 ): Promise<R['item']> {
@@ -181,22 +247,26 @@ async function writeRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
 }
 
 /**
- * A delete without If-Match: nothing to check before it, so the row and its event (the data made
- * from the deleted row by the function, see row-json.ts) go in one call, one round trip.
+ * The deletes without If-Match of a batch (write-batch.ts): nothing to check before them, so the rows
+ * and their events (the data made from each deleted row by the function, see row-json.ts) go in one
+ * call. A write's outcome: the deleted row, or undefined when there was none.
  */
-async function deleteInOneCall<R extends ResourceTypes, C extends ColumnsDeclaration> (
-  t: Table<R, C>, id: bigint, origin: EventOrigin | undefined
-): Promise<R['item'] | undefined> {
-  const { resource, context, functions } = t
-  if (functions.delete === undefined) return undefined
-  const now = Date.now()
-  const type = eventType(resource, 'deleted')
-  const [row] = await boundedQuery<Written>(context.pool, callSql(functions.delete, [
-    id, newMessageId(), type, eventPayloadHead(type, now), now, origin?.requestId ?? null, origin?.traceparent ?? null,
-    context.claimNotify(now), resource.name
-  ]))
-  if (row === undefined) throw notFound(resource, id)
-  return context.afterCommit(t.toItem(row), row.deliveries)
+function deletesInOneCall<R extends ResourceTypes, C extends ColumnsDeclaration> (
+  t: Table<R, C>, fn: WriteFunction
+): WriteBatch<{ id: bigint, origin: EventOrigin | undefined }, Written | undefined> {
+  const { resource, context } = t
+  return writeBatch(async (writes) => {
+    const now = Date.now()
+    const type = eventType(resource, 'deleted')
+    const rows = await boundedQuery<Written & { ordinal: number }>(context.pool, callSql(fn, [
+      writes.map(({ id }) => id), writes.map(() => newMessageId()), type, eventPayloadHead(type, now), now,
+      writes.map(({ origin }) => origin?.requestId ?? null), writes.map(({ origin }) => origin?.traceparent ?? null),
+      context.claimNotify(now), resource.name
+    ]))
+    const outcomes: Array<Written | undefined> = writes.map(() => undefined)
+    for (const row of rows) outcomes[row.ordinal - 1] = row
+    return outcomes
+  })
 }
 
 /**
@@ -209,6 +279,8 @@ export function createPostgresRepository<R extends ResourceTypes, C extends Colu
   const t = table(resource, context)
   const { pool, guard } = context
   const { storage } = resource
+  const creates = generatedCreates(t)
+  const deletes = t.functions.delete === undefined ? undefined : deletesInOneCall(t, t.functions.delete)
   return {
     async list (query) {
       const filters = storage.filters.flatMap((filter) => {
@@ -227,18 +299,27 @@ export function createPostgresRepository<R extends ResourceTypes, C extends Colu
       if (key !== undefined || item.id !== undefined) {
         return await guard(async () => await createInTransaction(t, item, key, origin, admit))
       }
-      // Without a key nothing can be replayed: admit before the one-statement create.
+      // Without a key nothing can be replayed: admit before the one-call create.
       admit?.()
-      return await guard(async () =>
-        await createGenerated(t, item, origin) ?? await createInTransaction(t, item, key, origin, undefined))
+      const write = { values: storage.create(item), origin }
+      return await guard(async () => {
+        const row = await withGeneratedId(t, pool, async () => await creates.submit(write))
+        if (row === 'alone') return await createInTransaction(t, item, key, origin, undefined)
+        return context.afterCommit({ item: t.toItem(row), replayed: false }, row.deliveries)
+      })
     },
     replace: async (id, item, ifMatch, origin) =>
       await guard(async () => await writeRow(t, id, () => storage.replace(item), ifMatch, origin)),
     update: async (id, changes, ifMatch, origin) =>
       await guard(async () =>
         await writeRow(t, id, (current) => storage.update(current.values, changes), ifMatch, origin)),
-    delete: async (id, ifMatch, origin) =>
-      await guard(async () => (ifMatch === undefined ? await deleteInOneCall(t, id, origin) : undefined) ??
-        await writeRow(t, id, () => 'delete', ifMatch, origin))
+    delete: async (id, ifMatch, origin) => await guard(async () => {
+      if (ifMatch !== undefined || deletes === undefined) {
+        return await writeRow(t, id, () => 'delete', ifMatch, origin)
+      }
+      const row = await deletes.submit({ id, origin })
+      if (row === undefined) throw notFound(resource, id)
+      return context.afterCommit(t.toItem(row), row.deliveries)
+    })
   }
 }

@@ -7,14 +7,15 @@ import { checkedNames, SQL_TYPES, type StoredResource } from './table-sql.js'
 import { WEBHOOK_CHANNEL } from './webhook-sql.js'
 
 /**
- * The usual create and the delete without If-Match as server-side functions, each a write and its
- * event in one call. PostgreSQL keeps a function's plans for the session, where an unnamed statement
- * is parsed and planned on every call, and unlike a named prepared statement a function is safe
- * behind a transaction pooler (PgBouncer's pool_mode = transaction hands a session to another client
- * after each transaction). Each is made at start, under the migration lock, when missing, and never
- * changed: its name ends in a digest of its definition, so a release whose statements differ adds
- * functions of its own beside the previous release's (a rolling upgrade runs both on one schema) and
- * two releases never fight over one function body.
+ * The usual create and the delete without If-Match as server-side functions, each the writes of
+ * a batch (write-batch.ts) and their events in one call. PostgreSQL keeps a function's plans for the
+ * session, where an unnamed statement is parsed and planned on every call, and unlike a named
+ * prepared statement a function is safe behind a transaction pooler (PgBouncer's pool_mode =
+ * transaction hands a session to another client after each transaction). Each is made at start,
+ * under the migration lock, when missing, and never changed: its name ends in a digest of its
+ * definition, so a release whose statements differ adds functions of its own beside the previous
+ * release's (a rolling upgrade runs both on one schema) and two releases never fight over one
+ * function body.
  */
 
 export interface WriteFunction {
@@ -26,16 +27,31 @@ export interface WriteFunction {
 }
 
 export interface WriteFunctions {
-  /** A server-assigned id, no key: values, now, then the event's (see `postgresEventValues`). */
+  /**
+   * Server-assigned ids, no key. Per write: each column's value (an array a column), then the
+   * batch's now, then the events': message ids, type, the payload before the id, request ids,
+   * traceparents, the payloads after the id (arrays but type and before), notify, subject type.
+   * A row per write made, with its `ordinal` (from 1); none for a write whose drawn id was taken.
+   */
   create: WriteFunction
   /**
-   * The id, then the event's: message id, type, the body before its data, now, request id, traceparent,
-   * notify, subject type.
+   * Per write its id, then the events': message ids, type, the payload before its data, now, request
+   * ids, traceparents (arrays but type, before and now), notify, subject type. A row per row deleted,
+   * with its `ordinal`; none for an id not there (or deleted by an earlier write of the call).
    */
   delete: WriteFunction | undefined
+  /**
+   * A write of a row as it was read (replace, update): per write its new values (an array a column),
+   * id, created_at, updated_at and values as read, new updated_at, then the events': message ids,
+   * type, payloads, now, request ids, traceparents (arrays but type and now), notify, subject type.
+   * No row for a write whose row is no longer as read (changed or gone: the caller reads it again).
+   */
+  update: WriteFunction
+  /** The delete of a row as it was read: as `update` without the new values and updated_at. */
+  deleteRead: WriteFunction
 }
 
-/** The event's arguments, after the write's own: their positions in the function's arguments. */
+/** The event's arguments: positions in the function's arguments (those of each write `[ps_k]`-indexed). */
 interface EventArguments {
   message: number
   type: number
@@ -46,19 +62,40 @@ interface EventArguments {
   notify: number
 }
 
-/** The outbox write: the event's row only when some enabled subscription asked for its type (as writeWithEventSql). */
-function eventBlock (schema: string | undefined, a: EventArguments, subjectId: string, payload: string): string {
+/**
+ * A batch's writes, each `write` (a statement that sets the output row, or finds none) and its event,
+ * the event's row only when some enabled subscription asked for its type (as writeWithEventSql).
+ * Variables carry a `ps_` prefix: with use_column, a column of that name would hide them.
+ */
+function batchBody (
+  schema: string | undefined, count: number, write: string, a: EventArguments, subjectId: string, payload: string
+): string {
   const t = tablePrefix(schema)
-  return `SELECT count(*)::integer INTO deliveries FROM ${t}webhook_subscriptions s
+  return `DECLARE
+  ps_k integer;
+  ps_receivers integer;
+  ps_wrote boolean := false;
+BEGIN
+  SELECT count(*)::integer INTO ps_receivers FROM ${t}webhook_subscriptions s
     WHERE NOT s.disabled AND $${a.type} = ANY (s.events);
-  IF deliveries > 0 THEN
-    INSERT INTO ${t}webhook_events
-      (message_id, event_type, subject_type, subject_id, payload, created_at, request_id, traceparent)
-    VALUES ($${a.message}, $${a.type}, $${a.subject}, ${subjectId}, ${payload}, $${a.now}, $${a.request}, $${a.trace});
-    IF $${a.notify} THEN
-      PERFORM pg_notify('${WEBHOOK_CHANNEL}', ${schema === undefined ? 'current_schema()' : `'${schema}'`});
+  FOR ps_k IN 1 .. cardinality($${count}) LOOP
+    ${write}
+    CONTINUE WHEN NOT FOUND;
+    ordinal := ps_k;
+    deliveries := ps_receivers;
+    ps_wrote := true;
+    IF ps_receivers > 0 THEN
+      INSERT INTO ${t}webhook_events
+        (message_id, event_type, subject_type, subject_id, payload, created_at, request_id, traceparent)
+      VALUES ($${a.message}[ps_k], $${a.type}, $${a.subject}, ${subjectId}, ${payload}, $${a.now},
+        $${a.request}[ps_k], $${a.trace}[ps_k]);
     END IF;
-  END IF;`
+    RETURN NEXT;
+  END LOOP;
+  IF ps_wrote AND ps_receivers > 0 AND $${a.notify} THEN
+    PERFORM pg_notify('${WEBHOOK_CHANNEL}', ${schema === undefined ? 'current_schema()' : `'${schema}'`});
+  END IF;
+END`
 }
 
 /** A function named for its definition: `ps_<op>_<table>_<digest>`, its body under that name as its label. */
@@ -69,16 +106,13 @@ function defined (
   const names = checkedNames(resource)
   const sqlType = (name: string): string =>
     SQL_TYPES[(resource.storage.columns[name] as { kind: ColumnKind }).kind]
-  const returns = `TABLE (id bigint, ${names.map((name) => `${name} ${sqlType(name)}, `).join('')}` +
+  const returns = `TABLE (ordinal integer, id bigint, ${names.map((name) => `${name} ${sqlType(name)}, `).join('')}` +
     'created_at bigint, updated_at bigint, deliveries integer)'
   // The digest covers everything but the name, so the label in the body is a placeholder.
   const definition = (label: string): string => `(${types.join(', ')}) RETURNS ${returns}
 LANGUAGE plpgsql AS $plant_store$
 #variable_conflict use_column
-BEGIN
-  ${body(label)}
-  RETURN NEXT;
-END
+${body(label)}
 $plant_store$`
   const label = `ps_${op}_${resource.storage.table.slice(0, 24)}_${sha256(definition('_'), 'hex').slice(0, 16)}`
   const name = `${tablePrefix(schema)}${label}`
@@ -92,38 +126,56 @@ export function writeFunctions (resource: ResourceDefinition, schema: string | u
   const table = `${t}${resource.storage.table}`
   const columns = ['id', ...names, 'created_at', 'updated_at']
   const returning = `RETURNING ${columns.map((column) => `w.${column}`).join(', ')} INTO ${columns.join(', ')};`
-  const own = names.map((name) => SQL_TYPES[(resource.storage.columns[name] as { kind: ColumnKind }).kind])
-  // After the values and now, postgresEventValues': message id, type, before, now, request id, traceparent, after,
-  // notify, subject type.
+  const own = names.map((name) => `${SQL_TYPES[(resource.storage.columns[name] as { kind: ColumnKind }).kind]}[]`)
+  // After the values and now: message ids, type, before, request ids, traceparents, afters, notify, subject type.
   const e = n + 2
   const create = defined(schema, 'create', resource,
-    [...own, 'bigint', 'text', 'text', 'text', 'bigint', 'text', 'text', 'text', 'boolean', 'text'], (label) => `
-  -- nextval fails (2200H) past MAXVALUE 2^53 - 1 instead of going on. No row: the id was taken (the caller
-  -- draws the sequence past the run of taken ids and calls again).
-  INSERT INTO ${table} AS w (${columns.join(', ')})
-    SELECT nx.id, ${names.map((_, i) => `$${i + 1}`).join(', ')}, $${n + 1}, $${n + 1}
-    FROM (SELECT nextval('${table}_id_seq') AS id) AS nx
-    WHERE NOT EXISTS (SELECT 1 FROM ${t}chosen_ids c WHERE c.resource = '${resource.collection}' AND c.id = nx.id)
-    ON CONFLICT (id) DO NOTHING
-    ${returning}
-  IF NOT FOUND THEN RETURN; END IF;
-  ${eventBlock(schema,
-    { message: e, type: e + 1, now: e + 3, request: e + 4, trace: e + 5, notify: e + 7, subject: e + 8 },
-    `${label}.id`, `$${e + 2} || ${label}.id::text || $${e + 6}`)}`)
+    [...own, 'bigint', 'text[]', 'text', 'text', 'text[]', 'text[]', 'text[]', 'boolean', 'text'], (label) =>
+      batchBody(schema, e, `-- nextval fails (2200H) past MAXVALUE 2^53 - 1 instead of going on. No row: the id was
+    -- taken (the caller draws the sequence past the run of taken ids and writes it again).
+    INSERT INTO ${table} AS w (${columns.join(', ')})
+      SELECT nx.id, ${names.map((_, i) => `$${i + 1}[ps_k]`).join(', ')}, $${n + 1}, $${n + 1}
+      FROM (SELECT nextval('${table}_id_seq') AS id) AS nx
+      WHERE NOT EXISTS (SELECT 1 FROM ${t}chosen_ids c WHERE c.resource = '${resource.collection}' AND c.id = nx.id)
+      ON CONFLICT (id) DO NOTHING
+      ${returning}`,
+      { message: e, type: e + 1, now: n + 1, request: e + 3, trace: e + 4, notify: e + 6, subject: e + 7 },
+      `${label}.id`, `$${e + 2} || ${label}.id::text || $${e + 5}[ps_k]`))
   const remove = rowJsonSql(resource, 'row') === undefined
     ? undefined
     : defined(schema, 'delete', resource,
-      ['bigint', 'text', 'text', 'text', 'bigint', 'text', 'text', 'boolean', 'text'],
-      (label) => `DELETE FROM ${table} AS w WHERE w.id = $1
-    ${returning}
-  IF NOT FOUND THEN RETURN; END IF;
-  ${eventBlock(schema, { message: 2, type: 3, now: 5, request: 6, trace: 7, notify: 8, subject: 9 }, `${label}.id`,
-    `$4 || ${rowJsonSql(resource, label) as string} || '}'`)}`)
-  return { create, delete: remove }
+      ['bigint[]', 'text[]', 'text', 'text', 'bigint', 'text[]', 'text[]', 'boolean', 'text'],
+      (label) => batchBody(schema, 1, `DELETE FROM ${table} AS w WHERE w.id = $1[ps_k]
+      ${returning}`, { message: 2, type: 3, now: 5, request: 6, trace: 7, notify: 8, subject: 9 }, `${label}.id`,
+      `$4 || ${rowJsonSql(resource, label) as string} || '}'`))
+  // A row as it was read: its id, times and every value (a row deleted and made again with that id is another).
+  const asRead = (first: number): string => `w.id = $${first}[ps_k] AND w.created_at = $${first + 1}[ps_k]
+        AND w.updated_at = $${first + 2}[ps_k]
+        AND ROW(${names.map((name) => `w.${name}`).join(', ')}) IS NOT DISTINCT FROM
+          ROW(${names.map((_, i) => `$${first + 3 + i}[ps_k]`).join(', ')})`
+  const readTypes = ['bigint[]', 'bigint[]', 'bigint[]', ...own]
+  const eventTypes = ['text[]', 'text', 'text[]', 'bigint', 'text[]', 'text[]', 'boolean', 'text']
+  const events = (m: number): EventArguments =>
+    ({ message: m, type: m + 1, now: m + 3, request: m + 4, trace: m + 5, notify: m + 6, subject: m + 7 })
+  const u = 2 * n + 5
+  const update = defined(schema, 'update', resource, [...own, ...readTypes, 'bigint[]', ...eventTypes], (label) =>
+    batchBody(schema, n + 1, `UPDATE ${table} AS w
+      SET ${names.map((name, i) => `${name} = $${i + 1}[ps_k], `).join('')}updated_at = $${2 * n + 4}[ps_k]
+      WHERE ${asRead(n + 1)}
+      ${returning}`, events(u), `${label}.id`, `$${u + 2}[ps_k]`))
+  const d = n + 4
+  const deleteRead = defined(schema, 'delete_read', resource, [...readTypes, ...eventTypes], (label) =>
+    batchBody(schema, 1, `DELETE FROM ${table} AS w WHERE ${asRead(1)}
+      ${returning}`, events(d), `${label}.id`, `$${d + 2}[ps_k]`))
+  return { create, delete: remove, update, deleteRead }
 }
 
 /** A value as a literal of `type` in a call's text (the call goes with its bounds in one simple-protocol message). */
 export function sqlLiteral (value: unknown, type: string): string {
+  if (Array.isArray(value) && type.endsWith('[]')) {
+    const element = type.slice(0, -2)
+    return `ARRAY[${value.map((one) => sqlLiteral(one, element)).join(', ')}]::${type}`
+  }
   if (value === null || value === undefined) return `NULL::${type}`
   if (typeof value === 'boolean') return `${String(value)}::${type}`
   // Quoted: a cast binds tighter than a minus, and -9223372036854775808 is no bigint before it is negated.
@@ -134,7 +186,7 @@ export function sqlLiteral (value: unknown, type: string): string {
   return `${pg.escapeLiteral(value)}::${type}`
 }
 
-/** The call of `fn` with `values`: its rows are the written row, with `deliveries`, or none. */
+/** The call of `fn` with `values`: its rows are the written rows, each with its `ordinal` and `deliveries`. */
 export const callSql = (fn: WriteFunction, values: readonly unknown[]): string =>
   `SELECT * FROM ${fn.name}(${values.map((value, i) => sqlLiteral(value, fn.types[i] as string)).join(', ')})`
 
@@ -143,8 +195,8 @@ export const allWriteFunctions = (
   resources: readonly ResourceDefinition[], schema: string | undefined
 ): WriteFunction[] =>
   resources.flatMap((resource) => {
-    const { create, delete: remove } = writeFunctions(resource, schema)
-    return remove === undefined ? [create] : [create, remove]
+    const { create, delete: remove, update, deleteRead } = writeFunctions(resource, schema)
+    return [create, ...remove === undefined ? [] : [remove], update, deleteRead]
   })
 
 /** The functions of `resources` that `schema` lacks: this release's, named by their definition (see above). */

@@ -1,0 +1,143 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { plantJson } from '../../../src/resources/plants.js'
+import type { Plant } from '../../../src/schemas/plant.js'
+import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
+import { writeBatch } from '../../../src/store/postgres/write-batch.js'
+import { eventPayload } from '../../../src/webhooks/events.js'
+import { adminQuery, scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
+import { settled } from './conformance.js'
+import { RESOURCE_EVENT_TYPES } from '../../helpers/resources.js'
+
+const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'
+
+/** A run whose calls the test ends one by one: each call's inputs, and how to answer it. */
+function heldRun (): {
+  calls: Array<{ inputs: readonly string[], answer: (fail?: Error) => void }>
+  run: (inputs: readonly string[]) => Promise<readonly string[]>
+} {
+  const calls: Array<{ inputs: readonly string[], answer: (fail?: Error) => void }> = []
+  const run = async (inputs: readonly string[]): Promise<readonly string[]> =>
+    await new Promise((resolve, reject) => {
+      calls.push({
+        inputs, answer: (fail) => { fail === undefined ? resolve(inputs.map((i) => `${i}!`)) : reject(fail) }
+      })
+    })
+  return { calls, run }
+}
+
+const tick = async (): Promise<void> => { await new Promise((resolve) => setImmediate(resolve)) }
+
+test('writes that arrive while two calls are under way share the next call, each answered from it, ' +
+  'in order', async () => {
+  const { calls, run } = heldRun()
+  const batch = writeBatch(run)
+  const answers = ['a', 'b', 'c', 'd', 'e'].map(async (input) => await batch.submit(input))
+  await tick()
+  assert.deepEqual(calls.map(({ inputs }) => inputs), [['a'], ['b']])
+  calls[1]?.answer()
+  await tick()
+  assert.deepEqual(calls.map(({ inputs }) => inputs), [['a'], ['b'], ['c', 'd', 'e']])
+  calls[0]?.answer()
+  calls[2]?.answer()
+  assert.deepEqual(await Promise.all(answers), ['a!', 'b!', 'c!', 'd!', 'e!'])
+})
+
+test('a call of several that fails is made again write by write: only the failing write fails', async () => {
+  const { calls, run } = heldRun()
+  const batch = writeBatch(run)
+  const answers = ['a', 'b', 'c', 'd'].map(async (input) => await settledValue(batch.submit(input)))
+  await tick()
+  calls[0]?.answer()
+  calls[1]?.answer()
+  await tick()
+  assert.deepEqual(calls[2]?.inputs, ['c', 'd'])
+  calls[2]?.answer(Object.assign(new Error('deadlock detected'), { code: '40P01' }))
+  await tick()
+  assert.deepEqual(calls.slice(3).map(({ inputs }) => inputs), [['c'], ['d']])
+  calls[3]?.answer(new Error('c alone fails'))
+  calls[4]?.answer()
+  assert.deepEqual(await Promise.all(answers), ['a!', 'b!', 'c alone fails', 'd!'])
+})
+
+test('a call whose connection failed is never made again (its commit may have happened): each of ' +
+  'its writes fails', async () => {
+  const { calls, run } = heldRun()
+  const batch = writeBatch(run)
+  const answers = ['a', 'b', 'c', 'd'].map(async (input) => await settledValue(batch.submit(input)))
+  await tick()
+  calls[0]?.answer()
+  calls[1]?.answer()
+  await tick()
+  calls[2]?.answer(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))
+  assert.deepEqual(await Promise.all(answers), ['a!', 'b!', 'read ECONNRESET', 'read ECONNRESET'])
+  assert.equal(calls.length, 3)
+})
+
+async function settledValue (promise: Promise<string>): Promise<string> {
+  return await promise.catch((err: Error) => err.message)
+}
+
+if (TEST_DATABASE_URL !== undefined) {
+  test('PostgreSQL: concurrent creates and deletes, sharing calls, each get their own id, answer and ' +
+    'event; a missing or repeated id fails only its own delete', async (t) => {
+    const { url, schema } = scratchDatabaseUrl(t)
+    const store = await createPostgresStore({ url, poolMax: 4 })
+    t.after(() => store.close())
+    const events = [...RESOURCE_EVENT_TYPES]
+    await store.webhooks.createSubscription(
+      { owner: 'owner-a', url: 'https://receiver.example/hook', events, disabled: false, secret: SECRET }, Date.now())
+    const created = (await Promise.all(Array.from({ length: 40 }, async (_, i) =>
+      await store.plants.create({ name: `plant "${i}"`, ...(i % 3 === 0 && { tag: `tag ${i}` }) }))))
+      .map(({ item }) => item)
+    assert.equal(new Set(created.map(({ id }) => id)).size, 40)
+    for (const [i, plant] of created.entries()) {
+      assert.deepEqual([plant.name, plant.tag], [`plant "${i}"`, i % 3 === 0 ? `tag ${i}` : undefined])
+      assert.deepEqual(await store.plants.get(plant.id), plant)
+    }
+    const targets = [...created.map(({ id }) => id), 999_999n, created[0]?.id as bigint]
+    const outcomes = await Promise.all(targets.map(async (id) => await settled(store.plants.delete(id))))
+    assert.deepEqual(outcomes, [...created.map(() => 'ok'), 'not-found', 'not-found'])
+    const written = await adminQuery<{ event_type: string, subject_id: string, payload: string, created_at: string }>(
+      `SELECT event_type, subject_id::text, payload, created_at::text FROM ${schema}.webhook_events ORDER BY id`)
+    const expected = [...created.map((plant) => ['plant.created', plant] as const),
+      ...created.map((plant) => ['plant.deleted', plant] as const)]
+    const key = (type: string, id: bigint): string => `${type} ${id}`
+    const byKey = new Map(written.map((event) => [key(event.event_type, BigInt(event.subject_id)), event]))
+    assert.equal(written.length, expected.length, 'one event a write')
+    for (const [type, plant] of expected) {
+      const event = byKey.get(key(type, plant.id))
+      assert.equal(event?.payload, eventPayload(type, plantJson(plant as Plant), Number(event?.created_at)))
+    }
+  })
+
+  test('PostgreSQL: concurrent updates of one row without If-Match each write the row as it was read: ' +
+    'every one answered, none lost, each event the row its update made', async (t) => {
+    const { url, schema } = scratchDatabaseUrl(t)
+    const store = await createPostgresStore({ url, poolMax: 4 })
+    t.after(() => store.close())
+    const events = [...RESOURCE_EVENT_TYPES]
+    await store.webhooks.createSubscription(
+      { owner: 'owner-a', url: 'https://receiver.example/hook', events, disabled: false, secret: SECRET }, Date.now())
+    const { item } = await store.plants.create({ name: 'start', tag: 'a' })
+    // Each update changes one field: an update made from a stale row would undo another's change.
+    const answers = await Promise.all(Array.from({ length: 12 }, async (_, i) =>
+      await store.plants.update(item.id, i % 2 === 0 ? { name: `name ${i}` } : { tag: `tag ${i}` })))
+    const final = await store.plants.get(item.id)
+    const last = answers.reduce((a, b) => Date.parse(a.updatedAt) >= Date.parse(b.updatedAt) ? a : b)
+    assert.deepEqual(final, last, 'the row is the last update\'s answer')
+    assert.equal(new Set(answers.map(({ updatedAt }) => updatedAt)).size, 12, 'each update a version of its own')
+    const ordered = [...answers].sort((a, b) => Date.parse(a.updatedAt) - Date.parse(b.updatedAt))
+    let expected = { name: 'start', tag: 'a' as string | undefined }
+    for (const answer of ordered) {
+      // Each answer is the one before it with one field changed: nothing another update wrote was undone.
+      const changed = [answer.name !== expected.name, answer.tag !== expected.tag].filter(Boolean).length
+      assert.equal(changed, 1, `${answer.name} ${String(answer.tag)} after ${expected.name} ${String(expected.tag)}`)
+      expected = { name: answer.name, tag: answer.tag }
+    }
+    const written = await adminQuery<{ payload: string, created_at: string }>(
+      `SELECT payload, created_at::text FROM ${schema}.webhook_events WHERE event_type = 'plant.updated' ORDER BY id`)
+    assert.deepEqual(written.map(({ payload }) => (JSON.parse(payload) as { data: unknown }).data),
+      ordered.map((plant) => JSON.parse(plantJson(plant)) as unknown))
+  })
+}
