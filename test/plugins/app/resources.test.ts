@@ -2,9 +2,9 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { Validator } from '@seriousme/openapi-schema-validator'
-import type { ResourceDefinition } from '../../../src/resources/definition.js'
 import { RESOURCES } from '../../../src/resources/index.js'
-import { PLANTS } from '../../../src/resources/plants.js'
+import { defineResource } from '../../../src/resources/fields.js'
+import { PLANT_FIELDS, PLANTS } from '../../../src/resources/plants.js'
 import { resourceScope } from '../../../src/auth/scopes.js'
 import { tokenDigest } from '../../../src/auth/tokens.js'
 import { AUTH, buildTestApp } from '../../helpers/app.js'
@@ -25,24 +25,18 @@ import {
  * in a table of its own.
  */
 
-const renamed = <S extends object>(schema: S, $id: string): S => ({ ...schema, $id })
-const { schemas } = PLANTS
-const POTS = {
-  ...PLANTS,
+const POTS = defineResource({
   collection: 'pots',
   name: 'pot',
   title: 'Pot',
-  schemas: {
-    ...schemas,
-    representation: renamed(schemas.representation, 'Pot'),
-    list: renamed(schemas.list, 'PotList'),
-    create: renamed(schemas.create, 'NewPot'),
-    replace: renamed(schemas.replace, 'PotUpdate'),
-    patch: renamed(schemas.patch, 'PotPatch')
+  fields: PLANT_FIELDS,
+  bodies: {
+    create: 'A pot to create',
+    replace: { description: 'A full replacement of a pot', example: { name: 'Terracotta' } },
+    patch: { description: 'A JSON merge patch of a pot', example: { tag: null } }
   },
-  texts: { ...PLANTS.texts, tag: 'The pots resource', scopes: { read: 'List and get pots', write: 'Change pots' } },
-  storage: { ...PLANTS.storage, table: 'pots' }
-} as unknown as ResourceDefinition
+  texts: { ...PLANTS.texts, tag: 'The pots resource', scopes: { read: 'List and get pots', write: 'Change pots' } }
+})
 
 interface Operation { operationId: string, 'x-scopes'?: string[], tags?: string[] }
 interface Document {
