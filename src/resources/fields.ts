@@ -1,6 +1,6 @@
 import { Type, type TSchema } from '@sinclair/typebox'
 import {
-  strongEtag, type ColumnKind, type ColumnsDeclaration, type ColumnValue, type ColumnValues, type ResourceDefinition,
+  strongEtag, type ColumnKind, type ColumnValue, type ColumnValues, type ResourceDefinition,
   type ResourceSchemas, type ResourceTexts
 } from './definition.js'
 import { int64IdSchema, int64StringSchema } from '../schemas/int64.js'
@@ -9,66 +9,53 @@ import { ref } from '../schemas/ref.js'
 import { STORABLE_TEXT, STORABLE_TEXT_RULE, trimmedTextSchema } from '../schemas/text.js'
 import { isoTime } from '../store/iso-time.js'
 
-/**
- * One field of a resource: its schemas, column, row mapping, JSON and ETag all follow from it. Every
- * field is written by clients; `id`, `createdAt` and `updatedAt` are the stores' own.
- */
+/** One field: its schemas, column (its name in snake case), row mapping, JSON and ETag follow from it. */
 export interface FieldDeclaration {
-  /** A text is 1 to `maxLength` storable characters; an integer or real is within `minimum`..`maximum`. */
   readonly kind: ColumnKind
-  /** A text's: `The plant name` (trimmed) or `A free-form tag` (the document adds its length and rule). */
+  /** A trimmed text's is its own (`The plant name`); another text's gets its length and rule appended. */
   readonly description: string
   readonly example: string | number
+  /** A text is 1 to `maxLength` storable characters, stored `trimmed` or as given. */
   readonly maxLength?: number
+  readonly trimmed?: boolean
   readonly minimum?: number
   readonly maximum?: number
-  /** Stored without surrounding white space. */
-  readonly trimmed?: boolean
-  /** Optional in bodies, null in a patch clears it, a NULL column. */
+  /** Optional in bodies, cleared by a patch's null, a NULL column. */
   readonly nullable?: boolean
-  /** An equality filter of the list, with this description, indexed with the id. */
+  /** The description of an equality filter of the list on it. */
   readonly filter?: string
 }
 
 export type FieldsDeclaration = Readonly<Record<string, FieldDeclaration>>
 
 type ValueOf<F extends FieldDeclaration> = F['kind'] extends 'text' ? string : number
-type NullableOf<F extends FieldsDeclaration> = { [K in keyof F]: F[K]['nullable'] extends true ? K : never }[keyof F]
-type FilterOf<F extends FieldsDeclaration> = { [K in keyof F]: F[K]['filter'] extends string ? K : never }[keyof F]
+type Keys<F, P extends keyof FieldDeclaration, V> = { [K in keyof F]: F[K] extends Record<P, V> ? K : never }[keyof F]
+type FieldValues<F extends FieldsDeclaration> = { -readonly [K in Exclude<keyof F, Keys<F, 'nullable', true>>]:
+  ValueOf<F[K]> } & { -readonly [K in Keys<F, 'nullable', true>]?: ValueOf<F[K]> }
 
-/** What a client writes: every field, the nullable ones optional. */
-export type FieldValues<F extends FieldsDeclaration> =
-  { -readonly [K in Exclude<keyof F, NullableOf<F>>]: ValueOf<F[K]> } &
-  { -readonly [K in NullableOf<F>]?: ValueOf<F[K]> }
-
+/** The repository's types: every field is written by clients; `id` and the times are the stores'. */
 export interface FieldTypes<F extends FieldsDeclaration> {
   item: { id: bigint } & FieldValues<F> & { createdAt: string, updatedAt: string }
   create: { id?: bigint } & FieldValues<F>
   replace: FieldValues<F>
-  changes: { -readonly [K in keyof F]?: ValueOf<F[K]> | (F[K]['nullable'] extends true ? null : never) }
-  query: { limit: number, after?: bigint } & { -readonly [K in FilterOf<F>]?: string }
+  changes: { -readonly [K in keyof F]?: ValueOf<F[K]> | (F[K] extends Record<'nullable', true> ? null : never) }
+  query: { limit: number, after?: bigint } & { -readonly [K in Keys<F, 'filter', string>]?: string }
 }
 
-/** The declaration of a resource: its fields and the texts the document needs of it. */
+interface BodyText { readonly description: string, readonly example: object }
+
+/** A resource as declared: its fields, and the texts the document cannot derive. */
 export interface FieldsResource<C extends string, N extends string, F extends FieldsDeclaration> {
   readonly collection: C
   readonly name: N
   readonly title: string
-  readonly table?: string
   readonly fields: F
   readonly texts: ResourceTexts
-  /** The descriptions of the create, replace and patch bodies, and examples of the last two. */
-  readonly bodies: {
-    readonly create: string
-    readonly replace: { readonly description: string, readonly example: object }
-    readonly patch: { readonly description: string, readonly example: object }
-  }
+  readonly bodies: { readonly create: string, readonly replace: BodyText, readonly patch: BodyText }
 }
 
 type Values = Record<string, unknown>
 const TIME_EXAMPLE = '2026-01-02T03:04:05.678Z'
-/** A larger number has already been rounded by the JSON parser: refused rather than stored as another id. */
-const JSON_SAFE_ID_MAX = Number.MAX_SAFE_INTEGER
 
 const columnOf = (field: string): string => field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
 const toColumn = (kind: ColumnKind, value: unknown): ColumnValue =>
@@ -76,41 +63,34 @@ const toColumn = (kind: ColumnKind, value: unknown): ColumnValue =>
 const fromColumn = (kind: ColumnKind, value: ColumnValue): unknown => kind === 'integer' ? Number(value) : value
 
 const JSON_TYPES = { text: 'string', integer: 'integer', real: 'number' } as const
+type Use = 'body' | 'patch' | 'representation'
 
-/** A field's schema options; `representation`: as served (a trimmed text is served without its input rule). */
-function fieldOptions (f: FieldDeclaration, representation = false): Record<string, unknown> {
-  const { description, example } = f
-  if (f.kind !== 'text') return { minimum: f.minimum, maximum: f.maximum, description, examples: [example] }
-  const maxLength = f.maxLength ?? 1
-  if (f.trimmed === true && representation) return { minLength: 1, maxLength, description, examples: [example] }
-  return {
-    minLength: 1,
-    maxLength,
-    pattern: STORABLE_TEXT,
-    description: f.trimmed === true
-      ? description
-      : `${description}, 1 to ${maxLength} characters; ${STORABLE_TEXT_RULE}`,
-    examples: [example]
+/** A field's schema; a trimmed text is served without its input rule, a nullable one patched with null. */
+function fieldSchema (f: FieldDeclaration, use: Use = 'body', extra: object = {}): TSchema {
+  const { description, example, maxLength = 1, trimmed = false } = f
+  if (f.kind === 'text' && trimmed && use !== 'representation') {
+    return trimmedTextSchema(description, maxLength, String(example))
   }
-}
-
-/** In a patch, `null` clears a nullable field. */
-function fieldSchema (f: FieldDeclaration, use: 'body' | 'patch' | 'representation' = 'body'): TSchema {
-  if (f.nullable === true && use === 'patch') {
-    const options = fieldOptions(f)
-    const description = `${String(options.description)}; null clears it`
-    return Type.Unsafe({ ...options, type: [JSON_TYPES[f.kind], 'null'], description })
-  }
-  if (f.kind === 'text' && f.trimmed === true && use !== 'representation') {
-    return trimmedTextSchema(f.description, f.maxLength ?? 1, String(f.example))
-  }
-  return Type.Unsafe({ ...fieldOptions(f, use === 'representation'), type: JSON_TYPES[f.kind] })
+  const told = f.kind !== 'text' || trimmed
+    ? description
+    : `${description}, 1 to ${maxLength} characters; ${STORABLE_TEXT_RULE}`
+  const options = f.kind !== 'text'
+    ? { minimum: f.minimum, maximum: f.maximum, description }
+    : { minLength: 1, maxLength, ...(!trimmed && { pattern: STORABLE_TEXT }), description: told }
+  const type = f.nullable === true && use === 'patch' ? [JSON_TYPES[f.kind], 'null'] : JSON_TYPES[f.kind]
+  return Type.Unsafe({
+    ...options,
+    examples: [example],
+    type,
+    ...(Array.isArray(type) && { description: `${told}; null clears it` }),
+    ...extra
+  })
 }
 
 function schemasOf ({ name, collection, title, fields, bodies }: FieldsResource<string, string, FieldsDeclaration>):
 ResourceSchemas {
   const entries = Object.entries(fields)
-  const object = (use: 'body' | 'patch' | 'representation') => Object.fromEntries(entries.map(([key, f]) =>
+  const object = (use: Use) => Object.fromEntries(entries.map(([key, f]) =>
     [key, f.nullable === true || use === 'patch' ? Type.Optional(fieldSchema(f, use)) : fieldSchema(f, use)]))
   const written = Object.fromEntries(entries.map(([key, f]) => [key, f.example]))
   const example = { id: 1, ...written, createdAt: TIME_EXAMPLE, updatedAt: TIME_EXAMPLE }
@@ -123,7 +103,8 @@ ResourceSchemas {
   }, { $id: title, additionalProperties: false, description: `A ${name}`, examples: [example] })
   const id = Type.Integer({
     minimum: 1,
-    maximum: JSON_SAFE_ID_MAX,
+    // A larger number has already been rounded by the JSON parser: refused rather than stored as another id.
+    maximum: Number.MAX_SAFE_INTEGER,
     format: 'int64',
     description: `The id to give the ${name} (optional; the store assigns the next one when absent). ` +
       'A positive integer of at most 2^53 - 1, so that JSON carries it exactly, written as an integer ' +
@@ -132,7 +113,6 @@ ResourceSchemas {
   })
   const closed = ($id: string, { description, example }: { description: string, example: object }) =>
     ({ $id, additionalProperties: false, description, examples: [example] })
-  const filters = entries.filter(([, f]) => f.filter !== undefined)
   return {
     representation,
     list: Type.Array(ref(representation), {
@@ -146,62 +126,46 @@ ResourceSchemas {
     listQuery: Type.Object({
       limit: listLimitSchema(collection),
       after: cursorSchema(`Cursor: only ${collection} with a larger id`),
-      ...Object.fromEntries(filters.map(([key, f]) =>
-        [key, Type.Optional(Type.String({ ...fieldOptions(f), description: f.filter as string }))]))
+      ...Object.fromEntries(entries.filter(([, f]) => f.filter !== undefined)
+        .map(([key, f]) => [key,
+          Type.Optional(fieldSchema({ ...f, trimmed: false }, 'body', { description: f.filter }))]))
     }, { additionalProperties: false })
   }
 }
 
 const capital = (text: string): string => `${text.charAt(0).toUpperCase()}${text.slice(1)}`
 
-/**
- * A resource from its fields: schemas, columns (a field's name in snake case), row mapping, JSON, ETag,
- * filters and the conversions of bodies and queries, the same for every resource.
- */
+/** A resource from its fields, derived the same way for every resource. */
 export function defineResource<C extends string, N extends string, const F extends FieldsDeclaration> (
   d: FieldsResource<C, N, F>
 ): ResourceDefinition<C, N, FieldTypes<F>> {
   const entries = Object.entries(d.fields).map(([key, f]) => ({ key, column: columnOf(key), ...f }))
-  const kept = entries.filter((f) => f.nullable !== true)
-  const optional = entries.filter((f) => f.nullable === true)
-  const columns: ColumnsDeclaration =
-    Object.fromEntries(entries.map((f) => [f.column, { kind: f.kind, nullable: f.nullable === true }]))
+  const filters = entries.filter((f) => f.filter !== undefined)
   const schemas = schemasOf(d)
   /** A body's fields as the store takes them: texts trimmed when declared so, absent ones left out. */
-  const input = (body: Values): Values => {
-    const out: Values = {}
-    for (const { key, trimmed } of entries) {
-      const value = body[key]
-      if (value !== undefined) out[key] = trimmed === true && typeof value === 'string' ? value.trim() : value
-    }
-    return out
-  }
+  const input = (body: Values): Values => Object.fromEntries(entries.filter(({ key }) => body[key] !== undefined)
+    .map(({ key, trimmed }) => [key, trimmed === true && typeof body[key] === 'string' ? body[key].trim() : body[key]]))
   const stored = (item: Values): ColumnValues =>
     Object.fromEntries(entries.map((f) => [f.column, toColumn(f.kind, item[f.key])])) as ColumnValues
-  const json = (item: Values): string => {
-    let out = `{"id":${String(item.id)}`
-    for (const { key } of entries) {
-      if (item[key] !== undefined) out += `,${JSON.stringify(key)}:${JSON.stringify(item[key])}`
-    }
-    return `${out},"createdAt":${JSON.stringify(item.createdAt)},"updatedAt":${JSON.stringify(item.updatedAt)}}`
-  }
-  const filters = entries.filter((f) => f.filter !== undefined)
+  const json = (item: Values): string => `{"id":${String(item.id)}${entries.map(({ key }) =>
+    item[key] === undefined ? '' : `,"${key}":${JSON.stringify(item[key])}`).join('')},"createdAt":` +
+    `${JSON.stringify(item.createdAt)},"updatedAt":${JSON.stringify(item.updatedAt)}}`
+  const { collection, name, title, texts } = d
   const definition: ResourceDefinition<C, N> = {
-    collection: d.collection,
-    name: d.name,
-    title: d.title,
-    texts: d.texts,
+    collection,
+    name,
+    title,
+    texts,
     schemas,
     example: (schemas.representation.examples as [ResourceDefinition['example']])[0],
-    /** `updatedAt` changes on every write, so the ETag does too; a null is told apart from every text. */
-    etag: (item: Values) => strongEtag([String(item.id), ...entries.map(({ key, nullable }) => {
-      const value = item[key]
-      return nullable !== true ? String(value) : value === undefined ? '' : `#${String(value)}`
-    }), item.createdAt as string, item.updatedAt as string]),
+    // `updatedAt` changes on every write, so the ETag does too; `#` tells a null apart from every text.
+    etag: (item: Values) => strongEtag([String(item.id), ...entries.map(({ key, nullable }) =>
+      nullable !== true ? String(item[key]) : item[key] === undefined ? '' : `#${String(item[key])}`),
+    String(item.createdAt), String(item.updatedAt)]),
     json,
     storage: {
-      table: d.table ?? d.collection,
-      columns,
+      table: collection,
+      columns: Object.fromEntries(entries.map((f) => [f.column, { kind: f.kind, nullable: f.nullable === true }])),
       filters: filters.map(({ key, column, kind }) =>
         ({ column, value: (q: Values) => q[key] === undefined ? undefined : toColumn(kind, q[key]) })),
       create: stored,
@@ -210,14 +174,17 @@ export function defineResource<C extends string, N extends string, const F exten
         [column, changes[key] === undefined ? current[column] ?? null : toColumn(kind, changes[key])])) as ColumnValues,
       item: ({ id, values, createdAt, updatedAt }) => {
         const item: Values = { id }
-        for (const { key, column, kind } of kept) item[key] = fromColumn(kind, values[column] ?? null)
-        item.createdAt = isoTime(createdAt)
-        // A row never changed has equal timestamps: format once.
-        item.updatedAt = updatedAt === createdAt ? item.createdAt : isoTime(updatedAt)
-        for (const { key, column, kind } of optional) {
-          const value = values[column] ?? null
-          if (value !== null) item[key] = fromColumn(kind, value)
+        const set = (nullable: boolean) => {
+          for (const { key, column, kind, nullable: n = false } of entries) {
+            const value = values[column] ?? null
+            if (n === nullable && value !== null) item[key] = fromColumn(kind, value)
+          }
         }
+        set(false)
+        item.createdAt = isoTime(createdAt)
+        // A row never changed has equal timestamps: format once. Nullable fields follow, as they always have.
+        item.updatedAt = updatedAt === createdAt ? item.createdAt : isoTime(updatedAt)
+        set(true)
         return item as { id: bigint }
       }
     },
@@ -225,13 +192,10 @@ export function defineResource<C extends string, N extends string, const F exten
       ({ ...(id !== undefined && { id: BigInt(id as number) }), ...input(body) }),
     fromReplace: input,
     fromPatch: input,
-    idempotencyFields: (item: Values) => [item.id as bigint | undefined, ...entries.map(({ key }) => {
-      const value = item[key]
-      return typeof value === 'number' ? String(value) : value as string | undefined
-    })],
-    fromListQuery: ({ limit = LIST_LIMIT_DEFAULT, after, ...query }: Values) => ({
-      limit, ...(after !== undefined && { after: BigInt(after as string) }), ...input(query)
-    }) as { limit: number },
+    idempotencyFields: (item: Values) => [item.id as bigint | undefined,
+      ...entries.map(({ key }) => item[key] === undefined ? undefined : String(item[key]))],
+    fromListQuery: ({ limit = LIST_LIMIT_DEFAULT, after, ...query }: Values) =>
+      ({ limit, ...(after !== undefined && { after: BigInt(after as string) }), ...input(query) }) as { limit: number },
     filterQuery: (query: Values) => filters.map(({ key }) =>
       query[key] === undefined ? '' : `&${key}=${encodeURIComponent(String(query[key]))}`).join('')
   }
