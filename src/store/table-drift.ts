@@ -13,13 +13,14 @@ export interface FoundColumn {
 const nullability = (nullable: boolean): string => nullable ? 'nullable' : 'NOT NULL'
 
 /**
- * The declared columns a resource's table lacks and that an expand step may add (nullable ones);
- * any other difference refuses the start, naming the table and the column. A column the table has
- * and the declaration lacks is left alone when inserts can leave it out: a newer release's expand
- * step adds such columns, and this release keeps serving beside it.
+ * The declared columns a resource's table lacks and that an expand step may add (nullable ones; with
+ * `apply` false, MIGRATE_ON_START=0, they are refused instead). Any other difference refuses the start,
+ * naming the table and the column. A column the table has and the declaration lacks is left alone when
+ * inserts can leave it out: a newer release's expand step adds such columns, and this one serves beside it.
  */
 export function columnsToAdd (
-  storage: ResourceStorage, found: ReadonlyMap<string, FoundColumn>, types: Readonly<Record<ColumnKind, string>>
+  storage: ResourceStorage, found: ReadonlyMap<string, FoundColumn>, types: Readonly<Record<ColumnKind, string>>,
+  apply: boolean
 ): string[] {
   const { table, columns } = storage
   const names = declaredColumns(storage)
@@ -43,13 +44,9 @@ export function columnsToAdd (
       refuse(name, 'is NOT NULL without a default and not declared: an insert would fail')
     }
   }
-  return missing
-}
-
-/** MIGRATE_ON_START=0 changes nothing: a declared nullable column the table lacks is refused instead. */
-export function refuseMissingColumn (table: string, missing: readonly string[]): void {
-  if (missing.length > 0) {
+  if (!apply && missing.length > 0) {
     throw new StoreOpenError(`the table ${table} lacks the declared nullable column ${missing.join(', ')} and ` +
       'MIGRATE_ON_START=0: run `plant-store migrate` first (docs/upgrading.md)')
   }
+  return missing
 }

@@ -1,7 +1,7 @@
 import type pg from 'pg'
 import type { ColumnKind, ResourceStorage } from '../../resources/definition.js'
 import { declaredColumns } from '../row-values.js'
-import { columnsToAdd, refuseMissingColumn, type FoundColumn } from '../table-drift.js'
+import { columnsToAdd, type FoundColumn } from '../table-drift.js'
 import { MAX_ASSIGNED_ID } from '../contract.js'
 import { tablePrefix } from './connection.js'
 import { writeWithEventSql } from './webhook-sql.js'
@@ -183,8 +183,7 @@ export async function reconcileResourceTables (
               atthasdef OR attidentity <> '' AS defaulted
        FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped`, [`${t}${table}`])
     if (rows.length === 0) continue
-    const missing = columnsToAdd(storage, new Map(rows.map((row) => [row.name, row])), SQL_TYPES)
-    if (!apply) refuseMissingColumn(table, missing)
+    const missing = columnsToAdd(storage, new Map(rows.map((row) => [row.name, row])), SQL_TYPES, apply)
     for (const name of missing) {
       const { kind } = columns[name] as { kind: ColumnKind }
       await client.query(`ALTER TABLE ${t}${table} ADD COLUMN IF NOT EXISTS ${name} ${SQL_TYPES[kind]}`)

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3'
 import type { ColumnKind, ResourceStorage } from '../../resources/definition.js'
 import { declaredColumns } from '../row-values.js'
-import { columnsToAdd, refuseMissingColumn, type FoundColumn } from '../table-drift.js'
+import { columnsToAdd, type FoundColumn } from '../table-drift.js'
 
 const SQLITE_TYPES: Readonly<Record<ColumnKind, string>> = { text: 'TEXT', integer: 'INTEGER', real: 'REAL' }
 
@@ -24,8 +24,7 @@ export function ensureSqliteTable (db: Database.Database, storage: ResourceStora
   if (info.length > 0) {
     const found = new Map<string, FoundColumn>(info.map(({ name, type, notnull, dflt_value: dflt }) =>
       [name, { type, nullable: Number(notnull) === 0, defaulted: dflt !== null }]))
-    const missing = columnsToAdd(storage, found, SQLITE_TYPES)
-    if (!apply) refuseMissingColumn(table, missing)
+    const missing = columnsToAdd(storage, found, SQLITE_TYPES, apply)
     if (missing.length === 0) return []
     db.transaction(() => {
       for (const name of missing) db.exec(`ALTER TABLE ${table} ADD COLUMN ${name} ${sqliteType(storage, name)}`)
