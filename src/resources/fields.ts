@@ -78,13 +78,8 @@ function fieldSchema (f: FieldDeclaration, use: Use = 'body', extra: object = {}
     ? { minimum: f.minimum, maximum: f.maximum, description }
     : { minLength: 1, maxLength, ...(!trimmed && { pattern: STORABLE_TEXT }), description: told }
   const type = f.nullable === true && use === 'patch' ? [JSON_TYPES[f.kind], 'null'] : JSON_TYPES[f.kind]
-  return Type.Unsafe({
-    ...options,
-    examples: [example],
-    type,
-    ...(Array.isArray(type) && { description: `${told}; null clears it` }),
-    ...extra
-  })
+  const cleared = Array.isArray(type) ? { description: `${told}; null clears it` } : {}
+  return Type.Unsafe({ ...options, examples: [example], type, ...cleared, ...extra })
 }
 
 function schemasOf ({ name, collection, title, fields, bodies }: FieldsResource<string, string, FieldsDeclaration>):
@@ -101,16 +96,11 @@ ResourceSchemas {
     createdAt: time(`When the ${name} was created; never changes`),
     updatedAt: time(`When the ${name} was last changed; changes on every write`)
   }, { $id: title, additionalProperties: false, description: `A ${name}`, examples: [example] })
-  const id = Type.Integer({
-    minimum: 1,
-    // A larger number has already been rounded by the JSON parser: refused rather than stored as another id.
-    maximum: Number.MAX_SAFE_INTEGER,
-    format: 'int64',
-    description: `The id to give the ${name} (optional; the store assigns the next one when absent). ` +
-      'A positive integer of at most 2^53 - 1, so that JSON carries it exactly, written as an integer ' +
-      '(a fraction or an exponent, even `1.0` or `1e3`, is a 400); 409 when taken.',
-    examples: [42]
-  })
+  const given = `The id to give the ${name} (optional; the store assigns the next one when absent). ` +
+    'A positive integer of at most 2^53 - 1, so that JSON carries it exactly, written as an integer ' +
+    '(a fraction or an exponent, even `1.0` or `1e3`, is a 400); 409 when taken.'
+  // A larger number has already been rounded by the JSON parser: refused rather than stored as another id.
+  const id = Type.Integer({ minimum: 1, maximum: 2 ** 53 - 1, format: 'int64', description: given, examples: [42] })
   const closed = ($id: string, { description, example }: { description: string, example: object }) =>
     ({ $id, additionalProperties: false, description, examples: [example] })
   return {
@@ -153,26 +143,19 @@ export function defineResource<C extends string, N extends string, const F exten
     for (const { key } of entries) if (item[key] !== undefined) out += `,"${key}":${JSON.stringify(item[key])}`
     return `${out},"createdAt":${JSON.stringify(item.createdAt)},"updatedAt":${JSON.stringify(item.updatedAt)}}`
   }
-  const { collection, name, title, texts } = d
   const definition: ResourceDefinition<C, N> = {
-    collection,
-    name,
-    title,
-    texts,
+    ...d,
     schemas,
     example: (schemas.representation.examples as [ResourceDefinition['example']])[0],
     // `updatedAt` changes on every write, so the ETag does too; `#` tells a null apart from every text.
     etag: (item: Values) => {
-      const fields = [String(item.id)]
-      for (const { key, nullable } of entries) {
-        fields.push(nullable !== true ? String(item[key]) : item[key] === undefined ? '' : `#${String(item[key])}`)
-      }
-      fields.push(String(item.createdAt), String(item.updatedAt))
-      return strongEtag(fields)
+      const own = entries.map(({ key, nullable }) =>
+        nullable !== true ? String(item[key]) : item[key] === undefined ? '' : `#${String(item[key])}`)
+      return strongEtag([String(item.id), ...own, String(item.createdAt), String(item.updatedAt)])
     },
     json,
     storage: {
-      table: collection,
+      table: d.collection,
       columns: Object.fromEntries(entries.map((f) => [f.column, { kind: f.kind, nullable: f.nullable === true }])),
       filters: filters.map(({ key, column, kind }) =>
         ({ column, value: (q: Values) => q[key] === undefined ? undefined : toColumn(kind, q[key]) })),
@@ -180,19 +163,16 @@ export function defineResource<C extends string, N extends string, const F exten
       replace: stored,
       update: (current, changes: Values) => Object.fromEntries(entries.map(({ key, column, kind }) =>
         [column, changes[key] === undefined ? current[column] ?? null : toColumn(kind, changes[key])])) as ColumnValues,
+      // Field by field in declaration order; responses follow their schemas' order whatever this object's is.
       item: ({ id, values, createdAt, updatedAt }) => {
         const item: Values = { id }
-        const set = (nullable: boolean) => {
-          for (const { key, column, kind, nullable: n = false } of entries) {
-            const value = values[column] ?? null
-            if (n === nullable && value !== null) item[key] = fromColumn(kind, value)
-          }
+        for (const { key, column, kind } of entries) {
+          const value = values[column] ?? null
+          if (value !== null) item[key] = fromColumn(kind, value)
         }
-        set(false)
         item.createdAt = isoTime(createdAt)
-        // A row never changed has equal timestamps: format once. Nullable fields follow, as they always have.
+        // A row never changed has equal timestamps: format once.
         item.updatedAt = updatedAt === createdAt ? item.createdAt : isoTime(updatedAt)
-        set(true)
         return item as { id: bigint }
       }
     },
