@@ -1,93 +1,39 @@
-import { strongEtag, type ColumnsDeclaration, type Repository, type ResourceDefinition } from './definition.js'
-import {
-  NewPlantSchema, PLANT_EXAMPLE, PlantListQuerySchema, PlantListSchema, PlantParamsSchema, PlantPatchSchema,
-  PlantSchema, PlantUpdateSchema, type Plant
-} from '../schemas/plant.js'
-import { LIST_LIMIT_DEFAULT } from '../schemas/paging.js'
-import { isoTime } from '../store/iso-time.js'
+import type { Repository } from './definition.js'
+import { defineResource, type FieldTypes } from './fields.js'
 
 /** Stored exactly as given; the schemas exclude NUL and lone surrogates, which the stores cannot store. */
-export interface NewPlant {
-  id?: bigint
-  name: string
-  tag?: string
-}
+export const PLANT_FIELDS = {
+  name: { kind: 'text', maxLength: 100, trimmed: true, example: 'Monstera', description: 'The plant name' },
+  tag: {
+    kind: 'text',
+    maxLength: 50,
+    nullable: true,
+    description: 'A free-form tag',
+    example: 'tropical',
+    filter: 'Only plants with exactly this tag'
+  }
+} as const
 
-/** `tag: null` clears the tag. */
-export interface PlantChanges {
-  name?: string
-  tag?: string | null
-}
-
-export interface ListQuery {
-  limit: number
-  after?: bigint
-  tag?: string
-}
-
-export interface PlantTypes {
-  item: Plant
-  create: NewPlant
-  replace: Omit<NewPlant, 'id'>
-  changes: PlantChanges
-  query: ListQuery
-}
-
+export type PlantTypes = FieldTypes<typeof PLANT_FIELDS>
+export type Plant = PlantTypes['item']
+export type NewPlant = PlantTypes['create']
 export type PlantRepository = Repository<PlantTypes>
 
-function plantOf (id: bigint, name: string, tag: string | null, createdMs: number, updatedMs: number): Plant {
-  const createdAt = isoTime(createdMs)
-  // A plant never changed has equal timestamps: format once.
-  const updatedAt = updatedMs === createdMs ? createdAt : isoTime(updatedMs)
-  const plant: Plant = { id, name, createdAt, updatedAt }
-  if (tag !== null) plant.tag = tag
-  return plant
-}
-
-/** `updatedAt` changes on every write, so the tag does too. */
-export const plantEtag = (plant: Plant): string =>
-  strongEtag([
-    String(plant.id), plant.name, plant.tag === undefined ? '' : `#${plant.tag}`, plant.createdAt, plant.updatedAt
-  ])
-
-/** Field by field: a bigint id, which JSON.stringify refuses, must reach the receiver as the API's JSON integer. */
-export function plantJson (plant: Plant): string {
-  const tag = plant.tag === undefined ? '' : `,"tag":${JSON.stringify(plant.tag)}`
-  return `{"id":${plant.id.toString()},"name":${JSON.stringify(plant.name)}${tag},` +
-    `"createdAt":${JSON.stringify(plant.createdAt)},"updatedAt":${JSON.stringify(plant.updatedAt)}}`
-}
-
-interface PlantSchemas {
-  representation: typeof PlantSchema
-  list: typeof PlantListSchema
-  create: typeof NewPlantSchema
-  replace: typeof PlantUpdateSchema
-  patch: typeof PlantPatchSchema
-  params: typeof PlantParamsSchema
-  listQuery: typeof PlantListQuerySchema
-}
-
-/** The plants table's own columns (besides id, created_at and updated_at). */
-const PLANT_TABLE = {
-  name: { kind: 'text', nullable: false },
-  tag: { kind: 'text', nullable: true }
-} as const satisfies ColumnsDeclaration
-
-export const PLANTS: ResourceDefinition<'plants', 'plant', PlantTypes, PlantSchemas, typeof PLANT_TABLE> = {
+export const PLANTS = defineResource({
   collection: 'plants',
   name: 'plant',
   title: 'Plant',
-  etag: plantEtag,
-  json: plantJson,
-  example: PLANT_EXAMPLE,
-  schemas: {
-    representation: PlantSchema,
-    list: PlantListSchema,
-    create: NewPlantSchema,
-    replace: PlantUpdateSchema,
-    patch: PlantPatchSchema,
-    params: PlantParamsSchema,
-    listQuery: PlantListQuerySchema
+  fields: PLANT_FIELDS,
+  bodies: {
+    create: 'A plant to create',
+    replace: {
+      description: 'A full replacement of a plant: a missing tag clears it',
+      example: { name: 'Monstera deliciosa', tag: 'tropical' }
+    },
+    patch: {
+      description: 'A JSON merge patch (RFC 7396) of a plant: a missing field is kept, `"tag": null` clears the tag',
+      example: { tag: null }
+    }
   },
   texts: {
     tag: 'The plants resource',
@@ -120,28 +66,9 @@ export const PLANTS: ResourceDefinition<'plants', 'plant', PlantTypes, PlantSche
       updated: 'A plant was replaced or updated; `data` is the plant after the change',
       deleted: 'A plant was deleted; `data` is the plant as it was'
     }
-  },
-  storage: {
-    table: 'plants',
-    columns: PLANT_TABLE,
-    filters: [{ column: 'tag', value: (query) => query.tag }],
-    create: ({ name, tag }) => ({ name, tag: tag ?? null }),
-    replace: ({ name, tag }) => ({ name, tag: tag ?? null }),
-    update: (current, { name, tag }) => ({ name: name ?? current.name, tag: tag === undefined ? current.tag : tag }),
-    item: ({ id, values, createdAt, updatedAt }) => plantOf(id, values.name, values.tag, createdAt, updatedAt)
-  },
-  fromCreate: ({ id, name, tag }) => ({
-    ...(id !== undefined && { id: BigInt(id) }), name: name.trim(), ...(tag !== undefined && { tag })
-  }),
-  fromReplace: ({ name, tag }) => ({ name: name.trim(), ...(tag !== undefined && { tag }) }),
-  fromPatch: ({ name, tag }) => ({
-    ...(name !== undefined && { name: name.trim() }), ...(tag !== undefined && { tag })
-  }),
-  idempotencyFields: (plant) => [plant.id, plant.name, plant.tag],
-  fromListQuery: ({ limit = LIST_LIMIT_DEFAULT, after, tag }) => ({
-    limit,
-    ...(after !== undefined && { after: BigInt(after) }),
-    ...(tag !== undefined && { tag })
-  }),
-  filterQuery: ({ tag }) => tag === undefined ? '' : `&tag=${encodeURIComponent(tag)}`
-}
+  }
+})
+
+/** The ETag and event JSON of a plant, as the resource derives them. */
+export const plantEtag = (plant: Plant): string => PLANTS.etag(plant)
+export const plantJson = (plant: Plant): string => PLANTS.json(plant)

@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { Ajv } from 'ajv'
 import { ConfigError } from '../lib/errors.js'
-import { PlantUpdateSchema } from '../schemas/plant.js'
-import type { NewPlant } from '../resources/plants.js'
+import { PLANTS, type NewPlant } from '../resources/plants.js'
 
 /** What a new tenant starts with unless SANDBOX_SEED says otherwise: ids 1 to 5, as the docs' examples use them. */
 export const BUILT_IN_SEED: ReadonlyArray<Omit<NewPlant, 'id'>> = [
@@ -29,7 +28,7 @@ export function loadSeed (seed: string | undefined, maxPlants: number): Array<Om
     throw problem(`holds ${parsed.length} plants, more than SANDBOX_MAX_PLANTS (${maxPlants})`)
   }
   // A seed plant is what a PUT may send (a name and an optional tag): the API's own schema checks it.
-  const isPlant = new Ajv().compile<{ name: string, tag?: string }>(PlantUpdateSchema)
+  const isPlant = new Ajv().compile<{ name: string, tag?: string }>(PLANTS.schemas.replace)
   return parsed.map((entry: unknown, index) => {
     if (!isPlant(entry)) {
       throw problem(`entry ${index}: a plant is {"name": 1 to 100 characters, "tag": optional, 1 to 50 characters}`)

@@ -23,6 +23,8 @@ export interface MigrationReport {
   /** This code's schema version: how many steps it knows. */
   known: number
   applied: ReadonlyArray<{ version: number, name: string }>
+  /** `table.column`: declared nullable columns a resource's table lacked, added at start (an expand step). */
+  addedColumns?: readonly string[]
   /** SQLite: the consistent copy of the file kept before the first step changed it. */
   backup?: string
 }
@@ -57,12 +59,16 @@ export function migrationLines (report: MigrationReport): string[] {
   const { known } = report
   const lines = report.applied.map(({ version, name }) => `applied migration ${version}: ${name}`)
   if (report.backup !== undefined) lines.unshift(`kept a copy of the database before migrating: ${report.backup}`)
-  if (report.applied.length === 0) {
+  const added = (report.addedColumns ?? []).map((column) => `added the declared nullable column ${column}`)
+  lines.push(...added)
+  if (report.applied.length > 0) {
+    lines.push(`schema version ${report.version} (was ${report.from})`)
+  } else if (added.length > 0) {
+    lines.push(`schema version ${report.version}`)
+  } else {
     lines.push(report.version > known
       ? `schema version ${report.version}, newer than this release's ${known} and compatible with it: nothing to apply`
       : `schema version ${report.version}: nothing to apply`)
-  } else {
-    lines.push(`schema version ${report.version} (was ${report.from})`)
   }
   return lines
 }

@@ -8,7 +8,7 @@ import {
 import { tablePrefix, type PostgresTarget } from './connection.js'
 import { migrations } from './migrations.js'
 import { retryUntilReachable, type StartupRetry } from './startup.js'
-import { ensureResourceTables } from './table-sql.js'
+import { ensureResourceTables, reconcileResourceTables } from './table-sql.js'
 import { ensureWriteFunctions, missingWriteFunctions } from './write-functions.js'
 
 /** Whoever migrates a schema holds this advisory lock (of a session, or of a transaction). */
@@ -121,12 +121,13 @@ export async function migrate (
     } else {
       await refuseBehind(client, target, resources, state.version, steps.length)
     }
+    const added = await reconcileResourceTables(client, resources, target.schema, options.apply)
     // This release's write functions, beside any other release's (docs/upgrading.md, rule 4): on a
     // newer schema too, whose release made its own.
     if (options.apply) await ensureWriteFunctions(client, resources, target.schema)
     else await refuseMissingFunctions(client, target, resources, state.version, steps.length)
     await client.query('COMMIT')
-    return report
+    return added.length > 0 ? { ...report, addedColumns: added } : report
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {})
     throw err

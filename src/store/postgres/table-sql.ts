@@ -1,6 +1,7 @@
 import type pg from 'pg'
 import type { ColumnKind, ResourceStorage } from '../../resources/definition.js'
 import { declaredColumns } from '../row-values.js'
+import { columnsToAdd, type FoundColumn } from '../table-drift.js'
 import { MAX_ASSIGNED_ID } from '../contract.js'
 import { tablePrefix } from './connection.js'
 import { writeWithEventSql } from './webhook-sql.js'
@@ -164,4 +165,33 @@ export async function ensureResourceTables (
       [`${tablePrefix(schema)}${resource.storage.table}`])
     if (found?.name === null) await client.query(createTableSql(resource, schema))
   }
+}
+
+/**
+ * Compares each resource's table with its declaration (table-drift.ts): with `apply`, adds the declared
+ * nullable columns it lacks, with their filters' indexes, and returns them as `table.column`.
+ */
+export async function reconcileResourceTables (
+  client: pg.ClientBase, resources: readonly StoredResource[], schema: string | undefined, apply: boolean
+): Promise<string[]> {
+  const added: string[] = []
+  const t = tablePrefix(schema)
+  for (const { storage } of resources) {
+    const { table, columns, filters } = storage
+    const { rows } = await client.query<FoundColumn & { name: string }>(
+      `SELECT attname AS name, format_type(atttypid, atttypmod) AS type, NOT attnotnull AS nullable,
+              atthasdef OR attidentity <> '' AS defaulted
+       FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped`, [`${t}${table}`])
+    if (rows.length === 0) continue
+    const missing = columnsToAdd(storage, new Map(rows.map((row) => [row.name, row])), SQL_TYPES, apply)
+    for (const name of missing) {
+      const { kind } = columns[name] as { kind: ColumnKind }
+      await client.query(`ALTER TABLE ${t}${table} ADD COLUMN IF NOT EXISTS ${name} ${SQL_TYPES[kind]}`)
+      if (filters.some(({ column }) => column === name)) {
+        await client.query(`CREATE INDEX IF NOT EXISTS ${table}_${name}_id ON ${t}${table} (${name}, id)`)
+      }
+      added.push(`${table}.${name}`)
+    }
+  }
+  return added
 }

@@ -205,7 +205,8 @@ export function createSqliteStore<D extends readonly ResourceDefinition[] = Serv
   let migration
   try {
     migration = migrateSqlite(connection, options.filename, { apply })
-    for (const { storage } of resources) ensureSqliteTable(connection, storage)
+    const added = resources.flatMap(({ storage }) => ensureSqliteTable(connection, storage, apply))
+    if (added.length > 0) migration = { ...migration, addedColumns: added }
   } catch (err) {
     connection.close()
     throw err

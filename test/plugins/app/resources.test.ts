@@ -2,9 +2,9 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { Validator } from '@seriousme/openapi-schema-validator'
-import type { ResourceDefinition } from '../../../src/resources/definition.js'
 import { RESOURCES } from '../../../src/resources/index.js'
-import { PLANTS } from '../../../src/resources/plants.js'
+import { defineResource } from '../../../src/resources/fields.js'
+import { PLANT_FIELDS, PLANTS } from '../../../src/resources/plants.js'
 import { resourceScope } from '../../../src/auth/scopes.js'
 import { tokenDigest } from '../../../src/auth/tokens.js'
 import { eventTypesOf } from '../../../src/webhooks/events.js'
@@ -28,24 +28,18 @@ import {
  * test/src/store/second-resource.test.ts and docs/architecture.md.
  */
 
-const renamed = <S extends object>(schema: S, $id: string): S => ({ ...schema, $id })
-const { schemas } = PLANTS
-const TRAYS = {
-  ...PLANTS,
+const TRAYS = defineResource({
   collection: 'trays',
   name: 'tray',
   title: 'Tray',
-  schemas: {
-    ...schemas,
-    representation: renamed(schemas.representation, 'Tray'),
-    list: renamed(schemas.list, 'TrayList'),
-    create: renamed(schemas.create, 'NewTray'),
-    replace: renamed(schemas.replace, 'TrayUpdate'),
-    patch: renamed(schemas.patch, 'TrayPatch')
+  fields: PLANT_FIELDS,
+  bodies: {
+    create: 'A tray to create',
+    replace: { description: 'A full replacement of a tray', example: { name: 'Terracotta' } },
+    patch: { description: 'A JSON merge patch of a tray', example: { tag: null } }
   },
-  texts: { ...PLANTS.texts, tag: 'The trays resource', scopes: { read: 'List and get trays', write: 'Change trays' } },
-  storage: { ...PLANTS.storage, table: 'trays' }
-} as unknown as ResourceDefinition
+  texts: { ...PLANTS.texts, tag: 'The trays resource', scopes: { read: 'List and get trays', write: 'Change trays' } }
+})
 
 interface Operation { operationId: string, 'x-scopes'?: string[], tags?: string[] }
 interface Document {

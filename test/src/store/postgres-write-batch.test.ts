@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { plantJson } from '../../../src/resources/plants.js'
-import type { Plant } from '../../../src/schemas/plant.js'
+import type { Plant } from '../../../src/resources/plants.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { writeBatch } from '../../../src/store/postgres/write-batch.js'
 import { eventPayload } from '../../../src/webhooks/events.js'

@@ -1,11 +1,7 @@
 import assert from 'node:assert/strict'
 import { test, type TestContext } from 'node:test'
-import { Type } from '@sinclair/typebox'
-import { strongEtag, type ColumnsDeclaration, type ResourceDefinition } from '../../../src/resources/definition.js'
+import { defineResource, type FieldTypes } from '../../../src/resources/fields.js'
 import { PLANTS } from '../../../src/resources/plants.js'
-import { int64IdSchema, int64StringSchema } from '../../../src/schemas/int64.js'
-import { cursorSchema, LIST_LIMIT_DEFAULT, listLimitSchema } from '../../../src/schemas/paging.js'
-import { isoTime } from '../../../src/store/iso-time.js'
 import type { Store } from '../../../src/store/contract.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { createSqliteStore } from '../../../src/store/sqlite/sqlite-store.js'
@@ -19,81 +15,29 @@ import { resourceConformance, type ResourceUnderTest } from './resource-conforma
  * (its table is made from it), through the same generic repository as plants, and an app given it
  * serves its routes beside the plants' (the generic route suite, on each test database).
  */
-interface Pot {
-  id: bigint
-  diameterMm: number
-  material?: string
-  createdAt: string
-  updatedAt: string
-}
+const POT_FIELDS = {
+  diameterMm: { kind: 'integer', minimum: 1, maximum: 10_000, example: 120, description: 'The diameter in mm' },
+  material: {
+    kind: 'text',
+    maxLength: 50,
+    nullable: true,
+    description: 'What the pot is made of',
+    example: 'terracotta',
+    filter: 'Only pots of this material'
+  }
+} as const
 
-interface PotTypes {
-  item: Pot
-  create: { id?: bigint, diameterMm: number, material?: string }
-  replace: { diameterMm: number, material?: string }
-  changes: { diameterMm?: number, material?: string | null }
-  query: { limit: number, after?: bigint, material?: string }
-}
+type PotTypes = FieldTypes<typeof POT_FIELDS>
 
-const PotSchema = Type.Object({
-  id: int64IdSchema('The pot identifier'),
-  diameterMm: Type.Integer({ minimum: 1, maximum: 10_000 }),
-  material: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
-  createdAt: Type.String({ format: 'date-time' }),
-  updatedAt: Type.String({ format: 'date-time' })
-}, { $id: 'Pot', additionalProperties: false })
-const NewPotSchema = Type.Object({
-  id: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })),
-  diameterMm: Type.Integer({ minimum: 1, maximum: 10_000 }),
-  material: Type.Optional(Type.String({ minLength: 1, maxLength: 50 }))
-}, { $id: 'NewPot', additionalProperties: false })
-const PotUpdateSchema = Type.Omit(NewPotSchema, ['id'], { $id: 'PotUpdate', additionalProperties: false })
-const PotPatchSchema = Type.Object({
-  diameterMm: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
-  material: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 50 }), Type.Null()]))
-}, { $id: 'PotPatch', additionalProperties: false })
-const PotListQuerySchema = Type.Object({
-  limit: listLimitSchema('pots'),
-  after: cursorSchema('Cursor: only pots with a larger id'),
-  material: Type.Optional(Type.String({ minLength: 1, maxLength: 50 }))
-}, { additionalProperties: false })
-
-const POT_TABLE = {
-  diameter_mm: { kind: 'integer', nullable: false },
-  material: { kind: 'text', nullable: true }
-} as const satisfies ColumnsDeclaration
-
-const potJson = (pot: Pot): string => JSON.stringify({ ...pot, id: Number(pot.id) })
-
-const POTS: ResourceDefinition<'pots', 'pot', PotTypes, {
-  representation: typeof PotSchema
-  list: ReturnType<typeof Type.Array<typeof PotSchema>>
-  create: typeof NewPotSchema
-  replace: typeof PotUpdateSchema
-  patch: typeof PotPatchSchema
-  params: ReturnType<typeof Type.Object<{ id: ReturnType<typeof int64StringSchema> }>>
-  listQuery: typeof PotListQuerySchema
-}, typeof POT_TABLE> = {
+const POTS = defineResource({
   collection: 'pots',
   name: 'pot',
   title: 'Pot',
-  etag: (pot) => strongEtag([String(pot.id), String(pot.diameterMm), pot.material ?? '', pot.createdAt, pot.updatedAt]),
-  json: potJson,
-  example: {
-    id: 1,
-    diameterMm: 120,
-    material: 'terracotta',
-    createdAt: '2026-01-02T03:04:05.678Z',
-    updatedAt: '2026-01-02T03:04:05.678Z'
-  },
-  schemas: {
-    representation: PotSchema,
-    list: Type.Array(PotSchema, { $id: 'PotList' }),
-    create: NewPotSchema,
-    replace: PotUpdateSchema,
-    patch: PotPatchSchema,
-    params: Type.Object({ id: int64StringSchema() }, { additionalProperties: false }),
-    listQuery: PotListQuerySchema
+  fields: POT_FIELDS,
+  bodies: {
+    create: 'A pot to create',
+    replace: { description: 'A full replacement of a pot', example: { diameterMm: 150 } },
+    patch: { description: 'A JSON merge patch of a pot', example: { material: null } }
   },
   texts: {
     tag: 'The pots resource',
@@ -103,34 +47,8 @@ const POTS: ResourceDefinition<'pots', 'pot', PotTypes, {
     update: { description: 'Applies a JSON merge patch to a pot' },
     scopes: { read: 'List and get pots', write: 'Create, replace, update and delete pots' },
     events: { created: 'A pot was created', updated: 'A pot was changed', deleted: 'A pot was deleted' }
-  },
-  storage: {
-    table: 'pots',
-    columns: POT_TABLE,
-    filters: [{ column: 'material', value: (query) => query.material }],
-    create: ({ diameterMm, material }) => ({ diameter_mm: BigInt(diameterMm), material: material ?? null }),
-    replace: ({ diameterMm, material }) => ({ diameter_mm: BigInt(diameterMm), material: material ?? null }),
-    update: (current, { diameterMm, material }) => ({
-      diameter_mm: diameterMm === undefined ? current.diameter_mm : BigInt(diameterMm),
-      material: material === undefined ? current.material : material
-    }),
-    item: ({ id, values, createdAt, updatedAt }) => ({
-      id,
-      diameterMm: Number(values.diameter_mm),
-      ...(values.material !== null && { material: values.material }),
-      createdAt: isoTime(createdAt),
-      updatedAt: isoTime(updatedAt)
-    })
-  },
-  fromCreate: ({ id, diameterMm, material }) =>
-    ({ ...(id !== undefined && { id: BigInt(id) }), diameterMm, ...(material !== undefined && { material }) }),
-  fromReplace: ({ diameterMm, material }) => ({ diameterMm, ...(material !== undefined && { material }) }),
-  fromPatch: (patch) => patch,
-  idempotencyFields: (pot) => [pot.id, String(pot.diameterMm), pot.material],
-  fromListQuery: ({ limit = LIST_LIMIT_DEFAULT, after, material }) =>
-    ({ limit, ...(after !== undefined && { after: BigInt(after) }), ...(material !== undefined && { material }) }),
-  filterQuery: ({ material }) => material === undefined ? '' : `&material=${encodeURIComponent(material)}`
-}
+  }
+})
 
 const SUBJECT: ResourceUnderTest<PotTypes> = {
   definition: POTS,

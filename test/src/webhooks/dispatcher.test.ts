@@ -7,7 +7,7 @@ import { WebhookDispatcher, type AttemptEvent, type DispatcherOptions } from '..
 import type { AttemptTrace } from '../../../src/webhooks/dispatcher-events.js'
 import { PLANTS } from '../../../src/resources/plants.js'
 import { resourceEvent, type ResourceChange } from '../../../src/webhooks/events.js'
-import type { Plant } from '../../../src/schemas/plant.js'
+import type { Plant } from '../../../src/resources/plants.js'
 import { WebhookService } from '../../../src/webhooks/service.js'
 import type { DeliveryCompletion, WebhookDelivery, WebhookStore, WebhookSubscription } from '../../../src/webhooks/store-contract.js'
 import type { AddressPolicy } from '../../../src/webhooks/url-policy.js'

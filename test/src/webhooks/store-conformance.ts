@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { ServiceError } from '../../../src/lib/errors.js'
 import { describe, test, type TestContext } from 'node:test'
-import type { Plant } from '../../../src/schemas/plant.js'
+import type { Plant } from '../../../src/resources/plants.js'
 import { isoTime } from '../../../src/store/iso-time.js'
 import { PLANTS } from '../../../src/resources/plants.js'
 import { resourceEvent } from '../../../src/webhooks/events.js'

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import type { FastifyInstance, InjectOptions } from 'fastify'
-import type { Plant } from '../../../../src/schemas/plant.js'
+import type { Plant } from '../../../../src/resources/plants.js'
 import { AUTH, buildTestApp } from '../../../helpers/app.js'
 import { apiTestDatabases } from '../../../helpers/databases.js'
 import { assertError, createPlant } from '../../../helpers/plants.js'
