@@ -82,8 +82,16 @@ test('SQLite: enqueueSqliteEvent joins the transaction of a plant write on the s
   assert.deepEqual([count('plants'), count('webhook_events')], [0n, 0n], 'both rolled back')
   createWithEvent(false)
   assert.deepEqual([count('plants'), count('webhook_events')], [1n, 1n], 'both committed')
-  const [delivery] = await store.claimDue({ lease: 'a', now: Date.now(), leaseMs: 60_000, limit: 10, perSubscription: 10, skipSubscriptions: [] })
-  assert.match(delivery?.payload ?? '', /^\{"type":"plant\.created",.*"data":\{"id":1,/, 'the committed event fans out to a delivery')
+  const [delivery] = await store.claimDue({
+    lease: 'a',
+    now: Date.now(),
+    leaseMs: 60_000,
+    limit: 10,
+    perSubscription: 10,
+    skipSubscriptions: []
+  })
+  assert.match(delivery?.payload ?? '', /^\{"type":"plant\.created",.*"data":\{"id":1,/,
+    'the committed event fans out to a delivery')
   assert.equal(count('webhook_events'), 0n, 'and leaves the outbox')
 })
 
@@ -112,11 +120,13 @@ async function postgresOutbox (t: TestContext): Promise<OutboxUnderTest> {
   cleanup.after(() => plants.close())
   return {
     plants,
-    waiting: async () => (await adminQuery<{ event_type: string }>(`SELECT event_type FROM ${schema}.webhook_events ORDER BY id`)).map((row) => row.event_type)
+    waiting: async () => (await adminQuery<{ event_type: string }>(
+      `SELECT event_type FROM ${schema}.webhook_events ORDER BY id`)).map((row) => row.event_type)
   }
 }
 
-async function eventsOnlyForWantedTypes (t: TestContext, open: (t: TestContext) => Promise<OutboxUnderTest>): Promise<void> {
+async function eventsOnlyForWantedTypes (t: TestContext,
+  open: (t: TestContext) => Promise<OutboxUnderTest>): Promise<void> {
   const { plants, waiting } = await open(t)
   await plants.plants.create({ name: 'Fern' })
   assert.deepEqual(await waiting(), [], 'no subscription: no event')
@@ -144,7 +154,16 @@ async function fanOutOnlyWhenShort (t: TestContext, open: (t: TestContext) => Pr
   assert.match(first?.payload ?? '', /"id":1,/)
   assert.deepEqual(await waiting(), [], 'nothing was due: the event was fanned out')
   // The first delivery fails and is due again at once; a second event arrives.
-  await store.completeDelivery({ id: first?.id ?? 0n, lease: 'a:1', attemptedAt: now, status: 'pending', nextAttemptAt: now, statusCode: 500, disableSubscription: false, failingDisableBefore: 0 })
+  await store.completeDelivery({
+    id: first?.id ?? 0n,
+    lease: 'a:1',
+    attemptedAt: now,
+    status: 'pending',
+    nextAttemptAt: now,
+    statusCode: 500,
+    disableSubscription: false,
+    failingDisableBefore: 0
+  })
   await store.enqueue(resourceEvent(PLANTS, 'created', plant(2n)), now)
   const [retry] = await store.claimDue({ ...claim, lease: 'a:2' })
   assert.equal(retry?.id, first?.id, 'the due retry fills the claim')
@@ -184,7 +203,10 @@ if (TEST_DATABASE_URL !== undefined) {
     // statements also have the server's lock_timeout.
     const bounded = (err: unknown): boolean => ['55P03', '57014'].includes(String((err as { code?: unknown }).code)) ||
       (err instanceof Error && err.message === 'Query read timeout')
-    await assert.rejects(store.claimDue({ lease: 'a:1', now: Date.now(), leaseMs: 60_000, limit: 1, perSubscription: 1, skipSubscriptions: [] }), bounded)
+    await assert.rejects(
+      store.claimDue(
+        { lease: 'a:1', now: Date.now(), leaseMs: 60_000, limit: 1, perSubscription: 1, skipSubscriptions: [] }),
+      bounded)
     await assert.rejects(store.listSubscriptions(record.owner, { limit: 1 }), bounded)
     await locker.query('ROLLBACK')
     assert.deepEqual(await store.listSubscriptions(record.owner, { limit: 1 }), { subscriptions: [], hasMore: false })

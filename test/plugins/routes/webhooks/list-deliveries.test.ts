@@ -4,7 +4,10 @@ import type { FastifyInstance } from 'fastify'
 import { AUTH } from '../../../helpers/app.js'
 import { assertError, createPlant, JSON_TYPE } from '../../../helpers/plants.js'
 import { startReceiver } from '../../../helpers/webhook-receiver.js'
-import { buildWebhooksApp, createWebhook, deliveriesWhen, OTHER_AUTH, PUBLIC_RECEIVER, type DeliveryBody } from '../../../helpers/webhooks.js'
+import {
+  buildWebhooksApp, createWebhook, deliveriesWhen, OTHER_AUTH, PUBLIC_RECEIVER,
+  type DeliveryBody
+} from '../../../helpers/webhooks.js'
 import { PLANT_CREATED, PLANT_DELETED, PLANT_UPDATED } from '../../../helpers/resources.js'
 
 const deliveries = (app: FastifyInstance, query: string, headers: Record<string, string> = AUTH, id = 1) =>
@@ -18,7 +21,8 @@ test('a plant write makes a delivery; an attempt that cannot connect leaves it p
   // The test network rule fails the attempt before any socket is opened (loopback-only.ts).
   const [delivery] = await deliveriesWhen(app, 1, ([first]) => (first?.attempts ?? 0) >= 1)
   assert.ok(delivery !== undefined)
-  assert.deepEqual(Object.keys(delivery).sort(), ['attempts', 'createdAt', 'eventType', 'id', 'lastAttemptAt', 'lastError', 'nextAttemptAt', 'status'])
+  assert.deepEqual(Object.keys(delivery).sort(),
+    ['attempts', 'createdAt', 'eventType', 'id', 'lastAttemptAt', 'lastError', 'nextAttemptAt', 'status'])
   assert.deepEqual([delivery.id, delivery.eventType, delivery.status, delivery.attempts], [1, PLANT_CREATED, 'pending', 1])
   assert.match(String(delivery.lastError), /^connection: .*test network rule: no connection to 93\.184\.216\.34/)
   assert.equal(delivery.createdAt, plant.createdAt)
@@ -79,6 +83,7 @@ test('invalid or unknown query parameters and malformed ids are 400s; without a 
   assertError(await deliveries(app, '?before=x'), 400, 'querystring/before must match format "int64"')
   assertError(await deliveries(app, '?after=1'), 400, "querystring has unknown property 'after'")
   assertError(await deliveries(app, '?before=%FF'), 400, 'querystring/before is not percent-encoded UTF-8')
-  assertError(await app.inject({ url: '/webhooks/x/deliveries', headers: AUTH }), 400, 'params/id must match format "int64"')
+  assertError(await app.inject({ url: '/webhooks/x/deliveries', headers: AUTH }), 400,
+    'params/id must match format "int64"')
   assertError(await deliveries(app, '', {}), 401, /authorization/i)
 })
