@@ -12,7 +12,8 @@ import { PLANTS_READ, PLANTS_WRITE } from '../../helpers/resources.js'
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
 
-test('a named token is known by its name: replaced under the same name it keeps its webhooks and idempotency keys', async (t) => {
+test('a named token is known by its name: replaced under the same name it keeps its webhooks and ' +
+  'idempotency keys', async (t) => {
   const first = scopedToken('integrator', ['webhooks', PLANTS_WRITE])
   const replacement = { ...first, token: scopedToken('x', []).token }
   const other = scopedToken('someone-else', ['webhooks', PLANTS_WRITE])
@@ -55,7 +56,8 @@ test('a named token is known by its name: replaced under the same name it keeps 
     200)
 })
 
-test('a plain API_TOKENS token keeps the principal stored before scopes: its digest owns its webhooks and idempotency keys', async (t) => {
+test('a plain API_TOKENS token keeps the principal stored before scopes: its digest owns its webhooks and ' +
+  'idempotency keys', async (t) => {
   const app = await buildWebhooksApp(t)
   const hook = await createWebhook(app)
   const subscriptions = await app.webhooks.listSubscriptions(webhookOwner(TOKEN), { limit: 10 })

@@ -63,7 +63,8 @@ test('the start-up banner says the service runs as a sandbox', async (t) => {
   assert.equal(await server.stop(), 0)
 })
 
-test('rate limits: RATE_LIMIT_MAX per tenant, SANDBOX_RATE_LIMIT_PER_ADDRESS per client address whatever its tokens', async (t) => {
+test('rate limits: RATE_LIMIT_MAX per tenant, SANDBOX_RATE_LIMIT_PER_ADDRESS per client address whatever ' +
+  'its tokens', async (t) => {
   const app = await buildSandboxApp(t, sqlite, { RATE_LIMIT_MAX: '2', SANDBOX_RATE_LIMIT_PER_ADDRESS: '4' })
   const get = async (auth: Record<string, string>,
     ip = '198.51.100.1') => (await app.inject({ url: '/plants/1', headers: auth, remoteAddress: ip })).statusCode
@@ -89,7 +90,8 @@ test('rate limits: RATE_LIMIT_MAX per tenant, SANDBOX_RATE_LIMIT_PER_ADDRESS per
 
 for (const database of sandboxDatabases) {
   describe(`sandbox webhooks on ${database.name}`, () => {
-    test('only public receivers, at creation and at delivery (a name that turns private is refused without a connection)', async (t) => {
+    test('only public receivers, at creation and at delivery (a name that turns private is refused without ' +
+      'a connection)', async (t) => {
       let rebound = false
       const resolve: Resolver = async (host) => {
         if (host === 'internal.example.com') return [{ address: '10.0.0.7', family: 4 }]
@@ -121,7 +123,8 @@ for (const database of sandboxDatabases) {
       assert.deepEqual(connections, [])
     })
 
-    test('a tenant without webhooks starts no dispatcher; once subscribed, and after its store was closed and opened again, its events are delivered', async (t) => {
+    test('a tenant without webhooks starts no dispatcher; once subscribed, and after its store was closed ' +
+      'and opened again, its events are delivered', async (t) => {
       const connections: string[] = []
       const request: RequestFunction = (url,
         options) => { connections.push(url.hostname); return loopbackOnlyRequest(url, options) }
@@ -163,7 +166,8 @@ for (const database of sandboxDatabases) {
       assert.deepEqual(connections, ['93.184.216.34'])
     })
 
-    test('test events take the same pace: one test event, then 503 + Retry-After within the minute, with or after a delivery', async (t) => {
+    test('test events take the same pace: one test event, then 503 + Retry-After within the minute, with ' +
+      'or after a delivery', async (t) => {
       const connections: string[] = []
       const request: RequestFunction = (url,
         options) => { connections.push(url.hostname); return loopbackOnlyRequest(url, options) }

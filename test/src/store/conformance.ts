@@ -92,7 +92,8 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       assert.deepEqual(await store.plants.get(7n), plant)
     })
 
-    test('generated ids skip chosen ones without being pushed up by them, and never repeat an id that existed', async (t) => {
+    test('generated ids skip chosen ones without being pushed up by them, and never repeat an id that ' +
+      'existed', async (t) => {
       const store = await fresh(t)
       const generated = async (): Promise<bigint> => (await store.plants.create({ name: 'generated' })).item.id
       await store.plants.create({ id: 2n, name: 'chosen' })
@@ -124,7 +125,8 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       assert.equal((await store.plants.create({ name: 'after the delete' })).item.id, 4n)
     })
 
-    test('once every id up to 2^53 - 1 is used, a create without an id is refused; chosen ids still work', async (t) => {
+    test('once every id up to 2^53 - 1 is used, a create without an id is refused; chosen ids still ' +
+      'work', async (t) => {
       const database = await openDatabase(t)
       const store = await database.open()
       await store.plants.create({ id: MAX_ASSIGNED_ID, name: 'the last safe id, chosen' })
@@ -299,7 +301,8 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       assert.deepEqual(await store.plants.create({ name: 'once' }, KEY), { item: first.item, replayed: true })
     })
 
-    test('admit: asked only of a new create, before it writes; a refusal leaves no plant and no key, a replay passes', async (t) => {
+    test('admit: asked only of a new create, before it writes; a refusal leaves no plant and no key, a ' +
+      'replay passes', async (t) => {
       const store = await fresh(t)
       const refuse = (): void => { throw new ServiceError('collection-limit', 'full') }
       const first = await store.plants.create({ name: 'once' }, KEY)
@@ -379,7 +382,8 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       for (const loser of losers) assert.ok(loser.reason instanceof ServiceError && loser.reason.code === 'conflict')
     })
 
-    test('concurrent generated creates from two instances skip the same chosen ids, and get distinct ids', async (t) => {
+    test('concurrent generated creates from two instances skip the same chosen ids, and get distinct ' +
+      'ids', async (t) => {
       const { open } = await openDatabase(t)
       const stores = [await open(), await open()]
       for (const id of [1n, 2n, 3n, 5n, 8n, 9n, 10n]) await stores[0]!.plants.create({ id, name: `chosen ${id}` })
@@ -482,7 +486,8 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       }
       const asJson = (plant: Plant): Record<string, unknown> => ({ ...plant, id: Number(plant.id) })
 
-      test('created, updated (replace and update) and deleted, each with the plant as written; refusals and replays write none', async (t) => {
+      test('created, updated (replace and update) and deleted, each with the plant as written; refusals ' +
+        'and replays write none', async (t) => {
         const store = await fresh(t)
         const id = await subscribe(store)
         const { item: created } = await store.plants.create({ name: 'Monstera', tag: 'tropical' }, KEY)
@@ -532,7 +537,8 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
         ])
       })
 
-      test('a create with a server-assigned id and no key writes its event with the id it was given, also past a chosen id it had to skip', async (t) => {
+      test('a create with a server-assigned id and no key writes its event with the id it was given, also ' +
+        'past a chosen id it had to skip', async (t) => {
         const store = await fresh(t)
         const id = await subscribe(store)
         const { item: first } = await store.plants.create({ name: 'Monstera', tag: 'tropical' })
@@ -546,7 +552,8 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
         ])
       })
 
-      test('a subscription gets only the types it asked for; a disabled one gets none; each event is one message for all', async (t) => {
+      test('a subscription gets only the types it asked for; a disabled one gets none; each event is one ' +
+        'message for all', async (t) => {
         const store = await fresh(t)
         const all = await subscribe(store)
         const deletions = await subscribe(store, ['plant.deleted'])
@@ -573,7 +580,8 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
         assert.equal(deletedIds[0], deletedIds[1], 'one webhook-id per event, whichever subscription receives it')
       })
 
-      test('writes before any subscription emit nothing; once one is enabled (created, or enabled again) the next write emits', async (t) => {
+      test('writes before any subscription emit nothing; once one is enabled (created, or enabled again) ' +
+        'the next write emits', async (t) => {
         const store = await fresh(t)
         await store.plants.create({ name: 'before any subscription' })
         const id = await subscribe(store)

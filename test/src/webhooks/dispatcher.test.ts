@@ -258,7 +258,8 @@ describe('webhook dispatcher', () => {
     assert.deepEqual(warnings, [])
   })
 
-  test('while the API is busy, deliveries yield to it: one attempt at a time, all of concurrency again once it is not', async (t) => {
+  test('while the API is busy, deliveries yield to it: one attempt at a time, all of concurrency again ' +
+    'once it is not', async (t) => {
     let busy = true
     const { dispatcher, subscribe, publish, receiver } = await setup(t,
       { concurrency: 4, perSubscription: 4, apiBusy: () => busy })
@@ -322,7 +323,8 @@ describe('webhook dispatcher', () => {
     for (const gap of gaps) assert.ok(gap >= atLeast - 1, `attempts ${gaps.map((g) => g.toFixed(1)).join(', ')} ms apart`)
   }
 
-  test('while the API is busy, attempts start at least busyIntervalMs apart, however fast the receiver answers; at once when it is not', async (t) => {
+  test('while the API is busy, attempts start at least busyIntervalMs apart, however fast the receiver ' +
+    'answers; at once when it is not', async (t) => {
     let busy = true
     const { dispatcher, publish, receiver, starts } = await startsOf(t,
       { concurrency: 4, perSubscription: 4, busyIntervalMs: 60, apiBusy: () => busy }, 4)
@@ -334,7 +336,8 @@ describe('webhook dispatcher', () => {
     await until('all recorded', () => dispatcher.inFlight === 0)
   })
 
-  test('by default, busy attempts start at least 100 ms apart (DEFAULT_BUSY_INTERVAL_MS: at most 10 a second)', async (t) => {
+  test('by default, busy attempts start at least 100 ms apart (DEFAULT_BUSY_INTERVAL_MS: at most 10 a ' +
+    'second)', async (t) => {
     const { dispatcher, starts } = await startsOf(t, { concurrency: 4, perSubscription: 4, apiBusy: () => true }, 4)
     assertPaced(starts, 100)
     await until('all recorded', () => dispatcher.inFlight === 0)
@@ -411,7 +414,8 @@ describe('webhook dispatcher', () => {
     }
   }
 
-  test('completions that come in while a batch is written go in the next one; a lost lease fails only its own', async (t) => {
+  test('completions that come in while a batch is written go in the next one; a lost lease fails only its ' +
+    'own', async (t) => {
     const { store, subscribe, publish, receiver, deliveries, attempts, newDispatcher } = await setup(t)
     const wrapped = batching(store)
     const subscription = await subscribe()
@@ -469,7 +473,8 @@ describe('webhook dispatcher', () => {
       [[3n, 'pending', 0], [2n, 'succeeded', 1], [1n, 'succeeded', 1]])
   })
 
-  test('a slot is free once its request has ended: the next attempt starts while the completion is written', async (t) => {
+  test('a slot is free once its request has ended: the next attempt starts while the completion is ' +
+    'written', async (t) => {
     const { store, subscribe, publish, receiver, deliveries, attempts, newDispatcher } = await setup(t)
     const wrapped = batching(store)
     const subscription = await subscribe()
@@ -486,7 +491,8 @@ describe('webhook dispatcher', () => {
     assert.deepEqual((await deliveries(subscription.id)).map(({ status }) => status), ['succeeded', 'succeeded'])
   })
 
-  test('each fast 2xx earns its subscription one more attempt in flight, up to concurrency; a failure takes it back to perSubscription', async (t) => {
+  test('each fast 2xx earns its subscription one more attempt in flight, up to concurrency; a failure ' +
+    'takes it back to perSubscription', async (t) => {
     const { subscribe, publish, receiver, attempts, newDispatcher } = await setup(t)
     const held: Array<(status: number) => void> = []
     let answerAtOnce = 3
@@ -532,7 +538,8 @@ describe('webhook dispatcher', () => {
     assert.equal(receiver.requests.length, 1, 'a stopped dispatcher ignores wakes')
   })
 
-  test('past the grace period an attempt is abandoned and its delivery released, untouched, for another instance', async (t) => {
+  test('past the grace period an attempt is abandoned and its delivery released, untouched, for another ' +
+    'instance', async (t) => {
     const { dispatcher, subscribe, publish, receiver, deliveries, newDispatcher } = await setup(t)
     const subscription = await subscribe()
     let answer = false
@@ -705,7 +712,8 @@ describe('webhook dispatcher', () => {
   })
 })
 
-test('a stop while start is still setting up its listener ends the listener too: nothing of the dispatcher outlives it', async (t) => {
+test('a stop while start is still setting up its listener ends the listener too: nothing of the dispatcher ' +
+  'outlives it', async (t) => {
   const { store } = await setup(t)
   let listening = 0
   let release: () => void = () => {}

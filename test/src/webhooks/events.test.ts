@@ -35,7 +35,8 @@ test('the body is { type, timestamp (RFC 3339), data }', () => {
   })
 })
 
-test('the body around the id, joined with an id, is the body of the plant with that id (with and without a tag)', () => {
+test('the body around the id, joined with an id, is the body of the plant with that id (with and without a ' +
+  'tag)', () => {
   const at = Date.UTC(2026, 0, 2, 3, 4, 5, 678)
   for (const plant of [PLANT, { ...PLANT, tag: 'gr"een' }]) {
     const { id: _id, ...withoutId } = plant

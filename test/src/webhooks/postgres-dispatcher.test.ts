@@ -130,7 +130,8 @@ if (TEST_DATABASE_URL !== undefined) {
       verifyWebhook(owner.secret, first)
     })
 
-    test('a committed event reaches an idle instance at once through LISTEN/NOTIFY; a rolled-back one never', async (t) => {
+    test('a committed event reaches an idle instance at once through LISTEN/NOTIFY; a rolled-back one ' +
+      'never', async (t) => {
       const { receiver, openStore, dispatcher, publish } = await cluster(t)
       const store = await openStore()
       await serviceOf(store).createSubscription(OWNER, { url: `${receiver.origin}/hooks` })
@@ -148,7 +149,8 @@ if (TEST_DATABASE_URL !== undefined) {
       assert.equal(receiver.requests.length, 1, 'the rolled-back event was never written')
     })
 
-    test('plant writes wake their own process\'s dispatcher after every commit with deliveries, and NOTIFY other instances at most once per interval', async (t) => {
+    test('plant writes wake their own process\'s dispatcher after every commit with deliveries, and NOTIFY ' +
+      'other instances at most once per interval', async (t) => {
       const cleanup = cleanupStack(t)
       const { url, schema } = scratchDatabaseUrl(cleanup)
       const plants = await createPostgresStore({ url, directUrl: directUrl(url), notifyIntervalMs: 60_000 })

@@ -10,7 +10,8 @@ import { newWebhookSecret } from '../../../src/webhooks/signing.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
 import { PLANT_CREATED } from '../../helpers/resources.js'
 
-test("SQLite (one process per file): releaseOrphanedLeases gives back a dead process's leased deliveries, due as they were", async (t) => {
+test("SQLite (one process per file): releaseOrphanedLeases gives back a dead process's leased deliveries, " +
+  'due as they were', async (t) => {
   const cleanup = cleanupStack(t)
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-webhooks-'))
   cleanup.after(() => { rmSync(dir, { recursive: true, force: true }) })

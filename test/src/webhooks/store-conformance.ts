@@ -81,7 +81,8 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       assert.equal(await store.getSubscription(ALICE, 99n), undefined)
     })
 
-    test('at most maxPerOwner subscriptions per owner, also when two instances create at once; a delete makes room', async (t) => {
+    test('at most maxPerOwner subscriptions per owner, also when two instances create at once; a delete ' +
+      'makes room', async (t) => {
       const database = await openDatabase(t)
       const [a, b] = [await database.open(), await database.open()]
       const outcomes = await Promise.allSettled(
@@ -152,7 +153,8 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       assert.deepEqual(claimed.map((d) => d.subscriptionId), [2n], 'only the remaining subscription has a delivery')
     })
 
-    test('enqueue fans out to every enabled subscription that asked for the type, one body and message id', async (t) => {
+    test('enqueue fans out to every enabled subscription that asked for the type, one body and message ' +
+      'id', async (t) => {
       const store = await fresh(t)
       await store.createSubscription(record(), T0) // 1: all events
       await store.createSubscription(record({ events: ['plant.deleted'] }), T0) // 2: not created
@@ -186,7 +188,8 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
         [[1n, '1'], [1n, '2'], [2n, '2']])
     })
 
-    test('which subscriptions an event goes to is settled when it is taken up: a change in between applies to it', async (t) => {
+    test('which subscriptions an event goes to is settled when it is taken up: a change in between applies ' +
+      'to it', async (t) => {
       const store = await fresh(t)
       await store.createSubscription(record(), T0) // 1: narrowed after the event
       await store.createSubscription(record(), T0) // 2: disabled after the event
@@ -224,7 +227,8 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
         'a disabled subscription waits for nothing')
     })
 
-    test('getDelivery: the event as sent and every recorded attempt, oldest first; listDeliveries filters by status and type', async (t) => {
+    test('getDelivery: the event as sent and every recorded attempt, oldest first; listDeliveries filters ' +
+      'by status and type', async (t) => {
       const store = await fresh(t)
       await store.createSubscription(record(), T0)
       await store.createSubscription(record({ owner: BOB }), T0)
@@ -302,7 +306,8 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       assert.equal(await store.getDelivery(ALICE, 1n, first.id), undefined)
     })
 
-    test('recoverDeliveries: the owner\'s failed deliveries created since then are pending and due now; nothing else changes', async (t) => {
+    test('recoverDeliveries: the owner\'s failed deliveries created since then are pending and due now; ' +
+      'nothing else changes', async (t) => {
       const store = await fresh(t)
       await store.createSubscription(record(), T0)
       await store.createSubscription(record(), T0)
@@ -331,7 +336,8 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       assert.equal(await store.recoverDeliveries(ALICE, 1n, T0, T0 + 2000), 1)
     })
 
-    test('claim order is fair: round robin between owners, then between an owner\'s subscriptions; skipped owners get none', async (t) => {
+    test('claim order is fair: round robin between owners, then between an owner\'s subscriptions; skipped ' +
+      'owners get none', async (t) => {
       const store = await fresh(t)
       // Alice's three subscriptions have the oldest backlog; Bob's one delivery is the newest.
       for (let i = 0; i < 3; i++) await store.createSubscription(record({ events: ['plant.created'] }), T0)
@@ -350,7 +356,8 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       assert.deepEqual(order(withoutAlice), ['bob:4'])
     })
 
-    test('renewLeases (where instances share the store): only the lease held is extended, and the delivery stays claimed until then', async (t) => {
+    test('renewLeases (where instances share the store): only the lease held is extended, and the delivery ' +
+      'stays claimed until then', async (t) => {
       const store = await fresh(t)
       if (store.renewLeases === undefined) {
         t.skip('one process per store: no leases to renew')
@@ -512,7 +519,8 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       }, 'no status code without an answer; no next attempt')
     })
 
-    test('completeDeliveries: each as completeDelivery would, in one call; a lost lease writes nothing for that one only', async (t) => {
+    test('completeDeliveries: each as completeDelivery would, in one call; a lost lease writes nothing for ' +
+      'that one only', async (t) => {
       const store = await fresh(t)
       assert.ok(store.completeDeliveries !== undefined)
       assert.deepEqual(await store.completeDeliveries([]), [])
@@ -652,7 +660,8 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       assert.equal(await store.enqueue(created(3n), T0 + 8), 0)
     })
 
-    test('a subscription failing without a success since failingDisableBefore is disabled; a success or re-enable resets it', async (t) => {
+    test('a subscription failing without a success since failingDisableBefore is disabled; a success or ' +
+      're-enable resets it', async (t) => {
       const store = await fresh(t)
       await store.createSubscription(record(), T0)
       const attempt = async (at: number, status: 'succeeded' | 'pending',
@@ -775,7 +784,8 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       assert.deepEqual(after?.secrets, ['whsec_bmV3IHNlY3JldCBmb3IgdGVzdHMgb25seSEhISE='])
     })
 
-    test('prune: finished deliveries older than the cut, and old ones waiting on a disabled subscription', async (t) => {
+    test('prune: finished deliveries older than the cut, and old ones waiting on a disabled ' +
+      'subscription', async (t) => {
       const store = await fresh(t)
       await store.createSubscription(record(), T0) // 1
       await store.createSubscription(record(), T0) // 2: disabled later

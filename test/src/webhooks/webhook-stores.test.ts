@@ -186,7 +186,8 @@ if (TEST_DATABASE_URL !== undefined) {
     await eventsOnlyForWantedTypes(t, postgresOutbox)
   })
 
-  test('PostgreSQL: on a ?schema= database both webhook pools bound a lock wait (the dispatcher\'s and the API\'s)', { timeout: 10_000 }, async (t) => {
+  test('PostgreSQL: on a ?schema= database both webhook pools bound a lock wait (the dispatcher\'s and the ' +
+    'API\'s)', { timeout: 10_000 }, async (t) => {
     const cleanup = cleanupStack(t)
     const { url, schema } = scratchDatabaseUrl(cleanup)
     const plants = await createPostgresStore({ url })

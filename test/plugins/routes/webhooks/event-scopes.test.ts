@@ -154,7 +154,8 @@ async function assertExposuresNeedRead (app: FastifyInstance, id: number, delive
   assert.deepEqual(after, before, 'nothing changed: not the URL, not whether it is enabled')
 }
 
-test('a token of the same principal with webhooks only cannot read, redirect, retry, recover or test a subscription\'s events: 403 naming the scope', async (t) => {
+test('a token of the same principal with webhooks only cannot read, redirect, retry, recover or test a ' +
+  'subscription\'s events: 403 naming the scope', async (t) => {
   const op = await provider(t)
   const app = await buildTestApp(t, { OIDC_ISSUER: op.issuer, OIDC_AUDIENCE: AUDIENCE })
   const full = bearer(await op.token('admin'))

@@ -20,7 +20,8 @@ const getDelivery = (app: FastifyInstance, id: number | string, deliveryId: numb
   headers: Record<string, string> = AUTH) =>
   app.inject({ url: `/webhooks/${id}/deliveries/${deliveryId}`, headers })
 
-test('a delivery with its event as sent and every attempt: status or error, duration, the first 1 KiB of the answer (receiver on 127.0.0.1)', async (t) => {
+test('a delivery with its event as sent and every attempt: status or error, duration, the first 1 KiB of ' +
+  'the answer (receiver on 127.0.0.1)', async (t) => {
   const receiver = await startReceiver(t)
   const long = 'é'.repeat(600)
   let answers = 0
@@ -109,7 +110,8 @@ test('the list filters by status and eventType, and its Link keeps the filters',
     /^querystring\/eventType/)
 })
 
-test('another token\'s, another subscription\'s or a missing delivery: 404; malformed ids: 400; no token: 401', async (t) => {
+test('another token\'s, another subscription\'s or a missing delivery: 404; malformed ids: 400; no token: ' +
+  '401', async (t) => {
   const app = await buildWebhooksApp(t)
   await createWebhook(app)
   await createWebhook(app)

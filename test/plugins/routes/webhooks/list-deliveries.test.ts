@@ -13,7 +13,8 @@ import { PLANT_CREATED, PLANT_DELETED, PLANT_UPDATED } from '../../../helpers/re
 const deliveries = (app: FastifyInstance, query: string, headers: Record<string, string> = AUTH, id = 1) =>
   app.inject({ url: `/webhooks/${id}/deliveries${query}`, headers })
 
-test('a plant write makes a delivery; an attempt that cannot connect leaves it pending with the error and the next attempt\'s time', async (t) => {
+test('a plant write makes a delivery; an attempt that cannot connect leaves it pending with the error and ' +
+  'the next attempt\'s time', async (t) => {
   const app = await buildWebhooksApp(t)
   await createWebhook(app)
   assert.deepEqual((await deliveries(app, '')).json(), [])

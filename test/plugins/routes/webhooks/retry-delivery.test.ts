@@ -33,7 +33,8 @@ test('retry: 202 with the delivery due now, and it is attempted again at once, n
   assert.deepEqual([again?.status, again?.attempts, again?.nextAttemptAt], ['failed', 2, undefined])
 })
 
-test('a failed delivery gets one more attempt, to the same receiver with the same webhook-id (receiver on 127.0.0.1)', async (t) => {
+test('a failed delivery gets one more attempt, to the same receiver with the same webhook-id (receiver on ' +
+  '127.0.0.1)', async (t) => {
   const receiver = await startReceiver(t)
   receiver.respond((_request, res) => { res.writeHead(500).end() })
   const app = await buildWebhooksApp(t, { WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_RETRY_SCHEDULE: 'none' })

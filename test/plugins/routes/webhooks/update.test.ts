@@ -96,7 +96,8 @@ test('invalid events, description or disabled, and unknown fields, are 400s that
   assert.deepEqual(await get(app, 1), created)
 })
 
-test('another token\'s subscription is a 404 (even with a URL that would be refused), and stays as it was', async (t) => {
+test('another token\'s subscription is a 404 (even with a URL that would be refused), and stays as it ' +
+  'was', async (t) => {
   const app = await buildWebhooksApp(t)
   const created = viewOf(await createWebhook(app))
   assertError(await patch(app, 1, { disabled: true }, OTHER_AUTH), 404, 'Webhook subscription 1 not found')
