@@ -51,7 +51,11 @@ test('scope matrix, JWT access tokens from a real provider: each client\'s scope
       authorization: `Bearer ${await op.token('admin')}`
     },
     // A token with fewer scopes than its client may have.
-    { label: `admin asking ${PLANTS_READ} only`, scopes: [PLANTS_READ], authorization: `Bearer ${await op.token('admin', PLANTS_READ)}` },
+    {
+      label: `admin asking ${PLANTS_READ} only`,
+      scopes: [PLANTS_READ],
+      authorization: `Bearer ${await op.token('admin', PLANTS_READ)}`
+    },
     {
       label: 'admin asking webhooks only',
       scopes: ['webhooks'],
@@ -114,7 +118,8 @@ test('every refusal is a 401 with error="invalid_token" and a message naming the
   const hmacSecret = new TextEncoder().encode(JSON.stringify({ ...key.privateJwk, d: undefined }))
   const hs256 = await new SignJWT({ sub: 'x', iss: op.issuer, aud: AUDIENCE, exp: now + 300, scope: PLANTS_READ })
     .setProtectedHeader({ alg: 'HS256', kid: key.kid }).sign(hmacSecret)
-  const none = `${b64({ alg: 'none', kid: key.kid })}.${b64({ sub: 'x', iss: op.issuer, aud: AUDIENCE, exp: now + 300, scope: PLANTS_READ })}.`
+  const none = `${b64({ alg: 'none', kid: key.kid })}.` +
+    `${b64({ sub: 'x', iss: op.issuer, aud: AUDIENCE, exp: now + 300, scope: PLANTS_READ })}.`
   const cases: Array<[string, string]> = [
     [none, 'its algorithm is not accepted (only RS256, PS256, ES256, EdDSA)'],
     [hs256, 'its algorithm is not accepted (only RS256, PS256, ES256, EdDSA)'],
@@ -203,7 +208,8 @@ test('the provider down: cached keys keep verifying; without a fitting cached ke
   })
 
   assert.equal((await read(warm, token)).statusCode, 200, 'the cached key fits')
-  // Retry-After is when the next fetch may start: 5 s after a failed one (OIDC_JWKS_COOLDOWN_MS 30 s), or the shorter cooldown.
+  // Retry-After is when the next fetch may start: 5 s after a failed one (OIDC_JWKS_COOLDOWN_MS 30 s), or the
+  // shorter cooldown.
   for (const [app, probe, retryAfter] of [[cold, token, '5'],
     [warm, await forge(await signingKey('key-2'), op), '1']] as const) {
     const res = await read(app, probe)
@@ -249,7 +255,8 @@ test('a flood of unknown kids costs the provider one key-set request per cooldow
   // Within the cooldown the set cannot be fetched to settle them: 503, Retry-After the cooldown left.
   const answers = await Promise.all(flood.map(async (token) => {
     const res = await read(app, token)
-    return `${res.statusCode} ${/^[1-9]\d*$/.test(String(res.headers['retry-after'])) && Number(res.headers['retry-after']) <= 600}`
+    return `${res.statusCode} ${/^[1-9]\d*$/.test(String(res.headers['retry-after'])) &&
+      Number(res.headers['retry-after']) <= 600}`
   }))
   assert.deepEqual([...new Set(answers)], ['503 true'])
   assert.equal(op.jwksRequests(), 1, 'within the cooldown, no refetch at all')

@@ -15,7 +15,9 @@ import { PLANTS_READ } from '../../helpers/resources.js'
 
 test('looksLikeJwt: three base64url parts (the last may be empty); anything else is an opaque token', () => {
   for (const token of ['a.b.c', 'eyJh-_.e30.', 'x.y.z_-']) assert.equal(looksLikeJwt(token), true, token)
-  for (const token of ['abc', 'a.b', 'a.b.c.d', 'a..c', 'a+b.c.d', 'test-token-0123456789abcdef0123456789']) assert.equal(looksLikeJwt(token), false, token)
+  for (const token of ['abc', 'a.b', 'a.b.c.d', 'a..c', 'a+b.c.d', 'test-token-0123456789abcdef0123456789']) {
+    assert.equal(looksLikeJwt(token), false, token)
+  }
 })
 
 test('ProviderKeys: one fetch per cooldown whether it succeeds or fails; stale keys refresh in ' +
@@ -128,7 +130,8 @@ test('OidcVerifier remembers a verified token until its exp (verified once), and
     () => {}, DEFAULT_SCOPES.isScope, () => now)
   const token = await op.token('reader')
   const first = await verifier.verify(token)
-  assert.deepEqual({ ...first, scopes: [...first.scopes] }, { id: 'jwt:reader', name: 'reader', client: 'reader', scopes: [PLANTS_READ] })
+  assert.deepEqual({ ...first, scopes: [...first.scopes] },
+    { id: 'jwt:reader', name: 'reader', client: 'reader', scopes: [PLANTS_READ] })
   assert.equal(await verifier.verify(token), first, 'the same principal: not verified again')
   now = (decodeJwt(token).exp ?? 0) * 1000
   const again = await verifier.verify(token)

@@ -117,7 +117,9 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
 
     test('after a client takes 2^53 - 1 (and int64 extremes), generated ids stay within 1..2^53 - 1', async (t) => {
       const store = await fresh(t)
-      for (const id of [MAX_ASSIGNED_ID, MAX_ASSIGNED_ID + 1n, MAX, -1n]) await store.plants.create({ id, name: `chosen ${id}` })
+      for (const id of [MAX_ASSIGNED_ID, MAX_ASSIGNED_ID + 1n, MAX, -1n]) {
+        await store.plants.create({ id, name: `chosen ${id}` })
+      }
       const ids: bigint[] = []
       for (let i = 0; i < 3; i++) ids.push((await store.plants.create({ name: `generated ${i}` })).item.id)
       assert.deepEqual(ids, [1n, 2n, 3n])
@@ -459,7 +461,9 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
     })
 
     describe('events: every change writes its deliveries in its own transaction', () => {
-      const subscribe = async (store: Store, events: WebhookEventType[] = [...RESOURCE_EVENT_TYPES], disabled = false): Promise<bigint> =>
+      const subscribe = async (
+        store: Store, events: WebhookEventType[] = [...RESOURCE_EVENT_TYPES], disabled = false
+      ): Promise<bigint> =>
         (await store.webhooks.createSubscription(
           { owner: 'owner-a', url: 'https://receiver.example/hook', events, disabled, secret: SECRET }, Date.now())).id
       /** Every delivery of the subscription, oldest first, with its event as the receiver gets it. */

@@ -320,7 +320,9 @@ describe('webhook dispatcher', () => {
   function assertPaced (starts: readonly number[], atLeast: number): void {
     const gaps = starts.slice(1).map((at, i) => at - (starts[i] ?? 0))
     assert.equal(gaps.length, starts.length - 1)
-    for (const gap of gaps) assert.ok(gap >= atLeast - 1, `attempts ${gaps.map((g) => g.toFixed(1)).join(', ')} ms apart`)
+    for (const gap of gaps) {
+      assert.ok(gap >= atLeast - 1, `attempts ${gaps.map((g) => g.toFixed(1)).join(', ')} ms apart`)
+    }
   }
 
   test('while the API is busy, attempts start at least busyIntervalMs apart, however fast the receiver ' +
@@ -641,7 +643,9 @@ describe('webhook dispatcher', () => {
 
   test('a secret that cannot sign fails the attempt (retried, then failed) without a request', async (t) => {
     const { store, dispatcher, publish, receiver, deliveries, attempts } = await setup(t, { schedule: [10] })
-    const broken = await store.createSubscription({ owner: OWNER, url: `${receiver.origin}/x`, events: [PLANT_CREATED], disabled: false, secret: 'whsec_' }, Date.now())
+    const broken = await store.createSubscription({
+      owner: OWNER, url: `${receiver.origin}/x`, events: [PLANT_CREATED], disabled: false, secret: 'whsec_'
+    }, Date.now())
     await dispatcher.start()
     await publish()
     await until('failed', async () => (await deliveries(broken.id))[0]?.status === 'failed')

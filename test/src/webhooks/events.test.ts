@@ -16,12 +16,16 @@ const PLANT = {
 
 test('a plant is JSON with its int64 id exact (no rounding beyond 2^53), strings escaped, no tag when absent', () => {
   const json = plantJson(PLANT)
-  assert.equal(json, '{"id":9223372036854775807,"name":"Mon\\"stera\\n","createdAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-02T00:00:00.000Z"}')
+  assert.equal(json,
+    '{"id":9223372036854775807,"name":"Mon\\"stera\\n",' +
+    '"createdAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-02T00:00:00.000Z"}')
   assert.equal(plantJson({ ...PLANT, id: 7n, tag: 'x' }).includes('"tag":"x"'), true)
 })
 
 test('the body is { type, timestamp (RFC 3339), data }', () => {
-  const body = JSON.parse(eventPayload(PLANT_UPDATED, plantJson({ ...PLANT, id: 7n, tag: 'green' }), Date.UTC(2026, 0, 2, 3, 4, 5, 678))) as unknown
+  const body = JSON.parse(
+    eventPayload(PLANT_UPDATED, plantJson({ ...PLANT, id: 7n, tag: 'green' }),
+      Date.UTC(2026, 0, 2, 3, 4, 5, 678))) as unknown
   assert.deepEqual(body, {
     type: PLANT_UPDATED,
     timestamp: '2026-01-02T03:04:05.678Z',

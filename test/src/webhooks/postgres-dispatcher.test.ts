@@ -94,7 +94,9 @@ if (TEST_DATABASE_URL !== undefined) {
       const [storeA, storeB] = [await openStore(), await openStore()]
       const service = serviceOf(storeA)
       const subscriptions: WebhookSubscription[] = []
-      for (let i = 0; i < 4; i++) subscriptions.push(await service.createSubscription(OWNER, { url: `${receiver.origin}/s${i}` }))
+      for (let i = 0; i < 4; i++) {
+        subscriptions.push(await service.createSubscription(OWNER, { url: `${receiver.origin}/s${i}` }))
+      }
       receiver.respond(async (_request, res) => {
         await new Promise((resolve) => setTimeout(resolve, 2))
         res.writeHead(200).end()

@@ -73,7 +73,10 @@ describe('webhook service', () => {
     assert.match(subscription.secret, /^whsec_[A-Za-z0-9+/]{43}=$/)
     assert.equal('description' in subscription, false)
     const second = await service.createSubscription(ALICE, {
-      url: 'https://other.example.com/', events: [PLANT_DELETED, PLANT_CREATED, PLANT_DELETED], description: 'audit', disabled: true
+      url: 'https://other.example.com/',
+      events: [PLANT_DELETED, PLANT_CREATED, PLANT_DELETED],
+      description: 'audit',
+      disabled: true
     })
     assert.deepEqual(second.events, [PLANT_CREATED, PLANT_DELETED], 'each once, in the canonical order')
     assert.equal(second.description, 'audit')
@@ -128,7 +131,8 @@ describe('webhook service', () => {
     await rejectsWithCode(service.updateSubscription(ALICE, id, { events: [] }), 'invalid-events')
     await rejectsWithCode(service.updateSubscription(ALICE, id, { description: 'x'.repeat(501) }),
       'invalid-description')
-    const updated = await service.updateSubscription(ALICE, id, { url: 'https://other.example.com/', events: [PLANT_UPDATED], description: null })
+    const updated = await service.updateSubscription(ALICE, id,
+      { url: 'https://other.example.com/', events: [PLANT_UPDATED], description: null })
     assert.equal(updated.url, 'https://other.example.com/')
     assert.deepEqual(updated.events, [PLANT_UPDATED])
     assert.equal('description' in updated, false)
@@ -180,7 +184,10 @@ describe('webhook service', () => {
       eventTypes: RESOURCE_EVENT_TYPES,
       maxSubscriptions: 200,
       // ALICE is a named token narrowed to webhooks; BOB's scopes are not known (a JWT's).
-      ownerScopes: { owners: [ALICE], missing: (owner, events) => owner === ALICE && events.length > 0 ? PLANTS_READ : undefined }
+      ownerScopes: {
+        owners: [ALICE],
+        missing: (owner, events) => owner === ALICE && events.length > 0 ? PLANTS_READ : undefined
+      }
     })
     const url = 'https://93.184.216.34/hooks'
     const alice = []
@@ -189,7 +196,8 @@ describe('webhook service', () => {
     const bob = await service.createSubscription(BOB, { url, disabled: true })
     const first = await service.pauseUncovered()
     assert.deepEqual(first, alice.map(({ id }, i) => ({ owner: ALICE, id, scope: PLANTS_READ, paused: i !== 0 })))
-    const reason = `Paused: the token that owns it lacks the scope ${PLANTS_READ}, which its events need; enabling it needs that scope`
+    const reason = `Paused: the token that owns it lacks the scope ${PLANTS_READ}, ` +
+      'which its events need; enabling it needs that scope'
     for (const { id } of alice) {
       const view = await service.getSubscription(ALICE, id)
       assert.deepEqual([view.disabled, view.disabledReason], [true, reason])

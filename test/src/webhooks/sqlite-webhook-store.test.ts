@@ -19,7 +19,9 @@ test("SQLite (one process per file): releaseOrphanedLeases gives back a dead pro
   cleanup.after(() => plants.close())
   const store = plants.webhooks
   const now = Date.now()
-  await store.createSubscription({ owner: 'owner', url: 'http://127.0.0.1:9/hook', events: [PLANT_CREATED], disabled: false, secret: newWebhookSecret() }, now)
+  await store.createSubscription({
+    owner: 'owner', url: 'http://127.0.0.1:9/hook', events: [PLANT_CREATED], disabled: false, secret: newWebhookSecret()
+  }, now)
   const at = new Date(now).toISOString()
   assert.equal(
     await store.enqueue(resourceEvent(PLANTS, 'created', { id: 1n, name: 'fern', createdAt: at, updatedAt: at }), now),

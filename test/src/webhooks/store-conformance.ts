@@ -169,7 +169,8 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       assert.match(a.messageId, /^msg_[A-Za-z0-9_-]{22}$/)
       assert.equal(a.payload, b.payload)
       assert.equal(a.payload, '{"type":"plant.created","timestamp":"2025-12-31T23:59:59.995Z","data":' +
-        '{"id":9007199254740993,"name":"Monstera","tag":"tropical","createdAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-01T00:00:00.000Z"}}')
+        '{"id":9007199254740993,"name":"Monstera","tag":"tropical",' +
+        '"createdAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-01T00:00:00.000Z"}}')
       assert.equal(a.eventType, 'plant.created')
       assert.equal(a.attempts, 0)
       assert.equal(await store.enqueue(resourceEvent(PLANTS, 'deleted', plant(1n)), T0), 2,
@@ -762,7 +763,9 @@ export function webhookStoreConformance (name: string, openDatabase: OpenWebhook
       // A rotation after the first expired keeps only what still signs.
       await store.rotateSecret(ALICE, 1n, first, T0 + 3000, T0 + 1200)
       assert.deepEqual(await signing(T0 + 1200, 'd'), [first, third, second])
-      for (let i = 0; i < 12; i++) await store.rotateSecret(ALICE, 1n, `whsec_${String(i).padStart(44, 'A')}`, T0 + 5000, T0 + 1300)
+      for (let i = 0; i < 12; i++) {
+        await store.rotateSecret(ALICE, 1n, `whsec_${String(i).padStart(44, 'A')}`, T0 + 5000, T0 + 1300)
+      }
       const many = await signing(T0 + 1300, 'e')
       assert.equal(many?.length, 11)
       assert.deepEqual(many?.slice(0, 2), ['whsec_' + '11'.padStart(44, 'A'), 'whsec_' + '10'.padStart(44, 'A')])

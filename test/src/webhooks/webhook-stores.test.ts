@@ -19,7 +19,13 @@ import { cleanupStack, type Cleanup } from '../../helpers/cleanup.js'
 import { adminQuery, scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
 import { plant } from './store-conformance.js'
 
-const record = { owner: 'a'.repeat(64), url: 'https://hooks.example.com/', events: [...RESOURCE_EVENT_TYPES], disabled: false, secret: 'whsec_c2VjcmV0' }
+const record = {
+  owner: 'a'.repeat(64),
+  url: 'https://hooks.example.com/',
+  events: [...RESOURCE_EVENT_TYPES],
+  disabled: false,
+  secret: 'whsec_c2VjcmV0'
+}
 
 function tempFile (cleanup: Cleanup): string {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-webhook-stores-'))
@@ -137,7 +143,8 @@ async function eventsOnlyForWantedTypes (t: TestContext,
   assert.deepEqual(await waiting(), [PLANT_DELETED])
   await plants.webhooks.updateSubscription(record.owner, id, { events: [PLANT_CREATED] }, Date.now())
   await plants.plants.create({ name: 'Ivy' })
-  assert.deepEqual(await waiting(), [PLANT_DELETED, PLANT_CREATED], 'the change of the subscription is seen by the next write')
+  assert.deepEqual(await waiting(), [PLANT_DELETED, PLANT_CREATED],
+    'the change of the subscription is seen by the next write')
   await plants.webhooks.updateSubscription(record.owner, id, { disabled: true }, Date.now())
   await plants.plants.create({ name: 'Moss' })
   assert.deepEqual(await waiting(), [PLANT_DELETED, PLANT_CREATED], 'a disabled subscription asks for nothing')
@@ -198,7 +205,8 @@ if (TEST_DATABASE_URL !== undefined) {
     await locker.connect()
     cleanup.after(async () => { await locker.end() })
     await locker.query('BEGIN')
-    await locker.query(`LOCK TABLE ${schema}.webhook_events, ${schema}.webhook_deliveries, ${schema}.webhook_subscriptions IN ACCESS EXCLUSIVE MODE`)
+    await locker.query(`LOCK TABLE ${schema}.webhook_events, ${schema}.webhook_deliveries, ` +
+      `${schema}.webhook_subscriptions IN ACCESS EXCLUSIVE MODE`)
     // Unbounded, both would wait for the lock until the test times out. A lone statement (the claim, the
     // listing) is sent as it is, schema-qualified: the driver's query_timeout bounds it; a transaction's
     // statements also have the server's lock_timeout.

@@ -52,12 +52,24 @@ test('a subscription with only a URL: 201, Location, every event type, enabled, 
 test('events are normalised (the canonical order, each once); description and disabled are ' +
   'kept; each subscription has its own id and secret', async (t) => {
   const app = await buildWebhooksApp(t)
-  const res = await app.inject(post({ url: 'http://93.184.216.34:8080/a?b=c', events: [PLANT_DELETED, PLANT_CREATED, PLANT_CREATED], description: 'shop', disabled: true }))
+  const res = await app.inject(post({
+    url: 'http://93.184.216.34:8080/a?b=c',
+    events: [PLANT_DELETED, PLANT_CREATED, PLANT_CREATED],
+    description: 'shop',
+    disabled: true
+  }))
   assert.equal(res.statusCode, 201, res.body)
   const first = res.json<WebhookBody>()
   assert.deepEqual({ url: first.url, events: first.events, description: first.description, disabled: first.disabled },
-    { url: 'http://93.184.216.34:8080/a?b=c', events: [PLANT_CREATED, PLANT_DELETED], description: 'shop', disabled: true })
-  const second = await app.inject(post({ url: PUBLIC_RECEIVER, events: [PLANT_UPDATED], description: '', disabled: false }))
+    {
+      url: 'http://93.184.216.34:8080/a?b=c',
+      events: [PLANT_CREATED, PLANT_DELETED],
+      description: 'shop',
+      disabled: true
+    })
+  const second = await app.inject(post({
+    url: PUBLIC_RECEIVER, events: [PLANT_UPDATED], description: '', disabled: false
+  }))
   assert.equal(second.statusCode, 201)
   assert.equal(second.headers.location, '/webhooks/2')
   const body = second.json<WebhookBody>()
@@ -79,7 +91,9 @@ test('the URL must be absolute http(s), without credentials, at most 2048 charac
   for (const url of ['https://93.184.216.34:0/hooks', 'http://93.184.216.34:00/', 'http://[2606:4700::1111]:0/']) {
     assertError(await app.inject(post({ url })), 400, 'The webhook URL has port 0')
   }
-  for (const url of ['/hooks', 'hooks', '']) assertError(await app.inject(post({ url })), 400, 'body/url must match format "uri"')
+  for (const url of ['/hooks', 'hooks', '']) {
+    assertError(await app.inject(post({ url })), 400, 'body/url must match format "uri"')
+  }
   const base = `${PUBLIC_RECEIVER}/`
   assertError(await app.inject(post({ url: base + 'a'.repeat(2049 - base.length) })), 400,
     'body/url must NOT have more than 2048 characters')
@@ -120,7 +134,9 @@ const fakeDns = async (hostname: string): Promise<ResolvedAddress[]> => {
   }
   if (hostname === 'slow.example.com') return await new Promise<never>(() => {})
   const addresses = table[hostname]
-  if (addresses === undefined) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' })
+  if (addresses === undefined) {
+    throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' })
+  }
   return addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }))
 }
 
@@ -158,7 +174,8 @@ test('events: an unknown type, none, or not a list of strings is a 400', async (
   const known = KNOWN_EVENT_TYPES_TEXT
   assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: ['plant.moved'] })), 400,
     `body/events/0 must be one of ${known}`)
-  assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: [PLANT_CREATED, 'Plant.Created'] })), 400, `body/events/1 must be one of ${known}`)
+  assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: [PLANT_CREATED, 'Plant.Created'] })), 400,
+    `body/events/1 must be one of ${known}`)
   assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: [] })), 400,
     'body/events must NOT have fewer than 1 items')
   assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: PLANT_CREATED })), 400, 'body/events must be array')

@@ -19,7 +19,8 @@ const bearer = (token: string): Record<string, string> => ({ authorization: `Bea
 function assertNeedsRead (res: Awaited<ReturnType<FastifyInstance['inject']>>, label: string): void {
   assert.equal(res.statusCode, 403, label)
   assert.equal(res.headers['www-authenticate'], `Bearer error="insufficient_scope", scope="${PLANTS_READ}"`, label)
-  assert.deepEqual(res.json(), { error: 403, message: `This token lacks the scope ${PLANTS_READ}, which this operation needs` }, label)
+  assert.deepEqual(res.json(),
+    { error: 403, message: `This token lacks the scope ${PLANTS_READ}, which this operation needs` }, label)
 }
 
 test('subscribing to plant events needs plants:read (or plants:write): webhooks alone is a 403 ' +
@@ -72,7 +73,9 @@ test('changing the event list needs the read scope again; deliveries already rec
   const app = await buildTestApp(t, { OIDC_ISSUER: op.issuer, OIDC_AUDIENCE: AUDIENCE })
   const full = bearer(await op.token('admin'))
   const narrow = bearer(await op.token('admin', 'webhooks'))
-  const created = await app.inject({ method: 'POST', url: '/webhooks', headers: full, payload: { url: PUBLIC_RECEIVER, events: [PLANT_CREATED] } })
+  const created = await app.inject({
+    method: 'POST', url: '/webhooks', headers: full, payload: { url: PUBLIC_RECEIVER, events: [PLANT_CREATED] }
+  })
   assert.equal(created.statusCode, 201)
   const { id } = created.json<WebhookBody>()
 
@@ -88,7 +91,9 @@ test('changing the event list needs the read scope again; deliveries already rec
   })
   assert.equal(other.statusCode, 200, 'a change that leaves the event list alone needs webhooks only')
   assert.deepEqual(other.json<WebhookBody>().events, [PLANT_CREATED])
-  const widened = await app.inject({ method: 'PATCH', url: `/webhooks/${id}`, headers: full, payload: { events: [PLANT_CREATED, PLANT_DELETED] } })
+  const widened = await app.inject({
+    method: 'PATCH', url: `/webhooks/${id}`, headers: full, payload: { events: [PLANT_CREATED, PLANT_DELETED] }
+  })
   assert.equal(widened.statusCode, 200)
 
   // A delivery recorded for the subscription: its owner reads it (with the read scope, issue 55); another
@@ -228,14 +233,16 @@ test('a named token narrowed since its subscriptions were made: after the restar
 
   const log = captureLog()
   const second = await start(narrowed, log)
-  const reason = `Paused: the token that owns it lacks the scope ${PLANTS_READ}, which its events need; enabling it needs that scope`
+  const reason = `Paused: the token that owns it lacks the scope ${PLANTS_READ}, ` +
+    'which its events need; enabling it needs that scope'
   const paused = (await second.inject(
     { url: `/webhooks/${id}`, headers: auth })).json<WebhookBody & { disabledReason?: string }>()
   assert.deepEqual([paused.disabled, paused.disabledReason], [true, reason])
   assert.deepEqual((await second.inject({ url: '/webhooks', headers: auth })).json<unknown[]>(), [paused])
   const lines = log.text().split('\n').filter((line) => line.includes('webhook subscription paused'))
   assert.equal(lines.length, 1, log.text())
-  assert.deepEqual(JSON.parse(lines[0] ?? '{}').webhook, { subscriptionId: String(id), owner: 'token:integrator', scope: PLANTS_READ })
+  assert.deepEqual(JSON.parse(lines[0] ?? '{}').webhook,
+    { subscriptionId: String(id), owner: 'token:integrator', scope: PLANTS_READ })
   // It receives nothing more: a new plant's event is not its.
   assert.equal(
     (await second.inject(
@@ -250,7 +257,8 @@ test('a named token narrowed since its subscriptions were made: after the restar
   const again = await start(narrowed, againLog)
   assert.deepEqual((await again.inject({ url: `/webhooks/${id}`, headers: auth })).json(), paused)
   const stillPaused = againLog.text().split('\n').filter((line) => line.includes('webhook subscription stays paused'))
-  assert.deepEqual(stillPaused.map((line) => JSON.parse(line).webhook), [{ subscriptionId: String(id), owner: 'token:integrator', scope: PLANTS_READ }])
+  assert.deepEqual(stillPaused.map((line) => JSON.parse(line).webhook),
+    [{ subscriptionId: String(id), owner: 'token:integrator', scope: PLANTS_READ }])
   await again.close()
 
   // Its scopes given back: no reason any more; the owner enables it, and it receives again.

@@ -35,7 +35,8 @@ test('event-types: every type with its description and body schema; real bodies 
     const validate = validators.get(body.type)
     assert.ok(validate !== undefined, body.type)
     assert.equal(validate(body), true, JSON.stringify(validate.errors))
-    assert.equal(validators.get(body.type === 'webhook.test' ? PLANT_CREATED : 'webhook.test')?.(body), false, 'each schema is its own type\'s')
+    assert.equal(validators.get(body.type === 'webhook.test' ? PLANT_CREATED : 'webhook.test')?.(body), false,
+      'each schema is its own type\'s')
   }
   assertError(await app.inject({ url: '/webhooks/event-types' }), 401, /authorization/i)
 })

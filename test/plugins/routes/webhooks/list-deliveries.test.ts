@@ -24,7 +24,8 @@ test('a plant write makes a delivery; an attempt that cannot connect leaves it p
   assert.ok(delivery !== undefined)
   assert.deepEqual(Object.keys(delivery).sort(),
     ['attempts', 'createdAt', 'eventType', 'id', 'lastAttemptAt', 'lastError', 'nextAttemptAt', 'status'])
-  assert.deepEqual([delivery.id, delivery.eventType, delivery.status, delivery.attempts], [1, PLANT_CREATED, 'pending', 1])
+  assert.deepEqual([delivery.id, delivery.eventType, delivery.status, delivery.attempts],
+    [1, PLANT_CREATED, 'pending', 1])
   assert.match(String(delivery.lastError), /^connection: .*test network rule: no connection to 93\.184\.216\.34/)
   assert.equal(delivery.createdAt, plant.createdAt)
   assert.ok(String(delivery.nextAttemptAt) > String(delivery.lastAttemptAt))
@@ -43,7 +44,15 @@ test('a receiver that answers 2xx: succeeded, with its status code (receiver on 
   const [delivery] = await deliveriesWhen(app, 1, ([first]) => first?.status === 'succeeded')
   assert.ok(delivery !== undefined)
   assert.deepEqual({ ...delivery, lastAttemptAt: '', createdAt: '' },
-    { id: 1, eventType: PLANT_CREATED, status: 'succeeded', attempts: 1, lastAttemptAt: '', lastStatusCode: 204, createdAt: '' })
+    {
+      id: 1,
+      eventType: PLANT_CREATED,
+      status: 'succeeded',
+      attempts: 1,
+      lastAttemptAt: '',
+      lastStatusCode: 204,
+      createdAt: ''
+    })
   assert.equal(receiver.requests.length, 1)
 })
 
@@ -56,7 +65,8 @@ test('newest first, only the event types subscribed, paged with limit, before an
   await app.inject({ method: 'DELETE', url: '/plants/2', headers: AUTH })
   const summary = (list: DeliveryBody[]) => list.map(({ id, eventType }) => [id, eventType])
   const all = await deliveries(app, '')
-  assert.deepEqual(summary(all.json()), [[4, PLANT_DELETED], [3, PLANT_CREATED], [2, PLANT_CREATED], [1, PLANT_CREATED]])
+  assert.deepEqual(summary(all.json()),
+    [[4, PLANT_DELETED], [3, PLANT_CREATED], [2, PLANT_CREATED], [1, PLANT_CREATED]])
   const first = await deliveries(app, '?limit=2')
   assert.deepEqual(summary(first.json()), [[4, PLANT_DELETED], [3, PLANT_CREATED]])
   assert.equal(first.headers.link, '</webhooks/1/deliveries?limit=2&before=3>; rel="next"')

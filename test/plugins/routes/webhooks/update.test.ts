@@ -36,7 +36,8 @@ test('a merge patch changes only what it names; "description": null removes the 
   assert.equal('description' in removed, false)
   assert.deepEqual(await get(app, 1), removed)
   const described = (await patch(app, 1, { description: 'again', disabled: true })).json<WebhookBody>()
-  assert.deepEqual([described.description, described.disabled, described.events, 'secret' in described], ['again', true, [PLANT_CREATED, PLANT_DELETED], false])
+  assert.deepEqual([described.description, described.disabled, described.events, 'secret' in described],
+    ['again', true, [PLANT_CREATED, PLANT_DELETED], false])
   const enabled = (await patch(app, 1, { disabled: false })).json<WebhookBody>()
   assert.deepEqual([enabled.description, enabled.disabled], ['again', false])
   // An empty patch changes nothing but updatedAt.
