@@ -108,10 +108,11 @@ test('ProviderKeys: a discovery document of another issuer, or without jwks_uri,
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   const failures: Error[] = []
   const header = { alg: 'ES256', kid: 'k' }
-  for (const [served,
-    message] of [[{ issuer: 'https://elsewhere.example', jwks_uri: `${issuer}/jwks` },
+  for (const [served, message] of [
+    [{ issuer: 'https://elsewhere.example', jwks_uri: `${issuer}/jwks` },
       'the discovery document names another issuer'],
-    [{ issuer }, 'the discovery document has no jwks_uri']] as const) {
+    [{ issuer }, 'the discovery document has no jwks_uri']
+  ] as const) {
     document = served
     const keys = new ProviderKeys(issuer, 0, (err) => failures.push(err as Error))
     await assert.rejects(async () => await keys.getKey(header, { payload: '', signature: '' }),
