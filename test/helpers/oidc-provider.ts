@@ -30,7 +30,8 @@ export interface TestProvider {
   port: number
   /** Requests to the key set (`/jwks`) so far, on this provider and any started in its place. */
   jwksRequests: () => number
-  /** A client-credentials access token (a JWT for AUDIENCE) for the client, with the scopes asked (all of the client's by default). */
+  /** A client-credentials access token (a JWT for AUDIENCE) for the client, with the scopes asked (all of the
+   * client's by default). */
   token: (client: string, scope?: string) => Promise<string>
   /** Stops answering (connections refused). */
   stop: () => Promise<void>
@@ -70,7 +71,12 @@ export async function startProvider (keys: readonly SigningKey[], port = 0): Pro
     await new Promise<void>((resolve) => closing.close(() => resolve()))
   }
   // The issuer names the port, which is known once listening: listen, then start over on that port.
-  const chosen = port !== 0 ? port : await (async () => { const p = await listen(keys, 0); await stopServer(); return p })()
+  const chosen = port !== 0
+    ? port
+    : await (async () => {
+      const p = await listen(keys,
+        0); await stopServer(); return p
+    })()
   issuer = `http://127.0.0.1:${chosen}`
   await listen(keys, chosen)
   jwksRequests = 0
@@ -83,11 +89,20 @@ export async function startProvider (keys: readonly SigningKey[], port = 0): Pro
       const scopes = scope ?? (CLIENTS[client] ?? []).join(' ')
       const res = await fetch(`${issuer}/token`, {
         method: 'POST',
-        headers: { authorization: `Basic ${Buffer.from(`${client}:${client}-secret`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ grant_type: 'client_credentials', resource: AUDIENCE, ...(scopes !== '' && { scope: scopes }) })
+        headers: {
+          authorization: `Basic ${Buffer.from(`${client}:${client}-secret`).toString('base64')}`,
+          'content-type': 'application/x-www-form-urlencoded'
+        },
+        body: new URLSearchParams({
+          grant_type: 'client_credentials',
+          resource: AUDIENCE,
+          ...(scopes !== '' && { scope: scopes })
+        })
       })
       const body = await res.json() as { access_token?: string, error?: string, error_description?: string }
-      if (body.access_token === undefined) throw new Error(`the provider issued no token: ${body.error ?? ''} ${body.error_description ?? ''}`)
+      if (body.access_token === undefined) {
+        throw new Error(`the provider issued no token: ${body.error ?? ''} ${body.error_description ?? ''}`)
+      }
       return body.access_token
     },
     stop: stopServer,
@@ -136,10 +151,21 @@ function makeProvider (issuer: string, keys: readonly SigningKey[]): Provider {
   })
 }
 
-/** A token signed with `key` (the provider's, or any other), with the claims the provider would put, changed by `claims`. */
-export async function forge (key: SigningKey, provider: TestProvider, claims: JWTPayload = {}, header: Record<string, unknown> = {}): Promise<string> {
+/** A token signed with `key` (the provider's, or any other), with the claims the provider would put, changed by
+ * `claims`. */
+export async function forge (key: SigningKey, provider: TestProvider, claims: JWTPayload = {},
+  header: Record<string, unknown> = {}): Promise<string> {
   const now = Math.floor(Date.now() / 1000)
-  return await new SignJWT({ sub: 'forger', client_id: 'forger', scope: PLANTS_READ, iss: provider.issuer, aud: AUDIENCE, iat: now, exp: now + 300, ...claims })
+  return await new SignJWT({
+    sub: 'forger',
+    client_id: 'forger',
+    scope: PLANTS_READ,
+    iss: provider.issuer,
+    aud: AUDIENCE,
+    iat: now,
+    exp: now + 300,
+    ...claims
+  })
     .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt', ...header })
     .sign(await importJWK(key.privateJwk, key.alg))
 }

@@ -54,7 +54,8 @@ export const grantingScopes = (resource: Pick<ResourceDefinition, 'collection'>,
 
 /** Each resource's created, updated and deleted, in RESOURCES' order: what a subscription gets by default. */
 export const RESOURCE_EVENT_TYPES: readonly WebhookEventType[] =
-  RESOURCES.flatMap(({ name }) => (['created', 'updated', 'deleted'] as const).map((change) => `${name}.${change}` as const))
+  RESOURCES.flatMap(({ name }) =>
+    (['created', 'updated', 'deleted'] as const).map((change) => `${name}.${change}` as const))
 
 /** The enum's 400 message lists them: `"plant.created", "plant.updated", "plant.deleted"`. */
 export const KNOWN_EVENT_TYPES_TEXT = RESOURCE_EVENT_TYPES.map((type) => `"${type}"`).join(', ')

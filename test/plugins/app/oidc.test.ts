@@ -4,7 +4,10 @@ import { test } from 'node:test'
 import { SignJWT, type JWTPayload } from 'jose'
 import type { FastifyInstance } from 'fastify'
 import { buildTestApp, captureLog } from '../../helpers/app.js'
-import { AUDIENCE, forge, signingKey, startProvider, type SigningKey, type TestProvider } from '../../helpers/oidc-provider.js'
+import {
+  AUDIENCE, forge, signingKey, startProvider, type SigningKey,
+  type TestProvider
+} from '../../helpers/oidc-provider.js'
 import { EXPECTED_SCOPES, PLANTS_READ, PLANTS_WRITE } from '../../helpers/resources.js'
 import { assertScopeMatrix } from '../../helpers/scoped-tokens.js'
 import type { Cleanup } from '../../helpers/cleanup.js'
@@ -42,10 +45,22 @@ test('scope matrix, JWT access tokens from a real provider: each client\'s scope
     { label: 'writer', scopes: [PLANTS_WRITE], authorization: `Bearer ${await op.token('writer')}` },
     { label: 'integrator', scopes: ['webhooks', PLANTS_READ], authorization: `Bearer ${await op.token('integrator')}` },
     // Every scope there is.
-    { label: 'admin', scopes: EXPECTED_SCOPES.map(({ scope }) => scope), authorization: `Bearer ${await op.token('admin')}` },
+    {
+      label: 'admin',
+      scopes: EXPECTED_SCOPES.map(({ scope }) => scope),
+      authorization: `Bearer ${await op.token('admin')}`
+    },
     // A token with fewer scopes than its client may have.
-    { label: `admin asking ${PLANTS_READ} only`, scopes: [PLANTS_READ], authorization: `Bearer ${await op.token('admin', PLANTS_READ)}` },
-    { label: 'admin asking webhooks only', scopes: ['webhooks'], authorization: `Bearer ${await op.token('admin', 'webhooks')}` }
+    {
+      label: `admin asking ${PLANTS_READ} only`,
+      scopes: [PLANTS_READ],
+      authorization: `Bearer ${await op.token('admin', PLANTS_READ)}`
+    },
+    {
+      label: 'admin asking webhooks only',
+      scopes: ['webhooks'],
+      authorization: `Bearer ${await op.token('admin', 'webhooks')}`
+    }
   ])
   // Discovery and the key set were fetched once for all of it.
   assert.equal(op.jwksRequests(), 1)
@@ -55,15 +70,36 @@ test('a JWT caller is its subject: in the access log with its client, owning its
   'opaque tokens work beside it', async (t) => {
   const { provider: op } = await provider(t)
   const log = captureLog()
-  const app = await buildTestApp(t, { ...oidcEnv(op), API_TOKENS: 'opaque-token-0123456789abcdef0123456789', LOG_LEVEL: 'info', WEBHOOK_ALLOW_PRIVATE_URLS: '0' }, { logStream: log.stream })
+  const app = await buildTestApp(t,
+    {
+      ...oidcEnv(op),
+      API_TOKENS: 'opaque-token-0123456789abcdef0123456789',
+      LOG_LEVEL: 'info',
+      WEBHOOK_ALLOW_PRIVATE_URLS: '0'
+    }, { logStream: log.stream })
   const token = await op.token('integrator')
-  const created = await app.inject({ method: 'POST', url: '/webhooks', headers: { authorization: `Bearer ${token}` }, payload: { url: 'https://93.184.216.34/hooks' } })
+  const created = await app.inject({
+    method: 'POST',
+    url: '/webhooks',
+    headers: { authorization: `Bearer ${token}` },
+    payload: { url: 'https://93.184.216.34/hooks' }
+  })
   assert.equal(created.statusCode, 201)
   const id = created.json<{ id: number }>().id
-  assert.equal((await app.inject({ url: `/webhooks/${id}`, headers: { authorization: `Bearer ${await op.token('admin')}` } })).statusCode, 404, 'another subject')
-  assert.equal((await app.inject({ url: `/webhooks/${id}`, headers: { authorization: `Bearer ${await op.token('integrator')}` } })).statusCode, 200, 'a new token, the same subject')
-  assert.equal((await app.inject({ url: '/plants', headers: { authorization: 'Bearer opaque-token-0123456789abcdef0123456789' } })).statusCode, 200)
-  const lines = log.text().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === 'request completed')
+  assert.equal(
+    (await app.inject(
+      { url: `/webhooks/${id}`, headers: { authorization: `Bearer ${await op.token('admin')}` } })).statusCode, 404,
+    'another subject')
+  assert.equal(
+    (await app.inject(
+      { url: `/webhooks/${id}`, headers: { authorization: `Bearer ${await op.token('integrator')}` } })).statusCode,
+    200, 'a new token, the same subject')
+  assert.equal(
+    (await app.inject(
+      { url: '/plants', headers: { authorization: 'Bearer opaque-token-0123456789abcdef0123456789' } })).statusCode,
+    200)
+  const lines = log.text().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>).filter(
+    (line) => line.msg === 'request completed')
   assert.deepEqual(lines.slice(0, 3).map(({ principal, client, statusCode }) => ({ principal, client, statusCode })), [
     { principal: 'integrator', client: 'integrator', statusCode: 201 },
     { principal: 'admin', client: 'admin', statusCode: 404 },
@@ -82,7 +118,8 @@ test('every refusal is a 401 with error="invalid_token" and a message naming the
   const hmacSecret = new TextEncoder().encode(JSON.stringify({ ...key.privateJwk, d: undefined }))
   const hs256 = await new SignJWT({ sub: 'x', iss: op.issuer, aud: AUDIENCE, exp: now + 300, scope: PLANTS_READ })
     .setProtectedHeader({ alg: 'HS256', kid: key.kid }).sign(hmacSecret)
-  const none = `${b64({ alg: 'none', kid: key.kid })}.${b64({ sub: 'x', iss: op.issuer, aud: AUDIENCE, exp: now + 300, scope: PLANTS_READ })}.`
+  const none = `${b64({ alg: 'none', kid: key.kid })}.` +
+    `${b64({ sub: 'x', iss: op.issuer, aud: AUDIENCE, exp: now + 300, scope: PLANTS_READ })}.`
   const cases: Array<[string, string]> = [
     [none, 'its algorithm is not accepted (only RS256, PS256, ES256, EdDSA)'],
     [hs256, 'its algorithm is not accepted (only RS256, PS256, ES256, EdDSA)'],
@@ -94,21 +131,26 @@ test('every refusal is a 401 with error="invalid_token" and a message naming the
     [await forge(stranger, op), 'its signature does not verify'],
     [await forge(key, op, { sub: undefined } as unknown as JWTPayload), 'it has no subject (sub)'],
     [await forge(key, op, { iat: now + 3600 }), 'it was issued in the future (iat)'],
-    [await forge(key, op, { iat: 'soon' } as unknown as JWTPayload), 'its iat claim is not a number of seconds (NumericDate)'],
-    [await forge(key, op, { nbf: String(now) } as unknown as JWTPayload), 'its nbf claim is not a number of seconds (NumericDate)'],
+    [await forge(key, op, { iat: 'soon' } as unknown as JWTPayload),
+      'its iat claim is not a number of seconds (NumericDate)'],
+    [await forge(key, op, { nbf: String(now) } as unknown as JWTPayload),
+      'its nbf claim is not a number of seconds (NumericDate)'],
     [await forge(key, op, {}, { typ: 'JWT' }), 'it is not an access token (its typ header is not at+jwt, RFC 9068)'],
-    [await forge(key, op, {}, { typ: undefined }), 'it is not an access token (its typ header is not at+jwt, RFC 9068)'],
+    [await forge(key, op, {}, { typ: undefined }),
+      'it is not an access token (its typ header is not at+jwt, RFC 9068)'],
     ['bm90IGpzb24.e30.c2ln', 'it is not a well-formed signed JWT']
   ]
   // An unknown kid is settled by the fetch it starts (a fresh app's first request): the set lacks it.
   const unknownKid = await forge(key, op, {}, { kid: 'unknown-kid' })
-  assertInvalid(await read(await buildTestApp(t, oidcEnv(op)), unknownKid), 'no key of the provider\'s key set matches it (kid)', unknownKid)
+  assertInvalid(await read(await buildTestApp(t, oidcEnv(op)), unknownKid),
+    'no key of the provider\'s key set matches it (kid)', unknownKid)
   for (const [token, check] of cases) assertInvalid(await read(app, token), check, token)
   // Within the clock skew (30 s by default), a just-expired or almost-valid token is still accepted.
   assert.equal((await read(app, await forge(key, op, { exp: now - 10 }))).statusCode, 200)
   assert.equal((await read(app, await forge(key, op, { nbf: now + 10 }))).statusCode, 200)
   assert.equal((await read(app, await forge(key, op, { iat: now + 10 }))).statusCode, 200)
-  assert.equal((await read(app, await forge(key, op, {}, { typ: 'application/at+jwt' }))).statusCode, 200, 'RFC 9068: the media type form')
+  assert.equal((await read(app, await forge(key, op, {}, { typ: 'application/at+jwt' }))).statusCode, 200,
+    'RFC 9068: the media type form')
   // OIDC_REQUIRE_AT_JWT=0: a provider's plain JWT access tokens pass; every other check still holds.
   const relaxed = await buildTestApp(t, oidcEnv(op, { OIDC_REQUIRE_AT_JWT: '0' }))
   assert.equal((await read(relaxed, await forge(key, op, {}, { typ: 'JWT' }))).statusCode, 200)
@@ -160,16 +202,24 @@ test('the provider down: cached keys keep verifying; without a fitting cached ke
   assert.equal(unknown.statusCode, 503, unknown.body)
   assert.match(String(unknown.headers['retry-after']), /^[1-9]\d*$/)
   assert.ok(Number(unknown.headers['retry-after']) <= 30)
-  assert.deepEqual(unknown.json(), { error: 503, message: 'The identity provider\'s signing keys cannot be fetched, retry shortly' })
+  assert.deepEqual(unknown.json(), {
+    error: 503,
+    message: 'The identity provider\'s signing keys cannot be fetched, retry shortly'
+  })
 
   assert.equal((await read(warm, token)).statusCode, 200, 'the cached key fits')
-  // Retry-After is when the next fetch may start: 5 s after a failed one (OIDC_JWKS_COOLDOWN_MS 30 s), or the shorter cooldown.
-  for (const [app, probe, retryAfter] of [[cold, token, '5'], [warm, await forge(await signingKey('key-2'), op), '1']] as const) {
+  // Retry-After is when the next fetch may start: 5 s after a failed one (OIDC_JWKS_COOLDOWN_MS 30 s), or the
+  // shorter cooldown.
+  for (const [app, probe, retryAfter] of [[cold, token, '5'],
+    [warm, await forge(await signingKey('key-2'), op), '1']] as const) {
     const res = await read(app, probe)
     assert.equal(res.statusCode, 503)
     assert.equal(res.headers['retry-after'], retryAfter)
     assert.equal(res.headers['www-authenticate'], undefined)
-    assert.deepEqual(res.json(), { error: 503, message: 'The identity provider\'s signing keys cannot be fetched, retry shortly' })
+    assert.deepEqual(res.json(), {
+      error: 503,
+      message: 'The identity provider\'s signing keys cannot be fetched, retry shortly'
+    })
   }
   // The provider back: a client that waits what Retry-After said is served by the cold instance.
   await op.restart([key])
@@ -200,18 +250,21 @@ test('a flood of unknown kids costs the provider one key-set request per cooldow
   const app = await buildTestApp(t, oidcEnv(op, { OIDC_JWKS_COOLDOWN_MS: '600000' }))
   assert.equal((await read(app, await op.token('reader'))).statusCode, 200)
   assert.equal(op.jwksRequests(), 1)
-  const flood = await Promise.all(Array.from({ length: 50 }, async () => await forge(key, op, {}, { kid: randomBytes(8).toString('hex') })))
+  const flood = await Promise.all(
+    Array.from({ length: 50 }, async () => await forge(key, op, {}, { kid: randomBytes(8).toString('hex') })))
   // Within the cooldown the set cannot be fetched to settle them: 503, Retry-After the cooldown left.
   const answers = await Promise.all(flood.map(async (token) => {
     const res = await read(app, token)
-    return `${res.statusCode} ${/^[1-9]\d*$/.test(String(res.headers['retry-after'])) && Number(res.headers['retry-after']) <= 600}`
+    return `${res.statusCode} ${/^[1-9]\d*$/.test(String(res.headers['retry-after'])) &&
+      Number(res.headers['retry-after']) <= 600}`
   }))
   assert.deepEqual([...new Set(answers)], ['503 true'])
   assert.equal(op.jwksRequests(), 1, 'within the cooldown, no refetch at all')
   // Signatures that fail under the cached kid refetch within the same bound.
   const stranger = await signingKey('key-1')
   const bad = await Promise.all(Array.from({ length: 20 }, async () => await forge(stranger, op)))
-  assert.deepEqual([...new Set(await Promise.all(bad.map(async (token) => (await read(app, token)).statusCode)))], [401])
+  assert.deepEqual([...new Set(await Promise.all(bad.map(async (token) => (await read(app, token)).statusCode)))],
+    [401])
   assert.equal(op.jwksRequests(), 1)
 
   // A fresh instance, whose first request is the flood: one fetch serves them all.

@@ -191,9 +191,12 @@ test('its events are subscribable: validated, defaulted, delivered, filtered, li
   assert.deepEqual(Object.keys(document.webhooks), [...RESOURCE_EVENT_TYPES, ...trayEvents, 'webhook.test'])
 })
 
-test('serving it refuses no subscriber: without events, a token gets the events it may read, fixed at creation', async (t) => {
+test('serving it refuses no subscriber: without events, a token gets the events it may read, fixed at ' +
+  'creation', async (t) => {
   const cleanup = cleanupStack(t)
-  const database = process.env.TEST_APP_STORE === 'postgres' ? scratchDatabaseUrl(cleanup).url : tempDatabaseFile(cleanup)
+  const database = process.env.TEST_APP_STORE === 'postgres'
+    ? scratchDatabaseUrl(cleanup).url
+    : tempDatabaseFile(cleanup)
   const plantHooks = scopedToken('plant-hooks', ['webhooks', ...READ_SCOPES])
   const trayHooks = scopedToken('tray-hooks', ['webhooks', resourceScope(TRAYS, 'write')])
   const hooks = scopedToken('hooks', ['webhooks'])

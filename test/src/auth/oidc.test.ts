@@ -5,14 +5,19 @@ import type { AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import { decodeJwt, decodeProtectedHeader } from 'jose'
 import { AuthUnavailableError, isServiceError } from '../../../src/lib/errors.js'
-import { FAILED_FETCH_COOLDOWN_MS, KEYS_MAX_AGE_MS, looksLikeJwt, OidcVerifier, ProviderKeys } from '../../../src/auth/oidc.js'
+import {
+  FAILED_FETCH_COOLDOWN_MS, KEYS_MAX_AGE_MS, looksLikeJwt, OidcVerifier,
+  ProviderKeys
+} from '../../../src/auth/oidc.js'
 import { DEFAULT_SCOPES } from '../../../src/auth/scopes.js'
 import { AUDIENCE, signingKey, startProvider } from '../../helpers/oidc-provider.js'
 import { PLANTS_READ } from '../../helpers/resources.js'
 
 test('looksLikeJwt: three base64url parts (the last may be empty); anything else is an opaque token', () => {
   for (const token of ['a.b.c', 'eyJh-_.e30.', 'x.y.z_-']) assert.equal(looksLikeJwt(token), true, token)
-  for (const token of ['abc', 'a.b', 'a.b.c.d', 'a..c', 'a+b.c.d', 'test-token-0123456789abcdef0123456789']) assert.equal(looksLikeJwt(token), false, token)
+  for (const token of ['abc', 'a.b', 'a.b.c.d', 'a..c', 'a+b.c.d', 'test-token-0123456789abcdef0123456789']) {
+    assert.equal(looksLikeJwt(token), false, token)
+  }
 })
 
 test('ProviderKeys: one fetch per cooldown whether it succeeds or fails; stale keys refresh in ' +
@@ -43,7 +48,8 @@ test('ProviderKeys: one fetch per cooldown whether it succeeds or fails; stale k
   // (the set cannot be fetched to settle it) whose Retry-After is the cooldown left.
   await op.stop()
   now += 10_000
-  const err: unknown = await (async () => await keys.getKey({ ...header, kid: 'other' }, { payload: '', signature: '' }))().then(() => undefined, (caught: unknown) => caught)
+  const err: unknown = await (async () => await keys.getKey({ ...header, kid: 'other' },
+    { payload: '', signature: '' }))().then(() => undefined, (caught: unknown) => caught)
   assert.ok(err instanceof AuthUnavailableError, String(err))
   assert.equal(err.retryAfterS, 20)
   assert.equal(op.jwksRequests(), 1, 'nothing asked of it')
@@ -56,7 +62,8 @@ test('ProviderKeys: one fetch per cooldown whether it succeeds or fails; stale k
   assert.ok(await keys.getKey(header, { payload: '', signature: '' }))
   while (failures.length < 2) await new Promise((resolve) => setTimeout(resolve, 10))
   // Once that attempt has failed, an unknown kid is a 503: the provider could not be asked.
-  await assert.rejects(async () => await keys.getKey({ ...header, kid: 'other' }, { payload: '', signature: '' }), unavailable)
+  await assert.rejects(async () => await keys.getKey({ ...header, kid: 'other' }, { payload: '', signature: '' }),
+    unavailable)
   assert.equal(failures.length, 2)
 })
 
@@ -67,7 +74,8 @@ test('ProviderKeys: after a failed fetch, the 503 names the time left until the 
   t.after(op.stop)
   const header = decodeProtectedHeader(await op.token('reader')) as Parameters<ProviderKeys['getKey']>[0]
   const retryAfter = async (keys: ProviderKeys): Promise<number> => {
-    const err: unknown = await (async () => await keys.getKey(header, { payload: '', signature: '' }))().then(() => undefined, (caught: unknown) => caught)
+    const err: unknown = await (async () => await keys.getKey(header, { payload: '', signature: '' }))().then(
+      () => undefined, (caught: unknown) => caught)
     assert.ok(err instanceof AuthUnavailableError, String(err))
     return err.retryAfterS
   }
@@ -81,7 +89,8 @@ test('ProviderKeys: after a failed fetch, the 503 names the time left until the 
   assert.equal(await retryAfter(keys), 1, 'the time left, rounded up')
   assert.equal(op.jwksRequests(), 0)
   now += 999
-  assert.ok(await keys.getKey(header, { payload: '', signature: '' }), 'the provider back: served once Retry-After has passed')
+  assert.ok(await keys.getKey(header, { payload: '', signature: '' }),
+    'the provider back: served once Retry-After has passed')
   assert.equal(op.jwksRequests(), 1)
   // A cooldown shorter than 5 s is kept after a failure too.
   const quick = new ProviderKeys(op.issuer, 2000, () => {}, () => now)
@@ -91,18 +100,23 @@ test('ProviderKeys: after a failed fetch, the 503 names the time left until the 
 
 test('ProviderKeys: a discovery document of another issuer, or without jwks_uri, is a failure', async (t) => {
   let document: object = {}
-  const server = createServer((_req, res) => { res.setHeader('content-type', 'application/json'); res.end(JSON.stringify(document)) })
+  const server = createServer(
+    (_req, res) => { res.setHeader('content-type', 'application/json'); res.end(JSON.stringify(document)) })
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
   t.after(() => server.close())
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   const failures: Error[] = []
   const header = { alg: 'ES256', kid: 'k' }
-  for (const [served, message] of [[{ issuer: 'https://elsewhere.example', jwks_uri: `${issuer}/jwks` }, 'the discovery document names another issuer'],
-    [{ issuer }, 'the discovery document has no jwks_uri']] as const) {
+  for (const [served, message] of [
+    [{ issuer: 'https://elsewhere.example', jwks_uri: `${issuer}/jwks` },
+      'the discovery document names another issuer'],
+    [{ issuer }, 'the discovery document has no jwks_uri']
+  ] as const) {
     document = served
     const keys = new ProviderKeys(issuer, 0, (err) => failures.push(err as Error))
-    await assert.rejects(async () => await keys.getKey(header, { payload: '', signature: '' }), (err: unknown) => isServiceError(err, 'auth-unavailable'))
+    await assert.rejects(async () => await keys.getKey(header, { payload: '', signature: '' }),
+      (err: unknown) => isServiceError(err, 'auth-unavailable'))
     assert.equal(failures.at(-1)?.message, message)
   }
 })
@@ -112,15 +126,18 @@ test('OidcVerifier remembers a verified token until its exp (verified once), and
   const op = await startProvider([key])
   t.after(op.stop)
   let now = Date.now()
-  const verifier = new OidcVerifier({ issuer: op.issuer, audience: AUDIENCE, clockSkewMs: 30_000, jwksCooldownMs: 30_000, requireAtJwt: true },
+  const verifier = new OidcVerifier(
+    { issuer: op.issuer, audience: AUDIENCE, clockSkewMs: 30_000, jwksCooldownMs: 30_000, requireAtJwt: true },
     () => {}, DEFAULT_SCOPES.isScope, () => now)
   const token = await op.token('reader')
   const first = await verifier.verify(token)
-  assert.deepEqual({ ...first, scopes: [...first.scopes] }, { id: 'jwt:reader', name: 'reader', client: 'reader', scopes: [PLANTS_READ] })
+  assert.deepEqual({ ...first, scopes: [...first.scopes] },
+    { id: 'jwt:reader', name: 'reader', client: 'reader', scopes: [PLANTS_READ] })
   assert.equal(await verifier.verify(token), first, 'the same principal: not verified again')
   now = (decodeJwt(token).exp ?? 0) * 1000
   const again = await verifier.verify(token)
-  assert.notEqual(again, first, 'at its exp it is verified again (jose, on the real clock, still accepts it within the skew)')
+  assert.notEqual(again, first,
+    'at its exp it is verified again (jose, on the real clock, still accepts it within the skew)')
   assert.deepEqual(again, first)
   const forged = `${token.slice(0, token.lastIndexOf('.'))}.AAAA`
   for (let i = 0; i < 2; i++) await assert.rejects(verifier.verify(forged), { code: 'invalid-token' })

@@ -92,7 +92,8 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       assert.deepEqual(await store.plants.get(7n), plant)
     })
 
-    test('generated ids skip chosen ones without being pushed up by them, and never repeat an id that existed', async (t) => {
+    test('generated ids skip chosen ones without being pushed up by them, and never repeat an id that ' +
+      'existed', async (t) => {
       const store = await fresh(t)
       const generated = async (): Promise<bigint> => (await store.plants.create({ name: 'generated' })).item.id
       await store.plants.create({ id: 2n, name: 'chosen' })
@@ -116,7 +117,9 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
 
     test('after a client takes 2^53 - 1 (and int64 extremes), generated ids stay within 1..2^53 - 1', async (t) => {
       const store = await fresh(t)
-      for (const id of [MAX_ASSIGNED_ID, MAX_ASSIGNED_ID + 1n, MAX, -1n]) await store.plants.create({ id, name: `chosen ${id}` })
+      for (const id of [MAX_ASSIGNED_ID, MAX_ASSIGNED_ID + 1n, MAX, -1n]) {
+        await store.plants.create({ id, name: `chosen ${id}` })
+      }
       const ids: bigint[] = []
       for (let i = 0; i < 3; i++) ids.push((await store.plants.create({ name: `generated ${i}` })).item.id)
       assert.deepEqual(ids, [1n, 2n, 3n])
@@ -124,7 +127,8 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       assert.equal((await store.plants.create({ name: 'after the delete' })).item.id, 4n)
     })
 
-    test('once every id up to 2^53 - 1 is used, a create without an id is refused; chosen ids still work', async (t) => {
+    test('once every id up to 2^53 - 1 is used, a create without an id is refused; chosen ids still ' +
+      'work', async (t) => {
       const database = await openDatabase(t)
       const store = await database.open()
       await store.plants.create({ id: MAX_ASSIGNED_ID, name: 'the last safe id, chosen' })
@@ -133,7 +137,8 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       await store.plants.delete(MAX_ASSIGNED_ID - 1n)
       assert.equal((await store.plants.create({ name: 'the last one left' })).item.id, MAX_ASSIGNED_ID - 2n)
       const refused = await rejectsWith(store.plants.create({ name: 'one too many' }), 'ids-exhausted')
-      assert.equal(refused.message, 'No id up to 2^53 - 1 is left for the server to assign; create the plant with a chosen id')
+      assert.equal(refused.message,
+        'No id up to 2^53 - 1 is left for the server to assign; create the plant with a chosen id')
       await rejectsWith(store.plants.create({ name: 'with a key' }, KEY), 'ids-exhausted')
       assert.equal((await store.plants.create({ id: 7n, name: 'chosen' })).item.id, 7n)
       await rejectsWith(store.plants.create({ name: 'still none' }), 'ids-exhausted')
@@ -208,7 +213,8 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       assert.equal(replaced.createdAt, plant.createdAt)
       assert.ok(replaced.updatedAt > plant.updatedAt)
       assert.deepEqual(await store.plants.get(plant.id), replaced)
-      assert.equal((await rejectsWith(store.plants.replace(404n, { name: 'x' }), 'not-found')).message, 'Plant 404 not found')
+      assert.equal((await rejectsWith(store.plants.replace(404n, { name: 'x' }), 'not-found')).message,
+        'Plant 404 not found')
     })
 
     test('update changes only what it is given; tag null clears the tag', async (t) => {
@@ -243,8 +249,10 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       const store = await fresh(t)
       const { item: plant } = await store.plants.create({ name: 'guarded' })
       const etag = plantEtag(plant)
-      const refused = await rejectsWith(store.plants.update(plant.id, { name: 'x' }, ['"stale"']), 'precondition-failed')
-      assert.equal(refused.message, `Plant ${plant.id} does not match If-Match: it has changed or is gone; GET it again`)
+      const refused = await rejectsWith(store.plants.update(plant.id, { name: 'x' }, ['"stale"']),
+        'precondition-failed')
+      assert.equal(refused.message,
+        `Plant ${plant.id} does not match If-Match: it has changed or is gone; GET it again`)
       await rejectsWith(store.plants.replace(plant.id, { name: 'x' }, []), 'precondition-failed')
       await rejectsWith(store.plants.delete(plant.id, ['"stale"']), 'precondition-failed')
       assert.deepEqual(await store.plants.get(plant.id), plant, 'refused writes change nothing')
@@ -253,7 +261,8 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       await rejectsWith(store.plants.replace(plant.id, { name: 'z' }, [etag]), 'precondition-failed')
       const replaced = await store.plants.replace(plant.id, { name: 'z' }, [plantEtag(updated)])
       await rejectsWith(store.plants.delete(plant.id, [plantEtag(updated)]), 'precondition-failed')
-      assert.deepEqual(await store.plants.delete(plant.id, [plantEtag(replaced)]), replaced, 'a delete answers the plant as it was')
+      assert.deepEqual(await store.plants.delete(plant.id, [plantEtag(replaced)]), replaced,
+        'a delete answers the plant as it was')
       // A condition cannot hold on a plant that is gone (RFC 9110 §13.1.1): not-found only without one.
       await rejectsWith(store.plants.update(plant.id, { name: 'gone' }, [etag]), 'precondition-failed')
       await rejectsWith(store.plants.delete(plant.id, [etag]), 'precondition-failed')
@@ -294,14 +303,18 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       assert.deepEqual(await store.plants.create({ name: 'once' }, KEY), { item: first.item, replayed: true })
     })
 
-    test('admit: asked only of a new create, before it writes; a refusal leaves no plant and no key, a replay passes', async (t) => {
+    test('admit: asked only of a new create, before it writes; a refusal leaves no plant and no key, a ' +
+      'replay passes', async (t) => {
       const store = await fresh(t)
       const refuse = (): void => { throw new ServiceError('collection-limit', 'full') }
       const first = await store.plants.create({ name: 'once' }, KEY)
-      assert.deepEqual(await store.plants.create({ name: 'once' }, KEY, undefined, refuse), { item: first.item, replayed: true })
+      assert.deepEqual(await store.plants.create({ name: 'once' }, KEY, undefined, refuse),
+        { item: first.item, replayed: true })
       // Each way a create can run on each store: keyed, with a chosen id, and the plain one.
-      await rejectsWith(store.plants.create({ name: 'new' }, { ...KEY, key: 'key-2' }, undefined, refuse), 'collection-limit')
-      await rejectsWith(store.plants.create({ id: 50n, name: 'chosen' }, undefined, undefined, refuse), 'collection-limit')
+      await rejectsWith(store.plants.create({ name: 'new' }, { ...KEY, key: 'key-2' }, undefined, refuse),
+        'collection-limit')
+      await rejectsWith(store.plants.create({ id: 50n, name: 'chosen' }, undefined, undefined, refuse),
+        'collection-limit')
       await rejectsWith(store.plants.create({ name: 'plain' }, undefined, undefined, refuse), 'collection-limit')
       assert.deepEqual((await store.plants.list({ limit: 10 })).items, [first.item])
       // The refused key was not saved: with room, it creates.
@@ -313,7 +326,8 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
     test('idempotency key: another body is refused; keys are per scope', async (t) => {
       const store = await fresh(t)
       await store.plants.create({ name: 'once' }, KEY)
-      await rejectsWith(store.plants.create({ name: 'other' }, { ...KEY, fingerprint: 'body-2' }), 'idempotency-key-reused')
+      await rejectsWith(store.plants.create({ name: 'other' }, { ...KEY, fingerprint: 'body-2' }),
+        'idempotency-key-reused')
       const other = await store.plants.create({ name: 'once' }, { ...KEY, scope: 'client-b' })
       assert.equal(other.replayed, false)
       assert.equal(other.item.id, 2n)
@@ -341,13 +355,15 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       const second = await store.plants.create({ name: 'other' }, { ...KEY, fingerprint: 'body-2' })
       assert.equal(second.replayed, false)
       assert.equal(second.item.id, 2n)
-      assert.deepEqual(await store.plants.create({ name: 'other' }, { ...KEY, fingerprint: 'body-2' }), { item: second.item, replayed: true })
+      assert.deepEqual(await store.plants.create({ name: 'other' }, { ...KEY, fingerprint: 'body-2' }),
+        { item: second.item, replayed: true })
     })
 
     test('concurrent deletes of one id from two instances: exactly one deleted', async (t) => {
       const { open } = await openDatabase(t)
       const stores = [await open(), await open()]
-      const ids = [(await stores[0]!.plants.create({ name: 'a' })).item.id, (await stores[1]!.plants.create({ name: 'b' })).item.id]
+      const ids = [(await stores[0]!.plants.create({ name: 'a' })).item.id,
+        (await stores[1]!.plants.create({ name: 'b' })).item.id]
       const results = await Promise.all(ids.flatMap((id) =>
         Array.from({ length: 10 }, async (_, i) => ({ id, result: await settled(stores[i % 2]!.plants.delete(id)) }))))
       for (const id of ids) {
@@ -368,12 +384,15 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       for (const loser of losers) assert.ok(loser.reason instanceof ServiceError && loser.reason.code === 'conflict')
     })
 
-    test('concurrent generated creates from two instances skip the same chosen ids, and get distinct ids', async (t) => {
+    test('concurrent generated creates from two instances skip the same chosen ids, and get distinct ' +
+      'ids', async (t) => {
       const { open } = await openDatabase(t)
       const stores = [await open(), await open()]
       for (const id of [1n, 2n, 3n, 5n, 8n, 9n, 10n]) await stores[0]!.plants.create({ id, name: `chosen ${id}` })
       await stores[1]!.plants.delete(9n)
-      const created = await Promise.all(Array.from({ length: 10 }, async (_, i) => (await stores[i % 2]!.plants.create({ name: `generated ${i}` })).item.id))
+      const created = await Promise.all(
+        Array.from({ length: 10 },
+          async (_, i) => (await stores[i % 2]!.plants.create({ name: `generated ${i}` })).item.id))
       // Which free ids exactly may depend on the interleaving (a PostgreSQL sequence may leave gaps).
       assert.equal(new Set(created).size, 10)
       for (const id of created) assert.ok(id >= 4n && id <= 40n && ![5n, 8n, 9n, 10n].includes(id), `id ${id}`)
@@ -395,7 +414,8 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
     test('concurrent creates with one idempotency key: one plant, every answer the same', async (t) => {
       const { open } = await openDatabase(t)
       const stores = [await open(), await open()]
-      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => stores[i % 2]!.plants.create({ name: 'once' }, KEY)))
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => stores[i % 2]!.plants.create({ name: 'once' }, KEY)))
       assert.equal(results.filter((r) => !r.replayed).length, 1)
       for (const result of results) assert.deepEqual(result.item, results[0]!.item)
       assert.equal((await stores[1]!.plants.list({ limit: 10 })).items.length, 1)
@@ -436,17 +456,33 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       const second = await open()
       assert.equal(await second.plants.get(plant.id), undefined)
       await rejectsWith(second.plants.create({ id: 1n, name: 'a' }), 'conflict')
-      assert.equal((await second.plants.create({ name: 'after' })).item.id, 4n, 'neither the deleted 2 nor the deleted chosen 3')
+      assert.equal((await second.plants.create({ name: 'after' })).item.id, 4n,
+        'neither the deleted 2 nor the deleted chosen 3')
     })
 
     describe('events: every change writes its deliveries in its own transaction', () => {
-      const subscribe = async (store: Store, events: WebhookEventType[] = [...RESOURCE_EVENT_TYPES], disabled = false): Promise<bigint> =>
-        (await store.webhooks.createSubscription({ owner: 'owner-a', url: 'https://receiver.example/hook', events, disabled, secret: SECRET }, Date.now())).id
+      const subscribe = async (
+        store: Store, events: WebhookEventType[] = [...RESOURCE_EVENT_TYPES], disabled = false
+      ): Promise<bigint> =>
+        (await store.webhooks.createSubscription(
+          { owner: 'owner-a', url: 'https://receiver.example/hook', events, disabled, secret: SECRET }, Date.now())).id
       /** Every delivery of the subscription, oldest first, with its event as the receiver gets it. */
-      const outbox = async (store: Store, id: bigint): Promise<Array<{ type: string, data: Record<string, unknown> }>> => {
-        const claimed = await store.webhooks.claimDue({ lease: `check-${id}`, now: Date.now() + 1000, leaseMs: 60_000, limit: 100, perSubscription: 100, skipSubscriptions: [] })
+      const outbox = async (store: Store,
+        id: bigint): Promise<Array<{ type: string, data: Record<string, unknown> }>> => {
+        const claimed = await store.webhooks.claimDue({
+          lease: `check-${id}`,
+          now: Date.now() + 1000,
+          leaseMs: 60_000,
+          limit: 100,
+          perSubscription: 100,
+          skipSubscriptions: []
+        })
         return claimed.filter((delivery) => delivery.subscriptionId === id).map((delivery) => {
-          const body = JSON.parse(delivery.payload) as { type: string, timestamp: string, data: Record<string, unknown> }
+          const body = JSON.parse(delivery.payload) as {
+            type: string,
+            timestamp: string,
+            data: Record<string, unknown>
+          }
           assert.equal(delivery.eventType, body.type)
           assert.match(body.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
           return { type: body.type, data: body.data }
@@ -454,12 +490,14 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
       }
       const asJson = (plant: Plant): Record<string, unknown> => ({ ...plant, id: Number(plant.id) })
 
-      test('created, updated (replace and update) and deleted, each with the plant as written; refusals and replays write none', async (t) => {
+      test('created, updated (replace and update) and deleted, each with the plant as written; refusals ' +
+        'and replays write none', async (t) => {
         const store = await fresh(t)
         const id = await subscribe(store)
         const { item: created } = await store.plants.create({ name: 'Monstera', tag: 'tropical' }, KEY)
         await store.plants.create({ name: 'Monstera', tag: 'tropical' }, KEY)
-        await rejectsWith(store.plants.create({ name: 'other body' }, { ...KEY, fingerprint: 'body-2' }), 'idempotency-key-reused')
+        await rejectsWith(store.plants.create({ name: 'other body' }, { ...KEY, fingerprint: 'body-2' }),
+          'idempotency-key-reused')
         await rejectsWith(store.plants.create({ id: created.id, name: 'taken' }), 'conflict')
         const replaced = await store.plants.replace(created.id, { name: 'Fern' })
         await rejectsWith(store.plants.update(created.id, { tag: 'x' }, ['"stale"']), 'precondition-failed')
@@ -503,7 +541,8 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
         ])
       })
 
-      test('a create with a server-assigned id and no key writes its event with the id it was given, also past a chosen id it had to skip', async (t) => {
+      test('a create with a server-assigned id and no key writes its event with the id it was given, also ' +
+        'past a chosen id it had to skip', async (t) => {
         const store = await fresh(t)
         const id = await subscribe(store)
         const { item: first } = await store.plants.create({ name: 'Monstera', tag: 'tropical' })
@@ -517,7 +556,8 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
         ])
       })
 
-      test('a subscription gets only the types it asked for; a disabled one gets none; each event is one message for all', async (t) => {
+      test('a subscription gets only the types it asked for; a disabled one gets none; each event is one ' +
+        'message for all', async (t) => {
         const store = await fresh(t)
         const all = await subscribe(store)
         const deletions = await subscribe(store, ['plant.deleted'])
@@ -526,15 +566,26 @@ export function storeConformance (name: string, openDatabase: OpenConformanceDat
         await store.plants.delete(plant.id)
         const page = await store.webhooks.listDeliveries('owner-a', all, { limit: 10 })
         assert.deepEqual(page?.deliveries.map((delivery) => delivery.eventType), ['plant.deleted', 'plant.created'])
-        assert.deepEqual((await store.webhooks.listDeliveries('owner-a', deletions, { limit: 10 }))?.deliveries.map((delivery) => delivery.eventType), ['plant.deleted'])
+        assert.deepEqual(
+          (await store.webhooks.listDeliveries('owner-a', deletions, { limit: 10 }))?.deliveries.map(
+            (delivery) => delivery.eventType), ['plant.deleted'])
         assert.deepEqual((await store.webhooks.listDeliveries('owner-a', disabled, { limit: 10 }))?.deliveries, [])
-        const claimed = await store.webhooks.claimDue({ lease: 'l', now: Date.now() + 1000, leaseMs: 60_000, limit: 10, perSubscription: 10, skipSubscriptions: [] })
-        const deletedIds = claimed.filter((delivery) => delivery.eventType === 'plant.deleted').map((delivery) => delivery.messageId)
+        const claimed = await store.webhooks.claimDue({
+          lease: 'l',
+          now: Date.now() + 1000,
+          leaseMs: 60_000,
+          limit: 10,
+          perSubscription: 10,
+          skipSubscriptions: []
+        })
+        const deletedIds = claimed.filter((delivery) => delivery.eventType === 'plant.deleted').map(
+          (delivery) => delivery.messageId)
         assert.equal(deletedIds.length, 2)
         assert.equal(deletedIds[0], deletedIds[1], 'one webhook-id per event, whichever subscription receives it')
       })
 
-      test('writes before any subscription emit nothing; once one is enabled (created, or enabled again) the next write emits', async (t) => {
+      test('writes before any subscription emit nothing; once one is enabled (created, or enabled again) ' +
+        'the next write emits', async (t) => {
         const store = await fresh(t)
         await store.plants.create({ name: 'before any subscription' })
         const id = await subscribe(store)

@@ -9,7 +9,10 @@ import { PLANTS } from '../../../src/resources/plants.js'
 import { resourceEvent, type ResourceChange } from '../../../src/webhooks/events.js'
 import type { Plant } from '../../../src/resources/plants.js'
 import { WebhookService } from '../../../src/webhooks/service.js'
-import type { DeliveryCompletion, WebhookDelivery, WebhookStore, WebhookSubscription } from '../../../src/webhooks/store-contract.js'
+import type {
+  DeliveryCompletion, WebhookDelivery, WebhookStore,
+  WebhookSubscription
+} from '../../../src/webhooks/store-contract.js'
 import type { AddressPolicy } from '../../../src/webhooks/url-policy.js'
 import { USER_AGENT } from '../../../src/webhooks/user-agent.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
@@ -21,8 +24,12 @@ import { plant } from './store-conformance.js'
 // Deliveries go to a receiver on 127.0.0.1 only (allowPrivate); schedules are milliseconds long.
 
 const OWNER = 'a'.repeat(64)
-const PACKAGE_VERSION = (JSON.parse(readFileSync(new URL('../../../../package.json', import.meta.url), 'utf8')) as { version: string }).version
-const loopback: AddressPolicy = { allowPrivate: true, resolve: async () => { throw new Error('no DNS in these tests') } }
+const PACKAGE_VERSION = (JSON.parse(
+  readFileSync(new URL('../../../../package.json', import.meta.url), 'utf8')) as { version: string }).version
+const loopback: AddressPolicy = {
+  allowPrivate: true,
+  resolve: async () => { throw new Error('no DNS in these tests') }
+}
 
 interface Fixture {
   store: WebhookStore
@@ -44,7 +51,14 @@ async function setup (t: TestContext, options: Partial<DispatcherOptions> = {}):
   const attempts: AttemptEvent[] = []
   const newDispatcher = (overrides: Partial<DispatcherOptions> = {}): WebhookDispatcher => {
     const dispatcher = new WebhookDispatcher({
-      store, policy: loopback, pollIntervalMs: 20, schedule: [30, 30], jitter: 0, timeoutMs: 1000, ...options, ...overrides
+      store,
+      policy: loopback,
+      pollIntervalMs: 20,
+      schedule: [30, 30],
+      jitter: 0,
+      timeoutMs: 1000,
+      ...options,
+      ...overrides
     })
     dispatcher.on('attempt', (attempt) => attempts.push(attempt))
     // Stopped before the store closes (the stack is last in, first out).
@@ -62,13 +76,17 @@ async function setup (t: TestContext, options: Partial<DispatcherOptions> = {}):
     receiver,
     dispatcher,
     attempts,
-    subscribe: async (path = '/hooks', events) => await service.createSubscription(OWNER, { url: `${receiver.origin}${path}`, ...(events !== undefined && { events }) }),
+    subscribe: async (path = '/hooks',
+      events) => await service.createSubscription(OWNER,
+      { url: `${receiver.origin}${path}`, ...(events !== undefined && { events }) }),
     publish: async (event = {}) => {
-      const count = await store.enqueue(resourceEvent(PLANTS, event.change ?? 'created', event.plant ?? plant(++plantId)), Date.now())
+      const count = await store.enqueue(
+        resourceEvent(PLANTS, event.change ?? 'created', event.plant ?? plant(++plantId)), Date.now())
       dispatcher.wake()
       return count
     },
-    deliveries: async (subscriptionId) => (await service.listDeliveries(OWNER, subscriptionId, { limit: 100 })).deliveries,
+    deliveries: async (subscriptionId) => (await service.listDeliveries(OWNER, subscriptionId,
+      { limit: 100 })).deliveries,
     newDispatcher
   }
 }
@@ -94,13 +112,15 @@ describe('webhook dispatcher', () => {
     const event = verifyWebhook(subscription.secret, request) as Record<string, unknown>
     assert.equal(event.type, PLANT_UPDATED)
     assert.match(String(event.timestamp), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
-    assert.match(request.body, /"data":\{"id":9007199254740993,"name":"Fern",/, 'the int64 id exactly, as the API writes it')
+    assert.match(request.body, /"data":\{"id":9007199254740993,"name":"Fern",/,
+      'the int64 id exactly, as the API writes it')
     await until('the delivery is recorded', async () => (await deliveries(subscription.id))[0]?.status === 'succeeded')
     const [delivery] = await deliveries(subscription.id)
     assert.equal(delivery?.attempts, 1)
     assert.equal(delivery?.lastStatusCode, 204)
     assert.equal(delivery?.nextAttemptAt, undefined)
-    assert.deepEqual(attempts.map((a) => [a.status, a.attempt, a.statusCode, a.recorded]), [['succeeded', 1, 204, true]])
+    assert.deepEqual(attempts.map((a) => [a.status, a.attempt, a.statusCode, a.recorded]),
+      [['succeeded', 1, 204, true]])
   })
 
   test('wake() starts delivering at once, without waiting for the poll', async (t) => {
@@ -126,7 +146,8 @@ describe('webhook dispatcher', () => {
     assert.equal(new Set(requests.map((r) => r.body)).size, 1)
     for (const request of requests) verifyWebhook(subscription.secret, request)
     await until('succeeded', async () => (await deliveries(subscription.id))[0]?.status === 'succeeded')
-    assert.deepEqual(attempts.map((a) => [a.attempt, a.status, a.statusCode]), [[1, 'pending', 500], [2, 'pending', 500], [3, 'succeeded', 200]])
+    assert.deepEqual(attempts.map((a) => [a.attempt, a.status, a.statusCode]),
+      [[1, 'pending', 500], [2, 'pending', 500], [3, 'succeeded', 200]])
     assert.equal(attempts[0]?.error, 'the receiver answered 500')
     assert.equal((await deliveries(subscription.id))[0]?.attempts, 3)
   })
@@ -148,7 +169,8 @@ describe('webhook dispatcher', () => {
 
   test('redirects, timeouts and refused connections are failures, retried', async (t) => {
     // Long enough that a loaded machine does not time out the answered attempts too.
-    const { dispatcher, subscribe, publish, receiver, attempts } = await setup(t, { timeoutMs: 1000, schedule: [10, 10] })
+    const { dispatcher, subscribe, publish, receiver, attempts } = await setup(t,
+      { timeoutMs: 1000, schedule: [10, 10] })
     await subscribe()
     let answered = 0
     receiver.respond((_request, res) => {
@@ -184,7 +206,8 @@ describe('webhook dispatcher', () => {
   })
 
   test('a subscription whose attempts all fail for disableAfterMs is disabled', async (t) => {
-    const { dispatcher, subscribe, publish, receiver, service } = await setup(t, { schedule: [30, 30, 30, 30, 30, 30], disableAfterMs: 50 })
+    const { dispatcher, subscribe, publish, receiver, service } = await setup(t,
+      { schedule: [30, 30, 30, 30, 30, 30], disableAfterMs: 50 })
     const subscription = await subscribe()
     const disabled: unknown[] = []
     dispatcher.on('subscription-disabled', (event) => disabled.push(event))
@@ -235,9 +258,11 @@ describe('webhook dispatcher', () => {
     assert.deepEqual(warnings, [])
   })
 
-  test('while the API is busy, deliveries yield to it: one attempt at a time, all of concurrency again once it is not', async (t) => {
+  test('while the API is busy, deliveries yield to it: one attempt at a time, all of concurrency again ' +
+    'once it is not', async (t) => {
     let busy = true
-    const { dispatcher, subscribe, publish, receiver } = await setup(t, { concurrency: 4, perSubscription: 4, apiBusy: () => busy })
+    const { dispatcher, subscribe, publish, receiver } = await setup(t,
+      { concurrency: 4, perSubscription: 4, apiBusy: () => busy })
     let inFlight = 0
     let most = 0
     const answers: Array<() => void> = []
@@ -275,7 +300,8 @@ describe('webhook dispatcher', () => {
    * Arrival times at the receiver would also carry each request's way there, which a busy machine
    * can lengthen for one and not the next.
    */
-  async function startsOf (t: TestContext, options: Parameters<typeof setup>[1], count: number): Promise<{ starts: number[] } & Awaited<ReturnType<typeof setup>>> {
+  async function startsOf (t: TestContext, options: Parameters<typeof setup>[1],
+    count: number): Promise<{ starts: number[] } & Awaited<ReturnType<typeof setup>>> {
     const starts: number[] = []
     const traceAttempt = (): AttemptTrace => {
       starts.push(performance.now())
@@ -294,12 +320,16 @@ describe('webhook dispatcher', () => {
   function assertPaced (starts: readonly number[], atLeast: number): void {
     const gaps = starts.slice(1).map((at, i) => at - (starts[i] ?? 0))
     assert.equal(gaps.length, starts.length - 1)
-    for (const gap of gaps) assert.ok(gap >= atLeast - 1, `attempts ${gaps.map((g) => g.toFixed(1)).join(', ')} ms apart`)
+    for (const gap of gaps) {
+      assert.ok(gap >= atLeast - 1, `attempts ${gaps.map((g) => g.toFixed(1)).join(', ')} ms apart`)
+    }
   }
 
-  test('while the API is busy, attempts start at least busyIntervalMs apart, however fast the receiver answers; at once when it is not', async (t) => {
+  test('while the API is busy, attempts start at least busyIntervalMs apart, however fast the receiver ' +
+    'answers; at once when it is not', async (t) => {
     let busy = true
-    const { dispatcher, publish, receiver, starts } = await startsOf(t, { concurrency: 4, perSubscription: 4, busyIntervalMs: 60, apiBusy: () => busy }, 4)
+    const { dispatcher, publish, receiver, starts } = await startsOf(t,
+      { concurrency: 4, perSubscription: 4, busyIntervalMs: 60, apiBusy: () => busy }, 4)
     // Back to back, the four would start within a few milliseconds.
     assertPaced(starts, 60)
     busy = false
@@ -308,7 +338,8 @@ describe('webhook dispatcher', () => {
     await until('all recorded', () => dispatcher.inFlight === 0)
   })
 
-  test('by default, busy attempts start at least 100 ms apart (DEFAULT_BUSY_INTERVAL_MS: at most 10 a second)', async (t) => {
+  test('by default, busy attempts start at least 100 ms apart (DEFAULT_BUSY_INTERVAL_MS: at most 10 a ' +
+    'second)', async (t) => {
     const { dispatcher, starts } = await startsOf(t, { concurrency: 4, perSubscription: 4, apiBusy: () => true }, 4)
     assertPaced(starts, 100)
     await until('all recorded', () => dispatcher.inFlight === 0)
@@ -333,7 +364,8 @@ describe('webhook dispatcher', () => {
   })
 
   test('a slow receiver holds at most perSubscription slots: the others are still served', async (t) => {
-    const { dispatcher, subscribe, publish, receiver } = await setup(t, { concurrency: 4, perSubscription: 1, timeoutMs: 5000 })
+    const { dispatcher, subscribe, publish, receiver } = await setup(t,
+      { concurrency: 4, perSubscription: 1, timeoutMs: 5000 })
     const hanging: Array<() => void> = []
     receiver.respond((request, res) => {
       if (request.url === '/slow') hanging.push(() => { res.writeHead(200).end() })
@@ -345,14 +377,20 @@ describe('webhook dispatcher', () => {
     for (let i = 0; i < 10; i++) await publish()
     await until('the fast receiver has all ten', () => receiver.requests.filter((r) => r.url === '/fast').length === 10)
     await until('the fast attempts are all recorded', () => dispatcher.inFlight === 1)
-    assert.equal(receiver.requests.filter((r) => r.url === '/slow').length, 1, 'one slow attempt in flight, the rest wait')
+    assert.equal(receiver.requests.filter((r) => r.url === '/slow').length, 1,
+      'one slow attempt in flight, the rest wait')
     for (const answer of hanging.splice(0)) answer()
     await until('the slow one moves on', () => receiver.requests.filter((r) => r.url === '/slow').length >= 2)
     for (const answer of hanging.splice(0)) answer()
   })
 
   /** The store, with every completeDeliveries call logged (the ids, in order) and held while `hold` is set. */
-  function batching (store: WebhookStore): { store: WebhookStore, batches: bigint[][], claims: string[], hold: (gate: Promise<void> | undefined) => void } {
+  function batching (store: WebhookStore): {
+    store: WebhookStore,
+    batches: bigint[][],
+    claims: string[],
+    hold: (gate: Promise<void> | undefined) => void
+  } {
     const batches: bigint[][] = []
     const claims: string[] = []
     let gate: Promise<void> | undefined
@@ -378,12 +416,18 @@ describe('webhook dispatcher', () => {
     }
   }
 
-  test('completions that come in while a batch is written go in the next one; a lost lease fails only its own', async (t) => {
+  test('completions that come in while a batch is written go in the next one; a lost lease fails only its ' +
+    'own', async (t) => {
     const { store, subscribe, publish, receiver, deliveries, attempts, newDispatcher } = await setup(t)
     const wrapped = batching(store)
     const subscription = await subscribe()
     const answers = new Map<string, () => void>()
-    receiver.respond((request, res) => { answers.set(/"data":\{"id":(\d+)/.exec(request.body)?.[1] ?? '', () => { res.writeHead(204).end() }) })
+    receiver.respond(
+      (request,
+        res) => {
+        answers.set(/"data":\{"id":(\d+)/.exec(request.body)?.[1] ?? '',
+          () => { res.writeHead(204).end() })
+      })
     // Counts answers read to their end: what follows until the completion is queued takes no I/O.
     let answered = 0
     const request = (url: URL, options: Parameters<typeof httpRequest>[1]): ReturnType<typeof httpRequest> => {
@@ -392,14 +436,29 @@ describe('webhook dispatcher', () => {
       return req
     }
     for (let i = 0; i < 3; i++) await publish()
-    const dispatcher = newDispatcher({ store: wrapped.store, concurrency: 3, perSubscription: 3, pollIntervalMs: 60_000, request })
+    const dispatcher = newDispatcher({
+      store: wrapped.store,
+      concurrency: 3,
+      perSubscription: 3,
+      pollIntervalMs: 60_000,
+      request
+    })
     await dispatcher.start()
     await receiver.waitFor(3)
     const [lease] = wrapped.claims
     assert.ok(lease !== undefined)
     // Its lease runs out and another instance takes delivery 3 over while it is in flight here.
     await store.releaseDeliveries(lease, [3n])
-    assert.deepEqual((await store.claimDue({ lease: 'other:1', now: Date.now(), leaseMs: 60_000, limit: 10, perSubscription: 10, skipSubscriptions: [] })).map(({ id }) => id), [3n])
+    assert.deepEqual(
+      (await store.claimDue(
+        {
+          lease: 'other:1',
+          now: Date.now(),
+          leaseMs: 60_000,
+          limit: 10,
+          perSubscription: 10,
+          skipSubscriptions: []
+        })).map(({ id }) => id), [3n])
     let open = (): void => {}
     wrapped.hold(new Promise((resolve) => { open = resolve }))
     answers.get('1')?.()
@@ -410,12 +469,14 @@ describe('webhook dispatcher', () => {
     open()
     await until('every attempt is reported', () => attempts.length === 3)
     assert.deepEqual(wrapped.batches.map((batch) => [...batch].sort()), [[1n], [2n, 3n]])
-    assert.deepEqual(attempts.map(({ deliveryId, recorded }) => [deliveryId, recorded]).sort(), [[1n, true], [2n, true], [3n, false]])
+    assert.deepEqual(attempts.map(({ deliveryId, recorded }) => [deliveryId, recorded]).sort(),
+      [[1n, true], [2n, true], [3n, false]])
     assert.deepEqual((await deliveries(subscription.id)).map(({ id, status, attempts }) => [id, status, attempts]),
       [[3n, 'pending', 0], [2n, 'succeeded', 1], [1n, 'succeeded', 1]])
   })
 
-  test('a slot is free once its request has ended: the next attempt starts while the completion is written', async (t) => {
+  test('a slot is free once its request has ended: the next attempt starts while the completion is ' +
+    'written', async (t) => {
     const { store, subscribe, publish, receiver, deliveries, attempts, newDispatcher } = await setup(t)
     const wrapped = batching(store)
     const subscription = await subscribe()
@@ -432,7 +493,8 @@ describe('webhook dispatcher', () => {
     assert.deepEqual((await deliveries(subscription.id)).map(({ status }) => status), ['succeeded', 'succeeded'])
   })
 
-  test('each fast 2xx earns its subscription one more attempt in flight, up to concurrency; a failure takes it back to perSubscription', async (t) => {
+  test('each fast 2xx earns its subscription one more attempt in flight, up to concurrency; a failure ' +
+    'takes it back to perSubscription', async (t) => {
     const { subscribe, publish, receiver, attempts, newDispatcher } = await setup(t)
     const held: Array<(status: number) => void> = []
     let answerAtOnce = 3
@@ -478,7 +540,8 @@ describe('webhook dispatcher', () => {
     assert.equal(receiver.requests.length, 1, 'a stopped dispatcher ignores wakes')
   })
 
-  test('past the grace period an attempt is abandoned and its delivery released, untouched, for another instance', async (t) => {
+  test('past the grace period an attempt is abandoned and its delivery released, untouched, for another ' +
+    'instance', async (t) => {
     const { dispatcher, subscribe, publish, receiver, deliveries, newDispatcher } = await setup(t)
     const subscription = await subscribe()
     let answer = false
@@ -494,7 +557,8 @@ describe('webhook dispatcher', () => {
     answer = true
     const next = newDispatcher()
     await next.start()
-    await until('delivered by the next instance', async () => (await deliveries(subscription.id))[0]?.status === 'succeeded')
+    await until('delivered by the next instance',
+      async () => (await deliveries(subscription.id))[0]?.status === 'succeeded')
     assert.equal(receiver.requests.length, 2)
     assert.equal(receiver.requests[0]?.headers['webhook-id'], receiver.requests[1]?.headers['webhook-id'])
   })
@@ -503,7 +567,14 @@ describe('webhook dispatcher', () => {
     const { dispatcher, subscribe, publish, store, receiver, deliveries } = await setup(t)
     const subscription = await subscribe()
     await publish()
-    const [claimed] = await store.claimDue({ lease: 'dead:1', now: Date.now(), leaseMs: 200, limit: 10, perSubscription: 10, skipSubscriptions: [] })
+    const [claimed] = await store.claimDue({
+      lease: 'dead:1',
+      now: Date.now(),
+      leaseMs: 200,
+      limit: 10,
+      perSubscription: 10,
+      skipSubscriptions: []
+    })
     assert.ok(claimed !== undefined)
     await dispatcher.start()
     await new Promise((resolve) => setTimeout(resolve, 80))
@@ -540,7 +611,8 @@ describe('webhook dispatcher', () => {
   })
 
   test('a retry request makes a failed delivery go out again at once', async (t) => {
-    const { dispatcher, subscribe, publish, receiver, service, deliveries } = await setup(t, { schedule: [], pollIntervalMs: 60_000 })
+    const { dispatcher, subscribe, publish, receiver, service, deliveries } = await setup(t,
+      { schedule: [], pollIntervalMs: 60_000 })
     const subscription = await subscribe()
     receiver.respond((_request, res) => { res.writeHead(500).end() })
     await dispatcher.start()
@@ -562,7 +634,8 @@ describe('webhook dispatcher', () => {
     await publish()
     await until('failed', async () => (await deliveries(subscription.id))[0]?.status === 'failed')
     const [delivery] = await deliveries(subscription.id)
-    assert.match(delivery?.lastError ?? '', /^url-not-allowed: The webhook host 127\.0\.0\.1 is a non-public \(loopback\) address/)
+    assert.match(delivery?.lastError ?? '',
+      /^url-not-allowed: The webhook host 127\.0\.0\.1 is a non-public \(loopback\) address/)
     assert.equal(delivery?.lastStatusCode, undefined)
     assert.equal(receiver.requests.length, 0)
     assert.ok(store !== undefined)
@@ -570,7 +643,9 @@ describe('webhook dispatcher', () => {
 
   test('a secret that cannot sign fails the attempt (retried, then failed) without a request', async (t) => {
     const { store, dispatcher, publish, receiver, deliveries, attempts } = await setup(t, { schedule: [10] })
-    const broken = await store.createSubscription({ owner: OWNER, url: `${receiver.origin}/x`, events: [PLANT_CREATED], disabled: false, secret: 'whsec_' }, Date.now())
+    const broken = await store.createSubscription({
+      owner: OWNER, url: `${receiver.origin}/x`, events: [PLANT_CREATED], disabled: false, secret: 'whsec_'
+    }, Date.now())
     await dispatcher.start()
     await publish()
     await until('failed', async () => (await deliveries(broken.id))[0]?.status === 'failed')
@@ -634,12 +709,15 @@ describe('webhook dispatcher', () => {
 
   test('options are checked', () => {
     const store = {} as WebhookStore
-    assert.throws(() => new WebhookDispatcher({ store, policy: loopback, concurrency: 0 }), /concurrency must be a positive number/)
-    assert.throws(() => new WebhookDispatcher({ store, policy: loopback, timeoutMs: 1000, leaseMs: 1000 }), /leaseMs must exceed timeoutMs/)
+    assert.throws(() => new WebhookDispatcher({ store, policy: loopback, concurrency: 0 }),
+      /concurrency must be a positive number/)
+    assert.throws(() => new WebhookDispatcher({ store, policy: loopback, timeoutMs: 1000, leaseMs: 1000 }),
+      /leaseMs must exceed timeoutMs/)
   })
 })
 
-test('a stop while start is still setting up its listener ends the listener too: nothing of the dispatcher outlives it', async (t) => {
+test('a stop while start is still setting up its listener ends the listener too: nothing of the dispatcher ' +
+  'outlives it', async (t) => {
   const { store } = await setup(t)
   let listening = 0
   let release: () => void = () => {}
@@ -649,7 +727,11 @@ test('a stop while start is still setting up its listener ends the listener too:
     listening++
     return async () => { listening-- }
   }
-  const dispatcher = new WebhookDispatcher({ store: { ...store, listen: slowListen }, policy: loopback, pollIntervalMs: 20 })
+  const dispatcher = new WebhookDispatcher({
+    store: { ...store, listen: slowListen },
+    policy: loopback,
+    pollIntervalMs: 20
+  })
   const started = dispatcher.start()
   const stopped = dispatcher.stop(0)
   release()

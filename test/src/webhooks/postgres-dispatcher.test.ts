@@ -13,7 +13,10 @@ import type { ResourceEvent } from '../../../src/webhooks/events.js'
 import { WebhookService } from '../../../src/webhooks/service.js'
 import type { WebhookStore, WebhookSubscription } from '../../../src/webhooks/store-contract.js'
 import type { AddressPolicy } from '../../../src/webhooks/url-policy.js'
-import { directUrl, scratchDatabaseUrl, terminateSessions, TEST_DATABASE_URL, withApplicationName } from '../../helpers/postgres.js'
+import {
+  directUrl, scratchDatabaseUrl, terminateSessions, TEST_DATABASE_URL,
+  withApplicationName
+} from '../../helpers/postgres.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
 import { PLANT_CREATED, PLANT_DELETED, RESOURCE_EVENT_TYPES } from '../../helpers/resources.js'
 import { startReceiver, until, verifyWebhook, type WebhookReceiver } from '../../helpers/webhook-receiver.js'
@@ -22,7 +25,10 @@ import { plant } from './store-conformance.js'
 // Several instances on one PostgreSQL schema; deliveries go to a receiver on 127.0.0.1 only.
 
 const OWNER = 'a'.repeat(64)
-const loopback: AddressPolicy = { allowPrivate: true, resolve: async () => { throw new Error('no DNS in these tests') } }
+const loopback: AddressPolicy = {
+  allowPrivate: true,
+  resolve: async () => { throw new Error('no DNS in these tests') }
+}
 const serviceOf = (store: WebhookStore): WebhookService =>
   new WebhookService({ store, policy: loopback, lookupTimeoutMs: 2000, eventTypes: RESOURCE_EVENT_TYPES })
 
@@ -44,12 +50,25 @@ async function cluster (t: TestContext): Promise<Cluster> {
   const receiver = await startReceiver(cleanup)
   const openStore = async (applicationName?: string): Promise<WebhookStore> => {
     const named = applicationName === undefined ? url : withApplicationName(url, applicationName)
-    const store = await createPostgresWebhookStore({ url: named, listenUrl: directUrl(named), poolMax: 3, onError: () => {} })
+    const store = await createPostgresWebhookStore({
+      url: named,
+      listenUrl: directUrl(named),
+      poolMax: 3,
+      onError: () => {}
+    })
     cleanup.after(() => store.close())
     return store
   }
   const dispatcher = (store: WebhookStore, options: Partial<DispatcherOptions> = {}): WebhookDispatcher => {
-    const instance = new WebhookDispatcher({ store, policy: loopback, pollIntervalMs: 20, schedule: [30], jitter: 0, timeoutMs: 2000, ...options })
+    const instance = new WebhookDispatcher({
+      store,
+      policy: loopback,
+      pollIntervalMs: 20,
+      schedule: [30],
+      jitter: 0,
+      timeoutMs: 2000,
+      ...options
+    })
     cleanup.after(async () => { await instance.stop(0) })
     return instance
   }
@@ -75,7 +94,9 @@ if (TEST_DATABASE_URL !== undefined) {
       const [storeA, storeB] = [await openStore(), await openStore()]
       const service = serviceOf(storeA)
       const subscriptions: WebhookSubscription[] = []
-      for (let i = 0; i < 4; i++) subscriptions.push(await service.createSubscription(OWNER, { url: `${receiver.origin}/s${i}` }))
+      for (let i = 0; i < 4; i++) {
+        subscriptions.push(await service.createSubscription(OWNER, { url: `${receiver.origin}/s${i}` }))
+      }
       receiver.respond(async (_request, res) => {
         await new Promise((resolve) => setTimeout(resolve, 2))
         res.writeHead(200).end()
@@ -111,7 +132,8 @@ if (TEST_DATABASE_URL !== undefined) {
       verifyWebhook(owner.secret, first)
     })
 
-    test('a committed event reaches an idle instance at once through LISTEN/NOTIFY; a rolled-back one never', async (t) => {
+    test('a committed event reaches an idle instance at once through LISTEN/NOTIFY; a rolled-back one ' +
+      'never', async (t) => {
       const { receiver, openStore, dispatcher, publish } = await cluster(t)
       const store = await openStore()
       await serviceOf(store).createSubscription(OWNER, { url: `${receiver.origin}/hooks` })
@@ -129,7 +151,8 @@ if (TEST_DATABASE_URL !== undefined) {
       assert.equal(receiver.requests.length, 1, 'the rolled-back event was never written')
     })
 
-    test('plant writes wake their own process\'s dispatcher after every commit with deliveries, and NOTIFY other instances at most once per interval', async (t) => {
+    test('plant writes wake their own process\'s dispatcher after every commit with deliveries, and NOTIFY ' +
+      'other instances at most once per interval', async (t) => {
       const cleanup = cleanupStack(t)
       const { url, schema } = scratchDatabaseUrl(cleanup)
       const plants = await createPostgresStore({ url, directUrl: directUrl(url), notifyIntervalMs: 60_000 })
@@ -149,7 +172,8 @@ if (TEST_DATABASE_URL !== undefined) {
       cleanup.after(async () => { await unlisten?.() })
       await until('the listener is connected', () => wakes === 1)
 
-      const created = await Promise.all(Array.from({ length: 6 }, async (_, i) => await plants.plants.create({ name: `plant ${i}` })))
+      const created = await Promise.all(
+        Array.from({ length: 6 }, async (_, i) => await plants.plants.create({ name: `plant ${i}` })))
       const renamed = await plants.plants.update(created[0]?.item.id ?? 0n, { name: 'renamed' })
       assert.equal(renamed.name, 'renamed')
       await plants.plants.delete(created[1]?.item.id ?? 0n)

@@ -73,7 +73,10 @@ describe('webhook service', () => {
     assert.match(subscription.secret, /^whsec_[A-Za-z0-9+/]{43}=$/)
     assert.equal('description' in subscription, false)
     const second = await service.createSubscription(ALICE, {
-      url: 'https://other.example.com/', events: [PLANT_DELETED, PLANT_CREATED, PLANT_DELETED], description: 'audit', disabled: true
+      url: 'https://other.example.com/',
+      events: [PLANT_DELETED, PLANT_CREATED, PLANT_DELETED],
+      description: 'audit',
+      disabled: true
     })
     assert.deepEqual(second.events, [PLANT_CREATED, PLANT_DELETED], 'each once, in the canonical order')
     assert.equal(second.description, 'audit')
@@ -84,14 +87,21 @@ describe('webhook service', () => {
   test('creation refuses bad input with a code, before anything is stored', async (t) => {
     const { service, lookups } = await setup(t)
     await rejectsWithCode(service.createSubscription(ALICE, { url: 'http://localhost:3000/' }), 'url-unresolvable')
-    await rejectsWithCode(service.createSubscription(ALICE, { url: 'https://intranet.example.com/' }), 'url-not-allowed')
-    await rejectsWithCode(service.createSubscription(ALICE, { url: 'http://169.254.169.254/latest/meta-data/' }), 'url-not-allowed')
+    await rejectsWithCode(service.createSubscription(ALICE, { url: 'https://intranet.example.com/' }),
+      'url-not-allowed')
+    await rejectsWithCode(service.createSubscription(ALICE, { url: 'http://169.254.169.254/latest/meta-data/' }),
+      'url-not-allowed')
     await rejectsWithCode(service.createSubscription(ALICE, { url: 'http://[::1]/' }), 'url-not-allowed')
     await rejectsWithCode(service.createSubscription(ALICE, { url: 'https://u:p@hooks.example.com/' }), 'invalid-url')
     await rejectsWithCode(service.createSubscription(ALICE, { url: 'hooks.example.com' }), 'invalid-url')
-    await rejectsWithCode(service.createSubscription(ALICE, { url: 'https://hooks.example.com/', events: [] }), 'invalid-events')
-    await rejectsWithCode(service.createSubscription(ALICE, { url: 'https://hooks.example.com/', events: ['plant.eaten'] }), 'invalid-events')
-    await rejectsWithCode(service.createSubscription(ALICE, { url: 'https://hooks.example.com/', description: 'x'.repeat(501) }), 'invalid-description')
+    await rejectsWithCode(service.createSubscription(ALICE, { url: 'https://hooks.example.com/', events: [] }),
+      'invalid-events')
+    await rejectsWithCode(
+      service.createSubscription(ALICE, { url: 'https://hooks.example.com/', events: ['plant.eaten'] }),
+      'invalid-events')
+    await rejectsWithCode(
+      service.createSubscription(ALICE, { url: 'https://hooks.example.com/', description: 'x'.repeat(501) }),
+      'invalid-description')
     assert.deepEqual(lookups, ['localhost', 'intranet.example.com'], 'invalid input is refused before any lookup')
     assert.deepEqual((await service.listSubscriptions(ALICE, { limit: 10 })).subscriptions, [])
   })
@@ -116,10 +126,13 @@ describe('webhook service', () => {
     lookups.length = 0
     await service.updateSubscription(ALICE, id, { url: 'https://hooks.example.com/', description: 'same URL' })
     assert.deepEqual(lookups, [], 'an unchanged URL is not looked up again')
-    await rejectsWithCode(service.updateSubscription(ALICE, id, { url: 'https://intranet.example.com/' }), 'url-not-allowed')
+    await rejectsWithCode(service.updateSubscription(ALICE, id, { url: 'https://intranet.example.com/' }),
+      'url-not-allowed')
     await rejectsWithCode(service.updateSubscription(ALICE, id, { events: [] }), 'invalid-events')
-    await rejectsWithCode(service.updateSubscription(ALICE, id, { description: 'x'.repeat(501) }), 'invalid-description')
-    const updated = await service.updateSubscription(ALICE, id, { url: 'https://other.example.com/', events: [PLANT_UPDATED], description: null })
+    await rejectsWithCode(service.updateSubscription(ALICE, id, { description: 'x'.repeat(501) }),
+      'invalid-description')
+    const updated = await service.updateSubscription(ALICE, id,
+      { url: 'https://other.example.com/', events: [PLANT_UPDATED], description: null })
     assert.equal(updated.url, 'https://other.example.com/')
     assert.deepEqual(updated.events, [PLANT_UPDATED])
     assert.equal('description' in updated, false)
@@ -147,12 +160,14 @@ describe('webhook service', () => {
     const created = await service.createSubscription(ALICE, { url: 'https://hooks.example.com/' })
     assert.equal('secret' in await service.getSubscription(ALICE, created.id), false)
     assert.equal('secret' in await service.updateSubscription(ALICE, created.id, { description: 'd' }), false)
-    assert.equal((await service.listSubscriptions(ALICE, { limit: 10 })).subscriptions.some((s) => 'secret' in s), false)
+    assert.equal((await service.listSubscriptions(ALICE, { limit: 10 })).subscriptions.some((s) => 'secret' in s),
+      false)
     assert.deepEqual(await service.getSecret(ALICE, created.id), { secret: created.secret })
     await rejectsWithCode(service.getSecret(BOB, created.id), 'not-found')
     const mine = `whsec_${Buffer.from(Array.from({ length: 40 }, (_, i) => i)).toString('base64')}`
     assert.equal((await service.rotateSecret(ALICE, created.id, mine)).secret, mine)
-    for (const bad of ['whsec_', mine.slice(6), `whsec_${Buffer.alloc(16).toString('base64')}`, `whsec_${Buffer.alloc(65).toString('base64')}`, `${mine}x`]) {
+    for (const bad of ['whsec_', mine.slice(6), `whsec_${Buffer.alloc(16).toString('base64')}`,
+      `whsec_${Buffer.alloc(65).toString('base64')}`, `${mine}x`]) {
       await rejectsWithCode(service.rotateSecret(ALICE, created.id, bad), 'invalid-secret')
     }
     assert.deepEqual(await service.getSecret(ALICE, created.id), { secret: mine })
@@ -169,7 +184,10 @@ describe('webhook service', () => {
       eventTypes: RESOURCE_EVENT_TYPES,
       maxSubscriptions: 200,
       // ALICE is a named token narrowed to webhooks; BOB's scopes are not known (a JWT's).
-      ownerScopes: { owners: [ALICE], missing: (owner, events) => owner === ALICE && events.length > 0 ? PLANTS_READ : undefined }
+      ownerScopes: {
+        owners: [ALICE],
+        missing: (owner, events) => owner === ALICE && events.length > 0 ? PLANTS_READ : undefined
+      }
     })
     const url = 'https://93.184.216.34/hooks'
     const alice = []
@@ -178,14 +196,18 @@ describe('webhook service', () => {
     const bob = await service.createSubscription(BOB, { url, disabled: true })
     const first = await service.pauseUncovered()
     assert.deepEqual(first, alice.map(({ id }, i) => ({ owner: ALICE, id, scope: PLANTS_READ, paused: i !== 0 })))
-    const reason = `Paused: the token that owns it lacks the scope ${PLANTS_READ}, which its events need; enabling it needs that scope`
+    const reason = `Paused: the token that owns it lacks the scope ${PLANTS_READ}, ` +
+      'which its events need; enabling it needs that scope'
     for (const { id } of alice) {
       const view = await service.getSubscription(ALICE, id)
       assert.deepEqual([view.disabled, view.disabledReason], [true, reason])
     }
-    assert.equal((await service.listSubscriptions(ALICE, { limit: 100 })).subscriptions.every(({ disabledReason }) => disabledReason === reason), true)
+    assert.equal(
+      (await service.listSubscriptions(ALICE, { limit: 100 })).subscriptions.every(
+        ({ disabledReason }) => disabledReason === reason), true)
     const bobs = await service.getSubscription(BOB, bob.id)
-    assert.deepEqual([bobs.disabled, bobs.disabledReason], [true, undefined], 'an owner whose scopes are not known keeps no reason')
+    assert.deepEqual([bobs.disabled, bobs.disabledReason], [true, undefined],
+      'an owner whose scopes are not known keeps no reason')
     // At the next start they are reported again, as already paused.
     assert.deepEqual((await service.pauseUncovered()).map(({ paused }) => paused), Array(101).fill(false))
   })

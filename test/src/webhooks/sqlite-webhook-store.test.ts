@@ -10,7 +10,8 @@ import { newWebhookSecret } from '../../../src/webhooks/signing.js'
 import { cleanupStack } from '../../helpers/cleanup.js'
 import { PLANT_CREATED } from '../../helpers/resources.js'
 
-test("SQLite (one process per file): releaseOrphanedLeases gives back a dead process's leased deliveries, due as they were", async (t) => {
+test("SQLite (one process per file): releaseOrphanedLeases gives back a dead process's leased deliveries, " +
+  'due as they were', async (t) => {
   const cleanup = cleanupStack(t)
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-webhooks-'))
   cleanup.after(() => { rmSync(dir, { recursive: true, force: true }) })
@@ -18,9 +19,13 @@ test("SQLite (one process per file): releaseOrphanedLeases gives back a dead pro
   cleanup.after(() => plants.close())
   const store = plants.webhooks
   const now = Date.now()
-  await store.createSubscription({ owner: 'owner', url: 'http://127.0.0.1:9/hook', events: [PLANT_CREATED], disabled: false, secret: newWebhookSecret() }, now)
+  await store.createSubscription({
+    owner: 'owner', url: 'http://127.0.0.1:9/hook', events: [PLANT_CREATED], disabled: false, secret: newWebhookSecret()
+  }, now)
   const at = new Date(now).toISOString()
-  assert.equal(await store.enqueue(resourceEvent(PLANTS, 'created', { id: 1n, name: 'fern', createdAt: at, updatedAt: at }), now), 1)
+  assert.equal(
+    await store.enqueue(resourceEvent(PLANTS, 'created', { id: 1n, name: 'fern', createdAt: at, updatedAt: at }), now),
+    1)
   const claim = { now, leaseMs: 60_000, limit: 10, perSubscription: 10, skipSubscriptions: [] }
   const [dead] = await store.claimDue({ ...claim, lease: 'killed:1' })
   assert.ok(dead !== undefined)

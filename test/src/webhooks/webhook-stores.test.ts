@@ -19,7 +19,13 @@ import { cleanupStack, type Cleanup } from '../../helpers/cleanup.js'
 import { adminQuery, scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
 import { plant } from './store-conformance.js'
 
-const record = { owner: 'a'.repeat(64), url: 'https://hooks.example.com/', events: [...RESOURCE_EVENT_TYPES], disabled: false, secret: 'whsec_c2VjcmV0' }
+const record = {
+  owner: 'a'.repeat(64),
+  url: 'https://hooks.example.com/',
+  events: [...RESOURCE_EVENT_TYPES],
+  disabled: false,
+  secret: 'whsec_c2VjcmV0'
+}
 
 function tempFile (cleanup: Cleanup): string {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-webhook-stores-'))
@@ -82,8 +88,16 @@ test('SQLite: enqueueSqliteEvent joins the transaction of a plant write on the s
   assert.deepEqual([count('plants'), count('webhook_events')], [0n, 0n], 'both rolled back')
   createWithEvent(false)
   assert.deepEqual([count('plants'), count('webhook_events')], [1n, 1n], 'both committed')
-  const [delivery] = await store.claimDue({ lease: 'a', now: Date.now(), leaseMs: 60_000, limit: 10, perSubscription: 10, skipSubscriptions: [] })
-  assert.match(delivery?.payload ?? '', /^\{"type":"plant\.created",.*"data":\{"id":1,/, 'the committed event fans out to a delivery')
+  const [delivery] = await store.claimDue({
+    lease: 'a',
+    now: Date.now(),
+    leaseMs: 60_000,
+    limit: 10,
+    perSubscription: 10,
+    skipSubscriptions: []
+  })
+  assert.match(delivery?.payload ?? '', /^\{"type":"plant\.created",.*"data":\{"id":1,/,
+    'the committed event fans out to a delivery')
   assert.equal(count('webhook_events'), 0n, 'and leaves the outbox')
 })
 
@@ -112,11 +126,13 @@ async function postgresOutbox (t: TestContext): Promise<OutboxUnderTest> {
   cleanup.after(() => plants.close())
   return {
     plants,
-    waiting: async () => (await adminQuery<{ event_type: string }>(`SELECT event_type FROM ${schema}.webhook_events ORDER BY id`)).map((row) => row.event_type)
+    waiting: async () => (await adminQuery<{ event_type: string }>(
+      `SELECT event_type FROM ${schema}.webhook_events ORDER BY id`)).map((row) => row.event_type)
   }
 }
 
-async function eventsOnlyForWantedTypes (t: TestContext, open: (t: TestContext) => Promise<OutboxUnderTest>): Promise<void> {
+async function eventsOnlyForWantedTypes (t: TestContext,
+  open: (t: TestContext) => Promise<OutboxUnderTest>): Promise<void> {
   const { plants, waiting } = await open(t)
   await plants.plants.create({ name: 'Fern' })
   assert.deepEqual(await waiting(), [], 'no subscription: no event')
@@ -127,7 +143,8 @@ async function eventsOnlyForWantedTypes (t: TestContext, open: (t: TestContext) 
   assert.deepEqual(await waiting(), [PLANT_DELETED])
   await plants.webhooks.updateSubscription(record.owner, id, { events: [PLANT_CREATED] }, Date.now())
   await plants.plants.create({ name: 'Ivy' })
-  assert.deepEqual(await waiting(), [PLANT_DELETED, PLANT_CREATED], 'the change of the subscription is seen by the next write')
+  assert.deepEqual(await waiting(), [PLANT_DELETED, PLANT_CREATED],
+    'the change of the subscription is seen by the next write')
   await plants.webhooks.updateSubscription(record.owner, id, { disabled: true }, Date.now())
   await plants.plants.create({ name: 'Moss' })
   assert.deepEqual(await waiting(), [PLANT_DELETED, PLANT_CREATED], 'a disabled subscription asks for nothing')
@@ -144,7 +161,16 @@ async function fanOutOnlyWhenShort (t: TestContext, open: (t: TestContext) => Pr
   assert.match(first?.payload ?? '', /"id":1,/)
   assert.deepEqual(await waiting(), [], 'nothing was due: the event was fanned out')
   // The first delivery fails and is due again at once; a second event arrives.
-  await store.completeDelivery({ id: first?.id ?? 0n, lease: 'a:1', attemptedAt: now, status: 'pending', nextAttemptAt: now, statusCode: 500, disableSubscription: false, failingDisableBefore: 0 })
+  await store.completeDelivery({
+    id: first?.id ?? 0n,
+    lease: 'a:1',
+    attemptedAt: now,
+    status: 'pending',
+    nextAttemptAt: now,
+    statusCode: 500,
+    disableSubscription: false,
+    failingDisableBefore: 0
+  })
   await store.enqueue(resourceEvent(PLANTS, 'created', plant(2n)), now)
   const [retry] = await store.claimDue({ ...claim, lease: 'a:2' })
   assert.equal(retry?.id, first?.id, 'the due retry fills the claim')
@@ -167,7 +193,8 @@ if (TEST_DATABASE_URL !== undefined) {
     await eventsOnlyForWantedTypes(t, postgresOutbox)
   })
 
-  test('PostgreSQL: on a ?schema= database both webhook pools bound a lock wait (the dispatcher\'s and the API\'s)', { timeout: 10_000 }, async (t) => {
+  test('PostgreSQL: on a ?schema= database both webhook pools bound a lock wait (the dispatcher\'s and the ' +
+    'API\'s)', { timeout: 10_000 }, async (t) => {
     const cleanup = cleanupStack(t)
     const { url, schema } = scratchDatabaseUrl(cleanup)
     const plants = await createPostgresStore({ url })
@@ -178,13 +205,17 @@ if (TEST_DATABASE_URL !== undefined) {
     await locker.connect()
     cleanup.after(async () => { await locker.end() })
     await locker.query('BEGIN')
-    await locker.query(`LOCK TABLE ${schema}.webhook_events, ${schema}.webhook_deliveries, ${schema}.webhook_subscriptions IN ACCESS EXCLUSIVE MODE`)
+    await locker.query(`LOCK TABLE ${schema}.webhook_events, ${schema}.webhook_deliveries, ` +
+      `${schema}.webhook_subscriptions IN ACCESS EXCLUSIVE MODE`)
     // Unbounded, both would wait for the lock until the test times out. A lone statement (the claim, the
     // listing) is sent as it is, schema-qualified: the driver's query_timeout bounds it; a transaction's
     // statements also have the server's lock_timeout.
     const bounded = (err: unknown): boolean => ['55P03', '57014'].includes(String((err as { code?: unknown }).code)) ||
       (err instanceof Error && err.message === 'Query read timeout')
-    await assert.rejects(store.claimDue({ lease: 'a:1', now: Date.now(), leaseMs: 60_000, limit: 1, perSubscription: 1, skipSubscriptions: [] }), bounded)
+    await assert.rejects(
+      store.claimDue(
+        { lease: 'a:1', now: Date.now(), leaseMs: 60_000, limit: 1, perSubscription: 1, skipSubscriptions: [] }),
+      bounded)
     await assert.rejects(store.listSubscriptions(record.owner, { limit: 1 }), bounded)
     await locker.query('ROLLBACK')
     assert.deepEqual(await store.listSubscriptions(record.owner, { limit: 1 }), { subscriptions: [], hasMore: false })

@@ -7,13 +7,17 @@ import {
   KNOWN_EVENT_TYPES_TEXT, PLANT_CREATED, PLANT_DELETED, PLANT_UPDATED, RESOURCE_EVENT_TYPES
 } from '../../../helpers/resources.js'
 import { until } from '../../../helpers/webhook-receiver.js'
-import { buildWebhooksApp, deliveriesWhen, OTHER_AUTH, PUBLIC_RECEIVER, SECRET, viewOf, type WebhookBody } from '../../../helpers/webhooks.js'
+import {
+  buildWebhooksApp, deliveriesWhen, OTHER_AUTH, PUBLIC_RECEIVER, SECRET, viewOf,
+  type WebhookBody
+} from '../../../helpers/webhooks.js'
 import type { ResolvedAddress } from '../../../../src/webhooks/url-policy.js'
 
 const post = (payload: unknown, headers: Record<string, string> = AUTH) =>
   ({ method: 'POST' as const, url: '/webhooks', headers, payload: payload as Record<string, unknown> })
 
-const listOf = async (app: FastifyInstance): Promise<unknown> => (await app.inject({ url: '/webhooks', headers: AUTH })).json()
+const listOf = async (app: FastifyInstance): Promise<unknown> => (await app.inject(
+  { url: '/webhooks', headers: AUTH })).json()
 
 /** IP literals only: a host name would need DNS, which tests never use. */
 const NON_PUBLIC = [
@@ -48,12 +52,24 @@ test('a subscription with only a URL: 201, Location, every event type, enabled, 
 test('events are normalised (the canonical order, each once); description and disabled are ' +
   'kept; each subscription has its own id and secret', async (t) => {
   const app = await buildWebhooksApp(t)
-  const res = await app.inject(post({ url: 'http://93.184.216.34:8080/a?b=c', events: [PLANT_DELETED, PLANT_CREATED, PLANT_CREATED], description: 'shop', disabled: true }))
+  const res = await app.inject(post({
+    url: 'http://93.184.216.34:8080/a?b=c',
+    events: [PLANT_DELETED, PLANT_CREATED, PLANT_CREATED],
+    description: 'shop',
+    disabled: true
+  }))
   assert.equal(res.statusCode, 201, res.body)
   const first = res.json<WebhookBody>()
   assert.deepEqual({ url: first.url, events: first.events, description: first.description, disabled: first.disabled },
-    { url: 'http://93.184.216.34:8080/a?b=c', events: [PLANT_CREATED, PLANT_DELETED], description: 'shop', disabled: true })
-  const second = await app.inject(post({ url: PUBLIC_RECEIVER, events: [PLANT_UPDATED], description: '', disabled: false }))
+    {
+      url: 'http://93.184.216.34:8080/a?b=c',
+      events: [PLANT_CREATED, PLANT_DELETED],
+      description: 'shop',
+      disabled: true
+    })
+  const second = await app.inject(post({
+    url: PUBLIC_RECEIVER, events: [PLANT_UPDATED], description: '', disabled: false
+  }))
   assert.equal(second.statusCode, 201)
   assert.equal(second.headers.location, '/webhooks/2')
   const body = second.json<WebhookBody>()
@@ -64,17 +80,23 @@ test('events are normalised (the canonical order, each once); description and di
 test('the URL must be absolute http(s), without credentials, at most 2048 characters: else 400 ' +
   'and nothing is created', async (t) => {
   const app = await buildWebhooksApp(t)
-  for (const url of ['ftp://93.184.216.34/hooks', 'javascript:alert(1)', 'file:///etc/passwd', 'mailto:hooks@example.com']) {
+  for (const url of ['ftp://93.184.216.34/hooks', 'javascript:alert(1)', 'file:///etc/passwd',
+    'mailto:hooks@example.com']) {
     assertError(await app.inject(post({ url })), 400, 'The webhook URL must use http or https')
   }
-  assertError(await app.inject(post({ url: 'https://user:pass@93.184.216.34/hooks' })), 400, 'The webhook URL must not contain credentials')
-  assertError(await app.inject(post({ url: 'https://user@93.184.216.34/hooks' })), 400, 'The webhook URL must not contain credentials')
+  assertError(await app.inject(post({ url: 'https://user:pass@93.184.216.34/hooks' })), 400,
+    'The webhook URL must not contain credentials')
+  assertError(await app.inject(post({ url: 'https://user@93.184.216.34/hooks' })), 400,
+    'The webhook URL must not contain credentials')
   for (const url of ['https://93.184.216.34:0/hooks', 'http://93.184.216.34:00/', 'http://[2606:4700::1111]:0/']) {
     assertError(await app.inject(post({ url })), 400, 'The webhook URL has port 0')
   }
-  for (const url of ['/hooks', 'hooks', '']) assertError(await app.inject(post({ url })), 400, 'body/url must match format "uri"')
+  for (const url of ['/hooks', 'hooks', '']) {
+    assertError(await app.inject(post({ url })), 400, 'body/url must match format "uri"')
+  }
   const base = `${PUBLIC_RECEIVER}/`
-  assertError(await app.inject(post({ url: base + 'a'.repeat(2049 - base.length) })), 400, 'body/url must NOT have more than 2048 characters')
+  assertError(await app.inject(post({ url: base + 'a'.repeat(2049 - base.length) })), 400,
+    'body/url must NOT have more than 2048 characters')
   assertError(await app.inject(post({ url: 5 })), 400, 'body/url must be string')
   assertError(await app.inject(post({})), 400, "body must have property 'url'")
   assert.deepEqual(await listOf(app), [])
@@ -88,7 +110,8 @@ test('a loopback, private, link-local or unique-local address is refused with 40
   const app = await buildWebhooksApp(t)
   for (const [url, range] of NON_PUBLIC) {
     const host = new URL(url).hostname.replace(/^\[|\]$/g, '')
-    assertError(await app.inject(post({ url })), 400, `The webhook host ${host} is a non-public (${range}) address; only public addresses are allowed`)
+    assertError(await app.inject(post({ url })), 400,
+      `The webhook host ${host} is a non-public (${range}) address; only public addresses are allowed`)
   }
   assert.deepEqual(await listOf(app), [])
 
@@ -111,7 +134,9 @@ const fakeDns = async (hostname: string): Promise<ResolvedAddress[]> => {
   }
   if (hostname === 'slow.example.com') return await new Promise<never>(() => {})
   const addresses = table[hostname]
-  if (addresses === undefined) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' })
+  if (addresses === undefined) {
+    throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' })
+  }
   return addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }))
 }
 
@@ -132,18 +157,27 @@ test('a host name is never told what it resolves to: only that it is not allowed
   const res = await app.inject(post({ url: 'https://hooks.example.com/plants' }))
   assert.equal(res.statusCode, 201, res.body)
   // A changed URL is checked the same way.
-  const update = await app.inject({ method: 'PATCH', url: '/webhooks/1', headers: AUTH, payload: { url: 'http://vm/' } })
+  const update = await app.inject({
+    method: 'PATCH',
+    url: '/webhooks/1',
+    headers: AUTH,
+    payload: { url: 'http://vm/' }
+  })
   assertError(update, 400, 'The webhook host vm is not allowed: it must resolve to public addresses only')
-  assertError(await app.inject({ method: 'PATCH', url: '/webhooks/1', headers: AUTH, payload: { url: 'http://slow.example.com/' } }), 400,
-    'The webhook host slow.example.com does not resolve')
+  assertError(await app.inject(
+    { method: 'PATCH', url: '/webhooks/1', headers: AUTH, payload: { url: 'http://slow.example.com/' } }), 400,
+  'The webhook host slow.example.com does not resolve')
 })
 
 test('events: an unknown type, none, or not a list of strings is a 400', async (t) => {
   const app = await buildWebhooksApp(t)
   const known = KNOWN_EVENT_TYPES_TEXT
-  assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: ['plant.moved'] })), 400, `body/events/0 must be one of ${known}`)
-  assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: [PLANT_CREATED, 'Plant.Created'] })), 400, `body/events/1 must be one of ${known}`)
-  assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: [] })), 400, 'body/events must NOT have fewer than 1 items')
+  assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: ['plant.moved'] })), 400,
+    `body/events/0 must be one of ${known}`)
+  assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: [PLANT_CREATED, 'Plant.Created'] })), 400,
+    `body/events/1 must be one of ${known}`)
+  assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: [] })), 400,
+    'body/events must NOT have fewer than 1 items')
   assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: PLANT_CREATED })), 400, 'body/events must be array')
   assertError(await app.inject(post({ url: PUBLIC_RECEIVER, events: null })), 400, 'body/events must be array')
   assert.deepEqual(await listOf(app), [])
@@ -153,17 +187,22 @@ test('an unknown field (a secret or an id included) is a 400 that names it; desc
   'disabled are checked', async (t) => {
   const app = await buildWebhooksApp(t)
   for (const field of ['secret', 'id', 'createdAt', 'colour']) {
-    assertError(await app.inject(post({ url: PUBLIC_RECEIVER, [field]: 'x' })), 400, `body has unknown property '${field}'`)
+    assertError(await app.inject(post({ url: PUBLIC_RECEIVER, [field]: 'x' })), 400,
+      `body has unknown property '${field}'`)
   }
-  assertError(await app.inject(post({ url: PUBLIC_RECEIVER, description: 'd'.repeat(501) })), 400, 'body/description must NOT have more than 500 characters')
+  assertError(await app.inject(post({ url: PUBLIC_RECEIVER, description: 'd'.repeat(501) })), 400,
+    'body/description must NOT have more than 500 characters')
   assertError(await app.inject(post({ url: PUBLIC_RECEIVER, description: 'a\u0000b' })), 400,
     'body/description must not contain NUL (U+0000) or unpaired UTF-16 surrogates (U+D800 to U+DFFF)')
-  assertError(await app.inject(post({ url: PUBLIC_RECEIVER, description: null })), 400, 'body/description must be string')
+  assertError(await app.inject(post({ url: PUBLIC_RECEIVER, description: null })), 400,
+    'body/description must be string')
   assertError(await app.inject(post({ url: PUBLIC_RECEIVER, disabled: 'yes' })), 400, 'body/disabled must be boolean')
   assertError(await app.inject(post([PUBLIC_RECEIVER])), 400, 'body must be object')
   // A member named twice (I-JSON): the URL checked must be the only one sent.
-  assertError(await app.inject(post(`{"url":"${PUBLIC_RECEIVER}","url":"http://127.0.0.1/"}`, { ...AUTH, 'content-type': 'application/json' })), 400,
-    'body has the member "url" more than once: member names must be unique (I-JSON, RFC 7493)')
+  assertError(await app.inject(
+    post(`{"url":"${PUBLIC_RECEIVER}","url":"http://127.0.0.1/"}`, { ...AUTH, 'content-type': 'application/json' })),
+  400,
+  'body has the member "url" more than once: member names must be unique (I-JSON, RFC 7493)')
   assert.deepEqual(await listOf(app), [])
   const longest = await app.inject(post({ url: PUBLIC_RECEIVER, description: 'd'.repeat(500) }))
   assert.equal(longest.statusCode, 201)
@@ -176,18 +215,21 @@ test('at most WEBHOOK_MAX_SUBSCRIPTIONS per token (25 by default): one more is a
   const refused = await app.inject(post({ url: PUBLIC_RECEIVER }))
   assertError(refused, 409, 'This token already has 2 webhook subscriptions, the most allowed: delete one first')
   assert.equal(refused.headers['content-type'], JSON_TYPE)
-  assert.equal((await app.inject(post({ url: PUBLIC_RECEIVER }, OTHER_AUTH))).statusCode, 201, 'each token has a limit of its own')
+  assert.equal((await app.inject(post({ url: PUBLIC_RECEIVER }, OTHER_AUTH))).statusCode, 201,
+    'each token has a limit of its own')
   assert.equal((await app.inject({ method: 'DELETE', url: '/webhooks/1', headers: AUTH })).statusCode, 204)
   assert.equal((await app.inject(post({ url: PUBLIC_RECEIVER }))).statusCode, 201)
   const byDefault = await buildWebhooksApp(t)
   for (let i = 0; i < 25; i++) assert.equal((await byDefault.inject(post({ url: PUBLIC_RECEIVER }))).statusCode, 201)
-  assertError(await byDefault.inject(post({ url: PUBLIC_RECEIVER })), 409, 'This token already has 25 webhook subscriptions, the most allowed: delete one first')
+  assertError(await byDefault.inject(post({ url: PUBLIC_RECEIVER })), 409,
+    'This token already has 25 webhook subscriptions, the most allowed: delete one first')
 })
 
 test('without a valid token: 401 and nothing is created', async (t) => {
   const app = await buildWebhooksApp(t)
   assertError(await app.inject(post({ url: PUBLIC_RECEIVER }, {})), 401, /authorization/i)
-  const wrong = await app.inject(post({ url: PUBLIC_RECEIVER }, { authorization: 'Bearer not-a-configured-token-0123456789abcdef' }))
+  const wrong = await app.inject(
+    post({ url: PUBLIC_RECEIVER }, { authorization: 'Bearer not-a-configured-token-0123456789abcdef' }))
   assertError(wrong, 401, /invalid/i)
   assert.equal(wrong.headers['www-authenticate'], 'Bearer')
   assert.deepEqual(await listOf(app), [])

@@ -19,7 +19,8 @@ const bearer = (token: string): Record<string, string> => ({ authorization: `Bea
 function assertNeedsRead (res: Awaited<ReturnType<FastifyInstance['inject']>>, label: string): void {
   assert.equal(res.statusCode, 403, label)
   assert.equal(res.headers['www-authenticate'], `Bearer error="insufficient_scope", scope="${PLANTS_READ}"`, label)
-  assert.deepEqual(res.json(), { error: 403, message: `This token lacks the scope ${PLANTS_READ}, which this operation needs` }, label)
+  assert.deepEqual(res.json(),
+    { error: 403, message: `This token lacks the scope ${PLANTS_READ}, which this operation needs` }, label)
 }
 
 test('subscribing to plant events needs plants:read (or plants:write): webhooks alone is a 403 ' +
@@ -30,14 +31,31 @@ test('subscribing to plant events needs plants:read (or plants:write): webhooks 
   const writer = scopedToken('writer', ['webhooks', ...WRITE_SCOPES])
   const app = await buildTestApp(t, { API_TOKENS_FILE: tokensFile([integrator, reader, writer]) })
   for (const events of [undefined, [PLANT_CREATED], [PLANT_DELETED, PLANT_UPDATED]]) {
-    const res = await app.inject({ method: 'POST', url: '/webhooks', headers: bearer(integrator.token), payload: { url: PUBLIC_RECEIVER, ...(events !== undefined && { events }) } })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/webhooks',
+      headers: bearer(integrator.token),
+      payload: { url: PUBLIC_RECEIVER, ...(events !== undefined && { events }) }
+    })
     assertNeedsRead(res, JSON.stringify(events))
   }
   assert.deepEqual((await app.inject({ url: '/webhooks', headers: bearer(integrator.token) })).json(), [])
   // An unknown event type stays a 400, whatever the scopes.
-  assert.equal((await app.inject({ method: 'POST', url: '/webhooks', headers: bearer(integrator.token), payload: { url: PUBLIC_RECEIVER, events: ['plant.eaten'] } })).statusCode, 400)
+  assert.equal(
+    (await app.inject(
+      {
+        method: 'POST',
+        url: '/webhooks',
+        headers: bearer(integrator.token),
+        payload: { url: PUBLIC_RECEIVER, events: ['plant.eaten'] }
+      })).statusCode, 400)
   for (const token of [reader, writer]) {
-    const res = await app.inject({ method: 'POST', url: '/webhooks', headers: bearer(token.token), payload: { url: PUBLIC_RECEIVER } })
+    const res = await app.inject({
+      method: 'POST',
+      url: '/webhooks',
+      headers: bearer(token.token),
+      payload: { url: PUBLIC_RECEIVER }
+    })
     assert.equal(res.statusCode, 201, token.name)
   }
 })
@@ -55,7 +73,9 @@ test('changing the event list needs the read scope again; deliveries already rec
   const app = await buildTestApp(t, { OIDC_ISSUER: op.issuer, OIDC_AUDIENCE: AUDIENCE })
   const full = bearer(await op.token('admin'))
   const narrow = bearer(await op.token('admin', 'webhooks'))
-  const created = await app.inject({ method: 'POST', url: '/webhooks', headers: full, payload: { url: PUBLIC_RECEIVER, events: [PLANT_CREATED] } })
+  const created = await app.inject({
+    method: 'POST', url: '/webhooks', headers: full, payload: { url: PUBLIC_RECEIVER, events: [PLANT_CREATED] }
+  })
   assert.equal(created.statusCode, 201)
   const { id } = created.json<WebhookBody>()
 
@@ -63,15 +83,23 @@ test('changing the event list needs the read scope again; deliveries already rec
     const res = await app.inject({ method: 'PATCH', url: `/webhooks/${id}`, headers: narrow, payload: { events } })
     assertNeedsRead(res, JSON.stringify(events))
   }
-  const other = await app.inject({ method: 'PATCH', url: `/webhooks/${id}`, headers: narrow, payload: { description: 'no event change' } })
+  const other = await app.inject({
+    method: 'PATCH',
+    url: `/webhooks/${id}`,
+    headers: narrow,
+    payload: { description: 'no event change' }
+  })
   assert.equal(other.statusCode, 200, 'a change that leaves the event list alone needs webhooks only')
   assert.deepEqual(other.json<WebhookBody>().events, [PLANT_CREATED])
-  const widened = await app.inject({ method: 'PATCH', url: `/webhooks/${id}`, headers: full, payload: { events: [PLANT_CREATED, PLANT_DELETED] } })
+  const widened = await app.inject({
+    method: 'PATCH', url: `/webhooks/${id}`, headers: full, payload: { events: [PLANT_CREATED, PLANT_DELETED] }
+  })
   assert.equal(widened.statusCode, 200)
 
   // A delivery recorded for the subscription: its owner reads it (with the read scope, issue 55); another
   // caller, whatever its scopes, finds nothing.
-  assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: full, payload: { name: 'Fern' } })).statusCode, 201)
+  assert.equal(
+    (await app.inject({ method: 'POST', url: '/plants', headers: full, payload: { name: 'Fern' } })).statusCode, 201)
   const [delivery] = await deliveriesWhen(app, id, (deliveries) => deliveries.length === 1, narrow)
   assert.ok(delivery !== undefined)
   const own = await app.inject({ url: `/webhooks/${id}/deliveries/${delivery.id}`, headers: full })
@@ -93,15 +121,32 @@ interface Inject { method: 'GET' | 'HEAD' | 'PATCH' | 'POST', url: string, paylo
  */
 const exposing = (id: number, deliveryId: number): Array<{ label: string, request: Inject, status: number }> => [
   { label: 'a delivery', request: { method: 'GET', url: `/webhooks/${id}/deliveries/${deliveryId}` }, status: 200 },
-  { label: 'a delivery (HEAD)', request: { method: 'HEAD', url: `/webhooks/${id}/deliveries/${deliveryId}` }, status: 200 },
-  { label: 'a new URL', request: { method: 'PATCH', url: `/webhooks/${id}`, payload: { url: 'https://93.184.216.35/moved' } }, status: 200 },
-  { label: 'enabling it', request: { method: 'PATCH', url: `/webhooks/${id}`, payload: { disabled: false } }, status: 200 },
+  {
+    label: 'a delivery (HEAD)',
+    request: { method: 'HEAD', url: `/webhooks/${id}/deliveries/${deliveryId}` },
+    status: 200
+  },
+  {
+    label: 'a new URL',
+    request: { method: 'PATCH', url: `/webhooks/${id}`, payload: { url: 'https://93.184.216.35/moved' } },
+    status: 200
+  },
+  {
+    label: 'enabling it',
+    request: { method: 'PATCH', url: `/webhooks/${id}`, payload: { disabled: false } },
+    status: 200
+  },
   { label: 'a retry', request: { method: 'POST', url: `/webhooks/${id}/deliveries/${deliveryId}/retry` }, status: 202 },
-  { label: 'a recovery', request: { method: 'POST', url: `/webhooks/${id}/recover`, payload: { since: '2000-01-01T00:00:00Z' } }, status: 202 },
+  {
+    label: 'a recovery',
+    request: { method: 'POST', url: `/webhooks/${id}/recover`, payload: { since: '2000-01-01T00:00:00Z' } },
+    status: 202
+  },
   { label: 'a test event', request: { method: 'POST', url: `/webhooks/${id}/test` }, status: 200 }
 ]
 
-async function assertExposuresNeedRead (app: FastifyInstance, id: number, deliveryId: number, headers: Record<string, string>): Promise<void> {
+async function assertExposuresNeedRead (app: FastifyInstance, id: number, deliveryId: number,
+  headers: Record<string, string>): Promise<void> {
   const before = (await app.inject({ url: `/webhooks/${id}`, headers })).json<WebhookBody>()
   for (const { label, request } of exposing(id, deliveryId)) {
     const res = await app.inject({ ...request, headers })
@@ -114,19 +159,28 @@ async function assertExposuresNeedRead (app: FastifyInstance, id: number, delive
   assert.deepEqual(after, before, 'nothing changed: not the URL, not whether it is enabled')
 }
 
-test('a token of the same principal with webhooks only cannot read, redirect, retry, recover or test a subscription\'s events: 403 naming the scope', async (t) => {
+test('a token of the same principal with webhooks only cannot read, redirect, retry, recover or test a ' +
+  'subscription\'s events: 403 naming the scope', async (t) => {
   const op = await provider(t)
   const app = await buildTestApp(t, { OIDC_ISSUER: op.issuer, OIDC_AUDIENCE: AUDIENCE })
   const full = bearer(await op.token('admin'))
   const narrow = bearer(await op.token('admin', 'webhooks'))
-  const created = await app.inject({ method: 'POST', url: '/webhooks', headers: full, payload: { url: PUBLIC_RECEIVER } })
+  const created = await app.inject({
+    method: 'POST',
+    url: '/webhooks',
+    headers: full,
+    payload: { url: PUBLIC_RECEIVER }
+  })
   assert.equal(created.statusCode, 201)
   const { id } = created.json<WebhookBody>()
-  assert.equal((await app.inject({ method: 'POST', url: '/plants', headers: full, payload: { name: 'Fern' } })).statusCode, 201)
+  assert.equal(
+    (await app.inject({ method: 'POST', url: '/plants', headers: full, payload: { name: 'Fern' } })).statusCode, 201)
   const [delivery] = await deliveriesWhen(app, id, (deliveries) => deliveries.length === 1, narrow)
   assert.ok(delivery !== undefined)
   // What tells nothing of the events stays with webhooks alone: the subscription, its delivery list, pausing it.
-  assert.equal((await app.inject({ method: 'PATCH', url: `/webhooks/${id}`, headers: narrow, payload: { disabled: true } })).statusCode, 200)
+  assert.equal(
+    (await app.inject(
+      { method: 'PATCH', url: `/webhooks/${id}`, headers: narrow, payload: { disabled: true } })).statusCode, 200)
   await assertExposuresNeedRead(app, id, Number(delivery.id), narrow)
   // Another principal, whatever its scopes, finds nothing to be refused: 404 first.
   const stranger = bearer(TOKEN)
@@ -138,41 +192,64 @@ test('a token of the same principal with webhooks only cannot read, redirect, re
     const res = await app.inject({ ...request, headers: full })
     assert.equal(res.statusCode, status, `${label}: ${res.body}`)
   }
-  assert.equal((await app.inject({ url: `/webhooks/${id}`, headers: narrow })).json<WebhookBody>().url, 'https://93.184.216.35/moved')
+  assert.equal((await app.inject({ url: `/webhooks/${id}`, headers: narrow })).json<WebhookBody>().url,
+    'https://93.184.216.35/moved')
 })
 
 test('a named token narrowed since its subscriptions were made: after the restart they are ' +
   'paused, say why, and cannot be read through', async (t) => {
   const cleanup = cleanupStack(t)
-  const database = process.env.TEST_APP_STORE === 'postgres' ? scratchDatabaseUrl(cleanup).url : tempDatabaseFile(cleanup)
+  const database = process.env.TEST_APP_STORE === 'postgres'
+    ? scratchDatabaseUrl(cleanup).url
+    : tempDatabaseFile(
+      cleanup)
   const integrator = scopedToken('integrator', ['webhooks', ...READ_SCOPES])
   const narrowed = { ...integrator, scopes: ['webhooks' as const] }
   const auth = bearer(integrator.token)
   const start = async (tokens: ReturnType<typeof scopedToken>, log?: ReturnType<typeof captureLog>) =>
-    await buildTestApp(cleanup, { DATABASE_URL: database, API_TOKENS: TOKEN, API_TOKENS_FILE: tokensFile([tokens]), ...(log !== undefined && { LOG_LEVEL: 'warn' }) },
-      log === undefined ? {} : { logStream: log.stream })
+    await buildTestApp(cleanup, {
+      DATABASE_URL: database,
+      API_TOKENS: TOKEN,
+      API_TOKENS_FILE: tokensFile([tokens]),
+      ...(log !== undefined && { LOG_LEVEL: 'warn' })
+    },
+    log === undefined ? {} : { logStream: log.stream })
 
   const first = await start(integrator)
-  const created = await first.inject({ method: 'POST', url: '/webhooks', headers: auth, payload: { url: PUBLIC_RECEIVER } })
+  const created = await first.inject({
+    method: 'POST',
+    url: '/webhooks',
+    headers: auth,
+    payload: { url: PUBLIC_RECEIVER }
+  })
   assert.equal(created.statusCode, 201)
   const { id } = created.json<WebhookBody>()
-  assert.equal((await first.inject({ method: 'POST', url: '/plants', headers: bearer(TOKEN), payload: { name: 'Fern' } })).statusCode, 201)
+  assert.equal(
+    (await first.inject(
+      { method: 'POST', url: '/plants', headers: bearer(TOKEN), payload: { name: 'Fern' } })).statusCode, 201)
   const [delivery] = await deliveriesWhen(first, id, (deliveries) => deliveries.length === 1, auth)
   assert.ok(delivery !== undefined)
   await first.close()
 
   const log = captureLog()
   const second = await start(narrowed, log)
-  const reason = `Paused: the token that owns it lacks the scope ${PLANTS_READ}, which its events need; enabling it needs that scope`
-  const paused = (await second.inject({ url: `/webhooks/${id}`, headers: auth })).json<WebhookBody & { disabledReason?: string }>()
+  const reason = `Paused: the token that owns it lacks the scope ${PLANTS_READ}, ` +
+    'which its events need; enabling it needs that scope'
+  const paused = (await second.inject(
+    { url: `/webhooks/${id}`, headers: auth })).json<WebhookBody & { disabledReason?: string }>()
   assert.deepEqual([paused.disabled, paused.disabledReason], [true, reason])
   assert.deepEqual((await second.inject({ url: '/webhooks', headers: auth })).json<unknown[]>(), [paused])
   const lines = log.text().split('\n').filter((line) => line.includes('webhook subscription paused'))
   assert.equal(lines.length, 1, log.text())
-  assert.deepEqual(JSON.parse(lines[0] ?? '{}').webhook, { subscriptionId: String(id), owner: 'token:integrator', scope: PLANTS_READ })
+  assert.deepEqual(JSON.parse(lines[0] ?? '{}').webhook,
+    { subscriptionId: String(id), owner: 'token:integrator', scope: PLANTS_READ })
   // It receives nothing more: a new plant's event is not its.
-  assert.equal((await second.inject({ method: 'POST', url: '/plants', headers: bearer(TOKEN), payload: { name: 'Ivy' } })).statusCode, 201)
-  assert.deepEqual((await second.inject({ url: `/webhooks/${id}/deliveries`, headers: auth })).json<Array<{ id: number }>>().map(({ id }) => id), [delivery.id])
+  assert.equal(
+    (await second.inject(
+      { method: 'POST', url: '/plants', headers: bearer(TOKEN), payload: { name: 'Ivy' } })).statusCode, 201)
+  assert.deepEqual(
+    (await second.inject({ url: `/webhooks/${id}/deliveries`, headers: auth })).json<Array<{ id: number }>>().map(
+      ({ id }) => id), [delivery.id])
   await assertExposuresNeedRead(second, id, Number(delivery.id), auth)
   await second.close()
   // Started again as narrow: still paused, and the log says so again.
@@ -180,14 +257,20 @@ test('a named token narrowed since its subscriptions were made: after the restar
   const again = await start(narrowed, againLog)
   assert.deepEqual((await again.inject({ url: `/webhooks/${id}`, headers: auth })).json(), paused)
   const stillPaused = againLog.text().split('\n').filter((line) => line.includes('webhook subscription stays paused'))
-  assert.deepEqual(stillPaused.map((line) => JSON.parse(line).webhook), [{ subscriptionId: String(id), owner: 'token:integrator', scope: PLANTS_READ }])
+  assert.deepEqual(stillPaused.map((line) => JSON.parse(line).webhook),
+    [{ subscriptionId: String(id), owner: 'token:integrator', scope: PLANTS_READ }])
   await again.close()
 
   // Its scopes given back: no reason any more; the owner enables it, and it receives again.
   const third = await start(integrator)
-  const restored = (await third.inject({ url: `/webhooks/${id}`, headers: auth })).json<WebhookBody & { disabledReason?: string }>()
+  const restored = (await third.inject(
+    { url: `/webhooks/${id}`, headers: auth })).json<WebhookBody & { disabledReason?: string }>()
   assert.deepEqual([restored.disabled, restored.disabledReason], [true, undefined])
-  assert.equal((await third.inject({ method: 'PATCH', url: `/webhooks/${id}`, headers: auth, payload: { disabled: false } })).statusCode, 200)
-  assert.equal((await third.inject({ method: 'POST', url: '/plants', headers: bearer(TOKEN), payload: { name: 'Moss' } })).statusCode, 201)
+  assert.equal(
+    (await third.inject(
+      { method: 'PATCH', url: `/webhooks/${id}`, headers: auth, payload: { disabled: false } })).statusCode, 200)
+  assert.equal(
+    (await third.inject(
+      { method: 'POST', url: '/plants', headers: bearer(TOKEN), payload: { name: 'Moss' } })).statusCode, 201)
   await deliveriesWhen(third, id, (deliveries) => deliveries.length === 2, auth)
 })

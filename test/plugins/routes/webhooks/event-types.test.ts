@@ -10,7 +10,8 @@ import { buildWebhooksApp, createWebhook } from '../../../helpers/webhooks.js'
 
 interface Entry { type: string, description: string, schema: Record<string, unknown> }
 
-test('event-types: every type with its description and body schema; real bodies validate against them (receiver on 127.0.0.1)', async (t) => {
+test('event-types: every type with its description and body schema; real bodies validate against them ' +
+  '(receiver on 127.0.0.1)', async (t) => {
   const receiver = await startReceiver(t)
   const app = await buildWebhooksApp(t, { WEBHOOK_ALLOW_PRIVATE_URLS: '1' })
   const res = await app.inject({ url: '/webhooks/event-types', headers: AUTH })
@@ -34,7 +35,8 @@ test('event-types: every type with its description and body schema; real bodies 
     const validate = validators.get(body.type)
     assert.ok(validate !== undefined, body.type)
     assert.equal(validate(body), true, JSON.stringify(validate.errors))
-    assert.equal(validators.get(body.type === 'webhook.test' ? PLANT_CREATED : 'webhook.test')?.(body), false, 'each schema is its own type\'s')
+    assert.equal(validators.get(body.type === 'webhook.test' ? PLANT_CREATED : 'webhook.test')?.(body), false,
+      'each schema is its own type\'s')
   }
   assertError(await app.inject({ url: '/webhooks/event-types' }), 401, /authorization/i)
 })

@@ -4,7 +4,10 @@ import type { FastifyInstance } from 'fastify'
 import { AUTH } from '../../../helpers/app.js'
 import { assertError, createPlant, JSON_TYPE } from '../../../helpers/plants.js'
 import { startReceiver } from '../../../helpers/webhook-receiver.js'
-import { buildWebhooksApp, createWebhook, deliveriesWhen, OTHER_AUTH, type DeliveryBody } from '../../../helpers/webhooks.js'
+import {
+  buildWebhooksApp, createWebhook, deliveriesWhen, OTHER_AUTH,
+  type DeliveryBody
+} from '../../../helpers/webhooks.js'
 import { PLANT_CREATED, PLANT_DELETED } from '../../../helpers/resources.js'
 
 interface DetailBody extends DeliveryBody {
@@ -13,10 +16,12 @@ interface DetailBody extends DeliveryBody {
   attemptLog: Array<{ at: string, durationMs: number, statusCode?: number, error?: string, responseBody?: string }>
 }
 
-const getDelivery = (app: FastifyInstance, id: number | string, deliveryId: number | string, headers: Record<string, string> = AUTH) =>
+const getDelivery = (app: FastifyInstance, id: number | string, deliveryId: number | string,
+  headers: Record<string, string> = AUTH) =>
   app.inject({ url: `/webhooks/${id}/deliveries/${deliveryId}`, headers })
 
-test('a delivery with its event as sent and every attempt: status or error, duration, the first 1 KiB of the answer (receiver on 127.0.0.1)', async (t) => {
+test('a delivery with its event as sent and every attempt: status or error, duration, the first 1 KiB of ' +
+  'the answer (receiver on 127.0.0.1)', async (t) => {
   const receiver = await startReceiver(t)
   const long = 'é'.repeat(600)
   let answers = 0
@@ -46,8 +51,19 @@ test('a delivery with its event as sent and every attempt: status or error, dura
   const [failed, succeeded] = attemptLog
   assert.ok(failed !== undefined && succeeded !== undefined)
   // 1024 bytes of two-byte characters: 512 of them.
-  assert.deepEqual({ ...failed, at: '', durationMs: 0 }, { at: '', durationMs: 0, statusCode: 503, error: 'the receiver answered 503', responseBody: 'é'.repeat(512) })
-  assert.deepEqual({ ...succeeded, at: '', durationMs: 0 }, { at: '', durationMs: 0, statusCode: 200, responseBody: '{"ok":true}' })
+  assert.deepEqual({ ...failed, at: '', durationMs: 0 }, {
+    at: '',
+    durationMs: 0,
+    statusCode: 503,
+    error: 'the receiver answered 503',
+    responseBody: 'é'.repeat(512)
+  })
+  assert.deepEqual({ ...succeeded, at: '', durationMs: 0 }, {
+    at: '',
+    durationMs: 0,
+    statusCode: 200,
+    responseBody: '{"ok":true}'
+  })
   assert.equal(succeeded.at, delivery.lastAttemptAt)
   assert.ok(failed.at <= succeeded.at && failed.durationMs >= 0 && Number.isInteger(succeeded.durationMs))
 })
@@ -77,18 +93,25 @@ test('the list filters by status and eventType, and its Link keeps the filters',
   const list = async (query: string): Promise<{ kinds: string[], link: string | undefined }> => {
     const res = await app.inject({ url: `/webhooks/1/deliveries${query}`, headers: AUTH })
     assert.equal(res.statusCode, 200, res.body)
-    return { kinds: res.json<DeliveryBody[]>().map((delivery) => `${delivery.eventType} ${delivery.status}`), link: res.headers.link as string | undefined }
+    return {
+      kinds: res.json<DeliveryBody[]>().map((delivery) => `${delivery.eventType} ${delivery.status}`),
+      link: res.headers.link as string | undefined
+    }
   }
   assert.deepEqual((await list('?status=failed')).kinds, [`${PLANT_DELETED} failed`])
   assert.deepEqual((await list(`?eventType=${PLANT_CREATED}&status=failed`)).kinds, [])
   const page = await list(`?eventType=${PLANT_CREATED}&limit=2`)
   assert.deepEqual(page.kinds, [`${PLANT_CREATED} succeeded`, `${PLANT_CREATED} succeeded`])
-  assert.match(page.link ?? '', /^<\/webhooks\/1\/deliveries\?limit=2&eventType=plant\.created&before=\d+>; rel="next"$/)
-  assertError(await app.inject({ url: '/webhooks/1/deliveries?status=done', headers: AUTH }), 400, /^querystring\/status/)
-  assertError(await app.inject({ url: '/webhooks/1/deliveries?eventType=plant.moved', headers: AUTH }), 400, /^querystring\/eventType/)
+  assert.match(page.link ?? '',
+    /^<\/webhooks\/1\/deliveries\?limit=2&eventType=plant\.created&before=\d+>; rel="next"$/)
+  assertError(await app.inject({ url: '/webhooks/1/deliveries?status=done', headers: AUTH }), 400,
+    /^querystring\/status/)
+  assertError(await app.inject({ url: '/webhooks/1/deliveries?eventType=plant.moved', headers: AUTH }), 400,
+    /^querystring\/eventType/)
 })
 
-test('another token\'s, another subscription\'s or a missing delivery: 404; malformed ids: 400; no token: 401', async (t) => {
+test('another token\'s, another subscription\'s or a missing delivery: 404; malformed ids: 400; no token: ' +
+  '401', async (t) => {
   const app = await buildWebhooksApp(t)
   await createWebhook(app)
   await createWebhook(app)

@@ -5,9 +5,11 @@ import { assertError, JSON_TYPE } from '../../../helpers/plants.js'
 import { buildWebhooksApp, createWebhook, OTHER_AUTH } from '../../../helpers/webhooks.js'
 import { PLANT_UPDATED } from '../../../helpers/resources.js'
 
-test('GET /webhooks/{id}: the subscription as created without its secret, which GET …/secret answers; HEAD: the same without a body', async (t) => {
+test('GET /webhooks/{id}: the subscription as created without its secret, which GET …/secret answers; ' +
+  'HEAD: the same without a body', async (t) => {
   const app = await buildWebhooksApp(t)
-  const created = await createWebhook(app, { url: 'https://93.184.216.34/x', events: [PLANT_UPDATED], description: 'd' })
+  const created = await createWebhook(app,
+    { url: 'https://93.184.216.34/x', events: [PLANT_UPDATED], description: 'd' })
   const res = await app.inject({ url: '/webhooks/1', headers: AUTH })
   assert.equal(res.statusCode, 200)
   assert.equal(res.headers['content-type'], JSON_TYPE)

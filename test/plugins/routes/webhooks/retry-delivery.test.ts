@@ -4,10 +4,14 @@ import type { FastifyInstance } from 'fastify'
 import { AUTH } from '../../../helpers/app.js'
 import { assertError, createPlant, JSON_TYPE } from '../../../helpers/plants.js'
 import { startReceiver } from '../../../helpers/webhook-receiver.js'
-import { buildWebhooksApp, createWebhook, deliveriesWhen, OTHER_AUTH, type DeliveryBody } from '../../../helpers/webhooks.js'
+import {
+  buildWebhooksApp, createWebhook, deliveriesWhen, OTHER_AUTH,
+  type DeliveryBody
+} from '../../../helpers/webhooks.js'
 import { PLANT_CREATED, PLANT_DELETED } from '../../../helpers/resources.js'
 
-const retry = (app: FastifyInstance, id: number | string, deliveryId: number | string, headers: Record<string, string> = AUTH) =>
+const retry = (app: FastifyInstance, id: number | string, deliveryId: number | string,
+  headers: Record<string, string> = AUTH) =>
   app.inject({ method: 'POST', url: `/webhooks/${id}/deliveries/${deliveryId}/retry`, headers })
 
 test('retry: 202 with the delivery due now, and it is attempted again at once, not on the schedule', async (t) => {
@@ -29,7 +33,8 @@ test('retry: 202 with the delivery due now, and it is attempted again at once, n
   assert.deepEqual([again?.status, again?.attempts, again?.nextAttemptAt], ['failed', 2, undefined])
 })
 
-test('a failed delivery gets one more attempt, to the same receiver with the same webhook-id (receiver on 127.0.0.1)', async (t) => {
+test('a failed delivery gets one more attempt, to the same receiver with the same webhook-id (receiver on ' +
+  '127.0.0.1)', async (t) => {
   const receiver = await startReceiver(t)
   receiver.respond((_request, res) => { res.writeHead(500).end() })
   const app = await buildWebhooksApp(t, { WEBHOOK_ALLOW_PRIVATE_URLS: '1', WEBHOOK_RETRY_SCHEDULE: 'none' })
@@ -78,7 +83,12 @@ test('malformed ids or a body are 400s; without a token, 401', async (t) => {
   await createWebhook(app)
   assertError(await retry(app, 'x', 1), 400, 'params/id must match format "int64"')
   assertError(await retry(app, 1, 'x'), 400, 'params/deliveryId must match format "int64"')
-  const withBody = await app.inject({ method: 'POST', url: '/webhooks/1/deliveries/1/retry', headers: AUTH, payload: {} })
+  const withBody = await app.inject({
+    method: 'POST',
+    url: '/webhooks/1/deliveries/1/retry',
+    headers: AUTH,
+    payload: {}
+  })
   assertError(withBody, 400, 'POST /webhooks/{id}/deliveries/{deliveryId}/retry takes no request body')
   assertError(await retry(app, 1, 1, {}), 401, /authorization/i)
 })
