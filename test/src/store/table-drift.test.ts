@@ -91,8 +91,8 @@ for (const { name, types, database } of stores) {
       ['added the declared nullable column jars.note'])
     assert.deepEqual(await after.jars.get(1n), old)
     await after.jars.create({ name: 'honey', note: 'sweet' })
-    assert.deepEqual((await after.jars.list({ limit: 10, note: 'sweet' })).items.map((jar) => (jar as { id: bigint }).id),
-      [2n])
+    const sweet = await after.jars.list({ limit: 10, note: 'sweet' })
+    assert.deepEqual(sweet.items.map((jar) => (jar as { id: bigint }).id), [2n])
     await after.close()
     const again = await open(WITH_NOTE)
     assert.equal(again.migration.addedColumns, undefined)
