@@ -1,7 +1,7 @@
 import { StoreOpenError, subscriptionLimit } from '../lib/errors.js'
 import {
-  activeSecrets, afterRotation, attemptTexts, toDelivery, toDeliveryDetail, toSubscription, type AttemptRow,
-  type DeliveryDetailRow, type DeliveryRow
+  activeSecrets, afterRotation, attemptTexts, flag, toDelivery, toDeliveryDetail, toSubscription, type AttemptRow,
+  type DeliveryDetailRow, type DeliveryRow, type Int, type SubscriptionRow
 } from '../webhooks/rows.js'
 import type {
   CompletionResult, DeliveryCompletion, WebhookStore, WebhookSubscription
@@ -198,31 +198,8 @@ export function checkWebhookSchema (version: number, required: number): void {
   }
 }
 
-type Int = bigint | number
-
-/** A boolean as either driver reads it: SQLite's 0 and 1, PostgreSQL's boolean. */
-export const flag = (value: unknown): boolean => value === true || value === 1n || value === 1
-
-interface StoredSubscription {
-  id: bigint
-  url: string
-  events: string | string[]
-  description: string | null
-  disabled: unknown
-  secret: string
-  previous_secrets: string
-  created_at: Int
-  updated_at: Int
-}
-
-const subscription = (stored: StoredSubscription): WebhookSubscription => toSubscription({
-  ...stored,
-  events: Array.isArray(stored.events) ? stored.events : stored.events.split(' ').filter((name) => name !== ''),
-  disabled: flag(stored.disabled)
-})
-
-const maybe = (stored: StoredSubscription | undefined): WebhookSubscription | undefined =>
-  stored === undefined ? undefined : subscription(stored)
+const maybe = (stored: SubscriptionRow | undefined): WebhookSubscription | undefined =>
+  stored === undefined ? undefined : toSubscription(stored)
 
 const NOT_RECORDED: CompletionResult = { recorded: false, subscriptionDisabled: false }
 
@@ -306,7 +283,7 @@ function subscriptions (d: WebhookDialect): Pick<Shared, 'createSubscription' | 
   const read = async <T>(steps: Steps<T>): Promise<T> => await d.settle(await d.peek(steps))
   return {
     async createSubscription ({ owner, url, events, description, disabled, secret }, now, maxPerOwner) {
-      return subscription(await d.write((function * () {
+      return toSubscription(await d.write((function * () {
         changed()
         if (maxPerOwner !== undefined) {
           if (sql.lockOwner !== undefined) yield * query(sql.lockOwner, [owner])
@@ -314,23 +291,23 @@ function subscriptions (d: WebhookDialect): Pick<Shared, 'createSubscription' | 
           if (Number(counted?.n ?? 0) >= maxPerOwner) throw subscriptionLimit(maxPerOwner)
         }
         const values = [owner, url, d.events(events), description ?? null, disabled, secret, now]
-        return (yield * row<StoredSubscription>(sql.insert, values)) as StoredSubscription
+        return (yield * row<SubscriptionRow>(sql.insert, values)) as SubscriptionRow
       })(), { alone: maxPerOwner === undefined }))
     },
     async listSubscriptions (owner, { limit, after }) {
-      const found = await read(rows<StoredSubscription>(sql.list, [owner, after ?? 0n, limit + 1]))
-      return { subscriptions: found.slice(0, limit).map(subscription), hasMore: found.length > limit }
+      const found = await read(rows<SubscriptionRow>(sql.list, [owner, after ?? 0n, limit + 1]))
+      return { subscriptions: found.slice(0, limit).map(toSubscription), hasMore: found.length > limit }
     },
-    getSubscription: async (owner, id) => maybe(await read(row<StoredSubscription>(sql.get, [owner, id]))),
+    getSubscription: async (owner, id) => maybe(await read(row<SubscriptionRow>(sql.get, [owner, id]))),
     async signingTarget (owner, id, now) {
-      const found = await read(row<StoredSubscription>(sql.get, [owner, id]))
+      const found = await read(row<SubscriptionRow>(sql.get, [owner, id]))
       return found === undefined
         ? undefined
         : { url: found.url, secrets: activeSecrets(found.secret, found.previous_secrets, now) }
     },
     updateSubscription: async (owner, id, changes, now) => maybe(await d.write((function * () {
       changed()
-      return yield * row<StoredSubscription>(sql.update, [
+      return yield * row<SubscriptionRow>(sql.update, [
         owner, id, changes.url ?? null, changes.events === undefined ? null : d.events(changes.events),
         changes.description !== undefined, changes.description ?? null, changes.disabled ?? null, now
       ])
@@ -344,7 +321,7 @@ function subscriptions (d: WebhookDialect): Pick<Shared, 'createSubscription' | 
       const current = yield * row<{ secret: string, previous_secrets: string }>(sql.lockSecrets, [owner, id])
       if (current === undefined) return undefined
       const previous = afterRotation(current.secret, previousUntil, current.previous_secrets, now)
-      return yield * row<StoredSubscription>(sql.rotateSecret, [owner, id, secret, previous, now])
+      return yield * row<SubscriptionRow>(sql.rotateSecret, [owner, id, secret, previous, now])
     })()))
   }
 }

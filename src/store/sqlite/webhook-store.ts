@@ -1,8 +1,8 @@
 import Database from 'better-sqlite3'
-import { toClaimed, type ClaimRow } from '../../webhooks/rows.js'
+import { flag, toClaimed, type ClaimRow } from '../../webhooks/rows.js'
 import type { ClaimedDelivery, ClaimRequest, WebhookStore } from '../../webhooks/store-contract.js'
 import {
-  checkWebhookSchema, FAN_OUT_ALL_BATCH, flag, query, receives as sharedReceives, row, rows, runSteps,
+  checkWebhookSchema, FAN_OUT_ALL_BATCH, query, receives as sharedReceives, row, rows, runSteps,
   webhookOperations, webhookSql, type Answer, type Statement, type Steps, type WebhookExecutor
 } from '../webhook-store.js'
 import { configureConnection } from './connection.js'
