@@ -39,7 +39,8 @@ const FAN_OUT_BATCH = 64
 const SQL = {
   receiverCount: `SELECT count(*) AS n FROM webhook_subscriptions s WHERE ${receives('$1', '$2')}`,
   anyEvents: 'SELECT EXISTS (SELECT 1 FROM webhook_events) AS found',
-  nextEvents: 'SELECT count(*) AS events, max(id) AS last FROM (SELECT id FROM webhook_events ORDER BY id LIMIT $1)',
+  nextEvents: `SELECT count(*) AS events, max(id) AS last
+               FROM (SELECT id FROM webhook_events ORDER BY id LIMIT CAST($1 AS INTEGER))`,
   fanOut: `INSERT INTO webhook_deliveries
              (subscription_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at,
               request_id, traceparent)
@@ -62,9 +63,9 @@ const SQL = {
               SELECT x.id FROM webhook_deliveries x
               WHERE x.subscription_id = s.id AND x.status = 'pending' AND x.next_attempt_at <= $1
                 AND (x.lease_until IS NULL OR x.lease_until <= $1)
-              ORDER BY x.next_attempt_at, x.id LIMIT $2)
+              ORDER BY x.next_attempt_at, x.id LIMIT CAST($2 AS INTEGER))
             WHERE s.disabled = 0))
-        ORDER BY ro, next_attempt_at, id LIMIT $3`,
+        ORDER BY ro, next_attempt_at, id LIMIT CAST($3 AS INTEGER)`,
   lease: 'UPDATE webhook_deliveries SET lease = $1, lease_until = $2 WHERE id = $3',
   // Reads first: an idle service must not pay a write transaction (and an fdatasync) every poll.
   anyDue: `SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= $1
