@@ -100,6 +100,8 @@ function sqliteText (sql: string): { text: string, order: number[] } {
   return { text, order }
 }
 
+const NO_ROWS: readonly unknown[] = []
+
 /** Each statement prepared on its first use and kept; the writes go through `write` (the group commit). */
 function sqliteExecutor (
   db: Database.Database, write: SqliteWriteRunner, durable: <T>(value: T) => T | Promise<T>
@@ -112,14 +114,15 @@ function sqliteExecutor (
       entry = { statement: db.prepare<unknown[], unknown>(text), order }
       prepared.set(sql, entry)
     }
-    const bound = entry.order.map((i) => {
-      const value = values[i]
-      return typeof value === 'boolean' ? Number(value) : value
-    })
-    const { statement } = entry
+    const { statement, order } = entry
+    const bound = new Array<unknown>(order.length)
+    for (let i = 0; i < order.length; i++) {
+      const value = values[order[i] as number]
+      bound[i] = typeof value === 'boolean' ? Number(value) : value
+    }
     return statement.reader
       ? { rows: statement.all(...bound), changes: 0 }
-      : { rows: [], changes: statement.run(...bound).changes }
+      : { rows: NO_ROWS, changes: statement.run(...bound).changes }
   }
   return {
     peek: async (steps) => runSteps(steps, answer),
