@@ -11,16 +11,21 @@ import type {
 import type { EventOrigin } from './origin.js'
 
 /** Integers as the drivers hand them over: bigint (SQLite safe integers, int8) or number (int4). */
-type Int = bigint | number
+export type Int = bigint | number
 
-/** A subscription row, once each store has turned its own column types into these. */
+/** A boolean as either driver reads it: SQLite's 0 and 1, PostgreSQL's boolean. */
+export const flag = (value: unknown): boolean => value === true || value === 1n || value === 1
+
+/** A subscription row as either store reads it. */
 export interface SubscriptionRow {
   id: bigint
   url: string
-  events: readonly string[]
+  /** SQLite: the names between spaces; PostgreSQL: text[]. */
+  events: string | string[]
   description: string | null
-  disabled: boolean
+  disabled: unknown
   secret: string
+  previous_secrets: string
   created_at: Int
   updated_at: Int
 }
@@ -50,8 +55,8 @@ export function toSubscription (row: SubscriptionRow): WebhookSubscription {
   const subscription: WebhookSubscription = {
     id: row.id,
     url: row.url,
-    events: toEventTypes(row.events),
-    disabled: row.disabled,
+    events: toEventTypes(typeof row.events === 'string' ? row.events.split(' ') : row.events),
+    disabled: flag(row.disabled),
     secret: row.secret,
     createdAt: time(row.created_at),
     updatedAt: time(row.updated_at)

@@ -1,7 +1,7 @@
 import {
   buildEventMessage, eventPayloadAroundId, eventType, newMessageId, type ResourceChange, type ResourceEvent
 } from '../../webhooks/events.js'
-import { receives as sharedReceives } from '../webhook-rules.js'
+import { receives as sharedReceives } from '../webhook-store.js'
 import { tablePrefix } from './connection.js'
 import type { EventOrigin } from '../../webhooks/origin.js'
 
@@ -45,18 +45,12 @@ export function postgresEventValues (
   ]
 }
 
-const receives = (eventId: string, type: string): string =>
+export const receives = (eventId: string, type: string): string =>
   sharedReceives(eventId, `${type} = ANY (s.events)`, 'NOT s.disabled')
 
-/** The outbox and the claims on `schema`'s tables, each schema-qualified. */
-const outboxStatements = (schema: string | undefined, t: string) => ({
+/** What only PostgreSQL's webhook store runs: its outbox, claims, batched successes and leases. */
+export const postgresWebhookSql = (schema: string | undefined, t: string = tablePrefix(schema)) => ({
   schemaVersion: `SELECT max(version) AS version FROM ${t}plant_store_migrations`,
-  activeOwners: `SELECT count(DISTINCT owner)::integer AS n FROM ${t}webhook_subscriptions WHERE NOT disabled`,
-  empty: `SELECT NOT EXISTS (SELECT 1 FROM ${t}webhook_subscriptions)
-            AND NOT EXISTS (SELECT 1 FROM ${t}webhook_deliveries)
-            AND NOT EXISTS (SELECT 1 FROM ${t}webhook_events) AS empty`,
-  recordAttempt: `INSERT INTO ${t}webhook_attempts (delivery_id, at, duration_ms, status_code, error, response_body)
-                  VALUES ($1, $2, $3, $4, $5, $6)`,
   enqueue: `WITH ${eventCtes(t, 1, '$3', '$7::bigint', 'receivers')}
   SELECT n AS deliveries, ${notifyColumn(schema, 8)} FROM receivers`,
   // SKIP LOCKED: two instances never take the same event.
@@ -91,25 +85,7 @@ const outboxStatements = (schema: string | undefined, t: string) => ({
           FROM due, ${t}webhook_subscriptions s
           WHERE w.id = due.id AND s.id = w.subscription_id
           RETURNING w.id, w.subscription_id, s.owner, w.message_id, w.event_type, w.payload, w.attempts,
-                    s.url, s.secret, s.previous_secrets, w.request_id, w.traceparent`
-} as const)
-
-/** Completions, leases and upkeep on `schema`'s tables (`t`: tablePrefix). */
-const upkeepStatements = (t: string) => ({
-  leasedSubscription: `SELECT subscription_id FROM ${t}webhook_deliveries WHERE id = $1 AND lease = $2`,
-  // A success in one round trip; a deadlock with a concurrent delete fails the completion and the
-  // delivery is attempted again once its lease runs out.
-  succeed: `WITH done AS (
-              UPDATE ${t}webhook_deliveries SET status = 'succeeded', attempts = attempts + 1, next_attempt_at = NULL,
-                lease = NULL, lease_until = NULL, last_attempt_at = $3, last_status_code = $4, last_error = NULL
-              WHERE id = $1 AND lease = $2 RETURNING subscription_id),
-            healthy AS (
-              UPDATE ${t}webhook_subscriptions s SET failing_since = NULL FROM done
-              WHERE s.id = done.subscription_id AND s.failing_since IS NOT NULL),
-            logged AS (
-              INSERT INTO ${t}webhook_attempts (delivery_id, at, duration_ms, status_code, response_body)
-              SELECT $1, $3, $5, $4, $6 FROM done)
-            SELECT count(*)::integer AS recorded FROM done`,
+                    s.url, s.secret, s.previous_secrets, w.request_id, w.traceparent`,
   // Many successes in one round trip; a completion whose lease is gone matches no row and writes nothing.
   succeedMany: `WITH input AS (
                   SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::integer[], $5::integer[], $6::text[])
@@ -126,39 +102,12 @@ const upkeepStatements = (t: string) => ({
                   INSERT INTO ${t}webhook_attempts (delivery_id, at, duration_ms, status_code, response_body)
                   SELECT i.id, i.at, i.duration, i.code, i.body FROM input i JOIN done ON done.id = i.id ORDER BY i.id)
                 SELECT id FROM done`,
-  // The subscription is locked before the delivery, in the order a delete cascades: no deadlock.
-  lockSubscription: `SELECT disabled, failing_since FROM ${t}webhook_subscriptions WHERE id = $1 FOR NO KEY UPDATE`,
-  finish: `UPDATE ${t}webhook_deliveries SET status = $3, attempts = attempts + 1, next_attempt_at = $4,
-             lease = NULL, lease_until = NULL, last_attempt_at = $5, last_status_code = $6, last_error = $7
-           WHERE id = $1 AND lease = $2`,
-  failedAttempt: `UPDATE ${t}webhook_subscriptions
-                  SET failing_since = coalesce(failing_since, $2), disabled = disabled OR $3,
-                    updated_at = CASE WHEN $3 AND NOT disabled THEN greatest($2, updated_at + 1) ELSE updated_at END
-                  WHERE id = $1`,
   renew: `UPDATE ${t}webhook_deliveries w SET lease_until = $3
           FROM unnest($1::bigint[], $2::text[]) AS r (id, lease)
           WHERE w.id = r.id AND w.lease = r.lease`,
   release: `UPDATE ${t}webhook_deliveries SET lease = NULL, lease_until = NULL
-            WHERE lease = $1 AND id = ANY ($2::bigint[])`,
-  prune: `DELETE FROM ${t}webhook_deliveries WHERE id IN (
-            SELECT id FROM ${t}webhook_deliveries
-            WHERE created_at < $1
-              AND (status <> 'pending' OR subscription_id IN (SELECT id FROM ${t}webhook_subscriptions WHERE disabled))
-            LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-  backlog: `WITH waiting (created_at) AS (
-              SELECT d.created_at FROM ${t}webhook_deliveries d
-              JOIN ${t}webhook_subscriptions s ON s.id = d.subscription_id WHERE d.status = 'pending' AND NOT s.disabled
-              UNION ALL
-              SELECT e.created_at FROM ${t}webhook_events e
-              JOIN ${t}webhook_subscriptions s ON ${receives('e.id', 'e.event_type')})
-            SELECT count(*)::integer AS pending, min(created_at) AS oldest FROM waiting`
+            WHERE lease = $1 AND id = ANY ($2::bigint[])`
 } as const)
-
-/** The webhook store's statements, each schema-qualified: a lone statement is one round trip. */
-export const webhookStatements = (schema: string | undefined) => ({
-  ...outboxStatements(schema, tablePrefix(schema)),
-  ...upkeepStatements(tablePrefix(schema))
-})
 
 /** The values of the enqueue statement, and of `writeWithEventSql`'s event. */
 export function postgresEventMessageValues (event: ResourceEvent, now: number, notify: boolean): unknown[] {

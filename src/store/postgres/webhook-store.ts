@@ -2,19 +2,16 @@ import pg from 'pg'
 import { pgTypes } from './types.js'
 import type { ResourceEvent } from '../../webhooks/events.js'
 import { attemptTexts, toClaimed, type ClaimRow } from '../../webhooks/rows.js'
-import type {
-  Backlog, ClaimRequest, CompletionResult, DeliveryCompletion, WebhookStore
-} from '../../webhooks/store-contract.js'
+import type { ClaimRequest, WebhookStore } from '../../webhooks/store-contract.js'
 import {
-  checkWebhookSchema, disablesSubscription, FAN_OUT_ALL_BATCH, inBatches, PRUNE_BATCH
-} from '../webhook-rules.js'
+  awaitSteps, checkWebhookSchema, FAN_OUT_ALL_BATCH, webhookOperations, webhookSql, type Steps, type WebhookExecutor
+} from '../webhook-store.js'
 import {
-  inTransaction, parsePostgresUrl, poolStats, queryTimeout, statementRunner, settledPool, survivingDisconnects,
-  type PostgresTarget, type RunStatement
+  inTransaction, parsePostgresUrl, poolStats, queryTimeout, settledPool, survivingDisconnects, tablePrefix,
+  type PostgresTarget
 } from './connection.js'
 import type { PoolStats } from '../pool-stats.js'
-import { postgresDeliveryLog, postgresSubscriptions } from './subscriptions.js'
-import { postgresEventMessageValues, WEBHOOK_CHANNEL, webhookStatements } from './webhook-sql.js'
+import { postgresEventMessageValues, postgresWebhookSql, receives, WEBHOOK_CHANNEL } from './webhook-sql.js'
 
 /** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
 export const WEBHOOK_SCHEMA_VERSION = 9
@@ -40,32 +37,31 @@ const FAN_OUT_AHEAD = 4
 
 type Queryable = pg.Pool | pg.PoolClient | pg.ClientBase
 
-type Run = RunStatement<keyof ReturnType<typeof webhookStatements>>
+type Sql = ReturnType<typeof postgresWebhookSql>
 
-const runner = (schema: string | undefined): Run => statementRunner(webhookStatements(schema))
+async function one<R extends pg.QueryResultRow> (
+  db: Queryable, sql: string, values: unknown[] = []
+): Promise<R | undefined> {
+  return (await db.query<R>(sql, values)).rows[0]
+}
 
 /** Writes an event to the outbox inside a write's own transaction: the change and its event commit as one. */
 export type EnqueueEvent =
   (client: pg.ClientBase, event: ResourceEvent, now: number, notify: boolean) => Promise<number>
 
 /** Resolves with how many deliveries the event will become. */
-export function postgresEnqueuer (schema: string | undefined): EnqueueEvent {
-  const run = runner(schema)
-  return async (client, event, now, notify) => await enqueueOn(run, client, event, now, notify)
+export function postgresEnqueuer (
+  schema: string | undefined
+): (db: Queryable, event: ResourceEvent, now: number, notify: boolean) => Promise<number> {
+  const { enqueue } = postgresWebhookSql(schema)
+  return async (db, event, now, notify) =>
+    (await one<{ deliveries: number }>(db, enqueue, postgresEventMessageValues(event, now, notify)))?.deliveries ?? 0
 }
 
-async function enqueueOn (
-  run: Run, db: Queryable, event: ResourceEvent, now: number, notify: boolean
-): Promise<number> {
-  const { rows: [row] } =
-    await run<{ deliveries: number }>(db, 'enqueue', postgresEventMessageValues(event, now, notify))
-  return row?.deliveries ?? 0
-}
-
-async function checkSchema (run: Run, pool: pg.Pool): Promise<void> {
+async function checkSchema (sql: Sql, pool: pg.Pool): Promise<void> {
   let version = 0
   try {
-    version = (await run<{ version: number | null }>(pool, 'schemaVersion')).rows[0]?.version ?? 0
+    version = (await one<{ version: number | null }>(pool, sql.schemaVersion))?.version ?? 0
   } catch (err) {
     if ((err as { code?: unknown }).code !== '42P01') throw err
   }
@@ -166,73 +162,35 @@ function listener (
   }
 }
 
-/** Records attempts if their leases still hold, with each subscription's health after them. */
-function postgresCompletions (
-  run: Run, bookkeeping: pg.Pool
-): Pick<WebhookStore, 'completeDelivery' | 'completeDeliveries'> {
-  const notRecorded = { recorded: false, subscriptionDisabled: false }
-  async function fail (done: DeliveryCompletion): Promise<CompletionResult> {
-    const { rows: [leased] } =
-      await run<{ subscription_id: bigint }>(bookkeeping, 'leasedSubscription', [done.id, done.lease])
-    if (leased === undefined) return notRecorded
-    const subscriptionId = leased.subscription_id
-    return await inTransaction(bookkeeping, async (client) => {
-      const { rows: [health] } =
-        await run<{ disabled: boolean, failing_since: bigint | null }>(client, 'lockSubscription', [subscriptionId])
-      const next = done.status === 'pending' ? done.nextAttemptAt ?? done.attemptedAt : null
-      const { error, body } = attemptTexts(done)
-      const { rowCount } = await run(client, 'finish',
-        [done.id, done.lease, done.status, next, done.attemptedAt, done.statusCode ?? null, error])
-      if (rowCount !== 1 || health === undefined) return notRecorded
-      await run(client, 'recordAttempt',
-        [done.id, done.attemptedAt, Math.round(done.durationMs ?? 0), done.statusCode ?? null, error, body])
-      const disable = disablesSubscription(done, health.failing_since === null ? null : Number(health.failing_since))
-      await run(client, 'failedAttempt', [subscriptionId, done.attemptedAt, disable])
-      return { recorded: true, subscriptionDisabled: disable && !health.disabled }
+/** Unnamed statements only: a transaction pooler (PgBouncer) may hand the session to another client between two. */
+function postgresExecutor (pool: pg.Pool, bookkeeping: pg.Pool): WebhookExecutor {
+  const run = async <T>(db: Queryable, steps: Steps<T>): Promise<T> =>
+    await awaitSteps(steps, async ({ sql, values }) => {
+      const { rows, rowCount } = await db.query(sql, values as unknown[])
+      return { rows, changes: rowCount ?? 0 }
     })
-  }
-  async function complete (done: DeliveryCompletion): Promise<CompletionResult> {
-    if (done.status !== 'succeeded') return await fail(done)
-    const { rows: [row] } = await run<{ recorded: number }>(bookkeeping, 'succeed',
-      [done.id, done.lease, done.attemptedAt, done.statusCode ?? null, Math.round(done.durationMs ?? 0),
-        attemptTexts(done).body])
-    return { recorded: row?.recorded === 1, subscriptionDisabled: false }
-  }
-  async function completeMany (completions: readonly DeliveryCompletion[]): Promise<CompletionResult[]> {
-    const results = new Array<CompletionResult | undefined>(completions.length)
-    const succeeded = completions.filter((done) => done.status === 'succeeded')
-    if (succeeded.length > 0) {
-      const { rows } = await run<{ id: bigint }>(bookkeeping, 'succeedMany', [
-        succeeded.map(({ id }) => String(id)), succeeded.map(({ lease }) => lease),
-        succeeded.map(({ attemptedAt }) => attemptedAt), succeeded.map(({ statusCode }) => statusCode ?? null),
-        succeeded.map(({ durationMs }) => Math.round(durationMs ?? 0)),
-        succeeded.map((done) => attemptTexts(done).body)
-      ])
-      const recorded = new Set(rows.map(({ id }) => id))
-      completions.forEach((done, i) => {
-        if (done.status === 'succeeded') results[i] = { recorded: recorded.has(done.id), subscriptionDisabled: false }
-      })
+  return {
+    peek: async (steps, via) => await run(via?.dispatcher === true ? bookkeeping : pool, steps),
+    settle: async (value) => value,
+    async write (steps, via) {
+      const db = via?.dispatcher === true ? bookkeeping : pool
+      // A lone statement is one round trip; the bookkeeping pool gives each one a transaction of its own.
+      if (via?.alone === true) return await run(db, steps)
+      return await inTransaction(db, async (client) => await run(client, steps))
+    },
+    async bookkeep (transactions) {
+      for (const steps of transactions) await inTransaction(bookkeeping, async (client) => await run(client, steps))
     }
-    // Failures take the transaction that applies the disable rule, one at a time: a fast receiver mostly succeeds.
-    for (const [i, done] of completions.entries()) {
-      if (done.status !== 'succeeded') results[i] = await fail(done)
-    }
-    return results as CompletionResult[]
   }
-  return { completeDelivery: complete, completeDeliveries: completeMany }
-}
-
-/** A listing fans out on the durable pool (`db`): it never shows a delivery a crash could take back. */
-async function fanOut (run: Run, db: pg.Pool, limit: number): Promise<number> {
-  const { rows: [row] } = await run<{ events: number }>(db, 'fanOut', [limit])
-  return row?.events ?? 0
 }
 
 /**
  * Per subscription its oldest due deliveries, round robin between owners, then an owner's
  * subscriptions. SKIP LOCKED: rows another instance is claiming are passed over, never taken twice.
  */
-function postgresClaims (run: Run, bookkeeping: pg.Pool): Pick<WebhookStore, 'claimDue'> {
+function postgresClaims (sql: Sql, bookkeeping: pg.Pool): Pick<WebhookStore, 'claimDue'> {
+  const fanOut = async (limit: number): Promise<number> =>
+    (await one<{ events: number }>(bookkeeping, sql.fanOut, [limit]))?.events ?? 0
   /** Whether the last claim fell short: the next fans out before it claims. */
   let fanOutFirst = true
   /** Full claims of due deliveries (retries) never keep new events waiting longer than FAN_OUT_AHEAD claims. */
@@ -245,17 +203,17 @@ function postgresClaims (run: Run, bookkeeping: pg.Pool): Pick<WebhookStore, 'cl
       // is busy the dispatcher claims one at a time, and a batch of 64 per claim fanned out every
       // event (a delivery row with its body and three index entries per create, 0.65 of create
       // throughput in the benchmark), where the outbox should hold them as cheap rows.
-      const claim = async (count: number): Promise<ClaimRow[]> => (await run<ClaimRow>(bookkeeping, 'claim',
+      const claim = async (count: number): Promise<ClaimRow[]> => (await bookkeeping.query<ClaimRow>(sql.claim,
         [lease, now, now + leaseMs, count, perSubscription, skipSubscriptions.map(String), [...skipOwners]])).rows
       let rows: ClaimRow[]
       if (fanOutFirst || claimsSinceFanOut >= FAN_OUT_AHEAD) {
         claimsSinceFanOut = 0
-        await fanOut(run, bookkeeping, limit * FAN_OUT_AHEAD)
+        await fanOut(limit * FAN_OUT_AHEAD)
         rows = await claim(limit)
       } else {
         claimsSinceFanOut++
         rows = await claim(limit)
-        if (rows.length < limit && await fanOut(run, bookkeeping, limit * FAN_OUT_AHEAD) > 0) {
+        if (rows.length < limit && await fanOut(limit * FAN_OUT_AHEAD) > 0) {
           claimsSinceFanOut = 0
           rows.push(...await claim(limit - rows.length))
         }
@@ -266,51 +224,57 @@ function postgresClaims (run: Run, bookkeeping: pg.Pool): Pick<WebhookStore, 'cl
   }
 }
 
-/** Leases, pruning and what metrics read. */
-function postgresUpkeep (
-  run: Run, pool: pg.Pool, bookkeeping: pg.Pool
-): Pick<WebhookStore, 'renewLeases' | 'releaseDeliveries' | 'pruneDeliveries' | 'activeOwners' | 'backlog' | 'empty'> {
-  return {
-    async renewLeases (leases, until) {
-      if (leases.length === 0) return
-      await run(bookkeeping, 'renew', [leases.map(({ id }) => String(id)), leases.map(({ lease }) => lease), until])
-    },
-    async releaseDeliveries (lease, ids) {
-      if (ids.length > 0) await run(bookkeeping, 'release', [lease, ids.map(String)])
-    },
-    pruneDeliveries: async (before) =>
-      await inBatches(async () => (await run(bookkeeping, 'prune', [before, PRUNE_BATCH])).rowCount ?? 0),
-    activeOwners: async () => (await run<{ n: number }>(bookkeeping, 'activeOwners')).rows[0]?.n ?? 0,
-    empty: async () => (await run<{ empty: boolean }>(pool, 'empty')).rows[0]?.empty === true,
-    async backlog (): Promise<Backlog> {
-      const { rows: [row] } = await run<{ pending: number, oldest: bigint | null }>(pool, 'backlog')
-      return { pending: row?.pending ?? 0, oldestCreatedAt: row?.oldest == null ? undefined : Number(row.oldest) }
-    }
-  }
-}
-
 export async function createPostgresWebhookStore (options: PostgresWebhookStoreOptions): Promise<WebhookStore> {
   const target = parsePostgresUrl(options.url)
-  const run = runner(target.schema)
+  const t = tablePrefix(target.schema)
+  const own = postgresWebhookSql(target.schema)
   const { pool, bookkeeping, end, stats } = options.pools === undefined
     ? openPools(options, target)
     : { ...options.pools, end: async () => {}, stats: undefined }
   try {
-    if (options.checkSchema !== false) await checkSchema(run, pool)
+    if (options.checkSchema !== false) await checkSchema(own, pool)
   } catch (err) {
     await end()
     throw err
   }
+  const sql = webhookSql({
+    t,
+    // A subscription receives the events numbered after the last one handed out when it was created.
+    nextEventId: `(SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM ${t}webhook_events_id_seq)`,
+    receives,
+    // Creates for one owner queue behind each other until commit, so the count holds.
+    lockOwner: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 33))'
+  })
   const listeners = new Set<() => Promise<void>>()
   let closed = false
+  const enqueue = postgresEnqueuer(target.schema)
   return {
-    ...postgresSubscriptions(pool, target.schema),
-    ...postgresDeliveryLog(pool, target.schema,
-      async () => { while (await fanOut(run, pool, FAN_OUT_ALL_BATCH) === FAN_OUT_ALL_BATCH); }),
-    enqueue: async (event, now) => await enqueueOn(run, pool, event, now, true),
-    ...postgresClaims(run, bookkeeping),
-    ...postgresCompletions(run, bookkeeping),
-    ...postgresUpkeep(run, pool, bookkeeping),
+    ...webhookOperations({
+      ...postgresExecutor(pool, bookkeeping),
+      sql,
+      events: (types) => [...types],
+      // On the durable pool: a listing never shows a delivery a crash could take back.
+      async fanOutAll () {
+        while ((await one<{ events: number }>(pool, own.fanOut, [FAN_OUT_ALL_BATCH]))?.events === FAN_OUT_ALL_BATCH);
+      },
+      succeedMany: (done) => ({
+        sql: own.succeedMany,
+        values: [
+          done.map(({ id }) => String(id)), done.map(({ lease }) => lease), done.map(({ attemptedAt }) => attemptedAt),
+          done.map(({ statusCode }) => statusCode ?? null), done.map(({ durationMs }) => Math.round(durationMs ?? 0)),
+          done.map((completion) => attemptTexts(completion).body)
+        ]
+      })
+    }),
+    enqueue: async (event, now) => await enqueue(pool, event, now, true),
+    ...postgresClaims(own, bookkeeping),
+    async renewLeases (leases, until) {
+      if (leases.length === 0) return
+      await bookkeeping.query(own.renew, [leases.map(({ id }) => String(id)), leases.map(({ lease }) => lease), until])
+    },
+    async releaseDeliveries (lease, ids) {
+      if (ids.length > 0) await bookkeeping.query(own.release, [lease, ids.map(String)])
+    },
     ...(stats !== undefined && { poolStats: stats }),
     ...(options.listenUrl !== undefined && {
       listen: listener(parsePostgresUrl(options.listenUrl).connectionString, target.schema, options.onError, listeners)
