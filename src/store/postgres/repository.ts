@@ -1,27 +1,39 @@
 import type pg from 'pg'
 import { idsExhausted, idTaken, notFound } from '../../lib/errors.js'
 import type {
-  ColumnsDeclaration, ColumnValues, CreateResult, Repository, ResourceDefinition, ResourceSchemas, ResourceTypes,
-  StoredRow
+  ColumnsDeclaration, ColumnValues, CreateResult, IfMatch, Repository, ResourceDefinition, ResourceSchemas,
+  ResourceTypes, StoredRow
 } from '../../resources/definition.js'
 import {
   buildEventMessage, eventPayloadAroundId, eventPayloadHead, eventType, newMessageId, resourceEvent
 } from '../../webhooks/events.js'
 import { createOnce, drawFreeId, writableRow } from '../rules.js'
 import { boundedQuery, inTransaction, statementRunner, type RunStatement } from './connection.js'
-import type { PostgresRepositoryContext } from './context.js'
 import { tableStatements, type TableStatements } from './table-sql.js'
 import { postgresEventMessageValues } from './webhook-sql.js'
+import type { EnqueueEvent } from './webhook-store.js'
 import { callSql, writeFunctions, type WriteFunction, type WriteFunctions } from './write-functions.js'
 import { writeBatch, type WriteBatch } from './write-batch.js'
 import type { EventOrigin } from '../../webhooks/origin.js'
 import type { IdempotencyKey } from '../../resources/idempotency.js'
-import type { IfMatch } from '../../resources/definition.js'
+
+/** What a repository is given by the store that opened the database. */
+export interface PostgresRepositoryContext {
+  pool: pg.Pool
+  /** DATABASE_URL's schema: statements name their tables in it. */
+  schema: string | undefined
+  enqueue: EnqueueEvent
+  /** Maps a driver's failure to the ServiceError a client may see. */
+  guard: <T>(work: () => Promise<T>) => Promise<T>
+  /** Whether this write's event should NOTIFY other instances (at most one per interval). */
+  claimNotify: (now: number) => boolean
+  /** After the commit: wakes this process's dispatchers when the write made deliveries. */
+  afterCommit: <T>(result: T, deliveries: number) => T
+}
 
 type Queryable = pg.Pool | pg.PoolClient
 
-/** A resource as its PostgreSQL repository serves it. */
-export type PostgresResource<R extends ResourceTypes, C extends ColumnsDeclaration> =
+type PostgresResource<R extends ResourceTypes, C extends ColumnsDeclaration> =
   ResourceDefinition<string, string, R, ResourceSchemas, C>
 
 /** A row as the driver reads it: int8 as bigint, float8 as number. */
@@ -133,14 +145,11 @@ async function createInTransaction<R extends ResourceTypes, C extends ColumnsDec
   return context.afterCommit(result, deliveries)
 }
 
-/** A create without key or chosen id, as a batch takes it. */
 interface GeneratedCreate<C extends ColumnsDeclaration> { values: ColumnValues<C>, origin: EventOrigin | undefined }
 
 /**
- * The usual creates, without key or chosen id, of a batch (write-batch.ts): their rows and events in
- * one call. Each event's data is its item's JSON around the id the call draws. A write's outcome:
- * its row; undefined when its drawn id was taken; 'alone' when its JSON does not begin with the id
- * (the caller then creates in a transaction).
+ * A batch's creates without key or chosen id, rows and events in one call. An outcome: the row; undefined when
+ * the drawn id was taken; 'alone' when the JSON does not begin with the id (created in a transaction instead).
  */
 function generatedCreates<R extends ResourceTypes, C extends ColumnsDeclaration> (
   t: Table<R, C>
@@ -168,18 +177,15 @@ function generatedCreates<R extends ResourceTypes, C extends ColumnsDeclaration>
   })
 }
 
-/** A row's next state from its current one: its values, or 'delete'. */
 type Change<C extends ColumnsDeclaration> = (current: StoredRow<ColumnValues<C>>) => ColumnValues<C> | 'delete'
 
 /** How often a write of a row as read meets the row changed since, before it locks the row instead. */
 const READ_ATTEMPTS = 3
 
 /**
- * A replace, update or delete (with If-Match, or one a delete function cannot make: see row-json.ts):
- * the row read, its precondition checked, then the write and its event in one call, made only if the
- * row is still as read, which is what a lock held from the read to the write would give. Two round
- * trips, no transaction held open between them. A row changed in between is read again; one that
- * keeps changing is locked (lockedWriteRow). A write that changes nothing keeps the row (no event).
+ * A replace, update or delete: the row read and checked, then written with its event in one call only if
+ * still as read (what a held lock would give, without a transaction open between two round trips). A row
+ * that keeps changing is locked instead. A write that changes nothing keeps the row (no event).
  */
 async function writeRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
   t: Table<R, C>, id: bigint, change: Change<C>, ifMatch: IfMatch | undefined, origin: EventOrigin | undefined
@@ -212,13 +218,9 @@ async function writeRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
   return await lockedWriteRow(t, id, change, ifMatch, origin)
 }
 
-/**
- * A replace, update or delete: the row locked (its precondition checked), then the write and its
- * event in one statement, in one transaction. A write that changes nothing keeps the row (no event).
- */
+/** writeRow with the row locked, then written with its event in one statement, in one transaction. */
 async function lockedWriteRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
-  t: Table<R, C>, id: bigint, change: (current: StoredRow<ColumnValues<C>>) => ColumnValues<C> | 'delete',
-  ifMatch: IfMatch | undefined, origin: EventOrigin | undefined
+  t: Table<R, C>, id: bigint, change: Change<C>, ifMatch: IfMatch | undefined, origin: EventOrigin | undefined
 ): Promise<R['item']> {
   const { resource, context, run } = t
   const now = Date.now()
@@ -246,11 +248,7 @@ async function lockedWriteRow<R extends ResourceTypes, C extends ColumnsDeclarat
   return context.afterCommit(item, deliveries)
 }
 
-/**
- * The deletes without If-Match of a batch (write-batch.ts): nothing to check before them, so the rows
- * and their events (the data made from each deleted row by the function, see row-json.ts) go in one
- * call. A write's outcome: the deleted row, or undefined when there was none.
- */
+/** A batch's deletes without If-Match, rows and events (row-json.ts) in one call; undefined for a row not there. */
 function deletesInOneCall<R extends ResourceTypes, C extends ColumnsDeclaration> (
   t: Table<R, C>, fn: WriteFunction
 ): WriteBatch<{ id: bigint, origin: EventOrigin | undefined }, Written | undefined> {
@@ -269,10 +267,7 @@ function deletesInOneCall<R extends ResourceTypes, C extends ColumnsDeclaration>
   })
 }
 
-/**
- * The one repository of every resource on PostgreSQL, built from its storage declaration: the
- * Repository contract (src/resource.ts), as the store conformance suite checks it.
- */
+/** Every resource's repository on PostgreSQL, from its storage declaration. */
 export function createPostgresRepository<R extends ResourceTypes, C extends ColumnsDeclaration> (
   resource: PostgresResource<R, C>, context: PostgresRepositoryContext
 ): Repository<R> {

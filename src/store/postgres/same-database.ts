@@ -22,10 +22,8 @@ async function identityOf (connection: pg.ClientConfig): Promise<Identity> {
 }
 
 /**
- * DATABASE_DIRECT_URL must reach DATABASE_URL's database: migrations and LISTEN run over it, and a
- * typo would migrate another database and listen there. Host and port cannot tell (a pooler's are
- * not the server's), so each connection asks the server which cluster and database it is; a schema
- * named by the direct URL must be DATABASE_URL's.
+ * DATABASE_DIRECT_URL must reach DATABASE_URL's database, or migrations and LISTEN go elsewhere. A pooler's
+ * host and port are not the server's, so each connection asks the server which cluster and database it is.
  */
 export async function assertSameDatabase (connection: pg.ClientConfig, url: string, directUrl: string): Promise<void> {
   const problem = (what: string): StoreOpenError => new StoreOpenError(

@@ -6,52 +6,37 @@ import { rowJsonSql } from './row-json.js'
 import { checkedNames, SQL_TYPES, type StoredResource } from './table-sql.js'
 import { WEBHOOK_CHANNEL } from './webhook-sql.js'
 
-/**
- * The usual create and the delete without If-Match as server-side functions, each the writes of
- * a batch (write-batch.ts) and their events in one call. PostgreSQL keeps a function's plans for the
- * session, where an unnamed statement is parsed and planned on every call, and unlike a named
- * prepared statement a function is safe behind a transaction pooler (PgBouncer's pool_mode =
- * transaction hands a session to another client after each transaction). Each is made at start,
- * under the migration lock, when missing, and never changed: its name ends in a digest of its
- * definition, so a release whose statements differ adds functions of its own beside the previous
- * release's (a rolling upgrade runs both on one schema) and two releases never fight over one
- * function body.
- */
+// A batch's writes (write-batch.ts) and their events in one call of a server-side function: its plans are kept
+// for the session (an unnamed statement is planned every call), yet unlike a named prepared statement it is
+// safe behind a transaction pooler. Made at start when missing, under the migration lock, and never changed:
+// its name ends in a digest of its definition, so releases whose statements differ (a rolling upgrade runs
+// both on one schema) never fight over one function body.
 
 export interface WriteFunction {
-  /** Schema-qualified (tablePrefix): callers name it so, as they name the tables. */
+  /** Schema-qualified (tablePrefix), as callers name the tables. */
   name: string
-  /** Each argument's SQL type, in order. */
   types: readonly string[]
   ddl: string
 }
 
 export interface WriteFunctions {
   /**
-   * Server-assigned ids, no key. Per write: each column's value (an array a column), then the
-   * batch's now, then the events': message ids, type, the payload before the id, request ids,
-   * traceparents, the payloads after the id (arrays but type and before), notify, subject type.
-   * A row per write made, with its `ordinal` (from 1); none for a write whose drawn id was taken.
+   * Server-assigned ids: an array per column, now, message ids, type, payload before the id, request ids,
+   * traceparents, payloads after the id, notify, subject type. A row per write made, with its `ordinal` (from 1).
    */
   create: WriteFunction
-  /**
-   * Per write its id, then the events': message ids, type, the payload before its data, now, request
-   * ids, traceparents (arrays but type, before and now), notify, subject type. A row per row deleted,
-   * with its `ordinal`; none for an id not there (or deleted by an earlier write of the call).
-   */
+  /** Ids, message ids, type, payload before the data, now, request ids, traceparents, notify, subject type. */
   delete: WriteFunction | undefined
   /**
-   * A write of a row as it was read (replace, update): per write its new values (an array a column),
-   * id, created_at, updated_at and values as read, new updated_at, then the events': message ids,
-   * type, payloads, now, request ids, traceparents (arrays but type and now), notify, subject type.
-   * No row for a write whose row is no longer as read (changed or gone: the caller reads it again).
+   * A row as read: new values, id, created_at, updated_at and values as read, new updated_at (arrays by column),
+   * then message ids, type, payloads, now, request ids, traceparents, notify, subject type. No row: not as read.
    */
   update: WriteFunction
   /** The delete of a row as it was read: as `update` without the new values and updated_at. */
   deleteRead: WriteFunction
 }
 
-/** The event's arguments: positions in the function's arguments (those of each write `[ps_k]`-indexed). */
+/** The positions of the event's arguments (those of each write `[ps_k]`-indexed). */
 interface EventArguments {
   message: number
   type: number
@@ -63,9 +48,8 @@ interface EventArguments {
 }
 
 /**
- * A batch's writes, each `write` (a statement that sets the output row, or finds none) and its event,
- * the event's row only when some enabled subscription asked for its type (as writeWithEventSql).
- * Variables carry a `ps_` prefix: with use_column, a column of that name would hide them.
+ * Each `write` (sets the output row, or finds none) and its event, if an enabled subscription asked for its
+ * type. Variables carry a `ps_` prefix: with use_column, a column of that name would hide them.
  */
 function batchBody (
   schema: string | undefined, count: number, write: string, a: EventArguments, subjectId: string, payload: string
@@ -190,7 +174,6 @@ export function sqlLiteral (value: unknown, type: string): string {
 export const callSql = (fn: WriteFunction, values: readonly unknown[]): string =>
   `SELECT * FROM ${fn.name}(${values.map((value, i) => sqlLiteral(value, fn.types[i] as string)).join(', ')})`
 
-/** Every write function of `resources` on `schema`. */
 export const allWriteFunctions = (
   resources: readonly ResourceDefinition[], schema: string | undefined
 ): WriteFunction[] =>
@@ -199,7 +182,7 @@ export const allWriteFunctions = (
     return [create, ...remove === undefined ? [] : [remove], update, deleteRead]
   })
 
-/** The functions of `resources` that `schema` lacks: this release's, named by their definition (see above). */
+/** This release's functions of `resources` that `schema` lacks. */
 export async function missingWriteFunctions (
   client: pg.ClientBase, resources: readonly ResourceDefinition[], schema: string | undefined
 ): Promise<WriteFunction[]> {
@@ -210,7 +193,7 @@ export async function missingWriteFunctions (
   return functions.filter(({ name }) => missing.has(name))
 }
 
-/** Makes the functions that are missing, in the migrating transaction (under the migration lock). */
+/** In the migrating transaction (under the migration lock). */
 export async function ensureWriteFunctions (
   client: pg.ClientBase, resources: readonly ResourceDefinition[], schema: string | undefined
 ): Promise<void> {

@@ -14,8 +14,16 @@ function outboxRowsHoldTheirPayload (db: Database.Database): void {
            ALTER TABLE webhook_events ADD COLUMN payload TEXT NOT NULL DEFAULT ''`)
   const fill = db.prepare<[string, bigint], unknown>(
     "UPDATE webhook_events SET subject_type = 'plant', subject_id = plant_id, payload = ? WHERE id = ?")
-  const rows = db.prepare<[], { id: bigint, event_type: string, plant_id: bigint, name: string, tag: string | null,
-    plant_created_at: string, plant_updated_at: string, occurred_at: bigint }>(
+  const rows = db.prepare<[], {
+    id: bigint,
+    event_type: string,
+    plant_id: bigint,
+    name: string,
+    tag: string | null,
+    plant_created_at: string,
+    plant_updated_at: string,
+    occurred_at: bigint
+  }>(
     'SELECT id, event_type, plant_id, name, tag, plant_created_at, plant_updated_at, occurred_at ' +
     'FROM webhook_events').safeIntegers(true)
   for (const row of rows.all()) {
