@@ -30,7 +30,7 @@ export function statementRunner<S extends string> (sql: Readonly<Record<S, strin
     await db.query<R>(sql[statement], values)
 }
 
-/** A `?schema=name` parameter lets several services (or test runs) share one database. */
+/** `?schema=name` lets several services (or test runs) share one database. */
 export function parsePostgresUrl (url: string): PostgresTarget {
   let parsed: URL
   try {
@@ -92,10 +92,7 @@ function settingsSql ({ schema, statementTimeoutMs, asynchronousCommit }: Transa
   return `SELECT ${settings.map(([name, value]) => `set_config('${name}', '${value}', true)`).join(', ')}`
 }
 
-/**
- * `text` (no parameters) after `pool`'s settings in one simple-protocol message: one round trip, one implicit
- * transaction, bounded as a transaction is (PostgreSQL arms statement_timeout per statement of the message).
- */
+/** `text` after `pool`'s settings in one simple-protocol message: one round trip, bounded as a transaction. */
 export async function boundedQuery<R extends pg.QueryResultRow> (pool: pg.Pool, text: string): Promise<R[]> {
   const settings = SETTINGS.get(pool) ?? ''
   if (settings === '') return (await pool.query<R>(text)).rows
@@ -103,10 +100,7 @@ export async function boundedQuery<R extends pg.QueryResultRow> (pool: pg.Pool, 
   return results[1]?.rows ?? []
 }
 
-/**
- * `pool` whose transactions carry `settings`; a lone statement runs as it is (tables schema-qualified). With
- * asynchronous commit it gets a transaction: two round trips cost less than a commit's WAL flush.
- */
+/** A lone statement runs as it is; with asynchronous commit in a transaction (cheaper than a WAL flush). */
 export function settledPool (pool: pg.Pool, settings: TransactionSettings): pg.Pool {
   const query = settings.asynchronousCommit === true
     ? async (...args: unknown[]): Promise<unknown> => await inTransaction(view, async (client) =>
@@ -144,8 +138,7 @@ export function isConnectionError (err: unknown): boolean {
   return DRIVER_MESSAGES.test(err.message)
 }
 
-// A database that cannot serve us now: resources, state, shutdowns, I/O, credentials, gone, and read-only
-// (25006: a standby not yet promoted, or a demoted primary, while a failover repoints us).
+// A database that cannot serve us now, read-only (25006) too: a standby or demoted primary while a failover runs.
 const UNAVAILABLE_CODES = new Set(['55000', '55006', '55P03', '3D000', '25006'])
 const UNAVAILABLE_CLASSES = new Set(['53', '57', '58', '28'])
 // A table, column or function this code uses is missing (a newer release's contract step ran too early).
@@ -164,10 +157,7 @@ export function postgresFailure (err: unknown): ServiceError | undefined {
   return undefined
 }
 
-/**
- * A server ending a connection makes its client emit 'error', which unheard ends the process. The pool reports
- * an idle client's; a checked-out one's fails its next statement, so its own listener only has to be there.
- */
+/** An unheard client 'error' (the server ended the connection) ends the process; the next statement reports it. */
 export function survivingDisconnects (pool: pg.Pool, onError?: (err: Error) => void): pg.Pool {
   pool.on('error', (err) => { onError?.(err) })
   pool.on('connect', (client) => { client.on('error', () => {}) })

@@ -48,8 +48,7 @@ export interface PostgresStoreOptions<D extends readonly ResourceDefinition[] = 
 function repositoryContext (
   pool: pg.Pool, schema: string | undefined, notifyIntervalMs: number, wakers: ReadonlySet<() => void>
 ): PostgresRepositoryContext {
-  // At most one NOTIFY per NOTIFY_INTERVAL_MS, as notifying commits serialize on PostgreSQL's queue
-  // lock: see docs/performance.md#what-the-measurements-decided. Own dispatchers are woken directly.
+  // Notifying commits serialize on a queue lock (docs/performance.md#what-the-measurements-decided).
   let lastNotifyAt = Number.NEGATIVE_INFINITY
   return {
     pool,

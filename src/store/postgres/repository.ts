@@ -52,14 +52,12 @@ function jsonAfterId (json: string, id: bigint): string | undefined {
   return json.startsWith(head) && (next === ',' || next === '}') ? json.slice(head.length) : undefined
 }
 
-/** One resource's table as its repository's steps use it. */
 interface Table<R extends ResourceTypes, C extends ColumnsDeclaration> {
   resource: PostgresResource<R, C>
   context: PostgresRepositoryContext
   sql: TableStatements
   run: RunStatement<Exclude<keyof TableStatements, 'list'>>
   functions: WriteFunctions
-  /** The declared columns, in order. */
   names: ReadonlyArray<keyof C & string>
   stored: (row: Row) => StoredRow<ColumnValues<C>>
   toItem: (row: Row) => R['item']
@@ -147,10 +145,7 @@ async function createInTransaction<R extends ResourceTypes, C extends ColumnsDec
 
 interface GeneratedCreate<C extends ColumnsDeclaration> { values: ColumnValues<C>, origin: EventOrigin | undefined }
 
-/**
- * A batch's creates without key or chosen id, rows and events in one call. An outcome: the row; undefined when
- * the drawn id was taken; 'alone' when the JSON does not begin with the id (created in a transaction instead).
- */
+/** A batch's plain creates in one call: the row; undefined if its id was taken; 'alone' if the JSON is not id-first. */
 function generatedCreates<R extends ResourceTypes, C extends ColumnsDeclaration> (
   t: Table<R, C>
 ): WriteBatch<GeneratedCreate<C>, Written | undefined | 'alone'> {
@@ -183,9 +178,8 @@ type Change<C extends ColumnsDeclaration> = (current: StoredRow<ColumnValues<C>>
 const READ_ATTEMPTS = 3
 
 /**
- * A replace, update or delete: the row read and checked, then written with its event in one call only if
- * still as read (what a held lock would give, without a transaction open between two round trips). A row
- * that keeps changing is locked instead. A write that changes nothing keeps the row (no event).
+ * A replace, update or delete written with its event only if the row is still as read: a held lock's effect,
+ * with no transaction open between two round trips. A row that keeps changing is locked instead.
  */
 async function writeRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
   t: Table<R, C>, id: bigint, change: Change<C>, ifMatch: IfMatch | undefined, origin: EventOrigin | undefined

@@ -6,11 +6,8 @@ import { rowJsonSql } from './row-json.js'
 import { checkedNames, SQL_TYPES, type StoredResource } from './table-sql.js'
 import { WEBHOOK_CHANNEL } from './webhook-sql.js'
 
-// A batch's writes (write-batch.ts) and their events in one call of a server-side function: its plans are kept
-// for the session (an unnamed statement is planned every call), yet unlike a named prepared statement it is
-// safe behind a transaction pooler. Made at start when missing, under the migration lock, and never changed:
-// its name ends in a digest of its definition, so releases whose statements differ (a rolling upgrade runs
-// both on one schema) never fight over one function body.
+// A batch's writes in one call of a function: planned once a session, yet safe behind a transaction pooler.
+// Named by a digest of its definition, so two releases on one schema never fight over one function body.
 
 export interface WriteFunction {
   /** Schema-qualified (tablePrefix), as callers name the tables. */
@@ -20,17 +17,11 @@ export interface WriteFunction {
 }
 
 export interface WriteFunctions {
-  /**
-   * Server-assigned ids: an array per column, now, message ids, type, payload before the id, request ids,
-   * traceparents, payloads after the id, notify, subject type. A row per write made, with its `ordinal` (from 1).
-   */
+  /** Values, now, message ids, type, before, request ids, traceparents, afters, notify, subject type. */
   create: WriteFunction
   /** Ids, message ids, type, payload before the data, now, request ids, traceparents, notify, subject type. */
   delete: WriteFunction | undefined
-  /**
-   * A row as read: new values, id, created_at, updated_at and values as read, new updated_at (arrays by column),
-   * then message ids, type, payloads, now, request ids, traceparents, notify, subject type. No row: not as read.
-   */
+  /** Values, the row as read (id, times, values), updated_at, then the event's; no row if not as read. */
   update: WriteFunction
   /** The delete of a row as it was read: as `update` without the new values and updated_at. */
   deleteRead: WriteFunction
@@ -47,10 +38,7 @@ interface EventArguments {
   notify: number
 }
 
-/**
- * Each `write` (sets the output row, or finds none) and its event, if an enabled subscription asked for its
- * type. Variables carry a `ps_` prefix: with use_column, a column of that name would hide them.
- */
+/** Each `write` and its event, if subscribed; `ps_` variables, as with use_column a column would hide them. */
 function batchBody (
   schema: string | undefined, count: number, write: string, a: EventArguments, subjectId: string, payload: string
 ): string {

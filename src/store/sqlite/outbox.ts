@@ -10,7 +10,7 @@ const INSERT_EVENT_SQL = `
 
 const insertStatements = new WeakMap<Database.Database, Database.Statement<EventValues>>()
 
-export function insertSqliteEvent (db: Database.Database, message: EventMessage, now: number): bigint {
+function insertSqliteEvent (db: Database.Database, message: EventMessage, now: number): bigint {
   let statement = insertStatements.get(db)
   if (statement === undefined) {
     statement = db.prepare<EventValues>(INSERT_EVENT_SQL)
@@ -26,7 +26,6 @@ export function enqueueSqliteEvent (db: Database.Database, event: ResourceEvent,
   return insertSqliteEvent(db, buildEventMessage(event, now), now)
 }
 
-/** The transactional outbox every repository of a SQLite store writes its events to. */
 export interface SqliteOutbox {
   /** In the write's own transaction: the event commits and rolls back with the change. */
   emit: (event: ResourceEvent, now: number) => void

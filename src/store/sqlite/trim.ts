@@ -1,10 +1,7 @@
 import type Database from 'better-sqlite3'
 import type { StorageLimits } from '../trim.js'
 
-/**
- * Deletes the oldest rows past `limits`, in one write transaction. Chosen ids past the limit are
- * forgotten only once the sequence has moved past them: a deleted id is still never handed out again.
- */
+/** Deletes the oldest rows past `limits`; chosen ids only once the sequence passed them (never reused). */
 export function sqliteTrim (
   db: Database.Database, sequences: ReadonlyArray<{ table: string, resource: string }>
 ): (limits: StorageLimits) => void {
