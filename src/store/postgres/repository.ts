@@ -8,6 +8,7 @@ import {
   buildEventMessage, eventPayloadAroundId, eventPayloadHead, eventType, newMessageId, resourceEvent
 } from '../../webhooks/events.js'
 import { createOnce, drawFreeId, writableRow } from '../rules.js'
+import { sameValues, valuesInOrder } from '../row-values.js'
 import { boundedQuery, inTransaction, statementRunner, type RunStatement } from './connection.js'
 import { tableStatements, type TableStatements } from './table-sql.js'
 import { postgresEventMessageValues } from './webhook-sql.js'
@@ -61,8 +62,6 @@ interface Table<R extends ResourceTypes, C extends ColumnsDeclaration> {
   names: ReadonlyArray<keyof C & string>
   stored: (row: Row) => StoredRow<ColumnValues<C>>
   toItem: (row: Row) => R['item']
-  /** A row's own values in declaration order: the statements' first parameters. */
-  ordered: (values: ColumnValues<C>) => unknown[]
 }
 
 function table<R extends ResourceTypes, C extends ColumnsDeclaration> (
@@ -85,8 +84,7 @@ function table<R extends ResourceTypes, C extends ColumnsDeclaration> (
     functions: writeFunctions(resource, context.schema),
     names,
     stored,
-    toItem: (row) => resource.storage.item(stored(row)),
-    ordered: (values) => names.map((name) => values[name])
+    toItem: (row) => resource.storage.item(stored(row))
   }
 }
 
@@ -106,7 +104,7 @@ async function withGeneratedId<T> (
 async function insertRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
   t: Table<R, C>, db: Queryable, item: R['create'], now: number
 ): Promise<Row> {
-  const values = t.ordered(t.resource.storage.create(item))
+  const values = valuesInOrder(t.names, t.resource.storage.create(item))
   if (item.id === undefined) {
     return await withGeneratedId(t, db, async () => (await t.run<Row>(db, 'insertGenerated', [...values, now])).rows[0])
   }
@@ -190,9 +188,7 @@ async function writeRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
     const { rows: [found] } = await run<Row>(context.pool, 'get', [id])
     const current = t.stored(writableRow(resource, id, found, ifMatch, t.toItem))
     const next = change(current)
-    if (next !== 'delete' && t.names.every((name) => next[name] === current.values[name])) {
-      return resource.storage.item(current)
-    }
+    if (next !== 'delete' && sameValues(t.names, next, current.values)) return resource.storage.item(current)
     // updated_at strictly increases, so the ETag changes with every write.
     const written = next === 'delete'
       ? current
@@ -235,7 +231,7 @@ async function lockedWriteRow<R extends ResourceTypes, C extends ColumnsDeclarat
     const eventValues = postgresEventMessageValues(event, now, context.claimNotify(now))
     const { rows: [row] } = next === 'delete'
       ? await run<Written>(client, 'delete', [id, ...eventValues])
-      : await run<Written>(client, 'update', [...t.ordered(next), id, written.updatedAt, ...eventValues])
+      : await run<Written>(client, 'update', [...valuesInOrder(t.names, next), id, written.updatedAt, ...eventValues])
     deliveries = row?.deliveries ?? 0
     return result
   })

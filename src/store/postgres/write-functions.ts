@@ -99,7 +99,6 @@ export function writeFunctions (resource: ResourceDefinition, schema: string | u
   const columns = ['id', ...names, 'created_at', 'updated_at']
   const returning = `RETURNING ${columns.map((column) => `w.${column}`).join(', ')} INTO ${columns.join(', ')};`
   const own = names.map((name) => `${SQL_TYPES[(resource.storage.columns[name] as { kind: ColumnKind }).kind]}[]`)
-  // After the values and now: message ids, type, before, request ids, traceparents, afters, notify, subject type.
   const e = n + 2
   const create = defined(schema, 'create', resource,
     [...own, 'bigint', 'text[]', 'text', 'text', 'text[]', 'text[]', 'text[]', 'boolean', 'text'], (label) =>
@@ -170,7 +169,6 @@ export const allWriteFunctions = (
     return [create, ...remove === undefined ? [] : [remove], update, deleteRead]
   })
 
-/** This release's functions of `resources` that `schema` lacks. */
 export async function missingWriteFunctions (
   client: pg.ClientBase, resources: readonly ResourceDefinition[], schema: string | undefined
 ): Promise<WriteFunction[]> {
