@@ -4,10 +4,7 @@ import { parsePostgresUrl } from './connection.js'
 import { schemaState } from './migrate.js'
 import { migrations } from './migrations.js'
 
-/**
- * Why a start on this database would fail (it does not answer, or its schema is not one this code serves), or
- * undefined. Changes nothing. The message never holds the URL (it may hold a password).
- */
+/** Why a start on this database would fail, changing nothing; never the URL (it may hold a password). */
 export async function checkPostgres (
   url: string, connectTimeoutMs: number, migrateOnStart = true
 ): Promise<string | undefined> {

@@ -54,13 +54,7 @@ function repositoryContext (
     pool,
     schema,
     enqueue: postgresEnqueuer(schema),
-    async guard (work) {
-      try {
-        return await work()
-      } catch (err) {
-        throw postgresFailure(err) ?? err
-      }
-    },
+    guard: async (work) => await work().catch((err: unknown) => { throw postgresFailure(err) ?? err }),
     // Claimed before the commit; one that then rolls back costs other instances at most a poll interval.
     claimNotify (now) {
       const notify = now - lastNotifyAt >= notifyIntervalMs

@@ -5,9 +5,8 @@ import type {
 import { isoTime } from '../iso-time.js'
 import { declaredColumns } from '../row-values.js'
 
-// A row's event data as SQL, for the one-statement delete, which has no row in JavaScript: the resource's JSON
-// of a row of markers, split at them, the values filled in by SQL as JavaScript writes them. A resource whose
-// JSON cannot be made so (a real column, a transformed value, a sample row that differs) locks the row first.
+// A row's event data as SQL for the one-statement delete: the JSON of a row of markers, the values filled in by
+// SQL as JavaScript writes them. A resource whose JSON cannot be made so has its deletes lock the row first.
 
 /** Nulls only in nullable columns (the shapes and samples put them there). */
 type Row = StoredRow<ColumnValues>

@@ -45,10 +45,7 @@ export function startFailure (err: unknown, prefix = ''): unknown {
   return new StoreOpenError(`${prefix}${reason}${advice === undefined ? '' : `; ${advice}`}`, { cause: err })
 }
 
-/**
- * Retries `attempt` with backoff while the database cannot be reached, for up to `timeoutMs`: a PostgreSQL that
- * starts after this instance is waited for. Other failures are not retried: waiting would not fix them.
- */
+/** Waits for a PostgreSQL that starts after this instance; other failures are not retried (waiting cannot help). */
 export async function retryUntilReachable<T> (
   attempt: () => Promise<T>, { timeoutMs, onRetry }: StartupRetry
 ): Promise<T> {

@@ -1,8 +1,6 @@
 import { isConnectionError } from './connection.js'
 
-// Concurrent writes of one kind share one call and commit (as SQLite's group commit): a write arriving while
-// MAX_IN_FLIGHT calls run waits for the next, which takes every write waiting. Each saves a round trip, a parse
-// and a WAL flush; each is answered once its call has committed.
+// Concurrent writes share one call and commit, as SQLite's group commit: a round trip, parse and WAL flush each.
 
 /** Two: one call's commit waits for its flush while the next runs. */
 const MAX_IN_FLIGHT = 2
@@ -19,10 +17,7 @@ interface Pending<I, O> {
   reject: (reason: unknown) => void
 }
 
-/**
- * `run` writes every input in one transaction, an outcome each. A failed call of several is written again one
- * by one, so a failure is only its own write's; not after a connection failure (the commit's fate is unknown).
- */
+/** A failed call is written again one by one, so a failure is its write's (not after a lost connection). */
 export function writeBatch<I, O> (run: (inputs: readonly I[]) => Promise<readonly O[]>): WriteBatch<I, O> {
   let waiting: Array<Pending<I, O>> = []
   let inFlight = 0
