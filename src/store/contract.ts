@@ -5,10 +5,7 @@ import type { MigrationReport } from './migration.js'
 import type { PoolReporter } from './pool-stats.js'
 import type { StorageLimits } from './trim.js'
 
-/**
- * 2^53 - 1, the largest integer a JavaScript client holds exactly; past it a create without an id
- * fails with `ids-exhausted` rather than hand out an id a client would round.
- */
+/** The largest integer a JavaScript client holds exactly: past it, `ids-exhausted` rather than a rounded id. */
 export const MAX_ASSIGNED_ID = 9007199254740991n
 
 /** Told once per change of the store's state, not per request. */
@@ -17,13 +14,9 @@ export interface StoreLog {
   info: (details: object, message: string) => void
 }
 
-/**
- * One repository per resource over one database; a store knows nothing of HTTP (docs/architecture.md).
- * It serves the resources its caller gives it, by default every one of src/resources/.
- */
+/** One repository per resource (by default every one of src/resources/); knows nothing of HTTP. */
 export type Store<D extends readonly ResourceDefinition[] = ServedResources> = RepositoriesOf<D> & PoolReporter & {
   readonly webhooks: WebhookStore
-  /** What opening it found and did to the schema: the steps applied, the version reached. */
   readonly migration: MigrationReport
   ping(): Promise<void>
   /** Deletes the oldest rows past `limits` (a sandbox tenant's storage bound). */

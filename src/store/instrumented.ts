@@ -28,10 +28,7 @@ export const storeOperations = (resources: readonly Collection[]): StoreOperatio
     operations.map((operation) => `${repository}.${operation}` as StoreOperation))
 ]
 
-/**
- * Told when a store operation starts; calls the function it returns once the operation has settled
- * (`error` undefined when it succeeded). Metrics time operations with it, tracing opens a span.
- */
+/** Told when a store operation starts; what it returns is called once it settled (`error` undefined: success). */
 export type OperationObserver = (operation: StoreOperation) => (error: unknown) => void
 
 type AsyncFunction = (...args: never[]) => Promise<unknown>
@@ -63,16 +60,12 @@ function instrumentRepository<R extends object> (
   return wrapped as R
 }
 
-/**
- * The same store, with every listed operation reported to the observers. Used only when metrics or
- * tracing are configured: without them the routes call the bare store, at no cost.
- */
+/** The same store, every listed operation reported to the observers (none: the bare store, at no cost). */
 export function instrumentStore (
   store: Store, observers: readonly OperationObserver[], resources: readonly Collection[]
 ): Store {
   if (observers.length === 0) return store
-  // One observer (metrics or tracing alone, the usual case) is called directly: this runs on every
-  // request, and an array of end callbacks per call would be garbage for nothing.
+  // One observer, the usual case, is called directly: no array of end callbacks per request.
   const [only] = observers
   const start: OperationObserver = observers.length === 1 && only !== undefined
     ? only

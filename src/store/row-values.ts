@@ -19,7 +19,6 @@ export function declaredColumns (storage: ResourceStorage): readonly string[] {
   return names
 }
 
-/** The values in column order, as statements bind them. */
 export const valuesInOrder = (names: readonly string[], values: ColumnValues): ColumnValue[] =>
   names.map((name) => values[name] ?? null)
 
@@ -33,14 +32,10 @@ export function valuesAt<C extends ColumnsDeclaration> (
   return values as ColumnValues<C>
 }
 
-/** Whether a write would store what is stored already (a write that changes nothing). */
 export const sameValues = (names: readonly string[], a: ColumnValues, b: ColumnValues): boolean =>
   names.every((name) => a[name] === b[name])
 
-/**
- * A created row's values as an idempotency key keeps them, on every store: a JSON object by column,
- * int64s as decimal strings (a JSON number would round them).
- */
+/** As an idempotency key keeps them: a JSON object by column, int64s as strings (a JSON number would round). */
 export const encodeRowValues = (values: ColumnValues): string =>
   JSON.stringify(values, (_key, value: unknown) => typeof value === 'bigint' ? value.toString() : value)
 

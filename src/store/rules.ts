@@ -1,7 +1,6 @@
 import { idempotencyKeyReused, notFound, preconditionFailed } from '../lib/errors.js'
-import type { CreateResult, Resource } from '../resources/definition.js'
+import type { CreateResult, IfMatch, Resource } from '../resources/definition.js'
 import type { IdempotencyKey } from '../resources/idempotency.js'
-import type { IfMatch } from '../resources/definition.js'
 
 /** With If-Match, a missing row fails the precondition (RFC 9110 §13.1.1). */
 export function writableRow<Row, T> (
@@ -19,19 +18,8 @@ export function writableRow<Row, T> (
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000
 
-/** Keys created at or before this time are expired. */
-export const idempotencyCutoff = (now: number): number => now - IDEMPOTENCY_TTL_MS
-
-function replayOf<Row extends { fingerprint: string }, T> (
-  earlier: Row | undefined, key: IdempotencyKey, remembered: (row: Row) => T
-): T | undefined {
-  if (earlier === undefined) return undefined
-  if (earlier.fingerprint !== key.fingerprint) throw idempotencyKeyReused()
-  return remembered(earlier)
-}
-
 /** A step's answer: SQLite's steps run synchronously inside its transaction, PostgreSQL's are awaited. */
-export type MaybeAsync<T> = T | Promise<T>
+type MaybeAsync<T> = T | Promise<T>
 
 const then = <A, B>(value: MaybeAsync<A>, next: (value: A) => MaybeAsync<B>): MaybeAsync<B> =>
   value instanceof Promise ? value.then(next) : next(value)
@@ -47,10 +35,7 @@ export interface CreateSteps<Earlier extends { fingerprint: string }, Row, T> {
   created: (row: Row) => MaybeAsync<T>
 }
 
-/**
- * An unexpired key with the same fingerprint replays what it created, with another is refused.
- * `admit` (the caller's, see Repository.create) runs once the create is known to be new.
- */
+/** An unexpired key replays what it created, or is refused with another fingerprint; then `admit` if new. */
 export function createOnce<Earlier extends { fingerprint: string }, Row, T> (
   key: IdempotencyKey | undefined, now: number, steps: CreateSteps<Earlier, Row, T>, admit?: () => void
 ): MaybeAsync<CreateResult<T>> {
@@ -61,10 +46,13 @@ export function createOnce<Earlier extends { fingerprint: string }, Row, T> (
     admit?.()
     return insert()
   }
-  const cutoff = idempotencyCutoff(now)
+  // Keys created at or before the cutoff are expired.
+  const cutoff = now - IDEMPOTENCY_TTL_MS
   return then(steps.findKey(key, cutoff), (earlier) => {
-    const replayed = replayOf(earlier, key, steps.remembered)
-    if (replayed !== undefined) return { item: replayed, replayed: true }
+    if (earlier !== undefined) {
+      if (earlier.fingerprint !== key.fingerprint) throw idempotencyKeyReused()
+      return { item: steps.remembered(earlier), replayed: true }
+    }
     admit?.()
     return then(steps.expireKeys(cutoff), insert)
   })
@@ -76,10 +64,7 @@ export function settled<T> (value: MaybeAsync<T>): T {
   return value
 }
 
-/**
- * Draws a server-assigned id: each failed attempt moves the sequence past the taken ids it met, so this ends within a
- * round or two.
- */
+/** Each failed attempt moves the sequence past the taken ids it met, so this ends within a round or two. */
 export async function drawFreeId<T> (
   attempt: () => Promise<T | undefined>, skipTaken: () => Promise<unknown>
 ): Promise<T> {

@@ -4,12 +4,7 @@ import { parsePostgresUrl } from './connection.js'
 import { schemaState } from './migrate.js'
 import { migrations } from './migrations.js'
 
-/**
- * Why a start on this PostgreSQL database would fail, or undefined when it would not: it must
- * answer, and any plant-store schema in it must be one this code serves (a newer one only while
- * it records that it is compatible; an older one only when MIGRATE_ON_START lets it migrate). Changes nothing
- * (no schema is created, no migration runs). The message never holds the URL (it may hold a password).
- */
+/** Why a start on this database would fail, changing nothing; never the URL (it may hold a password). */
 export async function checkPostgres (
   url: string, connectTimeoutMs: number, migrateOnStart = true
 ): Promise<string | undefined> {

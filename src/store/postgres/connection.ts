@@ -16,28 +16,21 @@ export interface PostgresTarget {
 /** Needs no quoting anywhere in SQL. */
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/
 
-/**
- * What statements put before a table's name: `schema.` (a SCHEMA_NAME needs no quoting). A lone
- * statement then resolves its tables without a search_path: one round trip, no session state.
- */
+/** `schema.` before each table's name: a lone statement then needs no search_path (no session state). */
 export const tablePrefix = (schema: string | undefined): string => schema === undefined ? '' : `${schema}.`
 
 type Queryable = pg.Pool | pg.PoolClient | pg.ClientBase
 
-/** Runs one of a set of statements by name. */
 export type RunStatement<S extends string> = <R extends pg.QueryResultRow = pg.QueryResultRow>(
   db: Queryable, statement: S, values?: unknown[]) => Promise<pg.QueryResult<R>>
 
-/**
- * Unnamed statements: a named prepared statement lives in a server session, which a transaction
- * pooler (PgBouncer's pool_mode = transaction) hands to another client after each transaction.
- */
+/** Unnamed statements: a transaction pooler (PgBouncer) hands the session of a named one to other clients. */
 export function statementRunner<S extends string> (sql: Readonly<Record<S, string>>): RunStatement<S> {
   return async <R extends pg.QueryResultRow>(db: Queryable, statement: S, values: unknown[] = []) =>
     await db.query<R>(sql[statement], values)
 }
 
-/** A `?schema=name` parameter lets several services (or test runs) share one database. */
+/** `?schema=name` lets several services (or test runs) share one database. */
 export function parsePostgresUrl (url: string): PostgresTarget {
   let parsed: URL
   try {
@@ -59,10 +52,7 @@ export function parsePostgresUrl (url: string): PostgresTarget {
   return { connectionString: parsed.toString(), schema }
 }
 
-/**
- * DATABASE_URL as messages may name it: host, port, database and schema, never the user's password
- * (nor the query's other parameters, which may hold one).
- */
+/** DATABASE_URL as messages may name it: never the password (nor other query parameters, which may hold one). */
 export function postgresName (url: string): string {
   try {
     const parsed = new URL(url)
@@ -74,24 +64,18 @@ export function postgresName (url: string): string {
   }
 }
 
-/**
- * What each transaction of a pool sets for itself (`set_config(…, true)`, gone at its end): never
- * a startup parameter or a session setting, which a transaction pooler (PgBouncer's
- * pool_mode = transaction) refuses or hands on to other clients.
- */
-export interface TransactionSettings {
-  /** search_path */
-  schema?: string | undefined
-  /** statement_timeout and lock_timeout */
-  statementTimeoutMs?: number | undefined
+/** Set per transaction (`set_config(…, true)`): a transaction pooler refuses startup parameters, shares sessions. */
+interface TransactionSettings {
+  schema?: string | undefined // search_path
+  statementTimeoutMs?: number | undefined // statement_timeout and lock_timeout
   /** synchronous_commit = off: a crash may lose the last commits (dispatcher bookkeeping only). */
   asynchronousCommit?: boolean
 }
 
-/** What a pool's transactions set for themselves, as one statement ('' for nothing): see `opening`. */
+/** A pool's transaction settings as one statement ('' for none). */
 const SETTINGS = new WeakMap<pg.Pool, string>()
 
-/** How a transaction on a pool begins: BEGIN and its settings in one round trip (simple protocol). */
+/** BEGIN and the settings in one round trip (simple protocol). */
 const opening = (pool: pg.Pool): string => {
   const settings = SETTINGS.get(pool) ?? ''
   return settings === '' ? 'BEGIN' : `BEGIN; ${settings}`
@@ -99,24 +83,16 @@ const opening = (pool: pg.Pool): string => {
 
 /** The values are a checked schema name (SCHEMA_NAME), integers and `off`: nothing to quote. */
 function settingsSql ({ schema, statementTimeoutMs, asynchronousCommit }: TransactionSettings): string {
-  const settings: Array<[string, string]> = [
-    ...(schema === undefined ? [] : [['search_path', schema]] as Array<[string, string]>),
-    ...(statementTimeoutMs === undefined
-      ? []
-      : [['statement_timeout', String(statementTimeoutMs)], ['lock_timeout', String(statementTimeoutMs)]] as
-        Array<[string, string]>),
-    ...(asynchronousCommit === true ? [['synchronous_commit', 'off']] as Array<[string, string]> : [])
-  ]
+  const settings: Array<[string, string]> = []
+  if (schema !== undefined) settings.push(['search_path', schema])
+  const timeout = String(statementTimeoutMs)
+  if (statementTimeoutMs !== undefined) settings.push(['statement_timeout', timeout], ['lock_timeout', timeout])
+  if (asynchronousCommit === true) settings.push(['synchronous_commit', 'off'])
   if (settings.length === 0) return ''
   return `SELECT ${settings.map(([name, value]) => `set_config('${name}', '${value}', true)`).join(', ')}`
 }
 
-/**
- * `text` (a statement without parameters, its values literals) with `pool`'s transaction settings,
- * in one simple-protocol message: one round trip, one implicit transaction, and the statement
- * bounded as a transaction's are (PostgreSQL arms statement_timeout per statement of the message).
- * Its rows.
- */
+/** `text` after `pool`'s settings in one simple-protocol message: one round trip, bounded as a transaction. */
 export async function boundedQuery<R extends pg.QueryResultRow> (pool: pg.Pool, text: string): Promise<R[]> {
   const settings = SETTINGS.get(pool) ?? ''
   if (settings === '') return (await pool.query<R>(text)).rows
@@ -124,13 +100,7 @@ export async function boundedQuery<R extends pg.QueryResultRow> (pool: pg.Pool, 
   return results[1]?.rows ?? []
 }
 
-/**
- * `pool` whose transactions (inTransaction) carry `settings`. A lone statement runs as it is, one
- * round trip, bounded by the driver's query_timeout: it names its tables schema-qualified (tablePrefix).
- * With asynchronous commit (the dispatcher's bookkeeping) it runs in a transaction of its own instead:
- * two more round trips cost less than the WAL flush a commit would otherwise wait for, and only a
- * transaction can carry the setting without session state.
- */
+/** A lone statement runs as it is; with asynchronous commit in a transaction (cheaper than a WAL flush). */
 export function settledPool (pool: pg.Pool, settings: TransactionSettings): pg.Pool {
   const query = settings.asynchronousCommit === true
     ? async (...args: unknown[]): Promise<unknown> => await inTransaction(view, async (client) =>
@@ -146,11 +116,9 @@ export function settledPool (pool: pg.Pool, settings: TransactionSettings): pg.P
   return view
 }
 
-const QUERY_TIMEOUT_MARGIN_MS = 1000
-
-/** Bounded in the driver: a network that goes silent would otherwise hold a caller until TCP gives up. */
+/** A second past the server's bound: a network that goes silent would otherwise hold a caller until TCP gives up. */
 export function queryTimeout (statementTimeoutMs: number): Pick<pg.PoolConfig, 'query_timeout'> {
-  return { query_timeout: statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS }
+  return { query_timeout: statementTimeoutMs + 1000 }
 }
 
 const SOCKET_CODES = new Set([
@@ -166,19 +134,14 @@ const DRIVER_MESSAGES = new RegExp('^(Connection terminated|timeout exceeded whe
 export function isConnectionError (err: unknown): boolean {
   if (!(err instanceof Error)) return false
   const code = (err as { code?: unknown }).code
-  if (typeof code === 'string') {
-    return SOCKET_CODES.has(code) || SERVER_CODES.has(code) || code.startsWith('08')
-  }
+  if (typeof code === 'string') return SOCKET_CODES.has(code) || SERVER_CODES.has(code) || code.startsWith('08')
   return DRIVER_MESSAGES.test(err.message)
 }
 
-// Besides a broken connection, a database that cannot serve us right now: resources (53), state
-// (55000, 55006, 55P03), cancels and shutdowns (57), I/O (58), credentials (28), gone (3D000), and
-// read-only (25006): a standby not yet promoted, or a demoted primary, while a failover repoints us.
+// A database that cannot serve us now, read-only (25006) too: a standby or demoted primary while a failover runs.
 const UNAVAILABLE_CODES = new Set(['55000', '55006', '55P03', '3D000', '25006'])
 const UNAVAILABLE_CLASSES = new Set(['53', '57', '58', '28'])
-// A table, column or function this code uses is not there: the schema is not one this instance can
-// serve (a newer release's contract step ran too early); another instance, or a later moment, can.
+// A table, column or function this code uses is missing (a newer release's contract step ran too early).
 const SCHEMA_CODES = new Set(['42P01', '42703', '42883'])
 
 const DISK_FULL = '53100'
@@ -194,12 +157,7 @@ export function postgresFailure (err: unknown): ServiceError | undefined {
   return undefined
 }
 
-/**
- * A server that ends a connection (a restart, a failover, `pg_terminate_backend`, idle_session_timeout)
- * makes its client emit 'error', idle or checked out between two statements: unheard, that ends the
- * process. An idle client's error reaches the pool's listener, which reports it; a checked-out one's
- * fails its holder's next statement, which drops it, so the client's own listener only has to be there.
- */
+/** An unheard client 'error' (the server ended the connection) ends the process; the next statement reports it. */
 export function survivingDisconnects (pool: pg.Pool, onError?: (err: Error) => void): pg.Pool {
   pool.on('error', (err) => { onError?.(err) })
   pool.on('connect', (client) => { client.on('error', () => {}) })

@@ -1,9 +1,6 @@
 import type { MigrationStep } from '../migration.js'
 
-/**
- * Append only: a released step is never edited, a change is a new step. Times are epoch ms. Each new
- * step follows docs/upgrading.md (expand now, contract a release later).
- */
+/** Append only: a released step is never edited. Times are epoch ms. New steps follow docs/upgrading.md. */
 export const migrations: ReadonlyArray<MigrationStep<string>> = [
   // 1: an identity sequence never hands out a number twice, so a deleted id is never reused.
   {
@@ -74,8 +71,7 @@ export const migrations: ReadonlyArray<MigrationStep<string>> = [
    CREATE INDEX webhook_deliveries_subscription_id ON webhook_deliveries (subscription_id, id);
    CREATE INDEX webhook_deliveries_created_at ON webhook_deliveries (created_at);`
   },
-  // 4: server-assigned ids within 1..2^53 - 1: the sequence skips taken and chosen ids (MAXVALUE stops
-  // it); it resumes below the run of known ids that reaches 2^53 - 1, so no existing id comes back.
+  // 4: server-assigned ids within 1..2^53 - 1, resuming below the run of known ids that reaches the top.
   {
     name: 'server-assigned ids within 2^53 - 1',
     up: `CREATE TABLE chosen_ids (id bigint PRIMARY KEY);
@@ -114,8 +110,7 @@ export const migrations: ReadonlyArray<MigrationStep<string>> = [
    );
    ALTER TABLE webhook_subscriptions ADD COLUMN first_event_id bigint NOT NULL DEFAULT 0;`
   },
-  // 7: every secret a rotation replaced keeps signing until its own expiry: a JSON array of
-  // [secret, until] pairs, newest first. previous_secret(_until) stay for instances not yet upgraded.
+  // 7: every replaced secret signs until its expiry ([secret, until] pairs, newest first); old columns stay.
   {
     name: 'every rotated secret keeps signing',
     expand: true,
@@ -139,8 +134,7 @@ export const migrations: ReadonlyArray<MigrationStep<string>> = [
    );
    CREATE INDEX webhook_attempts_delivery_id ON webhook_attempts (delivery_id, id);`
   },
-  // 9: one outbox shape on every store: an event row holds its subject (resource and id) beside its
-  // type and payload. Nullable while instances of the previous release may still write events.
+  // 9: an event row holds its subject; nullable while the previous release may still write events.
   {
     name: 'event rows hold their subject',
     expand: true,
@@ -148,8 +142,7 @@ export const migrations: ReadonlyArray<MigrationStep<string>> = [
    UPDATE webhook_events SET subject_type = split_part(event_type, '.', 1),
      subject_id = (payload::json -> 'data' ->> 'id')::bigint;`
   },
-  // 10: a JWT principal id longer than 256 bytes is `jwt-sha256:<hex SHA-256 of the sub>` (see
-  // src/auth/principal-id.ts), so any sub fits an index row: ids stored before are rewritten the same way.
+  // 10: a JWT principal id past 256 bytes becomes its digest (src/auth/principal-id.ts), to fit an index row.
   {
     name: 'long JWT principal ids are digests',
     up: `UPDATE webhook_subscriptions
@@ -158,9 +151,7 @@ export const migrations: ReadonlyArray<MigrationStep<string>> = [
    UPDATE idempotency_keys SET scope = 'jwt-sha256:' || encode(sha256(convert_to(substr(scope, 5), 'UTF8')), 'hex')
    WHERE left(scope, 4) = 'jwt:' AND octet_length(scope) > 256;`
   },
-  // 11: idempotency keys and chosen ids of every resource, keyed by its collection. A key remembers the
-  // row it created: its id, timestamps, and own values as a JSON object by column (int64s as decimal
-  // strings), as on SQLite.
+  // 11: keys and chosen ids by collection; a key keeps its row's values as JSON (src/store/row-values.ts).
   {
     name: 'idempotency keys and chosen ids of every resource',
     up: `ALTER TABLE idempotency_keys RENAME TO plant_idempotency_keys;

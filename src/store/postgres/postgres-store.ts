@@ -1,18 +1,16 @@
 import pg from 'pg'
 import { pgTypes } from './types.js'
 import type { Store } from '../contract.js'
-import { schemaUnavailable } from '../../lib/errors.js'
+import { ReadOnlyDatabaseError, schemaUnavailable } from '../../lib/errors.js'
 import { incompatibleSchemaProblem, type MigrationReport } from '../migration.js'
 import {
   parsePostgresUrl, poolStats, postgresFailure, queryTimeout, settledPool, survivingDisconnects
 } from './connection.js'
 import { migrateWhenReachable, schemaProbeSql } from './migrate.js'
 import { migrations } from './migrations.js'
-import type { PostgresRepositoryContext } from './context.js'
-import { createPostgresRepository } from './repository.js'
+import { createPostgresRepository, type PostgresRepositoryContext } from './repository.js'
 import { retryUntilReachable, type StartupRetry } from './startup.js'
 import { assertSameDatabase } from './same-database.js'
-import { pingWritable } from './read-only.js'
 import { createPostgresWebhookStore, postgresEnqueuer } from './webhook-store.js'
 import type { WebhookStore } from '../../webhooks/store-contract.js'
 import { postgresTrim } from './trim.js'
@@ -22,17 +20,13 @@ import { RESOURCES, type ServedResources } from '../../resources/index.js'
 interface SchemaProbe { tables: boolean, version: number, compatible_from: number | null }
 
 /** At most one NOTIFY to other instances' dispatchers per this many milliseconds from one process's writes. */
-export const NOTIFY_INTERVAL_MS = 50
+const NOTIFY_INTERVAL_MS = 50
 
 export interface PostgresStoreOptions<D extends readonly ResourceDefinition[] = ServedResources> {
   url: string
-  /** The resources it serves: their tables are made when missing. */
+  /** Their tables are made when missing. */
   resources?: D
-  /**
-   * DATABASE_DIRECT_URL: PostgreSQL itself, not a transaction pooler, for what needs a session
-   * (LISTEN; migrations). Without it there is no LISTEN (the dispatcher polls) and migrations run
-   * over `url`, under a transaction-scoped lock.
-   */
+  /** DATABASE_DIRECT_URL: no pooler, for LISTEN and migrations (else: no LISTEN, a transaction-scoped lock). */
   directUrl?: string
   poolMax?: number
   connectTimeoutMs?: number
@@ -43,38 +37,24 @@ export interface PostgresStoreOptions<D extends readonly ResourceDefinition[] = 
   notifyIntervalMs?: number
   /** Max connections of each of the webhook store's two pools (4 by default). */
   webhookPoolMax?: number
-  /**
-   * `false`: no LISTEN connection even with `directUrl`; only this process's own writes wake the
-   * dispatcher (it polls for the rest).
-   */
+  /** `false`: no LISTEN even with `directUrl`; the dispatcher polls for other instances' events. */
   listen?: boolean
   /** Pools the caller owns and ends (a sandbox's): `bookkeeping` has synchronous_commit off, for the dispatcher. */
   pools?: { pool: pg.Pool, bookkeeping: pg.Pool }
-  /**
-   * `false`: the caller has made sure the schema is this code's (no migration, no schema check);
-   * `'check'`: none is applied, and a schema behind this code's is refused (MIGRATE_ON_START=0).
-   */
+  /** `false`: the caller made sure of the schema; `'check'`: refuse one behind this code's (MIGRATE_ON_START=0). */
   migrate?: false | 'check'
 }
 
-/** What every repository of the store shares: the pool, the failure mapping and the NOTIFY throttle. */
 function repositoryContext (
   pool: pg.Pool, schema: string | undefined, notifyIntervalMs: number, wakers: ReadonlySet<() => void>
 ): PostgresRepositoryContext {
-  // At most one NOTIFY per NOTIFY_INTERVAL_MS, as notifying commits serialize on PostgreSQL's queue
-  // lock: see docs/performance.md#what-the-measurements-decided. Own dispatchers are woken directly.
+  // Notifying commits serialize on a queue lock (docs/performance.md#what-the-measurements-decided).
   let lastNotifyAt = Number.NEGATIVE_INFINITY
   return {
     pool,
     schema,
     enqueue: postgresEnqueuer(schema),
-    async guard (work) {
-      try {
-        return await work()
-      } catch (err) {
-        throw postgresFailure(err) ?? err
-      }
-    },
+    guard: async (work) => await work().catch((err: unknown) => { throw postgresFailure(err) ?? err }),
     // Claimed before the commit; one that then rolls back costs other instances at most a poll interval.
     claimNotify (now) {
       const notify = now - lastNotifyAt >= notifyIntervalMs
@@ -142,7 +122,6 @@ export async function createPostgresStore<D extends readonly ResourceDefinition[
       { apply: options.migrate !== 'check', startup: options.startup })
   }
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000
-  const owned = options.pools === undefined
   let own: pg.Pool | undefined
   let pool: pg.Pool
   if (options.pools === undefined) {
@@ -159,7 +138,7 @@ export async function createPostgresStore<D extends readonly ResourceDefinition[
   try {
     webhooks = await openWebhooks(options, statementTimeoutMs, wakers)
   } catch (err) {
-    if (owned) await pool.end()
+    if (own !== undefined) await pool.end()
     throw postgresFailure(err) ?? err
   }
   let closed = false
@@ -173,7 +152,10 @@ export async function createPostgresStore<D extends readonly ResourceDefinition[
     migration,
     async ping () {
       await context.guard(async () => {
-        await pingWritable(pool)
+        // A standby or demoted primary answers reads but refuses every write (25006): not ready.
+        const { rows: [state] } = await pool.query<{ read_only: string }>(
+          "SELECT current_setting('transaction_read_only') AS read_only")
+        if (state?.read_only === 'on') throw new ReadOnlyDatabaseError()
         // The schema too, once the database answers (a sandbox tenant's is its registry's to check).
         if (options.migrate === false) return
         const { rows: [found] } = await pool.query<SchemaProbe>(probe)
@@ -191,7 +173,7 @@ export async function createPostgresStore<D extends readonly ResourceDefinition[
       if (closed) return
       closed = true
       await webhooks.close()
-      if (owned) await pool.end()
+      if (own !== undefined) await pool.end()
     }
   }
 }

@@ -1,27 +1,40 @@
 import type pg from 'pg'
 import { idsExhausted, idTaken, notFound } from '../../lib/errors.js'
 import type {
-  ColumnsDeclaration, ColumnValues, CreateResult, Repository, ResourceDefinition, ResourceSchemas, ResourceTypes,
-  StoredRow
+  ColumnsDeclaration, ColumnValues, CreateResult, IfMatch, Repository, ResourceDefinition, ResourceSchemas,
+  ResourceTypes, StoredRow
 } from '../../resources/definition.js'
 import {
   buildEventMessage, eventPayloadAroundId, eventPayloadHead, eventType, newMessageId, resourceEvent
 } from '../../webhooks/events.js'
 import { createOnce, drawFreeId, writableRow } from '../rules.js'
+import { sameValues, valuesInOrder } from '../row-values.js'
 import { boundedQuery, inTransaction, statementRunner, type RunStatement } from './connection.js'
-import type { PostgresRepositoryContext } from './context.js'
 import { tableStatements, type TableStatements } from './table-sql.js'
 import { postgresEventMessageValues } from './webhook-sql.js'
+import type { EnqueueEvent } from './webhook-store.js'
 import { callSql, writeFunctions, type WriteFunction, type WriteFunctions } from './write-functions.js'
 import { writeBatch, type WriteBatch } from './write-batch.js'
 import type { EventOrigin } from '../../webhooks/origin.js'
 import type { IdempotencyKey } from '../../resources/idempotency.js'
-import type { IfMatch } from '../../resources/definition.js'
+
+/** What a repository is given by the store that opened the database. */
+export interface PostgresRepositoryContext {
+  pool: pg.Pool
+  /** DATABASE_URL's schema: statements name their tables in it. */
+  schema: string | undefined
+  enqueue: EnqueueEvent
+  /** Maps a driver's failure to the ServiceError a client may see. */
+  guard: <T>(work: () => Promise<T>) => Promise<T>
+  /** Whether this write's event should NOTIFY other instances (at most one per interval). */
+  claimNotify: (now: number) => boolean
+  /** After the commit: wakes this process's dispatchers when the write made deliveries. */
+  afterCommit: <T>(result: T, deliveries: number) => T
+}
 
 type Queryable = pg.Pool | pg.PoolClient
 
-/** A resource as its PostgreSQL repository serves it. */
-export type PostgresResource<R extends ResourceTypes, C extends ColumnsDeclaration> =
+type PostgresResource<R extends ResourceTypes, C extends ColumnsDeclaration> =
   ResourceDefinition<string, string, R, ResourceSchemas, C>
 
 /** A row as the driver reads it: int8 as bigint, float8 as number. */
@@ -40,19 +53,15 @@ function jsonAfterId (json: string, id: bigint): string | undefined {
   return json.startsWith(head) && (next === ',' || next === '}') ? json.slice(head.length) : undefined
 }
 
-/** One resource's table as its repository's steps use it. */
 interface Table<R extends ResourceTypes, C extends ColumnsDeclaration> {
   resource: PostgresResource<R, C>
   context: PostgresRepositoryContext
   sql: TableStatements
   run: RunStatement<Exclude<keyof TableStatements, 'list'>>
   functions: WriteFunctions
-  /** The declared columns, in order. */
   names: ReadonlyArray<keyof C & string>
   stored: (row: Row) => StoredRow<ColumnValues<C>>
   toItem: (row: Row) => R['item']
-  /** A row's own values in declaration order: the statements' first parameters. */
-  ordered: (values: ColumnValues<C>) => unknown[]
 }
 
 function table<R extends ResourceTypes, C extends ColumnsDeclaration> (
@@ -75,8 +84,7 @@ function table<R extends ResourceTypes, C extends ColumnsDeclaration> (
     functions: writeFunctions(resource, context.schema),
     names,
     stored,
-    toItem: (row) => resource.storage.item(stored(row)),
-    ordered: (values) => names.map((name) => values[name])
+    toItem: (row) => resource.storage.item(stored(row))
   }
 }
 
@@ -96,7 +104,7 @@ async function withGeneratedId<T> (
 async function insertRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
   t: Table<R, C>, db: Queryable, item: R['create'], now: number
 ): Promise<Row> {
-  const values = t.ordered(t.resource.storage.create(item))
+  const values = valuesInOrder(t.names, t.resource.storage.create(item))
   if (item.id === undefined) {
     return await withGeneratedId(t, db, async () => (await t.run<Row>(db, 'insertGenerated', [...values, now])).rows[0])
   }
@@ -133,15 +141,9 @@ async function createInTransaction<R extends ResourceTypes, C extends ColumnsDec
   return context.afterCommit(result, deliveries)
 }
 
-/** A create without key or chosen id, as a batch takes it. */
 interface GeneratedCreate<C extends ColumnsDeclaration> { values: ColumnValues<C>, origin: EventOrigin | undefined }
 
-/**
- * The usual creates, without key or chosen id, of a batch (write-batch.ts): their rows and events in
- * one call. Each event's data is its item's JSON around the id the call draws. A write's outcome:
- * its row; undefined when its drawn id was taken; 'alone' when its JSON does not begin with the id
- * (the caller then creates in a transaction).
- */
+/** A batch's plain creates in one call: the row; undefined if its id was taken; 'alone' if the JSON is not id-first. */
 function generatedCreates<R extends ResourceTypes, C extends ColumnsDeclaration> (
   t: Table<R, C>
 ): WriteBatch<GeneratedCreate<C>, Written | undefined | 'alone'> {
@@ -168,18 +170,14 @@ function generatedCreates<R extends ResourceTypes, C extends ColumnsDeclaration>
   })
 }
 
-/** A row's next state from its current one: its values, or 'delete'. */
 type Change<C extends ColumnsDeclaration> = (current: StoredRow<ColumnValues<C>>) => ColumnValues<C> | 'delete'
 
 /** How often a write of a row as read meets the row changed since, before it locks the row instead. */
 const READ_ATTEMPTS = 3
 
 /**
- * A replace, update or delete (with If-Match, or one a delete function cannot make: see row-json.ts):
- * the row read, its precondition checked, then the write and its event in one call, made only if the
- * row is still as read, which is what a lock held from the read to the write would give. Two round
- * trips, no transaction held open between them. A row changed in between is read again; one that
- * keeps changing is locked (lockedWriteRow). A write that changes nothing keeps the row (no event).
+ * A replace, update or delete written with its event only if the row is still as read: a held lock's effect,
+ * with no transaction open between two round trips. A row that keeps changing is locked instead.
  */
 async function writeRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
   t: Table<R, C>, id: bigint, change: Change<C>, ifMatch: IfMatch | undefined, origin: EventOrigin | undefined
@@ -190,9 +188,7 @@ async function writeRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
     const { rows: [found] } = await run<Row>(context.pool, 'get', [id])
     const current = t.stored(writableRow(resource, id, found, ifMatch, t.toItem))
     const next = change(current)
-    if (next !== 'delete' && t.names.every((name) => next[name] === current.values[name])) {
-      return resource.storage.item(current)
-    }
+    if (next !== 'delete' && sameValues(t.names, next, current.values)) return resource.storage.item(current)
     // updated_at strictly increases, so the ETag changes with every write.
     const written = next === 'delete'
       ? current
@@ -212,13 +208,9 @@ async function writeRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
   return await lockedWriteRow(t, id, change, ifMatch, origin)
 }
 
-/**
- * A replace, update or delete: the row locked (its precondition checked), then the write and its
- * event in one statement, in one transaction. A write that changes nothing keeps the row (no event).
- */
+/** writeRow with the row locked, then written with its event in one statement, in one transaction. */
 async function lockedWriteRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
-  t: Table<R, C>, id: bigint, change: (current: StoredRow<ColumnValues<C>>) => ColumnValues<C> | 'delete',
-  ifMatch: IfMatch | undefined, origin: EventOrigin | undefined
+  t: Table<R, C>, id: bigint, change: Change<C>, ifMatch: IfMatch | undefined, origin: EventOrigin | undefined
 ): Promise<R['item']> {
   const { resource, context, run } = t
   const now = Date.now()
@@ -239,18 +231,14 @@ async function lockedWriteRow<R extends ResourceTypes, C extends ColumnsDeclarat
     const eventValues = postgresEventMessageValues(event, now, context.claimNotify(now))
     const { rows: [row] } = next === 'delete'
       ? await run<Written>(client, 'delete', [id, ...eventValues])
-      : await run<Written>(client, 'update', [...t.ordered(next), id, written.updatedAt, ...eventValues])
+      : await run<Written>(client, 'update', [...valuesInOrder(t.names, next), id, written.updatedAt, ...eventValues])
     deliveries = row?.deliveries ?? 0
     return result
   })
   return context.afterCommit(item, deliveries)
 }
 
-/**
- * The deletes without If-Match of a batch (write-batch.ts): nothing to check before them, so the rows
- * and their events (the data made from each deleted row by the function, see row-json.ts) go in one
- * call. A write's outcome: the deleted row, or undefined when there was none.
- */
+/** A batch's deletes without If-Match, rows and events (row-json.ts) in one call; undefined for a row not there. */
 function deletesInOneCall<R extends ResourceTypes, C extends ColumnsDeclaration> (
   t: Table<R, C>, fn: WriteFunction
 ): WriteBatch<{ id: bigint, origin: EventOrigin | undefined }, Written | undefined> {
@@ -269,10 +257,7 @@ function deletesInOneCall<R extends ResourceTypes, C extends ColumnsDeclaration>
   })
 }
 
-/**
- * The one repository of every resource on PostgreSQL, built from its storage declaration: the
- * Repository contract (src/resource.ts), as the store conformance suite checks it.
- */
+/** Every resource's repository on PostgreSQL, from its storage declaration. */
 export function createPostgresRepository<R extends ResourceTypes, C extends ColumnsDeclaration> (
   resource: PostgresResource<R, C>, context: PostgresRepositoryContext
 ): Repository<R> {

@@ -5,23 +5,14 @@ import type {
 import { isoTime } from '../iso-time.js'
 import { declaredColumns } from '../row-values.js'
 
-/**
- * A row's event data (`resource.json(storage.item(row))`) as a SQL expression, for PostgreSQL's
- * one-statement delete, which has no row in JavaScript before it writes its event. The bytes are
- * still the resource's own: its JSON is made once here from a row of markers, split at them, and
- * only the values are filled in by SQL, each as JavaScript writes it (a text as JSON.stringify
- * escapes it, as to_json does; an integer in decimal; a time as isoTime). A resource whose JSON
- * cannot be made so (a real column, a value it transforms, one that does not round-trip on sample
- * rows) has none: its deletes lock the row first, as every If-Match delete does.
- */
+// A row's event data as SQL for the one-statement delete: the JSON of a row of markers, the values filled in by
+// SQL as JavaScript writes them. A resource whose JSON cannot be made so has its deletes lock the row first.
 
-/** A row as the resource's item() takes it: nulls only in nullable columns (the shapes and samples put them there). */
+/** Nulls only in nullable columns (the shapes and samples put them there). */
 type Row = StoredRow<ColumnValues>
 
-/** A piece of the JSON: as it is, or a value the statement fills in. */
 type Part = { text: string } | { value: Value }
 
-/** A value the statement fills in: the id, a declared column, or a time. */
 type Value = { of: 'id' } | { of: 'column', name: string, kind: Exclude<ColumnKind, 'real'> } |
   { of: 'time', column: 'created_at' | 'updated_at' }
 
@@ -91,7 +82,6 @@ function samples (resource: ResourceDefinition, nulls: ReadonlySet<string>): Arr
   })
 }
 
-/** Every set of the nullable columns. */
 function nullSets (nullable: readonly string[]): Array<Set<string>> {
   return Array.from({ length: 2 ** nullable.length },
     (_, mask) => new Set(nullable.filter((_, i) => (mask >> i) % 2 === 1)))
@@ -110,10 +100,7 @@ function valueSql (value: Value, alias: string): string {
 const concatSql = (parts: readonly Part[], alias: string): string =>
   parts.map((part) => 'text' in part ? pg.escapeLiteral(part.text) : valueSql(part.value, alias)).join(' || ')
 
-/**
- * The expression of row `alias`'s event data (the resource's JSON of it), or undefined when the
- * resource's JSON cannot be made in SQL (see above).
- */
+/** Row `alias`'s event data (the resource's JSON of it), or undefined when SQL cannot make it (see above). */
 export function rowJsonSql (resource: ResourceDefinition, alias: string): string | undefined {
   const nullable = declaredColumns(resource.storage)
     .filter((name) => (resource.storage.columns[name] as { nullable: boolean }).nullable)

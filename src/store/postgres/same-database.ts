@@ -21,21 +21,14 @@ async function identityOf (connection: pg.ClientConfig): Promise<Identity> {
   }
 }
 
-/**
- * DATABASE_DIRECT_URL must reach DATABASE_URL's database: migrations and LISTEN run over it, and a
- * typo would migrate another database and listen there. Host and port cannot tell (a pooler's are
- * not the server's), so each connection asks the server which cluster and database it is; a schema
- * named by the direct URL must be DATABASE_URL's.
- */
+/** DATABASE_DIRECT_URL must reach DATABASE_URL's database: a pooler's host is not the server's, so ask the server. */
 export async function assertSameDatabase (connection: pg.ClientConfig, url: string, directUrl: string): Promise<void> {
   const problem = (what: string): StoreOpenError => new StoreOpenError(
     `DATABASE_DIRECT_URL (${postgresName(directUrl)}) ${what} than DATABASE_URL (${postgresName(url)}): ` +
     'both must reach the same database')
-  const schema = parsePostgresUrl(url).schema
-  const directSchema = parsePostgresUrl(directUrl).schema
-  if (directSchema !== undefined && directSchema !== schema) throw problem('names another schema')
-  const [pooled, direct] = await Promise.all([identityOf(connection),
-    identityOf({ ...connection, connectionString: parsePostgresUrl(directUrl).connectionString })])
+  const { schema, connectionString } = parsePostgresUrl(directUrl)
+  if (schema !== undefined && schema !== parsePostgresUrl(url).schema) throw problem('names another schema')
+  const [pooled, direct] = await Promise.all([identityOf(connection), identityOf({ ...connection, connectionString })])
   if (pooled.cluster !== direct.cluster) throw problem('reaches another PostgreSQL server')
   if (pooled.database !== direct.database) {
     throw problem(`reaches another database (${direct.database}, not ${pooled.database})`)

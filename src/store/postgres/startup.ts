@@ -9,7 +9,7 @@ export interface StartupRetry {
   onRetry?: (err: Error, attempt: number, delayMs: number) => void
 }
 
-/** The first wait; each next one doubles, up to MAX_DELAY_MS. */
+/** Each wait doubles the one before. */
 const FIRST_DELAY_MS = 200
 const MAX_DELAY_MS = 5000
 
@@ -32,10 +32,7 @@ const isRefusedParameter = (err: unknown): boolean =>
   (err as { code?: unknown }).code === '08P01' && err instanceof Error &&
     /unsupported startup parameter/.test(err.message)
 
-/**
- * `err` as the start's failure: the server's own reason (its message never holds the password),
- * its code, and what to do. Our own StoreOpenError, and what is not a database error, pass as they are.
- */
+/** `err` as the start's failure: the server's reason (never the password), its code, and what to do. */
 export function startFailure (err: unknown, prefix = ''): unknown {
   if (!(err instanceof Error) || err instanceof StoreOpenError) return err
   const code = (err as { code?: unknown }).code
@@ -48,14 +45,7 @@ export function startFailure (err: unknown, prefix = ''): unknown {
   return new StoreOpenError(`${prefix}${reason}${advice === undefined ? '' : `; ${advice}`}`, { cause: err })
 }
 
-/**
- * Runs `attempt` until it succeeds, retrying with exponential backoff while it fails because the
- * database cannot be reached, for up to `timeoutMs`: a PostgreSQL that starts after this instance
- * (the usual order in a fresh cluster or a compose file) is waited for instead of being a failed start.
- * Any other failure (wrong password, a refused startup parameter, a newer schema) is not retried:
- * waiting would not fix it. Either way it fails with a StoreOpenError that gives the server's reason
- * and what to do, past the deadline also for how long it tried.
- */
+/** Waits for a PostgreSQL that starts after this instance; other failures are not retried (waiting cannot help). */
 export async function retryUntilReachable<T> (
   attempt: () => Promise<T>, { timeoutMs, onRetry }: StartupRetry
 ): Promise<T> {

@@ -11,10 +11,9 @@ export function postgresTrim (
   const keys = `DELETE FROM ${t}idempotency_keys WHERE (resource, scope, key) IN ` +
     `(SELECT resource, scope, key FROM ${t}idempotency_keys ORDER BY created_at DESC, key OFFSET $1)`
   const chosen = resources.map((resource) => chosenTrimSql(resource, schema))
-  const deliveries = `DELETE FROM ${t}webhook_deliveries WHERE id IN ` +
-    `(SELECT id FROM ${t}webhook_deliveries ORDER BY id DESC OFFSET $1)`
-  const events = `DELETE FROM ${t}webhook_events WHERE id IN ` +
-    `(SELECT id FROM ${t}webhook_events ORDER BY id DESC OFFSET $1)`
+  const oldest = (table: string): string =>
+    `DELETE FROM ${t}${table} WHERE id IN (SELECT id FROM ${t}${table} ORDER BY id DESC OFFSET $1)`
+  const [deliveries, events] = [oldest('webhook_deliveries'), oldest('webhook_events')]
   return async (limits) => {
     await inTransaction(pool, async (client) => {
       await client.query(keys, [limits.keys])

@@ -1,12 +1,6 @@
 import { isConnectionError } from './connection.js'
 
-/**
- * Concurrent writes of one kind sharing one call, one transaction and one commit, as the SQLite
- * store's group commit does: a write that arrives while `MAX_IN_FLIGHT` calls are under way waits
- * for the next, which takes every write waiting (up to `MAX_BATCH`). Idle, a write goes at once,
- * alone. One call saves each write but the first its round trip, its statement's parse and its
- * commit's WAL flush; every write is answered only after the call that made it has committed.
- */
+// Concurrent writes share one call and commit, as SQLite's group commit: a round trip, parse and WAL flush each.
 
 /** Two: one call's commit waits for its flush while the next runs. */
 const MAX_IN_FLIGHT = 2
@@ -14,7 +8,6 @@ const MAX_IN_FLIGHT = 2
 const MAX_BATCH = 64
 
 export interface WriteBatch<I, O> {
-  /** `input`'s outcome in the call that wrote it, after that call committed. */
   submit: (input: I) => Promise<O>
 }
 
@@ -24,12 +17,7 @@ interface Pending<I, O> {
   reject: (reason: unknown) => void
 }
 
-/**
- * `run` writes every input in one transaction and gives one outcome each, in order. When it fails,
- * the transaction rolled back: unless the connection failed (the commit's fate unknown, so nothing
- * may be written again), each input of a call of several is written again alone, so that a failure
- * is only the failing write's (a deadlock between two calls, a value one input alone breaks).
- */
+/** A failed call is written again one by one, so a failure is its write's (not after a lost connection). */
 export function writeBatch<I, O> (run: (inputs: readonly I[]) => Promise<readonly O[]>): WriteBatch<I, O> {
   let waiting: Array<Pending<I, O>> = []
   let inFlight = 0

@@ -6,52 +6,28 @@ import { rowJsonSql } from './row-json.js'
 import { checkedNames, SQL_TYPES, type StoredResource } from './table-sql.js'
 import { WEBHOOK_CHANNEL } from './webhook-sql.js'
 
-/**
- * The usual create and the delete without If-Match as server-side functions, each the writes of
- * a batch (write-batch.ts) and their events in one call. PostgreSQL keeps a function's plans for the
- * session, where an unnamed statement is parsed and planned on every call, and unlike a named
- * prepared statement a function is safe behind a transaction pooler (PgBouncer's pool_mode =
- * transaction hands a session to another client after each transaction). Each is made at start,
- * under the migration lock, when missing, and never changed: its name ends in a digest of its
- * definition, so a release whose statements differ adds functions of its own beside the previous
- * release's (a rolling upgrade runs both on one schema) and two releases never fight over one
- * function body.
- */
+// A batch's writes in one call of a function: planned once a session, yet safe behind a transaction pooler.
+// Named by a digest of its definition, so two releases on one schema never fight over one function body.
 
 export interface WriteFunction {
-  /** Schema-qualified (tablePrefix): callers name it so, as they name the tables. */
+  /** Schema-qualified (tablePrefix), as callers name the tables. */
   name: string
-  /** Each argument's SQL type, in order. */
   types: readonly string[]
   ddl: string
 }
 
 export interface WriteFunctions {
-  /**
-   * Server-assigned ids, no key. Per write: each column's value (an array a column), then the
-   * batch's now, then the events': message ids, type, the payload before the id, request ids,
-   * traceparents, the payloads after the id (arrays but type and before), notify, subject type.
-   * A row per write made, with its `ordinal` (from 1); none for a write whose drawn id was taken.
-   */
+  /** Values, now, message ids, type, before, request ids, traceparents, afters, notify, subject type. */
   create: WriteFunction
-  /**
-   * Per write its id, then the events': message ids, type, the payload before its data, now, request
-   * ids, traceparents (arrays but type, before and now), notify, subject type. A row per row deleted,
-   * with its `ordinal`; none for an id not there (or deleted by an earlier write of the call).
-   */
+  /** Ids, message ids, type, payload before the data, now, request ids, traceparents, notify, subject type. */
   delete: WriteFunction | undefined
-  /**
-   * A write of a row as it was read (replace, update): per write its new values (an array a column),
-   * id, created_at, updated_at and values as read, new updated_at, then the events': message ids,
-   * type, payloads, now, request ids, traceparents (arrays but type and now), notify, subject type.
-   * No row for a write whose row is no longer as read (changed or gone: the caller reads it again).
-   */
+  /** Values, the row as read (id, times, values), updated_at, then the event's; no row if not as read. */
   update: WriteFunction
   /** The delete of a row as it was read: as `update` without the new values and updated_at. */
   deleteRead: WriteFunction
 }
 
-/** The event's arguments: positions in the function's arguments (those of each write `[ps_k]`-indexed). */
+/** The positions of the event's arguments (those of each write `[ps_k]`-indexed). */
 interface EventArguments {
   message: number
   type: number
@@ -62,11 +38,7 @@ interface EventArguments {
   notify: number
 }
 
-/**
- * A batch's writes, each `write` (a statement that sets the output row, or finds none) and its event,
- * the event's row only when some enabled subscription asked for its type (as writeWithEventSql).
- * Variables carry a `ps_` prefix: with use_column, a column of that name would hide them.
- */
+/** Each `write` and its event, if subscribed; `ps_` variables, as with use_column a column would hide them. */
 function batchBody (
   schema: string | undefined, count: number, write: string, a: EventArguments, subjectId: string, payload: string
 ): string {
@@ -127,7 +99,6 @@ export function writeFunctions (resource: ResourceDefinition, schema: string | u
   const columns = ['id', ...names, 'created_at', 'updated_at']
   const returning = `RETURNING ${columns.map((column) => `w.${column}`).join(', ')} INTO ${columns.join(', ')};`
   const own = names.map((name) => `${SQL_TYPES[(resource.storage.columns[name] as { kind: ColumnKind }).kind]}[]`)
-  // After the values and now: message ids, type, before, request ids, traceparents, afters, notify, subject type.
   const e = n + 2
   const create = defined(schema, 'create', resource,
     [...own, 'bigint', 'text[]', 'text', 'text', 'text[]', 'text[]', 'text[]', 'boolean', 'text'], (label) =>
@@ -190,7 +161,6 @@ export function sqlLiteral (value: unknown, type: string): string {
 export const callSql = (fn: WriteFunction, values: readonly unknown[]): string =>
   `SELECT * FROM ${fn.name}(${values.map((value, i) => sqlLiteral(value, fn.types[i] as string)).join(', ')})`
 
-/** Every write function of `resources` on `schema`. */
 export const allWriteFunctions = (
   resources: readonly ResourceDefinition[], schema: string | undefined
 ): WriteFunction[] =>
@@ -199,7 +169,6 @@ export const allWriteFunctions = (
     return [create, ...remove === undefined ? [] : [remove], update, deleteRead]
   })
 
-/** The functions of `resources` that `schema` lacks: this release's, named by their definition (see above). */
 export async function missingWriteFunctions (
   client: pg.ClientBase, resources: readonly ResourceDefinition[], schema: string | undefined
 ): Promise<WriteFunction[]> {
@@ -210,7 +179,7 @@ export async function missingWriteFunctions (
   return functions.filter(({ name }) => missing.has(name))
 }
 
-/** Makes the functions that are missing, in the migrating transaction (under the migration lock). */
+/** In the migrating transaction (under the migration lock). */
 export async function ensureWriteFunctions (
   client: pg.ClientBase, resources: readonly ResourceDefinition[], schema: string | undefined
 ): Promise<void> {

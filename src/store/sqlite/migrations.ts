@@ -7,11 +7,7 @@ import { eventPayload, type WebhookEventType } from '../../webhooks/events.js'
 /** SQL, or for a step SQL cannot say exactly, a function run in the migration's transaction. */
 export type Migration = string | ((db: Database.Database) => void)
 
-/**
- * 10: one outbox shape on every store: an event row holds its type, its subject (resource and id)
- * and its payload as sent. Rows written before carry the plant's fields; their payload is made
- * here by the code that made it at fan-out, so the bytes are those the release would have sent.
- */
+/** 10: an event row holds its subject and payload, made by the code that made it at fan-out: the same bytes. */
 function outboxRowsHoldTheirPayload (db: Database.Database): void {
   db.exec(`ALTER TABLE webhook_events ADD COLUMN subject_type TEXT;
            ALTER TABLE webhook_events ADD COLUMN subject_id INTEGER;
@@ -31,13 +27,8 @@ function outboxRowsHoldTheirPayload (db: Database.Database): void {
     'SELECT id, event_type, plant_id, name, tag, plant_created_at, plant_updated_at, occurred_at ' +
     'FROM webhook_events').safeIntegers(true)
   for (const row of rows.all()) {
-    const plant = {
-      id: row.plant_id,
-      name: row.name,
-      ...(row.tag !== null && { tag: row.tag }),
-      createdAt: row.plant_created_at,
-      updatedAt: row.plant_updated_at
-    }
+    const { plant_id: id, name, tag, plant_created_at: createdAt, plant_updated_at: updatedAt } = row
+    const plant = { id, name, ...(tag !== null && { tag }), createdAt, updatedAt }
     fill.run(eventPayload(row.event_type as WebhookEventType, plantJson(plant), Number(row.occurred_at)), row.id)
   }
   for (const column of ['plant_id', 'name', 'tag', 'plant_created_at', 'plant_updated_at', 'occurred_at']) {
@@ -45,10 +36,7 @@ function outboxRowsHoldTheirPayload (db: Database.Database): void {
   }
 }
 
-/**
- * 11: a JWT principal id longer than MAX_PRINCIPAL_ID_BYTES is its digest form (jwtPrincipalId), so
- * any sub fits an index row on every store: ids stored before are rewritten by the same function.
- */
+/** 11: a JWT principal id past MAX_PRINCIPAL_ID_BYTES becomes its digest (jwtPrincipalId), to fit an index row. */
 function longPrincipalIdsAreDigests (db: Database.Database): void {
   for (const [table, column] of [['webhook_subscriptions', 'owner'], ['idempotency_keys', 'scope']] as const) {
     const long = db.prepare<[number], string>(
@@ -130,8 +118,7 @@ export const migrations: ReadonlyArray<MigrationStep<Migration>> = [
    CREATE INDEX webhook_deliveries_subscription_id ON webhook_deliveries (subscription_id, id);
    CREATE INDEX webhook_deliveries_created_at ON webhook_deliveries (created_at);`
   },
-  // 4: server-assigned ids of their own within 1..2^53 - 1: AUTOINCREMENT followed chosen ids up.
-  // The sequence resumes below the run of known ids that reaches 2^53 - 1, so no existing id comes back.
+  // 4: server-assigned ids within 1..2^53 - 1, resuming below the run of known ids that reaches the top.
   {
     name: 'server-assigned ids within 2^53 - 1',
     up: `INSERT INTO sqlite_sequence (name, seq)
@@ -158,8 +145,7 @@ export const migrations: ReadonlyArray<MigrationStep<Migration>> = [
     up: `ALTER TABLE webhook_deliveries ADD COLUMN request_id TEXT;
    ALTER TABLE webhook_deliveries ADD COLUMN traceparent TEXT;`
   },
-  // 7: the outbox proper: one small row per event, fanned out off the request path (see
-  // docs/performance.md#what-the-measurements-decided). AUTOINCREMENT: event ids only grow.
+  // 7: the outbox (docs/performance.md#what-the-measurements-decided). AUTOINCREMENT: event ids only grow.
   {
     name: 'the event outbox',
     expand: true,
@@ -179,8 +165,7 @@ export const migrations: ReadonlyArray<MigrationStep<Migration>> = [
    ) STRICT;
    ALTER TABLE webhook_subscriptions ADD COLUMN first_event_id INTEGER NOT NULL DEFAULT 0;`
   },
-  // 8: every secret a rotation replaced keeps signing until its own expiry: a JSON array of
-  // [secret, until] pairs, newest first. previous_secret(_until) stay for instances not yet upgraded.
+  // 8: every replaced secret signs until its expiry ([secret, until] pairs, newest first); old columns stay.
   {
     name: 'every rotated secret keeps signing',
     expand: true,
@@ -188,8 +173,7 @@ export const migrations: ReadonlyArray<MigrationStep<Migration>> = [
    UPDATE webhook_subscriptions SET previous_secrets = json_array(json_array(previous_secret, previous_secret_until))
    WHERE previous_secret IS NOT NULL AND previous_secret_until IS NOT NULL;`
   },
-  // 9: every attempt of a delivery, for its owner to inspect; gone with the delivery (the trigger
-  // covers connections without foreign_keys=ON, as deleteSubscription does by hand).
+  // 9: every attempt of a delivery; the trigger covers connections without foreign_keys=ON.
   {
     name: 'every attempt of a delivery',
     expand: true,
@@ -206,16 +190,9 @@ export const migrations: ReadonlyArray<MigrationStep<Migration>> = [
    CREATE TRIGGER webhook_attempts_cascade AFTER DELETE ON webhook_deliveries
    BEGIN DELETE FROM webhook_attempts WHERE delivery_id = old.id; END;`
   },
-  {
-    name: 'event rows hold their payload',
-    up: outboxRowsHoldTheirPayload
-  },
-  {
-    name: 'long JWT principal ids are digests',
-    up: longPrincipalIdsAreDigests
-  },
-  // 12: idempotency keys and chosen ids serve every resource, keyed by its collection; a key keeps the
-  // created row's own values as a JSON object by column (see src/store/row-values.ts).
+  { name: 'event rows hold their payload', up: outboxRowsHoldTheirPayload },
+  { name: 'long JWT principal ids are digests', up: longPrincipalIdsAreDigests },
+  // 12: keys and chosen ids by collection; a key keeps its row's values as JSON (src/store/row-values.ts).
   {
     name: 'idempotency keys and chosen ids of every resource',
     up: `ALTER TABLE idempotency_keys RENAME TO idempotency_keys_11;

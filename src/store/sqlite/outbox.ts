@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import { buildEventMessage, type EventMessage, type ResourceEvent } from '../../webhooks/events.js'
+import { buildEventMessage, type ResourceEvent } from '../../webhooks/events.js'
 
 type EventValues = [string, string, string, bigint, string, number, string | null, string | null]
 
@@ -10,23 +10,18 @@ const INSERT_EVENT_SQL = `
 
 const insertStatements = new WeakMap<Database.Database, Database.Statement<EventValues>>()
 
-export function insertSqliteEvent (db: Database.Database, message: EventMessage, now: number): bigint {
+/** Writes the event to the outbox in the caller's transaction (the change and its event commit together); its id. */
+export function enqueueSqliteEvent (db: Database.Database, event: ResourceEvent, now: number = Date.now()): bigint {
   let statement = insertStatements.get(db)
   if (statement === undefined) {
     statement = db.prepare<EventValues>(INSERT_EVENT_SQL)
     insertStatements.set(db, statement)
   }
-  const { messageId, type, subject, payload, requestId, traceparent } = message
+  const { messageId, type, subject, payload, requestId, traceparent } = buildEventMessage(event, now)
   return statement.run(messageId, type, subject.resource, subject.id, payload, now, requestId, traceparent)
     .lastInsertRowid as bigint
 }
 
-/** Writes the event to the outbox in the caller's transaction (the change and its event commit together); its id. */
-export function enqueueSqliteEvent (db: Database.Database, event: ResourceEvent, now: number = Date.now()): bigint {
-  return insertSqliteEvent(db, buildEventMessage(event, now), now)
-}
-
-/** The transactional outbox every repository of a SQLite store writes its events to. */
 export interface SqliteOutbox {
   /** In the write's own transaction: the event commits and rolls back with the change. */
   emit: (event: ResourceEvent, now: number) => void

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3'
 import type {
-  ColumnsDeclaration, ColumnValue, ColumnValues, CreateResult, Repository, ResourceDefinition, ResourceSchemas,
-  ResourceTypes, StoredRow
+  ColumnsDeclaration, ColumnValue, ColumnValues, CreateResult, IfMatch, Repository, ResourceDefinition,
+  ResourceSchemas, ResourceTypes, StoredRow
 } from '../../resources/definition.js'
 import { resourceEvent, type ResourceChange } from '../../webhooks/events.js'
 import {
@@ -13,9 +13,8 @@ import { sqliteIdDrawer } from './ids.js'
 import type { SqliteOutbox } from './outbox.js'
 import type { EventOrigin } from '../../webhooks/origin.js'
 import type { IdempotencyKey } from '../../resources/idempotency.js'
-import type { IfMatch } from '../../resources/definition.js'
 
-/** What a repository of a SQLite store is given by the store that opened the database. */
+/** What a repository is given by the store that opened the database. */
 export interface SqliteRepositoryContext {
   db: Database.Database
   /** Runs `write` in the group commit: answered once committed and, with full sync, on disk. */

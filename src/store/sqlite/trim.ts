@@ -1,13 +1,12 @@
 import type Database from 'better-sqlite3'
 import type { StorageLimits } from '../trim.js'
 
-/**
- * Deletes the oldest rows past `limits`, in one write transaction. Chosen ids past the limit are
- * forgotten only once the sequence has moved past them: a deleted id is still never handed out again.
- */
+/** Deletes the oldest rows past `limits`; chosen ids only once the sequence passed them (never reused). */
 export function sqliteTrim (
   db: Database.Database, sequences: ReadonlyArray<{ table: string, resource: string }>
 ): (limits: StorageLimits) => void {
+  const oldest = (table: string): Database.Statement<[number], unknown> => db.prepare(
+    `DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} ORDER BY id DESC LIMIT -1 OFFSET ?)`)
   const statements = {
     keys: db.prepare<[number], unknown>(
       'DELETE FROM idempotency_keys WHERE (resource, scope, key) IN ' +
@@ -21,11 +20,8 @@ export function sqliteTrim (
     forgetChosen: db.prepare<{ resource: string, table: string }, unknown>(
       'DELETE FROM chosen_ids ' +
         'WHERE resource = @resource AND id <= (SELECT seq FROM sqlite_sequence WHERE name = @table)'),
-    deliveries: db.prepare<[number], unknown>(
-      'DELETE FROM webhook_deliveries WHERE id IN ' +
-        '(SELECT id FROM webhook_deliveries ORDER BY id DESC LIMIT -1 OFFSET ?)'),
-    events: db.prepare<[number], unknown>(
-      'DELETE FROM webhook_events WHERE id IN (SELECT id FROM webhook_events ORDER BY id DESC LIMIT -1 OFFSET ?)')
+    deliveries: oldest('webhook_deliveries'),
+    events: oldest('webhook_events')
   }
   return (limits) => {
     statements.keys.run(limits.keys)
