@@ -20,10 +20,7 @@ export interface ResourceTypes {
   query: { limit: number, after?: bigint }
 }
 
-export interface CreateResult<T> {
-  item: T
-  replayed: boolean
-}
+export interface CreateResult<T> { item: T, replayed: boolean }
 
 /** One contract on every store: rejects with a ServiceError code; each write writes its event in its transaction. */
 export interface Repository<R extends ResourceTypes> {
@@ -57,12 +54,7 @@ export type ColumnValues<C extends ColumnsDeclaration = ColumnsDeclaration> = {
 }
 
 /** A stored row as a repository reads it; timestamps are epoch milliseconds. */
-export interface StoredRow<V> {
-  id: bigint
-  values: V
-  createdAt: number
-  updatedAt: number
-}
+export interface StoredRow<V> { id: bigint, values: V, createdAt: number, updatedAt: number }
 
 /** Where and how a resource is stored; ids come from its table's sequence, keys and chosen ids from shared tables. */
 export interface ResourceStorage<
@@ -128,7 +120,6 @@ export interface ResourceDefinition<
   filterQuery(query: R['query']): string
 }
 
-/** The repositories of a store serving `D`, by collection. */
 export type RepositoriesOf<D extends readonly ResourceDefinition[]> = {
   readonly [X in D[number] as X['collection']]:
   X extends ResourceDefinition<string, string, infer R, ResourceSchemas, ColumnsDeclaration> ? Repository<R> : never

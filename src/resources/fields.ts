@@ -125,7 +125,6 @@ ResourceSchemas {
 
 const capital = (text: string): string => `${text.charAt(0).toUpperCase()}${text.slice(1)}`
 
-/** A resource from its fields, derived the same way for every resource. */
 export function defineResource<C extends string, N extends string, const F extends FieldsDeclaration> (
   d: FieldsResource<C, N, F>
 ): ResourceDefinition<C, N, FieldTypes<F>> {

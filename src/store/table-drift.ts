@@ -3,11 +3,7 @@ import type { ColumnKind, ResourceStorage } from '../resources/definition.js'
 import { declaredColumns } from './row-values.js'
 
 /** A column as the database describes it, its type in the store's own words; `defaulted`: inserts may omit it. */
-export interface FoundColumn {
-  readonly type: string
-  readonly nullable: boolean
-  readonly defaulted: boolean
-}
+export interface FoundColumn { readonly type: string, readonly nullable: boolean, readonly defaulted: boolean }
 
 /** How a store writes a resource table's DDL: its column types, its tables' prefix, `IF NOT EXISTS ` or not. */
 export interface TableDialect {
@@ -18,7 +14,6 @@ export interface TableDialect {
 
 const nullability = (nullable: boolean): string => nullable ? 'nullable' : 'NOT NULL'
 
-/** A declared column as CREATE TABLE and ADD COLUMN write it. */
 export function columnSql (storage: ResourceStorage, name: string, { types }: TableDialect): string {
   const { kind, nullable } = storage.columns[name] as ResourceStorage['columns'][string]
   return `${name} ${types[kind]}${nullable ? '' : ' NOT NULL'}`

@@ -21,7 +21,6 @@ export const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS plant_store_migratio
   name            text,
   compatible_from integer)`
 
-/** The rows that record steps `from + 1` to `to` of `steps`. */
 export function migrationRowsSql (steps: ReadonlyArray<MigrationStep<string>>, from: number, to: number): string {
   const rows = []
   for (let version = from + 1; version <= to; version++) {
@@ -54,19 +53,15 @@ export function isCurrentVersion (version: number): boolean {
 }
 
 /** The newest step applied, and the oldest code it says still serves the schema; read-only, no table is made. */
-export async function schemaState (client: pg.ClientBase, schema: string | undefined): Promise<{
-  version: number
-  compatibleFrom: number | null
-}> {
+export async function schemaState (
+  client: pg.ClientBase, schema: string | undefined
+): Promise<{ version: number, compatibleFrom: number | null }> {
   const table = `${tablePrefix(schema)}plant_store_migrations`
   if (!await tableExists(client, table)) return { version: 0, compatibleFrom: 0 }
-  // The column is missing where only an older release has migrated: then no row says it.
-  const { rows: [column] } = await client.query<{ present: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'compatible_from'
-                      AND NOT attisdropped) AS present`, [table])
+  // Read through to_jsonb: the column is missing where only an older release has migrated, and then no row says it.
   const { rows: [row] } = await client.query<{ version: number, compatible_from: number | null }>(
-    `SELECT version, ${column?.present === true ? 'compatible_from' : 'NULL::integer AS compatible_from'}
-     FROM ${table} ORDER BY version DESC LIMIT 1`)
+    `SELECT version, (to_jsonb(m) ->> 'compatible_from')::integer AS compatible_from
+     FROM ${table} m ORDER BY version DESC LIMIT 1`)
   return { version: row?.version ?? 0, compatibleFrom: row?.compatible_from ?? null }
 }
 
@@ -93,19 +88,27 @@ export async function migrate (
     const report = options.apply
       ? await applySteps(client, target, steps, state.version)
       : { from: state.version, version: state.version, known: steps.length, applied: [] }
+    // MIGRATE_ON_START=0: what this release needs is refused as missing rather than made.
+    const refuse = options.apply
+      ? undefined
+      : (what: string) => new StoreOpenError(`${behindSchemaProblem(steps.length, steps.length)}: ${what} is missing`)
     if (state.version > steps.length) {
       if (state.compatibleFrom === null || state.compatibleFrom > steps.length) {
         throw new StoreOpenError(incompatibleSchemaProblem(state.version, steps.length, state.compatibleFrom))
       }
-    } else if (options.apply) {
-      await ensureResourceTables(client, resources, target.schema)
+    } else if (refuse !== undefined && state.version < steps.length) {
+      throw new StoreOpenError(behindSchemaProblem(state.version, steps.length))
     } else {
-      await refuseBehind(client, target, resources, state.version, steps.length)
+      await ensureResourceTables(client, resources, target.schema, refuse)
     }
     const added = await reconcileResourceTables(client, resources, target.schema, options.apply)
     // This release's write functions beside any other release's (docs/upgrading.md, rule 4), on a newer schema too.
-    if (options.apply) await ensureWriteFunctions(client, resources, target.schema)
-    else await refuseMissingFunctions(client, target, resources, state.version, steps.length)
+    if (refuse === undefined) {
+      await ensureWriteFunctions(client, resources, target.schema)
+    } else {
+      const [missing] = await missingWriteFunctions(client, resources, target.schema)
+      if (missing !== undefined) throw refuse(`the function ${missing.name} of this release`)
+    }
     await client.query('COMMIT')
     return added.length > 0 ? { ...report, addedColumns: added } : report
   } catch (err) {
@@ -132,30 +135,6 @@ async function applySteps (
     applied.push({ version: step + 1, name: steps[step]?.name ?? '' })
   }
   return { from: version, version: Math.max(version, steps.length), known: steps.length, applied }
-}
-
-/** MIGRATE_ON_START=0: a schema behind this code's, or without a declared resource's table, is refused. */
-async function refuseBehind (
-  client: pg.ClientBase, target: PostgresTarget, resources: readonly ResourceDefinition[], version: number,
-  known: number
-): Promise<void> {
-  if (version < known) throw new StoreOpenError(behindSchemaProblem(version, known))
-  for (const { storage } of resources) {
-    if (!await tableExists(client, `${tablePrefix(target.schema)}${storage.table}`)) {
-      throw new StoreOpenError(`${behindSchemaProblem(version, known)}: the table ${storage.table} is missing`)
-    }
-  }
-}
-
-async function refuseMissingFunctions (
-  client: pg.ClientBase, target: PostgresTarget, resources: readonly ResourceDefinition[], version: number,
-  known: number
-): Promise<void> {
-  const [missing] = await missingWriteFunctions(client, resources, target.schema)
-  if (missing !== undefined) {
-    throw new StoreOpenError(`${behindSchemaProblem(Math.min(version, known), known)}: the function ${missing.name} ` +
-      'of this release is missing')
-  }
 }
 
 /** Without statement bounds (a step may take a while); retried while unreachable, so the database may start later. */

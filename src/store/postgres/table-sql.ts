@@ -148,14 +148,15 @@ export async function tableExists (client: pg.ClientBase, name: string): Promise
   return found !== undefined && found.name !== null
 }
 
-/** Makes the missing tables; an existing one is left alone, not even locked by an IF NOT EXISTS. */
+/** Makes the missing tables, or throws what `refuse` makes; an existing one is not even locked by an IF NOT EXISTS. */
 export async function ensureResourceTables (
-  client: pg.ClientBase, resources: readonly StoredResource[], schema: string | undefined
+  client: pg.ClientBase, resources: readonly StoredResource[], schema: string | undefined,
+  refuse?: (what: string) => Error
 ): Promise<void> {
   for (const resource of resources) {
-    if (!await tableExists(client, `${tablePrefix(schema)}${resource.storage.table}`)) {
-      await client.query(createTableSql(resource, schema))
-    }
+    if (await tableExists(client, `${tablePrefix(schema)}${resource.storage.table}`)) continue
+    if (refuse !== undefined) throw refuse(`the table ${resource.storage.table}`)
+    await client.query(createTableSql(resource, schema))
   }
 }
 
