@@ -58,8 +58,7 @@ export interface StoredRow<V> { id: bigint, values: V, createdAt: number, update
 
 /** Where and how a resource is stored; ids come from its table's sequence, keys and chosen ids from shared tables. */
 export interface ResourceStorage<
-  R extends ResourceTypes = ResourceTypes,
-  C extends ColumnsDeclaration = ColumnsDeclaration
+  R extends ResourceTypes = ResourceTypes, C extends ColumnsDeclaration = ColumnsDeclaration
 > {
   readonly table: string
   readonly columns: C
@@ -95,11 +94,8 @@ export interface ResourceTexts {
 
 /** One resource (src/resources/fields.ts derives it); methods are bivariant, so any is a plain ResourceDefinition. */
 export interface ResourceDefinition<
-  C extends string = string,
-  N extends string = string,
-  R extends ResourceTypes = ResourceTypes,
-  S extends ResourceSchemas = ResourceSchemas,
-  T extends ColumnsDeclaration = ColumnsDeclaration
+  C extends string = string, N extends string = string, R extends ResourceTypes = ResourceTypes,
+  S extends ResourceSchemas = ResourceSchemas, T extends ColumnsDeclaration = ColumnsDeclaration
 > extends Resource<R['item']> {
   /** The path segment, the repository's key in the Store, the scopes' prefix and the OpenAPI tag: `plants`. */
   readonly collection: C

@@ -88,26 +88,25 @@ export async function migrate (
     const report = options.apply
       ? await applySteps(client, target, steps, state.version)
       : { from: state.version, version: state.version, known: steps.length, applied: [] }
-    // MIGRATE_ON_START=0: what this release needs is refused as missing rather than made.
-    const refuse = options.apply
-      ? undefined
-      : (what: string) => new StoreOpenError(`${behindSchemaProblem(steps.length, steps.length)}: ${what} is missing`)
+    // With MIGRATE_ON_START=0 (the schema is at this code's version by then) what this release needs is not made.
+    const missing = (what: string): StoreOpenError =>
+      new StoreOpenError(`${behindSchemaProblem(steps.length, steps.length)}: ${what} is missing`)
     if (state.version > steps.length) {
       if (state.compatibleFrom === null || state.compatibleFrom > steps.length) {
         throw new StoreOpenError(incompatibleSchemaProblem(state.version, steps.length, state.compatibleFrom))
       }
-    } else if (refuse !== undefined && state.version < steps.length) {
+    } else if (!options.apply && state.version < steps.length) {
       throw new StoreOpenError(behindSchemaProblem(state.version, steps.length))
     } else {
-      await ensureResourceTables(client, resources, target.schema, refuse)
+      await ensureResourceTables(client, resources, target.schema, options.apply ? undefined : missing)
     }
     const added = await reconcileResourceTables(client, resources, target.schema, options.apply)
     // This release's write functions beside any other release's (docs/upgrading.md, rule 4), on a newer schema too.
-    if (refuse === undefined) {
+    if (options.apply) {
       await ensureWriteFunctions(client, resources, target.schema)
     } else {
-      const [missing] = await missingWriteFunctions(client, resources, target.schema)
-      if (missing !== undefined) throw refuse(`the function ${missing.name} of this release`)
+      const [lacking] = await missingWriteFunctions(client, resources, target.schema)
+      if (lacking !== undefined) throw missing(`the function ${lacking.name} of this release`)
     }
     await client.query('COMMIT')
     return added.length > 0 ? { ...report, addedColumns: added } : report

@@ -148,7 +148,7 @@ export async function tableExists (client: pg.ClientBase, name: string): Promise
   return found !== undefined && found.name !== null
 }
 
-/** Makes the missing tables, or throws what `refuse` makes; an existing one is not even locked by an IF NOT EXISTS. */
+/** Makes the missing tables, or throws what `refuse` makes; an existing one is not even locked by IF NOT EXISTS. */
 export async function ensureResourceTables (
   client: pg.ClientBase, resources: readonly StoredResource[], schema: string | undefined,
   refuse?: (what: string) => Error

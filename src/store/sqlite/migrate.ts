@@ -6,16 +6,12 @@ import { createOwnerOnly } from './connection.js'
 import { APPLICATION_ID, applyMigration, migrations } from './migrations.js'
 import { identityProblem, readIdentity } from './preflight.js'
 
-/** `<file>.schema-<version>.bak`, or with a number before `.bak` when a copy of that version is already there. */
-function backupName (filename: string, version: number): string {
-  const base = `${filename}.schema-${version}`
-  if (!existsSync(`${base}.bak`)) return `${base}.bak`
-  for (let n = 1; ; n++) if (!existsSync(`${base}.${n}.bak`)) return `${base}.${n}.bak`
-}
-
 /** A copy to put the release before back (docs/upgrading.md), owner-only as it holds webhook secrets. */
 function keepCopy (db: Database.Database, filename: string, version: number): string {
-  const copy = backupName(filename, version)
+  // `<file>.schema-<version>.bak`, numbered before `.bak` when a copy of that version is already there.
+  const base = `${filename}.schema-${version}`
+  let copy = `${base}.bak`
+  for (let n = 1; existsSync(copy); n++) copy = `${base}.${n}.bak`
   createOwnerOnly(copy)
   // VACUUM INTO reads one snapshot and writes a compact file with no WAL of its own.
   db.prepare('VACUUM INTO ?').run(copy)
