@@ -79,8 +79,7 @@ export async function migrate (
   const steps = options.steps ?? migrations
   await client.query('BEGIN')
   try {
-    // Concurrent starts queue, so each step runs once. A transaction's lock, not a session's: a pooler keeps only a
-    // transaction on one server session; and a failed step leaves the schema as it was.
+    // Starts queue, so each step runs once; a transaction's lock, as a pooler keeps only a transaction on one session.
     if (options.apply) {
       await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [migrationLock(target.schema)])
     }

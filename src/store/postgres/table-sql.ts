@@ -72,8 +72,7 @@ export function tableStatements (resource: StoredResource, schema: string | unde
         WHERE written.id > ${drawn(sequence)} AND written.id <= ${MAX_ASSIGNED_ID}
         ON CONFLICT (resource, id) DO NOTHING)
       SELECT ${columns} FROM written`,
-    // Draw the sequence past the run of taken ids with nextval: setval could move it back under a
-    // concurrent draw and hand out an id twice.
+    // nextval past the run of taken ids: setval could move the sequence back under a concurrent draw, reusing an id.
     skipTaken: `WITH RECURSIVE walk (id) AS (
         SELECT ${drawn(sequence)} + 1
         UNION ALL
