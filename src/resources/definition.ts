@@ -1,21 +1,15 @@
 import type { Static, TArray, TObject, TString } from '@sinclair/typebox'
-import { sha256 } from '../lib/digest.js'
 import type { CreateFields, IdempotencyKey } from './idempotency.js'
 import type { EventOrigin } from '../webhooks/origin.js'
 
 /** `*`: any current row. Checked inside the write's transaction, so no other write can slip in between. */
 export type IfMatch = '*' | readonly string[]
 
-/** What the resource-neutral write rules know of a resource: its title and its ETag. */
+/** What the resource-neutral write rules know of a resource. */
 export interface Resource<T> {
   /** As messages name one: `Plant 3 not found`. */
   readonly title: string
   etag(representation: T): string
-}
-
-/** A strong ETag from a representation's fields: the same on every store and instance. */
-export function strongEtag (fields: readonly string[]): string {
-  return `"${sha256(fields.join('\n'), 'base64url').slice(0, 22)}"`
 }
 
 export interface ResourceTypes {
@@ -26,27 +20,13 @@ export interface ResourceTypes {
   query: { limit: number, after?: bigint }
 }
 
-export interface ListPage<T> {
-  items: T[]
-  hasMore: boolean
-}
+export interface CreateResult<T> { item: T, replayed: boolean }
 
-export interface CreateResult<T> {
-  item: T
-  replayed: boolean
-}
-
-/**
- * The same contract on every store: rejects with a ServiceError code, never an HTTP status; each write writes its
- * event in its transaction.
- */
+/** One contract on every store: rejects with a ServiceError code; each write writes its event in its transaction. */
 export interface Repository<R extends ResourceTypes> {
-  list(query: R['query']): Promise<ListPage<R['item']>>
+  list(query: R['query']): Promise<{ items: Array<R['item']>, hasMore: boolean }>
   get(id: bigint): Promise<R['item'] | undefined>
-  /**
-   * `admit` runs inside the create once it is known not to be a replay, before it writes: it throws to refuse (a
-   * sandbox's cap).
-   */
+  /** `admit` throws to refuse a create that is no replay, before it writes (a sandbox's cap). */
   create(
     item: R['create'], idempotency?: IdempotencyKey, origin?: EventOrigin, admit?: () => void
   ): Promise<CreateResult<R['item']>>
@@ -61,16 +41,8 @@ export const REPOSITORY_OPERATIONS = ['list', 'get', 'create', 'replace', 'updat
 /** How a column is stored: text, a signed 64-bit integer (read back as a bigint) or a double. */
 export type ColumnKind = 'text' | 'integer' | 'real'
 
-export interface ColumnDeclaration {
-  readonly kind: ColumnKind
-  readonly nullable: boolean
-}
-
-/**
- * A resource's own columns by name, in table order. Every resource table also has `id` (int64 primary
- * key), `created_at` and `updated_at` (epoch milliseconds), which the stores write themselves.
- */
-export type ColumnsDeclaration = Readonly<Record<string, ColumnDeclaration>>
+/** A resource's own columns in table order; `id`, `created_at` and `updated_at` are every table's. */
+export type ColumnsDeclaration = Readonly<Record<string, { readonly kind: ColumnKind, readonly nullable: boolean }>>
 
 interface ColumnTypes { text: string, integer: bigint, real: number }
 
@@ -82,40 +54,20 @@ export type ColumnValues<C extends ColumnsDeclaration = ColumnsDeclaration> = {
 }
 
 /** A stored row as a repository reads it; timestamps are epoch milliseconds. */
-export interface StoredRow<V> {
-  id: bigint
-  values: V
-  createdAt: number
-  updatedAt: number
-}
+export interface StoredRow<V> { id: bigint, values: V, createdAt: number, updatedAt: number }
 
-/** An equality filter of the list: its column, and the value a list query asks for (undefined: no filter). */
-export interface ListFilter<R extends ResourceTypes> {
-  /** One of the declared columns (a repository refuses another when it is built). */
-  readonly column: string
-  value(query: R['query']): ColumnValue | undefined
-}
-
-/**
- * Where and how a resource is stored: each store's one generic repository follows from this. Ids come
- * from the table's own sequence (SQLite's sqlite_sequence row, PostgreSQL's `<table>_id_seq`);
- * idempotency keys and chosen ids live in the stores' resource-neutral tables, keyed by collection.
- */
+/** Where and how a resource is stored; ids come from its table's sequence, keys and chosen ids from shared tables. */
 export interface ResourceStorage<
-  R extends ResourceTypes = ResourceTypes,
-  C extends ColumnsDeclaration = ColumnsDeclaration
+  R extends ResourceTypes = ResourceTypes, C extends ColumnsDeclaration = ColumnsDeclaration
 > {
   readonly table: string
   readonly columns: C
-  /** Each is indexed with the id, so a filtered page is a range scan. */
-  readonly filters: ReadonlyArray<ListFilter<R>>
-  /** What a create writes, its id apart. */
+  /** Equality filters of the list, each indexed with the id so a filtered page is a range scan. */
+  readonly filters: ReadonlyArray<{ readonly column: string, value(query: R['query']): ColumnValue | undefined }>
   create(item: R['create']): ColumnValues<C>
-  /** What a replace writes: every column. */
   replace(item: R['replace']): ColumnValues<C>
   /** A merge patch over the current values: values equal to the current ones are a write that changes nothing. */
   update(current: ColumnValues<C>, changes: R['changes']): ColumnValues<C>
-  /** The representation of a row. */
   item(row: StoredRow<ColumnValues<C>>): R['item']
 }
 
@@ -140,16 +92,10 @@ export interface ResourceTexts {
   readonly events: { readonly created: string, readonly updated: string, readonly deleted: string }
 }
 
-/**
- * One resource, declared once (src/resources/). Functions are methods (checked bivariantly), so any
- * definition is a plain `ResourceDefinition` to the code that serves every resource alike.
- */
+/** One resource (src/resources/fields.ts derives it); methods are bivariant, so any is a plain ResourceDefinition. */
 export interface ResourceDefinition<
-  C extends string = string,
-  N extends string = string,
-  R extends ResourceTypes = ResourceTypes,
-  S extends ResourceSchemas = ResourceSchemas,
-  T extends ColumnsDeclaration = ColumnsDeclaration
+  C extends string = string, N extends string = string, R extends ResourceTypes = ResourceTypes,
+  S extends ResourceSchemas = ResourceSchemas, T extends ColumnsDeclaration = ColumnsDeclaration
 > extends Resource<R['item']> {
   /** The path segment, the repository's key in the Store, the scopes' prefix and the OpenAPI tag: `plants`. */
   readonly collection: C
@@ -170,9 +116,7 @@ export interface ResourceDefinition<
   filterQuery(query: R['query']): string
 }
 
-/** The repositories of a store serving `D`, by collection. */
-export type RepositoriesOf<D extends readonly ResourceDefinition[]> =
-  { readonly [X in D[number] as X['collection']]: RepositoryOf<X> }
-
-export type RepositoryOf<D> =
-  D extends ResourceDefinition<string, string, infer R, ResourceSchemas, ColumnsDeclaration> ? Repository<R> : never
+export type RepositoriesOf<D extends readonly ResourceDefinition[]> = {
+  readonly [X in D[number] as X['collection']]:
+  X extends ResourceDefinition<string, string, infer R, ResourceSchemas, ColumnsDeclaration> ? Repository<R> : never
+}

@@ -1,8 +1,8 @@
 import { Type, type TSchema } from '@sinclair/typebox'
-import {
-  strongEtag, type ColumnKind, type ColumnValue, type ColumnValues, type ResourceDefinition,
-  type ResourceSchemas, type ResourceTexts
+import type {
+  ColumnKind, ColumnValue, ColumnValues, ResourceDefinition, ResourceSchemas, ResourceTexts
 } from './definition.js'
+import { sha256 } from '../lib/digest.js'
 import { int64IdSchema, int64StringSchema } from '../schemas/int64.js'
 import { cursorSchema, LIST_LIMIT_DEFAULT, listLimitSchema } from '../schemas/paging.js'
 import { ref } from '../schemas/ref.js'
@@ -10,7 +10,7 @@ import { STORABLE_TEXT, STORABLE_TEXT_RULE, trimmedTextSchema } from '../schemas
 import { isoTime } from '../store/iso-time.js'
 
 /** One field: its schemas, column (its name in snake case), row mapping, JSON and ETag follow from it. */
-export interface FieldDeclaration {
+interface FieldDeclaration {
   readonly kind: ColumnKind
   /** A trimmed text's is its own (`The plant name`); another text's gets its length and rule appended. */
   readonly description: string
@@ -45,7 +45,7 @@ export interface FieldTypes<F extends FieldsDeclaration> {
 interface BodyText { readonly description: string, readonly example: object }
 
 /** A resource as declared: its fields, and the texts the document cannot derive. */
-export interface FieldsResource<C extends string, N extends string, F extends FieldsDeclaration> {
+interface FieldsResource<C extends string, N extends string, F extends FieldsDeclaration> {
   readonly collection: C
   readonly name: N
   readonly title: string
@@ -125,7 +125,6 @@ ResourceSchemas {
 
 const capital = (text: string): string => `${text.charAt(0).toUpperCase()}${text.slice(1)}`
 
-/** A resource from its fields, derived the same way for every resource. */
 export function defineResource<C extends string, N extends string, const F extends FieldsDeclaration> (
   d: FieldsResource<C, N, F>
 ): ResourceDefinition<C, N, FieldTypes<F>> {
@@ -151,7 +150,8 @@ export function defineResource<C extends string, N extends string, const F exten
     etag: (item: Values) => {
       const own = entries.map(({ key, nullable }) =>
         nullable !== true ? String(item[key]) : item[key] === undefined ? '' : `#${String(item[key])}`)
-      return strongEtag([String(item.id), ...own, String(item.createdAt), String(item.updatedAt)])
+      const fields = [String(item.id), ...own, String(item.createdAt), String(item.updatedAt)]
+      return `"${sha256(fields.join('\n'), 'base64url').slice(0, 22)}"`
     },
     json,
     storage: {

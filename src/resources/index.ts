@@ -1,14 +1,8 @@
-import type { RepositoriesOf } from './definition.js'
 import { PLANTS } from './plants.js'
 
-/**
- * Every resource served, in the document's order: routes, scopes, schemas, tags, event types and store operations
- * follow it.
- */
+/** Every resource served, in the order of the document's routes, scopes, schemas, tags and event types. */
 export const RESOURCES = [PLANTS] as const
 
 export type AnyResource = (typeof RESOURCES)[number]
 
 export type ServedResources = typeof RESOURCES
-
-export type Repositories = RepositoriesOf<ServedResources>

@@ -1,4 +1,3 @@
-import type { Repository } from './definition.js'
 import { defineResource, type FieldTypes } from './fields.js'
 
 /** Stored exactly as given; the schemas exclude NUL and lone surrogates, which the stores cannot store. */
@@ -17,7 +16,6 @@ export const PLANT_FIELDS = {
 export type PlantTypes = FieldTypes<typeof PLANT_FIELDS>
 export type Plant = PlantTypes['item']
 export type NewPlant = PlantTypes['create']
-export type PlantRepository = Repository<PlantTypes>
 
 export const PLANTS = defineResource({
   collection: 'plants',
@@ -69,6 +67,5 @@ export const PLANTS = defineResource({
   }
 })
 
-/** The ETag and event JSON of a plant, as the resource derives them. */
 export const plantEtag = (plant: Plant): string => PLANTS.etag(plant)
 export const plantJson = (plant: Plant): string => PLANTS.json(plant)

@@ -2,27 +2,33 @@ import { StoreOpenError } from '../lib/errors.js'
 import type { ColumnKind, ResourceStorage } from '../resources/definition.js'
 import { declaredColumns } from './row-values.js'
 
-/** A column as the database describes it: its type in the store's own words. */
-export interface FoundColumn {
-  readonly type: string
-  readonly nullable: boolean
-  /** It has a default, so an insert that leaves it out still succeeds. */
-  readonly defaulted: boolean
+/** A column as the database describes it, its type in the store's own words; `defaulted`: inserts may omit it. */
+export interface FoundColumn { readonly type: string, readonly nullable: boolean, readonly defaulted: boolean }
+
+/** How a store writes a resource table's DDL: its column types, its tables' prefix, `IF NOT EXISTS ` or not. */
+export interface TableDialect {
+  readonly types: Readonly<Record<ColumnKind, string>>
+  readonly prefix: string
+  readonly ifNotExists: string
 }
 
 const nullability = (nullable: boolean): string => nullable ? 'nullable' : 'NOT NULL'
 
-/**
- * The declared columns a resource's table lacks and that an expand step may add (nullable ones; with
- * `apply` false, MIGRATE_ON_START=0, they are refused instead). Any other difference refuses the start,
- * naming the table and the column. A column the table has and the declaration lacks is left alone when
- * inserts can leave it out: a newer release's expand step adds such columns, and this one serves beside it.
- */
-export function columnsToAdd (
-  storage: ResourceStorage, found: ReadonlyMap<string, FoundColumn>, types: Readonly<Record<ColumnKind, string>>,
-  apply: boolean
-): string[] {
+export function columnSql (storage: ResourceStorage, name: string, { types }: TableDialect): string {
+  const { kind, nullable } = storage.columns[name] as ResourceStorage['columns'][string]
+  return `${name} ${types[kind]}${nullable ? '' : ' NOT NULL'}`
+}
+
+/** A filter's index: the id after the column, so a filtered page is a range scan. */
+export const filterIndexSql = ({ table }: ResourceStorage, column: string, { prefix, ifNotExists }: TableDialect) =>
+  `CREATE INDEX ${ifNotExists}${table}_${column}_id ON ${prefix}${table} (${column}, id)`
+
+/** The DDL adding the missing nullable columns (refused when not `apply`); other drift refuses the start, named. */
+export function reconcileTable (
+  storage: ResourceStorage, found: ReadonlyMap<string, FoundColumn>, dialect: TableDialect, apply: boolean
+): { statements: string[], added: string[] } {
   const { table, columns } = storage
+  const { types } = dialect
   const names = declaredColumns(storage)
   const missing: string[] = []
   const refuse = (column: string, problem: string): never => {
@@ -39,6 +45,7 @@ export function columnsToAdd (
       refuse(name, `is ${have.type} ${nullability(have.nullable)}, declared ${declared}`)
     }
   }
+  // An undeclared column that inserts may omit is a newer release's expand step: this one serves beside it.
   for (const [name, have] of found) {
     if (!['id', 'created_at', 'updated_at', ...names].includes(name) && !have.nullable && !have.defaulted) {
       refuse(name, 'is NOT NULL without a default and not declared: an insert would fail')
@@ -48,5 +55,13 @@ export function columnsToAdd (
     throw new StoreOpenError(`the table ${table} lacks the declared nullable column ${missing.join(', ')} and ` +
       'MIGRATE_ON_START=0: run `plant-store migrate` first (docs/upgrading.md)')
   }
-  return missing
+  const alter = `ALTER TABLE ${dialect.prefix}${table} ADD COLUMN ${dialect.ifNotExists}`
+  return {
+    statements: [
+      ...missing.map((name) => `${alter}${columnSql(storage, name, dialect)}`),
+      ...storage.filters.filter(({ column }) => missing.includes(column))
+        .map(({ column }) => filterIndexSql(storage, column, dialect))
+    ],
+    added: missing.map((name) => `${table}.${name}`)
+  }
 }

@@ -8,24 +8,19 @@ import {
 import { tablePrefix, type PostgresTarget } from './connection.js'
 import { migrations } from './migrations.js'
 import { retryUntilReachable, type StartupRetry } from './startup.js'
-import { ensureResourceTables, reconcileResourceTables } from './table-sql.js'
+import { ensureResourceTables, reconcileResourceTables, tableExists } from './table-sql.js'
 import { ensureWriteFunctions, missingWriteFunctions } from './write-functions.js'
 
 /** Whoever migrates a schema holds this advisory lock (of a session, or of a transaction). */
 export const migrationLock = (schema: string | undefined): string => `plant-store migrations ${schema ?? ''}`
 
-/**
- * The record of applied steps. `name` and `compatible_from` came in 1.1.0, nullable, so the release
- * before (which inserts only `version`) keeps working on it: a row without `compatible_from` is
- * taken as compatible with nothing older than itself.
- */
+/** `name` and `compatible_from` came nullable in 1.1.0, as the release before inserts only `version`. */
 export const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS plant_store_migrations (
   version         integer     PRIMARY KEY,
   applied_at      timestamptz NOT NULL DEFAULT now(),
   name            text,
   compatible_from integer)`
 
-/** The rows that record steps `from + 1` to `to` of `steps`. */
 export function migrationRowsSql (steps: ReadonlyArray<MigrationStep<string>>, from: number, to: number): string {
   const rows = []
   for (let version = from + 1; version <= to; version++) {
@@ -41,12 +36,7 @@ const CORE_TABLES = [
   'webhook_subscriptions', 'webhook_deliveries', 'webhook_events', 'webhook_attempts'
 ]
 
-/**
- * One statement that says whether this code can serve the schema as it is now (the readiness
- * probe): every table it uses is there, the newest step applied is this code's or one recorded
- * as compatible with it. A newer release's contract step (which renames or drops what this code
- * reads) fails it, so a balancer stops sending this instance requests it would fail.
- */
+/** Readiness: every table there, the newest step compatible; a newer contract step fails it, so balancers move off. */
 export function schemaProbeSql (schema: string | undefined, resources: readonly ResourceDefinition[]): string {
   const prefix = tablePrefix(schema)
   const tables = [...CORE_TABLES, ...resources.map(({ storage }) => storage.table)]
@@ -62,49 +52,34 @@ export function isCurrentVersion (version: number): boolean {
   return version === migrations.length
 }
 
-/**
- * What the schema says of itself: the newest step applied, and the oldest code it says still serves it.
- * Read-only: no table is made.
- */
-export async function schemaState (client: pg.ClientBase, schema: string | undefined): Promise<{
-  version: number
-  compatibleFrom: number | null
-}> {
+/** The newest step applied, and the oldest code it says still serves the schema; read-only, no table is made. */
+export async function schemaState (
+  client: pg.ClientBase, schema: string | undefined
+): Promise<{ version: number, compatibleFrom: number | null }> {
   const table = `${tablePrefix(schema)}plant_store_migrations`
-  const { rows: [found] } = await client.query<{ name: string | null }>('SELECT to_regclass($1)::text AS name', [table])
-  if (found?.name === null || found === undefined) return { version: 0, compatibleFrom: 0 }
-  // The column is missing where only an older release has migrated: then no row says it.
-  const { rows: [column] } = await client.query<{ present: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'compatible_from'
-                      AND NOT attisdropped) AS present`, [table])
+  if (!await tableExists(client, table)) return { version: 0, compatibleFrom: 0 }
+  // Read through to_jsonb: the column is missing where only an older release has migrated, and then no row says it.
   const { rows: [row] } = await client.query<{ version: number, compatible_from: number | null }>(
-    `SELECT version, ${column?.present === true ? 'compatible_from' : 'NULL::integer AS compatible_from'}
-     FROM ${table} ORDER BY version DESC LIMIT 1`)
+    `SELECT version, (to_jsonb(m) ->> 'compatible_from')::integer AS compatible_from
+     FROM ${table} m ORDER BY version DESC LIMIT 1`)
   return { version: row?.version ?? 0, compatibleFrom: row?.compatible_from ?? null }
 }
 
-export interface MigrateOptions {
+interface MigrateOptions {
   /** `false`: change nothing; refuse a schema behind this code's (MIGRATE_ON_START=0). */
   apply: boolean
   /** The steps this code knows: the real list, or a test's longer one standing for a newer release. */
   steps?: ReadonlyArray<MigrationStep<string>>
 }
 
-/**
- * Brings the schema to this code's version, or checks that it may serve it: a newer schema is
- * served when the newest step records that this code's version is still compatible with it
- * (an expand phase), and refused naming both versions otherwise.
- * Several instances starting together queue on an advisory lock, so each step runs exactly once.
- * One transaction holds the lock and every step: a transaction pooler keeps a transaction on one
- * server session (a session lock could be taken on one and released on another), and a failed
- * step leaves the schema as it was.
- */
+/** Brings the schema to this code's version, or checks that it may serve it (a newer one recorded as compatible). */
 export async function migrate (
   client: pg.ClientBase, target: PostgresTarget, resources: readonly ResourceDefinition[], options: MigrateOptions
 ): Promise<MigrationReport> {
   const steps = options.steps ?? migrations
   await client.query('BEGIN')
   try {
+    // Starts queue, so each step runs once; a transaction's lock, as a pooler keeps only a transaction on one session.
     if (options.apply) {
       await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [migrationLock(target.schema)])
     }
@@ -112,20 +87,26 @@ export async function migrate (
     const report = options.apply
       ? await applySteps(client, target, steps, state.version)
       : { from: state.version, version: state.version, known: steps.length, applied: [] }
+    // With MIGRATE_ON_START=0 (the schema is at this code's version by then) what this release needs is not made.
+    const missing = (what: string): StoreOpenError =>
+      new StoreOpenError(`${behindSchemaProblem(steps.length, steps.length)}: ${what} is missing`)
     if (state.version > steps.length) {
       if (state.compatibleFrom === null || state.compatibleFrom > steps.length) {
         throw new StoreOpenError(incompatibleSchemaProblem(state.version, steps.length, state.compatibleFrom))
       }
-    } else if (options.apply) {
-      await ensureResourceTables(client, resources, target.schema)
+    } else if (!options.apply && state.version < steps.length) {
+      throw new StoreOpenError(behindSchemaProblem(state.version, steps.length))
     } else {
-      await refuseBehind(client, target, resources, state.version, steps.length)
+      await ensureResourceTables(client, resources, target.schema, options.apply ? undefined : missing)
     }
     const added = await reconcileResourceTables(client, resources, target.schema, options.apply)
-    // This release's write functions, beside any other release's (docs/upgrading.md, rule 4): on a
-    // newer schema too, whose release made its own.
-    if (options.apply) await ensureWriteFunctions(client, resources, target.schema)
-    else await refuseMissingFunctions(client, target, resources, state.version, steps.length)
+    // This release's write functions beside any other release's (docs/upgrading.md, rule 4), on a newer schema too.
+    if (options.apply) {
+      await ensureWriteFunctions(client, resources, target.schema)
+    } else {
+      const [lacking] = await missingWriteFunctions(client, resources, target.schema)
+      if (lacking !== undefined) throw missing(`the function ${lacking.name} of this release`)
+    }
     await client.query('COMMIT')
     return added.length > 0 ? { ...report, addedColumns: added } : report
   } catch (err) {
@@ -154,36 +135,7 @@ async function applySteps (
   return { from: version, version: Math.max(version, steps.length), known: steps.length, applied }
 }
 
-/** MIGRATE_ON_START=0: a schema behind this code's, or without a declared resource's table, is refused. */
-async function refuseBehind (
-  client: pg.ClientBase, target: PostgresTarget, resources: readonly ResourceDefinition[], version: number,
-  known: number
-): Promise<void> {
-  if (version < known) throw new StoreOpenError(behindSchemaProblem(version, known))
-  for (const { storage } of resources) {
-    const { rows: [found] } = await client.query<{ name: string | null }>('SELECT to_regclass($1)::text AS name',
-      [`${tablePrefix(target.schema)}${storage.table}`])
-    if (found?.name === null) {
-      throw new StoreOpenError(`${behindSchemaProblem(version, known)}: the table ${storage.table} is missing`)
-    }
-  }
-}
-
-async function refuseMissingFunctions (
-  client: pg.ClientBase, target: PostgresTarget, resources: readonly ResourceDefinition[], version: number,
-  known: number
-): Promise<void> {
-  const [missing] = await missingWriteFunctions(client, resources, target.schema)
-  if (missing !== undefined) {
-    throw new StoreOpenError(`${behindSchemaProblem(Math.min(version, known), known)}: the function ${missing.name} ` +
-      'of this release is missing')
-  }
-}
-
-/**
- * Migrations run without the statement bounds (a step may take a while); an unreachable database
- * is retried for PG_STARTUP_TIMEOUT_MS, so a service and its database can start together.
- */
+/** Without statement bounds (a step may take a while); retried while unreachable, so the database may start later. */
 export async function migrateWhenReachable (
   connection: pg.ClientConfig, target: PostgresTarget, resources: readonly ResourceDefinition[],
   options: MigrateOptions & { startup?: StartupRetry | undefined }

@@ -72,10 +72,7 @@ function openDatabase (filename: string, exclusive: boolean, walLimitBytes: numb
   return db
 }
 
-/**
- * What to do, said where it happens: a container's host folder is typically root's, while the
- * service runs as an unprivileged user (the image's is 10001).
- */
+/** What to do: a container's host folder is typically root's, while the service runs as an unprivileged user. */
 function permissionAdvice (filename: string, code: string): string {
   const uid = process.getuid?.()
   const user = uid === undefined ? 'the user this process runs as' : `uid ${uid}, the user this process runs as`
@@ -94,12 +91,9 @@ function refuseFileInUse (filename: string): void {
   lock?.close()
 }
 
-/**
- * The group commit, and what the store knows of its failures: why writes fail now, and whether the file is still
- * there.
- */
 type AnyOptions = SqliteStoreOptions<readonly ResourceDefinition[]>
 
+/** The group commit, and what the store knows of its failures: why writes fail now, whether the file is there. */
 function openWrites (db: Database.Database, options: AnyOptions, outbox: SqliteOutbox, wake: () => void) {
   const { filename, onCommit, onSync, log } = options
   const inFile = filename !== ':memory:'
@@ -204,7 +198,7 @@ export function createSqliteStore<D extends readonly ResourceDefinition[] = Serv
   const connection = openDatabase(options.filename, options.exclusive === true, options.walLimitBytes)
   let migration
   try {
-    migration = migrateSqlite(connection, options.filename, { apply })
+    migration = migrateSqlite(connection, options.filename, apply)
     const added = resources.flatMap(({ storage }) => ensureSqliteTable(connection, storage, apply))
     if (added.length > 0) migration = { ...migration, addedColumns: added }
   } catch (err) {
