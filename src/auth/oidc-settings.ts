@@ -1,7 +1,6 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox'
 import { ConfigError } from '../lib/errors.js'
-import { flagSetting } from '../config/flag-setting.js'
-import { integerSetting, stringSetting } from '../config/setting-types.js'
+import { flagSetting, integerSetting, stringSetting } from '../config/setting-types.js'
 
 /** The OIDC_* settings: their part of EnvSchema (src/config/load-config.ts composes them, in this order). */
 export const OIDC_SETTINGS = {

@@ -11,8 +11,7 @@ import { TRACING_SETTINGS, tracingConfig, type TracingConfig } from './tracing-s
 import type { NamedToken } from '../auth/tokens.js'
 import { parseTrustProxy } from './trust-proxy.js'
 import { WEBHOOK_SETTINGS, webhookConfig, type WebhookConfig } from '../webhooks/settings.js'
-import { flagSetting } from './flag-setting.js'
-import { integerSetting, stringSetting } from './setting-types.js'
+import { flagSetting, integerSetting, stringSetting } from './setting-types.js'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]

@@ -3,8 +3,7 @@ import { ConfigError } from '../lib/errors.js'
 import type { NewPlant } from '../resources/plants.js'
 import { loadSeed } from './seed.js'
 import { OPEN_WAIT_MS } from './tenants.js'
-import { flagSetting } from '../config/flag-setting.js'
-import { integerSetting, stringSetting } from '../config/setting-types.js'
+import { flagSetting, integerSetting, stringSetting } from '../config/setting-types.js'
 
 /** The SANDBOX_* settings: their part of EnvSchema (src/config/load-config.ts composes them, in this order). */
 export const SANDBOX_SETTINGS = {

@@ -1,54 +1,28 @@
 import { Type, type Static, type TObject } from '@sinclair/typebox'
 import { ConfigError } from '../lib/errors.js'
-import { flagSetting } from '../config/flag-setting.js'
+import { flagSetting, integerSetting, stringSetting } from '../config/setting-types.js'
 import { isPostgresUrl, parsePostgresUrl } from './postgres/connection.js'
 import { SQLITE_SYNCHRONOUS, type SqliteSynchronous } from './sqlite/sqlite-store.js'
 
-export const DATABASE_URL_SETTING = Type.String({
-  minLength: 1,
-  default: 'data/plants.db',
-  description:
-      'A SQLite file path (its folder is created) or `:memory:`; a `postgres://` or `postgresql://` URL selects ' +
+export const DATABASE_URL_SETTING = stringSetting({ minLength: 1, default: 'data/plants.db' },
+  'A SQLite file path (its folder is created) or `:memory:`; a `postgres://` or `postgresql://` URL selects ' +
       'PostgreSQL, with `?schema=name` for a schema of its own (see docs/scaling.md). Any other scheme (`file:`, ' +
-      '`sqlite:`, `postgres:/` with one slash) stops the start.'
-})
+      '`sqlite:`, `postgres:/` with one slash) stops the start.')
 
 /** The store's other settings: their part of EnvSchema (src/config/load-config.ts composes them, in this order). */
 export const DATABASE_SETTINGS = {
-  DATABASE_DIRECT_URL: Type.Optional(
-    Type.String({
-      minLength: 1,
-      description:
-        'PostgreSQL: a `postgres://` URL of the same database that reaches PostgreSQL itself, when ' +
-        'DATABASE_URL is a transaction pooler (PgBouncer); used for migrations and LISTEN (without it the webhook ' +
-        'dispatcher polls). See docs/scaling.md.'
-    })
-  ),
-  PG_POOL_MAX: Type.Integer({
-    minimum: 1,
-    maximum: 1000,
-    default: 10,
-    description: 'PostgreSQL: the most connections one instance opens; N instances open up to N times this.'
-  }),
-  PG_CONNECT_TIMEOUT_MS: Type.Integer({
-    minimum: 100,
-    maximum: 600000,
-    default: 5000,
-    description: 'PostgreSQL: how long a request waits for a connection before it is answered 503.'
-  }),
-  PG_STATEMENT_TIMEOUT_MS: Type.Integer({
-    minimum: 100,
-    maximum: 600000,
-    default: 5000,
-    description: 'PostgreSQL: the longest a statement may run or wait for a lock before the request is answered 503.'
-  }),
-  PG_STARTUP_TIMEOUT_MS: Type.Integer({
-    minimum: 0,
-    maximum: 3_600_000,
-    default: 30_000,
-    description:
-      'PostgreSQL: how long a starting instance keeps retrying a database it cannot reach, then exits 1 (0: no retry).'
-  }),
+  DATABASE_DIRECT_URL: Type.Optional(stringSetting({ minLength: 1 },
+    'PostgreSQL: a `postgres://` URL of the same database that reaches PostgreSQL itself, when ' +
+    'DATABASE_URL is a transaction pooler (PgBouncer); used for migrations and LISTEN (without it the webhook ' +
+    'dispatcher polls). See docs/scaling.md.')),
+  PG_POOL_MAX: integerSetting({ minimum: 1, maximum: 1000, default: 10 },
+    'PostgreSQL: the most connections one instance opens; N instances open up to N times this.'),
+  PG_CONNECT_TIMEOUT_MS: integerSetting({ minimum: 100, maximum: 600000, default: 5000 },
+    'PostgreSQL: how long a request waits for a connection before it is answered 503.'),
+  PG_STATEMENT_TIMEOUT_MS: integerSetting({ minimum: 100, maximum: 600000, default: 5000 },
+    'PostgreSQL: the longest a statement may run or wait for a lock before the request is answered 503.'),
+  PG_STARTUP_TIMEOUT_MS: integerSetting({ minimum: 0, maximum: 3_600_000, default: 30_000 },
+    'PostgreSQL: how long a starting instance keeps retrying a database it cannot reach, then exits 1 (0: no retry).'),
   MIGRATE_ON_START: flagSetting('1',
     '`1`: `serve` applies pending migrations at start. `0`: it refuses a database behind its schema; ' +
     'migrations are then a step of their own (`plant-store migrate`, docs/upgrading.md).'),

@@ -1,4 +1,4 @@
-import { Type, type Static, type TInteger, type TObject } from '@sinclair/typebox'
+import { Type, type Static, type TObject } from '@sinclair/typebox'
 import { ConfigError } from '../lib/errors.js'
 import {
   DEFAULT_BUSY_INTERVAL_MS, DEFAULT_CONCURRENCY, DEFAULT_DISABLE_AFTER_MS, DEFAULT_PER_SUBSCRIPTION,
@@ -6,41 +6,37 @@ import {
 } from './dispatcher.js'
 import { DEFAULT_MAX_SUBSCRIPTIONS } from './limits.js'
 import { DEFAULT_RETRY_SCHEDULE_MS } from './schedule.js'
-import { flagSetting } from '../config/flag-setting.js'
+import { flagSetting, integerSetting } from '../config/setting-types.js'
 
 const MAX_WEBHOOK_MS = 365 * 24 * 3_600_000
 const MAX_WEBHOOK_RETRIES = 50
 
-/** Whole numbers from `minimum` to `maximum`. */
-const integerSetting = (minimum: number, maximum: number, defaultValue: number, description: string): TInteger =>
-  Type.Integer({ minimum, maximum, default: defaultValue, description })
-
 /** The WEBHOOK_* settings: their part of EnvSchema (src/config/load-config.ts composes them, in this order). */
 export const WEBHOOK_SETTINGS = {
   // Webhooks (docs/webhooks.md).
-  WEBHOOK_TIMEOUT_MS: integerSetting(1, 600_000, DEFAULT_TIMEOUT_MS,
+  WEBHOOK_TIMEOUT_MS: integerSetting({ minimum: 1, maximum: 600_000, default: DEFAULT_TIMEOUT_MS },
     "One delivery attempt's time limit in milliseconds, from resolving the receiver's host to its answer's status; " +
     "also how long subscribing (or changing a URL) waits for the host's lookup."),
   WEBHOOK_RETRY_SCHEDULE: Type.Optional(Type.String({
     description: 'The waits before each retry in milliseconds, comma-separated, each scaled by a random ±20 % ' +
       '(`none`: no retries). Unset: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.'
   })),
-  WEBHOOK_CONCURRENCY: integerSetting(1, 1000, DEFAULT_CONCURRENCY,
+  WEBHOOK_CONCURRENCY: integerSetting({ minimum: 1, maximum: 1000, default: DEFAULT_CONCURRENCY },
     'Delivery attempts in flight per instance (one while requests saturate the event loop).'),
-  WEBHOOK_SUBSCRIPTION_CONCURRENCY: integerSetting(1, 1000, DEFAULT_PER_SUBSCRIPTION,
+  WEBHOOK_SUBSCRIPTION_CONCURRENCY: integerSetting({ minimum: 1, maximum: 1000, default: DEFAULT_PER_SUBSCRIPTION },
     'Attempts in flight per subscription per instance; a receiver answering 2xx within 100 ms earns more, up to ' +
     'WEBHOOK_CONCURRENCY, so a slow receiver holds at most this many slots.'),
-  WEBHOOK_DISABLE_AFTER_MS: integerSetting(1, MAX_WEBHOOK_MS, DEFAULT_DISABLE_AFTER_MS,
+  WEBHOOK_DISABLE_AFTER_MS: integerSetting({ minimum: 1, maximum: MAX_WEBHOOK_MS, default: DEFAULT_DISABLE_AFTER_MS },
     'A subscription whose deliveries have all failed for this many milliseconds is disabled.'),
-  WEBHOOK_RETENTION_MS: integerSetting(1, MAX_WEBHOOK_MS, DEFAULT_RETENTION_MS,
+  WEBHOOK_RETENTION_MS: integerSetting({ minimum: 1, maximum: MAX_WEBHOOK_MS, default: DEFAULT_RETENTION_MS },
     'Finished delivery records are deleted after this many milliseconds.'),
-  WEBHOOK_POLL_INTERVAL_MS: integerSetting(10, 60_000, DEFAULT_POLL_INTERVAL_MS,
+  WEBHOOK_POLL_INTERVAL_MS: integerSetting({ minimum: 10, maximum: 60_000, default: DEFAULT_POLL_INTERVAL_MS },
     "How often due deliveries (retries, other instances' events) are looked for; new events wake the " +
     'dispatcher at once.'),
-  WEBHOOK_BUSY_INTERVAL_MS: integerSetting(1, 60_000, DEFAULT_BUSY_INTERVAL_MS,
+  WEBHOOK_BUSY_INTERVAL_MS: integerSetting({ minimum: 1, maximum: 60_000, default: DEFAULT_BUSY_INTERVAL_MS },
     'While requests saturate the event loop, delivery attempts start at least this many milliseconds apart, ' +
     'one at a time.'),
-  WEBHOOK_MAX_SUBSCRIPTIONS: integerSetting(1, 100_000, DEFAULT_MAX_SUBSCRIPTIONS,
+  WEBHOOK_MAX_SUBSCRIPTIONS: integerSetting({ minimum: 1, maximum: 100_000, default: DEFAULT_MAX_SUBSCRIPTIONS },
     'The most webhook subscriptions one token may have; creating one more is a 409.'),
   WEBHOOK_ALLOW_PRIVATE_URLS: flagSetting('0', '`1`: subscriptions may point at loopback, private, link-local ' +
     'and other non-public addresses (local development and tests only).')
