@@ -14,10 +14,7 @@ import rotateWebhookSecretRoute from './rotate-secret.js'
 import testWebhookRoute from './send-test.js'
 import updateWebhookRoute from './update.js'
 
-/**
- * The webhooks resource, one operation per file. Every route here needs a bearer token, and each
- * token sees and manages only its own subscriptions (app.webhooks scopes every call by owner).
- */
+/** One operation per file; each token sees and manages only its own subscriptions. */
 const webhooksRoutes: FastifyPluginAsync = async (app) => {
   app.addHook('onRequest', app.authenticate)
   app.addHook('onRoute', requireScope)
