@@ -75,16 +75,10 @@ export default fp(async function authPlugin (app) {
       return
     }
     verify.call(this, request, reply, (err?: Error) => {
-      if (err !== undefined) {
-        done(err)
-        return
-      }
       const needed = request.routeOptions.config.scope
-      if (needed !== undefined && (request.principal === undefined || !grants(request.principal.scopes, needed))) {
-        done(insufficientScope(needed))
-      } else {
-        done()
-      }
+      const refused = needed !== undefined &&
+        (request.principal === undefined || !grants(request.principal.scopes, needed))
+      done(err ?? (refused ? insufficientScope(needed) : undefined))
     })
   } satisfies onRequestHookHandler)
 }, { name: 'auth', dependencies: ['config', 'errors', 'resources'] })

@@ -25,23 +25,17 @@ export interface ScopeCatalog {
 }
 
 export function scopeCatalog (resources: readonly ScopedResource[]): ScopeCatalog {
-  const descriptions = Object.fromEntries([
-    ...resources.flatMap((resource) => [
-      [resourceScope(resource, 'read'), resource.texts.scopes.read],
-      [
-        resourceScope(resource, 'write'),
-        `${resource.texts.scopes.write}; includes \`${resourceScope(resource, 'read')}\``
-      ]
-    ]),
-    ['webhooks', 'Manage the caller\'s own webhook subscriptions']
-  ]) as Readonly<Record<Scope, string>>
-  const grantedBy = Object.fromEntries([
-    ...resources.flatMap((resource) => [
-      [resourceScope(resource, 'read'), [resourceScope(resource, 'read'), resourceScope(resource, 'write')]],
-      [resourceScope(resource, 'write'), [resourceScope(resource, 'write')]]
-    ]),
-    ['webhooks', ['webhooks']]
-  ]) as Readonly<Record<Scope, readonly Scope[]>>
+  // Each scope, what it says, and the scopes that grant it.
+  const entries: Array<[Scope, string, Scope[]]> = [
+    ...resources.flatMap((resource): Array<[Scope, string, Scope[]]> => {
+      const [read, write] = [resourceScope(resource, 'read'), resourceScope(resource, 'write')]
+      const { scopes } = resource.texts
+      return [[read, scopes.read, [read, write]], [write, `${scopes.write}; includes \`${read}\``, [write]]]
+    }),
+    ['webhooks', 'Manage the caller\'s own webhook subscriptions', ['webhooks']]
+  ]
+  const descriptions = Object.fromEntries(entries.map(([scope, text]) => [scope, text])) as Record<Scope, string>
+  const grantedBy = Object.fromEntries(entries.map(([scope, , by]) => [scope, by])) as Record<Scope, Scope[]>
   const scopes = Object.keys(descriptions) as readonly Scope[]
   const all: ReadonlySet<Scope> = new Set(scopes)
   const isScope = (text: string): text is Scope => (all as ReadonlySet<string>).has(text)

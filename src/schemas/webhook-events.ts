@@ -91,7 +91,6 @@ const header = (name: string, description: string, pattern: string, example: str
 
 function eventOperation ({ type, schema, what, example, sentTo, failed }: SentEvent): OpenApi.PathItemObject {
   const name = type.replace(/\.(\w)/, (_match, first: string) => first.toUpperCase())
-  const retried = failed === RETRIED
   return {
     post: {
       operationId: `${name}Event`,
@@ -141,7 +140,7 @@ function eventOperation ({ type, schema, what, example, sentTo, failed }: SentEv
             'Acknowledged: the delivery succeeded (the body is ignored). Answer within WEBHOOK_TIMEOUT_MS (10 s by ' +
             'default), then do the work'
         },
-        ...(retried && {
+        ...(failed === RETRIED && {
           410: {
             description: 'Gone: the receiver wants no more events. The delivery fails and the subscription is disabled'
           }

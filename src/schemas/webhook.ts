@@ -119,7 +119,7 @@ function subscriptionSchemas (types: readonly WebhookEventType[]) {
     description: 'Webhook subscriptions ordered by id',
     examples: [[example]]
   })
-  return { webhook, withSecret, list }
+  return { WebhookSchema: webhook, WebhookWithSecretSchema: withSecret, WebhookListSchema: list }
 }
 
 export const WebhookSecretSchema = Type.Object({ secret: secretSchema(SECRET_DESCRIPTION) }, {
@@ -288,11 +288,8 @@ const webhookEventTypeListSchema = (subjects: string) => Type.Array(
 /** The shared schemas that name the app's event types. */
 export function webhookSchemasOf (resources: Parameters<typeof eventTypesOf>[0]) {
   const types = eventTypesOf(resources)
-  const { webhook, withSecret, list } = subscriptionSchemas(types)
   return {
-    WebhookSchema: webhook,
-    WebhookWithSecretSchema: withSecret,
-    WebhookListSchema: list,
+    ...subscriptionSchemas(types),
     NewWebhookSchema: newWebhookSchema(types, defaultEventsText(resources)),
     WebhookPatchSchema: webhookPatchSchema(types),
     WebhookEventTypeListSchema: webhookEventTypeListSchema(eventSubjectsOf(resources))

@@ -101,9 +101,8 @@ export const eventPayloadHead = (type: WebhookEventType, occurredAt: number): st
   `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(isoTime(occurredAt))},"data":`
 
 /** The Standard Webhooks body: `{ type, timestamp (RFC 3339), data }`. */
-export function eventPayload (type: WebhookEventType, data: string, occurredAt: number): string {
-  return `${eventPayloadHead(type, occurredAt)}${data}}`
-}
+export const eventPayload = (type: WebhookEventType, data: string, occurredAt: number): string =>
+  `${eventPayloadHead(type, occurredAt)}${data}}`
 
 /** For PostgreSQL's one-statement create, so the body is still made here, never a second way in SQL. */
 export function eventPayloadAroundId (

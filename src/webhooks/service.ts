@@ -100,12 +100,9 @@ function checkDescription (description: string | null | undefined): void {
 export function checkSecret (secret: string): void {
   const encoded = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : undefined
   const bytes = encoded === undefined ? undefined : Buffer.from(encoded, 'base64')
-  if (
-    bytes === undefined ||
-    bytes.toString('base64') !== encoded ||
-    bytes.length < MIN_SECRET_BYTES ||
-    bytes.length > MAX_SECRET_BYTES
-  ) {
+  const valid = bytes !== undefined && bytes.toString('base64') === encoded &&
+    bytes.length >= MIN_SECRET_BYTES && bytes.length <= MAX_SECRET_BYTES
+  if (!valid) {
     throw new ServiceError(
       'invalid-secret',
       `A secret is whsec_ and ${MIN_SECRET_BYTES} to ${MAX_SECRET_BYTES} random bytes in base64`

@@ -10,8 +10,7 @@ export default async function getWebhookDeliveryRoute (app: WebhooksApp): Promis
     description:
       'The delivery with this id of the subscription with this id: its status, its event as every attempt sent ' +
       'it (`webhookId`, `eventType`, the exact `payload`), and every attempt so far, oldest first, each with ' +
-      'when ' +
-      "it started, how long it took, the status code or the error, and the first 1 KiB of the answer's body. " +
+      "when it started, how long it took, the status code or the error, and the first 1 KiB of the answer's body. " +
       'The payload carries the representation: the token needs the read scope of its event type, as to ' +
       'subscribe (403 naming the scope).',
     params: WebhookDeliveryParamsSchema,

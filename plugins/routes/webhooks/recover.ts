@@ -14,8 +14,7 @@ export default async function recoverWebhookRoute (app: WebhooksApp): Promise<vo
     description:
       'Makes every failed delivery of the subscription created at `since` or later pending and due now (one more ' +
       'attempt each, as a retry does) and answers 202 with how many: after an outage of the receiver, this ' +
-      'resends ' +
-      "what it missed. The attempts happen in the background; a disabled subscription's wait until it is " +
+      "resends what it missed. The attempts happen in the background; a disabled subscription's wait until it is " +
       `enabled. ${READ_SCOPES_TEXT}`,
     params: WebhookParamsSchema,
     body: ref(RecoverWebhookSchema),

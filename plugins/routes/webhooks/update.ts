@@ -14,8 +14,7 @@ export default async function updateWebhookRoute (app: WebhooksApp): Promise<voi
     description:
       'Applies a JSON merge patch (RFC 7396) to the subscription with this id: a field that is absent is kept, ' +
       '`"description": null` removes the description. A new `url` is checked as on create. `"disabled": false` ' +
-      'enables a disabled subscription again (its pending deliveries resume). Sent as ' +
-      '`application/merge-patch+json` ' +
+      'enables a disabled subscription again (its pending deliveries resume). Sent as `application/merge-patch+json` ' +
       `or plain JSON. A new \`events\` list is checked as on create: ${eventScopesText(app.resources)} A new ` +
       '`url`, or `"disabled": false`, needs the read scopes of the event types the subscription has (403 ' +
       'naming the scope).',
