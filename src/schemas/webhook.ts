@@ -129,107 +129,89 @@ export const WebhookSecretSchema = Type.Object({ secret: secretSchema(SECRET_DES
   examples: [{ secret: SECRET_EXAMPLE }]
 })
 
-export const RotateWebhookSecretSchema = Type.Object(
-  {
-    secret: Type.Optional(secretSchema(
-      'The new secret, when the integrator chooses it (e.g. one migrated from another ' +
-        'provider): `whsec_` and 24 to 64 bytes in base64; a random one when absent'
-    ))
-  },
-  {
-    $id: 'RotateWebhookSecret',
-    additionalProperties: false,
-    description: "What a rotation sets: a secret of the integrator's, or (absent, or no body at all) a random one",
-    examples: [{ secret: SECRET_EXAMPLE }, {}]
-  }
-)
+export const RotateWebhookSecretSchema = Type.Object({
+  secret: Type.Optional(secretSchema(
+    'The new secret, when the integrator chooses it (e.g. one migrated from another ' +
+      'provider): `whsec_` and 24 to 64 bytes in base64; a random one when absent'
+  ))
+}, {
+  $id: 'RotateWebhookSecret',
+  additionalProperties: false,
+  description: "What a rotation sets: a secret of the integrator's, or (absent, or no body at all) a random one",
+  examples: [{ secret: SECRET_EXAMPLE }, {}]
+})
 
 /** What a subscription without `events` gets, as the schema and the create route say it. */
 export const defaultEventsText = (resources: readonly unknown[]): string =>
   resources.length === 1 ? 'every event type' : 'the event types of every resource the token may read'
 
 /** `absent`: what a subscription without `events` gets. */
-const newWebhookSchema = (types: readonly WebhookEventType[], absent: string) => Type.Object(
-  {
-    url: urlInput(`Where to POST events: ${URL_RULE}`),
-    events: Type.Optional(
-      eventsInput(types, `The event types to deliver (duplicates count once); ${absent} when absent`)
-    ),
-    description: Type.Optional(Type.String(descriptionOptions)),
-    disabled: Type.Optional(Type.Boolean({
-      description: 'Create it disabled: no deliveries until a PATCH enables it (false when absent)',
-      examples: [false]
-    }))
-  },
-  {
-    $id: 'NewWebhook',
-    additionalProperties: false,
-    description: 'A webhook subscription to create',
-    examples: [{ url: URL_EXAMPLE, events: ['plant.created', 'plant.deleted'], description: 'Sync to the shop front' }]
-  }
-)
+const newWebhookSchema = (types: readonly WebhookEventType[], absent: string) => Type.Object({
+  url: urlInput(`Where to POST events: ${URL_RULE}`),
+  events: Type.Optional(
+    eventsInput(types, `The event types to deliver (duplicates count once); ${absent} when absent`)
+  ),
+  description: Type.Optional(Type.String(descriptionOptions)),
+  disabled: Type.Optional(Type.Boolean({
+    description: 'Create it disabled: no deliveries until a PATCH enables it (false when absent)',
+    examples: [false]
+  }))
+}, {
+  $id: 'NewWebhook',
+  additionalProperties: false,
+  description: 'A webhook subscription to create',
+  examples: [{ url: URL_EXAMPLE, events: ['plant.created', 'plant.deleted'], description: 'Sync to the shop front' }]
+})
 
-const webhookPatchSchema = (types: readonly WebhookEventType[]) => Type.Object(
-  {
-    url: Type.Optional(urlInput(`A new URL: ${URL_RULE}`)),
-    events: Type.Optional(eventsInput(types, 'The event types to deliver from now on (duplicates count once)')),
-    description: Type.Optional(Type.Unsafe<string | null>({
-      ...descriptionOptions,
-      type: ['string', 'null'],
-      description: `${descriptionOptions.description}; null removes it`
-    })),
-    disabled: Type.Optional(
-      Type.Boolean({ description: 'Disable the subscription, or enable it again', examples: [false] })
-    )
-  },
-  {
-    $id: 'WebhookPatch',
-    additionalProperties: false,
-    description:
-      'A JSON merge patch (RFC 7396) of a webhook subscription: a missing field is kept, `"description": null` ' +
-      'removes the description',
-    examples: [{ events: ['plant.created'], description: null }]
-  }
-)
+const webhookPatchSchema = (types: readonly WebhookEventType[]) => Type.Object({
+  url: Type.Optional(urlInput(`A new URL: ${URL_RULE}`)),
+  events: Type.Optional(eventsInput(types, 'The event types to deliver from now on (duplicates count once)')),
+  description: Type.Optional(Type.Unsafe<string | null>({
+    ...descriptionOptions,
+    type: ['string', 'null'],
+    description: `${descriptionOptions.description}; null removes it`
+  })),
+  disabled: Type.Optional(
+    Type.Boolean({ description: 'Disable the subscription, or enable it again', examples: [false] })
+  )
+}, {
+  $id: 'WebhookPatch',
+  additionalProperties: false,
+  description:
+    'A JSON merge patch (RFC 7396) of a webhook subscription: a missing field is kept, `"description": null` ' +
+    'removes the description',
+  examples: [{ events: ['plant.created'], description: null }]
+})
 
 export const WebhookParamsSchema =
   Type.Object({ id: int64StringSchema('The subscription id') }, { additionalProperties: false })
 
-export const WebhookListQuerySchema = Type.Object(
-  {
-    limit: listLimitSchema('subscriptions'),
-    after: cursorSchema('Cursor: only subscriptions with a larger id')
-  },
-  { additionalProperties: false }
-)
+export const WebhookListQuerySchema = Type.Object({
+  limit: listLimitSchema('subscriptions'),
+  after: cursorSchema('Cursor: only subscriptions with a larger id')
+}, { additionalProperties: false })
 
-export const RecoverWebhookSchema = Type.Object(
-  {
-    since: Type.String({
-      format: 'date-time',
-      description: 'Re-queue the failed deliveries created at this time (RFC 3339) or later',
-      examples: [TIME_EXAMPLE]
-    })
-  },
-  {
-    $id: 'RecoverWebhook',
-    additionalProperties: false,
-    description: 'Which failed deliveries to attempt again',
-    examples: [{ since: TIME_EXAMPLE }]
-  }
-)
+export const RecoverWebhookSchema = Type.Object({
+  since: Type.String({
+    format: 'date-time',
+    description: 'Re-queue the failed deliveries created at this time (RFC 3339) or later',
+    examples: [TIME_EXAMPLE]
+  })
+}, {
+  $id: 'RecoverWebhook',
+  additionalProperties: false,
+  description: 'Which failed deliveries to attempt again',
+  examples: [{ since: TIME_EXAMPLE }]
+})
 
-export const WebhookRecoverySchema = Type.Object(
-  {
-    recovered: Type.Integer({ minimum: 0, description: 'How many failed deliveries are due again now', examples: [3] })
-  },
-  {
-    $id: 'WebhookRecovery',
-    additionalProperties: false,
-    description: 'What a recovery re-queued',
-    examples: [{ recovered: 3 }]
-  }
-)
+export const WebhookRecoverySchema = Type.Object({
+  recovered: Type.Integer({ minimum: 0, description: 'How many failed deliveries are due again now', examples: [3] })
+}, {
+  $id: 'WebhookRecovery',
+  additionalProperties: false,
+  description: 'What a recovery re-queued',
+  examples: [{ recovered: 3 }]
+})
 
 const TEST_EXAMPLE = {
   webhookId: 'msg_2KWPBgLlAfxdpx2AI54pPJ',
@@ -240,29 +222,26 @@ const TEST_EXAMPLE = {
   responseBody: ''
 }
 
-export const WebhookTestResultSchema = Type.Object(
-  {
-    webhookId: Type.String({ description: "The test event's `webhook-id`", examples: [TEST_EXAMPLE.webhookId] }),
-    succeeded: Type.Boolean({ description: 'The receiver answered 2xx', examples: [true] }),
-    at: Type.String({ format: 'date-time', description: 'When it was sent', examples: [TIME_EXAMPLE] }),
-    durationMs: Type.Integer({ format: 'int32', minimum: 0, description: 'How long the attempt took', examples: [41] }),
-    statusCode: Type.Optional(Type.Integer({
-      format: 'int32', description: "The receiver's status code, when it answered", examples: [204]
-    })),
-    error: Type.Optional(
-      Type.String({ description: 'Why the attempt did not succeed', examples: ['the receiver answered 500'] })
-    ),
-    responseBody: Type.Optional(Type.String({
-      description: "The first 1 KiB of the answer's body, when it answered", examples: ['']
-    }))
-  },
-  {
-    $id: 'WebhookTestResult',
-    additionalProperties: false,
-    description: "The outcome of a test event's one attempt",
-    examples: [TEST_EXAMPLE]
-  }
-)
+export const WebhookTestResultSchema = Type.Object({
+  webhookId: Type.String({ description: "The test event's `webhook-id`", examples: [TEST_EXAMPLE.webhookId] }),
+  succeeded: Type.Boolean({ description: 'The receiver answered 2xx', examples: [true] }),
+  at: Type.String({ format: 'date-time', description: 'When it was sent', examples: [TIME_EXAMPLE] }),
+  durationMs: Type.Integer({ format: 'int32', minimum: 0, description: 'How long the attempt took', examples: [41] }),
+  statusCode: Type.Optional(Type.Integer({
+    format: 'int32', description: "The receiver's status code, when it answered", examples: [204]
+  })),
+  error: Type.Optional(
+    Type.String({ description: 'Why the attempt did not succeed', examples: ['the receiver answered 500'] })
+  ),
+  responseBody: Type.Optional(Type.String({
+    description: "The first 1 KiB of the answer's body, when it answered", examples: ['']
+  }))
+}, {
+  $id: 'WebhookTestResult',
+  additionalProperties: false,
+  description: "The outcome of a test event's one attempt",
+  examples: [TEST_EXAMPLE]
+})
 
 const webhookEventTypeListSchema = (subjects: string) => Type.Array(
   Type.Object(

@@ -105,11 +105,8 @@ export const eventPayload = (type: WebhookEventType, data: string, occurredAt: n
   `${eventPayloadHead(type, occurredAt)}${data}}`
 
 /** For PostgreSQL's one-statement create, so the body is still made here, never a second way in SQL. */
-export function eventPayloadAroundId (
-  type: WebhookEventType, dataAfterId: string, occurredAt: number
-): { before: string, after: string } {
-  return { before: `${eventPayloadHead(type, occurredAt)}{"id":`, after: `${dataAfterId}}` }
-}
+export const eventPayloadAroundId = (type: WebhookEventType, dataAfterId: string, occurredAt: number) =>
+  ({ before: `${eventPayloadHead(type, occurredAt)}{"id":`, after: `${dataAfterId}}` })
 
 /** Built once, at enqueue time: retries resend these bytes unchanged. */
 export function buildEventMessage (event: ResourceEvent, now: number): EventMessage {

@@ -81,10 +81,8 @@ function normalizeEvents (
   if (events === undefined) return [...known]
   const unknown = events.filter((name) => !(known as readonly string[]).includes(name))
   if (unknown.length > 0) {
-    throw new ServiceError(
-      'invalid-events',
-      `Unknown event type ${JSON.stringify(unknown[0])}; known: ${known.join(', ')}`
-    )
+    throw new ServiceError('invalid-events',
+      `Unknown event type ${JSON.stringify(unknown[0])}; known: ${known.join(', ')}`)
   }
   if (events.length === 0) throw new ServiceError('invalid-events', 'A subscription needs at least one event type')
   return known.filter((name) => events.includes(name))
@@ -227,10 +225,8 @@ export class WebhookService {
       throw notFound(`Delivery ${deliveryId} of webhook subscription ${subscriptionId}`)
     }
     if (result.status === 'subscription-disabled') {
-      throw new ServiceError(
-        'subscription-disabled',
-        `Webhook subscription ${subscriptionId} is disabled: enable it to retry its deliveries`
-      )
+      throw new ServiceError('subscription-disabled',
+        `Webhook subscription ${subscriptionId} is disabled: enable it to retry its deliveries`)
     }
     this.#options.onDue?.()
     return result.delivery
