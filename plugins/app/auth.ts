@@ -12,22 +12,18 @@ declare module 'fastify' {
     authenticate: onRequestHookHandler
   }
   interface FastifyRequest {
-    /** Who calls (valid token), worked out once: auth, rate limits, logs, idempotency and webhooks read it. */
+    /** Worked out once: auth, rate limits, logs, idempotency and webhooks read it. */
     principal: Principal | undefined
     /** Why a JWT was refused (or could not be checked), for the auth hook to answer with. */
     authFailure: Error | undefined
   }
   interface FastifyContextConfig {
-    /** The scope a token needs for this route (every route behind `authenticate` declares one). */
+    /** Every route behind `authenticate` declares one. */
     scope?: Scope
   }
 }
 
-/**
- * The header is read once (`bearerToken`) and matched by TokenSet in constant time; with OIDC_ISSUER
- * a JWT-shaped token that matches none is verified with jose (loaded only then). Failures leave
- * through the error handler, in the Error shape.
- */
+/** Tokens match in constant time; with OIDC_ISSUER a JWT-shaped one that matches none is verified (jose, lazily). */
 export default fp(async function authPlugin (app) {
   const { all, grants, isScope } = app.scopeCatalog
   const tokens = new TokenSet(app.config.tokens, app.config.namedTokens, all)
@@ -39,8 +35,7 @@ export default fp(async function authPlugin (app) {
       const onKeysFailure = (err: unknown): void => {
         app.log.warn({ err }, 'OIDC: the provider\'s key set cannot be fetched')
       }
-      const verifier = new OidcVerifier(config, onKeysFailure, isScope)
-      return { verifier, looksLikeJwt }
+      return { verifier: new OidcVerifier(config, onKeysFailure, isScope), looksLikeJwt }
     })(app.config.oidc)
 
   app.decorateRequest('principal', undefined)
@@ -80,24 +75,15 @@ export default fp(async function authPlugin (app) {
       return
     }
     verify.call(this, request, reply, (err?: Error) => {
-      if (err !== undefined) {
-        done(err)
-        return
-      }
       const needed = request.routeOptions.config.scope
-      if (needed !== undefined && (request.principal === undefined || !grants(request.principal.scopes, needed))) {
-        done(insufficientScope(needed))
-      } else {
-        done()
-      }
+      const refused = needed !== undefined &&
+        (request.principal === undefined || !grants(request.principal.scopes, needed))
+      done(err ?? (refused ? insufficientScope(needed) : undefined))
     })
   } satisfies onRequestHookHandler)
 }, { name: 'auth', dependencies: ['config', 'errors', 'resources'] })
 
-/**
- * onRoute hook of the authenticated resources: a route that forgets its scope stops the start instead of being open to
- * every token.
- */
+/** onRoute: a route that forgets its scope stops the start instead of being open to every token. */
 export function requireScope (route: RouteOptions): void {
   if (route.config?.scope === undefined) {
     throw new Error(`${route.method.toString()} ${route.url} declares no scope (config.scope)`)

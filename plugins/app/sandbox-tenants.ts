@@ -7,7 +7,6 @@ import { TenantRegistry, type TenantBackend } from '../../src/sandbox/tenants.js
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
 import type { Store } from '../../src/store/contract.js'
 import { WebhookService } from '../../src/webhooks/service.js'
-import { defaultAddressPolicy } from '../../src/webhooks/url-policy.js'
 import { METRIC_PREFIX, type ServiceMetrics } from './metrics.js'
 import { instrumented, servedResources } from './open-store.js'
 import { webhookDelivery, type WebhooksPluginOptions } from './webhooks.js'
@@ -146,8 +145,7 @@ async function openBackend (app: FastifyInstance): Promise<TenantBackend> {
 async function startTenant (
   app: FastifyInstance, options: WebhooksPluginOptions, key: string, opened: Store, created: boolean
 ): Promise<SandboxTenant> {
-  const { config, tracing } = app
-  const sandbox = config.sandbox
+  const sandbox = app.config.sandbox
   if (sandbox === undefined) throw new Error('not a sandbox')
   const observed = instrumented(app, opened)
   const trimmer = tenantTrimmer(opened, app.log)
@@ -156,9 +154,6 @@ async function startTenant (
       limitCreates(observed[resource.collection as AnyResource['collection']], resource, sandbox.maxPlants))])
   const store: Store = { ...observed, ...Object.fromEntries(limited) }
   if (created) for (const plant of sandbox.seed) await opened.plants.create(plant)
-  const settings = config.webhooks
-  // SANDBOX=1 refuses WEBHOOK_ALLOW_PRIVATE_URLS at load: only public receivers.
-  const policy = { ...defaultAddressPolicy(false), ...(options.resolve !== undefined && { resolve: options.resolve }) }
   // Started once there is something to deliver (an event, a subscription's change, a retry): most tenants never do.
   let starting: Promise<void> | undefined
   let stopped = false
@@ -173,28 +168,20 @@ async function startTenant (
       app.log.error({ err }, "sandbox: a tenant's webhook dispatcher could not start")
     })
   }
-  const { dispatcher, service: webhooks } = webhookDelivery(app.log.child({ tenant: key.slice(0, 12) }), {
+  const { dispatcher, service: webhooks } = webhookDelivery(app, options, {
+    log: app.log.child({ tenant: key.slice(0, 12) }),
     beforeUse: startDispatcher,
-    watch: app.databaseWatch,
     store: opened.webhooks,
     serviceStore: observed.webhooks,
-    eventTypes: app.eventTypes,
     maxSubscriptions: sandbox.maxSubscriptions,
-    lookupTimeoutMs: settings.timeoutMs,
-    dispatcher: {
-      policy,
-      timeoutMs: settings.timeoutMs,
-      schedule: settings.schedule,
+    // SANDBOX=1 refuses WEBHOOK_ALLOW_PRIVATE_URLS at load: only public receivers.
+    allowPrivate: false,
+    // Always paced: at most SANDBOX_WEBHOOK_ATTEMPTS_PER_MINUTE attempts, one at a time.
+    pacing: {
       concurrency: 1,
       perSubscription: 1,
-      disableAfterMs: settings.disableAfterMs,
-      retentionMs: settings.retentionMs,
-      pollIntervalMs: settings.pollIntervalMs,
-      // Always paced: at most SANDBOX_WEBHOOK_ATTEMPTS_PER_MINUTE attempts, one at a time.
       apiBusy: () => true,
-      busyIntervalMs: Math.ceil(60_000 / sandbox.webhookAttemptsPerMinute),
-      ...(options.request !== undefined && { request: options.request }),
-      ...(tracing !== undefined && { traceAttempt: tracing.webhookAttempt })
+      busyIntervalMs: Math.ceil(60_000 / sandbox.webhookAttemptsPerMinute)
     }
   })
   const unlisten = await opened.webhooks.listen?.(startInBackground)

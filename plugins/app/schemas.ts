@@ -18,10 +18,7 @@ declare module 'fastify' {
   }
 }
 
-/**
- * Registers the shared schemas at the root, so routes `$ref` them, the serializer compiles them
- * once, and the OpenAPI document names them under `components/schemas`.
- */
+/** At the root: routes `$ref` them, the serializer compiles them once, the document names them. */
 export default fp(async function schemasPlugin (app) {
   app.addSchema(ErrorSchema)
   for (const { schemas } of app.resources) {
@@ -42,7 +39,6 @@ export default fp(async function schemasPlugin (app) {
   for (const schema of webhookEventSchemas(app.resources)) app.addSchema(schema)
 }, { name: 'schemas', dependencies: ['resources'] })
 
-/** Ajv options of the service: unknown fields are 400s, and `int64` reads canonical int64 strings. */
 export const ajvOptions: NonNullable<FastifyServerOptions['ajv']> = {
   // An unknown field is a 400 that names it, not silently dropped.
   customOptions: { removeAdditional: false },
@@ -55,11 +51,7 @@ type BuildValidator = NonNullable<CompilersFactory['buildValidator']>
 type BuildSerializer = NonNullable<CompilersFactory['buildSerializer']>
 type RouteValidatorCompiler = FastifySchemaCompiler<unknown>
 
-/**
- * One compile per schema text, on its first use: a compiler's functions are reused for every later
- * schema of the same content. The compiler itself is bound to one set of shared schemas and options,
- * so a key needs the schema alone. A schema that JSON cannot spell (a BigInt) is compiled every time.
- */
+/** One compile per schema text (the compiler is bound to its shared schemas and options), on first use. */
 function compiledOnce<Route extends { schema?: unknown }, Compiled> (
   compile: (route: Route) => Compiled
 ): (route: Route) => Compiled {
@@ -80,11 +72,8 @@ function compiledOnce<Route extends { schema?: unknown }, Compiled> (
 type CompiledFunction = ((...args: unknown[]) => unknown) & { errors?: unknown, schemaEnv?: unknown }
 
 /**
- * Stands in for a compiled function and compiles it when first called. Fastify compiles every route's
- * schemas when the app starts, and a process uses few of them: a server start, a CLI run or a test
- * file would otherwise spend most of its start compiling ~230 schemas it never meets. Fastify reads
- * Ajv's `errors` after a failed validation and its `schemaEnv` before one (to let a root value be
- * coerced): both are the compiled function's own.
+ * Compiles when first called: Fastify compiles every route's schemas at start, and a process meets few.
+ * Fastify reads Ajv's `errors` and `schemaEnv` off the function: both are the compiled one's.
  */
 export function onFirstCall<Compiled> (compile: () => Compiled): Compiled {
   let compiled: CompiledFunction | undefined
@@ -95,9 +84,7 @@ export function onFirstCall<Compiled> (compile: () => Compiled): Compiled {
   return standIn as unknown as Compiled
 }
 
-// Shared by every app of the process (the tests build hundreds), by shared schemas and options like
-// Ajv's own pool. The Ajv instance too is made on first use: adding the shared schemas to it checks
-// each against the meta-schema.
+// Shared by every app of the process (tests build hundreds); Ajv is made on first use (adding schemas checks them).
 const validatorPool = AjvCompiler()
 const validatorsByOptions = new Map<string, RouteValidatorCompiler>()
 
@@ -115,11 +102,7 @@ function sharedValidatorCompiler (...[externalSchemas, options]: Parameters<Buil
   return once
 }
 
-/**
- * Query strings, path parameters and headers arrive as text, so their validator coerces (`'5'` → 5).
- * A JSON body already carries its types, so its validator does not: `{"name": 5}` or `{"id": true}`
- * are 400s rather than a name "5" and a plant 1.
- */
+/** Text parts (query, params, headers) are coerced (`'5'` → 5); a JSON body is not: `{"name": 5}` is a 400. */
 export const validatorWithoutBodyCoercion = ((...[externalSchemas, options]: Parameters<BuildValidator>) => {
   const coercing = sharedValidatorCompiler(externalSchemas, options)
   const exact = sharedValidatorCompiler(externalSchemas, {
@@ -132,7 +115,7 @@ export const validatorWithoutBodyCoercion = ((...[externalSchemas, options]: Par
 const serializerPool = new Map<string, ReturnType<BuildSerializer>>()
 const buildFastJsonStringify = SerializerSelector()
 
-/** Fastify's serializers (fast-json-stringify), shared like the validators: by shared schemas, options and content. */
+/** Shared like the validators: by shared schemas, options and content. */
 export const sharedSerializer: BuildSerializer = (externalSchemas, options) => {
   const key = JSON.stringify([externalSchemas, options])
   let compiler = serializerPool.get(key)

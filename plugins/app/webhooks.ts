@@ -1,8 +1,7 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { DatabaseWatch } from '../../src/store/database-watch.js'
 import { ApiLoadMonitor, type ApiLoadOptions } from '../../src/webhooks/api-load.js'
-import { missingEventScope, type WebhookEventType } from '../../src/webhooks/events.js'
+import { missingEventScope } from '../../src/webhooks/events.js'
 import type { RequestFunction } from '../../src/webhooks/deliver.js'
 import { WebhookDispatcher, type DispatcherOptions } from '../../src/webhooks/dispatcher.js'
 import type { Backlog, WebhookStore } from '../../src/webhooks/store-contract.js'
@@ -15,7 +14,7 @@ import type { EventOrigin } from '../../src/webhooks/origin.js'
 declare module 'fastify' {
   interface FastifyInstance {
     webhooks: WebhookService
-    /** Its request id (every delivery log line carries it) and, with tracing on, its span's traceparent. */
+    /** The request id (every delivery log line carries it) and, with tracing on, the span's traceparent. */
     eventOrigin: (request: FastifyRequest) => EventOrigin
   }
 }
@@ -29,43 +28,29 @@ export interface WebhooksPluginOptions {
 }
 
 /**
- * The subscription service and the dispatcher that delivers the outbox off the request path. On
- * close it stops claiming at once (preClose) and gives back what is still running after
- * SHUTDOWN_GRACE_MS; its onClose runs before the store's, so the store is never closed under it.
+ * The service and the dispatcher that delivers the outbox off the request path. On close it stops claiming at
+ * once (preClose) and gives back what still runs after SHUTDOWN_GRACE_MS, before the store closes.
  */
 export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, options) {
   const { config, store, log } = app
   const settings = config.webhooks
-  const policy = {
-    ...defaultAddressPolicy(settings.allowPrivate),
-    ...(options.resolve !== undefined && { resolve: options.resolve })
-  }
   // Deliveries yield to requests while the event loop is saturated by them (see ApiLoadMonitor).
   const load = new ApiLoadMonitor(options.load)
   app.addHook('onRequest', function countForWebhookLoad (_request, _reply, done) {
     load.countRequest()
     done()
   })
-  const { dispatcher, service } = webhookDelivery(log, {
+  const { dispatcher, service } = webhookDelivery(app, options, {
+    log,
     store: store.webhooks,
-    watch: app.databaseWatch,
-    eventTypes: app.eventTypes,
     maxSubscriptions: settings.maxSubscriptions,
-    lookupTimeoutMs: settings.timeoutMs,
+    allowPrivate: settings.allowPrivate,
     ownerScopes: namedTokenScopes(app),
-    dispatcher: {
-      policy,
-      timeoutMs: settings.timeoutMs,
-      schedule: settings.schedule,
+    pacing: {
       concurrency: settings.concurrency,
       perSubscription: settings.perSubscription,
-      disableAfterMs: settings.disableAfterMs,
-      retentionMs: settings.retentionMs,
-      pollIntervalMs: settings.pollIntervalMs,
       busyIntervalMs: settings.busyIntervalMs,
-      apiBusy: () => load.busy,
-      ...(options.request !== undefined && { request: options.request }),
-      ...(app.tracing !== undefined && { traceAttempt: app.tracing.webhookAttempt })
+      apiBusy: () => load.busy
     }
   })
   if (app.metrics !== undefined) webhookMetrics(app.metrics, dispatcher, store.webhooks)
@@ -87,12 +72,9 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
       log.warn({ webhook: { released } }, 'webhook deliveries left in flight by a stopped process are due again')
     }
     for (const { owner, id, scope, paused } of await service.pauseUncovered()) {
-      log.warn(
-        { webhook: { subscriptionId: String(id), owner, scope } },
-        paused
-          ? 'webhook subscription paused: its token lacks a scope its events need'
-          : 'webhook subscription stays paused: its token lacks a scope its events need'
-      )
+      const details = { webhook: { subscriptionId: String(id), owner, scope } }
+      if (paused) log.warn(details, 'webhook subscription paused: its token lacks a scope its events need')
+      else log.warn(details, 'webhook subscription stays paused: its token lacks a scope its events need')
     }
     load.start()
     await dispatcher.start()
@@ -110,7 +92,7 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
   })
 }, { name: 'webhooks', dependencies: ['config', 'resources', 'store', 'database-watch', 'tracing', 'metrics'] })
 
-/** What each named token of API_TOKENS_FILE lacks of a subscription's events' read scopes (fixed until a restart). */
+/** Named tokens' scopes are fixed until a restart. */
 function namedTokenScopes (app: FastifyInstance): OwnerScopes {
   const { resources, scopeCatalog } = app
   const principals = new Map(app.config.namedTokens.map((token) => {
@@ -127,26 +109,39 @@ function namedTokenScopes (app: FastifyInstance): OwnerScopes {
 }
 
 /**
- * A store's webhook service and the dispatcher that delivers its outbox, logged alike: the app's,
- * and in a sandbox each tenant's. `serviceStore` is what the API calls (instrumented), the
- * dispatcher's own calls go to `store`.
+ * A store's webhook service and dispatcher, set and logged alike: the app's, and in a sandbox each tenant's.
+ * `serviceStore` is what the API calls (instrumented); the dispatcher's own calls go to `store`.
  */
-export function webhookDelivery (log: FastifyBaseLogger, wiring: {
+export function webhookDelivery (app: FastifyInstance, options: WebhooksPluginOptions, wiring: {
+  log: FastifyBaseLogger
   store: WebhookStore
   serviceStore?: WebhookStore
   maxSubscriptions: number
-  lookupTimeoutMs: number
-  /** What a subscription may ask for: the event types of the app's resources. */
-  eventTypes: readonly WebhookEventType[]
-  dispatcher: Omit<DispatcherOptions, 'store'>
+  allowPrivate: boolean
+  /** How many attempts at once, and how they yield. */
+  pacing: Pick<DispatcherOptions, 'concurrency' | 'perSubscription' | 'busyIntervalMs' | 'apiBusy'>
   /** Runs before the dispatcher is asked to act (a sandbox tenant's starts it then). */
   beforeUse?: () => Promise<void>
-  /** Counts the dispatcher's failures while the database is down, instead of a line each. */
-  watch: DatabaseWatch
-  /** Named tokens' scopes: their subscriptions that need more are paused at start. */
   ownerScopes?: OwnerScopes
 }): { dispatcher: WebhookDispatcher, service: WebhookService } {
-  const dispatcher = new WebhookDispatcher({ store: wiring.store, ...wiring.dispatcher })
+  const { log } = wiring
+  const settings = app.config.webhooks
+  const policy = {
+    ...defaultAddressPolicy(wiring.allowPrivate),
+    ...(options.resolve !== undefined && { resolve: options.resolve })
+  }
+  const dispatcher = new WebhookDispatcher({
+    store: wiring.store,
+    policy,
+    timeoutMs: settings.timeoutMs,
+    schedule: settings.schedule,
+    disableAfterMs: settings.disableAfterMs,
+    retentionMs: settings.retentionMs,
+    pollIntervalMs: settings.pollIntervalMs,
+    ...wiring.pacing,
+    ...(options.request !== undefined && { request: options.request }),
+    ...(app.tracing !== undefined && { traceAttempt: app.tracing.webhookAttempt })
+  })
   dispatcher.on('attempt', (attempt) => {
     const details = {
       ...(attempt.requestId !== undefined && { reqId: attempt.requestId }),
@@ -164,24 +159,18 @@ export function webhookDelivery (log: FastifyBaseLogger, wiring: {
       }
     }
     if (attempt.status === 'succeeded') log.info(details, 'webhook delivered')
-    else {
-      log.warn(
-        details,
-        attempt.status === 'failed' ? 'webhook delivery failed for good' : 'webhook delivery failed; retrying later'
-      )
-    }
+    else if (attempt.status === 'failed') log.warn(details, 'webhook delivery failed for good')
+    else log.warn(details, 'webhook delivery failed; retrying later')
   })
   dispatcher.on('subscription-disabled', ({ subscriptionId, reason }) => {
-    log.warn(
-      { webhook: { subscriptionId: String(subscriptionId), reason } },
-      reason === 'gone'
-        ? 'webhook subscription disabled: its receiver answered 410 Gone'
-        : 'webhook subscription disabled: its deliveries kept failing'
-    )
+    const details = { webhook: { subscriptionId: String(subscriptionId), reason } }
+    if (reason === 'gone') log.warn(details, 'webhook subscription disabled: its receiver answered 410 Gone')
+    else log.warn(details, 'webhook subscription disabled: its deliveries kept failing')
   })
   dispatcher.on('pruned', ({ deleted }) => { log.info({ webhook: { deleted } }, 'old webhook deliveries pruned') })
   dispatcher.on('store-error', ({ operation, error }) => {
-    if (!wiring.watch.failed('dispatcher')) return
+    // Counted while the database is down, instead of a line each.
+    if (!app.databaseWatch.failed('dispatcher')) return
     log.error(
       { err: error, webhook: { operation } },
       'webhook dispatcher: the database failed; deliveries wait and are retried'
@@ -189,10 +178,10 @@ export function webhookDelivery (log: FastifyBaseLogger, wiring: {
   })
   const service = new WebhookService({
     store: wiring.serviceStore ?? wiring.store,
-    policy: wiring.dispatcher.policy,
-    lookupTimeoutMs: wiring.lookupTimeoutMs,
+    policy,
+    lookupTimeoutMs: settings.timeoutMs,
     maxSubscriptions: wiring.maxSubscriptions,
-    eventTypes: wiring.eventTypes,
+    eventTypes: app.eventTypes,
     ...(wiring.ownerScopes !== undefined && { ownerScopes: wiring.ownerScopes }),
     sendTest: async (subscription) => await dispatcher.sendTest(subscription),
     onDue: () => {
@@ -209,9 +198,7 @@ export function webhookDelivery (log: FastifyBaseLogger, wiring: {
 
 /** The backlog gauges read the database at each scrape: every instance reports the shared backlog. */
 function webhookMetrics (
-  { client, registry }: ServiceMetrics,
-  dispatcher: WebhookDispatcher,
-  store: WebhookStore
+  { client, registry }: ServiceMetrics, dispatcher: WebhookDispatcher, store: WebhookStore
 ): void {
   const attempts = new client.Counter({
     name: `${METRIC_PREFIX}webhook_delivery_attempts_total`,
@@ -222,9 +209,7 @@ function webhookMetrics (
   })
   const OUTCOMES = { succeeded: 'succeeded', pending: 'retrying', failed: 'failed' } as const
   for (const outcome of Object.values(OUTCOMES)) attempts.inc({ outcome }, 0)
-  dispatcher.on('attempt', (attempt) => {
-    attempts.inc({ outcome: OUTCOMES[attempt.status] })
-  })
+  dispatcher.on('attempt', (attempt) => { attempts.inc({ outcome: OUTCOMES[attempt.status] }) })
   const disabled = new client.Counter({
     name: `${METRIC_PREFIX}webhook_subscriptions_disabled_total`,
     help: 'Subscriptions this instance disabled: gone (the receiver answered 410) or failing (for ' +
@@ -233,51 +218,35 @@ function webhookMetrics (
     registers: [registry]
   })
   for (const reason of ['gone', 'failing']) disabled.inc({ reason }, 0)
-  dispatcher.on('subscription-disabled', ({ reason }) => {
-    disabled.inc({ reason })
-  })
-  registry.registerMetric(
-    new client.Gauge({
-      name: `${METRIC_PREFIX}webhook_inflight_attempts`,
-      help: 'Webhook delivery attempts this instance is making now (at most WEBHOOK_CONCURRENCY)',
-      registers: [],
-      collect () {
-        this.set(dispatcher.inFlight)
-      }
-    })
-  )
+  dispatcher.on('subscription-disabled', ({ reason }) => { disabled.inc({ reason }) })
+  registry.registerMetric(new client.Gauge({
+    name: `${METRIC_PREFIX}webhook_inflight_attempts`,
+    help: 'Webhook delivery attempts this instance is making now (at most WEBHOOK_CONCURRENCY)',
+    registers: [],
+    collect () { this.set(dispatcher.inFlight) }
+  }))
   let reading: Promise<Backlog> | undefined
   const backlog = async (): Promise<Backlog> => {
     // A database that cannot answer must not fail the whole scrape: the gauges read NaN meanwhile.
     reading ??= store
       .backlog()
       .catch((): Backlog => ({ pending: Number.NaN, oldestCreatedAt: Number.NaN }))
-      .finally(() => {
-        setImmediate(() => {
-          reading = undefined
-        })
-      })
+      .finally(() => { setImmediate(() => { reading = undefined }) })
     return await reading
   }
-  registry.registerMetric(
-    new client.Gauge({
-      name: `${METRIC_PREFIX}webhook_backlog_deliveries`,
-      help: 'Webhook deliveries waiting (pending, of enabled subscriptions), across every instance on the database',
-      registers: [],
-      async collect () {
-        this.set((await backlog()).pending)
-      }
-    })
-  )
-  registry.registerMetric(
-    new client.Gauge({
-      name: `${METRIC_PREFIX}webhook_backlog_oldest_age_seconds`,
-      help: 'Age of the oldest waiting webhook delivery (0 when none waits): how far behind delivery is',
-      registers: [registry],
-      async collect () {
-        const { oldestCreatedAt } = await backlog()
-        this.set(oldestCreatedAt === undefined ? 0 : Math.max(0, (Date.now() - oldestCreatedAt) / 1000))
-      }
-    })
-  )
+  registry.registerMetric(new client.Gauge({
+    name: `${METRIC_PREFIX}webhook_backlog_deliveries`,
+    help: 'Webhook deliveries waiting (pending, of enabled subscriptions), across every instance on the database',
+    registers: [],
+    async collect () { this.set((await backlog()).pending) }
+  }))
+  registry.registerMetric(new client.Gauge({
+    name: `${METRIC_PREFIX}webhook_backlog_oldest_age_seconds`,
+    help: 'Age of the oldest waiting webhook delivery (0 when none waits): how far behind delivery is',
+    registers: [registry],
+    async collect () {
+      const { oldestCreatedAt } = await backlog()
+      this.set(oldestCreatedAt === undefined ? 0 : Math.max(0, (Date.now() - oldestCreatedAt) / 1000))
+    }
+  }))
 }

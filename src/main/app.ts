@@ -34,11 +34,11 @@ export interface BuildOptions {
   logStream?: { write (line: string): void }
   webhookRequest?: RequestFunction
   webhookLoad?: ApiLoadOptions
-  /** Resolves webhook hosts at creation and delivery (tests answer from a table: no DNS). */
+  /** Tests answer from a table: no DNS. */
   webhookResolve?: Resolver
-  /** The sandbox's clock for tenant use and expiry (tests move it instead of waiting). */
+  /** Tests move the sandbox's clock instead of waiting. */
   sandboxNow?: () => number
-  /** The resources served, in the document's order: RESOURCES by default (tests declare others in test code). */
+  /** In the document's order; tests declare others. */
   resources?: readonly ResourceDefinition[]
 }
 
@@ -50,8 +50,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   try {
     await registerPlugins(app, config, resources, options)
   } catch (err) {
-    // What did start (the metrics listener, the store, timers) stops: a caller that catches the error
-    // is left with no listener or handle holding its process open.
+    // What did start stops: a caller that catches the error has no handle holding its process open.
     await app.close().catch(() => {})
     throw err
   }

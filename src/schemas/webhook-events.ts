@@ -9,46 +9,29 @@ import { signatureHeader } from '../webhooks/signing.js'
 import { ref } from './ref.js'
 import { SECRET_EXAMPLE } from './webhook.js'
 
-/**
- * What receivers get: one POST per event (Standard Webhooks), documented in the OpenAPI 3.1
- * top-level `webhooks` section. The body schemas are shared schemas (components), the headers
- * header parameters, and each example is a real delivery: its signature verifies with the example
- * secret of the Webhook schema.
- */
+// What receivers get, in the OpenAPI `webhooks` section: each example is a real, verifiable delivery.
 
 const EXAMPLE_MESSAGE_ID = 'msg_2KWPBgLlAfxdpx2AI54pPJ'
-/** One time for every example, so a document's examples agree with each other. */
 const EXAMPLE_TIME = '2026-01-02T03:04:05.678Z'
 const EXAMPLE_SECONDS = Math.floor(Date.parse(EXAMPLE_TIME) / 1000)
 
-function examplePayload (type: WebhookEventType, resource: ResourceDefinition): string {
-  return eventPayload(
-    type,
-    resource.json({ ...resource.example, id: BigInt(resource.example.id) }),
-    Date.parse(EXAMPLE_TIME)
-  )
-}
+const examplePayload = (type: WebhookEventType, resource: ResourceDefinition): string =>
+  eventPayload(type, resource.json({ ...resource.example, id: BigInt(resource.example.id) }), Date.parse(EXAMPLE_TIME))
 
-/** The `data` of a `webhook.test` event. */
 const testEventData = (): TObject => Type.Object(
   { subscriptionId: Type.Integer({ description: 'The subscription tested' }) },
   { additionalProperties: false }
 )
 
-/**
- * Every event type the service sends, as the document describes it: the resource events a
- * subscription asks for, and the test event (`schema`: the `$id` of its body schema).
- */
+/** An event type as the document describes it; `schema` is the `$id` of its body schema. */
 interface SentEvent {
   type: string
   schema: string
   what: string
   data: () => TSchema
-  /** The resource whose representation `data` is; none for the test event. */
+  /** None for the test event. */
   resource?: ResourceDefinition
-  /** An example body, exactly as sent. */
   example: string
-  /** Who gets it, and what a failure leads to. */
   sentTo: string
   failed: string
 }
@@ -57,7 +40,7 @@ const RETRIED = 'Not acknowledged: the delivery is retried after 5 s, 5 min, 30 
   'WEBHOOK_RETRY_SCHEDULE), then it has failed. A subscription whose deliveries keep failing for ' +
   'WEBHOOK_DISABLE_AFTER_MS (5 days by default) is disabled'
 
-/** A resource's event: its body schema's `$id` is `PlantCreatedEvent`. */
+/** Its body schema's `$id` is `PlantCreatedEvent`. */
 function resourceEventSent (resource: ResourceDefinition, change: ResourceChange): SentEvent {
   const type = eventType(resource, change)
   return {
@@ -72,7 +55,6 @@ function resourceEventSent (resource: ResourceDefinition, change: ResourceChange
   }
 }
 
-/** Every event the service sends for `resources` (an app's): theirs, in order, then the test event. */
 const sentEvents = (resources: readonly ResourceDefinition[]): readonly SentEvent[] => [
   ...resources.flatMap((resource) => RESOURCE_CHANGES.map((change) => resourceEventSent(resource, change))),
   {
@@ -100,7 +82,6 @@ const eventSchema = ({ type, schema, what, data, example }: SentEvent): TObject 
   }
 )
 
-/** The event body schemas of `resources`' events, to register with addSchema (named under `components/schemas`). */
 export const webhookEventSchemas = (resources: readonly ResourceDefinition[]): readonly TObject[] =>
   sentEvents(resources).map(eventSchema)
 
@@ -108,10 +89,8 @@ const header = (name: string, description: string, pattern: string, example: str
   name, in: 'header', required: true, description, schema: { type: 'string' as const, pattern }, example
 })
 
-/** One `webhooks` entry: the POST a receiver gets for this event type. */
 function eventOperation ({ type, schema, what, example, sentTo, failed }: SentEvent): OpenApi.PathItemObject {
   const name = type.replace(/\.(\w)/, (_match, first: string) => first.toUpperCase())
-  const retried = failed === RETRIED
   return {
     post: {
       operationId: `${name}Event`,
@@ -161,7 +140,7 @@ function eventOperation ({ type, schema, what, example, sentTo, failed }: SentEv
             'Acknowledged: the delivery succeeded (the body is ignored). Answer within WEBHOOK_TIMEOUT_MS (10 s by ' +
             'default), then do the work'
         },
-        ...(retried && {
+        ...(failed === RETRIED && {
           410: {
             description: 'Gone: the receiver wants no more events. The delivery fails and the subscription is disabled'
           }
@@ -173,17 +152,14 @@ function eventOperation ({ type, schema, what, example, sentTo, failed }: SentEv
   }
 }
 
-/** The OpenAPI `webhooks` section: one entry per event type the service sends for `resources`. */
 export const webhookEventsDocument = (
   resources: readonly ResourceDefinition[]
 ): Record<string, OpenApi.PathItemObject> =>
   Object.fromEntries(sentEvents(resources).map((event) => [event.type, eventOperation(event)]))
 
-/** One entry of the event type catalog (GET /webhooks/event-types). */
-export interface EventTypeEntry {
+interface EventTypeEntry {
   type: string
   description: string
-  /** The JSON Schema of the event's body, self-contained. */
   schema: Record<string, unknown>
 }
 
@@ -204,10 +180,7 @@ const plainSchema = (schema: TSchema): Record<string, unknown> => {
   return data
 }
 
-/**
- * Every event type a receiver can get from an app serving `resources`, with what it means and its body's schema
- * (JSON, without `$id`s).
- */
+/** GET /webhooks/event-types: the body schemas are self-contained JSON, without `$id`s. */
 export function eventTypeCatalog (resources: readonly ResourceDefinition[]): EventTypeEntry[] {
   return sentEvents(resources).map(({ type, what, data, resource }) => {
     const schema = resource === undefined ? data() : resource.schemas.representation

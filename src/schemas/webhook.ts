@@ -7,11 +7,6 @@ import { cursorSchema, listLimitSchema } from './paging.js'
 import { STORABLE_TEXT, STORABLE_TEXT_RULE } from './text.js'
 import { ref } from './ref.js'
 
-/**
- * The `/webhooks` resource: subscriptions (src/webhooks/service.ts validates what the schema
- * cannot: the URL against the address policy) and their deliveries.
- */
-
 const URL_EXAMPLE = 'https://receiver.example.com/hooks'
 export const TIME_EXAMPLE = '2026-01-02T03:04:05.678Z'
 export const PAYLOAD_EXAMPLE = '{"type":"plant.created","timestamp":"2026-01-02T03:04:05.678Z","data":' +
@@ -22,11 +17,10 @@ const URL_RULE =
   `an absolute http or https URL of at most ${MAX_WEBHOOK_URL_LENGTH} characters, without credentials, whose host ` +
   'is (or resolves to) public addresses only'
 
-/** The schema bounds what it can; src/webhooks/url-policy.ts checks the rest (scheme, credentials, addresses). */
+/** src/webhooks/url-policy.ts checks the rest (scheme, credentials, addresses). */
 const urlInput = (description: string) =>
   Type.String({ format: 'uri', maxLength: MAX_WEBHOOK_URL_LENGTH, description, examples: [URL_EXAMPLE] })
 
-/** One of `types` (the app's event types); an unknown one is a 400 that lists the known ones. */
 export const eventTypeSchema = (types: readonly WebhookEventType[]) => Type.Unsafe<WebhookEventType>({
   type: 'string',
   enum: [...types],
@@ -106,7 +100,6 @@ const webhookProperties = (types: readonly WebhookEventType[]) => ({
   })
 })
 
-/** A subscription as its owner sees it, with or without its secret, and their list: `types` are the app's. */
 function subscriptionSchemas (types: readonly WebhookEventType[]) {
   const example = webhookExample(types)
   const webhook = Type.Object(webhookProperties(types), {
@@ -126,7 +119,7 @@ function subscriptionSchemas (types: readonly WebhookEventType[]) {
     description: 'Webhook subscriptions ordered by id',
     examples: [[example]]
   })
-  return { webhook, withSecret, list }
+  return { WebhookSchema: webhook, WebhookWithSecretSchema: withSecret, WebhookListSchema: list }
 }
 
 export const WebhookSecretSchema = Type.Object({ secret: secretSchema(SECRET_DESCRIPTION) }, {
@@ -136,119 +129,89 @@ export const WebhookSecretSchema = Type.Object({ secret: secretSchema(SECRET_DES
   examples: [{ secret: SECRET_EXAMPLE }]
 })
 
-export const RotateWebhookSecretSchema = Type.Object(
-  {
-    secret: Type.Optional(
-      secretSchema(
-        'The new secret, when the integrator chooses it (e.g. one migrated from another ' +
-          'provider): `whsec_` and 24 to 64 bytes in base64; a random one when absent'
-      )
-    )
-  },
-  {
-    $id: 'RotateWebhookSecret',
-    additionalProperties: false,
-    description: "What a rotation sets: a secret of the integrator's, or (absent, or no body at all) a random one",
-    examples: [{ secret: SECRET_EXAMPLE }, {}]
-  }
-)
+export const RotateWebhookSecretSchema = Type.Object({
+  secret: Type.Optional(secretSchema(
+    'The new secret, when the integrator chooses it (e.g. one migrated from another ' +
+      'provider): `whsec_` and 24 to 64 bytes in base64; a random one when absent'
+  ))
+}, {
+  $id: 'RotateWebhookSecret',
+  additionalProperties: false,
+  description: "What a rotation sets: a secret of the integrator's, or (absent, or no body at all) a random one",
+  examples: [{ secret: SECRET_EXAMPLE }, {}]
+})
 
-/**
- * What a subscription without `events` gets, as the schema and the create route say it: every event type while
- * one resource is served, those of the resources the token may read when several are.
- */
+/** What a subscription without `events` gets, as the schema and the create route say it. */
 export const defaultEventsText = (resources: readonly unknown[]): string =>
   resources.length === 1 ? 'every event type' : 'the event types of every resource the token may read'
 
-/** What a subscription's creation sends: `types` are the app's; `absent` what it gets without `events`. */
-const newWebhookSchema = (types: readonly WebhookEventType[], absent: string) => Type.Object(
-  {
-    url: urlInput(`Where to POST events: ${URL_RULE}`),
-    events: Type.Optional(
-      eventsInput(types, `The event types to deliver (duplicates count once); ${absent} when absent`)
-    ),
-    description: Type.Optional(Type.String(descriptionOptions)),
-    disabled: Type.Optional(
-      Type.Boolean({
-        description: 'Create it disabled: no deliveries until a PATCH enables it (false when absent)',
-        examples: [false]
-      })
-    )
-  },
-  {
-    $id: 'NewWebhook',
-    additionalProperties: false,
-    description: 'A webhook subscription to create',
-    examples: [{ url: URL_EXAMPLE, events: ['plant.created', 'plant.deleted'], description: 'Sync to the shop front' }]
-  }
-)
+/** `absent`: what a subscription without `events` gets. */
+const newWebhookSchema = (types: readonly WebhookEventType[], absent: string) => Type.Object({
+  url: urlInput(`Where to POST events: ${URL_RULE}`),
+  events: Type.Optional(
+    eventsInput(types, `The event types to deliver (duplicates count once); ${absent} when absent`)
+  ),
+  description: Type.Optional(Type.String(descriptionOptions)),
+  disabled: Type.Optional(Type.Boolean({
+    description: 'Create it disabled: no deliveries until a PATCH enables it (false when absent)',
+    examples: [false]
+  }))
+}, {
+  $id: 'NewWebhook',
+  additionalProperties: false,
+  description: 'A webhook subscription to create',
+  examples: [{ url: URL_EXAMPLE, events: ['plant.created', 'plant.deleted'], description: 'Sync to the shop front' }]
+})
 
-/** What a subscription's merge patch sends: `types` are the app's. */
-const webhookPatchSchema = (types: readonly WebhookEventType[]) => Type.Object(
-  {
-    url: Type.Optional(urlInput(`A new URL: ${URL_RULE}`)),
-    events: Type.Optional(eventsInput(types, 'The event types to deliver from now on (duplicates count once)')),
-    description: Type.Optional(
-      Type.Unsafe<string | null>({
-        ...descriptionOptions,
-        type: ['string', 'null'],
-        description: `${descriptionOptions.description}; null removes it`
-      })
-    ),
-    disabled: Type.Optional(
-      Type.Boolean({ description: 'Disable the subscription, or enable it again', examples: [false] })
-    )
-  },
-  {
-    $id: 'WebhookPatch',
-    additionalProperties: false,
-    description:
-      'A JSON merge patch (RFC 7396) of a webhook subscription: a missing field is kept, `"description": null` ' +
-      'removes the description',
-    examples: [{ events: ['plant.created'], description: null }]
-  }
-)
+const webhookPatchSchema = (types: readonly WebhookEventType[]) => Type.Object({
+  url: Type.Optional(urlInput(`A new URL: ${URL_RULE}`)),
+  events: Type.Optional(eventsInput(types, 'The event types to deliver from now on (duplicates count once)')),
+  description: Type.Optional(Type.Unsafe<string | null>({
+    ...descriptionOptions,
+    type: ['string', 'null'],
+    description: `${descriptionOptions.description}; null removes it`
+  })),
+  disabled: Type.Optional(
+    Type.Boolean({ description: 'Disable the subscription, or enable it again', examples: [false] })
+  )
+}, {
+  $id: 'WebhookPatch',
+  additionalProperties: false,
+  description:
+    'A JSON merge patch (RFC 7396) of a webhook subscription: a missing field is kept, `"description": null` ' +
+    'removes the description',
+  examples: [{ events: ['plant.created'], description: null }]
+})
 
-export const WebhookParamsSchema = Type.Object(
-  { id: int64StringSchema('The subscription id') },
-  { additionalProperties: false }
-)
+export const WebhookParamsSchema =
+  Type.Object({ id: int64StringSchema('The subscription id') }, { additionalProperties: false })
 
-export const WebhookListQuerySchema = Type.Object(
-  {
-    limit: listLimitSchema('subscriptions'),
-    after: cursorSchema('Cursor: only subscriptions with a larger id')
-  },
-  { additionalProperties: false }
-)
+export const WebhookListQuerySchema = Type.Object({
+  limit: listLimitSchema('subscriptions'),
+  after: cursorSchema('Cursor: only subscriptions with a larger id')
+}, { additionalProperties: false })
 
-export const RecoverWebhookSchema = Type.Object(
-  {
-    since: Type.String({
-      format: 'date-time',
-      description: 'Re-queue the failed deliveries created at this time (RFC 3339) or later',
-      examples: [TIME_EXAMPLE]
-    })
-  },
-  {
-    $id: 'RecoverWebhook',
-    additionalProperties: false,
-    description: 'Which failed deliveries to attempt again',
-    examples: [{ since: TIME_EXAMPLE }]
-  }
-)
+export const RecoverWebhookSchema = Type.Object({
+  since: Type.String({
+    format: 'date-time',
+    description: 'Re-queue the failed deliveries created at this time (RFC 3339) or later',
+    examples: [TIME_EXAMPLE]
+  })
+}, {
+  $id: 'RecoverWebhook',
+  additionalProperties: false,
+  description: 'Which failed deliveries to attempt again',
+  examples: [{ since: TIME_EXAMPLE }]
+})
 
-export const WebhookRecoverySchema = Type.Object(
-  {
-    recovered: Type.Integer({ minimum: 0, description: 'How many failed deliveries are due again now', examples: [3] })
-  },
-  {
-    $id: 'WebhookRecovery',
-    additionalProperties: false,
-    description: 'What a recovery re-queued',
-    examples: [{ recovered: 3 }]
-  }
-)
+export const WebhookRecoverySchema = Type.Object({
+  recovered: Type.Integer({ minimum: 0, description: 'How many failed deliveries are due again now', examples: [3] })
+}, {
+  $id: 'WebhookRecovery',
+  additionalProperties: false,
+  description: 'What a recovery re-queued',
+  examples: [{ recovered: 3 }]
+})
 
 const TEST_EXAMPLE = {
   webhookId: 'msg_2KWPBgLlAfxdpx2AI54pPJ',
@@ -259,38 +222,33 @@ const TEST_EXAMPLE = {
   responseBody: ''
 }
 
-export const WebhookTestResultSchema = Type.Object(
-  {
-    webhookId: Type.String({ description: "The test event's `webhook-id`", examples: [TEST_EXAMPLE.webhookId] }),
-    succeeded: Type.Boolean({ description: 'The receiver answered 2xx', examples: [true] }),
-    at: Type.String({ format: 'date-time', description: 'When it was sent', examples: [TIME_EXAMPLE] }),
-    durationMs: Type.Integer({ format: 'int32', minimum: 0, description: 'How long the attempt took', examples: [41] }),
-    statusCode: Type.Optional(
-      Type.Integer({ format: 'int32', description: "The receiver's status code, when it answered", examples: [204] })
-    ),
-    error: Type.Optional(
-      Type.String({ description: 'Why the attempt did not succeed', examples: ['the receiver answered 500'] })
-    ),
-    responseBody: Type.Optional(
-      Type.String({ description: "The first 1 KiB of the answer's body, when it answered", examples: [''] })
-    )
-  },
-  {
-    $id: 'WebhookTestResult',
-    additionalProperties: false,
-    description: "The outcome of a test event's one attempt",
-    examples: [TEST_EXAMPLE]
-  }
-)
+export const WebhookTestResultSchema = Type.Object({
+  webhookId: Type.String({ description: "The test event's `webhook-id`", examples: [TEST_EXAMPLE.webhookId] }),
+  succeeded: Type.Boolean({ description: 'The receiver answered 2xx', examples: [true] }),
+  at: Type.String({ format: 'date-time', description: 'When it was sent', examples: [TIME_EXAMPLE] }),
+  durationMs: Type.Integer({ format: 'int32', minimum: 0, description: 'How long the attempt took', examples: [41] }),
+  statusCode: Type.Optional(Type.Integer({
+    format: 'int32', description: "The receiver's status code, when it answered", examples: [204]
+  })),
+  error: Type.Optional(
+    Type.String({ description: 'Why the attempt did not succeed', examples: ['the receiver answered 500'] })
+  ),
+  responseBody: Type.Optional(Type.String({
+    description: "The first 1 KiB of the answer's body, when it answered", examples: ['']
+  }))
+}, {
+  $id: 'WebhookTestResult',
+  additionalProperties: false,
+  description: "The outcome of a test event's one attempt",
+  examples: [TEST_EXAMPLE]
+})
 
-/** The event type catalog's answer: `subjects` name what the app's resource events are about. */
 const webhookEventTypeListSchema = (subjects: string) => Type.Array(
   Type.Object(
     {
       type: Type.String({ description: 'The event type', examples: ['plant.created'] }),
       description: Type.String({
-        description: 'What it means',
-        examples: ['A plant was created; `data` is the plant']
+        description: 'What it means', examples: ['A plant was created; `data` is the plant']
       }),
       schema: Type.Record(Type.String(), Type.Unknown(), {
         description: 'The JSON Schema of its body (self-contained)'
@@ -306,14 +264,11 @@ const webhookEventTypeListSchema = (subjects: string) => Type.Array(
   }
 )
 
-/** The shared schemas that name the event types of `resources` (an app's): each under its usual `$id`. */
+/** The shared schemas that name the app's event types. */
 export function webhookSchemasOf (resources: Parameters<typeof eventTypesOf>[0]) {
   const types = eventTypesOf(resources)
-  const { webhook, withSecret, list } = subscriptionSchemas(types)
   return {
-    WebhookSchema: webhook,
-    WebhookWithSecretSchema: withSecret,
-    WebhookListSchema: list,
+    ...subscriptionSchemas(types),
     NewWebhookSchema: newWebhookSchema(types, defaultEventsText(resources)),
     WebhookPatchSchema: webhookPatchSchema(types),
     WebhookEventTypeListSchema: webhookEventTypeListSchema(eventSubjectsOf(resources))

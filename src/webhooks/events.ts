@@ -11,17 +11,16 @@ export type WebhookEventType = `${string}.${ResourceChange}`
 export const eventType = <N extends string>(resource: { name: N }, change: ResourceChange): `${N}.${ResourceChange}` =>
   `${resource.name}.${change}`
 
-/** What events are made from: a resource's name (`plant`), and its collection for the scope. */
 interface EventResource {
   readonly name: string
   readonly collection: string
 }
 
-/** The event types of `resources` (an app's), in their order: each one's created, updated and deleted. */
+/** In the resources' order: each one's created, updated and deleted. */
 export const eventTypesOf = (resources: readonly EventResource[]): WebhookEventType[] =>
   resources.flatMap((resource) => RESOURCE_CHANGES.map((change) => eventType(resource, change)))
 
-/** What the events of `resources` are about, as the docs name them: `plant` (`plant events`), `plant and pot`. */
+/** As the docs name them: `plant` (`plant events`), `plant and pot`. */
 export const eventSubjectsOf = (resources: readonly EventResource[]): string =>
   resources.map((resource) => resource.name).join(' and ')
 
@@ -34,11 +33,7 @@ export const testEventPayload = (subscriptionId: bigint, now: number): string =>
   `{"type":"${TEST_EVENT_TYPE}","timestamp":${JSON.stringify(isoTime(now))},` +
   `"data":{"subscriptionId":${subscriptionId.toString()}}}`
 
-/**
- * The first read scope that `held` lacks for `events`, among `resources`' (an app's): what subscribing,
- * every exposure of a subscription's events and a named token's paused subscriptions are judged by.
- * Unknown names are the service's to refuse.
- */
+/** The first read scope `held` lacks for `events`; unknown names are the service's to refuse. */
 export function missingEventScope (
   events: readonly string[], held: ReadonlySet<Scope>, catalog: Pick<ScopeCatalog, 'grants'>,
   resources: readonly EventResource[]
@@ -48,16 +43,12 @@ export function missingEventScope (
   return events.flatMap((type) => scopeOf.get(type) ?? []).find((scope) => !catalog.grants(held, scope))
 }
 
-/** What an event is about: a resource (its name, `plant`) and its id. */
-export interface EventSubject {
+interface EventSubject {
   resource: string
   id: bigint
 }
 
-/**
- * An event as a repository writes it to the outbox, in the same transaction as its change: its
- * type, its subject and `data`, the JSON of the representation the payload carries.
- */
+/** Written to the outbox in the same transaction as its change; `data` is the representation's JSON. */
 export interface ResourceEvent {
   origin?: EventOrigin
   type: WebhookEventType
@@ -66,7 +57,7 @@ export interface ResourceEvent {
   occurredAt?: number
 }
 
-/** The event of a `change` to `item` (`plant.created`, …); for a delete, `item` as it was. */
+/** For a delete, `item` as it was. */
 export function resourceEvent<T extends { id: bigint }> (
   resource: { name: string, json: (item: T) => string }, change: ResourceChange, item: T, occurredAt?: number,
   origin?: EventOrigin
@@ -96,7 +87,6 @@ const MESSAGE_ID_BYTES = 16
 const idPool = Buffer.allocUnsafe(MESSAGE_ID_BYTES * 256)
 let idOffset = idPool.length
 
-/** Unique without coordination between instances. */
 export function newMessageId (): string {
   if (idOffset === idPool.length) {
     randomFillSync(idPool)
@@ -107,21 +97,16 @@ export function newMessageId (): string {
   return `msg_${id}`
 }
 
-/** What an event's body holds before its data; `}` follows the data. */
 export const eventPayloadHead = (type: WebhookEventType, occurredAt: number): string =>
   `{"type":${JSON.stringify(type)},"timestamp":${JSON.stringify(isoTime(occurredAt))},"data":`
 
 /** The Standard Webhooks body: `{ type, timestamp (RFC 3339), data }`. */
-export function eventPayload (type: WebhookEventType, data: string, occurredAt: number): string {
-  return `${eventPayloadHead(type, occurredAt)}${data}}`
-}
+export const eventPayload = (type: WebhookEventType, data: string, occurredAt: number): string =>
+  `${eventPayloadHead(type, occurredAt)}${data}}`
 
 /** For PostgreSQL's one-statement create, so the body is still made here, never a second way in SQL. */
-export function eventPayloadAroundId (
-  type: WebhookEventType, dataAfterId: string, occurredAt: number
-): { before: string, after: string } {
-  return { before: `${eventPayloadHead(type, occurredAt)}{"id":`, after: `${dataAfterId}}` }
-}
+export const eventPayloadAroundId = (type: WebhookEventType, dataAfterId: string, occurredAt: number) =>
+  ({ before: `${eventPayloadHead(type, occurredAt)}{"id":`, after: `${dataAfterId}}` })
 
 /** Built once, at enqueue time: retries resend these bytes unchanged. */
 export function buildEventMessage (event: ResourceEvent, now: number): EventMessage {

@@ -5,15 +5,8 @@ import { DEFAULT_MAX_SUBSCRIPTIONS } from './limits.js'
 import type { WebhookEventType } from './events.js'
 import { newWebhookSecret, PREVIOUS_SECRET_TTL_MS } from './signing.js'
 import type {
-  DeliveryDetail,
-  DeliveryPage,
-  DeliveryQuery,
-  SubscriptionChanges,
-  SubscriptionPage,
-  SubscriptionQuery,
-  WebhookDelivery,
-  WebhookStore,
-  WebhookSubscription
+  DeliveryDetail, DeliveryPage, DeliveryQuery, SubscriptionChanges, SubscriptionPage, SubscriptionQuery,
+  WebhookDelivery, WebhookStore, WebhookSubscription
 } from './store-contract.js'
 import { checkWebhookUrl, type AddressPolicy } from './url-policy.js'
 
@@ -22,25 +15,21 @@ export const MAX_DESCRIPTION_LENGTH = 500
 export const MIN_SECRET_BYTES = 24
 export const MAX_SECRET_BYTES = 64
 
-/** A subscription as answered: why it stays disabled, when the reason still holds. */
-export type ServedSubscription = WebhookSubscription & { disabledReason?: string }
+type ServedSubscription = WebhookSubscription & { disabledReason?: string }
 
-/** A subscription as GET, list and PATCH answer it: the secret only comes from creation, rotation and GET …/secret. */
-export type WebhookView = Omit<ServedSubscription, 'secret'>
+/** The secret is only answered by creation, rotation and GET …/secret. */
+type WebhookView = Omit<ServedSubscription, 'secret'>
 
 const withoutSecret = ({ secret: _secret, ...view }: ServedSubscription): WebhookView => view
 
-/**
- * The owners whose scopes are known while the service runs (named tokens, fixed until a restart), and
- * the read scope one of them lacks for a subscription's events: such a subscription is paused.
- */
+/** Named tokens (scopes fixed until a restart) and the read scope one lacks for events: such subscriptions pause. */
 export interface OwnerScopes {
   owners: readonly string[]
   missing: (owner: string, events: readonly WebhookEventType[]) => string | undefined
 }
 
-/** A subscription whose owner lacks a read scope of its events: `paused` now, or already disabled. */
-export interface PausedSubscription {
+/** `paused` now, or already disabled. */
+interface PausedSubscription {
   owner: string
   id: bigint
   scope: string
@@ -50,59 +39,50 @@ export interface PausedSubscription {
 const pausedReason = (scope: string): string =>
   `Paused: the token that owns it lacks the scope ${scope}, which its events need; enabling it needs that scope`
 
-/**
- * Whose subscriptions a plain API_TOKENS token has: its principal id, the hex SHA-256 of the token (the same as its
- * idempotency scope).
- */
+/** A plain API_TOKENS token's principal id: the same digest as its idempotency scope. */
 export const webhookOwner = (token: string): string => tokenDigest(token)
 
-export interface NewSubscriptionInput {
+interface NewSubscriptionInput {
   url: string
-  /** Every event type when absent. */
   events?: readonly string[]
   description?: string
   disabled?: boolean
 }
 
-/** A JSON merge patch of a subscription: absent fields are kept, `description: null` removes it. */
-export interface SubscriptionPatch {
+/** A JSON merge patch: `description: null` removes it. */
+interface SubscriptionPatch {
   url?: string
   events?: readonly string[]
   description?: string | null
   disabled?: boolean
 }
 
-export interface WebhookServiceOptions {
+interface WebhookServiceOptions {
   store: WebhookStore
   policy: AddressPolicy
-  /** How long the check of a URL waits for its host's addresses (WEBHOOK_TIMEOUT_MS, as a delivery would). */
+  /** WEBHOOK_TIMEOUT_MS: a URL's check waits for its host's addresses as a delivery would. */
   lookupTimeoutMs: number
   now?: () => number
-  /** The most subscriptions one owner may have (WEBHOOK_MAX_SUBSCRIPTIONS). */
   maxSubscriptions?: number
-  /** Sends a test event to a subscription now (the dispatcher's sendTest). */
   sendTest?: (target: TestTarget) => Promise<TestAttempt>
-  /** Told when a delivery was made due now (a retry): the dispatcher's wake. */
+  /** A delivery was made due now (a retry): the dispatcher's wake. */
   onDue?: () => void
-  /** Awaited after a subscription changed: the dispatcher recounts owners before the next write's event. */
+  /** Awaited: the dispatcher recounts owners before the next write's event. */
   onSubscriptionsChanged?: () => Promise<void>
-  /** The event types a subscription may ask for, in their canonical order: the app's resources'. */
+  /** In their canonical order: the app's resources'. */
   eventTypes: readonly WebhookEventType[]
-  /** Owners with configured scopes (named tokens): their subscriptions that need more are paused at start. */
   ownerScopes?: OwnerScopes
 }
 
-/** The event types asked for, each once, in the canonical order of `known`. Throws 'invalid-events'. */
-export function normalizeEvents (
+/** The event types asked for, each once, in the canonical order of `known`. */
+function normalizeEvents (
   events: readonly string[] | undefined, known: readonly WebhookEventType[]
 ): WebhookEventType[] {
   if (events === undefined) return [...known]
   const unknown = events.filter((name) => !(known as readonly string[]).includes(name))
   if (unknown.length > 0) {
-    throw new ServiceError(
-      'invalid-events',
-      `Unknown event type ${JSON.stringify(unknown[0])}; known: ${known.join(', ')}`
-    )
+    throw new ServiceError('invalid-events',
+      `Unknown event type ${JSON.stringify(unknown[0])}; known: ${known.join(', ')}`)
   }
   if (events.length === 0) throw new ServiceError('invalid-events', 'A subscription needs at least one event type')
   return known.filter((name) => events.includes(name))
@@ -118,12 +98,9 @@ function checkDescription (description: string | null | undefined): void {
 export function checkSecret (secret: string): void {
   const encoded = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : undefined
   const bytes = encoded === undefined ? undefined : Buffer.from(encoded, 'base64')
-  if (
-    bytes === undefined ||
-    bytes.toString('base64') !== encoded ||
-    bytes.length < MIN_SECRET_BYTES ||
-    bytes.length > MAX_SECRET_BYTES
-  ) {
+  const valid = bytes !== undefined && bytes.toString('base64') === encoded &&
+    bytes.length >= MIN_SECRET_BYTES && bytes.length <= MAX_SECRET_BYTES
+  if (!valid) {
     throw new ServiceError(
       'invalid-secret',
       `A secret is whsec_ and ${MIN_SECRET_BYTES} to ${MAX_SECRET_BYTES} random bytes in base64`
@@ -138,34 +115,22 @@ export function checkSecret (secret: string): void {
 
 const notFound = (what: string): ServiceError => new ServiceError('not-found', `${what} not found`)
 
-/**
- * What the routes call: validation (the URL against the address policy, at creation and on every
- * change of it), secrets, and the store, every operation scoped by owner. Failures are
- * ServiceErrors with a code; another owner's subscription is 'not-found', exactly like a missing one.
- */
+/** Validation, secrets and the store, by owner: another owner's subscription is 'not-found', like a missing one. */
 export class WebhookService {
+  readonly #options: WebhookServiceOptions
   readonly #store: WebhookStore
   readonly #policy: AddressPolicy
   readonly #lookup: { timeoutMs: number }
   readonly #now: () => number
-  readonly #onDue: () => void
-  readonly #onSubscriptionsChanged: () => Promise<void>
-  readonly #maxSubscriptions: number
-  readonly #sendTest: ((target: TestTarget) => Promise<TestAttempt>) | undefined
   readonly #eventTypes: readonly WebhookEventType[]
-  readonly #ownerScopes: OwnerScopes | undefined
 
   constructor (options: WebhookServiceOptions) {
+    this.#options = options
     this.#store = options.store
     this.#policy = options.policy
     this.#lookup = { timeoutMs: options.lookupTimeoutMs }
     this.#now = options.now ?? Date.now
-    this.#onDue = options.onDue ?? (() => {})
-    this.#onSubscriptionsChanged = options.onSubscriptionsChanged ?? (async () => {})
-    this.#maxSubscriptions = options.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS
-    this.#sendTest = options.sendTest
     this.#eventTypes = options.eventTypes
-    this.#ownerScopes = options.ownerScopes
   }
 
   async createSubscription (owner: string, input: NewSubscriptionInput): Promise<WebhookSubscription> {
@@ -179,8 +144,8 @@ export class WebhookService {
       ...(input.description !== undefined && { description: input.description }),
       disabled: input.disabled ?? false,
       secret: newWebhookSecret()
-    }, this.#now(), this.#maxSubscriptions)
-    await this.#onSubscriptionsChanged()
+    }, this.#now(), this.#options.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS)
+    await this.#options.onSubscriptionsChanged?.()
     return created
   }
 
@@ -209,24 +174,20 @@ export class WebhookService {
       changes.url = patch.url
     }
     const updated = await this.#store.updateSubscription(owner, id, changes, this.#now()) ?? this.#missing(id)
-    await this.#onSubscriptionsChanged()
+    await this.#options.onSubscriptionsChanged?.()
     return withoutSecret(this.#served(owner, updated))
   }
 
   async deleteSubscription (owner: string, id: bigint): Promise<void> {
     if (!await this.#store.deleteSubscription(owner, id)) this.#missing(id)
-    await this.#onSubscriptionsChanged()
+    await this.#options.onSubscriptionsChanged?.()
   }
 
   async getSecret (owner: string, id: bigint): Promise<{ secret: string }> {
     return { secret: (await this.#store.getSubscription(owner, id) ?? this.#missing(id)).secret }
   }
 
-  /**
-   * A new secret (`secret`, when the integrator supplies one, else a random one); every secret it
-   * replaces keeps signing deliveries for 24 hours after its replacement, so receivers can switch
-   * over without losing an event, however often it is rotated.
-   */
+  /** Each replaced secret keeps signing for 24 hours, so receivers switch over without losing an event. */
   async rotateSecret (owner: string, id: bigint, secret?: string): Promise<ServedSubscription> {
     if (secret !== undefined) checkSecret(secret)
     const now = this.#now()
@@ -239,22 +200,17 @@ export class WebhookService {
     return await this.#store.listDeliveries(owner, subscriptionId, query) ?? this.#missing(subscriptionId)
   }
 
-  /** Re-queues the subscription's failed deliveries created at `since` or later; resolves with how many. */
   async recoverDeliveries (owner: string, subscriptionId: bigint, since: number): Promise<{ recovered: number }> {
     const recovered = await this.#store.recoverDeliveries(owner, subscriptionId, since, this.#now()) ??
       this.#missing(subscriptionId)
-    if (recovered > 0) this.#onDue()
+    if (recovered > 0) this.#options.onDue?.()
     return { recovered }
   }
 
-  /**
-   * Sends a signed `webhook.test` event to the subscription now, signed as its deliveries are (with
-   * every secret still honoured); resolves with the attempt's outcome.
-   */
   async sendTest (owner: string, id: bigint): Promise<TestAttempt> {
     const target = await this.#store.signingTarget(owner, id, this.#now()) ?? this.#missing(id)
-    if (this.#sendTest === undefined) throw new Error('no test sender configured')
-    return await this.#sendTest({ id, owner, ...target })
+    if (this.#options.sendTest === undefined) throw new Error('no test sender configured')
+    return await this.#options.sendTest({ id, owner, ...target })
   }
 
   async getDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint): Promise<DeliveryDetail> {
@@ -263,30 +219,23 @@ export class WebhookService {
     return delivery
   }
 
-  /** Attempts the delivery again now (one more attempt for a failed one); the dispatcher is woken. */
   async retryDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint): Promise<WebhookDelivery> {
     const result = await this.#store.retryDelivery(owner, subscriptionId, deliveryId, this.#now())
     if (result.status === 'not-found') {
       throw notFound(`Delivery ${deliveryId} of webhook subscription ${subscriptionId}`)
     }
     if (result.status === 'subscription-disabled') {
-      throw new ServiceError(
-        'subscription-disabled',
-        `Webhook subscription ${subscriptionId} is disabled: enable it to retry its deliveries`
-      )
+      throw new ServiceError('subscription-disabled',
+        `Webhook subscription ${subscriptionId} is disabled: enable it to retry its deliveries`)
     }
-    this.#onDue()
+    this.#options.onDue?.()
     return result.delivery
   }
 
-  /**
-   * At start: every subscription of an owner with configured scopes whose events need a read scope
-   * it lacks (a named token narrowed since) is disabled, so it stops receiving them. Each is
-   * returned, for the log, with whether it was disabled now.
-   */
+  /** At start: a named token narrowed since may no longer receive its subscriptions' events; they are disabled. */
   async pauseUncovered (): Promise<PausedSubscription[]> {
     const found: PausedSubscription[] = []
-    for (const owner of this.#ownerScopes?.owners ?? []) {
+    for (const owner of this.#options.ownerScopes?.owners ?? []) {
       let after: bigint | undefined
       let hasMore = true
       while (hasMore) {
@@ -314,10 +263,9 @@ export class WebhookService {
     return scope === undefined ? served : { ...served, disabledReason: pausedReason(scope) }
   }
 
-  /** The read scope the owner (a named token) lacks for the subscription's events, if any. */
   #uncovered (owner: string, subscription: WebhookSubscription): string | undefined {
     const events = subscription.events.filter((type) => this.#eventTypes.includes(type))
-    return this.#ownerScopes?.missing(owner, events)
+    return this.#options.ownerScopes?.missing(owner, events)
   }
 
   #missing (id: bigint): never {

@@ -151,61 +151,34 @@ export interface CompletionResult {
   subscriptionDisabled: boolean
 }
 
-/** Webhook persistence, the same contract on SQLite and PostgreSQL; every subscription operation is scoped by owner. */
-/** `poolStats`: its own pools (PostgreSQL), when it opened them. */
+/** Webhook persistence, the same on SQLite and PostgreSQL; every subscription operation is scoped by owner. */
 export interface WebhookStore extends PoolReporter {
   /** Rejects with `subscription-limit` at `maxPerOwner`, checked atomically with the insert. */
-  createSubscription: (
-    record: NewSubscriptionRecord,
-    now: number,
-    maxPerOwner?: number
-  ) => Promise<WebhookSubscription>
+  createSubscription: (record: NewSubscriptionRecord, now: number, maxPerOwner?: number) => Promise<WebhookSubscription>
   listSubscriptions: (owner: string, query: SubscriptionQuery) => Promise<SubscriptionPage>
   getSubscription: (owner: string, id: bigint) => Promise<WebhookSubscription | undefined>
   updateSubscription: (
-    owner: string,
-    id: bigint,
-    changes: SubscriptionChanges,
-    now: number
+    owner: string, id: bigint, changes: SubscriptionChanges, now: number
   ) => Promise<WebhookSubscription | undefined>
   deleteSubscription: (owner: string, id: bigint) => Promise<boolean>
-  /**
-   * Where a test event goes and the secrets it is signed with at `now`, as a delivery's (see
-   * ClaimedDelivery.secrets).
-   */
+  /** Where a test event goes and the secrets it is signed with at `now`, as a delivery's. */
   signingTarget: (owner: string, id: bigint, now: number) => Promise<SigningTarget | undefined>
   /** The replaced secret signs until `previousUntil`; earlier ones until their own time (MAX_PREVIOUS_SECRETS). */
   rotateSecret: (
-    owner: string,
-    id: bigint,
-    secret: string,
-    previousUntil: number,
-    now: number
+    owner: string, id: bigint, secret: string, previousUntil: number, now: number
   ) => Promise<WebhookSubscription | undefined>
   /** Events still in the outbox are fanned out first. */
-  listDeliveries: (
-    owner: string,
-    subscriptionId: bigint,
-    query: DeliveryQuery
-  ) => Promise<DeliveryPage | undefined>
+  listDeliveries: (owner: string, subscriptionId: bigint, query: DeliveryQuery) => Promise<DeliveryPage | undefined>
   /** One delivery with its event and attempts; undefined when not the owner's subscription's. */
   getDelivery: (owner: string, subscriptionId: bigint, deliveryId: bigint) => Promise<DeliveryDetail | undefined>
   /** Failed deliveries created at `since` or later become due at `now`; how many, or undefined when not the owner's. */
-  recoverDeliveries: (
-    owner: string,
-    subscriptionId: bigint,
-    since: number,
-    now: number
-  ) => Promise<number | undefined>
+  recoverDeliveries: (owner: string, subscriptionId: bigint, since: number, now: number) => Promise<number | undefined>
   /** Makes the delivery pending and due now (one more attempt for a failed one). */
   retryDelivery: (owner: string, subscriptionId: bigint, deliveryId: bigint, now: number) => Promise<RetryResult>
 
   /** Repositories' writes use each store's transactional outbox instead; a subscription gets only later events. */
   enqueue: (event: ResourceEvent, now: number) => Promise<number>
-  /**
-   * Due deliveries leased to `request.lease`, round robin between owners, then between an owner's
-   * subscriptions; events wait in the outbox as single rows until a claim falls short and fans them out.
-   */
+  /** Round robin between owners, then their subscriptions; outbox events fan out only when a claim falls short. */
   claimDue: (request: ClaimRequest) => Promise<ClaimedDelivery[]>
   completeDelivery: (completion: DeliveryCompletion) => Promise<CompletionResult>
   /** Completions of distinct deliveries, each as completeDelivery would (successes first); results in their order. */
@@ -219,7 +192,6 @@ export interface WebhookStore extends PoolReporter {
   pruneDeliveries: (before: number) => Promise<number>
   /** How many owners have an enabled subscription: the dispatcher shares its slots between them. */
   activeOwners: () => Promise<number>
-  /** The backlog, for metrics (queue depth, age of the oldest). */
   backlog: () => Promise<Backlog>
   /** True while no subscription, delivery or outbox event exists: a dispatcher has nothing to do yet. */
   empty?: () => Promise<boolean>

@@ -1,22 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { idempotencyKey } from '../../../src/resources/idempotency.js'
 import {
-  etagHeaderOf,
-  IdempotencyKeyHeaderSchema,
-  replayedHeader,
-  resourceLocationHeader
+  etagHeaderOf, IdempotencyKeyHeaderSchema, replayedHeader, resourceLocationHeader
 } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
 import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
 import { resourceScope } from '../../../src/auth/scopes.js'
 import {
-  aOne,
-  capitalized,
-  operationId,
-  repositoryOf,
-  sharedErrors,
-  withEtag,
-  type ResourceRouteOptions
+  aOne, capitalized, operationId, repositoryOf, sharedErrors, withEtag, type ResourceRouteOptions
 } from './shared.js'
 
 /** `POST /plants`: creates one, with the id the client chose or the next one. */
@@ -51,10 +42,9 @@ const createRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app,
     // Keys are per principal: the auth hook has identified it (this route is never reached without).
     const caller = request.principal?.id
     if (key !== undefined && caller === undefined) throw new Error('an authenticated request without a principal')
-    const idempotency =
-      key === undefined || caller === undefined
-        ? undefined
-        : idempotencyKey(caller, key, resource.idempotencyFields(item))
+    const idempotency = key === undefined || caller === undefined
+      ? undefined
+      : idempotencyKey(caller, key, resource.idempotencyFields(item))
     const result = await repositoryOf(request, resource).create(item, idempotency, app.eventOrigin(request))
     if (result.replayed) void reply.header('idempotent-replayed', 'true')
     void reply.code(201).header('location', `/${collection}/${result.item.id}`)

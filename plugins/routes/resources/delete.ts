@@ -4,13 +4,7 @@ import { writeConditionsHeaders } from '../../../src/schemas/headers.js'
 import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
 import { resourceScope } from '../../../src/auth/scopes.js'
 import {
-  aOne,
-  operationId,
-  repositoryOf,
-  sharedErrors,
-  writeCondition,
-  writeConditions,
-  type ResourceRouteOptions
+  aOne, operationId, repositoryOf, sharedErrors, writeCondition, writeConditions, type ResourceRouteOptions
 } from './shared.js'
 
 /** `DELETE /plants/{id}`: 204 with an empty body. */
@@ -36,7 +30,6 @@ const deleteRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app,
       }
     }
   }, async (request, reply) => {
-    // The int64 format has already checked the id, so BigInt() is exact and cannot throw.
     const id = BigInt(request.params.id)
     const repository = repositoryOf(request, resource)
     const condition = await writeCondition(repository, resource, id, request.headers)

@@ -8,19 +8,14 @@ import replaceRoute from './replace.js'
 import updateRoute from './update.js'
 import type { ResourceRouteOptions } from './shared.js'
 
-/**
- * A resource's routes (`/plants`, `/plants/{id}`), one operation kind per file, made from its
- * declaration in src/resources/. Every route here needs a bearer token.
- */
+/** A resource's routes (`/plants`, `/plants/{id}`) from its declaration, one operation kind per file. */
 const resourceRoutes: FastifyPluginAsync<ResourceRouteOptions> = async (app, options) => {
   app.addHook('onRequest', app.authenticate)
   app.addHook('onRoute', requireScope)
-  await app.register(listRoute, options)
-  await app.register(getRoute, options)
-  await app.register(createRoute, options)
-  await app.register(replaceRoute, options)
-  await app.register(updateRoute, options)
-  await app.register(deleteRoute, options)
+  // In the document's order.
+  for (const route of [listRoute, getRoute, createRoute, replaceRoute, updateRoute, deleteRoute]) {
+    await app.register(route, options)
+  }
 }
 
 export default resourceRoutes

@@ -2,12 +2,11 @@ import type { Static, TSchema } from '@sinclair/typebox'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { parseEntityTags, writePrecondition } from '../../http/preconditions.js'
-import type { Repository, ResourceDefinition, ResourceTypes } from '../../../src/resources/definition.js'
+import type { IfMatch, Repository, ResourceDefinition, ResourceTypes } from '../../../src/resources/definition.js'
 import type { AnyResource } from '../../../src/resources/index.js'
 import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
 import { etagHeaderOf, writeConditionsHeaders } from '../../../src/schemas/headers.js'
 import { ref } from '../../../src/schemas/ref.js'
-import type { IfMatch } from '../../../src/resources/definition.js'
 import { resourceScope } from '../../../src/auth/scopes.js'
 import type { EventOrigin } from '../../../src/webhooks/origin.js'
 
@@ -25,7 +24,6 @@ export const capitalized = (text: string): string => `${text.charAt(0).toUpperCa
 
 export const operationId = (verb: string, noun: string): string => `${verb}${capitalized(noun)}`
 
-/** How every write treats If-Match and If-None-Match, said once in each write's description. */
 export const writeConditions = ({ name }: ResourceDefinition): string =>
   `With \`If-Match\`, only when the ${name}'s current ETag is listed (or \`*\`); with \`If-None-Match\`, only ` +
   `when it is not (\`*\`: only if there is no ${name}, so a 412 on an existing one); else 412 and nothing changes.`
@@ -36,11 +34,8 @@ export const sharedErrors = ({ name }: ResourceDefinition) => ({
   tooLarge: 'The body is too large'
 })
 
-/**
- * The errors of a write with a body to `/{collection}/{id}` (PUT, PATCH): `body` names its schema, `notJson` says what
- * 415 means.
- */
-export const bodyWriteErrors = (resource: ResourceDefinition, body: string, notJson: string) => {
+/** PUT's and PATCH's: `body` names its schema, `notJson` says what 415 means. */
+const bodyWriteErrors = (resource: ResourceDefinition, body: string, notJson: string) => {
   const errors = sharedErrors(resource)
   return authenticatedErrorResponses({
     400: `The id is not a signed 64-bit integer, the body is not a valid ${body} (the message names the field), or ` +
@@ -68,21 +63,14 @@ export async function writeCondition (
 ): Promise<IfMatch | undefined> {
   const ifMatch = parseEntityTags('If-Match', headers['if-match'])
   const ifNoneMatch = parseEntityTags('If-None-Match', headers['if-none-match'])
-  return await writePrecondition(
-    resource,
-    id,
-    ifMatch,
-    ifNoneMatch,
-    async (itemId) => await repository.get(itemId)
-  )
+  return await writePrecondition(resource, id, ifMatch, ifNoneMatch, async (itemId) => await repository.get(itemId))
 }
 
-/** What a PUT and a PATCH of one item differ in; the rest of both routes is `bodyWriteRoute`'s. */
-export interface BodyWrite<B extends TSchema> {
+/** What a PUT and a PATCH of one item differ in. */
+interface BodyWrite<B extends TSchema> {
   method: 'PUT' | 'PATCH'
   verb: 'replace' | 'update'
   body: B
-  /** What a 415 means. */
   notJson: string
   consumes?: string[]
   write: (
@@ -91,7 +79,7 @@ export interface BodyWrite<B extends TSchema> {
   ) => Promise<ResourceTypes['item']>
 }
 
-/** `PUT` or `PATCH /{collection}/{id}`: a conditional write of one item from a body, answered with its ETag. */
+/** A conditional write of one item from a body, answered with its ETag. */
 export function bodyWriteRoute<B extends TSchema> (
   app: FastifyInstance,
   resource: ResourceDefinition,

@@ -14,26 +14,16 @@ import rotateWebhookSecretRoute from './rotate-secret.js'
 import testWebhookRoute from './send-test.js'
 import updateWebhookRoute from './update.js'
 
-/**
- * The webhooks resource, one operation per file. Every route here needs a bearer token, and each
- * token sees and manages only its own subscriptions (app.webhooks scopes every call by owner).
- */
+/** One operation per file; each token sees and manages only its own subscriptions. */
 const webhooksRoutes: FastifyPluginAsync = async (app) => {
   app.addHook('onRequest', app.authenticate)
   app.addHook('onRoute', requireScope)
-  await app.register(listWebhooksRoute)
-  await app.register(getWebhookRoute)
-  await app.register(createWebhookRoute)
-  await app.register(updateWebhookRoute)
-  await app.register(deleteWebhookRoute)
-  await app.register(getWebhookSecretRoute)
-  await app.register(rotateWebhookSecretRoute)
-  await app.register(listWebhookDeliveriesRoute)
-  await app.register(getWebhookDeliveryRoute)
-  await app.register(retryWebhookDeliveryRoute)
-  await app.register(recoverWebhookRoute)
-  await app.register(testWebhookRoute)
-  await app.register(listWebhookEventTypesRoute)
+  // In the document's order.
+  for (const route of [
+    listWebhooksRoute, getWebhookRoute, createWebhookRoute, updateWebhookRoute, deleteWebhookRoute,
+    getWebhookSecretRoute, rotateWebhookSecretRoute, listWebhookDeliveriesRoute, getWebhookDeliveryRoute,
+    retryWebhookDeliveryRoute, recoverWebhookRoute, testWebhookRoute, listWebhookEventTypesRoute
+  ]) await app.register(route)
 }
 
 export default webhooksRoutes

@@ -1,4 +1,5 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyInstance, FastifyRequest, FastifySchema } from 'fastify'
 import { insufficientScope } from '../../../src/lib/errors.js'
 import type { ResourceDefinition } from '../../../src/resources/definition.js'
 import { resourceScope } from '../../../src/auth/scopes.js'
@@ -6,7 +7,6 @@ import { eventTypesOf, missingEventScope } from '../../../src/webhooks/events.js
 import { authenticatedErrorResponses } from '../../../src/schemas/error.js'
 import { ref } from '../../../src/schemas/ref.js'
 
-/** Error answers several webhooks routes share, described once. */
 export const WEBHOOK_ERRORS = {
   badId: 'The id is not a signed 64-bit integer',
   notFound: "This token has no subscription with this id (another token's subscriptions are not found either)",
@@ -17,24 +17,25 @@ export const WEBHOOK_ERRORS = {
     'link-local, …); the message never says what a host name resolves to'
 } as const
 
-/** The error responses of a webhooks route: every route here sits behind the bearer-auth hook. */
 export const webhooksErrorResponses = authenticatedErrorResponses
 
-/** A subscription response, without its secret. */
+export type WebhooksApp = Parameters<FastifyPluginAsyncTypebox>[0]
+
+/** Every webhooks operation needs the `webhooks` scope and is tagged `webhooks`. */
+export const webhooksRoute = <S extends FastifySchema>(schema: S) =>
+  ({ config: { scope: 'webhooks' as const }, schema: { ...schema, tags: ['webhooks'] } })
+
+/** Without its secret. */
 export const webhookResponse = (app: FastifyInstance, description: string) =>
   ref(app.webhookSchemas.WebhookSchema, { description })
 
-/**
- * Whose subscriptions a request addresses: its principal's id. The auth hook has identified the
- * caller (these routes are never reached without), so a missing principal is a bug, not a 401.
- */
+/** The auth hook has identified the caller, so a missing principal is a bug, not a 401. */
 export function ownerOf (request: FastifyRequest): string {
   const owner = request.principal?.id
   if (owner === undefined) throw new Error('an authenticated request without a principal')
   return owner
 }
 
-/** What the create and update routes say of the event list's scopes, for the app's resources. */
 export const eventScopesText = (resources: readonly ResourceDefinition[]): string =>
   'Subscribing to a resource\'s events needs its read scope as well (' +
   resources.map((resource) =>
@@ -42,11 +43,7 @@ export const eventScopesText = (resources: readonly ResourceDefinition[]): strin
   ).join('; ') +
   '), since every delivery carries the representation: without it, 403 naming the scope.'
 
-/**
- * Subscribing to a resource's events hands its representations to the receiver: the caller needs
- * the resource's read scope for every event type of `events`, checked at creation and on every
- * change of the list.
- */
+/** Subscribing hands representations to the receiver: the caller needs the read scope of every event type. */
 export function checkEventScopes (request: FastifyRequest, events: readonly string[]): void {
   const { resources, scopeCatalog } = request.server
   const missing = missingEventScope(events, request.principal?.scopes ?? new Set(), scopeCatalog, resources)
@@ -54,10 +51,8 @@ export function checkEventScopes (request: FastifyRequest, events: readonly stri
 }
 
 /**
- * The events a new subscription asks for, checked: `events`, or when absent the event types of every
- * resource the caller may read, fixed at creation like a list it sent (a scope gained later, or a
- * resource served later, adds events by a PATCH of `events`, never by itself). A caller that may read
- * none is refused as for every event type: 403 naming the first read scope it lacks.
+ * `events`, or when absent those of every resource the caller may read, fixed at creation (only a PATCH adds
+ * more later). A caller that may read none is refused as for every event type: 403 naming a scope it lacks.
  */
 export function eventsToSubscribe (request: FastifyRequest, events: readonly string[] | undefined): readonly string[] {
   const { resources, scopeCatalog } = request.server
@@ -69,16 +64,13 @@ export function eventsToSubscribe (request: FastifyRequest, events: readonly str
 }
 
 /**
- * What exposes or redirects a subscription's events (a delivery's payload, a new URL, enabling it,
- * a retry, a recovery, a test) needs their read scopes too, as subscribing does: another token of
- * the same principal (a narrower JWT, a named token narrowed since) manages it with `webhooks`
- * alone but cannot read through it. Another owner's id stays a 404.
+ * Exposing or redirecting a subscription's events needs their read scopes too: another token of the same
+ * principal (a narrower JWT) manages it with `webhooks` alone but cannot read through it.
  */
 export async function checkSubscriptionScopes (request: FastifyRequest, id: bigint): Promise<void> {
   checkEventScopes(request, (await request.webhooks.getSubscription(ownerOf(request), id)).events)
 }
 
-/** What the routes that expose or redirect a subscription's events say of the scopes they need. */
 export const READ_SCOPES_TEXT =
   'The token needs the read scope of every event type the subscription has, as to subscribe: without it, 403 ' +
   'naming the scope.'
