@@ -1,9 +1,6 @@
-import {
-  buildEventMessage, eventPayloadAroundId, eventType, newMessageId, type ResourceChange, type ResourceEvent
-} from '../../webhooks/events.js'
+import { buildEventMessage, type ResourceEvent } from '../../webhooks/events.js'
 import { receives as sharedReceives } from '../webhook-store.js'
 import { tablePrefix } from './connection.js'
-import type { EventOrigin } from '../../webhooks/origin.js'
 
 /** The NOTIFY channel; the payload is the writer's schema, so schemas sharing a database tell their events apart. */
 export const WEBHOOK_CHANNEL = 'plant_store_webhooks'
@@ -31,19 +28,6 @@ export const writeWithEventSql = (schema: string | undefined, write: string, col
   `WITH written AS (${write}),
   ${eventCtes(tablePrefix(schema), p, `$${p + 2}`, `$${p + 6}::bigint`, 'written, receivers')}
   SELECT ${columns}, n AS deliveries, ${notifyColumn(schema, p + 7)} FROM written, receivers`
-
-/** The values of the create function's event (write-functions.ts): the row's JSON, around the id it draws. */
-export function postgresEventValues (
-  resource: { name: string }, change: ResourceChange, dataAfterId: string, now: number, origin: EventOrigin | undefined,
-  notify: boolean
-): unknown[] {
-  const type = eventType(resource, change)
-  const { before, after } = eventPayloadAroundId(type, dataAfterId, now)
-  return [
-    newMessageId(), type, before, now, origin?.requestId ?? null, origin?.traceparent ?? null, after, notify,
-    resource.name
-  ]
-}
 
 export const receives = (eventId: string, type: string): string =>
   sharedReceives(eventId, `${type} = ANY (s.events)`, 'NOT s.disabled')
