@@ -10,7 +10,6 @@ import type {
 /** A statement with PostgreSQL's `$n` placeholders, and its values. */
 export interface Statement { sql: string, values: readonly unknown[] }
 
-/** A statement's rows (RETURNING's too) and how many rows it changed. */
 export interface Answer { rows: readonly unknown[], changes: number }
 
 /** An operation's statements, written once: run synchronously in SQLite's transaction, awaited on PostgreSQL. */
@@ -206,9 +205,8 @@ const owned = function * (sql: WebhookSql, owner: string, id: bigint): Steps<boo
 
 const read = async <T>(d: WebhookDialect, steps: Steps<T>): Promise<T> => await d.settle(await d.peek(steps))
 
-/** Records attempts whose leases still hold, and each subscription's health after them. */
 function completions ({ sql, changed = () => {}, succeedMany, bookkeep }: WebhookDialect) {
-  /** Finishes the attempt and logs it; its subscription's id, or undefined when its lease no longer held. */
+  /** Its subscription's id, or undefined when its lease no longer held. */
   const finish = function * (done: DeliveryCompletion): Steps<bigint | undefined> {
     const { error, body } = attemptTexts(done)
     const next = done.status === 'pending' ? done.nextAttemptAt ?? done.attemptedAt : null
@@ -224,7 +222,7 @@ function completions ({ sql, changed = () => {}, succeedMany, bookkeep }: Webhoo
     }
     return finished.subscription_id
   }
-  /** The ids of the deliveries whose lease still held, now succeeded. */
+  /** The ids whose lease still held. */
   const succeed = function * (completions: readonly DeliveryCompletion[]): Steps<Set<bigint>> {
     if (succeedMany !== undefined) {
       const { sql: text, values } = succeedMany(completions)
@@ -276,7 +274,6 @@ function completions ({ sql, changed = () => {}, succeedMany, bookkeep }: Webhoo
   }
 }
 
-/** Subscriptions, each scoped by its owner. */
 function subscriptions (d: WebhookDialect): Pick<Shared, 'createSubscription' | 'listSubscriptions' |
   'getSubscription' | 'signingTarget' | 'updateSubscription' | 'deleteSubscription' | 'rotateSecret'> {
   const { sql } = d
@@ -326,7 +323,6 @@ function subscriptions (d: WebhookDialect): Pick<Shared, 'createSubscription' | 
   }
 }
 
-/** A subscription's deliveries as its owner inspects and re-queues them. */
 function deliveryLog (d: WebhookDialect): Pick<Shared, 'listDeliveries' | 'getDelivery' | 'recoverDeliveries' |
   'retryDelivery'> {
   const { sql } = d
@@ -359,7 +355,6 @@ function deliveryLog (d: WebhookDialect): Pick<Shared, 'listDeliveries' | 'getDe
   }
 }
 
-/** Pruning, and what the dispatcher and metrics read. */
 function upkeep ({ sql, peek, write }: WebhookDialect): Pick<Shared, 'pruneDeliveries' | 'activeOwners' | 'empty' |
   'backlog'> {
   return {
@@ -384,7 +379,6 @@ function upkeep ({ sql, peek, write }: WebhookDialect): Pick<Shared, 'pruneDeliv
   }
 }
 
-/** Subscriptions, their deliveries' log, completions and upkeep: the same steps on either dialect. */
 export function webhookOperations (dialect: WebhookDialect): Shared {
   return { ...subscriptions(dialect), ...deliveryLog(dialect), ...completions(dialect), ...upkeep(dialect) }
 }

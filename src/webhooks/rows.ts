@@ -118,7 +118,6 @@ function toAttempt (row: AttemptRow): DeliveryAttempt {
   return attempt
 }
 
-/** The secrets an attempt signs with: the current one, then every replaced one not yet expired. */
 export function activeSecrets (secret: string, previousJson: string, now: number): string[] {
   const kept = parsePreviousSecrets(previousJson).filter(([, until]) => until > now)
   return [secret, ...kept.map(([previous]) => previous)]
@@ -168,7 +167,6 @@ const truncateError = (message: string): string =>
 /** PostgreSQL's text holds no zero byte: it reads as U+FFFD on both stores, as a byte that is not UTF-8 does. */
 export const storableText = (text: string): string => text.includes('\0') ? text.replaceAll('\0', '\uFFFD') : text
 
-/** An attempt's error and the receiver's answer, as a store keeps them (null where absent). */
 export function attemptTexts (
   done: { error?: string, responseBody?: string }
 ): { error: string | null, body: string | null } {

@@ -29,7 +29,6 @@ export const writeWithEventSql = (schema: string | undefined, write: string, col
 export const receives = (eventId: string, type: string): string =>
   sharedReceives(eventId, `${type} = ANY (s.events)`, 'NOT s.disabled')
 
-/** What only PostgreSQL's webhook store runs: its outbox, claims, batched successes and leases. */
 export const postgresWebhookSql = (schema: string | undefined, t: string = tablePrefix(schema)) => ({
   schemaVersion: `SELECT max(version) AS version FROM ${t}plant_store_migrations`,
   enqueue: `WITH ${eventCtes(t, 1, 'receivers')}
@@ -85,7 +84,7 @@ export const postgresWebhookSql = (schema: string | undefined, t: string = table
             WHERE lease = $1 AND id = ANY ($2::bigint[])`
 } as const)
 
-/** The values of the enqueue statement, and of `writeWithEventSql`'s event. */
+/** Also `writeWithEventSql`'s event. */
 export function postgresEventMessageValues (event: ResourceEvent, now: number, notify: boolean): unknown[] {
   const { messageId, type, subject, payload, requestId, traceparent } = buildEventMessage(event, now)
   return [messageId, type, payload, now, requestId, traceparent, String(subject.id), notify, subject.resource]

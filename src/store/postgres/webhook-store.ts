@@ -13,8 +13,8 @@ import {
 import type { PoolStats } from '../pool-stats.js'
 import { postgresEventMessageValues, postgresWebhookSql, receives, WEBHOOK_CHANNEL } from './webhook-sql.js'
 
-/** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
-export const WEBHOOK_SCHEMA_VERSION = 9
+/** The migration step (see migrations.ts) that completed the webhook tables. */
+const WEBHOOK_SCHEMA_VERSION = 9
 
 interface PostgresWebhookStoreOptions {
   url: string
@@ -38,20 +38,13 @@ type Queryable = pg.Pool | pg.PoolClient | pg.ClientBase
 
 type Sql = ReturnType<typeof postgresWebhookSql>
 
-async function one<R extends pg.QueryResultRow> (
-  db: Queryable, sql: string, values: unknown[] = []
-): Promise<R | undefined> {
-  return (await db.query<R>(sql, values)).rows[0]
-}
+const one = async <R extends pg.QueryResultRow>(db: Queryable, sql: string, values: unknown[] = []) =>
+  (await db.query<R>(sql, values)).rows[0] as R | undefined
 
-/** Writes an event to the outbox inside a write's own transaction: the change and its event commit as one. */
-export type EnqueueEvent =
-  (client: pg.ClientBase, event: ResourceEvent, now: number, notify: boolean) => Promise<number>
+/** Given a write's client, the change and its event commit as one; how many deliveries the event will become. */
+export type EnqueueEvent = (db: Queryable, event: ResourceEvent, now: number, notify: boolean) => Promise<number>
 
-/** Resolves with how many deliveries the event will become. */
-export function postgresEnqueuer (
-  schema: string | undefined
-): (db: Queryable, event: ResourceEvent, now: number, notify: boolean) => Promise<number> {
+export function postgresEnqueuer (schema: string | undefined): EnqueueEvent {
   const { enqueue } = postgresWebhookSql(schema)
   return async (db, event, now, notify) =>
     (await one<{ deliveries: number }>(db, enqueue, postgresEventMessageValues(event, now, notify)))?.deliveries ?? 0
@@ -67,7 +60,6 @@ async function checkSchema (sql: Sql, pool: pg.Pool): Promise<void> {
   checkWebhookSchema(version, WEBHOOK_SCHEMA_VERSION)
 }
 
-/** The API's pool, and the dispatcher's bookkeeping pool with asynchronous commit. */
 function openPools (
   options: PostgresWebhookStoreOptions, target: PostgresTarget
 ): { pool: pg.Pool, bookkeeping: pg.Pool, end: () => Promise<void>, stats: () => PoolStats[] } {

@@ -8,8 +8,8 @@ import {
 import { configureConnection } from './connection.js'
 import { enqueueSqliteEvent } from './outbox.js'
 
-/** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
-export const WEBHOOK_SCHEMA_VERSION = 10
+/** The migration step (see migrations.ts) that completed the webhook tables. */
+const WEBHOOK_SCHEMA_VERSION = 10
 
 /** `awaitSync: false` answers once committed, without waiting for the flush. */
 type SqliteWriteRunner =
