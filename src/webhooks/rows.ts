@@ -79,18 +79,17 @@ type PreviousSecrets = Array<[secret: string, until: number]>
 /** At most this many replaced secrets keep signing: each costs every delivery a signature. */
 const MAX_PREVIOUS_SECRETS = 10
 
-/** The previous_secrets column (a JSON array of [secret, until]); anything else reads as none. */
-function parsePreviousSecrets (json: string): PreviousSecrets {
+/** The previous_secrets column (a JSON array of [secret, until]) still signing at `now`; anything else is none. */
+function unexpiredSecrets (json: string, now: number): PreviousSecrets {
   const parsed: unknown = JSON.parse(json)
   if (!Array.isArray(parsed)) return []
   return parsed.filter((entry): entry is [string, number] =>
-    Array.isArray(entry) && typeof entry[0] === 'string' && typeof entry[1] === 'number')
+    Array.isArray(entry) && typeof entry[0] === 'string' && typeof entry[1] === 'number' && entry[1] > now)
 }
 
 /** What a rotation leaves: `current` until `until`, then the earlier ones not yet expired at `now`. */
 export function afterRotation (current: string, until: number, previousJson: string, now: number): string {
-  const kept = parsePreviousSecrets(previousJson).filter(([, expires]) => expires > now)
-  return JSON.stringify([[current, until], ...kept].slice(0, MAX_PREVIOUS_SECRETS))
+  return JSON.stringify([[current, until], ...unexpiredSecrets(previousJson, now)].slice(0, MAX_PREVIOUS_SECRETS))
 }
 
 export interface DeliveryDetailRow extends DeliveryRow {
@@ -119,8 +118,7 @@ function toAttempt (row: AttemptRow): DeliveryAttempt {
 }
 
 export function activeSecrets (secret: string, previousJson: string, now: number): string[] {
-  const kept = parsePreviousSecrets(previousJson).filter(([, until]) => until > now)
-  return [secret, ...kept.map(([previous]) => previous)]
+  return [secret, ...unexpiredSecrets(previousJson, now).map(([previous]) => previous)]
 }
 
 /** A claimed delivery joined with its subscription, as both stores' claim queries answer it. */
