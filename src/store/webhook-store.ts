@@ -7,16 +7,12 @@ import type {
   CompletionResult, DeliveryCompletion, WebhookStore, WebhookSubscription
 } from '../webhooks/store-contract.js'
 
-/** A statement with `$n` placeholders (PostgreSQL's; SQLite's store binds them in order) and its values. */
+/** A statement with PostgreSQL's `$n` placeholders, and its values. */
 export interface Statement { sql: string, values: readonly unknown[] }
 
-/** What a statement answered: its rows (RETURNING's too) and how many rows it changed. */
 export interface Answer { rows: readonly unknown[], changes: number }
 
-/**
- * An operation's statements, each resumed with the answer of the one it yielded: written once, run
- * synchronously inside SQLite's transaction (runSteps) and awaited on PostgreSQL (awaitSteps).
- */
+/** An operation's statements, written once: run synchronously in SQLite's transaction, awaited on PostgreSQL. */
 export type Steps<T> = Generator<Statement, T, Answer>
 
 export function * query (sql: string, values: readonly unknown[] = []): Steps<Answer> {
@@ -43,34 +39,28 @@ export async function awaitSteps<T> (steps: Steps<T>, answer: (statement: Statem
   return next.value
 }
 
-/** `dispatcher`: the dispatcher's work (PostgreSQL's bookkeeping pool); `alone`: each statement may commit alone. */
-export interface Via { dispatcher?: boolean, alone?: boolean }
+/** `dispatcher`: on PostgreSQL's bookkeeping pool; `alone`: each statement may commit alone. */
+interface Via { dispatcher?: boolean, alone?: boolean }
 
-/** How a dialect runs an operation's steps. */
 export interface WebhookExecutor {
-  /** A read as it is; `settle` holds an answer until what it may show is durable (SQLite's group commit). */
+  /** A read; `settle` holds an answer until what it may show is durable (SQLite's group commit). */
   peek: <T>(steps: Steps<T>, via?: Via) => Promise<T>
   settle: <T>(value: T) => Promise<T>
-  /** One write transaction, answered once committed (and, SQLite, flushed as its sync level asks). */
+  /** One transaction, answered once committed (and, on SQLite, flushed as its sync level asks). */
   write: <T>(steps: Steps<T>, via?: Via) => Promise<T>
-  /**
-   * The dispatcher's bookkeeping, in order, never waited for on disk (a crash can only make a
-   * delivery go again): SQLite commits them as one, PostgreSQL each on its own.
-   */
+  /** The dispatcher's transactions, never waited for on disk: a crash can only make a delivery go again. */
   bookkeep: (transactions: ReadonlyArray<Steps<unknown>>) => Promise<void>
 }
 
-/** What a dialect's SQL puts into the statements both stores share. */
-export interface SqlParts {
+interface SqlParts {
   /** tablePrefix: `schema.` or nothing. */
   t: string
   /** The id the next outbox event will get: a new subscription receives that one and later ones. */
   nextEventId: string
-  /** Enabled subscriptions `s` created before event `eventId` that asked for its `type`. */
   receives: (eventId: string, type: string) => string
   /** Queues a create behind the owner's others until commit, so its count holds (PostgreSQL). */
   lockOwner?: string
-  /** Deletes a subscription's deliveries as well as the foreign key does (SQLite: it may be off). */
+  /** SQLite's foreign keys may be off. */
   deleteDeliveries?: boolean
 }
 
@@ -78,6 +68,14 @@ export interface SqlParts {
 const SUBSCRIPTION = 'id, url, events, description, disabled, secret, previous_secrets, created_at, updated_at'
 const DELIVERY = 'id, event_type, status, attempts, last_attempt_at, last_status_code, last_error, next_attempt_at, ' +
   'created_at'
+
+/** Makes each event `e` of `events` a pending delivery for every subscription `s` that receives it. */
+export const fanOutSql = (t: string, receives: SqlParts['receives'], events: string): string =>
+  `INSERT INTO ${t}webhook_deliveries (subscription_id, message_id, event_type, payload, status, attempts,
+     next_attempt_at, created_at, request_id, traceparent)
+   SELECT s.id, e.message_id, e.event_type, e.payload, 'pending', 0, e.created_at, e.created_at, e.request_id,
+     e.traceparent
+   FROM ${events} JOIN ${t}webhook_subscriptions s ON ${receives('e.id', 'e.event_type')}`
 
 /** Statements both stores run, in PostgreSQL's syntax (SQLite's store rewrites casts, locks and greatest). */
 export function webhookSql ({ t, nextEventId, receives, lockOwner, deleteDeliveries }: SqlParts) {
@@ -155,38 +153,33 @@ export function webhookSql ({ t, nextEventId, receives, lockOwner, deleteDeliver
   }
 }
 
-export type WebhookSql = ReturnType<typeof webhookSql>
+type WebhookSql = ReturnType<typeof webhookSql>
 
-/** A dialect: its statements, how it runs them, and what only it does. */
-export interface WebhookDialect extends WebhookExecutor {
+interface WebhookDialect extends WebhookExecutor {
   sql: WebhookSql
   /** The events column's value (SQLite: names between spaces; PostgreSQL: text[]). */
   events: (types: readonly string[]) => unknown
   /** Runs inside a write that changes which events subscriptions want (SQLite's outbox re-reads them). */
   changed?: () => void
-  /** Makes every waiting event a delivery, before a listing shows them. */
+  /** Before a listing: it shows every event written before it. */
   fanOutAll: () => Promise<void>
   /** Many successes in one statement (PostgreSQL), answering the ids whose lease still held. */
   succeedMany?: (completions: readonly DeliveryCompletion[]) => Statement
 }
 
-/** int64's largest: the cursor of a first delivery page, which walks back from the newest. */
-export const MAX_ID = 9223372036854775807n
+/** The cursor of a first delivery page, which walks back from the newest. */
+const MAX_ID = 9223372036854775807n
 
 /** Deliveries pruned per statement: one long DELETE would hold the write lock (and every write) up. */
 const PRUNE_BATCH = 1000
 
-/** Events a delivery listing fans out per round before it reads: it shows every event written before it. */
 export const FAN_OUT_ALL_BATCH = 1000
 
 /** Enabled subscriptions created before the event that asked for its type (`wants`: the dialect's test). */
 export const receives = (eventId: string, wants: string, enabled: string): string =>
   `${enabled} AND s.first_event_id <= ${eventId} AND ${wants}`
 
-/**
- * A failed attempt disables its subscription when the receiver said so (410) or it has failed since before the
- * cutoff.
- */
+/** The receiver said so (410), or the subscription has failed since before the cutoff. */
 const disablesSubscription = (done: DeliveryCompletion, failingSince: number | null): boolean =>
   done.disableSubscription || (failingSince ?? done.attemptedAt) <= done.failingDisableBefore
 
@@ -210,9 +203,10 @@ const owned = function * (sql: WebhookSql, owner: string, id: bigint): Steps<boo
   return (yield * row(sql.get, [owner, id])) !== undefined
 }
 
-/** Records attempts whose leases still hold, and each subscription's health after them. */
+const read = async <T>(d: WebhookDialect, steps: Steps<T>): Promise<T> => await d.settle(await d.peek(steps))
+
 function completions ({ sql, changed = () => {}, succeedMany, bookkeep }: WebhookDialect) {
-  /** Finishes the attempt and logs it; its subscription's id, or undefined when its lease no longer held. */
+  /** Its subscription's id, or undefined when its lease no longer held. */
   const finish = function * (done: DeliveryCompletion): Steps<bigint | undefined> {
     const { error, body } = attemptTexts(done)
     const next = done.status === 'pending' ? done.nextAttemptAt ?? done.attemptedAt : null
@@ -228,7 +222,7 @@ function completions ({ sql, changed = () => {}, succeedMany, bookkeep }: Webhoo
     }
     return finished.subscription_id
   }
-  /** The ids of the deliveries whose lease still held, now succeeded. */
+  /** The ids whose lease still held. */
   const succeed = function * (completions: readonly DeliveryCompletion[]): Steps<Set<bigint>> {
     if (succeedMany !== undefined) {
       const { sql: text, values } = succeedMany(completions)
@@ -280,12 +274,10 @@ function completions ({ sql, changed = () => {}, succeedMany, bookkeep }: Webhoo
   }
 }
 
-/** Subscriptions, each scoped by its owner. */
 function subscriptions (d: WebhookDialect): Pick<Shared, 'createSubscription' | 'listSubscriptions' |
   'getSubscription' | 'signingTarget' | 'updateSubscription' | 'deleteSubscription' | 'rotateSecret'> {
   const { sql } = d
   const changed = d.changed ?? (() => {})
-  const read = async <T>(steps: Steps<T>): Promise<T> => await d.settle(await d.peek(steps))
   return {
     async createSubscription ({ owner, url, events, description, disabled, secret }, now, maxPerOwner) {
       return toSubscription(await d.write((function * () {
@@ -300,12 +292,12 @@ function subscriptions (d: WebhookDialect): Pick<Shared, 'createSubscription' | 
       })(), { alone: maxPerOwner === undefined }))
     },
     async listSubscriptions (owner, { limit, after }) {
-      const found = await read(rows<SubscriptionRow>(sql.list, [owner, after ?? 0n, limit + 1]))
+      const found = await read(d, rows<SubscriptionRow>(sql.list, [owner, after ?? 0n, limit + 1]))
       return { subscriptions: found.slice(0, limit).map(toSubscription), hasMore: found.length > limit }
     },
-    getSubscription: async (owner, id) => maybe(await read(row<SubscriptionRow>(sql.get, [owner, id]))),
+    getSubscription: async (owner, id) => maybe(await read(d, row<SubscriptionRow>(sql.get, [owner, id]))),
     async signingTarget (owner, id, now) {
-      const found = await read(row<SubscriptionRow>(sql.get, [owner, id]))
+      const found = await read(d, row<SubscriptionRow>(sql.get, [owner, id]))
       return found === undefined
         ? undefined
         : { url: found.url, secrets: activeSecrets(found.secret, found.previous_secrets, now) }
@@ -331,7 +323,6 @@ function subscriptions (d: WebhookDialect): Pick<Shared, 'createSubscription' | 
   }
 }
 
-/** A subscription's deliveries as its owner inspects and re-queues them. */
 function deliveryLog (d: WebhookDialect): Pick<Shared, 'listDeliveries' | 'getDelivery' | 'recoverDeliveries' |
   'retryDelivery'> {
   const { sql } = d
@@ -339,15 +330,15 @@ function deliveryLog (d: WebhookDialect): Pick<Shared, 'listDeliveries' | 'getDe
     async listDeliveries (owner, subscriptionId, { limit, before, status, eventType }) {
       if (!await d.peek(owned(sql, owner, subscriptionId))) return await d.settle(undefined)
       await d.fanOutAll()
-      const found = await d.settle(await d.peek(rows<DeliveryRow>(sql.listDeliveries,
-        [subscriptionId, before ?? MAX_ID, limit + 1, status ?? null, eventType ?? null])))
+      const found = await read(d, rows<DeliveryRow>(sql.listDeliveries,
+        [subscriptionId, before ?? MAX_ID, limit + 1, status ?? null, eventType ?? null]))
       return { deliveries: found.slice(0, limit).map(toDelivery), hasMore: found.length > limit }
     },
-    getDelivery: async (owner, subscriptionId, deliveryId) => await d.settle(await d.peek((function * () {
+    getDelivery: async (owner, subscriptionId, deliveryId) => await read(d, (function * () {
       const found = yield * row<DeliveryDetailRow>(sql.getDelivery, [owner, subscriptionId, deliveryId])
       if (found === undefined) return undefined
       return toDeliveryDetail(found, yield * rows<AttemptRow>(sql.attemptsOf, [deliveryId]))
-    })())),
+    })()),
     recoverDeliveries: async (owner, subscriptionId, since, now) => await d.write((function * () {
       if (!(yield * owned(sql, owner, subscriptionId))) return undefined
       return (yield * query(sql.recover, [subscriptionId, since, now])).changes
@@ -364,7 +355,6 @@ function deliveryLog (d: WebhookDialect): Pick<Shared, 'listDeliveries' | 'getDe
   }
 }
 
-/** Pruning, and what the dispatcher and metrics read. */
 function upkeep ({ sql, peek, write }: WebhookDialect): Pick<Shared, 'pruneDeliveries' | 'activeOwners' | 'empty' |
   'backlog'> {
   return {
@@ -389,7 +379,6 @@ function upkeep ({ sql, peek, write }: WebhookDialect): Pick<Shared, 'pruneDeliv
   }
 }
 
-/** Subscriptions, their deliveries' log, completions and upkeep: the same steps on either dialect. */
 export function webhookOperations (dialect: WebhookDialect): Shared {
   return { ...subscriptions(dialect), ...deliveryLog(dialect), ...completions(dialect), ...upkeep(dialect) }
 }

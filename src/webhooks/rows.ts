@@ -1,14 +1,8 @@
 import { isoTime } from '../store/iso-time.js'
 import { RESOURCE_CHANGES, type WebhookEventType } from './events.js'
 import type {
-  ClaimedDelivery,
-  DeliveryAttempt,
-  DeliveryDetail,
-  DeliveryStatus,
-  WebhookDelivery,
-  WebhookSubscription
+  ClaimedDelivery, DeliveryAttempt, DeliveryDetail, DeliveryStatus, WebhookDelivery, WebhookSubscription
 } from './store-contract.js'
-import type { EventOrigin } from './origin.js'
 
 /** Integers as the drivers hand them over: bigint (SQLite safe integers, int8) or number (int4). */
 export type Int = bigint | number
@@ -16,7 +10,6 @@ export type Int = bigint | number
 /** A boolean as either driver reads it: SQLite's 0 and 1, PostgreSQL's boolean. */
 export const flag = (value: unknown): boolean => value === true || value === 1n || value === 1
 
-/** A subscription row as either store reads it. */
 export interface SubscriptionRow {
   id: bigint
   url: string
@@ -48,7 +41,7 @@ const time = (ms: Int): string => isoTime(Number(ms))
 const RESOURCE_EVENT_TYPE = new RegExp(`^[^.]+\\.(?:${RESOURCE_CHANGES.join('|')})$`)
 
 /** Resource event types only: another kind a newer version stored is left out rather than passed on unchecked. */
-export const toEventTypes = (names: readonly string[]): WebhookEventType[] =>
+const toEventTypes = (names: readonly string[]): WebhookEventType[] =>
   names.filter((name): name is WebhookEventType => RESOURCE_EVENT_TYPE.test(name))
 
 export function toSubscription (row: SubscriptionRow): WebhookSubscription {
@@ -81,29 +74,24 @@ export function toDelivery (row: DeliveryRow): WebhookDelivery {
 }
 
 /** Secrets a rotation replaced, newest first, each with when it stops signing (epoch ms). */
-export type PreviousSecrets = Array<[secret: string, until: number]>
+type PreviousSecrets = Array<[secret: string, until: number]>
 
 /** At most this many replaced secrets keep signing: each costs every delivery a signature. */
-export const MAX_PREVIOUS_SECRETS = 10
+const MAX_PREVIOUS_SECRETS = 10
 
-/** The previous_secrets column (a JSON array of [secret, until]); anything else reads as none. */
-export function parsePreviousSecrets (json: string): PreviousSecrets {
+/** The previous_secrets column (a JSON array of [secret, until]) still signing at `now`; anything else is none. */
+function unexpiredSecrets (json: string, now: number): PreviousSecrets {
   const parsed: unknown = JSON.parse(json)
   if (!Array.isArray(parsed)) return []
   return parsed.filter((entry): entry is [string, number] =>
-    Array.isArray(entry) && typeof entry[0] === 'string' && typeof entry[1] === 'number')
+    Array.isArray(entry) && typeof entry[0] === 'string' && typeof entry[1] === 'number' && entry[1] > now)
 }
 
-/**
- * What a rotation leaves: the replaced `current` secret honoured until `until`, then the earlier
- * ones still honoured at `now` (each until its own expiry), at most MAX_PREVIOUS_SECRETS.
- */
+/** What a rotation leaves: `current` until `until`, then the earlier ones not yet expired at `now`. */
 export function afterRotation (current: string, until: number, previousJson: string, now: number): string {
-  const kept = parsePreviousSecrets(previousJson).filter(([, expires]) => expires > now)
-  return JSON.stringify([[current, until], ...kept].slice(0, MAX_PREVIOUS_SECRETS))
+  return JSON.stringify([[current, until], ...unexpiredSecrets(previousJson, now)].slice(0, MAX_PREVIOUS_SECRETS))
 }
 
-/** A delivery row with its event, as getDelivery reads it. */
 export interface DeliveryDetailRow extends DeliveryRow {
   message_id: string
   payload: string
@@ -129,17 +117,10 @@ function toAttempt (row: AttemptRow): DeliveryAttempt {
   return attempt
 }
 
-/** The secrets an attempt signs with: the current one, then every replaced one not yet expired. */
 export function activeSecrets (secret: string, previousJson: string, now: number): string[] {
-  return [
-    secret,
-    ...parsePreviousSecrets(previousJson)
-      .filter(([, until]) => until > now)
-      .map(([previous]) => previous)
-  ]
+  return [secret, ...unexpiredSecrets(previousJson, now).map(([previous]) => previous)]
 }
 
-/** How long a recorded error may be: enough to tell what happened, never a receiver's essay. */
 /** A claimed delivery joined with its subscription, as both stores' claim queries answer it. */
 export interface ClaimRow {
   id: bigint
@@ -156,7 +137,7 @@ export interface ClaimRow {
   traceparent: string | null
 }
 
-/** What one attempt needs, from a claim row: the secrets still signing at `now`. */
+/** What one attempt needs: the secrets still signing at `now`. */
 export function toClaimed (row: ClaimRow, now: number): ClaimedDelivery {
   return {
     id: row.id,
@@ -168,30 +149,22 @@ export function toClaimed (row: ClaimRow, now: number): ClaimedDelivery {
     attempts: Number(row.attempts),
     url: row.url,
     secrets: activeSecrets(row.secret, row.previous_secrets, now),
-    origin: toOrigin(row)
+    origin: {
+      ...(row.request_id !== null && { requestId: row.request_id }),
+      ...(row.traceparent !== null && { traceparent: row.traceparent })
+    }
   }
 }
 
-/** The origin columns of a delivery row (null where unknown). */
-export function toOrigin (row: { request_id: string | null, traceparent: string | null }): EventOrigin {
-  return {
-    ...(row.request_id !== null && { requestId: row.request_id }),
-    ...(row.traceparent !== null && { traceparent: row.traceparent })
-  }
-}
+/** How long a recorded error may be: enough to tell what happened, never a receiver's essay. */
+const MAX_ERROR_LENGTH = 500
 
-export const MAX_ERROR_LENGTH = 500
-
-export const truncateError = (message: string): string =>
+const truncateError = (message: string): string =>
   message.length <= MAX_ERROR_LENGTH ? message : `${message.slice(0, MAX_ERROR_LENGTH - 1)}…`
 
-/**
- * Text every store keeps as given: PostgreSQL's text holds no zero byte, so a zero byte reads as
- * U+FFFD, as a byte that is not UTF-8 already does once decoded. Both stores then show the same.
- */
+/** PostgreSQL's text holds no zero byte: it reads as U+FFFD on both stores, as a byte that is not UTF-8 does. */
 export const storableText = (text: string): string => text.includes('\0') ? text.replaceAll('\0', '\uFFFD') : text
 
-/** An attempt's error and the receiver's answer, as a store keeps them (null where absent). */
 export function attemptTexts (
   done: { error?: string, responseBody?: string }
 ): { error: string | null, body: string | null } {

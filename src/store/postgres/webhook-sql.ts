@@ -1,21 +1,18 @@
-import {
-  buildEventMessage, eventPayloadAroundId, eventType, newMessageId, type ResourceChange, type ResourceEvent
-} from '../../webhooks/events.js'
-import { receives as sharedReceives } from '../webhook-store.js'
+import { buildEventMessage, type ResourceEvent } from '../../webhooks/events.js'
+import { fanOutSql, receives as sharedReceives } from '../webhook-store.js'
 import { tablePrefix } from './connection.js'
-import type { EventOrigin } from '../../webhooks/origin.js'
 
 /** The NOTIFY channel; the payload is the writer's schema, so schemas sharing a database tell their events apart. */
 export const WEBHOOK_CHANNEL = 'plant_store_webhooks'
 
 /** The outbox write as CTEs; the event's row is written only when some enabled subscription asked for its type. */
-const eventCtes = (t: string, p: number, payload: string, subjectId: string, from: string): string => `
+const eventCtes = (t: string, p: number, from: string): string => `
   receivers AS (
     SELECT count(*)::integer AS n FROM ${t}webhook_subscriptions WHERE NOT disabled AND $${p + 1} = ANY (events)),
   inserted AS (
     INSERT INTO ${t}webhook_events
       (message_id, event_type, subject_type, subject_id, payload, created_at, request_id, traceparent)
-    SELECT $${p}, $${p + 1}, $${p + 8}, ${subjectId}, ${payload}, $${p + 3}, $${p + 4}, $${p + 5}
+    SELECT $${p}, $${p + 1}, $${p + 8}, $${p + 6}::bigint, $${p + 2}, $${p + 3}, $${p + 4}, $${p + 5}
     FROM ${from} WHERE n > 0)`
 
 /** The payload is the schema's name as the listener knows it (see `listener`). */
@@ -23,49 +20,27 @@ const notifyColumn = (schema: string | undefined, n: number): string =>
   `CASE WHEN n > 0 AND $${n}::boolean
     THEN pg_notify('${WEBHOOK_CHANNEL}', ${schema === undefined ? 'current_schema()' : `'${schema}'`}) END AS notified`
 
-/**
- * A write and its event in one statement, atomic without a transaction; the event's values from $p
- * on, postgresEventMessageValues', the event as built.
- */
+/** A write and its event in one statement, atomic without a transaction; postgresEventMessageValues from $p. */
 export const writeWithEventSql = (schema: string | undefined, write: string, columns: string, p: number): string =>
   `WITH written AS (${write}),
-  ${eventCtes(tablePrefix(schema), p, `$${p + 2}`, `$${p + 6}::bigint`, 'written, receivers')}
+  ${eventCtes(tablePrefix(schema), p, 'written, receivers')}
   SELECT ${columns}, n AS deliveries, ${notifyColumn(schema, p + 7)} FROM written, receivers`
-
-/** The values of the create function's event (write-functions.ts): the row's JSON, around the id it draws. */
-export function postgresEventValues (
-  resource: { name: string }, change: ResourceChange, dataAfterId: string, now: number, origin: EventOrigin | undefined,
-  notify: boolean
-): unknown[] {
-  const type = eventType(resource, change)
-  const { before, after } = eventPayloadAroundId(type, dataAfterId, now)
-  return [
-    newMessageId(), type, before, now, origin?.requestId ?? null, origin?.traceparent ?? null, after, notify,
-    resource.name
-  ]
-}
 
 export const receives = (eventId: string, type: string): string =>
   sharedReceives(eventId, `${type} = ANY (s.events)`, 'NOT s.disabled')
 
-/** What only PostgreSQL's webhook store runs: its outbox, claims, batched successes and leases. */
 export const postgresWebhookSql = (schema: string | undefined, t: string = tablePrefix(schema)) => ({
   schemaVersion: `SELECT max(version) AS version FROM ${t}plant_store_migrations`,
-  enqueue: `WITH ${eventCtes(t, 1, '$3', '$7::bigint', 'receivers')}
+  enqueue: `WITH ${eventCtes(t, 1, 'receivers')}
   SELECT n AS deliveries, ${notifyColumn(schema, 8)} FROM receivers`,
   // SKIP LOCKED: two instances never take the same event.
   fanOut: `WITH taken AS (
              DELETE FROM ${t}webhook_events WHERE id IN (
                SELECT id FROM ${t}webhook_events ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
              RETURNING id, message_id, event_type, payload, created_at, request_id, traceparent),
-           made AS (
-             INSERT INTO ${t}webhook_deliveries (subscription_id, message_id, event_type, payload, status, attempts,
-               next_attempt_at, created_at, request_id, traceparent)
-             SELECT s.id, t.message_id, t.event_type, t.payload, 'pending', 0, t.created_at, t.created_at, t.request_id,
-                    t.traceparent
-             FROM taken t JOIN ${t}webhook_subscriptions s ON ${receives('t.id', 't.event_type')}
-             ORDER BY t.id, s.id)
+           made AS (${fanOutSql(t, receives, 'taken e')} ORDER BY e.id, s.id)
            SELECT count(*)::integer AS events FROM taken`,
+  // Per subscription its oldest due deliveries, round robin between owners, then an owner's subscriptions.
   claim: `WITH candidates AS (
             SELECT d.id, d.next_attempt_at, s.owner,
                    row_number() OVER (PARTITION BY s.id ORDER BY d.next_attempt_at, d.id) AS rs
@@ -109,7 +84,7 @@ export const postgresWebhookSql = (schema: string | undefined, t: string = table
             WHERE lease = $1 AND id = ANY ($2::bigint[])`
 } as const)
 
-/** The values of the enqueue statement, and of `writeWithEventSql`'s event. */
+/** Also `writeWithEventSql`'s event. */
 export function postgresEventMessageValues (event: ResourceEvent, now: number, notify: boolean): unknown[] {
   const { messageId, type, subject, payload, requestId, traceparent } = buildEventMessage(event, now)
   return [messageId, type, payload, now, requestId, traceparent, String(subject.id), notify, subject.resource]

@@ -13,10 +13,10 @@ import {
 import type { PoolStats } from '../pool-stats.js'
 import { postgresEventMessageValues, postgresWebhookSql, receives, WEBHOOK_CHANNEL } from './webhook-sql.js'
 
-/** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
-export const WEBHOOK_SCHEMA_VERSION = 9
+/** The migration step (see migrations.ts) that completed the webhook tables. */
+const WEBHOOK_SCHEMA_VERSION = 9
 
-export interface PostgresWebhookStoreOptions {
+interface PostgresWebhookStoreOptions {
   url: string
   /** Max connections of each of the two pools (subscriptions and API reads; dispatcher bookkeeping). */
   poolMax?: number
@@ -26,7 +26,6 @@ export interface PostgresWebhookStoreOptions {
   onError?: (err: Error) => void
   /** The caller's pools (see PostgresStoreOptions.pools): never ended by the store. */
   pools?: { pool: pg.Pool, bookkeeping: pg.Pool }
-  /** `false`: the caller has checked the schema. */
   checkSchema?: false
   /** A direct connection to PostgreSQL (a session, never a transaction pooler) for LISTEN; without it, no `listen`. */
   listenUrl?: string
@@ -39,20 +38,13 @@ type Queryable = pg.Pool | pg.PoolClient | pg.ClientBase
 
 type Sql = ReturnType<typeof postgresWebhookSql>
 
-async function one<R extends pg.QueryResultRow> (
-  db: Queryable, sql: string, values: unknown[] = []
-): Promise<R | undefined> {
-  return (await db.query<R>(sql, values)).rows[0]
-}
+const one = async <R extends pg.QueryResultRow>(db: Queryable, sql: string, values: unknown[] = []) =>
+  (await db.query<R>(sql, values)).rows[0] as R | undefined
 
-/** Writes an event to the outbox inside a write's own transaction: the change and its event commit as one. */
-export type EnqueueEvent =
-  (client: pg.ClientBase, event: ResourceEvent, now: number, notify: boolean) => Promise<number>
+/** Given a write's client, the change and its event commit as one; how many deliveries the event will become. */
+export type EnqueueEvent = (db: Queryable, event: ResourceEvent, now: number, notify: boolean) => Promise<number>
 
-/** Resolves with how many deliveries the event will become. */
-export function postgresEnqueuer (
-  schema: string | undefined
-): (db: Queryable, event: ResourceEvent, now: number, notify: boolean) => Promise<number> {
+export function postgresEnqueuer (schema: string | undefined): EnqueueEvent {
   const { enqueue } = postgresWebhookSql(schema)
   return async (db, event, now, notify) =>
     (await one<{ deliveries: number }>(db, enqueue, postgresEventMessageValues(event, now, notify)))?.deliveries ?? 0
@@ -68,7 +60,6 @@ async function checkSchema (sql: Sql, pool: pg.Pool): Promise<void> {
   checkWebhookSchema(version, WEBHOOK_SCHEMA_VERSION)
 }
 
-/** The API's pool, and the dispatcher's bookkeeping pool with asynchronous commit. */
 function openPools (
   options: PostgresWebhookStoreOptions, target: PostgresTarget
 ): { pool: pg.Pool, bookkeeping: pg.Pool, end: () => Promise<void>, stats: () => PoolStats[] } {
@@ -106,14 +97,15 @@ function listener (
     let stopped = false
     let retryTimer: NodeJS.Timeout | undefined
     let retryMs = 250
+    const tryConnect = async (): Promise<void> => await connect().catch((err: unknown) => {
+      onError?.(err as Error)
+      reconnectLater()
+    })
     const reconnectLater = (): void => {
       if (stopped || retryTimer !== undefined) return
       retryTimer = setTimeout(() => {
         retryTimer = undefined
-        connect().catch((err: unknown) => {
-          onError?.(err as Error)
-          reconnectLater()
-        })
+        void tryConnect()
       }, retryMs)
       retryTimer.unref()
       retryMs = Math.min(retryMs * 2, 10_000)
@@ -145,10 +137,7 @@ function listener (
       retryMs = 250
       wake()
     }
-    await connect().catch((err: unknown) => {
-      onError?.(err as Error)
-      reconnectLater()
-    })
+    await tryConnect()
     const unsubscribe = async (): Promise<void> => {
       stopped = true
       clearTimeout(retryTimer)
@@ -184,10 +173,7 @@ function postgresExecutor (pool: pg.Pool, bookkeeping: pg.Pool): WebhookExecutor
   }
 }
 
-/**
- * Per subscription its oldest due deliveries, round robin between owners, then an owner's
- * subscriptions. SKIP LOCKED: rows another instance is claiming are passed over, never taken twice.
- */
+/** SKIP LOCKED: rows another instance is claiming are passed over, never taken twice. */
 function postgresClaims (sql: Sql, bookkeeping: pg.Pool): Pick<WebhookStore, 'claimDue'> {
   const fanOut = async (limit: number): Promise<number> =>
     (await one<{ events: number }>(bookkeeping, sql.fanOut, [limit]))?.events ?? 0
@@ -197,12 +183,8 @@ function postgresClaims (sql: Sql, bookkeeping: pg.Pool): Pick<WebhookStore, 'cl
   let claimsSinceFanOut = 0
   return {
     async claimDue ({ lease, now, leaseMs, limit, perSubscription, skipSubscriptions, skipOwners = [] }: ClaimRequest) {
-      // After a claim that fell short, waiting events become deliveries first: a new event reaches
-      // its receiver after two round trips, not three. FAN_OUT_AHEAD claims' worth, so while claims
-      // come back full the next ones skip that round trip; never every event at once: while the API
-      // is busy the dispatcher claims one at a time, and a batch of 64 per claim fanned out every
-      // event (a delivery row with its body and three index entries per create, 0.65 of create
-      // throughput in the benchmark), where the outbox should hold them as cheap rows.
+      // After a short claim, events become deliveries first: a new event is sent after two round trips, not three.
+      // FAN_OUT_AHEAD claims' worth, never every event: the outbox holds them as cheap rows while the API is busy.
       const claim = async (count: number): Promise<ClaimRow[]> => (await bookkeeping.query<ClaimRow>(sql.claim,
         [lease, now, now + leaseMs, count, perSubscription, skipSubscriptions.map(String), [...skipOwners]])).rows
       let rows: ClaimRow[]
@@ -239,10 +221,8 @@ export async function createPostgresWebhookStore (options: PostgresWebhookStoreO
   }
   const sql = webhookSql({
     t,
-    // A subscription receives the events numbered after the last one handed out when it was created.
     nextEventId: `(SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM ${t}webhook_events_id_seq)`,
     receives,
-    // Creates for one owner queue behind each other until commit, so the count holds.
     lockOwner: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 33))'
   })
   const listeners = new Set<() => Promise<void>>()

@@ -2,31 +2,28 @@ import Database from 'better-sqlite3'
 import { flag, toClaimed, type ClaimRow } from '../../webhooks/rows.js'
 import type { ClaimedDelivery, ClaimRequest, WebhookStore } from '../../webhooks/store-contract.js'
 import {
-  checkWebhookSchema, FAN_OUT_ALL_BATCH, query, receives as sharedReceives, row, rows, runSteps,
+  checkWebhookSchema, FAN_OUT_ALL_BATCH, fanOutSql, query, receives as sharedReceives, row, rows, runSteps,
   webhookOperations, webhookSql, type Answer, type Statement, type Steps, type WebhookExecutor
 } from '../webhook-store.js'
 import { configureConnection } from './connection.js'
 import { enqueueSqliteEvent } from './outbox.js'
 
-/** The migration step (see migrations.ts) that completed the webhook tables (the event outbox). */
-export const WEBHOOK_SCHEMA_VERSION = 10
+/** The migration step (see migrations.ts) that completed the webhook tables. */
+const WEBHOOK_SCHEMA_VERSION = 10
 
-/** Runs a write transaction; `awaitSync: false` answers once committed, without waiting for the flush. */
-export type SqliteWriteRunner =
+/** `awaitSync: false` answers once committed, without waiting for the flush. */
+type SqliteWriteRunner =
   <T>(transaction: Database.Transaction<() => T>, options?: { awaitSync?: boolean }) => Promise<T>
 
-export interface SqliteWebhookStoreOptions {
+interface SqliteWebhookStoreOptions {
   /** Opened with `defaultSafeIntegers(true)`: the plant store's own connection, or one on the same file. */
   db: Database.Database
   write?: SqliteWriteRunner
-  /** Holds a read's answer until what is committed is durable, so no answer shows a write that could be lost. */
+  /** Holds a read's answer until what is committed is durable: no answer shows a write that could be lost. */
   afterDurable?: <T>(value: T) => T | Promise<T>
   ownsDb?: boolean
   listen?: WebhookStore['listen']
-  /**
-   * Called inside the write's transaction when subscriptions change: the plant store then re-checks whether any is
-   * enabled.
-   */
+  /** Inside the write's transaction: the plant store then re-checks whether any subscription is enabled. */
   onSubscriptionsChanged?: () => void
 }
 
@@ -35,19 +32,12 @@ const receives = (eventId: string, type: string): string =>
 
 const FAN_OUT_BATCH = 64
 
-/** What only SQLite's store runs: its outbox, claims and leases. */
 const SQL = {
   receiverCount: `SELECT count(*) AS n FROM webhook_subscriptions s WHERE ${receives('$1', '$2')}`,
   anyEvents: 'SELECT EXISTS (SELECT 1 FROM webhook_events) AS found',
   nextEvents: `SELECT count(*) AS events, max(id) AS last
                FROM (SELECT id FROM webhook_events ORDER BY id LIMIT CAST($1 AS INTEGER))`,
-  fanOut: `INSERT INTO webhook_deliveries
-             (subscription_id, message_id, event_type, payload, status, attempts, next_attempt_at, created_at,
-              request_id, traceparent)
-           SELECT s.id, e.message_id, e.event_type, e.payload, 'pending', 0, e.created_at, e.created_at, e.request_id,
-                  e.traceparent
-           FROM webhook_events e JOIN webhook_subscriptions s ON ${receives('e.id', 'e.event_type')}
-           WHERE e.id <= $1 ORDER BY e.id, s.id`,
+  fanOut: `${fanOutSql('', receives, 'webhook_events e')} WHERE e.id <= $1 ORDER BY e.id, s.id`,
   deleteEvents: 'DELETE FROM webhook_events WHERE id <= $1',
   // Per subscription its oldest due deliveries, round robin between owners, then an owner's
   // subscriptions. CROSS JOIN keeps subscriptions the outer loop: index probes, not a scan.
@@ -81,11 +71,7 @@ export function openSqliteWebhookDatabase (filename: string): Database.Database 
   return configureConnection(new Database(filename, { fileMustExist: filename !== ':memory:' }))
 }
 
-/**
- * A statement as SQLite reads it: PostgreSQL's casts and row locks dropped (one writer), greatest as
- * max, a LIMIT cast so that its plan does not depend on its value (see boundLimit), and each `$n` a
- * `?` bound in the order `order` gives.
- */
+/** PostgreSQL's casts and row locks dropped (one writer); a LIMIT cast so its plan does not depend on its value. */
 function sqliteText (sql: string): { text: string, order: number[] } {
   const order: number[] = []
   const text = sql
@@ -102,7 +88,7 @@ function sqliteText (sql: string): { text: string, order: number[] } {
 
 const NO_ROWS: readonly unknown[] = []
 
-/** Each statement prepared on its first use and kept; the writes go through `write` (the group commit). */
+/** The writes go through `write`: the group commit. */
 function sqliteExecutor (
   db: Database.Database, write: SqliteWriteRunner, durable: <T>(value: T) => T | Promise<T>
 ): WebhookExecutor {
@@ -135,7 +121,7 @@ function sqliteExecutor (
   }
 }
 
-/** Makes up to `limit` events deliveries, oldest first, each body as its write made it; how many. */
+/** Makes up to `limit` events deliveries, oldest first; how many. */
 function * fanOut (limit: number): Steps<number> {
   const next = yield * row<{ events: bigint, last: bigint | null }>(SQL.nextEvents, [limit])
   if (next?.last == null) return 0
@@ -144,11 +130,7 @@ function * fanOut (limit: number): Steps<number> {
   return Number(next.events)
 }
 
-/**
- * Leases due deliveries; `anyDue`: whether one was due just before (when not, events are fanned out
- * first). Subscriptions at their limit are left out in JavaScript: see
- * docs/performance.md#what-the-measurements-decided.
- */
+/** `anyDue`: whether one was due just before (when not, events are fanned out first). */
 function * claim (
   { lease, now, leaseMs, limit, perSubscription, skipSubscriptions, skipOwners = [] }: ClaimRequest, anyDue: boolean
 ): Steps<ClaimedDelivery[]> {
@@ -160,8 +142,7 @@ function * claim (
     return (yield * rows<ClaimRow>(SQL.due, [now, perSubscription, candidates]))
       .filter((found) => !skip.has(found.subscription_id) && !skipOwner.has(found.owner))
   }
-  // Events become deliveries only when what is due falls short of the claim; the rest stays cheap
-  // rows in the outbox: see docs/performance.md#what-the-measurements-decided.
+  // Events become deliveries only when what is due falls short: see docs/performance.md#what-the-measurements-decided.
   if (!anyDue) yield * fanOut(Math.max(FAN_OUT_BATCH, limit))
   let found = yield * due()
   if (anyDue && found.length < limit && (yield * fanOut(Math.max(FAN_OUT_BATCH, limit))) > 0) found = yield * due()
