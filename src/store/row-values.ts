@@ -1,7 +1,7 @@
 import type { ColumnsDeclaration, ColumnValue, ColumnValues, ResourceStorage } from '../resources/definition.js'
 
 /** Names a store writes into SQL unquoted: they come from declarations, never from a request. */
-const IDENTIFIER = /^[a-z][a-z0-9_]{0,62}$/
+export const IDENTIFIER = /^[a-z][a-z0-9_]{0,62}$/
 const RESERVED = new Set(['id', 'created_at', 'updated_at'])
 
 /** The declared columns in table order; a name SQL could misread, or a filter on no column, is refused here. */
@@ -23,13 +23,11 @@ export const valuesInOrder = (names: readonly string[], values: ColumnValues): C
   names.map((name) => values[name] ?? null)
 
 /** The values named by `names` from a row read as an array, starting at `from`. */
-export function valuesAt<C extends ColumnsDeclaration> (
-  names: readonly string[], row: readonly unknown[], from: number
-): ColumnValues<C> {
+export function valuesAt (names: readonly string[], row: readonly unknown[], from: number): ColumnValues {
   const values: Record<string, unknown> = {}
   for (let i = 0; i < names.length; i++) values[names[i] as string] = row[from + i]
   // The database enforced the declared kinds and nullability when the row was written.
-  return values as ColumnValues<C>
+  return values as ColumnValues
 }
 
 export const sameValues = (names: readonly string[], a: ColumnValues, b: ColumnValues): boolean =>
@@ -39,13 +37,13 @@ export const sameValues = (names: readonly string[], a: ColumnValues, b: ColumnV
 export const encodeRowValues = (values: ColumnValues): string =>
   JSON.stringify(values, (_key, value: unknown) => typeof value === 'bigint' ? value.toString() : value)
 
-export function decodeRowValues<C extends ColumnsDeclaration> (columns: C, json: string): ColumnValues<C> {
+export function decodeRowValues (columns: ColumnsDeclaration, json: string): ColumnValues {
   const parsed = JSON.parse(json) as Record<string, string | number | null | undefined>
-  const values: Record<string, ColumnValue> = {}
+  const values: ColumnValues = {}
   for (const [name, { kind }] of Object.entries(columns)) {
     const value = parsed[name] ?? null
     if (value === null) values[name] = null
     else values[name] = kind === 'integer' ? BigInt(value) : kind === 'real' ? Number(value) : String(value)
   }
-  return values as ColumnValues<C>
+  return values
 }

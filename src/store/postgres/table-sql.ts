@@ -1,6 +1,6 @@
 import type pg from 'pg'
 import type { ColumnKind, ResourceDefinition } from '../../resources/definition.js'
-import { declaredColumns } from '../row-values.js'
+import { declaredColumns, IDENTIFIER } from '../row-values.js'
 import { columnSql, filterIndexSql, reconcileTable, type FoundColumn, type TableDialect } from '../table-drift.js'
 import { MAX_ASSIGNED_ID } from '../contract.js'
 import { tablePrefix } from './connection.js'
@@ -9,9 +9,6 @@ import { writeWithEventSql } from './webhook-sql.js'
 export const SQL_TYPES: Readonly<Record<ColumnKind, string>> = {
   text: 'text', integer: 'bigint', real: 'double precision'
 }
-
-/** A collection goes into statements as a literal: it must need no quoting. */
-const SQL_NAME = /^[a-z][a-z0-9_]{0,62}$/
 
 /** What the statements need of a resource: its collection keys its idempotency keys and chosen ids. */
 export type StoredResource = Pick<ResourceDefinition, 'collection' | 'storage'>
@@ -22,7 +19,7 @@ const dialect = (schema: string | undefined): TableDialect =>
 /** The declared columns (declaredColumns checks them), the collection a literal: none may need quoting. */
 export function checkedNames ({ collection, storage }: StoredResource): readonly string[] {
   const names = declaredColumns(storage)
-  if (!SQL_NAME.test(collection)) throw new Error(`${collection} is not a plain SQL identifier (a-z, 0-9, _)`)
+  if (!IDENTIFIER.test(collection)) throw new Error(`${collection} is not a plain SQL identifier (a-z, 0-9, _)`)
   // n, deliveries and notified are the write-with-event statements' own.
   for (const reserved of ['n', 'deliveries', 'notified']) {
     if (names.includes(reserved)) throw new Error(`${storage.table}.${reserved}: PostgreSQL's statements use that name`)
