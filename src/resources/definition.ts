@@ -52,9 +52,8 @@ export type ColumnValues = Record<string, ColumnValue>
 /** A stored row as a repository reads it; timestamps are epoch milliseconds. */
 export interface StoredRow<V> { id: bigint, values: V, createdAt: number, updatedAt: number }
 
-/** Where and how a resource is stored; ids come from its table's sequence, keys and chosen ids from shared tables. */
+/** How a resource is stored in the table named by its collection; keys and chosen ids are in shared tables. */
 export interface ResourceStorage<R extends ResourceTypes = ResourceTypes> {
-  readonly table: string
   readonly columns: ColumnsDeclaration
   /** Equality filters of the list, each indexed with the id so a filtered page is a range scan. */
   readonly filters: ReadonlyArray<{ readonly column: string, value(query: R['query']): ColumnValue | undefined }>
@@ -110,6 +109,9 @@ export interface ResourceDefinition<
   /** The next page's query string after `limit` and `after`: the same filters (`&tag=…`), encoded. */
   filterQuery(query: R['query']): string
 }
+
+/** What a store's tables need of a resource: its collection names its table and keys its keys and chosen ids. */
+export type StoredResource = Pick<ResourceDefinition, 'collection' | 'storage'>
 
 export type RepositoriesOf<D extends readonly ResourceDefinition[]> = {
   readonly [X in D[number] as X['collection']]:

@@ -154,7 +154,6 @@ export function defineResource<C extends string, N extends string, const F exten
     },
     json,
     storage: {
-      table: d.collection,
       columns: Object.fromEntries(entries.map((f) => [f.column, { kind: f.kind, nullable: f.nullable === true }])),
       filters: filters.map(({ key, column, kind }) =>
         ({ column, value: (q: Values) => q[key] === undefined ? undefined : toColumn(kind, q[key]) })),

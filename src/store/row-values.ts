@@ -1,20 +1,20 @@
-import type { ColumnsDeclaration, ColumnValue, ColumnValues, ResourceStorage } from '../resources/definition.js'
+import type { ColumnsDeclaration, ColumnValue, ColumnValues, StoredResource } from '../resources/definition.js'
 
 /** Names a store writes into SQL unquoted: they come from declarations, never from a request. */
-export const IDENTIFIER = /^[a-z][a-z0-9_]{0,62}$/
+const IDENTIFIER = /^[a-z][a-z0-9_]{0,62}$/
 const RESERVED = new Set(['id', 'created_at', 'updated_at'])
 
 /** The declared columns in table order; a name SQL could misread, or a filter on no column, is refused here. */
-export function declaredColumns (storage: ResourceStorage): readonly string[] {
+export function declaredColumns ({ collection: table, storage }: StoredResource): readonly string[] {
   const names = Object.keys(storage.columns)
-  for (const name of [storage.table, ...names]) {
+  for (const name of [table, ...names]) {
     if (!IDENTIFIER.test(name)) throw new Error(`${name} is not a plain SQL identifier (a-z, 0-9, _)`)
   }
   for (const name of names) {
-    if (RESERVED.has(name)) throw new Error(`${storage.table}.${name}: every resource table has it already`)
+    if (RESERVED.has(name)) throw new Error(`${table}.${name}: every resource table has it already`)
   }
   for (const { column } of storage.filters) {
-    if (!names.includes(column)) throw new Error(`${storage.table}: the filter on ${column} names no declared column`)
+    if (!names.includes(column)) throw new Error(`${table}: the filter on ${column} names no declared column`)
   }
   return names
 }

@@ -1,5 +1,5 @@
 import { StoreOpenError } from '../lib/errors.js'
-import type { ColumnKind, ResourceStorage } from '../resources/definition.js'
+import type { ColumnKind, ResourceStorage, StoredResource } from '../resources/definition.js'
 import { declaredColumns } from './row-values.js'
 
 /** A column as the database describes it, its type in the store's own words; `defaulted`: inserts may omit it. */
@@ -20,16 +20,17 @@ export function columnSql (storage: ResourceStorage, name: string, { types }: Ta
 }
 
 /** A filter's index: the id after the column, so a filtered page is a range scan. */
-export const filterIndexSql = ({ table }: ResourceStorage, column: string, { prefix, ifNotExists }: TableDialect) =>
+export const filterIndexSql = (table: string, column: string, { prefix, ifNotExists }: TableDialect): string =>
   `CREATE INDEX ${ifNotExists}${table}_${column}_id ON ${prefix}${table} (${column}, id)`
 
 /** The DDL adding the missing nullable columns (refused when not `apply`); other drift refuses the start, named. */
 export function reconcileTable (
-  storage: ResourceStorage, found: ReadonlyMap<string, FoundColumn>, dialect: TableDialect, apply: boolean
+  resource: StoredResource, found: ReadonlyMap<string, FoundColumn>, dialect: TableDialect, apply: boolean
 ): { statements: string[], added: string[] } {
-  const { table, columns } = storage
+  const { collection: table, storage } = resource
+  const { columns } = storage
   const { types } = dialect
-  const names = declaredColumns(storage)
+  const names = declaredColumns(resource)
   const missing: string[] = []
   const refuse = (column: string, problem: string): never => {
     throw new StoreOpenError(`the table ${table} does not match its declaration: the column ${column} ${problem}`)
@@ -60,7 +61,7 @@ export function reconcileTable (
     statements: [
       ...missing.map((name) => `${alter}${columnSql(storage, name, dialect)}`),
       ...storage.filters.filter(({ column }) => missing.includes(column))
-        .map(({ column }) => filterIndexSql(storage, column, dialect))
+        .map(({ column }) => filterIndexSql(table, column, dialect))
     ],
     added: missing.map((name) => `${table}.${name}`)
   }

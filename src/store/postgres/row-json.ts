@@ -37,7 +37,7 @@ function written (value: Value, row: Row): string {
 function shape (resource: ResourceDefinition, nulls: ReadonlySet<string>): Part[] | undefined {
   const values: Record<string, ColumnValue> = {}
   const slots: Array<{ mark: string, value: Value }> = [{ mark: String(MARK_ID), value: { of: 'id' } }]
-  for (const [i, name] of declaredColumns(resource.storage).entries()) {
+  for (const [i, name] of declaredColumns(resource).entries()) {
     const { kind } = resource.storage.columns[name] as { kind: ColumnKind }
     if (kind === 'real') return undefined
     if (nulls.has(name)) {
@@ -71,7 +71,7 @@ function samples (resource: ResourceDefinition, nulls: ReadonlySet<string>): Arr
   const texts = ['a "quoted" \\ back\nslash\t\u0001 é 😀 \u2028', 'plain']
   return texts.map((text, i) => {
     const values: Record<string, ColumnValue> = {}
-    for (const name of declaredColumns(resource.storage)) {
+    for (const name of declaredColumns(resource)) {
       const { kind } = resource.storage.columns[name] as { kind: ColumnKind }
       // Past 2^53 an integer a resource turns into a number would be rounded in JavaScript, never in SQL.
       values[name] = nulls.has(name) ? null : kind === 'text' ? `${text}${name}` : i === 0 ? -42n : 2n ** 60n + 1n
@@ -102,7 +102,7 @@ const concatSql = (parts: readonly Part[], alias: string): string =>
 
 /** Row `alias`'s event data (the resource's JSON of it), or undefined when SQL cannot make it (see above). */
 export function rowJsonSql (resource: ResourceDefinition, alias: string): string | undefined {
-  const nullable = declaredColumns(resource.storage)
+  const nullable = declaredColumns(resource)
     .filter((name) => (resource.storage.columns[name] as { nullable: boolean }).nullable)
   if (nullable.length > MAX_NULLABLE) return undefined
   const branches: string[] = []

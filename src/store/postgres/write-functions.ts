@@ -1,9 +1,9 @@
 import pg from 'pg'
 import { sha256 } from '../../lib/digest.js'
-import type { ColumnKind, ResourceDefinition } from '../../resources/definition.js'
+import type { ColumnKind, ResourceDefinition, StoredResource } from '../../resources/definition.js'
 import { tablePrefix } from './connection.js'
 import { rowJsonSql } from './row-json.js'
-import { checkedNames, SQL_TYPES, type StoredResource } from './table-sql.js'
+import { checkedNames, SQL_TYPES } from './table-sql.js'
 import { WEBHOOK_CHANNEL } from './webhook-sql.js'
 
 // A batch's writes in one call of a function: planned once a session, yet safe behind a transaction pooler.
@@ -86,7 +86,7 @@ LANGUAGE plpgsql AS $plant_store$
 #variable_conflict use_column
 ${body(label)}
 $plant_store$`
-  const label = `ps_${op}_${resource.storage.table.slice(0, 24)}_${sha256(definition('_'), 'hex').slice(0, 16)}`
+  const label = `ps_${op}_${resource.collection.slice(0, 24)}_${sha256(definition('_'), 'hex').slice(0, 16)}`
   const name = `${tablePrefix(schema)}${label}`
   return { name, types, ddl: `CREATE FUNCTION ${name} ${definition(label)}` }
 }
@@ -95,7 +95,7 @@ export function writeFunctions (resource: ResourceDefinition, schema: string | u
   const names = checkedNames(resource)
   const n = names.length
   const t = tablePrefix(schema)
-  const table = `${t}${resource.storage.table}`
+  const table = `${t}${resource.collection}`
   const columns = ['id', ...names, 'created_at', 'updated_at']
   const returning = `RETURNING ${columns.map((column) => `w.${column}`).join(', ')} INTO ${columns.join(', ')};`
   const own = names.map((name) => `${SQL_TYPES[(resource.storage.columns[name] as { kind: ColumnKind }).kind]}[]`)

@@ -70,9 +70,9 @@ function writesOf<R extends ResourceTypes> (
   definition: Definition<R>, { db, outbox }: SqliteRepositoryContext
 ) {
   const { storage, collection } = definition
-  const names = declaredColumns(storage)
-  const statements = statementsOf(db, storage.table, names)
-  const draw = sqliteIdDrawer(db, { table: storage.table, resource: collection }, definition)
+  const names = declaredColumns(definition)
+  const statements = statementsOf(db, collection, names)
+  const draw = sqliteIdDrawer(db, { table: collection, resource: collection }, definition)
   const stored = (row: RawRow): StoredRow<ColumnValues> => ({
     id: row[0] as bigint,
     values: valuesAt(names, row, 1),
