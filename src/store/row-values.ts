@@ -1,4 +1,6 @@
-import type { ColumnsDeclaration, ColumnValue, ColumnValues, StoredResource } from '../resources/definition.js'
+import type {
+  ColumnsDeclaration, ColumnValue, ColumnValues, ResourceStorage, ResourceTypes, StoredResource
+} from '../resources/definition.js'
 
 /** Names a store writes into SQL unquoted: they come from declarations, never from a request. */
 const IDENTIFIER = /^[a-z][a-z0-9_]{0,62}$/
@@ -17,6 +19,23 @@ export function declaredColumns ({ collection: table, storage }: StoredResource)
     if (!names.includes(column)) throw new Error(`${table}: the filter on ${column} names no declared column`)
   }
   return names
+}
+
+/** The declaration of a column declaredColumns names. */
+export const columnOf = ({ columns }: ResourceStorage, name: string): ColumnsDeclaration[string] =>
+  columns[name] as ColumnsDeclaration[string]
+
+/** The list's filters `query` sets, in declaration order: their columns and their values. */
+export function filtersOf<R extends ResourceTypes> (storage: ResourceStorage<R>, query: R['query']) {
+  const columns: string[] = []
+  const values: ColumnValue[] = []
+  for (const filter of storage.filters) {
+    const value = filter.value(query)
+    if (value === undefined) continue
+    columns.push(filter.column)
+    values.push(value)
+  }
+  return { columns, values }
 }
 
 export const valuesInOrder = (names: readonly string[], values: ColumnValues): ColumnValue[] =>

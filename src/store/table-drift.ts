@@ -1,6 +1,6 @@
 import { StoreOpenError } from '../lib/errors.js'
 import type { ColumnKind, ResourceStorage, StoredResource } from '../resources/definition.js'
-import { declaredColumns } from './row-values.js'
+import { columnOf, declaredColumns } from './row-values.js'
 
 /** A column as the database describes it, its type in the store's own words; `defaulted`: inserts may omit it. */
 export interface FoundColumn { readonly type: string, readonly nullable: boolean, readonly defaulted: boolean }
@@ -15,7 +15,7 @@ export interface TableDialect {
 const nullability = (nullable: boolean): string => nullable ? 'nullable' : 'NOT NULL'
 
 export function columnSql (storage: ResourceStorage, name: string, { types }: TableDialect): string {
-  const { kind, nullable } = storage.columns[name] as ResourceStorage['columns'][string]
+  const { kind, nullable } = columnOf(storage, name)
   return `${name} ${types[kind]}${nullable ? '' : ' NOT NULL'}`
 }
 
@@ -28,7 +28,6 @@ export function reconcileTable (
   resource: StoredResource, found: ReadonlyMap<string, FoundColumn>, dialect: TableDialect, apply: boolean
 ): { statements: string[], added: string[] } {
   const { collection: table, storage } = resource
-  const { columns } = storage
   const { types } = dialect
   const names = declaredColumns(resource)
   const missing: string[] = []
@@ -36,7 +35,7 @@ export function reconcileTable (
     throw new StoreOpenError(`the table ${table} does not match its declaration: the column ${column} ${problem}`)
   }
   for (const name of names) {
-    const { kind, nullable } = columns[name] as ResourceStorage['columns'][string]
+    const { kind, nullable } = columnOf(storage, name)
     const declared = `${types[kind]} ${nullability(nullable)}`
     const have = found.get(name)
     if (have === undefined) {

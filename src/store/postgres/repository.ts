@@ -4,10 +4,10 @@ import type {
   ColumnValues, CreateResult, IfMatch, Repository, ResourceDefinition, ResourceTypes, StoredRow
 } from '../../resources/definition.js'
 import {
-  buildEventMessage, eventPayloadAroundId, eventPayloadHead, eventType, newMessageId, resourceEvent, type ResourceEvent
+  buildEventMessage, eventPayloadAroundId, eventPayloadHead, eventType, newMessageId, resourceEvent
 } from '../../webhooks/events.js'
 import { createOnce, drawFreeId, writableRow } from '../rules.js'
-import { sameValues, valuesInOrder } from '../row-values.js'
+import { filtersOf, sameValues, valuesInOrder } from '../row-values.js'
 import { boundedQuery, inTransaction, statementRunner, type RunStatement } from './connection.js'
 import { tableStatements, type TableStatements } from './table-sql.js'
 import { postgresEventMessageValues } from './webhook-sql.js'
@@ -170,20 +170,11 @@ function generatedCreates<R extends ResourceTypes> (
 
 type Change = (current: StoredRow<ColumnValues>) => ColumnValues | 'delete'
 
-interface Planned<R extends ResourceTypes> {
-  current: StoredRow<ColumnValues>
-  next: ColumnValues | 'delete'
-  written: StoredRow<ColumnValues>
-  result: R['item']
-  /** None when the write changes nothing: the same updatedAt, so the same ETag. */
-  event: ResourceEvent | undefined
-}
-
-/** What `change` makes of the row found, checked against If-Match. */
+/** What `change` makes of the row found, checked against If-Match; no event if it changes nothing (same ETag). */
 function plan<R extends ResourceTypes> (
   t: Table<R>, id: bigint, found: Row | undefined, change: Change, ifMatch: IfMatch | undefined,
   origin: EventOrigin | undefined, now: number
-): Planned<R> {
+) {
   const { resource } = t
   const current = t.stored(writableRow(resource, id, found, ifMatch, t.toItem))
   const next = change(current)
@@ -276,12 +267,9 @@ export function createPostgresRepository<R extends ResourceTypes> (
   const deletes = t.functions.delete === undefined ? undefined : deletesInOneCall(t, t.functions.delete)
   return {
     async list (query) {
-      const filters = storage.filters.flatMap((filter) => {
-        const value = filter.value(query)
-        return value === undefined ? [] : [{ column: filter.column, value }]
-      })
-      const { rows } = await guard(async () => await pool.query<Row>(t.sql.list(filters.map(({ column }) => column)),
-        [query.after ?? 0n, query.limit + 1, ...filters.map(({ value }) => value)]))
+      const { columns, values } = filtersOf(storage, query)
+      const { rows } = await guard(async () =>
+        await pool.query<Row>(t.sql.list(columns), [query.after ?? 0n, query.limit + 1, ...values]))
       return { items: rows.slice(0, query.limit).map(t.toItem), hasMore: rows.length > query.limit }
     },
     async get (id) {

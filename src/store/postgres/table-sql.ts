@@ -1,6 +1,6 @@
 import type pg from 'pg'
 import type { ColumnKind, StoredResource } from '../../resources/definition.js'
-import { declaredColumns } from '../row-values.js'
+import { columnOf, declaredColumns } from '../row-values.js'
 import { columnSql, filterIndexSql, reconcileTable, type FoundColumn, type TableDialect } from '../table-drift.js'
 import { MAX_ASSIGNED_ID } from '../contract.js'
 import { tablePrefix } from './connection.js'
@@ -9,6 +9,9 @@ import { writeWithEventSql } from './webhook-sql.js'
 export const SQL_TYPES: Readonly<Record<ColumnKind, string>> = {
   text: 'text', integer: 'bigint', real: 'double precision'
 }
+
+/** A declared column's PostgreSQL type. */
+export const sqlTypeOf = ({ storage }: StoredResource, name: string): string => SQL_TYPES[columnOf(storage, name).kind]
 
 const dialect = (schema: string | undefined): TableDialect =>
   ({ types: SQL_TYPES, prefix: tablePrefix(schema), ifNotExists: 'IF NOT EXISTS ' })
@@ -39,7 +42,7 @@ export function tableStatements (resource: StoredResource, schema: string | unde
   const keys = `${t}idempotency_keys`
   const owner = `'${resource.collection}'`
   const columns = ['id', ...names, 'created_at', 'updated_at'].join(', ')
-  const sqlType = (name: string): string => SQL_TYPES[(resource.storage.columns[name] as { kind: ColumnKind }).kind]
+  const sqlType = (name: string): string => sqlTypeOf(resource, name)
   const typed = (i: number): string => `$${i + 1}::${sqlType(names[i] as string)}`
   // int64s as decimal strings: a JSON number would round them (see the keys' migration).
   const asJson = (name: string): string => `r.${name}${sqlType(name) === 'bigint' ? '::text' : ''}`

@@ -4,7 +4,7 @@ import type {
 } from '../../resources/definition.js'
 import { resourceEvent, type ResourceChange } from '../../webhooks/events.js'
 import {
-  decodeRowValues, declaredColumns, encodeRowValues, sameValues, valuesAt, valuesInOrder
+  decodeRowValues, declaredColumns, encodeRowValues, filtersOf, sameValues, valuesAt, valuesInOrder
 } from '../row-values.js'
 import { createOnce, settled, writableRow } from '../rules.js'
 import { boundLimit } from './connection.js'
@@ -138,16 +138,9 @@ export function createSqliteRepository<R extends ResourceTypes> (
   const { statements, stored, create, change, remove } = writesOf(definition, context)
   return {
     async list (query) {
-      const filters: string[] = []
-      const values: ColumnValue[] = []
-      for (const filter of storage.filters) {
-        const value = filter.value(query)
-        if (value === undefined) continue
-        filters.push(filter.column)
-        values.push(value)
-      }
+      const { columns, values } = filtersOf(storage, query)
       return await read(() => {
-        const rows = statements.list(filters).all(...values, query.after ?? 0n, query.limit + 1)
+        const rows = statements.list(columns).all(...values, query.after ?? 0n, query.limit + 1)
         const items: Array<R['item']> = []
         for (let i = 0; i < rows.length && i < query.limit; i++) items.push(storage.item(stored(rows[i] as RawRow)))
         return { items, hasMore: rows.length > query.limit }
