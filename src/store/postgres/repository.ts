@@ -8,11 +8,11 @@ import {
 } from '../../webhooks/events.js'
 import { createOnce, drawFreeId, writableRow } from '../rules.js'
 import { filtersOf, sameValues, valuesInOrder } from '../row-values.js'
-import { boundedQuery, inTransaction, statementRunner, type RunStatement } from './connection.js'
-import { tableStatements, type TableStatements } from './table-sql.js'
+import { boundedQuery, inTransaction, statementRunner } from './connection.js'
+import { tableStatements } from './table-sql.js'
 import { postgresEventMessageValues } from './webhook-sql.js'
 import type { EnqueueEvent } from './webhook-store.js'
-import { callSql, writeFunctions, type WriteFunction, type WriteFunctions } from './write-functions.js'
+import { callSql, writeFunctions, type WriteFunction } from './write-functions.js'
 import { writeBatch, type WriteBatch } from './write-batch.js'
 import type { EventOrigin } from '../../webhooks/origin.js'
 import type { IdempotencyKey } from '../../resources/idempotency.js'
@@ -51,20 +51,8 @@ function jsonAfterId (json: string, id: bigint): string | undefined {
   return json.startsWith(head) && (next === ',' || next === '}') ? json.slice(head.length) : undefined
 }
 
-interface Table<R extends ResourceTypes> {
-  resource: PostgresResource<R>
-  context: PostgresRepositoryContext
-  sql: TableStatements
-  run: RunStatement<Exclude<keyof TableStatements, 'list'>>
-  functions: WriteFunctions
-  names: readonly string[]
-  stored: (row: Row) => StoredRow<ColumnValues>
-  toItem: (row: Row) => R['item']
-}
-
-function table<R extends ResourceTypes> (
-  resource: PostgresResource<R>, context: PostgresRepositoryContext
-): Table<R> {
+/** A resource's statements, write functions and row reading, made once. */
+function table<R extends ResourceTypes> (resource: PostgresResource<R>, context: PostgresRepositoryContext) {
   const names = Object.keys(resource.storage.columns)
   const { list, ...fixed } = tableStatements(resource, context.schema)
   const stored = (row: Row): StoredRow<ColumnValues> => {
@@ -77,14 +65,16 @@ function table<R extends ResourceTypes> (
   return {
     resource,
     context,
-    sql: { list, ...fixed },
+    list,
     run: statementRunner(fixed),
     functions: writeFunctions(resource, context.schema),
     names,
     stored,
-    toItem: (row) => resource.storage.item(stored(row))
+    toItem: (row: Row): R['item'] => resource.storage.item(stored(row))
   }
 }
+
+type Table<R extends ResourceTypes> = ReturnType<typeof table<R>>
 
 /** A server-assigned id, drawn past the taken ones; past 2^53 - 1 `ids-exhausted`. */
 async function withGeneratedId<T> (
@@ -269,7 +259,7 @@ export function createPostgresRepository<R extends ResourceTypes> (
     async list (query) {
       const { columns, values } = filtersOf(storage, query)
       const { rows } = await guard(async () =>
-        await pool.query<Row>(t.sql.list(columns), [query.after ?? 0n, query.limit + 1, ...values]))
+        await pool.query<Row>(t.list(columns), [query.after ?? 0n, query.limit + 1, ...values]))
       return { items: rows.slice(0, query.limit).map(t.toItem), hasMore: rows.length > query.limit }
     },
     async get (id) {
