@@ -44,31 +44,24 @@ export type ColumnKind = 'text' | 'integer' | 'real'
 /** A resource's own columns in table order; `id`, `created_at` and `updated_at` are every table's. */
 export type ColumnsDeclaration = Readonly<Record<string, { readonly kind: ColumnKind, readonly nullable: boolean }>>
 
-interface ColumnTypes { text: string, integer: bigint, real: number }
-
 export type ColumnValue = string | bigint | number | null
 
-/** A row's own values, typed from its declaration: only a nullable column may hold null. */
-export type ColumnValues<C extends ColumnsDeclaration = ColumnsDeclaration> = {
-  -readonly [K in keyof C]: ColumnTypes[C[K]['kind']] | (C[K]['nullable'] extends true ? null : never)
-}
+/** A row's own values by column; the declaration and the database keep kinds and nulls as declared. */
+export type ColumnValues = Record<string, ColumnValue>
 
 /** A stored row as a repository reads it; timestamps are epoch milliseconds. */
 export interface StoredRow<V> { id: bigint, values: V, createdAt: number, updatedAt: number }
 
-/** Where and how a resource is stored; ids come from its table's sequence, keys and chosen ids from shared tables. */
-export interface ResourceStorage<
-  R extends ResourceTypes = ResourceTypes, C extends ColumnsDeclaration = ColumnsDeclaration
-> {
-  readonly table: string
-  readonly columns: C
+/** How a resource is stored in the table named by its collection; keys and chosen ids are in shared tables. */
+export interface ResourceStorage<R extends ResourceTypes = ResourceTypes> {
+  readonly columns: ColumnsDeclaration
   /** Equality filters of the list, each indexed with the id so a filtered page is a range scan. */
   readonly filters: ReadonlyArray<{ readonly column: string, value(query: R['query']): ColumnValue | undefined }>
-  create(item: R['create']): ColumnValues<C>
-  replace(item: R['replace']): ColumnValues<C>
+  /** A create's or a replace's values: a create's id is the row's, not a value. */
+  values(item: R['create'] | R['replace']): ColumnValues
   /** A merge patch over the current values: values equal to the current ones are a write that changes nothing. */
-  update(current: ColumnValues<C>, changes: R['changes']): ColumnValues<C>
-  item(row: StoredRow<ColumnValues<C>>): R['item']
+  update(current: ColumnValues, changes: R['changes']): ColumnValues
+  item(row: StoredRow<ColumnValues>): R['item']
 }
 
 export interface ResourceSchemas {
@@ -95,7 +88,7 @@ export interface ResourceTexts {
 /** One resource (src/resources/fields.ts derives it); methods are bivariant, so any is a plain ResourceDefinition. */
 export interface ResourceDefinition<
   C extends string = string, N extends string = string, R extends ResourceTypes = ResourceTypes,
-  S extends ResourceSchemas = ResourceSchemas, T extends ColumnsDeclaration = ColumnsDeclaration
+  S extends ResourceSchemas = ResourceSchemas
 > extends Resource<R['item']> {
   /** The path segment, the repository's key in the Store, the scopes' prefix and the OpenAPI tag: `plants`. */
   readonly collection: C
@@ -103,20 +96,24 @@ export interface ResourceDefinition<
   readonly name: N
   readonly schemas: S
   readonly texts: ResourceTexts
-  readonly storage: ResourceStorage<R, T>
+  readonly storage: ResourceStorage<R>
   readonly example: Omit<R['item'], 'id'> & { id: number }
   /** The representation as events carry it: field by field, so a bigint id is a JSON integer. */
   json(item: R['item']): string
   fromCreate(body: Static<S['create']>): R['create']
-  fromReplace(body: Static<S['replace']>): R['replace']
-  fromPatch(body: Static<S['patch']>): R['changes']
+  /** A replace's or a patch's body as the store takes it: texts trimmed as declared, absent fields left out. */
+  fromBody(body: Static<S['replace']>): R['replace']
+  fromBody(body: Static<S['patch']>): R['changes']
   idempotencyFields(item: R['create']): CreateFields
   fromListQuery(query: Static<S['listQuery']>): R['query']
   /** The next page's query string after `limit` and `after`: the same filters (`&tag=…`), encoded. */
   filterQuery(query: R['query']): string
 }
 
+/** What a store's tables need of a resource: its collection names its table and keys its keys and chosen ids. */
+export type StoredResource = Pick<ResourceDefinition, 'collection' | 'storage'>
+
 export type RepositoriesOf<D extends readonly ResourceDefinition[]> = {
   readonly [X in D[number] as X['collection']]:
-  X extends ResourceDefinition<string, string, infer R, ResourceSchemas, ColumnsDeclaration> ? Repository<R> : never
+  X extends ResourceDefinition<string, string, infer R> ? Repository<R> : never
 }

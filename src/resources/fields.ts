@@ -131,11 +131,10 @@ export function defineResource<C extends string, N extends string, const F exten
   const entries = Object.entries(d.fields).map(([key, f]) => ({ key, column: columnOf(key), ...f }))
   const filters = entries.filter((f) => f.filter !== undefined)
   const schemas = schemasOf(d)
-  /** A body's fields as the store takes them: texts trimmed when declared so, absent ones left out. */
   const input = (body: Values): Values => Object.fromEntries(entries.filter(({ key }) => body[key] !== undefined)
     .map(({ key, trimmed }) => [key, trimmed === true && typeof body[key] === 'string' ? body[key].trim() : body[key]]))
   const stored = (item: Values): ColumnValues =>
-    Object.fromEntries(entries.map((f) => [f.column, toColumn(f.kind, item[f.key])])) as ColumnValues
+    Object.fromEntries(entries.map((f) => [f.column, toColumn(f.kind, item[f.key])]))
   // Loops rather than map and join: each runs for every row a response or an event carries.
   const json = (item: Values): string => {
     let out = `{"id":${String(item.id)}`
@@ -155,14 +154,12 @@ export function defineResource<C extends string, N extends string, const F exten
     },
     json,
     storage: {
-      table: d.collection,
       columns: Object.fromEntries(entries.map((f) => [f.column, { kind: f.kind, nullable: f.nullable === true }])),
       filters: filters.map(({ key, column, kind }) =>
         ({ column, value: (q: Values) => q[key] === undefined ? undefined : toColumn(kind, q[key]) })),
-      create: stored,
-      replace: stored,
+      values: stored,
       update: (current, changes: Values) => Object.fromEntries(entries.map(({ key, column, kind }) =>
-        [column, changes[key] === undefined ? current[column] ?? null : toColumn(kind, changes[key])])) as ColumnValues,
+        [column, changes[key] === undefined ? current[column] ?? null : toColumn(kind, changes[key])])),
       // Field by field in declaration order; responses follow their schemas' order whatever this object's is.
       item: ({ id, values, createdAt, updatedAt }) => {
         const item: Values = { id }
@@ -178,8 +175,7 @@ export function defineResource<C extends string, N extends string, const F exten
     },
     fromCreate: ({ id, ...body }: Values) =>
       ({ ...(id !== undefined && { id: BigInt(id as number) }), ...input(body) }),
-    fromReplace: input,
-    fromPatch: input,
+    fromBody: input,
     idempotencyFields: (item: Values) => [item.id as bigint | undefined,
       ...entries.map(({ key }) => item[key] === undefined ? undefined : String(item[key]))],
     fromListQuery: ({ limit = LIST_LIMIT_DEFAULT, after, ...query }: Values) =>

@@ -144,7 +144,7 @@ async function schemaIsCurrent (
   shared: pg.Pool, schema: string, resources: readonly ResourceDefinition[]
 ): Promise<boolean> {
   const tables = [
-    ...resources.map(({ storage }) => `to_regclass('${schema}.${storage.table}') IS NOT NULL`),
+    ...resources.map(({ collection }) => `to_regclass('${schema}.${collection}') IS NOT NULL`),
     // A tenant made by the release before has no write functions yet: migrating makes them.
     ...allWriteFunctions(resources, schema).map(({ name }) => `to_regproc('${name}') IS NOT NULL`)
   ]

@@ -1,6 +1,6 @@
 import { StoreOpenError } from '../lib/errors.js'
-import type { ColumnKind, ResourceStorage } from '../resources/definition.js'
-import { declaredColumns } from './row-values.js'
+import type { ColumnKind, ResourceStorage, StoredResource } from '../resources/definition.js'
+import { columnOf, declaredColumns } from './row-values.js'
 
 /** A column as the database describes it, its type in the store's own words; `defaulted`: inserts may omit it. */
 export interface FoundColumn { readonly type: string, readonly nullable: boolean, readonly defaulted: boolean }
@@ -15,27 +15,27 @@ export interface TableDialect {
 const nullability = (nullable: boolean): string => nullable ? 'nullable' : 'NOT NULL'
 
 export function columnSql (storage: ResourceStorage, name: string, { types }: TableDialect): string {
-  const { kind, nullable } = storage.columns[name] as ResourceStorage['columns'][string]
+  const { kind, nullable } = columnOf(storage, name)
   return `${name} ${types[kind]}${nullable ? '' : ' NOT NULL'}`
 }
 
 /** A filter's index: the id after the column, so a filtered page is a range scan. */
-export const filterIndexSql = ({ table }: ResourceStorage, column: string, { prefix, ifNotExists }: TableDialect) =>
+export const filterIndexSql = (table: string, column: string, { prefix, ifNotExists }: TableDialect): string =>
   `CREATE INDEX ${ifNotExists}${table}_${column}_id ON ${prefix}${table} (${column}, id)`
 
 /** The DDL adding the missing nullable columns (refused when not `apply`); other drift refuses the start, named. */
 export function reconcileTable (
-  storage: ResourceStorage, found: ReadonlyMap<string, FoundColumn>, dialect: TableDialect, apply: boolean
+  resource: StoredResource, found: ReadonlyMap<string, FoundColumn>, dialect: TableDialect, apply: boolean
 ): { statements: string[], added: string[] } {
-  const { table, columns } = storage
+  const { collection: table, storage } = resource
   const { types } = dialect
-  const names = declaredColumns(storage)
+  const names = declaredColumns(resource)
   const missing: string[] = []
   const refuse = (column: string, problem: string): never => {
     throw new StoreOpenError(`the table ${table} does not match its declaration: the column ${column} ${problem}`)
   }
   for (const name of names) {
-    const { kind, nullable } = columns[name] as ResourceStorage['columns'][string]
+    const { kind, nullable } = columnOf(storage, name)
     const declared = `${types[kind]} ${nullability(nullable)}`
     const have = found.get(name)
     if (have === undefined) {
@@ -60,7 +60,7 @@ export function reconcileTable (
     statements: [
       ...missing.map((name) => `${alter}${columnSql(storage, name, dialect)}`),
       ...storage.filters.filter(({ column }) => missing.includes(column))
-        .map(({ column }) => filterIndexSql(storage, column, dialect))
+        .map(({ column }) => filterIndexSql(table, column, dialect))
     ],
     added: missing.map((name) => `${table}.${name}`)
   }

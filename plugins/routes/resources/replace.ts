@@ -9,7 +9,7 @@ const replaceRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app
     body: resource.schemas.replace,
     notJson: 'The body is not JSON',
     write: async (repository, id, body, condition, origin) =>
-      await repository.replace(id, resource.fromReplace(body), condition, origin)
+      await repository.replace(id, resource.fromBody(body), condition, origin)
   })
 }
 

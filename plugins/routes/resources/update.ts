@@ -12,7 +12,7 @@ const updateRoute: FastifyPluginAsyncTypebox<ResourceRouteOptions> = async (app,
     // Only these routes read merge patches (plugins/app/requests.ts reads what `consumes` lists).
     consumes: [MERGE_PATCH, 'application/json'],
     write: async (repository, id, body, condition, origin) =>
-      await repository.update(id, resource.fromPatch(body), condition, origin)
+      await repository.update(id, resource.fromBody(body), condition, origin)
   })
 }
 

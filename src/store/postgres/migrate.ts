@@ -39,7 +39,7 @@ const CORE_TABLES = [
 /** Readiness: every table there, the newest step compatible; a newer contract step fails it, so balancers move off. */
 export function schemaProbeSql (schema: string | undefined, resources: readonly ResourceDefinition[]): string {
   const prefix = tablePrefix(schema)
-  const tables = [...CORE_TABLES, ...resources.map(({ storage }) => storage.table)]
+  const tables = [...CORE_TABLES, ...resources.map(({ collection }) => collection)]
     .map((table) => `to_regclass('${prefix}${table}') IS NOT NULL`)
   return `SELECT ${tables.join(' AND ')} AS tables, newest.version, newest.compatible_from
     FROM (SELECT version, compatible_from FROM ${prefix}plant_store_migrations

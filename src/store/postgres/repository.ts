@@ -1,19 +1,18 @@
 import type pg from 'pg'
 import { idsExhausted, idTaken, notFound } from '../../lib/errors.js'
 import type {
-  ColumnsDeclaration, ColumnValues, CreateResult, IfMatch, Repository, ResourceDefinition, ResourceSchemas,
-  ResourceTypes, StoredRow
+  ColumnValues, CreateResult, IfMatch, Repository, ResourceDefinition, ResourceTypes, StoredRow
 } from '../../resources/definition.js'
 import {
   buildEventMessage, eventPayloadAroundId, eventPayloadHead, eventType, newMessageId, resourceEvent
 } from '../../webhooks/events.js'
 import { createOnce, drawFreeId, writableRow } from '../rules.js'
-import { sameValues, valuesInOrder } from '../row-values.js'
-import { boundedQuery, inTransaction, statementRunner, type RunStatement } from './connection.js'
-import { tableStatements, type TableStatements } from './table-sql.js'
+import { filtersOf, sameValues, valuesInOrder } from '../row-values.js'
+import { boundedQuery, inTransaction, statementRunner } from './connection.js'
+import { tableStatements } from './table-sql.js'
 import { postgresEventMessageValues } from './webhook-sql.js'
 import type { EnqueueEvent } from './webhook-store.js'
-import { callSql, writeFunctions, type WriteFunction, type WriteFunctions } from './write-functions.js'
+import { callSql, writeFunctions, type WriteFunction } from './write-functions.js'
 import { writeBatch, type WriteBatch } from './write-batch.js'
 import type { EventOrigin } from '../../webhooks/origin.js'
 import type { IdempotencyKey } from '../../resources/idempotency.js'
@@ -34,8 +33,7 @@ export interface PostgresRepositoryContext {
 
 type Queryable = pg.Pool | pg.PoolClient
 
-type PostgresResource<R extends ResourceTypes, C extends ColumnsDeclaration> =
-  ResourceDefinition<string, string, R, ResourceSchemas, C>
+type PostgresResource<R extends ResourceTypes> = ResourceDefinition<string, string, R>
 
 /** A row as the driver reads it: int8 as bigint, float8 as number. */
 type Row = Record<string, unknown> & { id: bigint, created_at: bigint, updated_at: bigint }
@@ -53,44 +51,34 @@ function jsonAfterId (json: string, id: bigint): string | undefined {
   return json.startsWith(head) && (next === ',' || next === '}') ? json.slice(head.length) : undefined
 }
 
-interface Table<R extends ResourceTypes, C extends ColumnsDeclaration> {
-  resource: PostgresResource<R, C>
-  context: PostgresRepositoryContext
-  sql: TableStatements
-  run: RunStatement<Exclude<keyof TableStatements, 'list'>>
-  functions: WriteFunctions
-  names: ReadonlyArray<keyof C & string>
-  stored: (row: Row) => StoredRow<ColumnValues<C>>
-  toItem: (row: Row) => R['item']
-}
-
-function table<R extends ResourceTypes, C extends ColumnsDeclaration> (
-  resource: PostgresResource<R, C>, context: PostgresRepositoryContext
-): Table<R, C> {
-  const names = Object.keys(resource.storage.columns) as Array<keyof C & string>
+/** A resource's statements, write functions and row reading, made once. */
+function table<R extends ResourceTypes> (resource: PostgresResource<R>, context: PostgresRepositoryContext) {
+  const names = Object.keys(resource.storage.columns)
   const { list, ...fixed } = tableStatements(resource, context.schema)
-  const stored = (row: Row): StoredRow<ColumnValues<C>> => {
+  const stored = (row: Row): StoredRow<ColumnValues> => {
     const values: Record<string, unknown> = {}
     for (const name of names) values[name] = row[name]
     // The database enforced the declared kinds and nullability when the row was written.
-    const own = values as ColumnValues<C>
+    const own = values as ColumnValues
     return { id: row.id, values: own, createdAt: Number(row.created_at), updatedAt: Number(row.updated_at) }
   }
   return {
     resource,
     context,
-    sql: { list, ...fixed },
+    list,
     run: statementRunner(fixed),
     functions: writeFunctions(resource, context.schema),
     names,
     stored,
-    toItem: (row) => resource.storage.item(stored(row))
+    toItem: (row: Row): R['item'] => resource.storage.item(stored(row))
   }
 }
 
+type Table<R extends ResourceTypes> = ReturnType<typeof table<R>>
+
 /** A server-assigned id, drawn past the taken ones; past 2^53 - 1 `ids-exhausted`. */
 async function withGeneratedId<T> (
-  { run, resource }: Pick<Table<ResourceTypes, ColumnsDeclaration>, 'run'> & { resource: { title: string } },
+  { run, resource }: Pick<Table<ResourceTypes>, 'run'> & { resource: { title: string } },
   db: Queryable, attempt: () => Promise<T | undefined>
 ): Promise<T> {
   try {
@@ -101,10 +89,10 @@ async function withGeneratedId<T> (
   }
 }
 
-async function insertRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
-  t: Table<R, C>, db: Queryable, item: R['create'], now: number
+async function insertRow<R extends ResourceTypes> (
+  t: Table<R>, db: Queryable, item: R['create'], now: number
 ): Promise<Row> {
-  const values = valuesInOrder(t.names, t.resource.storage.create(item))
+  const values = valuesInOrder(t.names, t.resource.storage.values(item))
   if (item.id === undefined) {
     return await withGeneratedId(t, db, async () => (await t.run<Row>(db, 'insertGenerated', [...values, now])).rows[0])
   }
@@ -114,8 +102,8 @@ async function insertRow<R extends ResourceTypes, C extends ColumnsDeclaration> 
 }
 
 /** A keyed or chosen-id create: a transaction, with the key's lock, the replay rule and the event. */
-async function createInTransaction<R extends ResourceTypes, C extends ColumnsDeclaration> (
-  t: Table<R, C>, item: R['create'], key: IdempotencyKey | undefined, origin: EventOrigin | undefined,
+async function createInTransaction<R extends ResourceTypes> (
+  t: Table<R>, item: R['create'], key: IdempotencyKey | undefined, origin: EventOrigin | undefined,
   admit: (() => void) | undefined
 ): Promise<CreateResult<R['item']>> {
   const { run, resource, context } = t
@@ -141,12 +129,12 @@ async function createInTransaction<R extends ResourceTypes, C extends ColumnsDec
   return context.afterCommit(result, deliveries)
 }
 
-interface GeneratedCreate<C extends ColumnsDeclaration> { values: ColumnValues<C>, origin: EventOrigin | undefined }
+interface GeneratedCreate { values: ColumnValues, origin: EventOrigin | undefined }
 
 /** A batch's plain creates in one call: the row; undefined if its id was taken; 'alone' if the JSON is not id-first. */
-function generatedCreates<R extends ResourceTypes, C extends ColumnsDeclaration> (
-  t: Table<R, C>
-): WriteBatch<GeneratedCreate<C>, Written | undefined | 'alone'> {
+function generatedCreates<R extends ResourceTypes> (
+  t: Table<R>
+): WriteBatch<GeneratedCreate, Written | undefined | 'alone'> {
   const { resource, context } = t
   return writeBatch(async (writes) => {
     const now = Date.now()
@@ -170,32 +158,42 @@ function generatedCreates<R extends ResourceTypes, C extends ColumnsDeclaration>
   })
 }
 
-type Change<C extends ColumnsDeclaration> = (current: StoredRow<ColumnValues<C>>) => ColumnValues<C> | 'delete'
+type Change = (current: StoredRow<ColumnValues>) => ColumnValues | 'delete'
+
+/** What `change` makes of the row found, checked against If-Match; no event if it changes nothing (same ETag). */
+function plan<R extends ResourceTypes> (
+  t: Table<R>, id: bigint, found: Row | undefined, change: Change, ifMatch: IfMatch | undefined,
+  origin: EventOrigin | undefined, now: number
+) {
+  const { resource } = t
+  const current = t.stored(writableRow(resource, id, found, ifMatch, t.toItem))
+  const next = change(current)
+  if (next !== 'delete' && sameValues(t.names, next, current.values)) {
+    return { current, next, written: current, result: resource.storage.item(current), event: undefined }
+  }
+  // updated_at strictly increases, so the ETag changes with every write.
+  const written = next === 'delete'
+    ? current
+    : { ...current, values: next, updatedAt: Math.max(now, current.updatedAt + 1) }
+  const result = resource.storage.item(written)
+  const event = resourceEvent(resource, next === 'delete' ? 'deleted' : 'updated', result, now, origin)
+  return { current, next, written, result, event }
+}
 
 /** How often a write of a row as read meets the row changed since, before it locks the row instead. */
 const READ_ATTEMPTS = 3
 
-/**
- * A replace, update or delete written with its event only if the row is still as read: a held lock's effect,
- * with no transaction open between two round trips. A row that keeps changing is locked instead.
- */
-async function writeRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
-  t: Table<R, C>, id: bigint, change: Change<C>, ifMatch: IfMatch | undefined, origin: EventOrigin | undefined
+/** A replace, update or delete with its event only if the row is still as read: a lock's effect, no transaction. */
+async function writeRow<R extends ResourceTypes> (
+  t: Table<R>, id: bigint, change: Change, ifMatch: IfMatch | undefined, origin: EventOrigin | undefined
 ): Promise<R['item']> {
   const { resource, context, run, functions } = t
   for (let attempt = 0; attempt < READ_ATTEMPTS; attempt++) {
     const now = Date.now()
     const { rows: [found] } = await run<Row>(context.pool, 'get', [id])
-    const current = t.stored(writableRow(resource, id, found, ifMatch, t.toItem))
-    const next = change(current)
-    if (next !== 'delete' && sameValues(t.names, next, current.values)) return resource.storage.item(current)
-    // updated_at strictly increases, so the ETag changes with every write.
-    const written = next === 'delete'
-      ? current
-      : { ...current, values: next, updatedAt: Math.max(now, current.updatedAt + 1) }
-    const result = resource.storage.item(written)
-    const message = buildEventMessage(
-      resourceEvent(resource, next === 'delete' ? 'deleted' : 'updated', result, now, origin), now)
+    const { current, next, written, result, event: occurred } = plan(t, id, found, change, ifMatch, origin, now)
+    if (occurred === undefined) return result
+    const message = buildEventMessage(occurred, now)
     // Arrays of one: the functions take a batch's writes.
     const read = [[id], [current.createdAt], [current.updatedAt], ...t.names.map((name) => [current.values[name]])]
     const event = [[message.messageId], message.type, [message.payload], now, [message.requestId],
@@ -209,25 +207,16 @@ async function writeRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
 }
 
 /** writeRow with the row locked, then written with its event in one statement, in one transaction. */
-async function lockedWriteRow<R extends ResourceTypes, C extends ColumnsDeclaration> (
-  t: Table<R, C>, id: bigint, change: Change<C>, ifMatch: IfMatch | undefined, origin: EventOrigin | undefined
+async function lockedWriteRow<R extends ResourceTypes> (
+  t: Table<R>, id: bigint, change: Change, ifMatch: IfMatch | undefined, origin: EventOrigin | undefined
 ): Promise<R['item']> {
-  const { resource, context, run } = t
+  const { context, run } = t
   const now = Date.now()
   let deliveries = 0
   const item = await inTransaction(context.pool, async (client) => {
     const { rows: [locked] } = await run<Row>(client, 'lockRow', [id])
-    const current = t.stored(writableRow(resource, id, locked, ifMatch, t.toItem))
-    const next = change(current)
-    if (next !== 'delete' && Object.keys(next).every((name) => next[name] === current.values[name])) {
-      return resource.storage.item(current)
-    }
-    // updated_at strictly increases, so the ETag changes with every write.
-    const written = next === 'delete'
-      ? current
-      : { ...current, values: next, updatedAt: Math.max(now, current.updatedAt + 1) }
-    const result = resource.storage.item(written)
-    const event = resourceEvent(resource, next === 'delete' ? 'deleted' : 'updated', result, now, origin)
+    const { next, written, result, event } = plan(t, id, locked, change, ifMatch, origin, now)
+    if (event === undefined) return result
     const eventValues = postgresEventMessageValues(event, now, context.claimNotify(now))
     const { rows: [row] } = next === 'delete'
       ? await run<Written>(client, 'delete', [id, ...eventValues])
@@ -239,8 +228,8 @@ async function lockedWriteRow<R extends ResourceTypes, C extends ColumnsDeclarat
 }
 
 /** A batch's deletes without If-Match, rows and events (row-json.ts) in one call; undefined for a row not there. */
-function deletesInOneCall<R extends ResourceTypes, C extends ColumnsDeclaration> (
-  t: Table<R, C>, fn: WriteFunction
+function deletesInOneCall<R extends ResourceTypes> (
+  t: Table<R>, fn: WriteFunction
 ): WriteBatch<{ id: bigint, origin: EventOrigin | undefined }, Written | undefined> {
   const { resource, context } = t
   return writeBatch(async (writes) => {
@@ -258,8 +247,8 @@ function deletesInOneCall<R extends ResourceTypes, C extends ColumnsDeclaration>
 }
 
 /** Every resource's repository on PostgreSQL, from its storage declaration. */
-export function createPostgresRepository<R extends ResourceTypes, C extends ColumnsDeclaration> (
-  resource: PostgresResource<R, C>, context: PostgresRepositoryContext
+export function createPostgresRepository<R extends ResourceTypes> (
+  resource: PostgresResource<R>, context: PostgresRepositoryContext
 ): Repository<R> {
   const t = table(resource, context)
   const { pool, guard } = context
@@ -268,12 +257,9 @@ export function createPostgresRepository<R extends ResourceTypes, C extends Colu
   const deletes = t.functions.delete === undefined ? undefined : deletesInOneCall(t, t.functions.delete)
   return {
     async list (query) {
-      const filters = storage.filters.flatMap((filter) => {
-        const value = filter.value(query)
-        return value === undefined ? [] : [{ column: filter.column, value }]
-      })
-      const { rows } = await guard(async () => await pool.query<Row>(t.sql.list(filters.map(({ column }) => column)),
-        [query.after ?? 0n, query.limit + 1, ...filters.map(({ value }) => value)]))
+      const { columns, values } = filtersOf(storage, query)
+      const { rows } = await guard(async () =>
+        await pool.query<Row>(t.list(columns), [query.after ?? 0n, query.limit + 1, ...values]))
       return { items: rows.slice(0, query.limit).map(t.toItem), hasMore: rows.length > query.limit }
     },
     async get (id) {
@@ -286,7 +272,7 @@ export function createPostgresRepository<R extends ResourceTypes, C extends Colu
       }
       // Without a key nothing can be replayed: admit before the one-call create.
       admit?.()
-      const write = { values: storage.create(item), origin }
+      const write = { values: storage.values(item), origin }
       return await guard(async () => {
         const row = await withGeneratedId(t, pool, async () => await creates.submit(write))
         if (row === 'alone') return await createInTransaction(t, item, key, origin, undefined)
@@ -294,7 +280,7 @@ export function createPostgresRepository<R extends ResourceTypes, C extends Colu
       })
     },
     replace: async (id, item, ifMatch, origin) =>
-      await guard(async () => await writeRow(t, id, () => storage.replace(item), ifMatch, origin)),
+      await guard(async () => await writeRow(t, id, () => storage.values(item), ifMatch, origin)),
     update: async (id, changes, ifMatch, origin) =>
       await guard(async () =>
         await writeRow(t, id, (current) => storage.update(current.values, changes), ifMatch, origin)),

@@ -3,7 +3,7 @@ import type {
   ColumnKind, ColumnValue, ColumnValues, ResourceDefinition, StoredRow
 } from '../../resources/definition.js'
 import { isoTime } from '../iso-time.js'
-import { declaredColumns } from '../row-values.js'
+import { columnOf, declaredColumns } from '../row-values.js'
 
 // A row's event data as SQL for the one-statement delete: the JSON of a row of markers, the values filled in by
 // SQL as JavaScript writes them. A resource whose JSON cannot be made so has its deletes lock the row first.
@@ -37,8 +37,8 @@ function written (value: Value, row: Row): string {
 function shape (resource: ResourceDefinition, nulls: ReadonlySet<string>): Part[] | undefined {
   const values: Record<string, ColumnValue> = {}
   const slots: Array<{ mark: string, value: Value }> = [{ mark: String(MARK_ID), value: { of: 'id' } }]
-  for (const [i, name] of declaredColumns(resource.storage).entries()) {
-    const { kind } = resource.storage.columns[name] as { kind: ColumnKind }
+  for (const [i, name] of declaredColumns(resource).entries()) {
+    const { kind } = columnOf(resource.storage, name)
     if (kind === 'real') return undefined
     if (nulls.has(name)) {
       values[name] = null
@@ -71,8 +71,8 @@ function samples (resource: ResourceDefinition, nulls: ReadonlySet<string>): Arr
   const texts = ['a "quoted" \\ back\nslash\t\u0001 é 😀 \u2028', 'plain']
   return texts.map((text, i) => {
     const values: Record<string, ColumnValue> = {}
-    for (const name of declaredColumns(resource.storage)) {
-      const { kind } = resource.storage.columns[name] as { kind: ColumnKind }
+    for (const name of declaredColumns(resource)) {
+      const { kind } = columnOf(resource.storage, name)
       // Past 2^53 an integer a resource turns into a number would be rounded in JavaScript, never in SQL.
       values[name] = nulls.has(name) ? null : kind === 'text' ? `${text}${name}` : i === 0 ? -42n : 2n ** 60n + 1n
     }
@@ -102,8 +102,7 @@ const concatSql = (parts: readonly Part[], alias: string): string =>
 
 /** Row `alias`'s event data (the resource's JSON of it), or undefined when SQL cannot make it (see above). */
 export function rowJsonSql (resource: ResourceDefinition, alias: string): string | undefined {
-  const nullable = declaredColumns(resource.storage)
-    .filter((name) => (resource.storage.columns[name] as { nullable: boolean }).nullable)
+  const nullable = declaredColumns(resource).filter((name) => columnOf(resource.storage, name).nullable)
   if (nullable.length > MAX_NULLABLE) return undefined
   const branches: string[] = []
   for (const nulls of nullSets(nullable)) {

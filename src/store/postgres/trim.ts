@@ -1,7 +1,8 @@
 import type pg from 'pg'
 import type { StorageLimits } from '../trim.js'
 import { inTransaction, tablePrefix } from './connection.js'
-import { chosenTrimSql, type StoredResource } from './table-sql.js'
+import type { StoredResource } from '../../resources/definition.js'
+import { chosenTrimSql } from './table-sql.js'
 
 /** Deletes the oldest rows past `limits` in one transaction (see src/store/sqlite/trim.ts). */
 export function postgresTrim (

@@ -1,9 +1,9 @@
 import pg from 'pg'
 import { sha256 } from '../../lib/digest.js'
-import type { ColumnKind, ResourceDefinition } from '../../resources/definition.js'
+import type { ResourceDefinition, StoredResource } from '../../resources/definition.js'
 import { tablePrefix } from './connection.js'
 import { rowJsonSql } from './row-json.js'
-import { checkedNames, SQL_TYPES, type StoredResource } from './table-sql.js'
+import { checkedNames, sqlTypeOf } from './table-sql.js'
 import { WEBHOOK_CHANNEL } from './webhook-sql.js'
 
 // A batch's writes in one call of a function: planned once a session, yet safe behind a transaction pooler.
@@ -28,15 +28,7 @@ export interface WriteFunctions {
 }
 
 /** The positions of the event's arguments (those of each write `[ps_k]`-indexed). */
-interface EventArguments {
-  message: number
-  type: number
-  subject: number
-  now: number
-  request: number
-  trace: number
-  notify: number
-}
+type EventArguments = Record<'message' | 'type' | 'subject' | 'now' | 'request' | 'trace' | 'notify', number>
 
 /** Each `write` and its event, if subscribed; `ps_` variables, as with use_column a column would hide them. */
 function batchBody (
@@ -76,9 +68,8 @@ function defined (
   body: (label: string) => string
 ): WriteFunction {
   const names = checkedNames(resource)
-  const sqlType = (name: string): string =>
-    SQL_TYPES[(resource.storage.columns[name] as { kind: ColumnKind }).kind]
-  const returns = `TABLE (ordinal integer, id bigint, ${names.map((name) => `${name} ${sqlType(name)}, `).join('')}` +
+  const returns = 'TABLE (ordinal integer, id bigint, ' +
+    `${names.map((name) => `${name} ${sqlTypeOf(resource, name)}, `).join('')}` +
     'created_at bigint, updated_at bigint, deliveries integer)'
   // The digest covers everything but the name, so the label in the body is a placeholder.
   const definition = (label: string): string => `(${types.join(', ')}) RETURNS ${returns}
@@ -86,7 +77,7 @@ LANGUAGE plpgsql AS $plant_store$
 #variable_conflict use_column
 ${body(label)}
 $plant_store$`
-  const label = `ps_${op}_${resource.storage.table.slice(0, 24)}_${sha256(definition('_'), 'hex').slice(0, 16)}`
+  const label = `ps_${op}_${resource.collection.slice(0, 24)}_${sha256(definition('_'), 'hex').slice(0, 16)}`
   const name = `${tablePrefix(schema)}${label}`
   return { name, types, ddl: `CREATE FUNCTION ${name} ${definition(label)}` }
 }
@@ -95,10 +86,10 @@ export function writeFunctions (resource: ResourceDefinition, schema: string | u
   const names = checkedNames(resource)
   const n = names.length
   const t = tablePrefix(schema)
-  const table = `${t}${resource.storage.table}`
+  const table = `${t}${resource.collection}`
   const columns = ['id', ...names, 'created_at', 'updated_at']
   const returning = `RETURNING ${columns.map((column) => `w.${column}`).join(', ')} INTO ${columns.join(', ')};`
-  const own = names.map((name) => `${SQL_TYPES[(resource.storage.columns[name] as { kind: ColumnKind }).kind]}[]`)
+  const own = names.map((name) => `${sqlTypeOf(resource, name)}[]`)
   const e = n + 2
   const create = defined(schema, 'create', resource,
     [...own, 'bigint', 'text[]', 'text', 'text', 'text[]', 'text[]', 'text[]', 'boolean', 'text'], (label) =>

@@ -39,8 +39,8 @@ function verify (file: string, what: string): BackupResult {
     const problem = identityProblem(readIdentity(db))
     if (problem !== undefined) throw new BackupError(problem)
     return {
-      contents: RESOURCES.map(({ collection, name, storage }) =>
-        countOf(Number(opened.prepare(`SELECT count(*) FROM ${storage.table}`).pluck().get()), name, collection)
+      contents: RESOURCES.map(({ collection, name }) =>
+        countOf(Number(opened.prepare(`SELECT count(*) FROM ${collection}`).pluck().get()), name, collection)
       ).join(', '),
       pages: Number(db.pragma('page_count', { simple: true }))
     }

@@ -1,11 +1,10 @@
 import type Database from 'better-sqlite3'
 import type {
-  ColumnsDeclaration, ColumnValue, ColumnValues, CreateResult, IfMatch, Repository, ResourceDefinition,
-  ResourceSchemas, ResourceTypes, StoredRow
+  ColumnValue, ColumnValues, CreateResult, IfMatch, Repository, ResourceDefinition, ResourceTypes, StoredRow
 } from '../../resources/definition.js'
 import { resourceEvent, type ResourceChange } from '../../webhooks/events.js'
 import {
-  decodeRowValues, declaredColumns, encodeRowValues, sameValues, valuesAt, valuesInOrder
+  decodeRowValues, declaredColumns, encodeRowValues, filtersOf, sameValues, valuesAt, valuesInOrder
 } from '../row-values.js'
 import { createOnce, settled, writableRow } from '../rules.js'
 import { boundLimit } from './connection.js'
@@ -24,8 +23,7 @@ export interface SqliteRepositoryContext {
   outbox: SqliteOutbox
 }
 
-type Definition<R extends ResourceTypes, T extends ColumnsDeclaration> =
-  ResourceDefinition<string, string, R, ResourceSchemas, T>
+type Definition<R extends ResourceTypes> = ResourceDefinition<string, string, R>
 
 interface KeyRow { fingerprint: string, id: bigint, row_values: string, created_at: bigint, updated_at: bigint }
 
@@ -68,26 +66,26 @@ function statementsOf (db: Database.Database, table: string, names: readonly str
 }
 
 /** The transactions of a resource's writes, each with its event. */
-function writesOf<R extends ResourceTypes, T extends ColumnsDeclaration> (
-  definition: Definition<R, T>, { db, outbox }: SqliteRepositoryContext
+function writesOf<R extends ResourceTypes> (
+  definition: Definition<R>, { db, outbox }: SqliteRepositoryContext
 ) {
   const { storage, collection } = definition
-  const names = declaredColumns(storage)
-  const statements = statementsOf(db, storage.table, names)
-  const draw = sqliteIdDrawer(db, { table: storage.table, resource: collection }, definition)
-  const stored = (row: RawRow): StoredRow<ColumnValues<T>> => ({
+  const names = declaredColumns(definition)
+  const statements = statementsOf(db, collection, names)
+  const draw = sqliteIdDrawer(db, { table: collection, resource: collection }, definition)
+  const stored = (row: RawRow): StoredRow<ColumnValues> => ({
     id: row[0] as bigint,
-    values: valuesAt<T>(names, row, 1),
+    values: valuesAt(names, row, 1),
     createdAt: Number(row[names.length + 1]),
     updatedAt: Number(row[names.length + 2])
   })
-  const storedOrNot = (row: RawRow | undefined): StoredRow<ColumnValues<T>> | undefined =>
+  const storedOrNot = (row: RawRow | undefined): StoredRow<ColumnValues> | undefined =>
     row === undefined ? undefined : stored(row)
   const emit = (change: ResourceChange, item: R['item'], now: number, origin: EventOrigin | undefined): R['item'] => {
     outbox.emit(resourceEvent(definition, change, item, now, origin), now)
     return item
   }
-  const current = (id: bigint, ifMatch: IfMatch | undefined): StoredRow<ColumnValues<T>> =>
+  const current = (id: bigint, ifMatch: IfMatch | undefined): StoredRow<ColumnValues> =>
     writableRow(definition, id, storedOrNot(statements.read.get(id)), ifMatch, (row) => storage.item(row))
   const remembered = (key: KeyRow): R['item'] => storage.item({
     id: key.id,
@@ -99,7 +97,7 @@ function writesOf<R extends ResourceTypes, T extends ColumnsDeclaration> (
     item: R['create'], key: IdempotencyKey | undefined, origin: EventOrigin | undefined, admit: (() => void) | undefined
   ): CreateResult<R['item']> => {
     const now = Date.now()
-    const values = valuesInOrder(names, storage.create(item))
+    const values = valuesInOrder(names, storage.values(item))
     return settled(createOnce(key, now, {
       findKey: ({ scope, key }, cutoff) => statements.findKey.get(collection, scope, key, cutoff),
       remembered,
@@ -110,7 +108,7 @@ function writesOf<R extends ResourceTypes, T extends ColumnsDeclaration> (
       created: (row) => emit('created', storage.item(row), now, origin)
     }, admit))
   }
-  type Next = (current: ColumnValues<T>) => ColumnValues<T>
+  type Next = (current: ColumnValues) => ColumnValues
   const change = (id: bigint, next: Next, ifMatch: IfMatch | undefined, origin: EventOrigin | undefined): R['item'] => {
     const row = current(id, ifMatch)
     const values = next(row.values)
@@ -132,24 +130,17 @@ function writesOf<R extends ResourceTypes, T extends ColumnsDeclaration> (
 }
 
 /** A resource's repository on SQLite, from its declaration (src/resource.ts, ResourceStorage). */
-export function createSqliteRepository<R extends ResourceTypes, T extends ColumnsDeclaration> (
-  definition: Definition<R, T>, context: SqliteRepositoryContext
+export function createSqliteRepository<R extends ResourceTypes> (
+  definition: Definition<R>, context: SqliteRepositoryContext
 ): Repository<R> {
   const { write, read } = context
   const { storage } = definition
   const { statements, stored, create, change, remove } = writesOf(definition, context)
   return {
     async list (query) {
-      const filters: string[] = []
-      const values: ColumnValue[] = []
-      for (const filter of storage.filters) {
-        const value = filter.value(query)
-        if (value === undefined) continue
-        filters.push(filter.column)
-        values.push(value)
-      }
+      const { columns, values } = filtersOf(storage, query)
       return await read(() => {
-        const rows = statements.list(filters).all(...values, query.after ?? 0n, query.limit + 1)
+        const rows = statements.list(columns).all(...values, query.after ?? 0n, query.limit + 1)
         const items: Array<R['item']> = []
         for (let i = 0; i < rows.length && i < query.limit; i++) items.push(storage.item(stored(rows[i] as RawRow)))
         return { items, hasMore: rows.length > query.limit }
@@ -163,7 +154,7 @@ export function createSqliteRepository<R extends ResourceTypes, T extends Column
     },
     // Not async: the group commit's promise is the answer, without one more around it.
     create: (item, key, origin, admit) => write(() => create(item, key, origin, admit)),
-    replace: (id, item, ifMatch, origin) => write(() => change(id, () => storage.replace(item), ifMatch, origin)),
+    replace: (id, item, ifMatch, origin) => write(() => change(id, () => storage.values(item), ifMatch, origin)),
     update: (id, changes, ifMatch, origin) =>
       write(() => change(id, (values) => storage.update(values, changes), ifMatch, origin)),
     delete: (id, ifMatch, origin) => write(() => remove(id, ifMatch, origin))

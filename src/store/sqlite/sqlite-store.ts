@@ -199,7 +199,7 @@ export function createSqliteStore<D extends readonly ResourceDefinition[] = Serv
   let migration
   try {
     migration = migrateSqlite(connection, options.filename, apply)
-    const added = resources.flatMap(({ storage }) => ensureSqliteTable(connection, storage, apply))
+    const added = resources.flatMap((resource) => ensureSqliteTable(connection, resource, apply))
     if (added.length > 0) migration = { ...migration, addedColumns: added }
   } catch (err) {
     connection.close()
@@ -216,7 +216,7 @@ export function createSqliteStore<D extends readonly ResourceDefinition[] = Serv
     })
     : undefined
   const context: SqliteRepositoryContext = { db, write: (run) => writes.enqueue(run), read, outbox }
-  const sequences = resources.map(({ storage, collection }) => ({ table: storage.table, resource: collection }))
+  const sequences = resources.map(({ collection }) => ({ table: collection, resource: collection }))
   const trim = sqliteTrim(db, sequences)
   // Keyed by collection, as RepositoriesOf<D> says: the one map TypeScript cannot follow.
   const repositories = Object.fromEntries(
