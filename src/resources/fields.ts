@@ -7,6 +7,7 @@ import { int64IdSchema, int64StringSchema } from '../schemas/int64.js'
 import { cursorSchema, LIST_LIMIT_DEFAULT, listLimitSchema } from '../schemas/paging.js'
 import { ref } from '../schemas/ref.js'
 import { STORABLE_TEXT, STORABLE_TEXT_RULE, trimmedTextSchema } from '../schemas/text.js'
+import { TIME_EXAMPLE, timeSchema } from '../schemas/time.js'
 import { isoTime } from '../store/iso-time.js'
 
 /** One field: its schemas, column (its name in snake case), row mapping, JSON and ETag follow from it. */
@@ -55,7 +56,6 @@ interface FieldsResource<C extends string, N extends string, F extends FieldsDec
 }
 
 type Values = Record<string, unknown>
-const TIME_EXAMPLE = '2026-01-02T03:04:05.678Z'
 
 const columnOf = (field: string): string => field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
 const toColumn = (kind: ColumnKind, value: unknown): ColumnValue =>
@@ -89,12 +89,11 @@ ResourceSchemas {
     [key, f.nullable === true || use === 'patch' ? Type.Optional(fieldSchema(f, use)) : fieldSchema(f, use)]))
   const written = Object.fromEntries(entries.map(([key, f]) => [key, f.example]))
   const example = { id: 1, ...written, createdAt: TIME_EXAMPLE, updatedAt: TIME_EXAMPLE }
-  const time = (description: string) => Type.String({ format: 'date-time', description, examples: [TIME_EXAMPLE] })
   const representation = Type.Object({
     id: int64IdSchema(`The ${name} identifier (signed 64-bit)`),
     ...object('representation'),
-    createdAt: time(`When the ${name} was created; never changes`),
-    updatedAt: time(`When the ${name} was last changed; changes on every write`)
+    createdAt: timeSchema(`When the ${name} was created; never changes`),
+    updatedAt: timeSchema(`When the ${name} was last changed; changes on every write`)
   }, { $id: title, additionalProperties: false, description: `A ${name}`, examples: [example] })
   const given = `The id to give the ${name} (optional; the store assigns the next one when absent). ` +
     'A positive integer of at most 2^53 - 1, so that JSON carries it exactly, written as an integer ' +

@@ -3,7 +3,8 @@ import type { WebhookEventType } from '../webhooks/events.js'
 import { int64IdSchema, int64StringSchema } from './int64.js'
 import { cursorSchema, listLimitSchema } from './paging.js'
 import { ref } from './ref.js'
-import { eventTypeSchema, PAYLOAD_EXAMPLE, TIME_EXAMPLE } from './webhook.js'
+import { TIME_EXAMPLE, timeSchema } from './time.js'
+import { eventTypeSchema, PAYLOAD_EXAMPLE } from './webhook.js'
 
 const DELIVERY_EXAMPLE = {
   id: 7,
@@ -16,8 +17,6 @@ const DELIVERY_EXAMPLE = {
   nextAttemptAt: '2026-01-02T03:04:10.678Z',
   createdAt: TIME_EXAMPLE
 }
-
-const timeSchema = (description: string) => Type.String({ format: 'date-time', description, examples: [TIME_EXAMPLE] })
 
 const statusSchema = (description: string, example: string) =>
   Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed')], {

@@ -8,15 +8,15 @@ import {
 import { signatureHeader } from '../webhooks/signing.js'
 import { ref } from './ref.js'
 import { SECRET_EXAMPLE } from './webhook.js'
+import { TIME_EXAMPLE, timeSchema } from './time.js'
 
 // What receivers get, in the OpenAPI `webhooks` section: each example is a real, verifiable delivery.
 
 const EXAMPLE_MESSAGE_ID = 'msg_2KWPBgLlAfxdpx2AI54pPJ'
-const EXAMPLE_TIME = '2026-01-02T03:04:05.678Z'
-const EXAMPLE_SECONDS = Math.floor(Date.parse(EXAMPLE_TIME) / 1000)
+const EXAMPLE_SECONDS = Math.floor(Date.parse(TIME_EXAMPLE) / 1000)
 
 const examplePayload = (type: WebhookEventType, resource: ResourceDefinition): string =>
-  eventPayload(type, resource.json({ ...resource.example, id: BigInt(resource.example.id) }), Date.parse(EXAMPLE_TIME))
+  eventPayload(type, resource.json({ ...resource.example, id: BigInt(resource.example.id) }), Date.parse(TIME_EXAMPLE))
 
 const testEventData = (): TObject => Type.Object(
   { subscriptionId: Type.Integer({ description: 'The subscription tested' }) },
@@ -62,7 +62,7 @@ const sentEvents = (resources: readonly ResourceDefinition[]): readonly SentEven
     schema: 'WebhookTestEvent',
     what: TEST_EVENT_DESCRIPTION,
     data: testEventData,
-    example: testEventPayload(1n, Date.parse(EXAMPLE_TIME)),
+    example: testEventPayload(1n, Date.parse(TIME_EXAMPLE)),
     sentTo: 'The service POSTs it when `POST /webhooks/{id}/test` asks, to that subscription only, enabled or not',
     failed: 'Not acknowledged: `POST /webhooks/{id}/test` answers with this outcome; nothing is stored or retried'
   }
@@ -71,7 +71,7 @@ const sentEvents = (resources: readonly ResourceDefinition[]): readonly SentEven
 const eventSchema = ({ type, schema, what, data, example }: SentEvent): TObject => Type.Object(
   {
     type: Type.Literal(type, { description: 'The event type', examples: [type] }),
-    timestamp: Type.String({ format: 'date-time', description: 'When the change happened', examples: [EXAMPLE_TIME] }),
+    timestamp: timeSchema('When the change happened'),
     data: data()
   },
   {

@@ -6,9 +6,9 @@ import { int64IdSchema, int64StringSchema } from './int64.js'
 import { cursorSchema, listLimitSchema } from './paging.js'
 import { STORABLE_TEXT, STORABLE_TEXT_RULE } from './text.js'
 import { ref } from './ref.js'
+import { TIME_EXAMPLE, timeSchema } from './time.js'
 
 const URL_EXAMPLE = 'https://receiver.example.com/hooks'
-export const TIME_EXAMPLE = '2026-01-02T03:04:05.678Z'
 export const PAYLOAD_EXAMPLE = '{"type":"plant.created","timestamp":"2026-01-02T03:04:05.678Z","data":' +
   '{"id":1,"name":"Monstera","createdAt":"2026-01-02T03:04:05.678Z","updatedAt":"2026-01-02T03:04:05.678Z"}}'
 export const SECRET_EXAMPLE = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw3R4L2fO8s6k='
@@ -88,16 +88,8 @@ const webhookProperties = (types: readonly WebhookEventType[]) => ({
       'Paused: the token that owns it lacks the scope plants:read, which its events need; enabling it needs that scope'
     ]
   })),
-  createdAt: Type.String({
-    format: 'date-time',
-    description: 'When the subscription was created; never changes',
-    examples: [TIME_EXAMPLE]
-  }),
-  updatedAt: Type.String({
-    format: 'date-time',
-    description: 'When the subscription was last changed',
-    examples: [TIME_EXAMPLE]
-  })
+  createdAt: timeSchema('When the subscription was created; never changes'),
+  updatedAt: timeSchema('When the subscription was last changed')
 })
 
 function subscriptionSchemas (types: readonly WebhookEventType[]) {
@@ -192,11 +184,7 @@ export const WebhookListQuerySchema = Type.Object({
 }, { additionalProperties: false })
 
 export const RecoverWebhookSchema = Type.Object({
-  since: Type.String({
-    format: 'date-time',
-    description: 'Re-queue the failed deliveries created at this time (RFC 3339) or later',
-    examples: [TIME_EXAMPLE]
-  })
+  since: timeSchema('Re-queue the failed deliveries created at this time (RFC 3339) or later')
 }, {
   $id: 'RecoverWebhook',
   additionalProperties: false,
@@ -225,7 +213,7 @@ const TEST_EXAMPLE = {
 export const WebhookTestResultSchema = Type.Object({
   webhookId: Type.String({ description: "The test event's `webhook-id`", examples: [TEST_EXAMPLE.webhookId] }),
   succeeded: Type.Boolean({ description: 'The receiver answered 2xx', examples: [true] }),
-  at: Type.String({ format: 'date-time', description: 'When it was sent', examples: [TIME_EXAMPLE] }),
+  at: timeSchema('When it was sent'),
   durationMs: Type.Integer({ format: 'int32', minimum: 0, description: 'How long the attempt took', examples: [41] }),
   statusCode: Type.Optional(Type.Integer({
     format: 'int32', description: "The receiver's status code, when it answered", examples: [204]

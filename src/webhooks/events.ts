@@ -72,7 +72,7 @@ export function resourceEvent<T extends { id: bigint }> (
 }
 
 /** An outbox row, the same on every store: the exact bytes every attempt sends and signs. */
-export interface EventMessage {
+interface EventMessage {
   requestId: string | null
   traceparent: string | null
   /** The `webhook-id`: the same on every attempt and for every subscription. */

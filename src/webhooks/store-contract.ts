@@ -87,7 +87,7 @@ export interface DeliveryPage {
   hasMore: boolean
 }
 
-export type RetryResult =
+type RetryResult =
   | { status: 'ok', delivery: WebhookDelivery }
   | { status: 'not-found' }
   | { status: 'subscription-disabled' }

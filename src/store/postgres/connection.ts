@@ -21,7 +21,7 @@ export const tablePrefix = (schema: string | undefined): string => schema === un
 
 type Queryable = pg.Pool | pg.PoolClient | pg.ClientBase
 
-export type RunStatement<S extends string> = <R extends pg.QueryResultRow = pg.QueryResultRow>(
+type RunStatement<S extends string> = <R extends pg.QueryResultRow = pg.QueryResultRow>(
   db: Queryable, statement: S, values?: unknown[]) => Promise<pg.QueryResult<R>>
 
 /** Unnamed statements: a transaction pooler (PgBouncer) hands the session of a named one to other clients. */

@@ -6,7 +6,7 @@ import { MAX_ASSIGNED_ID } from '../contract.js'
 import { tablePrefix } from './connection.js'
 import { writeWithEventSql } from './webhook-sql.js'
 
-export const SQL_TYPES: Readonly<Record<ColumnKind, string>> = {
+const SQL_TYPES: Readonly<Record<ColumnKind, string>> = {
   text: 'text', integer: 'bigint', real: 'double precision'
 }
 
@@ -108,8 +108,6 @@ export function tableStatements (resource: StoredResource, schema: string | unde
       SELECT resource, scope, key FROM ${keys} WHERE created_at <= $1 LIMIT 100 FOR UPDATE SKIP LOCKED)`
   } as const
 }
-
-export type TableStatements = ReturnType<typeof tableStatements>
 
 /** A resource's table: ids within 1..2^53 - 1 from an identity sequence that never hands one out twice. */
 export function createTableSql (resource: StoredResource, schema: string | undefined): string {

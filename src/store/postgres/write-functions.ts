@@ -16,7 +16,7 @@ export interface WriteFunction {
   ddl: string
 }
 
-export interface WriteFunctions {
+interface WriteFunctions {
   /** Values, now, message ids, type, before, request ids, traceparents, afters, notify, subject type. */
   create: WriteFunction
   /** Ids, message ids, type, payload before the data, now, request ids, traceparents, notify, subject type. */

@@ -5,7 +5,7 @@ import { plantJson } from '../../resources/plants.js'
 import { eventPayload, type WebhookEventType } from '../../webhooks/events.js'
 
 /** SQL, or for a step SQL cannot say exactly, a function run in the migration's transaction. */
-export type Migration = string | ((db: Database.Database) => void)
+type Migration = string | ((db: Database.Database) => void)
 
 /** 10: an event row holds its subject and payload, made by the code that made it at fan-out: the same bytes. */
 function outboxRowsHoldTheirPayload (db: Database.Database): void {
