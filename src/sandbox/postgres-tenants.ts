@@ -1,8 +1,7 @@
 import pg from 'pg'
 import { sha256 } from '../lib/digest.js'
 import {
-  inTransaction, isConnectionError, parsePostgresUrl, poolStats, postgresFailure, queryTimeout, settledPool,
-  survivingDisconnects, tablePrefix
+  inTransaction, isConnectionError, parsePostgresUrl, poolStats, postgresFailure, settledPool, tablePrefix
 } from '../store/postgres/connection.js'
 import { migrations } from '../store/postgres/migrations.js'
 import { createTableSql } from '../store/postgres/table-sql.js'
@@ -11,7 +10,7 @@ import type { ResourceDefinition } from '../resources/definition.js'
 import { RESOURCES, type ServedResources } from '../resources/index.js'
 import { createPostgresStore } from '../store/postgres/postgres-store.js'
 import { isCurrentVersion, migrationLock, migrationRowsSql, MIGRATIONS_TABLE } from '../store/postgres/migrate.js'
-import { pgTypes } from '../store/postgres/types.js'
+import { openPool } from '../store/postgres/types.js'
 import type { TenantBackend } from './tenants.js'
 
 interface PostgresTenantOptions {
@@ -66,16 +65,15 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
   const resources = options.resources ?? RESOURCES
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000
   const timeouts = { connectTimeoutMs: options.connectTimeoutMs ?? 5000, statementTimeoutMs }
-  const open = (settings: pg.PoolConfig): pg.Pool => survivingDisconnects(new pg.Pool({
+  const open = (settings: pg.PoolConfig): pg.Pool => openPool({
     connectionString: target.connectionString,
     application_name: 'plant-store sandbox',
     connectionTimeoutMillis: timeouts.connectTimeoutMs,
-    ...queryTimeout(statementTimeoutMs),
     ...settings
-  }), options.onIdleError)
+  }, statementTimeoutMs, options.onIdleError)
   const raw = open({ max: 4 })
   const pool = await openRegistry(raw, target.schema, statementTimeoutMs)
-  const sharing = { max: options.poolMax ?? 10, maxUses: SHARED_CONNECTION_USES, types: pgTypes }
+  const sharing = { max: options.poolMax ?? 10, maxUses: SHARED_CONNECTION_USES }
   const shared = open(sharing)
   const bookkeeping = open(sharing)
   const schemaOf = (key: string): string => tenantSchema(target.schema, key)
@@ -116,7 +114,7 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
     }),
     ping: async () => { await pool.query('SELECT 1') },
     count: guarded(async () =>
-      Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${registry}`)).rows[0]?.n ?? 0)),
+      Number((await pool.query<{ n: bigint }>(`SELECT count(*) AS n FROM ${registry}`)).rows[0]?.n ?? 0)),
     leastRecentlyUsed: guarded(async (before, limit) =>
       (await pool.query<{ key: string }>(
         `SELECT key FROM ${registry} WHERE last_used_at < $1 ORDER BY last_used_at, key LIMIT $2`, [before, limit]))
