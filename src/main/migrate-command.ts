@@ -2,12 +2,11 @@ import { StoreOpenError } from '../lib/errors.js'
 import type { Config } from '../config/load-config.js'
 import { RESOURCES } from '../resources/index.js'
 import { migrationLines, type MigrationReport } from '../store/migration.js'
-import { isPostgresUrl } from '../store/postgres/connection.js'
+import { isPostgresUrl, parsePostgresUrl } from '../store/postgres/connection.js'
 import { readConfig, type Output } from './commands.js'
 
 /** Over DATABASE_DIRECT_URL when set (a session of PostgreSQL itself, not a pooler's), as a start migrates. */
 async function migratePostgres (config: Config): Promise<MigrationReport> {
-  const { parsePostgresUrl } = await import('../store/postgres/connection.js')
   const { migrateWhenReachable } = await import('../store/postgres/migrate.js')
   const { startFailure } = await import('../store/postgres/startup.js')
   const target = parsePostgresUrl(config.databaseUrl)
