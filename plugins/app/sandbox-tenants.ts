@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { AnyResource } from '../../src/resources/index.js'
 import { limitCreates } from '../../src/sandbox/quota.js'
+import type { SandboxConfig } from '../../src/sandbox/settings.js'
 import { tenantTrimmer } from '../../src/sandbox/storage.js'
 import { TenantRegistry, type TenantBackend } from '../../src/sandbox/tenants.js'
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
@@ -62,7 +63,7 @@ export default fp<TenantStoreOptions>(async function tenantStorePlugin (app, opt
     openTenants: sandbox.openTenants,
     openWaitMs: sandbox.openWaitMs,
     ttlMs: sandbox.ttlMs,
-    start: async (key, store, created) => await startTenant(app, options, key, store, created),
+    start: async (key, store, created) => await startTenant(app, options, sandbox, key, store, created),
     stop: async (tenant) => {
       await tenant.stop()
       await tenant.store.close()
@@ -143,10 +144,9 @@ async function openBackend (app: FastifyInstance): Promise<TenantBackend> {
 
 /** A tenant's store behind its quotas, its webhook service, and a dispatcher of its own paced to the tenant's rate. */
 async function startTenant (
-  app: FastifyInstance, options: WebhooksPluginOptions, key: string, opened: Store, created: boolean
+  app: FastifyInstance, options: WebhooksPluginOptions, sandbox: SandboxConfig,
+  key: string, opened: Store, created: boolean
 ): Promise<SandboxTenant> {
-  const sandbox = app.config.sandbox
-  if (sandbox === undefined) throw new Error('not a sandbox')
   const observed = instrumented(app, opened)
   const trimmer = tenantTrimmer(opened, app.log)
   const limited = app.resources.map((resource) =>

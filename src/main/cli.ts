@@ -75,9 +75,8 @@ export function parseCommandLine (args: readonly string[]): Command {
     case 'token':
       return parseToken(rest)
     case 'check':
-      return noMore({ name: 'check' })
     case 'migrate':
-      return noMore({ name: 'migrate' })
+      return noMore({ name })
     case 'help':
     case '--help':
     case '-h':

@@ -34,13 +34,15 @@ export function runToken (output: Output, entry?: { name: string, scopes: readon
   return 0
 }
 
-/** With `serve`, as `serve` reads it (a made-up token at a terminal only, else no token is refused). */
-function readConfig (env: NodeJS.ProcessEnv, output: Output, serve?: boolean): Config | undefined {
+/** With `serve`, as `serve` reads it (a made-up token at a terminal only); a problem is said as `name: …`. */
+export function readConfig (
+  env: NodeJS.ProcessEnv, output: Output, { serve, name = 'plant-store' }: { serve?: boolean, name?: string } = {}
+): Config | undefined {
   try {
     return serve === undefined ? loadConfig(env) : withTrialToken(loadConfig(env), serve)
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err
-    output.err(`plant-store: ${err.message}\n`)
+    output.err(`${name}: ${err.message}\n`)
     return undefined
   }
 }
@@ -65,32 +67,25 @@ export async function runBackup (file: string, env: NodeJS.ProcessEnv, output: O
   const config = readConfig(env, output)
   const database = config === undefined ? undefined : sqliteFile(config, 'backup', output)
   if (database === undefined) return 1
+  const toStdout = file === '-'
+  if (toStdout && output.data.isTTY === true) {
+    output.err('plant-store backup: stdout is a terminal; redirect it to a file or a pipe (plant-store backup - > ' +
+      'plants.bak)\n')
+    return 1
+  }
   try {
-    if (file === '-') {
-      if (output.data.isTTY === true) {
-        output.err(
-          'plant-store backup: stdout is a terminal; redirect it to a file or a pipe (plant-store backup - > ' +
-          'plants.bak)\n'
-        )
-        return 1
-      }
-      let result
-      try {
-        result = await backupDatabaseTo(database, output.data)
-      } catch (err) {
-        // The reader went away (`backup - | head`): as a closed pipe ends any command, without a word.
-        if ((err as { code?: unknown }).code === 'EPIPE') return 1
-        throw err
-      }
-      const { contents, pages } = result
-      // stdout carries the database: the report goes to stderr.
-      output.err(`plant-store backup: ${database} → stdout: ${contents}, ${pages} pages, integrity_check ok\n`)
-      return 0
-    }
-    const { contents, pages } = await backupDatabase(database, file)
-    output.out(`plant-store backup: ${database} → ${file}: ${contents}, ${pages} pages, integrity_check ok\n`)
+    const { contents, pages } = toStdout
+      ? await backupDatabaseTo(database, output.data)
+      : await backupDatabase(database, file)
+    const report = `plant-store backup: ${database} → ${toStdout ? 'stdout' : file}: ${contents}, ${pages} pages, ` +
+      'integrity_check ok\n'
+    // stdout carries the database: the report goes to stderr.
+    if (toStdout) output.err(report)
+    else output.out(report)
     return 0
   } catch (err) {
+    // The reader went away (`backup - | head`): as a closed pipe ends any command, without a word.
+    if (toStdout && (err as { code?: unknown }).code === 'EPIPE') return 1
     if (!(err instanceof BackupError)) throw err
     output.err(`plant-store backup: ${err.message}\n`)
     return 1
@@ -117,7 +112,7 @@ export function runRestore (
 
 /** Validates the configuration and looks at every dependency it names, changing nothing; 0 when all are fine. */
 export async function runCheck (env: NodeJS.ProcessEnv, output: Output): Promise<number> {
-  const config = readConfig(env, output, output.terminal === true)
+  const config = readConfig(env, output, { serve: output.terminal === true })
   if (config === undefined) return 1
   output.out('plant-store check: configuration ok\n')
   if (config.tokenGenerated) {

@@ -1,13 +1,12 @@
-import { ConfigError, StoreOpenError } from '../lib/errors.js'
-import { loadConfig, type Config } from '../config/load-config.js'
+import { StoreOpenError } from '../lib/errors.js'
+import type { Config } from '../config/load-config.js'
 import { RESOURCES } from '../resources/index.js'
 import { migrationLines, type MigrationReport } from '../store/migration.js'
-import { isPostgresUrl } from '../store/postgres/connection.js'
-import type { Output } from './commands.js'
+import { isPostgresUrl, parsePostgresUrl } from '../store/postgres/connection.js'
+import { readConfig, type Output } from './commands.js'
 
 /** Over DATABASE_DIRECT_URL when set (a session of PostgreSQL itself, not a pooler's), as a start migrates. */
 async function migratePostgres (config: Config): Promise<MigrationReport> {
-  const { parsePostgresUrl } = await import('../store/postgres/connection.js')
   const { migrateWhenReachable } = await import('../store/postgres/migrate.js')
   const { startFailure } = await import('../store/postgres/startup.js')
   const target = parsePostgresUrl(config.databaseUrl)
@@ -37,14 +36,8 @@ async function migrateSqliteFile (config: Config): Promise<MigrationReport> {
 
 /** `plant-store migrate`: says each step it applied and the version reached; exit 0, or 1 with the cause. */
 export async function runMigrate (env: NodeJS.ProcessEnv, output: Output): Promise<number> {
-  let config
-  try {
-    config = loadConfig(env)
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err
-    output.err(`plant-store migrate: ${err.message}\n`)
-    return 1
-  }
+  const config = readConfig(env, output, { name: 'plant-store migrate' })
+  if (config === undefined) return 1
   try {
     const report = isPostgresUrl(config.databaseUrl) ? await migratePostgres(config) : await migrateSqliteFile(config)
     for (const line of migrationLines(report)) output.out(`plant-store migrate: ${line}\n`)

@@ -1,8 +1,7 @@
 import pg from 'pg'
 import { sha256 } from '../lib/digest.js'
 import {
-  inTransaction, isConnectionError, parsePostgresUrl, poolStats, postgresFailure, queryTimeout, settledPool,
-  survivingDisconnects, tablePrefix
+  inTransaction, isConnectionError, parsePostgresUrl, poolStats, postgresFailure, settledPool, tablePrefix
 } from '../store/postgres/connection.js'
 import { migrations } from '../store/postgres/migrations.js'
 import { createTableSql } from '../store/postgres/table-sql.js'
@@ -11,7 +10,7 @@ import type { ResourceDefinition } from '../resources/definition.js'
 import { RESOURCES, type ServedResources } from '../resources/index.js'
 import { createPostgresStore } from '../store/postgres/postgres-store.js'
 import { isCurrentVersion, migrationLock, migrationRowsSql, MIGRATIONS_TABLE } from '../store/postgres/migrate.js'
-import { pgTypes } from '../store/postgres/types.js'
+import { openPool } from '../store/postgres/types.js'
 import type { TenantBackend } from './tenants.js'
 
 interface PostgresTenantOptions {
@@ -65,26 +64,37 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
   const target = parsePostgresUrl(options.url)
   const resources = options.resources ?? RESOURCES
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000
-  const { pool, raw } = await openRegistry(options, target, statementTimeoutMs)
-  const sharing = { max: options.poolMax ?? 10, maxUses: SHARED_CONNECTION_USES, types: pgTypes }
-  const shared = sandboxPool(options, sharing)
-  const bookkeeping = sandboxPool(options, sharing)
+  const timeouts = { connectTimeoutMs: options.connectTimeoutMs ?? 5000, statementTimeoutMs }
+  const open = (settings: pg.PoolConfig): pg.Pool => openPool({
+    connectionString: target.connectionString,
+    application_name: 'plant-store sandbox',
+    connectionTimeoutMillis: timeouts.connectTimeoutMs,
+    ...settings
+  }, statementTimeoutMs, options.onIdleError)
+  const raw = open({ max: 4 })
+  const pool = await openRegistry(raw, target.schema, statementTimeoutMs)
+  const sharing = { max: options.poolMax ?? 10, maxUses: SHARED_CONNECTION_USES }
+  const shared = open(sharing)
+  const bookkeeping = open(sharing)
   const schemaOf = (key: string): string => tenantSchema(target.schema, key)
   const creations = inTurn(CREATIONS_AT_ONCE)
   const registry = `${tablePrefix(target.schema)}sandbox_tenants`
-  return failuresMapped({
-    exists: async (key) => (await pool.query(`SELECT 1 FROM ${registry} WHERE key = $1`, [key])).rowCount === 1,
-    touch: async (key, now) => {
+  return {
+    exists: guarded(async (key) =>
+      (await pool.query(`SELECT 1 FROM ${registry} WHERE key = $1`, [key])).rowCount === 1),
+    touch: guarded(async (key, now) => {
       const { rows } = await pool.query<{ inserted: boolean }>(
         `INSERT INTO ${registry} AS r (key, schema_name, created_at, last_used_at) VALUES ($1, $2, $3, $3)
          ON CONFLICT (key) DO UPDATE SET last_used_at = greatest(r.last_used_at, excluded.last_used_at)
          RETURNING (xmax = 0) AS inserted`, [key, schemaOf(key), now])
       return rows[0]?.inserted === true
-    },
-    open: async (key, created) => {
+    }),
+    open: guarded(async (key, created) => {
       const schema = schemaOf(key)
+      // False when it could not be made (another instance made it meanwhile): the migrator then looks.
       const current = created
-        ? await creations.run(async () => await createSchema(shared, schema, resources))
+        ? await creations.run(async () =>
+          await shared.query(createSchemaSql(schema, resources)).then(() => true, unlessLost))
         : await schemaIsCurrent(shared, schema, resources)
       const url = new URL(options.url)
       url.searchParams.set('schema', schema)
@@ -98,19 +108,18 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
         },
         listen: false,
         ...(current && { migrate: false }),
-        ...(options.connectTimeoutMs !== undefined && { connectTimeoutMs: options.connectTimeoutMs }),
-        ...(options.statementTimeoutMs !== undefined && { statementTimeoutMs: options.statementTimeoutMs })
+        ...timeouts
       })
       return { store, created }
-    },
+    }),
     ping: async () => { await pool.query('SELECT 1') },
-    count: async () =>
-      Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${registry}`)).rows[0]?.n ?? 0),
-    leastRecentlyUsed: async (before, limit) =>
+    count: guarded(async () =>
+      Number((await pool.query<{ n: bigint }>(`SELECT count(*) AS n FROM ${registry}`)).rows[0]?.n ?? 0)),
+    leastRecentlyUsed: guarded(async (before, limit) =>
       (await pool.query<{ key: string }>(
         `SELECT key FROM ${registry} WHERE last_used_at < $1 ORDER BY last_used_at, key LIMIT $2`, [before, limit]))
-        .rows.map((row) => row.key),
-    remove: async (key, before) => await inTransaction(pool, async (remover) => {
+        .rows.map((row) => row.key)),
+    remove: guarded(async (key, before) => await inTransaction(pool, async (remover) => {
       const { rows } = await remover.query<{ schema_name: string }>(
         `DELETE FROM ${registry} WHERE key = $1 AND last_used_at < $2 RETURNING schema_name`, [key, before])
       const schema = rows[0]?.schema_name
@@ -118,25 +127,18 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
       if (!/^sbx_[0-9a-f]{40}$/.test(schema)) throw new Error(`sandbox_tenants names an unexpected schema for ${key}`)
       await remover.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
       return true
-    }),
+    })),
     close: async () => { await Promise.all([pool.end(), shared.end(), bookkeeping.end()]) },
     poolStats: () => [
       poolStats('sandbox', shared), poolStats('sandbox-dispatcher', bookkeeping), poolStats('sandbox-registry', raw)
     ]
-  })
+  }
 }
 
-/** False when it could not be made (another instance made it meanwhile): the migrator then looks. */
-async function createSchema (
-  shared: pg.Pool, schema: string, resources: readonly ResourceDefinition[]
-): Promise<boolean> {
-  try {
-    await shared.query(createSchemaSql(schema, resources))
-    return true
-  } catch (err) {
-    if (isConnectionError(err)) throw err
-    return false
-  }
+/** A failed statement is false, but a lost connection stays an error. */
+function unlessLost (err: unknown): false {
+  if (isConnectionError(err)) throw err
+  return false
 }
 
 /** Whether the schema is this code's version with every resource's table and function (else the store migrates it). */
@@ -148,41 +150,24 @@ async function schemaIsCurrent (
     // A tenant made by the release before has no write functions yet: migrating makes them.
     ...allWriteFunctions(resources, schema).map(({ name }) => `to_regproc('${name}') IS NOT NULL`)
   ]
-  let found: { version: number | null, tables: boolean } | undefined
-  try {
-    found = (await shared.query<{ version: number | null, tables: boolean }>(
-      `SELECT max(version) AS version, ${['true', ...tables].join(' AND ')} AS tables
-       FROM ${schema}.plant_store_migrations`
-    )).rows[0]
-  } catch (err) {
-    if (isConnectionError(err)) throw err
-    return false
-  }
-  return isCurrentVersion(found?.version ?? 0) && found?.tables === true
-}
-
-function sandboxPool (options: PostgresTenantOptions, settings: pg.PoolConfig): pg.Pool {
-  return survivingDisconnects(new pg.Pool({
-    connectionString: parsePostgresUrl(options.url).connectionString,
-    application_name: 'plant-store sandbox',
-    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-    ...queryTimeout(options.statementTimeoutMs ?? 5000),
-    ...settings
-  }), options.onIdleError)
+  const found = await shared.query<{ version: number | null, tables: boolean }>(
+    `SELECT max(version) AS version, ${['true', ...tables].join(' AND ')} AS tables
+     FROM ${schema}.plant_store_migrations`
+  ).then(({ rows }) => rows[0], unlessLost)
+  return found !== false && isCurrentVersion(found?.version ?? 0) && found?.tables === true
 }
 
 /** The registry's pool; the table is made when missing, under a lock every instance takes. */
 async function openRegistry (
-  options: PostgresTenantOptions, target: ReturnType<typeof parsePostgresUrl>, statementTimeoutMs: number
-): Promise<{ pool: pg.Pool, raw: pg.Pool }> {
-  const raw = sandboxPool(options, { max: 4 })
-  const pool = settledPool(raw, { schema: target.schema, statementTimeoutMs })
+  raw: pg.Pool, schema: string | undefined, statementTimeoutMs: number
+): Promise<pg.Pool> {
+  const pool = settledPool(raw, { schema, statementTimeoutMs })
   try {
     await inTransaction(pool, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 34))', [
-        `plant-store sandbox ${target.schema ?? ''}`
+        `plant-store sandbox ${schema ?? ''}`
       ])
-      if (target.schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${target.schema}`)
+      if (schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`)
       await client.query(REGISTRY)
       await client.query('CREATE INDEX IF NOT EXISTS sandbox_tenants_last_used ON sandbox_tenants (last_used_at)')
     })
@@ -190,28 +175,12 @@ async function openRegistry (
     await pool.end()
     throw err
   }
-  return { pool, raw }
+  return pool
 }
 
 /** A lost or refused database is `unavailable` (a 503), whichever of the backend's operations met it. */
-function failuresMapped (backend: TenantBackend): TenantBackend {
-  const mapped = <A extends unknown[], R>(operation: (...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
-    try {
-      return await operation(...args)
-    } catch (err) {
-      throw postgresFailure(err) ?? err
-    }
-  }
-  const { exists, touch, open, count, leastRecentlyUsed, remove } = backend
-  return {
-    ...backend,
-    exists: mapped(exists),
-    touch: mapped(touch),
-    open: mapped(open),
-    count: mapped(count),
-    leastRecentlyUsed: mapped(leastRecentlyUsed),
-    remove: mapped(remove)
-  }
+function guarded<A extends unknown[], R> (operation: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
+  return async (...args) => await operation(...args).catch((err: unknown) => { throw postgresFailure(err) ?? err })
 }
 
 /** Runs at most `limit` tasks at once, the others in the order they came. */

@@ -27,8 +27,7 @@ export function limitCreates<R extends Repository<ResourceTypes>> (
 ): R {
   let queue: Promise<unknown> = Promise.resolve()
   return {
-    list: async (query) => await repository.list(query),
-    get: async (id) => await repository.get(id),
+    ...repository,
     create: async (item, idempotency, origin) => {
       const turn = queue.then(async () => {
         // At the cap a keyed create may still replay one that landed: the store refuses only a new one.
@@ -38,9 +37,6 @@ export function limitCreates<R extends Repository<ResourceTypes>> (
       })
       queue = turn.catch(() => {})
       return await turn
-    },
-    replace: async (id, item, ifMatch, origin) => await repository.replace(id, item, ifMatch, origin),
-    update: async (id, changes, ifMatch, origin) => await repository.update(id, changes, ifMatch, origin),
-    delete: async (id, ifMatch, origin) => await repository.delete(id, ifMatch, origin)
+    }
   } satisfies Repository<ResourceTypes> as R
 }

@@ -59,21 +59,15 @@ export function sandboxConfig (
   parsed: SandboxEnv & { DATABASE_URL: string, WEBHOOK_ALLOW_PRIVATE_URLS: '0' | '1' }, hasCredentials: boolean
 ): SandboxConfig | undefined {
   if (parsed.SANDBOX !== '1') return undefined
-  if (hasCredentials) {
-    throw new ConfigError(
-      'invalid configuration: SANDBOX=1 accepts any token: unset API_TOKENS, API_TOKENS_FILE and OIDC_ISSUER'
-    )
-  }
+  const refuse = (problem: string): never => { throw new ConfigError(`invalid configuration: ${problem}`) }
+  if (hasCredentials) refuse('SANDBOX=1 accepts any token: unset API_TOKENS, API_TOKENS_FILE and OIDC_ISSUER')
   if (parsed.WEBHOOK_ALLOW_PRIVATE_URLS === '1') {
-    throw new ConfigError(
-      'invalid configuration: WEBHOOK_ALLOW_PRIVATE_URLS=1 is refused with SANDBOX=1: a public sandbox must not ' +
-      'reach private addresses'
-    )
+    refuse('WEBHOOK_ALLOW_PRIVATE_URLS=1 is refused with SANDBOX=1: a public sandbox must not reach private addresses')
   }
   // In memory no tenant could be closed without losing it: SANDBOX_OPEN_TENANTS would bound nothing.
   if (parsed.DATABASE_URL === ':memory:') {
-    throw new ConfigError('invalid configuration: DATABASE_URL=:memory: is refused with SANDBOX=1: every tenant ' +
-      'would stay in memory, beyond SANDBOX_OPEN_TENANTS; give a file path or a postgres:// URL')
+    refuse('DATABASE_URL=:memory: is refused with SANDBOX=1: every tenant would stay in memory, beyond ' +
+      'SANDBOX_OPEN_TENANTS; give a file path or a postgres:// URL')
   }
   const seed = parsed.SANDBOX_SEED?.trim()
   return {

@@ -32,8 +32,7 @@ export function tenantTrimmer (store: Pick<Store, 'trim'>, log?: Pick<StoreLog, 
   }
   return {
     counting: <R extends Repository<ResourceTypes>>(repository: R): R => ({
-      list: async (query) => await repository.list(query),
-      get: async (id) => await repository.get(id),
+      ...repository,
       create: async (item, idempotency, origin, admit) =>
         await written(await repository.create(item, idempotency, origin, admit)),
       replace: async (id, item, ifMatch, origin) => await written(await repository.replace(id, item, ifMatch, origin)),

@@ -116,11 +116,6 @@ export function settledPool (pool: pg.Pool, settings: TransactionSettings): pg.P
   return view
 }
 
-/** A second past the server's bound: a network that goes silent would otherwise hold a caller until TCP gives up. */
-export function queryTimeout (statementTimeoutMs: number): Pick<pg.PoolConfig, 'query_timeout'> {
-  return { query_timeout: statementTimeoutMs + 1000 }
-}
-
 const SOCKET_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'
 ])
@@ -155,13 +150,6 @@ export function postgresFailure (err: unknown): ServiceError | undefined {
   if (SCHEMA_CODES.has(code)) return schemaUnavailable(err)
   if (UNAVAILABLE_CODES.has(code) || UNAVAILABLE_CLASSES.has(code.slice(0, 2))) return databaseUnavailable(err)
   return undefined
-}
-
-/** An unheard client 'error' (the server ended the connection) ends the process; the next statement reports it. */
-export function survivingDisconnects (pool: pg.Pool, onError?: (err: Error) => void): pg.Pool {
-  pool.on('error', (err) => { onError?.(err) })
-  pool.on('connect', (client) => { client.on('error', () => {}) })
-  return pool
 }
 
 export async function inTransaction<T> (pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {

@@ -1,11 +1,9 @@
 import pg from 'pg'
-import { pgTypes } from './types.js'
+import { openPool } from './types.js'
 import type { Store } from '../contract.js'
 import { ReadOnlyDatabaseError, schemaUnavailable } from '../../lib/errors.js'
 import { incompatibleSchemaProblem, type MigrationReport } from '../migration.js'
-import {
-  parsePostgresUrl, poolStats, postgresFailure, queryTimeout, settledPool, survivingDisconnects
-} from './connection.js'
+import { parsePostgresUrl, poolStats, postgresFailure, settledPool } from './connection.js'
 import { migrateWhenReachable, schemaProbeSql } from './migrate.js'
 import { migrations } from './migrations.js'
 import { createPostgresRepository, type PostgresRepositoryContext } from './repository.js'
@@ -125,9 +123,7 @@ export async function createPostgresStore<D extends readonly ResourceDefinition[
   let own: pg.Pool | undefined
   let pool: pg.Pool
   if (options.pools === undefined) {
-    own = survivingDisconnects(
-      new pg.Pool({ ...connection, max: options.poolMax ?? 10, ...queryTimeout(statementTimeoutMs), types: pgTypes }),
-      options.onIdleError)
+    own = openPool({ ...connection, max: options.poolMax ?? 10 }, statementTimeoutMs, options.onIdleError)
     pool = settledPool(own, { schema: target.schema, statementTimeoutMs })
   } else pool = options.pools.pool
   const probe = schemaProbeSql(target.schema, resources)

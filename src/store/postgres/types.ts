@@ -6,3 +6,13 @@ export const pgTypes: pg.CustomTypesConfig = {
     oid === pg.types.builtins.INT8 && format !== 'binary' ? BigInt : pg.types.getTypeParser(oid, format)
   ) as typeof pg.types.getTypeParser
 }
+
+/** A pool reading int8 as bigint; an idle connection's error goes to `onError`, the next statement reports it. */
+export function openPool (config: pg.PoolConfig, statementTimeoutMs: number, onError?: (err: Error) => void): pg.Pool {
+  // A second past the server's bound: a network that goes silent would otherwise hold a caller until TCP gives up.
+  const pool = new pg.Pool({ ...config, query_timeout: statementTimeoutMs + 1000, types: pgTypes })
+  // An unheard client 'error' (the server ended the connection) would end the process.
+  pool.on('error', (err) => { onError?.(err) })
+  pool.on('connect', (client) => { client.on('error', () => {}) })
+  return pool
+}

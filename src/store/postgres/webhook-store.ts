@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { pgTypes } from './types.js'
+import { openPool, pgTypes } from './types.js'
 import type { ResourceEvent } from '../../webhooks/events.js'
 import { attemptTexts, toClaimed, type ClaimRow } from '../../webhooks/rows.js'
 import type { ClaimRequest, WebhookStore } from '../../webhooks/store-contract.js'
@@ -7,8 +7,7 @@ import {
   awaitSteps, checkWebhookSchema, FAN_OUT_ALL_BATCH, webhookOperations, webhookSql, type Steps, type WebhookExecutor
 } from '../webhook-store.js'
 import {
-  inTransaction, parsePostgresUrl, poolStats, queryTimeout, settledPool, survivingDisconnects, tablePrefix,
-  type PostgresTarget
+  inTransaction, parsePostgresUrl, poolStats, settledPool, tablePrefix, type PostgresTarget
 } from './connection.js'
 import type { PoolStats } from '../pool-stats.js'
 import { postgresEventMessageValues, postgresWebhookSql, receives, WEBHOOK_CHANNEL } from './webhook-sql.js'
@@ -65,14 +64,12 @@ function openPools (
 ): { pool: pg.Pool, bookkeeping: pg.Pool, end: () => Promise<void>, stats: () => PoolStats[] } {
   const statementTimeoutMs = options.statementTimeoutMs ?? 5000
   // A lock wait can never hold the dispatcher (or a shutdown waiting for it) for long.
-  const open = (): pg.Pool => survivingDisconnects(new pg.Pool({
+  const open = (): pg.Pool => openPool({
     connectionString: target.connectionString,
     application_name: 'plant-store',
     max: options.poolMax ?? 4,
-    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-    ...queryTimeout(statementTimeoutMs),
-    types: pgTypes
-  }), options.onError)
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000
+  }, statementTimeoutMs, options.onError)
   const own = open()
   const dispatcher = open()
   const pool = settledPool(own, { schema: target.schema, statementTimeoutMs })
