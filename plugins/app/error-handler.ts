@@ -177,9 +177,7 @@ export function formatValidationErrors (errors: FastifySchemaValidationError[], 
 export function frameworkErrorHandler (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const body = toErrorBody(error)
   // Fastify quotes the whole path in these messages (`'<path>' is not a valid url component`).
-  const message = body.message.includes(request.url)
-    ? body.message.replace(request.url, quotedPath(request.url))
-    : body.message
+  const message = body.message.replace(request.url, quotedPath(request.url))
   void reply.code(body.error).type('application/json; charset=utf-8').send(errorBody(body.error, message))
 }
 

@@ -48,7 +48,13 @@ function requestMetrics (app: FastifyInstance, client: PromClient, registry: Reg
     registry.removeSingleMetric(name)
   }
 
-  buildInfoMetric(client, registry)
+  // Which build runs where (a rollout's progress, two builds of one version told apart).
+  new client.Gauge({
+    name: `${METRIC_PREFIX}build_info`,
+    help: 'Always 1; the labels say which plant-store runs (version, the commit it was built from) on which Node.js',
+    labelNames: ['version', 'commit', 'node_version'],
+    registers: [registry]
+  }).set({ version: BUILD_INFO.version, commit: BUILD_INFO.commit, node_version: process.version }, 1)
 
   // The two histograms observed on every request are the lean ones (src/metrics/histogram.ts).
   const requestDuration = new RequestHistogram('http_request_duration_seconds',
@@ -59,20 +65,6 @@ function requestMetrics (app: FastifyInstance, client: PromClient, registry: Reg
     requestDuration.series(`${request.method} ${reply.statusCode} ${route}`, labels).observe(reply.elapsedTime / 1000)
     done()
   })
-  refusalMetrics(app, client, registry)
-}
-
-/** Which build runs where (a rollout's progress, two builds of one version told apart). */
-function buildInfoMetric (client: PromClient, registry: Registry): void {
-  new client.Gauge({
-    name: `${METRIC_PREFIX}build_info`,
-    help: 'Always 1; the labels say which plant-store runs (version, the commit it was built from) on which Node.js',
-    labelNames: ['version', 'commit', 'node_version'],
-    registers: [registry]
-  }).set({ version: BUILD_INFO.version, commit: BUILD_INFO.commit, node_version: process.version }, 1)
-}
-
-function refusalMetrics (app: FastifyInstance, client: PromClient, registry: Registry): void {
   const rateLimited = new client.Counter({
     name: `${METRIC_PREFIX}rate_limit_rejections_total`,
     help: 'Requests answered 429 by the rate limit, by what was counted (a token, or an IP without a valid token)',

@@ -1,8 +1,8 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
 import fp from 'fastify-plugin'
-import type { FastifyOtelInstrumentationOpts, FastifyOtelRequestContext } from '@fastify/otel'
-import type { SpanStatus } from '@opentelemetry/api'
+import type { FastifyOtelInstrumentationOpts } from '@fastify/otel'
+import type { SpanStatus, Tracer } from '@opentelemetry/api'
 import { ServiceError } from '../../src/lib/errors.js'
 import { REDACTED, redactQuery, redactUrl } from '../http/redact-url.js'
 import { storeOperations, type OperationObserver } from '../../src/store/instrumented.js'
@@ -58,12 +58,8 @@ function serverAttributes (request: FastifyRequest): Record<string, string | num
 
 /** A webhook attempt's target as the HTTP client conventions name it; credentials in the URL redacted. */
 function clientAttributes (target: string): Record<string, string | number> {
-  let url: URL
-  try {
-    url = new URL(target)
-  } catch {
-    return {}
-  }
+  if (!URL.canParse(target)) return {}
+  const url = new URL(target)
   if (url.username !== '' || url.password !== '') {
     url.username = REDACTED
     url.password = REDACTED
@@ -170,22 +166,17 @@ function traceRequests (app: FastifyInstance, { context }: Api): void {
   // The request span is current while the handler runs: the body is read outside the onRequest hook's context.
   app.addHook('onRoute', (routeOptions) => {
     const handler = routeOptions.handler
-    routeOptions.handler = function tracedHandler (
-      this: ThisParameterType<RouteHandlerMethod>,
-      request: FastifyRequest,
-      reply: FastifyReply
-    ) {
-      const current: FastifyOtelRequestContext = request.opentelemetry()
+    routeOptions.handler = function tracedHandler (request, reply) {
+      const current = request.opentelemetry()
       return current.context == null
         ? handler.call(this, request, reply)
         : context.with(current.context, handler, this, request, reply)
-    } as RouteHandlerMethod
+    }
   })
 }
 
 /** A CLIENT span per store operation; a refusal the store answers with is not a failure. */
-function storeSpans (app: FastifyInstance, { trace, SpanKind, SpanStatusCode }: Api): OperationObserver {
-  const tracer = trace.getTracer('plant-store', app.config.version)
+function storeSpans (app: FastifyInstance, tracer: Tracer, { SpanKind, SpanStatusCode }: Api): OperationObserver {
   const spanNames = new Map(storeOperations(app.resources).map((operation) => [operation, `store.${operation}`]))
   const storeKind = app.config.databaseUrl.startsWith('postgres') ? 'postgresql' : 'sqlite'
   return (operation) => {
@@ -204,10 +195,8 @@ function storeSpans (app: FastifyInstance, { trace, SpanKind, SpanStatusCode }: 
   }
 }
 
-/** A CLIENT span per webhook attempt, a child of the request's that caused the event. */
-function webhookSpans (app: FastifyInstance, api: Api): ServiceTracing['webhookAttempt'] {
+function webhookSpans (tracer: Tracer, api: Api): ServiceTracing['webhookAttempt'] {
   const { propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode } = api
-  const tracer = trace.getTracer('plant-store', app.config.version)
   return (delivery) => {
     const { traceparent } = delivery.origin
     const parent = traceparent === undefined ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, { traceparent })
@@ -275,9 +264,10 @@ export default fp(async function otelPlugin (app) {
   await app.register(instrumentation.plugin())
   traceRequests(app, api)
 
+  const tracer = api.trace.getTracer('plant-store', app.config.version)
   app.decorate('tracing', {
-    storeOperation: storeSpans(app, api),
+    storeOperation: storeSpans(app, tracer, api),
     injectTraceContext: (headers) => { api.propagation.inject(api.context.active(), headers) },
-    webhookAttempt: webhookSpans(app, api)
+    webhookAttempt: webhookSpans(tracer, api)
   })
 }, { name: 'tracing', dependencies: ['config', 'resources'] })
