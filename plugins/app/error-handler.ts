@@ -69,12 +69,10 @@ function refusalHeaders (error: unknown, status: number): Record<string, string>
   if (error instanceof AuthError) return { 'www-authenticate': error.challenge }
   if (status === 401) return { 'www-authenticate': 'Bearer' }
   if (error instanceof MethodNotAllowedError) return { allow: error.allowed.join(', ') }
-  if (error instanceof AuthUnavailableError || error instanceof RetryLaterError) {
-    return { 'retry-after': String(error.retryAfterS) }
-  }
   if (!(error instanceof ServiceError)) return {}
   if (error.code === 'unsupported-content-encoding') return { 'accept-encoding': 'identity' }
-  const retryAfterS = RETRY_AFTER_S[error.code]
+  const carried = error instanceof AuthUnavailableError || error instanceof RetryLaterError
+  const retryAfterS = carried ? error.retryAfterS : RETRY_AFTER_S[error.code]
   return retryAfterS === undefined ? {} : { 'retry-after': String(retryAfterS) }
 }
 

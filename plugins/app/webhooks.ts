@@ -87,10 +87,9 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
 /** Named tokens' scopes are fixed until a restart. */
 function namedTokenScopes (app: FastifyInstance): OwnerScopes {
   const { resources, scopeCatalog } = app
-  const principals = new Map(app.config.namedTokens.map((token) => {
-    const principal = namedPrincipal(token)
-    return [principal.id, principal.scopes] as const
-  }))
+  const principals = new Map(app.config.namedTokens
+    .map((token) => namedPrincipal(token))
+    .map(({ id, scopes }) => [id, scopes] as const))
   return {
     owners: [...principals.keys()],
     missing: (owner, events) => {

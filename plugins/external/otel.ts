@@ -10,13 +10,7 @@ import type { AttemptTrace } from '../../src/webhooks/dispatcher.js'
 import type { ClaimedDelivery } from '../../src/webhooks/store-contract.js'
 import { urlHost } from '../../src/webhooks/url-policy.js'
 
-interface ServiceTracing {
-  storeOperation: OperationObserver
-  /** W3C `traceparent`/`tracestate` for calls this service makes, so the receiver's spans join the trace. */
-  injectTraceContext: (headers: Record<string, string>) => void
-  /** A CLIENT span per delivery attempt, a child of the span of the request that caused the event. */
-  webhookAttempt: (delivery: ClaimedDelivery) => AttemptTrace
-}
+type ServiceTracing = Awaited<ReturnType<typeof startTracing>>
 
 const TRACE_FLUSH_TIMEOUT_MS = 2000
 
@@ -195,7 +189,7 @@ function storeSpans (app: FastifyInstance, tracer: Tracer, { SpanKind, SpanStatu
   }
 }
 
-function webhookSpans (tracer: Tracer, api: Api): ServiceTracing['webhookAttempt'] {
+function webhookSpans (tracer: Tracer, api: Api): (delivery: ClaimedDelivery) => AttemptTrace {
   const { propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode } = api
   return (delivery) => {
     const { traceparent } = delivery.origin
@@ -232,10 +226,10 @@ function webhookSpans (tracer: Tracer, api: Api): ServiceTracing['webhookAttempt
  */
 export default fp(async function otelPlugin (app) {
   const settings = app.config.tracing
-  if (settings === undefined) {
-    app.decorate('tracing', undefined)
-    return
-  }
+  app.decorate('tracing', settings === undefined ? undefined : await startTracing(app, settings))
+}, { name: 'tracing', dependencies: ['config', 'resources'] })
+
+async function startTracing (app: FastifyInstance, settings: TracingSettings) {
   const [api, { NodeSDK, resources }, { FastifyOtelInstrumentation }] = await Promise.all([
     import('@opentelemetry/api'),
     import('@opentelemetry/sdk-node'),
@@ -265,9 +259,11 @@ export default fp(async function otelPlugin (app) {
   traceRequests(app, api)
 
   const tracer = api.trace.getTracer('plant-store', app.config.version)
-  app.decorate('tracing', {
+  return {
     storeOperation: storeSpans(app, tracer, api),
-    injectTraceContext: (headers) => { api.propagation.inject(api.context.active(), headers) },
+    /** W3C `traceparent`/`tracestate` for calls this service makes, so the receiver's spans join the trace. */
+    injectTraceContext: (headers: Record<string, string>) => { api.propagation.inject(api.context.active(), headers) },
+    /** A CLIENT span per delivery attempt, a child of the span of the request that caused the event. */
     webhookAttempt: webhookSpans(tracer, api)
-  })
-}, { name: 'tracing', dependencies: ['config', 'resources'] })
+  }
+}
