@@ -69,12 +69,10 @@ function refusalHeaders (error: unknown, status: number): Record<string, string>
   if (error instanceof AuthError) return { 'www-authenticate': error.challenge }
   if (status === 401) return { 'www-authenticate': 'Bearer' }
   if (error instanceof MethodNotAllowedError) return { allow: error.allowed.join(', ') }
-  if (error instanceof AuthUnavailableError || error instanceof RetryLaterError) {
-    return { 'retry-after': String(error.retryAfterS) }
-  }
   if (!(error instanceof ServiceError)) return {}
   if (error.code === 'unsupported-content-encoding') return { 'accept-encoding': 'identity' }
-  const retryAfterS = RETRY_AFTER_S[error.code]
+  const carried = error instanceof AuthUnavailableError || error instanceof RetryLaterError
+  const retryAfterS = carried ? error.retryAfterS : RETRY_AFTER_S[error.code]
   return retryAfterS === undefined ? {} : { 'retry-after': String(retryAfterS) }
 }
 
@@ -177,9 +175,7 @@ export function formatValidationErrors (errors: FastifySchemaValidationError[], 
 export function frameworkErrorHandler (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const body = toErrorBody(error)
   // Fastify quotes the whole path in these messages (`'<path>' is not a valid url component`).
-  const message = body.message.includes(request.url)
-    ? body.message.replace(request.url, quotedPath(request.url))
-    : body.message
+  const message = body.message.replace(request.url, quotedPath(request.url))
   void reply.code(body.error).type('application/json; charset=utf-8').send(errorBody(body.error, message))
 }
 

@@ -7,7 +7,7 @@ import type { Registry } from 'prom-client'
 import { BUILD_INFO } from '../../src/config/build-info.js'
 import { LOAD_SHEDDING_CODES, ServiceError } from '../../src/lib/errors.js'
 import { clientErrorHandler, errorBody, writeErrorResponse } from './error-handler.js'
-import { RequestHistogram, type HistogramSeries } from '../../src/metrics/histogram.js'
+import { RequestHistogram } from '../../src/metrics/histogram.js'
 import { routeLabel } from '../http/route-label.js'
 import { storeOperations, type OperationObserver, type StoreOperation } from '../../src/store/instrumented.js'
 import { isPostgresUrl } from '../../src/store/postgres/connection.js'
@@ -17,16 +17,7 @@ type PromClient = typeof import('prom-client')
 
 export const METRIC_PREFIX = 'plantstore_'
 
-export interface ServiceMetrics {
-  /** So a plugin can create metrics without importing prom-client (which would load it always). */
-  client: PromClient
-  registry: Registry
-  storeOperation: OperationObserver
-  groupCommit: (writes: number) => void
-  walSync: (ms: number) => void
-  walCheckpoint: (thread: 'worker' | 'loop', ms: number) => void
-  address: () => AddressInfo
-}
+export type ServiceMetrics = Awaited<ReturnType<typeof startMetrics>>
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -48,7 +39,13 @@ function requestMetrics (app: FastifyInstance, client: PromClient, registry: Reg
     registry.removeSingleMetric(name)
   }
 
-  buildInfoMetric(client, registry)
+  // Which build runs where (a rollout's progress, two builds of one version told apart).
+  new client.Gauge({
+    name: `${METRIC_PREFIX}build_info`,
+    help: 'Always 1; the labels say which plant-store runs (version, the commit it was built from) on which Node.js',
+    labelNames: ['version', 'commit', 'node_version'],
+    registers: [registry]
+  }).set({ version: BUILD_INFO.version, commit: BUILD_INFO.commit, node_version: process.version }, 1)
 
   // The two histograms observed on every request are the lean ones (src/metrics/histogram.ts).
   const requestDuration = new RequestHistogram('http_request_duration_seconds',
@@ -59,20 +56,6 @@ function requestMetrics (app: FastifyInstance, client: PromClient, registry: Reg
     requestDuration.series(`${request.method} ${reply.statusCode} ${route}`, labels).observe(reply.elapsedTime / 1000)
     done()
   })
-  refusalMetrics(app, client, registry)
-}
-
-/** Which build runs where (a rollout's progress, two builds of one version told apart). */
-function buildInfoMetric (client: PromClient, registry: Registry): void {
-  new client.Gauge({
-    name: `${METRIC_PREFIX}build_info`,
-    help: 'Always 1; the labels say which plant-store runs (version, the commit it was built from) on which Node.js',
-    labelNames: ['version', 'commit', 'node_version'],
-    registers: [registry]
-  }).set({ version: BUILD_INFO.version, commit: BUILD_INFO.commit, node_version: process.version }, 1)
-}
-
-function refusalMetrics (app: FastifyInstance, client: PromClient, registry: Registry): void {
   const rateLimited = new client.Counter({
     name: `${METRIC_PREFIX}rate_limit_rejections_total`,
     help: 'Requests answered 429 by the rate limit, by what was counted (a token, or an IP without a valid token)',
@@ -102,15 +85,10 @@ function storeMetrics (registry: Registry, resources: FastifyInstance['resources
   const storeDuration = new RequestHistogram(`${METRIC_PREFIX}store_operation_duration_seconds`,
     'Time a store operation took, from the call to its answer (for SQLite writes: committed and, with full sync, on ' +
       'disk)', STORE_BUCKETS, registry)
-  const storeSeries = new Map<StoreOperation, { ok: HistogramSeries, error: HistogramSeries }>(
-    storeOperations(resources).map((operation) => [
-      operation,
-      {
-        ok: storeDuration.series(`${operation} ok`, { operation, outcome: 'ok' }),
-        error: storeDuration.series(`${operation} error`, { operation, outcome: 'error' })
-      }
-    ])
-  )
+  const storeSeries = new Map(storeOperations(resources).map((operation) => [operation, {
+    ok: storeDuration.series(`${operation} ok`, { operation, outcome: 'ok' }),
+    error: storeDuration.series(`${operation} error`, { operation, outcome: 'error' })
+  }] as const))
   return (operation: StoreOperation) => {
     // performance.now(): a double, where hrtime.bigint() would allocate two BigInts per operation.
     const started = performance.now()
@@ -164,10 +142,10 @@ async function serveMetrics (app: FastifyInstance, registry: Registry, settings:
 /** On their own listener, never the API port, so neither clients nor the internet see them and no token guards them. */
 export default fp(async function metricsPlugin (app) {
   const settings = app.config.metrics
-  if (settings === undefined) {
-    app.decorate('metrics', undefined)
-    return
-  }
+  app.decorate('metrics', settings === undefined ? undefined : await startMetrics(app, settings))
+}, { name: 'metrics', dependencies: ['config', 'resources'] })
+
+async function startMetrics (app: FastifyInstance, settings: { port: number, host: string }) {
   const client = await import('prom-client')
   const registry = new client.Registry()
   requestMetrics(app, client, registry)
@@ -175,17 +153,17 @@ export default fp(async function metricsPlugin (app) {
   // On PostgreSQL these would only ever be zeros: they are not exported at all.
   const sqlite = isPostgresUrl(app.config.databaseUrl) ? undefined : sqliteMetrics(client, registry)
   const server = await serveMetrics(app, registry, settings)
-
-  app.decorate('metrics', {
+  return {
+    /** So a plugin can create metrics without importing prom-client (which would load it always). */
     client,
     registry,
     storeOperation,
     groupCommit: (writes: number) => { sqlite?.batchSize.observe(writes) },
     walSync: (ms: number) => { sqlite?.syncDuration.observe(ms / 1000) },
-    walCheckpoint: (thread, ms) => { sqlite?.checkpoints[thread].observe(ms / 1000) },
+    walCheckpoint: (thread: 'worker' | 'loop', ms: number) => { sqlite?.checkpoints[thread].observe(ms / 1000) },
     address: () => server.address() as AddressInfo
-  })
-}, { name: 'metrics', dependencies: ['config', 'resources'] })
+  }
+}
 
 /** The readiness probe's verdict at each scrape and, on PostgreSQL, every pool's connections by state. */
 export function databaseMetrics (

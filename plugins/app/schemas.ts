@@ -60,13 +60,17 @@ function compiledOnce<Route extends { schema?: unknown }, Compiled> (
     let key: string | undefined
     try { key = JSON.stringify(route.schema) } catch { return compile(route) }
     if (key === undefined) return compile(route)
-    let found = compiled.get(key)
-    if (found === undefined) {
-      found = onFirstCall(() => compile(route))
-      compiled.set(key, found)
-    }
-    return found
+    return cached(compiled, key, () => onFirstCall(() => compile(route)))
   }
+}
+
+function cached<Value> (pool: Map<string, Value>, key: string, make: () => Value): Value {
+  let value = pool.get(key)
+  if (value === undefined) {
+    value = make()
+    pool.set(key, value)
+  }
+  return value
 }
 
 type CompiledFunction = ((...args: unknown[]) => unknown) & { errors?: unknown, schemaEnv?: unknown }
@@ -89,17 +93,13 @@ const validatorPool = AjvCompiler()
 const validatorsByOptions = new Map<string, RouteValidatorCompiler>()
 
 function sharedValidatorCompiler (...[externalSchemas, options]: Parameters<BuildValidator>): RouteValidatorCompiler {
-  const key = JSON.stringify([externalSchemas, options])
-  let once = validatorsByOptions.get(key)
-  if (once === undefined) {
+  return cached(validatorsByOptions, JSON.stringify([externalSchemas, options]), () => {
     let pooled: RouteValidatorCompiler | undefined
-    once = compiledOnce((route: Parameters<RouteValidatorCompiler>[0]) => {
+    return compiledOnce((route: Parameters<RouteValidatorCompiler>[0]) => {
       pooled ??= validatorPool(externalSchemas, options) as unknown as RouteValidatorCompiler
       return pooled(route)
     })
-    validatorsByOptions.set(key, once)
-  }
-  return once
+  })
 }
 
 /** Text parts (query, params, headers) are coerced (`'5'` → 5); a JSON body is not: `{"name": 5}` is a 400. */
@@ -116,13 +116,7 @@ const serializerPool = new Map<string, ReturnType<BuildSerializer>>()
 const buildFastJsonStringify = SerializerSelector()
 
 /** Shared like the validators: by shared schemas, options and content. */
-export const sharedSerializer: BuildSerializer = (externalSchemas, options) => {
-  const key = JSON.stringify([externalSchemas, options])
-  let compiler = serializerPool.get(key)
-  if (compiler === undefined) {
+export const sharedSerializer: BuildSerializer = (externalSchemas, options) =>
+  cached(serializerPool, JSON.stringify([externalSchemas, options]), () =>
     // Making the factory compiles nothing (it binds the options): compiledOnce defers each compile.
-    compiler = compiledOnce(buildFastJsonStringify(externalSchemas, options) as unknown as ReturnType<BuildSerializer>)
-    serializerPool.set(key, compiler)
-  }
-  return compiler
-}
+    compiledOnce(buildFastJsonStringify(externalSchemas, options) as unknown as ReturnType<BuildSerializer>))

@@ -33,7 +33,6 @@ export interface WebhooksPluginOptions {
  */
 export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, options) {
   const { config, store, log } = app
-  const settings = config.webhooks
   // Deliveries yield to requests while the event loop is saturated by them (see ApiLoadMonitor).
   const load = new ApiLoadMonitor(options.load)
   app.addHook('onRequest', function countForWebhookLoad (_request, _reply, done) {
@@ -43,15 +42,10 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
   const { dispatcher, service } = webhookDelivery(app, options, {
     log,
     store: store.webhooks,
-    maxSubscriptions: settings.maxSubscriptions,
-    allowPrivate: settings.allowPrivate,
+    maxSubscriptions: config.webhooks.maxSubscriptions,
+    allowPrivate: config.webhooks.allowPrivate,
     ownerScopes: namedTokenScopes(app),
-    pacing: {
-      concurrency: settings.concurrency,
-      perSubscription: settings.perSubscription,
-      busyIntervalMs: settings.busyIntervalMs,
-      apiBusy: () => load.busy
-    }
+    pacing: { apiBusy: () => load.busy }
   })
   if (app.metrics !== undefined) webhookMetrics(app.metrics, dispatcher, store.webhooks)
   app.decorate('webhooks', service)
@@ -73,21 +67,19 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
     }
     for (const { owner, id, scope, paused } of await service.pauseUncovered()) {
       const details = { webhook: { subscriptionId: String(id), owner, scope } }
-      if (paused) log.warn(details, 'webhook subscription paused: its token lacks a scope its events need')
-      else log.warn(details, 'webhook subscription stays paused: its token lacks a scope its events need')
+      const state = paused ? 'paused' : 'stays paused'
+      log.warn(details, `webhook subscription ${state}: its token lacks a scope its events need`)
     }
     load.start()
     await dispatcher.start()
   })
-  let stopping: Promise<void> | undefined
-  const stop = async (): Promise<void> => { await (stopping ??= dispatcher.stop(config.shutdownGraceMs)) }
   app.addHook('preClose', (done) => {
-    // Not awaited: requests drain meanwhile. onClose waits for it.
-    stop().catch(() => {})
+    // Not awaited: requests drain meanwhile. onClose waits for it (a second stop is the first one's).
+    dispatcher.stop(config.shutdownGraceMs).catch(() => {})
     done()
   })
   app.addHook('onClose', async () => {
-    await stop()
+    await dispatcher.stop(config.shutdownGraceMs)
     load.stop()
   })
 }, { name: 'webhooks', dependencies: ['config', 'resources', 'store', 'database-watch', 'tracing', 'metrics'] })
@@ -95,10 +87,9 @@ export default fp<WebhooksPluginOptions>(async function webhooksPlugin (app, opt
 /** Named tokens' scopes are fixed until a restart. */
 function namedTokenScopes (app: FastifyInstance): OwnerScopes {
   const { resources, scopeCatalog } = app
-  const principals = new Map(app.config.namedTokens.map((token) => {
-    const principal = namedPrincipal(token)
-    return [principal.id, principal.scopes] as const
-  }))
+  const principals = new Map(app.config.namedTokens
+    .map((token) => namedPrincipal(token))
+    .map(({ id, scopes }) => [id, scopes] as const))
   return {
     owners: [...principals.keys()],
     missing: (owner, events) => {
@@ -118,7 +109,7 @@ export function webhookDelivery (app: FastifyInstance, options: WebhooksPluginOp
   serviceStore?: WebhookStore
   maxSubscriptions: number
   allowPrivate: boolean
-  /** How many attempts at once, and how they yield. */
+  /** How many attempts at once, and how they yield, over the WEBHOOK_* settings. */
   pacing: Pick<DispatcherOptions, 'concurrency' | 'perSubscription' | 'busyIntervalMs' | 'apiBusy'>
   /** Runs before the dispatcher is asked to act (a sandbox tenant's starts it then). */
   beforeUse?: () => Promise<void>
@@ -133,11 +124,7 @@ export function webhookDelivery (app: FastifyInstance, options: WebhooksPluginOp
   const dispatcher = new WebhookDispatcher({
     store: wiring.store,
     policy,
-    timeoutMs: settings.timeoutMs,
-    schedule: settings.schedule,
-    disableAfterMs: settings.disableAfterMs,
-    retentionMs: settings.retentionMs,
-    pollIntervalMs: settings.pollIntervalMs,
+    ...settings,
     ...wiring.pacing,
     ...(options.request !== undefined && { request: options.request }),
     ...(app.tracing !== undefined && { traceAttempt: app.tracing.webhookAttempt })
@@ -163,9 +150,8 @@ export function webhookDelivery (app: FastifyInstance, options: WebhooksPluginOp
     else log.warn(details, 'webhook delivery failed; retrying later')
   })
   dispatcher.on('subscription-disabled', ({ subscriptionId, reason }) => {
-    const details = { webhook: { subscriptionId: String(subscriptionId), reason } }
-    if (reason === 'gone') log.warn(details, 'webhook subscription disabled: its receiver answered 410 Gone')
-    else log.warn(details, 'webhook subscription disabled: its deliveries kept failing')
+    const why = reason === 'gone' ? 'its receiver answered 410 Gone' : 'its deliveries kept failing'
+    log.warn({ webhook: { subscriptionId: String(subscriptionId), reason } }, `webhook subscription disabled: ${why}`)
   })
   dispatcher.on('pruned', ({ deleted }) => { log.info({ webhook: { deleted } }, 'old webhook deliveries pruned') })
   dispatcher.on('store-error', ({ operation, error }) => {

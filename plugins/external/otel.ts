@@ -1,8 +1,8 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
 import fp from 'fastify-plugin'
-import type { FastifyOtelInstrumentationOpts, FastifyOtelRequestContext } from '@fastify/otel'
-import type { SpanStatus } from '@opentelemetry/api'
+import type { FastifyOtelInstrumentationOpts } from '@fastify/otel'
+import type { SpanStatus, Tracer } from '@opentelemetry/api'
 import { ServiceError } from '../../src/lib/errors.js'
 import { REDACTED, redactQuery, redactUrl } from '../http/redact-url.js'
 import { storeOperations, type OperationObserver } from '../../src/store/instrumented.js'
@@ -10,13 +10,7 @@ import type { AttemptTrace } from '../../src/webhooks/dispatcher.js'
 import type { ClaimedDelivery } from '../../src/webhooks/store-contract.js'
 import { urlHost } from '../../src/webhooks/url-policy.js'
 
-interface ServiceTracing {
-  storeOperation: OperationObserver
-  /** W3C `traceparent`/`tracestate` for calls this service makes, so the receiver's spans join the trace. */
-  injectTraceContext: (headers: Record<string, string>) => void
-  /** A CLIENT span per delivery attempt, a child of the span of the request that caused the event. */
-  webhookAttempt: (delivery: ClaimedDelivery) => AttemptTrace
-}
+type ServiceTracing = Awaited<ReturnType<typeof startTracing>>
 
 const TRACE_FLUSH_TIMEOUT_MS = 2000
 
@@ -58,12 +52,8 @@ function serverAttributes (request: FastifyRequest): Record<string, string | num
 
 /** A webhook attempt's target as the HTTP client conventions name it; credentials in the URL redacted. */
 function clientAttributes (target: string): Record<string, string | number> {
-  let url: URL
-  try {
-    url = new URL(target)
-  } catch {
-    return {}
-  }
+  if (!URL.canParse(target)) return {}
+  const url = new URL(target)
   if (url.username !== '' || url.password !== '') {
     url.username = REDACTED
     url.password = REDACTED
@@ -170,22 +160,17 @@ function traceRequests (app: FastifyInstance, { context }: Api): void {
   // The request span is current while the handler runs: the body is read outside the onRequest hook's context.
   app.addHook('onRoute', (routeOptions) => {
     const handler = routeOptions.handler
-    routeOptions.handler = function tracedHandler (
-      this: ThisParameterType<RouteHandlerMethod>,
-      request: FastifyRequest,
-      reply: FastifyReply
-    ) {
-      const current: FastifyOtelRequestContext = request.opentelemetry()
+    routeOptions.handler = function tracedHandler (request, reply) {
+      const current = request.opentelemetry()
       return current.context == null
         ? handler.call(this, request, reply)
         : context.with(current.context, handler, this, request, reply)
-    } as RouteHandlerMethod
+    }
   })
 }
 
 /** A CLIENT span per store operation; a refusal the store answers with is not a failure. */
-function storeSpans (app: FastifyInstance, { trace, SpanKind, SpanStatusCode }: Api): OperationObserver {
-  const tracer = trace.getTracer('plant-store', app.config.version)
+function storeSpans (app: FastifyInstance, tracer: Tracer, { SpanKind, SpanStatusCode }: Api): OperationObserver {
   const spanNames = new Map(storeOperations(app.resources).map((operation) => [operation, `store.${operation}`]))
   const storeKind = app.config.databaseUrl.startsWith('postgres') ? 'postgresql' : 'sqlite'
   return (operation) => {
@@ -204,10 +189,8 @@ function storeSpans (app: FastifyInstance, { trace, SpanKind, SpanStatusCode }: 
   }
 }
 
-/** A CLIENT span per webhook attempt, a child of the request's that caused the event. */
-function webhookSpans (app: FastifyInstance, api: Api): ServiceTracing['webhookAttempt'] {
+function webhookSpans (tracer: Tracer, api: Api): (delivery: ClaimedDelivery) => AttemptTrace {
   const { propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode } = api
-  const tracer = trace.getTracer('plant-store', app.config.version)
   return (delivery) => {
     const { traceparent } = delivery.origin
     const parent = traceparent === undefined ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, { traceparent })
@@ -243,10 +226,10 @@ function webhookSpans (app: FastifyInstance, api: Api): ServiceTracing['webhookA
  */
 export default fp(async function otelPlugin (app) {
   const settings = app.config.tracing
-  if (settings === undefined) {
-    app.decorate('tracing', undefined)
-    return
-  }
+  app.decorate('tracing', settings === undefined ? undefined : await startTracing(app, settings))
+}, { name: 'tracing', dependencies: ['config', 'resources'] })
+
+async function startTracing (app: FastifyInstance, settings: TracingSettings) {
   const [api, { NodeSDK, resources }, { FastifyOtelInstrumentation }] = await Promise.all([
     import('@opentelemetry/api'),
     import('@opentelemetry/sdk-node'),
@@ -275,9 +258,12 @@ export default fp(async function otelPlugin (app) {
   await app.register(instrumentation.plugin())
   traceRequests(app, api)
 
-  app.decorate('tracing', {
-    storeOperation: storeSpans(app, api),
-    injectTraceContext: (headers) => { api.propagation.inject(api.context.active(), headers) },
-    webhookAttempt: webhookSpans(app, api)
-  })
-}, { name: 'tracing', dependencies: ['config', 'resources'] })
+  const tracer = api.trace.getTracer('plant-store', app.config.version)
+  return {
+    storeOperation: storeSpans(app, tracer, api),
+    /** W3C `traceparent`/`tracestate` for calls this service makes, so the receiver's spans join the trace. */
+    injectTraceContext: (headers: Record<string, string>) => { api.propagation.inject(api.context.active(), headers) },
+    /** A CLIENT span per delivery attempt, a child of the span of the request that caused the event. */
+    webhookAttempt: webhookSpans(tracer, api)
+  }
+}

@@ -39,23 +39,22 @@ export default fp(async function rateLimitPlugin (app) {
       done()
       return
     }
-    if (perAddress === undefined) {
-      limit.call(app, request, reply).then(() => { done() }, done)
-      return
-    }
-    perAddress(request).then(async (verdict) => {
-      if (!verdict.isAllowed && verdict.isExceeded) {
-        // The headers the plugin's own 429 carries (enableDraftSpec), for this limit.
-        void reply.headers({
-          'ratelimit-limit': verdict.max,
-          'ratelimit-remaining': 0,
-          'ratelimit-reset': verdict.ttlInSeconds,
-          'retry-after': verdict.ttlInSeconds
-        })
-        throw rateLimited(`${verdict.ttlInSeconds} seconds`)
-      }
-      await limit.call(app, request, reply)
-    }).then(() => { done() }, done)
+    const limited = perAddress === undefined
+      ? limit.call(app, request, reply)
+      : perAddress(request).then(async (verdict) => {
+        if (!verdict.isAllowed && verdict.isExceeded) {
+          // The headers the plugin's own 429 carries (enableDraftSpec), for this limit.
+          void reply.headers({
+            'ratelimit-limit': verdict.max,
+            'ratelimit-remaining': 0,
+            'ratelimit-reset': verdict.ttlInSeconds,
+            'retry-after': verdict.ttlInSeconds
+          })
+          throw rateLimited(`${verdict.ttlInSeconds} seconds`)
+        }
+        await limit.call(app, request, reply)
+      })
+    limited.then(() => { done() }, done)
   })
 }, { name: 'rate-limit', dependencies: ['config', 'errors', 'auth'] })
 
