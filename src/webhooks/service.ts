@@ -113,8 +113,6 @@ export function checkSecret (secret: string): void {
   }
 }
 
-const notFound = (what: string): ServiceError => new ServiceError('not-found', `${what} not found`)
-
 /** Validation, secrets and the store, by owner: another owner's subscription is 'not-found', like a missing one. */
 export class WebhookService {
   readonly #options: WebhookServiceOptions
@@ -122,7 +120,6 @@ export class WebhookService {
   readonly #policy: AddressPolicy
   readonly #lookup: { timeoutMs: number }
   readonly #now: () => number
-  readonly #eventTypes: readonly WebhookEventType[]
 
   constructor (options: WebhookServiceOptions) {
     this.#options = options
@@ -130,11 +127,10 @@ export class WebhookService {
     this.#policy = options.policy
     this.#lookup = { timeoutMs: options.lookupTimeoutMs }
     this.#now = options.now ?? Date.now
-    this.#eventTypes = options.eventTypes
   }
 
   async createSubscription (owner: string, input: NewSubscriptionInput): Promise<WebhookSubscription> {
-    const events = normalizeEvents(input.events, this.#eventTypes)
+    const events = normalizeEvents(input.events, this.#options.eventTypes)
     checkDescription(input.description)
     await checkWebhookUrl(input.url, this.#policy, this.#lookup)
     const created = await this.#store.createSubscription({
@@ -161,7 +157,7 @@ export class WebhookService {
 
   async updateSubscription (owner: string, id: bigint, patch: SubscriptionPatch): Promise<WebhookView> {
     const changes: SubscriptionChanges = {}
-    if (patch.events !== undefined) changes.events = normalizeEvents(patch.events, this.#eventTypes)
+    if (patch.events !== undefined) changes.events = normalizeEvents(patch.events, this.#options.eventTypes)
     if (patch.description !== undefined) {
       checkDescription(patch.description)
       changes.description = patch.description
@@ -214,16 +210,13 @@ export class WebhookService {
   }
 
   async getDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint): Promise<DeliveryDetail> {
-    const delivery = await this.#store.getDelivery(owner, subscriptionId, deliveryId)
-    if (delivery === undefined) throw notFound(`Delivery ${deliveryId} of webhook subscription ${subscriptionId}`)
-    return delivery
+    return await this.#store.getDelivery(owner, subscriptionId, deliveryId) ??
+      this.#missingDelivery(subscriptionId, deliveryId)
   }
 
   async retryDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint): Promise<WebhookDelivery> {
     const result = await this.#store.retryDelivery(owner, subscriptionId, deliveryId, this.#now())
-    if (result.status === 'not-found') {
-      throw notFound(`Delivery ${deliveryId} of webhook subscription ${subscriptionId}`)
-    }
+    if (result.status === 'not-found') this.#missingDelivery(subscriptionId, deliveryId)
     if (result.status === 'subscription-disabled') {
       throw new ServiceError('subscription-disabled',
         `Webhook subscription ${subscriptionId} is disabled: enable it to retry its deliveries`)
@@ -257,18 +250,22 @@ export class WebhookService {
 
   /** A subscription's event types this app serves (another app's on its database, or a newer one's, are left out). */
   #served (owner: string, subscription: WebhookSubscription): ServedSubscription {
-    const events = subscription.events.filter((type) => this.#eventTypes.includes(type))
+    const events = subscription.events.filter((type) => this.#options.eventTypes.includes(type))
     const served = events.length === subscription.events.length ? subscription : { ...subscription, events }
     const scope = served.disabled ? this.#uncovered(owner, served) : undefined
     return scope === undefined ? served : { ...served, disabledReason: pausedReason(scope) }
   }
 
   #uncovered (owner: string, subscription: WebhookSubscription): string | undefined {
-    const events = subscription.events.filter((type) => this.#eventTypes.includes(type))
+    const events = subscription.events.filter((type) => this.#options.eventTypes.includes(type))
     return this.#options.ownerScopes?.missing(owner, events)
   }
 
   #missing (id: bigint): never {
-    throw notFound(`Webhook subscription ${id}`)
+    throw new ServiceError('not-found', `Webhook subscription ${id} not found`)
+  }
+
+  #missingDelivery (subscriptionId: bigint, deliveryId: bigint): never {
+    throw new ServiceError('not-found', `Delivery ${deliveryId} of webhook subscription ${subscriptionId} not found`)
   }
 }
