@@ -219,10 +219,8 @@ export class OidcVerifier {
       this.#verified.delete(digest)
     }
     const verified = await this.#check(token)
-    if (this.#verified.size >= VERIFIED_CACHE_SIZE) {
-      const oldest = this.#verified.keys().next()
-      if (oldest.done !== true) this.#verified.delete(oldest.value)
-    }
+    const [oldest] = this.#verified.keys()
+    if (this.#verified.size >= VERIFIED_CACHE_SIZE && oldest !== undefined) this.#verified.delete(oldest)
     this.#verified.set(digest, verified)
     return verified.principal
   }
@@ -254,7 +252,6 @@ export class OidcVerifier {
     try {
       payload = await this.#verifySignature(token)
     } catch (err) {
-      if (err instanceof ServiceError) throw err
       const check = failedCheck(err)
       if (check === undefined) throw err
       throw invalidToken(check)

@@ -193,10 +193,9 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   }
 
   checkDatabaseSettings(parsed)
-  const file = configuredTokens(parsed.API_TOKENS, parsed.API_TOKENS_FILE)
-  const tokens = file.plain
+  const { plain: tokens, named } = configuredTokens(parsed.API_TOKENS, parsed.API_TOKENS_FILE)
   const oidc = oidcConfig(parsed)
-  const sandbox = sandboxConfig(parsed, tokens.length + file.named.length > 0 || oidc !== undefined)
+  const sandbox = sandboxConfig(parsed, tokens.length + named.length > 0 || oidc !== undefined)
   if (parsed.ALLOW_WEAK_TOKENS !== '1' && tokens.some((token) => token.length < MIN_TOKEN_LENGTH)) {
     throw new ConfigError(
       `invalid configuration: every API token needs at least ${MIN_TOKEN_LENGTH} characters (set ALLOW_WEAK_TOKENS=1 ` +
@@ -207,7 +206,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError('invalid configuration: HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS')
   }
   const tracing = tracingConfig(parsed)
-  if (parsed.METRICS_PORT !== undefined && parsed.METRICS_PORT !== 0 && parsed.METRICS_PORT === parsed.PORT) {
+  if (parsed.METRICS_PORT !== 0 && parsed.METRICS_PORT === parsed.PORT) {
     throw new ConfigError(
       'invalid configuration: METRICS_PORT must differ from PORT (the API port never serves metrics)'
     )
@@ -225,7 +224,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     migrateOnStart: parsed.MIGRATE_ON_START === '1',
     sqliteSynchronous: parsed.SQLITE_SYNCHRONOUS,
     tokens: [...new Set(tokens)],
-    namedTokens: file.named,
+    namedTokens: named,
     ...(oidc !== undefined && { oidc }),
     tokenGenerated: false,
     logLevel: parsed.LOG_LEVEL,

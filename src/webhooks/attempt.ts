@@ -120,9 +120,7 @@ export async function attempt (
   context.report('attempt', event)
 }
 
-type DeliveryFields = Pick<AttemptEvent, 'deliveryId' | 'subscriptionId' | 'messageId' | 'eventType' | 'attempt'>
-
-function eventOf (delivery: ClaimedDelivery, attempt: number): DeliveryFields {
+function eventOf (delivery: ClaimedDelivery, attempt: number) {
   return {
     deliveryId: delivery.id,
     subscriptionId: delivery.subscriptionId,

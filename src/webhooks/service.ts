@@ -50,12 +50,7 @@ interface NewSubscriptionInput {
 }
 
 /** A JSON merge patch: `description: null` removes it. */
-interface SubscriptionPatch {
-  url?: string
-  events?: readonly string[]
-  description?: string | null
-  disabled?: boolean
-}
+type SubscriptionPatch = Partial<Omit<NewSubscriptionInput, 'description'>> & { description?: string | null }
 
 interface WebhookServiceOptions {
   store: WebhookStore
