@@ -9,7 +9,7 @@ export function configuredTokens (
   apiTokens: string | undefined, tokensFile: string | undefined
 ): { plain: string[], named: NamedToken[] } {
   const file = readTokensFile(tokensFile)
-  const plain = [...splitTokens(apiTokens, ',', 'API_TOKENS'), ...file.plain]
+  const plain = [...splitTokens(apiTokens), ...file.plain]
   refuseOverlap(plain, file.named)
   return { plain, named: file.named }
 }
@@ -52,21 +52,21 @@ export function withTrialToken<C extends TokenSources> (config: C, terminal: boo
 }
 
 /** A setting that names no token (only separators) is refused, as refuseEmptyTokenSettings says why. */
-function splitTokens (text: string | undefined, separator: string | RegExp, setting?: string): string[] {
+function splitTokens (text: string | undefined): string[] {
   if (text === undefined) return []
-  const tokens = text.split(separator).map((token) => token.trim()).filter((token) => token !== '')
-  if (setting !== undefined && tokens.length === 0) {
-    throw new ConfigError(`invalid configuration: ${setting} is set but holds no token (unset it to have none)`)
+  const tokens = text.split(',').map((token) => token.trim()).filter((token) => token !== '')
+  if (tokens.length === 0) {
+    throw new ConfigError('invalid configuration: API_TOKENS is set but holds no token (unset it to have none)')
   }
-  for (const token of tokens) {
-    // A token travels in an HTTP header: only visible ASCII, as RFC 6750's b64token allows.
-    if (!/^[A-Za-z0-9\-._~+/]+=*$/.test(token)) {
-      throw new ConfigError(
-        'invalid configuration: a token may only hold the characters A-Z a-z 0-9 - . _ ~ + / and trailing ='
-      )
-    }
-  }
-  return tokens
+  return tokens.map(checkedToken)
+}
+
+/** A token travels in an HTTP header: only visible ASCII, as RFC 6750's b64token allows. */
+function checkedToken (token: string): string {
+  if (/^[A-Za-z0-9\-._~+/]+=*$/.test(token)) return token
+  throw new ConfigError(
+    'invalid configuration: a token may only hold the characters A-Z a-z 0-9 - . _ ~ + / and trailing ='
+  )
 }
 
 /** A named entry's name: what the access log shows and its data is kept under. */
@@ -95,7 +95,7 @@ function readTokensFile (path: string | undefined): { plain: string[], named: Na
     if (line === '' || line.startsWith('#')) return
     const fields = line.split(/\s+/)
     if (fields.length === 1) {
-      plain.push(...splitTokens(line, /\n/))
+      plain.push(checkedToken(line))
       return
     }
     const problem = (what: string) =>
