@@ -70,7 +70,18 @@ function checkedToken (token: string): string {
 }
 
 /** A named entry's name: what the access log shows and its data is kept under. */
-const TOKEN_NAME = /^[A-Za-z0-9._-]{1,64}$/
+export function checkTokenName (name: string, problem: (what: string) => Error): void {
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(name)) throw problem('a name is 1 to 64 of A-Z a-z 0-9 . _ -')
+}
+
+/** A named entry's scopes, each once. */
+export function namedScopes (names: readonly string[], problem: (what: string) => Error): Scope[] {
+  const unknown = names.find((scope) => !DEFAULT_SCOPES.isScope(scope))
+  if (unknown !== undefined) {
+    throw problem(`unknown scope ${JSON.stringify(unknown)} (known: ${DEFAULT_SCOPES.scopes.join(', ')})`)
+  }
+  return [...new Set(names as Scope[])]
+}
 const DIGEST = /^sha256:([0-9a-fA-F]{64})$/
 
 /**
@@ -104,21 +115,17 @@ function readTokensFile (path: string | undefined): { plain: string[], named: Na
     if (fields.length !== 3) {
       throw problem('a named entry is "<name> <scope>[,<scope>…] sha256:<hex digest>" (plant-store token prints one)')
     }
-    if (!TOKEN_NAME.test(name)) throw problem('a name is 1 to 64 of A-Z a-z 0-9 . _ -')
+    checkTokenName(name, problem)
     // `ro` and `RO` would be two principals that a person (and a log search) takes for one.
     const same = named.find((entry) => entry.name.toLowerCase() === name.toLowerCase())
     if (same?.name === name) throw problem(`the name ${name} is used twice`)
     if (same !== undefined) throw problem(`the names ${same.name} and ${name} differ only in case`)
-    const scopes = scopeList.split(',')
-    const unknown = scopes.find((scope) => !DEFAULT_SCOPES.isScope(scope))
-    if (unknown !== undefined) {
-      throw problem(`unknown scope ${JSON.stringify(unknown)} (known: ${DEFAULT_SCOPES.scopes.join(', ')})`)
-    }
+    const scopes = namedScopes(scopeList.split(','), problem)
     const digest = DIGEST.exec(digestField)?.[1]?.toLowerCase()
     if (digest === undefined) throw problem('the third field is sha256: and the token\'s 64 hex digit SHA-256')
     const twin = named.find((entry) => entry.digest === digest)
     if (twin !== undefined) throw problem(`the same token digest as the entry ${twin.name}`)
-    named.push({ name, scopes: [...new Set(scopes as Scope[])], digest })
+    named.push({ name, scopes, digest })
   })
   if (plain.length === 0 && named.length === 0) {
     throw new ConfigError(`invalid configuration: API_TOKENS_FILE holds no token (${path}); with no token nothing ` +
