@@ -112,22 +112,18 @@ export function checkSecret (secret: string): void {
 export class WebhookService {
   readonly #options: WebhookServiceOptions
   readonly #store: WebhookStore
-  readonly #policy: AddressPolicy
-  readonly #lookup: { timeoutMs: number }
   readonly #now: () => number
 
   constructor (options: WebhookServiceOptions) {
     this.#options = options
     this.#store = options.store
-    this.#policy = options.policy
-    this.#lookup = { timeoutMs: options.lookupTimeoutMs }
     this.#now = options.now ?? Date.now
   }
 
   async createSubscription (owner: string, input: NewSubscriptionInput): Promise<WebhookSubscription> {
     const events = normalizeEvents(input.events, this.#options.eventTypes)
     checkDescription(input.description)
-    await checkWebhookUrl(input.url, this.#policy, this.#lookup)
+    await this.#checkUrl(input.url)
     const created = await this.#store.createSubscription({
       owner,
       url: input.url,
@@ -161,7 +157,7 @@ export class WebhookService {
     if (patch.url !== undefined) {
       // Another owner's id must look missing, not invalid: check it exists before judging the URL.
       const current = await this.getSubscription(owner, id)
-      if (patch.url !== current.url) await checkWebhookUrl(patch.url, this.#policy, this.#lookup)
+      if (patch.url !== current.url) await this.#checkUrl(patch.url)
       changes.url = patch.url
     }
     const updated = await this.#store.updateSubscription(owner, id, changes, this.#now()) ?? this.#missing(id)
@@ -224,10 +220,10 @@ export class WebhookService {
   async pauseUncovered (): Promise<PausedSubscription[]> {
     const found: PausedSubscription[] = []
     for (const owner of this.#options.ownerScopes?.owners ?? []) {
-      let after: bigint | undefined
-      let hasMore = true
-      while (hasMore) {
-        const page = await this.#store.listSubscriptions(owner, { limit: 100, ...(after !== undefined && { after }) })
+      let page: SubscriptionPage<WebhookSubscription> | undefined
+      do {
+        const after = page?.subscriptions.at(-1)?.id
+        page = await this.#store.listSubscriptions(owner, { limit: 100, ...(after !== undefined && { after }) })
         for (const subscription of page.subscriptions) {
           const scope = this.#uncovered(owner, subscription)
           if (scope === undefined) continue
@@ -236,9 +232,7 @@ export class WebhookService {
           }
           found.push({ owner, id: subscription.id, scope, paused: !subscription.disabled })
         }
-        hasMore = page.hasMore
-        after = page.subscriptions.at(-1)?.id
-      }
+      } while (page.hasMore)
     }
     return found
   }
@@ -254,6 +248,10 @@ export class WebhookService {
   #uncovered (owner: string, subscription: WebhookSubscription): string | undefined {
     const events = subscription.events.filter((type) => this.#options.eventTypes.includes(type))
     return this.#options.ownerScopes?.missing(owner, events)
+  }
+
+  async #checkUrl (url: string): Promise<void> {
+    await checkWebhookUrl(url, this.#options.policy, { timeoutMs: this.#options.lookupTimeoutMs })
   }
 
   #missing (id: bigint): never {
