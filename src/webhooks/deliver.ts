@@ -150,7 +150,6 @@ async function send (
     let statusCode: number | undefined
     let settled = false
     const kept: Buffer[] = []
-    let keptBytes = 0
     const response = (): AttemptResult => ({
       kind: 'response',
       statusCode: statusCode as number,
@@ -175,10 +174,7 @@ async function send (
       statusCode = res.statusCode ?? 0
       let read = 0
       res.on('data', (chunk: Buffer) => {
-        if (keptBytes < KEPT_RESPONSE_BYTES) {
-          kept.push(chunk)
-          keptBytes += chunk.length
-        }
+        if (read < KEPT_RESPONSE_BYTES) kept.push(chunk)
         read += chunk.length
         if (read >= maxBytes) answered()
       })

@@ -93,7 +93,6 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   }
 
   async #listen (): Promise<void> {
-    // On the store's notifications (PostgreSQL LISTEN), where it has them.
     const unlisten = await this.#store.listen?.(() => { this.wake() })
     if (unlisten === undefined) return
     // Stopped while the listener was connecting: it must not outlive the dispatcher.
