@@ -119,8 +119,7 @@ export class ProviderKeys {
     /** Whether a fetch this request waited for has answered for the kid: the set then settles it. */
     let fetched = false
     if (this.#keys === undefined) {
-      if (this.#pending === undefined && this.#coolingDown()) throw this.#unavailable()
-      await this.#refresh()
+      if (!await this.refetch()) throw this.#unavailable()
       fetched = true
     } else if (this.#now() - this.#fetchedAt >= KEYS_MAX_AGE_MS && !this.#coolingDown()) {
       this.#refresh().catch(() => {})
@@ -130,10 +129,7 @@ export class ProviderKeys {
     } catch (err) {
       if (!isJoseError(err, 'ERR_JWKS_NO_MATCHING_KEY') || fetched) throw err
       // A `kid` not in the cache: perhaps the provider rotated its keys. One fetch per cooldown, whoever asks.
-      if (this.#pending !== undefined || !this.#coolingDown()) {
-        await this.#refresh()
-        return await (this.#keys as JWTVerifyGetKey)(header, token)
-      }
+      if (await this.refetch()) return await (this.#keys as JWTVerifyGetKey)(header, token)
       // Within the cooldown the set cannot be fetched: nothing tells a kid the provider lacks from one it
       // has just rotated in (while it is down, too), so the client is told when a fetch may settle it.
       throw this.#unavailable(err)
@@ -219,10 +215,8 @@ export class OidcVerifier {
       this.#verified.delete(digest)
     }
     const verified = await this.#check(token)
-    if (this.#verified.size >= VERIFIED_CACHE_SIZE) {
-      const oldest = this.#verified.keys().next()
-      if (oldest.done !== true) this.#verified.delete(oldest.value)
-    }
+    const [oldest] = this.#verified.keys()
+    if (this.#verified.size >= VERIFIED_CACHE_SIZE && oldest !== undefined) this.#verified.delete(oldest)
     this.#verified.set(digest, verified)
     return verified.principal
   }
@@ -254,7 +248,6 @@ export class OidcVerifier {
     try {
       payload = await this.#verifySignature(token)
     } catch (err) {
-      if (err instanceof ServiceError) throw err
       const check = failedCheck(err)
       if (check === undefined) throw err
       throw invalidToken(check)

@@ -9,7 +9,7 @@ export function configuredTokens (
   apiTokens: string | undefined, tokensFile: string | undefined
 ): { plain: string[], named: NamedToken[] } {
   const file = readTokensFile(tokensFile)
-  const plain = [...splitTokens(apiTokens, ',', 'API_TOKENS'), ...file.plain]
+  const plain = [...splitTokens(apiTokens), ...file.plain]
   refuseOverlap(plain, file.named)
   return { plain, named: file.named }
 }
@@ -52,25 +52,36 @@ export function withTrialToken<C extends TokenSources> (config: C, terminal: boo
 }
 
 /** A setting that names no token (only separators) is refused, as refuseEmptyTokenSettings says why. */
-function splitTokens (text: string | undefined, separator: string | RegExp, setting?: string): string[] {
+function splitTokens (text: string | undefined): string[] {
   if (text === undefined) return []
-  const tokens = text.split(separator).map((token) => token.trim()).filter((token) => token !== '')
-  if (setting !== undefined && tokens.length === 0) {
-    throw new ConfigError(`invalid configuration: ${setting} is set but holds no token (unset it to have none)`)
+  const tokens = text.split(',').map((token) => token.trim()).filter((token) => token !== '')
+  if (tokens.length === 0) {
+    throw new ConfigError('invalid configuration: API_TOKENS is set but holds no token (unset it to have none)')
   }
-  for (const token of tokens) {
-    // A token travels in an HTTP header: only visible ASCII, as RFC 6750's b64token allows.
-    if (!/^[A-Za-z0-9\-._~+/]+=*$/.test(token)) {
-      throw new ConfigError(
-        'invalid configuration: a token may only hold the characters A-Z a-z 0-9 - . _ ~ + / and trailing ='
-      )
-    }
-  }
-  return tokens
+  return tokens.map(checkedToken)
+}
+
+/** A token travels in an HTTP header: only visible ASCII, as RFC 6750's b64token allows. */
+function checkedToken (token: string): string {
+  if (/^[A-Za-z0-9\-._~+/]+=*$/.test(token)) return token
+  throw new ConfigError(
+    'invalid configuration: a token may only hold the characters A-Z a-z 0-9 - . _ ~ + / and trailing ='
+  )
 }
 
 /** A named entry's name: what the access log shows and its data is kept under. */
-const TOKEN_NAME = /^[A-Za-z0-9._-]{1,64}$/
+export function checkTokenName (name: string, problem: (what: string) => Error): void {
+  if (!/^[A-Za-z0-9._-]{1,64}$/.test(name)) throw problem('a name is 1 to 64 of A-Z a-z 0-9 . _ -')
+}
+
+/** A named entry's scopes, each once. */
+export function namedScopes (names: readonly string[], problem: (what: string) => Error): Scope[] {
+  const unknown = names.find((scope) => !DEFAULT_SCOPES.isScope(scope))
+  if (unknown !== undefined) {
+    throw problem(`unknown scope ${JSON.stringify(unknown)} (known: ${DEFAULT_SCOPES.scopes.join(', ')})`)
+  }
+  return [...new Set(names as Scope[])]
+}
 const DIGEST = /^sha256:([0-9a-fA-F]{64})$/
 
 /**
@@ -95,7 +106,7 @@ function readTokensFile (path: string | undefined): { plain: string[], named: Na
     if (line === '' || line.startsWith('#')) return
     const fields = line.split(/\s+/)
     if (fields.length === 1) {
-      plain.push(...splitTokens(line, /\n/))
+      plain.push(checkedToken(line))
       return
     }
     const problem = (what: string) =>
@@ -104,21 +115,17 @@ function readTokensFile (path: string | undefined): { plain: string[], named: Na
     if (fields.length !== 3) {
       throw problem('a named entry is "<name> <scope>[,<scope>…] sha256:<hex digest>" (plant-store token prints one)')
     }
-    if (!TOKEN_NAME.test(name)) throw problem('a name is 1 to 64 of A-Z a-z 0-9 . _ -')
+    checkTokenName(name, problem)
     // `ro` and `RO` would be two principals that a person (and a log search) takes for one.
     const same = named.find((entry) => entry.name.toLowerCase() === name.toLowerCase())
     if (same?.name === name) throw problem(`the name ${name} is used twice`)
     if (same !== undefined) throw problem(`the names ${same.name} and ${name} differ only in case`)
-    const scopes = scopeList.split(',')
-    const unknown = scopes.find((scope) => !DEFAULT_SCOPES.isScope(scope))
-    if (unknown !== undefined) {
-      throw problem(`unknown scope ${JSON.stringify(unknown)} (known: ${DEFAULT_SCOPES.scopes.join(', ')})`)
-    }
+    const scopes = namedScopes(scopeList.split(','), problem)
     const digest = DIGEST.exec(digestField)?.[1]?.toLowerCase()
     if (digest === undefined) throw problem('the third field is sha256: and the token\'s 64 hex digit SHA-256')
     const twin = named.find((entry) => entry.digest === digest)
     if (twin !== undefined) throw problem(`the same token digest as the entry ${twin.name}`)
-    named.push({ name, scopes: [...new Set(scopes as Scope[])], digest })
+    named.push({ name, scopes, digest })
   })
   if (plain.length === 0 && named.length === 0) {
     throw new ConfigError(`invalid configuration: API_TOKENS_FILE holds no token (${path}); with no token nothing ` +

@@ -3,14 +3,13 @@ import type { ErrorObject } from 'ajv'
 import envSchema from 'env-schema'
 import { BUILD_INFO } from './build-info.js'
 import { ConfigError } from '../lib/errors.js'
-import { OIDC_SETTINGS, oidcConfig, type OidcConfig } from '../auth/oidc-settings.js'
-import { SANDBOX_SETTINGS, sandboxConfig, type SandboxConfig } from '../sandbox/settings.js'
+import { OIDC_SETTINGS, oidcConfig } from '../auth/oidc-settings.js'
+import { SANDBOX_SETTINGS, sandboxConfig } from '../sandbox/settings.js'
 import { checkDatabaseSettings, DATABASE_SETTINGS, DATABASE_URL_SETTING } from '../store/settings.js'
 import { configuredTokens, refuseEmptyTokenSettings } from '../auth/token-settings.js'
-import { TRACING_SETTINGS, tracingConfig, type TracingConfig } from './tracing-settings.js'
-import type { NamedToken } from '../auth/tokens.js'
+import { TRACING_SETTINGS, tracingConfig } from './tracing-settings.js'
 import { parseTrustProxy } from './trust-proxy.js'
-import { WEBHOOK_SETTINGS, webhookConfig, type WebhookConfig } from '../webhooks/settings.js'
+import { WEBHOOK_SETTINGS, webhookConfig } from '../webhooks/settings.js'
 import { flagSetting, integerSetting, stringSetting } from './setting-types.js'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -112,55 +111,8 @@ export const EnvSchema = Type.Object({
 
 type Env = Static<typeof EnvSchema>
 
-export interface Config {
-  port: number
-  host: string
-  databaseUrl: string
-  /** DATABASE_DIRECT_URL: PostgreSQL itself when databaseUrl is a transaction pooler (migrations, LISTEN). */
-  databaseDirectUrl?: string
-  pgPoolMax: number
-  pgConnectTimeoutMs: number
-  pgStatementTimeoutMs: number
-  pgStartupTimeoutMs: number
-  /** MIGRATE_ON_START: false, `serve` applies no migration and refuses a schema behind its own. */
-  migrateOnStart: boolean
-  sqliteSynchronous: Env['SQLITE_SYNCHRONOUS']
-  /** Plain tokens (API_TOKENS, and bare lines of API_TOKENS_FILE): every scope. */
-  tokens: string[]
-  /** API_TOKENS_FILE entries with a name, scopes and the token's digest. */
-  namedTokens: NamedToken[]
-  oidc?: OidcConfig
-  /** No token (nor OIDC_ISSUER) was configured and one was made up for this run (withTrialToken). */
-  tokenGenerated: boolean
-  logLevel: LogLevel
-  /** LOG_FORMAT; undefined: chosen by whether stdout is a terminal. */
-  logFormat?: LogFormat
-  bodyLimit: number
-  timeouts: { headers: number; request: number; connection: number; keepAlive: number }
-  maxRequestsPerSocket: number
-  shutdownGraceMs: number
-  /** /health/ready answers 503 this long before the listener closes, so a balancer stops sending first. */
-  shutdownDelayMs: number
-  rateLimit: { max: number; windowMs: number }
-  redis?: { url: string; keyPrefix: string }
-  pressure: {
-    maxEventLoopDelayMs: number
-    maxEventLoopUtilization: number
-    maxHeapUsedBytes: number
-    maxRssBytes: number
-  }
-  corsOrigins: string[]
-  publicUrl?: string
-  docs: { persistAuthorization: boolean }
-  metrics?: { port: number; host: string }
-  /** The OpenTelemetry SDK reads the OTEL_* variables itself: this says what it will use, for logs and checks. */
-  tracing?: TracingConfig
-  /** Fastify's `trustProxy`: false (the socket's peer is the client), a hop count, or the proxies' addresses/CIDRs. */
-  trustProxy: false | number | string[]
-  webhooks: WebhookConfig
-  sandbox?: SandboxConfig
-  version: string
-}
+/** The settings a process runs with: what loadConfig makes of the environment. */
+export type Config = ReturnType<typeof loadConfig>
 
 /** Shorter bearer tokens are guessable in principle; refused unless ALLOW_WEAK_TOKENS=1. */
 const MIN_TOKEN_LENGTH = 32
@@ -183,7 +135,7 @@ function settingProblems (err: Error & { errors?: ErrorObject[] }): string {
 }
 
 /** Reads and validates the configuration; throws ConfigError with a message for whoever starts the service. */
-export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig (env: NodeJS.ProcessEnv = process.env) {
   refuseEmptyTokenSettings(env)
   let parsed: Env
   try {
@@ -193,10 +145,9 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
   }
 
   checkDatabaseSettings(parsed)
-  const file = configuredTokens(parsed.API_TOKENS, parsed.API_TOKENS_FILE)
-  const tokens = file.plain
+  const { plain: tokens, named } = configuredTokens(parsed.API_TOKENS, parsed.API_TOKENS_FILE)
   const oidc = oidcConfig(parsed)
-  const sandbox = sandboxConfig(parsed, tokens.length + file.named.length > 0 || oidc !== undefined)
+  const sandbox = sandboxConfig(parsed, tokens.length + named.length > 0 || oidc !== undefined)
   if (parsed.ALLOW_WEAK_TOKENS !== '1' && tokens.some((token) => token.length < MIN_TOKEN_LENGTH)) {
     throw new ConfigError(
       `invalid configuration: every API token needs at least ${MIN_TOKEN_LENGTH} characters (set ALLOW_WEAK_TOKENS=1 ` +
@@ -207,7 +158,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError('invalid configuration: HEADERS_TIMEOUT_MS must not exceed REQUEST_TIMEOUT_MS')
   }
   const tracing = tracingConfig(parsed)
-  if (parsed.METRICS_PORT !== undefined && parsed.METRICS_PORT !== 0 && parsed.METRICS_PORT === parsed.PORT) {
+  if (parsed.METRICS_PORT !== 0 && parsed.METRICS_PORT === parsed.PORT) {
     throw new ConfigError(
       'invalid configuration: METRICS_PORT must differ from PORT (the API port never serves metrics)'
     )
@@ -217,18 +168,23 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     port: parsed.PORT,
     host: parsed.HOST,
     databaseUrl: parsed.DATABASE_URL,
+    // PostgreSQL itself when databaseUrl is a transaction pooler (migrations, LISTEN).
     ...(parsed.DATABASE_DIRECT_URL !== undefined && { databaseDirectUrl: parsed.DATABASE_DIRECT_URL }),
     pgPoolMax: parsed.PG_POOL_MAX,
     pgConnectTimeoutMs: parsed.PG_CONNECT_TIMEOUT_MS,
     pgStatementTimeoutMs: parsed.PG_STATEMENT_TIMEOUT_MS,
     pgStartupTimeoutMs: parsed.PG_STARTUP_TIMEOUT_MS,
+    // False: `serve` applies no migration and refuses a schema behind its own.
     migrateOnStart: parsed.MIGRATE_ON_START === '1',
     sqliteSynchronous: parsed.SQLITE_SYNCHRONOUS,
+    // Plain tokens (API_TOKENS, and bare lines of API_TOKENS_FILE): every scope.
     tokens: [...new Set(tokens)],
-    namedTokens: file.named,
+    namedTokens: named,
     ...(oidc !== undefined && { oidc }),
+    // No token (nor OIDC_ISSUER) was configured and one was made up for this run (withTrialToken).
     tokenGenerated: false,
     logLevel: parsed.LOG_LEVEL,
+    // Unset: chosen by whether stdout is a terminal.
     ...(parsed.LOG_FORMAT !== undefined && { logFormat: parsed.LOG_FORMAT }),
     bodyLimit: parsed.BODY_LIMIT,
     timeouts: {
@@ -239,6 +195,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     },
     maxRequestsPerSocket: parsed.MAX_REQUESTS_PER_SOCKET,
     shutdownGraceMs: parsed.SHUTDOWN_GRACE_MS,
+    // /health/ready answers 503 this long before the listener closes, so a balancer stops sending first.
     shutdownDelayMs: parsed.SHUTDOWN_DELAY_MS,
     rateLimit: { max: parsed.RATE_LIMIT_MAX, windowMs: parsed.RATE_LIMIT_WINDOW },
     ...(parsed.REDIS_URL !== undefined && { redis: { url: parsed.REDIS_URL, keyPrefix: parsed.REDIS_KEY_PREFIX } }),
@@ -252,7 +209,9 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env): Config {
     ...(parsed.PUBLIC_URL !== undefined && { publicUrl: parsePublicUrl(parsed.PUBLIC_URL) }),
     docs: { persistAuthorization: parsed.DOCS_PERSIST_AUTHORIZATION === '1' },
     ...(parsed.METRICS_PORT !== undefined && { metrics: { port: parsed.METRICS_PORT, host: parsed.METRICS_HOST } }),
+    // The OpenTelemetry SDK reads the OTEL_* variables itself: this says what it will use, for logs and checks.
     ...(tracing !== undefined && { tracing }),
+    // False (the socket's peer is the client), a hop count, or the proxies' addresses/CIDRs.
     trustProxy: parseTrustProxy(parsed.TRUST_PROXY),
     webhooks: webhookConfig(parsed),
     ...(sandbox !== undefined && { sandbox }),

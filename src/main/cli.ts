@@ -1,4 +1,5 @@
 import { DEFAULT_SCOPES, type Scope } from '../auth/scopes.js'
+import { checkTokenName, namedScopes } from '../auth/token-settings.js'
 
 /** The commands of the `plant-store` executable (src/main/server.ts runs them). */
 type Command =
@@ -115,13 +116,10 @@ function parseToken (args: readonly string[]): Command {
   if (name === undefined || scopeList === undefined) {
     throw new Error('token: --name and --scopes go together (plant-store token --name ci --scopes plants:read)')
   }
-  if (!/^[A-Za-z0-9._-]{1,64}$/.test(name)) throw new Error('token: a name is 1 to 64 of A-Z a-z 0-9 . _ -')
-  const scopes = scopeList.split(',').map((scope) => scope.trim())
-  const unknown = scopes.find((scope) => !DEFAULT_SCOPES.isScope(scope))
-  if (unknown !== undefined) {
-    throw new Error(`token: unknown scope ${JSON.stringify(unknown)} (known: ${DEFAULT_SCOPES.scopes.join(', ')})`)
-  }
-  return { name: 'token', entry: { name, scopes: [...new Set(scopes as Scope[])] } }
+  const problem = (what: string): Error => new Error(`token: ${what}`)
+  checkTokenName(name, problem)
+  const scopes = namedScopes(scopeList.split(',').map((scope) => scope.trim()), problem)
+  return { name: 'token', entry: { name, scopes } }
 }
 
 function isCommandName (name: string | undefined): name is CommandName {

@@ -2,9 +2,9 @@ import { performance } from 'node:perf_hooks'
 import type { DeliveryQueue } from './delivery-queue.js'
 import { attemptDelivery, type AttemptOptions, type AttemptRequest, type AttemptResult } from './deliver.js'
 import type { AttemptEvent, AttemptTrace, Report } from './dispatcher-events.js'
-import { verdict, type AttemptVerdict } from './schedule.js'
+import { verdict } from './schedule.js'
 import { signatureHeader } from './signing.js'
-import type { ClaimedDelivery, DeliveryCompletion, DeliveryStatus } from './store-contract.js'
+import type { ClaimedDelivery, DeliveryCompletion } from './store-contract.js'
 
 /** What an attempt sends, signed now: a delivery's, or a test event's. */
 type SignedMessage = Pick<ClaimedDelivery, 'url' | 'payload' | 'messageId' | 'secrets'>
@@ -81,8 +81,19 @@ export async function attempt (
   // The retry wait runs from the attempt's end, or one that timed out would be retried at once.
   const outcome = verdict({ ...(statusCode !== undefined && { statusCode }), attempts, attemptedAt: context.now() },
     context.schedule, context.jitter, context.random)
-  const judged = { attemptedAt, durationMs, result, outcome }
-  const completion = completionOf(delivery.id, lease, judged, context.disableAfterMs)
+  const failure = describeFailure(result)
+  const completion: DeliveryCompletion = {
+    id: delivery.id,
+    lease,
+    attemptedAt,
+    durationMs,
+    ...(result.kind === 'response' && { statusCode: result.statusCode, responseBody: result.body }),
+    ...(failure !== undefined && { error: failure }),
+    status: outcome.status === 'succeeded' ? 'succeeded' : outcome.status === 'retry' ? 'pending' : 'failed',
+    ...(outcome.status === 'retry' && { nextAttemptAt: outcome.nextAttemptAt }),
+    disableSubscription: outcome.status === 'gone',
+    failingDisableBefore: attemptedAt - context.disableAfterMs
+  }
   let recorded = false
   try {
     const done = await context.queue.complete(completion)
@@ -109,42 +120,13 @@ export async function attempt (
   context.report('attempt', event)
 }
 
-type DeliveryFields = Pick<AttemptEvent, 'deliveryId' | 'subscriptionId' | 'messageId' | 'eventType' | 'attempt'>
-
-function eventOf (delivery: ClaimedDelivery, attempt: number): DeliveryFields {
+function eventOf (delivery: ClaimedDelivery, attempt: number) {
   return {
     deliveryId: delivery.id,
     subscriptionId: delivery.subscriptionId,
     messageId: delivery.messageId,
     eventType: delivery.eventType,
     attempt
-  }
-}
-
-interface Judged {
-  attemptedAt: number
-  durationMs: number
-  result: AttemptResult
-  outcome: AttemptVerdict
-}
-
-function completionOf (
-  id: bigint, lease: string, { attemptedAt, durationMs, result, outcome }: Judged, disableAfterMs: number
-): DeliveryCompletion {
-  const status: DeliveryStatus =
-    outcome.status === 'succeeded' ? 'succeeded' : outcome.status === 'retry' ? 'pending' : 'failed'
-  const error = describeFailure(result)
-  return {
-    id,
-    lease,
-    attemptedAt,
-    durationMs,
-    ...(result.kind === 'response' && { statusCode: result.statusCode, responseBody: result.body }),
-    ...(error !== undefined && { error }),
-    status,
-    ...(outcome.status === 'retry' && { nextAttemptAt: outcome.nextAttemptAt }),
-    disableSubscription: outcome.status === 'gone',
-    failingDisableBefore: attemptedAt - disableAfterMs
   }
 }
 

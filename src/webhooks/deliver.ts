@@ -104,7 +104,7 @@ export async function attemptDelivery (request: AttemptRequest, options: Attempt
   else options.signal?.addEventListener('abort', stop, { once: true })
   try {
     const url = parseWebhookUrl(request.url)
-    const target = await untilAborted(resolveWebhookTarget(url, options.policy), controller.signal)
+    const target = await resolveWebhookTarget(url, options.policy, controller.signal)
     const sent = await send(url, target, request, options, controller.signal)
     // A kept-alive connection closed just as it was reused says nothing about the receiver: send again at once.
     if (sent.reusedConnection && sent.result.kind === 'error' && sent.result.reason === 'connection') {
@@ -117,21 +117,6 @@ export async function attemptDelivery (request: AttemptRequest, options: Attempt
   } finally {
     clearTimeout(timer)
     options.signal?.removeEventListener('abort', stop)
-  }
-}
-
-/** getaddrinfo cannot be cancelled: stop waiting for it instead. */
-async function untilAborted<T> (work: Promise<T>, signal: AbortSignal): Promise<T> {
-  signal.throwIfAborted()
-  let onAbort = (): void => {}
-  const aborted = new Promise<never>((_resolve, reject) => {
-    onAbort = () => { reject(signal.reason) }
-    signal.addEventListener('abort', onAbort, { once: true })
-  })
-  try {
-    return await Promise.race([work, aborted])
-  } finally {
-    signal.removeEventListener('abort', onAbort)
   }
 }
 
@@ -165,7 +150,6 @@ async function send (
     let statusCode: number | undefined
     let settled = false
     const kept: Buffer[] = []
-    let keptBytes = 0
     const response = (): AttemptResult => ({
       kind: 'response',
       statusCode: statusCode as number,
@@ -190,10 +174,7 @@ async function send (
       statusCode = res.statusCode ?? 0
       let read = 0
       res.on('data', (chunk: Buffer) => {
-        if (keptBytes < KEPT_RESPONSE_BYTES) {
-          kept.push(chunk)
-          keptBytes += chunk.length
-        }
+        if (read < KEPT_RESPONSE_BYTES) kept.push(chunk)
         read += chunk.length
         if (read >= maxBytes) answered()
       })

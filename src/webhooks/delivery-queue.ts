@@ -68,13 +68,6 @@ export class DeliveryQueue {
     return this.#pruning ?? Promise.resolve()
   }
 
-  /** Calls `wake` on the store's notifications (PostgreSQL LISTEN), where it has them. */
-  async listen (wake: () => void): Promise<(() => Promise<void>) | undefined> {
-    return await this.#store.listen?.(wake)
-  }
-
-  async activeOwners (): Promise<number> { return await this.#store.activeOwners() }
-
   /** Claims due deliveries under a new lease; none when the store fails. */
   async claim (shape: ClaimShape): Promise<{ lease: string, claimed: ClaimedDelivery[] }> {
     const { instanceId, now, leaseMs } = this.#options

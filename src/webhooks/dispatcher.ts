@@ -6,7 +6,7 @@ import { DeliveryQueue } from './delivery-queue.js'
 import type { DispatcherEvents } from './dispatcher-events.js'
 import { DEFAULT_STOP_GRACE_MS, dispatcherSettings, type DispatcherOptions } from './dispatcher-options.js'
 import { DeliverySlots } from './slots.js'
-import type { ClaimedDelivery } from './store-contract.js'
+import type { ClaimedDelivery, WebhookStore } from './store-contract.js'
 import { sendTest, type TestAttempt, type TestTarget } from './test-send.js'
 import { USER_AGENT } from './user-agent.js'
 
@@ -22,6 +22,7 @@ type State = 'idle' | 'running' | 'stopping' | 'stopped'
  * and attempts them (attempt.ts). Woken by wake() after a commit, store notifications, a poll, and freed slots.
  */
 export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
+  readonly #store: WebhookStore
   readonly #queue: DeliveryQueue
   readonly #slots: DeliverySlots
   readonly #attempt: AttemptContext
@@ -43,6 +44,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     super()
     const settings = dispatcherSettings(options)
     this.#settings = settings
+    this.#store = options.store
     const report = this.#report.bind(this)
     const instanceId = options.instanceId ?? randomBytes(6).toString('hex')
     this.#queue = new DeliveryQueue({ ...settings, store: options.store, instanceId, report })
@@ -91,7 +93,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   }
 
   async #listen (): Promise<void> {
-    const unlisten = await this.#queue.listen(() => { this.wake() })
+    const unlisten = await this.#store.listen?.(() => { this.wake() })
     if (unlisten === undefined) return
     // Stopped while the listener was connecting: it must not outlive the dispatcher.
     if (this.#state !== 'running') await unlisten()
@@ -139,7 +141,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
   /** Recounts the owners now: a subscription changed, and the next claim must share slots by the new count. */
   async countOwners (): Promise<void> {
     try {
-      this.#slots.owners = await this.#queue.activeOwners()
+      this.#slots.owners = await this.#store.activeOwners()
     } catch {
       // The last count stands; the next poll counts again.
     }

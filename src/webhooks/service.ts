@@ -50,12 +50,7 @@ interface NewSubscriptionInput {
 }
 
 /** A JSON merge patch: `description: null` removes it. */
-interface SubscriptionPatch {
-  url?: string
-  events?: readonly string[]
-  description?: string | null
-  disabled?: boolean
-}
+type SubscriptionPatch = Partial<Omit<NewSubscriptionInput, 'description'>> & { description?: string | null }
 
 interface WebhookServiceOptions {
   store: WebhookStore
@@ -113,30 +108,22 @@ export function checkSecret (secret: string): void {
   }
 }
 
-const notFound = (what: string): ServiceError => new ServiceError('not-found', `${what} not found`)
-
 /** Validation, secrets and the store, by owner: another owner's subscription is 'not-found', like a missing one. */
 export class WebhookService {
   readonly #options: WebhookServiceOptions
   readonly #store: WebhookStore
-  readonly #policy: AddressPolicy
-  readonly #lookup: { timeoutMs: number }
   readonly #now: () => number
-  readonly #eventTypes: readonly WebhookEventType[]
 
   constructor (options: WebhookServiceOptions) {
     this.#options = options
     this.#store = options.store
-    this.#policy = options.policy
-    this.#lookup = { timeoutMs: options.lookupTimeoutMs }
     this.#now = options.now ?? Date.now
-    this.#eventTypes = options.eventTypes
   }
 
   async createSubscription (owner: string, input: NewSubscriptionInput): Promise<WebhookSubscription> {
-    const events = normalizeEvents(input.events, this.#eventTypes)
+    const events = normalizeEvents(input.events, this.#options.eventTypes)
     checkDescription(input.description)
-    await checkWebhookUrl(input.url, this.#policy, this.#lookup)
+    await this.#checkUrl(input.url)
     const created = await this.#store.createSubscription({
       owner,
       url: input.url,
@@ -161,7 +148,7 @@ export class WebhookService {
 
   async updateSubscription (owner: string, id: bigint, patch: SubscriptionPatch): Promise<WebhookView> {
     const changes: SubscriptionChanges = {}
-    if (patch.events !== undefined) changes.events = normalizeEvents(patch.events, this.#eventTypes)
+    if (patch.events !== undefined) changes.events = normalizeEvents(patch.events, this.#options.eventTypes)
     if (patch.description !== undefined) {
       checkDescription(patch.description)
       changes.description = patch.description
@@ -170,7 +157,7 @@ export class WebhookService {
     if (patch.url !== undefined) {
       // Another owner's id must look missing, not invalid: check it exists before judging the URL.
       const current = await this.getSubscription(owner, id)
-      if (patch.url !== current.url) await checkWebhookUrl(patch.url, this.#policy, this.#lookup)
+      if (patch.url !== current.url) await this.#checkUrl(patch.url)
       changes.url = patch.url
     }
     const updated = await this.#store.updateSubscription(owner, id, changes, this.#now()) ?? this.#missing(id)
@@ -214,16 +201,13 @@ export class WebhookService {
   }
 
   async getDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint): Promise<DeliveryDetail> {
-    const delivery = await this.#store.getDelivery(owner, subscriptionId, deliveryId)
-    if (delivery === undefined) throw notFound(`Delivery ${deliveryId} of webhook subscription ${subscriptionId}`)
-    return delivery
+    return await this.#store.getDelivery(owner, subscriptionId, deliveryId) ??
+      this.#missingDelivery(subscriptionId, deliveryId)
   }
 
   async retryDelivery (owner: string, subscriptionId: bigint, deliveryId: bigint): Promise<WebhookDelivery> {
     const result = await this.#store.retryDelivery(owner, subscriptionId, deliveryId, this.#now())
-    if (result.status === 'not-found') {
-      throw notFound(`Delivery ${deliveryId} of webhook subscription ${subscriptionId}`)
-    }
+    if (result.status === 'not-found') this.#missingDelivery(subscriptionId, deliveryId)
     if (result.status === 'subscription-disabled') {
       throw new ServiceError('subscription-disabled',
         `Webhook subscription ${subscriptionId} is disabled: enable it to retry its deliveries`)
@@ -236,10 +220,10 @@ export class WebhookService {
   async pauseUncovered (): Promise<PausedSubscription[]> {
     const found: PausedSubscription[] = []
     for (const owner of this.#options.ownerScopes?.owners ?? []) {
-      let after: bigint | undefined
-      let hasMore = true
-      while (hasMore) {
-        const page = await this.#store.listSubscriptions(owner, { limit: 100, ...(after !== undefined && { after }) })
+      let page: SubscriptionPage<WebhookSubscription> | undefined
+      do {
+        const after = page?.subscriptions.at(-1)?.id
+        page = await this.#store.listSubscriptions(owner, { limit: 100, ...(after !== undefined && { after }) })
         for (const subscription of page.subscriptions) {
           const scope = this.#uncovered(owner, subscription)
           if (scope === undefined) continue
@@ -248,27 +232,33 @@ export class WebhookService {
           }
           found.push({ owner, id: subscription.id, scope, paused: !subscription.disabled })
         }
-        hasMore = page.hasMore
-        after = page.subscriptions.at(-1)?.id
-      }
+      } while (page.hasMore)
     }
     return found
   }
 
   /** A subscription's event types this app serves (another app's on its database, or a newer one's, are left out). */
   #served (owner: string, subscription: WebhookSubscription): ServedSubscription {
-    const events = subscription.events.filter((type) => this.#eventTypes.includes(type))
+    const events = subscription.events.filter((type) => this.#options.eventTypes.includes(type))
     const served = events.length === subscription.events.length ? subscription : { ...subscription, events }
     const scope = served.disabled ? this.#uncovered(owner, served) : undefined
     return scope === undefined ? served : { ...served, disabledReason: pausedReason(scope) }
   }
 
   #uncovered (owner: string, subscription: WebhookSubscription): string | undefined {
-    const events = subscription.events.filter((type) => this.#eventTypes.includes(type))
+    const events = subscription.events.filter((type) => this.#options.eventTypes.includes(type))
     return this.#options.ownerScopes?.missing(owner, events)
   }
 
+  async #checkUrl (url: string): Promise<void> {
+    await checkWebhookUrl(url, this.#options.policy, { timeoutMs: this.#options.lookupTimeoutMs })
+  }
+
   #missing (id: bigint): never {
-    throw notFound(`Webhook subscription ${id}`)
+    throw new ServiceError('not-found', `Webhook subscription ${id} not found`)
+  }
+
+  #missingDelivery (subscriptionId: bigint, deliveryId: bigint): never {
+    throw new ServiceError('not-found', `Delivery ${deliveryId} of webhook subscription ${subscriptionId} not found`)
   }
 }

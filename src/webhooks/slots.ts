@@ -60,8 +60,7 @@ export class DeliverySlots {
     const skipSubscriptions = [...this.#perSubscriptionInFlight]
       .filter(([id, count]) => count >= this.#allowed(id))
       .map(([id]) => id)
-    let perSubscription = this.#perSubscription
-    for (const allowed of this.#allowance.values()) perSubscription = Math.max(perSubscription, allowed)
+    const perSubscription = Math.max(this.#perSubscription, ...this.#allowance.values())
     const skipOwners = [...this.#perOwnerInFlight]
       .filter(([owner, count]) => count >= this.#ownerLimit(owner))
       .map(([owner]) => owner)

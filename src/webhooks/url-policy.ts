@@ -78,14 +78,16 @@ export function nonPublicRange (address: string): string | undefined {
 }
 
 /** The host's addresses; why a name does not resolve stays in the cause, for the log only. */
-async function resolveHost (host: string, resolve: Resolver): Promise<readonly ResolvedAddress[]> {
+async function resolveHost (
+  host: string, resolve: Resolver, signal?: AbortSignal
+): Promise<readonly ResolvedAddress[]> {
   const family = isIP(host)
   if (family !== 0) return [{ address: host, family: family === 6 ? 6 : 4 }]
   const unresolvable = (cause?: unknown): ServiceError =>
     new ServiceError('url-unresolvable', `The webhook host ${host} does not resolve`, { cause })
   let addresses: readonly ResolvedAddress[]
   try {
-    addresses = await resolve(host)
+    addresses = await (signal === undefined ? resolve(host) : untilAborted(resolve(host), signal))
   } catch (err) {
     throw unresolvable(err)
   }
@@ -97,9 +99,12 @@ async function resolveHost (host: string, resolve: Resolver): Promise<readonly R
  * Every address must pass, and the caller connects to exactly the one returned (pinnedLookup): DNS rebinding changes
  * nothing. A refused name is never told what it resolves to: any token holder could map internal names.
  */
-export async function resolveWebhookTarget (url: URL, policy: AddressPolicy): Promise<ResolvedAddress> {
+export async function resolveWebhookTarget (
+  url: URL, policy: AddressPolicy, signal?: AbortSignal
+): Promise<ResolvedAddress> {
+  signal?.throwIfAborted()
   const host = urlHost(url)
-  const addresses = await resolveHost(host, policy.resolve)
+  const addresses = await resolveHost(host, policy.resolve, signal)
   for (const { address } of addresses) {
     const range = policy.allowPrivate ? (isIP(address) === 0 ? 'invalid' : undefined) : nonPublicRange(address)
     if (range === undefined) continue
@@ -110,26 +115,32 @@ export async function resolveWebhookTarget (url: URL, policy: AddressPolicy): Pr
   return addresses[0] as ResolvedAddress
 }
 
-/** A resolver that gives up after `timeoutMs` (getaddrinfo cannot be cancelled: it is no longer waited for). */
-function withTimeout (resolve: Resolver, timeoutMs: number): Resolver {
-  return async (hostname) => {
-    let timer: NodeJS.Timeout | undefined
-    const timeout = new Promise<never>((_resolve, reject) => {
-      timer = setTimeout(() => {
-        reject(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEOUT' }))
-      }, timeoutMs)
-    })
-    try {
-      return await Promise.race([resolve(hostname), timeout])
-    } finally {
-      clearTimeout(timer)
-    }
+/** getaddrinfo cannot be cancelled: stop waiting for it instead (resolveWebhookTarget saw `signal` not aborted). */
+async function untilAborted<T> (work: Promise<T>, signal: AbortSignal): Promise<T> {
+  let onAbort = (): void => {}
+  const aborted = new Promise<never>((_resolve, reject) => {
+    onAbort = () => { reject(signal.reason) }
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+  try {
+    return await Promise.race([work, aborted])
+  } finally {
+    signal.removeEventListener('abort', onAbort)
   }
 }
 
 /** The check at creation or a URL change; a lookup slower than `timeoutMs` counts as unresolvable. */
 export async function checkWebhookUrl (raw: string, policy: AddressPolicy, { timeoutMs }: { timeoutMs: number }) {
-  await resolveWebhookTarget(parseWebhookUrl(raw), { ...policy, resolve: withTimeout(policy.resolve, timeoutMs) })
+  const url = parseWebhookUrl(raw)
+  const timeout = new AbortController()
+  const timer = setTimeout(() => {
+    timeout.abort(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEOUT' }))
+  }, timeoutMs)
+  try {
+    await resolveWebhookTarget(url, policy, timeout.signal)
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 /** The socket connects where the policy looked; Host and TLS server name stay the URL's host. */
