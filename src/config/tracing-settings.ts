@@ -42,7 +42,7 @@ export const TRACING_SETTINGS = {
 
 type TracingEnv = Static<TObject<typeof TRACING_SETTINGS>>
 
-export interface TracingConfig { tracesUrl: string, protocol: OtlpProtocol, serviceName: string }
+interface TracingConfig { tracesUrl: string, protocol: OtlpProtocol, serviceName: string }
 
 /**
  * Where traces go, as the OpenTelemetry specification (and the SDK, which sends them) has it: the traces endpoint

@@ -1,6 +1,6 @@
 import type { Metric, Registry } from 'prom-client'
 
-export class HistogramSeries {
+class HistogramSeries {
   /** counts[i]: observations in (bounds[i-1], bounds[i]]; the last slot holds those above every bound. */
   readonly counts: Float64Array
   sum = 0

@@ -21,7 +21,7 @@ export function retryDelay (
   return Math.max(0, Math.round(base * (1 - jitter + 2 * jitter * random())))
 }
 
-export type AttemptVerdict =
+type AttemptVerdict =
   | { status: 'succeeded' }
   /** 410 Gone: the receiver asks to hear no more; the delivery fails and the subscription is disabled. */
   | { status: 'gone' }

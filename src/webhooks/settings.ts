@@ -45,8 +45,6 @@ export const WEBHOOK_SETTINGS = {
 type WebhookEnv = Static<TObject<typeof WEBHOOK_SETTINGS>>
 
 /** How webhooks are delivered (the WEBHOOK_* settings). */
-export type WebhookConfig = ReturnType<typeof webhookConfig>
-
 export function webhookConfig (parsed: WebhookEnv) {
   return {
     timeoutMs: parsed.WEBHOOK_TIMEOUT_MS,
