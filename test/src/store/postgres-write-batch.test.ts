@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
-import { test } from 'node:test'
-import { plantJson } from '../../../src/resources/plants.js'
-import type { Plant } from '../../../src/resources/plants.js'
+import { test, type TestContext } from 'node:test'
+import { plantJson, type Plant } from '../../../src/resources/plants.js'
+import type { Store } from '../../../src/store/contract.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { writeBatch } from '../../../src/store/postgres/write-batch.js'
 import { eventPayload } from '../../../src/webhooks/events.js'
@@ -78,15 +78,21 @@ async function settledValue (promise: Promise<string>): Promise<string> {
   return await promise.catch((err: Error) => err.message)
 }
 
+/** A PostgreSQL store of its own schema with one subscription to every event, so each write has its event. */
+async function subscribedStore (t: TestContext): Promise<{ store: Store, schema: string }> {
+  const { url, schema } = scratchDatabaseUrl(t)
+  const store = await createPostgresStore({ url, poolMax: 4 })
+  t.after(() => store.close())
+  const events = [...RESOURCE_EVENT_TYPES]
+  await store.webhooks.createSubscription(
+    { owner: 'owner-a', url: 'https://receiver.example/hook', events, disabled: false, secret: SECRET }, Date.now())
+  return { store, schema }
+}
+
 if (TEST_DATABASE_URL !== undefined) {
   test('PostgreSQL: concurrent creates and deletes, sharing calls, each get their own id, answer and ' +
     'event; a missing or repeated id fails only its own delete', async (t) => {
-    const { url, schema } = scratchDatabaseUrl(t)
-    const store = await createPostgresStore({ url, poolMax: 4 })
-    t.after(() => store.close())
-    const events = [...RESOURCE_EVENT_TYPES]
-    await store.webhooks.createSubscription(
-      { owner: 'owner-a', url: 'https://receiver.example/hook', events, disabled: false, secret: SECRET }, Date.now())
+    const { store, schema } = await subscribedStore(t)
     const created = (await Promise.all(Array.from({ length: 40 }, async (_, i) =>
       await store.plants.create({ name: `plant "${i}"`, ...(i % 3 === 0 && { tag: `tag ${i}` }) }))))
       .map(({ item }) => item)
@@ -113,12 +119,7 @@ if (TEST_DATABASE_URL !== undefined) {
 
   test('PostgreSQL: concurrent updates of one row without If-Match each write the row as it was read: ' +
     'every one answered, none lost, each event the row its update made', async (t) => {
-    const { url, schema } = scratchDatabaseUrl(t)
-    const store = await createPostgresStore({ url, poolMax: 4 })
-    t.after(() => store.close())
-    const events = [...RESOURCE_EVENT_TYPES]
-    await store.webhooks.createSubscription(
-      { owner: 'owner-a', url: 'https://receiver.example/hook', events, disabled: false, secret: SECRET }, Date.now())
+    const { store, schema } = await subscribedStore(t)
     const { item } = await store.plants.create({ name: 'start', tag: 'a' })
     // Each update changes one field: an update made from a stale row would undo another's change.
     const answers = await Promise.all(Array.from({ length: 12 }, async (_, i) =>
