@@ -19,7 +19,7 @@ interface Pending<I, O> {
 
 /** A failed call is written again one by one, so a failure is its write's (not after a lost connection). */
 export function writeBatch<I, O> (run: (inputs: readonly I[]) => Promise<readonly O[]>): WriteBatch<I, O> {
-  let waiting: Array<Pending<I, O>> = []
+  const waiting: Array<Pending<I, O>> = []
   let inFlight = 0
 
   const settle = async (batch: ReadonlyArray<Pending<I, O>>): Promise<void> => {
@@ -43,8 +43,7 @@ export function writeBatch<I, O> (run: (inputs: readonly I[]) => Promise<readonl
 
   const flush = (): void => {
     while (inFlight < MAX_IN_FLIGHT && waiting.length > 0) {
-      const batch = waiting.length <= MAX_BATCH ? waiting : waiting.slice(0, MAX_BATCH)
-      waiting = waiting.length <= MAX_BATCH ? [] : waiting.slice(MAX_BATCH)
+      const batch = waiting.splice(0, MAX_BATCH)
       inFlight++
       void settle(batch).finally(() => {
         inFlight--
