@@ -43,7 +43,26 @@ test('writes that arrive while two calls are under way share the next call, each
   assert.deepEqual(await Promise.all(answers), ['a!', 'b!', 'c!', 'd!', 'e!'])
 })
 
-test('a call of several that fails is made again write by write: only the failing write fails', async () => {
+test('a call takes at most 64 writes: the rest wait for the next call', async () => {
+  const { calls, run } = heldRun()
+  const batch = writeBatch(run)
+  const inputs = Array.from({ length: 72 }, (_, i) => String(i))
+  const answers = inputs.map(async (input) => await batch.submit(input))
+  await tick()
+  calls[0]?.answer()
+  calls[1]?.answer()
+  await tick()
+  assert.deepEqual(calls.map(({ inputs }) => inputs.length), [1, 1, 64, 6])
+  assert.deepEqual(calls.flatMap(({ inputs }) => inputs), inputs)
+  calls[2]?.answer()
+  calls[3]?.answer()
+  assert.deepEqual(await Promise.all(answers), inputs.map((input) => `${input}!`))
+})
+
+type HeldCalls = ReturnType<typeof heldRun>['calls']
+
+/** Four writes: the first two each take a call of their own (answered), the last two wait to share the next. */
+async function twoAnsweredOfFour (): Promise<{ calls: HeldCalls, answers: Array<Promise<string>> }> {
   const { calls, run } = heldRun()
   const batch = writeBatch(run)
   const answers = ['a', 'b', 'c', 'd'].map(async (input) => await settledValue(batch.submit(input)))
@@ -51,6 +70,11 @@ test('a call of several that fails is made again write by write: only the failin
   calls[0]?.answer()
   calls[1]?.answer()
   await tick()
+  return { calls, answers }
+}
+
+test('a call of several that fails is made again write by write: only the failing write fails', async () => {
+  const { calls, answers } = await twoAnsweredOfFour()
   assert.deepEqual(calls[2]?.inputs, ['c', 'd'])
   calls[2]?.answer(Object.assign(new Error('deadlock detected'), { code: '40P01' }))
   await tick()
@@ -62,13 +86,7 @@ test('a call of several that fails is made again write by write: only the failin
 
 test('a call whose connection failed is never made again (its commit may have happened): each of ' +
   'its writes fails', async () => {
-  const { calls, run } = heldRun()
-  const batch = writeBatch(run)
-  const answers = ['a', 'b', 'c', 'd'].map(async (input) => await settledValue(batch.submit(input)))
-  await tick()
-  calls[0]?.answer()
-  calls[1]?.answer()
-  await tick()
+  const { calls, answers } = await twoAnsweredOfFour()
   calls[2]?.answer(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))
   assert.deepEqual(await Promise.all(answers), ['a!', 'b!', 'read ECONNRESET', 'read ECONNRESET'])
   assert.equal(calls.length, 3)
