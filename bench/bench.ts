@@ -34,7 +34,7 @@ import { startServer } from '../test/helpers/server-process.js'
 import { cpuSeconds, median, peakRssMb, SERVER_ENV, SERVER_NODE_FLAGS, startListening } from './measure.js'
 import {
   backendCpu, backendCpuUsed, postgresQuery, RoundTripCounter, seedReference,
-  withApplicationName
+  withApplicationName, withSchema
 } from './postgres.js'
 import { seed } from './seed.js'
 
@@ -343,13 +343,6 @@ function fsyncLatencyMs (directory: string): number {
     rmSync(file, { force: true })
   }
   return times.sort((a, b) => a - b)[times.length >> 1] ?? 0
-}
-
-/** `url` with `?schema=name`, replacing any schema it named. */
-function withSchema (url: string, schema: string): string {
-  const parsed = new URL(url)
-  parsed.searchParams.set('schema', schema)
-  return parsed.toString()
 }
 
 /** One statement on a short-lived connection to the PostgreSQL server `url` names. */

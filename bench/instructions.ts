@@ -1,13 +1,15 @@
 /**
  * `npm run bench:instructions`: the instructions a request costs plant-store and the minimal
- * service (bench/minimal.ts), counted by valgrind's callgrind instead of timed. On a shared machine
+ * service (bench/minimal.ts), counted by valgrind's callgrind instead of timed. With `--db
+ * postgres://…`: plant-store on that PostgreSQL beside the idiomatic peer (bench/peer-pg.ts), the
+ * node side of what `npm run bench -- --db` times, each on a fresh schema dropped afterwards. On a shared machine
  * whose speed drifts by more than the effect being measured, time needs many alternating rounds;
  * an instruction count is steady run after run, so one run tells whether a change saves little. It
  * counts user-space work only:
  * the kernel's share (the socket's system calls) is not in it.
  *
  *   npm run bench:instructions -- [--only read,list] [--warmup 12000] [--requests 6000]
- *                                 [--connections 4] [--set NAME=VALUE ...]
+ *                                 [--connections 4] [--set NAME=VALUE ...] [--db postgres://…]
  *
  * --set passes a setting to plant-store (RATE_LIMIT_MAX=0: what the rate limit costs). Needs
  * valgrind (Debian's package). A run takes minutes: valgrind runs the server ~50 × slower.
@@ -19,15 +21,18 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
+import { parsePostgresUrl } from '../src/store/postgres/connection.js'
 import { SERVER_JS } from '../test/helpers/server-process.js'
 import { calls, inclusive } from './callgrind.js'
 import { SERVER_ENV, SERVER_NODE_FLAGS, startListening } from './measure.js'
+import { postgresQuery, seedReference, withSchema } from './postgres.js'
 import { seed } from './seed.js'
 
 type Workload = 'read' | 'list'
-type Server = 'minimal' | 'plant-store'
+type Server = 'minimal' | 'peer' | 'plant-store'
 
 const MINIMAL = fileURLToPath(new URL('./minimal.js', import.meta.url))
+const PEER_PG = fileURLToPath(new URL('./peer-pg.js', import.meta.url))
 const TOKEN = 'instructions-benchmark-token-0123456789'
 const SEEDED_PLANTS = 1000
 /**
@@ -77,53 +82,70 @@ async function drive (agent: Agent, url: string, paths: readonly string[], count
   }))
 }
 
-async function measure (server: Server, workload: Workload,
-  options: { warmup: number, requests: number, connections: number, set: Record<string, string> }): Promise<Count> {
+interface Options { warmup: number, requests: number, connections: number, set: Record<string, string>, db?: string }
+
+/** The server's seeded ids and environment: on SQLite in `work`, or on a fresh schema of `options.db`. */
+async function prepare (server: Server, work: string, options: Options,
+  schemas: string[]): Promise<{ ids: ReadonlyArray<bigint | number>, env: NodeJS.ProcessEnv }> {
+  const oneTo = (): number[] => Array.from({ length: SEEDED_PLANTS }, (_, i) => i + 1)
+  const schema = `plant_store_instructions_${process.pid}_${server.replace('-', '_')}`
+  if (options.db !== undefined) schemas.push(schema)
+  if (server === 'peer') {
+    const db = parsePostgresUrl(options.db as string).connectionString
+    await seedReference(db, schema, SEEDED_PLANTS)
+    return {
+      ids: oneTo(),
+      env: { ...process.env, ...SERVER_ENV, PEER_DATABASE_URL: db, PEER_SCHEMA: schema, PEER_TOKEN: TOKEN }
+    }
+  }
+  if (server === 'minimal') {
+    return {
+      ids: oneTo(),
+      env: {
+        ...process.env, ...SERVER_ENV, MINIMAL_DATABASE: join(work, 'minimal.db'), MINIMAL_SEED: String(SEEDED_PLANTS)
+      }
+    }
+  }
+  const database = options.db === undefined ? join(work, 'plants.db') : withSchema(options.db, schema)
+  return {
+    ids: await seed(database, TOKEN, SEEDED_PLANTS),
+    env: {
+      ...process.env,
+      ...SERVER_ENV,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_URL: database,
+      API_TOKENS: TOKEN,
+      LOG_LEVEL: 'warn',
+      // Limits no run reaches, as npm run bench sets them.
+      RATE_LIMIT_MAX: String(1e12),
+      MAX_REQUESTS_PER_SOCKET: String(1e12),
+      // Under valgrind the event loop's delay would shed load; the webhook poll is work the clock
+      // sets (once a second), not the requests.
+      MAX_EVENT_LOOP_DELAY_MS: '0',
+      WEBHOOK_POLL_INTERVAL_MS: '60000',
+      ...options.set
+    }
+  }
+}
+
+async function measure (server: Server, workload: Workload, options: Options): Promise<Count> {
   const work = mkdtempSync(join(tmpdir(), 'plant-store-instructions-'))
+  const schemas: string[] = []
   let child: ChildProcess | undefined
   // One set of connections for the warm-up and the count: opening them is not what is counted.
   const agent = new Agent({ keepAlive: true, maxSockets: options.connections })
   try {
-    let ids: ReadonlyArray<bigint | number>
-    let env: NodeJS.ProcessEnv
-    if (server === 'plant-store') {
-      const database = join(work, 'plants.db')
-      ids = await seed(database, TOKEN, SEEDED_PLANTS)
-      env = {
-        ...process.env,
-        ...SERVER_ENV,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        DATABASE_URL: database,
-        API_TOKENS: TOKEN,
-        LOG_LEVEL: 'warn',
-        // Limits no run reaches, as npm run bench sets them.
-        RATE_LIMIT_MAX: String(1e12),
-        MAX_REQUESTS_PER_SOCKET: String(1e12),
-        // Under valgrind the event loop's delay would shed load; the webhook poll is work the clock
-        // sets (once a second), not the requests.
-        MAX_EVENT_LOOP_DELAY_MS: '0',
-        WEBHOOK_POLL_INTERVAL_MS: '60000',
-        ...options.set
-      }
-    } else {
-      ids = Array.from({ length: SEEDED_PLANTS }, (_, i) => i + 1)
-      env = {
-        ...process.env,
-        ...SERVER_ENV,
-        MINIMAL_DATABASE: join(work, 'minimal.db'),
-        MINIMAL_SEED: String(SEEDED_PLANTS)
-      }
-    }
+    const { ids, env } = await prepare(server, work, options, schemas)
     const paths = workload === 'read'
       ? ids.map((id) => `/plants/${id}`)
       : ids.slice(ids.length / 2, -20).map((id) => `/plants?limit=20&after=${id}`)
 
     const out = join(work, 'callgrind.out')
+    const script = { minimal: MINIMAL, peer: PEER_PG, 'plant-store': SERVER_JS }[server]
     const started = await startListening('valgrind',
       ['--tool=callgrind', `--callgrind-out-file=${out}`, '--dump-instr=no', '--dump-line=no', process.execPath,
-        ...DETERMINISTIC_V8, ...SERVER_NODE_FLAGS, server === 'plant-store' ? SERVER_JS : MINIMAL], env,
-      join(work, 'server.log'), 300_000)
+        ...DETERMINISTIC_V8, ...SERVER_NODE_FLAGS, script], env, join(work, 'server.log'), 300_000)
     child = started.child
     const { url } = started
     const pid = String(child.pid)
@@ -156,6 +178,10 @@ async function measure (server: Server, workload: Workload,
     agent.destroy()
     child?.kill('SIGKILL')
     rmSync(work, { recursive: true, force: true })
+    for (const schema of schemas) {
+      const server = parsePostgresUrl(options.db as string).connectionString
+      await postgresQuery(server, `DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+    }
   }
 }
 
@@ -166,7 +192,8 @@ async function main (): Promise<void> {
       warmup: { type: 'string', default: '12000' },
       requests: { type: 'string', default: '6000' },
       connections: { type: 'string', default: '4' },
-      set: { type: 'string', multiple: true, default: [] }
+      set: { type: 'string', multiple: true, default: [] },
+      db: { type: 'string' }
     }
   })
   const workloads = values.only.split(',').map((name) => name.trim())
@@ -188,32 +215,38 @@ async function main (): Promise<void> {
     }
     set[name] = value.join('=')
   }
-  const options = {
+  const options: Options = {
     warmup: whole('warmup', values.warmup),
     requests: whole('requests', values.requests),
     connections: whole('connections', values.connections),
-    set
+    set,
+    ...(values.db !== undefined && { db: values.db })
   }
+  if (options.db !== undefined && workloads.includes('list')) {
+    throw new Error('--db: the peer serves reads only (--only read)')
+  }
+  const reference: Server = options.db === undefined ? 'minimal' : 'peer'
   process.stderr.write(`instructions a request under callgrind: ${options.warmup} ` +
     `requests of warm-up, then ${options.requests} counted, ` +
-    `${options.connections} connections${values.set.length > 0 ? `, plant-store with ${values.set.join(' ')}` : ''}\n`)
+    `${options.connections} connections${values.set.length > 0 ? `, plant-store with ${values.set.join(' ')}` : ''}` +
+    `${options.db === undefined ? '' : ', on PostgreSQL beside the idiomatic peer'}\n`)
 
   const k = (instructions: number): string => (instructions / 1000).toFixed(1)
   const rows: Count[] = []
   for (const workload of workloads as Workload[]) {
-    for (const server of ['minimal', 'plant-store'] as const) {
+    for (const server of [reference, 'plant-store'] as const) {
       const count = await measure(server, workload, options)
       rows.push(count)
       process.stderr.write(`  ${workload} ${server}: ${k(count.steady)}k instructions a request\n`)
     }
   }
   console.log(
-    '\n| workload | server | k instructions a request | × minimal | total (with compilation) | optimizing ' +
+    `\n| workload | server | k instructions a request | × ${reference} | total (with compilation) | optimizing ` +
       'compilation | garbage collection | full collections |')
   console.log('|---|---|---|---|---|---|---|---|')
   for (const row of rows) {
-    const minimal = rows.find((other) => other.workload === row.workload && other.server === 'minimal')
-    const ratio = row.server === 'minimal' || minimal === undefined ? '' : (row.steady / minimal.steady).toFixed(2)
+    const base = rows.find((other) => other.workload === row.workload && other.server === reference)
+    const ratio = row.server === reference || base === undefined ? '' : (row.steady / base.steady).toFixed(2)
     console.log(
       `| ${row.workload} | ${row.server} | ${k(row.steady)} | ${ratio} | ${k(row.total)} | ${k(row.compile)} ` +
         `| ${k(row.gc)} | ${row.fullCollections} |`)
