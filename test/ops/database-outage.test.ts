@@ -62,7 +62,9 @@ for (const via of TEST_DATABASE_URL === undefined ? [] : ['directly', 'through P
     await cluster.stop('fast')
     const stopped = load.statuses.length
     await until('writes are answered 503', () => load.statuses.slice(stopped).includes(503), 10_000)
-    assert.equal(await databaseUp(metricsUrl), '0')
+    // The gauge is the probe's verdict: through a pooler the probe a failed request starts may still wait for a
+    // server when the first 503 goes out.
+    await until('database_up says 0', async () => await databaseUp(metricsUrl) === '0', 10_000)
     await sleep(OUTAGE_MS)
     await cluster.start()
     await server.waitForLog((line) => line.msg === 'the database is back')
@@ -94,7 +96,8 @@ for (const via of TEST_DATABASE_URL === undefined ? [] : ['directly', 'through P
     assert.ok(refused.every((line) => line.level === 30))
     const failed = named('request failed')
     const summaries = named('failures while the database was unavailable')
-    assert.equal(failed.length, 1)
+    // One, or none when a probe (the dispatcher's failure, a scrape) found the outage before a request failed.
+    assert.ok(failed.length <= 1, `${failed.length} request failed lines`)
     assert.ok(summaries.length >= 2, `${summaries.length} summaries`)
     assert.ok(summaries.every((line) => line.level === 50 && Number(line.failedRequests) > 0))
     // The webhook dispatcher's failures are counted alike once the database is known down.
