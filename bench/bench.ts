@@ -30,11 +30,12 @@ import type { LogLevel } from '../src/config/load-config.js'
 import { isPostgresUrl, parsePostgresUrl } from '../src/store/postgres/connection.js'
 import type { SqliteSynchronous } from '../src/store/sqlite/sqlite-store.js'
 import { AUDIENCE, signingKey, startProvider } from '../test/helpers/oidc-provider.js'
+import { withSchema } from '../test/helpers/postgres.js'
 import { startServer } from '../test/helpers/server-process.js'
 import { cpuSeconds, median, peakRssMb, SERVER_ENV, SERVER_NODE_FLAGS, startListening } from './measure.js'
 import {
   backendCpu, backendCpuUsed, postgresQuery, RoundTripCounter, seedReference,
-  withApplicationName, withSchema
+  withApplicationName
 } from './postgres.js'
 import { seed } from './seed.js'
 

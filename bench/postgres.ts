@@ -23,13 +23,6 @@ export function withApplicationName (url: string, name: string): string {
   return parsed.toString()
 }
 
-/** `url` with `?schema=name`, replacing any schema it named: plant-store's own schema on a shared server. */
-export function withSchema (url: string, schema: string): string {
-  const parsed = new URL(url)
-  parsed.searchParams.set('schema', schema)
-  return parsed.toString()
-}
-
 /** One statement on a short-lived connection (the benchmark's own set-up and bookkeeping). */
 export async function postgresQuery (url: string, text: string): Promise<pg.QueryResultRow[]> {
   const client = new pg.Client({ connectionString: url })
