@@ -1,4 +1,5 @@
 import pg from 'pg'
+import { giveUpOnSilence } from './silence.js'
 
 /** int8 as bigint, so ids beyond 2^53 arrive exactly. Not in connection.ts: SQLite-only processes load that. */
 export const pgTypes: pg.CustomTypesConfig = {
@@ -9,8 +10,9 @@ export const pgTypes: pg.CustomTypesConfig = {
 
 /** A pool reading int8 as bigint; an idle connection's error goes to `onError`, the next statement reports it. */
 export function openPool (config: pg.PoolConfig, statementTimeoutMs: number, onError?: (err: Error) => void): pg.Pool {
-  // A second past the server's bound: a network that goes silent would otherwise hold a caller until TCP gives up.
-  const pool = new pg.Pool({ ...config, query_timeout: statementTimeoutMs + 1000, types: pgTypes })
+  const pool = new pg.Pool({ ...config, types: pgTypes })
+  // A second past the server's bound.
+  giveUpOnSilence(pool, statementTimeoutMs + 1000)
   // An unheard client 'error' (the server ended the connection) would end the process.
   pool.on('error', (err) => { onError?.(err) })
   pool.on('connect', (client) => { client.on('error', () => {}) })

@@ -208,7 +208,7 @@ if (TEST_DATABASE_URL !== undefined) {
     await locker.query(`LOCK TABLE ${schema}.webhook_events, ${schema}.webhook_deliveries, ` +
       `${schema}.webhook_subscriptions IN ACCESS EXCLUSIVE MODE`)
     // Unbounded, both would wait for the lock until the test times out. A lone statement (the claim, the
-    // listing) is sent as it is, schema-qualified: the driver's query_timeout bounds it; a transaction's
+    // listing) is sent as it is, schema-qualified: the pool's silence bound ends it; a transaction's
     // statements also have the server's lock_timeout.
     const bounded = (err: unknown): boolean => ['55P03', '57014'].includes(String((err as { code?: unknown }).code)) ||
       (err instanceof Error && err.message === 'Query read timeout')
