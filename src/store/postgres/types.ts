@@ -11,7 +11,7 @@ export const pgTypes: pg.CustomTypesConfig = {
 /** A pool reading int8 as bigint; an idle connection's error goes to `onError`, the next statement reports it. */
 export function openPool (config: pg.PoolConfig, statementTimeoutMs: number, onError?: (err: Error) => void): pg.Pool {
   const pool = new pg.Pool({ ...config, types: pgTypes })
-  // A second past the server's bound.
+  // A second past the server's bound: a network that goes silent would otherwise hold a caller until TCP gives up.
   giveUpOnSilence(pool, statementTimeoutMs + 1000)
   // An unheard client 'error' (the server ended the connection) would end the process.
   pool.on('error', (err) => { onError?.(err) })
