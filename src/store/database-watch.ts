@@ -28,6 +28,7 @@ export class DatabaseWatch {
   #recheck: NodeJS.Timeout | undefined
   #summary: NodeJS.Timeout | undefined
   #summaryFrom = 0
+  #requestTold = false
   readonly #counts = { request: 0, dispatcher: 0 }
   #closed = false
 
@@ -51,7 +52,7 @@ export class DatabaseWatch {
 
   /**
    * A failure on an unavailable database: true when it is to be logged on its own. While it is thought up, a probe
-   * checks; of requests only the first per period is logged (many fail as an outage starts), the rest are counted.
+   * checks; of an outage's requests only the first is logged (#requestTold; many fail as it starts), the rest counted.
    */
   failed (source: 'request' | 'dispatcher'): boolean {
     if (this.#closed) return true
@@ -59,12 +60,12 @@ export class DatabaseWatch {
       // While it is known down, the recheck probes: not a connection attempt per failure.
       this.probe().catch(() => {})
       if (source === 'dispatcher') return true
-      if (this.#summary === undefined) {
-        this.#openSummary()
-        return true
-      }
     }
     this.#openSummary()
+    if (source === 'request' && !this.#requestTold) {
+      this.#requestTold = true
+      return true
+    }
     this.#counts[source]++
     return false
   }
@@ -89,6 +90,7 @@ export class DatabaseWatch {
   #summarize (): void {
     clearTimeout(this.#summary)
     this.#summary = undefined
+    if (this.#up) this.#requestTold = false
     const { request, dispatcher } = this.#counts
     if (request + dispatcher === 0) return
     this.#options.log.error(

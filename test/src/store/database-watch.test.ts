@@ -85,10 +85,25 @@ test('while it is thought up, a dispatcher failure is told and a lone request fa
   assert.deepEqual(told, [])
 })
 
+test('found down by a probe first (a scrape, the dispatcher): the first request failure still has its own ' +
+  'line, the rest are counted', async (t) => {
+  const { watch, told, state, messages } = watched({ summaryMs: 50 })
+  t.after(() => { watch.close() })
+  state.up = false
+  assert.equal(watch.failed('dispatcher'), true)
+  await until('the probe the dispatcher asked for found it down', () => !watch.up)
+  assert.deepEqual([watch.failed('request'), watch.failed('request'), watch.failed('request')], [true, false, false])
+  await until('the period is over', () => told.length === 2)
+  assert.deepEqual(messages(),
+    ['error: the database is unreachable', 'error: failures while the database was unavailable'])
+  assert.equal(told[1]?.details.failedRequests, 2)
+})
+
 test('closed: what was counted is told, nothing is counted any more', async () => {
   const { watch, told, state, messages } = watched()
   state.up = false
   await assert.rejects(watch.probe())
+  assert.equal(watch.failed('request'), true)
   assert.equal(watch.failed('request'), false)
   watch.close()
   assert.deepEqual(messages(),
