@@ -1,14 +1,11 @@
 import type { Socket } from 'node:net'
 import type pg from 'pg'
 
-/** How often the checked-out connections are looked at: a silent one is given up at most this late. */
-const SILENCE_CHECK_MS = 100
-
 /**
  * Gives up on a checked-out connection the server has sent nothing on for `boundMs`, with node-postgres' own
- * 'Query read timeout': the statement fails and the pool drops the connection; an idle one is never judged. One
- * sweep per pool, not the driver's `query_timeout`, whose timer and closures per statement kept each request's
- * objects alive past young collections (docs/performance.md). `heardAt`: the last data, or the check-out.
+ * 'Query read timeout': the statement fails, the pool drops the connection; an idle one is never judged. A sweep
+ * per pool every 100 ms, not the driver's `query_timeout`, whose timer and closures per statement kept each
+ * request's objects alive past young collections (docs/performance.md). `heardAt`: the last data, or the check-out.
  */
 export function giveUpOnSilence (pool: pg.Pool, boundMs: number): void {
   const watched = new Map<pg.PoolClient, { stream: Socket, busy: boolean, heardAt: number, bytesRead: number }>()
@@ -38,5 +35,5 @@ export function giveUpOnSilence (pool: pg.Pool, boundMs: number): void {
       }
     }
     if (pool.ending && watched.size === 0) clearInterval(sweep)
-  }, SILENCE_CHECK_MS).unref()
+  }, 100).unref()
 }
