@@ -83,7 +83,14 @@ async function drive (agent: Agent, url: string, paths: readonly string[], count
   }))
 }
 
-interface Options { warmup: number, requests: number, connections: number, set: Record<string, string>, db?: string }
+/** `db`: `--db`'s URL, and the server it names without `?schema=` (the references' and the clean-up's). */
+interface Options {
+  warmup: number
+  requests: number
+  connections: number
+  set: Record<string, string>
+  db?: { url: string, server: string }
+}
 
 /** The server's seeded ids and environment: on SQLite in `work`, or on a fresh schema of `options.db`. */
 async function prepare (server: Server, work: string, options: Options,
@@ -92,7 +99,8 @@ async function prepare (server: Server, work: string, options: Options,
   const schema = `plant_store_instructions_${process.pid}_${server.replace('-', '_')}`
   if (options.db !== undefined) schemas.push(schema)
   if (server === 'peer') {
-    const db = parsePostgresUrl(options.db as string).connectionString
+    if (options.db === undefined) throw new Error('the idiomatic peer runs on PostgreSQL only (--db)')
+    const db = options.db.server
     await seedReference(db, schema, SEEDED_PLANTS)
     return {
       ids: oneTo(),
@@ -107,7 +115,7 @@ async function prepare (server: Server, work: string, options: Options,
       }
     }
   }
-  const database = options.db === undefined ? join(work, 'plants.db') : withSchema(options.db, schema)
+  const database = options.db === undefined ? join(work, 'plants.db') : withSchema(options.db.url, schema)
   return {
     ids: await seed(database, TOKEN, SEEDED_PLANTS),
     env: {
@@ -179,9 +187,9 @@ async function measure (server: Server, workload: Workload, options: Options): P
     agent.destroy()
     child?.kill('SIGKILL')
     rmSync(work, { recursive: true, force: true })
-    for (const schema of schemas) {
-      const server = parsePostgresUrl(options.db as string).connectionString
-      await postgresQuery(server, `DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+    const server = options.db?.server
+    if (server !== undefined) {
+      for (const schema of schemas) await postgresQuery(server, `DROP SCHEMA IF EXISTS ${schema} CASCADE`)
     }
   }
 }
@@ -189,7 +197,8 @@ async function measure (server: Server, workload: Workload, options: Options): P
 async function main (): Promise<void> {
   const { values } = parseArgs({
     options: {
-      only: { type: 'string', default: 'read,list' },
+      // With --db: read, all the peer serves.
+      only: { type: 'string' },
       warmup: { type: 'string', default: '12000' },
       requests: { type: 'string', default: '6000' },
       connections: { type: 'string', default: '4' },
@@ -197,7 +206,8 @@ async function main (): Promise<void> {
       db: { type: 'string' }
     }
   })
-  const workloads = values.only.split(',').map((name) => name.trim())
+  const only = values.only ?? (values.db === undefined ? 'read,list' : 'read')
+  const workloads = only.split(',').map((name) => name.trim())
   for (const name of workloads) {
     if (name !== 'read' && name !== 'list') {
       throw new Error(`--only: unknown workload "${name}" (read, list)`)
@@ -221,7 +231,7 @@ async function main (): Promise<void> {
     requests: whole('requests', values.requests),
     connections: whole('connections', values.connections),
     set,
-    ...(values.db !== undefined && { db: values.db })
+    ...(values.db !== undefined && { db: { url: values.db, server: parsePostgresUrl(values.db).connectionString } })
   }
   if (options.db !== undefined && workloads.includes('list')) {
     throw new Error('--db: the peer serves reads only (--only read)')
