@@ -50,16 +50,14 @@ export class DatabaseWatch {
     await this.#probing
   }
 
-  /**
-   * A failure on an unavailable database: true when it is to be logged on its own. While it is thought up, a probe
-   * checks; of an outage's requests only the first is logged (#requestTold; many fail as it starts), the rest counted.
-   */
+  /** A failure: true when it is to be logged on its own; of an outage's requests only the first, the rest counted. */
   failed (source: 'request' | 'dispatcher'): boolean {
     if (this.#closed) return true
     if (this.#up) {
-      // While it is known down, the recheck probes: not a connection attempt per failure.
+      // A dispatcher failure is told unless a probe is already asking; while down the recheck probes, not each failure.
+      const told = source === 'dispatcher' && this.#probing === undefined
       this.probe().catch(() => {})
-      if (source === 'dispatcher') return true
+      if (told) return true
     }
     this.#openSummary()
     if (source === 'request' && !this.#requestTold) {

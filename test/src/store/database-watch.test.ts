@@ -99,6 +99,17 @@ test('found down by a probe first (a scrape, the dispatcher): the first request 
   assert.equal(told[1]?.details.failedRequests, 2)
 })
 
+test('while the probe a failure started is under way, more dispatcher failures are counted, not told one by ' +
+  'one', async (t) => {
+  const { watch, told, messages } = watched({ summaryMs: 20 })
+  t.after(() => { watch.close() })
+  assert.deepEqual([watch.failed('dispatcher'), watch.failed('dispatcher'), watch.failed('dispatcher')],
+    [true, false, false])
+  await until('the period is over', () => told.length === 1)
+  assert.deepEqual(messages(), ['error: failures while the database was unavailable'])
+  assert.equal(told[0]?.details.dispatcherErrors, 2)
+})
+
 test('closed: what was counted is told, nothing is counted any more', async () => {
   const { watch, told, state, messages } = watched()
   state.up = false
