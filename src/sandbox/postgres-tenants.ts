@@ -28,8 +28,11 @@ interface PostgresTenantOptions {
 /** Uses after which a shared connection is replaced: a backend caches the catalog of every schema it has used. */
 const SHARED_CONNECTION_USES = 2000
 
-/** New schemas made at once: their DDL is PostgreSQL's CPU; more would only hold connections requests need. */
-const CREATIONS_AT_ONCE = 2
+/**
+ * New schemas made at once, and never more than half the shared pool: past four, their DDL is PostgreSQL's CPU and
+ * more would only hold connections requests need (docs/performance.md).
+ */
+const CREATIONS_AT_ONCE = 4
 
 /** A new tenant's schema in one round trip and one transaction, under the migrator's lock. */
 function createSchemaSql (schema: string, resources: readonly ResourceDefinition[]): string {
@@ -77,7 +80,7 @@ export async function createPostgresTenants (options: PostgresTenantOptions): Pr
   const shared = open(sharing)
   const bookkeeping = open(sharing)
   const schemaOf = (key: string): string => tenantSchema(target.schema, key)
-  const creations = inTurn(CREATIONS_AT_ONCE)
+  const creations = inTurn(Math.max(1, Math.min(CREATIONS_AT_ONCE, Math.floor(sharing.max / 2))))
   const registry = `${tablePrefix(target.schema)}sandbox_tenants`
   return {
     exists: guarded(async (key) =>
