@@ -28,10 +28,7 @@ interface PostgresTenantOptions {
 /** Uses after which a shared connection is replaced: a backend caches the catalog of every schema it has used. */
 const SHARED_CONNECTION_USES = 2000
 
-/**
- * New schemas made at once, and never more than half the shared pool: past four, their DDL is PostgreSQL's CPU and
- * more would only hold connections requests need (docs/performance.md).
- */
+/** New schemas made at once, at most half the shared pool: past four, DDL is PostgreSQL's CPU (docs/performance.md). */
 const CREATIONS_AT_ONCE = 4
 
 /** A new tenant's schema in one round trip and one transaction, under the migrator's lock. */
