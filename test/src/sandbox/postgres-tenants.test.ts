@@ -44,10 +44,12 @@ async function mostCreationsAtOnce (t: TestContext, poolMax: number): Promise<nu
 }
 
 if (TEST_DATABASE_URL !== undefined) {
-  test('new tenants\' schemas are made a few at a time, never on more than half the shared connections: ' +
-    'one at a time on two, at most two on four', async (t) => {
+  test('new tenants\' schemas are made at most four at a time, never on more than half the shared connections: ' +
+    'one at a time on two, at most two on four, at most four on ten', async (t) => {
     assert.equal(await mostCreationsAtOnce(t, 2), 1)
     const onFour = await mostCreationsAtOnce(t, 4)
     assert.ok(onFour >= 1 && onFour <= 2, `${onFour} at once on four connections`)
+    const onTen = await mostCreationsAtOnce(t, 10)
+    assert.ok(onTen >= 1 && onTen <= 4, `${onTen} at once on ten connections`)
   })
 }
