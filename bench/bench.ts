@@ -715,7 +715,7 @@ async function main (): Promise<void> {
     const rounds = Math.max(options.rounds, variants.length === 0 ? 1 : options.pairs)
     for (let round = 1; round <= rounds; round++) {
       const numbered = rounds === 1 ? null : round
-      for (const server of ['peer', 'minimal'] as const) {
+      const runReference = async (server: 'peer' | 'minimal'): Promise<void> => {
         const budget = deleteBudget(server, 'postgres', sync)
         const plants = workload === 'delete' ? budget.seed : SEEDED_PLANTS
         const name = `${workload}-${sync}-${server}-pg${numbered === null ? '' : `-${numbered}`}`
@@ -737,14 +737,24 @@ async function main (): Promise<void> {
           await child.stop()
         }
       }
-      if (options.baseline !== undefined) await runPlantStore(workload, sync, store, null, numbered, false, 'baseline')
-      await runPlantStore(workload, sync, store, null, numbered, false)
-      for (const variant of variants) {
-        if (options.baseline !== undefined) {
-          await runPlantStore(workload, sync, store, variant, numbered, round === rounds, 'baseline')
+      const servers: Array<() => Promise<void>> = [
+        async () => { await runReference('peer') },
+        async () => { await runReference('minimal') },
+        ...(options.baseline === undefined
+          ? []
+          : [async () => { await runPlantStore(workload, sync, store, null, numbered, false, 'baseline') }]),
+        async () => {
+          await runPlantStore(workload, sync, store, null, numbered, false)
+          for (const variant of variants) {
+            if (options.baseline !== undefined) {
+              await runPlantStore(workload, sync, store, variant, numbered, round === rounds, 'baseline')
+            }
+            await runPlantStore(workload, sync, store, variant, numbered, round === rounds)
+          }
         }
-        await runPlantStore(workload, sync, store, variant, numbered, round === rounds)
-      }
+      ]
+      // Each round starts one server later, so that none is always measured first or last in its round.
+      for (let i = 0; i < servers.length; i++) await servers[(i + round - 1) % servers.length]?.()
     }
   }
 
