@@ -32,7 +32,9 @@ import type { SqliteSynchronous } from '../src/store/sqlite/sqlite-store.js'
 import { AUDIENCE, signingKey, startProvider } from '../test/helpers/oidc-provider.js'
 import { withSchema } from '../test/helpers/postgres.js'
 import { startServer } from '../test/helpers/server-process.js'
-import { cpuSeconds, median, peakRssMb, SERVER_ENV, SERVER_NODE_FLAGS, startListening } from './measure.js'
+import {
+  cpuSeconds, median, peakRssMb, roundOrder, SERVER_ENV, SERVER_NODE_FLAGS, startListening
+} from './measure.js'
 import {
   backendCpu, backendCpuUsed, postgresQuery, RoundTripCounter, seedReference,
   withApplicationName
@@ -753,8 +755,7 @@ async function main (): Promise<void> {
           }
         }
       ]
-      // Each round starts one server later, so that none is always measured first or last in its round.
-      for (let i = 0; i < servers.length; i++) await servers[(i + round - 1) % servers.length]?.()
+      for (const server of roundOrder(servers, round)) await server()
     }
   }
 

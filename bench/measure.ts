@@ -17,6 +17,15 @@ export function median (values: readonly number[]): number {
   return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN
 }
 
+/**
+ * The order of round `round` (from 1) of `runs`: each round starts one later, so over as many rounds as runs each
+ * takes every place once, and none is always measured first or last (after a checkpoint, say).
+ */
+export function roundOrder<T> (runs: readonly T[], round: number): T[] {
+  const start = (round - 1) % runs.length
+  return [...runs.slice(start), ...runs.slice(0, start)]
+}
+
 /** CPU time (user + system) process `pid` has used, in seconds, or null where /proc is not there. */
 export function cpuSeconds (pid: number): number | null {
   try {

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { startListening } from '../../bench/measure.js'
+import { roundOrder, startListening } from '../../bench/measure.js'
 
 function logFile (t: { after: (fn: () => void) => void }): string {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-measure-'))
@@ -42,4 +42,17 @@ test('startListening gives up on a process that stays silent past the timeout', 
   const script = 'setTimeout(() => {}, 60_000)'
   await assert.rejects(startListening(process.execPath, ['-e', script], {}, logFile(t), 300),
     (err: Error) => err.message === `${script} did not start; its output:\n`)
+})
+
+test('roundOrder starts each round one run later: over as many rounds, each run takes every place once', () => {
+  const runs = ['peer', 'minimal', 'baseline', 'plant-store']
+  const rounds = [1, 2, 3, 4].map((round) => roundOrder(runs, round))
+  assert.deepEqual(rounds, [
+    ['peer', 'minimal', 'baseline', 'plant-store'],
+    ['minimal', 'baseline', 'plant-store', 'peer'],
+    ['baseline', 'plant-store', 'peer', 'minimal'],
+    ['plant-store', 'peer', 'minimal', 'baseline']
+  ])
+  assert.deepEqual(roundOrder(runs, 5), rounds[0])
+  assert.deepEqual(runs, ['peer', 'minimal', 'baseline', 'plant-store'])
 })
