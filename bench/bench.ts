@@ -709,7 +709,8 @@ async function main (): Promise<void> {
 
   /**
    * A workload on PostgreSQL: --rounds rounds of the idiomatic peer, the minimal service and
-   * plant-store (with its variants, as --pairs would run them), interleaved, each on a fresh schema.
+   * plant-store (with its variants, as --pairs would run them), interleaved, each on a fresh schema;
+   * each round starts one server later (roundOrder), so none is always measured first or last.
    */
   const runPostgresRounds = async (workload: WorkloadName, sync: Sync, store: StoreChoice,
     variants: readonly Variant[]): Promise<void> => {
@@ -739,21 +740,18 @@ async function main (): Promise<void> {
           await child.stop()
         }
       }
+      // A build's variants follow its own run without them: each variant row pairs with the run just before it.
+      const runBuild = async (server: 'plant-store' | 'baseline'): Promise<void> => {
+        await runPlantStore(workload, sync, store, null, numbered, false, server)
+        for (const variant of variants) {
+          await runPlantStore(workload, sync, store, variant, numbered, round === rounds, server)
+        }
+      }
       const servers: Array<() => Promise<void>> = [
         async () => { await runReference('peer') },
         async () => { await runReference('minimal') },
-        ...(options.baseline === undefined
-          ? []
-          : [async () => { await runPlantStore(workload, sync, store, null, numbered, false, 'baseline') }]),
-        async () => {
-          await runPlantStore(workload, sync, store, null, numbered, false)
-          for (const variant of variants) {
-            if (options.baseline !== undefined) {
-              await runPlantStore(workload, sync, store, variant, numbered, round === rounds, 'baseline')
-            }
-            await runPlantStore(workload, sync, store, variant, numbered, round === rounds)
-          }
-        }
+        ...(options.baseline === undefined ? [] : [async () => { await runBuild('baseline') }]),
+        async () => { await runBuild('plant-store') }
       ]
       for (const server of roundOrder(servers, round)) await server()
     }
