@@ -125,7 +125,9 @@ export default fp(async function requestsPlugin (app) {
 function hostLines (rawHeaders: string[]): number {
   let count = 0
   for (let i = 0; i < rawHeaders.length; i += 2) {
-    if (rawHeaders[i]?.toLowerCase() === 'host') count++
+    const name = rawHeaders[i]
+    // Lower-cased only when it can be Host: every request runs this over all its header names.
+    if (name?.length === 4 && name.toLowerCase() === 'host') count++
   }
   return count
 }

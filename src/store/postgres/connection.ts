@@ -24,10 +24,13 @@ type Queryable = pg.Pool | pg.PoolClient | pg.ClientBase
 type RunStatement<S extends string> = <R extends pg.QueryResultRow = pg.QueryResultRow>(
   db: Queryable, statement: S, values?: unknown[]) => Promise<pg.QueryResult<R>>
 
-/** Unnamed statements: a transaction pooler (PgBouncer) hands the session of a named one to other clients. */
+/**
+ * Unnamed statements: a transaction pooler (PgBouncer) hands the session of a named one to other clients. The
+ * driver's own promise, which carries every failure, unwrapped.
+ */
 export function statementRunner<S extends string> (sql: Readonly<Record<S, string>>): RunStatement<S> {
-  return async <R extends pg.QueryResultRow>(db: Queryable, statement: S, values: unknown[] = []) =>
-    await db.query<R>(sql[statement], values)
+  return <R extends pg.QueryResultRow>(db: Queryable, statement: S, values: unknown[] = []) =>
+    db.query<R>(sql[statement], values)
 }
 
 /** `?schema=name` lets several services (or test runs) share one database. */

@@ -52,7 +52,8 @@ function repositoryContext (
     pool,
     schema,
     enqueue: postgresEnqueuer(schema),
-    guard: async (work) => await work().catch((err: unknown) => { throw postgresFailure(err) ?? err }),
+    // Not async: a read is then one promise around the driver's (docs/performance.md#what-the-measurements-decided).
+    guard: (work) => work().catch((err: unknown) => { throw postgresFailure(err) ?? err }),
     // Claimed before the commit; one that then rolls back costs other instances at most a poll interval.
     claimNotify (now) {
       const notify = now - lastNotifyAt >= notifyIntervalMs

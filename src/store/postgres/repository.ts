@@ -262,10 +262,9 @@ export function createPostgresRepository<R extends ResourceTypes> (
         await pool.query<Row>(t.list(columns), [query.after ?? 0n, query.limit + 1, ...values]))
       return { items: rows.slice(0, query.limit).map(t.toItem), hasMore: rows.length > query.limit }
     },
-    async get (id) {
-      const { rows: [row] } = await guard(async () => await t.run<Row>(pool, 'get', [id]))
-      return row === undefined ? undefined : t.toItem(row)
-    },
+    // Chained, not awaited: see docs/performance.md#what-the-measurements-decided.
+    get: (id) => guard(() => t.run<Row>(pool, 'get', [id]))
+      .then(({ rows: [row] }) => row === undefined ? undefined : t.toItem(row)),
     async create (item, key, origin, admit) {
       if (key !== undefined || item.id !== undefined) {
         return await guard(async () => await createInTransaction(t, item, key, origin, admit))

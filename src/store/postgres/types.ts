@@ -1,11 +1,24 @@
 import pg from 'pg'
 import { giveUpOnSilence } from './silence.js'
 
+type TextParser = (value: string) => unknown
+
+/**
+ * The driver asks for every column of every result. Its own table is keyed by OID in a form each lookup hashes, so
+ * text parsers are kept here once looked up (nothing in the service calls setTypeParser).
+ */
+const textParsers = new Map<number, TextParser>([[pg.types.builtins.INT8, BigInt]])
+
 /** int8 as bigint, so ids beyond 2^53 arrive exactly. Not in connection.ts: SQLite-only processes load that. */
 export const pgTypes: pg.CustomTypesConfig = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === pg.types.builtins.INT8 && format !== 'binary' ? BigInt : pg.types.getTypeParser(oid, format)
-  ) as typeof pg.types.getTypeParser
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+    if (format === 'binary') return pg.types.getTypeParser(oid, format)
+    const known = textParsers.get(oid)
+    if (known !== undefined) return known
+    const parser: TextParser = pg.types.getTypeParser(oid, 'text')
+    textParsers.set(oid, parser)
+    return parser
+  }) as typeof pg.types.getTypeParser
 }
 
 /** A pool reading int8 as bigint; an idle connection's error goes to `onError`, the next statement reports it. */
