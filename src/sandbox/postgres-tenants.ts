@@ -1,7 +1,7 @@
 import pg from 'pg'
 import { sha256 } from '../lib/digest.js'
 import {
-  inTransaction, isConnectionError, parsePostgresUrl, poolStats, postgresFailure, settledPool, tablePrefix
+  inTransaction, isConnectionError, parsePostgresUrl, poolStats, settledPool, tablePrefix, withPostgresFailures
 } from '../store/postgres/connection.js'
 import { migrations } from '../store/postgres/migrations.js'
 import { createTableSql } from '../store/postgres/table-sql.js'
@@ -180,7 +180,7 @@ async function openRegistry (
 
 /** A lost or refused database is `unavailable` (a 503), whichever of the backend's operations met it. */
 function guarded<A extends unknown[], R> (operation: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
-  return async (...args) => await operation(...args).catch((err: unknown) => { throw postgresFailure(err) ?? err })
+  return async (...args) => await withPostgresFailures(async () => await operation(...args))
 }
 
 /** Runs at most `limit` tasks at once, the others in the order they came. */

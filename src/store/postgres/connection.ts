@@ -155,6 +155,20 @@ export function postgresFailure (err: unknown): ServiceError | undefined {
   return undefined
 }
 
+const mapFailure = (err: unknown): never => { throw postgresFailure(err) ?? err }
+
+/**
+ * `work`'s promise, a driver's failure mapped by postgresFailure, whether `work` rejects or throws before it returns.
+ * Not async: a read is then one promise around the driver's (docs/performance.md#what-the-measurements-decided).
+ */
+export function withPostgresFailures<T> (work: () => Promise<T>): Promise<T> {
+  try {
+    return work().catch(mapFailure)
+  } catch (err) {
+    return Promise.reject(postgresFailure(err) ?? err)
+  }
+}
+
 export async function inTransaction<T> (pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect()
   let broken: Error | undefined

@@ -3,7 +3,7 @@ import { openPool } from './types.js'
 import type { Store } from '../contract.js'
 import { ReadOnlyDatabaseError, schemaUnavailable } from '../../lib/errors.js'
 import { incompatibleSchemaProblem, type MigrationReport } from '../migration.js'
-import { parsePostgresUrl, poolStats, postgresFailure, settledPool } from './connection.js'
+import { parsePostgresUrl, poolStats, postgresFailure, settledPool, withPostgresFailures } from './connection.js'
 import { migrateWhenReachable, schemaProbeSql } from './migrate.js'
 import { migrations } from './migrations.js'
 import { createPostgresRepository, type PostgresRepositoryContext } from './repository.js'
@@ -52,8 +52,7 @@ function repositoryContext (
     pool,
     schema,
     enqueue: postgresEnqueuer(schema),
-    // Not async: a read is then one promise around the driver's (docs/performance.md#what-the-measurements-decided).
-    guard: (work) => work().catch((err: unknown) => { throw postgresFailure(err) ?? err }),
+    guard: withPostgresFailures,
     // Claimed before the commit; one that then rolls back costs other instances at most a poll interval.
     claimNotify (now) {
       const notify = now - lastNotifyAt >= notifyIntervalMs

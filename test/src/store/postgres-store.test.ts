@@ -5,7 +5,7 @@ import pg from 'pg'
 import { migrations } from '../../../src/store/postgres/migrations.js'
 import {
   inTransaction, isConnectionError, isPostgresUrl, parsePostgresUrl, postgresFailure, settledPool,
-  tablePrefix
+  tablePrefix, withPostgresFailures
 } from '../../../src/store/postgres/connection.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { StoreOpenError } from '../../../src/lib/errors.js'
@@ -111,6 +111,20 @@ test('every failure to reach or use the database is unavailable (storage-full wh
     if (failure !== undefined) assert.equal(failure.cause, err, 'the cause is kept for the log')
   }
 })
+
+test('a store operation\'s failure is mapped whether its work rejects or throws before returning a promise',
+  async () => {
+    const down = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' })
+    const other = new Error('boom')
+    for (const work of [async () => { throw down }, () => { throw down }]) {
+      await assert.rejects(withPostgresFailures(work), (err: unknown) =>
+        (err as { code?: unknown, cause?: unknown }).code === 'unavailable' && (err as Error).cause === down)
+    }
+    for (const work of [async () => { throw other }, () => { throw other }]) {
+      await assert.rejects(withPostgresFailures(work), (err: unknown) => err === other)
+    }
+    assert.equal(await withPostgresFailures(async () => 7), 7)
+  })
 
 if (TEST_DATABASE_URL !== undefined) {
   const base = TEST_DATABASE_URL
