@@ -180,7 +180,7 @@ async function openRegistry (
 
 /** A lost or refused database is `unavailable` (a 503), whichever of the backend's operations met it. */
 function guarded<A extends unknown[], R> (operation: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
-  return async (...args) => await withPostgresFailures(async () => await operation(...args))
+  return (...args) => withPostgresFailures(() => operation(...args))
 }
 
 /** Runs at most `limit` tasks at once, the others in the order they came. */

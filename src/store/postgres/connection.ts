@@ -165,7 +165,7 @@ export function withPostgresFailures<T> (work: () => Promise<T>): Promise<T> {
   try {
     return work().catch(mapFailure)
   } catch (err) {
-    return Promise.reject(postgresFailure(err) ?? err)
+    return Promise.reject(err).catch(mapFailure)
   }
 }
 
