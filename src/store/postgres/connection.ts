@@ -125,7 +125,8 @@ const SOCKET_CODES = new Set([
 
 const SERVER_CODES = new Set(['57P01', '57P02', '57P03', '53300'])
 
-const DRIVER_MESSAGES = new RegExp('^(Connection terminated|timeout exceeded when trying to connect|' +
+// `timeout expired`: a new connection's own bound (each pooled client's connectionTimeoutMillis).
+const DRIVER_MESSAGES = new RegExp('^(Connection terminated|timeout exceeded when trying to connect|timeout expired$|' +
   'Client has encountered a connection error|Client was closed and is not queryable|Query read timeout)')
 
 /** A broken connection is dropped from the pool rather than reused. */

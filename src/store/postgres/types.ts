@@ -1,5 +1,6 @@
 import pg from 'pg'
 import { giveUpOnSilence } from './silence.js'
+import { WaitBoundPool } from './wait-bound-pool.js'
 
 type TextParser = (value: string) => unknown
 
@@ -21,9 +22,12 @@ export const pgTypes: pg.CustomTypesConfig = {
   }) as typeof pg.types.getTypeParser
 }
 
-/** A pool reading int8 as bigint; an idle connection's error goes to `onError`, the next statement reports it. */
+/**
+ * A pool reading int8 as bigint, whose checkouts give up after `connectionTimeoutMillis`; an idle connection's error
+ * goes to `onError`, the next statement reports it.
+ */
 export function openPool (config: pg.PoolConfig, statementTimeoutMs: number, onError?: (err: Error) => void): pg.Pool {
-  const pool = new pg.Pool({ ...config, types: pgTypes })
+  const pool = new WaitBoundPool({ ...config, types: pgTypes })
   // A second past the server's bound: a network that goes silent would otherwise hold a caller until TCP gives up.
   giveUpOnSilence(pool, statementTimeoutMs + 1000)
   // An unheard client 'error' (the server ended the connection) would end the process.

@@ -70,10 +70,11 @@ test('connection errors are told apart from other errors', () => {
   const coded = (code: string): Error => Object.assign(new Error('x'), { code })
   for (const err of [coded('ECONNREFUSED'), coded('57P01'), coded('08006'),
     new Error('Connection terminated unexpectedly'),
-    new Error('timeout exceeded when trying to connect')]) {
+    new Error('timeout exceeded when trying to connect'), new Error('timeout expired')]) {
     assert.equal(isConnectionError(err), true, err.message)
   }
-  for (const err of [coded('23505'), coded('42P01'), new Error('boom'), 'ECONNREFUSED']) {
+  for (const err of [coded('23505'), coded('42P01'), new Error('boom'), new Error('timeout expired here'),
+    'ECONNREFUSED']) {
     assert.equal(isConnectionError(err), false, String(err))
   }
 })
