@@ -15,7 +15,7 @@ const WAITED_TOO_LONG = 'timeout exceeded when trying to connect'
 /**
  * A pg.Pool whose `connectionTimeoutMillis` bounds each checkout, the wait for a busy pool's connection included,
  * with one timer per pool rather than one per checkout. pg-pool arms and clears a timer for every checkout while that
- * option is set, an idle connection's too: on a busy server that was a read's largest cost of its own
+ * option is set, an idle connection's too: on a busy server that was a measurable share of a read
  * (docs/performance.md). Waiters are kept in call order; as all share one bound, the first is always the next due.
  * A new connection still gives up at the same bound: each client gets the option itself.
  */
