@@ -84,7 +84,8 @@ if (TEST_DATABASE_URL !== undefined) {
     t.after(proxy.close)
     await proxy.down()
     const { code, stdout, stderr } = await expectStartFailure({
-      env: { DATABASE_URL: through(databaseUrl, proxy.port), LOG_LEVEL: 'warn', PG_STARTUP_TIMEOUT_MS: '1500' }
+      // Long enough that a busy machine's slow attempts do not cut the third delay (800 ms) short at the deadline.
+      env: { DATABASE_URL: through(databaseUrl, proxy.port), LOG_LEVEL: 'warn', PG_STARTUP_TIMEOUT_MS: '3000' }
     })
     assert.equal(code, 1)
     const retries = stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Line)
@@ -92,7 +93,7 @@ if (TEST_DATABASE_URL !== undefined) {
     assert.deepEqual(retries.slice(0, 3).map((line) => line.delayMs), [200, 400, 800])
     assert.match(fatalMessage(stderr),
       new RegExp(/^cannot use the PostgreSQL database: the database could not be reached within /.source +
-        /PG_STARTUP_TIMEOUT_MS \(1500 ms, \d+ attempts\): connect ECONNREFUSED 127\.0\.0\.1:\d+; nothing /.source +
+        /PG_STARTUP_TIMEOUT_MS \(3000 ms, \d+ attempts\): connect ECONNREFUSED 127\.0\.0\.1:\d+; nothing /.source +
         /listens there: start PostgreSQL \(or its pooler\), or correct the host and port in DATABASE_URL; /.source +
         /nothing was changed$/.source))
   })
