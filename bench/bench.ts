@@ -33,7 +33,7 @@ import { AUDIENCE, signingKey, startProvider } from '../test/helpers/oidc-provid
 import { withSchema } from '../test/helpers/postgres.js'
 import { startServer } from '../test/helpers/server-process.js'
 import {
-  cpuSeconds, median, peakRssMb, roundOrder, SERVER_ENV, SERVER_NODE_FLAGS, startListening
+  CONNECTIONS, cpuSeconds, median, peakRssMb, roundOrder, SERVER_ENV, SERVER_NODE_FLAGS, startListening
 } from './measure.js'
 import {
   backendCpu, backendCpuUsed, postgresQuery, RoundTripCounter, seedReference,
@@ -210,7 +210,7 @@ function parseOptions (): Options {
       quick: { type: 'boolean', default: false },
       duration: { type: 'string' },
       warmup: { type: 'string' },
-      connections: { type: 'string', default: '32' },
+      connections: { type: 'string', default: String(CONNECTIONS) },
       only: { type: 'string' },
       // `sqlite` (a fresh file per workload) or a postgres:// URL; repeat to measure both in one run.
       db: { type: 'string', multiple: true },
@@ -262,7 +262,7 @@ function parseOptions (): Options {
     quick: values.quick,
     duration: number(values.duration, values.quick ? 1 : 10, 'duration'),
     warmup: number(values.warmup, values.quick ? 0.5 : 3, 'warmup'),
-    connections: number(values.connections, 32, 'connections'),
+    connections: number(values.connections, CONNECTIONS, 'connections'),
     only: new Set(only as WorkloadName[]),
     stores,
     logLevel: values['log-level'] as LogLevel,

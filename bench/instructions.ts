@@ -9,7 +9,7 @@
  * the kernel's share (the socket's system calls) is not in it.
  *
  *   npm run bench:instructions -- [--only read,list] [--warmup 12000] [--requests 6000]
- *                                 [--connections 4] [--set NAME=VALUE ...] [--db postgres://…]
+ *                                 [--connections 32] [--set NAME=VALUE ...] [--db postgres://…]
  *
  * --set passes a setting to plant-store (RATE_LIMIT_MAX=0: what the rate limit costs). Needs
  * valgrind (Debian's package). A run takes minutes: valgrind runs the server ~50 × slower.
@@ -25,7 +25,7 @@ import { parsePostgresUrl } from '../src/store/postgres/connection.js'
 import { withSchema } from '../test/helpers/postgres.js'
 import { SERVER_JS } from '../test/helpers/server-process.js'
 import { calls, inclusive } from './callgrind.js'
-import { SERVER_ENV, SERVER_NODE_FLAGS, startListening } from './measure.js'
+import { CONNECTIONS, SERVER_ENV, SERVER_NODE_FLAGS, startListening } from './measure.js'
 import { postgresQuery, seedReference } from './postgres.js'
 import { seed } from './seed.js'
 
@@ -201,7 +201,7 @@ async function main (): Promise<void> {
       only: { type: 'string' },
       warmup: { type: 'string', default: '12000' },
       requests: { type: 'string', default: '6000' },
-      connections: { type: 'string', default: '4' },
+      connections: { type: 'string', default: String(CONNECTIONS) },
       set: { type: 'string', multiple: true, default: [] },
       db: { type: 'string' }
     }

@@ -10,6 +10,11 @@ import { setTimeout as sleep } from 'node:timers/promises'
  */
 export const SERVER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=4', '--heap-growing-percent=50']
 export const SERVER_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '1' }
+/**
+ * The load's keep-alive connections, unless --connections says otherwise: the timed runs' and the instruction
+ * counts' alike, since what a request costs grows with how many wait (the pool's queue).
+ */
+export const CONNECTIONS = 32
 
 /** The middle value (the upper of the two middle ones for an even count); NaN for none. */
 export function median (values: readonly number[]): number {
