@@ -5,6 +5,7 @@ type ConnectCallback = (err: Error | undefined, client: pg.PoolClient | undefine
 
 /** A checkout not yet answered; `callback` is cleared once it is, by the pool or by the deadline. */
 interface Waiter {
+  /** On the monotonic clock: a step of the wall clock would fail every waiter, or hold them all. */
   readonly deadline: number
   callback: ConnectCallback | undefined
 }
@@ -43,7 +44,7 @@ export class WaitBoundPool extends pg.Pool {
         this.connect((err, client) => { if (client === undefined) reject(err); else resolve(client) })
       })
     }
-    const waiter: Waiter = { deadline: Date.now() + this.#waitMs, callback }
+    const waiter: Waiter = { deadline: performance.now() + this.#waitMs, callback }
     this.#waiters.push(waiter)
     this.#timer ??= setTimeout(() => { this.#expire() }, this.#waitMs).unref()
     super.connect((err, client, done) => {
@@ -63,7 +64,7 @@ export class WaitBoundPool extends pg.Pool {
   /** Answers every waiter past its deadline, then waits for the next one's. */
   #expire (): void {
     this.#timer = undefined
-    const now = Date.now()
+    const now = performance.now()
     this.#forgetAnswered()
     for (let first = this.#waiters[0]; first !== undefined && first.deadline <= now; first = this.#waiters[0]) {
       this.#waiters.shift()
