@@ -61,25 +61,24 @@ export class WaitBoundPool extends pg.Pool {
     return undefined
   }
 
-  /** Answers every waiter past its deadline, then waits for the next one's. */
+  /** Answers every waiter past its deadline (deadlines grow in call order), then waits for the next one's. */
   #expire (): void {
     this.#timer = undefined
     const now = performance.now()
-    this.#forgetAnswered()
     for (let first = this.#waiters[0]; first !== undefined && first.deadline <= now; first = this.#waiters[0]) {
       this.#waiters.shift()
       const answer = first.callback
       first.callback = undefined
       answer?.(new Error(WAITED_TOO_LONG), undefined, () => {})
-      this.#forgetAnswered()
     }
+    this.#forgetAnswered()
     const next = this.#waiters[0]
     if (next !== undefined) this.#timer = setTimeout(() => { this.#expire() }, next.deadline - now).unref()
   }
 
   /** Answered waiters leave from the front: the pool answers in call order, so the queue stays as short as the wait. */
   #forgetAnswered (): void {
-    while (this.#waiters[0]?.callback === undefined && this.#waiters.length > 0) this.#waiters.shift()
+    while (this.#waiters.length > 0 && this.#waiters[0]?.callback === undefined) this.#waiters.shift()
   }
 }
 
