@@ -33,7 +33,7 @@ import { AUDIENCE, signingKey, startProvider } from '../test/helpers/oidc-provid
 import { withSchema } from '../test/helpers/postgres.js'
 import { startServer } from '../test/helpers/server-process.js'
 import {
-  CONNECTIONS, cpuSeconds, median, peakRssMb, roundOrder, SERVER_ENV, SERVER_NODE_FLAGS, startListening
+  CONNECTIONS, cpuSeconds, median, peakRssMb, roundOrder, SERVER_ENV, SERVER_NODE_FLAGS, startListening, UNREACHABLE
 } from './measure.js'
 import {
   backendCpu, backendCpuUsed, postgresQuery, RoundTripCounter, seedReference,
@@ -201,8 +201,6 @@ const ROUND_TRIP_REQUESTS = 100
 /** Creates of the --webhook rows' latency probe, on the idle server before its load. */
 const LATENCY_CREATES = 100
 const TOKEN = randomBytes(24).toString('base64url')
-/** A rate limit per window and a number of requests per connection that no run comes near. */
-const UNREACHABLE = 1e12
 
 function parseOptions (): Options {
   const { values } = parseArgs({

@@ -6,10 +6,11 @@
  * whose speed drifts by more than the effect being measured, time needs many alternating rounds;
  * an instruction count is steady run after run, so one run tells whether a change saves little. It
  * counts user-space work only:
- * the kernel's share (the socket's system calls) is not in it.
+ * the kernel's share (the socket's system calls) is not in it. Equal instructions can take unequal time: --cache
+ * simulates the caches and branch predictor as well and estimates cycles (about twice as slow again).
  *
  *   npm run bench:instructions -- [--only read,list] [--warmup 12000] [--requests 6000]
- *                                 [--connections 32] [--set NAME=VALUE ...] [--db postgres://…]
+ *                                 [--connections 32] [--set NAME=VALUE ...] [--db postgres://…] [--cache]
  *
  * --set passes a setting to plant-store (RATE_LIMIT_MAX=0: what the rate limit costs). Needs
  * valgrind (Debian's package). A run takes minutes: valgrind runs the server ~50 × slower.
@@ -24,8 +25,8 @@ import { parseArgs } from 'node:util'
 import { parsePostgresUrl } from '../src/store/postgres/connection.js'
 import { withSchema } from '../test/helpers/postgres.js'
 import { SERVER_JS } from '../test/helpers/server-process.js'
-import { calls, inclusive } from './callgrind.js'
-import { CONNECTIONS, SERVER_ENV, SERVER_NODE_FLAGS, startListening } from './measure.js'
+import { calls, estimatedCycles, type Events, inclusive, summary } from './callgrind.js'
+import { CONNECTIONS, SERVER_ENV, SERVER_NODE_FLAGS, startListening, UNREACHABLE } from './measure.js'
 import { postgresQuery, seedReference } from './postgres.js'
 import { seed } from './seed.js'
 
@@ -45,11 +46,23 @@ const DETERMINISTIC_V8 = ['--predictable', '--single-threaded', '--no-memory-red
 interface Count {
   server: Server
   workload: Workload
-  /** Instructions a request, without the optimizing compilation still under way. */
+  /** Instructions a request, without the optimizing compilation still under way nor the clock's work. */
   steady: number
   total: number
   compile: number
+  /**
+   * The load-shedding monitor's sample (@fastify/under-pressure: the event-loop delay histogram's mean and reset),
+   * taken once a second whatever the load: valgrind makes the counted window last many seconds, a real run a second
+   * serves thousands of requests.
+   */
+  clock: number
   gc: number
+  /**
+   * With --cache, a request's cycles as the simulated caches estimate them and its mispredicted branches, the steady
+   * work's as `steady` counts it: what time tells apart at equal instructions.
+   */
+  cycles?: number
+  mispredicted?: number
   /**
    * Full collections inside the counted window: a run whose window held one is not comparable with one that did not.
    */
@@ -88,6 +101,8 @@ interface Options {
   warmup: number
   requests: number
   connections: number
+  /** valgrind's cache and branch simulation as well: slower, and what `cycles` needs. */
+  cache: boolean
   set: Record<string, string>
   db?: { url: string, server: string }
 }
@@ -127,8 +142,8 @@ async function prepare (server: Server, work: string, options: Options,
       API_TOKENS: TOKEN,
       LOG_LEVEL: 'warn',
       // Limits no run reaches, as npm run bench sets them.
-      RATE_LIMIT_MAX: String(1e12),
-      MAX_REQUESTS_PER_SOCKET: String(1e12),
+      RATE_LIMIT_MAX: String(UNREACHABLE),
+      MAX_REQUESTS_PER_SOCKET: String(UNREACHABLE),
       // Under valgrind the event loop's delay would shed load; the webhook poll is work the clock
       // sets (once a second), not the requests.
       MAX_EVENT_LOOP_DELAY_MS: '0',
@@ -152,9 +167,10 @@ async function measure (server: Server, workload: Workload, options: Options): P
 
     const out = join(work, 'callgrind.out')
     const script = { minimal: MINIMAL, peer: PEER_PG, 'plant-store': SERVER_JS }[server]
+    const simulate = options.cache ? ['--cache-sim=yes', '--branch-sim=yes'] : []
     const started = await startListening('valgrind',
-      ['--tool=callgrind', `--callgrind-out-file=${out}`, '--dump-instr=no', '--dump-line=no', process.execPath,
-        ...DETERMINISTIC_V8, ...SERVER_NODE_FLAGS, script], env, join(work, 'server.log'), 300_000)
+      ['--tool=callgrind', ...simulate, `--callgrind-out-file=${out}`, '--dump-instr=no', '--dump-line=no',
+        process.execPath, ...DETERMINISTIC_V8, ...SERVER_NODE_FLAGS, script], env, join(work, 'server.log'), 300_000)
     child = started.child
     const { url } = started
     const pid = String(child.pid)
@@ -167,21 +183,30 @@ async function measure (server: Server, workload: Workload, options: Options): P
     const dumps = readdirSync(work).filter((name) => name.startsWith('callgrind.out.')).sort()
     const dump = join(work, dumps.at(-1) ?? 'callgrind.out')
     const dumped = readFileSync(dump, 'utf8')
-    const total = Number(/^summary:\s+(\d+)/m.exec(dumped)?.[1] ?? Number.NaN)
+    const totals = summary(dumped)
+    const events = Object.keys(totals)
     const listing = execFileSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', dump],
       { maxBuffer: 1 << 28 }).toString()
-    const compile = inclusive(listing, /Runtime_CompileOptimized\(/) + inclusive(listing, /Runtime_CompileLazy\(/)
-    const gc = inclusive(listing, /Heap::CollectGarbage\(/)
-    const perRequest = (instructions: number): number => instructions / options.requests
-    const fullCollections = calls(dumped, 'v8::internal::Heap::MarkCompact()')
+    const of = (...names: RegExp[]): Events => Object.fromEntries(events.map((event) =>
+      [event, names.reduce((sum, name) => sum + (inclusive(listing, name, events)[event] ?? 0), 0)]))
+    const compile = of(/Runtime_CompileOptimized\(/, /Runtime_CompileLazy\(/)
+    const clock = of(/node::HistogramImpl::GetMean\(/, /node::HistogramImpl::\w*Reset\(/)
+    const steady = Object.fromEntries(events.map((event) =>
+      [event, (totals[event] ?? 0) - (compile[event] ?? 0) - (clock[event] ?? 0)]))
+    const perRequest = (count: number | undefined): number => (count ?? Number.NaN) / options.requests
     return {
       server,
       workload,
-      steady: perRequest(total - compile),
-      total: perRequest(total),
-      compile: perRequest(compile),
-      gc: perRequest(gc),
-      fullCollections
+      steady: perRequest(steady.Ir),
+      total: perRequest(totals.Ir),
+      compile: perRequest(compile.Ir),
+      clock: perRequest(clock.Ir),
+      gc: perRequest(of(/Heap::CollectGarbage\(/).Ir),
+      ...(options.cache && {
+        cycles: perRequest(estimatedCycles(steady)),
+        mispredicted: perRequest((steady.Bcm ?? Number.NaN) + (steady.Bim ?? Number.NaN))
+      }),
+      fullCollections: calls(dumped, 'v8::internal::Heap::MarkCompact()')
     }
   } finally {
     agent.destroy()
@@ -203,6 +228,7 @@ async function main (): Promise<void> {
       requests: { type: 'string', default: '6000' },
       connections: { type: 'string', default: String(CONNECTIONS) },
       set: { type: 'string', multiple: true, default: [] },
+      cache: { type: 'boolean', default: false },
       db: { type: 'string' }
     }
   })
@@ -230,6 +256,7 @@ async function main (): Promise<void> {
     warmup: whole('warmup', values.warmup),
     requests: whole('requests', values.requests),
     connections: whole('connections', values.connections),
+    cache: values.cache,
     set,
     ...(values.db !== undefined && { db: { url: values.db, server: parsePostgresUrl(values.db).connectionString } })
   }
@@ -251,16 +278,20 @@ async function main (): Promise<void> {
       process.stderr.write(`  ${workload} ${server}: ${k(count.steady)}k instructions a request\n`)
     }
   }
-  console.log(
-    `\n| workload | server | k instructions a request | × ${reference} | total (with compilation) | optimizing ` +
-      'compilation | garbage collection | full collections |')
-  console.log('|---|---|---|---|---|---|---|---|')
+  const cache = options.cache ? ` | k cycles (estimated) | × ${reference} | mispredicted branches` : ''
+  console.log(`\n| workload | server | k instructions a request | × ${reference}${cache} | total | optimizing ` +
+    'compilation | load-shedding sample | garbage collection | full collections |')
+  console.log(`|---|---|---|---|${options.cache ? '---|---|---|' : ''}---|---|---|---|---|`)
   for (const row of rows) {
     const base = rows.find((other) => other.workload === row.workload && other.server === reference)
-    const ratio = row.server === reference || base === undefined ? '' : (row.steady / base.steady).toFixed(2)
+    const ratio = (of: (count: Count) => number | undefined): string =>
+      row.server === reference || base === undefined ? '' : ((of(row) ?? 0) / (of(base) ?? 0)).toFixed(2)
+    const cycles = options.cache
+      ? ` | ${k(row.cycles ?? Number.NaN)} | ${ratio((count) => count.cycles)} | ${(row.mispredicted ?? 0).toFixed(0)}`
+      : ''
     console.log(
-      `| ${row.workload} | ${row.server} | ${k(row.steady)} | ${ratio} | ${k(row.total)} | ${k(row.compile)} ` +
-        `| ${k(row.gc)} | ${row.fullCollections} |`)
+      `| ${row.workload} | ${row.server} | ${k(row.steady)} | ${ratio((count) => count.steady)}${cycles} ` +
+        `| ${k(row.total)} | ${k(row.compile)} | ${k(row.clock)} | ${k(row.gc)} | ${row.fullCollections} |`)
   }
 }
 

@@ -15,6 +15,12 @@ export const SERVER_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: 
  * counts' alike, since what a request costs grows with how many wait (the pool's queue).
  */
 export const CONNECTIONS = 32
+/**
+ * A rate limit per window and a number of requests per connection that no run comes near, and still a small integer
+ * to V8 (below 2^30): a production limit's `RateLimit-*` numbers are, and a larger one is formatted through the slow
+ * path of every header it is written to.
+ */
+export const UNREACHABLE = 2 ** 30 - 1
 
 /** The middle value (the upper of the two middle ones for an even count); NaN for none. */
 export function median (values: readonly number[]): number {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { calls, inclusive } from '../../bench/callgrind.js'
+import { calls, estimatedCycles, inclusive, summary } from '../../bench/callgrind.js'
 
 // The shape of callgrind's output with --dump-instr=no --dump-line=no: names compressed to (id)
 // after their first mention, each call site a cfn= line and then calls=<count> <line>.
@@ -42,6 +42,42 @@ test('inclusive takes the largest figure on the lines that name the function', (
     '   12,120 (41.62%)  ???:v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace) [/usr/bin/node]',
     '      120 ( 0.41%)  ???:v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace) [/usr/bin/node]'
   ].join('\n')
-  assert.equal(inclusive(listing, /Heap::CollectGarbage\(/), 12120)
-  assert.equal(inclusive(listing, /Runtime_CompileLazy\(/), 0)
+  assert.deepEqual(inclusive(listing, /Heap::CollectGarbage\(/, ['Ir']), { Ir: 12120 })
+  assert.deepEqual(inclusive(listing, /Runtime_CompileLazy\(/, ['Ir']), { Ir: 0 })
+})
+
+// callgrind_annotate's columns with --cache-sim=yes --branch-sim=yes: a count and its share, or a bare 0.
+const EVENTS = ['Ir', 'Dr', 'Dw', 'I1mr', 'D1mr', 'D1mw', 'ILmr', 'DLmr', 'DLmw', 'Bc', 'Bcm', 'Bi', 'Bim']
+const SIMULATED = '   11,800,480 ( 1.40%)       1,120 ( 0.00%)  11,797,120 ( 9.26%)        256 ( 0.00%)' +
+  '        367 ( 0.00%)   184,399 ( 7.50%)  0            0             353 ( 1.31%)  11,797,152 ( 7.89%)' +
+  '        280 ( 0.00%)         23 ( 0.00%)          2 ( 0.00%)  ???:hdr_reset [/usr/bin/node]'
+
+test('inclusive reads every event column, bare zeros included, and no figure of the name', () => {
+  assert.deepEqual(inclusive(SIMULATED, /hdr_reset/, EVENTS), {
+    Ir: 11800480,
+    Dr: 1120,
+    Dw: 11797120,
+    I1mr: 256,
+    D1mr: 367,
+    D1mw: 184399,
+    ILmr: 0,
+    DLmr: 0,
+    DLmw: 353,
+    Bc: 11797152,
+    Bcm: 280,
+    Bi: 23,
+    Bim: 2
+  })
+})
+
+test('summary names the dump\'s totals by its events', () => {
+  assert.deepEqual(summary(DUMP), { Ir: 29120 })
+  assert.deepEqual(summary('events: Ir I1mr\nsummary: 500 7\n'), { Ir: 500, I1mr: 7 })
+})
+
+test('estimatedCycles costs a first-level hit 1, a last-level hit 5 and a memory access 35', () => {
+  // 1,000 accesses: 100 missed the first level, of which 10 missed the last as well.
+  const counts = { Ir: 600, Dr: 300, Dw: 100, I1mr: 50, D1mr: 40, D1mw: 10, ILmr: 4, DLmr: 5, DLmw: 1 }
+  assert.equal(estimatedCycles(counts), 900 + 5 * 90 + 35 * 10)
+  assert.ok(Number.isNaN(estimatedCycles({ Ir: 600 })), 'without a cache simulation there is no estimate')
 })
