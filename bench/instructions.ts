@@ -274,6 +274,10 @@ async function main (): Promise<void> {
   for (const workload of workloads as Workload[]) {
     for (const server of [reference, 'plant-store'] as const) {
       const count = await measure(server, workload, options)
+      // A dump this reading no longer understands must fail the run (CI's smoke run too), not print NaN.
+      if (!Number.isFinite(count.steady) || (options.cache && !Number.isFinite(count.cycles))) {
+        throw new Error(`${workload} ${server}: callgrind's dump gave no count (${JSON.stringify(count)})`)
+      }
       rows.push(count)
       process.stderr.write(`  ${workload} ${server}: ${k(count.steady)}k instructions a request\n`)
     }
