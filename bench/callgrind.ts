@@ -1,7 +1,7 @@
 /**
  * Reading callgrind's output for `npm run bench:instructions`: a function's inclusive cost from
- * `callgrind_annotate --inclusive=yes`, and how often a function was called from the dump itself
- * (callgrind_annotate does not print call counts).
+ * `callgrind_annotate --inclusive=yes`, a window's counts with what its requests did not start left out,
+ * and how often a function was called from the dump itself (callgrind_annotate does not print call counts).
  */
 
 /** A function's (or the program's) counts of the dump's events (`Ir`, with a cache simulation `I1mr` and others). */
@@ -28,6 +28,41 @@ export function summary (dump: string): Events {
   const events = /^events:\s+(.+)$/m.exec(dump)?.[1]?.trim().split(/\s+/) ?? []
   const totals = /^summary:\s+(.+)$/m.exec(dump)?.[1]?.trim().split(/\s+/).map(Number) ?? []
   return Object.fromEntries(events.map((event, index) => [event, totals[index] ?? Number.NaN]))
+}
+
+/** What a counted window spent apart from its requests, and what is left: the requests' own work, event by event. */
+export interface WindowCounts {
+  totals: Events
+  /** The optimizing compiler, still at work on code the warm-up made hot. */
+  compile: Events
+  /**
+   * The load-shedding monitor's sample (@fastify/under-pressure: the event-loop delay histogram's mean and reset),
+   * taken once a second whatever the load: valgrind makes the counted window last many seconds, a real run's second
+   * serves thousands of requests.
+   */
+  clock: Events
+  gc: Events
+  /** `totals` less `compile` and `clock`. */
+  steady: Events
+}
+
+const COMPILE = [/Runtime_CompileOptimized\(/, /Runtime_CompileLazy\(/]
+const CLOCK = [/node::HistogramImpl::GetMean\(/, /node::HistogramImpl::\w*Reset\(/]
+const GC = [/Heap::CollectGarbage\(/]
+
+/** A window's counts from its dump and the dump's `callgrind_annotate --inclusive=yes` listing. */
+export function windowCounts (dump: string, listing: string): WindowCounts {
+  const totals = summary(dump)
+  const events = Object.keys(totals)
+  const of = (names: readonly RegExp[]): Events => {
+    const found = names.map((name) => inclusive(listing, name, events))
+    return Object.fromEntries(events.map((event) => [event, found.reduce((sum, one) => sum + (one[event] ?? 0), 0)]))
+  }
+  const compile = of(COMPILE)
+  const clock = of(CLOCK)
+  const steady = Object.fromEntries(events.map((event) =>
+    [event, (totals[event] ?? 0) - (compile[event] ?? 0) - (clock[event] ?? 0)]))
+  return { totals, compile, clock, gc: of(GC), steady }
 }
 
 /**

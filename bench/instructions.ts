@@ -25,7 +25,7 @@ import { parseArgs } from 'node:util'
 import { parsePostgresUrl } from '../src/store/postgres/connection.js'
 import { withSchema } from '../test/helpers/postgres.js'
 import { SERVER_JS } from '../test/helpers/server-process.js'
-import { calls, estimatedCycles, type Events, inclusive, summary } from './callgrind.js'
+import { calls, estimatedCycles, windowCounts } from './callgrind.js'
 import { CONNECTIONS, SERVER_ENV, SERVER_NODE_FLAGS, startListening, UNREACHABLE } from './measure.js'
 import { postgresQuery, seedReference } from './postgres.js'
 import { seed } from './seed.js'
@@ -50,11 +50,7 @@ interface Count {
   steady: number
   total: number
   compile: number
-  /**
-   * The load-shedding monitor's sample (@fastify/under-pressure: the event-loop delay histogram's mean and reset),
-   * taken once a second whatever the load: valgrind makes the counted window last many seconds, a real run a second
-   * serves thousands of requests.
-   */
+  /** The load-shedding monitor's once-a-second sample (`WindowCounts.clock`). */
   clock: number
   gc: number
   /**
@@ -183,16 +179,9 @@ async function measure (server: Server, workload: Workload, options: Options): P
     const dumps = readdirSync(work).filter((name) => name.startsWith('callgrind.out.')).sort()
     const dump = join(work, dumps.at(-1) ?? 'callgrind.out')
     const dumped = readFileSync(dump, 'utf8')
-    const totals = summary(dumped)
-    const events = Object.keys(totals)
     const listing = execFileSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', dump],
       { maxBuffer: 1 << 28 }).toString()
-    const of = (...names: RegExp[]): Events => Object.fromEntries(events.map((event) =>
-      [event, names.reduce((sum, name) => sum + (inclusive(listing, name, events)[event] ?? 0), 0)]))
-    const compile = of(/Runtime_CompileOptimized\(/, /Runtime_CompileLazy\(/)
-    const clock = of(/node::HistogramImpl::GetMean\(/, /node::HistogramImpl::\w*Reset\(/)
-    const steady = Object.fromEntries(events.map((event) =>
-      [event, (totals[event] ?? 0) - (compile[event] ?? 0) - (clock[event] ?? 0)]))
+    const { totals, compile, clock, gc, steady } = windowCounts(dumped, listing)
     const perRequest = (count: number | undefined): number => (count ?? Number.NaN) / options.requests
     return {
       server,
@@ -201,7 +190,7 @@ async function measure (server: Server, workload: Workload, options: Options): P
       total: perRequest(totals.Ir),
       compile: perRequest(compile.Ir),
       clock: perRequest(clock.Ir),
-      gc: perRequest(of(/Heap::CollectGarbage\(/).Ir),
+      gc: perRequest(gc.Ir),
       ...(options.cache && {
         cycles: perRequest(estimatedCycles(steady)),
         mispredicted: perRequest((steady.Bcm ?? Number.NaN) + (steady.Bim ?? Number.NaN))

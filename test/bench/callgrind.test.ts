@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { calls, estimatedCycles, inclusive, summary } from '../../bench/callgrind.js'
+import { calls, estimatedCycles, inclusive, summary, windowCounts } from '../../bench/callgrind.js'
 
 // The shape of callgrind's output with --dump-instr=no --dump-line=no: names compressed to (id)
 // after their first mention, each call site a cfn= line and then calls=<count> <line>.
@@ -40,7 +40,7 @@ test('inclusive takes the largest figure on the lines that name the function', (
   const listing = [
     '   29,120 (100.0%)  ???:0x0000000000001000 [/usr/bin/node]',
     '   12,120 (41.62%)  ???:v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace) [/usr/bin/node]',
-    '      120 ( 0.41%)  ???:v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace) [/usr/bin/node]'
+    '      120 ( 0.41%)  ???:v8::internal::Heap::CollectGarbage(space) [node]'
   ].join('\n')
   assert.deepEqual(inclusive(listing, /Heap::CollectGarbage\(/, ['Ir']), { Ir: 12120 })
   assert.deepEqual(inclusive(listing, /Runtime_CompileLazy\(/, ['Ir']), { Ir: 0 })
@@ -80,4 +80,24 @@ test('estimatedCycles costs a first-level hit 1, a last-level hit 5 and a memory
   const counts = { Ir: 600, Dr: 300, Dw: 100, I1mr: 50, D1mr: 40, D1mw: 10, ILmr: 4, DLmr: 5, DLmw: 1 }
   assert.equal(estimatedCycles(counts), 900 + 5 * 90 + 35 * 10)
   assert.ok(Number.isNaN(estimatedCycles({ Ir: 600 })), 'without a cache simulation there is no estimate')
+})
+
+test('windowCounts leaves the compiler\'s and the clock\'s work out of the requests\', event by event', () => {
+  const dump = 'events: Ir I1mr\nsummary: 100000 900\n'
+  const listing = [
+    '   100,000 (100.0%)  900 (100.0%)  ???:node::SpinEventLoopInternal(node::Environment*) [/usr/bin/node]',
+    '     4,000 ( 4.00%)   40 ( 4.44%)  ???:v8::internal::Runtime_CompileOptimized(int) [node]',
+    '     1,000 ( 1.00%)   10 ( 1.11%)  ???:v8::internal::Runtime_CompileLazy(int) [node]',
+    '     7,000 ( 7.00%)    5 ( 0.56%)  ???:node::HistogramImpl::GetMean(info) [node]',
+    '     3,000 ( 3.00%)    0            ???:node::HistogramImpl::DoReset(info) [node]',
+    '     9,000 ( 9.00%)   90 (10.00%)  ???:v8::internal::Heap::CollectGarbage(space) [node]'
+  ].join('\n')
+  assert.deepEqual(windowCounts(dump, listing), {
+    totals: { Ir: 100000, I1mr: 900 },
+    compile: { Ir: 5000, I1mr: 50 },
+    clock: { Ir: 10000, I1mr: 5 },
+    gc: { Ir: 9000, I1mr: 90 },
+    // Collections are the requests' own garbage: counted, and shown apart.
+    steady: { Ir: 85000, I1mr: 845 }
+  })
 })
