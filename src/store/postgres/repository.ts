@@ -13,7 +13,7 @@ import { tableStatements } from './table-sql.js'
 import { postgresEventMessageValues } from './webhook-sql.js'
 import type { EnqueueEvent } from './webhook-store.js'
 import { callSql, writeFunctions, type WriteFunction } from './write-functions.js'
-import { writeBatch, type WriteBatch } from './write-batch.js'
+import { callBatch, type CallBatch } from './call-batch.js'
 import type { EventOrigin } from '../../webhooks/origin.js'
 import type { IdempotencyKey } from '../../resources/idempotency.js'
 
@@ -134,9 +134,9 @@ interface GeneratedCreate { values: ColumnValues, origin: EventOrigin | undefine
 /** A batch's plain creates in one call: the row; undefined if its id was taken; 'alone' if the JSON is not id-first. */
 function generatedCreates<R extends ResourceTypes> (
   t: Table<R>
-): WriteBatch<GeneratedCreate, Written | undefined | 'alone'> {
+): CallBatch<GeneratedCreate, Written | undefined | 'alone'> {
   const { resource, context } = t
-  return writeBatch(async (writes) => {
+  return callBatch(async (writes) => {
     const now = Date.now()
     const afters = writes.map(({ values }) =>
       jsonAfterId(resource.json(resource.storage.item({ id: 0n, values, createdAt: now, updatedAt: now })), 0n))
@@ -230,9 +230,9 @@ async function lockedWriteRow<R extends ResourceTypes> (
 /** A batch's deletes without If-Match, rows and events (row-json.ts) in one call; undefined for a row not there. */
 function deletesInOneCall<R extends ResourceTypes> (
   t: Table<R>, fn: WriteFunction
-): WriteBatch<{ id: bigint, origin: EventOrigin | undefined }, Written | undefined> {
+): CallBatch<{ id: bigint, origin: EventOrigin | undefined }, Written | undefined> {
   const { resource, context } = t
-  return writeBatch(async (writes) => {
+  return callBatch(async (writes) => {
     const now = Date.now()
     const type = eventType(resource, 'deleted')
     const rows = await boundedQuery<Written & { ordinal: number }>(context.pool, callSql(fn, [
@@ -246,6 +246,18 @@ function deletesInOneCall<R extends ResourceTypes> (
   })
 }
 
+/** Concurrent reads by id in one statement (a read alone in its own); undefined for a row not there. */
+function readsInOneCall<R extends ResourceTypes> (
+  { run, context: { pool } }: Table<R>
+): CallBatch<bigint, Row | undefined> {
+  return callBatch(async (ids) => {
+    if (ids.length === 1) return (await run<Row>(pool, 'get', [ids[0]])).rows
+    const byId = new Map<bigint, Row>()
+    for (const row of (await run<Row>(pool, 'getMany', [ids])).rows) byId.set(row.id, row)
+    return ids.map((id) => byId.get(id))
+  })
+}
+
 /** Every resource's repository on PostgreSQL, from its storage declaration. */
 export function createPostgresRepository<R extends ResourceTypes> (
   resource: PostgresResource<R>, context: PostgresRepositoryContext
@@ -255,6 +267,7 @@ export function createPostgresRepository<R extends ResourceTypes> (
   const { storage } = resource
   const creates = generatedCreates(t)
   const deletes = t.functions.delete === undefined ? undefined : deletesInOneCall(t, t.functions.delete)
+  const reads = readsInOneCall(t)
   return {
     async list (query) {
       const { columns, values } = filtersOf(storage, query)
@@ -263,8 +276,8 @@ export function createPostgresRepository<R extends ResourceTypes> (
       return { items: rows.slice(0, query.limit).map(t.toItem), hasMore: rows.length > query.limit }
     },
     // Chained, not awaited: see docs/performance.md#what-the-measurements-decided.
-    get: (id) => guard(() => t.run<Row>(pool, 'get', [id]))
-      .then(({ rows: [row] }) => row === undefined ? undefined : t.toItem(row)),
+    get: (id) => guard(() => reads.submit(id))
+      .then((row) => row === undefined ? undefined : t.toItem(row)),
     async create (item, key, origin, admit) {
       if (key !== undefined || item.id !== undefined) {
         return await guard(async () => await createInTransaction(t, item, key, origin, admit))

@@ -54,6 +54,8 @@ export function tableStatements (resource: StoredResource, schema: string | unde
     ON CONFLICT (id) DO NOTHING RETURNING ${columns}`
   return {
     get: `SELECT ${columns} FROM ${table} WHERE id = $1`,
+    /** Concurrent reads' ids, $1 an array (repeats and missing ids allowed). */
+    getMany: `SELECT ${columns} FROM ${table} WHERE id = ANY($1::bigint[])`,
     lockRow: `SELECT ${columns} FROM ${table} WHERE id = $1 FOR UPDATE`,
     /** Keyset pagination (a deep page costs what the first one does), $1 after, $2 limit, then the filters' values. */
     list: (filters: readonly string[]): string =>

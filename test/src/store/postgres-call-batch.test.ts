@@ -3,7 +3,8 @@ import { test, type TestContext } from 'node:test'
 import { plantJson, type Plant } from '../../../src/resources/plants.js'
 import type { Store } from '../../../src/store/contract.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
-import { writeBatch } from '../../../src/store/postgres/write-batch.js'
+import { callBatch } from '../../../src/store/postgres/call-batch.js'
+import { RoundTripCounter } from '../../../bench/postgres.js'
 import { eventPayload } from '../../../src/webhooks/events.js'
 import { adminQuery, scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
 import { settled } from './conformance.js'
@@ -31,7 +32,7 @@ const tick = async (): Promise<void> => { await new Promise((resolve) => setImme
 test('writes that arrive while two calls are under way share the next call, each answered from it, ' +
   'in order', async () => {
   const { calls, run } = heldRun()
-  const batch = writeBatch(run)
+  const batch = callBatch(run)
   const answers = ['a', 'b', 'c', 'd', 'e'].map(async (input) => await batch.submit(input))
   await tick()
   assert.deepEqual(calls.map(({ inputs }) => inputs), [['a'], ['b']])
@@ -45,7 +46,7 @@ test('writes that arrive while two calls are under way share the next call, each
 
 test('a call takes at most 64 writes: the rest wait for the next call', async () => {
   const { calls, run } = heldRun()
-  const batch = writeBatch(run)
+  const batch = callBatch(run)
   const inputs = Array.from({ length: 72 }, (_, i) => String(i))
   const answers = inputs.map(async (input) => await batch.submit(input))
   await tick()
@@ -64,7 +65,7 @@ type HeldCalls = ReturnType<typeof heldRun>['calls']
 /** Four writes: the first two each take a call of their own (answered), the last two wait to share the next. */
 async function twoAnsweredOfFour (): Promise<{ calls: HeldCalls, answers: Array<Promise<string>> }> {
   const { calls, run } = heldRun()
-  const batch = writeBatch(run)
+  const batch = callBatch(run)
   const answers = ['a', 'b', 'c', 'd'].map(async (input) => await settledValue(batch.submit(input)))
   await tick()
   calls[0]?.answer()
@@ -133,6 +134,27 @@ if (TEST_DATABASE_URL !== undefined) {
       const event = byKey.get(key(type, plant.id))
       assert.equal(event?.payload, eventPayload(type, plantJson(plant as Plant), Number(event?.created_at)))
     }
+  })
+
+  test('PostgreSQL: concurrent reads share calls, each answered with its own row, undefined for a missing id, ' +
+    'a repeated id\'s row twice: 22 reads in 3 round trips', async (t) => {
+    const target = new URL(TEST_DATABASE_URL as string)
+    const counter = await RoundTripCounter.start(target.hostname, Number(target.port === '' ? 5432 : target.port))
+    t.after(async () => { await counter.stop() })
+    const { url } = scratchDatabaseUrl(t)
+    const store = await createPostgresStore({ url: counter.url(url), poolMax: 4 })
+    t.after(() => store.close())
+    const created = (await Promise.all(Array.from({ length: 20 }, async (_, i) =>
+      await store.plants.create({ name: `plant ${i}`, ...(i % 2 === 0 && { tag: `tag ${i}` }) }))))
+      .map(({ item }) => item)
+    const first = created[0] as Plant
+    const before = counter.snapshot()
+    const answers = await Promise.all([...created.map(({ id }) => id), 999_999n, first.id]
+      .map(async (id) => await store.plants.get(id)))
+    const after = counter.snapshot()
+    assert.deepEqual(answers, [...created, undefined, first])
+    // The first two each alone (two calls in flight), then the other twenty together.
+    assert.equal(RoundTripCounter.exchanged(new Set(), before, after), 3)
   })
 
   test('PostgreSQL: concurrent updates of one row without If-Match each write the row as it was read: ' +

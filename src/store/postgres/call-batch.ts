@@ -1,13 +1,14 @@
 import { isConnectionError } from './connection.js'
 
-// Concurrent writes share one call and commit, as SQLite's group commit: a round trip, parse and WAL flush each.
+// Concurrent requests share one call, as SQLite's group commit: a round trip and a statement's start each, and for
+// writes a WAL flush. A request joins a call not yet sent, so it sees every write committed before it arrived.
 
-/** Two: one call's commit waits for its flush while the next runs. */
+/** Two: one call's answer (or its commit's flush) is awaited while the next runs. */
 const MAX_IN_FLIGHT = 2
-/** Bounds the locks and the work one transaction holds (its statement_timeout bounds it in time). */
+/** Bounds the locks and the work one call holds (its statement_timeout bounds it in time). */
 const MAX_BATCH = 64
 
-export interface WriteBatch<I, O> {
+export interface CallBatch<I, O> {
   submit: (input: I) => Promise<O>
 }
 
@@ -17,8 +18,11 @@ interface Pending<I, O> {
   reject: (reason: unknown) => void
 }
 
-/** A failed call is written again one by one, so a failure is its write's (not after a lost connection). */
-export function writeBatch<I, O> (run: (inputs: readonly I[]) => Promise<readonly O[]>): WriteBatch<I, O> {
+/**
+ * `run` answers its inputs in order. A failed call is made again input by input, so a failure is its own input's
+ * (not after a lost connection: a write's commit may have happened).
+ */
+export function callBatch<I, O> (run: (inputs: readonly I[]) => Promise<readonly O[]>): CallBatch<I, O> {
   const waiting: Array<Pending<I, O>> = []
   let inFlight = 0
 
@@ -53,7 +57,8 @@ export function writeBatch<I, O> (run: (inputs: readonly I[]) => Promise<readonl
   }
 
   return {
-    submit: async (input) => await new Promise<O>((resolve, reject) => {
+    // The caller's own promise, no async wrapper around it: a read's cost is a few such layers.
+    submit: (input) => new Promise<O>((resolve, reject) => {
       waiting.push({ input, resolve, reject })
       flush()
     })
