@@ -44,13 +44,15 @@ export interface PostgresStoreOptions<D extends readonly ResourceDefinition[] = 
 }
 
 function repositoryContext (
-  pool: pg.Pool, schema: string | undefined, notifyIntervalMs: number, wakers: ReadonlySet<() => void>
+  pool: pg.Pool, schema: string | undefined, { notifyIntervalMs, waitMs }: { notifyIntervalMs: number, waitMs: number },
+  wakers: ReadonlySet<() => void>
 ): PostgresRepositoryContext {
   // Notifying commits serialize on a queue lock (docs/performance.md#what-the-measurements-decided).
   let lastNotifyAt = Number.NEGATIVE_INFINITY
   return {
     pool,
     schema,
+    waitMs,
     enqueue: postgresEnqueuer(schema),
     guard: withPostgresFailures,
     // Claimed before the commit; one that then rolls back costs other instances at most a poll interval.
@@ -128,7 +130,9 @@ export async function createPostgresStore<D extends readonly ResourceDefinition[
   } else pool = options.pools.pool
   const probe = schemaProbeSql(target.schema, resources)
   const wakers = new Set<() => void>()
-  const context = repositoryContext(pool, target.schema, options.notifyIntervalMs ?? NOTIFY_INTERVAL_MS, wakers)
+  const context = repositoryContext(pool, target.schema, {
+    notifyIntervalMs: options.notifyIntervalMs ?? NOTIFY_INTERVAL_MS, waitMs: connection.connectionTimeoutMillis
+  }, wakers)
   const trim = postgresTrim(pool, target.schema, resources)
   let webhooks: WebhookStore
   try {

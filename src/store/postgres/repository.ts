@@ -23,6 +23,8 @@ export interface PostgresRepositoryContext {
   /** DATABASE_URL's schema: statements name their tables in it. */
   schema: string | undefined
   enqueue: EnqueueEvent
+  /** PG_CONNECT_TIMEOUT_MS: a request's wait for a connection, its wait for a shared call included. */
+  waitMs: number
   /** Maps a driver's failure to the ServiceError a client may see. */
   guard: <T>(work: () => Promise<T>) => Promise<T>
   /** Whether this write's event should NOTIFY other instances (at most one per interval). */
@@ -155,7 +157,7 @@ function generatedCreates<R extends ResourceTypes> (
     const at = afters.flatMap((after, i) => after === undefined ? [] : [i])
     for (const row of rows) outcomes[at[row.ordinal - 1] as number] = row
     return outcomes
-  })
+  }, context)
 }
 
 type Change = (current: StoredRow<ColumnValues>) => ColumnValues | 'delete'
@@ -243,19 +245,18 @@ function deletesInOneCall<R extends ResourceTypes> (
     const outcomes: Array<Written | undefined> = writes.map(() => undefined)
     for (const row of rows) outcomes[row.ordinal - 1] = row
     return outcomes
-  })
+  }, context)
 }
 
 /** Concurrent reads by id in one statement (a read alone in its own); undefined for a row not there. */
-function readsInOneCall<R extends ResourceTypes> (
-  { run, context: { pool } }: Table<R>
-): CallBatch<bigint, Row | undefined> {
+function readsInOneCall<R extends ResourceTypes> ({ run, context }: Table<R>): CallBatch<bigint, Row | undefined> {
+  const { pool } = context
   return callBatch(async (ids) => {
     if (ids.length === 1) return (await run<Row>(pool, 'get', [ids[0]])).rows
     const byId = new Map<bigint, Row>()
     for (const row of (await run<Row>(pool, 'getMany', [ids])).rows) byId.set(row.id, row)
     return ids.map((id) => byId.get(id))
-  })
+  }, context)
 }
 
 /** Every resource's repository on PostgreSQL, from its storage declaration. */

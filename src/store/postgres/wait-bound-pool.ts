@@ -11,7 +11,7 @@ interface Waiter {
 }
 
 /** pg-pool's own words for a checkout that waited too long: isConnectionError knows them. */
-const WAITED_TOO_LONG = 'timeout exceeded when trying to connect'
+export const waitedTooLong = (): Error => new Error('timeout exceeded when trying to connect')
 
 /**
  * A pg.Pool whose `connectionTimeoutMillis` bounds each checkout, the wait for a busy pool's connection included,
@@ -69,7 +69,7 @@ export class WaitBoundPool extends pg.Pool {
       this.#waiters.shift()
       const answer = first.callback
       first.callback = undefined
-      answer?.(new Error(WAITED_TOO_LONG), undefined, () => {})
+      answer?.(waitedTooLong(), undefined, () => {})
     }
     this.#forgetAnswered()
     const next = this.#waiters[0]

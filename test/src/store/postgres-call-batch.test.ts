@@ -4,6 +4,7 @@ import { plantJson, type Plant } from '../../../src/resources/plants.js'
 import type { Store } from '../../../src/store/contract.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
 import { callBatch } from '../../../src/store/postgres/call-batch.js'
+import { isConnectionError } from '../../../src/store/postgres/connection.js'
 import { RoundTripCounter } from '../../../bench/postgres.js'
 import { eventPayload } from '../../../src/webhooks/events.js'
 import { adminQuery, scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
@@ -32,7 +33,7 @@ const tick = async (): Promise<void> => { await new Promise((resolve) => setImme
 test('writes that arrive while two calls are under way share the next call, each answered from it, ' +
   'in order', async () => {
   const { calls, run } = heldRun()
-  const batch = callBatch(run)
+  const batch = callBatch(run, { waitMs: 0 })
   const answers = ['a', 'b', 'c', 'd', 'e'].map(async (input) => await batch.submit(input))
   await tick()
   assert.deepEqual(calls.map(({ inputs }) => inputs), [['a'], ['b']])
@@ -46,7 +47,7 @@ test('writes that arrive while two calls are under way share the next call, each
 
 test('a call takes at most 64 writes: the rest wait for the next call', async () => {
   const { calls, run } = heldRun()
-  const batch = callBatch(run)
+  const batch = callBatch(run, { waitMs: 0 })
   const inputs = Array.from({ length: 72 }, (_, i) => String(i))
   const answers = inputs.map(async (input) => await batch.submit(input))
   await tick()
@@ -65,7 +66,7 @@ type HeldCalls = ReturnType<typeof heldRun>['calls']
 /** Four writes: the first two each take a call of their own (answered), the last two wait to share the next. */
 async function twoAnsweredOfFour (): Promise<{ calls: HeldCalls, answers: Array<Promise<string>> }> {
   const { calls, run } = heldRun()
-  const batch = callBatch(run)
+  const batch = callBatch(run, { waitMs: 0 })
   const answers = ['a', 'b', 'c', 'd'].map(async (input) => await settledValue(batch.submit(input)))
   await tick()
   calls[0]?.answer()
@@ -91,6 +92,31 @@ test('a call whose connection failed is never made again (its commit may have ha
   calls[2]?.answer(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))
   assert.deepEqual(await Promise.all(answers), ['a!', 'b!', 'read ECONNRESET', 'read ECONNRESET'])
   assert.equal(calls.length, 3)
+})
+
+test('an input that waited for a call past the bound is answered as a checkout that waited too long (a 503), ' +
+  'when the next input comes or a call ends; those waiting less go on to the next call', async () => {
+  const { calls, run } = heldRun()
+  let clock = 0
+  const batch = callBatch(run, { waitMs: 100, now: () => clock })
+  const outcome = async (input: string): Promise<unknown> => await batch.submit(input).catch((err: unknown) => err)
+  const answers = ['a', 'b', 'c', 'd'].map(outcome)
+  clock = 60
+  answers.push(outcome('e'))
+  clock = 100
+  answers.push(outcome('f'))
+  await tick()
+  calls[0]?.answer()
+  await tick()
+  assert.deepEqual(calls.map(({ inputs }) => inputs), [['a'], ['b'], ['e', 'f']])
+  calls[1]?.answer()
+  calls[2]?.answer()
+  const [a, b, c, d, e, f] = await Promise.all(answers)
+  assert.deepEqual([a, b, e, f], ['a!', 'b!', 'e!', 'f!'])
+  for (const refused of [c, d]) {
+    assert.equal((refused as Error).message, 'timeout exceeded when trying to connect')
+    assert.equal(isConnectionError(refused), true)
+  }
 })
 
 async function settledValue (promise: Promise<string>): Promise<string> {
