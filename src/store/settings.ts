@@ -18,7 +18,8 @@ export const DATABASE_SETTINGS = {
   PG_POOL_MAX: integerSetting({ minimum: 1, maximum: 1000, default: 10 },
     'PostgreSQL: the most connections one instance opens; N instances open up to N times this.'),
   PG_CONNECT_TIMEOUT_MS: integerSetting({ minimum: 100, maximum: 600000, default: 5000 },
-    'PostgreSQL: how long a request waits for a connection before it is answered 503.'),
+    'PostgreSQL: how long a request waits for a connection, or for a call it shares with others, before it is ' +
+    'answered 503.'),
   PG_STATEMENT_TIMEOUT_MS: integerSetting({ minimum: 100, maximum: 600000, default: 5000 },
     'PostgreSQL: the longest a statement may run or wait for a lock before the request is answered 503.'),
   PG_STARTUP_TIMEOUT_MS: integerSetting({ minimum: 0, maximum: 3_600_000, default: 30_000 },
