@@ -47,6 +47,8 @@ export interface DispatcherOptions {
   /** True while the API needs the CPU (src/webhooks/api-load.ts): deliveries then yield to requests. */
   apiBusy?: () => boolean
   busyIntervalMs?: number
+  /** The monotonic clock the pace is kept on (performance.now): a test reads the very instants it paces. */
+  clock?: () => number
   /** A 2xx answered within this many ms earns its subscription one more attempt in flight (up to concurrency). */
   fastAttemptMs?: number
 }

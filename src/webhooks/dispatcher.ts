@@ -51,6 +51,7 @@ export class WebhookDispatcher extends EventEmitter<DispatcherEvents> {
     this.#slots = new DeliverySlots({
       ...settings,
       ...(options.apiBusy !== undefined && { apiBusy: options.apiBusy }),
+      ...(options.clock !== undefined && { clock: options.clock }),
       onFree: () => { this.#wakeSoon() },
       onSettled: () => { this.wake() }
     })
