@@ -762,8 +762,7 @@ async function main (): Promise<void> {
    * dispatcher's, which poll).
    */
   const countRoundTrips = async (store: StoreChoice): Promise<void> => {
-    const target = new URL(parsePostgresUrl(store.url as string).connectionString)
-    const counter = await RoundTripCounter.start(target.hostname, Number(target.port === '' ? 5432 : target.port))
+    const counter = await RoundTripCounter.start(store.url as string)
     const workloads = (['read', 'create', 'delete'] as const).filter((workload) => options.only.has(workload))
     try {
       for (const server of ['peer', 'minimal', ...(options.baseline === undefined ? [] : ['baseline' as const]),

@@ -1,5 +1,6 @@
 import { createConnection, createServer, type AddressInfo, type Server, type Socket } from 'node:net'
 import pg from 'pg'
+import { parsePostgresUrl } from '../src/store/postgres/connection.js'
 import { cpuSeconds } from './measure.js'
 
 /**
@@ -80,7 +81,11 @@ export class RoundTripCounter {
 
   private constructor (private readonly server: Server, readonly port: number) {}
 
-  static async start (host: string, port: number): Promise<RoundTripCounter> {
+  /** In front of the server `url` names (a `?schema=` URL too); `url()` then leads a URL through it. */
+  static async start (url: string): Promise<RoundTripCounter> {
+    const target = new URL(parsePostgresUrl(url).connectionString)
+    const host = target.hostname
+    const port = Number(target.port === '' ? 5432 : target.port)
     const server = createServer()
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     const counter = new RoundTripCounter(server, (server.address() as AddressInfo).port)

@@ -164,8 +164,7 @@ if (TEST_DATABASE_URL !== undefined) {
 
   test('PostgreSQL: concurrent reads share calls, each answered with its own row, undefined for a missing id, ' +
     'a repeated id\'s row twice: 22 reads in 3 round trips', async (t) => {
-    const target = new URL(TEST_DATABASE_URL as string)
-    const counter = await RoundTripCounter.start(target.hostname, Number(target.port === '' ? 5432 : target.port))
+    const counter = await RoundTripCounter.start(TEST_DATABASE_URL as string)
     t.after(async () => { await counter.stop() })
     const { url } = scratchDatabaseUrl(t)
     const store = await createPostgresStore({ url: counter.url(url), poolMax: 4 })
