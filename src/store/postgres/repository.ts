@@ -157,7 +157,7 @@ function generatedCreates<R extends ResourceTypes> (
     const at = afters.flatMap((after, i) => after === undefined ? [] : [i])
     for (const row of rows) outcomes[at[row.ordinal - 1] as number] = row
     return outcomes
-  }, context)
+  }, { waitMs: context.waitMs })
 }
 
 type Change = (current: StoredRow<ColumnValues>) => ColumnValues | 'delete'
@@ -245,7 +245,7 @@ function deletesInOneCall<R extends ResourceTypes> (
     const outcomes: Array<Written | undefined> = writes.map(() => undefined)
     for (const row of rows) outcomes[row.ordinal - 1] = row
     return outcomes
-  }, context)
+  }, { waitMs: context.waitMs })
 }
 
 /** Concurrent reads by id in one statement (a read alone in its own); undefined for a row not there. */
@@ -256,7 +256,7 @@ function readsInOneCall<R extends ResourceTypes> ({ run, context }: Table<R>): C
     const byId = new Map<bigint, Row>()
     for (const row of (await run<Row>(pool, 'getMany', [ids])).rows) byId.set(row.id, row)
     return ids.map((id) => byId.get(id))
-  }, context)
+  }, { waitMs: context.waitMs })
 }
 
 /** Every resource's repository on PostgreSQL, from its storage declaration. */
