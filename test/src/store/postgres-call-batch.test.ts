@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { test, type TestContext } from 'node:test'
+import pg from 'pg'
 import { plantJson, type Plant } from '../../../src/resources/plants.js'
 import type { Store } from '../../../src/store/contract.js'
 import { createPostgresStore } from '../../../src/store/postgres/postgres-store.js'
@@ -7,6 +8,7 @@ import { callBatch } from '../../../src/store/postgres/call-batch.js'
 import { isConnectionError } from '../../../src/store/postgres/connection.js'
 import { RoundTripCounter } from '../../../bench/postgres.js'
 import { eventPayload } from '../../../src/webhooks/events.js'
+import { cleanupStack } from '../../helpers/cleanup.js'
 import { adminQuery, scratchDatabaseUrl, TEST_DATABASE_URL } from '../../helpers/postgres.js'
 import { settled } from './conformance.js'
 import { RESOURCE_EVENT_TYPES } from '../../helpers/resources.js'
@@ -180,6 +182,33 @@ if (TEST_DATABASE_URL !== undefined) {
     assert.deepEqual(answers, [...created, undefined, first])
     // The first two each alone (two calls in flight), then the other twenty together.
     assert.equal(RoundTripCounter.exchanged(new Set(), before, after), 3)
+  })
+
+  test('PostgreSQL: a read that has waited PG_CONNECT_TIMEOUT_MS for a shared call is answered 503 as the next ' +
+    'read comes, without joining one; the reads under way and the next are answered once they can be', async (t) => {
+    const cleanup = cleanupStack(t)
+    const { url, schema } = scratchDatabaseUrl(cleanup)
+    const store = await createPostgresStore({ url, poolMax: 4, connectTimeoutMs: 100 })
+    cleanup.after(() => store.close())
+    const { item } = await store.plants.create({ name: 'Fern' })
+    // Two connections open and idle: the two calls below take them at once, with no connect to wait for.
+    await Promise.all([store.plants.get(item.id), store.plants.get(item.id)])
+    const locker = new pg.Client({ connectionString: TEST_DATABASE_URL })
+    await locker.connect()
+    cleanup.after(async () => { await locker.end() })
+    await locker.query('BEGIN')
+    await locker.query(`LOCK TABLE ${schema}.plants IN ACCESS EXCLUSIVE MODE`)
+    // Each alone in a call, both blocked by the lock (statement bounds of seconds): the third waits for a call.
+    const underWay = [store.plants.get(item.id), store.plants.get(item.id)]
+    let third: string | undefined
+    void settled(store.plants.get(item.id)).then((outcome) => { third = outcome })
+    await new Promise((resolve) => setTimeout(resolve, 250))
+    assert.equal(third, undefined, 'still waiting: nothing under way has ended')
+    const next = store.plants.get(item.id)
+    await tick()
+    assert.equal(third, 'unavailable', 'answered as the next read came, past the bound')
+    await locker.query('ROLLBACK')
+    assert.deepEqual(await Promise.all([...underWay, next]), [item, item, item])
   })
 
   test('PostgreSQL: concurrent updates of one row without If-Match each write the row as it was read: ' +
